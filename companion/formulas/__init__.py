@@ -1,0 +1,1 @@
+"""Topic modules of ``companion.calc``. Import from ``companion.calc``, not from here."""

@@ -1,0 +1,293 @@
+"""The closed forms both chapters lean on: KV sizing, read volumes, roofline, FLOP counts.
+
+Pure functions of validated arguments, base units in and out (bytes, seconds, FLOP, tokens).
+Docstrings give the formula and where the chapters use it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from companion import _validate as v
+from companion.specs import Hardware, Model
+
+__all__ = [
+    "kv_bytes_per_token", "kv_tokens_allocated", "kv_bytes", "held_tokens", "max_concurrent",
+    "read_bytes_per_output_token", "kv_crossover_batch", "ridge_point", "attention_pairs",
+    "QUANT_FORMATS", "quantized_bytes", "bits_per_value", "speculative_expected_tokens",
+    "pipeline_bubble", "static_batch_utilization", "amdahl_speedup", "cache_retention_value",
+    "matrix_flops", "attention_flops_per_pair", "attention_flops", "prefill_flops",
+    "decode_step_time", "attainable_flops", "mbu", "mfu",
+]
+
+
+def _model(model) -> Model:
+    return v.instance("model", model, Model, "a companion.specs.Model")
+
+
+def _hardware(hardware) -> Hardware:
+    return v.instance("hardware", hardware, Hardware, "a companion.specs.Hardware")
+
+
+def _as_int_if_whole(x: float):
+    return int(round(x)) if abs(x - round(x)) < 1e-9 * max(1.0, abs(x)) else x
+
+
+# --- KV sizing (8.1.2, 8.3.1-8.3.2, 17 §4-§5) ----------------------------------------------
+
+def kv_bytes_per_token(model: Model, bytes_per_value: float = 2) -> int:
+    """KV bytes one token holds: 2 (K and V) x layers x KV heads x head_dim x bytes_per_value.
+
+    Qwen3-8B in BF16: 2 x 36 x 8 x 128 x 2 = 147,456 B = 144 KiB (8.1.2); the Chapter 17 8B
+    shape: 131,072 B ("128 KB"), the 70B shape: 327,680 B (17 §4). A fractional
+    bytes_per_value (q8_0 is 34/32) gives a float when the product is not whole.
+    """
+    m = _model(model)
+    b = v.positive("bytes_per_value", bytes_per_value)
+    return _as_int_if_whole(2 * m.n_layers * m.n_kv_heads * m.head_dim * b)
+
+
+def kv_tokens_allocated(tokens: int, block_tokens: int = 16) -> int:
+    """Token slots a paged allocator gives ``tokens`` tokens: ceil(tokens / p) x p (8.3.1)."""
+    t = v.tokens("tokens", tokens)
+    p = v.tokens("block_tokens", block_tokens, minimum=1)
+    return -(-t // p) * p
+
+
+def kv_bytes(model: Model, tokens: int, *, block_tokens: int = 16, bytes_per_value: float = 2):
+    """KV bytes for ``tokens`` tokens, rounded up to whole blocks (``block_tokens=1``: no rounding).
+
+    2048 tokens of Qwen3-8B: 288 MiB; 2304 (= 2048 + 255 rounded to 16): 324 MiB (8.1.2).
+    """
+    return _as_int_if_whole(kv_tokens_allocated(tokens, block_tokens)
+                            * kv_bytes_per_token(model, bytes_per_value))
+
+
+def held_tokens(prompt_tokens: int, output_tokens: int) -> int:
+    """Tokens whose KV a request holds once all outputs are generated: prompt + output - 1.
+
+    The last output token is returned but never fed back, so its KV is never written (8.1.2).
+    """
+    p = v.tokens("prompt_tokens", prompt_tokens)
+    g = v.tokens("output_tokens", output_tokens, minimum=1)
+    return p + g - 1
+
+
+def max_concurrent(kv_budget_bytes: float, model: Model, prompt_tokens: int, output_tokens: int,
+                   *, shared_prefix_tokens: int = 0, block_tokens: int = 16,
+                   bytes_per_value: float = 2) -> int:
+    """How many requests fit when each reserves its end-of-generation KV up front.
+
+    Independent: floor(budget / kv_bytes(prompt + output - 1)), e.g. floor(12288 / 324) = 37
+    short and floor(12288 / 1188) = 10 long requests in 12 GiB (8.1.2). With a shared prefix
+    stored once: floor((budget - prefix) / private), e.g. (12288 - 864) / 324 -> 35 (8.3.2).
+    """
+    budget = v.nonnegative("kv_budget_bytes", kv_budget_bytes)
+    held = held_tokens(prompt_tokens, output_tokens)
+    prefix = v.tokens("shared_prefix_tokens", shared_prefix_tokens)
+    if prefix > v.tokens("prompt_tokens", prompt_tokens):
+        raise ValueError(f"shared_prefix_tokens: {prefix} exceeds prompt_tokens={prompt_tokens}")
+    kw = dict(block_tokens=block_tokens, bytes_per_value=bytes_per_value)
+    prefix_bytes = kv_bytes(model, prefix, **kw) if prefix else 0
+    private_bytes = kv_bytes(model, held - prefix, **kw)
+    if budget < prefix_bytes:
+        return 0
+    return int((budget - prefix_bytes) // private_bytes)
+
+
+# --- read volume and batching (8.2.1) -----------------------------------------------------
+
+def read_bytes_per_output_token(weight_bytes: float, batch: int, context_tokens: int,
+                                kv_bytes_per_token: float) -> float:
+    """Bytes read per output token in one decode round: D_w / b + L k (8.2.1, Figure 8-3)."""
+    w = v.positive("weight_bytes", weight_bytes)
+    b = v.count("batch", batch)
+    L = v.tokens("context_tokens", context_tokens)
+    k = v.positive("kv_bytes_per_token", kv_bytes_per_token)
+    return w / b + L * k
+
+
+def kv_crossover_batch(weight_bytes: float, context_tokens: int, kv_bytes_per_token: float) -> int:
+    """Smallest batch whose KV reads reach the shared weight read: b_KV = ceil(D_w / (L k)).
+
+    51 at 2K and 13 at 8K for Qwen3-8B (8.2.1).
+    """
+    w = v.positive("weight_bytes", weight_bytes)
+    L = v.tokens("context_tokens", context_tokens, minimum=1)
+    k = v.positive("kv_bytes_per_token", kv_bytes_per_token)
+    return math.ceil(w / (L * k))
+
+
+# --- roofline (8.2.1, 17 §1-§2, §9) --------------------------------------------------------
+
+def ridge_point(hardware: Hardware) -> float:
+    """FLOP per byte at which compute and bandwidth roofs meet: peak / bandwidth (295 on H100)."""
+    hw = _hardware(hardware)
+    return hw.peak_flops_per_s / hw.mem_bw_bytes_per_s
+
+
+def attainable_flops(intensity_flop_per_byte: float, hardware: Hardware) -> float:
+    """Roofline: min(peak, intensity x bandwidth) in FLOP/s (17 §2)."""
+    i = v.positive("intensity_flop_per_byte", intensity_flop_per_byte)
+    hw = _hardware(hardware)
+    return min(hw.peak_flops_per_s, i * hw.mem_bw_bytes_per_s)
+
+
+def attention_pairs(new_tokens: int, history_tokens: int) -> int:
+    """Causal query-key pairs of c new tokens on h cached ones: c h + c(c+1)/2 (8.2.3).
+
+    c = 512: 131,328 pairs at h = 0 and 4,063,488 at h = 7680 (Figure 8-8).
+    """
+    c = v.tokens("new_tokens", new_tokens)
+    h = v.tokens("history_tokens", history_tokens)
+    return c * h + c * (c + 1) // 2
+
+
+def matrix_flops(model: Model, tokens: int, *, include_lm_head: bool = False) -> float:
+    """Matrix FLOPs for ``tokens`` new tokens: 2 x parameters x tokens.
+
+    ``include_lm_head=False`` counts the transformer layers only (prefill, recomputation);
+    True counts every read-once matrix, i.e. D_w / bytes_per_param (verification rows, 8.6.3).
+    """
+    m = _model(model)
+    t = v.tokens("tokens", tokens)
+    params = m.streamed_params if include_lm_head else m.layer_params
+    return 2.0 * params * t
+
+
+def attention_flops_per_pair(model: Model) -> float:
+    """Attention FLOPs per causal query-key pair: 4 x head_dim x query heads x layers.
+
+    (QK^T and PV each a multiply-add per element.) 589,824 for Qwen3-8B.
+    """
+    m = _model(model)
+    return 4.0 * m.head_dim * m.n_query_heads * m.n_layers
+
+
+def attention_flops(model: Model, new_tokens: int, history_tokens: int = 0) -> float:
+    """Attention FLOPs of c new tokens on h cached ones: pairs x FLOP per pair."""
+    return attention_pairs(new_tokens, history_tokens) * attention_flops_per_pair(model)
+
+
+def prefill_flops(model: Model, new_tokens: int, history_tokens: int = 0) -> float:
+    """Prefill FLOPs: layer matrices for the new tokens plus causal attention (8.3.4).
+
+    Recomputing the 6144-token prefix of Qwen3-8B: 96.5 TFLOP.
+    """
+    return matrix_flops(model, new_tokens) + attention_flops(model, new_tokens, history_tokens)
+
+
+def decode_step_time(model: Model, hardware: Hardware, batch: int, context_tokens: int, *,
+                     bytes_per_value: float = 2, flops_per_token: float | None = None) -> float:
+    """Roofline lower bound of one decode round: max(b F / P, (D_w + b L k) / beta) seconds (8.2.1).
+
+    F defaults to 2 x streamed params (one new token through every read-once matrix).
+    """
+    m = _model(model)
+    hw = _hardware(hardware)
+    b = v.count("batch", batch)
+    L = v.tokens("context_tokens", context_tokens)
+    F = (2.0 * m.streamed_params if flops_per_token is None
+         else v.positive("flops_per_token", flops_per_token))
+    k = kv_bytes_per_token(m, bytes_per_value)
+    compute_s = b * F / hw.peak_flops_per_s
+    read_s = (m.streamed_weight_bytes + b * L * k) / hw.mem_bw_bytes_per_s
+    return max(compute_s, read_s)
+
+
+def mbu(bytes_per_s: float, hardware: Hardware) -> float:
+    """Model bandwidth utilisation: achieved bytes/s over peak bandwidth (17 §9, 8.6.3)."""
+    return v.nonnegative("bytes_per_s", bytes_per_s) / _hardware(hardware).mem_bw_bytes_per_s
+
+
+def mfu(flops_per_s: float, hardware: Hardware) -> float:
+    """Model FLOPs utilisation: achieved model FLOP/s over dense peak (17 §9, 8.6.3)."""
+    return v.nonnegative("flops_per_s", flops_per_s) / _hardware(hardware).peak_flops_per_s
+
+
+# --- quantised sizes (8.4.1-8.4.2, 17 §10) -------------------------------------------------
+
+# format -> (values per group, bytes per group)
+QUANT_FORMATS = {
+    "fp32": (1, 4), "bf16": (1, 2), "fp16": (1, 2), "fp8": (1, 1), "int8": (1, 1),
+    "q8_0": (32, 34),   # 32 one-byte codes + a 2-byte scale
+    "q4_0": (32, 18),   # 32 four-bit codes + a 2-byte scale
+    "Q2_K": (256, 84),  # 64 bytes of 2-bit codes + 20 bytes of scales and minimums
+}
+
+
+def quantized_bytes(n_values: int, fmt: str) -> int:
+    """Bytes to store ``n_values`` values in ``fmt``; grouped formats round up to whole groups."""
+    n = v.integer("n_values", n_values, minimum=0, what="a whole number of values")
+    f = v.choice("fmt", fmt, QUANT_FORMATS)
+    group, group_bytes = QUANT_FORMATS[f]
+    return -(-n // group) * group_bytes
+
+
+def bits_per_value(fmt: str) -> float:
+    """Average stored bits per value, metadata included: q8_0 8.5, q4_0 4.5, Q2_K 2.625."""
+    f = v.choice("fmt", fmt, QUANT_FORMATS)
+    group, group_bytes = QUANT_FORMATS[f]
+    return group_bytes * 8 / group
+
+
+# --- speculative decoding (8.5.2, 8.5.4, 17 §10) -------------------------------------------
+
+def speculative_expected_tokens(acceptance, draft_len: int | None = None) -> float:
+    """Expected tokens per verification round: 1 + sum_{j<=m} prod_{i<=j} a_i.
+
+    With a single acceptance a and draft_len m: 1 + a + ... + a^m (1.33 for a = 1/4, 3.05 for
+    a = 3/4 at m = 4, 8.5.2; 2.77 for a = 0.7, k = 4, 17 §10). Or pass the conditional
+    acceptances a_1..a_m as a sequence and omit draft_len.
+    """
+    if draft_len is None:
+        seq = v.sequence("acceptance", acceptance, min_len=0)
+        probs = [v.probability(f"acceptance[{i}]", a) for i, a in enumerate(seq)]
+    else:
+        m = v.integer("draft_len", draft_len, minimum=0)
+        a = v.probability("acceptance", acceptance)
+        probs = [a] * m
+    total, survive = 1.0, 1.0
+    for a in probs:
+        survive *= a
+        total += survive
+    return total
+
+
+# --- scheduling, parallelism, Amdahl, cache value --------------------------------------------
+
+def pipeline_bubble(stages: int, microbatches: int) -> float:
+    """Idle fraction of a pipeline: (p - 1) / (m + p - 1) (15.8% at p=4, m=16; 17 §7)."""
+    p = v.count("stages", stages)
+    m = v.count("microbatches", microbatches)
+    return (p - 1) / (m + p - 1)
+
+
+def static_batch_utilization(output_lengths) -> float:
+    """Useful fraction of slot-steps in a static batch: sum(lengths) / (n x max) (56%, 17 §6)."""
+    seq = v.sequence("output_lengths", output_lengths)
+    lengths = [v.tokens(f"output_lengths[{i}]", x) for i, x in enumerate(seq)]
+    longest = max(lengths)
+    if longest == 0:
+        raise ValueError("output_lengths: at least one request must produce a token")
+    return sum(lengths) / (len(lengths) * longest)
+
+
+def amdahl_speedup(fraction: float, factor: float) -> float:
+    """Whole-task speedup when a stage taking ``fraction`` of the time runs ``factor`` x faster.
+
+    1 / ((1 - f) + f / s): 1.6x for f = 0.5, s = 4 (8.6.3, Figure 8-36).
+    """
+    f = v.probability("fraction", fraction)
+    s = v.positive("factor", factor)
+    return 1.0 / ((1.0 - f) + f / s)
+
+
+def cache_retention_value(hit_prob: float, recompute_s: float, fetch_s: float,
+                          maintain_s: float) -> float:
+    """Expected net time saved by keeping a prefix: V_h = p_h (T_r - T_f) - T_m (8.3.4)."""
+    p = v.probability("hit_prob", hit_prob)
+    tr = v.nonnegative("recompute_s", recompute_s)
+    tf = v.nonnegative("fetch_s", fetch_s)
+    tm = v.nonnegative("maintain_s", maintain_s)
+    return p * (tr - tf) - tm
