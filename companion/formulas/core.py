@@ -174,7 +174,9 @@ def prefill_flops(model: Model, new_tokens: int, history_tokens: int = 0) -> flo
 
     Recomputing the 6144-token prefix of Qwen3-8B: 96.5 TFLOP.
     """
-    return matrix_flops(model, new_tokens) + attention_flops(model, new_tokens, history_tokens)
+    c = v.tokens("new_tokens", new_tokens)
+    h = v.tokens("history_tokens", history_tokens)
+    return matrix_flops(model, c) + attention_flops(model, c, h)
 
 
 def decode_step_time(model: Model, hardware: Hardware, batch: int, context_tokens: int, *,

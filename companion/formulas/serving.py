@@ -1,0 +1,5 @@
+"""Closed forms: serving (filled in per the module's sections)."""
+
+from __future__ import annotations
+
+__all__: list[str] = []
