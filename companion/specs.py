@@ -177,7 +177,14 @@ LLAMA_405B = Model(
            "Llama-3.1-405B config",
 )
 
-MODELS = {m.name: m for m in (QWEN3_8B, LLAMA_8B, LLAMA_70B, LLAMA_405B)}
+QWEN3_235B_A22B = Model(
+    "Qwen3-235B-A22B", n_layers=94, n_kv_heads=4, head_dim=128, n_params=235e9,
+    hidden_size=4096, n_heads=64,
+    source="8.4.1 Q2_K capacity example (M2 Max); KV shape from the public Qwen3-235B-A22B "
+           "config (94 layers, 4 KV heads, head dim 128); MoE, about 22e9 active parameters",
+)
+
+MODELS = {m.name: m for m in (QWEN3_8B, LLAMA_8B, LLAMA_70B, LLAMA_405B, QWEN3_235B_A22B)}
 
 
 # --- hardware -------------------------------------------------------------------------------

@@ -1,0 +1,1 @@
+"""Figure builders by topic; import them through ``companion.plots``."""

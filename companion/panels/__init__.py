@@ -1,0 +1,1 @@
+"""Slider panels by topic; import them through ``companion.widgets``."""

@@ -1,0 +1,72 @@
+#!/usr/bin/env python
+"""Write every notebook's stored outputs by executing its py:percent source on a fresh kernel.
+
+The ``.py`` (jupytext py:percent) file is the source of truth for inputs. For each one this
+builds the notebook, executes it with nbclient (no per-cell timing metadata, widget state
+dropped: anywidget would otherwise store ~5 MB of plotly.js per notebook), writes the paired
+``.ipynb`` and rewrites the ``.py`` exactly as jupytext would, so the pair is in sync.
+Stored outputs are therefore always the tools' output, never hand edits.
+
+usage: python tools/execute_notebooks.py [paths or folders ...]   (default: every notebook)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import jupytext
+import nbformat
+from jupytext.config import load_jupytext_config
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDERS = ("notebooks", "solutions")
+
+
+def sources(args: list[str]) -> list[Path]:
+    paths = [Path(a) for a in args] or [ROOT / f for f in FOLDERS]
+    found: list[Path] = []
+    for p in paths:
+        p = p if p.is_absolute() else Path.cwd() / p
+        if p.is_dir():
+            found += sorted(q for q in p.rglob("*.py") if ".ipynb_checkpoints" not in q.parts
+                            and q.name != "__init__.py")
+        elif p.suffix == ".ipynb":
+            found.append(p.with_suffix(".py"))
+        else:
+            found.append(p)
+    return found
+
+
+def execute(py: Path) -> float:
+    config = load_jupytext_config(str(py))
+    nb = jupytext.read(py, config=config)
+    nb.metadata.setdefault("kernelspec", {"display_name": "Python 3 (ipykernel)",
+                                          "language": "python", "name": "python3"})
+    t0 = time.perf_counter()
+    NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=False,
+                   resources={"metadata": {"path": str(py.parent)}}).execute()
+    elapsed = time.perf_counter() - t0
+    nb.metadata.pop("widgets", None)
+    ipynb = py.with_suffix(".ipynb")
+    nbformat.write(nb, ipynb)
+    py.write_text(jupytext.writes(jupytext.read(ipynb, config=config), fmt="py:percent",
+                                  config=config))
+    return elapsed
+
+
+def main(argv: list[str]) -> int:
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    os.environ.setdefault("COMPANION_FAST", "1")
+    for py in sources(argv):
+        elapsed = execute(py)
+        size = py.with_suffix(".ipynb").stat().st_size
+        print(f"executed {py.relative_to(ROOT)} in {elapsed:.1f}s ({size / 1024:.0f} KiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
