@@ -90,6 +90,9 @@ def max_concurrent(kv_budget_bytes: float, model: Model, prompt_tokens: int, out
     kw = dict(block_tokens=block_tokens, bytes_per_value=bytes_per_value)
     prefix_bytes = kv_bytes(model, prefix, **kw) if prefix else 0
     private_bytes = kv_bytes(model, held - prefix, **kw)
+    if private_bytes == 0:
+        raise ValueError("shared_prefix_tokens: covers everything a request holds, so no "
+                         "request needs private KV and the capacity is unbounded")
     if budget < prefix_bytes:
         return 0
     return int((budget - prefix_bytes) // private_bytes)

@@ -1,0 +1,63 @@
+# Two commands matter (see README):  make lab   |   make test
+# Everything installs into ./.venv from pyproject.toml; nothing is needed beyond Python 3.11+ and make.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+STATE  := $(CURDIR)/.state
+
+# Keep Jupyter, IPython and matplotlib side files out of $HOME (tests, CI, benchmarks).
+export JUPYTER_CONFIG_DIR      := $(STATE)/jupyter-config
+export JUPYTER_DATA_DIR        := $(STATE)/jupyter-data
+export JUPYTER_RUNTIME_DIR     := $(STATE)/jupyter-runtime
+export JUPYTERLAB_SETTINGS_DIR := $(STATE)/lab-user-settings
+export JUPYTERLAB_WORKSPACES_DIR := $(STATE)/lab-workspaces
+export IPYTHONDIR              := $(STATE)/ipython
+export MPLCONFIGDIR            := $(STATE)/mpl
+export JUPYTER_PLATFORM_DIRS   := 1
+export XDG_CONFIG_HOME         := $(STATE)/xdg-config
+export XDG_CACHE_HOME          := $(STATE)/xdg-cache
+export npm_config_cache        := $(STATE)/npm-cache
+export MPLBACKEND              := Agg
+export PYTHONHASHSEED          := 0
+
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with=nbval_sanitize.cfg
+NOTEBOOK_DIRS := notebooks solutions exercises
+
+.PHONY: setup lab test test-fast execute exercises bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+## Set everything up and open the companion in JupyterLab.
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab --notebook-dir=. notebooks/START_HERE.ipynb
+
+## Set everything up and run the whole test suite (unit, property, ledger, notebooks via nbval).
+test: $(STAMP)
+	COMPANION_FAST=1 $(PY) -m pytest -n 2 --dist loadfile -q $(NBVAL) tests $(NOTEBOOK_DIRS)
+
+## Unit tests only (no notebooks): the quick loop while editing companion/.
+test-fast: $(STAMP)
+	$(PY) -m pytest -n 2 -q tests
+
+## Re-execute notebooks from their py:percent sources and store the outputs (never hand-edit).
+execute: $(STAMP)
+	COMPANION_FAST=1 $(PY) tools/execute_notebooks.py $(ARGS)
+
+## Regenerate the students' exercises/ from solutions/.
+exercises: $(STAMP)
+	$(PY) tools/make_exercises.py
+
+## Print the benchmark figures (nothing is asserted).
+bench: $(STAMP)
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) $(STATE)

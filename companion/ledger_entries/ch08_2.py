@@ -1,0 +1,116 @@
+"""Ledger: 8.2.1 (weight reuse, LoRA, read volume), 8.2.3 (chunk pairs, FFN reads) and 8.2.4
+(graph padding), with footnote 1's byte counts. The 8.2.2 schedule and Exercise 8-2's replay are
+simulator entries (another module)."""
+
+from __future__ import annotations
+
+from companion import calc
+from companion.formulas import batching as bt
+from companion.ledger import Entry, entry
+from companion.specs import QWEN3_8B
+from companion.units import GB, GiB, MiB
+
+LORA_RANK = 16            # 8.2.1: "a low-rank dimension of 16", on Q and V
+LORA_ADAPTERS = 100       # 8.2.1: "100 adapters"
+CONTEXTS_8K = 100         # 8.2.1: "100 mutually non-sharing 8K contexts"
+SWEEP_BATCH = 64          # 8.2.1: batch 1 -> 16 -> 64
+CHUNK_TOKENS = 512        # 8.2.3: c = 512 on an 8K input
+SPLIT_BLOCK, SPLIT_CHUNK = 256, 128   # 8.2.3: a 256-token block split into two 128-token blocks
+
+
+def entries() -> list[Entry]:
+    m = QWEN3_8B
+    k = calc.kv_bytes_per_token(m)
+    d_w = m.streamed_weight_bytes
+    short_p, _ = bt.CHAPTER_REQUEST_TYPES["Short conversation"]
+    long_p, _ = bt.CHAPTER_REQUEST_TYPES["Long context"]
+    adapter = calc.lora_adapter_bytes(m, LORA_RANK, ("q", "v"))
+    adapters = calc.lora_adapter_bytes(m, LORA_RANK, ("q", "v"), n_adapters=LORA_ADAPTERS)
+    reads_2k = calc.read_bytes_curve(d_w, [1, 16, SWEEP_BATCH], short_p, k)
+    weight_only = calc.read_bytes_curve(d_w, [16, SWEEP_BATCH], 0, k)   # L = 0: D_w / b alone
+    pairs = calc.chunk_pair_series(long_p, CHUNK_TOKENS)
+    chunks = calc.prefill_chunks(long_p, CHUNK_TOKENS)
+    flops = calc.chunk_flops_series(m, long_p, CHUNK_TOKENS)
+    ffn = calc.ffn_weight_bytes_per_layer(m)
+    shapes = bt.CHAPTER_CAPTURED_SHAPES
+
+    return [
+        # --- footnote 1: exact byte counts from the public config ---
+        entry("8.2.1/fn1-full-weight-bytes", "8.2.1", "footnote 1: full BF16 weights",
+              "16,381,470,720", "bytes", m.weight_bytes),
+        entry("8.2.1/fn1-streamed-weight-bytes", "8.2.1",
+              "footnote 1: matrix weights read once per step (D_w)", "15,136,811,008", "bytes",
+              d_w),
+
+        # --- weight reuse and LoRA ---
+        entry("8.2.1/intensity-16x", "8.2.1", "work per weight read, batch 16 vs 1", "16",
+              "times", calc.weight_reuse_intensity(16) / calc.weight_reuse_intensity(1)),
+        entry("8.2.1/lora-adapter-MiB", "8.2.1", "rank-16 LoRA adapter on Q and V", "14.6", "MiB",
+              adapter / MiB),
+        entry("8.2.1/lora-100-GiB", "8.2.1", "100 adapters", "1.43", "GiB", adapters / GiB),
+        entry("8.2.1/lora-vs-matrix-GiB", "8.2.1", "matrix weights the adapters compare with",
+              "14.1", "GiB", d_w / GiB),
+        entry("8.2.1/kv-100x8K-GiB", "8.2.1", "KV of 100 non-sharing 8K contexts", "112.5", "GiB",
+              CONTEXTS_8K * calc.kv_bytes(m, long_p) / GiB),
+
+        # --- read volume per output token ---
+        entry("8.2.1/Dw-GiB", "8.2.1", "D_w of Qwen3-8B", "14.1", "GiB", d_w / GiB),
+        entry("8.2.1/kv-2K-GiB", "8.2.1", "KV of a 2K context", "0.28125", "GiB",
+              calc.kv_bytes(m, short_p) / GiB),
+        entry("8.2.1/weight-per-token-b16-GiB", "8.2.1", "amortized weight read at batch 16",
+              "0.88", "GiB", weight_only[0] / GiB),
+        entry("8.2.1/weight-per-token-b64-GiB", "8.2.1", "amortized weight read at batch 64",
+              "0.22", "GiB", weight_only[1] / GiB),
+        entry("8.2.1/read-b1-2K-GiB", "8.2.1", "read per output token, 2K, batch 1", "14.38",
+              "GiB", reads_2k[0] / GiB),
+        entry("8.2.1/read-b64-2K-GiB", "8.2.1", "read per output token, 2K, batch 64", "0.50",
+              "GiB", reads_2k[2] / GiB),
+        entry("8.2.1/read-ratio-b1-b64", "8.2.1", "batch 64 reads about 1/29 of batch 1", "29",
+              "x", reads_2k[0] / reads_2k[2]),
+        entry("8.2.1/kv-8K-vs-2K", "8.2.1", "8K KV is four times 2K KV", "4", "x",
+              calc.kv_bytes(m, long_p) / calc.kv_bytes(m, short_p)),
+        entry("8.2.1/bkv-2K", "8.2.1", "b_KV = ceil(D_w / (L k)) at 2K", "51", "requests",
+              calc.kv_crossover_batch(d_w, short_p, k)),
+        entry("8.2.1/bkv-8K", "8.2.1", "b_KV at 8K", "13", "requests",
+              calc.kv_crossover_batch(d_w, long_p, k)),
+        entry("8.2.1/resident-64x2K-GB", "8.2.1",
+              "weights + KV of 64 2K requests after one decode step", "35.7", "GB",
+              calc.batch_resident_bytes(m, SWEEP_BATCH, calc.held_tokens(short_p, 2)) / GB,
+              note="Full resident weights (16,381,470,720 B) plus 64 x 2049 tokens of KV without "
+                   "block rounding: 16.38 + 19.34 = 35.72 GB. With D_w instead it would be "
+                   "34.5 GB; with 16-token blocks (2064 tokens) 35.9 GB."),
+
+        # --- 8.2.3: pairs per chunk, backbone computation, FFN reads ---
+        entry("8.2.3/pairs-first-chunk", "8.2.3", "pairs of the first 512-token chunk (h = 0)",
+              "131,328", "pairs", pairs[0]),
+        entry("8.2.3/last-chunk-history", "8.2.3", "context before the last chunk of 8K",
+              "7680", "tokens", chunks[-1][1]),
+        entry("8.2.3/pairs-last-chunk", "8.2.3", "pairs of the last chunk (h = 7680)",
+              "4,063,488", "pairs", pairs[-1]),
+        entry("8.2.3/pairs-ratio", "8.2.3", "last chunk vs first chunk pairs", "31", "x",
+              pairs[-1] / pairs[0]),
+        entry("8.2.3/backbone-rise-pct", "8.2.3", "last chunk's backbone computation vs first",
+              "32", "%", (flops[-1] / flops[0] - 1) * 100,
+              note="Read as layer-matrix FLOPs (2 x 6,946,071,552 layer params x 512) plus "
+                   "attention FLOPs (589,824 per causal pair): 7.190 -> 9.510 TFLOP, +32.3%. Other "
+                   "readings miss: adding lm_head gives +29.6%, attention alone 31x, the layer "
+                   "matrices alone +0%."),
+        entry("8.2.3/chunk-time-rise-pct", "8.2.3", "median chunk time 25.3 -> 35.1 ms", "39",
+              "%", (bt.LAST_CHUNK_MEDIAN_S / bt.FIRST_CHUNK_MEDIAN_S - 1) * 100,
+              note="From footnote 6's medians 25.30 and 35.07 ms: +38.6% (the printed 25.3 and "
+                   "35.1 give +38.7%)."),
+        entry("8.2.3/ffn-layer-MiB", "8.2.3", "one layer's FFN weights", "288", "MiB",
+              ffn / MiB),
+        entry("8.2.3/ffn-split-MiB", "8.2.3", "FFN reads when a 256-token block runs as two",
+              "576", "MiB", calc.split_weight_read_bytes(ffn, SPLIT_BLOCK, SPLIT_CHUNK) / MiB),
+
+        # --- 8.2.4: CUDA-graph padding (graphs for 16 and 32 rows) ---
+        entry("8.2.4/rows18-shape", "8.2.4", "18 rows run the graph of", "32", "rows",
+              calc.padded_rows(18, shapes)),
+        entry("8.2.4/rows17-shape", "8.2.4", "17 rows still run the graph of", "32", "rows",
+              calc.padded_rows(17, shapes)),
+        entry("8.2.4/rows16-shape", "8.2.4", "16 rows use the smaller graph", "16", "rows",
+              calc.padded_rows(16, shapes)),
+        entry("8.2.4/rows17-padding", "8.2.4", "padding a 17-row graph would eliminate", "15",
+              "rows", calc.padding_rows(17, shapes)),
+    ]

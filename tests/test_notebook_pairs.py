@@ -1,0 +1,48 @@
+"""Every notebook is paired with a py:percent file that is exactly what jupytext writes.
+
+(`jupytext --sync` is not a check: it trusts modification times, which a git checkout
+scrambles.) Also: stored outputs must come from tools/execute_notebooks.py: no widget state,
+no timing metadata, every code cell executed in order.
+"""
+
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+from jupytext.config import load_jupytext_config
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted(p for d in ("notebooks", "solutions", "exercises")
+                   for p in (ROOT / d).rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS
+
+
+@pytest.mark.parametrize("ipynb", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_text_file_is_exact_jupytext_output(ipynb):
+    text = ipynb.with_suffix(".py")
+    assert text.exists(), f"missing paired file {text.name}"
+    config = load_jupytext_config(str(ipynb))
+    expected = jupytext.writes(jupytext.read(ipynb, config=config), fmt="py:percent",
+                               config=config)
+    assert text.read_text() == expected, (
+        f"{text.name} and {ipynb.name} differ: edit the .py and run `make execute "
+        f"ARGS={text.relative_to(ROOT)}`")
+
+
+@pytest.mark.parametrize("ipynb", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_outputs_were_written_by_the_tool(ipynb):
+    nb = nbformat.read(ipynb, as_version=4)
+    assert "widgets" not in nb.metadata, "widget state stored: re-execute with the tool"
+    counts = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        assert "execution" not in cell.metadata, "timing metadata stored"
+        if cell.source.strip():
+            counts.append(cell.execution_count)
+    assert counts == list(range(1, len(counts) + 1)), (
+        "cells were not executed top to bottom on a fresh kernel: re-execute with the tool")

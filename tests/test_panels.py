@@ -1,0 +1,88 @@
+"""Every explorer panel: update() works at the corners of every control, headless and shown."""
+
+import inspect
+import math
+
+import pytest
+
+from companion import widgets
+from companion.panels._base import Panel
+
+PANELS = sorted((obj for obj in vars(widgets).values()
+                 if inspect.isclass(obj) and issubclass(obj, Panel) and obj is not Panel),
+                key=lambda c: c.__name__)
+
+
+def test_there_are_panels():
+    assert PANELS
+
+
+@pytest.mark.parametrize("cls", PANELS, ids=lambda c: c.__name__)
+def test_update_at_every_corner(cls):
+    panel = cls()
+    for params in panel.corners():
+        view = panel.update(**params)
+        for key, value in view.numbers.items():
+            if isinstance(value, (int, float)):
+                assert not math.isnan(value), f"{cls.__name__}.{key} is NaN at {params}"
+        assert view.traces, f"{cls.__name__} drew nothing at {params}"
+
+
+@pytest.mark.parametrize("cls", PANELS, ids=lambda c: c.__name__)
+def test_controls_are_sane(cls):
+    for c in cls.controls:
+        assert c.label and c.kind in ("int", "float", "choice")
+        if c.kind != "choice":
+            assert c.min <= c.default <= c.max, c.name
+        else:
+            assert c.default in c.options.values(), c.name
+
+
+@pytest.mark.parametrize("cls", PANELS, ids=lambda c: c.__name__)
+def test_bad_parameter_is_named(cls):
+    panel = cls()
+    with pytest.raises(TypeError, match="no_such_control"):
+        panel.update(no_such_control=1)
+    numeric = [c for c in cls.controls if c.kind != "choice"]
+    if numeric:
+        c = numeric[0]
+        with pytest.raises(ValueError, match=c.name):
+            panel.update(**{c.name: c.max + (c.step or 1) * 10})
+        with pytest.raises((ValueError, TypeError), match=c.name):
+            panel.update(**{c.name: float("nan")})
+
+
+@pytest.mark.parametrize("cls", PANELS, ids=lambda c: c.__name__)
+def test_shown_panel_updates_its_figure_and_resets(cls):
+    panel = cls()
+    ui = panel.show()
+    assert ui is not None
+    before = [tuple(t.y) if getattr(t, "y", None) is not None else None for t in panel._fig.data]
+    text_before = panel._readout.value
+    changed = False
+    for c in cls.controls:
+        for value in c.corners():
+            if value == panel.params[c.name]:
+                continue
+            panel._widgets[c.name].value = value  # as a user would, through the widget
+            after = [tuple(t.y) if getattr(t, "y", None) is not None else None
+                     for t in panel._fig.data]
+            changed |= after != before or panel._readout.value != text_before
+        if changed:
+            break
+    assert changed, "moving a control changed neither the figure nor the readout"
+    panel.reset()
+    assert panel.params == panel.defaults()
+    assert panel._readout.value == text_before
+
+
+def test_capacity_panel_defaults_are_the_chapters_setting():
+    # 8.1.2 table and 8.3.2: 144 KiB per token, 1152 MiB after prefill, 1188 MiB reserved,
+    # 10 independent long requests and 35 with the 6144-token prefix shared, in 12 GiB.
+    view = widgets.KVCapacityPanel().update()
+    assert view.numbers == {"kv_per_token_KiB": 144, "after_prefill_MiB": 1152,
+                            "after_generation_MiB": 1188, "independent_requests": 10,
+                            "shared_prefix_requests": 35}
+    short = widgets.KVCapacityPanel().update(prompt_tokens=2048, shared_prefix_tokens=0)
+    assert (short.numbers["after_prefill_MiB"], short.numbers["after_generation_MiB"],
+            short.numbers["independent_requests"]) == (288, 324, 37)
