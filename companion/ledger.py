@@ -165,8 +165,12 @@ def disagreements() -> list[Entry]:
 
 
 def _fmt_value(x: float, printed: str) -> str:
-    d = printed_decimals(printed) + 1
-    return f"{x:,.{d}f}"
+    """One digit more than printed, so the reader sees how the rounding went; whole numbers
+    that the chapter prints as whole numbers stay whole."""
+    d = printed_decimals(printed)
+    if d == 0 and float(x).is_integer():
+        return f"{int(x):,}"
+    return f"{x:,.{d + 1}f}"
 
 
 def table(prefix: str | None = None, *, ids=None) -> str:

@@ -34,8 +34,7 @@ __all__ = [
     "decode_step_parts", "decode_step_time_curve", "compute_catchup_batch",
     "compute_bound_context_tokens",
     # 8.2.3 chunked prefill
-    "prefill_chunks", "chunk_pair_series", "chunk_flops_series", "ffn_weight_bytes_per_layer",
-    "split_weight_read_bytes",
+    "prefill_chunks", "chunk_pair_series", "chunk_flops_series", "split_weight_read_bytes",
     # 8.2.4 graph padding and token budget
     "padded_rows", "padding_rows", "mixed_round_time_s", "token_budget_for_itl",
 ]
@@ -374,7 +373,8 @@ def batch_resident_bytes(model: Model, batch: int, context_tokens: int, *,
     """
     m = _model(model)
     b = v.count("batch", batch)
-    per_request = kv_bytes(m, context_tokens, block_tokens=block_tokens,
+    L = v.tokens("context_tokens", context_tokens, minimum=1)
+    per_request = kv_bytes(m, L, block_tokens=block_tokens,
                            bytes_per_value=bytes_per_value)
     return m.weight_bytes + b * per_request
 
@@ -504,17 +504,11 @@ def chunk_flops_series(model: Model, prompt_tokens: int, chunk_tokens: int,
                                                                history_tokens)]
 
 
-def ffn_weight_bytes_per_layer(model: Model) -> float:
-    """Bytes of one layer's SwiGLU FFN weights: 3 x hidden x intermediate x bytes (8.2.3: 288 MiB)."""
-    m = _model(model)
-    shapes = _projection_shapes(m)
-    return sum(shapes[p][0] * shapes[p][1] for p in ("gate", "up", "down")) * m.bytes_per_param
-
-
 def split_weight_read_bytes(weight_bytes: float, new_tokens: int, chunk_tokens: int) -> float:
     """Weight bytes read when ``new_tokens`` run in chunks: ceil(n / c) x weight bytes (8.2.3).
 
-    A 256-token block split into two 128-token chunks reads a 288 MiB FFN twice: 576 MiB.
+    A 256-token block split into two 128-token chunks reads a 288 MiB FFN twice: 576 MiB
+    (the FFN size is ``compression.ffn_weight_bytes_per_layer``).
     """
     w = v.positive("weight_bytes", weight_bytes)
     n = v.tokens("new_tokens", new_tokens, minimum=1)
