@@ -1,5 +1,317 @@
-"""Closed forms: compression (filled in per the module's sections)."""
+"""Closed forms of 8.4: grouped quantisation layouts, what fits after loading quantised weights,
+compressed KV and its read saving, weight offload and its per-round copy, compress-then-transfer,
+and the time a retried answer really costs.
+
+Base units in and out (bytes, seconds, tokens); the chapter's MiB/GiB/ms are display only.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+from typing import NamedTuple
+
+from companion import _validate as v
+from companion.formulas.core import QUANT_FORMATS, kv_bytes, max_concurrent
+from companion.formulas.kv_management import link_transfer_s
+from companion.specs import Model
+
+__all__ = [
+    # 8.4.1 grouped formats and memory headroom
+    "QUANT_CODE_BITS", "QuantLayout", "quant_group_layout", "quant_format_layout",
+    "memory_headroom_bytes",
+    # 8.4.2 compressed KV and its read cost
+    "kv_format_bytes_per_value", "kv_quantized_bytes", "max_concurrent_kv_format",
+    "compressed_read_saving_s", "fitted_interval_s", "interval_crossover_tokens",
+    # 8.4.3 weight offload and transfer
+    "ffn_weight_bytes_per_layer", "FfnOffload", "ffn_offload", "OffloadCopy",
+    "offload_copy_bound", "min_link_bytes_per_s", "compress_then_transfer_s",
+    "min_decompress_bytes_per_s",
+    # 8.4.4 retries
+    "time_to_correct_answer_s",
+]
+
+# Width of the stored code of each format in core.QUANT_FORMATS; the rest of a group's bytes is
+# metadata (scales, minimums). Plain formats store the value itself and no metadata.
+QUANT_CODE_BITS = {
+    "fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8,
+    "q8_0": 8,   # 32 one-byte codes + a 2-byte scale (8.4.2)
+    "q4_0": 4,   # 32 four-bit codes + a 2-byte scale (8.4.2)
+    "Q2_K": 2,   # 256 two-bit codes + 20 bytes of scales and minimums (8.4.1)
+}
+
+
+# --- 8.4.1 grouped quantisation ------------------------------------------------------------
+
+class QuantLayout(NamedTuple):
+    group_values: int
+    code_bytes: float        # group_values x code_bits / 8
+    metadata_bytes: float
+    group_bytes: float       # code + metadata
+    bits_per_value: float    # group_bytes x 8 / group_values
+    metadata_fraction: float  # metadata / group_bytes
+
+
+def quant_group_layout(group_values: int, code_bits: float, metadata_bytes: float) -> QuantLayout:
+    """Byte layout of one quantisation group: codes, metadata, average bits per value (8.4.1).
+
+    Q2_K: 256 x 2 / 8 = 64 code bytes + 20 = 84 bytes, 84 x 8 / 256 = 2.625 bits, metadata about
+    24%; q8_0: 32 + 2 = 34 bytes (8.5 bits); q4_0: 16 + 2 = 18 bytes (4.5 bits, Figure 8-23).
+    """
+    n = v.count("group_values", group_values)
+    bits = v.positive("code_bits", code_bits)
+    meta = v.nonnegative("metadata_bytes", metadata_bytes)
+    code = n * bits / 8
+    total = code + meta
+    return QuantLayout(group_values=n, code_bytes=code, metadata_bytes=meta, group_bytes=total,
+                       bits_per_value=total * 8 / n, metadata_fraction=meta / total)
+
+
+def quant_format_layout(fmt: str) -> QuantLayout:
+    """``quant_group_layout`` of a named format of ``core.QUANT_FORMATS`` ("Q2_K", "q8_0", ...)."""
+    f = v.choice("fmt", fmt, QUANT_FORMATS)
+    group, group_bytes = QUANT_FORMATS[f]
+    # a format without a listed code width is taken as plain (no metadata)
+    code_bits = QUANT_CODE_BITS.get(f, 8 * group_bytes / group)
+    return quant_group_layout(group, code_bits, group_bytes - group * code_bits / 8)
+
+
+def memory_headroom_bytes(mem_bytes: float, reserved_bytes: float, weight_bytes: float,
+                          kv_cache_bytes: float = 0.0) -> float:
+    """Memory left after a reserve, the weights and some KV: M - reserve - W - KV (8.4.1).
+
+    Negative means it does not fit. M2 Max: 96 GB - 8 GiB = 81.41 GiB; the 79.81 GiB Q2_K file
+    leaves 1.60 GiB, one 8K request's 1.47 GiB of KV then leaves 0.13 GiB; the 81.97 GiB
+    UD-Q2_K_XL file is 0.56 GiB short.
+    """
+    mem = v.positive("mem_bytes", mem_bytes)
+    reserve = v.nonnegative("reserved_bytes", reserved_bytes)
+    weights = v.nonnegative("weight_bytes", weight_bytes)
+    kv = v.nonnegative("kv_cache_bytes", kv_cache_bytes)
+    return mem - reserve - weights - kv
+
+
+# --- 8.4.2 compressed KV ---------------------------------------------------------------------
+
+def kv_format_bytes_per_value(model: Model, fmt: str) -> float:
+    """Average stored bytes per KV value in ``fmt``, scales included (8.4.2).
+
+    Groups run along head_dim, so a head row of d values takes ceil(d / g) groups:
+    bytes per value = ceil(d / g) x group_bytes / d. Qwen3-8B (d = 128): q8_0 34/32, q4_0 18/32,
+    i.e. 34/64 and 18/64 of BF16.
+    """
+    m = v.instance("model", model, Model, "a companion.specs.Model")
+    f = v.choice("fmt", fmt, QUANT_FORMATS)
+    group, group_bytes = QUANT_FORMATS[f]
+    return math.ceil(m.head_dim / group) * group_bytes / m.head_dim
+
+
+def kv_quantized_bytes(model: Model, tokens: int, fmt: str, *, block_tokens: int = 16):
+    """KV bytes of ``tokens`` tokens stored in ``fmt``, rounded up to whole blocks (8.4.2).
+
+    Qwen3-8B at 8K: 1152 MiB in BF16, 612 MiB in q8_0, 324 MiB in q4_0; a finished long request
+    (8448 slots): 1188 MiB in BF16, 1188 x 34/64 = 631.125 MiB in q8_0.
+    """
+    return kv_bytes(model, tokens, block_tokens=block_tokens,
+                    bytes_per_value=kv_format_bytes_per_value(model, fmt))
+
+
+def max_concurrent_kv_format(kv_budget_bytes: float, model: Model, prompt_tokens: int,
+                             output_tokens: int, fmt: str, *, shared_prefix_tokens: int = 0,
+                             block_tokens: int = 16) -> int:
+    """``max_concurrent`` with the KV stored in ``fmt`` (Exercise 8-6).
+
+    12 GiB holds 10 finished long requests in BF16, 19 in q8_0 (631.125 MiB each), 36 in q4_0.
+    """
+    return max_concurrent(kv_budget_bytes, model, prompt_tokens, output_tokens,
+                          shared_prefix_tokens=shared_prefix_tokens, block_tokens=block_tokens,
+                          bytes_per_value=kv_format_bytes_per_value(model, fmt))
+
+
+def compressed_read_saving_s(saved_bytes: float, effective_bytes_per_s: float,
+                             conversion_s: float) -> float:
+    """Net time a compressed read saves: dT = dD / beta - T_c; negative means it costs (8.4.2).
+
+    540 MiB fewer at the measured ~1.16 TB/s: 0.487 ms; with 0.2 ms of conversion 0.287 ms
+    saved, with 0.8 ms 0.313 ms lost.
+    """
+    saved = v.nonnegative("saved_bytes", saved_bytes)
+    beta = v.positive("effective_bytes_per_s", effective_bytes_per_s)
+    tc = v.nonnegative("conversion_s", conversion_s)
+    return saved / beta - tc
+
+
+def fitted_interval_s(fixed_s: float, per_context_token_s: float, context_tokens: int) -> float:
+    """A linear fit of the output interval: a + b L seconds (8.4.2).
+
+    Llama-3.1-8B on H100: BF16 6.44 + 4.37e-5 L ms (6.53 ms at 2K, 7.16 ms at 16K = 16,384),
+    FP8 6.58 + 2.37e-5 L ms (6.63 and 6.97 ms).
+    """
+    a = v.nonnegative("fixed_s", fixed_s)
+    b = v.nonnegative("per_context_token_s", per_context_token_s)
+    L = v.tokens("context_tokens", context_tokens)
+    return a + b * L
+
+
+def interval_crossover_tokens(fixed_a_s: float, per_token_a_s: float, fixed_b_s: float,
+                              per_token_b_s: float) -> float:
+    """Context length where two linear fits a + b L meet: (a_B - a_A) / (b_A - b_B) (8.4.2).
+
+    BF16 vs FP8: 0.14 ms / 2e-5 ms per token = 7000 tokens; beyond it FP8 is faster. inf when
+    the slopes are equal; a negative result means they do not cross at any positive length.
+    """
+    a1 = v.nonnegative("fixed_a_s", fixed_a_s)
+    b1 = v.nonnegative("per_token_a_s", per_token_a_s)
+    a2 = v.nonnegative("fixed_b_s", fixed_b_s)
+    b2 = v.nonnegative("per_token_b_s", per_token_b_s)
+    if b1 == b2:
+        return math.inf
+    return (a2 - a1) / (b1 - b2)
+
+
+# --- 8.4.3 weight offload --------------------------------------------------------------------
+
+def ffn_weight_bytes_per_layer(model: Model) -> float:
+    """Bytes of one layer's SwiGLU FFN (gate, up, down): 3 x hidden x intermediate x bytes (8.4.3).
+
+    Qwen3-8B: 3 x 4096 x 12288 x 2 B = 288 MiB.
+    """
+    m = v.instance("model", model, Model, "a companion.specs.Model")
+    if m.hidden_size is None or m.intermediate_size is None:
+        raise ValueError(f"model: {m.name} lacks hidden_size or intermediate_size")
+    return 3 * m.hidden_size * m.intermediate_size * m.bytes_per_param
+
+
+class FfnOffload(NamedTuple):
+    offloaded_layers: int
+    offloaded_bytes: float   # layers x FFN bytes
+    buffer_bytes: float      # prefetch buffers, one FFN set each
+    net_saved_bytes: float   # offloaded - buffers (negative: the buffers cost more than it frees)
+
+
+def ffn_offload(model: Model, every_n_layers: int, prefetch_buffers: int) -> FfnOffload:
+    """Accelerator memory freed by offloading one FFN in every n layers, net of prefetch buffers.
+
+    Qwen3-8B, 1 in 4 of 36 layers: 9 x 288 = 2592 MiB; one buffer set: net 2304 MiB (two more
+    1152-MiB inputs), two sets: 2016 MiB (8.4.3, Exercise 8-5).
+    """
+    m = v.instance("model", model, Model, "a companion.specs.Model")
+    every = v.count("every_n_layers", every_n_layers)
+    buffers = v.count("prefetch_buffers", prefetch_buffers, minimum=0)
+    per_layer = ffn_weight_bytes_per_layer(m)
+    layers = m.n_layers // every
+    offloaded = layers * per_layer
+    buffer_bytes = buffers * per_layer
+    return FfnOffload(offloaded_layers=layers, offloaded_bytes=offloaded,
+                      buffer_bytes=buffer_bytes, net_saved_bytes=offloaded - buffer_bytes)
+
+
+class OffloadCopy(NamedTuple):
+    copy_s: float          # bytes per round / link
+    round_s: float         # max(copy, compute): prefetch can at best hide one behind the other
+    tokens_per_s: float    # batch / round_s, an upper bound
+    total_copy_s: float    # rounds x copy_s
+    copy_hidden: bool      # copy_s <= compute_round_s: prefetch can mask the copy entirely
+
+
+def offload_copy_bound(copy_bytes_per_round: float, link_bytes_per_s: float,
+                       compute_round_s: float, *, batch: int = 1, rounds: int = 1) -> OffloadCopy:
+    """Per-round lower bound when offloaded weights are copied in every decode round (8.4.3).
+
+    2592 MiB (2.72 GB) over 64 GB/s: 42.5 ms > the 26.26 ms compute round, so 4 requests get at
+    most ~94 tokens/s and 255 rounds spend 10.8 s copying; over NVLink-C2C (450 GB/s): 6.0 ms,
+    1.54 s, hidden behind compute.
+    """
+    copy_s = link_transfer_s(v.positive("copy_bytes_per_round", copy_bytes_per_round),
+                             link_bytes_per_s)
+    compute = v.nonnegative("compute_round_s", compute_round_s)
+    b = v.count("batch", batch)
+    n = v.count("rounds", rounds)
+    round_s = max(copy_s, compute)
+    return OffloadCopy(copy_s=copy_s, round_s=round_s, tokens_per_s=b / round_s,
+                       total_copy_s=n * copy_s, copy_hidden=copy_s <= compute)
+
+
+def min_link_bytes_per_s(bytes_per_round: float, rounds: int, budget_s: float) -> float:
+    """Smallest one-way bandwidth moving ``rounds`` x ``bytes_per_round`` in ``budget_s`` (Ex. 8-5).
+
+    rounds x S / budget: 255 x 2.72 GB in 1 s needs about 693 GB/s.
+    """
+    size = v.positive("bytes_per_round", bytes_per_round)
+    n = v.count("rounds", rounds)
+    budget = v.positive("budget_s", budget_s)
+    return n * size / budget
+
+
+def compress_then_transfer_s(size_bytes: float, compressed_fraction: float,
+                             link_bytes_per_s: float, decompress_bytes_per_s: float | None = None
+                             ) -> float:
+    """Time to send ``size_bytes`` compressed to r of their size, then decompress them (8.4.3).
+
+    rS/B + S/R, against S/B sent raw. ``decompress_bytes_per_s`` R counts original (output) bytes; None leaves decompression out
+    (the transfer alone). 96 MiB at r = 1/4 over 64 GB/s: 0.39 ms of transfer vs 1.57 ms direct.
+    """
+    size = v.nonnegative("size_bytes", size_bytes)
+    r = v.probability("compressed_fraction", compressed_fraction, open_low=True)
+    transfer = link_transfer_s(size * r, link_bytes_per_s)
+    if decompress_bytes_per_s is None:
+        return transfer
+    return transfer + size / v.positive("decompress_bytes_per_s", decompress_bytes_per_s)
+
+
+def min_decompress_bytes_per_s(link_bytes_per_s: float, compressed_fraction: float) -> float:
+    """Decompression rate above which compress-then-transfer beats sending raw: B / (1 - r) (8.4.3).
+
+    From rS/B + S/R < S/B. PCIe Gen5 (64 GB/s) at r = 1/4: 85.3 GB/s; the faster the link, the
+    faster decompression must be.
+    """
+    bw = v.positive("link_bytes_per_s", link_bytes_per_s)
+    r = v.probability("compressed_fraction", compressed_fraction, open_low=True, open_high=True)
+    return bw / (1.0 - r)
+
+
+# --- 8.4.4 retries ---------------------------------------------------------------------------
+
+def time_to_correct_answer_s(attempt_s, check_s: float = 0.0) -> float:
+    """Total time to a correct answer: every attempt (failed ones too) plus each check (8.4.4).
+
+    sum(attempt_s) + len(attempt_s) x check_s. Counting only the final, successful generation
+    understates it; a faster but more error-prone first answer can take longer overall.
+    """
+    seq = v.sequence("attempt_s", attempt_s)
+    attempts = [v.nonnegative(f"attempt_s[{i}]", t) for i, t in enumerate(seq)]
+    check = v.nonnegative("check_s", check_s)
+    return sum(attempts) + len(attempts) * check
+
+
+# --- the chapter's stated inputs (8.4), for the ledger, notebooks and exercises ---------------
+
+# 8.4.1: Q2_K file of Qwen3-235B-A22B on an M2 Max (footnote 27, footnote 14)
+Q2K_FILE_PAYLOAD_BYTES = 69_178_275_840    # codes and unquantised floating-point data
+Q2K_FILE_METADATA_BYTES = 16_506_720_256   # scales and minimums
+Q2K_FILE_HEADER_BYTES = 6_006_016          # headers and padding
+UD_Q2K_XL_FILE_GIB = 81.97                 # the other variant; only its GiB size is given
+M2_SYSTEM_RESERVE_BYTES = 8 * 1024**3      # "reserving 8 GiB for the system and workspace"
+CONTEXT_8K_TOKENS = 8192
+CONTEXT_32K_TOKENS = 32_768
+
+# 8.4.2: the read-bound effective bandwidth is Experiment 8-1's batch-64 decode round (8.6.3):
+# 34.46 GB read in 29.63 ms, i.e. MBU 19.23 / 29.63 = 0.649, printed "65%" and "about 1.16 TB/s".
+MEASURED_READ_BYTES = 34.46e9
+MEASURED_ROUND_S = 29.63e-3
+CONVERSION_S_CASES = (0.2e-3, 0.8e-3)      # added conversion time, two cases
+# Linear fits of the output interval, Llama-3.1-8B on H100 (footnote 15), a + b L in seconds
+BF16_INTERVAL_FIXED_S, BF16_INTERVAL_PER_TOKEN_S = 6.44e-3, 4.37e-8
+FP8_INTERVAL_FIXED_S, FP8_INTERVAL_PER_TOKEN_S = 6.58e-3, 2.37e-8
+FIT_CONTEXTS = (2048, 16_384)              # "2K" and "16K" (16K = 16,384 reproduces 7.16 ms)
+# DeepSeek 8K-context state (footnote 31): V4.1's global history and effective SWA, V4's total
+DEEPSEEK_V41_GLOBAL_MIB, DEEPSEEK_V41_SWA_MIB = 6.953, 2.578
+DEEPSEEK_V4_TOTAL_MIB = 30.521
+
+# 8.4.3: offload one FFN in four layers, copied every round (footnote 16)
+OFFLOAD_EVERY_N_LAYERS = 4
+BATCH1_ROUND_S = 26.26e-3                  # measured batch-1 decode round (Experiment 8-1)
+OFFLOAD_BATCH = 4
+DECODE_ROUNDS = 255                        # 256 outputs: 255 forward passes after the first
+COPY_BUDGET_S = 1.0                        # Exercise 8-5
+COMPRESS_EXAMPLE_BYTES = 96 * 1024**2      # 96 MiB of weights
+COMPRESS_EXAMPLE_FRACTION = 1 / 4

@@ -256,12 +256,12 @@ def long_term_cache_fraction(local_state_share: float, global_kv_fraction: float
 
 # --- 8.3.4 retention economics ---------------------------------------------------------------
 
-def link_transfer_s(n_bytes: float, link_bytes_per_s: float) -> float:
-    """Lower bound of moving ``n_bytes`` over a link at its nominal rate: S / B (8.3.4, 8.4.3).
+def link_transfer_s(size_bytes: float, link_bytes_per_s: float) -> float:
+    """Lower bound of moving ``size_bytes`` over a link at its nominal rate: S / B (8.3.4, 8.4.3).
 
     864 MiB (0.906 GB) over PCIe Gen5 x16 at 64 GB/s: 14.2 ms; at Gen4's 32 GB/s: 28.3 ms.
     """
-    size = v.nonnegative("n_bytes", n_bytes)
+    size = v.nonnegative("size_bytes", size_bytes)
     bw = v.positive("link_bytes_per_s", link_bytes_per_s)
     return size / bw
 
@@ -283,7 +283,7 @@ def prefix_recompute_s(model: Model, hardware: Hardware, prefix_tokens: int, eff
 
 def retention_break_even_hit_prob(recompute_s: float, fetch_s: float, maintain_s: float, *,
                                   target_value_s: float = 0.0) -> float:
-    """Hit probability at which keeping a prefix is worth ``target_value_s``: (V + T_m) / (T_r - T_f).
+    """Hit probability at which keeping a prefix is worth ``target_value_s``: (V + T_m)/(T_r - T_f).
 
     With the default target 0 this is the break-even p_h > T_m / (T_r - T_f) of 8.3.4
     (14.2 / 293.7 = 4.8% over PCIe Gen5, 10.1% over Gen4). With target_value_s set to the
@@ -328,7 +328,8 @@ def prefix_retention(model: Model, hardware: Hardware, prefix_tokens: int, *, hi
     p = v.probability("hit_prob", hit_prob)
     if link_bytes_per_s is None:
         if hw.host_link_bytes_per_s is None:
-            raise ValueError("link_bytes_per_s: not given and hardware has no host_link_bytes_per_s")
+            raise ValueError("link_bytes_per_s: not given, and hardware has no "
+                             "host_link_bytes_per_s")
         link_bytes_per_s = hw.host_link_bytes_per_s
     transfers = v.nonnegative("maintain_transfers", maintain_transfers)
     size = kv_bytes(m, n, block_tokens=block_tokens, bytes_per_value=bytes_per_value)
@@ -358,3 +359,46 @@ def cache_replay_hits(input_tokens: int, hit_tokens: int) -> CacheReplay:
     if hit > total:
         raise ValueError(f"hit_tokens: {hit} exceeds input_tokens={total}")
     return CacheReplay(reprocessed_tokens=total - hit, hit_ratio=hit / total)
+
+
+# --- the chapter's stated inputs (8.3), for the ledger, notebooks and exercises ---------------
+
+# 8.3.1 worked example and Exercise 8-3
+PAGING_EXAMPLE_LENGTHS = (9, 13, 5, 15)   # A, B, C, D
+PAGING_EXAMPLE_MAX_TOKENS = 16
+PAGING_EXAMPLE_BLOCK_TOKENS = 4
+PAGING_EXAMPLE_SHARED_TOKENS = 8          # A and B's identical first tokens
+EXERCISE_8_3_BLOCK_SIZES = (2, 4, 8)
+EXERCISE_8_3_BATCHES = (8, 16, 32)
+
+# chapter opening, used throughout 8.3: long requests, 12 GiB for KV, 16-token blocks
+LONG_PROMPT_TOKENS = 8192
+SHORT_PROMPT_TOKENS = 2048
+OUTPUT_TOKENS = 256
+SHARED_PREFIX_TOKENS = 6144
+LONG_BATCH = 16
+KV_BUDGET_BYTES = 12 * 1024**3
+BLOCK_TOKENS = 16
+
+# 8.3.2 four-branch experiment (footnote 9) and the copy-on-write example
+BRANCH_EXPERIMENT_BRANCHES = 4
+BRANCH_EXPERIMENT_SHARED_BLOCKS = 95
+BRANCH_EXPERIMENT_PRIVATE_BLOCKS = 9
+COW_EXAMPLE_SHARED_TOKENS = 3
+COW_EXAMPLE_BLOCK_TOKENS = 4
+COW_EXAMPLE_BRANCHES = 2
+
+# 8.3.3 hybrid-state snapshots (footnote 12) and DeepSeek V4.1's tiered cache (footnote 31)
+HYBRID_MATCHED_TOKENS = 10_752
+HYBRID_SNAPSHOT_POSITIONS = (4096, 8192)
+HYBRID_SNAPSHOT_MIB_PER_CARD = 53.6       # "about 53.6 MiB per card" (TP = 8), as printed
+DEEPSEEK_SWA_SHARE = 1 / 2                # SWA's share of V4's long-term cache
+DEEPSEEK_GLOBAL_KV_FRACTION = 1 / 4       # V4.1's global KV relative to V4
+
+# 8.3.4 retention economics and Exercise 8-4
+RECOMPUTE_EFFICIENCY = 0.622   # batch-1 prefill MFU of Experiment 8-1, printed "62%" (8.3.4, 8.6.3)
+RETENTION_HIT_PROB = 0.5
+PREFIX_B_TOKENS = 2048
+PREFIX_B_COUNT = 3
+REPLAY_INPUT_TOKENS = 19_556   # 12-round agent replay (footnote 13)
+REPLAY_HIT_TOKENS_6GIB = 16_304

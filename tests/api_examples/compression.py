@@ -1,0 +1,46 @@
+from companion.specs import QWEN3_8B
+
+EXAMPLES = {
+    "quant_group_layout": dict(group_values=256, code_bits=2, metadata_bytes=20),
+    "quant_format_layout": dict(fmt="Q2_K"),
+    "memory_headroom_bytes": dict(mem_bytes=96e9, reserved_bytes=8 * 2**30,
+                                  weight_bytes=85_691_002_112, kv_cache_bytes=1_577_058_304),
+    "kv_format_bytes_per_value": dict(model=QWEN3_8B, fmt="q8_0"),
+    "kv_quantized_bytes": dict(model=QWEN3_8B, tokens=8192, fmt="q8_0", block_tokens=16),
+    "max_concurrent_kv_format": dict(kv_budget_bytes=12 * 2**30, model=QWEN3_8B,
+                                     prompt_tokens=8192, output_tokens=256, fmt="q4_0",
+                                     shared_prefix_tokens=6144, block_tokens=16),
+    "compressed_read_saving_s": dict(saved_bytes=540 * 2**20, effective_bytes_per_s=1.163e12,
+                                     conversion_s=0.2e-3),
+    "fitted_interval_s": dict(fixed_s=6.44e-3, per_context_token_s=4.37e-8,
+                              context_tokens=16_384),
+    "interval_crossover_tokens": dict(fixed_a_s=6.44e-3, per_token_a_s=4.37e-8,
+                                      fixed_b_s=6.58e-3, per_token_b_s=2.37e-8),
+    "ffn_weight_bytes_per_layer": dict(model=QWEN3_8B),
+    "ffn_offload": dict(model=QWEN3_8B, every_n_layers=4, prefetch_buffers=2),
+    "offload_copy_bound": dict(copy_bytes_per_round=2592 * 2**20, link_bytes_per_s=64e9,
+                               compute_round_s=26.26e-3, batch=4, rounds=255),
+    "min_link_bytes_per_s": dict(bytes_per_round=2592 * 2**20, rounds=255, budget_s=1.0),
+    "compress_then_transfer_s": dict(size_bytes=96 * 2**20, compressed_fraction=0.25,
+                                     link_bytes_per_s=64e9, decompress_bytes_per_s=100e9),
+    "min_decompress_bytes_per_s": dict(link_bytes_per_s=64e9, compressed_fraction=0.25),
+    "time_to_correct_answer_s": dict(attempt_s=[1.2, 1.1, 0.9], check_s=0.05),
+}
+
+ALLOW = {
+    # zero sizes, zero costs and zero reserves are meaningful here
+    "quant_group_layout": {"metadata_bytes": ["zero"]},
+    "memory_headroom_bytes": {"reserved_bytes": ["zero"], "weight_bytes": ["zero"],
+                              "kv_cache_bytes": ["zero"]},
+    "kv_quantized_bytes": {"tokens": ["zero"]},
+    "max_concurrent_kv_format": {"kv_budget_bytes": ["zero"], "shared_prefix_tokens": ["zero"]},
+    "compressed_read_saving_s": {"saved_bytes": ["zero"], "conversion_s": ["zero"]},
+    "fitted_interval_s": {"fixed_s": ["zero"], "per_context_token_s": ["zero"],
+                          "context_tokens": ["zero"]},
+    "interval_crossover_tokens": {"fixed_a_s": ["zero"], "per_token_a_s": ["zero"],
+                                  "fixed_b_s": ["zero"], "per_token_b_s": ["zero"]},
+    "ffn_offload": {"prefetch_buffers": ["zero"]},
+    "offload_copy_bound": {"compute_round_s": ["zero"]},
+    "compress_then_transfer_s": {"size_bytes": ["zero"]},
+    "time_to_correct_answer_s": {"check_s": ["zero"]},
+}

@@ -1,0 +1,48 @@
+from companion.specs import QWEN3_8B, RTX_PRO_6000
+
+EXAMPLES = {
+    "kv_blocks_needed": dict(tokens=13, block_tokens=4),
+    "kv_tail_waste_tokens": dict(tokens=13, block_tokens=4),
+    "paged_allocation": dict(lengths=[9, 13, 5, 15], block_tokens=4, max_tokens=16),
+    "shared_prefix_blocks_saved": dict(prefix_tokens=8, sharers=2, block_tokens=4),
+    "branch_block_sharing": dict(branches=4, shared_blocks=95, private_blocks=9),
+    "prefix_shared_kv_bytes": dict(model=QWEN3_8B, requests=16, prompt_tokens=8192,
+                                   output_tokens=256, shared_prefix_tokens=6144, block_tokens=16,
+                                   bytes_per_value=2),
+    "copy_on_write": dict(shared_tokens=3, branches=2, block_tokens=4),
+    "reusable_prefix_tokens": dict(cached_sequence=[1, 2, 3, 4], new_sequence=[1, 2, 3, 9],
+                                   block_tokens=1),
+    "hybrid_restore_point": dict(matched_tokens=10_752, snapshot_positions=[4096, 8192]),
+    "snapshot_storage_bytes": dict(snapshot_bytes=53.6 * 2**20, snapshots=32),
+    "long_term_cache_fraction": dict(local_state_share=0.5, global_kv_fraction=0.25),
+    "link_transfer_s": dict(size_bytes=864 * 2**20, link_bytes_per_s=64e9),
+    "prefix_recompute_s": dict(model=QWEN3_8B, hardware=RTX_PRO_6000, prefix_tokens=6144,
+                               efficiency=0.622, history_tokens=0),
+    "retention_break_even_hit_prob": dict(recompute_s=0.3079, fetch_s=0.0142, maintain_s=0.0142,
+                                          target_value_s=0.1209),
+    "prefix_retention": dict(model=QWEN3_8B, hardware=RTX_PRO_6000, prefix_tokens=6144,
+                             hit_prob=0.5, efficiency=0.622, link_bytes_per_s=64e9,
+                             maintain_transfers=1, block_tokens=16, bytes_per_value=2),
+    "cache_replay_hits": dict(input_tokens=19_556, hit_tokens=16_304),
+}
+
+ALLOW = {
+    # empty sequences, zero counts and zero costs are meaningful here
+    "kv_blocks_needed": {"tokens": ["zero"]},
+    "kv_tail_waste_tokens": {"tokens": ["zero"]},
+    "shared_prefix_blocks_saved": {"prefix_tokens": ["zero"]},
+    "branch_block_sharing": {"shared_blocks": ["zero"], "private_blocks": ["zero"]},
+    "prefix_shared_kv_bytes": {"requests": ["zero"], "shared_prefix_tokens": ["zero"]},
+    "copy_on_write": {"shared_tokens": ["zero"]},
+    "reusable_prefix_tokens": {"cached_sequence": ["empty"], "new_sequence": ["empty"]},
+    "hybrid_restore_point": {"matched_tokens": ["zero"], "snapshot_positions": ["empty"]},
+    "snapshot_storage_bytes": {"snapshots": ["zero"]},
+    "long_term_cache_fraction": {"local_state_share": ["zero"]},
+    "link_transfer_s": {"size_bytes": ["zero"]},
+    "prefix_recompute_s": {"prefix_tokens": ["zero"], "history_tokens": ["zero"]},
+    "retention_break_even_hit_prob": {"recompute_s": ["zero"], "fetch_s": ["zero"],
+                                      "maintain_s": ["zero"],
+                                      "target_value_s": ["zero", "negative"]},
+    "prefix_retention": {"hit_prob": ["zero"], "maintain_transfers": ["zero"]},
+    "cache_replay_hits": {"hit_tokens": ["zero"]},
+}
