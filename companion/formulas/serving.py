@@ -1,5 +1,541 @@
-"""Closed forms: serving (filled in per the module's sections)."""
+"""Closed forms of serving under load (8.6): Little's law, admission, effective throughput,
+GPU-seconds, the efficiency table of Experiment 8-1, the comprehensive example's schemes A-E,
+Amdahl over task stages, and cost per qualifying result.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+from dataclasses import dataclass, replace
+
+from companion import _validate as v
+from companion.formulas.batching import lifecycle_request_time_s
+from companion.formulas.compression import kv_format_bytes_per_value
+from companion.formulas.core import (QUANT_FORMATS, kv_bytes_per_token, prefill_flops,
+                                     read_bytes_per_output_token)
+from companion.formulas.kv_management import prefix_shared_kv_bytes
+from companion.formulas.speculative import DECODE_ROUND_S_BATCH1_2K, verification_flops
+from companion.specs import QWEN3_8B, RTX_PRO_6000, Hardware, Model
+from companion.units import GiB, MiB, ms
+
+__all__ = [
+    "requests_in_system", "admit_request", "effective_throughput",
+    "completion_throughput", "response_losses", "fractional_change", "prefill_token_rate",
+    "gpu_seconds_per_request", "round_read_bytes", "read_time_at_mbu",
+    "time_at_mfu", "measured_prefill_mfu", "decode_efficiency_table", "round_time_from_reads",
+    "Scheme", "SchemeResult", "SCHEMES", "scheme_result", "compare_schemes", "best_scheme",
+    "per_qualifying_result", "staged_task_time", "staged_task_speedup", "staged_break_even_s",
+]
+
+# --- measured inputs the sections state ----------------------------------------------------
+# 8.6.1: Little's law example and the short request of 8.1.1 at admission
+LITTLE_ARRIVAL_RATE_PER_S = 4.0
+LITTLE_RESIDENCE_S = (0.5, 2.0)
+SHORT_QUEUE_S = 0.1                  # 8.1.1: queueing before the request starts
+SHORT_PREFILL_S = 0.096              # 8.1.1: prefill and first token (Experiment 8-1)
+SHORT_INTERVAL_S = 26.5e-3           # 8.1.1: client-side output interval
+SHORT_OUTPUT_TOKENS = 256
+DEADLINE_S = 7.0                     # chapter opening: complete within 7 s of arrival
+
+# 8.6.2 and footnote 24: the retrieval experiment's counts and throughputs
+QUALITY_CONDITIONS, QUALITY_WINDOWS, QUALITY_WINDOW_REQUESTS = 7, 3, 16
+QUALITY_RESPONSES, QUALITY_CORRECT, QUALITY_GOOD = 336, 294, 155
+GOODPUT_CB_REQ_PER_S = {1: 0.90, 4: 1.02, 16: 0.60}  # continuous batching, by arrival rate
+
+# 8.6.3: Experiment 8-1's efficiency table (2K context, no shared prefix)
+EXP81_BATCHES = (1, 4, 16, 64)
+EXP81_CONTEXT_TOKENS = 2048
+EXP81_ROUND_S = (DECODE_ROUND_S_BATCH1_2K, 26.62e-3, 27.44e-3, 29.63e-3)
+PREFILL_S_BATCH1_2K = 94.8e-3        # footnote 5: batch-1 2K prefill from Experiment 8-1
+
+# 8.6.3 comprehensive example: 16 long requests, 8K input (6K shared), 256 out, 12 GiB, 7 s
+EXAMPLE_BATCH = 16
+EXAMPLE_PROMPT_TOKENS = 8192
+EXAMPLE_PREFIX_TOKENS = 6144
+EXAMPLE_OUTPUT_TOKENS = 256
+EXAMPLE_KV_BUDGET_BYTES = 12 * GiB
+SHARED_PREFILL_S = 2.04              # Experiment 8-1: 8K input, 6K cached, batch 16
+SHARED_ROUND_S = 27.35e-3            # same condition, one decode round
+DFLASH_PEAK_BEFORE_MIB, DFLASH_PEAK_AFTER_MIB = 17_706, 20_894  # Experiment 8-5 peak memory
+DFLASH_TTFT_BEFORE_S, DFLASH_TTFT_AFTER_S = 129.4e-3, 141.6e-3  # Experiment 8-5, ~2300 tokens in
+DFLASH_TOKENS_PER_ROUND = 3          # assumed mean output per round for scheme D
+DFLASH_VERIFY_POSITIONS = 8          # 7 draft tokens + 1
+LOOKUP_TOKENS_PER_ROUND = 2          # Exercise 8-9, scheme E
+LOOKUP_QUERY_S = 0.1e-3              # Exercise 8-9 (as 8.5.2): lookup per round
+SHORT_OUTPUT_VARIANT_TOKENS = 16     # "output shortened to 16 tokens"
+SMALL_KV_BUDGET_BYTES = 6 * GiB      # "memory drops from 12 GiB to 6 GiB"
+
+# 8.6.3: Amdahl examples, Exercise 8-8, energy per qualifying result (Experiment 8-9)
+AMDAHL_TASK_S, AMDAHL_DECODE_S, AMDAHL_FACTOR = 100.0, (50.0, 20.0), 4.0
+EX88_STAGE_S = (20.0, 50.0, 30.0)    # prefill, decode, tool use and waiting
+EX88_DECODE_FACTOR, EX88_PREP_S = 4.0, 8.0
+ENERGY_PER_GOOD_J = {"cb@1": 615.0, "cb@4": 652.0, "cb@16": 1083.7, "single@4": 1982.3}
+
+
+# --- 8.6.1: Little's law and admission -----------------------------------------------------
+
+def requests_in_system(arrival_rate_per_s: float, residence_s: float) -> float:
+    """Mean number of requests in the system, Little's law: n = lambda T (8.6.1).
+
+    4 req/s at 0.5 s: 2 requests; at 2 s: 8.
+    """
+    lam = v.nonnegative("arrival_rate_per_s", arrival_rate_per_s)
+    t = v.nonnegative("residence_s", residence_s)
+    return lam * t
+
+
+def admit_request(queue_s: float, prefill_s: float, interval_s: float, output_tokens: int,
+                  deadline_s: float, *, kv_needed_bytes: float | None = None,
+                  kv_free_bytes: float | None = None) -> bool:
+    """Admission check: the request can still meet its deadline and its KV fits (8.6.1).
+
+    Time: queue + prefill + (G - 1) x interval (``lifecycle_request_time_s``) <= deadline. The
+    short request of 8.1.1: 0.1 + 0.096 + 255 x 26.5 ms = 6.95 s fits 7 s; queueing another
+    0.1 s (7.05 s) does not. Space (when both are given): the KV the request will hold at the
+    end of generation fits in what is free.
+    """
+    deadline = v.positive("deadline_s", deadline_s)
+    finish = lifecycle_request_time_s(queue_s, prefill_s, interval_s, output_tokens)
+    if (kv_needed_bytes is None) != (kv_free_bytes is None):
+        missing = "kv_free_bytes" if kv_free_bytes is None else "kv_needed_bytes"
+        raise ValueError(f"{missing}: give kv_needed_bytes and kv_free_bytes together")
+    fits = True
+    if kv_needed_bytes is not None:
+        fits = (v.nonnegative("kv_needed_bytes", kv_needed_bytes)
+                <= v.nonnegative("kv_free_bytes", kv_free_bytes))
+    return finish <= deadline and fits
+
+
+# --- 8.6.2: effective throughput -----------------------------------------------------------
+
+def _flags(name: str, values) -> list[int]:
+    seq = v.sequence(name, values)
+    out = []
+    for i, x in enumerate(seq):
+        if isinstance(x, bool):
+            out.append(int(x))
+            continue
+        f = v.number(f"{name}[{i}]", x)
+        if f not in (0.0, 1.0):
+            raise ValueError(f"{name}[{i}]: must be 0 or 1 (or a bool), got {x!r}")
+        out.append(int(f))
+    return out
+
+
+def effective_throughput(correct, on_time, window_s: float) -> float:
+    """Requests per second that are both correct and on time: sum_i Q_i D_i / T_obs (8.6.2).
+
+    ``correct`` and ``on_time`` are per-request flags (0/1 or bools) of the completed requests.
+    """
+    q = _flags("correct", correct)
+    d = _flags("on_time", on_time)
+    if len(q) != len(d):
+        raise ValueError(f"on_time: has {len(d)} items but correct has {len(q)}")
+    t = v.positive("window_s", window_s)
+    return sum(qi * di for qi, di in zip(q, d)) / t
+
+
+def completion_throughput(completed: int, window_s: float) -> float:
+    """Completed requests per second, correct or not, on time or not (8.6.2)."""
+    n = v.count("completed", completed, minimum=0)
+    return n / v.positive("window_s", window_s)
+
+
+def response_losses(responses: int, correct: int, good: int) -> dict:
+    """Where responses went: wrong = responses - correct, late = correct - good (8.6.2).
+
+    336 responses, 294 correct, 155 correct and on time: 42 wrong, 139 correct but late.
+    """
+    n = v.count("responses", responses, minimum=0)
+    c = v.count("correct", correct, minimum=0)
+    g = v.count("good", good, minimum=0)
+    if c > n:
+        raise ValueError(f"correct: {c} exceeds responses={n}")
+    if g > c:
+        raise ValueError(f"good: {g} exceeds correct={c}")
+    return dict(responses=n, correct=c, good=g, wrong=n - c, late_correct=c - g)
+
+
+def fractional_change(before: float, after: float) -> float:
+    """Relative change (after - before) / before: -0.41 for goodput 1.02 -> 0.60 (8.6.2),
+    +0.66 for 652.0 -> 1083.7 J per qualifying result (8.6.3)."""
+    b = v.positive("before", before)
+    a = v.nonnegative("after", after)
+    return (a - b) / b
+
+
+# --- 8.6.3: processing speeds, GPU-seconds, efficiencies -----------------------------------
+
+def prefill_token_rate(new_tokens: int, prefill_s: float) -> float:
+    """Prefill speed r_P: new input tokens per second of accelerator time (8.6.3).
+
+    32,768 tokens in 2.04 s: about 16,060 tokens/s.
+    """
+    n = v.tokens("new_tokens", new_tokens, minimum=1)
+    return n / v.positive("prefill_s", prefill_s)
+
+
+def gpu_seconds_per_request(new_tokens: int, output_tokens: int, prefill_tokens_per_s: float,
+                            decode_calls_per_s: float) -> float:
+    """Accelerator occupancy of one request: t_GPU = L / r_P + (G - 1) / r_D (8.6.3).
+
+    2048 / 16,059 + 255 / 585 = 0.563 GPU-seconds. r_D = b / T_round is
+    ``decode_tokens_per_s(16, 27.35 ms)`` = 585 calls/s (one call per request per round).
+    """
+    L = v.tokens("new_tokens", new_tokens)
+    g = v.tokens("output_tokens", output_tokens, minimum=1)
+    rp = v.positive("prefill_tokens_per_s", prefill_tokens_per_s)
+    rd = v.positive("decode_calls_per_s", decode_calls_per_s)
+    return L / rp + (g - 1) / rd
+
+
+def round_read_bytes(model: Model, batch: int, context_tokens: int, *,
+                     bytes_per_value: float = 2, shared_prefix_tokens: int = 0) -> float:
+    """Bytes one decode round reads: D_w + KV tokens read x k (8.6.3 table, schemes A-D).
+
+    Independent contexts read D_w + b L k (15.44 GB at b = 1, 34.46 GB at b = 64, L = 2048).
+    A shared prefix is counted once: D_w + (P + b (L - P)) k. No block rounding.
+    """
+    b = v.count("batch", batch)
+    L = v.tokens("context_tokens", context_tokens)
+    p = v.tokens("shared_prefix_tokens", shared_prefix_tokens)
+    if p > L:
+        raise ValueError(f"shared_prefix_tokens: {p} exceeds context_tokens={L}")
+    k = kv_bytes_per_token(model, bytes_per_value)
+    # b x (D_w / b + (L - P) k) for the private parts, plus the prefix read once
+    return b * read_bytes_per_output_token(model.streamed_weight_bytes, b, L - p, k) + p * k
+
+
+def read_time_at_mbu(read_bytes: float, hardware: Hardware, efficiency: float = 1.0) -> float:
+    """Read time: bytes / (peak bandwidth x efficiency) seconds (8.6.3; 15.44 GB -> 8.62 ms)."""
+    n = v.nonnegative("read_bytes", read_bytes)
+    hw = v.instance("hardware", hardware, Hardware, "a companion.specs.Hardware")
+    e = v.probability("efficiency", efficiency, open_low=True)
+    return n / (hw.mem_bw_bytes_per_s * e)
+
+
+def time_at_mfu(flops: float, hardware: Hardware, efficiency: float) -> float:
+    """Compute time: FLOPs / (dense peak x efficiency) seconds (8.5.2, 8.6.3).
+
+    A's 2137.5 TFLOP prefill at 57.77% of 503.8 TFLOP/s: 7.34 s; D's 2.56 TFLOP of
+    verification: 8.8 ms.
+    """
+    f = v.nonnegative("flops", flops)
+    hw = v.instance("hardware", hardware, Hardware, "a companion.specs.Hardware")
+    e = v.probability("efficiency", efficiency, open_low=True)
+    return f / (hw.peak_flops_per_s * e)
+
+
+def measured_prefill_mfu(model: Model, hardware: Hardware, batch: int, new_tokens: int,
+                         history_tokens: int, prefill_s: float) -> float:
+    """MFU of a measured prefill: b x prefill FLOPs / time / peak (8.6.3, 8.3.4).
+
+    16 x 2048 new tokens on a 6144-token cached prefix in 2.04 s: 593.8 TFLOP, 57.77% (printed
+    58%); 2048 tokens at batch 1 in 94.8 ms: 62.2% (printed 62%).
+    """
+    b = v.count("batch", batch)
+    v.tokens("new_tokens", new_tokens, minimum=1)
+    t = v.positive("prefill_s", prefill_s)
+    hw = v.instance("hardware", hardware, Hardware, "a companion.specs.Hardware")
+    return b * prefill_flops(model, new_tokens, history_tokens) / t / hw.peak_flops_per_s
+
+
+def decode_efficiency_table(model: Model = QWEN3_8B, hardware: Hardware = RTX_PRO_6000,
+                            batches=EXP81_BATCHES, context_tokens: int = EXP81_CONTEXT_TOKENS,
+                            round_s=EXP81_ROUND_S) -> list[dict]:
+    """Experiment 8-1's decode efficiency table, one dict per batch size (8.6.3).
+
+    read_bytes = D_w + b L k with L = 2048 per request (15.44 / 16.34 / 19.97 / 34.46 GB),
+    read_s at peak bandwidth (8.62 / 9.12 / 11.14 / 19.23 ms), the measured round_s, MBU =
+    read_s / round_s (33 / 34 / 41 / 65%) and the gap round_s - read_s (17.6 ms at b = 1).
+    """
+    bs = v.sequence("batches", batches)
+    rs = v.sequence("round_s", round_s)
+    if len(bs) != len(rs):
+        raise ValueError(f"round_s: has {len(rs)} items but batches has {len(bs)}")
+    rows = []
+    for i, (b, r) in enumerate(zip(bs, rs)):
+        b = v.count(f"batches[{i}]", b)
+        r = v.positive(f"round_s[{i}]", r)
+        read = round_read_bytes(model, b, context_tokens)
+        read_s = read_time_at_mbu(read, hardware)
+        rows.append(dict(batch=b, read_bytes=read, read_s=read_s, round_s=r, mbu=read_s / r,
+                         gap_s=r - read_s))
+    return rows
+
+
+def round_time_from_reads(read_bytes: float, table_read_bytes=None, table_round_s=None) -> float:
+    """Decode round time for a read volume, linear between measured points (8.6.3, scheme C).
+
+    Defaults to Experiment 8-1's table (bytes read vs measured round); beyond its ends the
+    nearest segment is extended. C reads 25.40 GB: between the 19.97 GB (27.44 ms) and
+    34.46 GB (29.63 ms) columns, 28.26 ms.
+    """
+    x = v.nonnegative("read_bytes", read_bytes)
+    if (table_read_bytes is None) != (table_round_s is None):
+        missing = "table_round_s" if table_round_s is None else "table_read_bytes"
+        raise ValueError(f"{missing}: give table_read_bytes and table_round_s together")
+    if table_read_bytes is None:
+        rows = decode_efficiency_table()
+        xs = [r["read_bytes"] for r in rows]
+        ys = [r["round_s"] for r in rows]
+    else:
+        sx = v.sequence("table_read_bytes", table_read_bytes, min_len=2)
+        sy = v.sequence("table_round_s", table_round_s, min_len=2)
+        if len(sx) != len(sy):
+            raise ValueError(f"table_round_s: has {len(sy)} items but table_read_bytes has "
+                             f"{len(sx)}")
+        xs = [v.nonnegative(f"table_read_bytes[{i}]", a) for i, a in enumerate(sx)]
+        ys = [v.positive(f"table_round_s[{i}]", a) for i, a in enumerate(sy)]
+        if any(b <= a for a, b in zip(xs, xs[1:])):
+            raise ValueError("table_read_bytes: must be strictly increasing")
+    i = 1
+    while i < len(xs) - 1 and x > xs[i]:
+        i += 1
+    x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+    return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+
+
+# --- 8.6.3 comprehensive example: schemes A-E -----------------------------------------------
+
+@dataclass(frozen=True)
+class Scheme:
+    """One configuration of the comprehensive example (8.6.3, Exercise 8-9).
+
+    shared_prefix: the common prefix's KV is stored (and cached) once.
+    kv_format: KV storage format, a key of ``QUANT_FORMATS`` ("bf16", "q8_0", "fp8", ...).
+    tokens_per_round: mean outputs per request per decode round (1 plain, 3 for D, 2 for E).
+    verify_positions: rows each request verifies per round (1 plain, 8 for DFlash's 7 + 1).
+    draft_bytes: extra accelerator memory of the draft (D: 3188 MiB of peak memory).
+    prefill_factor: prefill time multiplier for the draft's own input pass (D: 141.6 / 129.4).
+    round_extra_s: per-round cost outside the target pass (E: a 0.1 ms lookup).
+    base_round_s: measured decode round without speculation; None interpolates Experiment
+      8-1's table on the bytes a round reads.
+    """
+
+    name: str
+    shared_prefix: bool = False
+    kv_format: str = "bf16"
+    tokens_per_round: float = 1.0
+    verify_positions: int = 1
+    draft_bytes: float = 0.0
+    prefill_factor: float = 1.0
+    round_extra_s: float = 0.0
+    base_round_s: float | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"name: expected a non-empty string, got {self.name!r}")
+        if not isinstance(self.shared_prefix, bool):
+            raise TypeError(f"shared_prefix: expected True or False, got {self.shared_prefix!r}")
+        v.choice("kv_format", self.kv_format, QUANT_FORMATS)
+        tpr = v.number("tokens_per_round", self.tokens_per_round, at_least=1.0)
+        pos = v.count("verify_positions", self.verify_positions)
+        if tpr > pos:
+            raise ValueError(f"tokens_per_round: {tpr} exceeds verify_positions={pos} "
+                             f"(a round emits at most one token per verified position)")
+        v.nonnegative("draft_bytes", self.draft_bytes)
+        v.number("prefill_factor", self.prefill_factor, at_least=1.0)
+        v.nonnegative("round_extra_s", self.round_extra_s)
+        if self.base_round_s is not None:
+            v.positive("base_round_s", self.base_round_s)
+
+    def with_(self, **changes) -> "Scheme":
+        """A copy with some fields changed (validated again), e.g. for a slider."""
+        return replace(self, **changes)
+
+
+SCHEMES = {
+    "A": Scheme("A"),
+    "B": Scheme("B", shared_prefix=True, base_round_s=SHARED_ROUND_S),
+    "C": Scheme("C", kv_format="q8_0"),
+    "D": Scheme("D", shared_prefix=True, base_round_s=SHARED_ROUND_S,
+                tokens_per_round=DFLASH_TOKENS_PER_ROUND,
+                verify_positions=DFLASH_VERIFY_POSITIONS,
+                draft_bytes=(DFLASH_PEAK_AFTER_MIB - DFLASH_PEAK_BEFORE_MIB) * MiB,
+                prefill_factor=DFLASH_TTFT_AFTER_S / DFLASH_TTFT_BEFORE_S),
+    # E (Exercise 8-9): context lookup from a host-side index; a 4-token lookup draft as in
+    # 8.5.2 (5 positions; its verification compute stays far below the round either way)
+    "E": Scheme("E", shared_prefix=True, base_round_s=SHARED_ROUND_S,
+                tokens_per_round=LOOKUP_TOKENS_PER_ROUND, verify_positions=5,
+                round_extra_s=LOOKUP_QUERY_S),
+}
+
+
+@dataclass(frozen=True)
+class SchemeResult:
+    """What ``scheme_result`` computes for one scheme (base units; MiB/GiB/ms for display)."""
+
+    name: str
+    kv_bytes: float
+    memory_bytes: float
+    read_bytes: float
+    prefill_flops: float
+    prefill_s: float
+    verify_flops: float
+    verify_s: float
+    round_s: float
+    rounds: int
+    decode_s: float
+    total_s: float
+    fits_memory: bool
+    meets_deadline: bool
+    qualifying_results: int
+    gpu_s_per_result: float
+    energy_j_per_result: float
+
+    @property
+    def memory_mib(self) -> float:
+        return self.memory_bytes / MiB
+
+    @property
+    def memory_gib(self) -> float:
+        return self.memory_bytes / GiB
+
+    @property
+    def round_ms(self) -> float:
+        return self.round_s / ms
+
+    @property
+    def feasible(self) -> bool:
+        return self.fits_memory and self.meets_deadline
+
+
+def _default_prefill_mfu() -> float:
+    # scheme B's measurement: 16 x 2048 new tokens on the cached 6144-token prefix in 2.04 s
+    return measured_prefill_mfu(QWEN3_8B, RTX_PRO_6000, EXAMPLE_BATCH,
+                                EXAMPLE_PROMPT_TOKENS - EXAMPLE_PREFIX_TOKENS,
+                                EXAMPLE_PREFIX_TOKENS, SHARED_PREFILL_S)
+
+
+def scheme_result(scheme: Scheme, *, kv_budget_bytes: float = EXAMPLE_KV_BUDGET_BYTES,
+                  output_tokens: int = EXAMPLE_OUTPUT_TOKENS, deadline_s: float = DEADLINE_S,
+                  batch: int = EXAMPLE_BATCH, prompt_tokens: int = EXAMPLE_PROMPT_TOKENS,
+                  shared_prefix_tokens: int = EXAMPLE_PREFIX_TOKENS, model: Model = QWEN3_8B,
+                  hardware: Hardware = RTX_PRO_6000,
+                  prefill_mfu: float | None = None) -> SchemeResult:
+    """Memory, time and cost of serving a batch under one scheme (8.6.3, Figure 8-35, Ex. 8-9).
+
+    memory = KV held at the end of generation (prompt + G - 1 tokens in whole 16-token blocks;
+             a shared prefix once) + draft_bytes: A 19008 MiB, B 6048, C 9.86 GiB, D 9236.
+    prefill = b x prefill FLOPs of the uncached tokens / (peak x MFU) x prefill_factor, MFU
+             defaulting to B's measured 57.77%: A and C 7.34 s, B 2.04 s, D 2.2323 s.
+    round = max(base round, verification FLOPs / (peak x MFU)) + round_extra_s, the base round
+             measured (B, D, E: 27.35 ms) or interpolated from Experiment 8-1 on bytes read
+             (A 34.46 GB -> 29.63 ms, C 25.40 GB -> 28.26 ms).
+    rounds = ceil((G - 1) / tokens_per_round): 255 plain, 85 for D, 128 for E.
+    total = prefill + rounds x round (B 9.01 s, C 14.55 s, D 4.56 s). Results qualify only when
+    the batch fits and finishes by the deadline; GPU-seconds and energy (at the power cap) per
+    qualifying result are then total / b and P total / b (D: 0.285 s, 171 J), else infinite.
+    """
+    s = v.instance("scheme", scheme, Scheme, "a companion.calc.Scheme")
+    budget = v.positive("kv_budget_bytes", kv_budget_bytes)
+    g = v.tokens("output_tokens", output_tokens, minimum=1)
+    deadline = v.positive("deadline_s", deadline_s)
+    b = v.count("batch", batch)
+    L = v.tokens("prompt_tokens", prompt_tokens, minimum=1)
+    prefix = v.tokens("shared_prefix_tokens", shared_prefix_tokens)
+    if prefix > L:
+        raise ValueError(f"shared_prefix_tokens: {prefix} exceeds prompt_tokens={L}")
+    v.instance("model", model, Model, "a companion.specs.Model")
+    hw = v.instance("hardware", hardware, Hardware, "a companion.specs.Hardware")
+    eff = (_default_prefill_mfu() if prefill_mfu is None
+           else v.probability("prefill_mfu", prefill_mfu, open_low=True))
+
+    bpv = kv_format_bytes_per_value(model, s.kv_format)
+    p = prefix if s.shared_prefix else 0
+    kv = prefix_shared_kv_bytes(model, b, L, g, shared_prefix_tokens=p, bytes_per_value=bpv)
+    memory = kv + s.draft_bytes
+
+    pf_flops = b * prefill_flops(model, L - p, p)
+    prefill_s = time_at_mfu(pf_flops, hw, eff) * s.prefill_factor
+
+    read = round_read_bytes(model, b, L, bytes_per_value=bpv, shared_prefix_tokens=p)
+    base = s.base_round_s if s.base_round_s is not None else round_time_from_reads(read)
+    vf = verification_flops(model, s.verify_positions, L, b)
+    verify_s = time_at_mfu(vf, hw, eff)
+    round_s = max(base, verify_s) + s.round_extra_s  # read-bound unless verification dominates
+    # ceil with a guard against float noise in (G - 1) / tokens_per_round
+    rounds = math.ceil((g - 1) / s.tokens_per_round - 1e-9)
+    decode_s = rounds * round_s
+    total = prefill_s + decode_s
+
+    fits = memory <= budget
+    on_time = total <= deadline
+    good = b if (fits and on_time) else 0
+    gpu_s = per_qualifying_result(total, good)
+    energy = per_qualifying_result(hw.power_w * total, good) if hw.power_w else math.nan
+    return SchemeResult(name=s.name, kv_bytes=kv, memory_bytes=memory, read_bytes=read,
+                        prefill_flops=pf_flops, prefill_s=prefill_s, verify_flops=vf,
+                        verify_s=verify_s, round_s=round_s, rounds=rounds, decode_s=decode_s,
+                        total_s=total, fits_memory=fits, meets_deadline=on_time,
+                        qualifying_results=good, gpu_s_per_result=gpu_s,
+                        energy_j_per_result=energy)
+
+
+def compare_schemes(schemes=None, **kwargs) -> dict:
+    """``scheme_result`` for each scheme (default A-E), keyed by name: the points of Figure 8-35.
+
+    Keyword arguments (kv_budget_bytes, output_tokens, deadline_s, ...) go to every call.
+    """
+    chosen = list(SCHEMES.values()) if schemes is None else list(
+        v.sequence("schemes", schemes))
+    return {s.name: scheme_result(s, **kwargs) for s in chosen}
+
+
+def best_scheme(schemes=None, **kwargs) -> str | None:
+    """Name of the feasible scheme with the least GPU time per qualifying result, or None (8.6.3).
+
+    12 GiB, 256 tokens, 7 s among A-D: "D"; at 6 GiB among A-D: None (Exercise 8-9 adds E).
+    """
+    results = compare_schemes(schemes, **kwargs)
+    feasible = [r for r in results.values() if r.feasible]
+    if not feasible:
+        return None
+    return min(feasible, key=lambda r: r.gpu_s_per_result).name
+
+
+# --- cost per qualifying result and stage times (8.6.3, Exercise 8-8) ----------------------
+
+def per_qualifying_result(total: float, qualifying_results: int) -> float:
+    """GPU time or energy per qualifying result: T_GPU / N_g or E_obs / N_g (8.6.3).
+
+    D: 4.56 s / 16 = 0.285 GPU-seconds. With no qualifying result everything is wasted: inf.
+    """
+    t = v.nonnegative("total", total)
+    n = v.count("qualifying_results", qualifying_results, minimum=0)
+    return t / n if n else math.inf
+
+
+def _stages(stage_times_s, speedups):
+    seq = v.sequence("stage_times_s", stage_times_s)
+    times = [v.nonnegative(f"stage_times_s[{i}]", t) for i, t in enumerate(seq)]
+    if speedups is None:
+        return times, [1.0] * len(times)
+    sp = v.sequence("speedups", speedups)
+    if len(sp) != len(times):
+        raise ValueError(f"speedups: has {len(sp)} items but stage_times_s has {len(times)}")
+    return times, [v.positive(f"speedups[{i}]", s) for i, s in enumerate(sp)]
+
+
+def staged_task_time(stage_times_s, speedups=None, added_s: float = 0.0) -> float:
+    """Task time after speeding up stages: sum_i t_i / s_i + added seconds (8.6.3, Ex. 8-8).
+
+    Decode 50 of 100 s at 4x: 50 + 50/4 = 62.5 s; decode at 1/4 plus 8 s of draft preparation.
+    """
+    times, sp = _stages(stage_times_s, speedups)
+    added = v.nonnegative("added_s", added_s)
+    return sum(t / s for t, s in zip(times, sp)) + added
+
+
+def staged_task_speedup(stage_times_s, speedups=None, added_s: float = 0.0) -> float:
+    """Whole-task speedup sum_i t_i / (sum_i t_i / s_i + added) (Amdahl with an added cost)."""
+    times, _ = _stages(stage_times_s, speedups)
+    return sum(times) / staged_task_time(stage_times_s, speedups, added_s)
+
+
+def staged_break_even_s(stage_times_s, speedups) -> float:
+    """Added time (e.g. draft preparation) at which the speedup stops saving time:
+    sum_i (t_i - t_i / s_i) seconds (Exercise 8-8)."""
+    times, sp = _stages(stage_times_s, speedups)
+    return sum(t - t / s for t, s in zip(times, sp))
