@@ -1,5 +1,777 @@
-"""Closed forms: performance (filled in per the module's sections)."""
+"""Closed forms of Chapter 17 §1-§6, §9, §10: memory hierarchy, roofline, the two phases, KV
+sizing, paging, batching, MBU/MFU and the levers.
+
+Chapter 17 counts 2 FLOPs per parameter per token and ignores attention FLOPs (it says so in §2),
+so prefill time here is ``core.matrix_flops`` over an assumed fraction of peak (50% = 494.5
+TFLOP/s). Its decode step is (weights + live KV) / bandwidth, which is ``core.decode_step_time``.
+The tables the chapter refers to without printing them (memory pyramid, KV size by context, the
+GQA/MHA/MQA comparison, the batching decision, the levers, the mechanism -> lever map, the cheat
+sheet) are re-derived here from its formulas and marked as such.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+
+from companion import _validate as v
+from companion.formulas.core import (_hardware, _model, attainable_flops, decode_step_time,
+                                     kv_bytes, kv_bytes_per_token, matrix_flops, max_concurrent,
+                                     mbu, mfu,
+                                     read_bytes_per_output_token, ridge_point,
+                                     speculative_expected_tokens, static_batch_utilization)
+from companion.specs import Hardware, Model
+from companion.units import KiB
+
+__all__ = [
+    # inputs the chapter states (17 §2-§6, §9-§10)
+    "CH17_PREFILL_EFFICIENCY", "CH17_RUNTIME_RESERVE_BYTES", "CH17_LONG_CONTEXT_TOKENS",
+    "CH17_MAX_LEN_TOKENS", "CH17_CHAT_LIVE_TOKENS", "CH17_PROMPT_TOKENS", "CH17_SMOOTH_ITL_S",
+    "CH17_KV_TABLE_CONTEXTS",
+    # §1 memory hierarchy
+    "memory_pyramid", "bandwidth_ratios", "memory_sweep_s",
+    # §2 roofline
+    "decode_intensity", "prefill_intensity", "roofline_point", "roofline_points",
+    "decode_time_split",
+    # §3 two phases
+    "prefill_compute_s", "request_budget", "head_of_line_stall",
+    # §4 KV sizing
+    "kv_by_context", "attention_variants", "tp_kv_capacity", "decode_vs_context",
+    "kv_weight_crossover_tokens",
+    # §5 paging
+    "reservation_waste", "block_fill", "paged_worst_waste", "prefix_sharing_bytes",
+    "paged_batch_gain",
+    # §6 batching
+    "static_batch_slot_steps", "chunked_prefill_trade", "batching_decision_table",
+    # §9 measurement
+    "sm_share", "decode_utilization", "prefill_utilization",
+    # §10 levers
+    "quantization_ceiling", "levers_table", "mechanism_lever_map", "cheat_sheet",
+]
+
+# --- inputs the chapter states ---------------------------------------------------------------
+
+CH17_PREFILL_EFFICIENCY = 0.5       # §2: "at a realistic 50% of peak", reused in §3, §6, §8
+CH17_RUNTIME_RESERVE_BYTES = 4e9    # §4: "runtime + activations reserve ~ 4 GB" per GPU
+CH17_LONG_CONTEXT_TOKENS = 8_000    # §4: "8K taken as 8,000 tokens"
+CH17_MAX_LEN_TOKENS = 8_192         # §5: worst-case contiguous reservation, max_len 8,192
+CH17_CHAT_LIVE_TOKENS = 600         # §2, §5: "a mixed workload averaging 600 live tokens"
+CH17_PROMPT_TOKENS = 2_048          # §2-§3: the 2,048-token prompt
+CH17_SMOOTH_ITL_S = 6e-3            # §3: "a step every ~6 ms (derived in §5)": §5 gives 6.1 ms
+# §4's KV-by-context table is not printed in our copy; these rows re-derive it ("8K" = 8,000).
+CH17_KV_TABLE_CONTEXTS = (1_000, 4_000, 8_000, 32_000, 128_000)
+
+# Register file per SM: "KBs per SM, ~1 ns" (§1 pyramid); 256 KiB on Hopper (NVIDIA H100
+# whitepaper: 65,536 32-bit registers per SM). The Hardware presets carry no register field.
+_REGISTER_BYTES_PER_SM = 256 * KiB
+_REGISTER_LATENCY_S = 1e-9          # §1: "~1 ns"
+
+
+# --- argument helpers ------------------------------------------------------------------------
+
+def _efficiency(efficiency) -> float:
+    return v.probability("efficiency", efficiency, open_low=True)
+
+
+def _at_precision(model: Model, bytes_per_param) -> Model:
+    """The model with its weights stored at ``bytes_per_param`` (None: as the preset has them)."""
+    if bytes_per_param is None:
+        return model
+    b = v.positive("bytes_per_param", bytes_per_param)
+    return model.with_(bytes_per_param=b, weight_bytes=model.n_params * b,
+                       streamed_weight_bytes=model.streamed_params * b)
+
+
+# --- §1 the memory hierarchy -----------------------------------------------------------------
+
+def memory_pyramid(hardware: Hardware) -> list[dict]:
+    """Rows of the memory pyramid (re-derived: the table is not printed in our copy of 17 §1).
+
+    Each row: level, capacity_bytes, bandwidth_bytes_per_s, latency_s (None where the chapter
+    gives no number), hbm_over_level (HBM bandwidth / this level's: NVLink 3.7x slower than HBM,
+    PCIe 14x slower than NVLink on the H100 SXM) and the chapter's wording.
+    """
+    hw = _hardware(hardware)
+    registers = None if hw.sm_count is None else hw.sm_count * _REGISTER_BYTES_PER_SM
+    rows = [
+        dict(level="Registers", where="inside each SM", capacity_bytes=registers,
+             bandwidth_bytes_per_s=None, latency_s=_REGISTER_LATENCY_S,
+             text="KBs per SM, ~1 ns"),
+        dict(level="SRAM (shared memory + L2)", where="on the die", capacity_bytes=hw.l2_bytes,
+             bandwidth_bytes_per_s=None, latency_s=None,
+             text="~50 MB L2, tens of TB/s; four orders of magnitude too small for a model"),
+        dict(level="HBM", where="on the package", capacity_bytes=hw.mem_bytes,
+             bandwidth_bytes_per_s=hw.mem_bw_bytes_per_s, latency_s=None,
+             text="the capacity of every 'does it fit' question, the bandwidth of decode"),
+        dict(level="NVLink", where="other GPUs in the node", capacity_bytes=None,
+             bandwidth_bytes_per_s=hw.interconnect_bytes_per_s, latency_s=None,
+             text="GPU-to-GPU inside a server: where tensor parallelism can live (§7)"),
+        dict(level="PCIe", where="host DRAM / NVMe", capacity_bytes=None,
+             bandwidth_bytes_per_s=hw.host_link_bytes_per_s, latency_s=None,
+             text="the general-purpose bus to the host"),
+    ]
+    for row in rows:
+        bw = row["bandwidth_bytes_per_s"]
+        row["hbm_over_level"] = None if bw is None else hw.mem_bw_bytes_per_s / bw
+    return rows
+
+
+def bandwidth_ratios(hardware: Hardware) -> dict:
+    """HBM/NVLink, NVLink/PCIe and HBM/PCIe bandwidth ratios (3.7x, 14x on the H100 SXM, 17 §1)."""
+    hw = _hardware(hardware)
+    if hw.interconnect_bytes_per_s is None or hw.host_link_bytes_per_s is None:
+        raise ValueError(f"hardware: {hw.name} needs interconnect_bytes_per_s and "
+                         f"host_link_bytes_per_s for these ratios")
+    return dict(hbm_over_nvlink=hw.mem_bw_bytes_per_s / hw.interconnect_bytes_per_s,
+                nvlink_over_pcie=hw.interconnect_bytes_per_s / hw.host_link_bytes_per_s,
+                hbm_over_pcie=hw.mem_bw_bytes_per_s / hw.host_link_bytes_per_s)
+
+
+def memory_sweep_s(hardware: Hardware, sweep_bytes: float | None = None) -> float:
+    """Seconds to read ``sweep_bytes`` (default: all of HBM) once: bytes / bandwidth.
+
+    80e9 / 3.35e12 = 24 ms, so a step that sweeps the card is capped near 40 per second (17 §1).
+    """
+    hw = _hardware(hardware)
+    n = hw.mem_bytes if sweep_bytes is None else v.positive("sweep_bytes", sweep_bytes)
+    return n / hw.mem_bw_bytes_per_s
+
+
+# --- §2 roofline -----------------------------------------------------------------------------
+
+def _pass_intensity(model: Model, tokens: int, kv_tokens: int, kv_bytes_per_value: float) -> float:
+    """FLOP per HBM byte of one pass: 2 P x tokens / (weight bytes + KV bytes read)."""
+    flops = matrix_flops(model, tokens, include_lm_head=True)
+    k = kv_bytes_per_token(model, kv_bytes_per_value)
+    # read_bytes_per_output_token gives D_w / b + L k per token; x b is the pass's bytes
+    read = read_bytes_per_output_token(model.streamed_weight_bytes, tokens, kv_tokens, k) * tokens
+    return flops / read
+
+
+def decode_intensity(model: Model, batch: int = 1, context_tokens: int = 0, *,
+                     bytes_per_param: float | None = None, kv_bytes_per_value: float = 2) -> float:
+    """Decode arithmetic intensity, FLOP per byte: B x 2P / (P x bytes_per_param + B x L x k).
+
+    Batch 1, no KV: 1 FLOP/byte in BF16, 2 in INT8 (17 §2, §10); batch B, no KV: B. With each
+    sequence's live KV read every step: 49 at B = 64 and 600 tokens, 12 at 8,000 tokens (17 §2).
+    """
+    m = _at_precision(_model(model), bytes_per_param)
+    b = v.count("batch", batch)
+    L = v.tokens("context_tokens", context_tokens)
+    v.positive("kv_bytes_per_value", kv_bytes_per_value)
+    return _pass_intensity(m, b, L, kv_bytes_per_value)
+
+
+def prefill_intensity(model: Model, prompt_tokens: int, *,
+                      bytes_per_param: float | None = None) -> float:
+    """Prefill intensity, FLOP per byte: 2P x n / (P x bytes_per_param) = n in BF16 (17 §2).
+
+    One pass reads the weights once for all n prompt tokens: 2,048 for a 2,048-token prompt,
+    compute-bound past the ridge (295); a prompt under ~295 tokens stays on the memory roof.
+    """
+    m = _at_precision(_model(model), bytes_per_param)
+    n = v.tokens("prompt_tokens", prompt_tokens, minimum=1)
+    return _pass_intensity(m, n, 0, 2)
+
+
+def roofline_point(intensity_flop_per_byte: float, hardware: Hardware) -> dict:
+    """Where an intensity lands on the roofline: attainable FLOP/s, fraction of peak, which roof.
+
+    attainable = min(peak, intensity x bandwidth): 3.35e12 FLOP/s = 0.34% of peak at 1 FLOP/byte
+    on the H100 SXM (17 §2).
+    """
+    i = v.positive("intensity_flop_per_byte", intensity_flop_per_byte)
+    hw = _hardware(hardware)
+    attainable = attainable_flops(i, hw)
+    return dict(intensity_flop_per_byte=i, attainable_flops_per_s=attainable,
+                fraction_of_peak=attainable / hw.peak_flops_per_s,
+                bound="memory" if i < ridge_point(hw) else "compute")
+
+
+def roofline_points(model: Model, hardware: Hardware, *, batch: int = 64,
+                    context_tokens: int = CH17_CHAT_LIVE_TOKENS,
+                    prompt_tokens: int = CH17_PROMPT_TOKENS,
+                    bytes_per_param: float | None = None) -> list[dict]:
+    """The chapter's roofline plot as points: decode at batch 1, batched decode, prefill (17 §2).
+
+    Batched decode counts each sequence's ``context_tokens`` of live KV (0 for weights only).
+    Each point is ``roofline_point`` plus a ``label``; the ridge is ``ridge_point(hardware)``.
+    """
+    m = _model(model)
+    hw = _hardware(hardware)
+    b = v.count("batch", batch)
+    L = v.tokens("context_tokens", context_tokens)
+    n = v.tokens("prompt_tokens", prompt_tokens, minimum=1)
+    points = [
+        ("decode, batch 1", decode_intensity(m, 1, bytes_per_param=bytes_per_param)),
+        (f"decode, batch {b}, {L} live tokens each",
+         decode_intensity(m, b, L, bytes_per_param=bytes_per_param)),
+        (f"prefill, {n}-token prompt", prefill_intensity(m, n, bytes_per_param=bytes_per_param)),
+    ]
+    return [dict(label=label, **roofline_point(i, hw)) for label, i in points]
+
+
+def decode_time_split(model: Model, hardware: Hardware, *,
+                      bytes_per_param: float | None = None) -> dict:
+    """Batch-1 decode in the time domain: weight-stream time, compute time, their ratio, tok/s.
+
+    8B on the H100 SXM: 16e9 / 3.35e12 = 4.78 ms to stream, 16e9 FLOP / 989e12 = 16.2 us to
+    compute, 295 : 1 waiting to working, a ceiling of 209 tok/s (17 §2); INT8: 419 tok/s (§10).
+    """
+    m = _at_precision(_model(model), bytes_per_param)
+    hw = _hardware(hardware)
+    flops = matrix_flops(m, 1, include_lm_head=True)
+    read_s = m.streamed_weight_bytes / hw.mem_bw_bytes_per_s
+    compute_s = flops / hw.peak_flops_per_s
+    step_s = decode_step_time(m, hw, 1, 0)
+    return dict(weight_bytes=m.streamed_weight_bytes, flops_per_token=flops, read_s=read_s,
+                compute_s=compute_s, wait_to_work=read_s / compute_s, step_s=step_s,
+                tokens_per_s=1.0 / step_s)
+
+
+# --- §3 prefill and decode are two machines --------------------------------------------------
+
+def prefill_compute_s(model: Model, hardware: Hardware, prompt_tokens: int, *,
+                      efficiency: float = CH17_PREFILL_EFFICIENCY) -> float:
+    """Prefill seconds: 2 x params x n / (efficiency x peak), attention ignored as in 17 §2.
+
+    2,048 tokens of the 8B: 32.8 TFLOP, 33 ms at the full roof, 66 ms at 50% (17 §2); 8,000
+    tokens: 128e12 FLOP, 259 ms at 50% (17 §3).
+    """
+    m = _model(model)
+    hw = _hardware(hardware)
+    n = v.tokens("prompt_tokens", prompt_tokens)
+    e = _efficiency(efficiency)
+    return matrix_flops(m, n) / (e * hw.peak_flops_per_s)
+
+
+def request_budget(ttft_s: float, output_tokens: int, itl_s: float) -> dict:
+    """A request's wall clock: TTFT + output x ITL, and the share each phase takes (17 §3).
+
+    66 ms + 250 x 6 ms = 1.57 s, 96% of it decode.
+    """
+    ttft = v.positive("ttft_s", ttft_s)
+    g = v.tokens("output_tokens", output_tokens)
+    itl = v.positive("itl_s", itl_s)
+    decode_s = g * itl
+    total = ttft + decode_s
+    return dict(ttft_s=ttft, decode_s=decode_s, total_s=total, decode_share=decode_s / total,
+                prefill_share=ttft / total)
+
+
+def head_of_line_stall(model: Model, hardware: Hardware, prompt_tokens: int, step_s: float, *,
+                       efficiency: float = CH17_PREFILL_EFFICIENCY) -> dict:
+    """What one unchunked prefill does to in-flight decodes: stall time and worst ITL / step.
+
+    8,000-token prompt on the 8B: 128e12 FLOP, 259 ms at 50% of peak, ~43x a 6 ms step (17 §3).
+    """
+    m = _model(model)
+    hw = _hardware(hardware)
+    n = v.tokens("prompt_tokens", prompt_tokens, minimum=1)
+    step = v.positive("step_s", step_s)
+    stall = prefill_compute_s(m, hw, n, efficiency=efficiency)
+    return dict(prefill_flops=matrix_flops(m, n), stall_s=stall, worst_itl_over_step=stall / step)
+
+
+# --- §4 the KV cache, sized honestly ---------------------------------------------------------
+
+def kv_by_context(model: Model, context_tokens=CH17_KV_TABLE_CONTEXTS,
+                  hardware: Hardware | None = None, *, bytes_per_value: float = 2) -> list[dict]:
+    """KV bytes of one sequence at each context length (re-derived: 17 §4's table is not printed).
+
+    Linear in context: 2.62 GB at 8,000 tokens of the 70B shape; 128,000 tokens hold 41.9 GB,
+    more than half an 80 GB H100 ("8K" = 8,000 tokens, so "128K" is read as 128,000 here).
+    With ``hardware``, each row also gives the fraction of its memory.
+    """
+    m = _model(model)
+    seq = v.sequence("context_tokens", context_tokens)
+    contexts = [v.tokens(f"context_tokens[{i}]", x) for i, x in enumerate(seq)]
+    hw = None if hardware is None else _hardware(hardware)
+    rows = []
+    for L in contexts:
+        n_bytes = kv_bytes(m, L, block_tokens=1, bytes_per_value=bytes_per_value)
+        row = dict(context_tokens=L, kv_bytes=n_bytes)
+        if hw is not None:
+            row["fraction_of_memory"] = n_bytes / hw.mem_bytes
+        rows.append(row)
+    return rows
+
+
+def _sequences_that_fit(kv_budget_bytes: float, model: Model, context_tokens: int,
+                        bytes_per_value: float) -> int:
+    """floor(budget / (L x k)): a sequence held at ``context_tokens`` tokens, no block rounding."""
+    if kv_budget_bytes <= 0:
+        return 0
+    # max_concurrent holds prompt + output - 1 tokens; one output token leaves exactly L held
+    return max_concurrent(kv_budget_bytes, model, context_tokens, 1, block_tokens=1,
+                          bytes_per_value=bytes_per_value)
+
+
+def attention_variants(model: Model, *, context_tokens: int = CH17_LONG_CONTEXT_TOKENS,
+                       cache_bytes: float = 80e9, bytes_per_value: float = 2) -> list[dict]:
+    """The same shape under MHA, GQA and MQA (re-derived: 17 §4's table is not printed).
+
+    KV heads = query heads (MHA), the model's own (GQA), 1 (MQA). For the 70B shape (64 query
+    heads, 8 KV heads): 2,560 / 320 / 40 KiB per token, 21.0 / 2.62 / 0.33 GB per 8,000-token
+    sequence, and floor(80 GB / per-sequence) = 3 / 30 / 244 sequences per 80 GB of cache.
+    """
+    m = _model(model)
+    L = v.tokens("context_tokens", context_tokens, minimum=1)
+    cache = v.positive("cache_bytes", cache_bytes)
+    v.positive("bytes_per_value", bytes_per_value)
+    heads = sorted({m.n_query_heads, m.n_kv_heads, 1}, reverse=True)
+    mha_per_token = kv_bytes_per_token(m.with_(n_kv_heads=heads[0]), bytes_per_value)
+    rows = []
+    for h in heads:
+        variant = m.with_(n_kv_heads=h)
+        per_token = kv_bytes_per_token(variant, bytes_per_value)
+        rows.append(dict(attention=variant.attention_type, n_kv_heads=h,
+                         kv_bytes_per_token=per_token, kv_bytes_per_sequence=per_token * L,
+                         sequences=_sequences_that_fit(cache, variant, L, bytes_per_value),
+                         reduction_vs_mha=mha_per_token / per_token))
+    return rows
+
+
+def tp_kv_capacity(model: Model, hardware: Hardware, *, tp: int = 1,
+                   context_tokens: int = CH17_LONG_CONTEXT_TOKENS,
+                   reserve_bytes: float = CH17_RUNTIME_RESERVE_BYTES,
+                   bytes_per_value: float = 2) -> dict:
+    """KV space and max concurrency when weights shard over ``tp`` GPUs (17 §4).
+
+    Per GPU: memory - weights / tp - reserve; aggregate: tp x that; sequences = floor(aggregate /
+    (L x k)). 8B, TP 1: 80 - 16 - 4 = 60 GB, 57 sequences of 8,000 tokens. 70B: 140 GB of
+    weights is 1.75x one card; at TP 4: 35 GB of weights, 41 GB of KV per GPU, 164 GB in all,
+    62 sequences; the KV heads shard too (8 / 4 = 2 per GPU). Past tp = KV heads the heads
+    would be replicated rather than split, which this closed form does not model.
+    """
+    m = _model(model)
+    hw = _hardware(hardware)
+    p = v.count("tp", tp)
+    L = v.tokens("context_tokens", context_tokens, minimum=1)
+    reserve = v.nonnegative("reserve_bytes", reserve_bytes)
+    v.positive("bytes_per_value", bytes_per_value)
+    weights_per_gpu = m.weight_bytes / p
+    free_per_gpu = hw.mem_bytes - weights_per_gpu - reserve
+    aggregate = p * max(free_per_gpu, 0.0)
+    return dict(weights_over_memory=m.weight_bytes / hw.mem_bytes,
+                weight_bytes_per_gpu=weights_per_gpu, fits=free_per_gpu > 0,
+                kv_heads_per_gpu=m.n_kv_heads / p, free_kv_bytes_per_gpu=free_per_gpu,
+                free_kv_bytes=aggregate,
+                kv_bytes_per_sequence=kv_bytes(m, L, block_tokens=1,
+                                               bytes_per_value=bytes_per_value),
+                max_sequences=_sequences_that_fit(aggregate, m, L, bytes_per_value))
+
+
+def decode_vs_context(model: Model, hardware: Hardware, context_tokens: int, *, batch: int = 1,
+                      bytes_per_param: float | None = None, kv_bytes_per_value: float = 2) -> dict:
+    """One decode step as the context grows: (weights + live KV) / bandwidth, and tok/s (17 §4).
+
+    8B at batch 1: 1,000 tokens 16.1 GB -> 4.8 ms -> 208 tok/s; 10,000: 5.2 ms, 193 tok/s;
+    100,000: 8.7 ms, 115 tok/s. (The step is core.decode_step_time: the larger of the byte and
+    FLOP times; at batch 1 the bytes win by ~300x.)
+    """
+    m = _at_precision(_model(model), bytes_per_param)
+    hw = _hardware(hardware)
+    L = v.tokens("context_tokens", context_tokens)
+    b = v.count("batch", batch)
+    v.positive("kv_bytes_per_value", kv_bytes_per_value)
+    k = kv_bytes_per_token(m, kv_bytes_per_value)
+    live_kv = b * L * k
+    step = decode_step_time(m, hw, b, L, bytes_per_value=kv_bytes_per_value)
+    return dict(kv_bytes=live_kv, step_bytes=m.streamed_weight_bytes + live_kv, step_s=step,
+                tokens_per_s=b / step, tokens_per_s_per_sequence=1.0 / step)
+
+
+def kv_weight_crossover_tokens(model: Model, *, batch: int = 1,
+                               bytes_per_value: float = 2) -> float:
+    """Context where a batch's KV stream equals the weight stream: D_w / (batch x k) tokens.
+
+    16e9 / 131,072 = 122,070 tokens for the 8B at batch 1 ("~122,000", 17 §4); there one
+    sequence's cache doubles the cost of each of its tokens.
+    """
+    m = _model(model)
+    b = v.count("batch", batch)
+    return m.streamed_weight_bytes / (b * kv_bytes_per_token(m, bytes_per_value))
+
+
+# --- §5 PagedAttention -----------------------------------------------------------------------
+
+def reservation_waste(model: Model, used_tokens: int, *,
+                      max_len_tokens: int = CH17_MAX_LEN_TOKENS,
+                      bytes_per_value: float = 2) -> dict:
+    """Internal fragmentation of a worst-case contiguous reservation: 1 - used / reserved (17 §5).
+
+    8B, max_len 8,192: 1.07 GB reserved, a 300-token chat uses 39 MB, 96% wasted.
+    """
+    m = _model(model)
+    used = v.tokens("used_tokens", used_tokens)
+    max_len = v.tokens("max_len_tokens", max_len_tokens, minimum=1)
+    if used > max_len:
+        raise ValueError(f"used_tokens: {used} exceeds max_len_tokens={max_len}")
+    reserved = kv_bytes(m, max_len, block_tokens=1, bytes_per_value=bytes_per_value)
+    used_bytes = kv_bytes(m, used, block_tokens=1, bytes_per_value=bytes_per_value)
+    return dict(reserved_bytes=reserved, used_bytes=used_bytes,
+                wasted_fraction=1.0 - used_bytes / reserved)
+
+
+def block_fill(tokens: int, block_tokens: int = 16) -> dict:
+    """A sequence's block table: blocks held, tokens in the last block, empty slots (17 §5).
+
+    40 tokens in 16-token blocks: 3 blocks (0-15, 16-31, 32-39), the last 8/16 full, 8 slots idle.
+    """
+    t = v.tokens("tokens", tokens, minimum=1)
+    p = v.tokens("block_tokens", block_tokens, minimum=1)
+    blocks = -(-t // p)
+    last = t - (blocks - 1) * p
+    return dict(blocks=blocks, last_block_tokens=last, empty_slots=p - last)
+
+
+def paged_worst_waste(model: Model, block_tokens: int = 16, *,
+                      bytes_per_value: float = 2) -> dict:
+    """Worst-case paged waste of one sequence: a last block holding one token, block - 1 slots.
+
+    16-token blocks of the 8B: 15 x 131,072 B ~ 2 MB (the chapter bounds it by the whole
+    16-token block, 2.1 MB); 1,024-token blocks waste up to 1,023 tokens (17 §5).
+    """
+    m = _model(model)
+    p = v.tokens("block_tokens", block_tokens, minimum=1)
+    slots = p - 1
+    return dict(tokens=slots, bytes=slots * kv_bytes_per_token(m, bytes_per_value))
+
+
+def prefix_sharing_bytes(model: Model, users: int, prefix_tokens: int, *,
+                         bytes_per_value: float = 2) -> dict:
+    """KV of one shared prefix held per user versus once (17 §5).
+
+    2,000-token system prompt, 100 users, 8B: 26.2 GB naive, 0.26 GB shared.
+    """
+    m = _model(model)
+    n = v.count("users", users)
+    t = v.tokens("prefix_tokens", prefix_tokens)
+    one = kv_bytes(m, t, block_tokens=1, bytes_per_value=bytes_per_value)
+    return dict(naive_bytes=n * one, shared_bytes=one, saved_bytes=(n - 1) * one)
+
+
+def _batch_row(model: Model, hardware: Hardware, batch: int, live_tokens: int,
+               kv_bytes_per_value: float) -> dict:
+    """Per-step traffic (weights + live KV), step time and throughput of one decode batch."""
+    if batch == 0:
+        return dict(batch=0, step_bytes=None, step_s=None, tokens_per_s=0.0)
+    step = decode_vs_context(model, hardware, live_tokens, batch=batch,
+                             kv_bytes_per_value=kv_bytes_per_value)
+    return dict(batch=batch, step_bytes=step["step_bytes"], step_s=step["step_s"],
+                tokens_per_s=step["tokens_per_s"])
+
+
+def paged_batch_gain(model: Model, hardware: Hardware, *,
+                     live_tokens: int = CH17_CHAT_LIVE_TOKENS,
+                     reservation_tokens: int = CH17_LONG_CONTEXT_TOKENS, block_tokens: int = 16,
+                     kv_budget_bytes: float | None = None,
+                     reserve_bytes: float = CH17_RUNTIME_RESERVE_BYTES,
+                     kv_bytes_per_value: float = 2) -> dict:
+    """Batch and throughput with worst-case reservations versus paged blocks (17 §5).
+
+    Naive: floor(budget / (reservation x k)); paged: floor(budget / kv_bytes(live, blocks)).
+    Both stream only live bytes per step: weights + batch x live x k. Budget defaults to one
+    GPU's free memory (60 GB for the 8B). The chapter divides by the live bytes alone
+    (``block_tokens=1``): 57 vs ~760 sequences, 6.1 vs 22.6 ms, ~9,300 vs ~33,600 tok/s, 3.6x
+    (its naive batch reserves 8,000 tokens, the §4 figure, not §5's 8,192).
+    """
+    m = _model(model)
+    hw = _hardware(hardware)
+    live = v.tokens("live_tokens", live_tokens, minimum=1)
+    reservation = v.tokens("reservation_tokens", reservation_tokens, minimum=1)
+    p = v.tokens("block_tokens", block_tokens, minimum=1)
+    v.positive("kv_bytes_per_value", kv_bytes_per_value)
+    reserve = v.nonnegative("reserve_bytes", reserve_bytes)
+    if kv_budget_bytes is None:
+        budget = hw.mem_bytes - m.weight_bytes - reserve
+    else:
+        budget = v.positive("kv_budget_bytes", kv_budget_bytes)
+    if live > reservation:
+        raise ValueError(f"live_tokens: {live} exceeds reservation_tokens={reservation}")
+    if budget <= 0:
+        raise ValueError(f"model: {m.name} leaves no KV space on one {hw.name} "
+                         f"(weights {m.weight_bytes:.3g} B); shard it first (tp_kv_capacity)")
+    per_seq_reserved = kv_bytes(m, reservation, block_tokens=1, bytes_per_value=kv_bytes_per_value)
+    per_seq_paged = kv_bytes(m, live, block_tokens=p, bytes_per_value=kv_bytes_per_value)
+    naive = _batch_row(m, hw, int(budget // per_seq_reserved), live, kv_bytes_per_value)
+    paged = _batch_row(m, hw, int(budget // per_seq_paged), live, kv_bytes_per_value)
+    return dict(kv_budget_bytes=budget, live_kv_bytes=kv_bytes(m, live, block_tokens=1,
+                                                              bytes_per_value=kv_bytes_per_value),
+                naive=naive, paged=paged,
+                batch_gain=paged["batch"] / naive["batch"] if naive["batch"] else math.inf,
+                throughput_gain=(paged["tokens_per_s"] / naive["tokens_per_s"]
+                                 if naive["batch"] else math.inf))
+
+
+# --- §6 batching strategies ------------------------------------------------------------------
+
+def static_batch_slot_steps(output_lengths) -> dict:
+    """Slot-steps a static batch runs (n x longest) and uses (sum of lengths) (17 §6).
+
+    Outputs 100, 200, ..., 800: 6,400 run, 3,600 useful, 56%.
+    """
+    utilization = static_batch_utilization(output_lengths)
+    lengths = [int(x) for x in output_lengths]
+    run = len(lengths) * max(lengths)
+    return dict(run=run, useful=sum(lengths), utilization=utilization)
+
+
+def chunked_prefill_trade(model: Model, hardware: Hardware, prompt_tokens: int,
+                          chunk_tokens: int, decode_step_s: float, *,
+                          efficiency: float = CH17_PREFILL_EFFICIENCY) -> dict:
+    """Chunked prefill's ITL/TTFT trade, the chapter's closed form (17 §6).
+
+    chunks = ceil(n / c); iteration = decode step + one chunk's prefill; worst ITL falls from
+    the whole prefill to one iteration; TTFT = chunks x iteration. 8,000 tokens in 512-token
+    chunks: 16 chunks of 16.6 ms, 6.1 + 16.6 ~ 23 ms iterations, ITL 260 -> 23 ms (11x), TTFT
+    ~370 ms vs ~260 ms (+40%). ``ttft_exact_s`` charges the last, shorter chunk its own size.
+    """
+    m = _model(model)
+    hw = _hardware(hardware)
+    n = v.tokens("prompt_tokens", prompt_tokens, minimum=1)
+    c = v.tokens("chunk_tokens", chunk_tokens, minimum=1)
+    step = v.positive("decode_step_s", decode_step_s)
+    e = _efficiency(efficiency)
+    chunks = -(-n // c)
+    chunk_s = prefill_compute_s(m, hw, min(c, n), efficiency=e)
+    last_s = prefill_compute_s(m, hw, n - (chunks - 1) * c, efficiency=e)
+    iteration = step + chunk_s
+    dedicated = prefill_compute_s(m, hw, n, efficiency=e)
+    ttft = chunks * iteration
+    return dict(chunks=chunks, chunk_s=chunk_s, iteration_s=iteration, dedicated_s=dedicated,
+                itl_improvement=dedicated / iteration, ttft_s=ttft,
+                ttft_increase=ttft / dedicated - 1.0,
+                ttft_exact_s=(chunks - 1) * iteration + step + last_s)
+
+
+def batching_decision_table() -> list[dict]:
+    """The three batching strategies as one decision (re-derived: 17 §6's table is not printed)."""
+    return [
+        dict(strategy="static", joins="only when the whole batch has drained",
+             fixes="nothing: the translation-era default",
+             costs="padding (56% utilization for outputs 100..800) and batch-drain queueing",
+             fits="offline jobs with similar, predictable output lengths"),
+        dict(strategy="continuous", joins="at every token boundary (iteration-level, Orca)",
+             fixes="padding and batch-boundary queueing; needs paged KV (§5)",
+             costs="a long prefill still freezes every in-flight decode (~260 ms for 8,000 tokens)",
+             fits="the default for online serving with short prompts"),
+        dict(strategy="chunked prefill", joins="at token boundaries, prompts in fixed chunks",
+             fixes="head-of-line blocking: worst ITL ~260 -> ~23 ms (11x)",
+             costs="TTFT of the long prompt (~+40%) and weights re-read per chunk",
+             fits="mixed long prompts and streaming chat on shared GPUs; the knob is the "
+                  "per-iteration token budget"),
+    ]
+
+
+# --- §9 measuring it -------------------------------------------------------------------------
+
+def sm_share(active_sms: int, hardware: Hardware) -> float:
+    """Upper bound on compute in use when ``active_sms`` SMs are busy: active / SM count (17 §9).
+
+    One always-resident kernel on 1 of 132 SMs reads "GPU util: 100%" yet uses <= 0.8%.
+    """
+    a = v.count("active_sms", active_sms)
+    hw = _hardware(hardware)
+    if hw.sm_count is None:
+        raise ValueError(f"hardware: {hw.name} has no sm_count")
+    if a > hw.sm_count:
+        raise ValueError(f"active_sms: {a} exceeds the {hw.sm_count} SMs of {hw.name}")
+    return a / hw.sm_count
+
+
+def decode_utilization(model: Model, hardware: Hardware, tokens_per_s: float, *,
+                       batch: int = 1, context_tokens: int = 0,
+                       bytes_per_param: float | None = None) -> dict:
+    """MBU and MFU of a measured decode rate, and the headroom 1 / MBU (17 §9).
+
+    bytes/s = tok/s x (D_w / b + L k); FLOP/s = tok/s x 2P. 8B at 146 tok/s, batch 1: 2.34e12
+    B/s = 70% MBU, 2.34e12 FLOP/s = 0.24% MFU, headroom <= 1 / 0.7 ~ 1.4x.
+    """
+    m = _at_precision(_model(model), bytes_per_param)
+    hw = _hardware(hardware)
+    rate = v.positive("tokens_per_s", tokens_per_s)
+    b = v.count("batch", batch)
+    L = v.tokens("context_tokens", context_tokens)
+    per_token = read_bytes_per_output_token(m.streamed_weight_bytes, b, L,
+                                            kv_bytes_per_token(m))
+    bytes_per_s = rate * per_token
+    flops_per_s = rate * matrix_flops(m, 1, include_lm_head=True)
+    util_b = mbu(bytes_per_s, hw)
+    return dict(bytes_per_s=bytes_per_s, mbu=util_b, flops_per_s=flops_per_s,
+                mfu=mfu(flops_per_s, hw), headroom=1.0 / util_b)
+
+
+def prefill_utilization(model: Model, hardware: Hardware, prompt_tokens_per_s: float) -> dict:
+    """MFU of a measured prefill rate: tok/s x 2P / peak (17 §9: 20,000 tok/s -> 3.2e14, 32%)."""
+    m = _model(model)
+    hw = _hardware(hardware)
+    rate = v.positive("prompt_tokens_per_s", prompt_tokens_per_s)
+    flops_per_s = rate * matrix_flops(m, 1)
+    return dict(flops_per_s=flops_per_s, mfu=mfu(flops_per_s, hw))
+
+
+# --- §10 the levers --------------------------------------------------------------------------
+
+def quantization_ceiling(model: Model, hardware: Hardware, bytes_per_param: float = 1) -> dict:
+    """Batch-1 decode ceiling with weights stored at ``bytes_per_param`` versus as preset (17 §10).
+
+    8B in INT8: 8 GB, 2.39 ms per token, 419 tok/s (was 209), intensity 2 FLOP/byte.
+    """
+    m = _model(model)
+    hw = _hardware(hardware)
+    b = v.positive("bytes_per_param", bytes_per_param)
+    base = decode_time_split(m, hw)
+    quant = decode_time_split(m, hw, bytes_per_param=b)
+    return dict(weight_bytes=quant["weight_bytes"], step_s=quant["step_s"],
+                tokens_per_s=quant["tokens_per_s"], baseline_tokens_per_s=base["tokens_per_s"],
+                speedup=quant["tokens_per_s"] / base["tokens_per_s"],
+                intensity_flop_per_byte=decode_intensity(m, 1, bytes_per_param=b))
+
+
+def _fits_one_gpu(model: Model, hardware: Hardware) -> bool:
+    return tp_kv_capacity(model, hardware, tp=1)["fits"]
+
+
+def _smallest_layout(model: Model, hardware: Hardware, reserve_bytes: float):
+    """parallel_layout's answer, or None when nothing fits (the §7 module imports this one)."""
+    from companion.formulas.parallelism import parallel_layout
+    try:
+        return parallel_layout(model, hardware, reserve_bytes=reserve_bytes)
+    except ValueError:
+        return None
+
+
+def _smallest_layout_weights_over_memory(model: Model, hardware: Hardware):
+    layout = _smallest_layout(model, hardware, CH17_RUNTIME_RESERVE_BYTES)
+    return None if layout is None else layout["weight_bytes_per_gpu"] / hardware.mem_bytes
+
+
+def levers_table(model: Model, hardware: Hardware) -> list[dict]:
+    """The levers, indexed by symptom, with the quantity each changes and its arithmetic for this
+    model and card (re-derived: 17 §10's table is not printed in our copy).
+
+    ``before``/``after`` are the chapter's arithmetic recomputed (None where the chapter gives
+    none, or where the model does not fit one card so a single-GPU number means nothing).
+    """
+    m = _model(model)
+    hw = _hardware(hardware)
+    one_gpu = _fits_one_gpu(m, hw)
+    paged = paged_batch_gain(m, hw) if one_gpu else None
+    chunk = None
+    if one_gpu:
+        chunk = chunked_prefill_trade(m, hw, CH17_LONG_CONTEXT_TOKENS, 512,
+                                      paged["naive"]["step_s"])
+    quant = quantization_ceiling(m, hw, 1)
+    spec = speculative_expected_tokens(0.7, 4)
+    kv_fp8 = kv_bytes_per_token(m, 1)
+    kv_bf16 = kv_bytes_per_token(m, 2)
+    return [
+        dict(symptom="util reads high, throughput low", lever="measure MBU / MFU, not nvidia-smi",
+             changes="nothing: tells you which roof you are on", section="§9",
+             unit="fraction of peak (batch-1 decode)", before=None,
+             after=roofline_point(decode_intensity(m), hw)["fraction_of_peak"]),
+        dict(symptom="decode throughput low at small batch",
+             lever="paged KV + continuous batching (raise batch)",
+             changes="sequences per weight read (intensity ~ B)", section="§5-§6", unit="tok/s",
+             before=paged["naive"]["tokens_per_s"] if paged else None,
+             after=paged["paged"]["tokens_per_s"] if paged else None),
+        dict(symptom="p99 ITL spikes with long prompts", lever="chunked prefill / token budget",
+             changes="worst ITL (prefill split into chunks)", section="§6", unit="s",
+             before=chunk["dedicated_s"] if chunk else None,
+             after=chunk["iteration_s"] if chunk else None),
+        dict(symptom="at the memory roof, ceiling too low", lever="weight quantization (INT8/FP8)",
+             changes="bytes per parameter (intensity x2)", section="§10", unit="tok/s",
+             before=quant["baseline_tokens_per_s"], after=quant["tokens_per_s"]),
+        dict(symptom="single-stream latency too high", lever="speculative decoding",
+             changes="tokens per target pass (k = 4, alpha = 0.7)", section="§10",
+             unit="tokens per pass", before=1.0, after=spec),
+        dict(symptom="KV memory caps the batch", lever="GQA at design time, FP8 KV at serve time",
+             changes="KV bytes per token", section="§4", unit="B per token",
+             before=kv_bf16, after=kv_fp8),
+        dict(symptom="model does not fit one card", lever="tensor parallelism (in-node, NVLink)",
+             changes="weights per GPU (/ p), per-token latency (/ p)", section="§7",
+             unit="x card memory", before=m.weight_bytes / hw.mem_bytes,
+             after=_smallest_layout_weights_over_memory(m, hw)),
+        dict(symptom="TTFT and ITL SLOs keep fighting at fleet scale",
+             lever="disaggregated prefill / decode pools", changes="interference (removed)",
+             section="§8", unit=None, before=None, after=None),
+        dict(symptom="multi-turn chats re-prefill every turn",
+             lever="prefix caching + KV-aware routing", changes="prefill tokens per turn",
+             section="§8", unit=None, before=None, after=None),
+        dict(symptom="gaps between kernels on the nsys timeline", lever="CUDA Graphs",
+             changes="launch overhead per step", section="§9", unit=None, before=None,
+             after=None),
+    ]
+
+
+def mechanism_lever_map() -> list[dict]:
+    """Chapter 17 in one table: mechanism -> lever (re-derived: the map is not printed)."""
+    return [
+        dict(mechanism="batch-1 decode does 1 FLOP per HBM byte against a ridge of ~295",
+             lever="batch (continuous batching)", section="§2, §6"),
+        dict(mechanism="KV reads do not amortize across the batch; long contexts drag "
+                       "effective intensity down", lever="GQA/MQA, FP8 KV, context discipline",
+             section="§2, §4"),
+        dict(mechanism="worst-case contiguous reservations waste ~96% of KV memory",
+             lever="PagedAttention (blocks, block tables, prefix sharing)", section="§5"),
+        dict(mechanism="static batches run at the pace of their longest member",
+             lever="continuous (iteration-level) batching", section="§6"),
+        dict(mechanism="a long prefill freezes every in-flight decode",
+             lever="chunked prefill / token budget; at fleet scale, disaggregation",
+             section="§3, §6, §8"),
+        dict(mechanism="on the memory roof, bytes per parameter set the ceiling",
+             lever="weight quantization (INT8/FP8)", section="§10"),
+        dict(mechanism="decode leaves >99% of the arithmetic idle",
+             lever="speculative decoding", section="§10"),
+        dict(mechanism="weights exceed one card; TP all-reduces are latency-bound",
+             lever="TP inside the NVLink domain, PP across nodes", section="§7"),
+        dict(mechanism="multi-turn prompts repeat the whole conversation",
+             lever="prefix caching + KV-aware routing", section="§8"),
+        dict(mechanism="nvidia-smi util is kernel residency, not work",
+             lever="MBU for decode, MFU for prefill; nsys then ncu", section="§9"),
+    ]
+
+
+def cheat_sheet(model: Model, hardware: Hardware, *,
+                context_tokens: int = CH17_LONG_CONTEXT_TOKENS,
+                prompt_tokens: int = CH17_PROMPT_TOKENS,
+                reserve_bytes: float = CH17_RUNTIME_RESERVE_BYTES,
+                efficiency: float = CH17_PREFILL_EFFICIENCY) -> list[dict]:
+    """The chapter's headline numbers re-derived for any model and card (17 §10's cheat sheet,
+    not printed in our copy). Rows: quantity, value (base units), unit, section."""
+    m = _model(model)
+    hw = _hardware(hardware)
+    L = v.tokens("context_tokens", context_tokens, minimum=1)
+    n = v.tokens("prompt_tokens", prompt_tokens, minimum=1)
+    reserve = v.nonnegative("reserve_bytes", reserve_bytes)
+    e = _efficiency(efficiency)
+    split = decode_time_split(m, hw)
+    cap = tp_kv_capacity(m, hw, context_tokens=L, reserve_bytes=reserve)
+    rows = [
+        ("ridge point", ridge_point(hw), "FLOP/byte", "§1-§2"),
+        ("full-HBM sweep", memory_sweep_s(hw), "s", "§1"),
+        ("batch-1 decode intensity", decode_intensity(m), "FLOP/byte", "§2"),
+        ("batch-1 decode fraction of peak",
+         roofline_point(decode_intensity(m), hw)["fraction_of_peak"], "fraction", "§2"),
+        ("weights", m.weight_bytes, "B", "§2"),
+        ("batch-1 decode step (weights only)", split["step_s"], "s", "§2"),
+        ("batch-1 decode ceiling", split["tokens_per_s"], "tok/s", "§2"),
+        (f"prefill, {n} tokens at {e:.0%} of peak", prefill_compute_s(m, hw, n, efficiency=e),
+         "s", "§2"),
+        ("KV per token", kv_bytes_per_token(m), "B", "§4"),
+        (f"KV per {L}-token sequence", kv_bytes(m, L, block_tokens=1), "B", "§4"),
+        ("weights / card memory", cap["weights_over_memory"], "x", "§4"),
+        ("free KV on one card", max(cap["free_kv_bytes_per_gpu"], 0.0), "B", "§4"),
+        (f"max concurrent {L}-token sequences, one card", cap["max_sequences"], "sequences",
+         "§4"),
+        ("KV = weights crossover context", kv_weight_crossover_tokens(m), "tokens", "§4"),
+        ("INT8 batch-1 decode ceiling", quantization_ceiling(m, hw, 1)["tokens_per_s"], "tok/s",
+         "§10"),
+        ("speculative tokens per pass (k=4, alpha=0.7)", speculative_expected_tokens(0.7, 4),
+         "tokens", "§10"),
+    ]
+    layout = _smallest_layout(m, hw, reserve)
+    rows.append(("GPUs in the smallest TP x PP layout that fits",
+                 math.nan if layout is None else layout["gpus"], "GPUs", "§7"))
+    return [dict(quantity=q, value=val, unit=u, section=s) for q, val, u, s in rows]

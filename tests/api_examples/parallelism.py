@@ -1,0 +1,27 @@
+"""Good calls of the Chapter 17 §7-§8 closed forms (companion.formulas.parallelism)."""
+
+from companion.specs import H100_SXM, LLAMA_8B, LLAMA_70B, LLAMA_405B
+
+EXAMPLES = {
+    "tp_allreduce_traffic": dict(model=LLAMA_70B, tp=4, bytes_per_value=2),
+    "tp_decode_step": dict(model=LLAMA_70B, hardware=H100_SXM, tp=4, collective_latency_s=5e-6,
+                           link_bytes_per_s=900e9, batch=1, context_tokens=1000,
+                           bytes_per_value=2),
+    "pp_stages": dict(model=LLAMA_70B, stages=4, microbatches=16, bytes_per_value=2),
+    "weights_per_gpu_bytes": dict(model=LLAMA_405B, tp=8, pp=2),
+    "parallel_layout": dict(model=LLAMA_405B, hardware=H100_SXM, reserve_bytes=4e9,
+                            gpus_per_node=8, max_nodes=4, min_kv_bytes_per_gpu=1e9),
+    "disaggregated_pools": dict(request_rate_per_s=100, mean_prompt_tokens=2000.0,
+                                mean_output_tokens=250.0, prefill_tok_per_s_per_group=10000,
+                                decode_tok_per_s_per_group=2500),
+    "kv_transfer_s": dict(model=LLAMA_70B, context_tokens=8000, link_bytes_per_s=900e9,
+                          bytes_per_value=2),
+    "kv_routing_ttft": dict(model=LLAMA_8B, hardware=H100_SXM, turn=20, first_turn_tokens=6000,
+                            tokens_per_turn=1200, efficiency=0.5),
+}
+
+ALLOW = {
+    "tp_decode_step": {"collective_latency_s": ["zero"], "context_tokens": ["zero"]},
+    "parallel_layout": {"reserve_bytes": ["zero"], "min_kv_bytes_per_gpu": ["zero"]},
+    "kv_transfer_s": {"context_tokens": ["zero"]},
+}
