@@ -1,0 +1,190 @@
+"""Ledger: the paging numbers of 8.3.1-8.3.2 and 17 §5, recomputed by allocating blocks in
+``companion.sim.kvcache`` (source="sim")."""
+
+from __future__ import annotations
+
+from companion.formulas.core import held_tokens, kv_bytes_per_token
+from companion.ledger import Entry, entry
+from companion.sim.kvcache import BlockManager, fill_kv_pool, page_sequences
+from companion.specs import LLAMA_8B, QWEN3_8B, RTX_PRO_6000, H100_SXM
+from companion.units import GB, GiB, MB, MiB
+
+# 8.3.1: four sequences A-D, their current lengths, the 16-token maximum and 4-token blocks;
+# A and B share their first 8 tokens.
+LENGTHS_8_3_1 = (9, 13, 5, 15)
+MAX_TOKENS_8_3_1 = 16
+BLOCK_TOKENS_8_3_1 = 4
+SHARED_AB_TOKENS = 8
+
+# 8.3.2: four branches over a 95-block common prefix, 9 private blocks each (16-token blocks).
+BRANCHES = 4
+PREFIX_BLOCKS_8_3_2 = 95
+PRIVATE_BLOCKS_8_3_2 = 9
+
+# 8.1.2 / 8.3.2: the 12 GiB KV budget on the RTX PRO 6000, long requests of 8192 input and 256
+# output tokens, the first 6144 input tokens shared, 16-token blocks.
+KV_BUDGET_BYTES = 12 * GiB
+LONG_PROMPT_TOKENS = 8192
+OUTPUT_TOKENS = 256
+SHARED_PREFIX_TOKENS = 6144
+BATCH_8_3_2 = 16
+BLOCK_TOKENS = 16
+
+# 17 §5: the 8B shape, max_len 8,192 reserved per request, a 300-token chat turn; sequence A of
+# 40 live tokens; a 1,024-token block; 100 users sharing a 2,000-token system prompt; 600 live
+# tokens per sequence; 17 §4's 8K reservation (8,000 tokens) and 4 GB runtime reserve.
+MAX_LEN_TOKENS_17 = 8192
+CHAT_TURN_TOKENS = 300
+SEQ_A_TOKENS = 40
+BIG_BLOCK_TOKENS = 1024
+USERS = 100
+SYSTEM_PROMPT_TOKENS = 2000
+LIVE_TOKENS_17 = 600
+RESERVATION_8K_TOKENS = 8000
+RUNTIME_RESERVE_BYTES = 4 * GB
+
+
+def _branches():
+    """8.3.2's four-branch experiment built with fork + append, and its independent twin."""
+    p = BLOCK_TOKENS
+    shared = BlockManager(PREFIX_BLOCKS_8_3_2 + BRANCHES * PRIVATE_BLOCKS_8_3_2, p)
+    shared.allocate("prefix", PREFIX_BLOCKS_8_3_2 * p)
+    for b in range(BRANCHES):
+        shared.fork("prefix", b)
+        shared.append(b, PRIVATE_BLOCKS_8_3_2 * p)
+    shared.free("prefix")  # the branches keep the prefix alive
+    alone = page_sequences([(PREFIX_BLOCKS_8_3_2 + PRIVATE_BLOCKS_8_3_2) * p] * BRANCHES, p)
+    private = shared.used_blocks - PREFIX_BLOCKS_8_3_2
+    return shared, alone, private
+
+
+def entries() -> list[Entry]:
+    out: list[Entry] = []
+    S = "sim"
+
+    # --- 8.3.1 ----------------------------------------------------------------------------
+    paged = page_sequences(LENGTHS_8_3_1, BLOCK_TOKENS_8_3_1, max_tokens=MAX_TOKENS_8_3_1)
+    sharing = page_sequences(LENGTHS_8_3_1, BLOCK_TOKENS_8_3_1, max_tokens=MAX_TOKENS_8_3_1,
+                             shared_prefix_tokens=SHARED_AB_TOKENS, prefix_group=[0, 1])
+    out.append(entry("8.3.1/sim-reserved-slots", "8.3.1",
+                     "A-D reserve max length: KV slots", "64", "tokens",
+                     paged.reserved_tokens, source=S))
+    for name, printed, slots in zip("ABCD", ("12", "16", "8", "16"), paged.slots):
+        out.append(entry(f"8.3.1/sim-paged-slots-{name}", "8.3.1",
+                         f"{name} paged in 4-token blocks: slots", printed, "tokens", slots,
+                         source=S))
+    out += [
+        entry("8.3.1/sim-paged-slots-total", "8.3.1", "A-D paged (p=4): slots allocated",
+              "52", "tokens", paged.allocated_tokens, source=S),
+        entry("8.3.1/sim-stored-tokens", "8.3.1", "A-D: tokens actually stored", "42",
+              "tokens", paged.stored_tokens, source=S),
+        entry("8.3.1/sim-unused-reserved", "8.3.1", "unused slots with full reservation", "22",
+              "tokens", paged.reserved_unused, source=S),
+        entry("8.3.1/sim-unused-paged", "8.3.1", "unused slots with p=4 paging", "10",
+              "tokens", paged.unused_tokens, source=S),
+        entry("8.3.1/sim-shared-full-blocks", "8.3.1", "A and B share full blocks", "2",
+              "blocks", sharing.shared_blocks, source=S,
+              note="printed in words ('two full blocks'): floor(8 / 4) blocks."),
+        entry("8.3.1/sim-shared-slots-total", "8.3.1", "A-D paged, A/B share 8 tokens: slots",
+              "44", "tokens", sharing.allocated_tokens, source=S),
+    ]
+
+    # --- 8.3.2: four branches -------------------------------------------------------------
+    shared, alone, private = _branches()
+    out += [
+        entry("8.3.2/sim-branch-references", "8.3.2", "four branches: block-table references",
+              "416", "references", shared.references, source=S),
+        entry("8.3.2/sim-branch-physical-blocks", "8.3.2", "four branches: physical blocks",
+              "131", "blocks", shared.used_blocks, source=S),
+        entry("8.3.2/sim-branch-independent-blocks", "8.3.2",
+              "four branches stored independently: blocks", "416", "blocks",
+              alone.physical_blocks, source=S),
+        entry("8.3.2/sim-branch-saving-pct", "8.3.2", "sharing saves (1 - 131/416)", "69", "%",
+              100 * (1 - shared.used_blocks / alone.physical_blocks), source=S),
+        entry("8.3.2/sim-branch-private-blocks", "8.3.2", "private tail blocks of 4 branches",
+              "36", "blocks", private, source=S),
+    ]
+
+    # --- 8.3.2: 16 long requests sharing 6144 tokens in 12 GiB --------------------------------
+    held = held_tokens(LONG_PROMPT_TOKENS, OUTPUT_TOKENS)
+    share = fill_kv_pool(KV_BUDGET_BYTES, QWEN3_8B, held, shared_prefix_tokens=SHARED_PREFIX_TOKENS,
+                         block_tokens=BLOCK_TOKENS)
+    indep = fill_kv_pool(KV_BUDGET_BYTES, QWEN3_8B, held, block_tokens=BLOCK_TOKENS)
+    # the independent 16-request footprint exceeds 12 GiB: allocate it in the card's whole memory
+    indep16 = fill_kv_pool(RTX_PRO_6000.mem_bytes, QWEN3_8B, held, max_requests=BATCH_8_3_2,
+                           block_tokens=BLOCK_TOKENS)
+    out += [
+        entry("8.3.2/sim-prefix-MiB", "8.3.2", "6144-token shared prefix KV", "864", "MiB",
+              share.prefix_bytes / MiB, source=S),
+        entry("8.3.2/sim-private-slots", "8.3.2", "private part (2303 tokens) in 16-token blocks",
+              "2304", "tokens", share.private_blocks * share.block_tokens, source=S),
+        entry("8.3.2/sim-private-MiB", "8.3.2", "private part per request", "324", "MiB",
+              share.private_bytes / MiB, source=S),
+        entry("8.3.2/sim-16-shared-MiB", "8.3.2", "16 sharing requests: M_KV", "6048", "MiB",
+              share.used_bytes[BATCH_8_3_2] / MiB, source=S),
+        entry("8.3.2/sim-16-shared-GiB", "8.3.2", "16 sharing requests: M_KV", "5.91", "GiB",
+              share.used_bytes[BATCH_8_3_2] / GiB, source=S),
+        entry("8.3.2/sim-independent-request-MiB", "8.3.2", "one independent long request",
+              "1188", "MiB", indep16.private_bytes / MiB, source=S),
+        entry("8.3.2/sim-16-independent-MiB", "8.3.2", "16 independent long requests", "19008",
+              "MiB", indep16.used_bytes[BATCH_8_3_2] / MiB, source=S),
+        entry("8.3.2/sim-capacity-independent", "8.3.2", "independent long requests in 12 GiB",
+              "10", "requests", indep.admitted, source=S),
+        entry("8.3.2/sim-capacity-shared", "8.3.2", "sharing long requests in 12 GiB", "35",
+              "requests", share.admitted, source=S),
+    ]
+
+    # --- 17 §5 ------------------------------------------------------------------------------
+    k17 = kv_bytes_per_token(LLAMA_8B)
+    turn = page_sequences([CHAT_TURN_TOKENS], MAX_LEN_TOKENS_17)  # one max_len block = reservation
+    seq_a = page_sequences([SEQ_A_TOKENS], BLOCK_TOKENS)
+    big = page_sequences([BIG_BLOCK_TOKENS + 1], BIG_BLOCK_TOKENS)  # worst case: one token over
+    kv_free_bytes = H100_SXM.mem_bytes - LLAMA_8B.weight_bytes - RUNTIME_RESERVE_BYTES
+    one_block = BlockManager.for_budget(kv_free_bytes, LLAMA_8B, block_tokens=BLOCK_TOKENS)
+    naive_users = page_sequences([SYSTEM_PROMPT_TOKENS] * USERS, BLOCK_TOKENS)
+    paged_users = page_sequences([SYSTEM_PROMPT_TOKENS] * USERS, BLOCK_TOKENS,
+                                 shared_prefix_tokens=SYSTEM_PROMPT_TOKENS)
+    naive = fill_kv_pool(kv_free_bytes, LLAMA_8B, LIVE_TOKENS_17,
+                         block_tokens=RESERVATION_8K_TOKENS)
+    live = fill_kv_pool(kv_free_bytes, LLAMA_8B, LIVE_TOKENS_17, block_tokens=1)
+    out += [
+        entry("17.5/sim-reservation-GB", "17.5", "8,192-token reservation (8B)", "1.07", "GB",
+              turn.allocated_tokens * k17 / GB, source=S),
+        entry("17.5/sim-chat-turn-MB", "17.5", "300-token chat turn KV", "39", "MB",
+              turn.stored_tokens * k17 / MB, source=S),
+        entry("17.5/sim-internal-fragmentation-pct", "17.5",
+              "internal fragmentation of the reservation", "96", "%",
+              100 * turn.unused_fraction, source=S),
+        entry("17.5/sim-seq-a-tail-tokens", "17.5", "40 live tokens: tokens in the tail block",
+              "8", "tokens", BLOCK_TOKENS - seq_a.tail_unused[0], source=S),
+        entry("17.5/sim-worst-waste-MB", "17.5", "worst-case paged waste: one 16-token block",
+              "2", "MB", one_block.block_bytes / MB, source=S,
+              note="the chapter bounds the waste by one whole block (16 x 131,072 B = 2.10 MB); "
+                   "strictly an on-demand block is never empty, so at most 15 slots "
+                   "(1.97 MB) are unused: both print as about 2 MB."),
+        entry("17.5/sim-1024-block-waste", "17.5", "a 1,024-token block wastes up to", "1,023",
+              "tokens", big.tail_unused[0], source=S),
+        entry("17.5/sim-naive-prompt-GB", "17.5", "100 users x 2,000-token prompt, unshared",
+              "26.2", "GB", naive_users.allocated_tokens * k17 / GB, source=S),
+        entry("17.5/sim-paged-prompt-GB", "17.5", "100 users sharing the prompt's blocks",
+              "0.26", "GB", paged_users.allocated_tokens * k17 / GB, source=S),
+        entry("17.5/sim-live-kv-MB", "17.5", "live KV per sequence (600 tokens)", "78.6", "MB",
+              live.private_bytes / MB, source=S),
+        entry("17.5/sim-naive-reservation-GB", "17.5", "naive reservation per sequence", "1.05",
+              "GB", naive.block_bytes / GB, source=S,
+              note="here the reservation is 17 §4's '8K' = 8,000 tokens (1.05 GB), while the "
+                   "fragmentation lines of the same section reserve max_len 8,192 (1.07 GB)."),
+        entry("17.5/sim-naive-batch", "17.5", "naive batch in 60 GB (8K reservations)", "57",
+              "sequences", naive.admitted, source=S,
+              note="60 GB / 1.05 GB: 8,000-token reservations (one 8,000-token block each); "
+                   "with the 8,192-token max_len of the fragmentation example it would be "
+                   "floor(60 / 1.07) = 55."),
+        entry("17.5/sim-paged-batch", "17.5", "paged batch in 60 GB at 600 live tokens", "760",
+              "sequences", live.admitted, sig=2, source=S,
+              note="60 GB / 78.6 MB = 762.9 -> 762 sequences, printed '~760' (2 significant "
+                   "figures). Counted without block rounding, like the chapter; with 16-token "
+                   "blocks each sequence holds 608 slots and 752 fit."),
+        entry("17.5/sim-batch-ratio", "17.5", "paged / naive batch", "13", "x",
+              live.admitted / naive.admitted, source=S),
+    ]
+    return out
