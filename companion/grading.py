@@ -1,0 +1,300 @@
+"""Self-checks for the exercises: tolerant, unit-aware, and never revealing the answer.
+
+Each exercise (ids "8-1" ... "8-9", "17-1" ...) is defined once, in a module under
+``companion.exercises``, as an :class:`Exercise`: a function from a seed to the given data
+(seed 0 is the chapter's own data; other seeds give other sensible numbers, for per-student
+variants), a function from the given data to the expected answer of every part (computed by
+``companion.calc``/``sim``, never typed in), and for each part its unit, its tolerance and
+the hints for the usual wrong turns.
+
+Students call ``check(exercise, part, answer, seed=...)``. It says whether the answer is
+within tolerance; when it is not, it names the quantity, and if the answer matches a known
+mistake (MiB vs MB, blocks vs tokens, seconds vs milliseconds, G vs G - 1 outputs, a
+fraction given as a percentage, or an exercise-specific slip) it points at that step. It
+never prints the expected value. Wrong types and units get a message, not a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import numbers
+import pkgutil
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+from companion import units
+
+__all__ = ["Part", "Exercise", "CheckResult", "register", "exercises", "params", "check",
+           "parts", "describe"]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One gradable quantity of an exercise.
+
+    ``tolerance`` is relative for ``kind="rel"`` (default 0.5%), absolute (in ``unit``) for
+    ``kind="abs"``; ``kind="exact"`` wants the same whole number (block counts, requests);
+    ``kind="bool"`` a True/False decision; ``kind="choice"`` one of ``options``.
+    """
+
+    name: str
+    quantity: str
+    unit: str = ""
+    kind: str = "rel"
+    tolerance: float = 0.005
+    points: int = 1
+    options: tuple = ()
+
+    def __post_init__(self):
+        if self.kind not in ("rel", "abs", "exact", "bool", "choice"):
+            raise ValueError(f"kind: unknown kind {self.kind!r}")
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """An exercise: given data by seed, expected answers by given data, parts, hints."""
+
+    id: str
+    title: str
+    section: str
+    parts: tuple[Part, ...]
+    make_params: Callable[[int], dict]
+    solve: Callable[[dict], dict]
+    # part -> list of (wrong value, hint) for the mistakes students actually make
+    mistakes: Callable[[dict], dict] = field(default=lambda given: {})
+
+    def part(self, name: str) -> Part:
+        for p in self.parts:
+            if p.name == name:
+                return p
+        raise ValueError(f"part: exercise {self.id} has no part {name!r}; its parts are "
+                         f"{[p.name for p in self.parts]}")
+
+
+_REGISTRY: dict[str, Exercise] = {}
+_LOADED = False
+
+
+def register(exercise: Exercise) -> Exercise:
+    if exercise.id in _REGISTRY:
+        raise ValueError(f"exercise {exercise.id} is registered twice")
+    _REGISTRY[exercise.id] = exercise
+    return exercise
+
+
+def _load() -> None:
+    global _LOADED
+    if _LOADED:
+        return
+    import companion.exercises as pkg
+
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{pkg.__name__}.{info.name}")
+    _LOADED = True
+
+
+def exercises() -> dict[str, Exercise]:
+    """Every registered exercise by id, in chapter order."""
+    _load()
+
+    def key(eid):
+        return tuple(int(x) for x in eid.split("-"))
+
+    return {k: _REGISTRY[k] for k in sorted(_REGISTRY, key=key)}
+
+
+def _exercise(exercise_id) -> Exercise:
+    if not isinstance(exercise_id, str):
+        raise TypeError(f"exercise: expected an id such as '8-1', got {exercise_id!r}")
+    all_ = exercises()
+    if exercise_id not in all_:
+        raise ValueError(f"exercise: unknown id {exercise_id!r}; known: {list(all_)}")
+    return all_[exercise_id]
+
+
+def _seed(seed) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed: expected a whole number >= 0, got {seed!r}")
+    return int(seed)
+
+
+def params(exercise_id: str, seed: int = 0) -> dict:
+    """The given data of an exercise: seed 0 is the chapter's, other seeds a variant."""
+    return dict(_exercise(exercise_id).make_params(_seed(seed)))
+
+
+def parts(exercise_id: str) -> list[str]:
+    return [p.name for p in _exercise(exercise_id).parts]
+
+
+def describe(exercise_id: str) -> str:
+    """A short listing of an exercise's parts: quantity, unit and points (no answers)."""
+    ex = _exercise(exercise_id)
+    lines = [f"Exercise {ex.id}: {ex.title} (see {ex.section})"]
+    for p in ex.parts:
+        unit = f" [{p.unit}]" if p.unit else ""
+        lines.append(f"  ({p.name}) {p.quantity}{unit}, {p.points} point(s)")
+    return "\n".join(lines)
+
+
+def _expected(ex: Exercise, seed: int) -> tuple[dict, dict]:
+    given = ex.make_params(seed)
+    return given, ex.solve(given)
+
+
+# --- reading an answer -----------------------------------------------------------------------
+
+_UNIT_RE = re.compile(r"^\s*([-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?)\s*([A-Za-zµ%/]+)?\s*$")
+
+
+def _convert_units(value: float, given_unit: str, want_unit: str) -> float | None:
+    for table in (units.BYTE_UNITS, units.TIME_UNITS):
+        if given_unit in table and want_unit in table:
+            return value * table[given_unit] / table[want_unit]
+    return None
+
+
+def _read_answer(answer, part: Part):
+    """(number or None, message or None) for a student's answer."""
+    if part.kind == "bool":
+        if isinstance(answer, bool):
+            return answer, None
+        return None, (f"answer: part ({part.name}) wants True or False for "
+                      f"'{part.quantity}', got {type(answer).__name__} {answer!r}")
+    if part.kind == "choice":
+        if answer in part.options:
+            return answer, None
+        return None, (f"answer: part ({part.name}) wants one of {list(part.options)}, "
+                      f"got {answer!r}")
+    if isinstance(answer, bool) or answer is None:
+        return None, (f"answer: part ({part.name}) wants a number in {part.unit or 'the stated unit'}"
+                      f" for '{part.quantity}', got {answer!r}")
+    if isinstance(answer, str):
+        m = _UNIT_RE.match(answer)
+        if not m:
+            return None, (f"answer: could not read {answer!r} as a number; give a plain number "
+                          f"in {part.unit or 'the stated unit'} (for example 288, not '288 MiB')")
+        number = float(m.group(1).replace(",", ""))
+        unit = m.group(2)
+        if unit and part.unit and unit != part.unit:
+            converted = _convert_units(number, unit, part.unit)
+            if converted is None:
+                return None, (f"answer: {answer!r} is in {unit}, but part ({part.name}) is "
+                              f"asked in {part.unit}")
+            number = converted
+        return number, None
+    if hasattr(answer, "__len__") and not hasattr(answer, "item"):
+        return None, (f"answer: part ({part.name}) wants a single number, got a "
+                      f"{type(answer).__name__} of length {len(answer)}")
+    if hasattr(answer, "item"):  # numpy scalar or 0-d array
+        try:
+            answer = answer.item()
+        except ValueError:
+            return None, f"answer: part ({part.name}) wants a single number, got an array"
+    if not isinstance(answer, numbers.Real):
+        return None, (f"answer: part ({part.name}) wants a number, got "
+                      f"{type(answer).__name__} {answer!r}")
+    x = float(answer)
+    if math.isnan(x) or math.isinf(x):
+        return None, f"answer: part ({part.name}) got {answer!r}; expected a finite number"
+    return x, None
+
+
+def _close(value: float, expected: float, part: Part) -> bool:
+    if part.kind == "exact":
+        return float(value).is_integer() and int(value) == int(round(expected))
+    if part.kind == "abs":
+        return abs(value - expected) <= part.tolerance
+    if expected == 0:
+        return abs(value) <= part.tolerance
+    return abs(value - expected) <= part.tolerance * abs(expected)
+
+
+# ratio (answer / expected) -> hint, for unit slips that every exercise shares
+_GENERIC_SLIPS = [
+    (units.MiB / units.MB, "this looks like MB where MiB was asked (or the reverse): "
+                           "1 MiB = 1,048,576 bytes, 1 MB = 1,000,000 bytes"),
+    (units.GiB / units.GB, "this looks like GB where GiB was asked (or the reverse): "
+                           "1 GiB = 2^30 bytes, 1 GB = 10^9 bytes"),
+    (1000.0, "off by a factor of 1000: check seconds vs milliseconds, or KB vs MB"),
+    (1024.0, "off by a factor of 1024: check KiB vs MiB (or MiB vs GiB)"),
+    (100.0, "off by a factor of 100: give a percentage as asked (or a fraction as asked)"),
+    (16.0, "off by a factor of 16: check blocks vs tokens (16 tokens per block)"),
+    (2.0, "off by a factor of 2: check K and V (the leading 2), or bytes per value"),
+]
+
+
+def _slip_hint(value: float, expected: float) -> str | None:
+    if expected == 0 or value == 0:
+        return None
+    ratio = value / expected
+    for factor, hint in _GENERIC_SLIPS:
+        for r in (factor, 1 / factor):
+            if abs(ratio - r) <= 0.003 * r:
+                return hint
+    return None
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Truthy when correct; ``message`` says what to look at (never the expected value)."""
+
+    ok: bool
+    message: str
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __repr__(self) -> str:
+        return self.message
+
+    _repr_pretty_ = lambda self, p, cycle: p.text(self.message)  # noqa: E731
+
+
+def check(exercise_id: str, part: str, answer, seed: int = 0, *, quiet: bool = False) -> CheckResult:
+    """Judge ``answer`` for one part of an exercise (same ``seed`` as the given data).
+
+    Returns a CheckResult that is truthy when the answer is within tolerance, so a check cell
+    can ``assert check(...)``. Prints its message unless ``quiet``.
+    """
+    ex = _exercise(exercise_id)
+    p = ex.part(part)
+    s = _seed(seed)
+    value, problem = _read_answer(answer, p)
+    if problem is not None:
+        result = CheckResult(False, problem)
+    else:
+        given, expected_all = _expected(ex, s)
+        expected = expected_all[p.name]
+        if p.kind in ("bool", "choice"):
+            ok = value == expected
+        else:
+            ok = _close(value, float(expected), p)
+        if ok:
+            result = CheckResult(True, f"({p.name}) correct: {p.quantity}.")
+        else:
+            hint = None
+            for wrong, why in ex.mistakes(given).get(p.name, []):
+                if p.kind in ("bool", "choice"):
+                    if value == wrong:
+                        hint = why
+                elif _close(value, float(wrong), Part(p.name, p.quantity, p.unit, "rel", 0.002)):
+                    hint = why
+                if hint:
+                    break
+            if hint is None and p.kind not in ("bool", "choice"):
+                hint = _slip_hint(value, float(expected))
+            if hint is None:
+                if p.kind == "exact":
+                    hint = "a whole number is expected: check the rounding (floor or ceil?)"
+                else:
+                    hint = "recheck the formula and the inputs you used"
+            unit = f" (in {p.unit})" if p.unit else ""
+            result = CheckResult(False, f"({p.name}) not yet: {p.quantity}{unit} is off. "
+                                        f"Hint: {hint}.")
+    if not quiet:
+        print(result.message)
+    return result

@@ -1,0 +1,111 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Exercise 8-1 · How does the read volume change as the batch grows?
+#
+# *Calculation, section 8.2.1.* In one decode round every request in the batch shares a single
+# read of the matrix weights $D_w$, but each request still reads its own context's KV,
+# $L k$ bytes. Per output token the round therefore reads
+# $$\frac{D_w}{b} + L k .$$
+#
+# 1. **(a)** Compute the read volume per output token, in GiB, for the short and the long
+#    context at batch 1, 4, 16 and 64.
+# 2. **(b)** For each context, find the smallest whole batch $b_{KV}$ at which the KV read
+#    volume reaches or exceeds the amortised weight read.
+# 3. **(c)** With the KV budget below, 16-token blocks and the stated output length, how many
+#    independent requests fit, reserving each request's KV at the end of generation?
+# 4. **(d)** For each context: does that capacity stop the batch before it reaches $b_{KV}$?
+#    (`True` or `False`)
+#
+# Your given data come from `grading.params("8-1", SEED)`. Seed 0 is the chapter's own data;
+# your instructor may give you another seed.
+
+# %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from companion import calc, grading, units
+
+SEED = 0
+given = grading.params("8-1", SEED)
+short, long_ = given["contexts"]
+print(f"model: {given['model'].name}")
+print(f"D_w = {given['weight_bytes']:,.0f} B, k = {given['kv_bytes_per_token'] / units.KiB:g} KiB")
+print(f"contexts: short {short} tokens, long {long_} tokens; batches {given['batches']}")
+print(f"KV budget {given['kv_budget_bytes'] / units.GiB:g} GiB, {given['block_tokens']}-token "
+      f"blocks, {given['output_tokens']} output tokens")
+
+# %% [markdown]
+# ## (a) Read volume per output token
+#
+# Fill the dictionary `reads` with the eight values in GiB, keyed `(context, batch)`.
+
+# %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+reads = {}
+### BEGIN SOLUTION
+for L in (short, long_):
+    for b in given["batches"]:
+        reads[(L, b)] = calc.read_bytes_per_output_token(
+            given["weight_bytes"], b, L, given["kv_bytes_per_token"]) / units.GiB
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 8, "schema_version": 3, "solution": false, "task": false}
+for L, name in ((short, "short"), (long_, "long")):
+    for b in given["batches"]:
+        assert grading.check("8-1", f"a-{name}-b{b}", reads[(L, b)], seed=SEED)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "a_explain", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# ### BEGIN SOLUTION
+# The weight term halves every time the batch doubles, while the KV term $L k$ stays put, so
+# the total falls towards the KV line. At the chapter's 2K context the read per token drops
+# from about 14.4 GiB at batch 1 to about 0.5 GiB at batch 64; at 8K the KV term alone is
+# 1.125 GiB, so batching saves much less.
+# ### END SOLUTION
+
+# %% [markdown]
+# ## (b) The batch where KV reads catch up, and (c) the capacity
+
+# %% nbgrader={"grade": false, "grade_id": "bc_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+b_kv = {}
+fits = {}
+### BEGIN SOLUTION
+for L in (short, long_):
+    b_kv[L] = calc.kv_crossover_batch(given["weight_bytes"], L, given["kv_bytes_per_token"])
+    fits[L] = calc.max_concurrent(given["kv_budget_bytes"], given["model"], L,
+                                  given["output_tokens"], block_tokens=given["block_tokens"])
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "bc_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
+for L, name in ((short, "short"), (long_, "long")):
+    assert grading.check("8-1", f"b-{name}", b_kv[L], seed=SEED)
+    assert grading.check("8-1", f"c-{name}", fits[L], seed=SEED)
+
+# %% [markdown]
+# ## (d) Which limit binds first?
+
+# %% nbgrader={"grade": false, "grade_id": "d_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+capacity_stops_first = {}
+### BEGIN SOLUTION
+for L in (short, long_):
+    capacity_stops_first[L] = fits[L] < b_kv[L]
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "d_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+for L, name in ((short, "short"), (long_, "long")):
+    assert grading.check("8-1", f"d-{name}", capacity_stops_first[L], seed=SEED)
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "d_explain", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# ### BEGIN SOLUTION
+# In the chapter's setting only 37 short or 10 long requests fit in 12 GiB, fewer than the 51
+# and 13 at which KV reads would overtake weight reads: memory stops the batch before the
+# KV term dominates, so every request admitted still makes the weight read cheaper per token.
+# ### END SOLUTION
