@@ -1,0 +1,474 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 8.2 Batching and scheduling
+#
+# **The question.** Running many requests together multiplies throughput, but it also changes
+# when each user gets their tokens. How much does a batch save, what limits it, and how should
+# a scheduler mix new prompts with requests that are already generating?
+#
+# The section has four parts: why batching saves memory reads (8.2.1), how requests join and
+# leave a running batch (8.2.2), why a long prompt should be cut into chunks (8.2.3), and how
+# a per-round token budget and pre-captured CUDA graphs shape each round (8.2.4). The running
+# example is Qwen3-8B on one RTX PRO 6000 ([overview](08_0_overview.ipynb)).
+
+# %%
+from companion import calc, ledger, plots, specs, units, widgets
+from companion.formulas import batching as bt
+from companion.formulas import serving
+from companion.sim import scheduler
+
+model, hw = specs.QWEN3_8B, specs.RTX_PRO_6000
+d_w = model.streamed_weight_bytes
+k = calc.kv_bytes_per_token(model)
+short_p, _ = bt.CHAPTER_REQUEST_TYPES["Short conversation"]
+long_p, _ = bt.CHAPTER_REQUEST_TYPES["Long context"]
+
+# %% [markdown]
+# ## 8.2.1 One read of the weights, many rows of work
+#
+# In a matrix product $Y = XW$ every element of $W$ is multiplied with every row of $X$. During
+# decode each running request contributes one row (its newest token), so $b$ requests make a
+# $b$-row $X$. If $W$ is read once per round, the work done per byte of weights grows with $b$:
+#
+# $$I_\text{weight} \approx \frac{2b}{s_w}\ \text{FLOP per byte}$$
+#
+# (two FLOPs per multiply-add, $s_w = 2$ bytes in BF16). Compare it with the card's ridge point,
+# the intensity at which compute rather than bandwidth becomes the limit:
+
+# %%
+for b in (1, 4, 16, 64, 256):
+    print(f"b = {b:3d}: {calc.weight_reuse_intensity(b):5.0f} FLOP per weight byte")
+print(f"ridge point of the {hw.name}: {calc.ridge_point(hw):.0f} FLOP per byte")
+
+# %% [markdown]
+# Only the weights are shared. Attention still reads each request's own KV cache, which no
+# other request can use, so the KV part of the reads does not shrink with batching.
+#
+# ### Sharing the base model across fine-tunes: LoRA
+#
+# Batching needs every row to use the same weights. LoRA keeps the base weights fixed and adds
+# to a projection $W$ a low-rank correction $BA$ ($A$ is $r \times d_\text{in}$, $B$ is
+# $d_\text{out} \times r$), so many tasks can share one base model, each with a small adapter of
+# $r(d_\text{in} + d_\text{out})$ values per adapted projection per layer. The base matrices
+# stay shared across the whole batch; the adapter products are grouped by adapter, and
+# requests spread over many adapters leave few rows per group.
+
+# %%
+adapter = calc.lora_adapter_bytes(model, 16, ("q", "v"))
+adapters = calc.lora_adapter_bytes(model, 16, ("q", "v"), n_adapters=100)
+contexts = 100 * calc.kv_bytes(model, long_p)
+print(f"rank-16 adapter on Q and V: {adapter / units.MiB:.1f} MiB; 100 adapters "
+      f"{adapters / units.GiB:.2f} GiB; matrix weights D_w {d_w / units.GiB:.1f} GiB")
+print(f"100 independent 8K contexts: {contexts / units.GiB:.1f} GiB of KV")
+plots.lora_capacity_figure(range(1, 101), adapter, calc.kv_bytes(model, long_p),
+                           kv_budget_bytes=bt.KV_BUDGET_BYTES, matrix_weight_bytes=d_w).show()
+
+# %% [markdown]
+# Many adapters fit easily; many contexts do not. How many *adapters* an instance can hold and
+# how many *requests* it can serve at once are separate limits, and the second is KV.
+#
+# ### Bytes read per output token
+#
+# Let $D_w$ be the matrix weights read once per round, $L$ the context of each request (no
+# sharing) and $k$ the KV bytes per token. One round of $b$ requests reads, in total and per
+# output token,
+#
+# $$D(b, L) = D_w + bLk, \qquad d(b, L) = \frac{D_w}{b} + Lk.$$
+#
+# The first term of $d$ falls as $1/b$, the second does not move. They are equal where
+# $bLk = D_w$; the smallest whole batch at which KV reads reach the weight read is
+#
+# $$b_\text{KV} = \left\lceil \frac{D_w}{Lk} \right\rceil.$$
+
+# %%
+batches = list(range(1, 129))
+curves = {f"{L // 1024}K context": (calc.read_bytes_curve(d_w, batches, L, k), L * k)
+          for L in (short_p, long_p)}
+crossovers = {f"{L // 1024}K context": calc.kv_crossover_batch(d_w, L, k)
+              for L in (short_p, long_p)}
+for label, b_kv in crossovers.items():
+    print(f"{label}: b_KV = {b_kv}")
+plots.read_volume_figure(batches, curves, crossovers=crossovers).show()
+
+# %% [markdown]
+# On the log scale each doubling of the batch halves the weight term, so the curves bend down
+# onto their KV floors; the 8K floor is four times higher, and its curve reaches it at a much
+# smaller batch. A bigger batch also keeps more bytes resident at once: 64 short requests need
+# the weights plus 64 contexts of KV.
+
+# %%
+resident = calc.batch_resident_bytes(model, 64, calc.held_tokens(short_p, 2))
+print(f"64 short requests after one decode step: {resident / units.GB:.1f} GB resident "
+      f"(weights + KV)")
+
+# %% [markdown]
+# ### From bytes to time: the decode roofline
+#
+# Let $F$ be the FLOPs of one request's decode step, $P$ the peak FLOP/s and $\beta$ the
+# bandwidth. A round cannot be faster than its compute or its reads:
+#
+# $$T_\text{step} \approx \max\left(\frac{bF}{P},\ \frac{D_w + bLk}{\beta}\right).$$
+#
+# Each added request adds $F/P$ of compute time and $Lk/\beta$ of read time. Only if the first
+# is larger does compute ever catch up with the reads, at $b = (D_w/\beta)/(F/P - Lk/\beta)$.
+# For Qwen3-8B on this card that needs a context shorter than a few hundred tokens:
+
+# %%
+print(f"compute per request exceeds its KV read time only below "
+      f"L = {calc.compute_bound_context_tokens(model, hw):.0f} tokens")
+for L in (256, short_p, long_p):
+    b = calc.compute_catchup_batch(model, hw, L)
+    print(f"L = {L:5d}: compute catches up with reads at "
+          + ("no batch (reads grow faster)" if b == float("inf") else f"b = {b:,.0f}"))
+
+# %% [markdown]
+# At the chapter's contexts decode stays bound by memory reads at every batch. The roofline
+# is a lower bound; the measured rounds are slower. Experiment 8-1 timed decode rounds in the
+# engine at batches 1, 4, 16 and 64, and 8.2.2 fits a round-time model to its batch-1 rounds.
+# The batch sweep (footnote 3) measured the mean output interval seen by the client. All are
+# drawn on the model below; the measurements are quoted, not computed.
+
+# %%
+curve = calc.decode_step_time_curve(model, hw, batches, short_p)
+fitted = [calc.mixed_round_time_s(b, short_p, 0) for b in batches]
+sweep = widgets.BATCH_SWEEP_MEASURED
+plots.decode_step_figure(
+    curve, fitted_s=fitted,
+    measured_round={"batch": serving.EXP81_BATCHES, "s": serving.EXP81_ROUND_S,
+                    "label": "Experiment 8-1: measured decode round (engine, 2K)"},
+    measured_itl={"batch": sweep["batch"], "s": sweep["itl_s"],
+                  "label": "batch sweep: measured mean output interval (client, 2K)"}).show()
+
+# %% [markdown]
+# The measured rounds sit far above the roofline and grow slowly with the batch: most of a
+# small round is a nearly fixed overhead (kernels submitted one by one, host work; 8.6.3
+# measures it), which a larger batch spreads over more tokens. The batch sweep's quoted
+# endpoints (measurements, Qwen3-8B, 2K in, 256 out) are consistent with a simple timeline:
+# if $b$ requests each take $\mathrm{TTFT} + 255\,\mathrm{ITL}$, they deliver about
+# $256\,b / (\mathrm{TTFT} + 255\,\mathrm{ITL})$ tokens per second.
+
+# %%
+print(f"{'batch':>5} {'measured tok/s':>15} {'TTFT':>8} {'ITL':>8} {'b G / T_request':>16}")
+measured = widgets.chapter_batch_sweep()
+for row in measured:
+    print(f"{row['batch']:>5} {row['tokens_per_s']:>15,.0f} {row['ttft_s']:>7.3f}s "
+          f"{row['itl_s'] / units.ms:>6.0f}ms {row['implied_tokens_per_s']:>16,.0f}")
+print(f"batch 64 vs 1: throughput x{measured[1]['tokens_per_s'] / measured[0]['tokens_per_s']:.1f},"
+      f" TTFT x{measured[1]['ttft_s'] / measured[0]['ttft_s']:.0f}, "
+      f"interval x{measured[1]['itl_s'] / measured[0]['itl_s']:.1f}")
+
+# %% [markdown]
+# Throughput rises many times over, but the first token now waits for 64 prefills, and every
+# interval is longer. An online service that also waits to *fill* a batch adds that wait to
+# the TTFT as well.
+#
+# ### Weights from a separate fast memory (Figure 8-4)
+#
+# Suppose the weights were served from an independent read-only memory fast enough to keep up,
+# so HBM only has to deliver the KV: the HBM read per output token drops from $W/B + K$ to $K$.
+# The gap between the two curves is exactly the weight read that batching used to amortize,
+# and it shrinks as $1/B$: the bigger the batch, the less there is left to win.
+
+# %%
+reads_hbm = calc.read_bytes_curve(d_w, batches, long_p, k)
+reads_rom = calc.read_bytes_curve(d_w, batches, long_p, k, weights_in_hbm=False)
+for b in (1, 16, 64):
+    print(f"b = {b:2d}: {reads_hbm[b - 1] / units.GiB:6.2f} GiB with weights in HBM, "
+          f"{reads_rom[b - 1] / units.GiB:.3f} GiB with weights in ROM")
+plots.rom_weights_figure(batches, reads_hbm, reads_rom).show()
+
+# %% [markdown]
+# Batch size still matters with ROM-served weights: it sets how full the matrix units are
+# and how much KV the round reads, so the compute-vs-KV crossover above decides the batch.
+
+# %% [markdown]
+# ### Explorer: batch, context, hardware
+#
+# The left plot is Figures 8-3/8-4 for one context; the right one is the decode roofline.
+# The measured points appear only at the setting they were measured in (Qwen3-8B, RTX PRO 6000,
+# 2K, BF16 KV, weights in HBM).
+
+# %%
+decode = widgets.DecodeBatchPanel()
+decode.show()
+
+# %%
+for key, value in decode.update().numbers.items():
+    print(f"{key:30} {value:,.3f}" if isinstance(value, float) else f"{key:30} {value}")
+
+# %% [markdown]
+# ## 8.2.2 Fixed batches and continuous batching
+#
+# A batch is made of *slots*, one row each. With **fixed (static) batching** a group of
+# requests starts together and the next group waits until the whole group has finished, so a
+# slot freed by a short answer idles until the longest answer ends. **Continuous batching**
+# re-forms the batch at every round boundary: a freed slot takes the next waiting request
+# immediately. The catch: the newcomer's prompt must be prefilled, and if it runs in the same
+# round as the others' decode steps, that round (and so their output interval) becomes as long
+# as the prefill.
+#
+# The chapter's example has four requests and at most two running:
+
+# %%
+for r in scheduler.chapter_8_2_2_requests():
+    print(f"{r.id}: arrives at {r.arrival_s / units.ms:4.0f} ms, prompt {r.prompt_tokens:5,} "
+          f"tokens, output {r.output_tokens} tokens")
+
+# %% [markdown]
+# A round's time is modelled as a fixed part, plus a cost per new token, plus a cost per
+# causal query-key pair (a new token on $h$ cached tokens attends to $h + 1$ keys). The
+# chapter fits the three numbers to Experiment 8-1's batch-1 rounds; they reproduce its decode
+# round and its prefill, and the weight read alone accounts for part of the fixed cost:
+
+# %%
+print(f"fixed {bt.ROUND_FIXED_S / units.ms:.2f} ms + {bt.ROUND_PER_TOKEN_S / units.us:.1f} us "
+      f"per token + {bt.ROUND_PER_PAIR_S / units.ns:.0f} ns per pair")
+print(f"one 2K decode round: {calc.mixed_round_time_s(1, short_p, 0) / units.ms:.2f} ms")
+print(f"a 2K prefill alone:  {calc.mixed_round_time_s(0, 0, short_p) / units.ms:.1f} ms")
+print(f"reading D_w once at {hw.mem_bw_bytes_per_s / units.GB:,.0f} GB/s: "
+      f"{d_w / hw.mem_bw_bytes_per_s / units.ms:.1f} ms")
+
+# %% [markdown]
+# No closed form gives the schedules: the companion's scheduler simulator
+# (`companion.sim.scheduler`) runs them round by round. Requests join and leave only at round
+# boundaries, in arrival order; the round that finishes a prompt emits its first token.
+# **Chunked prefill** (third chart) splits r2's 8192-token prompt into 2048-token chunks, and
+# each round first gives every decoding request its step, then fills the rest of a 4096-token
+# budget with prompt chunks.
+
+# %%
+runs = widgets.chapter_schedules()
+for name, result in runs.items():
+    print(f"{name:10} total {result.makespan_s / units.ms:5.0f} ms, longest output interval "
+          f"{result.max_itl_s / units.ms:4.0f} ms, {result.n_rounds} rounds")
+static, continuous = runs["static"], runs["continuous"]
+print(f"continuous vs fixed: total time {1 - continuous.makespan_s / static.makespan_s:.0%} "
+      f"shorter, longest interval {continuous.max_itl_s / static.max_itl_s:.0f}x longer")
+plots.schedule_gantt_figure({"fixed batching": static, "continuous batching": continuous,
+                             "continuous + chunked prefill (2048-token chunks, budget 4096)":
+                             runs["chunked"]}).show()
+
+# %% [markdown]
+# In the fixed schedule r2 and r3 wait for r0 to finish its eight tokens. Continuously, r2
+# takes r1's slot at once, but its whole 8K prefill lands in one round with r0's next decode
+# step: r0 waits hundreds of milliseconds for one token. Chunking spreads that prefill over
+# several rounds, each of which also advances r0, so r0's worst wait shrinks, at the price of
+# a little more total time than the continuous schedule (each extra round pays the fixed cost
+# again).
+#
+# Every round of a schedule is inspectable; here is the chunked one:
+
+# %%
+print(runs["chunked"].summary())
+
+# %% [markdown]
+# ### Explorer: policy, chunk size, token budget
+#
+# The upper chart is the Gantt timeline of the chosen policy; the lower one places each
+# schedule by its longest output interval and its total time, with a line through chunked
+# prefill at several chunk sizes (for the chosen budget). Smaller chunks move left (shorter
+# stalls) and up (more rounds).
+
+# %%
+schedule = widgets.SchedulePanel()
+schedule.show()
+
+# %%
+for key, value in schedule.update().numbers.items():
+    print(f"{key:36} {value:,.1f}" if isinstance(value, float) else f"{key:36} {value}")
+
+# %% [markdown]
+# ## 8.2.3 Why chunks of the same size get slower
+#
+# A chunk of $c$ new tokens on $h$ cached ones: the $i$-th new token attends to $h + i$ keys,
+# so the chunk has
+#
+# $$N_\text{pair} = \sum_{i=1}^{c} (h + i) = ch + \frac{c(c+1)}{2}$$
+#
+# causal query-key pairs. Figure 8-8 draws them as area: a rectangle for the old context
+# (it widens as $h$ grows) and a triangle inside the chunk (fixed for a fixed $c$). The two
+# panels are the first and the last 512-token chunk of an 8K prompt, on one shared key axis.
+
+# %%
+chunks = calc.prefill_chunks(long_p, 512)
+pairs = calc.chunk_pair_series(long_p, 512)
+first_h, last_h = chunks[0][1], chunks[-1][1]
+print(f"first chunk (h = {first_h}): {pairs[0]:,} pairs; last chunk (h = {last_h:,}): "
+      f"{pairs[-1]:,} pairs, {pairs[-1] / pairs[0]:.0f}x")
+plots.pair_area_figure(512, [first_h, last_h], [pairs[0], pairs[-1]]).show()
+
+# %% [markdown]
+# Attention is only part of a chunk's work. The projections and the FFN cost the same for
+# every 512-token chunk, so the whole chunk's FLOPs grow far less than its pairs. The chapter
+# also quotes the measured median chunk times (footnote 6):
+
+# %%
+flops = calc.chunk_flops_series(model, long_p, 512)
+print(f"layer matrices + attention: {flops[0] / units.TFLOP:.2f} -> "
+      f"{flops[-1] / units.TFLOP:.2f} TFLOP, +{(flops[-1] / flops[0] - 1) * 100:.0f}%")
+print(f"measured median chunk time: {bt.FIRST_CHUNK_MEDIAN_S / units.ms:.2f} -> "
+      f"{bt.LAST_CHUNK_MEDIAN_S / units.ms:.2f} ms, "
+      f"+{(bt.LAST_CHUNK_MEDIAN_S / bt.FIRST_CHUNK_MEDIAN_S - 1) * 100:.0f}%")
+rounds = [calc.mixed_round_time_s(0, 0, c, h) for c, h in chunks]
+plots.chunk_cost_figure(pairs, rounds,
+                        title="An 8K prompt in 512-token chunks: pairs and modelled round "
+                              "time (8.2.2's model)").show()
+
+# %% [markdown]
+# (The round model of 8.2.2 includes the per-round fixed overhead, so its chunk times lie above
+# the measured CUDA-event medians; its growth from chunk to chunk comes from the pairs alone.)
+#
+# Smaller chunks are not free either: every chunk runs the whole model, so every chunk reads
+# all the weights again. Splitting a 256-token block into two 128-token chunks reads each
+# layer's FFN twice:
+
+# %%
+ffn = calc.ffn_weight_bytes_per_layer(model)
+print(f"one layer's FFN: {ffn / units.MiB:.0f} MiB; read as two chunks: "
+      f"{calc.split_weight_read_bytes(ffn, 256, 128) / units.MiB:.0f} MiB")
+
+# %% [markdown]
+# So a scheduler should pick the *largest* chunk that still keeps the running requests'
+# intervals within their target.
+#
+# ### Explorer: chunk size and running decodes
+
+# %%
+chunked = widgets.ChunkedPrefillPanel()
+chunked.show()
+
+# %%
+for key, value in chunked.update().numbers.items():
+    print(f"{key:24} {value:,.2f}" if isinstance(value, float) else f"{key:24} {value:,}")
+
+# %% [markdown]
+# ## 8.2.4 Token budget and CUDA-graph padding
+#
+# A scheduler caps the new tokens per round: the **token budget** (8.2.2's chunked example used
+# 4096). The GPU then runs a matrix of that many rows, but not necessarily *exactly* that many:
+# to avoid per-kernel launch overhead, engines replay **CUDA graphs** captured in advance for a
+# few fixed row counts, and pad a round up to the next captured size. With graphs for 16 and 32
+# rows:
+
+# %%
+shapes = bt.CHAPTER_CAPTURED_SHAPES
+for rows in (16, 17, 18):
+    print(f"{rows} rows run the {calc.padded_rows(rows, shapes)}-row graph "
+          f"({calc.padding_rows(rows, shapes)} rows of padding)")
+needed = list(range(1, 41))
+plots.graph_padding_figure(needed, [calc.padded_rows(r, shapes) for r in needed],
+                           captured_shapes=shapes).show()
+
+# %% [markdown]
+# Cutting a round from 18 to 17 rows saves nothing; from 17 to 16 it halves the rows. A graph
+# for 17 rows would remove the padding, but each captured graph takes time to capture and keeps
+# its buffers in memory for good, the $M_u$ of 8.1.2.
+#
+# **Choosing the budget in two steps.** First, the permitted output interval bounds how long a
+# round may run. Second, the round model turns that time into new tokens, given how many
+# requests decode in the round, their context, and how much of the prefilling prompt is
+# already cached (longer history, more pairs per new token, fewer tokens):
+#
+# $$t_\text{fixed} + t_\text{token}(b + c) + t_\text{pair}\left(b(L+1) + ch + \tfrac{c(c+1)}{2}
+# \right) \le \text{ITL target}.$$
+
+# %%
+targets = [t * units.ms for t in range(27, 301, 3)]
+by_history = {f"h = {h:,} cached": [calc.token_budget_for_itl(t, 1, short_p, h) for t in targets]
+              for h in (0, 4096, 7680)}
+for h in (0, 4096, 7680):
+    print(f"50 ms target, one 2K decode, h = {h:5,}: "
+          f"{calc.token_budget_for_itl(50 * units.ms, 1, short_p, h):,} new tokens per round")
+plots.token_budget_figure(targets, by_history).show()
+
+# %% [markdown]
+# ### The budget trade on staggered arrivals (simulated)
+#
+# The chapter replays six requests arriving 80 ms apart and raises the budget from 512 to
+# 8192 tokens: later arrivals queue less and less, while the longest output interval of the
+# running requests grows. The replay's data is not printed, so the sweep below is **generated
+# by the companion's simulator** with its own assumptions (six 4096-token prompts with 64
+# outputs each, one every 80 ms, 8.2.2's round model, chunk = budget); it shows the same
+# trade, not the chapter's numbers.
+
+# %%
+rows = scheduler.token_budget_sweep(widgets.SWEEP_BUDGETS)
+print(f"{'budget':>7} {'longest interval':>17} {'mean queueing of later arrivals':>32}")
+for r in rows:
+    print(f"{r['token_budget']:>7,} {r['max_itl_s'] / units.ms:>14.1f} ms "
+          f"{r['queue_later_mean_s'] / units.ms:>29.1f} ms")
+plots.budget_sweep_figure([r["token_budget"] for r in rows], [r["max_itl_s"] for r in rows],
+                          [r["queue_later_mean_s"] for r in rows],
+                          interval_target_s=50 * units.ms).show()
+
+# %% [markdown]
+# ### Explorers: the token budget
+#
+# First, the closed form: from a permitted interval to a budget, with or without graph
+# padding. Second, the simulated sweep: change the arrivals and the request sizes and watch
+# which budget keeps the longest interval under the target, and which one empties the queue
+# fastest.
+
+# %%
+budget = widgets.TokenBudgetPanel()
+budget.show()
+
+# %%
+for key, value in budget.update().numbers.items():
+    print(f"{key:16} {value:,.2f}" if isinstance(value, float) else f"{key:16} {value:,}")
+
+# %%
+budget_sweep = widgets.BudgetSweepPanel()
+budget_sweep.show()
+
+# %%
+for key, value in budget_sweep.update().numbers.items():
+    print(f"{key:30} {value:,.1f}" if isinstance(value, float) else f"{key:30} {value:,}")
+
+# %% [markdown]
+# ## Chapter says / companion computes
+#
+# Every number of 8.2 that follows from stated inputs, recomputed (`*`: see the entry's note in
+# the [ledger](../ledger.ipynb)). Measurements that nothing derives (the batch sweep, the chunk
+# medians) are inputs, not entries.
+
+# %%
+print(ledger.table("8.2"))
+
+# %% [markdown]
+# ## Try this
+#
+# - In the batch explorer, switch to an 8K context. Where is $b_\text{KV}$ now, and how many
+#   8K requests does the 12 GiB pool admit? Is it the memory or the read volume that stops the
+#   batch first?
+# - Put the weights in ROM. Does the batch still reduce the HBM bytes per output token? Then
+#   shorten the context below a few hundred tokens: which roofline term wins?
+# - Try the H100 SXM and the 70B shape. How does the ridge point move, and does decode ever
+#   become compute-bound?
+# - In the schedule explorer, shrink the chunk to 512 tokens. What happens to r0's longest
+#   interval and to the total time? Now raise the budget to 16384 with 8192-token chunks: which
+#   policy does chunked prefill turn into?
+# - Allow three or four requests to run. Does fixed batching still lose to continuous?
+# - With graphs for every power of two, find a permitted interval where a slightly longer
+#   target adds no token at all, then one where it doubles the rows.
+# - In the sweep explorer, space the arrivals 400 ms apart. Does the budget still matter?
+#
+# **Exercises.** [Exercise 8-1](../../exercises/ex8_1.ipynb): read volume per output token for
+# 2K and 8K at batches 1 to 64, $b_\text{KV}$, and whether capacity stops the batch first.
+# [Exercise 8-2](../../exercises/ex8_2.ipynb): the four requests by hand, the pair counts,
+# and choosing a token budget from a replay (there, generated by the simulator).
+# Previous: [8.1 Request lifecycle](08_1_request_lifecycle.ipynb).
+# Next: [8.3 KV cache management](08_3_kv_cache.ipynb).
