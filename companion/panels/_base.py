@@ -22,6 +22,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from companion import _validate as v
 
 __all__ = ["Control", "View", "Panel"]
@@ -136,18 +138,33 @@ class Panel:
         return go.Figure(data=view.traces, layout=self._layout(view))
 
     def _apply(self, view: View) -> None:
-        fig = self._fig
+        """Refresh the shown figure: send plotly only the trace and layout properties that
+        changed since the last view (plotly validates everything it is sent, so resending
+        unchanged styles and arrays would dominate an update); replace all traces when their
+        number or types changed."""
+        fig, last = self._fig, self._last_view
+        same_shape = (last is not None and len(fig.data) == len(view.traces) == len(last.traces)
+                      and all(t.type == d.get("type", "scatter")
+                              for t, d in zip(fig.data, view.traces)))
         with fig.batch_update():
-            if len(fig.data) == len(view.traces) and all(
-                    t.type == d.get("type", "scatter") for t, d in zip(fig.data, view.traces)):
-                for trace, new in zip(fig.data, view.traces):
-                    trace.update(new, overwrite=True)
+            if same_shape:
+                for trace, old, new in zip(fig.data, last.traces, view.traces):
+                    changed = {k: val for k, val in new.items()
+                               if k not in old or not _same(old[k], val)}
+                    changed.update({k: None for k in old.keys() - new.keys()})
+                    if changed:
+                        trace.update(changed, overwrite=True)
+                layout = {k: val for k, val in view.layout.items()
+                          if k not in last.layout or not _same(last.layout[k], val)}
             else:
                 fig.data = ()
                 fig.add_traces(list(view.traces))
-            fig.update_layout(view.layout)
+                layout = view.layout
+            if layout:
+                fig.update_layout(layout)
         if self._readout is not None:
             self._readout.value = view.text
+        self._last_view = view
 
     # --- UI -------------------------------------------------------------------------------
     def _widget_for(self, control: Control):
@@ -175,6 +192,7 @@ class Panel:
 
         view = self.compute(**self.params)
         self._fig = go.FigureWidget(data=view.traces, layout=self._layout(view))
+        self._last_view = view
         self._readout = w.HTML(value=view.text)
         self._widgets = {c.name: self._widget_for(c) for c in self.controls}
 
@@ -201,3 +219,20 @@ class Panel:
         return self.update(**defaults)
 
     _readout = None
+    _last_view = None
+
+
+def _same(a, b) -> bool:
+    """Whether two trace/layout property values are equal (numpy arrays, nested dicts, lists)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or a.dtype.kind != b.dtype.kind:
+            return False
+        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+        return True  # NaN placeholders
+    return type(a) is type(b) and a == b

@@ -22,62 +22,6 @@ __all__ = ["RequestTimelinePanel", "MemoryBudgetPanel", "timeline_scenario",
            "stalled_interval_positions"]
 
 
-def _same(a, b) -> bool:
-    """Whether two trace/layout property values are equal (numpy arrays, nested dicts, lists)."""
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        a, b = np.asarray(a), np.asarray(b)
-        if a.shape != b.shape or a.dtype.kind != b.dtype.kind:
-            return False
-        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
-        return True                    # NaN placeholders
-    return type(a) is type(b) and a == b
-
-
-class DiffApplyMixin:
-    """Panel mixin: refresh only the trace and layout properties that changed.
-
-    plotly validates every property passed to ``trace.update``; resending unchanged styles,
-    hover templates and arrays dominates an explorer's update time. This keeps the last view
-    and sends the difference (same figure as ``Panel._apply``, a fraction of the work). Wanted
-    in ``companion.panels._base.Panel._apply`` itself; kept here until then.
-    """
-
-    _last_view = None
-
-    def show(self):
-        ui = super().show()
-        self._last_view = self.compute(**self.params)
-        return ui
-
-    def _apply(self, view) -> None:
-        last, fig = self._last_view, self._fig
-        same_shape = last is not None and len(fig.data) == len(view.traces) == len(
-            last.traces) and all(t.type == d.get("type", "scatter")
-                                 for t, d in zip(fig.data, view.traces))
-        if not same_shape:
-            super()._apply(view)
-        else:
-            with fig.batch_update():
-                for trace, old, new in zip(fig.data, last.traces, view.traces):
-                    changed = {k: v for k, v in new.items()
-                               if k not in old or not _same(old[k], v)}
-                    changed.update({k: None for k in old.keys() - new.keys()})
-                    if changed:
-                        trace.update(changed, overwrite=True)
-                layout = {k: v for k, v in view.layout.items()
-                          if k not in last.layout or not _same(last.layout[k], v)}
-                if layout:
-                    fig.update_layout(layout)
-            if self._readout is not None:
-                self._readout.value = view.text
-        self._last_view = view
-
-
 def stalled_interval_positions(output_tokens: int, inserted: int) -> list[int]:
     """1-based output intervals that ``inserted`` prefills stretch, spread evenly over G - 1.
 
@@ -114,7 +58,7 @@ def timeline_scenario(label: str, queue_s: float, prefill_s: float, interval_s: 
             "stalls": stalls}
 
 
-class RequestTimelinePanel(DiffApplyMixin, Panel):
+class RequestTimelinePanel(Panel):
     """Figure 8-2 live: how queueing, prefill, the output interval and inserted prefills move
     the first and the last token against the deadline (8.1.1, 8.1.3)."""
 
@@ -182,7 +126,7 @@ KV_PRECISIONS = {"BF16": 2.0, "FP8": 1.0, "q8_0": calc.bits_per_value("q8_0") / 
 _SWEEP_PROMPTS = np.unique(np.geomspace(128, 131072, 41).astype(int) // 16 * 16)
 
 
-class MemoryBudgetPanel(DiffApplyMixin, Panel):
+class MemoryBudgetPanel(Panel):
     """M_w + M_KV + M_a + M_u <= C for the chapter's 32 GiB instance, and how many requests'
     end-of-generation KV fits in the KV pool (8.1.2)."""
 
