@@ -1,0 +1,524 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 8.3 The KV cache: allocate, share, release, keep
+#
+# **The question.** KV memory is the resource that decides how many requests an instance can
+# run at once (8.1.2). How should an engine hand it out so that little is wasted, store
+# context that several requests have in common only once, give it back safely when a request
+# ends or is cancelled, and decide which finished requests' context is worth keeping for the
+# next one?
+#
+# Four mechanisms answer it, one per subsection: **paging** (8.3.1), **reference-counted
+# sharing with copy-on-write** (8.3.2), **prefix reuse across requests** (8.3.3) and a
+# **cache policy** that weighs keeping state against recomputing it (8.3.4). The running
+# example is the chapter's: Qwen3-8B (144 KiB of KV per token) on an RTX PRO 6000, 12 GiB for
+# KV, long requests of 8192 input and 256 output tokens whose first 6144 tokens are the same
+# system prompt ([overview](08_0_overview.ipynb)).
+#
+# The drawings below are made by the companion's paged-KV simulator,
+# `companion.sim.kvcache.BlockManager`: every block you see was actually allocated, shared,
+# copied or freed by it.
+
+# %%
+from companion import calc, ledger, plots, specs, units, widgets
+from companion.formulas import kv_management as km
+from companion.panels import ch08_kv as kvp
+from companion.sim.kvcache import BlockManager, fill_kv_pool, prefix_tree
+
+model = specs.QWEN3_8B
+MiB, GiB, ms = units.MiB, units.GiB, units.ms
+
+# %% [markdown]
+# ## 8.3.1 Paged allocation
+#
+# The simplest allocator gives each request one contiguous region big enough for the longest
+# sequence it might reach. Two things go wrong. A request that stops early never uses the end
+# of its region. And a request that must grow past its region has to move, because the memory
+# right after it belongs to somebody else.
+#
+# Paging removes the need for contiguity. Memory is cut into **physical blocks** of $p$ token
+# slots each. A sequence is cut the same way into **logical blocks** (its first $p$ tokens,
+# the next $p$, ...), and a per-sequence **block table** records which physical block holds
+# each logical one. A growing sequence takes any free block and appends one entry to its
+# table; the attention kernel follows the table to find the keys and values of position $i$
+# in logical block $\lfloor i/p \rfloor$, slot $i \bmod p$.
+#
+# A sequence of $L$ tokens then needs $\lceil L/p \rceil$ blocks, and only its last block can
+# have empty slots:
+#
+# $$\text{blocks} = \left\lceil \frac{L}{p} \right\rceil, \qquad
+# \text{tail waste} = p\left\lceil \frac{L}{p} \right\rceil - L \;\le\; p - 1 .$$
+#
+# Small blocks waste little but need long tables and many allocations; large blocks the
+# reverse. (vLLM's PagedAttention brought this operating-system idea to the KV cache in 2023;
+# see 8.3.1.)
+#
+# **Worked example.** Four sequences A, B, C, D hold 9, 13, 5 and 15 tokens and may each grow
+# to 16. Reserving 16 slots each, paging with $p = 4$, and paging where A and B also share
+# their identical first 8 tokens:
+
+# %%
+lengths, p = km.PAGING_EXAMPLE_LENGTHS, km.PAGING_EXAMPLE_BLOCK_TOKENS
+alloc = calc.paged_allocation(lengths, p, max_tokens=km.PAGING_EXAMPLE_MAX_TOKENS)
+shared_blocks = calc.shared_prefix_blocks_saved(km.PAGING_EXAMPLE_SHARED_TOKENS, 2, p)
+print(f"reserve {km.PAGING_EXAMPLE_MAX_TOKENS} each:  {alloc.reserved_tokens} slots for "
+      f"{alloc.stored_tokens} tokens, {alloc.reserved_unused_tokens} unused")
+print(f"paged, p = {p}:      {alloc.allocated_tokens} slots "
+      f"({' + '.join(map(str, alloc.allocated_per_sequence))}), {alloc.unused_tokens} unused, "
+      f"tail waste {alloc.tail_waste_per_sequence}, {alloc.table_entries} table entries")
+print(f"A and B share {km.PAGING_EXAMPLE_SHARED_TOKENS} tokens = {shared_blocks} full blocks: "
+      f"{alloc.allocated_tokens - shared_blocks * p} slots")
+
+# %% [markdown]
+# The same three cases, allocated by the simulator in the same 64 slots of memory. Each
+# sequence grows one token at a time in turn, as decode would grow it, so the physical blocks
+# of different sequences interleave in the pool: the tables on the left say where each logical
+# block went. Unused slots are outlined in red, free blocks are grey, and purple marks a block
+# that more than one table points at. Hover a cell for its block number and fill.
+
+# %%
+names = dict(enumerate("ABCD"))
+memory = alloc.reserved_tokens            # the 64 slots the reservation needs
+cases = [
+    ("reserve 16 slots per sequence (one 16-slot region each)",
+     kvp.grow_sequences(lengths, km.PAGING_EXAMPLE_MAX_TOKENS, pool_tokens=memory)),
+    (f"paged, p = {p}", kvp.grow_sequences(lengths, p, pool_tokens=memory)),
+    (f"paged, p = {p}, A and B share their first 8 tokens",
+     kvp.grow_sequences(lengths, p, shared_prefix_tokens=km.PAGING_EXAMPLE_SHARED_TOKENS,
+                        pool_tokens=memory)),
+]
+for title, mgr in cases:
+    snap = plots.snapshot_pool(mgr, names=names)
+    print(f"{title}: {snap.used_blocks} blocks x {mgr.block_tokens} = {snap.allocated_tokens} "
+          f"slots, {snap.stored_tokens} written, {mgr.free_blocks} blocks "
+          f"({mgr.free_blocks * mgr.block_tokens} slots) free, tables "
+          f"{[len(t) for _, t, _ in snap.tables]}")
+    plots.block_pool_figure(snap, title=title, columns=4 if mgr.block_tokens > 8 else 8,
+                            height=340).show()
+
+# %% [markdown]
+# Paging takes the unused space from 22 slots to 10 (the tails 3, 3, 3, 1, each under $p$);
+# sharing then removes a *different* waste, the second copy of identical context. Both counts
+# come out of the simulator's allocation and agree with the closed forms:
+
+# %%
+print(ledger.table("8.3.1"))
+
+# %% [markdown]
+# ### Explorer: block size and lengths
+#
+# Change the block size and the four lengths. The bottom plot sweeps the block size for the
+# current lengths: waste grows with $p$ (it is always below one block per sequence) while the
+# number of table entries falls.
+
+# %%
+paging = widgets.PagingPanel()
+paging.show()
+
+# %%
+for q in (2, 4, 8):
+    numbers = paging.update(block_tokens=q).numbers
+    print(f"p = {q}: {numbers['allocated_tokens']} slots, tail waste {numbers['tail_waste']} "
+          f"(total {numbers['unused_tokens']}), {numbers['table_entries']} table entries")
+_ = paging.reset()
+
+# %% [markdown]
+# ## 8.3.2 Sharing between branches, copy-on-write, and release
+#
+# Once two block tables may point at the same physical block, the engine must answer two
+# questions: *when may the block be reused*, and *what happens when one sharer writes*?
+#
+# **Reference counts.** Every table entry pointing at a block is a reference, and the block
+# carries a count of them. Forking a sequence copies its table and adds one to each count;
+# ending a sequence subtracts one from each. A block returns to the free pool only when its
+# count reaches zero, so a shared prefix outlives the branch that created it.
+#
+# **Copy-on-write.** Full blocks of a common prefix are read-only and can be shared forever.
+# A *partly* filled shared block is different: both branches want to write their next token
+# into its first empty slot. So a branch that is about to write into a block somebody else
+# still references first takes a private copy of it (the tokens already there are copied, then
+# the branch appends). The last holder can write in place. The chapter's example: a 4-slot
+# block holding 3 shared tokens, two branches about to diverge.
+#
+# Move the slider under the figure to step through the simulator's states: the fork, the copy
+# of the shared tail block, the private appends, and the end of one branch.
+
+# %%
+steps = kvp.copy_on_write_steps()
+for k, s in enumerate(steps):
+    print(f"step {k}: {s.label}: {s.references} table entries, {s.used_blocks} blocks, "
+          f"counts {[r for r in s.refcounts if r]}")
+plots.block_pool_steps_figure(steps, title="Copy-on-write of a shared tail block (p = 4)",
+                              slot_level=True, columns=7).show()
+
+# %% [markdown]
+# **Counting branches.** With $n$ branches that share a prefix of $s$ blocks and own $q$
+# private blocks each, the tables hold $n(s + q)$ references but only $s + nq$ blocks exist.
+# The chapter's four-branch experiment (95 shared and 9 private blocks per branch):
+#
+# $$4\,(95 + 9) = 416 \text{ references}, \qquad 95 + 4 \times 9 = 131 \text{ physical blocks}.$$
+#
+# Below, the simulator replays it: the prefix is prefilled once, forked into four branches,
+# and then the branches take turns writing their private blocks (three each per step), so
+# their blocks interleave in the pool. Only the private part grows with the number of
+# branches; the last step ends branch A, which frees just its 9 private blocks: the prefix
+# stays, because three tables still point at it.
+
+# %%
+steps = kvp.branch_sharing_steps()
+for k, s in enumerate(steps):
+    print(f"step {k:2d}: {s.references:3d} table entries on {s.used_blocks:3d} physical blocks"
+          f"  ({s.label})")
+plots.block_pool_steps_figure(steps, title="Four branches over a 95-block prefix (16-token blocks)",
+                              slot_level=False, columns=20, height=460).show()
+
+# %%
+print(ledger.table(ids=["8.3.2/cow-copied-tokens", "8.3.2/branch-references",
+                        "8.3.2/branch-physical-blocks", "8.3.2/branch-independent-blocks",
+                        "8.3.2/branch-saved-pct", "8.3.2/branch-private-blocks",
+                        "8.3.2/sim-branch-references", "8.3.2/sim-branch-physical-blocks"]))
+
+# %% [markdown]
+# ### Explorer: branches, prefix and private blocks
+#
+# The top half is the simulator's pool at the end (each branch's private blocks written in one
+# go, so they lie together); the bottom half sweeps the number of branches: independent
+# storage grows by $s + q$ per branch, shared storage by $q$.
+
+# %%
+branching = widgets.BranchSharingPanel()
+branching.show()
+
+# %%
+numbers = branching.update().numbers
+print(f"{numbers['references']} references, {numbers['physical_blocks']} physical blocks "
+      f"(simulator: {numbers['sim_references']} / {numbers['sim_physical_blocks']}), "
+      f"{numbers['saved_pct']:.1f}% saved")
+
+# %% [markdown]
+# ### The shared prefix as capacity
+#
+# Apply the same idea to the 16 long requests. The 6144-token prefix is stored once
+# (864 MiB). Each request privately holds the rest of its prompt plus its outputs fed back,
+# $8192 - 6144 + 255 = 2303$ tokens, which 16-token blocks round to 2304 (324 MiB). Once
+# every request has finished generating:
+#
+# $$M_{KV}(b) = 864 + 324\,b \ \text{MiB} \quad\text{instead of}\quad 1188\,b \ \text{MiB}.$$
+
+# %%
+prefix = km.SHARED_PREFIX_TOKENS
+shared = calc.prefix_shared_kv_bytes(model, km.LONG_BATCH, km.LONG_PROMPT_TOKENS,
+                                     km.OUTPUT_TOKENS, shared_prefix_tokens=prefix)
+alone = calc.prefix_shared_kv_bytes(model, km.LONG_BATCH, km.LONG_PROMPT_TOKENS,
+                                    km.OUTPUT_TOKENS)
+print(f"16 long requests: {shared / MiB:,.0f} MiB ({shared / GiB:.2f} GiB) shared vs "
+      f"{alone / MiB:,.0f} MiB independent")
+for label, kw in (("independent", {}), ("sharing the prefix", {"shared_prefix_tokens": prefix})):
+    print(f"fit in 12 GiB, {label}: "
+          f"{calc.max_concurrent(km.KV_BUDGET_BYTES, model, km.LONG_PROMPT_TOKENS, km.OUTPUT_TOKENS, **kw)}")
+# the same by allocation: fill a 12 GiB pool of 16-token blocks until the next request fails
+held = calc.held_tokens(km.LONG_PROMPT_TOKENS, km.OUTPUT_TOKENS)
+fill = fill_kv_pool(km.KV_BUDGET_BYTES, model, held, shared_prefix_tokens=prefix)
+print(f"simulator: {fill.num_blocks} blocks in the pool, {fill.admitted} requests admitted, "
+      f"{fill.used_bytes[km.LONG_BATCH] / MiB:,.0f} MiB in use with 16 of them")
+
+# %%
+capacity = widgets.SharedPrefixCapacityPanel()
+capacity.show()
+
+# %%
+numbers = capacity.update().numbers
+print(f"b = 16: {numbers['shared_MiB']:,.0f} MiB shared, {numbers['independent_MiB']:,.0f} MiB "
+      f"independent; fit: {numbers['fit_independent']} independent, {numbers['fit_shared']} shared")
+
+# %% [markdown]
+# ### Release: only when nobody reads the block any more
+#
+# A block may go back to the pool only when two things hold: its reference count is zero, and
+# no accelerator work that was already submitted still reads it. The second condition is
+# easy to forget. The engine queues GPU work ahead of time; a decode round launched a moment
+# before a user cancels still reads the cancelled request's KV. If the scheduler freed those
+# blocks at once and handed them to a new request, the new request's prefill could overwrite
+# keys and values that the running round is reading.
+#
+# So cancellation has two phases: the call itself only stops scheduling new work for the
+# request (cheap), and the blocks are freed after the in-flight work has completed. The
+# chapter's measurement (8.3.2, footnote 29) shows the gap: the cancel call returned after
+# about 1.6 ms, the request's 104 blocks were released after about 31 ms. Those times are
+# measurements; the block bookkeeping of the two phases looks like this:
+
+# %%
+pool = BlockManager(256, km.BLOCK_TOKENS)
+pool.allocate("cancelled", 104 * km.BLOCK_TOKENS)   # a request holding 104 blocks
+print(f"before the cancel call:            {pool.free_blocks} free blocks")
+# phase 1: the scheduler marks the request cancelled and stops scheduling it; the round
+# already submitted still reads its blocks, so nothing is freed yet
+print(f"after the call (round in flight):  {pool.free_blocks} free blocks")
+# phase 2: the in-flight round has completed; now the references can be dropped
+released = pool.free("cancelled")
+print(f"after the round completes:         {pool.free_blocks} free blocks "
+      f"({len(released)} released)")
+
+# %% [markdown]
+# ### Preemption by recompute
+#
+# When decode needs one more block and none is free, the engine can **preempt** a running
+# request: drop all of its KV (freeing its blocks for the others) and remember its input and
+# the outputs generated so far. When memory frees up, the request is admitted again and its
+# whole context is run through prefill once more, which rebuilds the KV it lost. Memory is
+# bought with repeated computation. (The alternative, swapping the blocks to host memory, buys
+# it with transfers instead; 8.3.4.)
+#
+# The chapter observed one preemption with a 1 GiB KV pool, costing 1805 extra scheduled
+# tokens, and none with 2 GiB (8.3.2, footnote 9); its workload is not printed. A **generated**
+# example with the simulator: four requests of 1536 prompt tokens each generate 512 tokens in
+# lockstep; the most recently admitted request is preempted when the pool runs dry, and
+# resumes when the others have finished.
+
+# %%
+runs = []
+for gib in (1, 2):
+    run = kvp.decode_with_preemption(gib * GiB, [1536] * 4, 512)
+    print(f"{gib} GiB pool ({run['num_blocks']} blocks): {run['preemptions']} preemption(s), "
+          f"{run['recomputed_tokens']:,} tokens recomputed, {run['rounds']} rounds; "
+          f"events {[(r, what, req, toks) for r, what, req, toks in run['events']]}")
+    runs.append(dict(run, label=f"{gib} GiB pool"))
+plots.pool_usage_figure(runs, title="Generated: four requests decoding in a 1 GiB vs a 2 GiB "
+                        "KV pool").show()
+
+# %% [markdown]
+# In the 1 GiB pool the blocks in use climb to the pool size, drop when the most recently
+# admitted request is preempted, and climb again when it resumes (alone) with its context
+# recomputed; the 2 GiB pool never fills. The preempted request comes back only once it fits
+# next to what the others will still grow by; resuming it earlier would just preempt it again.
+
+# %%
+print(ledger.table(ids=["8.3.2/shared-prefix-kv-MiB", "8.3.2/private-tokens",
+                        "8.3.2/private-tokens-allocated", "8.3.2/private-kv-MiB",
+                        "8.3.2/batch-kv-shared-MiB", "8.3.2/long-request-kv-MiB",
+                        "8.3.2/batch-kv-independent-MiB", "8.3.2/batch-kv-shared-GiB",
+                        "8.3.2/capacity-independent", "8.3.2/capacity-shared",
+                        "8.3.2/sim-capacity-shared"]))
+
+# %% [markdown]
+# ## 8.3.3 Prefix reuse across requests
+#
+# Sharing does not have to stop when a request ends. If a later request begins with exactly
+# the same tokens (same model, same position numbering, same adapter, same KV format), the KV
+# left behind can be reused and prefill starts where the match ends: a long request whose
+# 6144-token prefix is cached only prefills its last 2048 input tokens.
+#
+# The match must be a *prefix*. The KV of token $i$ depends on every token before it, so once
+# two prompts differ at some position, nothing after it can be reused, even text that happens
+# to be identical again later. That is why a timestamp at the very start of a prompt is
+# expensive: it makes every later token's KV different. Stable content (system prompt, tool
+# definitions) belongs first, the parts that change last.
+
+# %%
+base = list(range(1000, 1200))                      # 200 token ids
+other = base[:100] + [7] + base[101:]               # differs only at the 101st token
+print(f"reusable tokens: {calc.reusable_prefix_tokens(base, other)} of {len(other)}, "
+      f"in whole 16-token blocks: {calc.reusable_prefix_tokens(base, other, block_tokens=16)}")
+print(f"a hit on the 6144-token prefix leaves "
+      f"{km.LONG_PROMPT_TOKENS - calc.reusable_prefix_tokens(range(prefix), range(km.LONG_PROMPT_TOKENS))} "
+      f"input tokens to prefill")
+
+# %% [markdown]
+# ### Figure 8-17: the prefix tree of a multi-turn task
+#
+# A prefix tree (radix tree) makes the structure visible: the path from the root to a branch
+# point is context that several inputs share, the path from a branch point to a leaf is
+# private. Edges carry the number of new tokens, nodes the input length reached.
+#
+# The chapter's figure comes from recorded agent inputs that it prints only in part (the first
+# four rounds share 206 tokens, the next three extend the same path). The inputs below are
+# **generated** by the companion in that shape (seeded random token ids and lengths), and the
+# tree is built by the simulator's `prefix_tree`:
+
+# %%
+rounds = kvp.multi_turn_inputs()
+tree = prefix_tree(rounds)
+print("input lengths:", [len(r) for r in rounds])
+print("edges (parent, child, new tokens):", list(tree.edges))
+plots.prefix_tree_figure(tree, labels=[f"round {i + 1}" for i in range(len(rounds))],
+                         title="Generated multi-turn inputs as a prefix tree (shape of "
+                               "Figure 8-17)").show()
+
+# %% [markdown]
+# Replaying those seven rounds through the simulator's prefix cache (full 16-token blocks,
+# least-recently-used eviction) shows that reuse needs *room*: in a large pool every shared
+# block is found again; in a small pool shared with other traffic (a generated 1200-token
+# request between rounds), the prefixes are evicted before they are needed.
+
+# %%
+for label, blocks, noise in (("400-block pool, no other traffic", 400, 0),
+                             ("90-block pool, other traffic between rounds", 90, 1200)):
+    replay = kvp.replay_prefix_cache(rounds, blocks, interfering_tokens=noise)
+    print(f"{label}: {replay['hit_tokens']:,} of {replay['input_tokens']:,} input tokens hit "
+          f"({100 * replay['hit_tokens'] / replay['input_tokens']:.0f}%), per round "
+          f"{replay['hits']}, {replay['evicted_blocks']} blocks evicted")
+
+# %% [markdown]
+# ### Hybrid models: restoring from a snapshot
+#
+# Full-attention layers keep one KV entry per token, so any matched prefix length can be
+# resumed. Recurrent (linear-attention) layers keep only a running state, which summarises
+# everything so far and cannot be rewound. A hybrid model can therefore resume only at
+# positions where it saved a **snapshot** of the recurrent state, and must recompute from the
+# latest snapshot at or before the match:
+#
+# $$\text{restore from } s^* = \max\{s_i \le m\}, \qquad \text{recompute } m - s^* \text{ tokens}.$$
+#
+# The chapter's example: a match up to token 10,752 with snapshots at 4096 and 8192 restores
+# from 8192 and recomputes 2560 tokens. Each snapshot of its hybrid model (KDA, split over 8
+# cards) costs about 53.6 MiB per card, so snapshot density trades recomputation for memory.
+
+# %%
+point = calc.hybrid_restore_point(km.HYBRID_MATCHED_TOKENS, km.HYBRID_SNAPSHOT_POSITIONS)
+print(f"restore from {point.restore_from:,}, recompute {point.recompute_tokens:,} tokens")
+for n in (2, 32):
+    print(f"{n:2d} snapshots: "
+          f"{calc.snapshot_storage_bytes(km.HYBRID_SNAPSHOT_MIB_PER_CARD * MiB, n) / MiB:,.1f} MiB "
+          f"per card")
+print(f"DeepSeek V4.1's long-term cache relative to V4's: "
+      f"{calc.long_term_cache_fraction(km.DEEPSEEK_SWA_SHARE, km.DEEPSEEK_GLOBAL_KV_FRACTION)}")
+
+# %% [markdown]
+# (The printed 107 and 1714 MiB come from an unrounded snapshot size; 53.6 MiB as printed
+# gives 107.2 and 1715.2, see the ledger notes.) The explorer spaces snapshots evenly: with
+# one every 4096 tokens over a 10,752-token context there are two; over 131,072 tokens there
+# would be 32.
+
+# %%
+snapshots = widgets.SnapshotSpacingPanel()
+snapshots.show()
+
+# %%
+for context in (km.HYBRID_MATCHED_TOKENS, 131072):
+    numbers = snapshots.update(context_tokens=context).numbers
+    print(f"context {context:,}: {numbers['snapshots']} snapshots, "
+          f"{numbers['storage_MiB']:,.1f} MiB per card; the 10,752-token match recomputes "
+          f"{numbers['recompute_tokens']:,} tokens")
+_ = snapshots.reset()
+
+# %%
+print(ledger.table("8.3.3"))
+
+# %% [markdown]
+# ## 8.3.4 Keep, evict, swap out, or recompute?
+#
+# Keeping a finished request's prefix costs cache space and some maintenance; it pays off only
+# if the prefix comes back. Let $p_h$ be the probability that it is used again, $T_r$ the time
+# to recompute it by prefill, $T_f$ the time to fetch it back from wherever it is kept, and
+# $T_m$ the upkeep (here: writing it out to host memory once). A hit saves $T_r - T_f$, so the
+# expected net saving is
+#
+# $$V_h = p_h\,(T_r - T_f) - T_m, \qquad \text{worth keeping when } p_h > \frac{T_m}{T_r - T_f}.$$
+#
+# For the 6144-token prefix A on the RTX PRO 6000: $T_r$ is its prefill FLOPs at the batch-1
+# prefill efficiency of Experiment 8-1 (printed "62%", the measured 62.2% is used), $T_f$ and
+# $T_m$ are one transfer of its 864 MiB over the host link at its nominal rate.
+
+# %%
+for link_name, link in (("PCIe Gen5 x16", specs.PCIE_GEN5_X16_BYTES_PER_S),
+                        ("PCIe Gen4 x16", specs.PCIE_GEN4_X16_BYTES_PER_S)):
+    a = calc.prefix_retention(model, specs.RTX_PRO_6000, prefix, hit_prob=km.RETENTION_HIT_PROB,
+                              efficiency=km.RECOMPUTE_EFFICIENCY, link_bytes_per_s=link)
+    print(f"{link_name} ({link / units.GB:.0f} GB/s): T_r {a.recompute_s / ms:.1f} ms, "
+          f"T_f = T_m {a.fetch_s / ms:.1f} ms, a hit saves {a.saving_per_hit_s / ms:.2f} ms, "
+          f"V_h(50%) {a.value_s / ms:.1f} ms, break-even {100 * a.break_even_hit_prob:.1f}%")
+
+# %% [markdown]
+# (Over Gen5 a hit saves 293.75 ms; the chapter prints 293.7, the difference of the rounded
+# 307.9 and 14.2.)
+#
+# ### Figure 8-22: one large prefix or several small ones?
+#
+# Being worth keeping is not the same as deserving the space. The same 864 MiB holds either
+# prefix A or three 2048-token prefixes B (288 MiB each). Prefill cost grows faster than
+# linearly with length (attention pairs grow with the square), so the long prefix saves more
+# per byte:
+
+# %%
+gen5 = dict(hit_prob=km.RETENTION_HIT_PROB, efficiency=km.RECOMPUTE_EFFICIENCY)
+a = calc.prefix_retention(model, specs.RTX_PRO_6000, prefix, **gen5)
+b = calc.prefix_retention(model, specs.RTX_PRO_6000, km.PREFIX_B_TOKENS, **gen5)
+print(f"A: {a.kv_bytes / MiB:,.0f} MiB, V_h {a.value_s / ms:.1f} ms, "
+      f"{a.value_s_per_byte * MiB / ms:.3f} ms per MiB")
+print(f"B: {b.kv_bytes / MiB:,.0f} MiB, T_r {b.recompute_s / ms:.1f} ms, T_f {b.fetch_s / ms:.1f} ms, "
+      f"V_h {b.value_s / ms:.1f} ms, {b.value_s_per_byte * MiB / ms:.3f} ms per MiB")
+print(f"prefill of {prefix} tokens / {km.PREFIX_B_TOKENS} tokens: "
+      f"{a.recompute_s / b.recompute_s:.2f}x")
+plots.retention_bars_figure(
+    [("keep one A (6144 tokens)", 1, "A", a.value_s / ms),
+     (f"keep three B ({km.PREFIX_B_TOKENS} tokens each)", km.PREFIX_B_COUNT, "B", b.value_s / ms)],
+    title="Figure 8-22: expected saving of 864 MiB of cache (hit probability 50%, PCIe Gen5)"
+).show()
+
+# %% [markdown]
+# All of this assumes the prefix is still there when it is needed. The chapter's replay of a
+# 12-round agent task (19,556 input tokens) hit 16,304 tokens in a 6 GiB pool and none in a
+# 1 GiB pool with the same interfering requests; waiting longer between rounds changed
+# nothing. Capacity, not timing, kept the prefixes (the generated replay above shows the same
+# effect).
+
+# %%
+replay = calc.cache_replay_hits(km.REPLAY_INPUT_TOKENS, km.REPLAY_HIT_TOKENS_6GIB)
+print(f"6 GiB pool: {replay.reprocessed_tokens:,} tokens reprocessed, hit ratio "
+      f"{100 * replay.hit_ratio:.0f}%")
+print(ledger.table("8.3.4"))
+
+# %% [markdown]
+# ### Explorer: what should the cache keep?
+#
+# Hit probabilities, the host link, the two prefix lengths, the cache space and the
+# recomputation efficiency. Left: Figure 8-22 for the current setting. Right: the value of
+# filling the space with A as A's hit probability varies, against filling it with B's.
+
+# %%
+retention = widgets.RetentionPanel()
+retention.show()
+
+# %%
+for gbps in (64, 32):
+    numbers = retention.update(link_gb_per_s=gbps).numbers
+    print(f"{gbps} GB/s: keep A {numbers['keep_a_ms']:.1f} ms, keep {numbers['b_fit']} B "
+          f"{numbers['keep_b_ms']:.1f} ms; A worth keeping above {numbers['break_even_a_pct']:.1f}%")
+_ = retention.reset()
+
+# %% [markdown]
+# ## Try this
+#
+# - In the paging explorer, set all four lengths to a multiple of the block size. Where did
+#   the waste go? Now set $p = 16$: how many table entries are left, and how much waste?
+# - Give A and B 7 tokens in common instead of 8 (with $p = 4$). Why does sharing save only
+#   one block now?
+# - In the copy-on-write steps, which block would be copied if B wrote first instead of A?
+# - In the branch explorer, with 95 shared blocks, how many private blocks per branch make
+#   sharing save less than half?
+# - In the capacity explorer, how long must the shared prefix be for 16 long requests to fit
+#   in 6 GiB?
+# - Make snapshots four times denser. How much storage does that cost for a 131,072-token
+#   context, and how much recomputation does it save for the 10,752-token match?
+# - In the retention explorer, lower the hit probability of A until three B's win. Then
+#   switch the link to 32 GB/s: does the crossing move? (Exercise 8-4 asks for it exactly.)
+# - Raise the recompute efficiency to 100%: which term of $V_h$ changes, and does the ranking
+#   per MiB change?
+#
+# **Exercises.** [Exercise 8-3](../../exercises/ex8_3.ipynb) (block size, tail waste, table
+# entries and shared-prefix capacity) and [Exercise 8-4](../../exercises/ex8_4.ipynb) (which
+# prefixes a limited cache should keep). Next:
+# [8.4 Compression and offloading](08_4_compression_and_offloading.ipynb).
