@@ -1,0 +1,177 @@
+#!/usr/bin/env python
+"""Print the companion's speed figures (nothing is asserted; tests never time things).
+
+Sections (all by default; name some to run only those):
+  import      `import companion` / `import companion.calc` in a fresh interpreter (median of 7)
+  panels      every explorer's update latency inside a Jupyter kernel: recompute + FigureWidget
+              update, over a sweep of each slider (median and 95th percentile)
+  sim         the simulator benchmark scripts benchmarks/bench_sim_*.py
+  notebooks   time to execute each notebook on a fresh kernel
+  browser     JupyterLab start to first rendered notebook in headless Chromium (if available)
+  suite       the whole test suite (`make test`'s pytest command)
+
+usage: python benchmarks/run_all.py [section ...]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+
+def header(title: str) -> None:
+    print(f"\n== {title} " + "=" * max(0, 70 - len(title)), flush=True)
+
+
+def bench_import() -> None:
+    header("import time (fresh interpreter, median of 7)")
+    for module in ("companion", "companion.calc", "companion.sim.scheduler", "companion.widgets"):
+        code = (f"import time; t = time.perf_counter(); import {module}; "
+                f"print(time.perf_counter() - t)")
+        runs = []
+        for _ in range(7):
+            out = subprocess.run([PY, "-c", code], capture_output=True, text=True, cwd=ROOT)
+            if out.returncode:
+                print(f"  {module}: failed: {out.stderr.strip().splitlines()[-1:]}")
+                break
+            runs.append(float(out.stdout))
+        if runs:
+            print(f"  import {module:28s} median {statistics.median(runs) * 1e3:7.1f} ms"
+                  f"   min {min(runs) * 1e3:7.1f} ms")
+
+
+PANEL_CODE = r'''
+import json, statistics, time, inspect
+import numpy as np
+from companion import widgets
+from companion.panels._base import Panel
+results = {}
+for name, cls in sorted(vars(widgets).items()):
+    if not (inspect.isclass(cls) and issubclass(cls, Panel) and cls is not Panel):
+        continue
+    panel = cls()
+    panel.show()                      # a live FigureWidget, as in the notebook
+    times = []
+    for c in cls.controls:
+        if c.kind == "choice":
+            values = list(c.options.values())
+        elif c.kind == "int":
+            values = sorted({int(round(x)) for x in np.linspace(c.min, c.max, 15)})
+        else:
+            values = list(np.linspace(c.min, c.max, 15))
+        for value in values + [c.default]:
+            t = time.perf_counter()
+            panel.update(**{c.name: value})
+            times.append(time.perf_counter() - t)
+    times.sort()
+    p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
+    results[name] = dict(n=len(times), median_ms=statistics.median(times) * 1e3, p95_ms=p95 * 1e3)
+print("PANELS_JSON" + json.dumps(results))
+'''
+
+
+def _run_in_kernel(code: str, timeout: float = 600) -> str:
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(ROOT))
+    try:
+        chunks = []
+
+        def output_hook(msg):
+            if msg["msg_type"] == "stream":
+                chunks.append(msg["content"]["text"])
+            elif msg["msg_type"] == "error":
+                chunks.append("\n".join(msg["content"]["traceback"]))
+
+        kc.execute_interactive(code, timeout=timeout, output_hook=output_hook)
+        return "".join(chunks)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def bench_panels() -> None:
+    header("explorer update latency in a kernel (recompute + figure update)")
+    out = _run_in_kernel(PANEL_CODE)
+    marker = out.rfind("PANELS_JSON")
+    if marker < 0:
+        print(out[-2000:])
+        return
+    results = json.loads(out[marker + len("PANELS_JSON"):].strip())
+    print(f"  {'panel':34s} {'updates':>7s} {'median':>10s} {'p95':>10s}   target: <16 / <50 ms")
+    for name, r in results.items():
+        flag = "" if r["median_ms"] < 16 and r["p95_ms"] < 50 else "   <-- over target"
+        print(f"  {name:34s} {r['n']:7d} {r['median_ms']:8.2f} ms {r['p95_ms']:8.2f} ms{flag}")
+
+
+def bench_sim() -> None:
+    for script in sorted((ROOT / "benchmarks").glob("bench_*.py")):
+        header(f"{script.name}")
+        out = subprocess.run([PY, str(script)], capture_output=True, text=True, cwd=ROOT)
+        print(out.stdout.rstrip() or out.stderr[-2000:])
+
+
+def notebook_paths() -> list[Path]:
+    return sorted(p for d in ("notebooks", "solutions") for p in (ROOT / d).rglob("*.ipynb")
+                  if ".ipynb_checkpoints" not in p.parts)
+
+
+def bench_notebooks() -> None:
+    import nbformat
+    from nbclient import NotebookClient
+
+    header("notebook execution time (fresh kernel each)")
+    os.environ.setdefault("COMPANION_FAST", "1")
+    total = 0.0
+    for path in notebook_paths():
+        nb = nbformat.read(path, as_version=4)
+        t = time.perf_counter()
+        NotebookClient(nb, timeout=600, kernel_name="python3",
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        elapsed = time.perf_counter() - t
+        total += elapsed
+        print(f"  {str(path.relative_to(ROOT)):64s} {elapsed:6.2f} s")
+    print(f"  {'total':64s} {total:6.2f} s")
+
+
+def bench_browser() -> None:
+    header("JupyterLab start to first rendered notebook (headless Chromium)")
+    script = ROOT / "tests" / "browser" / "lab_timing.py"
+    if not script.exists():
+        print("  (no browser harness yet)")
+        return
+    out = subprocess.run([PY, str(script)], capture_output=True, text=True, cwd=ROOT)
+    print(out.stdout.rstrip() or out.stderr[-2000:])
+
+
+def bench_suite() -> None:
+    header("whole test suite (make test's pytest command)")
+    cmd = [PY, "-m", "pytest", "-n", "2", "--dist", "loadfile", "-q", "--nbval",
+           "--nbval-current-env", "--nbval-sanitize-with=nbval_sanitize.cfg",
+           "tests", "notebooks", "solutions", "exercises"]
+    env = dict(os.environ, COMPANION_FAST="1")
+    t = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+    elapsed = time.perf_counter() - t
+    last = [line for line in out.stdout.splitlines() if line.strip()][-1:]
+    print(f"  {elapsed:.1f} s  ({last[0] if last else 'no output'})")
+
+
+SECTIONS = {"import": bench_import, "panels": bench_panels, "sim": bench_sim,
+            "notebooks": bench_notebooks, "browser": bench_browser, "suite": bench_suite}
+
+if __name__ == "__main__":
+    chosen = sys.argv[1:] or list(SECTIONS)
+    unknown = [s for s in chosen if s not in SECTIONS]
+    if unknown:
+        sys.exit(f"unknown section(s) {unknown}; choose from {list(SECTIONS)}")
+    for name in chosen:
+        SECTIONS[name]()
