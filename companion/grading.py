@@ -22,6 +22,7 @@ import numbers
 import pkgutil
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable
 
 from companion import units
@@ -140,9 +141,13 @@ def describe(exercise_id: str) -> str:
     return "\n".join(lines)
 
 
-def _expected(ex: Exercise, seed: int) -> tuple[dict, dict]:
+@lru_cache(maxsize=512)
+def _solved(exercise_id: str, seed: int) -> tuple[dict, dict, dict]:
+    """(given, answers, mistakes) of one exercise variant, computed once: ``check`` is called
+    once per part, and the solvers can be simulations."""
+    ex = _exercise(exercise_id)
     given = ex.make_params(seed)
-    return given, ex.solve(given)
+    return given, ex.solve(given), ex.mistakes(given)
 
 
 # --- reading an answer -----------------------------------------------------------------------
@@ -165,7 +170,7 @@ def _read_answer(answer, part: Part):
         return None, (f"answer: part ({part.name}) wants True or False for "
                       f"'{part.quantity}', got {type(answer).__name__} {answer!r}")
     if part.kind == "choice":
-        if answer in part.options:
+        if isinstance(answer, (str, numbers.Number)) and answer in part.options:
             return answer, None
         return None, (f"answer: part ({part.name}) wants one of {list(part.options)}, "
                       f"got {answer!r}")
@@ -238,6 +243,27 @@ def _slip_hint(value: float, expected: float) -> str | None:
     return None
 
 
+def _hint(value, expected, part: Part, mistakes) -> str:
+    """The step to look at for a wrong answer: the exercise's own known mistake that matches
+    (ignoring any that coincide with the right answer), and a unit slip (MiB vs MB, s vs ms,
+    blocks vs tokens, ...) when the ratio shows one; both when both fit, since the two cannot
+    be told apart; else a generic pointer."""
+    if part.kind in ("bool", "choice"):
+        return next((why for wrong, why in mistakes if value == wrong and wrong != expected),
+                    "recheck the comparison this decision rests on")
+    expected = float(expected)
+    near = Part(part.name, part.quantity, part.unit, "rel", 0.002)
+    known = next((why for wrong, why in mistakes
+                  if not _close(float(wrong), expected, part) and _close(value, float(wrong), near)),
+                 None)
+    found = [h for h in (known, _slip_hint(value, expected)) if h]
+    if found:
+        return "; or ".join(found)
+    if part.kind == "exact":
+        return "a whole number is expected: check the rounding (floor or ceil?)"
+    return "recheck the formula and the inputs you used"
+
+
 @dataclass(frozen=True)
 class CheckResult:
     """Truthy when correct; ``message`` says what to look at (never the expected value)."""
@@ -267,7 +293,7 @@ def check(exercise_id: str, part: str, answer, seed: int = 0, *, quiet: bool = F
     if problem is not None:
         result = CheckResult(False, problem)
     else:
-        given, expected_all = _expected(ex, s)
+        given, expected_all, mistakes = _solved(ex.id, s)
         expected = expected_all[p.name]
         if p.kind in ("bool", "choice"):
             ok = value == expected
@@ -276,22 +302,7 @@ def check(exercise_id: str, part: str, answer, seed: int = 0, *, quiet: bool = F
         if ok:
             result = CheckResult(True, f"({p.name}) correct: {p.quantity}.")
         else:
-            hint = None
-            for wrong, why in ex.mistakes(given).get(p.name, []):
-                if p.kind in ("bool", "choice"):
-                    if value == wrong:
-                        hint = why
-                elif _close(value, float(wrong), Part(p.name, p.quantity, p.unit, "rel", 0.002)):
-                    hint = why
-                if hint:
-                    break
-            if hint is None and p.kind not in ("bool", "choice"):
-                hint = _slip_hint(value, float(expected))
-            if hint is None:
-                if p.kind == "exact":
-                    hint = "a whole number is expected: check the rounding (floor or ceil?)"
-                else:
-                    hint = "recheck the formula and the inputs you used"
+            hint = _hint(value, expected, p, mistakes.get(p.name, []))
             unit = f" (in {p.unit})" if p.unit else ""
             result = CheckResult(False, f"({p.name}) not yet: {p.quantity}{unit} is off. "
                                         f"Hint: {hint}.")

@@ -59,7 +59,7 @@ for L, name in ((short, "short"), (long_, "long")):
     for b in given["batches"]:
         assert grading.check("8-1", f"a-{name}-b{b}", reads[(L, b)], seed=SEED)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "a_explain", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
 
 # %% [markdown]
@@ -88,5 +88,5 @@ raise NotImplementedError()
 for L, name in ((short, "short"), (long_, "long")):
     assert grading.check("8-1", f"d-{name}", capacity_stops_first[L], seed=SEED)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "d_explain", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "d_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

@@ -63,7 +63,7 @@ for L, name in ((short, "short"), (long_, "long")):
     for b in given["batches"]:
         assert grading.check("8-1", f"a-{name}-b{b}", reads[(L, b)], seed=SEED)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "a_explain", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
 # The weight term halves every time the batch doubles, while the KV term $L k$ stays put, so
 # the total falls towards the KV line. At the chapter's 2K context the read per token drops
@@ -103,7 +103,7 @@ for L in (short, long_):
 for L, name in ((short, "short"), (long_, "long")):
     assert grading.check("8-1", f"d-{name}", capacity_stops_first[L], seed=SEED)
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "d_explain", "locked": false, "schema_version": 3, "solution": true, "task": false}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "d_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
 # In the chapter's setting only 37 short or 10 long requests fit in 12 GiB, fewer than the 51
 # and 13 at which KV reads would overtake weight reads: memory stops the batch before the

@@ -51,6 +51,10 @@ def execute(py: Path) -> float:
                    resources={"metadata": {"path": str(py.parent)}}).execute()
     elapsed = time.perf_counter() - t0
     nb.metadata.pop("widgets", None)
+    # jupytext gives every cell a fresh random id; stable ids keep re-execution diffs to
+    # what actually changed
+    for index, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{index:03d}"
     ipynb = py.with_suffix(".ipynb")
     nbformat.write(nb, ipynb)
     py.write_text(jupytext.writes(jupytext.read(ipynb, config=config), fmt="py:percent",

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+
 from companion import calc, specs, units
+from companion.exercises import data_ch08
 from companion.exercises._variants import pick, rng_for
+from companion.formulas import compression, kv_management, serving
 from companion.grading import Exercise, Part, register
+from companion.sim import kvcache, scheduler
+
 
 # --- Exercise 8-1: read volume per output token, b_KV, and the capacity cap (8.2.1) -----------
 
@@ -102,4 +107,1008 @@ def _mistakes_8_1(g: dict) -> dict:
 register(Exercise(
     id="8-1", title="How read volume changes as the batch grows", section="8.2.1",
     parts=_parts_8_1(), make_params=_params_8_1, solve=_solve_8_1, mistakes=_mistakes_8_1,
+))
+
+
+# --- shared helpers for 8-2 ... 8-9 ------------------------------------------------------------
+
+def _variant(exercise_id: str, seed: int, chapter: dict, options: dict) -> dict:
+    """Seed 0: the chapter's values; other seeds: one pick per key from ``options``."""
+    if seed == 0:
+        return dict(chapter)
+    rng = rng_for(exercise_id, seed)
+    return {key: pick(rng, list(opts)) for key, opts in options.items()}
+
+
+# --- Exercise 8-2: prefill chunks, the continuous-batching stall, token budgets (8.2.2-8.2.4) ---
+
+SOURCES_8_2 = ("r3-prefill", "context-growth", "r2-prefill", "queueing")
+COSTS_8_2 = ("chunk time per round", "queue wait")
+_BUDGETS_8_2 = data_ch08.REPLAY_TOKEN_BUDGETS
+
+
+def _params_8_2(seed: int) -> dict:
+    chosen = _variant("8-2", seed,
+                      {"short": 2048, "long": 8192, "r0_out": 8, "chunk": 512, "itl_ms": 50},
+                      {"short": (1024, 2048, 3072), "long": (4096, 6144, 8192, 12288),
+                       "r0_out": (6, 8, 10), "chunk": (256, 512, 1024), "itl_ms": (40, 50, 80)})
+    s, L = chosen["short"], chosen["long"]
+    # 8.2.2's four requests (id, arrival s, prompt tokens, output tokens), at most 2 running
+    requests = (("r0", 0.0, s, chosen["r0_out"]), ("r1", 0.0, s, 2), ("r2", 0.020, L, 2),
+                ("r3", 0.030, s, 4))
+    return {
+        "fixed_s": scheduler.ROUND_FIXED_S, "per_token_s": scheduler.ROUND_PER_TOKEN_S,
+        "per_pair_s": scheduler.ROUND_PER_PAIR_S, "requests": requests,
+        "max_running": scheduler.CHAPTER_8_2_2_MAX_RUNNING,
+        "chunk_tokens": chosen["chunk"], "itl_target_s": chosen["itl_ms"] * units.ms,
+        "replay": data_ch08.budget_replay(seed),
+    }
+
+
+def _parts_8_2() -> tuple[Part, ...]:
+    return (
+        Part("a-prefill", "duration of the first round (both prompts prefilled together)", "ms",
+             "rel", 0.002),
+        Part("a-decode", "duration of the next round (one decode step for each request)", "ms",
+             "rel", 0.0005),
+        Part("b-admit-round", "duration of the round in which continuous batching admits r2",
+             "ms", "rel", 0.002),
+        Part("b-source", "what makes the longest output interval under continuous batching",
+             kind="choice", options=SOURCES_8_2),
+        Part("c-pairs-first", "query-key pairs of the first chunk (no cached context)", "pairs",
+             "exact"),
+        Part("c-pairs-last", "query-key pairs of the last chunk of r2's prompt", "pairs",
+             "exact"),
+        Part("d-budget-itl", "token budget for the interval goal", "tokens", "choice",
+             options=_BUDGETS_8_2),
+        Part("d-budget-queue", "token budget for the admission goal", "tokens", "choice",
+             options=_BUDGETS_8_2),
+        Part("d-cost-itl", "the time cost that decides the interval goal", kind="choice",
+             options=COSTS_8_2),
+        Part("d-cost-queue", "the time cost that decides the admission goal", kind="choice",
+             options=COSTS_8_2),
+    )
+
+
+def _round_model_8_2(g: dict) -> scheduler.RoundTimeModel:
+    return scheduler.RoundTimeModel(g["fixed_s"], g["per_token_s"], g["per_pair_s"])
+
+
+def _continuous_8_2(g: dict):
+    reqs = [scheduler.Request(*r) for r in g["requests"]]
+    return scheduler.simulate(reqs, "continuous", max_running=g["max_running"],
+                              round_time=_round_model_8_2(g))
+
+
+def _long_prompt_8_2(g: dict) -> int:
+    return dict((r[0], r[2]) for r in g["requests"])["r2"]
+
+
+def _solve_8_2(g: dict) -> dict:
+    res = _continuous_8_2(g)
+    rounds = res.rounds
+    admit = next(r for r in rounds
+                 if any(s.request_id == "r2" and s.kind == "prefill" for s in r.segments))
+    # every running request emits once per round, so its output interval is one round's
+    # duration: the longest interval is the longest round that carries a decode step
+    worst = max((r for r in rounds if any(s.kind == "decode" for s in r.segments)),
+                key=lambda r: r.duration_s)
+    prefills = [s.request_id for s in worst.segments if s.kind == "prefill"]
+    source = f"{prefills[0]}-prefill" if prefills else "context-growth"
+    c, L = g["chunk_tokens"], _long_prompt_8_2(g)
+    rows = g["replay"].rows
+    meets = [r.token_budget for r in rows if r.max_itl_s < g["itl_target_s"]]
+    quickest = min(rows, key=lambda r: (r.queue_later_mean_s, r.token_budget))
+    return {
+        "a-prefill": rounds[0].duration_s / units.ms,
+        "a-decode": rounds[1].duration_s / units.ms,
+        "b-admit-round": admit.duration_s / units.ms,
+        "b-source": source,
+        "c-pairs-first": calc.attention_pairs(c, 0),
+        "c-pairs-last": calc.attention_pairs(c, L - c),
+        "d-budget-itl": max(meets) if meets else min(r.token_budget for r in rows),
+        "d-budget-queue": quickest.token_budget,
+        "d-cost-itl": COSTS_8_2[0],
+        "d-cost-queue": COSTS_8_2[1],
+    }
+
+
+def _mistakes_8_2(g: dict) -> dict:
+    f, t, p = g["fixed_s"], g["per_token_s"], g["per_pair_s"]
+    short = g["requests"][0][2]
+    L, c = _long_prompt_8_2(g), g["chunk_tokens"]
+    pairs_two = 2 * calc.attention_pairs(short, 0)
+    rows = g["replay"].rows
+    solved = _solve_8_2(g)
+    too_big = [r.token_budget for r in rows if r.max_itl_s >= g["itl_target_s"]]
+    slowest_queue = max(rows, key=lambda r: r.queue_later_mean_s).token_budget
+    return {
+        "a-prefill": [
+            ((f + t * 2 * short) / units.ms, "add the attention term: per_pair x the causal "
+                                             "pairs of both prompts"),
+            ((f + t * short + p * calc.attention_pairs(short, 0)) / units.ms,
+             "both prompts run in the same round: twice the rows and twice the pairs"),
+            ((f + t * 2 * short + p * 2 * short * short) / units.ms,
+             "causal attention: a prompt of c tokens has c(c+1)/2 pairs, not c squared"),
+        ],
+        "a-decode": [
+            ((f + t + p * calc.attention_pairs(1, short)) / units.ms,
+             "two requests decode in this round: two rows, and h + 1 pairs for each"),
+            ((f + t * 2 * short + p * pairs_two) / units.ms,
+             "this is the round after the prefill: one new token per request"),
+        ],
+        "b-admit-round": [
+            ((f + t * (L + 1)) / units.ms, "add the attention term of r2's prompt and r0's "
+                                           "decode step"),
+            ((f + t * (L + 1) + p * (L * L + short + 2)) / units.ms,
+             "causal attention: a prompt of c tokens has c(c+1)/2 pairs, not c squared"),
+            ((f + t + p * (short + 2)) / units.ms,
+             "continuous batching runs r2's whole prompt in the same round as r0's decode"),
+        ],
+        "b-source": [(s, "look at what else runs in the round where r0 waits longest")
+                     for s in SOURCES_8_2 if s != solved["b-source"]],
+        "c-pairs-first": [
+            (c * c, "causal attention: the k-th token sees k tokens, so c(c+1)/2, not c^2"),
+            (c * c // 2, "count the diagonal too: each token also attends to itself"),
+            (c * (c - 1) // 2, "count the diagonal too: each token also attends to itself"),
+        ],
+        "c-pairs-last": [
+            (c * (L - c), "add the triangle inside the chunk: c(c+1)/2"),
+            (c * L, "the k-th new token sees h + k tokens: c h + c(c+1)/2"),
+            (c * (L - c) + c * c // 2, "count the diagonal too: c(c+1)/2"),
+        ],
+        "d-budget-itl": [
+            (min(r.token_budget for r in rows),
+             "choose the largest budget that still meets the interval target: fewer, larger "
+             "chunks mean fewer launches and weight reads"),
+        ] + ([(min(too_big), "the longest output interval must stay below the target")]
+             if too_big else []),
+        "d-budget-queue": [
+            (max(r.token_budget for r in rows),
+             "read the queueing column: the largest budget is not always the quickest"),
+            (slowest_queue, "the admission goal wants the least queueing, not the most"),
+        ],
+        "d-cost-itl": [(COSTS_8_2[1], "a running request waits for the whole round, prompt "
+                                      "chunk included")],
+        "d-cost-queue": [(COSTS_8_2[0], "later arrivals wait in the queue until a round has "
+                                        "budget left for their prompt")],
+    }
+
+
+register(Exercise(
+    id="8-2", title="Prefill chunk size from an output-interval target", section="8.2.2-8.2.4",
+    parts=_parts_8_2(), make_params=_params_8_2, solve=_solve_8_2, mistakes=_mistakes_8_2,
+))
+
+
+# --- Exercise 8-3: block size, paging waste and prefix sharing (8.3.1-8.3.2) -------------------
+
+BLOCK_SIZES_8_3 = (2, 4, 8)
+BATCHES_8_3 = (8, 16, 32)
+_SHAPES_8_3 = [  # (prompt, shared prefix, output): prefixes are whole 16-token blocks
+    (8192, 6144, 256), (4096, 3072, 256), (16384, 12288, 256), (8192, 4096, 128)]
+
+
+def _params_8_3(seed: int) -> dict:
+    if seed == 0:
+        lengths, model, shape = kv_management.PAGING_EXAMPLE_LENGTHS, specs.QWEN3_8B, _SHAPES_8_3[0]
+    else:
+        rng = rng_for("8-3", seed)
+        lengths = [int(x) for x in rng.integers(3, 21, size=4)]
+        if all(L % 2 == 0 for L in lengths):
+            lengths[0] += 1    # an odd length leaves a slot unused at every block size
+        model = pick(rng, _MODELS_8_1)
+        shape = pick(rng, _SHAPES_8_3)
+    prompt, prefix, output = shape
+    return {"lengths": tuple(lengths), "block_sizes": BLOCK_SIZES_8_3, "model": model,
+            "kv_bytes_per_token": calc.kv_bytes_per_token(model), "prompt_tokens": prompt,
+            "shared_prefix_tokens": prefix, "output_tokens": output, "block_tokens": 16,
+            "batches": BATCHES_8_3}
+
+
+def _parts_8_3() -> tuple[Part, ...]:
+    parts = []
+    for p in BLOCK_SIZES_8_3:
+        parts.append(Part(f"a-p{p}-unused", f"unused slots in the tail blocks, summed "
+                                            f"(p = {p})", "tokens", "exact"))
+        parts.append(Part(f"a-p{p}-entries", f"block-table entries, summed (p = {p})", "blocks",
+                          "exact"))
+    for b in BATCHES_8_3:
+        parts.append(Part(f"b-indep-b{b}", f"KV of {b} finished long requests, independent",
+                          "MiB"))
+    for b in BATCHES_8_3:
+        parts.append(Part(f"b-shared-b{b}", f"KV of {b} finished long requests, shared prefix",
+                          "MiB"))
+    for b in BATCHES_8_3:
+        parts.append(Part(f"c-saved-b{b}", f"physical blocks saved for {b} requests when one "
+                                           f"private block joins the prefix", "blocks", "exact"))
+    return tuple(parts)
+
+
+def _shared_blocks_8_3(g: dict, batch: int, prefix: int) -> int:
+    held = calc.held_tokens(g["prompt_tokens"], g["output_tokens"])
+    return kvcache.page_sequences([held] * batch, g["block_tokens"],
+                                  shared_prefix_tokens=prefix).physical_blocks
+
+
+def _solve_8_3(g: dict) -> dict:
+    out = {}
+    for p in g["block_sizes"]:
+        rep = kvcache.page_sequences(g["lengths"], p)
+        out[f"a-p{p}-unused"] = rep.unused_tokens
+        out[f"a-p{p}-entries"] = rep.references
+    kw = dict(block_tokens=g["block_tokens"])
+    for b in g["batches"]:
+        out[f"b-indep-b{b}"] = calc.prefix_shared_kv_bytes(
+            g["model"], b, g["prompt_tokens"], g["output_tokens"], **kw) / units.MiB
+        out[f"b-shared-b{b}"] = calc.prefix_shared_kv_bytes(
+            g["model"], b, g["prompt_tokens"], g["output_tokens"],
+            shared_prefix_tokens=g["shared_prefix_tokens"], **kw) / units.MiB
+        prefix = g["shared_prefix_tokens"]
+        out[f"c-saved-b{b}"] = (_shared_blocks_8_3(g, b, prefix)
+                                - _shared_blocks_8_3(g, b, prefix + g["block_tokens"]))
+    return out
+
+
+def _mistakes_8_3(g: dict) -> dict:
+    hints = {}
+    lengths = g["lengths"]
+    for p in g["block_sizes"]:
+        hints[f"a-p{p}-unused"] = [
+            (sum(p - L % p for L in lengths),
+             "a sequence that fills its last block exactly leaves no slot unused"),
+            (sum(calc.kv_tokens_allocated(L, p) for L in lengths),
+             "unused slots are allocated minus stored tokens"),
+        ]
+        hints[f"a-p{p}-entries"] = [
+            (sum(calc.kv_tokens_allocated(L, p) for L in lengths),
+             "a block-table entry maps one block, not one token slot"),
+            (sum(L // p for L in lengths), "a partly filled tail block needs an entry too: "
+                                           "round up"),
+        ]
+    model, prompt, out_t = g["model"], g["prompt_tokens"], g["output_tokens"]
+    k = g["kv_bytes_per_token"]
+    held = calc.held_tokens(prompt, out_t)
+    prefix = g["shared_prefix_tokens"]
+    private = calc.kv_bytes(model, held - prefix) / units.MiB
+    for b in g["batches"]:
+        hints[f"b-indep-b{b}"] = [
+            (b * calc.kv_bytes(model, prompt) / units.MiB,
+             "reserve what a request holds when generation ends: prompt + output - 1 tokens"),
+            (b * held * k / units.MiB, "round each request up to whole 16-token blocks"),
+        ]
+        hints[f"b-shared-b{b}"] = [
+            (b * calc.kv_bytes(model, held) / units.MiB,
+             "with sharing the common prefix is stored once, not once per request"),
+            (b * private, "the shared prefix is still stored, once"),
+            (b * (private + calc.kv_bytes(model, prefix) / units.MiB),
+             "with sharing the common prefix is stored once, not once per request"),
+        ]
+        hints[f"c-saved-b{b}"] = [
+            (b, "the common prefix gains that block, stored once: count it"),
+            (b + 1, "each request loses one private block and the prefix gains one"),
+        ]
+    return hints
+
+
+register(Exercise(
+    id="8-3", title="KV block size and prefix sharing", section="8.3.1-8.3.2",
+    parts=_parts_8_3(), make_params=_params_8_3, solve=_solve_8_3, mistakes=_mistakes_8_3,
+))
+
+
+# --- Exercise 8-4: which prefixes a limited cache should keep (8.3.3-8.3.4) --------------------
+
+KEEP_8_4 = ("A", "B")
+WHY_SMALL_8_4 = ("the prefix changes every round", "other requests evict the prefix",
+                 "a round does not fit in the pool")
+WHY_GAP_8_4 = ("the first round has nothing cached", "only whole blocks are reused",
+               "other requests evict the prefix")
+_PREFIXES_8_4 = [(6144, 2048), (6144, 3072), (6144, 1536), (4096, 1024), (4096, 2048),
+                 (8192, 2048), (8192, 4096)]
+
+
+def _params_8_4(seed: int) -> dict:
+    chosen = _variant("8-4", seed, {"prefixes": (6144, 2048), "hit": 0.5},
+                      {"prefixes": _PREFIXES_8_4, "hit": (0.3, 0.4, 0.5, 0.6, 0.7)})
+    a_tokens, b_tokens = chosen["prefixes"]
+    model, hw = specs.QWEN3_8B, specs.RTX_PRO_6000
+    cache = calc.kv_bytes(model, a_tokens)
+    return {
+        "model": model, "hardware": hw, "cache_bytes": cache,
+        "a_tokens": a_tokens, "b_tokens": b_tokens,
+        "b_count": int(cache // calc.kv_bytes(model, b_tokens)),
+        "hit_prob": chosen["hit"],
+        # Experiment 8-1's batch-1 prefill efficiency: 62.2% of peak, printed "62%" (8.3.4)
+        "efficiency": kv_management.RECOMPUTE_EFFICIENCY,
+        "gen5_link_bytes_per_s": specs.PCIE_GEN5_X16_BYTES_PER_S,
+        "gen4_link_bytes_per_s": specs.PCIE_GEN4_X16_BYTES_PER_S,
+        "replay": data_ch08.agent_cache_replay(seed),
+    }
+
+
+def _parts_8_4() -> tuple[Part, ...]:
+    parts = [
+        Part("a-recompute-A", "time to recompute prefix A", "ms"),
+        Part("a-fetch-A", "time to fetch prefix A back over PCIe Gen5", "ms"),
+        Part("a-value-A", "expected net saving of keeping A (Gen5)", "ms"),
+        Part("a-value-B", "expected net saving of keeping the B prefixes (Gen5)", "ms"),
+        Part("a-keep", "which to keep over PCIe Gen5", kind="choice", options=KEEP_8_4),
+        Part("b-threshold", "A's hit probability below which the B prefixes win (Gen5)", "%",
+             points=2),
+        Part("c-value-A", "expected net saving of keeping A (Gen4)", "ms"),
+        Part("c-value-B", "expected net saving of keeping the B prefixes (Gen4)", "ms"),
+        Part("c-keep", "which to keep over PCIe Gen4", kind="choice", options=KEEP_8_4),
+        Part("c-threshold", "A's hit probability below which the B prefixes win (Gen4)", "%"),
+        Part("d-prefix-ratio", "common-prefix ratio of the replay", "%"),
+        Part("d-hit-large", "actual hit ratio with the large pool", "%"),
+        Part("d-reprocessed-small", "input tokens prefilled again with the small pool", "tokens",
+             "exact"),
+        Part("d-why-small", "why the small pool hits so little", kind="choice",
+             options=WHY_SMALL_8_4),
+        Part("d-why-gap", "why even the large pool hits less than the common prefix",
+             kind="choice", options=WHY_GAP_8_4),
+    ]
+    return tuple(parts)
+
+
+def _retention_8_4(g: dict, tokens: int, link: str):
+    return calc.prefix_retention(g["model"], g["hardware"], tokens, hit_prob=g["hit_prob"],
+                                 efficiency=g["efficiency"],
+                                 link_bytes_per_s=g[f"{link}_link_bytes_per_s"])
+
+
+def _solve_8_4(g: dict) -> dict:
+    out = {}
+    for prefix, link in (("a", "gen5"), ("c", "gen4")):
+        a = _retention_8_4(g, g["a_tokens"], link)
+        b = _retention_8_4(g, g["b_tokens"], link)
+        b_total = g["b_count"] * b.value_s
+        if prefix == "a":
+            out["a-recompute-A"] = a.recompute_s / units.ms
+            out["a-fetch-A"] = a.fetch_s / units.ms
+        out[f"{prefix}-value-A"] = a.value_s / units.ms
+        out[f"{prefix}-value-B"] = b_total / units.ms
+        out[f"{prefix}-keep"] = "A" if a.value_s >= b_total else "B"
+        threshold = calc.retention_break_even_hit_prob(a.recompute_s, a.fetch_s, a.maintain_s,
+                                                       target_value_s=b_total)
+        out["b-threshold" if prefix == "a" else "c-threshold"] = 100 * threshold
+    rounds = g["replay"].rounds
+    total = sum(r.input_tokens for r in rounds)
+    out["d-prefix-ratio"] = 100 * sum(r.common_prefix_tokens for r in rounds) / total
+    out["d-hit-large"] = 100 * calc.cache_replay_hits(
+        total, sum(r.hit_tokens_large for r in rounds)).hit_ratio
+    out["d-reprocessed-small"] = calc.cache_replay_hits(
+        total, sum(r.hit_tokens_small for r in rounds)).reprocessed_tokens
+    # what the large pool misses beyond whole-block rounding of each round's common prefix
+    p = g["replay"].block_tokens
+    whole = sum(r.common_prefix_tokens // p * p for r in rounds)
+    evicted_large = whole - sum(r.hit_tokens_large for r in rounds)
+    out["d-why-small"] = "other requests evict the prefix"
+    out["d-why-gap"] = ("only whole blocks are reused" if evicted_large == 0
+                        else "other requests evict the prefix")
+    return out
+
+
+def _mistakes_8_4(g: dict) -> dict:
+    hints = {}
+    model, hw = g["model"], g["hardware"]
+    solved = _solve_8_4(g)
+    hints["a-recompute-A"] = [
+        (calc.prefix_recompute_s(model, hw, g["a_tokens"], 0.5777) / units.ms,
+         "use the batch-1 prefill efficiency of Experiment 8-1, not the batch-16 58%"),
+        (calc.prefix_recompute_s(model, hw, g["a_tokens"], 1.0) / units.ms,
+         "divide by the efficiency actually reached, not the peak"),
+        (calc.matrix_flops(model, g["a_tokens"]) / (g["efficiency"] * hw.peak_flops_per_s)
+         / units.ms, "include the causal attention FLOPs of the prefix"),
+    ]
+    for prefix, link in (("a", "gen5"), ("c", "gen4")):
+        a = _retention_8_4(g, g["a_tokens"], link)
+        b = _retention_8_4(g, g["b_tokens"], link)
+        p = g["hit_prob"]
+        hints[f"{prefix}-value-A"] = [
+            (p * (a.recompute_s - a.fetch_s) / units.ms,
+             "subtract the maintenance time: the swap-out is paid even when the prefix is "
+             "never hit"),
+            ((p * a.recompute_s - a.maintain_s) / units.ms,
+             "a hit still fetches the prefix: it saves T_r - T_f, not T_r"),
+            ((a.recompute_s - a.fetch_s - a.maintain_s) / units.ms,
+             "weight the saving per hit by the hit probability"),
+        ]
+        hints[f"{prefix}-value-B"] = [
+            (b.value_s / units.ms, "the same space holds several B prefixes: add their values"),
+        ]
+        key = "b-threshold" if prefix == "a" else "c-threshold"
+        hints[key] = [
+            (100 * a.break_even_hit_prob,
+             "that is the break-even against keeping nothing; compare with the B prefixes' "
+             "value instead"),
+            (100 * g["b_count"] * b.value_s / (a.recompute_s - a.fetch_s),
+             "A still pays its maintenance time: add T_m before dividing"),
+        ]
+        hints[f"{prefix}-keep"] = [(o, "compare the two expected savings for the same space")
+                                   for o in KEEP_8_4 if o != solved[f"{prefix}-keep"]]
+    rounds = g["replay"].rounds
+    total = sum(r.input_tokens for r in rounds)
+    hints["d-prefix-ratio"] = [
+        (100 * sum(r.hit_tokens_large for r in rounds) / total,
+         "that is what the pool actually hit; the common-prefix ratio counts every token "
+         "shared with the previous round's input"),
+    ]
+    hints["d-hit-large"] = [
+        (100 * sum(r.common_prefix_tokens for r in rounds) / total,
+         "that is the common-prefix ratio; read the hits the pool actually served"),
+    ]
+    hints["d-reprocessed-small"] = [
+        (sum(r.hit_tokens_small for r in rounds), "count the tokens that must be prefilled "
+                                                  "again, not the hits"),
+    ]
+    hints["d-why-small"] = [(o, "look at how many tokens other requests bring in between two "
+                                "rounds, against the small pool's size")
+                            for o in WHY_SMALL_8_4 if o != solved["d-why-small"]]
+    hints["d-why-gap"] = [(o, "compare each round's hits with its common prefix, block by "
+                              "block") for o in WHY_GAP_8_4 if o != solved["d-why-gap"]]
+    return hints
+
+
+register(Exercise(
+    id="8-4", title="Which prefixes a limited cache should keep", section="8.3.3-8.3.4",
+    parts=_parts_8_4(), make_params=_params_8_4, solve=_solve_8_4, mistakes=_mistakes_8_4,
+))
+
+
+# --- Exercise 8-5: weight offloading, prefetch buffers and copy time (8.4.3) -------------------
+
+LINKS_8_5 = ("pcie", "c2c")
+
+def _params_8_5(seed: int) -> dict:
+    chosen = _variant("8-5", seed, {"every": 4, "prompt": 8192, "output": 256, "budget_s": 1.0},
+                      {"every": (2, 3, 4), "prompt": (4096, 8192), "output": (128, 256, 512),
+                       "budget_s": (0.5, 1.0, 2.0)})
+    return {
+        "model": specs.QWEN3_8B, "every_n_layers": chosen["every"], "buffer_sets": (1, 2),
+        "prompt_tokens": chosen["prompt"], "output_tokens": chosen["output"],
+        "pcie_link_bytes_per_s": specs.PCIE_GEN5_X16_BYTES_PER_S,
+        "c2c_link_bytes_per_s": specs.NVLINK_C2C_BYTES_PER_S,
+        "compute_round_s": compression.BATCH1_ROUND_S, "copy_budget_s": chosen["budget_s"],
+    }
+
+
+def _parts_8_5() -> tuple[Part, ...]:
+    parts = []
+    for n in (1, 2):
+        parts.append(Part(f"a-net-{n}buf", f"net GPU memory freed with {n} buffer set(s)", "MiB"))
+    for n in (1, 2):
+        parts.append(Part(f"a-inputs-{n}buf", f"extra prompt-sized KV states that fit "
+                                              f"({n} buffer set(s))", "requests", "exact"))
+        parts.append(Part(f"a-complete-{n}buf", f"extra finished-request KV states that fit "
+                                                f"({n} buffer set(s))", "requests", "exact"))
+    for link, name in (("pcie", "PCIe Gen5 x16"), ("c2c", "NVLink-C2C")):
+        parts.append(Part(f"b-copy-{link}", f"lower bound of the copy per step over {name}",
+                          "ms"))
+        parts.append(Part(f"b-total-{link}", f"lower bound of the copying over all steps, {name}",
+                          "s"))
+        parts.append(Part(f"b-hidden-{link}", f"can prefetch hide the copy behind a decode round "
+                                              f"over {name}?", kind="bool"))
+    parts.append(Part("c-min-bw", "smallest one-way bandwidth for the copy budget", "GB/s"))
+    return tuple(parts)
+
+
+def _steps_8_5(g: dict) -> int:
+    return calc.held_tokens(0, g["output_tokens"])  # G - 1 forward passes after the prefill
+
+
+def _solve_8_5(g: dict) -> dict:
+    out = {}
+    model = g["model"]
+    input_state = calc.kv_bytes(model, g["prompt_tokens"])
+    complete_state = calc.kv_bytes(model, calc.held_tokens(g["prompt_tokens"], g["output_tokens"]))
+    for n in g["buffer_sets"]:
+        net = calc.ffn_offload(model, g["every_n_layers"], n).net_saved_bytes
+        out[f"a-net-{n}buf"] = net / units.MiB
+        out[f"a-inputs-{n}buf"] = int(net // input_state)
+        out[f"a-complete-{n}buf"] = int(net // complete_state)
+    moved = calc.ffn_offload(model, g["every_n_layers"], 1).offloaded_bytes
+    steps = _steps_8_5(g)
+    for link in LINKS_8_5:
+        bw = g[f"{link}_link_bytes_per_s"]
+        copy = calc.offload_copy_bound(moved, bw, g["compute_round_s"], rounds=steps)
+        out[f"b-copy-{link}"] = copy.copy_s / units.ms
+        out[f"b-total-{link}"] = copy.total_copy_s
+        out[f"b-hidden-{link}"] = bool(copy.copy_hidden)
+    out["c-min-bw"] = calc.min_link_bytes_per_s(moved, steps, g["copy_budget_s"]) / units.GB
+    return out
+
+
+def _mistakes_8_5(g: dict) -> dict:
+    hints = {}
+    model = g["model"]
+    off = calc.ffn_offload(model, g["every_n_layers"], 1)
+    input_state = calc.kv_bytes(model, g["prompt_tokens"])
+    complete_state = calc.kv_bytes(model, calc.held_tokens(g["prompt_tokens"], g["output_tokens"]))
+    steps = _steps_8_5(g)
+    for n in g["buffer_sets"]:
+        net = calc.ffn_offload(model, g["every_n_layers"], n).net_saved_bytes
+        hints[f"a-net-{n}buf"] = [
+            (off.offloaded_bytes / units.MiB, "the prefetch buffers stay on the GPU: subtract "
+                                              "them"),
+        ]
+        hints[f"a-inputs-{n}buf"] = [
+            (-(-net // input_state), "only whole states fit: round down"),
+            (off.offloaded_bytes // input_state, "divide the net saving, after the buffers"),
+        ]
+        hints[f"a-complete-{n}buf"] = [
+            (-(-net // complete_state), "only whole states fit: round down"),
+            (net // input_state, "a finished request holds prompt + output - 1 tokens"),
+        ]
+    for link in LINKS_8_5:
+        bw = g[f"{link}_link_bytes_per_s"]
+        net1 = calc.ffn_offload(model, g["every_n_layers"], 1).net_saved_bytes
+        hints[f"b-copy-{link}"] = [
+            (net1 / bw / units.ms, "every step copies all offloaded weights, not the net "
+                                   "saving"),
+        ]
+        hints[f"b-total-{link}"] = [
+            ((steps + 1) * off.offloaded_bytes / bw,
+             "the first token comes from the prefill: G - 1 steps copy weights"),
+        ]
+    hints["c-min-bw"] = [
+        ((steps + 1) * off.offloaded_bytes / g["copy_budget_s"] / units.GB,
+         "the first token comes from the prefill: G - 1 steps copy weights"),
+    ]
+    return hints
+
+
+register(Exercise(
+    id="8-5", title="Capacity freed by weight offloading versus added copying", section="8.4.3",
+    parts=_parts_8_5(), make_params=_params_8_5, solve=_solve_8_5, mistakes=_mistakes_8_5,
+))
+
+
+# --- Exercise 8-6: KV compression, answer correctness and retries (8.4.2, 8.4.4) ----------------
+
+FORMATS_8_6 = ("q8_0", "q4_0")
+
+
+def _params_8_6(seed: int) -> dict:
+    chosen = _variant("8-6", seed, {"prompt": 8192, "budget_gib": 12},
+                      {"prompt": (4096, 8192, 16384), "budget_gib": (8, 12, 16, 24)})
+    return {
+        "model": specs.QWEN3_8B, "prompt_tokens": chosen["prompt"], "output_tokens": 256,
+        "block_tokens": 16, "kv_budget_bytes": chosen["budget_gib"] * units.GiB,
+        "formats": FORMATS_8_6, "precision": data_ch08.precision_results(seed),
+        "retries": data_ch08.retry_records(seed),
+    }
+
+
+def _parts_8_6() -> tuple[Part, ...]:
+    parts = []
+    for fmt in FORMATS_8_6:
+        parts.append(Part(f"a-input-{fmt}", f"KV of the prompt in {fmt}", "MiB"))
+        parts.append(Part(f"a-final-{fmt}", f"KV of a finished long request in {fmt}", "MiB"))
+        parts.append(Part(f"a-fit-{fmt}", f"finished long requests that fit the budget in {fmt}",
+                          "requests", "exact"))
+    parts += [
+        Part("b-correct-bf16", "questions answered correctly with BF16 KV", "questions", "exact"),
+        Part("b-correct-fp8", "questions answered correctly with FP8 KV", "questions", "exact"),
+        Part("b-correct-mixed", "questions answered correctly with FP8 KV + BF16 Q", "questions",
+             "exact"),
+        Part("b-changed", "questions whose correctness differs between BF16 KV and "
+                          "FP8 KV + BF16 Q", "questions", "exact"),
+        Part("c-successful", "requests that end with a correct answer", "requests", "exact"),
+        Part("c-total", "time to a correct answer, every attempt counted, summed", "s"),
+        Part("c-final-only", "time of the final successful attempts only, summed", "s"),
+    ]
+    return tuple(parts)
+
+
+def _attempts_by_request_8_6(records) -> dict:
+    by_request: dict = {}
+    for a in records.attempts:
+        by_request.setdefault(a.request, []).append(a)
+    return by_request
+
+
+def _solve_8_6(g: dict) -> dict:
+    out = {}
+    model, prompt, output = g["model"], g["prompt_tokens"], g["output_tokens"]
+    held = calc.held_tokens(prompt, output)
+    for fmt in g["formats"]:
+        kw = dict(block_tokens=g["block_tokens"])
+        out[f"a-input-{fmt}"] = calc.kv_quantized_bytes(model, prompt, fmt, **kw) / units.MiB
+        out[f"a-final-{fmt}"] = calc.kv_quantized_bytes(model, held, fmt, **kw) / units.MiB
+        out[f"a-fit-{fmt}"] = calc.max_concurrent_kv_format(g["kv_budget_bytes"], model, prompt,
+                                                            output, fmt, **kw)
+    items = g["precision"].items
+    configs = g["precision"].configs
+    for key, name in (("bf16", "BF16 KV"), ("fp8", "FP8 KV"), ("mixed", "FP8 KV + BF16 Q")):
+        out[f"b-correct-{key}"] = sum(it.correct[configs.index(name)] for it in items)
+    i, j = configs.index("BF16 KV"), configs.index("FP8 KV + BF16 Q")
+    out["b-changed"] = sum(it.correct[i] != it.correct[j] for it in items)
+    done = [a for a in _attempts_by_request_8_6(g["retries"]).values() if a[-1].correct]
+    out["c-successful"] = len(done)
+    out["c-total"] = sum(calc.time_to_correct_answer_s([x.time_s for x in a]) for a in done)
+    out["c-final-only"] = sum(a[-1].time_s for a in done)
+    return out
+
+
+def _mistakes_8_6(g: dict) -> dict:
+    hints = {}
+    model, prompt, output = g["model"], g["prompt_tokens"], g["output_tokens"]
+    held = calc.held_tokens(prompt, output)
+    code_bits = {"q8_0": 8, "q4_0": 4}
+    for fmt in g["formats"]:
+        no_scale = code_bits[fmt] / 16
+        hints[f"a-input-{fmt}"] = [
+            (calc.kv_bytes(model, prompt) * no_scale / units.MiB,
+             "each group of 32 values also stores a 2-byte scale"),
+        ]
+        hints[f"a-final-{fmt}"] = [
+            (calc.kv_bytes(model, held) * no_scale / units.MiB,
+             "each group of 32 values also stores a 2-byte scale"),
+            (calc.kv_quantized_bytes(model, prompt, fmt) / units.MiB,
+             "a finished request also holds its output tokens' KV (all but the last)"),
+        ]
+        hints[f"a-fit-{fmt}"] = [
+            (calc.max_concurrent(g["kv_budget_bytes"], model, prompt, output),
+             "that is the BF16 capacity: divide by the compressed size"),
+            (calc.max_concurrent_kv_format(g["kv_budget_bytes"], model, prompt, 1, fmt),
+             "reserve the KV a request holds at the end of generation"),
+        ]
+    items, configs = g["precision"].items, g["precision"].configs
+    i, j = configs.index("BF16 KV"), configs.index("FP8 KV + BF16 Q")
+    hints["b-changed"] = [
+        (abs(sum(it.correct[i] for it in items) - sum(it.correct[j] for it in items)),
+         "compare question by question: equal totals can hide changes in both directions"),
+    ]
+    by_request = _attempts_by_request_8_6(g["retries"])
+    everything = sum(a.time_s for a in g["retries"].attempts)
+    hints["c-total"] = [
+        (everything, "count only the requests that end with a correct answer"),
+        (sum(a[-1].time_s for a in by_request.values() if a[-1].correct),
+         "a retry's cost includes the failed attempts before it"),
+    ]
+    hints["c-final-only"] = [
+        (sum(a[0].time_s for a in by_request.values() if a[-1].correct),
+         "take each successful request's last attempt, not its first"),
+    ]
+    hints["c-successful"] = [
+        (len(by_request), "some requests never reach a correct answer within the attempts "
+                          "allowed"),
+    ]
+    return hints
+
+
+register(Exercise(
+    id="8-6", title="KV compression: capacity, correctness and retry cost",
+    section="8.4.2, 8.4.4",
+    parts=_parts_8_6(), make_params=_params_8_6, solve=_solve_8_6, mistakes=_mistakes_8_6,
+))
+
+
+# --- Exercise 8-7: the draft length with the lowest latency per token (8.5.2-8.5.4) -------------
+
+DRAFT_LENS_8_7 = (1, 2, 4, 8)
+
+
+def _params_8_7(seed: int) -> dict:
+    chosen = _variant("8-7", seed, {"a": 0.75, "verify_ms": 26.3, "draft_ms": 3.6},
+                      {"a": (0.6, 0.7, 0.8, 0.85, 0.9), "verify_ms": (16.9, 20.0, 26.3),
+                       "draft_ms": (2.0, 3.6, 5.0)})
+    # 8.5.3's RTX PRO 6000 figures rounded to one decimal: 26.26 -> 26.3 ms, 3.57 -> 3.6 ms
+    return {"acceptance": chosen["a"], "verify_s": chosen["verify_ms"] * units.ms,
+            "per_draft_s": chosen["draft_ms"] * units.ms, "draft_lens": DRAFT_LENS_8_7,
+            "group": 4}
+
+
+def _parts_8_7() -> tuple[Part, ...]:
+    parts = [Part(f"a-m{m}", f"expected tokens per round, draft length {m}", "tokens", "rel",
+                  0.002) for m in DRAFT_LENS_8_7]
+    parts += [Part(f"b-m{m}", f"average latency per output token, draft length {m}", "ms")
+              for m in DRAFT_LENS_8_7]
+    parts += [
+        Part("b-best", "draft length with the lowest latency per token", kind="choice",
+             options=DRAFT_LENS_8_7),
+        Part("c-m5", "latency per output token at draft length 5, grouped drafting", "ms"),
+        Part("c-marginal", "added time per added expected token, going from 4 to 5 (grouped)",
+             "ms"),
+        Part("c-extend", "does going from 4 to 5 lower the latency per token (grouped)?",
+             kind="bool"),
+    ]
+    return tuple(parts)
+
+
+def _solve_8_7(g: dict) -> dict:
+    a, tv, td = g["acceptance"], g["verify_s"], g["per_draft_s"]
+    out = {}
+    for row in calc.draft_length_table(a, g["draft_lens"], tv, td):
+        m = row["draft_len"]
+        out[f"a-m{m}"] = row["expected_tokens"]
+        out[f"b-m{m}"] = row["latency_per_token_s"] / units.ms
+    out["b-best"] = calc.best_draft_length(a, g["draft_lens"], tv, td)
+    grouped = calc.draft_length_table(a, [5], tv, td, g["group"])[0]
+    out["c-m5"] = grouped["latency_per_token_s"] / units.ms
+    step = calc.marginal_draft_gain(a, 5, tv, td, g["group"])
+    out["c-marginal"] = step["marginal_s_per_token"] / units.ms
+    out["c-extend"] = bool(step["helps"])
+    return out
+
+
+def _mistakes_8_7(g: dict) -> dict:
+    a, tv, td = g["acceptance"], g["verify_s"], g["per_draft_s"]
+    hints = {}
+    for m in g["draft_lens"]:
+        n = calc.speculative_expected_tokens(a, m)
+        t = calc.draft_round_time(m, tv, td)
+        dist = calc.speculative_output_distribution(a, m)
+        per_round_mean = sum(p * t / k for k, p in enumerate(dist, start=1))
+        hints[f"a-m{m}"] = [
+            (n - 1, "a round always yields the target's own token: E[N] starts at 1"),
+            (calc.speculative_expected_tokens(a, m - 1),
+             "sum the survival products up to a^m, one term per draft position"),
+            (m + 1, "that is the most a round can yield; weight each count by its probability"),
+        ]
+        hints[f"b-m{m}"] = [
+            (t / (m + 1) / units.ms, "divide by the expected output, not the most a round can "
+                                     "yield"),
+            (per_round_mean / units.ms,
+             "divide the round time by the expected output: averaging per-round latencies "
+             "weighs a one-token round like a long one"),
+            (t / m / units.ms, "divide by the tokens a round outputs, E[N], not the draft "
+                               "length"),
+        ]
+    n5 = calc.speculative_expected_tokens(a, 5)
+    n4 = calc.speculative_expected_tokens(a, 4)
+    hints["c-m5"] = [
+        (calc.draft_round_time(5, tv, td) / n5 / units.ms,
+         "a partial group of draft positions is timed as a full group"),
+    ]
+    hints["c-marginal"] = [
+        (td / (n5 - n4) / units.ms, "with groups of 4 the fifth position costs a whole new "
+                                    "group"),
+        (calc.draft_round_time(5, tv, td, g["group"]) / n5 / units.ms,
+         "the marginal condition compares the added time per added token, dT/dN"),
+    ]
+    hints["c-extend"] = [(True, "compare dT/dN with the current T/N")]
+    return hints
+
+
+register(Exercise(
+    id="8-7", title="The draft length with the lowest latency per output token",
+    section="8.5.2-8.5.4",
+    parts=_parts_8_7(), make_params=_params_8_7, solve=_solve_8_7, mistakes=_mistakes_8_7,
+))
+
+
+# --- Exercise 8-8: stage acceleration and draft preparation in a whole task (8.6.3) ------------
+
+STAGES_8_8 = ("prefill", "decode", "tool")
+
+
+def _params_8_8(seed: int) -> dict:
+    if seed == 0:
+        stages, factor, prep = serving.EX88_STAGE_S, serving.EX88_DECODE_FACTOR, serving.EX88_PREP_S
+    else:
+        rng = rng_for("8-8", seed)
+        prefill = pick(rng, [10.0, 15.0, 20.0, 25.0])
+        decode = pick(rng, [40.0, 50.0, 60.0])
+        stages = (prefill, decode, 100.0 - prefill - decode)
+        factor = pick(rng, [2.0, 3.0, 4.0, 8.0])
+        saved = decode - decode / factor
+        prep = float(round(saved * pick(rng, [0.15, 0.25, 0.4, 0.6]) * 2) / 2)
+    return {"stage_s": tuple(stages), "stage_names": STAGES_8_8, "halving_factor": 2.0,
+            "decode_factor": factor, "prep_s": prep}
+
+
+def _parts_8_8() -> tuple[Part, ...]:
+    parts = [Part(f"a-{name}", f"task time with the {name} stage halved", "s")
+             for name in STAGES_8_8]
+    parts += [
+        Part("b-time", "task time with faster decode plus draft preparation", "s"),
+        Part("b-speedup", "net speedup of the whole task", "x"),
+        Part("b-breakeven", "preparation time at which the change stops saving time", "s"),
+    ]
+    return tuple(parts)
+
+
+def _speedups_8_8(g: dict, stage: str, factor: float) -> list:
+    return [factor if name == stage else 1.0 for name in g["stage_names"]]
+
+
+def _solve_8_8(g: dict) -> dict:
+    out = {}
+    for name in g["stage_names"]:
+        out[f"a-{name}"] = calc.staged_task_time(g["stage_s"],
+                                                 _speedups_8_8(g, name, g["halving_factor"]))
+    faster = _speedups_8_8(g, "decode", g["decode_factor"])
+    out["b-time"] = calc.staged_task_time(g["stage_s"], faster, g["prep_s"])
+    out["b-speedup"] = calc.staged_task_speedup(g["stage_s"], faster, g["prep_s"])
+    out["b-breakeven"] = calc.staged_break_even_s(g["stage_s"], faster)
+    return out
+
+
+def _mistakes_8_8(g: dict) -> dict:
+    total = sum(g["stage_s"])
+    decode = g["stage_s"][g["stage_names"].index("decode")]
+    faster = _speedups_8_8(g, "decode", g["decode_factor"])
+    hints = {f"a-{name}": [(total / 2, "halve only that one stage; the others keep their time")]
+             for name in g["stage_names"]}
+    hints["b-time"] = [(calc.staged_task_time(g["stage_s"], faster),
+                        "add the draft preparation time")]
+    hints["b-speedup"] = [
+        (calc.staged_task_speedup(g["stage_s"], faster),
+         "Amdahl alone leaves out the preparation time: add it to the new total"),
+        (1 - calc.staged_task_time(g["stage_s"], faster, g["prep_s"]) / total,
+         "speedup is old time / new time, not the fraction saved"),
+    ]
+    hints["b-breakeven"] = [
+        (decode, "the preparation may use up the time decode saves, not all of decode"),
+        (decode / g["decode_factor"], "the break-even is the time saved: decode minus "
+                                      "decode / factor"),
+    ]
+    return hints
+
+
+register(Exercise(
+    id="8-8", title="Stage acceleration and draft preparation in a whole task", section="8.6.3",
+    parts=_parts_8_8(), make_params=_params_8_8, solve=_solve_8_8, mistakes=_mistakes_8_8,
+))
+
+
+# --- Exercise 8-9: scheme E, and choosing under memory and deadline limits (8.6.2-8.6.3) -------
+
+CHOICES_8_9 = ("A", "B", "C", "D", "E", "none")
+LOAD_CHOICES_8_9 = ("B", "E")
+
+
+def _params_8_9(seed: int) -> dict:
+    chosen = _variant("8-9", seed,
+                      {"deadline": serving.DEADLINE_S, "e_tokens": 2.0, "lookup_ms": 0.1,
+                       "small_gib": 6, "short": 16, "rate": data_ch08.LOAD_ARRIVAL_RATE_PER_S},
+                      {"deadline": (7.0, 7.5, 8.0), "e_tokens": (2.0, 2.5),
+                       "lookup_ms": (0.1, 0.2, 0.5), "small_gib": (6, 7, 8),
+                       "short": (16, 24, 32), "rate": (4.0, 6.0, 8.0)})
+    lookup_s = chosen["lookup_ms"] * units.ms
+    return {
+        "kv_budget_bytes": serving.EXAMPLE_KV_BUDGET_BYTES, "deadline_s": chosen["deadline"],
+        "output_tokens": serving.EXAMPLE_OUTPUT_TOKENS, "batch": serving.EXAMPLE_BATCH,
+        "prompt_tokens": serving.EXAMPLE_PROMPT_TOKENS,
+        "shared_prefix_tokens": serving.EXAMPLE_PREFIX_TOKENS,
+        "shared_prefill_s": serving.SHARED_PREFILL_S, "shared_round_s": serving.SHARED_ROUND_S,
+        "e_tokens_per_round": chosen["e_tokens"], "lookup_s": lookup_s,
+        "small_kv_budget_bytes": chosen["small_gib"] * units.GiB,
+        "short_output_tokens": chosen["short"],
+        "load": data_ch08.scheme_load_runs(seed, deadline_s=chosen["deadline"],
+                                           e_tokens_per_round=chosen["e_tokens"],
+                                           lookup_s=lookup_s,
+                                           arrival_rate_per_s=chosen["rate"]),
+    }
+
+
+def _parts_8_9() -> tuple[Part, ...]:
+    return (
+        Part("a-memory-E", "KV and buffer memory of scheme E", "MiB"),
+        Part("a-total-E", "time for scheme E to finish the batch", "s", "rel", 0.001),
+        Part("a-gpu-E", "GPU-seconds per qualifying result, scheme E", "s", "rel", 0.001),
+        Part("a-best", "scheme with the least GPU time per qualifying result", kind="choice",
+             options=CHOICES_8_9),
+        Part("b-best-small", "best scheme with the smaller memory", kind="choice",
+             options=CHOICES_8_9),
+        Part("c-total-E-short", "scheme E's total time with the shorter output", "s", "rel",
+             0.001),
+        Part("c-best-short", "best scheme with the shorter output", kind="choice",
+             options=CHOICES_8_9),
+        Part("d-late-B", "requests of B that finish after their deadline", "requests", "exact"),
+        Part("d-ontime-E", "requests of E that finish by their deadline", "requests", "exact"),
+        Part("d-good-E", "effective throughput of E in the load experiment", "req/s"),
+        Part("d-better", "which scheme serves more correct answers on time", kind="choice",
+             options=LOAD_CHOICES_8_9),
+    )
+
+
+def _schemes_8_9(g: dict) -> list:
+    e = calc.SCHEMES["E"].with_(tokens_per_round=g["e_tokens_per_round"],
+                                round_extra_s=g["lookup_s"])
+    return [calc.SCHEMES[k] for k in "ABCD"] + [e]
+
+
+def _scheme_kwargs_8_9(g: dict, **changes) -> dict:
+    kw = dict(kv_budget_bytes=g["kv_budget_bytes"], output_tokens=g["output_tokens"],
+              deadline_s=g["deadline_s"], batch=g["batch"], prompt_tokens=g["prompt_tokens"],
+              shared_prefix_tokens=g["shared_prefix_tokens"])
+    kw.update(changes)
+    return kw
+
+
+def _load_window_8_9(experiment) -> float:
+    """Common observation window: from 0 to the last completion of either run."""
+    return max(r.finish_s for run in experiment.runs for r in run.records)
+
+
+def _load_throughputs_8_9(experiment) -> dict:
+    window = _load_window_8_9(experiment)
+    out = {}
+    for run in experiment.runs:
+        on_time = [r.finish_s - r.arrival_s <= experiment.deadline_s for r in run.records]
+        out[run.scheme] = {
+            "on_time": sum(on_time),
+            "completion": calc.completion_throughput(len(run.records), window),
+            "effective": calc.effective_throughput([r.correct for r in run.records], on_time,
+                                                   window)}
+    return out
+
+
+def _solve_8_9(g: dict) -> dict:
+    schemes = _schemes_8_9(g)
+    e = calc.scheme_result(schemes[-1], **_scheme_kwargs_8_9(g))
+    short = _scheme_kwargs_8_9(g, output_tokens=g["short_output_tokens"])
+    load = _load_throughputs_8_9(g["load"])
+    return {
+        "a-memory-E": e.memory_bytes / units.MiB,
+        "a-total-E": e.total_s,
+        "a-gpu-E": e.gpu_s_per_result,
+        "a-best": calc.best_scheme(schemes, **_scheme_kwargs_8_9(g)) or "none",
+        "b-best-small": calc.best_scheme(schemes, **_scheme_kwargs_8_9(
+            g, kv_budget_bytes=g["small_kv_budget_bytes"])) or "none",
+        "c-total-E-short": calc.scheme_result(schemes[-1], **short).total_s,
+        "c-best-short": calc.best_scheme(schemes, **short) or "none",
+        "d-late-B": len(g["load"].runs[0].records) - load["B"]["on_time"],
+        "d-ontime-E": load["E"]["on_time"],
+        "d-good-E": load["E"]["effective"],
+        "d-better": max(LOAD_CHOICES_8_9, key=lambda s: load[s]["effective"]),
+    }
+
+
+def _mistakes_8_9(g: dict) -> dict:
+    schemes = _schemes_8_9(g)
+    results = calc.compare_schemes(schemes, **_scheme_kwargs_8_9(g))
+    b, d, e = results["B"], results["D"], results["E"]
+    solved = _solve_8_9(g)
+    plain_rounds = calc.held_tokens(0, g["output_tokens"])
+    e_round = g["shared_round_s"] + g["lookup_s"]
+    hints = {
+        "a-memory-E": [
+            (d.memory_bytes / units.MiB, "E's draft index lives in host memory: no draft "
+                                         "weights on the GPU"),
+            (results["A"].memory_bytes / units.MiB, "E shares the prefix, stored once"),
+        ],
+        "a-total-E": [
+            (g["shared_prefill_s"] + plain_rounds * e_round,
+             "each round yields several tokens per request: fewer rounds than G - 1"),
+            (g["shared_prefill_s"] + e.rounds * g["shared_round_s"],
+             "add the lookup time to every round"),
+            (d.prefill_s + e.rounds * e_round, "E adds no prefill: only D's draft model reads "
+                                               "the input"),
+        ],
+        "a-gpu-E": [
+            (e.total_s, "divide the batch's time by the number of qualifying results"),
+            (b.total_s / g["batch"], "that is B, whose results all miss the deadline"),
+        ],
+    }
+    for key in ("a-best", "b-best-small", "c-best-short"):
+        hints[key] = [(o, "check memory first, then the deadline, then the GPU time per "
+                          "qualifying result") for o in CHOICES_8_9 if o != solved[key]]
+    load = g["load"]
+    throughputs = _load_throughputs_8_9(load)
+    own_window = {run.scheme: max(r.finish_s for r in run.records) for run in load.runs}
+    hints["d-good-E"] = [
+        (throughputs["E"]["completion"], "count only answers that are correct and on time"),
+        (throughputs["E"]["effective"] * _load_window_8_9(load) / own_window["E"],
+         "use the common observation window for both schemes"),
+    ]
+    late_or_wrong = {run.scheme: sum(r.finish_s - r.arrival_s > load.deadline_s or not r.correct
+                                     for r in run.records) for run in load.runs}
+    hints["d-late-B"] = [(late_or_wrong["B"], "count lateness only: a wrong answer can still be "
+                                              "on time")]
+    hints["d-ontime-E"] = [(throughputs["E"]["effective"] * _load_window_8_9(load),
+                            "count every on-time request, correct or not")]
+    hints["d-better"] = [(o, "compare effective throughput, not completion throughput")
+                         for o in LOAD_CHOICES_8_9 if o != solved["d-better"]]
+    return hints
+
+
+register(Exercise(
+    id="8-9", title="Scheme E: GPU time per qualifying result under memory and deadline limits",
+    section="8.6.2-8.6.3",
+    parts=_parts_8_9(), make_params=_params_8_9, solve=_solve_8_9, mistakes=_mistakes_8_9,
 ))

@@ -1,0 +1,1265 @@
+"""Practice problems 17-1 ... 17-13 (Chapter 17): given data by seed, answers by calc, hints.
+
+Chapter 17 has no exercises of its own; these problems are built from its worked examples and
+its "What interviewers probe" questions. Seed 0 reproduces the chapter's numbers (H100 SXM, the
+8B and 70B shapes, "8K" = 8,000 tokens); other seeds swap in another model (Chapter-17-style
+round-count shapes, or shapes read from public Hugging Face ``config.json`` files), another
+card, context, link, acceptance rate ... Every expected answer is computed by
+``companion.calc``; nothing is typed in.
+
+Where a problem needs an input the chapter does not state (an ITL target, a draft model's size),
+seed 0 uses a stated assumption, named in the given data and in the notebook.
+"""
+
+from __future__ import annotations
+
+import math
+
+from companion import calc, specs, units
+from companion.exercises._variants import pick, rng_for
+from companion.grading import Exercise, Part, register
+
+# --- models beyond the presets -----------------------------------------------------------------
+
+# Public Hugging Face config.json fields (the same files as tests/data/hf_configs/, which a test
+# compares against); kept here so the package does not read from tests/.
+HF_CONFIGS = {
+    "llama-3-8b": dict(model_type="llama", hidden_size=4096, intermediate_size=14336,
+                       num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
+                       vocab_size=128256, tie_word_embeddings=False),
+    "llama-3-70b": dict(model_type="llama", hidden_size=8192, intermediate_size=28672,
+                        num_hidden_layers=80, num_attention_heads=64, num_key_value_heads=8,
+                        vocab_size=128256, tie_word_embeddings=False),
+    "llama-2-7b-mha": dict(model_type="llama", hidden_size=4096, intermediate_size=11008,
+                           num_hidden_layers=32, num_attention_heads=32, vocab_size=32000,
+                           tie_word_embeddings=False),
+    "gemma-2b-mqa": dict(model_type="gemma", hidden_size=2048, intermediate_size=16384,
+                         num_hidden_layers=18, num_attention_heads=8, num_key_value_heads=1,
+                         head_dim=256, vocab_size=256000, tie_word_embeddings=True),
+    "qwen3-8b": dict(model_type="qwen3", hidden_size=4096, intermediate_size=12288,
+                     num_hidden_layers=36, num_attention_heads=32, num_key_value_heads=8,
+                     head_dim=128, vocab_size=151936, tie_word_embeddings=False),
+}
+HF_MODELS = {key: specs.model_from_hf_config(cfg, name=f"{key} (config.json)")
+             for key, cfg in HF_CONFIGS.items()}
+
+# Chapter-17-style shapes with a round parameter count (the chapter's 8B is 8e9 exactly), so
+# "weights = params x bytes" holds as the chapter writes it. Layer/head shapes are the public
+# Llama-3.2-3B and Qwen2.5-14B configs.
+SHAPE_3B = specs.Model(
+    "3B shape (Llama-3.2-3B-like)", n_layers=28, n_kv_heads=8, head_dim=128, n_params=3e9,
+    hidden_size=3072, n_heads=24,
+    source="practice variant: 3e9 params, the public Llama-3.2-3B layer/head shape")
+SHAPE_14B = specs.Model(
+    "14B shape (Qwen2.5-14B-like)", n_layers=48, n_kv_heads=8, head_dim=128, n_params=14e9,
+    hidden_size=5120, n_heads=40,
+    source="practice variant: 14e9 params, the public Qwen2.5-14B layer/head shape")
+
+_ROUND_SMALL = [specs.LLAMA_8B, SHAPE_3B, SHAPE_14B]
+_CARDS = [specs.H100_SXM, specs.H200_SXM, specs.A100_80GB]
+
+# --- inputs the chapter states (17 §1-§10), reused as seed 0 ---------------------------------
+
+H100 = specs.H100_SXM
+CONTEXT_8K = calc.CH17_LONG_CONTEXT_TOKENS        # §4: "8K taken as 8,000 tokens"
+RESERVE_BYTES = calc.CH17_RUNTIME_RESERVE_BYTES   # §4: 4 GB runtime + activations reserve
+CHAT_LIVE_TOKENS = calc.CH17_CHAT_LIVE_TOKENS     # §2, §5: 600 live tokens per sequence
+PROMPT_TOKENS = calc.CH17_PROMPT_TOKENS           # §2: the 2,048-token prompt
+EFFICIENCY = calc.CH17_PREFILL_EFFICIENCY         # §2: 50% of peak for prefill
+SMOOTH_ITL_S = calc.CH17_SMOOTH_ITL_S             # §3: a decode step every ~6 ms
+CACHE_BYTES_4 = 80e9                              # §4: "per 80 GB of cache space"
+BATCH_2 = 64                                      # §2: B = 64
+DECODE_TOK_PER_S_9 = 146                          # §9: measured batch-1 decode, tok/s
+PREFILL_TOK_PER_S_9 = 20_000                      # §9: loaded-endpoint prefill, tok/s
+PROMISED_SPEEDUP_9 = 5                            # §9: "a promised 5x kernel win"
+TP_7 = 4                                          # §7: the 70B at TP = 4
+PP_STAGES_7 = 4                                   # §7: p = 4
+PP_MICROBATCHES_7 = (16, 64)                      # §7: m = 16 and m = 64
+PCIE_BYTES_PER_S = specs.PCIE_GEN5_X16_BYTES_PER_S  # assumptions: 64 GB/s PCIe Gen5 x16
+REQUEST_RATE_8 = 100                              # §8: 100 req/s
+MEAN_PROMPT_8, MEAN_OUTPUT_8 = 2_000, 250         # §8: mean prompt and output tokens
+RDMA_GBIT_PER_S = 400                             # §8: 400 Gb RDMA
+SPEC_ACCEPTANCE, SPEC_DRAFT_LEN = 0.7, 4          # §10: alpha = 0.7, k = 4
+OUTPUT_TOKENS_3 = 250                             # §3: 250 output tokens
+LONG_PROMPT_3 = 8_000                             # §3: the 8,000-token prompt
+CHUNK_TOKENS_6 = 512                              # §6: 512-token chunks
+MAX_LEN_5 = calc.CH17_MAX_LEN_TOKENS              # §5: max_len 8,192 reservation
+CHAT_TURN_TOKENS_5 = 300                          # §5: a chat turn using 300 tokens
+PREFIX_TOKENS_5, PREFIX_USERS_5 = 2_000, 100      # §5: 2,000-token system prompt, 100 users
+AGENT_TURN_8 = 20                                 # §8: turn 20 of the reference agent
+
+# Assumptions for parts the chapter does not quantify (stated in the given data and notebooks):
+ITL_TARGET_S_10 = 20e-3      # an ITL target inside §3's "ITL p99 under a few tens of ms"
+DRAFT_PARAMS_9 = 1e9         # a 1e9-parameter BF16 draft model for 17-9's draft-cost parts
+PP_TARGET_BUBBLE = 0.05      # a 5% bubble target for 17-6
+HIT_RATES_8 = (0.9, 0.3)     # §8's "lands 90% of turns warm versus one that lands 30%"
+
+
+def _variant(exercise_id: str, seed: int, chapter: dict, options: dict) -> dict:
+    """Seed 0: the chapter's values; other seeds: one pick per key from ``options``."""
+    if seed == 0:
+        return dict(chapter)
+    rng = rng_for(exercise_id, seed)
+    return {key: pick(rng, list(opts)) for key, opts in options.items()}
+
+
+def _thousands_label(tokens: int) -> str:
+    """"8K" for 8,000 tokens, as Chapter 17 labels contexts."""
+    return f"{tokens // 1000}K" if tokens % 1000 == 0 else f"{tokens:,}"
+
+
+def _gb(x: float) -> float:
+    return x / units.GB
+
+
+def _ms(x: float) -> float:
+    return x / units.ms
+
+
+def _pct(x: float) -> float:
+    return 100.0 * x
+
+
+MEMORY_OR_COMPUTE = ("memory", "compute")
+
+
+# --- 17-1: KV cache per token and per sequence (17 §4) ----------------------------------------
+
+_MODELS_17_1 = [specs.LLAMA_70B, specs.LLAMA_405B, HF_MODELS["llama-3-8b"], HF_MODELS["qwen3-8b"],
+                HF_MODELS["gemma-2b-mqa"], HF_MODELS["llama-2-7b-mha"]]
+
+
+def _params_17_1(seed: int) -> dict:
+    c = _variant("17-1", seed,
+                 dict(model=specs.LLAMA_70B, context=CONTEXT_8K, cache=CACHE_BYTES_4),
+                 dict(model=_MODELS_17_1, context=(4_000, 8_000, 16_000, 32_000),
+                      cache=(40e9, 60e9, 80e9)))
+    m = c["model"]
+    return dict(model=m, n_layers=m.n_layers, n_query_heads=m.n_query_heads,
+                n_kv_heads=m.n_kv_heads, head_dim=m.head_dim, bytes_per_value=2,
+                context_tokens=c["context"], context_label=_thousands_label(c["context"]),
+                cache_bytes=c["cache"], fp8_bytes_per_value=1)
+
+
+def _variants_17_1(g: dict) -> dict:
+    rows = calc.attention_variants(g["model"], context_tokens=g["context_tokens"],
+                                   cache_bytes=g["cache_bytes"],
+                                   bytes_per_value=g["bytes_per_value"])
+    by_heads = {r["n_kv_heads"]: r for r in rows}
+    return dict(own=by_heads[g["n_kv_heads"]], mha=by_heads[g["n_query_heads"]])
+
+
+def _solve_17_1(g: dict) -> dict:
+    v = _variants_17_1(g)
+    own, mha = v["own"], v["mha"]
+    return {
+        "a-per-token": calc.kv_bytes_per_token(g["model"], g["bytes_per_value"]),
+        "b-per-seq": _gb(own["kv_bytes_per_sequence"]),
+        "c-factor": own["reduction_vs_mha"],
+        "d-mha-seq": _gb(mha["kv_bytes_per_sequence"]),
+        "e-fit-own": own["sequences"],
+        "f-fit-mha": mha["sequences"],
+        "g-fp8": calc.kv_bytes_per_token(g["model"], g["fp8_bytes_per_value"]),
+    }
+
+
+def _mistakes_17_1(g: dict) -> dict:
+    s = _solve_17_1(g)
+    k, L = s["a-per-token"], g["context_tokens"]
+    query = k * g["n_query_heads"] / g["n_kv_heads"]
+    hint_heads = ("use the KV heads (n_kv_heads), not the query heads: under GQA several query "
+                  "heads share one K/V pair, which is the point of the formula")
+    hint_8k = (f"Chapter 17 reads \"{g['context_label']}\" as {L:,} tokens here, not a multiple "
+               f"of 1,024")
+    binary = L // 1000 * 1024 if L % 1000 == 0 else None
+    seq = [(_gb(query * L), hint_heads)]
+    if binary:
+        seq.append((_gb(k * binary), hint_8k))
+    fit = []
+    if binary:
+        fit.append((g["cache_bytes"] // (k * binary), hint_8k))
+    return {
+        "a-per-token": [(query, hint_heads),
+                        (k / 2, "count both K and V (the leading 2) and 2 bytes per BF16 value")],
+        "b-per-seq": seq,
+        "c-factor": [(1 / s["c-factor"], "give MHA over this model: query heads / KV heads "
+                                         "(a factor >= 1)")],
+        "d-mha-seq": ([(_gb(query * binary), hint_8k)] if binary else []),
+        "e-fit-own": fit + [(s["f-fit-mha"] * s["c-factor"],
+                             "divide the cache by this model's own per-sequence size and take "
+                             "the floor; scaling the MHA count by the factor multiplies its "
+                             "rounding too"),
+                            (math.ceil(g["cache_bytes"] / (k * L)),
+                             "a sequence either fits or not: take the floor")],
+        "f-fit-mha": [(math.ceil(g["cache_bytes"] / (query * L)),
+                       "a sequence either fits or not: take the floor")],
+        "g-fp8": [(k, "FP8 stores each K/V value in 1 byte instead of 2")],
+    }
+
+
+register(Exercise(
+    id="17-1", title="Size the KV cache of a model you are given", section="17 §4",
+    parts=(
+        Part("a-per-token", "KV bytes per token", "B", "rel", 0.001, points=2),
+        Part("b-per-seq", "KV bytes of one sequence at the given context", "GB", "rel", 0.005),
+        Part("c-factor", "how many times larger the cache would be under MHA", "x", "rel", 0.001),
+        Part("d-mha-seq", "KV bytes of one sequence under MHA", "GB", "rel", 0.005),
+        Part("e-fit-own", "whole sequences that fit the cache space, this model", "sequences",
+             "exact"),
+        Part("f-fit-mha", "whole sequences that fit the cache space, under MHA", "sequences",
+             "exact"),
+        Part("g-fp8", "KV bytes per token with an FP8 KV cache", "B", "rel", 0.001),
+    ),
+    make_params=_params_17_1, solve=_solve_17_1, mistakes=_mistakes_17_1,
+))
+
+
+# --- 17-2: free memory and max concurrency (17 §4) ---------------------------------------------
+
+# (card, large model, TP degree): layouts where the sharded weights leave KV room
+_LAYOUTS_17_2 = [(specs.H100_SXM, specs.LLAMA_70B, 4), (specs.H100_SXM, specs.LLAMA_70B, 8),
+                 (specs.H200_SXM, specs.LLAMA_70B, 2), (specs.H200_SXM, specs.LLAMA_70B, 4),
+                 (specs.A100_80GB, specs.LLAMA_70B, 4), (specs.A100_80GB, specs.LLAMA_70B, 8),
+                 (specs.H200_SXM, specs.LLAMA_405B, 8)]
+
+
+def _params_17_2(seed: int) -> dict:
+    c = _variant("17-2", seed,
+                 dict(layout=(H100, specs.LLAMA_70B, TP_7), small=specs.LLAMA_8B,
+                      context=CONTEXT_8K, reserve=RESERVE_BYTES),
+                 dict(layout=_LAYOUTS_17_2, small=_ROUND_SMALL,
+                      context=(4_000, 8_000, 16_000, 32_000), reserve=(2e9, 4e9, 6e9)))
+    hw, big, tp = c["layout"]
+    return dict(hardware=hw, small_model=c["small"], big_model=big, tp=tp,
+                context_tokens=c["context"], reserve_bytes=c["reserve"])
+
+
+def _capacity(g: dict, model, tp: int) -> dict:
+    return calc.tp_kv_capacity(model, g["hardware"], tp=tp, context_tokens=g["context_tokens"],
+                               reserve_bytes=g["reserve_bytes"])
+
+
+def _solve_17_2(g: dict) -> dict:
+    small = _capacity(g, g["small_model"], 1)
+    big = _capacity(g, g["big_model"], g["tp"])
+    return {
+        "a-small-free": _gb(small["free_kv_bytes"]),
+        "b-small-seqs": small["max_sequences"],
+        "c-big-ratio": big["weights_over_memory"],
+        "d-big-free-gpu": _gb(big["free_kv_bytes_per_gpu"]),
+        "e-big-free-total": _gb(big["free_kv_bytes"]),
+        "f-big-kv-heads": big["kv_heads_per_gpu"],
+        "g-big-seqs": big["max_sequences"],
+    }
+
+
+def _mistakes_17_2(g: dict) -> dict:
+    s = _solve_17_2(g)
+    hw, p, L = g["hardware"], g["tp"], g["context_tokens"]
+    mem, reserve = hw.mem_bytes, g["reserve_bytes"]
+    small_w, big_w = g["small_model"].weight_bytes, g["big_model"].weight_bytes
+    seq_small = calc.kv_bytes(g["small_model"], L, block_tokens=1)
+    seq_big = calc.kv_bytes(g["big_model"], L, block_tokens=1)
+    no_reserve = "subtract the runtime + activations reserve on every GPU"
+    floor = "a sequence either fits or not: take the floor"
+    return {
+        "a-small-free": [(_gb(mem - small_w), no_reserve)],
+        "b-small-seqs": [((mem - small_w) // seq_small, no_reserve),
+                         (math.ceil((mem - small_w - reserve) / seq_small), floor)],
+        "c-big-ratio": [(mem / big_w, "weights over card memory, not the reverse")],
+        "d-big-free-gpu": [(_gb(mem - big_w - reserve), "the weights shard: each GPU holds "
+                                                        "weights / tp"),
+                           (_gb(mem - big_w / p), no_reserve)],
+        "e-big-free-total": [(_gb(mem - big_w / p - reserve), "add up the KV space of all tp GPUs"),
+                             (_gb(p * (mem - big_w / p)), no_reserve)],
+        "f-big-kv-heads": [(g["big_model"].n_query_heads / p, "shard the KV heads, not the query "
+                                                               "heads")],
+        "g-big-seqs": [((mem - big_w / p - reserve) // seq_big,
+                        "the KV heads shard with the weights, so all tp GPUs' free memory "
+                        "holds sequences: use the aggregate"),
+                       (p * (mem - big_w / p) // seq_big, no_reserve),
+                       (math.ceil(p * (mem - big_w / p - reserve) / seq_big), floor)],
+    }
+
+
+register(Exercise(
+    id="17-2", title="Turn free memory into a max-concurrency number", section="17 §4",
+    parts=(
+        Part("a-small-free", "KV space left on one card by the small model", "GB", "rel", 0.005),
+        Part("b-small-seqs", "sequences of the given context the small model holds on one card",
+             "sequences", "exact", points=2),
+        Part("c-big-ratio", "the large model's weights as a multiple of one card's memory", "x",
+             "rel", 0.005),
+        Part("d-big-free-gpu", "KV space per GPU with the large model sharded over tp GPUs",
+             "GB", "rel", 0.005),
+        Part("e-big-free-total", "KV space of the whole TP group", "GB", "rel", 0.005),
+        Part("f-big-kv-heads", "KV heads each GPU holds", "heads", "rel", 0.001),
+        Part("g-big-seqs", "sequences of the given context the TP group holds", "sequences",
+             "exact", points=2),
+    ),
+    make_params=_params_17_2, solve=_solve_17_2, mistakes=_mistakes_17_2,
+))
+
+
+# --- 17-3: roofline placement (17 §2) ----------------------------------------------------------
+
+_CARDS_17_3 = [specs.H100_SXM, specs.H200_SXM, specs.A100_80GB, specs.RTX_PRO_6000]
+
+
+def _params_17_3(seed: int) -> dict:
+    c = _variant("17-3", seed,
+                 dict(hw=H100, model=specs.LLAMA_8B, batch=BATCH_2, short=CHAT_LIVE_TOKENS,
+                      long=CONTEXT_8K, prompt=PROMPT_TOKENS),
+                 dict(hw=_CARDS_17_3, model=_ROUND_SMALL, batch=(16, 32, 64, 128),
+                      short=(300, 600, 1_000, 2_000), long=(4_000, 8_000, 16_000, 32_000),
+                      prompt=(128, 256, 512, 2_048, 8_192)))
+    m = c["model"]
+    return dict(hardware=c["hw"], model=m, params=m.n_params, bytes_per_param=m.bytes_per_param,
+                kv_bytes_per_token=calc.kv_bytes_per_token(m), batch=c["batch"],
+                short_context=c["short"], long_context=c["long"], prompt_tokens=c["prompt"])
+
+
+def _solve_17_3(g: dict) -> dict:
+    m, hw, b = g["model"], g["hardware"], g["batch"]
+    ridge = calc.ridge_point(hw)
+    i1 = calc.decode_intensity(m, 1)
+    i_short = calc.decode_intensity(m, b, g["short_context"])
+    i_long = calc.decode_intensity(m, b, g["long_context"])
+    i_prefill = calc.prefill_intensity(m, g["prompt_tokens"])
+    # the smallest whole batch whose weights-only intensity (B x i1) reaches the ridge
+    breakeven = math.ceil(ridge / i1)
+    while calc.roofline_point(calc.decode_intensity(m, breakeven), hw)["bound"] != "compute":
+        breakeven += 1
+    return {
+        "a-ridge": ridge,
+        "b-i1": i1,
+        "c-peak1": _pct(calc.roofline_point(i1, hw)["fraction_of_peak"]),
+        "d-iB": calc.decode_intensity(m, b),
+        "e-iB-short": i_short,
+        "f-iB-long": i_long,
+        "g-bound-long": calc.roofline_point(i_long, hw)["bound"],
+        "h-peak-short": _pct(calc.roofline_point(i_short, hw)["fraction_of_peak"]),
+        "i-prefill": i_prefill,
+        "j-bound-prefill": calc.roofline_point(i_prefill, hw)["bound"],
+        "k-breakeven": breakeven,
+    }
+
+
+def _mistakes_17_3(g: dict) -> dict:
+    s = _solve_17_3(g)
+    hw, b, k, P = g["hardware"], g["batch"], g["kv_bytes_per_token"], g["params"]
+    w = P * g["bytes_per_param"]
+    sparse = "use the dense BF16 peak; the headline figure assumes 2:4 sparsity and is 2x"
+    no_kv = ("the KV cache does not amortize: every sequence's live KV is read each step, so "
+             "add B x L x k to the bytes")
+    kv_once = "each of the B sequences reads its own KV: B x L x k bytes, not L x k"
+    out = {
+        "a-ridge": [(hw.mem_bw_bytes_per_s / hw.peak_flops_per_s, "ridge = peak FLOP/s / "
+                                                                    "bandwidth (bytes/s)"),
+                    (2 * hw.peak_flops_per_s / hw.mem_bw_bytes_per_s, sparse)],
+        "b-i1": [(2.0, "2 FLOPs per parameter over 2 bytes per parameter")],
+        "c-peak1": [(_pct(s["b-i1"] * hw.mem_bw_bytes_per_s / (2 * hw.peak_flops_per_s)),
+                     sparse)],
+        "h-peak-short": [(_pct(b * hw.mem_bw_bytes_per_s / hw.peak_flops_per_s), no_kv),
+                         (_pct(s["e-iB-short"] * hw.mem_bw_bytes_per_s
+                               / (2 * hw.peak_flops_per_s)), sparse)],
+        "k-breakeven": [(math.floor(s["a-ridge"]), "round the batch up: below the ridge it is "
+                                                   "still memory-bound")],
+    }
+    for name, L in (("e-iB-short", g["short_context"]), ("f-iB-long", g["long_context"])):
+        out[name] = [(b, no_kv), (b * 2 * P / (w + L * k), kv_once)]
+    return out
+
+
+register(Exercise(
+    id="17-3", title="Place decode and prefill on the roofline", section="17 §2",
+    parts=(
+        Part("a-ridge", "ridge point of the card", "FLOP/B", "rel", 0.005),
+        Part("b-i1", "decode intensity at batch 1", "FLOP/B", "rel", 0.005),
+        Part("c-peak1", "batch-1 decode's attainable share of peak compute", "%", "rel", 0.005),
+        Part("d-iB", "decode intensity at batch B, weights only", "FLOP/B", "rel", 0.005),
+        Part("e-iB-short", "effective decode intensity at batch B with short live contexts",
+             "FLOP/B", "rel", 0.005),
+        Part("f-iB-long", "effective decode intensity at batch B with long live contexts",
+             "FLOP/B", "rel", 0.005),
+        Part("g-bound-long", "which roof caps batched decode at long contexts", kind="choice",
+             options=MEMORY_OR_COMPUTE),
+        Part("h-peak-short", "attainable share of peak for batched decode, short contexts", "%",
+             "rel", 0.005),
+        Part("i-prefill", "prefill intensity of the given prompt", "FLOP/B", "rel", 0.005),
+        Part("j-bound-prefill", "which roof caps that prefill", kind="choice",
+             options=MEMORY_OR_COMPUTE),
+        Part("k-breakeven", "smallest whole batch whose weights-only decode reaches the ridge",
+             "sequences", "exact"),
+    ),
+    make_params=_params_17_3, solve=_solve_17_3, mistakes=_mistakes_17_3,
+))
+
+
+# --- 17-4: MBU and MFU from a measurement (17 §9) ----------------------------------------------
+
+def _params_17_4(seed: int) -> dict:
+    if seed == 0:
+        m, hw, b, L = specs.LLAMA_8B, H100, 1, 0
+        decode_rate, prefill_rate, promised = DECODE_TOK_PER_S_9, PREFILL_TOK_PER_S_9, \
+            PROMISED_SPEEDUP_9
+    else:
+        rng = rng_for("17-4", seed)
+        m, hw = pick(rng, _ROUND_SMALL), pick(rng, _CARDS)
+        b, L = pick(rng, [1, 4, 16, 32]), pick(rng, [0, 500, 1_000, 2_000, 4_000])
+        ceiling = calc.decode_vs_context(m, hw, L, batch=b)["tokens_per_s"]
+        decode_rate = round(pick(rng, [0.45, 0.55, 0.62, 0.7, 0.78, 0.85]) * ceiling)
+        mfu = pick(rng, [0.22, 0.3, 0.38, 0.45, 0.55])
+        prefill_rate = round(mfu * hw.peak_flops_per_s / calc.matrix_flops(m, 1), -2)
+        promised = pick(rng, [1.2, 1.5, 2, 3, 5])
+    return dict(model=m, hardware=hw, params=m.n_params, weight_bytes=m.weight_bytes,
+                kv_bytes_per_token=calc.kv_bytes_per_token(m), batch=b, context_tokens=L,
+                decode_tokens_per_s=decode_rate, prefill_tokens_per_s=prefill_rate,
+                promised_speedup=promised)
+
+
+def _solve_17_4(g: dict) -> dict:
+    m, hw, b, L = g["model"], g["hardware"], g["batch"], g["context_tokens"]
+    dec = calc.decode_utilization(m, hw, g["decode_tokens_per_s"], batch=b, context_tokens=L)
+    per_token = calc.read_bytes_per_output_token(m.streamed_weight_bytes, b, L,
+                                                 g["kv_bytes_per_token"])
+    return {
+        "a-bytes-per-token": _gb(per_token),
+        "b-mbu": _pct(dec["mbu"]),
+        "c-mfu-decode": _pct(dec["mfu"]),
+        "d-headroom": dec["headroom"],
+        "e-ceiling": calc.decode_vs_context(m, hw, L, batch=b)["tokens_per_s"],
+        "f-promise-possible": dec["headroom"] >= g["promised_speedup"],
+        "g-mfu-prefill": _pct(calc.prefill_utilization(m, hw, g["prefill_tokens_per_s"])["mfu"]),
+    }
+
+
+def _mistakes_17_4(g: dict) -> dict:
+    s = _solve_17_4(g)
+    hw, b, L, k = g["hardware"], g["batch"], g["context_tokens"], g["kv_bytes_per_token"]
+    w, rate = g["weight_bytes"], g["decode_tokens_per_s"]
+    step_bytes = w + b * L * k
+    sparse = "divide by the dense BF16 peak, not the 2:4-sparse headline (2x)"
+    out = {
+        "a-bytes-per-token": [(_gb(step_bytes), "that is one step's bytes; a step emits B tokens, "
+                                                "so divide the shared weight read by B")],
+        "b-mbu": [(_pct(rate * step_bytes / hw.mem_bw_bytes_per_s),
+                   "bytes per token are D_w / B + L k: each step's weight read serves B tokens")],
+        "c-mfu-decode": [(s["c-mfu-decode"] / 2, sparse)],
+        "d-headroom": [(s["b-mbu"] / 100, "headroom is 1 / MBU: how far the rate can still rise")],
+        "g-mfu-prefill": [(s["g-mfu-prefill"] / 2, sparse)],
+    }
+    if L > 0:
+        out["a-bytes-per-token"].append((_gb(w / b), "add each sequence's own live KV, L x k"))
+        out["b-mbu"].append((_pct(rate * w / b / hw.mem_bw_bytes_per_s),
+                             "the live KV is streamed too: add L x k per token"))
+    return out
+
+
+register(Exercise(
+    id="17-4", title="Judge a deployment by MBU and MFU", section="17 §9",
+    parts=(
+        Part("a-bytes-per-token", "bytes streamed per output token", "GB", "rel", 0.005),
+        Part("b-mbu", "decode MBU", "%", "rel", 0.005, points=2),
+        Part("c-mfu-decode", "decode MFU", "%", "rel", 0.005),
+        Part("d-headroom", "most the decode rate can still improve on this workload", "x",
+             "rel", 0.005),
+        Part("e-ceiling", "decode ceiling at this batch and context", "tok/s", "rel", 0.005),
+        Part("f-promise-possible", "is the promised kernel speedup possible?", kind="bool"),
+        Part("g-mfu-prefill", "prefill MFU", "%", "rel", 0.005, points=2),
+    ),
+    make_params=_params_17_4, solve=_solve_17_4, mistakes=_mistakes_17_4,
+))
+
+
+# --- 17-5: the TP latency floor (17 §7) --------------------------------------------------------
+
+_LAYOUTS_17_5 = [(specs.LLAMA_70B, specs.H100_SXM, 2), (specs.LLAMA_70B, specs.H100_SXM, 8),
+                 (specs.LLAMA_70B, specs.H200_SXM, 2), (specs.LLAMA_70B, specs.A100_80GB, 4),
+                 (specs.LLAMA_70B, specs.A100_80GB, 8), (specs.LLAMA_405B, specs.H200_SXM, 8),
+                 (specs.LLAMA_8B, specs.H100_SXM, 2), (SHAPE_14B, specs.A100_80GB, 2)]
+
+
+def _params_17_5(seed: int) -> dict:
+    c = _variant("17-5", seed,
+                 dict(layout=(specs.LLAMA_70B, H100, TP_7),
+                      nvlink_lat=calc.CH17_COLLECTIVE_LATENCY_NVLINK_S,
+                      pcie_lat=calc.CH17_COLLECTIVE_LATENCY_PCIE_S),
+                 dict(layout=_LAYOUTS_17_5, nvlink_lat=(3e-6, 5e-6, 8e-6),
+                      pcie_lat=(15e-6, 25e-6, 40e-6)))
+    m, hw, tp = c["layout"]
+    return dict(model=m, hardware=hw, tp=tp, hidden_size=m.hidden_size, n_layers=m.n_layers,
+                weight_bytes=m.weight_bytes, bytes_per_value=2,
+                nvlink_bytes_per_s=hw.interconnect_bytes_per_s,
+                nvlink_latency_s=c["nvlink_lat"], pcie_bytes_per_s=PCIE_BYTES_PER_S,
+                pcie_latency_s=c["pcie_lat"])
+
+
+def _tp_steps(g: dict) -> tuple[dict, dict]:
+    kw = dict(bytes_per_value=g["bytes_per_value"])
+    nv = calc.tp_decode_step(g["model"], g["hardware"], g["tp"],
+                             collective_latency_s=g["nvlink_latency_s"],
+                             link_bytes_per_s=g["nvlink_bytes_per_s"], **kw)
+    pcie = calc.tp_decode_step(g["model"], g["hardware"], g["tp"],
+                               collective_latency_s=g["pcie_latency_s"],
+                               link_bytes_per_s=g["pcie_bytes_per_s"], **kw)
+    return nv, pcie
+
+
+def _solve_17_5(g: dict) -> dict:
+    t = calc.tp_allreduce_traffic(g["model"], g["tp"], bytes_per_value=g["bytes_per_value"])
+    nv, pcie = _tp_steps(g)
+    return {
+        "a-activation": t["activation_bytes"],
+        "b-ring": t["ring_bytes"],
+        "c-collectives": t["collectives"],
+        "d-bytes-per-token": t["bytes_per_token"] / units.MB,
+        "e-wire": nv["wire_s"] / units.us,
+        "f-floor-nvlink": _ms(nv["latency_s"]),
+        "g-read": _ms(nv["read_s"]),
+        # "count latency, not bytes": the chapter's overhead is the latency floor over the read
+        "h-overhead-nvlink": _pct(nv["latency_s"] / nv["read_s"]),
+        # the chapter's step: read + latency floor (the wire time of (e) is within tolerance)
+        "i-step": _ms(nv["read_s"] + nv["latency_s"]),
+        "j-tok-s": 1.0 / (nv["read_s"] + nv["latency_s"]),
+        "k-floor-pcie": _ms(pcie["latency_s"]),
+        "l-overhead-pcie": _pct(pcie["latency_s"] / pcie["read_s"]),
+    }
+
+
+def _mistakes_17_5(g: dict) -> dict:
+    s = _solve_17_5(g)
+    p, act = g["tp"], s["a-activation"]
+    nv, pcie = _tp_steps(g)
+    two = ("two all-reduces per layer: one after attention's output projection, one after the "
+           "MLP's down-projection")
+    return {
+        "b-ring": [((p - 1) / p * act, "a ring all-reduce is a reduce-scatter plus an "
+                                       "all-gather: 2(p-1)/p of the vector per GPU"),
+                   (act, "per GPU, a ring all-reduce sends 2(p-1)/p of the vector")],
+        "c-collectives": [(g["n_layers"], two), (2 * g["n_layers"] * p,
+                                                 "count per token on one GPU, not summed over "
+                                                 "the GPUs")],
+        "d-bytes-per-token": [(s["d-bytes-per-token"] / 1.024,
+                               "the ring payload is in binary KB (1 KB = 1,024 B here): work in "
+                               "bytes, then divide by 1e6 for MB"),
+                              (s["d-bytes-per-token"] / 2, two)],
+        "f-floor-nvlink": [(s["f-floor-nvlink"] / 2, two)],
+        "g-read": [(s["g-read"] * p, "each GPU streams only 1/p of the weights")],
+        "h-overhead-nvlink": [(_pct(nv["latency_s"] / nv["step_s"]),
+                               "compare the floor with the read time, not with the whole step")],
+        "i-step": [(s["g-read"], "add the collectives' latency floor to the read time")],
+        "k-floor-pcie": [(s["k-floor-pcie"] / 2, two)],
+        "l-overhead-pcie": [(_pct(pcie["comm_s"] / pcie["read_s"]),
+                             "count latency, not bytes: the overhead here is the latency floor "
+                             "over the read time (leave the wire time out, as in (h))")],
+    }
+
+
+register(Exercise(
+    id="17-5", title="The latency floor of tensor parallelism", section="17 §7",
+    parts=(
+        Part("a-activation", "bytes of one token's activation vector", "B", "rel", 0.001),
+        Part("b-ring", "bytes one GPU sends per all-reduce (ring)", "B", "rel", 0.001),
+        Part("c-collectives", "all-reduces per token", "collectives", "exact"),
+        Part("d-bytes-per-token", "all-reduce bytes per token per GPU", "MB", "rel", 0.005),
+        Part("e-wire", "wire time of those bytes over NVLink", "us", "rel", 0.01),
+        Part("f-floor-nvlink", "latency floor per token over NVLink", "ms", "rel", 0.005),
+        Part("g-read", "per-GPU weight read time of one decode step", "ms", "rel", 0.005),
+        Part("h-overhead-nvlink", "NVLink latency floor as a share of the read time", "%",
+             "rel", 0.01),
+        Part("i-step", "decode step at TP = p over NVLink", "ms", "rel", 0.005),
+        Part("j-tok-s", "batch-1 decode ceiling at TP = p over NVLink", "tok/s", "rel", 0.005),
+        Part("k-floor-pcie", "latency floor per token over PCIe", "ms", "rel", 0.005),
+        Part("l-overhead-pcie", "PCIe latency floor as a share of the read time", "%", "rel",
+             0.01),
+    ),
+    make_params=_params_17_5, solve=_solve_17_5, mistakes=_mistakes_17_5,
+))
+
+
+# --- 17-6: the pipeline bubble and the TP x PP layout (17 §7) ----------------------------------
+
+# (model, stages) with whole layers per stage
+_STAGES_17_6 = [(specs.LLAMA_70B, 2), (specs.LLAMA_70B, 4), (specs.LLAMA_70B, 8),
+                (specs.LLAMA_8B, 2), (specs.LLAMA_8B, 4), (specs.LLAMA_405B, 3),
+                (specs.LLAMA_405B, 6)]
+
+
+def _params_17_6(seed: int) -> dict:
+    c = _variant("17-6", seed,
+                 dict(stages=(specs.LLAMA_70B, PP_STAGES_7), micro=PP_MICROBATCHES_7,
+                      target=PP_TARGET_BUBBLE, hw=H100, reserve=RESERVE_BYTES),
+                 dict(stages=_STAGES_17_6, micro=((8, 32), (16, 64), (12, 48), (32, 128)),
+                      target=(0.02, 0.05, 0.1), hw=_CARDS, reserve=(2e9, 4e9, 6e9)))
+    model, stages = c["stages"]
+    big = specs.LLAMA_405B
+    return dict(model=model, n_layers=model.n_layers, hidden_size=model.hidden_size,
+                stages=stages, microbatches=c["micro"], target_bubble=c["target"],
+                big_model=big, big_weight_bytes=big.weight_bytes, hardware=c["hw"],
+                gpus_per_node=8, reserve_bytes=c["reserve"])
+
+
+def _microbatches_for(stages: int, target: float) -> int:
+    """Smallest m with pipeline_bubble(stages, m) <= target (a closed form, checked by calc)."""
+    m = max(1, math.ceil((stages - 1) * (1 / target - 1) - 1e-9))
+    while m > 1 and calc.pipeline_bubble(stages, m - 1) <= target * (1 + 1e-12):
+        m -= 1
+    while calc.pipeline_bubble(stages, m) > target * (1 + 1e-12):
+        m += 1
+    return m
+
+
+def _solve_17_6(g: dict) -> dict:
+    p, (m1, m2) = g["stages"], g["microbatches"]
+    st1 = calc.pp_stages(g["model"], p, m1)
+    big, hw, node = g["big_model"], g["hardware"], g["gpus_per_node"]
+    one_node = calc.weights_per_gpu_bytes(big, node)
+    layout = calc.parallel_layout(big, hw, reserve_bytes=g["reserve_bytes"], gpus_per_node=node)
+    return {
+        "a-layers": st1["layers_per_stage"],
+        "b-boundaries": st1["boundaries"],
+        "c-handoff": st1["handoff_bytes"],
+        "d-bubble-m1": _pct(st1["bubble"]),
+        "e-bubble-m2": _pct(calc.pipeline_bubble(p, m2)),
+        "f-m-needed": _microbatches_for(p, g["target_bubble"]),
+        "g-node-per-gpu": _gb(one_node),
+        "h-node-fits": layout["pp"] == 1,
+        "i-layout-gpus": layout["gpus"],
+        "j-layout-per-gpu": _gb(layout["weight_bytes_per_gpu"]),
+    }
+
+
+def _mistakes_17_6(g: dict) -> dict:
+    s = _solve_17_6(g)
+    p, (m1, m2), t = g["stages"], g["microbatches"], g["target_bubble"]
+    total = "the pipe runs m + p - 1 stage-steps: bubble = (p - 1) / (m + p - 1)"
+    return {
+        "b-boundaries": [(p, "p stages have p - 1 boundaries between them")],
+        "c-handoff": [(s["c-handoff"] * (p - 1), "per boundary: one activation vector, "
+                                                 "hidden x 2 bytes")],
+        "d-bubble-m1": [(_pct((p - 1) / m1), total), (_pct((p - 1) / (m1 + p)), total)],
+        "e-bubble-m2": [(_pct((p - 1) / m2), total), (_pct((p - 1) / (m2 + p)), total)],
+        "f-m-needed": [(math.ceil((p - 1) / t - 1e-9),
+                        "solve (p - 1) / (m + p - 1) <= target for m: m >= (p - 1)(1/target - 1)"),
+                       (s["f-m-needed"] - 1, "round m up: one fewer microbatch misses the "
+                                             "target")],
+        "g-node-per-gpu": [(_gb(g["big_weight_bytes"]), "divide the weights over the node's "
+                                                         "GPUs")],
+        "h-node-fits": [(not s["h-node-fits"], "compare weights per GPU plus the reserve with "
+                                               "one card's memory")],
+        "i-layout-gpus": [(s["i-layout-gpus"] // 2, "the weights plus the reserve must fit: "
+                                                    "take the next layout up")],
+    }
+
+
+register(Exercise(
+    id="17-6", title="The pipeline bubble, and where TP stops and PP starts", section="17 §7",
+    parts=(
+        Part("a-layers", "layers per stage", "layers", "rel", 0.001),
+        Part("b-boundaries", "stage boundaries a token crosses", "boundaries", "exact"),
+        Part("c-handoff", "bytes handed across one boundary per token", "B", "rel", 0.001),
+        Part("d-bubble-m1", "bubble with the first microbatch count", "%", "rel", 0.005),
+        Part("e-bubble-m2", "bubble with the second microbatch count", "%", "rel", 0.005),
+        Part("f-m-needed", "fewest microbatches that meet the bubble target", "microbatches",
+             "exact", points=2),
+        Part("g-node-per-gpu", "405B weights per GPU at TP over one whole node", "GB", "rel",
+             0.005),
+        Part("h-node-fits", "does one node (TP only) hold the 405B with the reserve?",
+             kind="bool"),
+        Part("i-layout-gpus", "GPUs in the smallest TP-first layout that fits", "GPUs", "exact"),
+        Part("j-layout-per-gpu", "weights per GPU in that layout", "GB", "rel", 0.005),
+    ),
+    make_params=_params_17_6, solve=_solve_17_6, mistakes=_mistakes_17_6,
+))
+
+
+# --- 17-7: disaggregated pool sizing and the KV hop (17 §8) ------------------------------------
+
+def _params_17_7(seed: int) -> dict:
+    c = _variant("17-7", seed,
+                 dict(rate=REQUEST_RATE_8, prompt=MEAN_PROMPT_8, output=MEAN_OUTPUT_8,
+                      pcap=calc.CH17_PREFILL_TOK_PER_S_PER_GROUP,
+                      dcap=calc.CH17_DECODE_TOK_PER_S_PER_GROUP, model=specs.LLAMA_70B,
+                      context=CONTEXT_8K, hw=H100, rdma=RDMA_GBIT_PER_S),
+                 dict(rate=(40, 60, 100, 150, 250), prompt=(800, 1_500, 2_000, 3_000, 6_000),
+                      output=(150, 250, 400, 700), pcap=(8_000, 10_000, 12_000, 16_000),
+                      dcap=(1_800, 2_500, 3_000, 4_000),
+                      model=(specs.LLAMA_70B, specs.LLAMA_8B, specs.LLAMA_405B),
+                      context=(4_000, 8_000, 16_000, 32_000),
+                      hw=(specs.H100_SXM, specs.A100_80GB), rdma=(100, 200, 400)))
+    m = c["model"]
+    return dict(request_rate_per_s=c["rate"], mean_prompt_tokens=c["prompt"],
+                mean_output_tokens=c["output"], prefill_tok_per_s_per_group=c["pcap"],
+                decode_tok_per_s_per_group=c["dcap"], model=m, n_layers=m.n_layers,
+                kv_bytes_per_token=calc.kv_bytes_per_token(m), context_tokens=c["context"],
+                nvlink_bytes_per_s=c["hw"].interconnect_bytes_per_s,
+                rdma_gbit_per_s=c["rdma"])
+
+
+def _rdma_bytes_per_s(g: dict) -> float:
+    return g["rdma_gbit_per_s"] * 1e9 / 8   # bits to bytes
+
+
+def _solve_17_7(g: dict) -> dict:
+    pools = calc.disaggregated_pools(g["request_rate_per_s"], g["mean_prompt_tokens"],
+                                     g["mean_output_tokens"],
+                                     prefill_tok_per_s_per_group=g["prefill_tok_per_s_per_group"],
+                                     decode_tok_per_s_per_group=g["decode_tok_per_s_per_group"])
+    m, L = g["model"], g["context_tokens"]
+    rdma_s = calc.kv_transfer_s(m, L, _rdma_bytes_per_s(g))
+    return {
+        "a-prompt-demand": pools["prompt_tok_per_s"],
+        "b-prefill-groups": pools["prefill_groups"],
+        "c-output-demand": pools["output_tok_per_s"],
+        "d-decode-groups": pools["decode_groups"],
+        "e-ratio": pools["prefill_to_decode"],
+        "f-kv": _gb(calc.kv_bytes(m, L, block_tokens=1)),
+        "g-nvlink": _ms(calc.kv_transfer_s(m, L, g["nvlink_bytes_per_s"])),
+        "h-rdma": _ms(rdma_s),
+        "i-per-layer": _ms(rdma_s / g["n_layers"]),
+    }
+
+
+def _mistakes_17_7(g: dict) -> dict:
+    s = _solve_17_7(g)
+    floor = "a pool needs whole groups: round the division up"
+    bits = "the NIC's 400 Gb/s-style rate is in bits: divide by 8 for bytes"
+    return {
+        "b-prefill-groups": [(math.floor(s["a-prompt-demand"] / g["prefill_tok_per_s_per_group"]),
+                              floor)],
+        "d-decode-groups": [(math.floor(s["c-output-demand"] / g["decode_tok_per_s_per_group"]),
+                             floor)],
+        "e-ratio": [(1 / s["e-ratio"], "prefill groups over decode groups")],
+        "h-rdma": [(s["h-rdma"] / 8, bits)],
+        "i-per-layer": [(s["i-per-layer"] / 8, bits)],
+    }
+
+
+register(Exercise(
+    id="17-7", title="Size disaggregated prefill and decode pools", section="17 §8",
+    parts=(
+        Part("a-prompt-demand", "prompt tokens per second the prefill pool must absorb", "tok/s",
+             "rel", 0.001),
+        Part("b-prefill-groups", "prefill GPU groups", "groups", "exact", points=2),
+        Part("c-output-demand", "output tokens per second the decode pool must produce", "tok/s",
+             "rel", 0.001),
+        Part("d-decode-groups", "decode GPU groups", "groups", "exact", points=2),
+        Part("e-ratio", "prefill groups per decode group", "x", "rel", 0.005),
+        Part("f-kv", "KV bytes one long request ships to the decode pool", "GB", "rel", 0.005),
+        Part("g-nvlink", "that transfer over NVLink", "ms", "rel", 0.005),
+        Part("h-rdma", "that transfer over RDMA", "ms", "rel", 0.005),
+        Part("i-per-layer", "one layer's share of the RDMA transfer (shipped layer by layer)",
+             "ms", "rel", 0.005),
+    ),
+    make_params=_params_17_7, solve=_solve_17_7, mistakes=_mistakes_17_7,
+))
+
+
+# --- 17-8: the quantization ceiling (17 §10) ---------------------------------------------------
+
+_FORMATS_17_8 = ("int8", "fp8", "q8_0", "q4_0")
+
+
+def _params_17_8(seed: int) -> dict:
+    c = _variant("17-8", seed,
+                 dict(model=specs.LLAMA_8B, hw=H100, fmt="int8", context=CONTEXT_8K),
+                 dict(model=_ROUND_SMALL, hw=_CARDS_17_3, fmt=_FORMATS_17_8,
+                      context=(4_000, 8_000, 16_000, 32_000)))
+    m = c["model"]
+    return dict(model=m, hardware=c["hw"], params=m.n_params, format=c["fmt"],
+                bytes_per_param=calc.bits_per_value(c["fmt"]) / 8,
+                kv_bytes_per_token=calc.kv_bytes_per_token(m), context_tokens=c["context"])
+
+
+def _solve_17_8(g: dict) -> dict:
+    m, hw, bpp, L = g["model"], g["hardware"], g["bytes_per_param"], g["context_tokens"]
+    q = calc.quantization_ceiling(m, hw, bpp)
+    long_q = calc.decode_vs_context(m, hw, L, bytes_per_param=bpp)
+    long_base = calc.decode_vs_context(m, hw, L)
+    return {
+        "a-weights": _gb(q["weight_bytes"]),
+        "b-step": _ms(q["step_s"]),
+        "c-ceiling": q["tokens_per_s"],
+        "d-baseline": q["baseline_tokens_per_s"],
+        "e-speedup": q["speedup"],
+        "f-intensity": q["intensity_flop_per_byte"],
+        "g-ceiling-long": long_q["tokens_per_s"],
+        "h-speedup-long": long_q["tokens_per_s"] / long_base["tokens_per_s"],
+    }
+
+
+def _mistakes_17_8(g: dict) -> dict:
+    s = _solve_17_8(g)
+    m, hw, bpp, L, k = (g["model"], g["hardware"], g["bytes_per_param"], g["context_tokens"],
+                        g["kv_bytes_per_token"])
+    bw, w = hw.mem_bw_bytes_per_s, g["params"] * bpp
+    nominal = {"q8_0": 1.0, "q4_0": 0.5}.get(g["format"])
+    out = {
+        "g-ceiling-long": [(s["c-ceiling"], "the KV cache is still BF16 and is read every step: "
+                                            "add L x k bytes"),
+                           (bw / (w + L * k / 2), "only the weights are quantized; the KV cache "
+                                                  "stays at 2 bytes per value")],
+        "h-speedup-long": [(s["e-speedup"], "with a long context the KV bytes do not shrink, so "
+                                            "the gain is less than the short-context one")],
+        "f-intensity": [(1 / s["f-intensity"], "intensity is FLOPs per byte: 2 / bytes per "
+                                               "parameter")],
+    }
+    if nominal is not None:
+        scale = "count the block scales too: this format stores {:g} bits per weight".format(
+            calc.bits_per_value(g["format"]))
+        out["a-weights"] = [(_gb(g["params"] * nominal), scale)]
+        out["c-ceiling"] = [(bw / (g["params"] * nominal), scale)]
+    return out
+
+
+register(Exercise(
+    id="17-8", title="What weight quantization does to the decode ceiling", section="17 §10",
+    parts=(
+        Part("a-weights", "quantized weight bytes", "GB", "rel", 0.005),
+        Part("b-step", "batch-1 time per token with quantized weights", "ms", "rel", 0.005),
+        Part("c-ceiling", "batch-1 decode ceiling with quantized weights", "tok/s", "rel",
+             0.005, points=2),
+        Part("d-baseline", "batch-1 decode ceiling in BF16", "tok/s", "rel", 0.005),
+        Part("e-speedup", "ceiling gain from quantizing", "x", "rel", 0.005),
+        Part("f-intensity", "batch-1 decode intensity with quantized weights", "FLOP/B", "rel",
+             0.005),
+        Part("g-ceiling-long", "batch-1 ceiling at the long context, quantized weights, BF16 KV",
+             "tok/s", "rel", 0.005, points=2),
+        Part("h-speedup-long", "the gain at the long context", "x", "rel", 0.005),
+    ),
+    make_params=_params_17_8, solve=_solve_17_8, mistakes=_mistakes_17_8,
+))
+
+
+# --- 17-9: speculative decoding (17 §10) -------------------------------------------------------
+
+_DRAFT_LENS_17_9 = tuple(range(1, 9))
+
+
+def _params_17_9(seed: int) -> dict:
+    c = _variant("17-9", seed,
+                 dict(alpha=SPEC_ACCEPTANCE, k=SPEC_DRAFT_LEN, model=specs.LLAMA_8B, hw=H100,
+                      draft=DRAFT_PARAMS_9),
+                 dict(alpha=(0.5, 0.6, 0.7, 0.8, 0.9), k=(2, 3, 4, 5, 6),
+                      model=(specs.LLAMA_8B, SHAPE_14B), hw=_CARDS,
+                      draft=(0.5e9, 1e9, 1.5e9)))
+    m = c["model"]
+    return dict(acceptance=c["alpha"], draft_len=c["k"], model=m, hardware=c["hw"],
+                target_weight_bytes=m.weight_bytes, draft_params=c["draft"],
+                draft_weight_bytes=c["draft"] * 2, draft_lens=_DRAFT_LENS_17_9)
+
+
+def _spec_times(g: dict) -> tuple[float, float]:
+    verify_s = calc.decode_time_split(g["model"], g["hardware"])["step_s"]
+    per_draft_s = calc.draft_forward_time(g["draft_weight_bytes"],
+                                          g["hardware"].mem_bw_bytes_per_s)
+    return verify_s, per_draft_s
+
+
+def _solve_17_9(g: dict) -> dict:
+    a, k = g["acceptance"], g["draft_len"]
+    verify_s, per_draft_s = _spec_times(g)
+    row = calc.draft_length_table(a, [k], verify_s, per_draft_s)[0]
+    step = calc.marginal_draft_gain(a, k + 1, verify_s, per_draft_s)
+    return {
+        "a-expected": calc.speculative_expected_tokens(a, k),
+        "b-marginal": step["added_tokens"],
+        # the k -> infinity limit 1 / (1 - a): a long enough draft that a^k has vanished
+        "c-limit": calc.speculative_expected_tokens(a, 2_000),
+        "d-target-step": _ms(verify_s),
+        "e-draft-step": _ms(per_draft_s),
+        "f-latency": _ms(row["latency_per_token_s"]),
+        "g-speedup": verify_s / row["latency_per_token_s"],
+        "h-best-k": calc.best_draft_length(a, g["draft_lens"], verify_s, per_draft_s),
+        "i-extend": step["helps"],
+    }
+
+
+def _mistakes_17_9(g: dict) -> dict:
+    s = _solve_17_9(g)
+    a, k = g["acceptance"], g["draft_len"]
+    verify_s, per_draft_s = _spec_times(g)
+    return {
+        "a-expected": [(s["a-expected"] - 1, "the target pass always yields one token of its own: "
+                                             "start the sum at 1"),
+                       (s["a-expected"] - a ** k, "the sum runs to a^k: k draft tokens, "
+                                                  "k + 1 terms")],
+        "b-marginal": [(a ** k, "the (k+1)-th token counts only if it and all k before it are "
+                                "accepted: a^(k+1)")],
+        "c-limit": [(1 / a, "the geometric series sums to 1 / (1 - a)")],
+        "f-latency": [(_ms(verify_s) / s["a-expected"], "the draft's own passes take time too: "
+                                                         "(T_target + k x t_draft) / E[tokens]")],
+        "g-speedup": [(s["a-expected"], "that is the ideal with a free draft; charge the k draft "
+                                        "passes")],
+    }
+
+
+register(Exercise(
+    id="17-9", title="Speculative decoding: expected tokens and the draft's cost",
+    section="17 §10",
+    parts=(
+        Part("a-expected", "expected tokens per target pass", "tokens", "rel", 0.002, points=2),
+        Part("b-marginal", "tokens one more draft token adds", "tokens", "rel", 0.005),
+        Part("c-limit", "expected tokens per pass with an unlimited draft", "tokens", "rel",
+             0.005),
+        Part("d-target-step", "one target pass (batch 1, weights streamed)", "ms", "rel", 0.005),
+        Part("e-draft-step", "one draft pass", "ms", "rel", 0.005),
+        Part("f-latency", "latency per output token with the draft", "ms", "rel", 0.005),
+        Part("g-speedup", "speedup over plain decode", "x", "rel", 0.005),
+        Part("h-best-k", "the draft length among 1-8 with the lowest latency per token",
+             "tokens", "exact"),
+        Part("i-extend", "does going from k to k + 1 draft tokens lower the latency?",
+             kind="bool"),
+    ),
+    make_params=_params_17_9, solve=_solve_17_9, mistakes=_mistakes_17_9,
+))
+
+
+# --- 17-10: choosing the batch between the ITL and memory limits (17 §5, interview) -----------
+
+ITL_OR_MEMORY = ("ITL target", "KV memory")
+
+
+def _memory_bound_live(m, hw, options, rng) -> int:
+    """A live-token count at which each added sequence costs more bytes- than FLOP-time, so the
+    step stays on the memory roof (the chapter's step formula is bytes / bandwidth)."""
+    per_seq_flop_s = calc.matrix_flops(m, 1, include_lm_head=True) / hw.peak_flops_per_s
+    k = calc.kv_bytes_per_token(m)
+    ok = [L for L in options if L * k / hw.mem_bw_bytes_per_s > 1.25 * per_seq_flop_s]
+    return pick(rng, ok)
+
+
+def _params_17_10(seed: int) -> dict:
+    if seed == 0:
+        m, hw, live, reservation = specs.LLAMA_8B, H100, CHAT_LIVE_TOKENS, CONTEXT_8K
+        reserve, target = RESERVE_BYTES, ITL_TARGET_S_10
+    else:
+        rng = rng_for("17-10", seed)
+        m, hw = pick(rng, _ROUND_SMALL), pick(rng, _CARDS)
+        live = _memory_bound_live(m, hw, [400, 600, 800, 1_200, 2_000], rng)
+        reservation = pick(rng, [4_000, 8_000, 16_000])
+        reserve = pick(rng, [2e9, 4e9, 6e9])
+        weights_ms = _ms(m.weight_bytes / hw.mem_bw_bytes_per_s)
+        target = math.ceil(weights_ms * pick(rng, [1.5, 2, 3, 4, 6])) * units.ms
+    return dict(model=m, hardware=hw, weight_bytes=m.weight_bytes,
+                kv_bytes_per_token=calc.kv_bytes_per_token(m), live_tokens=live,
+                reservation_tokens=reservation, reserve_bytes=reserve, itl_target_s=target)
+
+
+def _largest_batch_within(g: dict, target_s: float) -> int:
+    """Largest batch whose decode step (calc.decode_step_time) stays within ``target_s``."""
+    m, hw, L = g["model"], g["hardware"], g["live_tokens"]
+
+    def fits(b: int) -> bool:
+        return calc.decode_step_time(m, hw, b, L) <= target_s * (1 + 1e-12)
+
+    if not fits(1):
+        return 0
+    lo, hi = 1, 2
+    while fits(hi):
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:   # the step time never falls as the batch grows
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
+def _solve_17_10(g: dict) -> dict:
+    m, hw, L = g["model"], g["hardware"], g["live_tokens"]
+    # block_tokens=1: the chapter divides the budget by the live bytes alone
+    gain = calc.paged_batch_gain(m, hw, live_tokens=L, reservation_tokens=g["reservation_tokens"],
+                                 block_tokens=1, reserve_bytes=g["reserve_bytes"])
+    cap_reserved, cap_paged = gain["naive"]["batch"], gain["paged"]["batch"]
+    itl_batch = _largest_batch_within(g, g["itl_target_s"])
+    chosen = min(itl_batch, cap_paged)
+    step = calc.decode_vs_context(m, hw, L, batch=chosen)
+    return {
+        "a-free": _gb(gain["kv_budget_bytes"]),
+        "b-cap-reserved": cap_reserved,
+        "c-cap-paged": cap_paged,
+        "d-step-at-cap": _ms(gain["paged"]["step_s"]),
+        "e-itl-batch": itl_batch,
+        "f-binds-paged": ITL_OR_MEMORY[0] if itl_batch < cap_paged else ITL_OR_MEMORY[1],
+        "g-throughput": step["tokens_per_s"],
+        "h-binds-reserved": ITL_OR_MEMORY[0] if itl_batch < cap_reserved else ITL_OR_MEMORY[1],
+    }
+
+
+def _mistakes_17_10(g: dict) -> dict:
+    s = _solve_17_10(g)
+    hw, k, L, w = g["hardware"], g["kv_bytes_per_token"], g["live_tokens"], g["weight_bytes"]
+    bw, target = hw.mem_bw_bytes_per_s, g["itl_target_s"]
+    free = s["a-free"] * units.GB
+    return {
+        "a-free": [(_gb(hw.mem_bytes - w), "subtract the runtime + activations reserve too")],
+        "b-cap-reserved": [(free // (k * L), "a worst-case system reserves the full reservation "
+                                             "length per sequence, not the live tokens")],
+        "c-cap-paged": [(free // (k * g["reservation_tokens"]),
+                         "paged KV holds only the live tokens: divide by L_live x k")],
+        "e-itl-batch": [(math.floor((target * bw - w) / (k * g["reservation_tokens"])),
+                         "a step streams the live KV, not the reservation"),
+                        (math.floor(target * bw / (k * L)),
+                         "the weights are streamed every step as well: (D_w + B L k) / bandwidth"),
+                        (s["e-itl-batch"] + 1, "the largest batch that still meets the target: "
+                                               "round down")],
+    }
+
+
+register(Exercise(
+    id="17-10", title="Pick the batch size between the ITL target and KV memory",
+    section="17 §5 and the interview questions",
+    parts=(
+        Part("a-free", "KV space on the card after weights and reserve", "GB", "rel", 0.005),
+        Part("b-cap-reserved", "batch cap with worst-case reservations", "sequences", "exact"),
+        Part("c-cap-paged", "batch cap with paged KV (live tokens only)", "sequences", "exact"),
+        Part("d-step-at-cap", "decode step at the paged cap", "ms", "rel", 0.005),
+        Part("e-itl-batch", "largest batch whose step meets the ITL target", "sequences",
+             "exact", points=2),
+        Part("f-binds-paged", "which limit binds with paged KV", kind="choice",
+             options=ITL_OR_MEMORY),
+        Part("g-throughput", "decode throughput at the batch you would run (paged)", "tok/s",
+             "rel", 0.005),
+        Part("h-binds-reserved", "which limit binds with worst-case reservations", kind="choice",
+             options=ITL_OR_MEMORY),
+    ),
+    make_params=_params_17_10, solve=_solve_17_10, mistakes=_mistakes_17_10,
+))
+
+
+# --- 17-11: head-of-line blocking and chunked prefill (17 §3, §6) ------------------------------
+
+def _params_17_11(seed: int) -> dict:
+    c = _variant("17-11", seed,
+                 dict(model=specs.LLAMA_8B, hw=H100, eff=EFFICIENCY, prompt=PROMPT_TOKENS,
+                      output=OUTPUT_TOKENS_3, step=SMOOTH_ITL_S, long=LONG_PROMPT_3,
+                      chunk=CHUNK_TOKENS_6),
+                 dict(model=_ROUND_SMALL, hw=_CARDS, eff=(0.4, 0.5, 0.6),
+                      prompt=(1_024, 2_048, 4_096), output=(150, 250, 500),
+                      step=(4e-3, 6e-3, 8e-3, 10e-3), long=(4_000, 8_000, 16_000, 32_000),
+                      chunk=(256, 512, 1_024, 2_048)))
+    m = c["model"]
+    return dict(model=m, hardware=c["hw"], params=m.n_params, efficiency=c["eff"],
+                prompt_tokens=c["prompt"], output_tokens=c["output"], decode_step_s=c["step"],
+                long_prompt_tokens=c["long"], chunk_tokens=c["chunk"])
+
+
+def _solve_17_11(g: dict) -> dict:
+    m, hw, e, step = g["model"], g["hardware"], g["efficiency"], g["decode_step_s"]
+    ttft = calc.prefill_compute_s(m, hw, g["prompt_tokens"], efficiency=e)
+    budget = calc.request_budget(ttft, g["output_tokens"], step)
+    stall = calc.head_of_line_stall(m, hw, g["long_prompt_tokens"], step, efficiency=e)
+    trade = calc.chunked_prefill_trade(m, hw, g["long_prompt_tokens"], g["chunk_tokens"], step,
+                                       efficiency=e)
+    return {
+        "a-ttft": _ms(ttft),
+        "b-decode-share": _pct(budget["decode_share"]),
+        "c-stall": _ms(stall["stall_s"]),
+        "d-stall-ratio": stall["worst_itl_over_step"],
+        "e-chunks": trade["chunks"],
+        "f-chunk": _ms(trade["chunk_s"]),
+        "g-iteration": _ms(trade["iteration_s"]),
+        "h-itl-gain": trade["itl_improvement"],
+        "i-ttft-chunked": _ms(trade["ttft_s"]),
+        "j-ttft-increase": _pct(trade["ttft_increase"]),
+    }
+
+
+def _mistakes_17_11(g: dict) -> dict:
+    s = _solve_17_11(g)
+    n, c = g["long_prompt_tokens"], g["chunk_tokens"]
+    m, hw, e, step = g["model"], g["hardware"], g["efficiency"], g["decode_step_s"]
+    trade = calc.chunked_prefill_trade(m, hw, n, c, step, efficiency=e)
+    full_peak = "prefill runs at the assumed fraction of peak, not the full roof"
+    return {
+        "a-ttft": [(s["a-ttft"] * e, full_peak)],
+        "b-decode-share": [(100 - s["b-decode-share"], "the decode share is output x ITL over "
+                                                       "the whole request")],
+        "c-stall": [(s["c-stall"] * e, full_peak)],
+        "e-chunks": [(n // c, "a partial last chunk is still a chunk: round up")],
+        "f-chunk": [(s["f-chunk"] * e, full_peak)],
+        "g-iteration": [(s["f-chunk"], "an iteration runs the decode step and the chunk")],
+        "i-ttft-chunked": [(_ms(trade["ttft_exact_s"]),
+                            "charge every chunk a full iteration, as the chapter does"),
+                           (_ms(trade["dedicated_s"]), "the chunks share iterations with the "
+                                                       "decode steps")],
+    }
+
+
+register(Exercise(
+    id="17-11", title="Head-of-line blocking, and what chunked prefill trades",
+    section="17 §3 and §6",
+    parts=(
+        Part("a-ttft", "prefill time (TTFT before queueing) of the typical prompt", "ms", "rel",
+             0.005),
+        Part("b-decode-share", "share of the request's wall clock spent decoding", "%", "rel",
+             0.005),
+        Part("c-stall", "stall an unchunked long prompt imposes on in-flight decodes", "ms",
+             "rel", 0.005),
+        Part("d-stall-ratio", "worst ITL over the normal decode step", "x", "rel", 0.005),
+        Part("e-chunks", "chunks the long prompt splits into", "chunks", "exact"),
+        Part("f-chunk", "compute time of one chunk", "ms", "rel", 0.005),
+        Part("g-iteration", "one iteration: decode step plus one chunk", "ms", "rel", 0.005),
+        Part("h-itl-gain", "how much the worst ITL improves", "x", "rel", 0.005),
+        Part("i-ttft-chunked", "TTFT of the long prompt when chunked", "ms", "rel", 0.005),
+        Part("j-ttft-increase", "TTFT increase over a dedicated prefill", "%", "rel", 0.01),
+    ),
+    make_params=_params_17_11, solve=_solve_17_11, mistakes=_mistakes_17_11,
+))
+
+
+# --- 17-12: what PagedAttention buys (17 §5) ---------------------------------------------------
+
+def _params_17_12(seed: int) -> dict:
+    c = _variant("17-12", seed,
+                 dict(model=specs.LLAMA_8B, hw=H100, max_len=MAX_LEN_5,
+                      used=CHAT_TURN_TOKENS_5, block=16, reservation=CONTEXT_8K,
+                      prefix=PREFIX_TOKENS_5, users=PREFIX_USERS_5),
+                 dict(model=_ROUND_SMALL, hw=_CARDS, max_len=(4_096, 8_192, 16_384),
+                      used=(200, 300, 500, 1_000), block=(8, 16, 32),
+                      reservation=(8_000, 16_000), prefix=(500, 1_000, 2_000, 4_000),
+                      users=(20, 50, 100, 200)))
+    m = c["model"]
+    if seed == 0:
+        c["live"] = CHAT_LIVE_TOKENS
+    else:   # keep the paged step on the memory roof, where the chapter's step formula holds
+        c["live"] = _memory_bound_live(m, c["hw"], [400, 600, 1_000, 2_000],
+                                       rng_for("17-12/live", seed))
+    return dict(model=m, hardware=c["hw"], weight_bytes=m.weight_bytes,
+                kv_bytes_per_token=calc.kv_bytes_per_token(m), reserve_bytes=RESERVE_BYTES,
+                max_len_tokens=c["max_len"], used_tokens=c["used"], block_tokens=c["block"],
+                live_tokens=c["live"], reservation_tokens=c["reservation"],
+                prefix_tokens=c["prefix"], users=c["users"])
+
+
+def _solve_17_12(g: dict) -> dict:
+    m, hw = g["model"], g["hardware"]
+    waste = calc.reservation_waste(m, g["used_tokens"], max_len_tokens=g["max_len_tokens"])
+    worst = calc.paged_worst_waste(m, g["block_tokens"])
+    gain = calc.paged_batch_gain(m, hw, live_tokens=g["live_tokens"],
+                                 reservation_tokens=g["reservation_tokens"], block_tokens=1,
+                                 reserve_bytes=g["reserve_bytes"])
+    prefix = calc.prefix_sharing_bytes(m, g["users"], g["prefix_tokens"])
+    return {
+        "a-reserved": _gb(waste["reserved_bytes"]),
+        "b-waste": _pct(waste["wasted_fraction"]),
+        "c-worst-paged": worst["bytes"] / units.MB,
+        "d-naive-tok-s": gain["naive"]["tokens_per_s"],
+        "e-paged-tok-s": gain["paged"]["tokens_per_s"],
+        "f-gain": gain["throughput_gain"],
+        "g-itl-paged": _ms(gain["paged"]["step_s"]),
+        "h-prefix-naive": _gb(prefix["naive_bytes"]),
+        "i-prefix-shared": _gb(prefix["shared_bytes"]),
+    }
+
+
+def _mistakes_17_12(g: dict) -> dict:
+    s = _solve_17_12(g)
+    k, p = g["kv_bytes_per_token"], g["block_tokens"]
+    m, hw = g["model"], g["hardware"]
+    gain = calc.paged_batch_gain(m, hw, live_tokens=g["live_tokens"],
+                                 reservation_tokens=g["reservation_tokens"], block_tokens=1,
+                                 reserve_bytes=g["reserve_bytes"])
+    return {
+        "b-waste": [(100 - s["b-waste"], "waste is the unused share: 1 - used / reserved")],
+        "c-worst-paged": [(p * k / units.MB, "the last block holds at least one token: at most "
+                                             "block - 1 slots sit empty")],
+        "f-gain": [(gain["batch_gain"], "that is the batch gain; each step is heavier at the "
+                                        "larger batch, so compare tokens per second")],
+        "d-naive-tok-s": [(gain["naive"]["batch"] * hw.mem_bw_bytes_per_s
+                           / (gain["naive"]["batch"] * g["reservation_tokens"] * k
+                              + g["weight_bytes"]),
+                           "empty reservations are never read: a step streams only live KV")],
+    }
+
+
+register(Exercise(
+    id="17-12", title="What PagedAttention buys, in memory and tokens per second",
+    section="17 §5",
+    parts=(
+        Part("a-reserved", "KV reserved per request by a worst-case contiguous allocator", "GB",
+             "rel", 0.005),
+        Part("b-waste", "share of that reservation a short chat turn leaves empty", "%", "rel",
+             0.005),
+        Part("c-worst-paged", "worst-case paged waste per sequence", "MB", "rel", 0.005),
+        Part("d-naive-tok-s", "decode throughput with worst-case reservations", "tok/s", "rel",
+             0.005),
+        Part("e-paged-tok-s", "decode throughput with paged KV", "tok/s", "rel", 0.005),
+        Part("f-gain", "throughput gain from paging", "x", "rel", 0.005, points=2),
+        Part("g-itl-paged", "decode step (ITL) of the paged batch", "ms", "rel", 0.005),
+        Part("h-prefix-naive", "KV of the shared prefix when every user stores a copy", "GB",
+             "rel", 0.005),
+        Part("i-prefix-shared", "KV of the shared prefix with prefix sharing", "GB", "rel",
+             0.005),
+    ),
+    make_params=_params_17_12, solve=_solve_17_12, mistakes=_mistakes_17_12,
+))
+
+
+# --- 17-13: KV-aware routing (17 §8) -----------------------------------------------------------
+
+def _params_17_13(seed: int) -> dict:
+    c = _variant("17-13", seed,
+                 dict(model=specs.LLAMA_8B, hw=H100, eff=EFFICIENCY, turn=AGENT_TURN_8,
+                      first=calc.CH17_AGENT_FIRST_TURN_TOKENS,
+                      per_turn=calc.CH17_AGENT_TOKENS_PER_TURN, hits=HIT_RATES_8),
+                 dict(model=_ROUND_SMALL, hw=_CARDS, eff=(0.4, 0.5, 0.6),
+                      turn=(5, 10, 20, 30), first=(2_000, 4_000, 6_000),
+                      per_turn=(400, 800, 1_200, 2_000),
+                      hits=((0.9, 0.3), (0.95, 0.5), (0.8, 0.2))))
+    m = c["model"]
+    return dict(model=m, hardware=c["hw"], params=m.n_params, efficiency=c["eff"],
+                turn=c["turn"], first_turn_tokens=c["first"], tokens_per_turn=c["per_turn"],
+                hit_rates=c["hits"])
+
+
+def _solve_17_13(g: dict) -> dict:
+    r = calc.kv_routing_ttft(g["model"], g["hardware"], g["turn"],
+                             first_turn_tokens=g["first_turn_tokens"],
+                             tokens_per_turn=g["tokens_per_turn"], efficiency=g["efficiency"])
+    good, poor = g["hit_rates"]
+
+    def expected_ms(hit: float) -> float:
+        return _ms(hit * r["warm_s"] + (1 - hit) * r["cold_s"])
+
+    return {
+        "a-context": r["context_tokens"],
+        "b-cold-flop": r["cold_flops"] / units.TFLOP,
+        "c-cold": _ms(r["cold_s"]),
+        "d-warm": _ms(r["warm_s"]),
+        "e-ratio": r["speedup"],
+        "f-expected-good": expected_ms(good),
+        "g-expected-poor": expected_ms(poor),
+    }
+
+
+def _mistakes_17_13(g: dict) -> dict:
+    s = _solve_17_13(g)
+    t, first, per = g["turn"], g["first_turn_tokens"], g["tokens_per_turn"]
+    good, poor = g["hit_rates"]
+    swapped = "a warm hit costs the warm TTFT: hit x warm + (1 - hit) x cold"
+    return {
+        "a-context": [(first + t * per, "turn t adds t - 1 messages to the first turn's prompt")],
+        "c-cold": [(s["c-cold"] * g["efficiency"], "prefill runs at the assumed fraction of "
+                                                   "peak")],
+        "f-expected-good": [(good * s["c-cold"] + (1 - good) * s["d-warm"], swapped)],
+        "g-expected-poor": [(poor * s["c-cold"] + (1 - poor) * s["d-warm"], swapped)],
+    }
+
+
+register(Exercise(
+    id="17-13", title="What KV-aware routing is worth on a multi-turn conversation",
+    section="17 §8",
+    parts=(
+        Part("a-context", "tokens in the conversation at the given turn", "tokens", "exact"),
+        Part("b-cold-flop", "prefill FLOPs on a cold worker", "TFLOP", "rel", 0.005),
+        Part("c-cold", "TTFT on a cold worker", "ms", "rel", 0.005),
+        Part("d-warm", "TTFT on a warm worker", "ms", "rel", 0.005),
+        Part("e-ratio", "cold over warm TTFT", "x", "rel", 0.005),
+        Part("f-expected-good", "mean TTFT for the router with the higher warm-hit rate", "ms",
+             "rel", 0.005),
+        Part("g-expected-poor", "mean TTFT for the router with the lower warm-hit rate", "ms",
+             "rel", 0.005),
+    ),
+    make_params=_params_17_13, solve=_solve_17_13, mistakes=_mistakes_17_13,
+))

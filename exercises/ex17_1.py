@@ -1,0 +1,113 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Exercise 17-1 · How big is the KV cache of the model you are given?
+#
+# *Calculation, 17 §4.* Every layer keeps a key and a value vector for every KV head and every
+# token it has seen, so one token costs
+# $$k = 2 \times n_\text{layers} \times n_\text{KV heads} \times d_\text{head} \times
+# \text{bytes per value}$$
+# and a sequence of $L$ tokens costs $L k$. Under grouped-query attention (GQA) several query
+# heads share one K/V pair, so $n_\text{KV heads}$ is smaller than the query-head count; plain
+# multi-head attention (MHA) would keep one K/V pair per query head.
+#
+# 1. **(a)** The KV bytes per token of the model below, in BF16.
+# 2. **(b)** The KV of one sequence at the given context, in GB (decimal).
+# 3. **(c)** How many times larger the cache would be if the same model used MHA.
+#    **(d)** The MHA size of one such sequence, in GB.
+# 4. **(e)** How many whole sequences of that context fit in the given cache space with the
+#    model's own heads, and **(f)** how many under MHA?
+# 5. **(g)** The KV bytes per token if the cache is stored in FP8 (1 byte per value).
+#
+# Chapter 17 labels contexts in thousands: its "8K" is 8,000 tokens here.
+# Your given data come from `grading.params("17-1", SEED)`. Seed 0 is the chapter's own data
+# (the 70B shape); your instructor may give you another seed.
+
+# %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from companion import grading, units
+
+SEED = 0
+given = grading.params("17-1", SEED)
+L = given["context_tokens"]
+print(f"model: {given['model'].name}")
+print(f"{given['n_layers']} layers, {given['n_query_heads']} query heads, "
+      f"{given['n_kv_heads']} KV heads, head dim {given['head_dim']}, "
+      f"{given['bytes_per_value']} bytes per value")
+print(f"context {given['context_label']} = {L:,} tokens; cache space "
+      f"{given['cache_bytes'] / units.GB:g} GB")
+
+# %% [markdown]
+# ## (a) Bytes per token
+#
+# Set `kv_per_token` in bytes.
+
+# %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+kv_per_token = None
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+assert grading.check("17-1", "a-per-token", kv_per_token, seed=SEED)
+
+# %% [markdown]
+# ## (b) One sequence, (c) the GQA factor, (d) the same sequence under MHA
+#
+# Set `seq_gb`, `mha_factor` and `mha_seq_gb`.
+
+# %% nbgrader={"grade": false, "grade_id": "bcd_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+seq_gb = mha_factor = mha_seq_gb = None
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "bcd_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+assert grading.check("17-1", "b-per-seq", seq_gb, seed=SEED)
+assert grading.check("17-1", "c-factor", mha_factor, seed=SEED)
+assert grading.check("17-1", "d-mha-seq", mha_seq_gb, seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "bcd_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# YOUR ANSWER HERE
+
+# %% [markdown]
+# ## (e), (f) How many sequences fit?
+#
+# Set `fit_own` and `fit_mha` (whole sequences).
+
+# %% nbgrader={"grade": false, "grade_id": "ef_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+fit_own = fit_mha = None
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "ef_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+assert grading.check("17-1", "e-fit-own", fit_own, seed=SEED)
+assert grading.check("17-1", "f-fit-mha", fit_mha, seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ef_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# YOUR ANSWER HERE
+
+# %% [markdown]
+# ## (g) An FP8 KV cache
+#
+# Set `kv_per_token_fp8` in bytes.
+
+# %% nbgrader={"grade": false, "grade_id": "g_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+kv_per_token_fp8 = None
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "g_check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+assert grading.check("17-1", "g-fp8", kv_per_token_fp8, seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "g_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# YOUR ANSWER HERE

@@ -1,0 +1,103 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Exercise 17-12 · What does PagedAttention buy, in memory and in tokens per second?
+#
+# *Calculation, 17 §5.* Before paging, a sequence's KV cache had to be contiguous, so each
+# request reserved room for the longest sequence it might become. PagedAttention hands out
+# fixed-size blocks on demand instead; a sequence wastes at most the empty slots of its last
+# block, and sequences sharing a prefix point at the same blocks. Empty reservations are never
+# read, so both systems stream only live KV per step: what paging changes is how many
+# sequences share each pass over the weights.
+#
+# 1. **(a)** The KV a worst-case allocator reserves per request (max length), in GB, and
+#    **(b)** the share of it a short chat turn leaves empty, in %.
+# 2. **(c)** The worst-case paged waste per sequence (a last block holding a single token),
+#    in MB.
+# 3. With the card's free KV space (memory - weights - reserve) and the given live tokens per
+#    sequence: the decode throughput **(d)** with reservations of the given length and **(e)**
+#    paged (sequences dividing the free space by their live bytes, no block rounding);
+#    **(f)** the throughput gain; **(g)** the paged batch's decode step (its ITL), in ms.
+#    A step streams the weights plus every sequence's live KV.
+# 4. A system prompt shared by many users: its KV **(h)** when every user stores a copy and
+#    **(i)** with prefix sharing, in GB.
+#
+# Your given data come from `grading.params("17-12", SEED)`. Seed 0 is the chapter's own data
+# (8B on an H100 SXM: max_len 8,192, a 300-token turn, 16-token blocks, 600 live tokens against
+# 8,000-token reservations, a 2,000-token system prompt for 100 users); your instructor may
+# give you another seed.
+
+# %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from companion import grading, units
+
+SEED = 0
+given = grading.params("17-12", SEED)
+hw, D_w, k = given["hardware"], given["weight_bytes"], given["kv_bytes_per_token"]
+print(f"card: {hw.name}, {hw.mem_bytes / units.GB:g} GB at {hw.mem_bw_bytes_per_s / 1e12:g} "
+      f"TB/s; reserve {given['reserve_bytes'] / units.GB:g} GB")
+print(f"model: {given['model'].name}: weights {D_w / units.GB:g} GB, k = {k:,} B per token")
+print(f"max_len {given['max_len_tokens']:,}; chat turn {given['used_tokens']} tokens; blocks of "
+      f"{given['block_tokens']} tokens")
+print(f"{given['live_tokens']} live tokens per sequence vs reservations of "
+      f"{given['reservation_tokens']:,}; a {given['prefix_tokens']:,}-token prefix shared by "
+      f"{given['users']} users")
+
+# %% [markdown]
+# ## (a)-(c) Where the memory went
+#
+# Set `reserved_gb`, `waste_pct` and `worst_paged_mb`.
+
+# %% nbgrader={"grade": false, "grade_id": "ac_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+reserved_gb = waste_pct = worst_paged_mb = None
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "ac_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+assert grading.check("17-12", "a-reserved", reserved_gb, seed=SEED)
+assert grading.check("17-12", "b-waste", waste_pct, seed=SEED)
+assert grading.check("17-12", "c-worst-paged", worst_paged_mb, seed=SEED)
+
+# %% [markdown]
+# ## (d)-(g) What the batch buys
+#
+# Set `naive_tok_s`, `paged_tok_s`, `gain` and `paged_step_ms`.
+
+# %% nbgrader={"grade": false, "grade_id": "dg_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+naive_tok_s = paged_tok_s = gain = paged_step_ms = None
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "dg_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+assert grading.check("17-12", "d-naive-tok-s", naive_tok_s, seed=SEED)
+assert grading.check("17-12", "e-paged-tok-s", paged_tok_s, seed=SEED)
+assert grading.check("17-12", "f-gain", gain, seed=SEED)
+assert grading.check("17-12", "g-itl-paged", paged_step_ms, seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ag_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# YOUR ANSWER HERE
+
+# %% [markdown]
+# ## (h), (i) One shared system prompt
+#
+# Set `prefix_naive_gb` and `prefix_shared_gb`.
+
+# %% nbgrader={"grade": false, "grade_id": "hi_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+prefix_naive_gb = prefix_shared_gb = None
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "hi_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+assert grading.check("17-12", "h-prefix-naive", prefix_naive_gb, seed=SEED)
+assert grading.check("17-12", "i-prefix-shared", prefix_shared_gb, seed=SEED)

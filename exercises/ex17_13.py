@@ -1,0 +1,73 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Exercise 17-13 · What is KV-aware routing worth on a long conversation?
+#
+# *Calculation, 17 §8.* In a multi-turn chat, turn $t$'s prompt is the whole conversation so
+# far: the first turn's tokens plus one new message per later turn. A worker that still holds
+# the conversation's KV blocks (a warm hit) prefills only the new message; any other worker
+# re-prefills everything. Prefill costs $2P$ FLOPs per token at an assumed fraction of peak.
+#
+# 1. **(a)** The tokens in the conversation at the given turn; **(b)** the prefill FLOPs on a
+#    cold worker, in TFLOP; the TTFT on **(c)** a cold and **(d)** a warm worker, in ms;
+#    **(e)** their ratio.
+# 2. Two routers land the given shares of turns on a warm worker. The mean TTFT of
+#    **(f)** the better and **(g)** the worse router, in ms.
+#
+# Your given data come from `grading.params("17-13", SEED)`. Seed 0 is the chapter's own data
+# (the 8B on an H100 SXM at 50% of peak; 6,000 tokens plus 1,200 per turn, turn 20; routers
+# landing 90% and 30% of turns warm); your instructor may give you another seed.
+
+# %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from companion import grading, units
+
+SEED = 0
+given = grading.params("17-13", SEED)
+hw, P, eff = given["hardware"], given["params"], given["efficiency"]
+good, poor = given["hit_rates"]
+print(f"card: {hw.name}, {hw.peak_flops_per_s / 1e12:g} TFLOP/s dense; prefill at {eff:.0%} "
+      f"of peak; model {given['model'].name}, P = {P:.3g}")
+print(f"conversation: {given['first_turn_tokens']:,} tokens, then "
+      f"{given['tokens_per_turn']:,} per turn; turn {given['turn']}")
+print(f"warm-hit rates: {good:.0%} and {poor:.0%}")
+
+# %% nbgrader={"grade": false, "grade_id": "ae_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+context = cold_tflop = cold_ms = warm_ms = ratio = None
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "ae_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+assert grading.check("17-13", "a-context", context, seed=SEED)
+assert grading.check("17-13", "b-cold-flop", cold_tflop, seed=SEED)
+assert grading.check("17-13", "c-cold", cold_ms, seed=SEED)
+assert grading.check("17-13", "d-warm", warm_ms, seed=SEED)
+assert grading.check("17-13", "e-ratio", ratio, seed=SEED)
+
+# %% [markdown]
+# ## (f), (g) Two routers
+#
+# Set `good_ms` and `poor_ms`.
+
+# %% nbgrader={"grade": false, "grade_id": "fg_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+good_ms = poor_ms = None
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "fg_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+assert grading.check("17-13", "f-expected-good", good_ms, seed=SEED)
+assert grading.check("17-13", "g-expected-poor", poor_ms, seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ag_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# YOUR ANSWER HERE

@@ -1,0 +1,102 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Exercise 17-4 · Is this deployment healthy? MBU and MFU from a measurement
+#
+# *Calculation, 17 §9.* "GPU util" only says a kernel was resident. Two ratios say how close a
+# phase is to its roof:
+#
+# - **MBU**, model bandwidth utilization: the bytes the measured token rate must stream per
+#   second, over peak bandwidth. A decode step of a batch of $B$ reads the weights once and each
+#   sequence's live KV, so per output token it streams $D_w / B + L k$ bytes.
+# - **MFU**, model FLOPs utilization: tokens/s $\times\ 2P$ over the dense peak.
+#
+# 1. **(a)** The bytes streamed per output token, in GB.
+# 2. **(b)** Decode MBU and **(c)** decode MFU, in %.
+# 3. **(d)** The headroom: by what factor can the decode rate still grow on this workload?
+#    **(e)** The decode ceiling (tok/s) at this batch and context.
+#    **(f)** Someone promises a kernel that makes this decode the given factor faster. Is that
+#    possible without changing the workload? (`True` or `False`)
+# 4. **(g)** The prefill MFU of the measured prompt rate, in %.
+#
+# Your given data come from `grading.params("17-4", SEED)`. Seed 0 is the chapter's own data
+# (8B on the H100 SXM, 146 tok/s at batch 1, 20,000 prompt tok/s); your instructor may give you
+# another seed.
+
+# %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from companion import grading, units
+
+SEED = 0
+given = grading.params("17-4", SEED)
+hw = given["hardware"]
+P, D_w, k = given["params"], given["weight_bytes"], given["kv_bytes_per_token"]
+B, L = given["batch"], given["context_tokens"]
+print(f"card: {hw.name}: peak {hw.peak_flops_per_s / 1e12:g} TFLOP/s (dense BF16), "
+      f"HBM {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
+print(f"model: {given['model'].name}: P = {P:.3g} params, D_w = {D_w / units.GB:g} GB, "
+      f"k = {k:,} B per token")
+print(f"decode: {given['decode_tokens_per_s']:,} tok/s measured at batch {B}, "
+      f"{L:,} live tokens per sequence")
+print(f"prefill: {given['prefill_tokens_per_s']:,.0f} prompt tok/s measured; promised kernel "
+      f"speedup {given['promised_speedup']:g}x")
+
+# %% [markdown]
+# ## (a)-(c) Decode: bytes per token, MBU, MFU
+#
+# Set `bytes_per_token_gb`, `mbu_pct` and `mfu_decode_pct`.
+
+# %% nbgrader={"grade": false, "grade_id": "ac_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+bytes_per_token_gb = mbu_pct = mfu_decode_pct = None
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "ac_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+assert grading.check("17-4", "a-bytes-per-token", bytes_per_token_gb, seed=SEED)
+assert grading.check("17-4", "b-mbu", mbu_pct, seed=SEED)
+assert grading.check("17-4", "c-mfu-decode", mfu_decode_pct, seed=SEED)
+
+# %% [markdown]
+# ## (d)-(f) How much is left?
+#
+# Set `headroom`, `ceiling` (tok/s) and `promise_possible`.
+
+# %% nbgrader={"grade": false, "grade_id": "df_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+headroom = ceiling = promise_possible = None
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "df_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+assert grading.check("17-4", "d-headroom", headroom, seed=SEED)
+assert grading.check("17-4", "e-ceiling", ceiling, seed=SEED)
+assert grading.check("17-4", "f-promise-possible", promise_possible, seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "df_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# YOUR ANSWER HERE
+
+# %% [markdown]
+# ## (g) Prefill MFU
+#
+# Set `mfu_prefill_pct`.
+
+# %% nbgrader={"grade": false, "grade_id": "g_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+mfu_prefill_pct = None
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "g_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+assert grading.check("17-4", "g-mfu-prefill", mfu_prefill_pct, seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "g_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# YOUR ANSWER HERE

@@ -1,0 +1,84 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Exercise 17-8 · What does weight quantization do to the decode ceiling?
+#
+# *Calculation, 17 §10.* On the memory roof, batch-1 decode time per token is the weight
+# bytes over the bandwidth. Storing the weights in fewer bytes per parameter (INT8 or FP8: one
+# byte; block formats such as `q8_0`/`q4_0` add a scale per block of 32) while computing in
+# higher precision shrinks that time in proportion and raises the intensity, 2 FLOPs per
+# parameter over the bytes per parameter. The KV cache is a separate decision: here it stays
+# in BF16 and is still read every step.
+#
+# 1. **(a)** The quantized weight bytes, in GB; **(b)** the batch-1 time per token, in ms;
+#    **(c)** the batch-1 decode ceiling, tok/s; **(d)** the BF16 ceiling for comparison;
+#    **(e)** the gain, (c) / (d); **(f)** the decode intensity with quantized weights.
+# 2. **(g)** The batch-1 ceiling at the long context, quantized weights and a BF16 KV cache,
+#    and **(h)** its gain over BF16 weights at the same context.
+#
+# Weights are streamed whole every step (params $\times$ bytes per parameter); sizes are
+# decimal. Your given data come from `grading.params("17-8", SEED)`. Seed 0 is the chapter's
+# own data (8B in INT8 on the H100 SXM), with an 8,000-token context for (g)-(h); your
+# instructor may give you another seed.
+
+# %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from companion import grading, units
+
+SEED = 0
+given = grading.params("17-8", SEED)
+hw = given["hardware"]
+P, bpp, k, L = (given["params"], given["bytes_per_param"], given["kv_bytes_per_token"],
+                given["context_tokens"])
+print(f"card: {hw.name}, HBM {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
+print(f"model: {given['model'].name}: P = {P:.3g} params; k = {k:,} B of BF16 KV per token")
+print(f"format {given['format']}: {bpp:g} bytes per parameter; long context {L:,} tokens")
+
+# %% [markdown]
+# ## (a)-(f) Short context: the weights are the stream
+#
+# Set `weights_gb`, `step_ms`, `ceiling`, `baseline`, `gain` and `intensity`.
+
+# %% nbgrader={"grade": false, "grade_id": "af_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+weights_gb = step_ms = ceiling = baseline = gain = intensity = None
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "af_check", "locked": true, "points": 7, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+assert grading.check("17-8", "a-weights", weights_gb, seed=SEED)
+assert grading.check("17-8", "b-step", step_ms, seed=SEED)
+assert grading.check("17-8", "c-ceiling", ceiling, seed=SEED)
+assert grading.check("17-8", "d-baseline", baseline, seed=SEED)
+assert grading.check("17-8", "e-speedup", gain, seed=SEED)
+assert grading.check("17-8", "f-intensity", intensity, seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "af_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# YOUR ANSWER HERE
+
+# %% [markdown]
+# ## (g), (h) Long context: the KV cache does not shrink
+#
+# Set `ceiling_long` and `gain_long`.
+
+# %% nbgrader={"grade": false, "grade_id": "gh_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+ceiling_long = gain_long = None
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "gh_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+assert grading.check("17-8", "g-ceiling-long", ceiling_long, seed=SEED)
+assert grading.check("17-8", "h-speedup-long", gain_long, seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "gh_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# YOUR ANSWER HERE

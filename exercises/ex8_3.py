@@ -1,0 +1,101 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Exercise 8-3 · How do block size and prefix sharing change the KV a batch needs?
+#
+# *Computation, sections 8.3.1-8.3.2.* A paged allocator gives a sequence of $L$ tokens
+# $\lceil L/p \rceil$ blocks of $p$ slots; only the tail block has unused slots,
+# $p\lceil L/p\rceil - L$ of them. Requests that share a prefix can point their block tables at
+# the same physical blocks, so the prefix is stored once.
+#
+# 1. **(a)** Page the four sequences below with blocks of 2, 4 and 8 tokens. For each block
+#    size, list each sequence's unused tail slots, and give their sum and the total number of
+#    block-table entries.
+# 2. **(b)** For the long request below (16-token blocks, KV reserved for what a request holds
+#    once generation ends), how much KV do 8, 16 and 32 requests need, stored independently and
+#    with the common prefix stored once? (MiB)
+# 3. **(c)** Keep each request's total length fixed but move one full private block into the
+#    common prefix. How many fewer physical blocks do 8, 16 and 32 requests need?
+#
+# Your given data come from `grading.params("8-3", SEED)`. Seed 0 is the chapter's own data;
+# your instructor may give you another seed.
+
+# %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from companion import calc, grading, units
+
+SEED = 0
+given = grading.params("8-3", SEED)
+lengths = given["lengths"]
+print(f"sequence lengths {lengths}; block sizes {given['block_sizes']}")
+print(f"model {given['model'].name}: KV {given['kv_bytes_per_token'] / units.KiB:g} KiB per token")
+print(f"long request: {given['prompt_tokens']} prompt tokens, the first "
+      f"{given['shared_prefix_tokens']} shared, {given['output_tokens']} output tokens, "
+      f"{given['block_tokens']}-token blocks; batches {given['batches']}")
+
+# %% [markdown]
+# ## (a) Tail waste and block-table entries
+#
+# Fill `tails[p]` with the four sequences' unused tail slots, and `unused[p]`, `entries[p]`
+# with their sums.
+
+# %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+tails, unused, entries = {}, {}, {}
+# YOUR CODE HERE
+raise NotImplementedError()
+for p in given["block_sizes"]:
+    print(f"p = {p}: tails {tails.get(p)}, unused {unused.get(p)}, entries {entries.get(p)}")
+
+# %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+for p in given["block_sizes"]:
+    assert grading.check("8-3", f"a-p{p}-unused", unused[p], seed=SEED)
+    assert grading.check("8-3", f"a-p{p}-entries", entries[p], seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# YOUR ANSWER HERE
+
+# %% [markdown]
+# ## (b) KV of a batch of long requests, independent and shared
+#
+# Fill `independent_mib[b]` and `shared_mib[b]` for each batch size.
+
+# %% nbgrader={"grade": false, "grade_id": "b_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+independent_mib, shared_mib = {}, {}
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+for b in given["batches"]:
+    assert grading.check("8-3", f"b-indep-b{b}", independent_mib[b], seed=SEED)
+    assert grading.check("8-3", f"b-shared-b{b}", shared_mib[b], seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# YOUR ANSWER HERE
+
+# %% [markdown]
+# ## (c) One more block in the common prefix
+#
+# Fill `saved_blocks[b]` for each batch size.
+
+# %% nbgrader={"grade": false, "grade_id": "c_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+saved_blocks = {}
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+for b in given["batches"]:
+    assert grading.check("8-3", f"c-saved-b{b}", saved_blocks[b], seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "c_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# YOUR ANSWER HERE

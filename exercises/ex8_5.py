@@ -1,0 +1,101 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Exercise 8-5 · What does offloading FFN weights free, and what does it cost per step?
+#
+# *Computation, section 8.4.3.* One layer in every $n$ keeps its FFN weights in host memory and
+# copies them in just before that layer runs, every decode step. The GPU must keep prefetch
+# buffer sets (each holds one FFN) for the copies to land in.
+#
+# 1. **(a)** With one and with two buffer sets: the net GPU memory freed (MiB), and how many
+#    extra KV states fit in it, counting a state as the prompt's KV or as what a finished
+#    request holds.
+# 2. **(b)** Over PCIe Gen5 x16 and over NVLink-C2C: the lower bound of the copy per step (ms)
+#    and of all the copying for one request's decode steps (s); can prefetch hide the copy
+#    behind the measured decode round?
+# 3. **(c)** If all the copying must fit in the time budget below, what one-way bandwidth is
+#    needed at least? (GB/s)
+#
+# Your given data come from `grading.params("8-5", SEED)`. Seed 0 is the chapter's own data;
+# your instructor may give you another seed.
+
+# %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from companion import calc, grading, units
+
+SEED = 0
+given = grading.params("8-5", SEED)
+model = given["model"]
+print(f"{model.name}: {model.n_layers} layers; one FFN in every {given['every_n_layers']} is "
+      f"offloaded; buffer sets {given['buffer_sets']}")
+print(f"prompt {given['prompt_tokens']} tokens, {given['output_tokens']} output tokens, "
+      f"16-token blocks, BF16 KV")
+print(f"links: PCIe Gen5 x16 {given['pcie_link_bytes_per_s'] / units.GB:g} GB/s, NVLink-C2C "
+      f"{given['c2c_link_bytes_per_s'] / units.GB:g} GB/s per direction")
+print(f"measured decode round {given['compute_round_s'] / units.ms:g} ms; copy budget "
+      f"{given['copy_budget_s']:g} s")
+
+# %% [markdown]
+# ## (a) Memory freed and what fits in it
+#
+# Fill `net_mib[n]`, `extra_inputs[n]` and `extra_complete[n]` for n = 1 and 2 buffer sets.
+
+# %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+net_mib, extra_inputs, extra_complete = {}, {}, {}
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+for n in given["buffer_sets"]:
+    assert grading.check("8-5", f"a-net-{n}buf", net_mib[n], seed=SEED)
+    assert grading.check("8-5", f"a-inputs-{n}buf", extra_inputs[n], seed=SEED)
+    assert grading.check("8-5", f"a-complete-{n}buf", extra_complete[n], seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# YOUR ANSWER HERE
+
+# %% [markdown]
+# ## (b) Copy time per step and over a whole request
+#
+# Fill `copy_ms[link]`, `total_s[link]` and `hidden[link]` for link in `("pcie", "c2c")`.
+
+# %% nbgrader={"grade": false, "grade_id": "b_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+copy_ms, total_s, hidden = {}, {}, {}
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+for link in ("pcie", "c2c"):
+    assert grading.check("8-5", f"b-copy-{link}", copy_ms[link], seed=SEED)
+    assert grading.check("8-5", f"b-total-{link}", total_s[link], seed=SEED)
+    assert grading.check("8-5", f"b-hidden-{link}", hidden[link], seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# YOUR ANSWER HERE
+
+# %% [markdown]
+# ## (c) The bandwidth the copy budget needs
+#
+# Set `min_bw_gb_s`.
+
+# %% nbgrader={"grade": false, "grade_id": "c_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+min_bw_gb_s = None
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+assert grading.check("8-5", "c-min-bw", min_bw_gb_s, seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "c_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# YOUR ANSWER HERE

@@ -1,0 +1,97 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Exercise 8-7 · Which draft length gives the lowest latency per output token?
+#
+# *Derivation, sections 8.5.2-8.5.4.* Every draft position is accepted with the same
+# probability $a$ once all earlier ones were, so a round with a draft of $m$ tokens outputs on
+# average $\mathbb E[N_m] = 1 + a + \dots + a^m$ tokens. The draft network produces one token at
+# a time, so a round takes $T_m = T_v + t_d\,m$; the average latency per output token is
+# $T_m / \mathbb E[N_m]$.
+#
+# 1. **(a)** $\mathbb E[N_m]$ for the four draft lengths below.
+# 2. **(b)** The latency per output token for each (ms), and the best of the four lengths.
+# 3. **(c)** Now the draft runs in groups of 4 positions and a partial group costs a full one,
+#    $T_m = T_v + t_d \cdot 4\lceil m/4\rceil$. Compute the latency per token at $m = 5$, the
+#    marginal cost $\Delta T/\Delta N$ of going from 4 to 5, and decide whether that step helps
+#    ($\Delta T/\Delta N < T/N$).
+#
+# Your given data come from `grading.params("8-7", SEED)`. Seed 0 is the chapter's own data;
+# your instructor may give you another seed.
+
+# %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from companion import calc, grading, units
+
+SEED = 0
+given = grading.params("8-7", SEED)
+a, t_v, t_d = given["acceptance"], given["verify_s"], given["per_draft_s"]
+print(f"acceptance a = {a:g}; verification T_v = {t_v / units.ms:g} ms; "
+      f"draft t_d = {t_d / units.ms:g} ms per token")
+print(f"draft lengths {given['draft_lens']}; group of {given['group']} positions in (c)")
+
+# %% [markdown]
+# ## (a) Expected output per round
+#
+# Fill `expected[m]` for each draft length.
+
+# %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+expected = {}
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+for m in given["draft_lens"]:
+    assert grading.check("8-7", f"a-m{m}", expected[m], seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# YOUR ANSWER HERE
+
+# %% [markdown]
+# ## (b) Latency per output token, and the best length
+#
+# Fill `latency_ms[m]` and set `best_m`.
+
+# %% nbgrader={"grade": false, "grade_id": "b_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+latency_ms = {}
+best_m = None
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+for m in given["draft_lens"]:
+    assert grading.check("8-7", f"b-m{m}", latency_ms[m], seed=SEED)
+assert grading.check("8-7", "b-best", best_m, seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# YOUR ANSWER HERE
+
+# %% [markdown]
+# ## (c) Grouped drafting: 4 or 5?
+#
+# Set `latency5_ms`, `marginal_ms` ($\Delta T/\Delta N$ from 4 to 5) and `extend` (True if 5
+# beats 4).
+
+# %% nbgrader={"grade": false, "grade_id": "c_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+latency5_ms = marginal_ms = extend = None
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+assert grading.check("8-7", "c-m5", latency5_ms, seed=SEED)
+assert grading.check("8-7", "c-marginal", marginal_ms, seed=SEED)
+assert grading.check("8-7", "c-extend", extend, seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "c_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# YOUR ANSWER HERE

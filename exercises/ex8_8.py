@@ -1,0 +1,73 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Exercise 8-8 · How much does a faster stage shorten a whole agent task?
+#
+# *Calculation, section 8.6.3.* An agent task spends its time in prefill, decode, and tool use
+# and waiting. Speeding up one stage by $s$ shortens only that stage (Amdahl's law); any
+# one-off preparation the speed-up needs is added to the total.
+#
+# 1. **(a)** Halve one stage at a time: what is the task time in each case? (s)
+# 2. **(b)** Instead, speed decode up by the factor below and add the draft preparation time:
+#    what are the new task time (s) and the net speedup, and at what preparation time does the
+#    change stop saving time? (s)
+#
+# Your given data come from `grading.params("8-8", SEED)`. Seed 0 is the chapter's own data;
+# your instructor may give you another seed.
+
+# %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
+from companion import calc, grading
+
+SEED = 0
+given = grading.params("8-8", SEED)
+stages = dict(zip(given["stage_names"], given["stage_s"]))
+print(f"stage times: {stages} (s)")
+print(f"(a) halve one stage (factor {given['halving_factor']:g}); (b) decode "
+      f"{given['decode_factor']:g}x faster plus {given['prep_s']:g} s of draft preparation")
+
+# %% [markdown]
+# ## (a) One stage at a time
+#
+# Fill `halved_s[name]` for each stage name.
+
+# %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+halved_s = {}
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+for name in given["stage_names"]:
+    assert grading.check("8-8", f"a-{name}", halved_s[name], seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# YOUR ANSWER HERE
+
+# %% [markdown]
+# ## (b) Faster decode with a preparation cost
+#
+# Set `new_time_s`, `speedup` and `break_even_s`.
+
+# %% nbgrader={"grade": false, "grade_id": "b_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+new_time_s = speedup = break_even_s = None
+# YOUR CODE HERE
+raise NotImplementedError()
+
+# %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+assert grading.check("8-8", "b-time", new_time_s, seed=SEED)
+assert grading.check("8-8", "b-speedup", speedup, seed=SEED)
+assert grading.check("8-8", "b-breakeven", break_even_s, seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# YOUR ANSWER HERE
