@@ -25,7 +25,7 @@ export PYTHONHASHSEED          := 0
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with=nbval_sanitize.cfg
 NOTEBOOK_DIRS := notebooks solutions exercises
 
-.PHONY: setup lab test test-fast execute exercises bench clean
+.PHONY: setup lab test test-fast execute exercises bench nbgrader-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,12 @@ execute: $(STAMP)
 ## Regenerate the students' exercises/ from solutions/.
 exercises: $(STAMP)
 	$(PY) tools/make_exercises.py
+
+## Import solutions/ into a throwaway nbgrader course (own venv under /tmp) and autograde a
+## full and a blank submission: full marks vs zero.
+NBGRADER_VENV ?= /tmp/nbgrader-venv
+nbgrader-check: $(STAMP)
+	NBGRADER_VENV=$(NBGRADER_VENV) tools/nbgrader_check.sh
 
 ## Print the benchmark figures (nothing is asserted).
 bench: $(STAMP)
