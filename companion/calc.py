@@ -11,7 +11,8 @@ This module is the public face; the formulas live in topic modules under
   speculative    8.5: expected output, per-token latency, draft cost, draft length
   serving        8.6: Little's law, admission, goodput, GPU-seconds, schemes A-E, energy
   performance    17 §1-§6, §9-§10: hierarchy, roofline, KV sizing, paging, batching, MBU/MFU, levers
-  parallelism    17 §7-§8: tensor/pipeline parallelism, disaggregated pools, KV-aware routing
+  parallelism    17 §7-§8: tensor/pipeline parallelism, placement, disaggregated pools,
+                 KV-aware routing; the interview's batch-size window
 """
 
 from companion.formulas import (batching, compression, core, kv_management, parallelism,

@@ -31,6 +31,17 @@ def test_request_time_of_the_short_request():
     assert stalled == pytest.approx(7.05, abs=0.005)
 
 
+def test_prefills_a_request_absorbs_before_its_deadline():
+    # 6.95 s alone against 7 s: no 96 ms prefill fits (one makes it 7.05 s, 8.1.1)
+    assert calc.insertable_prefills(0.1, 0.096, 0.0265, 256, 7.0, 0.096) == 0
+    # an 8 s deadline leaves 1.05 s: 10 of them
+    assert calc.insertable_prefills(0.1, 0.096, 0.0265, 256, 8.0, 0.096) == 10
+    # at most one per output interval, none when it misses alone
+    assert calc.insertable_prefills(0.1, 0.096, 0.0265, 4, 100.0, 0.096) == 3
+    assert calc.insertable_prefills(0.1, 0.096, 0.0265, 256, 6.0, 0.096) == 0
+    assert calc.insertable_prefills(0.1, 0.096, 0.0265, 1, 100.0, 0.096) == 0
+
+
 def test_timeline_metrics():
     times = calc.token_emission_times(0.1, 0.096, 0.0265, 256)
     assert len(times) == 256

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -143,6 +144,32 @@ def test_deepseek_state_totals():
     assert round(cm.DEEPSEEK_V4_TOTAL_MIB / total, 2) == 3.20
 
 
+# --- 8.4.2 GGML's q8_0 / q4_0 groups (Figure 8-23) ------------------------------------------
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-100, 100, allow_nan=False), min_size=32, max_size=32))
+def test_q8_0_and_q4_0_round_trip_within_half_a_step(values):
+    x = np.asarray(values)
+    q8, q4 = calc.encode_q8_0_group(x), calc.encode_q4_0_group(x)
+    assert len(q8) == calc.quant_format_layout("q8_0").group_bytes == 34
+    assert len(q4) == calc.quant_format_layout("q4_0").group_bytes == 18
+    d8 = float(np.abs(x).max()) / 127
+    d4 = float(np.abs(x).max()) / 8
+    # half a quantisation step, plus the half-float rounding of the scale (relative 2^-11)
+    assert np.abs(calc.decode_q8_0_group(q8) - x).max() <= d8 / 2 + 127 * d8 * 2**-10 + 1e-9
+    assert np.abs(calc.decode_q4_0_group(q4) - x).max() <= d4 + 8 * d4 * 2**-10 + 1e-9
+
+
+def test_encoders_reject_bad_groups():
+    with pytest.raises(ValueError, match="values"):
+        calc.encode_q8_0_group([1.0] * 31)
+    with pytest.raises(ValueError, match="values"):
+        calc.encode_q4_0_group([math.nan] + [1.0] * 31)
+    with pytest.raises(ValueError, match="block"):
+        calc.decode_q4_0_group(b"\x00" * 34)
+    assert not calc.decode_q8_0_group(calc.encode_q8_0_group([0.0] * 32)).any()
+
+
 # --- 8.4.3 ----------------------------------------------------------------------------------
 
 def test_ffn_offload_memory():
@@ -158,6 +185,20 @@ def test_ffn_offload_memory():
     assert calc.ffn_offload(M, 4, 0).net_saved_bytes == one.offloaded_bytes
     with pytest.raises(ValueError, match="model"):
         calc.ffn_weight_bytes_per_layer(M.with_(intermediate_size=None))
+
+
+def test_ffn_offload_by_layer_count():
+    # 9 layers offloaded with two buffers = one layer in four (8.4.3)
+    assert calc.ffn_offload(M, layers=9, prefetch_buffers=2) == calc.ffn_offload(M, 4, 2)
+    assert calc.ffn_offload(M, layers=0).net_saved_bytes == 0
+    with pytest.raises(ValueError, match="layers"):
+        calc.ffn_offload(M, layers=37, prefetch_buffers=1)
+    with pytest.raises(ValueError, match="layers"):
+        calc.ffn_offload(M, layers=-1)
+    with pytest.raises(TypeError, match="every_n_layers"):
+        calc.ffn_offload(M, 4, 1, layers=9)
+    with pytest.raises(TypeError, match="every_n_layers"):
+        calc.ffn_offload(M, prefetch_buffers=1)
 
 
 def test_offload_copy_per_round():
@@ -223,6 +264,14 @@ def test_time_to_correct_answer():
     assert calc.time_to_correct_answer_s([1.5, 2.0]) == 3.5
     assert calc.time_to_correct_answer_s([1.5, 2.0], check_s=0.25) == 4.0
     assert calc.time_to_correct_answer_s([2.0]) == 2.0
+
+
+def test_expected_time_to_correct():
+    # (T + c) / p: 2 s attempts checked in 1 s, half of them pass -> 6 s on average
+    assert calc.expected_time_to_correct_s(2.0, 0.5, 1.0) == 6.0
+    assert calc.expected_time_to_correct_s(2.0, 1.0) == calc.time_to_correct_answer_s([2.0])
+    with pytest.raises(ValueError, match="success_prob"):
+        calc.expected_time_to_correct_s(2.0, 0.0)
 
 
 @FAST

@@ -8,15 +8,10 @@ from companion import calc
 from companion.specs import (H100_SXM, LLAMA_8B, LLAMA_70B, LLAMA_405B, NVLINK_H100_BYTES_PER_S,
                              PCIE_GEN5_X16_BYTES_PER_S, RDMA_400G_BYTES_PER_S, RTX_PRO_6000)
 from companion.units import GB, KiB, ms, us
+from tests.printed import assert_printed as printed
 
 HW, M8, M70, M405 = H100_SXM, LLAMA_8B, LLAMA_70B, LLAMA_405B
 FAST = settings(max_examples=40, deadline=None)
-
-
-def printed(value, text, scale=1.0):
-    s = text.replace(",", "")
-    decimals = len(s.split(".")[1]) if "." in s else 0
-    assert abs(value / scale - float(s)) <= 0.5 * 10 ** -decimals + 1e-12, (value / scale, text)
 
 
 # --- §7 tensor parallelism ------------------------------------------------------------------
@@ -175,3 +170,63 @@ def test_routing_gain_grows_every_turn(turn):
     assert b["context_tokens"] - a["context_tokens"] == calc.CH17_AGENT_TOKENS_PER_TURN
     if turn > 1:
         assert b["speedup"] > a["speedup"]
+
+
+# --- §8 routing and the interview's batch window ----------------------------------------------
+
+def test_routed_mean_ttft_bounds():
+    assert calc.routed_mean_ttft_s(1.0, 0.1, 1.0) == pytest.approx(0.1)
+    assert calc.routed_mean_ttft_s(1.0, 0.1, 0.0) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="warm_share"):
+        calc.routed_mean_ttft_s(1.0, 0.1, 1.5)
+    curve = calc.routed_mean_ttft_s([1.0, 2.0], [0.1, 0.2], 0.5)
+    assert list(curve) == pytest.approx([0.55, 1.1])
+    with pytest.raises(ValueError, match="cold_s"):
+        calc.routed_mean_ttft_s([1.0, -1.0], [0.1, 0.2], 0.5)
+    with pytest.raises(TypeError, match="warm_s"):
+        calc.routed_mean_ttft_s([1.0], ["x"], 0.5)
+
+
+def test_routers_of_section_8_at_turn_20():
+    # 932 ms cold, 39 ms warm: 90% warm -> ~128 ms, 30% warm -> ~664 ms (from the printed inputs)
+    r = calc.kv_routing_ttft(M8, HW, 20)
+    good, weak = (calc.routed_mean_ttft_s(r["cold_s"], r["warm_s"], h)
+                  for h in calc.CH17_ROUTER_WARM_SHARES)
+    assert good == pytest.approx(0.9 * 0.039 + 0.1 * 0.932, abs=1e-3)
+    assert weak == pytest.approx(0.3 * 0.039 + 0.7 * 0.932, abs=1e-3)
+
+
+def test_layout_candidates_are_tp_first():
+    assert calc.layout_candidates(8, 4) == [(1, 1), (2, 1), (4, 1), (8, 1), (8, 2), (8, 3),
+                                            (8, 4)]
+    assert calc.layout_candidates(4, 1) == [(1, 1), (2, 1), (4, 1)]
+    with pytest.raises(ValueError, match="gpus_per_node"):
+        calc.layout_candidates(0)
+
+
+def test_batch_window_of_the_interview():
+    w = calc.batch_window(M8, HW)
+    assert w["reserved_cap"] == 57                                 # "60 / 1.05 ~ 57"
+    assert abs(w["paged_cap"] - 760) <= 5                          # "~ 760" (2 s.f.)
+    printed(w["reserved_cap_step_s"], "6.1", ms)                   # §5: "6.1 ms"
+    printed(w["paged_cap_step_s"], "23", ms)                       # "from 6 to 23 ms"
+    assert w["binding"] == "KV memory" and w["run_batch"] == w["paged_cap"]
+    with pytest.raises(ValueError, match="live_tokens"):
+        calc.batch_window(M8, HW, live_tokens=0)
+    with pytest.raises(ValueError, match="itl_target_s"):
+        calc.itl_batch_ceiling(M8, HW, 0, 600)
+    with pytest.raises(ValueError, match="context_tokens"):
+        calc.itl_batch_ceiling(M8, HW, 0.025, 600.5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(5e-3, 0.1), st.integers(100, 32_000), st.sampled_from([1, 2, 4]))
+def test_itl_ceiling_is_the_boundary(target, context, tp):
+    b = calc.itl_batch_ceiling(M8, HW, target, context, tp=tp)
+
+    def step(batch):
+        return calc.tp_decode_step(M8, HW, tp, batch=batch, context_tokens=context)["step_s"]
+
+    if b:
+        assert step(b) <= target
+    assert step(b + 1) > target

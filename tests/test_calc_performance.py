@@ -13,16 +13,10 @@ from hypothesis import strategies as st
 from companion import calc
 from companion.specs import A100_80GB, H100_SXM, H200_SXM, LLAMA_8B, LLAMA_70B, RTX_PRO_6000
 from companion.units import GB, KiB, MB, ms, us
+from tests.printed import assert_printed as printed
 
 HW, M8, M70 = H100_SXM, LLAMA_8B, LLAMA_70B
 FAST = settings(max_examples=40, deadline=None)
-
-
-def printed(value, text, scale=1.0):
-    """value / scale agrees with the printed number to its last printed digit."""
-    s = text.replace(",", "")
-    decimals = len(s.split(".")[1]) if "." in s else 0
-    assert abs(value / scale - float(s)) <= 0.5 * 10 ** -decimals + 1e-12, (value / scale, text)
 
 
 # --- §1 -------------------------------------------------------------------------------------

@@ -100,6 +100,18 @@ def test_round_time_interpolation():
         calc.round_time_from_reads(1e9, [1e9, 2e9])
 
 
+def test_prefix_shifted_round():
+    # B/D/E's round was measured at the 6144-token prefix: 27.35 ms there, exactly
+    assert calc.prefix_shifted_round_s(27.35 * MS, 6144) == 27.35 * MS
+    rounds = [calc.prefix_shifted_round_s(27.35 * MS, p) for p in (0, 2048, 4096, 6144, 8192)]
+    # a longer shared prefix means fewer bytes per round, so a shorter round
+    assert all(a > b for a, b in zip(rounds, rounds[1:]))
+    with pytest.raises(ValueError, match="^shared_prefix_tokens"):
+        calc.prefix_shifted_round_s(27.35 * MS, 9000)
+    with pytest.raises(ValueError, match="^reference_prefix_tokens"):
+        calc.prefix_shifted_round_s(27.35 * MS, 0, reference_prefix_tokens=9000)
+
+
 # --- 8.6.3: the comprehensive example ------------------------------------------------------
 
 @pytest.fixture(scope="module")

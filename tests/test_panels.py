@@ -1,6 +1,7 @@
 """Every explorer panel: update() works at the corners of every control, headless and shown."""
 
 import inspect
+import json
 import math
 
 import pytest
@@ -74,6 +75,16 @@ def test_shown_panel_updates_its_figure_and_resets(cls):
     panel.reset()
     assert panel.params == panel.defaults()
     assert panel._readout.value == text_before
+    _assert_shown_equals_static(panel)
+
+
+def _assert_shown_equals_static(panel):
+    # Panel._apply sends only what changed; the result must still be exactly figure(view)
+    import plotly.graph_objects as go
+
+    shown = json.loads(go.Figure(panel._fig).to_json())
+    static = json.loads(panel.figure().to_json())
+    assert shown == static
 
 
 def test_capacity_panel_defaults_are_the_chapters_setting():

@@ -13,12 +13,7 @@ from hypothesis import strategies as st
 
 from companion import calc, plots, specs, units, widgets
 from companion.formulas import batching as bt
-
-
-def printed(value, text):
-    """True when ``value`` rounds to the printed ``text`` (half a unit in the last digit)."""
-    decimals = len(text.split(".")[1]) if "." in text else 0
-    return abs(value - float(text.replace(",", ""))) <= 0.5 * 10 ** -decimals + 1e-9
+from tests.printed import rounds_to as printed
 
 
 # --- 8.1 ----------------------------------------------------------------------------------------

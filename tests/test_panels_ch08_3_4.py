@@ -5,23 +5,15 @@ the simulator-backed drivers are checked against the same numbers and for invari
 """
 
 import json
-import math
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from companion import calc, plots, specs, units, widgets
-from companion.panels import ch08_compression as cp
+from companion import calc, plots, units, widgets
 from companion.panels import ch08_kv as kvp
 from companion.sim.kvcache import prefix_tree
-
-
-def near(value, printed: str):
-    """True when value rounds to the printed number (half a unit in its last digit)."""
-    decimals = len(printed.split(".")[1]) if "." in printed else 0
-    return abs(value - float(printed.replace(",", ""))) <= 0.5 * 10 ** -decimals + 1e-9
+from tests.printed import rounds_to as near
 
 
 # --- 8.3 panels ---------------------------------------------------------------------------------
@@ -228,42 +220,6 @@ def test_replay_prefix_cache_needs_room():
     assert roomy["hits"][1] == 206 // 16 * 16                  # whole blocks of the 206
     assert tight["hit_tokens"] < roomy["hit_tokens"] <= roomy["input_tokens"]
     assert roomy["evicted_blocks"] == 0 < tight["evicted_blocks"]
-
-
-# --- GGML encodings (Figure 8-23) ---------------------------------------------------------------
-
-@settings(max_examples=40, deadline=None)
-@given(st.lists(st.floats(-100, 100, allow_nan=False), min_size=32, max_size=32))
-def test_q8_0_and_q4_0_round_trip_within_half_a_step(values):
-    x = np.asarray(values)
-    q8, q4 = cp.encode_q8_0_group(x), cp.encode_q4_0_group(x)
-    assert len(q8) == calc.quant_format_layout("q8_0").group_bytes == 34
-    assert len(q4) == calc.quant_format_layout("q4_0").group_bytes == 18
-    d8 = float(np.abs(x).max()) / 127
-    d4 = float(np.abs(x).max()) / 8
-    # half a quantisation step, plus the half-float rounding of the scale (relative 2^-11)
-    assert np.abs(cp.decode_q8_0_group(q8) - x).max() <= d8 / 2 + 127 * d8 * 2**-10 + 1e-9
-    assert np.abs(cp.decode_q4_0_group(q4) - x).max() <= d4 + 8 * d4 * 2**-10 + 1e-9
-
-
-def test_encoders_reject_bad_groups():
-    with pytest.raises(ValueError, match="values"):
-        cp.encode_q8_0_group([1.0] * 31)
-    with pytest.raises(ValueError, match="values"):
-        cp.encode_q4_0_group([math.nan] + [1.0] * 31)
-    with pytest.raises(ValueError, match="block"):
-        cp.decode_q4_0_group(b"\x00" * 34)
-    assert not cp.decode_q8_0_group(cp.encode_q8_0_group([0.0] * 32)).any()
-
-
-def test_helpers():
-    # 9 layers offloaded with two buffers = one layer in four (8.4.3)
-    assert cp.ffn_offload_layers(specs.QWEN3_8B, 9, 2) == calc.ffn_offload(specs.QWEN3_8B, 4, 2)
-    with pytest.raises(ValueError, match="layers"):
-        cp.ffn_offload_layers(specs.QWEN3_8B, 37, 1)
-    assert cp.expected_time_to_correct_s(2.0, 0.5, 1.0) == 6.0
-    with pytest.raises(ValueError, match="success_prob"):
-        cp.expected_time_to_correct_s(2.0, 0.0)
 
 
 # --- figures ------------------------------------------------------------------------------------

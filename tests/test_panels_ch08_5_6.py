@@ -9,12 +9,12 @@ import math
 import pytest
 
 from companion import plots, widgets
+from tests.printed import rounds_to
 
 
 def printed(value, text: str) -> bool:
     """``value`` rounds to the printed number ``text`` (half a unit in its last digit)."""
-    decimals = len(text.split(".")[1]) if "." in text else 0
-    return abs(value - float(text)) <= 0.5 * 10 ** -decimals + 1e-12
+    return rounds_to(value, text, slack=1e-12)
 
 
 # --- 8.5 ------------------------------------------------------------------------------------

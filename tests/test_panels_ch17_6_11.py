@@ -140,19 +140,6 @@ def test_routing_default():
     assert n["warm_ms"] < n["mean_ms"] < n["mean_ms_at_30pct"] < n["cold_ms"]
 
 
-def test_routed_mean_ttft_bounds():
-    assert widgets.routed_mean_ttft_s(1.0, 0.1, 1.0) == pytest.approx(0.1)
-    assert widgets.routed_mean_ttft_s(1.0, 0.1, 0.0) == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="warm_share"):
-        widgets.routed_mean_ttft_s(1.0, 0.1, 1.5)
-    curve = widgets.routed_mean_ttft_s([1.0, 2.0], [0.1, 0.2], 0.5)
-    assert list(curve) == pytest.approx([0.55, 1.1])
-    with pytest.raises(ValueError, match="cold_s"):
-        widgets.routed_mean_ttft_s([1.0, -1.0], [0.1, 0.2], 0.5)
-    with pytest.raises(TypeError, match="warm_s"):
-        widgets.routed_mean_ttft_s([1.0], ["x"], 0.5)
-
-
 # --- §9 -----------------------------------------------------------------------------------------
 
 def test_utilization_default():
@@ -206,19 +193,6 @@ def test_batch_size_default():
     assert n["binding"] == "KV memory" and n["run_batch"] == n["paged_cap"]
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.floats(5e-3, 0.1), st.integers(100, 32_000), st.sampled_from([1, 2, 4]))
-def test_itl_ceiling_is_the_boundary(target, context, tp):
-    b = widgets.itl_batch_ceiling(M8, H100, target, context, tp=tp)
-
-    def step(batch):
-        return calc.tp_decode_step(M8, H100, tp, batch=batch, context_tokens=context)["step_s"]
-
-    if b:
-        assert step(b) <= target
-    assert step(b + 1) > target
-
-
 def test_itl_tail_trace_spikes_only_the_tail():
     whole = widgets.itl_tail_trace()
     chunked = widgets.itl_tail_trace(512)
@@ -255,14 +229,11 @@ def test_every_axis_has_a_title(name):
     (lambda: widgets.batching_trace_requests(0), "n_requests"),
     (lambda: widgets.batching_trace_requests(8, 8, 100, 800, arrival_gap_s=-1), "arrival_gap_s"),
     (lambda: widgets.chunk_trade_sweep(8000, math.nan), "decode_step_s"),
-    (lambda: widgets.itl_batch_ceiling(M8, H100, 0, 600), "itl_target_s"),
-    (lambda: widgets.itl_batch_ceiling(M8, H100, 0.025, 600.5), "context_tokens"),
     (lambda: widgets.placement_model(-1), "params"),
     (lambda: widgets.placement_candidates(M405, gpus_per_node=0), "gpus_per_node"),
     (lambda: widgets.speculative_check(1.5, 4), "acceptance"),
     (lambda: widgets.itl_tail_trace(0), "chunk_tokens"),
     (lambda: plots.pipeline_grid(0, 4), "stages"),
-    (lambda: widgets.batch_window(M8, H100, live_tokens=0), "live_tokens"),
 ])
 def test_bad_input_names_the_parameter(call, name):
     with pytest.raises((ValueError, TypeError), match=name):

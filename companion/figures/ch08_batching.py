@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from companion import units
+from companion.figures._common import titled_figure as _fig
 from companion.figures.ch08_lifecycle import PHASE_COLORS
 
 __all__ = [
@@ -24,17 +25,6 @@ CONTEXT_COLORS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00")
 REQUEST_COLORS = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#d55e00", "#56b4e9",
                   "#8c564b", "#7f7f7f")
 POW2_TICKS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
-
-
-def _go():
-    import plotly.graph_objects as go
-
-    return go
-
-
-def _fig(traces, layout, title):
-    layout = dict(layout, template="plotly_white", title={"text": title})
-    return _go().Figure(data=traces, layout=layout)
 
 
 def _batch_axis(max_batch: int, **extra) -> dict:

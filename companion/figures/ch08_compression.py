@@ -9,6 +9,7 @@ Builders take results computed by ``companion.calc`` and return plotly figures; 
 from __future__ import annotations
 
 from companion import _validate as v
+from companion.figures._common import plotly_go as _go
 
 __all__ = ["byte_layout_traces", "byte_layout_figure", "bits_per_value_figure",
            "memory_stack_traces", "memory_stack_layout", "memory_stack_figure", "interval_fit_figure",
@@ -17,12 +18,6 @@ __all__ = ["byte_layout_traces", "byte_layout_figure", "bits_per_value_figure",
 LAYOUT_COLORS = {"codes": "#0072b2", "metadata": "#e69f00", "plain": "#8c8c8c",
                  "weights": "#4c72b0", "kv": "#55a868", "reserve": "#b0b0b0",
                  "headroom": "#b5dcb9", "over": "#c44e52", "header": "#7f7f7f"}
-
-
-def _go():
-    import plotly.graph_objects as go
-
-    return go
 
 
 # --- Figure 8-23: one group as bytes -----------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from companion import _validate as v
+from companion.figures._common import plotly_go as _go
 
 __all__ = ["PoolSnapshot", "snapshot_pool", "block_pool_traces", "block_pool_legend_html", "block_pool_layout", "block_pool_figure",
            "block_pool_steps_figure", "prefix_tree_figure", "pool_usage_figure",
@@ -26,12 +27,6 @@ SHARED_COLOR = "#6a3d9a"        # a block referenced by more than one block tabl
 FREE_COLOR = "#ececec"          # a block in the free pool
 UNUSED_LINE = "#c00000"         # outline of an allocated but unused slot (tail waste)
 CELL_LINE = "#ffffff"
-
-
-def _go():
-    import plotly.graph_objects as go
-
-    return go
 
 
 # --- a drawable copy of a BlockManager's state -------------------------------------------------

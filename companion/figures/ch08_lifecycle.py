@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from companion import units
+from companion.figures._common import plotly_go as _go
 
 __all__ = ["request_timeline_figure", "memory_budget_figure", "kv_capacity_figure"]
 
@@ -23,12 +24,6 @@ MEMORY_COLORS = {
     "weights": "#4c72b0", "kv_used": "#55a868", "kv_free": "#b5dcb9", "rest": "#dd8452",
     "over": "#c44e52",
 }
-
-
-def _go():
-    import plotly.graph_objects as go
-
-    return go
 
 
 # --- Figure 8-2: one request's timeline --------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 from companion import units
+from companion.figures._common import titled_figure as _fig
 
 __all__ = [
     "admission_figure", "littles_law_figure", "goodput_figure", "scheme_plane_figure",
@@ -25,17 +26,6 @@ SCHEME_COLORS = {"A": "#d55e00", "B": "#0072b2", "C": "#cc79a7", "D": "#009e73",
 CURVE_COLORS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9")
 LIMIT_COLOR = "#444444"
 OK_FILL = "rgba(0, 158, 115, 0.10)"
-
-
-def _go():
-    import plotly.graph_objects as go
-
-    return go
-
-
-def _fig(traces, layout, title):
-    layout = dict(layout, template="plotly_white", title={"text": title})
-    return _go().Figure(data=traces, layout=layout)
 
 
 def _finite(x: float, cap: float) -> float:

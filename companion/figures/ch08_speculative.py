@@ -12,6 +12,7 @@ reuse, so a slider move only replaces trace data. Deterministic: fixed colours, 
 from __future__ import annotations
 
 from companion import units
+from companion.figures._common import titled_figure as _fig, to_ms as _ms
 
 __all__ = [
     "greedy_verification_figure", "rejection_sampling_figure", "expected_output_figure",
@@ -51,21 +52,6 @@ DRAFT_LENGTH_LAYOUT = {"height": 420,
                        "yaxis": {"title": {"text": "latency per output token T_m / E[N_m] "
                                                    "(ms)"}},
                        "legend": {"orientation": "h", "y": -0.25}}
-
-
-def _go():
-    import plotly.graph_objects as go
-
-    return go
-
-
-def _fig(traces, layout, title):
-    layout = dict(layout, template="plotly_white", title={"text": title})
-    return _go().Figure(data=traces, layout=layout)
-
-
-def _ms(seconds) -> list:
-    return [s / units.ms for s in seconds]
 
 
 # --- Figure 8-29: greedy verification ------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from companion import _validate as v
 from companion import units
+from companion.figures._common import titled_figure as _fig
 
 __all__ = ["memory_hierarchy_traces", "memory_hierarchy_layout", "memory_hierarchy_figure", "kv_by_context_figure",
            "attention_variants_figure", "context_step_traces", "context_step_figure",
@@ -27,17 +28,6 @@ MEM_COLORS = {"weights": "#4c72b0", "reserve": "#dd8452", "kv": "#55a868", "spar
               "over": "#c44e52"}
 FREE_COLOR = "#ececec"
 WASTE_LINE = "#c00000"
-
-
-def _go():
-    import plotly.graph_objects as go
-
-    return go
-
-
-def _fig(traces, layout, title):
-    layout = dict(layout, template="plotly_white", title={"text": title})
-    return _go().Figure(data=traces, layout=layout)
 
 
 def _rows(name: str, rows) -> list[dict]:

@@ -14,6 +14,7 @@ import math
 
 from companion import _validate as v
 from companion import units
+from companion.figures._common import plotly_go as _go
 from companion.formulas.core import ridge_point
 from companion.specs import Hardware
 
@@ -32,12 +33,6 @@ POINT_COLORS = ("#d55e00", "#cc79a7", "#0072b2", "#009e73", "#e69f00", "#56b4e9"
 POINT_SYMBOLS = ("circle", "circle-open", "diamond", "square", "triangle-up", "x")
 PHASE = {"prefill": "#e69f00", "decode": "#56b4e9", "stalled": "#d55e00", "token": "#0b3d91",
          "queued": "#b0b0b0"}
-
-
-def _go():
-    import plotly.graph_objects as go
-
-    return go
 
 
 def _hw(hardware) -> Hardware:

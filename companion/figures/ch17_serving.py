@@ -15,6 +15,7 @@ import math
 
 from companion import _validate as v
 from companion import units
+from companion.figures._common import titled_figure as _fig, to_ms as _ms
 
 __all__ = [
     # §6
@@ -57,21 +58,6 @@ def _discrete_scale(colours) -> list:
 
 
 _PALETTE_SCALE = _discrete_scale(REQUEST_PALETTE)
-
-
-def _go():
-    import plotly.graph_objects as go
-
-    return go
-
-
-def _fig(traces, layout, title):
-    layout = dict(layout, template="plotly_white", title={"text": title})
-    return _go().Figure(data=traces, layout=layout)
-
-
-def _ms(seconds) -> list:
-    return [s / units.ms for s in seconds]
 
 
 # --- §6 static vs continuous: a slot Gantt of a simulated queue -------------------------------

@@ -11,27 +11,27 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 
 from companion import _validate as v
-from companion.formulas.core import (attention_pairs, held_tokens, kv_bytes, kv_bytes_per_token,
-                                     kv_crossover_batch, kv_tokens_allocated, matrix_flops,
-                                     max_concurrent, prefill_flops, read_bytes_per_output_token)
+from companion.formulas.core import (_flops_per_token, _hardware, _model, attention_pairs,
+                                     decode_step_parts, held_tokens, kv_bytes, kv_bytes_per_token,
+                                     kv_crossover_batch, kv_tokens_allocated, max_concurrent,
+                                     prefill_flops, read_bytes_per_output_token)
 from companion.specs import Hardware, Model
 from companion.units import GiB
 
 __all__ = [
     # 8.1.1 / 8.1.3 request timeline and metrics
-    "lifecycle_request_time_s", "token_emission_times", "ttft_s", "inter_token_intervals",
-    "request_time_s", "decode_tokens_per_s",
+    "lifecycle_request_time_s", "insertable_prefills", "token_emission_times", "ttft_s",
+    "inter_token_intervals", "request_time_s", "decode_tokens_per_s",
     # 8.1.2 memory budget and KV capacity
     "MemoryBudget", "memory_budget", "kv_capacity_row", "kv_capacity_table",
     # 8.2.1 weight reuse, LoRA, read volume, step time
     "weight_reuse_intensity", "LORA_PROJECTIONS", "lora_adapter_bytes", "read_bytes_curve",
-    "read_volume_table", "crossover_vs_capacity", "batch_resident_bytes", "StepTimeParts",
-    "decode_step_parts", "decode_step_time_curve", "compute_catchup_batch",
+    "read_volume_table", "crossover_vs_capacity", "batch_resident_bytes",
+    "decode_step_time_curve", "compute_catchup_batch",
     "compute_bound_context_tokens",
     # 8.2.3 chunked prefill
     "prefill_chunks", "chunk_pair_series", "chunk_flops_series", "split_weight_read_bytes",
@@ -70,14 +70,6 @@ LAST_CHUNK_MEDIAN_S = 35.07e-3
 CHAPTER_CAPTURED_SHAPES = (16, 32)
 
 
-def _model(model) -> Model:
-    return v.instance("model", model, Model, "a companion.specs.Model")
-
-
-def _hardware(hardware) -> Hardware:
-    return v.instance("hardware", hardware, Hardware, "a companion.specs.Hardware")
-
-
 def _times(name: str, token_times_s) -> list[float]:
     """Validated emission times: finite, non-negative, non-decreasing."""
     seq = v.sequence(name, token_times_s)
@@ -111,6 +103,25 @@ def lifecycle_request_time_s(queue_s: float, prefill_s: float, interval_s: float
     if stall and g < 2:
         raise ValueError("stall_s: a single output token has no output interval to stall")
     return q + p + (g - 1) * itl + stall
+
+
+def insertable_prefills(queue_s: float, prefill_s: float, interval_s: float,
+                        output_tokens: int, deadline_s: float, inserted_prefill_s: float) -> int:
+    """How many other requests' prefills, each stalling one output interval by
+    ``inserted_prefill_s``, a request absorbs and still finishes by ``deadline_s`` (8.1.1).
+
+    floor((deadline - T) / stall), T = ``lifecycle_request_time_s`` without stalls, at most one
+    per output interval (G - 1); 0 when the request alone misses the deadline. The chapter's
+    request (6.95 s alone, 7 s deadline) absorbs none of 96 ms: one makes it 7.05 s.
+    """
+    alone_s = lifecycle_request_time_s(queue_s, prefill_s, interval_s, output_tokens)
+    deadline = v.positive("deadline_s", deadline_s)
+    stall = v.positive("inserted_prefill_s", inserted_prefill_s)
+    g = int(output_tokens)
+    if alone_s > deadline or g < 2:
+        return 0
+    # the tolerance keeps an exact fit (deadline - T = n x stall) from losing one to float noise
+    return min(math.floor((deadline - alone_s) / stall + 1e-9), g - 1)
 
 
 def token_emission_times(queue_s: float, prefill_s: float, interval_s: float,
@@ -377,47 +388,6 @@ def batch_resident_bytes(model: Model, batch: int, context_tokens: int, *,
     per_request = kv_bytes(m, L, block_tokens=block_tokens,
                            bytes_per_value=bytes_per_value)
     return m.weight_bytes + b * per_request
-
-
-class StepTimeParts(NamedTuple):
-    """The two roofline terms of one decode round, seconds (8.2.1)."""
-
-    compute_s: float
-    read_s: float
-
-    @property
-    def step_s(self) -> float:
-        return max(self.compute_s, self.read_s)
-
-    @property
-    def bound(self) -> str:
-        return "compute" if self.compute_s > self.read_s else "memory"
-
-
-def _flops_per_token(m: Model, flops_per_token) -> float:
-    # Default F: one new token through every read-once matrix (as core.decode_step_time).
-    if flops_per_token is None:
-        return matrix_flops(m, 1, include_lm_head=True)
-    return v.positive("flops_per_token", flops_per_token)
-
-
-def decode_step_parts(model: Model, hardware: Hardware, batch: int, context_tokens: int, *,
-                      bytes_per_value: float = 2, flops_per_token: float | None = None,
-                      weights_in_hbm: bool = True) -> StepTimeParts:
-    """Compute and read terms of T_step ~ max(b F / P, (D_w + b L k) / beta) (8.2.1).
-
-    ``.step_s`` is their max (``core.decode_step_time``); ``weights_in_hbm=False`` drops D_w from
-    the read (Figure 8-4's ROM-served weights).
-    """
-    m = _model(model)
-    hw = _hardware(hardware)
-    b = v.count("batch", batch)
-    L = v.tokens("context_tokens", context_tokens)
-    F = _flops_per_token(m, flops_per_token)
-    k = kv_bytes_per_token(m, bytes_per_value)
-    weights = m.streamed_weight_bytes if weights_in_hbm else 0.0
-    return StepTimeParts(compute_s=b * F / hw.peak_flops_per_s,
-                         read_s=(weights + b * L * k) / hw.mem_bw_bytes_per_s)
 
 
 def decode_step_time_curve(model: Model, hardware: Hardware, batches, context_tokens: int, *,

@@ -7,6 +7,7 @@ Docstrings give the formula and where the chapters use it.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from companion import _validate as v
 from companion.specs import Hardware, Model
@@ -17,7 +18,7 @@ __all__ = [
     "QUANT_FORMATS", "quantized_bytes", "bits_per_value", "speculative_expected_tokens",
     "pipeline_bubble", "static_batch_utilization", "amdahl_speedup", "cache_retention_value",
     "matrix_flops", "attention_flops_per_pair", "attention_flops", "prefill_flops",
-    "decode_step_time", "attainable_flops", "mbu", "mfu",
+    "StepTimeParts", "decode_step_parts", "decode_step_time", "attainable_flops", "mbu", "mfu",
 ]
 
 
@@ -182,22 +183,57 @@ def prefill_flops(model: Model, new_tokens: int, history_tokens: int = 0) -> flo
     return matrix_flops(model, c) + attention_flops(model, c, h)
 
 
-def decode_step_time(model: Model, hardware: Hardware, batch: int, context_tokens: int, *,
-                     bytes_per_value: float = 2, flops_per_token: float | None = None) -> float:
-    """Roofline lower bound of one decode round: max(b F / P, (D_w + b L k) / beta) seconds (8.2.1).
+class StepTimeParts(NamedTuple):
+    """The two roofline terms of one decode round, seconds (8.2.1)."""
+
+    compute_s: float
+    read_s: float
+
+    @property
+    def step_s(self) -> float:
+        return max(self.compute_s, self.read_s)
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.compute_s > self.read_s else "memory"
+
+
+def _flops_per_token(m: Model, flops_per_token) -> float:
+    # Default F: one new token through every read-once matrix, 2 x streamed params.
+    if flops_per_token is None:
+        return matrix_flops(m, 1, include_lm_head=True)
+    return v.positive("flops_per_token", flops_per_token)
+
+
+def decode_step_parts(model: Model, hardware: Hardware, batch: int, context_tokens: int, *,
+                      bytes_per_value: float = 2, flops_per_token: float | None = None,
+                      weights_in_hbm: bool = True) -> StepTimeParts:
+    """Compute and read terms of T_step ~ max(b F / P, (D_w + b L k) / beta) (8.2.1).
 
     F defaults to 2 x streamed params (one new token through every read-once matrix).
+    ``.step_s`` is their max (``decode_step_time``); ``weights_in_hbm=False`` drops D_w from
+    the read (Figure 8-4's ROM-served weights).
     """
     m = _model(model)
     hw = _hardware(hardware)
     b = v.count("batch", batch)
     L = v.tokens("context_tokens", context_tokens)
-    F = (2.0 * m.streamed_params if flops_per_token is None
-         else v.positive("flops_per_token", flops_per_token))
+    F = _flops_per_token(m, flops_per_token)
     k = kv_bytes_per_token(m, bytes_per_value)
-    compute_s = b * F / hw.peak_flops_per_s
-    read_s = (m.streamed_weight_bytes + b * L * k) / hw.mem_bw_bytes_per_s
-    return max(compute_s, read_s)
+    weights = m.streamed_weight_bytes if weights_in_hbm else 0.0
+    return StepTimeParts(compute_s=b * F / hw.peak_flops_per_s,
+                         read_s=(weights + b * L * k) / hw.mem_bw_bytes_per_s)
+
+
+def decode_step_time(model: Model, hardware: Hardware, batch: int, context_tokens: int, *,
+                     bytes_per_value: float = 2, flops_per_token: float | None = None) -> float:
+    """Roofline lower bound of one decode round: max(b F / P, (D_w + b L k) / beta) seconds (8.2.1).
+
+    The larger of ``decode_step_parts``' two terms; F defaults to 2 x streamed params.
+    """
+    return decode_step_parts(model, hardware, batch, context_tokens,
+                             bytes_per_value=bytes_per_value,
+                             flops_per_token=flops_per_token).step_s
 
 
 def mbu(bytes_per_s: float, hardware: Hardware) -> float:

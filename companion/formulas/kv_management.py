@@ -10,8 +10,8 @@ import math
 from typing import NamedTuple
 
 from companion import _validate as v
-from companion.formulas.core import (cache_retention_value, held_tokens, kv_bytes,
-                                     kv_tokens_allocated, prefill_flops)
+from companion.formulas.core import (_hardware, _model, cache_retention_value, held_tokens,
+                                     kv_bytes, kv_tokens_allocated, prefill_flops)
 from companion.specs import Hardware, Model
 
 __all__ = [
@@ -28,14 +28,6 @@ __all__ = [
     "link_transfer_s", "prefix_recompute_s", "retention_break_even_hit_prob", "PrefixRetention",
     "prefix_retention", "CacheReplay", "cache_replay_hits",
 ]
-
-
-def _model(model) -> Model:
-    return v.instance("model", model, Model, "a companion.specs.Model")
-
-
-def _hardware(hardware) -> Hardware:
-    return v.instance("hardware", hardware, Hardware, "a companion.specs.Hardware")
 
 
 def _token_list(name: str, values, *, min_len: int = 1) -> list[int]:

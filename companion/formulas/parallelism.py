@@ -1,5 +1,6 @@
 """Closed forms of Chapter 17 §7-§8: tensor and pipeline parallelism, placement, disaggregated
-pools, KV transfer and KV-aware routing.
+pools, KV transfer and KV-aware routing; and the interview's batch-size window (the ITL ceiling
+of a TP decode step against §4-§5's KV caps).
 
 Communication follows the chapter: each TP all-reduce moves one activation vector (hidden x 2 B
 per token), a ring all-reduce sends 2(p-1)/p of it per GPU, and two all-reduces per layer make
@@ -12,11 +13,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from companion import _validate as v
 from companion.formulas.core import (_hardware, _model, kv_bytes, kv_bytes_per_token,
                                      matrix_flops, pipeline_bubble)
-from companion.formulas.performance import CH17_PREFILL_EFFICIENCY, CH17_RUNTIME_RESERVE_BYTES
-from companion.formulas.performance import prefill_compute_s
+from companion.formulas.performance import (CH17_CHAT_LIVE_TOKENS, CH17_LONG_CONTEXT_TOKENS,
+                                            CH17_PREFILL_EFFICIENCY, CH17_RUNTIME_RESERVE_BYTES,
+                                            prefill_compute_s, tp_kv_capacity)
 from companion.specs import Hardware, Model
 
 __all__ = [
@@ -24,12 +28,14 @@ __all__ = [
     "CH17_COLLECTIVE_LATENCY_NVLINK_S", "CH17_COLLECTIVE_LATENCY_PCIE_S",
     "CH17_ALLREDUCES_PER_LAYER", "CH17_PREFILL_TOK_PER_S_PER_GROUP",
     "CH17_DECODE_TOK_PER_S_PER_GROUP", "CH17_AGENT_FIRST_TURN_TOKENS",
-    "CH17_AGENT_TOKENS_PER_TURN",
+    "CH17_AGENT_TOKENS_PER_TURN", "CH17_ROUTER_WARM_SHARES", "CH17_ASSUMED_ITL_TARGET_S",
     # §7 tensor / pipeline parallelism and placement
     "tp_allreduce_traffic", "tp_decode_step", "pp_stages", "weights_per_gpu_bytes",
-    "parallel_layout",
+    "layout_candidates", "parallel_layout",
     # §8 disaggregation and routing
-    "disaggregated_pools", "kv_transfer_s", "kv_routing_ttft",
+    "disaggregated_pools", "kv_transfer_s", "kv_routing_ttft", "routed_mean_ttft_s",
+    # interview: the batch between the ITL target and KV memory (§4-§5 arithmetic, TP of §7)
+    "itl_batch_ceiling", "batch_window",
 ]
 
 # --- inputs the chapter states ---------------------------------------------------------------
@@ -41,6 +47,10 @@ CH17_PREFILL_TOK_PER_S_PER_GROUP = 10_000  # §8: "prefill capacity ~ 10,000 tok
 CH17_DECODE_TOK_PER_S_PER_GROUP = 2_500   # §8: "decode capacity ~ 2,500 tok/s per GPU group"
 CH17_AGENT_FIRST_TURN_TOKENS = 6_000      # §8: the reference agent's 6,000 prefix tokens
 CH17_AGENT_TOKENS_PER_TURN = 1_200        # §8: "plus 1,200 per turn"
+CH17_ROUTER_WARM_SHARES = (0.9, 0.3)      # §8: "lands 90% of turns warm versus one that lands 30%"
+# The interview question gives no number for the ITL target; §3 says "ITL p99 under a few tens
+# of ms". 25 ms is the companion's assumption (a slider in the batch-size explorer).
+CH17_ASSUMED_ITL_TARGET_S = 25e-3
 
 
 def _hidden(model: Model) -> int:
@@ -136,6 +146,23 @@ def weights_per_gpu_bytes(model: Model, tp: int, pp: int = 1) -> float:
     return m.weight_bytes / (t * p)
 
 
+def layout_candidates(gpus_per_node: int = 8, max_pp: int = 16) -> list[tuple[int, int]]:
+    """(tp, pp) layouts in the order the chapter's placement rule tries them (17 §7).
+
+    TP = 1, 2, 4, ... up to ``gpus_per_node`` on one node, then the node's widest power-of-two
+    TP with PP = 2 .. ``max_pp`` stages (one whole node each): 8 GPUs per node, max_pp 4 ->
+    (1, 1), (2, 1), (4, 1), (8, 1), (8, 2), (8, 3), (8, 4).
+    """
+    node = v.count("gpus_per_node", gpus_per_node)
+    top = v.count("max_pp", max_pp)
+    layouts, tp = [], 1
+    while tp <= node:
+        layouts.append((tp, 1))
+        tp *= 2
+    widest = layouts[-1][0]
+    return layouts + [(widest, pp) for pp in range(2, top + 1)]
+
+
 def parallel_layout(model: Model, hardware: Hardware, *,
                     reserve_bytes: float = CH17_RUNTIME_RESERVE_BYTES, gpus_per_node: int = 8,
                     max_nodes: int = 16, min_kv_bytes_per_gpu: float = 0.0) -> dict:
@@ -152,14 +179,7 @@ def parallel_layout(model: Model, hardware: Hardware, *,
     node = v.count("gpus_per_node", gpus_per_node)
     nodes = v.count("max_nodes", max_nodes)
     kv_min = v.nonnegative("min_kv_bytes_per_gpu", min_kv_bytes_per_gpu)
-    candidates = []
-    tp = 1
-    while tp <= node:
-        candidates.append((tp, 1))
-        tp *= 2
-    widest = candidates[-1][0]
-    candidates += [(widest, pp) for pp in range(2, nodes + 1)]
-    for tp, pp in candidates:
+    for tp, pp in layout_candidates(node, nodes):
         if pp > m.n_layers:
             break   # a stage needs at least one layer
         per_gpu = weights_per_gpu_bytes(m, tp, pp)
@@ -232,3 +252,97 @@ def kv_routing_ttft(model: Model, hardware: Hardware, turn: int, *,
     return dict(context_tokens=context, new_tokens=new, cold_flops=matrix_flops(m, context),
                 cold_s=cold_s, warm_flops=matrix_flops(m, new), warm_s=warm_s,
                 speedup=cold_s / warm_s)
+
+
+def _positive_values(name: str, value):
+    """A positive number, or a sequence of them as a float array (for whole curves)."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+        return v.positive(name, value)
+    v.sequence(name, value)
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: expected numbers, got {value!r}") from None
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"{name}: every value must be a finite number > 0")
+    return arr
+
+
+def routed_mean_ttft_s(cold_s, warm_s, warm_share: float):
+    """Mean TTFT when a router lands ``warm_share`` of turns on the worker holding the prefix.
+
+    share x warm + (1 - share) x cold: the 90%- versus 30%-warm routers of 17 §8 (turn 20 on the
+    8B: 932 and 39 ms -> 128 ms versus 664 ms). ``cold_s``/``warm_s`` may be sequences (one
+    value per turn): then an array.
+    """
+    c = _positive_values("cold_s", cold_s)
+    w = _positive_values("warm_s", warm_s)
+    h = v.probability("warm_share", warm_share)
+    return h * w + (1.0 - h) * c
+
+
+# --- interview: what batch size should we run? -----------------------------------------------
+
+def itl_batch_ceiling(model: Model, hardware: Hardware, itl_target_s: float,
+                      context_tokens: int, *, tp: int = 1, max_batch: int = 1 << 20) -> int:
+    """Largest batch whose decode step (``tp_decode_step``: reads + TP collectives) stays within
+    ``itl_target_s``; 0 when even batch 1 misses it (17 interview, §5's step arithmetic).
+
+    The step grows linearly with the batch (each sequence adds its KV stream), so a bisection
+    over ``tp_decode_step`` finds the boundary. 8B, 600 live tokens, 25 ms: 861.
+    """
+    target = v.positive("itl_target_s", itl_target_s)
+    L = v.tokens("context_tokens", context_tokens)
+    p = v.count("tp", tp)
+    top = v.count("max_batch", max_batch)
+
+    def step(b):
+        return tp_decode_step(model, hardware, p, batch=b, context_tokens=L)["step_s"]
+
+    if step(1) > target:
+        return 0
+    if step(top) <= target:
+        return top
+    lo, hi = 1, top        # step(lo) <= target < step(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if step(mid) <= target else (lo, mid)
+    return lo
+
+
+def batch_window(model: Model, hardware: Hardware, *, tp: int = 1,
+                 live_tokens: int = CH17_CHAT_LIVE_TOKENS,
+                 reservation_tokens: int = CH17_LONG_CONTEXT_TOKENS,
+                 itl_target_s: float = CH17_ASSUMED_ITL_TARGET_S,
+                 reserve_bytes: float = CH17_RUNTIME_RESERVE_BYTES) -> dict:
+    """The interview's batch-size window: the ITL ceiling, the KV caps and the batch to run.
+
+    KV cap with paged KV: free KV / (live tokens x k); with worst-case reservations: free KV /
+    (reservation x k) (``tp_kv_capacity``). ITL ceiling: ``itl_batch_ceiling`` at the live
+    context. Run at min(ITL ceiling, paged cap). 8B on an H100: caps 762 (paged, 600 live
+    tokens) and 57 (8,000-token reservations); steps 6.1 ms at 57 and 22.7 ms at 762 (17 §5).
+    """
+    p = v.count("tp", tp)
+    live = v.tokens("live_tokens", live_tokens, minimum=1)
+    reservation = v.tokens("reservation_tokens", reservation_tokens, minimum=1)
+    paged = tp_kv_capacity(model, hardware, tp=p, context_tokens=live,
+                           reserve_bytes=reserve_bytes)
+    reserved = tp_kv_capacity(model, hardware, tp=p, context_tokens=reservation,
+                              reserve_bytes=reserve_bytes)
+    ceiling = itl_batch_ceiling(model, hardware, itl_target_s, live, tp=p)
+    run = min(ceiling, paged["max_sequences"])
+
+    def step(b):
+        return tp_decode_step(model, hardware, p, batch=b, context_tokens=live)
+
+    out = {"itl_ceiling": ceiling, "paged_cap": paged["max_sequences"],
+           "reserved_cap": reserved["max_sequences"], "run_batch": run,
+           "binding": ("nothing fits" if run == 0 else
+                       "ITL target" if ceiling < paged["max_sequences"] else "KV memory"),
+           "free_kv_bytes": paged["free_kv_bytes"]}
+    for key, b in (("run", run), ("paged_cap", paged["max_sequences"]),
+                   ("reserved_cap", reserved["max_sequences"])):
+        s = step(b) if b >= 1 else None
+        out[f"{key}_step_s"] = s["step_s"] if s else 0.0
+        out[f"{key}_tokens_per_s"] = s["tokens_per_s"] if s else 0.0
+    return out

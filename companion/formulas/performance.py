@@ -14,11 +14,11 @@ from __future__ import annotations
 import math
 
 from companion import _validate as v
-from companion.formulas.core import (_hardware, _model, attainable_flops, decode_step_time,
-                                     kv_bytes, kv_bytes_per_token, matrix_flops, max_concurrent,
-                                     mbu, mfu,
-                                     read_bytes_per_output_token, ridge_point,
-                                     speculative_expected_tokens, static_batch_utilization)
+from companion.formulas.core import (_hardware, _model, attainable_flops, decode_step_parts,
+                                     decode_step_time, kv_bytes, kv_bytes_per_token, matrix_flops,
+                                     max_concurrent, mbu, mfu, read_bytes_per_output_token,
+                                     ridge_point, speculative_expected_tokens,
+                                     static_batch_utilization)
 from companion.specs import Hardware, Model
 from companion.units import KiB
 
@@ -219,13 +219,11 @@ def decode_time_split(model: Model, hardware: Hardware, *,
     """
     m = _at_precision(_model(model), bytes_per_param)
     hw = _hardware(hardware)
-    flops = matrix_flops(m, 1, include_lm_head=True)
-    read_s = m.streamed_weight_bytes / hw.mem_bw_bytes_per_s
-    compute_s = flops / hw.peak_flops_per_s
-    step_s = decode_step_time(m, hw, 1, 0)
-    return dict(weight_bytes=m.streamed_weight_bytes, flops_per_token=flops, read_s=read_s,
-                compute_s=compute_s, wait_to_work=read_s / compute_s, step_s=step_s,
-                tokens_per_s=1.0 / step_s)
+    parts = decode_step_parts(m, hw, 1, 0)
+    return dict(weight_bytes=m.streamed_weight_bytes,
+                flops_per_token=matrix_flops(m, 1, include_lm_head=True), read_s=parts.read_s,
+                compute_s=parts.compute_s, wait_to_work=parts.read_s / parts.compute_s,
+                step_s=parts.step_s, tokens_per_s=1.0 / parts.step_s)
 
 
 # --- §3 prefill and decode are two machines --------------------------------------------------

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from companion import _validate as v
 from companion.formulas.batching import lifecycle_request_time_s
 from companion.formulas.compression import kv_format_bytes_per_value
-from companion.formulas.core import (QUANT_FORMATS, kv_bytes_per_token, prefill_flops,
-                                     read_bytes_per_output_token)
+from companion.formulas.core import (QUANT_FORMATS, _hardware, _model, kv_bytes_per_token,
+                                     prefill_flops, read_bytes_per_output_token)
 from companion.formulas.kv_management import prefix_shared_kv_bytes
 from companion.formulas.speculative import DECODE_ROUND_S_BATCH1_2K, verification_flops
 from companion.specs import QWEN3_8B, RTX_PRO_6000, Hardware, Model
@@ -23,6 +24,7 @@ __all__ = [
     "completion_throughput", "response_losses", "fractional_change", "prefill_token_rate",
     "gpu_seconds_per_request", "round_read_bytes", "read_time_at_mbu",
     "time_at_mfu", "measured_prefill_mfu", "decode_efficiency_table", "round_time_from_reads",
+    "prefix_shifted_round_s",
     "Scheme", "SchemeResult", "SCHEMES", "scheme_result", "compare_schemes", "best_scheme",
     "per_qualifying_result", "staged_task_time", "staged_task_speedup", "staged_break_even_s",
 ]
@@ -209,7 +211,7 @@ def round_read_bytes(model: Model, batch: int, context_tokens: int, *,
 def read_time_at_mbu(read_bytes: float, hardware: Hardware, efficiency: float = 1.0) -> float:
     """Read time: bytes / (peak bandwidth x efficiency) seconds (8.6.3; 15.44 GB -> 8.62 ms)."""
     n = v.nonnegative("read_bytes", read_bytes)
-    hw = v.instance("hardware", hardware, Hardware, "a companion.specs.Hardware")
+    hw = _hardware(hardware)
     e = v.probability("efficiency", efficiency, open_low=True)
     return n / (hw.mem_bw_bytes_per_s * e)
 
@@ -221,7 +223,7 @@ def time_at_mfu(flops: float, hardware: Hardware, efficiency: float) -> float:
     verification: 8.8 ms.
     """
     f = v.nonnegative("flops", flops)
-    hw = v.instance("hardware", hardware, Hardware, "a companion.specs.Hardware")
+    hw = _hardware(hardware)
     e = v.probability("efficiency", efficiency, open_low=True)
     return f / (hw.peak_flops_per_s * e)
 
@@ -236,7 +238,7 @@ def measured_prefill_mfu(model: Model, hardware: Hardware, batch: int, new_token
     b = v.count("batch", batch)
     v.tokens("new_tokens", new_tokens, minimum=1)
     t = v.positive("prefill_s", prefill_s)
-    hw = v.instance("hardware", hardware, Hardware, "a companion.specs.Hardware")
+    hw = _hardware(hardware)
     return b * prefill_flops(model, new_tokens, history_tokens) / t / hw.peak_flops_per_s
 
 
@@ -294,6 +296,36 @@ def round_time_from_reads(read_bytes: float, table_read_bytes=None, table_round_
         i += 1
     x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
     return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+
+
+def prefix_shifted_round_s(measured_round_s: float, shared_prefix_tokens: int, *,
+                           reference_prefix_tokens: int = EXAMPLE_PREFIX_TOKENS,
+                           model: Model = QWEN3_8B, batch: int = EXAMPLE_BATCH,
+                           prompt_tokens: int = EXAMPLE_PROMPT_TOKENS,
+                           bytes_per_value: float = 2) -> float:
+    """A decode round measured with one shared prefix, moved to another (8.6.3, schemes B/D/E).
+
+    measured + T(read(P)) - T(read(P_ref)): T is ``round_time_from_reads`` on Experiment 8-1's
+    table and read(P) = ``round_read_bytes`` of the batch with P prefix tokens counted once, so
+    the measured 27.35 ms stays exact at the 6144-token prefix and moves by what the table
+    predicts for the bytes a round then reads.
+    """
+    measured = v.positive("measured_round_s", measured_round_s)
+    p = v.tokens("shared_prefix_tokens", shared_prefix_tokens)
+    ref = v.tokens("reference_prefix_tokens", reference_prefix_tokens)
+    m = _model(model)
+    b = v.count("batch", batch)
+    L = v.tokens("prompt_tokens", prompt_tokens, minimum=1)
+    bpv = v.positive("bytes_per_value", bytes_per_value)
+    for name, prefix in (("shared_prefix_tokens", p), ("reference_prefix_tokens", ref)):
+        if prefix > L:
+            raise ValueError(f"{name}: {prefix} exceeds prompt_tokens={L}")
+
+    def table_round_s(prefix: int) -> float:
+        return round_time_from_reads(round_read_bytes(m, b, L, bytes_per_value=bpv,
+                                                      shared_prefix_tokens=prefix))
+
+    return measured + (table_round_s(p) - table_round_s(ref))
 
 
 # --- 8.6.3 comprehensive example: schemes A-E -----------------------------------------------
@@ -401,6 +433,7 @@ class SchemeResult:
         return self.fits_memory and self.meets_deadline
 
 
+@lru_cache(maxsize=1)
 def _default_prefill_mfu() -> float:
     # scheme B's measurement: 16 x 2048 new tokens on the cached 6144-token prefix in 2.04 s
     return measured_prefill_mfu(QWEN3_8B, RTX_PRO_6000, EXAMPLE_BATCH,
@@ -437,8 +470,8 @@ def scheme_result(scheme: Scheme, *, kv_budget_bytes: float = EXAMPLE_KV_BUDGET_
     prefix = v.tokens("shared_prefix_tokens", shared_prefix_tokens)
     if prefix > L:
         raise ValueError(f"shared_prefix_tokens: {prefix} exceeds prompt_tokens={L}")
-    v.instance("model", model, Model, "a companion.specs.Model")
-    hw = v.instance("hardware", hardware, Hardware, "a companion.specs.Hardware")
+    _model(model)
+    hw = _hardware(hardware)
     eff = (_default_prefill_mfu() if prefill_mfu is None
            else v.probability("prefill_mfu", prefill_mfu, open_low=True))
 

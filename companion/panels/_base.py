@@ -141,7 +141,9 @@ class Panel:
         """Refresh the shown figure: send plotly only the trace and layout properties that
         changed since the last view (plotly validates everything it is sent, so resending
         unchanged styles and arrays would dominate an update); replace all traces when their
-        number or types changed."""
+        number or types changed. A property the new view no longer sets is reset (None), and a
+        layout key it drops falls back to what ``_layout`` gives without it (base layout,
+        title), so the shown figure always equals ``figure(view)``."""
         fig, last = self._fig, self._last_view
         same_shape = (last is not None and len(fig.data) == len(view.traces) == len(last.traces)
                       and all(t.type == d.get("type", "scatter")
@@ -149,19 +151,16 @@ class Panel:
         with fig.batch_update():
             if same_shape:
                 for trace, old, new in zip(fig.data, last.traces, view.traces):
-                    changed = {k: val for k, val in new.items()
-                               if k not in old or not _same(old[k], val)}
-                    changed.update({k: None for k in old.keys() - new.keys()})
+                    changed = _changed(old, new)
                     if changed:
                         trace.update(changed, overwrite=True)
-                layout = {k: val for k, val in view.layout.items()
-                          if k not in last.layout or not _same(last.layout[k], val)}
             else:
                 fig.data = ()
                 fig.add_traces(list(view.traces))
-                layout = view.layout
+            layout = (self._layout(view) if last is None
+                      else _changed(self._layout(last), self._layout(view)))
             if layout:
-                fig.update_layout(layout)
+                fig.update_layout(layout, overwrite=True)
         if self._readout is not None:
             self._readout.value = view.text
         self._last_view = view
@@ -220,6 +219,14 @@ class Panel:
 
     _readout = None
     _last_view = None
+
+
+def _changed(old: dict, new: dict) -> dict:
+    """The top-level properties of ``new`` that differ from ``old``; None for the ones it drops
+    (plotly then resets them)."""
+    changed = {k: val for k, val in new.items() if k not in old or not _same(old[k], val)}
+    changed.update({k: None for k in old.keys() - new.keys()})
+    return changed
 
 
 def _same(a, b) -> bool:

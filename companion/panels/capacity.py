@@ -6,13 +6,12 @@ import numpy as np
 
 from companion import calc, specs, units
 from companion.panels._base import Control, Panel, View
+# the same models and KV formats (bytes per stored value, metadata included) as 8.1.2's budget
+from companion.panels.ch08_lifecycle import KV_PRECISIONS as PRECISIONS
+from companion.panels.ch08_lifecycle import MODELS as _MODELS
 
 __all__ = ["KVCapacityPanel", "PRECISIONS"]
 
-# bytes per stored K/V value, metadata included (8.4.2: q8_0 is 34/32, q4_0 18/32)
-PRECISIONS = {"BF16": 2.0, "FP8": 1.0, "q8_0": calc.bits_per_value("q8_0") / 8,
-              "q4_0": calc.bits_per_value("q4_0") / 8}
-_MODELS = {m.name: m for m in (specs.QWEN3_8B, specs.LLAMA_8B, specs.LLAMA_70B)}
 _SWEEP_PROMPTS = np.unique(np.geomspace(256, 65536, 49).astype(int) // 16 * 16)
 
 

@@ -1,7 +1,4 @@
-"""8.4 explorers, and GGML's q8_0/q4_0 encoding of one group for Figure 8-23's byte drawing.
-
-``encode_q8_0_group`` / ``encode_q4_0_group`` (+ decode) follow GGML's reference quantisers
-(one half-float scale per 32 values, stored first; 8-bit or packed 4-bit codes after it).
+"""8.4 explorers.
 
 Panels: ``QuantizedFitPanel`` (8.4.1: the M2 Max holding a Q2_K Qwen3-235B-A22B plus KV),
 ``CompressedReadPanel`` (8.4.2: dT = dD / beta - T_c), ``OffloadPanel`` (8.4.3: memory freed by
@@ -12,11 +9,8 @@ correct answer counts the failed attempts too).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from companion import _validate as v
 from companion import calc, specs, units
 from companion.figures.ch08_compression import (LAYOUT_COLORS, memory_stack_layout,
                                                 memory_stack_traces)
@@ -25,86 +19,8 @@ from companion.formulas import compression as cm
 from companion.formulas import kv_management as km
 from companion.panels._base import Control, Panel, View
 
-__all__ = ["encode_q8_0_group", "decode_q8_0_group", "encode_q4_0_group", "decode_q4_0_group",
-           "expected_time_to_correct_s", "ffn_offload_layers", "SHORT_REQUEST_S",
-           "ACCURACY_BF16_KV", "ACCURACY_FP8_KV", "QuantizedFitPanel",
-           "CompressedReadPanel", "OffloadPanel", "CompressTransferPanel", "RetryCostPanel"]
-
-_GROUP = 32
-
-
-def _group(values) -> np.ndarray:
-    x = np.asarray(v.sequence("values", values), dtype=float)
-    if x.shape != (_GROUP,) or not np.isfinite(x).all():
-        raise ValueError(f"values: expected {_GROUP} finite numbers, got shape {x.shape}")
-    return x
-
-
-def encode_q8_0_group(values) -> bytes:
-    """GGML q8_0 block of 32 values: 2-byte half scale d = max|x| / 127, then 32 int8 codes
-    round(x / d) (halves away from zero). 34 bytes (8.4.2, Figure 8-23)."""
-    x = _group(values)
-    d = float(np.abs(x).max()) / 127.0
-    scaled = x * (1.0 / d) if d else np.zeros(_GROUP)
-    q = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)   # C's roundf: halves away from zero
-    return np.float16(d).tobytes() + np.clip(q, -127, 127).astype(np.int8).tobytes()
-
-
-def decode_q8_0_group(block: bytes) -> np.ndarray:
-    """The 32 values a q8_0 block stands for: code x scale."""
-    if not isinstance(block, (bytes, bytearray)) or len(block) != 34:
-        raise ValueError("block: expected the 34 bytes of one q8_0 block")
-    d = float(np.frombuffer(block[:2], dtype=np.float16)[0])
-    return np.frombuffer(block[2:], dtype=np.int8).astype(float) * d
-
-
-def encode_q4_0_group(values) -> bytes:
-    """GGML q4_0 block of 32 values: 2-byte half scale d = m / -8 (m: the value of largest
-    magnitude, with its sign), then 16 bytes of 4-bit codes min(15, floor(x / d + 8.5)), value j
-    in the low nibble and value j + 16 in the high nibble of byte j. 18 bytes (8.4.2)."""
-    x = _group(values)
-    m = float(x[np.argmax(np.abs(x))])
-    d = m / -8.0
-    q = (np.minimum(15, np.floor(x / d + 8.5)) if d else np.full(_GROUP, 8.0)).astype(np.uint8)
-    packed = (q[:16] | (q[16:] << 4)).astype(np.uint8)
-    return np.float16(d).tobytes() + packed.tobytes()
-
-
-def decode_q4_0_group(block: bytes) -> np.ndarray:
-    """The 32 values a q4_0 block stands for: (code - 8) x scale."""
-    if not isinstance(block, (bytes, bytearray)) or len(block) != 18:
-        raise ValueError("block: expected the 18 bytes of one q4_0 block")
-    d = float(np.frombuffer(block[:2], dtype=np.float16)[0])
-    packed = np.frombuffer(block[2:], dtype=np.uint8)
-    q = np.concatenate([packed & 0x0F, packed >> 4]).astype(float)
-    return (q - 8.0) * d
-
-
-def expected_time_to_correct_s(attempt_s: float, success_prob: float, check_s: float = 0.0
-                               ) -> float:
-    """Expected time until an answer passes its check, if every attempt (with its check) costs
-    the same and succeeds independently with probability p: (T + c) / p (8.4.4).
-
-    The expected number of attempts of a geometric retry loop is 1 / p; each costs
-    ``calc.time_to_correct_answer_s([T], c)``. An assumption for exploring, not the chapter's
-    measurement (which records individual retries).
-    """
-    p = v.probability("success_prob", success_prob, open_low=True)
-    return calc.time_to_correct_answer_s([v.nonnegative("attempt_s", attempt_s)], check_s) / p
-
-
-def ffn_offload_layers(model, layers: int, prefetch_buffers: int):
-    """``calc.FfnOffload`` for an arbitrary number of offloaded FFN layers (``calc.ffn_offload``
-    takes one layer in every n): layers x FFN bytes freed, buffers x FFN bytes spent (8.4.3)."""
-    per_layer = calc.ffn_weight_bytes_per_layer(model)
-    n = v.count("layers", layers, minimum=0)
-    if n > model.n_layers:
-        raise ValueError(f"layers: {n} exceeds the model's {model.n_layers} layers")
-    b = v.count("prefetch_buffers", prefetch_buffers, minimum=0)
-    return calc.FfnOffload(offloaded_layers=n, offloaded_bytes=n * per_layer,
-                           buffer_bytes=b * per_layer,
-                           net_saved_bytes=(n - b) * per_layer)
-
+__all__ = ["SHORT_REQUEST_S", "QuantizedFitPanel", "CompressedReadPanel", "OffloadPanel",
+           "CompressTransferPanel", "RetryCostPanel"]
 
 # --- 8.4.1: what fits after loading quantised weights ------------------------------------------
 
@@ -278,7 +194,7 @@ class OffloadPanel(Panel):
     def compute(self, *, layers, prefetch_buffers, link_gb_per_s, batch, compute_round_ms,
                 output_tokens) -> View:
         m = specs.QWEN3_8B
-        plan = ffn_offload_layers(m, layers, min(prefetch_buffers, layers))
+        plan = calc.ffn_offload(m, layers=layers, prefetch_buffers=min(prefetch_buffers, layers))
         rounds = output_tokens - 1
         compute_s = compute_round_ms * units.ms
         net = max(plan.net_saved_bytes, 0.0)
@@ -419,8 +335,6 @@ class CompressTransferPanel(Panel):
 # --- 8.4.4: the time to a correct answer -------------------------------------------------------
 
 _SWEEP_ACCURACY = np.linspace(0.5, 1.0, 51)
-ACCURACY_BF16_KV = 28 / 32       # measured correct answers out of 32 runs (8.4.4)
-ACCURACY_FP8_KV = 26 / 32
 # one attempt = the chapter's short request alone (8.1.1): 0.1 s queue + 0.096 s prefill +
 # 255 intervals of 26.5 ms, about 6.95 s
 SHORT_REQUEST_S = calc.request_time_s(calc.token_emission_times(
@@ -435,11 +349,11 @@ class RetryCostPanel(Panel):
     controls = (
         Control("attempt_s", "one attempt, format A (s)", "float", SHORT_REQUEST_S, 0.5, 30.0,
                 0.05),
-        Control("accuracy_a", "accuracy of A (BF16 KV: 28/32)", "float", ACCURACY_BF16_KV,
+        Control("accuracy_a", "accuracy of A (BF16 KV: 28/32)", "float", cm.ACCURACY_BF16_KV,
                 0.5, 1.0, 0.005),
         Control("speed_factor_b", "attempt time of B relative to A", "float", 1.0, 0.5, 1.5,
                 0.01),
-        Control("accuracy_b", "accuracy of B (FP8 KV: 26/32)", "float", ACCURACY_FP8_KV,
+        Control("accuracy_b", "accuracy of B (FP8 KV: 26/32)", "float", cm.ACCURACY_FP8_KV,
                 0.5, 1.0, 0.005),
         Control("check_s", "checking one answer (s)", "float", 0.0, 0.0, 10.0, 0.1),
     )
@@ -451,8 +365,8 @@ class RetryCostPanel(Panel):
 
     def compute(self, *, attempt_s, accuracy_a, speed_factor_b, accuracy_b, check_s) -> View:
         tb = attempt_s * speed_factor_b
-        ea = expected_time_to_correct_s(attempt_s, accuracy_a, check_s)
-        eb = expected_time_to_correct_s(tb, accuracy_b, check_s)
+        ea = calc.expected_time_to_correct_s(attempt_s, accuracy_a, check_s)
+        eb = calc.expected_time_to_correct_s(tb, accuracy_b, check_s)
         xs = _SWEEP_ACCURACY.tolist()
         numbers = {
             "expected_a_s": ea, "expected_b_s": eb,
@@ -462,11 +376,11 @@ class RetryCostPanel(Panel):
         }
         traces = [
             {"type": "scatter", "x": xs,
-             "y": [expected_time_to_correct_s(attempt_s, p, check_s) for p in xs],
+             "y": [calc.expected_time_to_correct_s(attempt_s, p, check_s) for p in xs],
              "mode": "lines", "name": f"attempt {attempt_s:g} s (A's speed)",
              "line": {"color": "#0072b2"}},
             {"type": "scatter", "x": xs,
-             "y": [expected_time_to_correct_s(tb, p, check_s) for p in xs],
+             "y": [calc.expected_time_to_correct_s(tb, p, check_s) for p in xs],
              "mode": "lines", "name": f"attempt {tb:.2f} s (B's speed)",
              "line": {"color": "#d55e00", "dash": "dash"}},
             {"type": "scatter", "x": [accuracy_a, accuracy_b], "y": [ea, eb],

@@ -59,8 +59,9 @@ def grow_sequences(lengths, block_tokens: int = 4, *, shared_prefix_tokens: int 
     if shared and shared > min(lens[g] for g in group):
         raise ValueError(f"shared_prefix_tokens: {shared} exceeds the shortest sharing sequence")
     full = shared // p
-    need = sum(-(-n // p) for n in lens) - (len(group) - 1) * full if shared else \
-        sum(-(-n // p) for n in lens)
+    need = sum(calc.kv_blocks_needed(n, p) for n in lens)
+    if shared:                  # the other members reference the first one's full blocks
+        need -= (len(group) - 1) * full
     size = need
     if pool_tokens is not None:
         size = v.tokens("pool_tokens", pool_tokens, minimum=1) // p

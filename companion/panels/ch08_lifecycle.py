@@ -8,8 +8,6 @@ instance size -> M_w + M_KV + rest <= C and how many requests' reserved KV fits 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from companion import calc, specs, units
@@ -94,8 +92,7 @@ class RequestTimelinePanel(Panel):
         intervals = calc.inter_token_intervals(times)
         longest = max(intervals) if intervals else 0.0
         base_total = calc.lifecycle_request_time_s(q, p, itl, output_tokens)
-        fit = (math.floor((deadline_s - base_total) / stall + 1e-9)
-               if base_total <= deadline_s and output_tokens > 1 else 0)
+        fit = calc.insertable_prefills(q, p, itl, output_tokens, deadline_s, stall)
         numbers = {
             "ttft_s": calc.ttft_s(times),
             "request_time_s": total,
@@ -103,7 +100,7 @@ class RequestTimelinePanel(Panel):
             "margin_s": deadline_s - total,
             "meets_deadline": total <= deadline_s,
             "inserted_prefills_applied": len(positions),
-            "prefills_that_still_fit": min(fit, output_tokens - 1),
+            "prefills_that_still_fit": fit,
         }
         traces, _ = timeline_traces([alone, busy], deadline_s)
         verdict = "meets" if numbers["meets_deadline"] else "<b>misses</b>"

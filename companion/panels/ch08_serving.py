@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from companion import calc, specs, units
+from companion import calc, units
 from companion.figures.ch08_serving import (ADMISSION_LAYOUT, AMDAHL_LAYOUT, SCHEME_PLANE_LAYOUT,
                                             admission_traces, amdahl_traces,
                                             scheme_plane_traces)
@@ -71,20 +71,6 @@ class AdmissionPanel(Panel):
 
 # --- 8.6.3 schemes A-E and Figure 8-35 --------------------------------------------------------
 
-# B's measured prefill efficiency (593.75 TFLOP in 2.04 s, 57.77%), computed once
-_PREFILL_MFU = calc.measured_prefill_mfu(
-    specs.QWEN3_8B, specs.RTX_PRO_6000, sv.EXAMPLE_BATCH,
-    sv.EXAMPLE_PROMPT_TOKENS - sv.EXAMPLE_PREFIX_TOKENS, sv.EXAMPLE_PREFIX_TOKENS,
-    sv.SHARED_PREFILL_S)
-
-
-def _interpolated_round_s(prefix_tokens: int) -> float:
-    read = calc.round_read_bytes(specs.QWEN3_8B, sv.EXAMPLE_BATCH, sv.EXAMPLE_PROMPT_TOKENS,
-                                 shared_prefix_tokens=prefix_tokens)
-    return calc.round_time_from_reads(read)
-
-
-_REFERENCE_ROUND_S = _interpolated_round_s(sv.EXAMPLE_PREFIX_TOKENS)
 SCHEME_SETS = {"A-D (Figure 8-35)": "ABCD", "A-E (with Exercise 8-9's E)": "ABCDE"}
 
 
@@ -95,16 +81,15 @@ def chapter_schemes(names: str = "ABCD", *, d_tokens_per_round: float | None = N
 
     B, D and E use the decode round measured at the 6144-token prefix (27.35 ms); for another
     prefix it is shifted by the change Experiment 8-1's table predicts for the bytes a round
-    then reads (``calc.round_time_from_reads``), so the chapter's setting stays exact.
+    then reads (``calc.prefix_shifted_round_s``), so the chapter's setting stays exact.
     """
     out = []
-    shift = (0.0 if shared_prefix_tokens == sv.EXAMPLE_PREFIX_TOKENS
-             else _interpolated_round_s(shared_prefix_tokens) - _REFERENCE_ROUND_S)
     for name in names:
         s = calc.SCHEMES[name]
         changes = {}
-        if s.base_round_s is not None and shift:
-            changes["base_round_s"] = s.base_round_s + shift
+        if s.base_round_s is not None and shared_prefix_tokens != sv.EXAMPLE_PREFIX_TOKENS:
+            changes["base_round_s"] = calc.prefix_shifted_round_s(s.base_round_s,
+                                                                  shared_prefix_tokens)
         if name == "D" and d_tokens_per_round is not None:
             changes["tokens_per_round"] = d_tokens_per_round
         if name == "E" and e_tokens_per_round is not None:
@@ -147,8 +132,7 @@ class SchemePanel(Panel):
         budget = kv_budget_gib * units.GiB
         results = calc.compare_schemes(chosen, kv_budget_bytes=budget,
                                        output_tokens=output_tokens, deadline_s=deadline_s,
-                                       shared_prefix_tokens=shared_prefix_tokens,
-                                       prefill_mfu=_PREFILL_MFU)
+                                       shared_prefix_tokens=shared_prefix_tokens)
         feasible = [r for r in results.values() if r.feasible]
         best = min(feasible, key=lambda r: r.gpu_s_per_result).name if feasible else None
         traces = scheme_plane_traces(results, budget, deadline_s)

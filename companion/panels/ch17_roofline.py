@@ -18,28 +18,22 @@ from companion.figures.ch17_roofline import (hol_timeline_layout, hol_timeline_t
                                              request_budget_traces, roofline_layout,
                                              roofline_traces)
 from companion.panels._base import Control, Panel, View
+# the same hardware presets and KV precisions as the §1/§4/§5 explorers
+from companion.panels.ch17_memory import _HARDWARE, _KV_BYTES, _hardware_choice
 from companion.sim import scheduler as sched
 
 __all__ = ["RooflinePanel", "RequestBudgetPanel", "HeadOfLinePanel"]
 
-_HARDWARE = {h.name: h for h in (specs.H100_SXM, specs.H200_SXM, specs.A100_80GB,
-                                 specs.RTX_PRO_6000, specs.GH200, specs.M2_MAX)}
 _MODELS = {m.name: m for m in (specs.LLAMA_8B, specs.LLAMA_70B, specs.LLAMA_405B,
                                specs.QWEN3_8B)}
 # bytes per stored weight (17 §2's FP32 aside, BF16 as served, §10's INT8/FP8, a 4-bit format)
 _WEIGHT_BYTES = {"FP32 (4 B)": 4.0, "BF16 (2 B)": 2.0, "INT8 / FP8 (1 B)": 1.0,
                  "INT4 (0.5 B)": 0.5}
-_KV_BYTES = {"BF16 (2 B)": 2.0, "FP8 (1 B)": 1.0}
 
 
 def _model_choice():
     return Control("model", "model", "choice", specs.LLAMA_8B.name,
                    options={name: name for name in _MODELS})
-
-
-def _hardware_choice():
-    return Control("hardware", "hardware", "choice", specs.H100_SXM.name,
-                   options={name: name for name in _HARDWARE})
 
 
 class RooflinePanel(Panel):

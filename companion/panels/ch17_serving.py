@@ -16,8 +16,8 @@ PCIe for TP = 1..8.
 ``BatchSizePanel`` (interview): the batch between the ITL ceiling and the KV-memory cap.
 
 Every number comes from ``companion.calc`` or ``companion.sim``; the small helpers here only
-arrange scenarios (``batching_trace_requests``) or invert a monotone closed form
-(``itl_batch_ceiling``).
+arrange scenarios (``batching_trace_requests``, ``itl_tail_trace``) and sweeps, or format
+calc's re-derived tables as text.
 """
 
 from __future__ import annotations
@@ -43,12 +43,10 @@ __all__ = [
     "PlacementPanel", "PoolSizingPanel", "KVRoutingPanel", "UtilizationPanel",
     "SpeculativeLeverPanel", "BatchSizePanel",
     "batching_trace_requests", "batching_trace", "chunk_trade_sweep", "tp_layout_rows",
-    "placement_model", "placement_candidates", "routed_mean_ttft_s", "itl_batch_ceiling",
-    "batch_window", "speculative_check", "itl_tail_trace", "decision_table_text", "levers_text",
-    "mechanism_map_text", "cheat_sheet_text",
+    "placement_model", "placement_candidates", "speculative_check", "itl_tail_trace",
+    "decision_table_text", "levers_text", "mechanism_map_text", "cheat_sheet_text",
     "CH17_STATIC_BATCH", "CH17_STATIC_SHORTEST", "CH17_STATIC_LONGEST",
-    "CH17_HEALTHY_DECODE_MBU", "CH17_STRONG_PREFILL_MFU", "CH17_ROUTER_WARM_SHARES",
-    "ASSUMED_ITL_TARGET_S",
+    "CH17_HEALTHY_DECODE_MBU", "CH17_STRONG_PREFILL_MFU",
 ]
 
 # --- inputs the chapter states -----------------------------------------------------------------
@@ -57,10 +55,6 @@ CH17_STATIC_SHORTEST = 100       # §6: "output lengths 100, 200, ..., 800 token
 CH17_STATIC_LONGEST = 800
 CH17_HEALTHY_DECODE_MBU = (0.6, 0.8)    # §9 checklist: "Aggregate MBU at 60-80%"
 CH17_STRONG_PREFILL_MFU = (0.4, 0.6)    # §9: "40-60% is strong" for prefill
-CH17_ROUTER_WARM_SHARES = (0.9, 0.3)    # §8: "lands 90% of turns warm versus one that lands 30%"
-# The interview question gives no number for the ITL target; §3 says "ITL p99 under a few tens
-# of ms". 25 ms is the companion's assumption, a slider in BatchSizePanel.
-ASSUMED_ITL_TARGET_S = 25e-3
 # The queue behind §6's batch in the simulated trace: three batches' worth of the chapter's mix
 # (with no queue there is nothing for continuous batching to admit), 256-token prompts.
 TRACE_REQUESTS = 24
@@ -85,76 +79,6 @@ def _model_control(default=specs.LLAMA_70B.name, models=None):
 def _card_control(cards=None):
     names = cards or _CARDS
     return _choice("hardware", "GPU", _H100.name, {n: n for n in names})
-
-
-_MISSING = object()
-
-
-def _same(a, b) -> bool:
-    try:
-        return bool(a == b)
-    except (ValueError, TypeError):   # e.g. numpy arrays inside: treat as changed
-        return False
-
-
-def _diff(old: dict, new: dict):
-    """The parts of ``new`` that differ from ``old``, nested dicts diffed key by key; None when
-    ``old`` has a key that ``new`` lacks (then a plain merge would keep a stale value)."""
-    if set(old) - set(new):
-        return None
-    out = {}
-    for k, val in new.items():
-        prev = old.get(k, _MISSING)
-        if isinstance(val, dict) and isinstance(prev, dict):
-            sub = _diff(prev, val)
-            if sub is None:
-                return None
-            if sub:
-                out[k] = sub
-        elif prev is _MISSING or not _same(prev, val):
-            out[k] = val
-    return out
-
-
-class _ServingPanel(Panel):
-    """A Panel that sends the shown figure only what changed since the last update.
-
-    plotly validates every property it is given, which costs far more than these panels'
-    arithmetic, while moving one control usually changes a few arrays of a few traces. Each
-    trace and the layout are diffed against what was last sent (nested dicts key by key) and
-    only the differences are merged in; when a key disappears, or the traces change in number
-    or type, everything is replaced as ``Panel._apply`` does.
-    """
-
-    _sent: tuple | None = None      # (traces, layout) last sent to the shown figure
-
-    def show(self):
-        self._sent = None           # the figure is rebuilt from the full view
-        return super().show()
-
-    def _apply(self, view: View) -> None:
-        fig = self._fig
-        sent_traces, sent_layout = self._sent if self._sent is not None else (None, None)
-        with fig.batch_update():
-            if sent_traces is not None and len(fig.data) == len(view.traces) and all(
-                    t.type == d.get("type", "scatter") for t, d in zip(fig.data, view.traces)):
-                for trace, old, new in zip(fig.data, sent_traces, view.traces):
-                    change = _diff(old, new)
-                    if change is None:
-                        trace.update(new, overwrite=True)
-                    elif change:
-                        trace.update(change)
-            else:
-                fig.data = ()
-                fig.add_traces(list(view.traces))
-            change = None if sent_layout is None else _diff(sent_layout, view.layout)
-            if change is None:
-                fig.update_layout(view.layout)
-            elif change:
-                fig.update_layout(change)
-        self._sent = (list(view.traces), dict(view.layout))
-        if self._readout is not None:
-            self._readout.value = view.text
 
 
 # === §6 static vs continuous batching on one simulated queue ===================================
@@ -218,7 +142,7 @@ def _trace_numbers(results: dict) -> dict:
     return out
 
 
-class BatchingTracePanel(_ServingPanel):
+class BatchingTracePanel(Panel):
     """17 §6 simulated: static batching pads every group to its longest member, continuous
     batching refills a slot at the next token boundary."""
 
@@ -296,7 +220,7 @@ def _unchunked(prompt_tokens: int, decode_step_s: float, efficiency: float) -> t
     return sweep, sched.long_prompt_interference(prompt_tokens, None, round_time=rt)
 
 
-class ChunkSizePanel(_ServingPanel):
+class ChunkSizePanel(Panel):
     """17 §6: the chunk size trades the batch's worst ITL against the long prompt's TTFT."""
 
     title = "Chunked prefill: the chunk-size knob (17 §6, 8B on an H100 SXM)"
@@ -378,7 +302,7 @@ def tp_layout_rows(model, hardware, *, degrees=(1, 2, 4, 8), batch: int = 1,
     return rows
 
 
-class TensorParallelPanel(_ServingPanel):
+class TensorParallelPanel(Panel):
     """17 §7: each GPU reads 1/p of the weights, then pays 2 all-reduces per layer."""
 
     title = "Tensor parallelism: a decode step over NVLink and PCIe (17 §7)"
@@ -444,7 +368,7 @@ def _bubble_curve(stages: int) -> tuple:
     return _MICROBATCH_SWEEP, tuple(calc.pipeline_bubble(stages, m) for m in _MICROBATCH_SWEEP)
 
 
-class PipelineBubblePanel(_ServingPanel):
+class PipelineBubblePanel(Panel):
     """17 §7: stage s runs microbatch j in slot s + j; the empty corners are the bubble."""
 
     title = "Pipeline parallelism: the bubble (17 §7)"
@@ -491,22 +415,16 @@ def placement_model(params: float, bytes_per_param: float = 2.0):
 
 
 def placement_candidates(model, *, gpus_per_node: int = 8, max_pp: int = 4) -> list[dict]:
-    """TP = 1, 2, 4, ... up to the node, then the node's width x PP = 2 .. ``max_pp``, with
-    ``calc.weights_per_gpu_bytes`` for each (the order ``calc.parallel_layout`` tries)."""
-    node = v.count("gpus_per_node", gpus_per_node)
-    top = v.count("max_pp", max_pp)
-    layouts, tp = [], 1
-    while tp <= node:
-        layouts.append((tp, 1))
-        tp *= 2
-    widest = layouts[-1][0]
-    layouts += [(widest, pp) for pp in range(2, top + 1)]
+    """``calc.layout_candidates`` (the order ``calc.parallel_layout`` tries: TP = 1, 2, 4, ...
+    up to the node, then the node's width x PP = 2 .. ``max_pp``) with labels and
+    ``calc.weights_per_gpu_bytes`` for each."""
+    layouts = calc.layout_candidates(gpus_per_node, max_pp)
     return [dict(tp=t, pp=p, gpus=t * p, label=f"TP {t}" if p == 1 else f"TP {t} x PP {p}",
                  weight_bytes_per_gpu=calc.weights_per_gpu_bytes(model, t, p))
             for t, p in layouts]
 
 
-class PlacementPanel(_ServingPanel):
+class PlacementPanel(Panel):
     """17 §7: TP as far as the node reaches, PP across nodes only when a node is too small."""
 
     title = "Placement: the smallest TP x PP layout that fits (17 §7)"
@@ -568,7 +486,7 @@ class PlacementPanel(_ServingPanel):
 _RATE_SWEEP = tuple(range(5, 505, 5))
 
 
-class PoolSizingPanel(_ServingPanel):
+class PoolSizingPanel(Panel):
     """17 §8: prefill groups from prompt tokens/s, decode groups from output tokens/s."""
 
     title = "Disaggregated serving: sizing the two pools (17 §8)"
@@ -607,30 +525,6 @@ class PoolSizingPanel(_ServingPanel):
 
 # === §8 KV-aware routing =========================================================================
 
-def _positive_values(name: str, value):
-    """A positive number, or a sequence of them as a float array (for whole curves)."""
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
-        return v.positive(name, value)
-    v.sequence(name, value)
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name}: expected numbers, got {value!r}") from None
-    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise ValueError(f"{name}: every value must be a finite number > 0")
-    return arr
-
-
-def routed_mean_ttft_s(cold_s, warm_s, warm_share: float):
-    """Mean TTFT when a router lands ``warm_share`` of turns on the worker holding the prefix:
-    share x warm + (1 - share) x cold (17 §8's 90% vs 30% router). ``cold_s``/``warm_s`` may
-    be sequences (one value per turn): then an array."""
-    c = _positive_values("cold_s", cold_s)
-    w = _positive_values("warm_s", warm_s)
-    h = v.probability("warm_share", warm_share)
-    return h * w + (1.0 - h) * c
-
-
 _TURNS = tuple(range(1, 61))
 
 
@@ -645,7 +539,7 @@ def _routing_curves(model: str, first_turn_tokens: int, tokens_per_turn: int,
     return tuple(x["cold_s"] for x in rows), tuple(x["warm_s"] for x in rows)
 
 
-class KVRoutingPanel(_ServingPanel):
+class KVRoutingPanel(Panel):
     """17 §8: turn t re-sends the whole conversation; a warm worker prefills only the new part."""
 
     title = "KV-aware routing: TTFT per turn, cold vs warm worker (17 §8)"
@@ -656,7 +550,7 @@ class KVRoutingPanel(_ServingPanel):
         Control("tokens_per_turn", "added per turn (tokens)", "int",
                 calc.CH17_AGENT_TOKENS_PER_TURN, 100, 8000, 100),
         Control("warm_share_pct", "turns the router lands warm (%)", "float",
-                100 * CH17_ROUTER_WARM_SHARES[0], 0.0, 100.0, 5.0),
+                100 * calc.CH17_ROUTER_WARM_SHARES[0], 0.0, 100.0, 5.0),
         Control("efficiency_pct", "prefill at % of peak", "float",
                 100 * calc.CH17_PREFILL_EFFICIENCY, 10.0, 100.0, 5.0),
         _model_control(specs.LLAMA_8B.name, (specs.LLAMA_8B.name, specs.LLAMA_70B.name)),
@@ -670,18 +564,18 @@ class KVRoutingPanel(_ServingPanel):
                   efficiency=eff)
         cold, warm = _routing_curves(model, first_turn_tokens, tokens_per_turn, eff)
         r = calc.kv_routing_ttft(m, _H100, turn, **kw)
-        mixed = routed_mean_ttft_s(cold, warm, share).tolist()
+        mixed = calc.routed_mean_ttft_s(cold, warm, share).tolist()
         traces, layout = routing_traces(
             _TURNS, cold, warm, mixed_s=mixed,
             mixed_label=f"mean with {warm_share_pct:.0f}% of turns warm",
             selected=(turn, r["cold_s"], r["warm_s"]))
-        weak = CH17_ROUTER_WARM_SHARES[1]
+        weak = calc.CH17_ROUTER_WARM_SHARES[1]
+        mean_s = calc.routed_mean_ttft_s(r["cold_s"], r["warm_s"], share)
+        weak_mean_s = calc.routed_mean_ttft_s(r["cold_s"], r["warm_s"], weak)
         numbers = {"context_tokens": r["context_tokens"], "cold_TFLOP": r["cold_flops"] / 1e12,
                    "cold_ms": r["cold_s"] / units.ms, "warm_TFLOP": r["warm_flops"] / 1e12,
                    "warm_ms": r["warm_s"] / units.ms, "speedup": r["speedup"],
-                   "mean_ms": routed_mean_ttft_s(r["cold_s"], r["warm_s"], share) / units.ms,
-                   "mean_ms_at_30pct": routed_mean_ttft_s(r["cold_s"], r["warm_s"], weak)
-                   / units.ms}
+                   "mean_ms": mean_s / units.ms, "mean_ms_at_30pct": weak_mean_s / units.ms}
         text = (f"turn {turn}: context {r['context_tokens']:,} tokens<br>"
                 f"cold: {numbers['cold_TFLOP']:,.1f} TFLOP -> <b>{numbers['cold_ms']:,.0f} ms"
                 f"</b>; warm: {numbers['warm_TFLOP']:,.1f} TFLOP -> "
@@ -698,7 +592,7 @@ _MEASURE_CARDS = {h.name: h for h in (specs.H100_SXM, specs.H200_SXM, specs.A100
                                       specs.RTX_PRO_6000)}
 
 
-class UtilizationPanel(_ServingPanel):
+class UtilizationPanel(Panel):
     """17 §9: the same measurement over two denominators; decode by MBU, prefill by MFU."""
 
     title = "MBU and MFU from measured token rates (17 §9)"
@@ -778,7 +672,7 @@ def _expected_curve(alpha: float) -> tuple:
                                  for k in _DRAFT_LENGTHS)
 
 
-class SpeculativeLeverPanel(_ServingPanel):
+class SpeculativeLeverPanel(Panel):
     """17 §10: 1 + alpha + ... + alpha^k tokens per target pass, checked by simulation."""
 
     title = "Speculative decoding: tokens per target pass (17 §10)"
@@ -811,74 +705,10 @@ class SpeculativeLeverPanel(_ServingPanel):
 
 # === interview: what batch size should we run? ===================================================
 
-def itl_batch_ceiling(model, hardware, itl_target_s: float, context_tokens: int, *,
-                      tp: int = 1, max_batch: int = 1 << 20) -> int:
-    """Largest batch whose decode step (``calc.tp_decode_step``: reads + TP collectives) stays
-    within ``itl_target_s``; 0 when even batch 1 misses it.
-
-    The step grows linearly with the batch (each sequence adds its KV stream), so a bisection
-    over ``calc.tp_decode_step`` finds the boundary. 8B, 600 live tokens, 25 ms: 861.
-    """
-    target = v.positive("itl_target_s", itl_target_s)
-    L = v.tokens("context_tokens", context_tokens)
-    p = v.count("tp", tp)
-    top = v.count("max_batch", max_batch)
-
-    def step(b):
-        return calc.tp_decode_step(model, hardware, p, batch=b, context_tokens=L)["step_s"]
-
-    if step(1) > target:
-        return 0
-    if step(top) <= target:
-        return top
-    lo, hi = 1, top        # step(lo) <= target < step(hi)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if step(mid) <= target else (lo, mid)
-    return lo
-
-
 _BATCH_SWEEP = tuple(sorted({int(x) for x in np.geomspace(1, 4096, 49).round()}))
 
 
-def batch_window(model, hardware, *, tp: int = 1, live_tokens: int = calc.CH17_CHAT_LIVE_TOKENS,
-                 reservation_tokens: int = calc.CH17_LONG_CONTEXT_TOKENS,
-                 itl_target_s: float = ASSUMED_ITL_TARGET_S,
-                 reserve_bytes: float = calc.CH17_RUNTIME_RESERVE_BYTES) -> dict:
-    """The interview's batch-size window: the ITL ceiling, the KV caps and the batch to run.
-
-    KV cap with paged KV: free KV / (live tokens x k); with worst-case reservations: free KV /
-    (reservation x k) (``calc.tp_kv_capacity``). ITL ceiling: ``itl_batch_ceiling`` at the live
-    context. Run at min(ITL ceiling, paged cap). 8B on an H100: caps 762 (paged, 600 live
-    tokens) and 57 (8,000-token reservations); steps 6.1 ms at 57 and 22.7 ms at 762 (17 §5).
-    """
-    p = v.count("tp", tp)
-    live = v.tokens("live_tokens", live_tokens, minimum=1)
-    reservation = v.tokens("reservation_tokens", reservation_tokens, minimum=1)
-    paged = calc.tp_kv_capacity(model, hardware, tp=p, context_tokens=live,
-                                reserve_bytes=reserve_bytes)
-    reserved = calc.tp_kv_capacity(model, hardware, tp=p, context_tokens=reservation,
-                                   reserve_bytes=reserve_bytes)
-    ceiling = itl_batch_ceiling(model, hardware, itl_target_s, live, tp=p)
-    run = min(ceiling, paged["max_sequences"])
-
-    def step(b):
-        return calc.tp_decode_step(model, hardware, p, batch=b, context_tokens=live)
-
-    out = {"itl_ceiling": ceiling, "paged_cap": paged["max_sequences"],
-           "reserved_cap": reserved["max_sequences"], "run_batch": run,
-           "binding": ("nothing fits" if run == 0 else
-                       "ITL target" if ceiling < paged["max_sequences"] else "KV memory"),
-           "free_kv_bytes": paged["free_kv_bytes"]}
-    for key, b in (("run", run), ("paged_cap", paged["max_sequences"]),
-                   ("reserved_cap", reserved["max_sequences"])):
-        s = step(b) if b >= 1 else None
-        out[f"{key}_step_s"] = s["step_s"] if s else 0.0
-        out[f"{key}_tokens_per_s"] = s["tokens_per_s"] if s else 0.0
-    return out
-
-
-class BatchSizePanel(_ServingPanel):
+class BatchSizePanel(Panel):
     """Interview: the batch is pinned between the ITL target (ceiling) and KV memory (cap)."""
 
     title = "What batch size should we run? (17, interview; §4-§5 arithmetic)"
@@ -887,7 +717,7 @@ class BatchSizePanel(_ServingPanel):
         _card_control(),
         _choice("tp", "TP degree", 1, _TP_DEGREES),
         Control("itl_target_ms", "ITL target (ms, assumed)", "float",
-                ASSUMED_ITL_TARGET_S / units.ms, 5.0, 100.0, 1.0),
+                calc.CH17_ASSUMED_ITL_TARGET_S / units.ms, 5.0, 100.0, 1.0),
         Control("live_tokens", "live KV per sequence (tokens)", "int",
                 calc.CH17_CHAT_LIVE_TOKENS, 100, 32_000, 100),
         Control("reservation_tokens", "worst-case reservation (tokens)", "int",
@@ -899,8 +729,9 @@ class BatchSizePanel(_ServingPanel):
                 reservation_tokens) -> View:
         m, hw = _MODELS[model], _CARDS[hardware]
         reservation = max(reservation_tokens, live_tokens)
-        w = batch_window(m, hw, tp=tp, live_tokens=live_tokens, reservation_tokens=reservation,
-                         itl_target_s=itl_target_ms * units.ms)
+        w = calc.batch_window(m, hw, tp=tp, live_tokens=live_tokens,
+                              reservation_tokens=reservation,
+                              itl_target_s=itl_target_ms * units.ms)
         rows = [calc.tp_decode_step(m, hw, tp, batch=b, context_tokens=live_tokens)
                 for b in _BATCH_SWEEP]
         caps = {"KV cap, paged (live tokens)": w["paged_cap"],

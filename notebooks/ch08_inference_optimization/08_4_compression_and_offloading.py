@@ -144,14 +144,14 @@ _ = fit.reset()
 
 # %%
 values = np.random.default_rng(0).normal(0.0, 1.0, 32)
-q8 = cp.encode_q8_0_group(values)
-q4 = cp.encode_q4_0_group(values)
+q8 = calc.encode_q8_0_group(values)
+q4 = calc.encode_q4_0_group(values)
 bf16 = values.astype(np.float32).view(np.uint32) >> 16          # BF16: the top half of FP32
 bf16_bytes = b"".join(int(x).to_bytes(2, "little") for x in bf16)
 for name, data in (("BF16", bf16_bytes), ("q8_0", q8), ("q4_0", q4)):
     print(f"{name}: {len(data)} bytes  {data.hex(' ')}")
-print(f"largest reconstruction error: q8_0 {np.abs(cp.decode_q8_0_group(q8) - values).max():.4f}, "
-      f"q4_0 {np.abs(cp.decode_q4_0_group(q4) - values).max():.4f}  (values of size ~1)")
+print(f"largest reconstruction error: q8_0 {np.abs(calc.decode_q8_0_group(q8) - values).max():.4f}, "
+      f"q4_0 {np.abs(calc.decode_q4_0_group(q4) - values).max():.4f}  (values of size ~1)")
 group_rows = [
     {"label": "BF16 (64 B)", "code_bytes": len(bf16_bytes), "plain": True,
      "hex": [f"{x:02x}" for x in bf16_bytes]},
@@ -385,8 +385,8 @@ print(ledger.table("8.4.3"))
 t = cp.SHORT_REQUEST_S
 print(f"counting only the successful attempt: {calc.time_to_correct_answer_s([t]):.2f} s; "
       f"with two failed attempts before it: {calc.time_to_correct_answer_s([t, t, t]):.2f} s")
-for name, p in (("BF16 KV, 28/32", cp.ACCURACY_BF16_KV), ("FP8 KV, 26/32", cp.ACCURACY_FP8_KV)):
-    print(f"{name}: expected {cp.expected_time_to_correct_s(t, p):.2f} s to a correct answer")
+for name, p in (("BF16 KV, 28/32", cm.ACCURACY_BF16_KV), ("FP8 KV, 26/32", cm.ACCURACY_FP8_KV)):
+    print(f"{name}: expected {calc.expected_time_to_correct_s(t, p):.2f} s to a correct answer")
 
 # %%
 retry = widgets.RetryCostPanel()

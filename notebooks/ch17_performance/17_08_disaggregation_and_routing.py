@@ -124,8 +124,8 @@ for t in (2, 5, 10, 20, 40):
     x = calc.kv_routing_ttft(m8, hw, t)
     print(f"turn {t:2}: cold {x['cold_s'] / units.ms:6.0f} ms, warm {x['warm_s'] / units.ms:4.0f} ms,"
           f" {x['speedup']:4.1f}x")
-for share in widgets.CH17_ROUTER_WARM_SHARES:
-    mean = widgets.routed_mean_ttft_s(r["cold_s"], r["warm_s"], share)
+for share in calc.CH17_ROUTER_WARM_SHARES:
+    mean = calc.routed_mean_ttft_s(r["cold_s"], r["warm_s"], share)
     print(f"router landing {100 * share:.0f}% of turn-20 requests warm: mean TTFT "
           f"{mean / units.ms:.0f} ms")
 

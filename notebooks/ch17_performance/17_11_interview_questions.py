@@ -188,7 +188,7 @@ print(ledger.table(ids=["17.5/throughput-gain", "17.10/int8-speedup", "17.8/rout
 # of ms" in 17 §3) and makes it a slider below.
 
 # %%
-w = widgets.batch_window(m8, hw)
+w = calc.batch_window(m8, hw)
 print(f"KV cap: {w['reserved_cap']} with 8,000-token reservations, {w['paged_cap']} paged "
       f"(600 live tokens each)")
 print(f"decode step at {w['reserved_cap']}: {w['reserved_cap_step_s'] / units.ms:.1f} ms; at "

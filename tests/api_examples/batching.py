@@ -5,6 +5,8 @@ GIB = 2**30
 EXAMPLES = {
     "lifecycle_request_time_s": dict(queue_s=0.1, prefill_s=0.096, interval_s=0.0265,
                                      output_tokens=256, stall_s=0.096),
+    "insertable_prefills": dict(queue_s=0.1, prefill_s=0.096, interval_s=0.0265,
+                                output_tokens=256, deadline_s=8.0, inserted_prefill_s=0.096),
     "token_emission_times": dict(queue_s=0.1, prefill_s=0.096, interval_s=0.0265,
                                  output_tokens=256, stall_s=0.096, stalled_interval=3),
     "ttft_s": dict(token_times_s=[0.196, 0.2225, 0.249], arrival_s=0.05),
@@ -29,8 +31,6 @@ EXAMPLES = {
                                   output_tokens=256, block_tokens=16, bytes_per_value=2),
     "batch_resident_bytes": dict(model=QWEN3_8B, batch=64, context_tokens=2049, block_tokens=1,
                                  bytes_per_value=2),
-    "decode_step_parts": dict(model=QWEN3_8B, hardware=RTX_PRO_6000, batch=16,
-                              context_tokens=2048, bytes_per_value=2, flops_per_token=3e10),
     "decode_step_time_curve": dict(model=QWEN3_8B, hardware=RTX_PRO_6000, batches=[1, 16, 64],
                                    context_tokens=2048, bytes_per_value=2,
                                    flops_per_token=3e10),
@@ -56,6 +56,7 @@ EXAMPLES = {
 ALLOW = {
     # zero is meaningful: no queueing, no stall, nothing yet cached, no activations listed
     "lifecycle_request_time_s": {"queue_s": ["zero"], "stall_s": ["zero"]},
+    "insertable_prefills": {"queue_s": ["zero"]},
     "token_emission_times": {"queue_s": ["zero"], "stall_s": ["zero"]},
     "ttft_s": {"arrival_s": ["zero"]},
     "request_time_s": {"arrival_s": ["zero"]},
@@ -65,7 +66,6 @@ ALLOW = {
     "kv_capacity_table": {"kv_budget_bytes": ["zero"]},
     "crossover_vs_capacity": {"kv_budget_bytes": ["zero"]},
     "read_bytes_curve": {"context_tokens": ["zero"]},
-    "decode_step_parts": {"context_tokens": ["zero"]},
     "decode_step_time_curve": {"context_tokens": ["zero"]},
     "compute_catchup_batch": {"context_tokens": ["zero"]},
     "prefill_chunks": {"history_tokens": ["zero"]},

@@ -3,6 +3,10 @@ from companion.specs import QWEN3_8B
 EXAMPLES = {
     "quant_group_layout": dict(group_values=256, code_bits=2, metadata_bytes=20),
     "quant_format_layout": dict(fmt="Q2_K"),
+    "encode_q8_0_group": dict(values=[0.25 * i - 4.0 for i in range(32)]),
+    "decode_q8_0_group": dict(block=bytes(range(34))),
+    "encode_q4_0_group": dict(values=[0.25 * i - 4.0 for i in range(32)]),
+    "decode_q4_0_group": dict(block=bytes(range(18))),
     "memory_headroom_bytes": dict(mem_bytes=96e9, reserved_bytes=8 * 2**30,
                                   weight_bytes=85_691_002_112, kv_cache_bytes=1_577_058_304),
     "kv_format_bytes_per_value": dict(model=QWEN3_8B, fmt="q8_0"),
@@ -25,6 +29,7 @@ EXAMPLES = {
                                      link_bytes_per_s=64e9, decompress_bytes_per_s=100e9),
     "min_decompress_bytes_per_s": dict(link_bytes_per_s=64e9, compressed_fraction=0.25),
     "time_to_correct_answer_s": dict(attempt_s=[1.2, 1.1, 0.9], check_s=0.05),
+    "expected_time_to_correct_s": dict(attempt_s=6.95, success_prob=28 / 32, check_s=0.5),
 }
 
 ALLOW = {
@@ -43,4 +48,5 @@ ALLOW = {
     "offload_copy_bound": {"compute_round_s": ["zero"]},
     "compress_then_transfer_s": {"size_bytes": ["zero"]},
     "time_to_correct_answer_s": {"check_s": ["zero"]},
+    "expected_time_to_correct_s": {"attempt_s": ["zero"], "check_s": ["zero"]},
 }

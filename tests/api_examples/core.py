@@ -1,4 +1,4 @@
-from companion.specs import H100_SXM, QWEN3_8B
+from companion.specs import H100_SXM, QWEN3_8B, RTX_PRO_6000
 
 EXAMPLES = {
     "kv_bytes_per_token": dict(model=QWEN3_8B, bytes_per_value=2),
@@ -19,6 +19,8 @@ EXAMPLES = {
     "attention_flops_per_pair": dict(model=QWEN3_8B),
     "attention_flops": dict(model=QWEN3_8B, new_tokens=512, history_tokens=0),
     "prefill_flops": dict(model=QWEN3_8B, new_tokens=6144, history_tokens=0),
+    "decode_step_parts": dict(model=QWEN3_8B, hardware=RTX_PRO_6000, batch=16,
+                              context_tokens=2048, bytes_per_value=2, flops_per_token=3e10),
     "decode_step_time": dict(model=QWEN3_8B, hardware=H100_SXM, batch=16, context_tokens=2048,
                              bytes_per_value=2),
     "mbu": dict(bytes_per_s=2.34e12, hardware=H100_SXM),
@@ -44,6 +46,7 @@ ALLOW = {
     "matrix_flops": {"tokens": ["zero"]},
     "attention_flops": {"new_tokens": ["zero"], "history_tokens": ["zero"]},
     "prefill_flops": {"new_tokens": ["zero"], "history_tokens": ["zero"]},
+    "decode_step_parts": {"context_tokens": ["zero"]},
     "decode_step_time": {"context_tokens": ["zero"]},
     "mbu": {"bytes_per_s": ["zero"]},
     "mfu": {"flops_per_s": ["zero"]},

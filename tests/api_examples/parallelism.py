@@ -9,6 +9,7 @@ EXAMPLES = {
                            bytes_per_value=2),
     "pp_stages": dict(model=LLAMA_70B, stages=4, microbatches=16, bytes_per_value=2),
     "weights_per_gpu_bytes": dict(model=LLAMA_405B, tp=8, pp=2),
+    "layout_candidates": dict(gpus_per_node=8, max_pp=4),
     "parallel_layout": dict(model=LLAMA_405B, hardware=H100_SXM, reserve_bytes=4e9,
                             gpus_per_node=8, max_nodes=4, min_kv_bytes_per_gpu=1e9),
     "disaggregated_pools": dict(request_rate_per_s=100, mean_prompt_tokens=2000.0,
@@ -18,10 +19,18 @@ EXAMPLES = {
                           bytes_per_value=2),
     "kv_routing_ttft": dict(model=LLAMA_8B, hardware=H100_SXM, turn=20, first_turn_tokens=6000,
                             tokens_per_turn=1200, efficiency=0.5),
+    "routed_mean_ttft_s": dict(cold_s=0.932, warm_s=0.039, warm_share=0.9),
+    "itl_batch_ceiling": dict(model=LLAMA_8B, hardware=H100_SXM, itl_target_s=0.025,
+                              context_tokens=600, tp=1, max_batch=4096),
+    "batch_window": dict(model=LLAMA_8B, hardware=H100_SXM, tp=1, live_tokens=600,
+                         reservation_tokens=8000, itl_target_s=0.025, reserve_bytes=4e9),
 }
 
 ALLOW = {
     "tp_decode_step": {"collective_latency_s": ["zero"], "context_tokens": ["zero"]},
     "parallel_layout": {"reserve_bytes": ["zero"], "min_kv_bytes_per_gpu": ["zero"]},
     "kv_transfer_s": {"context_tokens": ["zero"]},
+    "routed_mean_ttft_s": {"warm_share": ["zero"]},
+    "itl_batch_ceiling": {"context_tokens": ["zero"]},
+    "batch_window": {"reserve_bytes": ["zero"]},
 }
