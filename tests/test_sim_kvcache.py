@@ -407,7 +407,7 @@ def test_paged_attention_rejects_bad_input():
 # --- invariants (hypothesis) ----------------------------------------------------------------------------
 
 _ops = st.lists(st.tuples(st.sampled_from(["alloc", "append", "fork", "free", "preempt",
-                                           "truncate"]),
+                                           "truncate", "share", "alloc_count", "free_count"]),
                           st.integers(0, 7), st.integers(0, 7), st.integers(0, 40)),
                 max_size=60)
 
@@ -436,6 +436,22 @@ def test_random_operations_never_leak_or_double_free(ops, num_blocks, p):
             elif op == "truncate" and a in model:
                 m.truncate(a, min(n, model[a]))
                 model[a] = min(n, model[a])
+            elif op == "share" and a in model and b not in model:
+                # b starts on a's full blocks (a prefix held as a sequence), then n more tokens
+                full = model[a] // p * p
+                before = m.free_blocks
+                table = m.allocate(b, full + n, share_from=a)
+                assert table[:full // p] == m.block_table(a)[:full // p]
+                assert before - m.free_blocks == -(-(full + n) // p) - full // p
+                model[b] = full + n
+            elif op == "alloc_count" and a not in model:
+                before = m.free_blocks
+                assert m.allocate_count(a, n) == before - m.free_blocks == -(-n // p)
+                model[a] = n
+            elif op == "free_count" and a in model:
+                before = m.free_blocks
+                assert m.free_count(a) == m.free_blocks - before
+                del model[a]
         except OutOfBlocks:
             pass
         m.check_invariants()
@@ -449,6 +465,48 @@ def test_random_operations_never_leak_or_double_free(ops, num_blocks, p):
     m.check_invariants()
     assert m.free_blocks == num_blocks and m.used_blocks == 0
     assert not m._ref.any()
+
+
+def test_count_variants_match_allocate_and_free():
+    # the whole-sequence fast paths change the pool exactly as allocate/free do (same blocks,
+    # same reuse order), with and without shared blocks in the pool
+    a, b = BlockManager(64, 4), BlockManager(64, 4)
+    for m in (a, b):
+        m.allocate("prefix", 16)
+    for i in range(12):
+        share = "prefix" if i % 3 == 0 else None
+        table = a.allocate(i, 17 + i, share_from=share)
+        assert b.allocate_count(i, 17 + i, share_from=share) == len(table) - (4 if share else 0)
+        if i >= 4:
+            freed = a.free(i - 4)
+            assert b.free_count(i - 4) == len(freed)
+        for s in a.sequences:
+            assert a.block_table(s) == b.block_table(s)
+        assert a.free_blocks == b.free_blocks
+    a.free("prefix")
+    b.free("prefix")
+    for m in (a, b):
+        m.check_invariants()
+    assert [a.allocate_count(99, 40)] == [b.allocate_count(99, 40)]
+    assert a.block_table(99) == b.block_table(99)
+
+
+def test_share_from_checks():
+    m = BlockManager(16, 4)
+    m.allocate("p", 10)                        # 2 full blocks and a partial one
+    assert m.allocate("x", 9, share_from="p")[:2] == m.block_table("p")[:2]
+    assert m.refcount(m.block_table("p")[0]) == 2 and m.refcount(m.block_table("p")[2]) == 1
+    with pytest.raises(ValueError, match="share_from"):
+        m.allocate("y", 4, share_from="p")      # 2 full blocks hold 8 tokens > 4
+    with pytest.raises(ValueError, match="share_from"):
+        m.allocate("y", 20, share_from="nobody")
+    with pytest.raises(ValueError, match="share_from"):
+        m.allocate("y", 20, shared_blocks=[0], share_from="p")
+    with pytest.raises(ValueError, match="n_tokens"):
+        m.allocate_count("y", -1)
+    with pytest.raises(KeyError, match="seq_id"):
+        m.free_count("nobody")
+    m.check_invariants()
 
 
 @settings(max_examples=100, deadline=None)

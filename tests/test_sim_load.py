@@ -103,11 +103,14 @@ def test_nearest_rank_percentile():
 
 
 def test_service_run_is_the_schedulers_schedule_when_kv_is_ample():
-    wl = workload(poisson_arrivals(8.0, 200, seed=1), [SHORT_REQUEST, RequestShape(100, 30)])
+    # long requests share a cached 6144-token prefix: their Requests say so (cached_tokens)
+    wl = workload(poisson_arrivals(8.0, 200, seed=1),
+                  [SHORT_REQUEST, RequestShape(100, 30), LONG_REQUEST], weights=[2, 2, 1])
+    assert (wl.prefix_tokens > 0).any()
     res = run_service(wl, max_running=16)
-    reqs = [Request(i, a, p, g) for i, (a, p, g) in
+    reqs = [Request(i, a, p, g, c) for i, (a, p, g, c) in
             enumerate(zip(wl.arrival_s.tolist(), wl.prompt_tokens.tolist(),
-                          wl.output_tokens.tolist()))]
+                          wl.output_tokens.tolist(), wl.prefix_tokens.tolist()))]
     ref = simulate(reqs, "chunked", max_running=16,
                    round_time=RooflineRoundTime(QWEN3_8B, RTX_PRO_6000), chunk_tokens=2048,
                    token_budget=4096)
@@ -116,6 +119,29 @@ def test_service_run_is_the_schedulers_schedule_when_kv_is_ample():
     assert np.array_equal(res.first_token_s, ref.first_token_s)
     assert np.array_equal(res.finish_s, ref.finish_s)
     assert res.itl_percentiles()["p99"] == nearest_rank_percentile(ref.itl_values_s(), 99)
+
+
+def test_cached_prefix_is_charged_in_round_times():
+    # one long request (8.1.2: 8192 in, 6144 of them a cached shared prefix): its prefill
+    # computes 2048 tokens on the roofline, attending to 8192 tokens' keys, and reads 8192
+    # tokens of KV: 2048 x 6144 + 2048 x 2049 / 2 = 14,681,088 pairs
+    res = run_service(workload([0.0], LONG_REQUEST), policy="continuous", max_running=1)
+    rt = RooflineRoundTime(QWEN3_8B, RTX_PRO_6000)
+    k = kv_bytes_per_token(QWEN3_8B)
+    flops = (rt.flops_per_row * 2048 + rt.flops_per_emitted + rt.flops_per_pair * 14_681_088)
+    read = QWEN3_8B.streamed_weight_bytes + k * 8192
+    expected = max(flops / RTX_PRO_6000.peak_flops_per_s, read / RTX_PRO_6000.mem_bw_bytes_per_s)
+    assert res.round_duration_s[0] == pytest.approx(expected, rel=1e-12)
+    # against the same 2048 tokens without the history (what an uncharged prefix gave), both
+    # compute-bound: the prefix's 2048 x 6144 pairs of attention FLOPs more
+    alone = run_service(Workload([0.0], 2048, 256), policy="continuous", max_running=1)
+    assert res.round_duration_s[0] - alone.round_duration_s[0] == pytest.approx(
+        rt.flops_per_pair * 2048 * 6144 / RTX_PRO_6000.peak_flops_per_s, rel=1e-9)
+    # every decode step reads the prefix too: 8192 + t tokens of KV for the t-th output
+    decode = (QWEN3_8B.streamed_weight_bytes + k * 8193) / RTX_PRO_6000.mem_bw_bytes_per_s
+    assert res.round_duration_s[1] == pytest.approx(decode, rel=1e-12)
+    # the pool still holds the prefix once: 384 shared + 129 private blocks at the peak
+    assert res.kv_used_blocks.max() == 6144 // 16 + -(-(8192 + 255) // 16) - 6144 // 16
 
 
 # --- KV admission: 8.1.2's capacities, 8.6.3's scheme B --------------------------------------
@@ -382,7 +408,9 @@ def traces(draw):
     outputs = draw(st.lists(st.integers(1, 40), min_size=n, max_size=n))
     cancel = [a + draw(st.floats(0.0, 1.5)) if draw(st.booleans()) else math.inf
               for a in arrivals]
-    return Workload(arrivals, prompts, outputs, cancel_s=cancel,
+    # some requests share a 16-token prefix (one cached block), which leaves them a token
+    prefix = [16 if p > 16 and draw(st.booleans()) else 0 for p in prompts]
+    return Workload(arrivals, prompts, outputs, cancel_s=cancel, prefix_tokens=prefix,
                     deadline_s=draw(st.sampled_from([None, 0.5, 3.0])))
 
 
@@ -426,3 +454,23 @@ def test_service_invariants(wl, policy, kv_policy, max_running, blocks, admissio
     # Little's law bookkeeping: the integral of the count equals total residence / T_obs
     assert res.mean_in_system() == pytest.approx(
         np.sum(res.leave_s - res.arrival_s) / res.observation_s, rel=1e-9, abs=1e-12)
+
+
+def test_load_uses_only_public_names_of_other_modules():
+    # the service drives Scheduler and BlockManager through their documented interfaces: no
+    # underscore attribute of an object it does not own, no private import
+    import ast
+    import inspect
+
+    import companion.sim.load as load
+
+    found = []
+    for node in ast.walk(ast.parse(inspect.getsource(load))):
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and not (isinstance(node.value, ast.Name) and node.value.id == "self")):
+            found.append(ast.unparse(node))
+        if isinstance(node, ast.ImportFrom):
+            found += [a.name for a in node.names
+                      if a.name.startswith("_") and a.name != "_validate"]
+    assert not found

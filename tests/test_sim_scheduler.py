@@ -6,6 +6,7 @@ computations from the chapter's stated inputs written out here.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -352,6 +353,242 @@ def test_incremental_driving_matches_one_shot():
         s.add(Request("r0", 5.0, 10, 1))
 
 
+# --- a cached prefix (Request.cached_tokens) --------------------------------------------------
+
+def test_cached_prefix_is_charged_but_not_recomputed():
+    # 8.3.2's long request: 8192 prompt tokens, the first 6144 cached. Its one prefill round
+    # computes 2048 tokens that attend to the 6144 cached ones: 2048 x 6144 + 2048 x 2049 / 2 =
+    # 14,681,088 pairs and 8192 KV tokens read; then a decode step on 8192 tokens (8193 pairs).
+    res = simulate([Request("long", 0.0, 8192, 2, cached_tokens=6144)], "chunked",
+                   max_running=1, round_time=FIT, chunk_tokens=2048)
+    assert res.n_rounds == 2
+    assert list(res.round_prefill_tokens) == [2048, 0]
+    assert list(res.round_pairs) == [14_681_088, 8193]
+    assert list(res.round_context_tokens) == [8192, 8193]
+    prefill_ms = 26.22 + 30.4e-3 * 2048 + 3e-6 * 14_681_088
+    assert res.round_duration_s[0] / MS == pytest.approx(prefill_ms, rel=1e-12)
+    assert [(s.kind, s.new_tokens, s.history_tokens) for s in res.rounds[0].segments] == [
+        ("prefill", 2048, 6144)]
+    # the same round as the last 2048-token chunk of the uncached prompt
+    whole = simulate([Request("w", 0.0, 8192, 2)], "chunked", max_running=1, round_time=FIT,
+                     chunk_tokens=2048)
+    assert whole.round_pairs[3] == res.round_pairs[0]
+    assert whole.round_duration_s[3] == res.round_duration_s[0]
+    # continuous batching: the rest of the prompt in one round, likewise
+    cont = simulate([Request("long", 0.0, 8192, 2, cached_tokens=6144)], "continuous",
+                    max_running=1, round_time=FIT)
+    assert cont.round_duration_s[0] == res.round_duration_s[0]
+    assert cont.cached_tokens.tolist() == [6144]
+
+
+def test_cached_tokens_zero_changes_nothing():
+    base = simulate(chapter_8_2_2_requests(), "chunked", max_running=2, round_time=FIT,
+                    chunk_tokens=2048, token_budget=4096)
+    zero = simulate([dataclasses.replace(r, cached_tokens=0) for r in chapter_8_2_2_requests()],
+                    "chunked", max_running=2, round_time=FIT, chunk_tokens=2048,
+                    token_budget=4096)
+    _same(base, zero)
+
+
+@pytest.mark.parametrize("cached,error,match", [
+    (-1, ValueError, "cached_tokens"),
+    (10, ValueError, "cached_tokens"),          # = prompt_tokens: nothing left to compute
+    (2.5, ValueError, "cached_tokens"),
+    ("3", TypeError, "cached_tokens"),
+])
+def test_bad_cached_tokens(cached, error, match):
+    with pytest.raises(error, match=match):
+        Request("a", 0.0, 10, 2, cached)
+
+
+# --- bulk input and a driver's interventions (the interface companion.sim.load uses) ----------
+
+def test_add_many_equals_add():
+    rng = np.random.default_rng(3)
+    arrivals = np.sort(rng.uniform(0, 2, 40))
+    prompts = rng.integers(1, 3000, 40)
+    outputs = rng.integers(1, 60, 40)
+    cached = np.minimum(rng.integers(0, 500, 40), prompts - 1)
+    kw = dict(max_running=4, round_time=FIT, chunk_tokens=512, token_budget=1024)
+    one = Scheduler("chunked", **kw)
+    ids = one.add_many(arrivals, prompts, outputs, cached_tokens=cached)
+    assert ids == list(range(40))
+    two = Scheduler("chunked", **kw)
+    two.add([Request(i, float(a), int(p), int(g), int(c))
+             for i, (a, p, g, c) in enumerate(zip(arrivals, prompts, outputs, cached))])
+    _same(one.run().result(), two.run().result())
+    # scalars apply to all; ids may be given and continue after earlier adds
+    s = Scheduler("continuous", max_running=2, round_time=FIT)
+    s.add(Request("x", 0.0, 10, 2))
+    assert s.add_many([0.0, 0.1], 10, 2) == [1, 2]
+    assert s.add_many([0.2], [5], [3], ids=["y"]) == ["y"]
+    res = s.run().result()
+    assert res.ids == ["x", 1, 2, "y"] and res.finished.all()
+
+
+@pytest.mark.parametrize("kwargs,error,match", [
+    (dict(arrival_s=[0.0, math.nan]), ValueError, r"arrival_s\[1\]"),
+    (dict(arrival_s=[0.0, -1.0]), ValueError, r"arrival_s\[1\]"),
+    (dict(arrival_s="0"), TypeError, "arrival_s"),
+    (dict(arrival_s=[0.0, "1"]), TypeError, r"arrival_s\[1\]"),
+    (dict(prompt_tokens=[10, 2.5]), ValueError, r"prompt_tokens\[1\]"),
+    (dict(prompt_tokens=[10, 0]), ValueError, r"prompt_tokens\[1\]"),
+    (dict(prompt_tokens=[10, True]), TypeError, r"prompt_tokens\[1\]"),
+    (dict(prompt_tokens=[10]), ValueError, "prompt_tokens"),
+    (dict(output_tokens=0), ValueError, "output_tokens"),
+    (dict(output_tokens=math.inf), ValueError, "output_tokens"),
+    (dict(cached_tokens=[0, 10]), ValueError, r"cached_tokens\[1\]"),
+    (dict(cached_tokens=-1), ValueError, "cached_tokens"),
+    (dict(ids=["a", "a"]), ValueError, "ids"),
+    (dict(ids=["a", 1.5]), TypeError, r"ids\[1\]"),
+    (dict(ids=["a"]), ValueError, "ids"),
+])
+def test_add_many_validates_columns(kwargs, error, match):
+    s = Scheduler("continuous", max_running=2, round_time=FIT)
+    args = dict(arrival_s=[0.0, 1.0], prompt_tokens=[10, 10], output_tokens=2)
+    args.update(kwargs)
+    with pytest.raises(error, match=match):
+        s.add_many(**args)
+    assert s.run().result().n_rounds == 0            # nothing was queued
+
+
+def test_add_many_respects_the_horizon_and_known_ids():
+    s = Scheduler("continuous", max_running=2, round_time=FIT)
+    s.add_many([0.0], 10, 2, ids=["a"])
+    s.run(until_s=1.0)
+    with pytest.raises(ValueError, match="arrival_s"):
+        s.add_many([0.5], 10, 2)
+    with pytest.raises(ValueError, match="ids"):
+        s.add_many([2.0], 10, 2, ids=["a"])
+
+
+def test_state_queries_between_runs():
+    reqs = [Request("a", 0.0, 2048, 20), Request("b", 0.0, 2048, 20),
+            Request("c", 5.0, 100, 3)]
+    s = Scheduler("continuous", max_running=1, round_time=FIT)
+    s.add(reqs)
+    assert [s.request_state(r.id) for r in reqs] == ["pending"] * 3
+    assert s.next_event_s == 0.0
+    s.run(until_s=0.2)
+    assert s.request_state("a") == "decoding" and s.request_state("b") == "waiting"
+    assert s.request_state("c") == "pending"
+    assert s.next_event_s == 5.0                      # the next arrival
+    assert s.first_token_round("a") == 0 and s.first_token_round("b") == -1
+    assert s.round_time is FIT
+    starts, durs, ends = s.round_times()
+    assert len(ends) == s.rounds_done and np.array_equal(starts[1:], ends[:-1])
+    with pytest.raises(ValueError):
+        ends[0] = 0.0                                  # read-only views
+    s.run()
+    res = s.result()
+    assert s.next_event_s == math.inf
+    assert all(s.request_state(r.id) == "finished" for r in reqs)
+    assert [s.first_token_round(i) for i in res.ids] == res.first_token_round.tolist()
+    assert np.array_equal(s.round_times()[2], res.round_end_s)
+    assert np.array_equal(s.round_times()[0], res.round_start_s)
+    with pytest.raises(ValueError, match="request_id"):
+        s.first_token_round("nobody")
+
+
+def test_cancel_queued_and_running_requests():
+    reqs = [Request("a", 0.0, 2048, 50), Request("b", 0.0, 2048, 50),
+            Request("c", 0.0, 512, 5), Request("d", 9.0, 512, 5)]
+    s = Scheduler("continuous", max_running=1, round_time=FIT)
+    s.add(reqs)
+    s.run(until_s=0.3)                                 # a is decoding, b and c wait
+    emitted = s.rounds_done - s.first_token_round("a")
+    assert s.cancel("a") == emitted > 1               # tokens so far; its slot is free now
+    assert s.cancel("b") == 0                          # a waiting request just leaves
+    assert s.cancel("d") == 0                          # one that has not arrived yet, too
+    assert s.running_count == 0 and s.waiting_count == 1
+    t_cancel = s.now_s
+    s.run()
+    res = s.result()
+    assert res.cancelled == {"a": t_cancel, "b": t_cancel, "d": t_cancel}
+    assert res.requests_table()["emitted"].tolist() == [emitted, 0, 5, 0]
+    assert len(res.token_times["a"]) == emitted and res.token_times["b"] == []
+    assert res.first_scheduled_s[2] == t_cancel          # c takes the freed slot at once
+    assert res.finished.tolist() == [False, False, True, False]
+    assert math.isnan(res.finish_s[0]) and s.request_state("a") == "cancelled"
+    with pytest.raises(ValueError, match="request_id"):
+        s.cancel("a")                                  # already cancelled
+    with pytest.raises(ValueError, match="request_id"):
+        s.cancel("c")                                  # finished
+    with pytest.raises(ValueError, match="request_id"):
+        s.cancel("zz")
+
+
+def test_preempt_and_requeue_front_resume_by_recompute():
+    reqs = [Request("a", 0.0, 2048, 40), Request("b", 0.01, 1024, 10)]
+    s = Scheduler("continuous", max_running=1, round_time=FIT)
+    s.add(reqs)
+    s.run(until_s=0.3)
+    assert s.request_state("a") == "decoding" and s.request_state("b") == "waiting"
+    e = s.preempt("a")
+    now = s.now_s
+    # the continuation: prompt + emitted tokens prefilled again, the rest generated; it goes
+    # ahead of b, which arrived earlier
+    s.requeue_front(Request("a'", now, 2048 + e, 40 - e))
+    assert s.request_state("a'") == "waiting" and s.request_state("a") == "preempted"
+    s.run()
+    res = s.result()
+    assert res.preempted == {"a": now}
+    assert len(res.token_times["a"]) == e and len(res.token_times["a'"]) == 40 - e
+    assert res.first_scheduled_s[res.ids.index("a'")] == now
+    assert res.first_scheduled_s[res.ids.index("b")] == res.token_times["a'"][-1]
+    assert res.token_times["a'"][0] > res.token_times["a"][-1]
+    # the recompute round prefills 2048 + e tokens
+    first = res.rounds[s.first_token_round("a'")]
+    assert [(g.kind, g.new_tokens) for g in first.segments] == [("prefill", 2048 + e)]
+    with pytest.raises(ValueError, match="request_id"):
+        s.preempt("b")                                 # finished, not running
+    with pytest.raises(ValueError, match="request"):
+        s.requeue_front(Request("late", s.now_s + 1.0, 10, 2))   # has not arrived
+    with pytest.raises(ValueError, match="request"):
+        s.requeue_front(Request("b", 0.0, 10, 2))                 # id in use
+    with pytest.raises(TypeError, match="request"):
+        s.requeue_front(("x", 0.0, 10, 2))
+
+
+def test_interventions_are_refused_inside_callbacks():
+    def on_finish(r, t, sched):
+        sched.cancel("b")
+
+    s = Scheduler("continuous", max_running=2, round_time=FIT, on_finish=on_finish)
+    s.add([Request("a", 0.0, 10, 1), Request("b", 0.0, 10, 5)])
+    with pytest.raises(RuntimeError, match="cancel"):
+        s.run()
+
+
+# --- the fast engine's shortcuts for its own round-time models --------------------------------
+
+@pytest.mark.parametrize("model,n,lo,hi,linear", [
+    (RooflineRoundTime(QWEN3_8B, RTX_PRO_6000), 4, 4 * 2049, 4 * 2400, True),        # reads
+    (RooflineRoundTime(QWEN3_8B, RTX_PRO_6000), 1000, 1000, 9000, True),            # FLOPs
+    (RooflineRoundTime(QWEN3_8B, RTX_PRO_6000), 1000, 10**5, 6 * 10**5, False),     # crossing
+    (RooflineRoundTime(QWEN3_8B, RTX_PRO_6000, mbu=0.7, mfu=0.4, overhead_s=2e-3), 35,
+     35 * 2049, 35 * 2400, True),
+    (FIT, 3, 3 * 100, 3 * 5000, True),
+    (chapter17_round_time(), 8, 8, 8 * 900, True),
+])
+def test_decode_shortcuts_are_bit_identical_to_time_s(model, n, lo, hi, linear):
+    rows = n
+    pairs = np.arange(lo, hi + 1, n, dtype=np.int64)
+    exact = [model.time_s(RoundWork(n, 0, rows, int(p), int(p), n)) for p in pairs]
+    lin = model._decode_linear(n, rows, lo, int(pairs[-1]))
+    assert (lin is not None) == linear
+    if lin is not None:
+        a, b, c, e = lin
+        assert [(a + b * int(p)) / c + e for p in pairs] == exact            # scalar loop
+        assert (np.divide(a + b * pairs, c) + e).tolist() == exact           # vector path
+    if isinstance(model, RooflineRoundTime):
+        out = np.empty(len(pairs))
+        model._decode_into(n, rows, pairs, out)
+        assert out.tolist() == exact
+    fn = model._round_fn()
+    assert [fn(n, 0, rows, int(p), int(p), n) for p in pairs] == exact
+
+
 # --- validation -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kwargs,param", [
@@ -427,8 +664,11 @@ def traces(draw):
     n = draw(st.integers(1, 7))
     arrivals = st.one_of(st.sampled_from([0.0, 0.01, 0.05, 0.2]),
                          st.floats(0.0, 0.6, allow_nan=False))
-    reqs = [Request(i, draw(arrivals), draw(st.integers(1, 3000)), draw(st.integers(1, 140)))
-            for i in range(n)]
+    reqs = []
+    for i in range(n):
+        a, p, g = draw(arrivals), draw(st.integers(1, 3000)), draw(st.integers(1, 140))
+        cached = draw(st.one_of(st.just(0), st.integers(0, p - 1)))   # a cached prefix
+        reqs.append(Request(i, a, p, g, cached))
     policy = draw(st.sampled_from(POLICIES))
     max_running = draw(st.integers(1, 4))
     kw = dict(max_running=max_running, round_time=draw(st.sampled_from(MODELS)),
@@ -543,7 +783,11 @@ def test_fast_engine_equals_reference_and_invariants(trace):
                     assert s.new_tokens <= kw["chunk_tokens"]
         if policy == "static":
             assert len({s.kind for s in rnd.segments}) == 1
-    assert computed == {rid: by_id[rid].prompt_tokens for rid in by_id if rid not in fast.rejected}
+    # every uncached prompt token is computed once; a cached prefix is never recomputed
+    assert computed == {rid: by_id[rid].prompt_tokens - by_id[rid].cached_tokens
+                        for rid in by_id if rid not in fast.rejected}
+    for j, k, c, h in fast._chunks.tolist():
+        assert h >= fast.cached_tokens[k]
 
 
 @settings(max_examples=30, deadline=None)
@@ -559,3 +803,53 @@ def test_incremental_runs_equal_one_shot(trace, cuts):
         s.run(until_s=cut)
     s.add([r for r in reqs if r.id not in added])
     _same(s.run().result(), one)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(traces(), st.floats(0.0, 1.0, allow_nan=False), st.integers(0, 11))
+def test_cancel_equals_a_request_that_asked_for_fewer_tokens(trace, frac, pick):
+    """Cancelling a decoding request at a boundary gives the schedule of the reference engine in
+    which it only asked for the tokens it got; cancelling a queued one, the schedule without
+    it (a preempted one, with its continuation queued first: the same, plus the continuation)."""
+    reqs, policy, kw, _, _ = trace
+    s = Scheduler(policy, **kw)
+    s.add(reqs)
+    s.run(until_s=frac * simulate(reqs, policy, **kw).makespan_s)
+    states = {r.id: s.request_state(r.id) for r in reqs}
+    candidates = [r for r in reqs if states[r.id] in ("decoding", "waiting", "pending")]
+    decoding = [r for r in candidates if states[r.id] == "decoding"]
+    pool = decoding if decoding and pick % 3 else candidates
+    if not pool:
+        return
+    target = pool[pick % len(pool)]
+    state = states[target.id]
+    now = s.now_s
+    others_queued = any(s.request_state(r.id) in ("waiting", "pending") and r.arrival_s < now
+                        for r in reqs if r.id != target.id)
+    preempt = state == "decoding" and not others_queued and pick % 2 == 0
+    if preempt:
+        e = s.preempt(target.id)
+        rest = Request("rest", now, target.prompt_tokens + e, target.output_tokens - e,
+                       target.cached_tokens)
+        s.requeue_front(rest)
+    else:
+        e = s.cancel(target.id)
+    assert e == (s.rounds_done - s.first_token_round(target.id) if state == "decoding" else 0)
+    res = s.run().result()
+    if state == "decoding":
+        expected = [dataclasses.replace(r, output_tokens=e) if r.id == target.id else r
+                    for r in reqs]
+    else:
+        expected = [r for r in reqs if r.id != target.id]
+    if preempt:
+        expected = [rest] + expected
+    if not expected:
+        assert res.n_rounds == s.rounds_done
+        return
+    ref = simulate(expected, policy, engine="reference", **kw)
+    for name in ("round_start_s", "round_duration_s", "round_end_s", "round_pairs",
+                 "round_context_tokens", "round_emitted", "round_held_slots"):
+        assert np.array_equal(getattr(res, name), getattr(ref, name)), name
+    for rid in ref.ids:
+        assert res.token_times[rid] == ref.token_times[rid]
+    assert (res.preempted if preempt else res.cancelled) == {target.id: now}

@@ -47,9 +47,10 @@ request simply leaves the queue at ``cancel_s``.
 
 Shared prefixes are cached before the run (8.6.3: "the sharing scheme has already cached the
 common prefix before the requests arrive"): each prefix's full blocks are allocated once at
-the start and released at the end, and each request prefills only its own tokens. (The
-scheduler's ``Request`` has no field for tokens already cached, so the rounds do not charge the
-attention pairs over the cached prefix or its KV reads; see ``run_service``.)
+the start and released at the end. Each request prefills only the tokens after the cached
+full blocks (the scheduler's ``Request.cached_tokens``), while its rounds still charge the
+attention pairs over the cached history and its KV reads (c h + c(c+1)/2 pairs, h + c tokens
+read, h counting the cached prefix).
 
 Aggregates (over an observation window, default from 0 to the last event)
 --------------------------------------------------------------------------
@@ -67,18 +68,15 @@ Aggregates (over an observation window, default from 0 to the last event)
   time; with Poisson arrivals it matches rate x ``mean_residence_s`` within sampling error.
 
 Performance: per request the service does O(1) Python work per event (arrival, admission,
-finish, cancellation, block growth in on-demand mode); tokens are never looped over. The
-"reserve" policy keeps the scheduler's vectorised decode stretches; "on_demand" steps the
-scheduler one round at a time (it must look at the pool before every round).
+finish, cancellation, block growth in on-demand mode); tokens are never looped over, and
+blocks only inside the block manager's array operations. The "reserve" policy keeps the
+scheduler's vectorised decode stretches; "on_demand" steps the scheduler one round at a time (it
+must look at the pool before every round). benchmarks/bench_sim_load.py prints the figures.
 
-Scheduler interface used beyond its documented callbacks
---------------------------------------------------------
-``Scheduler`` offers ``add``/``run``/``result``, ``rounds_done`` and admission and finish
-callbacks, but no way to remove a running request (cancellation, preemption), to put a request
-back at the head of the queue, to learn a running request's first-token round before the run
-ends, or to see the next arrival. ``_SchedAccess`` below does these through the scheduler's
-private state, in one place, until it offers them publicly (``cancel(id)``, ``preempt(id) ->
-tokens emitted``, ``requeue_front(request)``, ``first_token_round(id)``, ``next_event_s``).
+The service drives ``companion.sim.scheduler.Scheduler`` through its public interface only:
+``add_many`` queues the workload, the ``admit``/``on_finish`` callbacks allocate and free KV,
+and between runs ``cancel``, ``preempt`` + ``requeue_front`` (recompute preemption),
+``first_token_round``, ``rounds_done``, ``next_event_s`` and ``round_times``.
 """
 
 from __future__ import annotations
@@ -98,8 +96,7 @@ from companion.formulas.serving import (DEADLINE_S, EXAMPLE_KV_BUDGET_BYTES, QUA
                                         effective_throughput, per_qualifying_result)
 from companion.sim.kvcache import BlockManager
 from companion.sim.scheduler import (CHAPTER_8_2_2_CHUNK_TOKENS, CHAPTER_8_2_2_TOKEN_BUDGET,
-                                     POLICIES, Request, RooflineRoundTime, RoundWork, Scheduler,
-                                     _round_time)
+                                     POLICIES, Request, RooflineRoundTime, RoundWork, Scheduler)
 from companion.specs import QWEN3_8B, RTX_PRO_6000, Hardware, Model
 
 __all__ = [
@@ -381,95 +378,6 @@ def _nearest_rank(sorted_values: np.ndarray, weights: np.ndarray | None, q: floa
 _PCTS = (50, 90, 99)
 
 
-# --- access to the scheduler's state (see the module docstring) -----------------------------
-
-class _SchedAccess:
-    """Everything load.py does to a Scheduler beyond add/run/callbacks, in one place.
-
-    Requests are identified by their index in the order they were added (the scheduler's own
-    index); load.py uses that index as the request id.
-    """
-
-    def __init__(self, sched: Scheduler):
-        self.s = sched
-
-    def rounds_done(self) -> int:
-        return self.s.rounds_done
-
-    def first_token_round(self, i: int) -> int:
-        return self.s._first_token[i]
-
-    def round_arrays(self) -> tuple:
-        """(start, duration, end) of every round, as numpy arrays."""
-        return self.s._round_arrays()
-
-    def first_token_rounds(self) -> np.ndarray:
-        """Round of each request's first token (-1 before it), by index."""
-        return np.array(self.s._first_token, dtype=np.int64)
-
-    def next_event(self) -> float:
-        """The next arrival (or admission retry) time; inf when none is left."""
-        return self.s._next_event()
-
-    def evict(self, i: int) -> int:
-        """Remove running request i at the current boundary; return the tokens it emitted."""
-        s = self.s
-        r = s._reqs[i]
-        for k, item in enumerate(s._prefilling):
-            if item[0] == i:
-                del s._prefilling[k]
-                emitted = 0
-                break
-        else:
-            f = s._first_token[i]
-            emitted = s.rounds_done - f
-            heap = s._finish_heap
-            key = (f + r.output_tokens - 1, i)
-            k = heap.index(key)
-            heap[k] = heap[-1]
-            heap.pop()
-            heapq.heapify(heap)
-            s._n_dec -= 1
-            s._sum_h -= r.prompt_tokens + emitted - 1
-        s._n_running -= 1
-        s._reserved -= r.prompt_tokens + r.output_tokens - 1
-        s._blocked = False
-        if s._n_running == 0:
-            s._group = 0
-        return emitted
-
-    def remove_waiting(self, i: int) -> bool:
-        """Drop request i from the arrival queue if it is there (not yet admitted)."""
-        s = self.s
-        try:
-            s._waiting.remove(i)
-        except ValueError:
-            pending = s._pending
-            for k, item in enumerate(pending):
-                if item[2] == i:
-                    pending[k] = pending[-1]
-                    pending.pop()
-                    heapq.heapify(pending)
-                    return True
-            return False
-        s._blocked = False
-        return True
-
-    def requeue_front(self, request: Request, i: int) -> None:
-        """Add ``request`` (index i) arriving now and put it at the head of the queue."""
-        s = self.s
-        s.add(request)
-        s._pull_arrivals(s.now_s)
-        waiting = s._waiting
-        held = []
-        while waiting[-1] != i:
-            held.append(waiting.pop())
-        waiting.pop()
-        waiting.extend(reversed(held))
-        waiting.appendleft(i)
-        s._blocked = False
-
-
 # --- the service run ---------------------------------------------------------------------------
 
 class ServiceResult:
@@ -688,16 +596,17 @@ class ServiceResult:
 
 
 def _predicted_time_s(rt, policy: str, chunk: float, budget: float, running: int,
-                      cached: int, prompt: int):
+                      cached: int, prompt: int, prompt_cached: int = 0):
     """(prefill_s, interval_s) predicted for a request admitted now (8.6.1's admission rule).
 
-    Prefill: the prompt's chunks, each in a round with one decode step per running request (the
-    whole prompt in one round for continuous and static batching); interval: a decode round of
-    the running requests plus this one at their current contexts.
+    Prefill: the prompt's uncached tokens (after its first ``prompt_cached``) in chunks, each in
+    a round with one decode step per running request (the whole rest of the prompt in one round
+    for continuous and static batching); interval: a decode round of the running requests
+    (holding ``cached`` KV tokens) plus this one at their current contexts.
     """
     decodes = running if policy != "static" else 0
     step = prompt if policy != "chunked" else max(1, int(min(chunk, budget - decodes)))
-    prefill_s, done = 0.0, 0
+    prefill_s, done = 0.0, prompt_cached
     while done < prompt:
         c = min(step, prompt - done)
         last = int(done + c == prompt)
@@ -733,9 +642,9 @@ def run_service(workload: Workload, *, policy: str = "chunked", max_running: int
     to the last event). ``check_invariants`` checks the block manager after every KV event
     (for tests; slow).
 
-    Limitation: a cached shared prefix is not charged in the round times (the scheduler's
-    Request cannot say that tokens are already cached), so rounds omit the prefix's attention
-    pairs and KV reads; its blocks are counted in the pool.
+    A shared prefix's cached full blocks are not prefilled again, but the rounds charge their
+    attention pairs and KV reads (``Request.cached_tokens``); its blocks are counted in the
+    pool once.
     """
     if not isinstance(workload, Workload):
         raise TypeError(f"workload: expected a Workload (see load.workload()), got "
@@ -776,7 +685,7 @@ def run_service(workload: Workload, *, policy: str = "chunked", max_running: int
         window = None
     if not isinstance(check_invariants, bool):
         raise TypeError(f"check_invariants: expected True or False, got {check_invariants!r}")
-    rt = _round_time(RooflineRoundTime(model, hardware) if round_time is None else round_time)
+    rt = RooflineRoundTime(model, hardware) if round_time is None else round_time
     kv = BlockManager.for_budget(budget_bytes, model, block_tokens=block, bytes_per_value=bpv)
     # The run allocates many small objects and frees none of them in cycles; the cyclic garbage
     # collector's full passes over them would cost a third of a 10,000-request run.
@@ -799,8 +708,8 @@ class _Service:
                  budget, kv_policy, deadline_admission, check):
         self.sched = Scheduler(policy, max_running=max_running, round_time=rt, chunk_tokens=chunk,
                                token_budget=budget, admit=self.admit, on_finish=self.finish)
-        self.wl, self.kv, self.rt = wl, kv, rt
-        self.acc = _SchedAccess(self.sched)
+        # a plain function given as round_time comes back as a model with time_s(work)
+        self.wl, self.kv, self.rt = wl, kv, self.sched.round_time
         self.policy, self.kv_policy, self.check = policy, kv_policy, check
         self.chunk = math.inf if chunk is None else chunk
         self.budget = math.inf if budget is None else budget
@@ -812,7 +721,8 @@ class _Service:
         self.queued_seg = np.empty(n, dtype=np.int64)
         self.queued_seg[self.order] = np.arange(n)
         self.queued_seg = self.queued_seg.tolist()
-        # shared prefixes: their full blocks, allocated once before any request arrives
+        # shared prefixes: their full blocks, allocated once before any request arrives as a
+        # sequence ("prefix", id) that each request's allocation shares (share_from)
         self.cached_tokens = (wl.prefix_tokens // B) * B
         self.prefix_blocks: dict[int, list] = {}
         for pid in np.unique(wl.prefix_id[wl.prefix_id >= 0]).tolist():
@@ -837,7 +747,8 @@ class _Service:
         self.end_tokens = end_tokens.tolist()
         self.end_private_blocks = self.end_private_blocks.tolist()
         self.shared = shared.tolist()
-        self.pid = wl.prefix_id.tolist()
+        self.prefix_seq = [("prefix", pid) if pid in self.prefix_blocks else None
+                           for pid in wl.prefix_id.tolist()]
         self.prompt_kv = wl.prompt_tokens.tolist()
         self.cancel_at = wl.cancel_s.tolist()
         self.deadline = wl.deadline_s.tolist()
@@ -880,7 +791,7 @@ class _Service:
 
     def _free(self, owner: int, t: float) -> None:
         if owner in self.kv:
-            self.kv.free(owner)
+            self.kv.free_count(owner)
             self._kv_event(t)
 
     # -- callbacks --
@@ -898,22 +809,21 @@ class _Service:
             if self.deadline_admission and self.deadline[o] < math.inf:
                 prefill_s, interval_s = _predicted_time_s(
                     self.rt, self.policy, self.chunk, self.budget, sched.running_count,
-                    sched.cached_tokens, req.prompt_tokens)
+                    sched.cached_tokens, req.prompt_tokens, req.cached_tokens)
                 if not admit_request(now - self.arrival[o], prefill_s, interval_s,
                                      req.output_tokens, self.deadline[o]):
                     self._leave(o, "rejected", "deadline", now)
                     return False
         kv = self.kv
-        shared = self.shared[o]
         if self.reserve:
             tokens = self.end_tokens[o]
             need = self.end_private_blocks[o]
         else:
             tokens = self.prompt_kv[o] + self.owner_emitted[o]
-            need = -(-tokens // kv.block_tokens) - shared
+            need = -(-tokens // kv.block_tokens) - self.shared[o]
         if need > kv.free_blocks:
             return None                       # wait for blocks (the queue's head blocks it)
-        kv.allocate(o, tokens, shared_blocks=self.prefix_blocks[self.pid[o]] if shared else ())
+        kv.allocate_count(o, tokens, share_from=self.prefix_seq[o])
         self.kv_t.append(now)
         self.kv_used.append(kv.used_blocks)
         if self.check:
@@ -944,7 +854,7 @@ class _Service:
             del self.admission_order[s]
             self.seg_first.pop(s, None)
         kv = self.kv
-        kv.free(o)
+        kv.free_count(o)
         self.kv_t.append(now)
         self.kv_used.append(kv.used_blocks)
         if self.check:
@@ -958,9 +868,9 @@ class _Service:
         self.leave_s[o] = t
 
     # -- evictions (cancellation, preemption) --
-    def _evict(self, o: int, t: float) -> int:
+    def _evict(self, o: int, t: float, *, preempt: bool) -> int:
         s = self.running_seg[o]
-        emitted = self.acc.evict(s)
+        emitted = self.sched.preempt(s) if preempt else self.sched.cancel(s)
         self.seg_emitted[s] = emitted
         self.seg_end[s] = t
         self.owner_emitted[o] += emitted
@@ -982,10 +892,10 @@ class _Service:
             if self.running_seg[o] >= 0:
                 if self.running_seg[o] in self.prefilling:
                     self.prefilling.remove(self.running_seg[o])
-                self._evict(o, now)
+                self._evict(o, now, preempt=False)
                 self._leave(o, "cancelled", "cancelled", now)
             else:                             # still queued: it leaves at cancel_s
-                self.acc.remove_waiting(self.queued_seg[o])
+                self.sched.cancel(self.queued_seg[o])
                 self._leave(o, "cancelled", "cancelled", t_c)
         return ci
 
@@ -994,7 +904,7 @@ class _Service:
         s_old = self.running_seg[o]
         if s_old in self.prefilling:
             self.prefilling.remove(s_old)
-        self._evict(o, now)
+        self._evict(o, now, preempt=True)
         self.preemptions[o] += 1
         self.preempt_t.append(now)
         wl = self.wl
@@ -1006,20 +916,23 @@ class _Service:
         self.seg_end.append(math.nan)
         self.seg_kv.append(0)
         self.gen.append(0)
-        prompt = int(wl.prompt_tokens[o] - self.cached_tokens[o]) + e
+        # recompute: the prompt and the tokens emitted so far are prefilled again (all but the
+        # cached prefix, which stays in the pool), and only the remaining tokens are generated
         self.queued_seg[o] = s
-        self.acc.requeue_front(Request(s, now, prompt, int(wl.output_tokens[o]) - e), s)
+        self.sched.requeue_front(Request(s, now, int(wl.prompt_tokens[o]) + e,
+                                         int(wl.output_tokens[o]) - e,
+                                         int(self.cached_tokens[o])))
 
     # -- on-demand growth --
     def grow(self, now: float) -> None:
         """Before the next round: give every decoding request that needs a new block one,
         preempting the most recently admitted running requests while the pool is short."""
-        acc, kv, B = self.acc, self.kv, self.kv.block_tokens
-        j = acc.rounds_done()
+        sched, kv, B = self.sched, self.kv, self.kv.block_tokens
+        j = sched.rounds_done
         if self.prefilling:
             still = []
             for s in self.prefilling:
-                f = acc.first_token_round(s)
+                f = sched.first_token_round(s)
                 if f < 0:
                     still.append(s)
                     continue
@@ -1053,12 +966,11 @@ class _Service:
 
     # -- the run --
     def execute(self, rng, busy_power: float, idle_power: float, window) -> ServiceResult:
-        wl, sched, acc = self.wl, self.sched, self.acc
+        wl, sched = self.wl, self.sched
         order = self.order
-        arrivals = wl.arrival_s[order].tolist()
-        prompts = (wl.prompt_tokens - self.cached_tokens)[order].tolist()
-        outputs = wl.output_tokens[order].tolist()
-        sched.add(_requests_unchecked(arrivals, prompts, outputs))
+        # scheduler ids 0, 1, ... are the first segments, in arrival order
+        sched.add_many(wl.arrival_s[order], wl.prompt_tokens[order], wl.output_tokens[order],
+                       cached_tokens=self.cached_tokens[order])
         finite = np.isfinite(wl.cancel_s)
         cancels = sorted(zip(wl.cancel_s[finite].tolist(), np.nonzero(finite)[0].tolist()))
         ci = 0
@@ -1079,25 +991,26 @@ class _Service:
                 if sched.running_count or sched.waiting_count:
                     sched.run(until_s=math.nextafter(now, math.inf))
                     continue
-                e = acc.next_event()
+                e = sched.next_event_s
                 if e == math.inf:
                     break
                 sched.run(until_s=math.nextafter(max(e, now), math.inf))
         return self._result(rng, busy_power, idle_power, window)
 
     def _result(self, rng, busy_power, idle_power, window) -> ServiceResult:
-        wl, acc, kv = self.wl, self.acc, self.kv
+        wl, sched, kv = self.wl, self.sched, self.kv
         n = len(wl)
         # release the shared prefixes: the pool must be full again
         for pid in list(self.prefix_blocks):
             kv.free(("prefix", pid))
-        starts, durs, ends = acc.round_arrays()
+        starts, durs, ends = sched.round_times()
         n_rounds = ends.size
         gaps = np.diff(ends)
         # segments: first-token round and tokens emitted
         n_seg = len(self.seg_owner)
         seg_owner = np.array(self.seg_owner, dtype=np.int64)
-        seg_first = acc.first_token_rounds()
+        seg_first = np.fromiter(map(sched.first_token_round, range(n_seg)), dtype=np.int64,
+                                count=n_seg)
         seg_emitted = np.array(self.seg_emitted, dtype=np.int64)
         seg_emitted = np.where(seg_emitted < 0, 0, seg_emitted)
         seg_emitted = np.where(seg_first < 0, 0, seg_emitted)
@@ -1186,18 +1099,6 @@ class _Service:
         return np.array(self.preemptions) > 0
 
 
-def _requests_unchecked(arrivals: list, prompts: list, outputs: list) -> list[Request]:
-    """Scheduler Requests with ids 0, 1, ... built without Request's per-field checks (the
-    Workload's columns were validated as arrays; the checks would cost more than the run)."""
-    out = []
-    new = object.__new__
-    for k, (a, p, g) in enumerate(zip(arrivals, prompts, outputs)):
-        r = new(Request)
-        r.__dict__.update(id=k, arrival_s=a, prompt_tokens=p, output_tokens=g)
-        out.append(r)
-    return out
-
-
 def _range_max(gaps: np.ndarray, a: np.ndarray, b: np.ndarray, owner: np.ndarray,
                n: int) -> np.ndarray:
     """Per owner, the largest gaps[a:b] over its segments (NaN where no segment has a gap):
@@ -1207,13 +1108,13 @@ def _range_max(gaps: np.ndarray, a: np.ndarray, b: np.ndarray, owner: np.ndarray
     a, b, owner = a[ok], b[ok], owner[ok]
     if not a.size:
         return out
-    table = [gaps]
+    level = np.floor(np.log2(b - a)).astype(np.int64)
+    table = [gaps]                    # table[lv][i] = max(gaps[i : i + 2**lv])
     span = 1
-    while 2 * span <= gaps.size:
+    for _ in range(int(level.max())):
         prev = table[-1]
         table.append(np.maximum(prev[:-span], prev[span:]))
         span *= 2
-    level = np.floor(np.log2(b - a)).astype(np.int64)
     seg_max = np.empty(a.size)
     for lv in np.unique(level).tolist():
         sel = level == lv

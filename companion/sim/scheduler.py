@@ -12,6 +12,10 @@ Semantics (design.md §4, followed literally)
 * The round that computes the last prompt token emits the request's first token at the round's
   end; every later round gives the request one decode step (c = 1 new token on h cached tokens),
   which emits one token. The request leaves after its ``output_tokens``-th token.
+* A request whose first ``cached_tokens`` prompt tokens are already in the KV cache (a cached
+  shared prefix) computes only the rest, but its chunks attend to the cached history: c new
+  tokens after h cached or computed ones add c h + c(c+1)/2 pairs and read h + c tokens of KV.
+  With ``cached_tokens = 0`` (the default) this is the plain prefill above.
 * ``"static"``: a group starts only when nothing is running; its prompts are prefilled together
   in one round; finished members drop out, but their slots stay idle until the group drains.
 * ``"continuous"``: a freed slot is refilled at the next boundary; the newcomer's whole prompt
@@ -48,10 +52,13 @@ which nobody can join (until the next finish, or the next arrival when a slot is
 with a scalar shortcut of the model's arithmetic, or, when long, timed in one vectorised call (its
 pair counts form an arithmetic progression) whose clock is one cumulative sum; both add in the same
 order as a round-by-round loop, so results are bit-identical to ``simulate(..., engine=
-"reference")``, a plain per-request loop kept for checking. Round ends are stored in numpy blocks,
+"reference")``, a plain per-request loop kept for checking. For the companion's own round-time
+models the shortcuts evaluate the model's own formula: along a stretch a decode round's time is
+(a + b x pairs) / c + e (the roofline's read or compute side, whichever dominates at both ends
+of the stretch), with the same operations as ``time_s``. Round ends are stored in numpy blocks,
 per-round integer columns as one record per stretch (expanded when first read), emission times as
-each request's first-token round (``Result.token_times`` builds lists on demand).
-benchmarks/bench_sim_scheduler.py prints the figures.
+each request's first-token round (``Result.token_times`` builds lists on demand); the arrivals to
+come are one sorted list. benchmarks/bench_sim_scheduler.py prints the figures.
 
 Interface for a load simulator (companion.sim.load)
 ---------------------------------------------------
@@ -61,6 +68,7 @@ Use :class:`Scheduler` directly::
                       round_time=RooflineRoundTime(QWEN3_8B, RTX_PRO_6000),
                       chunk_tokens=2048, token_budget=8192, admit=my_admit, on_finish=my_finish)
     sched.add(requests)          # any order; ids unique over the whole run
+    sched.add_many(arrival_s, prompt_tokens, output_tokens, cached_tokens=0)  # columns, bulk
     sched.run(until_s=10.0)      # executes every round that starts before 10 s
     sched.add(more_requests)     # arrivals must be >= the last until_s (the past is decided)
     sched.run()                  # to completion
@@ -80,6 +88,18 @@ Use :class:`Scheduler` directly::
   ``reserved_tokens`` (sum of prompt + output - 1 over running requests: the 8.1.2 end-of-life
   reservation, unrounded) and ``cached_tokens`` (KV tokens the running requests hold now) describe
   the state. A head deferred while nothing runs and nothing else can happen raises RuntimeError.
+* Between ``run`` calls (not from inside a callback) a driver may also change the schedule at the
+  current boundary ``now_s``:
+  - ``cancel(id) -> tokens emitted``: a queued request leaves the queue, a running one stops being
+    scheduled and frees its slot (8.6.1's cancellation; ``Result.cancelled`` records when);
+  - ``preempt(id) -> tokens emitted``: a running request leaves the GPU (``Result.preempted``);
+    to resume it by recompute, ``requeue_front(Request(new_id, now_s, prompt + emitted,
+    output - emitted, cached_tokens))`` queues its continuation at the head of the queue;
+  - ``requeue_front(request)``: a request that has arrived goes ahead of the waiting queue.
+  And read: ``first_token_round(id)`` (-1 before the first token), ``request_state(id)``,
+  ``rounds_done``, ``next_event_s`` (the next arrival or retry time: when idle, nothing happens
+  before it), ``round_times()`` (start, duration, end of every round so far) and ``round_time``
+  (the model). Cancelled and preempted requests keep the tokens they emitted in the Result.
 * Result per request (arrival order, numpy arrays): ``result.requests_table()`` gives arrival,
   admission, first scheduled round start, first token, finish, TTFT, queueing, TPOT and longest
   ITL; ``result.itl_values_s()`` every ITL of every request (for percentiles); per round:
@@ -134,12 +154,21 @@ _VECTOR_MIN_ROUNDS = 48
 
 @dataclass(frozen=True)
 class Request:
-    """One request: id, arrival time (s), prompt tokens (>= 1) and output tokens (>= 1)."""
+    """One request: id, arrival time (s), prompt tokens (>= 1), output tokens (>= 1), and how many
+    leading prompt tokens are already in the KV cache (``cached_tokens``, default 0).
+
+    A request with ``cached_tokens`` = C prefills only its last prompt_tokens - C tokens; their
+    attention still covers the cached history (c h + c(c+1)/2 pairs with h counting the C cached
+    tokens, and the KV reads of h + c tokens), as with a cached shared prefix (8.3.3, 8.6.3).
+    C < prompt_tokens: the last prompt token is always computed, since its output is the first
+    token.
+    """
 
     id: object
     arrival_s: float
     prompt_tokens: int
     output_tokens: int
+    cached_tokens: int = 0
 
     def __post_init__(self):
         rid = self.id
@@ -153,6 +182,23 @@ class Request:
                            v.tokens("prompt_tokens", self.prompt_tokens, minimum=1))
         object.__setattr__(self, "output_tokens",
                            v.tokens("output_tokens", self.output_tokens, minimum=1))
+        cached = v.tokens("cached_tokens", self.cached_tokens)
+        if cached >= self.prompt_tokens:
+            raise ValueError(f"cached_tokens: {cached} must be < prompt_tokens="
+                             f"{self.prompt_tokens} (the last prompt token is always computed: "
+                             f"its output is the first token)")
+        object.__setattr__(self, "cached_tokens", cached)
+
+
+_new_object = object.__new__
+
+
+def _request_unchecked(rid, arrival_s: float, prompt: int, output: int, cached: int) -> Request:
+    """A Request from values already validated (in bulk, by ``Scheduler.add_many``)."""
+    r = _new_object(Request)
+    r.__dict__.update(id=rid, arrival_s=arrival_s, prompt_tokens=prompt, output_tokens=output,
+                      cached_tokens=cached)
+    return r
 
 
 def _check_requests(name: str, requests, *, min_len: int = 1) -> list[Request]:
@@ -228,10 +274,22 @@ class RoundTimeModel:
         """Seconds for the round: fixed + per_token x rows + per_pair x pairs."""
         return self.fixed_s + self.per_token_s * work.rows + self.per_pair_s * work.pairs
 
+    # Shortcuts the fast engine uses for its own models: the same operations in the same order
+    # as time_s, so the times are bit-identical (tests/test_sim_scheduler.py checks them).
+    def _round_fn(self):
+        # (decodes, prefill, rows, pairs, context, emitted) -> time_s of that round
+        f, pt, pp = self.fixed_s, self.per_token_s, self.per_pair_s
+        return lambda decodes, prefill, rows, pairs, context, emitted: f + pt * rows + pp * pairs
+
     def _decode_fn(self, decodes: int, rows: int):
-        # pairs -> time_s of a pure decode round, the same operations in the same order
+        # pairs -> time_s of a pure decode round
         c0, pp = self.fixed_s + self.per_token_s * rows, self.per_pair_s
         return lambda pairs: c0 + pp * pairs
+
+    def _decode_linear(self, decodes: int, rows: int, lo: int, hi: int):
+        # (a, b, c, e): time_s of a pure decode round is (a + b pairs) / c + e for pairs in
+        # [lo, hi], bit for bit (x / 1.0 and x + 0.0 are exact)
+        return self.fixed_s + self.per_token_s * rows, self.per_pair_s, 1.0, 0.0
 
 
 class RooflineRoundTime:
@@ -284,9 +342,23 @@ class RooflineRoundTime:
             return self.overhead_s + (c if c > r else r)
         return self.overhead_s + np.maximum(c, r)
 
+    # Shortcuts the fast engine uses for its own models: the same operations in the same order
+    # as time_s, so the times are bit-identical (tests/test_sim_scheduler.py checks them).
+    def _round_fn(self):
+        # (decodes, prefill, rows, pairs, context, emitted) -> time_s of that round
+        fr, fe, fp, flops_per_s = (self.flops_per_row, self.flops_per_emitted,
+                                   self.flops_per_pair, self.flops_per_s)
+        w, kb, bytes_per_s, ov = (self.weight_bytes, self.kv_bytes_per_token, self.bytes_per_s,
+                                  self.overhead_s)
+
+        def fn(decodes, prefill, rows, pairs, context, emitted):
+            c = (fr * rows + fe * emitted + fp * pairs) / flops_per_s
+            r = (w + kb * context) / bytes_per_s
+            return ov + (c if c > r else r)
+        return fn
+
     def _decode_fn(self, decodes: int, rows: int):
-        # pairs -> time_s of a pure decode round (context = pairs, emitted = decodes), the same
-        # operations in the same order
+        # pairs -> time_s of a pure decode round
         c1 = self.flops_per_row * rows + self.flops_per_emitted * decodes
         fp, flops_per_s = self.flops_per_pair, self.flops_per_s
         w, kb, bytes_per_s, ov = (self.weight_bytes, self.kv_bytes_per_token, self.bytes_per_s,
@@ -297,6 +369,31 @@ class RooflineRoundTime:
             r = (w + kb * pairs) / bytes_per_s
             return ov + (c if c > r else r)
         return fn
+
+    def _decode_linear(self, decodes: int, rows: int, lo: int, hi: int):
+        # (a, b, c, e) with time_s = (a + b pairs) / c + e for every pure decode round with
+        # pairs in [lo, hi], or None. Compute and read time are both linear in the pairs: when
+        # one exceeds the other by a relative 1e-9 at both ends of the range it does so in
+        # between, far beyond rounding error, so max() picks that one in every round; its
+        # formula is then time_s bit for bit (overhead + x = x + overhead).
+        c1 = self.flops_per_row * rows + self.flops_per_emitted * decodes
+        fp, flops_per_s = self.flops_per_pair, self.flops_per_s
+        w, kb, bytes_per_s = self.weight_bytes, self.kv_bytes_per_token, self.bytes_per_s
+        c_lo, c_hi = (c1 + fp * lo) / flops_per_s, (c1 + fp * hi) / flops_per_s
+        r_lo, r_hi = (w + kb * lo) / bytes_per_s, (w + kb * hi) / bytes_per_s
+        if r_lo > c_lo * (1 + 1e-9) and r_hi > c_hi * (1 + 1e-9):
+            return w, kb, bytes_per_s, self.overhead_s
+        if c_lo > r_lo * (1 + 1e-9) and c_hi > r_hi * (1 + 1e-9):
+            return c1, fp, flops_per_s, self.overhead_s
+        return None
+
+    def _decode_into(self, decodes: int, rows: int, pairs: np.ndarray, out: np.ndarray) -> None:
+        # time_s of pure decode rounds with these pair counts, written into ``out``
+        c1 = self.flops_per_row * rows + self.flops_per_emitted * decodes
+        np.maximum((c1 + self.flops_per_pair * pairs) / self.flops_per_s,
+                   (self.weight_bytes + self.kv_bytes_per_token * pairs) / self.bytes_per_s,
+                   out=out)
+        np.add(self.overhead_s, out, out=out)
 
 
 @dataclass(frozen=True)
@@ -334,9 +431,20 @@ class StepPlusPrefillRoundTime:
         """Seconds: decode_step_s x [decodes > 0] + prefill_token_s x prefill tokens."""
         return self.decode_step_s * (work.decodes > 0) + self.prefill_token_s * work.prefill_tokens
 
+    # Shortcuts the fast engine uses for its own models (bit-identical to time_s).
+    def _round_fn(self):
+        # (decodes, prefill, rows, pairs, context, emitted) -> time_s of that round
+        ds, pt = self.decode_step_s, self.prefill_token_s
+        return lambda decodes, prefill, rows, pairs, context, emitted: (ds * (decodes > 0)
+                                                                         + pt * prefill)
+
     def _decode_fn(self, decodes: int, rows: int):
         const = self.decode_step_s * (decodes > 0) + self.prefill_token_s * 0
         return lambda pairs: const
+
+    def _decode_linear(self, decodes: int, rows: int, lo: int, hi: int):
+        # (a, b, c, e): the round time (a + b pairs) / c + e, a constant (a + 0 = a)
+        return self._decode_fn(decodes, rows)(0), 0, 1.0, 0.0
 
 
 # 17 §3 and §6: the decode step and prefill rate of Chapter 17's interference arithmetic
@@ -471,10 +579,56 @@ def _decision(value, now_s: float):
 
 # --- the fast engine ---------------------------------------------------------------------------
 
+# Where a request stands (Scheduler._state); "queued" is pending (not yet arrived) or waiting.
+_QUEUED, _RUNNING, _FINISHED, _REJECTED, _CANCELLED, _PREEMPTED = range(6)
+_STATE_NAMES = {_FINISHED: "finished", _REJECTED: "rejected", _CANCELLED: "cancelled",
+                _PREEMPTED: "preempted"}
+
+
+def _bulk_column(name: str, values, n: int | None, *, whole: bool, minimum: float) -> np.ndarray:
+    """A column of ``n`` finite real numbers >= minimum (whole ones if ``whole``) from a scalar
+    or a sequence, validated at once (for ``Scheduler.add_many``)."""
+    if isinstance(values, numbers.Real) and not isinstance(values, (bool, np.bool_)):
+        if n is None:
+            raise TypeError(f"{name}: expected a sequence, got {type(values).__name__}")
+        x = (v.integer(name, values, minimum=int(minimum), what="a whole number of tokens")
+             if whole else v.number(name, values, at_least=minimum))
+        return np.full(n, x, dtype=np.int64 if whole else np.float64)
+    seq = v.sequence(name, values, min_len=0)
+    arr = np.asarray(seq)
+    if arr.ndim != 1:
+        raise ValueError(f"{name}: expected a flat sequence, got shape {arr.shape}")
+    if n is not None and arr.size != n:
+        raise ValueError(f"{name}: has {arr.size} items but arrival_s has {n}")
+    if arr.dtype.kind not in "iuf" or (
+            not isinstance(seq, np.ndarray) and any(isinstance(x, bool) for x in seq)):
+        bad = next((i for i, x in enumerate(seq) if isinstance(x, (bool, np.bool_))
+                    or not isinstance(x, numbers.Real)), 0)
+        raise TypeError(f"{name}[{bad}]: expected a number, got {type(seq[bad]).__name__} "
+                        f"{seq[bad]!r}")
+    f = arr.astype(np.float64)
+    bad = ~np.isfinite(f)
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise ValueError(f"{name}[{k}]: expected a finite number, got {seq[k]!r}")
+    if whole:
+        frac = f != np.floor(f)
+        if frac.any():
+            k = int(np.argmax(frac))
+            raise ValueError(f"{name}[{k}]: must be a whole number of tokens, got {seq[k]!r}")
+    low = f < minimum
+    if low.any():
+        k = int(np.argmax(low))
+        raise ValueError(f"{name}[{k}]: must be >= {minimum:g}, got {seq[k]!r}")
+    return f.astype(np.int64) if whole else f
+
+
 class Scheduler:
     """An incremental scheduler: ``add`` requests, ``run`` (optionally ``until_s``), ``result``.
 
-    See the module docstring for the semantics, the admission callback and ``on_finish``.
+    See the module docstring for the semantics, the admission callback and ``on_finish``;
+    between ``run`` calls a driver may also ``cancel``, ``preempt`` and ``requeue_front``
+    requests and read ``first_token_round``, ``next_event_s`` and ``request_state``.
     ``simulate`` is the one-shot wrapper.
     """
 
@@ -487,22 +641,35 @@ class Scheduler:
         self._static = self._cfg.policy == "static"
         self._vector = bool(getattr(rt, "vectorized", False))
         # the companion's own models give finite positive times, non-decreasing along a decode
-        # stretch, and a scalar shortcut for pure decode rounds (``_decode_fn``)
+        # stretch, and scalar shortcuts with the same arithmetic (``_round_fn``, ``_decode_fn``)
         self._trusted = type(rt) in _TRUSTED_MODELS
+        if self._trusted:
+            self._round_s = rt._round_fn()
+        else:
+            def round_s(*work):
+                return _duration(rt.time_s(RoundWork(*work)))
+            self._round_s = round_s
+        self._decode_fns: dict = {}            # decodes -> (rows, pairs -> round time)
         # per request (index = order of add)
         self._reqs: list[Request] = []
-        self._ids: set = set()
+        self._index: dict = {}                 # id -> index
+        self._state: list[int] = []
         self._first_token: list[int] = []      # round index of the first token, -1 before
         self._first_sched: list[int] = []      # round index of the first prompt chunk, -1 before
         self._admitted_s: list[float] = []
         self._rejected: dict[int, float] = {}
-        # rounds: durations and ends in Python buffers and numpy blocks (in round order);
-        # the integer columns as one record per mixed round or per decode stretch
+        self._cancelled: dict[int, float] = {}
+        self._preempted: dict[int, float] = {}
+        self._stopped_emitted: dict[int, int] = {}   # tokens emitted by a cancelled/preempted one
+        # rounds: durations and ends of round j at index j + 1 of two growing numpy buffers
+        # (index 0 is scratch), the latest scalar rounds in Python lists until the next
+        # vectorised stretch (or a read) copies them in; the integer columns as one record per
+        # mixed round or per decode stretch
         self._n_rounds = 0
         self._dur: list[float] = []
         self._end: list[float] = []
-        self._dur_blocks: list[np.ndarray] = []
-        self._end_blocks: list[np.ndarray] = []
+        self._dur_buf = np.empty(64)
+        self._end_buf = np.empty(64)
         self._jumps: list[tuple] = []          # (round, start) of rounds that do not start at
         self._jumped = True                    # the previous round's end (after idle time)
         self._mixed: list[tuple] = []          # (round, decodes, prefill, rows, pairs, context,
@@ -513,12 +680,15 @@ class Scheduler:
         # state
         self._t = 0.0
         self._horizon = 0.0
-        self._seq = 0
-        self._pending: list[tuple] = []        # heap of (arrival, seq, index) not yet arrived
+        self._in_run = False
+        self._pend_t: list[float] = []         # not yet arrived, sorted by (arrival, add order):
+        self._pend_i: list[int] = []           # arrival times and indices, consumed from
+        self._pnext = 0                        # position _pnext on
         self._waiting: deque = deque()         # arrived, not admitted, arrival order
         self._blocked = False                  # the head was deferred
         self._retry_s = math.inf               # ... and asked to be retried at this time
-        self._prefilling: list[list] = []      # [index, prompt tokens done], admission order
+        self._prefilling: list[list] = []      # [index, prompt tokens in the KV cache], by
+        #                                         admission
         self._n_dec = 0                        # decoding requests
         self._sum_h = 0                        # their cached tokens, summed
         self._finish_heap: list[tuple] = []    # (round index of the last token, index)
@@ -526,7 +696,7 @@ class Scheduler:
         self._group = 0                        # static: slots the current group holds
         self._reserved = 0
 
-    # -- state visible to callbacks --
+    # -- state visible to callbacks and drivers --
     @property
     def now_s(self) -> float:
         """The current boundary (seconds)."""
@@ -548,7 +718,8 @@ class Scheduler:
 
     @property
     def cached_tokens(self) -> int:
-        """KV tokens the running requests hold now (prompt computed so far + outputs fed back)."""
+        """KV tokens the running requests hold now (cached and computed prompt tokens + outputs
+        fed back)."""
         return self._sum_h + sum(done for _, done in self._prefilling)
 
     @property
@@ -556,38 +727,232 @@ class Scheduler:
         """Rounds executed so far."""
         return self._n_rounds
 
+    @property
+    def round_time(self):
+        """The round-time model in use (a plain function given as round_time comes wrapped in
+        an object with ``time_s(work)``)."""
+        return self._cfg.round_time
+
+    @property
+    def next_event_s(self) -> float:
+        """The earliest future time at which an admission could become possible: the next
+        arrival, or the retry time a deferred head asked for; inf when there is none."""
+        return self._next_event()
+
+    def _lookup(self, request_id) -> int:
+        try:
+            return self._index[request_id]
+        except (KeyError, TypeError):
+            raise ValueError(f"request_id: no request {request_id!r} was added") from None
+
+    def first_token_round(self, request_id) -> int:
+        """Index of the round that emitted the request's first token (-1 before it)."""
+        return self._first_token[self._lookup(request_id)]
+
+    def request_state(self, request_id) -> str:
+        """Where a request stands: "pending" (not yet arrived), "waiting", "prefilling",
+        "decoding", "finished", "rejected", "cancelled" or "preempted"."""
+        i = self._lookup(request_id)
+        st = self._state[i]
+        if st == _QUEUED:
+            return "waiting" if i in self._waiting else "pending"
+        if st == _RUNNING:
+            return "decoding" if self._first_token[i] >= 0 else "prefilling"
+        return _STATE_NAMES[st]
+
     # -- input --
     def add(self, requests) -> None:
         """Queue requests (a Request or a sequence of them); arrivals must not precede the
-        horizon of the last ``run(until_s)``, and ids must be new."""
+        horizon of the last ``run(until_s)``, and ids must be new. May be called from a
+        callback (a closed-loop client adding its next request when one finishes)."""
         if isinstance(requests, Request):
             requests = [requests]
         self._add_checked(_check_requests("requests", requests, min_len=0))
 
+    def add_many(self, arrival_s, prompt_tokens, output_tokens, *, cached_tokens=0,
+                 ids=None) -> list:
+        """Queue many requests given as columns (numpy arrays or sequences; a scalar token
+        count applies to all); return their ids, by default consecutive integers from the
+        number of requests added so far.
+
+        Validated as whole columns (the same rules as Request's, and those of ``add``), so a
+        10,000-request trace is queued without checking 10,000 Requests one field at a time.
+        """
+        arrivals = _bulk_column("arrival_s", arrival_s, None, whole=False, minimum=0.0)
+        n = arrivals.size
+        prompts = _bulk_column("prompt_tokens", prompt_tokens, n, whole=True, minimum=1)
+        outputs = _bulk_column("output_tokens", output_tokens, n, whole=True, minimum=1)
+        cached = _bulk_column("cached_tokens", cached_tokens, n, whole=True, minimum=0)
+        over = cached >= prompts
+        if over.any():
+            k = int(np.argmax(over))
+            raise ValueError(f"cached_tokens[{k}]: {cached[k]} must be < prompt_tokens="
+                             f"{prompts[k]} (the last prompt token is always computed)")
+        early = arrivals < self._horizon
+        if early.any():
+            k = int(np.argmax(early))
+            raise ValueError(f"arrival_s[{k}]: {arrivals[k]!r} s is before the simulated "
+                             f"horizon {self._horizon} s")
+        if ids is None:
+            start = len(self._reqs)
+            id_list = list(range(start, start + n))
+        else:
+            seq = v.sequence("ids", ids, min_len=0)
+            if len(seq) != n:
+                raise ValueError(f"ids: has {len(seq)} items but arrival_s has {n}")
+            id_list = []
+            for k, rid in enumerate(seq):
+                if (isinstance(rid, (bool, np.bool_))
+                        or not isinstance(rid, (str, numbers.Integral))):
+                    raise TypeError(f"ids[{k}]: expected a str or int request id, got "
+                                    f"{type(rid).__name__} {rid!r}")
+                id_list.append(rid if isinstance(rid, str) else int(rid))
+            if len(set(id_list)) != n:
+                raise ValueError("ids: duplicate request id")
+        index = self._index
+        clash = next((rid for rid in id_list if rid in index), None)
+        if clash is not None:
+            raise ValueError(f"ids: duplicate request id {clash!r} (already added)")
+        reqs = list(map(_request_unchecked, id_list, arrivals.tolist(), prompts.tolist(),
+                        outputs.tolist(), cached.tolist()))
+        self._register(reqs)
+        return id_list
+
     def _add_checked(self, reqs: list) -> None:
+        index, seen = self._index, set()
         for r in reqs:
-            if r.id in self._ids:
+            if r.id in index or r.id in seen:
                 raise ValueError(f"requests: duplicate request id {r.id!r}")
+            seen.add(r.id)
             if r.arrival_s < self._horizon:
                 raise ValueError(f"requests: request {r.id!r} arrives at {r.arrival_s} s, before "
                                  f"the simulated horizon {self._horizon} s")
-        for r in reqs:
-            i = len(self._reqs)
-            self._reqs.append(r)
-            self._ids.add(r.id)
-            self._first_token.append(-1)
-            self._first_sched.append(-1)
-            self._admitted_s.append(math.nan)
-            self._pending.append((r.arrival_s, self._seq, i))
-            self._seq += 1
-        heapq.heapify(self._pending)
+        self._register(reqs)
+
+    def _register(self, reqs: list, *, pending: bool = True) -> None:
+        """Append validated requests to the per-request state (and to the arrivals to come)."""
+        start = len(self._reqs)
+        n = len(reqs)
+        self._reqs.extend(reqs)
+        self._index.update(zip([r.id for r in reqs], range(start, start + n)))
+        self._state.extend([_QUEUED] * n)
+        self._first_token.extend([-1] * n)
+        self._first_sched.extend([-1] * n)
+        self._admitted_s.extend([math.nan] * n)
+        if not pending or not n:
+            return
+        # merge with the arrivals still to come: a stable sort by arrival keeps ties in the
+        # order of add (the earlier adds come first in the list)
+        k = self._pnext
+        times = self._pend_t[k:] + [r.arrival_s for r in reqs]
+        idx = self._pend_i[k:] + list(range(start, start + n))
+        if any(a > b for a, b in zip(times, times[1:])):
+            order = sorted(range(len(times)), key=times.__getitem__)   # stable
+            times = [times[x] for x in order]
+            idx = [idx[x] for x in order]
+        self._pend_t, self._pend_i, self._pnext = times, idx, 0
+
+    # -- a driver's interventions (between run calls) --
+    def _check_not_running(self, what: str) -> None:
+        if self._in_run:
+            raise RuntimeError(f"{what}: not allowed inside a callback while run() executes; "
+                               f"stop the run (run(until_s=...)) and call it between runs")
+
+    def cancel(self, request_id) -> int:
+        """Remove a request that has not finished, at the current boundary; return the tokens
+        it had emitted (0 unless it was decoding).
+
+        A queued request leaves the queue; a running one stops being scheduled (its slot is
+        free for the next admission; the round that just ended counted in full). Its tokens so
+        far stay in the Result; ``Result.cancelled`` records when. 8.6.1's cancellation.
+        """
+        self._check_not_running("cancel")
+        i = self._lookup(request_id)
+        st = self._state[i]
+        if st == _QUEUED:
+            try:
+                self._waiting.remove(i)
+                self._blocked = False          # a change in the queue: offer the head again
+            except ValueError:
+                k = self._pend_i.index(i, self._pnext)
+                del self._pend_i[k], self._pend_t[k]
+            emitted = 0
+        elif st == _RUNNING:
+            emitted = self._stop(i)
+        else:
+            raise ValueError(f"request_id: request {request_id!r} is {_STATE_NAMES[st]}; only "
+                             f"a queued or running request can be cancelled")
+        self._state[i] = _CANCELLED
+        self._cancelled[i] = self._t
+        return emitted
+
+    def preempt(self, request_id) -> int:
+        """Take a running request off the GPU at the current boundary; return the tokens it had
+        emitted.
+
+        Its slot is freed and nothing of it is rescheduled: to resume it by recompute (8.3.2,
+        17 §5) queue a new request with ``requeue_front``, whose prompt is the old prompt plus
+        the emitted tokens and whose output is what remains. ``Result.preempted`` records when.
+        """
+        self._check_not_running("preempt")
+        i = self._lookup(request_id)
+        if self._state[i] != _RUNNING:
+            raise ValueError(f"request_id: request {request_id!r} is not running "
+                             f"({self.request_state(request_id)}); only a running request can "
+                             f"be preempted")
+        emitted = self._stop(i)
+        self._state[i] = _PREEMPTED
+        self._preempted[i] = self._t
+        return emitted
+
+    def _stop(self, i: int) -> int:
+        """Remove running request i from the running set; return the tokens it emitted."""
+        r = self._reqs[i]
+        for k, item in enumerate(self._prefilling):
+            if item[0] == i:
+                del self._prefilling[k]
+                emitted = 0
+                break
+        else:
+            f = self._first_token[i]
+            emitted = self._n_rounds - f
+            heap = self._finish_heap
+            heap.remove((f + r.output_tokens - 1, i))
+            heapq.heapify(heap)
+            self._n_dec -= 1
+            self._sum_h -= r.prompt_tokens + emitted - 1
+        self._stopped_emitted[i] = emitted
+        self._n_running -= 1
+        self._reserved -= r.prompt_tokens + r.output_tokens - 1
+        self._blocked = False                  # a slot was freed: offer the head again
+        if self._n_running == 0:
+            self._group = 0
+        return emitted
+
+    def requeue_front(self, request: Request) -> None:
+        """Queue a new request that has already arrived (arrival_s <= now_s) at the head of
+        the waiting queue, ahead of earlier arrivals: it is offered first at the next boundary.
+
+        The way back for a preempted request (``preempt``), as recompute preemption does.
+        """
+        self._check_not_running("requeue_front")
+        v.instance("request", request, Request, "a companion.sim.scheduler.Request")
+        if request.id in self._index:
+            raise ValueError(f"request: duplicate request id {request.id!r}")
+        if request.arrival_s > self._t:
+            raise ValueError(f"request: arrives at {request.arrival_s} s, after now_s="
+                             f"{self._t} s; requeue_front queues a request that has arrived")
+        self._register([request], pending=False)
+        self._waiting.appendleft(len(self._reqs) - 1)
+        self._blocked = False
 
     # -- admission and finishing --
     def _pull_arrivals(self, t: float) -> None:
-        pending = self._pending
-        if pending and pending[0][0] <= t:
-            while pending and pending[0][0] <= t:
-                self._waiting.append(heapq.heappop(pending)[2])
+        k, times = self._pnext, self._pend_t
+        if k < len(times) and times[k] <= t:
+            e = bisect.bisect_right(times, t, k)
+            self._waiting.extend(self._pend_i[k:e])
+            self._pnext = e
             self._blocked = False
 
     def _admit(self, t: float) -> None:
@@ -601,37 +966,48 @@ class Scheduler:
         free = cfg.max_running - self._n_running
         waiting = self._waiting
         admit = cfg.admit
+        reqs, state = self._reqs, self._state
         admitted = 0
         while free > 0 and waiting:
             i = waiting[0]
-            r = self._reqs[i]
-            kind, retry = ("admit", math.inf) if admit is None else _decision(admit(r, t, self), t)
-            if kind == "admit":
-                waiting.popleft()
-                self._prefilling.append([i, 0])
-                self._admitted_s[i] = t
-                self._n_running += 1
-                self._reserved += r.prompt_tokens + r.output_tokens - 1
-                free -= 1
-                admitted += 1
-            elif kind == "reject":
-                waiting.popleft()
-                self._rejected[i] = t
-            else:
-                self._blocked, self._retry_s = True, retry
-                break
+            r = reqs[i]
+            if admit is not None:
+                answer = admit(r, t, self)
+                if answer is None:                        # the common "wait": defer
+                    self._blocked, self._retry_s = True, math.inf
+                    break
+                if answer is not True:
+                    kind, retry = _decision(answer, t)
+                    if kind == "reject":
+                        waiting.popleft()
+                        self._rejected[i] = t
+                        state[i] = _REJECTED
+                        continue
+                    if kind == "defer":
+                        self._blocked, self._retry_s = True, retry
+                        break
+            waiting.popleft()
+            self._prefilling.append([i, r.cached_tokens])
+            self._admitted_s[i] = t
+            state[i] = _RUNNING
+            self._n_running += 1
+            self._reserved += r.prompt_tokens + r.output_tokens - 1
+            free -= 1
+            admitted += 1
         if self._static and admitted:
             self._group = self._n_running
 
     def _next_event(self) -> float:
         """Earliest future time at which an admission could become possible."""
-        e = self._pending[0][0] if self._pending else math.inf
+        k = self._pnext
+        e = self._pend_t[k] if k < len(self._pend_t) else math.inf
         if self._waiting and self._blocked and self._retry_s < e:
             e = self._retry_s
         return e
 
     def _finish(self, i: int, end: float) -> None:
         r = self._reqs[i]
+        self._state[i] = _FINISHED
         self._n_running -= 1
         self._reserved -= r.prompt_tokens + r.output_tokens - 1
         self._blocked = False
@@ -665,6 +1041,7 @@ class Scheduler:
         completed = []
         reqs = self._reqs
         first_sched = self._first_sched
+        chunks_append = self._chunks.append
         for item in self._prefilling:
             if budget <= 0:
                 break
@@ -679,7 +1056,7 @@ class Scheduler:
             ctx += done + c
             pre += c
             budget -= c
-            self._chunks.append((j, i, c, done))
+            chunks_append((j, i, c, done))
             if first_sched[i] < 0:
                 first_sched[i] = j
             item[1] = done + c
@@ -687,9 +1064,7 @@ class Scheduler:
                 completed.append(item)
         rows = self._pad(n_dec + pre)
         emitted = n_dec + len(completed)
-        d = cfg.round_time.time_s(RoundWork(n_dec, pre, rows, pairs, ctx, emitted))
-        if not self._trusted:
-            d = _duration(d)
+        d = self._round_s(n_dec, pre, rows, pairs, ctx, emitted)
         end = t + d
         self._dur.append(d)
         self._end.append(end)
@@ -714,17 +1089,39 @@ class Scheduler:
         if self._finish_heap and self._finish_heap[0][0] == j:
             self._pop_finished(j, end)
 
-    def _flush(self) -> None:
-        """Move the Python round buffers into a numpy block."""
-        if self._end:
-            self._dur_blocks.append(np.array(self._dur, dtype=np.float64))
-            self._end_blocks.append(np.array(self._end, dtype=np.float64))
+    def _flush(self, room: int = 0) -> None:
+        """Copy the Python round lists into the numpy buffers, which then have space for
+        ``room`` more rounds."""
+        m = len(self._end)
+        need = self._n_rounds + 1 + room
+        if need > self._end_buf.size:
+            size = max(need, 2 * self._end_buf.size)
+            for name in ("_dur_buf", "_end_buf"):
+                old = getattr(self, name)
+                new = np.empty(size)
+                new[:old.size] = old
+                setattr(self, name, new)
+        if m:
+            a = self._n_rounds + 1 - m
+            self._dur_buf[a:a + m] = self._dur
+            self._end_buf[a:a + m] = self._end
             self._dur, self._end = [], []
+
+    def _decode_model(self, n: int) -> tuple:
+        """(rows, pairs -> seconds) of a pure decode round of ``n`` requests (cached per n)."""
+        rows = self._pad(n)
+        rt = self._cfg.round_time
+        if self._trusted:
+            fn = rt._decode_fn(n, rows)
+        else:
+            def fn(pairs):
+                return _duration(rt.time_s(RoundWork(n, 0, rows, pairs, pairs, n)))
+        self._decode_fns[n] = entry = (rows, fn)
+        return entry
 
     def _decode_stretch(self, t: float, horizon: float) -> None:
         """Pure decode rounds until the first finish, or the first boundary at which an admission
         could happen (an arrival or retry time with a slot free), or the horizon."""
-        cfg = self._cfg
         j0 = self._n_rounds
         if self._jumped:
             self._jumps.append((j0, t))
@@ -732,58 +1129,88 @@ class Scheduler:
         n = self._n_dec
         k_finish = k_max = self._finish_heap[0][0] - j0 + 1
         cut = horizon
-        if not self._static and self._n_running < cfg.max_running:
+        if not self._static and self._n_running < self._cfg.max_running:
             e = self._next_event()
             if e < cut:
                 cut = e
-        rows = self._pad(n)
+        rows, fn = self._decode_fns.get(n) or self._decode_model(n)
         base = self._sum_h + n
-        rt = cfg.round_time
+        rt = self._cfg.round_time
+        linear = None
         if self._trusted:
-            fn = rt._decode_fn(n, rows)
             if k_max >= _VECTOR_MIN_ROUNDS and cut < math.inf:
                 # Round times only grow along a stretch (pairs grow), so the first round's time
                 # bounds how many rounds can end before the cut. Stopping a stretch early changes
                 # nothing: the next boundary admits nobody, since nothing has arrived yet.
                 k_max = min(k_max, int((cut - t) / fn(base)) + 2)
-        else:
-            def fn(pairs):
-                return _duration(rt.time_s(RoundWork(n, 0, rows, pairs, pairs, n)))
-        if self._vector and k_max >= _VECTOR_MIN_ROUNDS:
-            p = np.arange(base, base + n * k_max, n, dtype=np.int64)
-            d = rt.time_s(RoundWork(n, 0, rows, p, p, n))
-            if type(d) is not np.ndarray or d.shape != (k_max,):
-                d = np.full(k_max, d, dtype=np.float64)   # a model constant over the stretch
-            if not self._trusted:
-                ok = (d > 0) & (d < math.inf)
-                if not ok.all():
-                    _duration(d[~ok][0])
-            acc = np.empty(k_max + 1)
-            acc[0] = t
-            acc[1:] = d
-            ends = np.cumsum(acc)[1:]                     # adds in round order, as a loop would
+        vectorised = self._vector and k_max >= _VECTOR_MIN_ROUNDS
+        if self._trusted and (vectorised or k_max >= 16):
+            # the model's round time as (a + b pairs) / c + e over this stretch, when it is
+            # (worth finding out for more than a few rounds)
+            linear = rt._decode_linear(n, rows, base, base + n * (k_max - 1))
+        if vectorised:
+            self._flush(k_max)
+            durs, ends = self._dur_buf, self._end_buf
+            d = durs[j0 + 1:j0 + 1 + k_max]               # rounds j0 ... j0 + k_max - 1
+            if linear is not None:
+                a, b, c, e = linear
+                if type(b) is int:                        # b x pairs, exact, in one step
+                    if b:
+                        np.add(a, np.arange(b * base, b * (base + n * k_max), b * n), out=d)
+                    else:
+                        d.fill(a)                         # a + 0 = a
+                else:
+                    np.add(a, b * np.arange(base, base + n * k_max, n), out=d)
+                np.divide(d, c, out=d)
+                if e:
+                    np.add(d, e, out=d)
+            else:
+                p = np.arange(base, base + n * k_max, n, dtype=np.int64)
+                if self._trusted:
+                    rt._decode_into(n, rows, p, d)
+                else:
+                    d[:] = rt.time_s(RoundWork(n, 0, rows, p, p, n))   # a constant broadcasts
+                    ok = (d > 0) & (d < math.inf)
+                    if not ok.all():
+                        _duration(d[~ok][0])
+            # the clock: t, then t + d0, + d1, ... added in round order as a loop would, by a
+            # cumulative sum that starts at slot j0 (the previous round's, restored after)
+            keep_d, keep_e = durs[j0], ends[j0]
+            durs[j0] = t
+            durs[j0:j0 + 1 + k_max].cumsum(out=ends[j0:j0 + 1 + k_max])
+            durs[j0], ends[j0] = keep_d, keep_e
             k = k_max
             if cut < math.inf:
-                k = min(k_max, int(np.searchsorted(ends, cut, side="left")) + 1)
-            self._flush()
-            self._dur_blocks.append(d[:k].copy())
-            self._end_blocks.append(ends[:k].copy())
-            end = float(ends[k - 1])
+                k = min(k_max, int(ends[j0 + 1:j0 + 1 + k_max].searchsorted(cut)) + 1)
+            end = float(ends[j0 + k])
         else:
             dur_append, end_append = self._dur.append, self._end.append
             k = 0
             end = t
             p = base
-            while k < k_max:
-                d = fn(p)
-                end = t + d
-                dur_append(d)
-                end_append(end)
-                t = end
-                p += n
-                k += 1
-                if end >= cut:
-                    break
+            if linear is not None:
+                a, b, c, e = linear
+                while k < k_max:
+                    d = (a + b * p) / c + e
+                    end = t + d
+                    dur_append(d)
+                    end_append(end)
+                    t = end
+                    p += n
+                    k += 1
+                    if end >= cut:
+                        break
+            else:
+                while k < k_max:
+                    d = fn(p)
+                    end = t + d
+                    dur_append(d)
+                    end_append(end)
+                    t = end
+                    p += n
+                    k += 1
+                    if end >= cut:
+                        break
         self._n_rounds = j0 + k
         self._stretches.append((j0, k, n, base, rows,
                                 self._group if self._static else self._n_running))
@@ -795,11 +1222,23 @@ class Scheduler:
     def run(self, until_s: float | None = None) -> "Scheduler":
         """Execute rounds (all of them, or those starting before ``until_s``); returns self."""
         horizon = math.inf if until_s is None else v.nonnegative("until_s", until_s)
+        self._check_not_running("run")
+        self._in_run = True
+        try:
+            self._run(horizon)
+        finally:
+            self._in_run = False
+        if until_s is not None:
+            self._horizon = max(self._horizon, horizon)
+        return self
+
+    def _run(self, horizon: float) -> None:
         while True:
             t = self._t
             if t >= horizon:
                 break
-            if self._pending and self._pending[0][0] <= t:
+            k = self._pnext
+            if k < len(self._pend_t) and self._pend_t[k] <= t:
                 self._pull_arrivals(t)
             if self._waiting:
                 self._admit(t)
@@ -822,46 +1261,62 @@ class Scheduler:
                 self._mixed_round(t)
             else:
                 self._decode_stretch(t, horizon)
-        if until_s is not None:
-            self._horizon = max(self._horizon, horizon)
-        return self
 
     def _round_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(start, duration, end) of every round so far."""
         self._flush()
-        if len(self._end_blocks) > 1:
-            self._end_blocks = [np.concatenate(self._end_blocks)]
-            self._dur_blocks = [np.concatenate(self._dur_blocks)]
-        ends = self._end_blocks[0] if self._end_blocks else np.empty(0)
-        durs = self._dur_blocks[0] if self._dur_blocks else np.empty(0)
+        n = self._n_rounds
+        ends, durs = self._end_buf[1:n + 1], self._dur_buf[1:n + 1]
         starts = np.empty(len(ends))
         starts[1:] = ends[:-1]
         for j, t in self._jumps:
             starts[j] = t
         return starts, durs, ends
 
+    def round_times(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(start_s, duration_s, end_s) of every round so far, as read-only numpy arrays (what
+        ``result()`` reports, without building per-request records)."""
+        out = []
+        for arr in self._round_arrays():
+            view = arr.view()
+            view.flags.writeable = False
+            out.append(view)
+        return tuple(out)
+
     def result(self) -> "Result":
         """The rounds and emissions so far, as a Result (arrival-ordered requests)."""
-        order = sorted(range(len(self._reqs)), key=lambda i: (self._reqs[i].arrival_s, i))
-        remap = np.empty(len(self._reqs), dtype=np.int64)
-        remap[order] = np.arange(len(order))
+        reqs = self._reqs
+        n_req = len(reqs)
+        arrivals = [r.arrival_s for r in reqs]
+        order = sorted(range(n_req), key=arrivals.__getitem__)   # stable: ties in order of add
         chunks = np.array(self._chunks, dtype=np.int64).reshape(-1, 4)
         if len(chunks):
+            remap = np.empty(n_req, dtype=np.int64)
+            remap[order] = np.arange(n_req)
             chunks[:, 1] = remap[chunks[:, 1]]
         starts, durs, ends = self._round_arrays()
+        durs, ends = durs.copy(), ends.copy()             # the buffers go on growing
         n = len(ends)
-        mixed = np.array(self._mixed, dtype=np.int64).reshape(-1, 8)
-        stretches = np.array(self._stretches, dtype=np.int64).reshape(-1, 6)
+        mixed, stretches = list(self._mixed), list(self._stretches)
+        stopped = None
+        if self._stopped_emitted:
+            stopped = [self._stopped_emitted.get(i, -1) for i in order]
+        first_token, first_sched, admitted = self._first_token, self._first_sched, self._admitted_s
         return Result(
             policy=self._cfg.policy,
-            requests=[self._reqs[i] for i in order],
+            requests=[reqs[i] for i in order],
             round_start_s=starts, round_duration_s=durs, round_end_s=ends,
-            columns=lambda: _columns_from_blocks(n, mixed, stretches),
-            first_token_round=[self._first_token[i] for i in order],
-            first_scheduled_round=[self._first_sched[i] for i in order],
-            admitted_s=[self._admitted_s[i] for i in order],
+            columns=lambda: _columns_from_blocks(
+                n, np.array(mixed, dtype=np.int64).reshape(-1, 8),
+                np.array(stretches, dtype=np.int64).reshape(-1, 6)),
+            first_token_round=[first_token[i] for i in order],
+            first_scheduled_round=[first_sched[i] for i in order],
+            admitted_s=[admitted[i] for i in order],
             chunks=chunks,
-            rejected={self._reqs[i].id: s for i, s in self._rejected.items()},
+            rejected={reqs[i].id: s for i, s in self._rejected.items()},
+            cancelled={reqs[i].id: s for i, s in self._cancelled.items()},
+            preempted={reqs[i].id: s for i, s in self._preempted.items()},
+            stopped_emitted=stopped,
         )
 
 
@@ -898,7 +1353,7 @@ def _simulate_reference(reqs: list[Request], cfg: _Config) -> "Result":
     order = sorted(range(len(reqs)), key=lambda i: (reqs[i].arrival_s, i))
     R = [reqs[i] for i in order]
     pad = _padder(cfg.shapes)
-    done = [0] * len(R)           # prompt tokens computed
+    done = [r.cached_tokens for r in R]   # prompt tokens in the KV cache (cached or computed)
     got = [0] * len(R)            # tokens emitted
     times: list[list[float]] = [[] for _ in R]
     admitted_s = [math.nan] * len(R)
@@ -1114,13 +1569,15 @@ class Result:
 
     Per request (``ids`` in arrival order): ``token_times`` (id -> list of seconds), ``ttft_s``
     (id -> first token - arrival), ``itl_s`` (id -> array of output intervals), and
-    ``requests_table()``; overall: ``makespan_s``, ``max_itl_s``; per round: the ``round_*``
-    arrays, ``rounds`` (Round objects with their Segments), ``gantt_rows()``, ``summary()``.
+    ``requests_table()``; ``first_token_round`` (round index of each first token, -1 if none),
+    ``rejected``, ``cancelled`` and ``preempted`` (id -> when); overall: ``makespan_s``,
+    ``max_itl_s``; per round: the ``round_*`` arrays, ``rounds`` (Round objects with their
+    Segments), ``gantt_rows()``, ``summary()``.
     """
 
     def __init__(self, *, policy, requests, round_start_s, round_duration_s, round_end_s,
                  columns, first_token_round, first_scheduled_round, admitted_s, chunks,
-                 rejected):
+                 rejected, cancelled=None, preempted=None, stopped_emitted=None):
         self.policy = policy
         self.requests = list(requests)
         self.ids = [r.id for r in self.requests]
@@ -1133,17 +1590,35 @@ class Result:
         self.arrival_s = np.array([r.arrival_s for r in self.requests], dtype=f64)
         self.prompt_tokens = np.array([r.prompt_tokens for r in self.requests], dtype=i64)
         self.output_tokens = np.array([r.output_tokens for r in self.requests], dtype=i64)
+        self.cached_tokens = np.array([r.cached_tokens for r in self.requests], dtype=i64)
         self._first = np.asarray(first_token_round, dtype=i64).reshape(-1)
         self._first_sched = np.asarray(first_scheduled_round, dtype=i64).reshape(-1)
         self.admitted_s = np.asarray(admitted_s, dtype=f64).reshape(-1)
         self._chunks = np.asarray(chunks, dtype=i64).reshape(-1, 4)
         self.rejected = dict(rejected)
+        self.cancelled = dict(cancelled or {})
+        self.preempted = dict(preempted or {})
         n_rounds = len(self.round_end_s)
         started = self._first >= 0
         self._emitted_count = np.where(
             started, np.minimum(self.output_tokens, n_rounds - self._first), 0)
+        if stopped_emitted is not None:
+            # requests cancelled or preempted while running emitted only this many tokens
+            stopped = np.asarray(stopped_emitted, dtype=i64).reshape(-1)
+            self._emitted_count = np.where(stopped >= 0, stopped, self._emitted_count)
         self.token_times: Mapping = _TokenTimes(self)
         self.itl_s: Mapping = _Itls(self)
+
+    @property
+    def first_token_round(self) -> np.ndarray:
+        """Index of the round that emitted each request's first token (-1 if none), arrival
+        order."""
+        return self._first.copy()
+
+    @property
+    def emitted(self) -> np.ndarray:
+        """Tokens each request has emitted (arrival order)."""
+        return self._emitted_count.copy()
 
     # -- per-round integer columns (built on first access) --
     def _col(self, name: str) -> np.ndarray:
