@@ -23,9 +23,9 @@ export MPLBACKEND              := Agg
 export PYTHONHASHSEED          := 0
 
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with=nbval_sanitize.cfg
-NOTEBOOK_DIRS := notebooks solutions exercises
+NOTEBOOK_DIRS := notebooks solutions exercises dashboards
 
-.PHONY: setup lab test test-fast execute exercises bench nbgrader-check clean
+.PHONY: setup lab dashboard test test-fast execute exercises bench nbgrader-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,14 @@ setup: $(STAMP)
 ## Set everything up and open the companion in JupyterLab.
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --notebook-dir=. notebooks/START_HERE.ipynb
+
+## The lecture dashboard (8.6 scheme comparison + 17 §2 roofline) as a standalone page, offline.
+dashboard: $(STAMP)
+	JUPYTER_PATH=$(CURDIR)/dashboards/share/jupyter $(PY) -m voila dashboards/lecture.ipynb \
+	  --template=lab-offline --Voila.ip=127.0.0.1 \
+	  --VoilaConfiguration.extension_denylist=jupyterlab-jupytext \
+	  --VoilaConfiguration.extension_denylist=@jupyter-notebook/lab-extension \
+	  --VoilaConfiguration.extension_denylist=@jupyter/nbgrader
 
 ## Set everything up and run the whole test suite (unit, property, ledger, notebooks via nbval).
 test: $(STAMP)
