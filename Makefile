@@ -28,6 +28,7 @@ NOTEBOOK_DIRS := notebooks solutions exercises dashboards
 .PHONY: setup lab dashboard test test-fast execute exercises bench nbgrader-check clean
 
 $(STAMP): pyproject.toml
+	mkdir -p $(STATE)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
@@ -49,6 +50,7 @@ dashboard: $(STAMP)
 
 ## Set everything up and run the whole test suite (unit, property, ledger, notebooks via nbval).
 test: $(STAMP)
+	mkdir -p $(STATE)
 	COMPANION_FAST=1 $(PY) -m pytest -n 2 --dist loadfile -q $(NBVAL) tests $(NOTEBOOK_DIRS)
 
 ## Unit tests only (no notebooks): the quick loop while editing companion/.
