@@ -289,10 +289,13 @@ print(f"saved {saved} ({saved.stat().st_size / 1024:.0f} KiB), loads back identi
 # %% [markdown]
 # ## 6. Load a saved measurement instead of measuring
 #
-# The file committed next to this notebook is a full-size measurement of the 2-core virtual
-# machine the companion was built on (a shared cloud VM, so its numbers are modest and a
-# little noisy). Everything below is computed from that file, so it prints the same on every
-# run; compare it with your own numbers above.
+# The file committed next to this notebook is a full-size measurement of the 2-core cloud
+# virtual machine the companion was built on. Other programs shared those two cores, and a
+# busy neighbour can slow a multi-threaded BLAS call tenfold (each call waits for its slowest
+# thread), so each probe (bandwidth, products, batch sweep, context sweep) was run in a quiet
+# moment and repeated until its repeats agreed; the `noisy` line names the points that still
+# spread. Everything below is computed from that file, so it prints the same on every run;
+# compare it with your own numbers above.
 
 # %%
 ref = ms.load_measurement(REFERENCE)
@@ -327,6 +330,19 @@ print(f"measured: the step leaves flat at batch {ref_analysis.knee_batch}; the f
       f"cross at batch {batch_text(ref_analysis.crossover_batch)}")
 print(f"the same reasoning for an H100 in BF16 (2 bytes): b = "
       f"{calc.ridge_point(specs.H100_SXM):.0f}")
+
+# %% [markdown]
+# Why the measured knee and the two predictions differ:
+#
+# * **The step leaves flat after the ridge batch.** The ridge compares compute with the read
+#   alone, but every step also pays a fixed cost (the gap between the read line and the
+#   roofline bound in the figure below). Compute has to outgrow read *plus* that cost before
+#   the step visibly rises, and the 50% criterion adds a margin on top.
+# * **The fitted roofs cross before the ridge batch.** The compute line's rate is what
+#   decode actually gets, below the square-matmul peak: skinny products, the attention's many
+#   small products and thread hand-offs all run slower than one big product.
+# * **Both corrections are small next to the hardware gap.** The same reasoning puts an H100
+#   in BF16 flat up to a batch of about 295, and this CPU's decode leaves flat in the tens.
 
 # %%
 plots.measured_roofline(ref_hw, analysis=ref_analysis,
@@ -373,8 +389,8 @@ print(f"free fit: {free.fixed_s * 1e3:.1f} ms + bytes / {free.bandwidth_bytes_pe
 # %% [markdown]
 # The MBU column reproduces 8.6.3's 33%, 34%, 41%, 65%, and the overhead column its "about
 # 17.6 ms" at batch 1. But the overhead is not constant: it shrinks from 17.6 ms to about
-# 10 ms as the batch grows, and the free fit answers with a bandwidth three times the card's
-# spec, which is physically impossible. The model "fixed cost plus bytes over bandwidth"
+# 10 ms as the batch grows, and the free fit answers with a bandwidth more than three times
+# the card's spec, which is physically impossible. The model "fixed cost plus bytes over bandwidth"
 # assumes the two add up; in that engine the host-side cost partly overlaps the reads, so the
 # sum overstates the round and the slope understates the per-byte cost. A fit is only as good
 # as its model: check the fitted bandwidth against the datasheet before believing it.
