@@ -192,7 +192,10 @@ class Panel:
         view = self.compute(**self.params)
         self._fig = go.FigureWidget(data=view.traces, layout=self._layout(view))
         self._last_view = view
-        self._readout = w.HTML(value=view.text)
+        # the readout may shrink and scroll; the controls keep their width so that every
+        # slider's value stays visible next to a long readout
+        self._readout = w.HTML(value=view.text, layout=w.Layout(flex="1 1 auto", min_width="0",
+                                                                overflow_x="auto"))
         self._widgets = {c.name: self._widget_for(c) for c in self.controls}
 
         def on_change(change, name):
@@ -203,7 +206,7 @@ class Panel:
         reset = w.Button(description="chapter's setting", icon="undo",
                          tooltip="Restore the chapter's values")
         reset.on_click(lambda _: self.reset())
-        controls = w.VBox(list(self._widgets.values()) + [reset])
+        controls = w.VBox(list(self._widgets.values()) + [reset], layout=w.Layout(flex="0 0 auto"))
         self._ui = w.VBox([w.HBox([controls, self._readout]), self._fig])
         return self._ui
 
