@@ -195,7 +195,7 @@ class Panel:
         # the readout may shrink and scroll; the controls keep their width so that every
         # slider's value stays visible next to a long readout
         self._readout = w.HTML(value=view.text, layout=w.Layout(flex="1 1 auto", min_width="0",
-                                                                overflow_x="auto"))
+                                                                overflow="auto"))
         self._widgets = {c.name: self._widget_for(c) for c in self.controls}
 
         def on_change(change, name):
