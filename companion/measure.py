@@ -69,14 +69,15 @@ _STREAM_ARRAYS = {"copy": (1, 1), "scale": (1, 1), "add": (2, 1), "triad": (2, 1
 _STREAM_SCALAR = 3.0
 _TRIAD_CHUNK = 32_768     # elements per triad chunk: 256 KiB of float64 stays in L2
 
-# Preset sizes. FULL takes well under a minute on a 2-core machine; FAST a few seconds.
+# Preset sizes. FULL takes about 25 s on a quiet 2-core machine (several times that when
+# other programs compete for the cores); FAST a second or two.
 FULL_SIZES = dict(
-    stream=dict(array_bytes=None, repeats=7),
+    stream=dict(array_bytes=None, repeats=5),
     matmul=dict(n=2048, repeats=5),
     batch_sweep=dict(scale=4, n_layers=4, batches=(1, 2, 4, 8, 16, 32, 64, 128, 256),
-                     context_tokens=128, repeats=7),
+                     context_tokens=128, repeats=5),
     context_sweep=dict(scale=4, n_layers=4, batches=(4,), context_tokens=(0, 512, 1024, 2048, 4096),
-                       repeats=7),
+                       repeats=5),
     gpu=dict(n=8192, array_bytes=2 * GiB, repeats=10),
 )
 # FAST also runs on one thread (BLAS included, see ``measure``): tiny problems gain nothing
@@ -522,7 +523,7 @@ def _parallel(executor, fn, parts: list) -> None:
 
 # --- bandwidth (17 §1: the bytes side of the ratio) -------------------------------------------
 
-def stream_probe(*, array_bytes: int | None = None, repeats: int = 7, threads: int | None = None,
+def stream_probe(*, array_bytes: int | None = None, repeats: int = 5, threads: int | None = None,
                  kernels=STREAM_KERNELS) -> tuple:
     """Memory bandwidth of STREAM-style kernels, one ``BandwidthResult`` per kernel.
 
@@ -817,7 +818,7 @@ def decode_sweep(model: Model = QWEN3_8B, *, scale: int = 4, n_layers: int = 4,
 
 def measure(*, fast: bool | None = None, label: str = "", model: Model = QWEN3_8B,
             gpu: bool = True) -> Measurement:
-    """Run every probe at the FAST_SIZES (seconds) or FULL_SIZES (under a minute) presets.
+    """Run every probe at the FAST_SIZES (a second or two) or FULL_SIZES (about 25 s) presets.
 
     ``fast=None`` follows COMPANION_FAST. Fast sizes fit in cache and run on one thread (the
     BLAS limited to one too), so their numbers check the plumbing, not the machine. The GPU

@@ -76,10 +76,11 @@ for gpu in (specs.H100_SXM, specs.RTX_PRO_6000):
 # %% [markdown]
 # ## 1. Measure
 #
-# `ms.measure()` runs every probe. Full sizes take well under a minute on a 2-core machine;
-# with `COMPANION_FAST=1` everything is shrunk to run in a few seconds on one thread (the
-# arrays then fit in cache, so those numbers check the plumbing, not the machine; the stored
-# outputs of this notebook were made that way). What it runs:
+# `ms.measure()` runs every probe. Full sizes take about half a minute on a quiet 2-core
+# machine (two to four times that if other programs are busy on it). With
+# `COMPANION_FAST=1` everything is shrunk to run in a second or two on one thread: the arrays
+# then fit in cache, so those numbers check the plumbing, not the machine (the stored outputs
+# of this notebook were made that way). What it runs:
 #
 # * **Bandwidth, STREAM-style** (`stream_probe`): copy, scale, add and triad on three float64
 #   arrays of 4 x the last-level cache each, so every byte comes from DRAM. Bytes are counted
@@ -136,8 +137,8 @@ matmul_table(m)
 # Things to notice in your own numbers:
 #
 # * The kernels that write usually report less than `read`: part of what they move is never
-#   counted (the write-allocate column adds it back), and a single numpy loop may not be able
-#   to saturate the memory controllers that a multi-threaded BLAS dot product can.
+#   counted (the write-allocate column adds it back), and numpy's element-wise loops, even
+#   split over threads, stream memory less efficiently than the BLAS dot product does.
 # * float64 products run at about half the float32 rate: the vector units hold half as many
 #   float64 lanes. The "peak" of a machine depends on the number format, exactly as the
 #   chapter's 989 TFLOP/s is a dense BF16 figure (17 §2).
@@ -213,7 +214,8 @@ plots.measured_step_time(analysis).show()
 # How to read it: the black points are measurements (bars from the fastest to the slowest
 # repeat). Left of the knee they sit near the blue read line: the weight read costs the same
 # whether one row or eight ride along, which is why batching raises throughput for free. Right
-# of it they climb parallel to the compute line. The green dashed line is the roofline bound
+# of it they climb along the red dotted line, the fitted compute line (the step's FLOP over an
+# effective compute rate, plus the fixed cost). The green dashed line is the roofline bound
 # with no fixed cost at all; the gap between it and the points is this machine's version of
 # 8.6.3's 17.6 ms overhead.
 #
@@ -226,19 +228,23 @@ plots.measured_step_time(analysis).show()
 plots.measured_roofline(hw, analysis=analysis).show()
 
 # %% [markdown]
-# The measured steps climb the CPU's memory roof as the batch grows and flatten under its
-# compute roof. The GPUs' roofs sit orders of magnitude higher, and their ridges (diamonds)
-# far to the right: at the intensity where this CPU is already compute-bound, an H100 is still
-# deep on its memory slope.
+# As the batch grows, the measured steps move right and up under the CPU's memory roof, then
+# level off under its compute roof. The GPUs' roofs sit orders of magnitude higher, and their
+# ridges (diamonds) far to the right: at the intensity where this CPU is already
+# compute-bound, an H100 is still deep on its memory slope.
 
 # %% tags=["nbval-ignore-output"]
 plots.measured_utilization(analysis).show()
 
 # %% [markdown]
-# MBU falls and MFU rises with batch: the same trade 17 §9 describes, judged from the other
-# side. At batch 1 this is a bandwidth problem (judge it by MBU); at large batch it is a
-# compute problem (judge it by MFU). 8.6.3 saw MBU climb from 33% to 65% with batch on a GPU
-# because its fixed cost got amortised over more bytes; here the compute limit arrives first.
+# Overall MBU falls and MFU rises with batch: at small batch the step is a bandwidth problem
+# (judge it by MBU), at large batch a compute problem (judge it by MFU), the phase rule of
+# 17 §9 replayed along the batch axis. Two details are worth finding in your own curve. Batch 1
+# often has the best MBU of all (the matrix-vector kernel again). And over the flat stretch
+# (batch 2 to about 8 on the reference machine below) MBU creeps up: the step time barely moves while a little more KV
+# is read, so the fixed cost is spread over more bytes. That is the effect 8.6.3 reports on
+# the RTX PRO 6000, where MBU climbs from 33% to 65% between batch 1 and 64; on the GPU it
+# continues for far longer, because the compute limit is tens of times further away.
 
 # %% [markdown]
 # ## 4. Fitting the bandwidth the step really gets: a context sweep
@@ -289,13 +295,13 @@ print(f"saved {saved} ({saved.stat().st_size / 1024:.0f} KiB), loads back identi
 # %% [markdown]
 # ## 6. Load a saved measurement instead of measuring
 #
-# The file committed next to this notebook is a full-size measurement of the 2-core cloud
-# virtual machine the companion was built on. Other programs shared those two cores, and a
-# busy neighbour can slow a multi-threaded BLAS call tenfold (each call waits for its slowest
-# thread), so each probe (bandwidth, products, batch sweep, context sweep) was run in a quiet
-# moment and repeated until its repeats agreed; the `noisy` line names the points that still
-# spread. Everything below is computed from that file, so it prints the same on every run;
-# compare it with your own numbers above.
+# The file committed next to this notebook is one full-size run of `ms.measure()` on the
+# 2-core cloud virtual machine the companion was built on. Other programs shared those two
+# cores most of the time, and a busy neighbour can slow a multi-threaded BLAS call tenfold
+# (each call waits for its slowest thread), so the run was made at a moment when the cores
+# were otherwise idle; the `noisy` line names the points whose repeats still spread.
+# Everything below is computed from that file, so it prints the same on every run; compare it
+# with your own numbers above.
 
 # %%
 ref = ms.load_measurement(REFERENCE)
@@ -404,8 +410,9 @@ print(f"free fit: {free.fixed_s * 1e3:.1f} ms + bytes / {free.bandwidth_bytes_pe
 # * **Longer contexts.** Rerun the batch sweep with `context_tokens=1024`. The KV read grows
 #   with b, so intensity grows more slowly than b: watch `ridge_batch` move out and MBU stay
 #   higher (17 §2's 49-instead-of-64 example, in miniature).
-# * **One thread.** Wrap a measurement in `threadpoolctl.threadpool_limits(1)`. Bandwidth
-#   barely moves, peak FLOP/s roughly halves on a 2-core machine: the ridge moves left.
+# * **One thread.** Wrap a measurement in `threadpoolctl.threadpool_limits(1)`. On a 2-core
+#   machine the matrix-product peak roughly halves and bandwidth drops much less: the ridge
+#   moves left, and decode stays flat for fewer batches.
 # * **Pool a class.** Save everyone's file into `measurements/`, then
 #   `print(ms.comparison_text(ms.compare_measurements(sorted(Path("measurements").glob("*.json")))))`.
 #   Which machine has the highest ridge, and does its decode leave flat latest?
