@@ -140,8 +140,28 @@ class Spread:
         return cls(tuple(d["samples"]))
 
 
+class _TimedRecord:
+    """JSON round trip shared by the timed results: every field as it is, the Spread field as
+    a dict, plus derived figures written for readers of the file (never loaded back)."""
+
+    _spread_field = "time_s"
+    _derived: tuple = ()
+
+    def to_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d[self._spread_field] = getattr(self, self._spread_field).to_dict()
+        d.update({name: getattr(self, name) for name in self._derived})
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict):
+        kw = {f.name: d[f.name] for f in fields(cls)}
+        kw[cls._spread_field] = Spread.from_dict(d[cls._spread_field])
+        return cls(**kw)
+
+
 @dataclass(frozen=True)
-class BandwidthResult:
+class BandwidthResult(_TimedRecord):
     """One bandwidth kernel: bytes it moves per run (STREAM's count) and its timings.
 
     ``bytes_per_run`` counts each array read or written once (STREAM's convention: copy and
@@ -168,22 +188,11 @@ class BandwidthResult:
     def median_bytes_per_s(self) -> float:
         return self.bytes_per_run / self.time_s.median
 
-    def to_dict(self) -> dict:
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
-        d["time_s"] = self.time_s.to_dict()
-        d["best_bytes_per_s"] = self.best_bytes_per_s      # for readers of the file; not loaded
-        d["median_bytes_per_s"] = self.median_bytes_per_s
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "BandwidthResult":
-        kw = {f.name: d[f.name] for f in fields(cls)}
-        kw["time_s"] = Spread.from_dict(d["time_s"])
-        return cls(**kw)
+    _derived = ('best_bytes_per_s', 'median_bytes_per_s')
 
 
 @dataclass(frozen=True)
-class MatmulResult:
+class MatmulResult(_TimedRecord):
     """One square matrix product n x n times n x n: 2 n^3 FLOP per run, and its timings."""
 
     device: str
@@ -200,22 +209,11 @@ class MatmulResult:
     def median_flop_per_s(self) -> float:
         return self.flop_per_run / self.time_s.median
 
-    def to_dict(self) -> dict:
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
-        d["time_s"] = self.time_s.to_dict()
-        d["best_flop_per_s"] = self.best_flop_per_s
-        d["median_flop_per_s"] = self.median_flop_per_s
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "MatmulResult":
-        kw = {f.name: d[f.name] for f in fields(cls)}
-        kw["time_s"] = Spread.from_dict(d["time_s"])
-        return cls(**kw)
+    _derived = ('best_flop_per_s', 'median_flop_per_s')
 
 
 @dataclass(frozen=True)
-class SweepPoint:
+class SweepPoint(_TimedRecord):
     """One decode-shaped step: batch rows, context per request, bytes read, FLOP, step timings."""
 
     batch: int
@@ -234,17 +232,8 @@ class SweepPoint:
     def intensity_flop_per_byte(self) -> float:
         return self.flop / self.bytes_read
 
-    def to_dict(self) -> dict:
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
-        d["step_s"] = self.step_s.to_dict()
-        d["bytes_read"] = self.bytes_read
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "SweepPoint":
-        kw = {f.name: d[f.name] for f in fields(cls)}
-        kw["step_s"] = Spread.from_dict(d["step_s"])
-        return cls(**kw)
+    _derived = ('bytes_read',)
+    _spread_field = "step_s"
 
 
 @dataclass(frozen=True)
