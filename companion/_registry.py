@@ -13,14 +13,17 @@ import pkgutil
 
 def reexport(package, namespace: dict, facade: str) -> list[str]:
     """Import every non-private module of ``package`` and copy its ``__all__`` into ``namespace``."""
-    names = []
+    # clashes are looked for among this call's names only: on importlib.reload the façade's
+    # namespace still holds the names of its previous run
+    origin: dict[str, str] = {}
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
         if info.name.startswith("_"):
             continue
         module = importlib.import_module(f"{package.__name__}.{info.name}")
         for name in module.__all__:
-            if name in namespace:
-                raise ImportError(f"{facade}: {name} is defined twice (again in {info.name})")
+            if name in origin:
+                raise ImportError(f"{facade}: {name} is defined twice (in {origin[name]} and "
+                                  f"again in {info.name})")
             namespace[name] = getattr(module, name)
-            names.append(name)
-    return names
+            origin[name] = info.name
+    return list(origin)

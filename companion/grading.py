@@ -21,6 +21,7 @@ import math
 import numbers
 import pkgutil
 import re
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
@@ -74,26 +75,54 @@ class Exercise:
                          f"{[p.name for p in self.parts]}")
 
 
+# On importlib.reload this module runs again in its old namespace: the modules that filled the
+# old registry are remembered, so that the first use runs them again into the new one.
+_REGISTERED_BEFORE_RELOAD = frozenset(globals().get("_ORIGIN", {}).values())
 _REGISTRY: dict[str, Exercise] = {}
+_ORIGIN: dict[str, str] = {}        # exercise id -> the module that registered it
 _LOADED = False
 
 
 def register(exercise: Exercise) -> Exercise:
-    if exercise.id in _REGISTRY:
-        raise ValueError(f"exercise {exercise.id} is registered twice")
+    """Add ``exercise`` to the registry and return it.
+
+    The same id registered again by the same module replaces the earlier definition: that module
+    ran again (``importlib.reload``, a fresh import, a notebook cell re-run). The same id from
+    another module is a clash and raises ValueError.
+    """
+    if not isinstance(exercise, Exercise):
+        raise TypeError(f"exercise: expected a companion.grading.Exercise, got "
+                        f"{type(exercise).__name__}")
+    # the caller's module, found the way collections.namedtuple finds its __module__
+    origin = sys._getframe(1).f_globals.get("__name__", "?")
+    earlier = _ORIGIN.get(exercise.id)
+    if earlier is not None and earlier != origin:
+        raise ValueError(f"exercise: {exercise.id} is registered twice, by {earlier} and by "
+                         f"{origin}")
     _REGISTRY[exercise.id] = exercise
+    _ORIGIN[exercise.id] = origin
+    _solved.cache_clear()
     return exercise
 
 
 def _load() -> None:
+    """Import every exercise module; after a reload of this module, run again those that
+    registered into the old registry."""
     global _LOADED
     if _LOADED:
         return
     import companion.exercises as pkg
 
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"{pkg.__name__}.{info.name}")
+        if info.name.startswith("_"):
+            continue
+        name = f"{pkg.__name__}.{info.name}"
+        module = sys.modules.get(name)
+        if (module is not None and name in _REGISTERED_BEFORE_RELOAD
+                and name not in _ORIGIN.values()):
+            importlib.reload(module)
+        else:
+            importlib.import_module(name)
     _LOADED = True
 
 
