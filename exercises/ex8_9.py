@@ -81,10 +81,11 @@ memory_mib = total_s = gpu_s = best = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("8-9", "a-memory-E", memory_mib, seed=SEED)
-assert grading.check("8-9", "a-total-E", total_s, seed=SEED)
-assert grading.check("8-9", "a-gpu-E", gpu_s, seed=SEED)
-assert grading.check("8-9", "a-best", best, seed=SEED)
+with grading.checks():
+    grading.check("8-9", "a-memory-E", memory_mib, seed=SEED)
+    grading.check("8-9", "a-total-E", total_s, seed=SEED)
+    grading.check("8-9", "a-gpu-E", gpu_s, seed=SEED)
+    grading.check("8-9", "a-best", best, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -100,9 +101,10 @@ best_small = total_short_s = best_short = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "bc_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("8-9", "b-best-small", best_small, seed=SEED)
-assert grading.check("8-9", "c-total-E-short", total_short_s, seed=SEED)
-assert grading.check("8-9", "c-best-short", best_short, seed=SEED)
+with grading.checks():
+    grading.check("8-9", "b-best-small", best_small, seed=SEED)
+    grading.check("8-9", "c-total-E-short", total_short_s, seed=SEED)
+    grading.check("8-9", "c-best-short", best_short, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "bc_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -119,10 +121,11 @@ late_b = ontime_e = good_e = better = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "d_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("8-9", "d-late-B", late_b, seed=SEED)
-assert grading.check("8-9", "d-ontime-E", ontime_e, seed=SEED)
-assert grading.check("8-9", "d-good-E", good_e, seed=SEED)
-assert grading.check("8-9", "d-better", better, seed=SEED)
+with grading.checks():
+    grading.check("8-9", "d-late-B", late_b, seed=SEED)
+    grading.check("8-9", "d-ontime-E", ontime_e, seed=SEED)
+    grading.check("8-9", "d-good-E", good_e, seed=SEED)
+    grading.check("8-9", "d-better", better, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "d_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

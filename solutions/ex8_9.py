@@ -93,10 +93,11 @@ best = calc.best_scheme(schemes, **setting) or "none"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("8-9", "a-memory-E", memory_mib, seed=SEED)
-assert grading.check("8-9", "a-total-E", total_s, seed=SEED)
-assert grading.check("8-9", "a-gpu-E", gpu_s, seed=SEED)
-assert grading.check("8-9", "a-best", best, seed=SEED)
+with grading.checks():
+    grading.check("8-9", "a-memory-E", memory_mib, seed=SEED)
+    grading.check("8-9", "a-total-E", total_s, seed=SEED)
+    grading.check("8-9", "a-gpu-E", gpu_s, seed=SEED)
+    grading.check("8-9", "a-best", best, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -126,9 +127,10 @@ print(best_small, best_short)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "bc_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("8-9", "b-best-small", best_small, seed=SEED)
-assert grading.check("8-9", "c-total-E-short", total_short_s, seed=SEED)
-assert grading.check("8-9", "c-best-short", best_short, seed=SEED)
+with grading.checks():
+    grading.check("8-9", "b-best-small", best_small, seed=SEED)
+    grading.check("8-9", "c-total-E-short", total_short_s, seed=SEED)
+    grading.check("8-9", "c-best-short", best_short, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "bc_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -166,10 +168,11 @@ print(f"window {window_s:.2f} s; B late {late_b}, E on time {ontime_e}; "
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "d_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("8-9", "d-late-B", late_b, seed=SEED)
-assert grading.check("8-9", "d-ontime-E", ontime_e, seed=SEED)
-assert grading.check("8-9", "d-good-E", good_e, seed=SEED)
-assert grading.check("8-9", "d-better", better, seed=SEED)
+with grading.checks():
+    grading.check("8-9", "d-late-B", late_b, seed=SEED)
+    grading.check("8-9", "d-ontime-E", ontime_e, seed=SEED)
+    grading.check("8-9", "d-good-E", good_e, seed=SEED)
+    grading.check("8-9", "d-better", better, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "d_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
