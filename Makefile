@@ -65,8 +65,8 @@ execute: $(STAMP)
 exercises: $(STAMP)
 	$(PY) tools/make_exercises.py
 
-## Import solutions/ into a throwaway nbgrader course (own venv under /tmp) and autograde a
-## full and a blank submission: full marks vs zero.
+## Import all 22 solutions/ into a throwaway nbgrader course (own venv under /tmp) and autograde
+## the solutions, nbgrader's blank release and exercises/: full marks, zero, zero.
 NBGRADER_VENV ?= /tmp/nbgrader-venv
 nbgrader-check: $(STAMP)
 	NBGRADER_VENV=$(NBGRADER_VENV) tools/nbgrader_check.sh
