@@ -21,13 +21,13 @@ if [ "$#" -gt 0 ]; then
 else
     NOTEBOOKS=("$ROOT"/solutions/ex*.ipynb)
 fi
-START=$SECONDS
 
 if [ ! -x "$VENV/bin/nbgrader" ]; then
     echo "creating $VENV with nbgrader and the companion (first run only)"
     "$PYTHON" -m venv "$VENV"
     "$VENV/bin/pip" install -q -e "$ROOT[instructor]"
 fi
+START=$SECONDS          # the time reported below is the check's, not the venv's creation
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 FOUND="$("$VENV/bin/python" -c 'import companion; print(companion.__file__)')"
 case "$FOUND" in
