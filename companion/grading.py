@@ -29,6 +29,7 @@ import math
 import numbers
 import pkgutil
 import re
+import reprlib
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -340,13 +341,16 @@ def _entry(answers, key, part: Part):
                           f"{as_text[0]!r} instead: use the keys of the given data ({key!r}, "
                           f"not {as_text[0]!r})")
         return None, None
-    if (isinstance(answers, (str, bytes)) or not hasattr(answers, "__getitem__")
-            or not hasattr(answers, "__len__")):
+    try:
+        length = None if isinstance(answers, (str, bytes)) else len(answers)
+    except TypeError:                     # no len(): a number, a 0-d array, ...
+        length = None
+    if length is None or not hasattr(answers, "__getitem__"):
         return None, (f"answer: part ({part.name}) wants a dict or list with an entry for "
-                      f"{key!r}, got {type(answers).__name__} {answers!r}")
+                      f"{key!r}, got {type(answers).__name__} {reprlib.repr(answers)}")
     if not isinstance(key, numbers.Integral) or isinstance(key, bool):
         raise TypeError(f"key: a list is indexed by a whole number, got {key!r}")
-    if -len(answers) <= key < len(answers):
+    if -length <= key < length:
         return answers[key], None
     return None, None
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import jupytext
 import nbformat
+import numpy as np
 import pytest
 from jupytext.config import load_jupytext_config
 
@@ -61,6 +62,7 @@ def test_key_looks_the_entry_up_and_grades_it():
     reads = {(2048, 1): _answer("8-1", "a-short-b1")}
     assert grading.check("8-1", "a-short-b1", reads, key=(2048, 1), quiet=True)
     assert grading.check("8-3", "b-indep-b8", [0.0, right], key=1, quiet=True)
+    assert grading.check("8-3", "b-indep-b8", np.array([0.0, right]), key=-1, quiet=True)
 
 
 @pytest.mark.parametrize("answers,key", [
@@ -83,7 +85,8 @@ def test_keys_given_as_text_get_a_hint():
     assert result.message.startswith("answer:") and "(8, not '8')" in result.message
 
 
-@pytest.mark.parametrize("answers", [3.0, "9504", True], ids=["number", "text", "bool"])
+@pytest.mark.parametrize("answers", [3.0, "9504", True, np.float64(2.0), np.array(2.0)],
+                         ids=["number", "text", "bool", "numpy-scalar", "0-d-array"])
 def test_a_container_of_the_wrong_type_gets_a_message(answers):
     result = grading.check("8-3", "b-indep-b8", answers, key=8, quiet=True)
     assert not result.ok and result.answered
