@@ -23,7 +23,7 @@ from jupytext.config import load_jupytext_config
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = ("notebooks", "solutions")
+FOLDERS = ("notebooks", "solutions", "dashboards")
 
 
 def sources(args: list[str]) -> list[Path]:
