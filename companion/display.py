@@ -4,8 +4,8 @@ NumPy picks SIMD kernels by CPU at run time (and OpenBLAS picks its own), so ``n
 ``np.power``, BLAS-reduced sums and friends can differ in the last bits between machines. A
 figure's JSON then differs in the 16th digit and strict nbval, which compares plotly JSON
 verbatim, fails on a machine that computes correctly. The one remedy for the whole companion:
-every float of a figure is rounded to ``SIGNIFICANT_DIGITS`` significant digits (far below
-what the eye or a hover label resolves, far above the last-bit noise) on its way into a
+every float of a figure is rounded to ``SIGNIFICANT_DIGITS`` significant digits (finer than
+the eye or a hover label resolves, far coarser than last-bit noise) on its way into a
 notebook.
 
 - ``round_floats(value)``: any JSON-like value (dicts, lists, tuples, floats, numpy arrays and
@@ -59,17 +59,20 @@ def _digits(digits) -> int:
 
 def round_float(x: float, digits: int = SIGNIFICANT_DIGITS) -> float:
     """``x`` rounded to ``digits`` significant digits (NaN and infinities unchanged)."""
-    x = float(x)
+    return _round_float(float(x), _digits(digits))
+
+
+def _round_float(x: float, digits: int) -> float:
     if not math.isfinite(x) or x == 0.0:
         return x
-    return float(format(x, f".{_digits(digits)}g"))
+    return float(format(x, f".{digits}g"))
 
 
 def _round_typed_array(spec: dict, digits: int) -> dict:
     import numpy as np
 
     values = np.frombuffer(base64.b64decode(spec["bdata"]), dtype=_FLOAT_DTYPES[spec["dtype"]])
-    rounded = np.array([round_float(x, digits) for x in values.tolist()], dtype="<f8")
+    rounded = np.array([_round_float(x, digits) for x in values.tolist()], dtype="<f8")
     # float32 data comes back as float64: its rounded decimal values are not float32 numbers
     return dict(spec, dtype="f8", bdata=base64.b64encode(rounded.tobytes()).decode("ascii"))
 
@@ -82,24 +85,27 @@ def round_floats(value, digits: int = SIGNIFICANT_DIGITS):
     a dataclass instance comes back as a copy with its fields rounded (so that its repr prints
     rounded numbers). Integers, booleans, strings and None are returned unchanged.
     """
-    digits = _digits(digits)
-    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
-        return value
+    return _round(value, _digits(digits))
+
+
+def _round(value, digits: int):
     if isinstance(value, float):
-        return round_float(value, digits)
+        return _round_float(value, digits)
+    if isinstance(value, (bool, int, str)) or value is None:
+        return value
     if isinstance(value, dict):
         if value.get("dtype") in _FLOAT_DTYPES and isinstance(value.get("bdata"), str):
             return _round_typed_array(value, digits)
-        return {k: round_floats(v, digits) for k, v in value.items()}
+        return {k: _round(v, digits) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        items = [round_floats(v, digits) for v in value]
+        items = [_round(v, digits) for v in value]
         return items if isinstance(value, list) else tuple(items)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        changes = {f.name: round_floats(getattr(value, f.name), digits)
+        changes = {f.name: _round(getattr(value, f.name), digits)
                    for f in dataclasses.fields(value) if f.init}
         return dataclasses.replace(value, **changes)
     if hasattr(value, "tolist") and hasattr(value, "dtype"):  # numpy array or scalar
-        return round_floats(value.tolist(), digits)
+        return _round(value.tolist(), digits)
     return value
 
 
@@ -148,11 +154,11 @@ def _renderer_class():
 
         def __init__(self, config=None, digits=SIGNIFICANT_DIGITS):
             super().__init__(config=config)
-            self.digits = digits
+            self.digits = _digits(digits)
 
         def to_mimebundle(self, fig_dict):
             bundle = super().to_mimebundle(fig_dict)
-            return {mime: round_floats(value, self.digits) if mime == PLOTLY_MIME else value
+            return {mime: _round(value, self.digits) if mime == PLOTLY_MIME else value
                     for mime, value in bundle.items()}
 
     return RoundedPlotlyRenderer
