@@ -1,5 +1,6 @@
-"""Helpers every figure module shares: plotly imported on first use, a titled figure in the
-companion's template, seconds to milliseconds for an axis."""
+"""Helpers every figure module shares: plotly imported on first use (with the rounding
+renderer of ``companion.display``), a titled figure in the companion's template, seconds to
+milliseconds for an axis."""
 
 from __future__ import annotations
 
@@ -8,9 +9,13 @@ from companion import units
 
 def plotly_go():
     """``plotly.graph_objects``, imported only when a figure is built (``import companion``
-    stays free of plotting libraries)."""
+    stays free of plotting libraries), with the companion's rounding renderer installed so
+    that the figure reaches a notebook with CPU-independent numbers (``companion.display``)."""
     import plotly.graph_objects as go
 
+    from companion import display
+
+    display.install()
     return go
 
 
