@@ -12,9 +12,9 @@ it fails: CI must be able to run the course.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
+import runpy
 import signal
 import subprocess
 import uuid
@@ -26,14 +26,6 @@ ROOT = Path(__file__).resolve().parents[1]
 COURSE_ENV = Path(os.environ.get("COURSE_ENV", ROOT / ".state" / "course-env"))
 ARTIFACTS = ROOT / "artifacts" / "course-check"
 MISSING_PREREQUISITE = 3  # tools/course_env.sh's exit status for "cannot be set up here"
-
-
-def _course_check_module():
-    spec = importlib.util.spec_from_file_location("course_check",
-                                                  ROOT / "tools" / "course_check.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _tail(text: str, lines: int = 80) -> str:
@@ -70,7 +62,8 @@ def test_course_cycle_through_jupyterhub():
         pytest.fail(f"the course check ran past 900 s:\n{_tail(output)}")
     finally:
         # a backstop: the check cleans up after itself; nothing with its marker may survive it
-        leftovers = _course_check_module().kill_marked(run_id)
+        kill_marked = runpy.run_path(str(ROOT / "tools" / "course_check.py"))["kill_marked"]
+        leftovers = kill_marked(run_id)
     (ARTIFACTS / "output.txt").write_text(output)
 
     failure = [line for line in output.splitlines() if line.startswith("COURSE CHECK FAILED")]
