@@ -660,6 +660,7 @@ def main(argv=None) -> int:
         print(f"COURSE CHECK FAILED in step 'setup': no JupyterHub in {env_dir}/venv; run "
               f"tools/course_env.sh {env_dir}")
         return 1
+    (ARTIFACTS / "hub.log").unlink(missing_ok=True)  # a log there belongs to this run's failure
     run_id = os.environ.get(MARKER) or uuid.uuid4().hex
     work = Path(tempfile.mkdtemp(prefix="course-check-"))
     hub = Hub(env_dir, work, run_id)
