@@ -28,13 +28,15 @@ export XDG_CONFIG_HOME         := $(STATE)/xdg-config
 export XDG_CACHE_HOME          := $(STATE)/xdg-cache
 export npm_config_cache        := $(STATE)/npm-cache
 export MPLBACKEND              := Agg
+# JupyterHub + nbgrader venv and the npm proxy of the course check (tools/course_env.sh)
+export COURSE_ENV              ?= $(STATE)/course-env
 export PYTHONHASHSEED          := 0
 
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with=nbval_sanitize.cfg
 NOTEBOOK_DIRS := notebooks solutions exercises dashboards
 
 .PHONY: setup setup-latest lock lab dashboard test test-fast test-dispatch execute exercises \
-        bench nbgrader-check clean
+        bench nbgrader-check course-env course-check clean
 
 ifeq ($(LATEST),1)
 # the unpinned path: newest releases that pyproject.toml allows (may fail; see README)
@@ -125,6 +127,17 @@ exercises: $(STAMP)
 NBGRADER_VENV ?= /tmp/nbgrader-venv
 nbgrader-check: $(STAMP)
 	NBGRADER_VENV=$(NBGRADER_VENV) tools/nbgrader_check.sh
+
+## JupyterHub, nbgrader and configurable-http-proxy for the course check (created on first use).
+course-env:
+	mkdir -p $(STATE)
+	tools/course_env.sh $(COURSE_ENV)
+
+## A whole course through a real JupyterHub: release, fetch, work, submit, collect, autograde,
+## feedback, with one instructor and two students (also part of `make test`; deploy/README.md).
+course-check: course-env
+	$(COURSE_ENV)/venv/bin/python tools/course_check.py --env $(COURSE_ENV) \
+	  --summary artifacts/course-check/summary.json
 
 ## Print the benchmark figures (nothing is asserted).
 bench: $(STAMP)
