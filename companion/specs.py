@@ -7,8 +7,6 @@ which is looked up by row). See 8.1.2, footnote 1 of Chapter 8, and Chapter 17's
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass, field, replace
 
 from companion import _validate as v
@@ -431,47 +429,10 @@ RDMA_400G_BYTES_PER_S = 50e9       # 400 Gb/s (Ch. 17 §8)
 
 def model_from_hf_config(path_or_dict, *, name: str | None = None,
                          bytes_per_param: float = 2.0) -> Model:
-    """Build a Model from a Hugging Face ``config.json`` (a path or an already-loaded dict).
-
-    Reads num_hidden_layers, hidden_size, num_attention_heads, num_key_value_heads (absent means
-    MHA, as in Hugging Face's Llama config), head_dim (else hidden_size / num_attention_heads),
-    intermediate_size, vocab_size, tie_word_embeddings. The parameter count is derived for a
-    Llama/Qwen-style dense model (SwiGLU MLP, RMSNorm; q/k norms when the model_type is qwen3).
-    A missing required field raises ValueError naming it.
+    """Build a Model from a Hugging Face ``config.json``: a path (file or folder), a dict, or the
+    pasted JSON text. Counted exactly per model type (MoE, MLA, sliding windows, tied
+    embeddings, biases, extra norms); see ``companion.models.model_from_hf_config``. A missing
+    required field raises ValueError naming it.
     """
-    if isinstance(path_or_dict, (str, os.PathLike)):
-        with open(path_or_dict, encoding="utf-8") as f:
-            cfg = json.load(f)
-        default_name = os.path.basename(os.path.dirname(os.path.abspath(path_or_dict))) or "model"
-    elif isinstance(path_or_dict, dict):
-        cfg = path_or_dict
-        default_name = "model"
-    else:
-        raise TypeError(f"path_or_dict: expected a path to config.json or a dict, got "
-                        f"{type(path_or_dict).__name__}")
-
-    def need(key):
-        if key not in cfg or cfg[key] is None:
-            raise ValueError(f"config.json: missing required field {key!r}")
-        return cfg[key]
-
-    n_layers = v.count("num_hidden_layers", need("num_hidden_layers"))
-    hidden = v.count("hidden_size", need("hidden_size"))
-    n_heads = v.count("num_attention_heads", need("num_attention_heads"))
-    n_kv = v.count("num_key_value_heads", cfg.get("num_key_value_heads") or n_heads)
-    if cfg.get("head_dim") is not None:
-        head_dim = v.count("head_dim", cfg["head_dim"])
-    else:
-        if hidden % n_heads:
-            raise ValueError(f"head_dim: missing, and hidden_size={hidden} is not divisible by "
-                             f"num_attention_heads={n_heads}")
-        head_dim = hidden // n_heads
-    intermediate = v.count("intermediate_size", need("intermediate_size"))
-    vocab = v.count("vocab_size", need("vocab_size"))
-    tie = bool(cfg.get("tie_word_embeddings", False))
-    qk_norm = str(cfg.get("model_type", "")).startswith("qwen3")
-    label = name or cfg.get("_name_or_path") or default_name
-    return _dense_model(label, n_layers=n_layers, hidden=hidden, n_heads=n_heads, n_kv_heads=n_kv,
-                        head_dim=head_dim, intermediate=intermediate, vocab=vocab, tie=tie,
-                        qk_norm=qk_norm, bytes_per_param=bytes_per_param,
-                        source="derived from a Hugging Face config.json")
+    from companion.models import model_from_hf_config as _from_config  # models imports specs
+    return _from_config(path_or_dict, name=name, bytes_per_param=bytes_per_param)

@@ -155,13 +155,14 @@ def kv_format_bytes_per_value(model: Model, fmt: str) -> float:
     """Average stored bytes per KV value in ``fmt``, scales included (8.4.2).
 
     Groups run along head_dim, so a head row of d values takes ceil(d / g) groups:
-    bytes per value = ceil(d / g) x group_bytes / d. Qwen3-8B (d = 128): q8_0 34/32, q4_0 18/32,
+    bytes per value = ceil(d / g) x group_bytes / d (for MLA the row is the 576-value latent). Qwen3-8B (d = 128): q8_0 34/32, q4_0 18/32,
     i.e. 34/64 and 18/64 of BF16.
     """
     m = _model(model)
     f = v.choice("fmt", fmt, QUANT_FORMATS)
     group, group_bytes = QUANT_FORMATS[f]
-    return math.ceil(m.head_dim / group) * group_bytes / m.head_dim
+    row = m.kv_row_values  # a head's head_dim, or MLA's latent + rope key
+    return math.ceil(row / group) * group_bytes / row
 
 
 def kv_quantized_bytes(model: Model, tokens: int, fmt: str, *, block_tokens: int = 16):

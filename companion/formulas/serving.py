@@ -12,8 +12,9 @@ from functools import lru_cache
 from companion import _validate as v
 from companion.formulas.batching import lifecycle_request_time_s
 from companion.formulas.compression import kv_format_bytes_per_value
-from companion.formulas.core import (QUANT_FORMATS, _hardware, _model, kv_bytes_per_token,
-                                     prefill_flops, read_bytes_per_output_token)
+from companion.formulas.core import (QUANT_FORMATS, _hardware, _model, _streamed_bytes_at_batch,
+                                     kv_bytes_per_token, prefill_flops,
+                                     read_bytes_per_output_token)
 from companion.formulas.kv_management import prefix_shared_kv_bytes
 from companion.formulas.speculative import DECODE_ROUND_S_BATCH1_2K, verification_flops
 from companion.specs import QWEN3_8B, RTX_PRO_6000, Hardware, Model
@@ -204,8 +205,10 @@ def round_read_bytes(model: Model, batch: int, context_tokens: int, *,
     if p > L:
         raise ValueError(f"shared_prefix_tokens: {p} exceeds context_tokens={L}")
     k = kv_bytes_per_token(model, bytes_per_value)
-    # b x (D_w / b + (L - P) k) for the private parts, plus the prefix read once
-    return b * read_bytes_per_output_token(model.streamed_weight_bytes, b, L - p, k) + p * k
+    # b x (D_w / b + (L - P) k) for the private parts, plus the prefix read once; an MoE's D_w
+    # is the part the batch touches
+    d_w = _streamed_bytes_at_batch(_model(model), b)
+    return b * read_bytes_per_output_token(d_w, b, L - p, k) + p * k
 
 
 def read_time_at_mbu(read_bytes: float, hardware: Hardware, efficiency: float = 1.0) -> float:
