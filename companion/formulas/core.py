@@ -61,10 +61,11 @@ def kv_tokens_allocated(tokens: int, block_tokens: int = 16) -> int:
 
 
 def _held_token_layers(m: Model, tokens: int, block_tokens: int) -> int:
-    """Sum over layers of the token slots each keeps: the whole context or its window."""
+    """Sum over layers of the token slots each keeps: the whole context, or in a sliding layer
+    the last W - 1 tokens (the next token attends to those and itself: W)."""
     if m.sliding_window is None:
         return m.n_layers * kv_tokens_allocated(tokens, block_tokens)
-    return sum(kv_tokens_allocated(tokens if w is None else min(tokens, w), block_tokens)
+    return sum(kv_tokens_allocated(tokens if w is None else min(tokens, w - 1), block_tokens)
                for w in m.layer_windows)
 
 
@@ -72,7 +73,7 @@ def kv_bytes(model: Model, tokens: int, *, block_tokens: int = 16, bytes_per_val
     """KV bytes for ``tokens`` tokens, rounded up to whole blocks (``block_tokens=1``: no rounding).
 
     2048 tokens of Qwen3-8B: 288 MiB; 2304 (= 2048 + 255 rounded to 16): 324 MiB (8.1.2).
-    Sliding-window layers keep at most their window (see ``kv_bytes_at_context``).
+    Sliding-window layers keep at most W - 1 tokens (see ``kv_bytes_at_context``).
     """
     m = _model(model)
     held = _held_token_layers(m, v.tokens("tokens", tokens), block_tokens)
@@ -81,14 +82,14 @@ def kv_bytes(model: Model, tokens: int, *, block_tokens: int = 16, bytes_per_val
 
 
 def kv_bytes_at_context(model: Model, context_tokens: int, *, bytes_per_value: float = 2):
-    """KV one sequence holds at a context length: sum over layers of min(L, window) x values.
+    """KV one sequence holds after L tokens: sum over layers of min(L, W - 1) x values.
 
-    Full-attention layers keep all L tokens, a sliding layer only its window W (the cache
-    transformers keeps for such a layer has W tokens once L >= W; checked in
-    tests/test_models.py against tools/reference_counts.py). Without windows this is
-    L x ``kv_bytes_per_token``. Gemma-2-style alternating layers therefore cost about half of
-    a full cache at long context; Mistral-7B-v0.1's 4096-token window caps the whole cache.
-    No block rounding (use ``kv_bytes`` for paged blocks).
+    Full-attention layers keep all L tokens; a layer with a sliding window W keeps the last
+    W - 1, which the next token attends to together with itself (transformers' sliding cache
+    holds exactly that; tests/test_models.py checks it against tools/reference_counts.py).
+    Without windows this is L x ``kv_bytes_per_token``. Gemma-2-style alternating layers cost
+    about half of a full cache at long context; Mistral-7B-v0.1's 4096-token window caps the
+    whole cache at 4095 tokens. No block rounding (use ``kv_bytes`` for paged blocks).
     """
     return kv_bytes(model, v.tokens("context_tokens", context_tokens), block_tokens=1,
                     bytes_per_value=bytes_per_value)
