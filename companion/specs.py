@@ -435,4 +435,9 @@ def model_from_hf_config(path_or_dict, *, name: str | None = None,
     required field raises ValueError naming it.
     """
     from companion.models import model_from_hf_config as _from_config  # models imports specs
-    return _from_config(path_or_dict, name=name, bytes_per_param=bytes_per_param)
+    try:
+        return _from_config(path_or_dict, name=name, bytes_per_param=bytes_per_param)
+    except (TypeError, ValueError) as e:
+        if str(e).startswith("path_or_config:"):  # name this function's own parameter
+            raise type(e)("path_or_dict:" + str(e)[len("path_or_config:"):]) from None
+        raise

@@ -14,8 +14,8 @@ For each config in companion/data/hf_configs/ it records
 - buffers_not_counted: persistent buffers that are not parameters (DeepSeek-V3's router bias);
 - mla_latent_width: for MLA models, kv_a_proj_with_mqa's output width (latent + rope key);
 - kv_probe: a real forward on CPU through a shrunken copy of the config (hidden size,
-  intermediate sizes and vocabulary made tiny; layers, KV heads, head widths and windows kept,
-  windows shortened so that a short prompt passes them), with the bytes the returned cache
+  intermediate sizes, vocabulary, experts and query heads made small; layers, KV heads, head
+  widths and which layers slide kept, windows shortened so that a short prompt passes them), with the bytes the returned cache
   holds at each probed context. The shrunken config is stored so the test can feed the very
   same dict to companion.models.model_from_hf_config.
 """
@@ -72,7 +72,9 @@ def shrunken(raw: dict) -> dict:
     kv = cfg.get("num_key_value_heads") or heads
     if "kv_lora_rank" in cfg:  # MLA: fewer heads keep kv_b_proj small
         heads = kv = min(heads, PROBE_MAX_HEADS)
-        cfg["num_key_value_heads"] = kv
+    else:  # the cache depends on the KV heads, not on how many query heads share them
+        heads = kv
+    cfg["num_key_value_heads"] = kv
     cfg["num_attention_heads"] = heads
     if "head_dim" not in cfg and "kv_lora_rank" not in cfg:
         cfg["head_dim"] = raw["hidden_size"] // raw["num_attention_heads"]
