@@ -13,9 +13,11 @@ This module is the public face; the formulas live in topic modules under
   performance    17 §1-§6, §9-§10: hierarchy, roofline, KV sizing, paging, batching, MBU/MFU, levers
   parallelism    17 §7-§8: tensor/pipeline parallelism, placement, disaggregated pools,
                  KV-aware routing; the interview's batch-size window
+  moe            mixture-of-experts: experts a batch touches, streamed bytes vs batch, active
+                 parameters
 """
 
-from companion.formulas import (batching, compression, core, kv_management, parallelism,
+from companion.formulas import (batching, compression, core, kv_management, moe, parallelism,
                                 performance, serving, speculative)
 from companion.formulas.core import *  # noqa: F401,F403
 from companion.formulas.batching import *  # noqa: F401,F403
@@ -25,7 +27,8 @@ from companion.formulas.speculative import *  # noqa: F401,F403
 from companion.formulas.serving import *  # noqa: F401,F403
 from companion.formulas.performance import *  # noqa: F401,F403
 from companion.formulas.parallelism import *  # noqa: F401,F403
+from companion.formulas.moe import *  # noqa: F401,F403
 
 _MODULES = (core, batching, kv_management, compression, speculative, serving, performance,
-            parallelism)
+            parallelism, moe)
 __all__ = [name for module in _MODULES for name in module.__all__]

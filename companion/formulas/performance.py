@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 
 from companion import _validate as v
-from companion.formulas.core import (_hardware, _model, attainable_flops, decode_step_parts,
+from companion.formulas.core import (_hardware, _model, _streamed_bytes_at_batch, attainable_flops,
+                                     decode_step_parts,
                                      decode_step_time, kv_bytes, kv_bytes_per_token, matrix_flops,
                                      max_concurrent, mbu, mfu, read_bytes_per_output_token,
                                      ridge_point, speculative_expected_tokens,
@@ -143,7 +144,9 @@ def _pass_intensity(model: Model, tokens: int, kv_tokens: int, kv_bytes_per_valu
     flops = matrix_flops(model, tokens, include_lm_head=True)
     k = kv_bytes_per_token(model, kv_bytes_per_value)
     # read_bytes_per_output_token gives D_w / b + L k per token; x b is the pass's bytes
-    read = read_bytes_per_output_token(model.streamed_weight_bytes, tokens, kv_tokens, k) * tokens
+    # an MoE reads the experts these tokens touch (all of D_w for a dense model)
+    weights = _streamed_bytes_at_batch(model, tokens)
+    read = read_bytes_per_output_token(weights, tokens, kv_tokens, k) * tokens
     return flops / read
 
 

@@ -10,10 +10,11 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from companion import _validate as v
-from companion.formulas.batching import lifecycle_request_time_s
+from companion.formulas.batching import INSTANCE_MEM_BYTES, lifecycle_request_time_s
 from companion.formulas.compression import kv_format_bytes_per_value
-from companion.formulas.core import (QUANT_FORMATS, _hardware, _model, kv_bytes_per_token,
-                                     prefill_flops, read_bytes_per_output_token)
+from companion.formulas.core import (QUANT_FORMATS, _hardware, _model, _streamed_bytes_at_batch,
+                                     kv_bytes_per_token, prefill_flops,
+                                     read_bytes_per_output_token)
 from companion.formulas.kv_management import prefix_shared_kv_bytes
 from companion.formulas.speculative import DECODE_ROUND_S_BATCH1_2K, verification_flops
 from companion.specs import QWEN3_8B, RTX_PRO_6000, Hardware, Model
@@ -26,6 +27,7 @@ __all__ = [
     "time_at_mfu", "measured_prefill_mfu", "decode_efficiency_table", "round_time_from_reads",
     "prefix_shifted_round_s",
     "Scheme", "SchemeResult", "SCHEMES", "scheme_result", "compare_schemes", "best_scheme",
+    "instance_kv_budget_bytes", "schemes_for_model",
     "per_qualifying_result", "staged_task_time", "staged_task_speedup", "staged_break_even_s",
 ]
 
@@ -204,8 +206,10 @@ def round_read_bytes(model: Model, batch: int, context_tokens: int, *,
     if p > L:
         raise ValueError(f"shared_prefix_tokens: {p} exceeds context_tokens={L}")
     k = kv_bytes_per_token(model, bytes_per_value)
-    # b x (D_w / b + (L - P) k) for the private parts, plus the prefix read once
-    return b * read_bytes_per_output_token(model.streamed_weight_bytes, b, L - p, k) + p * k
+    # b x (D_w / b + (L - P) k) for the private parts, plus the prefix read once; an MoE's D_w
+    # is the part the batch touches
+    d_w = _streamed_bytes_at_batch(_model(model), b)
+    return b * read_bytes_per_output_token(d_w, b, L - p, k) + p * k
 
 
 def read_time_at_mbu(read_bytes: float, hardware: Hardware, efficiency: float = 1.0) -> float:
@@ -526,6 +530,63 @@ def best_scheme(schemes=None, **kwargs) -> str | None:
     if not feasible:
         return None
     return min(feasible, key=lambda r: r.gpu_s_per_result).name
+
+
+# --- the comparison for another model (what is the model's, what is the chapter's measurement) --
+
+def instance_kv_budget_bytes(model: Model, *, instance_bytes: float = INSTANCE_MEM_BYTES,
+                             reference_model: Model = QWEN3_8B,
+                             reference_instance_bytes: float = INSTANCE_MEM_BYTES,
+                             reference_kv_budget_bytes: float = EXAMPLE_KV_BUDGET_BYTES) -> float:
+    """KV budget a model leaves on an instance: M - W - workspace (8.1.2, 8.6.3).
+
+    The workspace (activations, graphs, allocator slack) is what the chapter's instance keeps
+    besides Qwen3-8B's weights and its 12 GiB of KV: 32 GiB - 15.26 GiB - 12 GiB = 4.74 GiB,
+    taken as the same for the other model and instance. Negative: the weights do not fit.
+    """
+    m, ref = _model(model), _model(reference_model)
+    instance = v.positive("instance_bytes", instance_bytes)
+    ref_instance = v.positive("reference_instance_bytes", reference_instance_bytes)
+    ref_budget = v.positive("reference_kv_budget_bytes", reference_kv_budget_bytes)
+    workspace = ref_instance - ref.weight_bytes - ref_budget
+    return instance - m.weight_bytes - workspace
+
+
+def schemes_for_model(model: Model, schemes=None, *, reference_model: Model = QWEN3_8B,
+                      batch: int = EXAMPLE_BATCH, prompt_tokens: int = EXAMPLE_PROMPT_TOKENS,
+                      shared_prefix_tokens: int = EXAMPLE_PREFIX_TOKENS) -> dict:
+    """Schemes A-E with their measured decode rounds moved to another model (8.6.3).
+
+    A measured round (B, D, E: 27.35 ms for Qwen3-8B) becomes measured + T(read of the model) -
+    T(read of Qwen3-8B), T being Experiment 8-1's bytes-to-round-time table of this card
+    (``round_time_from_reads``) and the read the scheme's (``round_read_bytes``: its weights,
+    an MoE's touched experts, and its KV layout). Schemes without a measured round (A, C) are
+    interpolated on the new read as the chapter does. The draft's memory, its prefill share and
+    the tokens per round stay the chapter's (Experiment 8-5's draft for Qwen3-8B), an
+    assumption the caller should state. Returns {name: Scheme}.
+    """
+    m, ref = _model(model), _model(reference_model)
+    chosen = list(SCHEMES.values()) if schemes is None else list(v.sequence("schemes", schemes))
+    b = v.count("batch", batch)
+    L = v.tokens("prompt_tokens", prompt_tokens, minimum=1)
+    prefix = v.tokens("shared_prefix_tokens", shared_prefix_tokens)
+    if prefix > L:
+        raise ValueError(f"shared_prefix_tokens: {prefix} exceeds prompt_tokens={L}")
+    out = {}
+    for s in chosen:
+        s = v.instance("schemes", s, Scheme, "a companion.calc.Scheme")
+        if s.base_round_s is None:
+            out[s.name] = s
+            continue
+        p = prefix if s.shared_prefix else 0
+
+        def table_s(mod):
+            bpv = kv_format_bytes_per_value(mod, s.kv_format)
+            return round_time_from_reads(round_read_bytes(mod, b, L, bytes_per_value=bpv,
+                                                          shared_prefix_tokens=p))
+
+        out[s.name] = s.with_(base_round_s=s.base_round_s + table_s(m) - table_s(ref))
+    return out
 
 
 # --- cost per qualifying result and stage times (8.6.3, Exercise 8-8) ----------------------

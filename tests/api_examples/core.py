@@ -4,6 +4,7 @@ EXAMPLES = {
     "kv_bytes_per_token": dict(model=QWEN3_8B, bytes_per_value=2),
     "kv_tokens_allocated": dict(tokens=2303, block_tokens=16),
     "kv_bytes": dict(model=QWEN3_8B, tokens=2303, block_tokens=16, bytes_per_value=2),
+    "kv_bytes_at_context": dict(model=QWEN3_8B, context_tokens=8192, bytes_per_value=2),
     "held_tokens": dict(prompt_tokens=2048, output_tokens=256),
     "max_concurrent": dict(kv_budget_bytes=12 * 2**30, model=QWEN3_8B, prompt_tokens=8192,
                            output_tokens=256, shared_prefix_tokens=6144, block_tokens=16,
@@ -39,6 +40,7 @@ ALLOW = {
     # zero tokens/bytes are meaningful here (an empty prefix, nothing read)
     "kv_tokens_allocated": {"tokens": ["zero"]},
     "kv_bytes": {"tokens": ["zero"]},
+    "kv_bytes_at_context": {"context_tokens": ["zero"]},
     "held_tokens": {"prompt_tokens": ["zero"]},
     "max_concurrent": {"kv_budget_bytes": ["zero"], "shared_prefix_tokens": ["zero"]},
     "read_bytes_per_output_token": {"context_tokens": ["zero"]},
