@@ -25,13 +25,13 @@ export PYTHONHASHSEED          := 0
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with=nbval_sanitize.cfg
 NOTEBOOK_DIRS := notebooks solutions exercises dashboards
 
-.PHONY: setup lab dashboard test test-fast execute exercises bench nbgrader-check clean
+.PHONY: setup lab dashboard test test-fast execute exercises bench nbgrader-check book handout clean
 
 $(STAMP): pyproject.toml
 	mkdir -p $(STATE)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,book]'
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -70,6 +70,17 @@ exercises: $(STAMP)
 NBGRADER_VENV ?= /tmp/nbgrader-venv
 nbgrader-check: $(STAMP)
 	NBGRADER_VENV=$(NBGRADER_VENV) tools/nbgrader_check.sh
+
+## The static, offline book of every notebook (stored outputs, no kernel) in build/book/.
+book: $(STAMP)
+	rm -rf build/book
+	$(VENV)/bin/sphinx-build -b html -q -c book -d build/book-doctrees . build/book
+	@echo "book: build/book/index.html"
+
+## A PDF of the exercises with a chosen seed's data: make handout SEED=3 -> build/handout-seed3.pdf
+SEED ?= 0
+handout: $(STAMP)
+	$(PY) tools/make_handout.py --seed $(SEED) --out build/handout-seed$(SEED).pdf
 
 ## Print the benchmark figures (nothing is asserted).
 bench: $(STAMP)
