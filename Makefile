@@ -72,10 +72,13 @@ nbgrader-check: $(STAMP)
 	NBGRADER_VENV=$(NBGRADER_VENV) tools/nbgrader_check.sh
 
 ## The static, offline book of every notebook (stored outputs, no kernel) in build/book/.
+## A warning fails the build (a broken link, an output it cannot render).
+BOOK_OUT      ?= build/book
+BOOK_DOCTREES ?= build/book-doctrees
 book: $(STAMP)
-	rm -rf build/book
-	$(VENV)/bin/sphinx-build -b html -q -c book -d build/book-doctrees . build/book
-	@echo "book: build/book/index.html"
+	rm -rf $(BOOK_OUT)
+	$(VENV)/bin/sphinx-build -b html -q -W --keep-going -c book -d $(BOOK_DOCTREES) . $(BOOK_OUT)
+	@echo "book: $(BOOK_OUT)/index.html"
 
 ## A PDF of the exercises with a chosen seed's data: make handout SEED=3 -> build/handout-seed3.pdf
 SEED ?= 0

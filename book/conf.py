@@ -52,6 +52,8 @@ html_theme_options = {
     # the theme's header links and icons stay local: no repository or launch buttons
     "use_repository_button": False,
 }
+# a fixed light mode: the theme logs an error on a first visit without a stored mode otherwise
+html_context = {"default_mode": "light"}
 html_static_path = ["_static"]
 html_css_files = ["companion_book.css"]
 html_favicon = "_static/favicon.svg"   # a local one: browsers ask for /favicon.ico otherwise

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import hashlib
+import html as html_lib
 import importlib
 import shutil
 from pathlib import Path
@@ -28,6 +29,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.fileutil import copy_asset_file
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
+EXPLORER_META = "companion_explorer"   # companion.panels._static.META_KEY
 PLOTLY_JS = "plotly/plotly.min.js"
 MATHJAX_ENTRY = "mathjax/tex-chtml.js"
 # what tex-chtml.js loads itself, and lazily (fonts, TeX extensions such as boldsymbol, the
@@ -53,7 +55,30 @@ class PlotlyMimeRenderer:
         div_id = "plotly-" + hashlib.sha1(key.encode()).hexdigest()[:12]
         html = pio.to_html(data.content, include_plotlyjs=False, full_html=False,
                            div_id=div_id, config=PLOTLY_CONFIG, validate=False)
+        explorer = ((data.content.get("layout") or {}).get("meta") or {}).get(EXPLORER_META)
+        if explorer:
+            html = explorer_html(explorer, data.content["layout"], div_id, html)
         return [nodes.raw(text=html, format="html", classes=["output", "text_html"])]
+
+
+def explorer_html(explorer: dict, layout: dict, div_id: str, figure_html: str) -> str:
+    """A static explorer as the live one is laid out: its controls and readout above the
+    figure. The main control is the plotly slider on top of the figure; the others are shown,
+    disabled, at their values; companion_explorer.js swaps the readout as the slider moves."""
+    esc = html_lib.escape
+    active = layout["sliders"][0]["active"]
+    fixed = "".join(
+        f'<div class="companion-explorer-fixed"><label>{esc(c["label"])} '
+        f'<input type="text" value="{esc(c["value"])}" disabled title="{esc(explorer["hint"])}" '
+        f'style="width: {len(c["value"]) + 2}ch">'
+        f'</label> <span class="companion-explorer-hint">{esc(explorer["hint"])}</span></div>'
+        for c in explorer["others"])
+    return (f'<div class="companion-explorer" data-figure="{div_id}">'
+            f'<div class="companion-explorer-top"><div class="companion-explorer-controls">'
+            f'<div class="companion-explorer-main">slider above the figure: '
+            f'<b>{esc(explorer["control"])}</b></div>{fixed}</div>'
+            f'<div class="companion-explorer-readout">{explorer["readouts"][active]}</div>'
+            f'</div>{figure_html}</div>')
 
 
 class QuietUnansweredChecks(SphinxPostTransform):
@@ -115,6 +140,7 @@ def copy_assets(app, exception):
 
 def setup(app):
     app.add_js_file(PLOTLY_JS)
+    app.add_js_file("companion_explorer.js")
     app.config.mathjax_path = MATHJAX_ENTRY
     app.add_post_transform(QuietUnansweredChecks)
     app.add_post_transform(ExercisesFolderLinks)
