@@ -147,13 +147,14 @@ def main(argv: list[str]) -> int:
     if args.seed < 0:
         parser.error(f"--seed: must be 0 or more, got {args.seed}")
     os.environ.setdefault("MPLBACKEND", "Agg")
-    out = args.out or ROOT / "build" / f"handout-seed{args.seed}.pdf"
+    # absolute: Chromium opens the page by its file:// URL
+    out = (args.out or ROOT / "build" / f"handout-seed{args.seed}.pdf").resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     notebooks = []
     for py in exercise_sources(args.only):
         notebooks.append(executed(with_seed(py, args.seed), py))
         print(f"executed {py.relative_to(ROOT)} with SEED = {args.seed}")
-    html_path = args.html or out.with_suffix(".html")
+    html_path = (args.html or out.with_suffix(".html")).resolve()
     html_path.write_text(to_html(joined(notebooks, args.seed)), encoding="utf-8")
     print_pdf(html_path, out)
     if args.html is None:

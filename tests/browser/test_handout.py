@@ -4,6 +4,7 @@ no solution text is in it, and Chromium wrote a multi-page PDF."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -19,8 +20,10 @@ def test_handout_of_two_exercises_for_seed_3(chromium, tmp_path):
     from companion import grading
 
     pdf, page = tmp_path / "handout.pdf", tmp_path / "handout.html"
+    # paths relative to the repository, as `make handout` passes them
     run = subprocess.run([sys.executable, "tools/make_handout.py", "--seed", "3", "--only",
-                          "ex8_1", "ex17_1", "--out", str(pdf), "--html", str(page)],
+                          "ex8_1", "ex17_1", "--out", os.path.relpath(pdf, H.ROOT),
+                          "--html", os.path.relpath(page, H.ROOT)],
                          cwd=H.ROOT, capture_output=True, text=True, timeout=900,
                          env=dict(H.isolated_env(tmp_path / "state"), CHROMIUM_PATH=chromium))
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
