@@ -29,6 +29,7 @@ class KVCapacityPanel(Panel):
         Control("block_tokens", "block size (tokens)", "int", 16, 1, 256, 1),
         Control("kv_budget_gib", "KV budget (GiB)", "float", 12.0, 1.0, 80.0, 0.5),
     )
+    main_control = "prompt_tokens"
     base_layout = {
         "xaxis": {"title": {"text": "prompt length (tokens)"}, "type": "log"},
         "yaxis": {"title": {"text": "requests that fit (reserved for the full output)"}},

@@ -74,6 +74,7 @@ class RequestTimelinePanel(Panel):
                 bt.PREFILL_S / units.ms, 5.0, 3000.0, 1.0),
         Control("deadline_s", "deadline (s)", "float", serving.DEADLINE_S, 1.0, 30.0, 0.5),
     )
+    main_control = "inserted_prefills"
     base_layout = timeline_layout(["alone", "with inserted prefills"])
 
     def compute(self, *, queue_ms, prefill_ms, interval_ms, output_tokens, inserted_prefills,
@@ -140,6 +141,7 @@ class MemoryBudgetPanel(Panel):
         Control("instance_gib", "instance memory C (GiB)", "float",
                 bt.INSTANCE_MEM_BYTES / units.GiB, 8.0, 89.0, 0.5),
     )
+    main_control = "prompt_tokens"
     base_layout = {
         "height": 560, "barmode": "stack",
         "xaxis": {"title": {"text": "memory (GiB)"}, "domain": [0, 1], "anchor": "y"},

@@ -155,6 +155,7 @@ class BatchingTracePanel(Panel):
         Control("prompt_tokens", "prompt (tokens)", "int", TRACE_PROMPT_TOKENS, 16, 4096, 16),
         Control("arrival_gap_ms", "gap between arrivals (ms)", "float", 0.0, 0.0, 500.0, 10.0),
     )
+    main_control = "slots"
     base_layout = {"barmode": "overlay", "height": 620, "legend": {"orientation": "h", "y": -0.1},
                    "uniformtext": {"minsize": 8, "mode": "hide"}}
 
@@ -233,6 +234,7 @@ class ChunkSizePanel(Panel):
         Control("efficiency_pct", "prefill at % of peak", "float",
                 100 * calc.CH17_PREFILL_EFFICIENCY, 10.0, 100.0, 5.0),
     )
+    main_control = "chunk_tokens"
     base_layout = {"height": 480}
 
     def compute(self, *, prompt_tokens, chunk_tokens, decode_step_ms, efficiency_pct) -> View:
@@ -317,6 +319,7 @@ class TensorParallelPanel(Panel):
         Control("pcie_latency_us", "PCIe collective floor (µs)", "float",
                 calc.CH17_COLLECTIVE_LATENCY_PCIE_S / units.us, 5.0, 100.0, 1.0),
     )
+    main_control = "tp"
     base_layout = {"height": 460}
 
     def compute(self, *, model, hardware, tp, batch, context_tokens, nvlink_latency_us,
@@ -376,6 +379,7 @@ class PipelineBubblePanel(Panel):
         Control("stages", "pipeline stages p", "int", 4, 1, 16, 1),
         Control("microbatches", "microbatches m", "int", 16, 1, 64, 1),
     )
+    main_control = "microbatches"
     base_layout = {"height": 440}
 
     def compute(self, *, stages, microbatches) -> View:
@@ -438,6 +442,7 @@ class PlacementPanel(Panel):
         Control("min_kv_gb", "KV space wanted per GPU (GB)", "float", 0.0, 0.0, 80.0, 1.0),
         _choice("gpus_per_node", "GPUs per node (NVLink domain)", 8, {"4": 4, "8": 8}),
     )
+    main_control = "params_b"
     base_layout = {"height": 440}
 
     def compute(self, *, params_b, bytes_per_param, gpu_mem_gb, reserve_gb, min_kv_gb,
@@ -499,6 +504,7 @@ class PoolSizingPanel(Panel):
         Control("decode_capacity", "decode capacity per group (tok/s)", "float",
                 float(calc.CH17_DECODE_TOK_PER_S_PER_GROUP), 250.0, 20_000.0, 250.0),
     )
+    main_control = "request_rate"
     base_layout = {"height": 420}
 
     def compute(self, *, request_rate, mean_prompt_tokens, mean_output_tokens, prefill_capacity,
@@ -555,6 +561,7 @@ class KVRoutingPanel(Panel):
                 100 * calc.CH17_PREFILL_EFFICIENCY, 10.0, 100.0, 5.0),
         _model_control(specs.LLAMA_8B.name, (specs.LLAMA_8B.name, specs.LLAMA_70B.name)),
     )
+    main_control = "turn"
     base_layout = {"height": 420}
 
     def compute(self, *, turn, first_turn_tokens, tokens_per_turn, warm_share_pct,
@@ -606,6 +613,7 @@ class UtilizationPanel(Panel):
         Control("prefill_tok_s", "measured prefill (prompt tokens/s)", "float", 20_000.0,
                 500.0, 100_000.0, 500.0),
     )
+    main_control = "batch"
     base_layout = {"height": 400}
 
     def compute(self, *, model, hardware, decode_tok_s, batch, context_tokens,
@@ -681,6 +689,7 @@ class SpeculativeLeverPanel(Panel):
         Control("draft_len", "draft length k", "int", 4, 0, 10, 1),
         Control("rounds", "simulated rounds", "int", 5000, 1000, 10_000, 1000),
     )
+    main_control = "acceptance"
     base_layout = {"height": 420}
 
     def compute(self, *, acceptance, draft_len, rounds) -> View:
@@ -723,6 +732,7 @@ class BatchSizePanel(Panel):
         Control("reservation_tokens", "worst-case reservation (tokens)", "int",
                 calc.CH17_LONG_CONTEXT_TOKENS, 1000, 32_000, 500),
     )
+    main_control = "itl_target_ms"
     base_layout = {"height": 460}
 
     def compute(self, *, model, hardware, tp, itl_target_ms, live_tokens,
