@@ -14,6 +14,10 @@ notebook.
   ``application/vnd.plotly.v1+json`` mimetype carries, rounded. Anything that puts a figure into
   an output by another path (a static fallback, a custom widget's stored state) calls this.
 - ``figure_mimebundle(fig)``: ``{"application/vnd.plotly.v1+json": round_figure_json(fig)}``.
+- ``md(text)``: shows ``text`` (typically an f-string of computed numbers) as Markdown, so that a
+  result reaches the prose only through a rendered output, never typed in by hand.
+- ``answer(text, title=...)``: the same, folded in a ``<details>`` block (a "try this" prompt's
+  worked answer: the reader opens it after trying).
 - ``install()``: registers the rounding plotly renderer and makes it the default in place of
   plain ``plotly_mimetype`` (and the other plain mimetype renderers: ``jupyterlab``,
   ``vscode``, ``nteract``), so ``fig.show()`` and a figure as a cell's last expression go
@@ -35,9 +39,10 @@ import base64
 import dataclasses
 import json
 import math
+import textwrap
 
 __all__ = ["SIGNIFICANT_DIGITS", "RENDERER_PREFIX", "round_float", "round_floats",
-           "round_figure_json", "figure_mimebundle", "install"]
+           "round_figure_json", "figure_mimebundle", "md", "answer", "install"]
 
 SIGNIFICANT_DIGITS = 6
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
@@ -123,6 +128,30 @@ def round_figure_json(fig, digits: int = SIGNIFICANT_DIGITS) -> dict:
 def figure_mimebundle(fig, digits: int = SIGNIFICANT_DIGITS) -> dict:
     """The mimebundle of ``fig`` as the rounding renderer displays it."""
     return {PLOTLY_MIME: round_figure_json(fig, digits)}
+
+
+def _markdown_text(name: str, text) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"{name}: expected a string, got {type(text).__name__}")
+    return textwrap.dedent(text).strip("\n")
+
+
+def md(text: str) -> None:
+    """Display ``text`` as Markdown (common indentation removed, so an indented triple-quoted
+    f-string works). Notebooks write ``md(f"... {value:.1f} ms ...")`` wherever a sentence needs
+    a number the companion computes; the number then lives in a rendered, re-executed output
+    that nbval compares, not in hand-typed prose."""
+    from IPython.display import Markdown, display
+
+    display(Markdown(_markdown_text("text", text)))
+
+
+def answer(text: str, title: str = "Worked answer") -> None:
+    """Display ``text`` as Markdown folded inside ``<details>`` under ``title``: the worked
+    answer to a "try this" prompt, with its numbers computed in the cell that renders it."""
+    body = _markdown_text("text", text)
+    summary = _markdown_text("title", title)
+    md(f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>")
 
 
 def _renderer_class():

@@ -135,3 +135,22 @@ def test_companion_figure_builders_install_the_renderer(default_renderer):
     assert pio.renderers.default == "companion_plotly_mimetype"
 
 
+
+
+def test_md_and_answer_render_markdown_with_dedent_and_fold(monkeypatch):
+    shown = []
+    import IPython.display
+
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
+    value = 17.25
+    display.md(f"""
+        the step takes **{value:.1f} ms**
+        """)
+    display.answer(f"It is {value:.0f} ms.", title="Answer 2")
+    assert [o.data for o in shown] == [
+        "the step takes **17.2 ms**",
+        "<details><summary>Answer 2</summary>\n\nIt is 17 ms.\n\n</details>"]
+    with pytest.raises(TypeError, match="text"):
+        display.md(3)
+    with pytest.raises(TypeError, match="title"):
+        display.answer("x", title=None)
