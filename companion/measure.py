@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from companion import _validate as v
+from companion import validate as v
 from companion import calc
 from companion.specs import QWEN3_8B, Hardware, Model
 from companion.units import GB, GFLOP, GiB, MiB

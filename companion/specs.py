@@ -11,7 +11,7 @@ import json
 import os
 from dataclasses import dataclass, field, replace
 
-from companion import _validate as v
+from companion import validate as v
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion import calc, plots, units, widgets
-from companion.panels import ch08_kv as kvp
+from companion.explorers import ch08_kv as kvp
 from companion.sim.kvcache import prefix_tree
 from tests.printed import rounds_to as near
 

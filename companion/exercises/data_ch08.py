@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from companion import _validate as v
+from companion import validate as v
 from companion.exercises._variants import pick, rng_for
 from companion.formulas.batching import lifecycle_request_time_s
 from companion.formulas.core import kv_bytes_per_token

@@ -1,1 +1,1 @@
-"""Slider panels by topic; import them through ``companion.widgets``."""
+"""Explorers by topic; import their figures through ``companion.plots`` and panels through ``companion.widgets``."""

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from companion import _validate as v
+from companion import validate as v
 
 __all__ = ["Control", "View", "Panel"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from companion import calc, specs, units
-from companion.panels._base import Control, Panel, View
+from companion.explorers.base import Control, Panel, View
 # the same models and KV formats (bytes per stored value, metadata included) as 8.1.2's budget
-from companion.panels.ch08_lifecycle import KV_PRECISIONS as PRECISIONS
-from companion.panels.ch08_lifecycle import MODELS as _MODELS
+from companion.explorers.ch08_lifecycle import KV_PRECISIONS as PRECISIONS
+from companion.explorers.ch08_lifecycle import MODELS as _MODELS
 
 __all__ = ["KVCapacityPanel", "PRECISIONS"]
 

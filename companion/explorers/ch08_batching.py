@@ -27,8 +27,8 @@ from companion.figures.ch08_batching import (_batch_axis, budget_sweep_traces, c
                                              token_budget_traces)
 from companion.formulas import batching as bt
 from companion.formulas import serving
-from companion.panels._base import Control, Panel, View
-from companion.panels.ch08_lifecycle import KV_PRECISIONS, MODELS
+from companion.explorers.base import Control, Panel, View
+from companion.explorers.ch08_lifecycle import KV_PRECISIONS, MODELS
 
 __all__ = ["DecodeBatchPanel", "ChunkedPrefillPanel", "TokenBudgetPanel", "SchedulePanel",
            "BudgetSweepPanel", "BATCH_SWEEP_MEASURED", "chapter_batch_sweep", "chapter_schedules",

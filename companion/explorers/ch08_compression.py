@@ -17,7 +17,7 @@ from companion.figures.ch08_compression import (LAYOUT_COLORS, memory_stack_layo
 from companion.formulas import batching as bt
 from companion.formulas import compression as cm
 from companion.formulas import kv_management as km
-from companion.panels._base import Control, Panel, View
+from companion.explorers.base import Control, Panel, View
 
 __all__ = ["SHORT_REQUEST_S", "QuantizedFitPanel", "CompressedReadPanel", "OffloadPanel",
            "CompressTransferPanel", "RetryCostPanel"]

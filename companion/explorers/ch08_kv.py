@@ -19,13 +19,13 @@ import math
 
 import numpy as np
 
-from companion import _validate as v
+from companion import validate as v
 from companion import calc, specs, units
 from companion.figures.ch08_kv import (PoolSnapshot, SEQUENCE_COLORS, SHARED_COLOR,
                                        block_pool_layout, block_pool_legend_html,
                                        block_pool_traces, retention_bars_traces, snapshot_pool)
 from companion.formulas import kv_management as km
-from companion.panels._base import Control, Panel, View
+from companion.explorers.base import Control, Panel, View
 from companion.sim.kvcache import BlockManager, OutOfBlocks, PrefixCache
 
 __all__ = ["grow_sequences", "copy_on_write_steps", "branch_sharing_pool", "branch_sharing_steps",

@@ -14,7 +14,7 @@ from companion import calc, specs, units
 from companion.figures.ch08_lifecycle import budget_traces, timeline_layout, timeline_traces
 from companion.formulas import batching as bt
 from companion.formulas import serving
-from companion.panels._base import Control, Panel, View
+from companion.explorers.base import Control, Panel, View
 
 __all__ = ["RequestTimelinePanel", "MemoryBudgetPanel", "timeline_scenario",
            "stalled_interval_positions"]

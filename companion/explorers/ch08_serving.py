@@ -18,7 +18,7 @@ from companion.figures.ch08_serving import (ADMISSION_LAYOUT, AMDAHL_LAYOUT, SCH
                                             admission_traces, amdahl_traces,
                                             scheme_plane_traces)
 from companion.formulas import serving as sv
-from companion.panels._base import Control, Panel, View
+from companion.explorers.base import Control, Panel, View
 
 __all__ = ["AdmissionPanel", "SchemePanel", "AmdahlPanel", "chapter_schemes",
            "SCHEME_SETS", "AMDAHL_FRACTIONS"]

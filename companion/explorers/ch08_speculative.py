@@ -23,7 +23,7 @@ from companion.figures.ch08_speculative import (DRAFT_COST_LAYOUT, DRAFT_LENGTH_
                                                 greedy_verification_traces,
                                                 rejection_sampling_traces)
 from companion.formulas import speculative as sp
-from companion.panels._base import Control, Panel, View
+from companion.explorers.base import Control, Panel, View
 from companion.sim import speculative as sim
 
 __all__ = ["GreedyVerificationPanel", "RejectionSamplingPanel", "SpeculativeLatencyPanel",

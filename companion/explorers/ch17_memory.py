@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from companion import _validate as v
+from companion import validate as v
 from companion import calc, specs, units
 from companion.figures.ch17_memory import (SEQ_COLORS, gpu_memory_traces,
                                            memory_hierarchy_layout, memory_hierarchy_traces,
                                            paged_tradeoff_layout, paged_tradeoff_traces)
-from companion.panels._base import Control, Panel, View
+from companion.explorers.base import Control, Panel, View
 from companion.sim.kvcache import BlockManager, OutOfBlocks
 
 __all__ = ["MemoryHierarchyPanel", "KVSizingPanel", "PagedKVPanel", "allocator_demo",

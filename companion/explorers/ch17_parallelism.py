@@ -27,14 +27,14 @@ from functools import lru_cache
 
 import numpy as np
 
-from companion import _validate as v
+from companion import validate as v
 from companion import calc, specs, units
 from companion.figures.ch17_serving import (batch_window_traces, chunk_trade_traces,
                                             pipeline_grid, pipeline_traces, placement_traces,
                                             pool_sizing_traces, routing_traces,
                                             slot_gantt_traces, speculative_traces,
                                             tp_step_traces, utilization_traces, _stacked_axes)
-from companion.panels._base import Control, Panel, View
+from companion.explorers.base import Control, Panel, View
 from companion.sim import scheduler as sched
 from companion.sim import speculative as spec_sim
 

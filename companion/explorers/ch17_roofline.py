@@ -17,9 +17,9 @@ from companion import calc, specs, units
 from companion.figures.ch17_roofline import (hol_timeline_layout, hol_timeline_traces,
                                              request_budget_traces, roofline_layout,
                                              roofline_traces)
-from companion.panels._base import Control, Panel, View
+from companion.explorers.base import Control, Panel, View
 # the same hardware presets and KV precisions as the §1/§4/§5 explorers
-from companion.panels.ch17_memory import _HARDWARE, _KV_BYTES, _hardware_choice
+from companion.explorers.ch17_memory import _HARDWARE, _KV_BYTES, _hardware_choice
 from companion.sim import scheduler as sched
 
 __all__ = ["RooflinePanel", "RequestBudgetPanel", "HeadOfLinePanel"]

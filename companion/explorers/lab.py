@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from companion import _validate as v
+from companion import validate as v
 from companion import calc
 from companion.specs import H100_SXM, RTX_PRO_6000, Hardware
 

@@ -4,7 +4,7 @@ the pair-count area (Figure 8-8), chunk costs, CUDA-graph padding and the token 
 
 Builders take results computed by ``companion.calc`` / ``companion.sim`` and return plotly
 figures; the ``*_traces`` helpers return plain trace/layout dicts that the explorers in
-``companion.panels.ch08_batching`` reuse. Deterministic: fixed colours, no timestamps.
+``companion.explorers.ch08_batching`` reuse. Deterministic: fixed colours, no timestamps.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from companion import units
-from companion.figures._common import titled_figure as _fig
+from companion.explorers.common import titled_figure as _fig
 from companion.figures.ch08_lifecycle import PHASE_COLORS
 
 __all__ = [

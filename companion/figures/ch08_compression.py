@@ -3,13 +3,13 @@ after loading quantised weights, the H100 BF16/FP8 interval fits and their cross
 
 Builders take results computed by ``companion.calc`` and return plotly figures; the
 ``*_traces`` helpers return plain trace/layout dicts shared with the explorers in
-``companion.panels.ch08_compression``. Deterministic: fixed colours, no timestamps.
+``companion.explorers.ch08_compression``. Deterministic: fixed colours, no timestamps.
 """
 
 from __future__ import annotations
 
-from companion import _validate as v
-from companion.figures._common import plotly_go as _go
+from companion import validate as v
+from companion.explorers.common import plotly_go as _go
 
 __all__ = ["byte_layout_traces", "byte_layout_figure", "bits_per_value_figure",
            "memory_stack_traces", "memory_stack_layout", "memory_stack_figure", "interval_fit_figure",

@@ -4,7 +4,7 @@ economics (Figure 8-22).
 
 Builders take states and results computed by ``companion.sim.kvcache`` and ``companion.calc`` and
 return plotly figures; the ``*_traces`` helpers return plain trace/layout dicts so that the
-explorers in ``companion.panels.ch08_kv`` draw exactly the same pictures. Every cell of a block
+explorers in ``companion.explorers.ch08_kv`` draw exactly the same pictures. Every cell of a block
 drawing is a bar (a rectangle in data coordinates, with its own colour and hover text), so the
 drawings scale with the figure. Deterministic: fixed colours, no timestamps, no randomness.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from companion import _validate as v
-from companion.figures._common import plotly_go as _go
+from companion import validate as v
+from companion.explorers.common import plotly_go as _go
 
 __all__ = ["PoolSnapshot", "snapshot_pool", "block_pool_traces", "block_pool_legend_html", "block_pool_layout", "block_pool_figure",
            "block_pool_steps_figure", "prefix_tree_figure", "pool_usage_figure",

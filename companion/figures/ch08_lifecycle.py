@@ -2,7 +2,7 @@
 
 Builders take results computed by ``companion.calc`` and return plotly figures; the
 ``*_traces`` helpers return plain trace/layout dicts so that the explorers in
-``companion.panels.ch08_lifecycle`` draw exactly the same picture. Deterministic: fixed colours,
+``companion.explorers.ch08_lifecycle`` draw exactly the same picture. Deterministic: fixed colours,
 no timestamps.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from companion import units
-from companion.figures._common import plotly_go as _go
+from companion.explorers.common import plotly_go as _go
 
 __all__ = ["request_timeline_figure", "memory_budget_figure", "kv_capacity_figure"]
 

@@ -5,7 +5,7 @@ stages (Figure 8-36), and energy per qualifying result.
 
 Builders take results computed by ``companion.calc`` / ``companion.sim`` and return plotly
 figures; the ``*_traces`` helpers return plain trace dicts and the ``*_LAYOUT`` constants the
-data-independent layouts that the explorers in ``companion.panels.ch08_serving`` reuse, so a
+data-independent layouts that the explorers in ``companion.explorers.ch08_serving`` reuse, so a
 slider move only replaces trace data. Deterministic: fixed colours, no timestamps.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from companion import units
-from companion.figures._common import titled_figure as _fig
+from companion.explorers.common import titled_figure as _fig
 
 __all__ = [
     "admission_figure", "littles_law_figure", "goodput_figure", "scheme_plane_figure",

@@ -5,14 +5,14 @@ length with shape padding (Exercise 8-7's setting).
 
 Builders take results computed by ``companion.calc`` / ``companion.sim`` and return plotly
 figures; the ``*_traces`` helpers return plain trace dicts (and the ``*_LAYOUT`` constants
-the data-independent layouts) that the explorers in ``companion.panels.ch08_speculative``
+the data-independent layouts) that the explorers in ``companion.explorers.ch08_speculative``
 reuse, so a slider move only replaces trace data. Deterministic: fixed colours, no timestamps.
 """
 
 from __future__ import annotations
 
 from companion import units
-from companion.figures._common import titled_figure as _fig, to_ms as _ms
+from companion.explorers.common import titled_figure as _fig, to_ms as _ms
 
 __all__ = [
     "greedy_verification_figure", "rejection_sampling_figure", "expected_output_figure",

@@ -5,16 +5,16 @@ PagedAttention's allocator beside the contiguous reservation it replaced.
 Builders take results computed by ``companion.calc`` (``memory_pyramid``, ``kv_by_context``,
 ``attention_variants``, ``decode_vs_context``, ``tp_kv_capacity``) or the state of
 ``companion.sim.kvcache.BlockManager`` pools, and return plotly figures; the ``*_traces``
-helpers return plain trace/layout dicts that the explorers in ``companion.panels.ch17_memory``
+helpers return plain trace/layout dicts that the explorers in ``companion.explorers.ch17_memory``
 reuse. Deterministic: fixed colours, no timestamps. Byte axes are decimal GB/MB, as Chapter 17
 prints them.
 """
 
 from __future__ import annotations
 
-from companion import _validate as v
+from companion import validate as v
 from companion import units
-from companion.figures._common import titled_figure as _fig
+from companion.explorers.common import titled_figure as _fig
 
 __all__ = ["memory_hierarchy_traces", "memory_hierarchy_layout", "memory_hierarchy_figure", "kv_by_context_figure",
            "attention_variants_figure", "context_step_traces", "context_step_figure",

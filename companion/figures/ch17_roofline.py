@@ -3,7 +3,7 @@ request's time budget, and the head-of-line stall on a simulated timeline.
 
 Builders take results computed by ``companion.calc`` (``roofline_point``, ``request_budget``) or
 ``companion.sim.scheduler`` (a ``Result``) and return plotly figures; the ``*_traces`` helpers
-return plain trace/layout dicts that the explorers in ``companion.panels.ch17_roofline`` draw
+return plain trace/layout dicts that the explorers in ``companion.explorers.ch17_roofline`` draw
 with, so the stored figure and the live one are the same picture. Deterministic: fixed colours,
 fixed axis ranges, no timestamps.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 
-from companion import _validate as v
+from companion import validate as v
 from companion import units
-from companion.figures._common import plotly_go as _go
+from companion.explorers.common import plotly_go as _go
 from companion.formulas.core import ridge_point
 from companion.specs import Hardware
 

@@ -5,7 +5,7 @@ window.
 
 Builders take numbers computed by ``companion.calc`` or results of ``companion.sim`` and return
 plotly figures; the ``*_traces`` helpers return plain ``(traces, layout)`` dicts that the
-explorers in ``companion.panels.ch17_serving`` draw with, so a stored figure and a live one are
+explorers in ``companion.explorers.ch17_parallelism`` draw with, so a stored figure and a live one are
 the same picture. Deterministic: fixed colours, no timestamps, no randomness.
 """
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import math
 
-from companion import _validate as v
+from companion import validate as v
 from companion import units
-from companion.figures._common import titled_figure as _fig, to_ms as _ms
+from companion.explorers.common import titled_figure as _fig, to_ms as _ms
 
 __all__ = [
     # §6

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from companion import _validate as v
+from companion import validate as v
 from companion.formulas.core import (_flops_per_token, _hardware, _model, attention_pairs,
                                      decode_step_parts, held_tokens, kv_bytes, kv_bytes_per_token,
                                      kv_crossover_batch, kv_tokens_allocated, max_concurrent,

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from companion import _validate as v
+from companion import validate as v
 from companion.formulas.core import QUANT_FORMATS, _model, kv_bytes, max_concurrent
 from companion.formulas.kv_management import link_transfer_s
 from companion.specs import Model

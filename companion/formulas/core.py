@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from companion import _validate as v
+from companion import validate as v
 from companion.specs import Hardware, Model
 
 __all__ = [

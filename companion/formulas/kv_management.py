@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from companion import _validate as v
+from companion import validate as v
 from companion.formulas.core import (_hardware, _model, cache_retention_value, held_tokens,
                                      kv_bytes, kv_tokens_allocated, prefill_flops)
 from companion.specs import Hardware, Model

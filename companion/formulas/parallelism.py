@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from companion import _validate as v
+from companion import validate as v
 from companion.formulas.core import (_hardware, _model, kv_bytes, kv_bytes_per_token,
                                      matrix_flops, pipeline_bubble)
 from companion.formulas.performance import (CH17_CHAT_LIVE_TOKENS, CH17_LONG_CONTEXT_TOKENS,

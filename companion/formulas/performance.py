@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from companion import _validate as v
+from companion import validate as v
 from companion.formulas.core import (_hardware, _model, attainable_flops, decode_step_parts,
                                      decode_step_time, kv_bytes, kv_bytes_per_token, matrix_flops,
                                      max_concurrent, mbu, mfu, read_bytes_per_output_token,

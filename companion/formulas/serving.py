@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from companion import _validate as v
+from companion import validate as v
 from companion.formulas.batching import lifecycle_request_time_s
 from companion.formulas.compression import kv_format_bytes_per_value
 from companion.formulas.core import (QUANT_FORMATS, _hardware, _model, kv_bytes_per_token,

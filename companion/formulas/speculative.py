@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 
-from companion import _validate as v
+from companion import validate as v
 from companion.formulas.core import (attention_flops, matrix_flops,
                                      speculative_expected_tokens)
 from companion.specs import Model

@@ -32,7 +32,7 @@ from typing import Hashable, NamedTuple
 
 import numpy as np
 
-from companion import _validate as val
+from companion import validate as val
 from companion.formulas.core import kv_bytes_per_token
 from companion.specs import Model
 

@@ -90,7 +90,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from companion import _validate as v
+from companion import validate as v
 from companion.formulas.serving import (DEADLINE_S, EXAMPLE_KV_BUDGET_BYTES, QUALITY_CORRECT,
                                         QUALITY_RESPONSES, admit_request, completion_throughput,
                                         effective_throughput, per_qualifying_result)

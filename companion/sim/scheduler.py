@@ -119,7 +119,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
-from companion import _validate as v
+from companion import validate as v
 from companion.formulas.core import (attention_flops_per_pair, attention_pairs, kv_bytes_per_token,
                                      matrix_flops)
 from companion.specs import H100_SXM, LLAMA_8B, Hardware, Model

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from companion import _validate as v
+from companion import validate as v
 from companion.formulas.core import speculative_expected_tokens
 from companion.sim.kvcache import _token_ids
 

@@ -35,7 +35,7 @@
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
 from companion.formulas import kv_management as km
-from companion.panels import ch08_kv as kvp
+from companion.explorers import ch08_kv as kvp
 from companion.sim.kvcache import BlockManager, fill_kv_pool, prefix_tree
 
 model = specs.QWEN3_8B

@@ -31,7 +31,7 @@ import numpy as np
 from companion import calc, ledger, plots, specs, units, widgets
 from companion.formulas import compression as cm
 from companion.formulas import kv_management as km
-from companion.panels import ch08_compression as cp
+from companion.explorers import ch08_compression as cp
 
 model = specs.QWEN3_8B
 MiB, GiB, GB, ms = units.MiB, units.GiB, units.GB, units.ms

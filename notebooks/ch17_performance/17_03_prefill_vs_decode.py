@@ -25,7 +25,7 @@
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
-from companion.panels.ch17_roofline import hol_scenario
+from companion.explorers.ch17_roofline import hol_scenario
 from companion.sim import scheduler as sched
 
 hw, m8 = specs.H100_SXM, specs.LLAMA_8B
