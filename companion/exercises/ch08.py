@@ -7,6 +7,7 @@ from __future__ import annotations
 
 
 from companion import calc, specs, units
+from companion.chapters import ch08
 from companion.exercises import data_ch08
 from companion.exercises._variants import pick, rng_for
 from companion.formulas import compression, kv_management
@@ -132,8 +133,11 @@ _BUDGETS_8_2 = data_ch08.REPLAY_TOKEN_BUDGETS
 
 def _params_8_2(seed: int) -> dict:
     chosen = _variant("8-2", seed,
-                      {"short": 2048, "long": 8192, "r0_out": 8, "chunk": 512, "itl_ms": 50},
-                      {"short": (1024, 2048, 3072), "long": (4096, 6144, 8192, 12288),
+                      {"short": ch08.SHORT_PROMPT_TOKENS, "long": ch08.LONG_PROMPT_TOKENS,
+                       "r0_out": ch08.SCHEDULE_EXAMPLE_REQUESTS[0][3], "chunk": ch08.CHUNK_TOKENS,
+                       "itl_ms": units.to_unit(ch08.EXERCISE_8_2_ITL_TARGET_S, "ms")},
+                      {"short": (1024, 2048, 3072),
+                       "long": (4096, 6144, 8192, 12288),   # not a chapter input: variants
                        "r0_out": (6, 8, 10), "chunk": (256, 512, 1024), "itl_ms": (40, 50, 80)})
     s, L = chosen["short"], chosen["long"]
     # 8.2.2's four requests (id, arrival s, prompt tokens, output tokens), at most 2 running
@@ -286,10 +290,11 @@ register(Exercise(
 
 # --- Exercise 8-3: block size, paging waste and prefix sharing (8.3.1-8.3.2) -------------------
 
-BLOCK_SIZES_8_3 = (2, 4, 8)
-BATCHES_8_3 = (8, 16, 32)
+BLOCK_SIZES_8_3 = ch08.EXERCISE_8_3_BLOCK_SIZES
+BATCHES_8_3 = ch08.EXERCISE_8_3_BATCHES
 _SHAPES_8_3 = [  # (prompt, shared prefix, output): prefixes are whole 16-token blocks
-    (8192, 6144, 256), (4096, 3072, 256), (16384, 12288, 256), (8192, 4096, 128)]
+    (ch08.LONG_PROMPT_TOKENS, ch08.SHARED_PREFIX_TOKENS, ch08.OUTPUT_TOKENS), (4096, 3072, 256),
+    (16384, 12288, 256), (8192, 4096, 128)]
 
 
 def _params_8_3(seed: int) -> dict:
@@ -407,12 +412,15 @@ WHY_SMALL_8_4 = ("the prefix changes every round", "other requests evict the pre
                  "a round does not fit in the pool")
 WHY_GAP_8_4 = ("the first round has nothing cached", "only whole blocks are reused",
                "other requests evict the prefix")
-_PREFIXES_8_4 = [(6144, 2048), (6144, 3072), (6144, 1536), (4096, 1024), (4096, 2048),
-                 (8192, 2048), (8192, 4096)]
+_CHAPTER_PREFIXES_8_4 = (ch08.SHARED_PREFIX_TOKENS, ch08.PREFIX_B_TOKENS)   # A and B of 8.3.4
+_PREFIXES_8_4 = [_CHAPTER_PREFIXES_8_4, (ch08.SHARED_PREFIX_TOKENS, 3072),
+                 (ch08.SHARED_PREFIX_TOKENS, 1536), (4096, 1024), (4096, 2048), (8192, 2048),
+                 (8192, 4096)]
 
 
 def _params_8_4(seed: int) -> dict:
-    chosen = _variant("8-4", seed, {"prefixes": (6144, 2048), "hit": 0.5},
+    chosen = _variant("8-4", seed, {"prefixes": _CHAPTER_PREFIXES_8_4,
+                                     "hit": ch08.RETENTION_HIT_PROB},
                       {"prefixes": _PREFIXES_8_4, "hit": (0.3, 0.4, 0.5, 0.6, 0.7)})
     a_tokens, b_tokens = chosen["prefixes"]
     model, hw = specs.QWEN3_8B, specs.RTX_PRO_6000

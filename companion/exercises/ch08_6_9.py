@@ -4,6 +4,7 @@ from __future__ import annotations
 
 
 from companion import calc, specs, units
+from companion.chapters import ch08
 from companion.exercises import data_ch08
 from companion.exercises._variants import pick, rng_for
 from companion.exercises.ch08 import _variant
@@ -134,17 +135,21 @@ register(Exercise(
 
 # --- Exercise 8-7: the draft length with the lowest latency per token (8.5.2-8.5.4) -------------
 
-DRAFT_LENS_8_7 = (1, 2, 4, 8)
+DRAFT_LENS_8_7 = ch08.EXERCISE_8_7_DRAFT_LENS
 
 
 def _params_8_7(seed: int) -> dict:
-    chosen = _variant("8-7", seed, {"a": 0.75, "verify_ms": 26.3, "draft_ms": 3.6},
-                      {"a": (0.6, 0.7, 0.8, 0.85, 0.9), "verify_ms": (16.9, 20.0, 26.3),
-                       "draft_ms": (2.0, 3.6, 5.0)})
     # 8.5.3's RTX PRO 6000 figures rounded to one decimal: 26.26 -> 26.3 ms, 3.57 -> 3.6 ms
-    return {"acceptance": chosen["a"], "verify_s": chosen["verify_ms"] * units.ms,
-            "per_draft_s": chosen["draft_ms"] * units.ms, "draft_lens": DRAFT_LENS_8_7,
-            "group": 4}
+    chosen = _variant("8-7", seed, {"a": ch08.EXERCISE_8_7_ACCEPTANCE,
+                                    "verify_s": ch08.EXERCISE_8_7_VERIFY_S,
+                                    "draft_s": ch08.EXERCISE_8_7_PER_DRAFT_S},
+                      {"a": (0.6, 0.7, 0.8, 0.85, 0.9),
+                       "verify_s": (16.9 * units.ms, 20.0 * units.ms, ch08.EXERCISE_8_7_VERIFY_S),
+                       "draft_s": (2.0 * units.ms, ch08.EXERCISE_8_7_PER_DRAFT_S,
+                                   5.0 * units.ms)})
+    return {"acceptance": chosen["a"], "verify_s": chosen["verify_s"],
+            "per_draft_s": chosen["draft_s"], "draft_lens": DRAFT_LENS_8_7,
+            "group": ch08.EXERCISE_8_7_GROUP}
 
 
 def _parts_8_7() -> tuple[Part, ...]:

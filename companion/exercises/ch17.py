@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 from companion import calc, specs, units
+from companion.chapters import ch17
 from companion.exercises._variants import pick, rng_for
 from companion.grading import Exercise, Part, register
 
@@ -58,41 +59,41 @@ SHAPE_14B = specs.Model(
 _ROUND_SMALL = [specs.LLAMA_8B, SHAPE_3B, SHAPE_14B]
 _CARDS = [specs.H100_SXM, specs.H200_SXM, specs.A100_80GB]
 
-# --- inputs the chapter states (17 §1-§10), reused as seed 0 ---------------------------------
+# --- the chapter's inputs (companion.chapters.ch17), reused as seed 0 -------------------------
 
 H100 = specs.H100_SXM
-CONTEXT_8K = calc.CH17_LONG_CONTEXT_TOKENS        # §4: "8K taken as 8,000 tokens"
-RESERVE_BYTES = calc.CH17_RUNTIME_RESERVE_BYTES   # §4: 4 GB runtime + activations reserve
-CHAT_LIVE_TOKENS = calc.CH17_CHAT_LIVE_TOKENS     # §2, §5: 600 live tokens per sequence
-PROMPT_TOKENS = calc.CH17_PROMPT_TOKENS           # §2: the 2,048-token prompt
-EFFICIENCY = calc.CH17_PREFILL_EFFICIENCY         # §2: 50% of peak for prefill
-SMOOTH_ITL_S = calc.CH17_SMOOTH_ITL_S             # §3: a decode step every ~6 ms
-CACHE_BYTES_4 = 80e9                              # §4: "per 80 GB of cache space"
-BATCH_2 = 64                                      # §2: B = 64
-DECODE_TOK_PER_S_9 = 146                          # §9: measured batch-1 decode, tok/s
-PREFILL_TOK_PER_S_9 = 20_000                      # §9: loaded-endpoint prefill, tok/s
-PROMISED_SPEEDUP_9 = 5                            # §9: "a promised 5x kernel win"
-TP_7 = 4                                          # §7: the 70B at TP = 4
-PP_STAGES_7 = 4                                   # §7: p = 4
-PP_MICROBATCHES_7 = (16, 64)                      # §7: m = 16 and m = 64
-PCIE_BYTES_PER_S = specs.PCIE_GEN5_X16_BYTES_PER_S  # assumptions: 64 GB/s PCIe Gen5 x16
-REQUEST_RATE_8 = 100                              # §8: 100 req/s
-MEAN_PROMPT_8, MEAN_OUTPUT_8 = 2_000, 250         # §8: mean prompt and output tokens
-RDMA_GBIT_PER_S = 400                             # §8: 400 Gb RDMA
-SPEC_ACCEPTANCE, SPEC_DRAFT_LEN = 0.7, 4          # §10: alpha = 0.7, k = 4
-OUTPUT_TOKENS_3 = 250                             # §3: 250 output tokens
-LONG_PROMPT_3 = 8_000                             # §3: the 8,000-token prompt
-CHUNK_TOKENS_6 = 512                              # §6: 512-token chunks
-MAX_LEN_5 = calc.CH17_MAX_LEN_TOKENS              # §5: max_len 8,192 reservation
-CHAT_TURN_TOKENS_5 = 300                          # §5: a chat turn using 300 tokens
-PREFIX_TOKENS_5, PREFIX_USERS_5 = 2_000, 100      # §5: 2,000-token system prompt, 100 users
-AGENT_TURN_8 = 20                                 # §8: turn 20 of the reference agent
+CONTEXT_8K = ch17.LONG_CONTEXT_TOKENS              # §4: "8K taken as 8,000 tokens"
+RESERVE_BYTES = ch17.RUNTIME_RESERVE_BYTES         # §4: 4 GB runtime + activations reserve
+CHAT_LIVE_TOKENS = ch17.CHAT_LIVE_TOKENS           # §2, §5: 600 live tokens per sequence
+PROMPT_TOKENS = ch17.PROMPT_TOKENS                 # §2: the 2,048-token prompt
+EFFICIENCY = ch17.PREFILL_EFFICIENCY               # §2: 50% of peak for prefill
+SMOOTH_ITL_S = ch17.SMOOTH_ITL_S                   # §3: a decode step every ~6 ms
+CACHE_BYTES_4 = ch17.CACHE_BYTES                   # §4: "per 80 GB of cache space"
+BATCH_2 = ch17.BATCH                               # §2: B = 64
+DECODE_TOK_PER_S_9 = ch17.DECODE_TOK_PER_S         # §9: measured batch-1 decode, tok/s
+PREFILL_TOK_PER_S_9 = ch17.PREFILL_TOK_PER_S       # §9: loaded-endpoint prefill, tok/s
+PROMISED_SPEEDUP_9 = ch17.PROMISED_SPEEDUP         # §9: "a promised 5x kernel win"
+TP_7 = ch17.TP                                     # §7: the 70B at TP = 4
+PP_STAGES_7 = ch17.PP_STAGES                       # §7: p = 4
+PP_MICROBATCHES_7 = ch17.PP_MICROBATCHES           # §7: m = 16 and m = 64
+PCIE_BYTES_PER_S = ch17.H100_PCIE_BYTES_PER_S      # assumptions: 64 GB/s PCIe Gen5 x16
+REQUEST_RATE_8 = ch17.REQUEST_RATE_PER_S           # §8: 100 req/s
+MEAN_PROMPT_8, MEAN_OUTPUT_8 = ch17.MEAN_PROMPT_TOKENS, ch17.MEAN_OUTPUT_TOKENS
+RDMA_GBIT_PER_S = round(ch17.RDMA_400G_BYTES_PER_S * 8 / 1e9)   # §8: 400 Gb RDMA
+SPEC_ACCEPTANCE, SPEC_DRAFT_LEN = ch17.SPEC_ACCEPTANCE, ch17.SPEC_DRAFT_LEN
+OUTPUT_TOKENS_3 = ch17.OUTPUT_TOKENS               # §3: 250 output tokens
+LONG_PROMPT_3 = ch17.LONG_CONTEXT_TOKENS           # §3: the 8,000-token prompt
+CHUNK_TOKENS_6 = ch17.CHUNK_TOKENS                 # §6: 512-token chunks
+MAX_LEN_5 = ch17.MAX_LEN_TOKENS                    # §5: max_len 8,192 reservation
+CHAT_TURN_TOKENS_5 = ch17.CHAT_TURN_TOKENS         # §5: a chat turn using 300 tokens
+PREFIX_TOKENS_5, PREFIX_USERS_5 = ch17.PREFIX_TOKENS, ch17.PREFIX_USERS
+AGENT_TURN_8 = ch17.ROUTING_TURN                   # §8: turn 20 of the reference agent
+HIT_RATES_8 = ch17.ROUTER_WARM_SHARES              # §8: 90% versus 30% of turns warm
 
 # Assumptions for parts the chapter does not quantify (stated in the given data and notebooks):
-ITL_TARGET_S_10 = 20e-3      # an ITL target inside §3's "ITL p99 under a few tens of ms"
+ITL_TARGET_S_10 = ch17.ITL_TARGET_S   # the interview's ITL target, one definition (assumed)
 DRAFT_PARAMS_9 = 1e9         # a 1e9-parameter BF16 draft model for 17-9's draft-cost parts
 PP_TARGET_BUBBLE = 0.05      # a 5% bubble target for 17-6
-HIT_RATES_8 = (0.9, 0.3)     # §8's "lands 90% of turns warm versus one that lands 30%"
 
 
 def _variant(exercise_id: str, seed: int, chapter: dict, options: dict) -> dict:

@@ -33,6 +33,8 @@ from typing import NamedTuple
 import numpy as np
 
 from companion import validate as v
+from companion.chapters.ch08 import (CACHE_POOLS_BYTES, REPLAY_INTERARRIVAL_S, REPLAY_REQUESTS,
+                                     REPLAY_ROUNDS)
 from companion.exercises._variants import pick, rng_for
 from companion.formulas.batching import lifecycle_request_time_s
 from companion.formulas.core import kv_bytes_per_token
@@ -47,7 +49,6 @@ from companion.sim.kvcache import BlockManager, PrefixCache
 from companion.sim.load import Workload, poisson_arrivals, run_service
 from companion.sim.scheduler import StepPlusPrefillRoundTime, token_budget_sweep
 from companion.specs import QWEN3_8B
-from companion.units import GiB
 
 __all__ = [
     "BudgetRow", "BudgetReplay", "budget_replay",
@@ -64,9 +65,8 @@ def _seed(seed) -> int:
 
 # --- Exercise 8-2: the six-request token-budget replay (8.2.4) ---------------------------------
 
-# 8.2.4: "requests arrive every 80 ms"; the budgets bracket the text's 512 ... 8192 sweep.
-REPLAY_REQUESTS = 6
-REPLAY_INTERARRIVAL_S = 0.080
+# 8.2.4: six requests arriving every 80 ms (companion.chapters.ch08); the budgets bracket the
+# text's 512 ... 8192 sweep.
 REPLAY_TOKEN_BUDGETS = (256, 384, 512, 768, 1024, 2048, 4096, 8192)
 # The companion's own choices for the generated replay (the chapter does not print them):
 # prompts of 1024-6144 tokens in steps of 128, 64 outputs each, all six may run at once.
@@ -121,8 +121,6 @@ def budget_replay(seed: int = 0) -> BudgetReplay:
 
 # --- Exercise 8-4: the 12-round agent cache replay (8.3.3-8.3.4) -------------------------------
 
-REPLAY_ROUNDS = 12                       # footnote 13: "12 rounds of real input"
-CACHE_POOLS_BYTES = (6 * GiB, 1 * GiB)   # 8.3.4: "a 6 GiB cache pool ... a 1 GiB pool"
 # The companion's own agent (token counts, uniform draws): a system prompt with tool
 # definitions, each round appending a tool result or user turn, the model's previous reply
 # re-entering the next input; one round in the middle replaces the history by a summary.

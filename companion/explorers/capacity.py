@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from companion import calc, specs, units
+from companion.chapters import ch08
 from companion.explorers.base import Control, Panel, View
 # the same models and KV formats (bytes per stored value, metadata included) as 8.1.2's budget
 from companion.explorers.ch08_lifecycle import KV_PRECISIONS as PRECISIONS
@@ -23,11 +24,14 @@ class KVCapacityPanel(Panel):
         Control("model", "model", "choice", specs.QWEN3_8B.name,
                 options={name: name for name in _MODELS}),
         Control("precision", "KV format", "choice", 2.0, options=PRECISIONS),
-        Control("prompt_tokens", "prompt (tokens)", "int", 8192, 256, 65536, 256),
-        Control("output_tokens", "output (tokens)", "int", 256, 1, 4096, 1),
-        Control("shared_prefix_tokens", "shared prefix (tokens)", "int", 6144, 0, 65536, 256),
-        Control("block_tokens", "block size (tokens)", "int", 16, 1, 256, 1),
-        Control("kv_budget_gib", "KV budget (GiB)", "float", 12.0, 1.0, 80.0, 0.5),
+        Control("prompt_tokens", "prompt (tokens)", "int", ch08.LONG_PROMPT_TOKENS, 256, 65536,
+                256),
+        Control("output_tokens", "output (tokens)", "int", ch08.OUTPUT_TOKENS, 1, 4096, 1),
+        Control("shared_prefix_tokens", "shared prefix (tokens)", "int",
+                ch08.SHARED_PREFIX_TOKENS, 0, 65536, 256),
+        Control("block_tokens", "block size (tokens)", "int", ch08.BLOCK_TOKENS, 1, 256, 1),
+        Control("kv_budget_gib", "KV budget (GiB)", "float",
+                units.to_unit(ch08.KV_BUDGET_BYTES, "GiB"), 1.0, 80.0, 0.5),
     )
     base_layout = {
         "xaxis": {"title": {"text": "prompt length (tokens)"}, "type": "log"},

@@ -21,6 +21,7 @@ from functools import lru_cache
 import numpy as np
 
 from companion import calc, specs, units
+from companion.chapters.ch08 import BATCH_SWEEP_MEASURED
 from companion.figures.ch08_lifecycle import PHASE_COLORS
 from companion.figures.ch08_batching import (_batch_axis, budget_sweep_traces, chunk_cost_traces,
                                              gantt_traces, read_volume_traces, step_time_traces,
@@ -36,17 +37,6 @@ __all__ = ["DecodeBatchPanel", "ChunkedPrefillPanel", "TokenBudgetPanel", "Sched
 
 HARDWARE = {h.name: h for h in (specs.RTX_PRO_6000, specs.H100_SXM, specs.H200_SXM,
                                 specs.A100_80GB)}
-
-# 8.2.1 (footnote 3): the batch sweep's measured medians, Qwen3-8B, 2K in, 256 out, RTX PRO 6000.
-# Measurements, quoted as printed; nothing in the companion derives them.
-BATCH_SWEEP_MEASURED = {
-    "batch": (1, 64),
-    "tokens_per_s": (37.0, 1165.0),     # "total throughput grows from about 37 to 1165 tokens/s"
-    "ttft_s": (0.096, 3.29),            # "delayed from about 96 ms to 3.29 seconds"
-    "itl_s": (27e-3, 40e-3),            # "average output interval grows from about 27 to 40 ms"
-    "output_tokens": 256,
-    "context_tokens": 2048,
-}
 
 _BATCHES = np.unique(np.geomspace(1, 256, 48).round().astype(int)).tolist()
 

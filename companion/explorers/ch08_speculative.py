@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from companion import calc, units
+from companion.chapters import ch08
 from companion.figures.ch08_speculative import (DRAFT_COST_LAYOUT, DRAFT_LENGTH_LAYOUT,
                                                 REJECTION_LAYOUT, REJECTION_ROUNDS_AXES,
                                                 draft_cost_traces, draft_length_traces,
@@ -213,10 +214,12 @@ class DraftLengthPanel(Panel):
 
     title = "Draft length, shape padding and the marginal condition (8.5.4, Exercise 8-7)"
     controls = (
-        Control("acceptance", "acceptance a per position", "float", 0.75, 0.0, 1.0, 0.01),
-        Control("verify_ms", "verification round T_v (ms)", "float", 26.3, 5.0, 60.0, 0.1),
-        Control("per_draft_ms", "draft cost per position t_d (ms)", "float", 3.6, 0.0, 20.0,
-                0.1),
+        Control("acceptance", "acceptance a per position", "float", ch08.EXERCISE_8_7_ACCEPTANCE,
+                0.0, 1.0, 0.01),
+        Control("verify_ms", "verification round T_v (ms)", "float",
+                units.to_unit(ch08.EXERCISE_8_7_VERIFY_S, "ms"), 5.0, 60.0, 0.1),
+        Control("per_draft_ms", "draft cost per position t_d (ms)", "float",
+                units.to_unit(ch08.EXERCISE_8_7_PER_DRAFT_S, "ms"), 0.0, 20.0, 0.1),
         Control("group", "draft positions padded to groups of g", "int", 1, 1, 8, 1),
         Control("draft_len", "draft length under study m (tokens)", "int", 4, 1, 16, 1),
     )

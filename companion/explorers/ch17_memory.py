@@ -16,6 +16,7 @@ import numpy as np
 
 from companion import validate as v
 from companion import calc, specs, units
+from companion.chapters import ch17
 from companion.figures.ch17_memory import (SEQ_COLORS, gpu_memory_traces,
                                            memory_hierarchy_layout, memory_hierarchy_traces,
                                            paged_tradeoff_layout, paged_tradeoff_traces)
@@ -122,7 +123,7 @@ class KVSizingPanel(Panel):
                 options={name: name for name in _KV_MODELS}),
         _hardware_choice(),
         Control("context_tokens", "context per sequence (tokens)", "int",
-                calc.CH17_LONG_CONTEXT_TOKENS, 100, 128_000, 100),
+                calc.CH17_LONG_CONTEXT_TOKENS, 100, ch17.LONGEST_CONTEXT_TOKENS, 100),
         Control("kv_bytes", "KV precision", "choice", 2.0, options=_KV_BYTES),
         Control("tp", "tensor-parallel GPUs", "choice", 4, options=_TP),
         Control("reserve_gb", "runtime reserve per GPU (GB)", "float",

@@ -29,6 +29,7 @@ import numpy as np
 
 from companion import validate as v
 from companion import calc, specs, units
+from companion.chapters import ch17
 from companion.figures.ch17_serving import (batch_window_traces, chunk_trade_traces,
                                             pipeline_grid, pipeline_traces, placement_traces,
                                             pool_sizing_traces, routing_traces,
@@ -429,7 +430,8 @@ class PlacementPanel(Panel):
 
     title = "Placement: the smallest TP x PP layout that fits (17 §7)"
     controls = (
-        Control("params_b", "model size (billion parameters)", "float", 405.0, 1.0, 2000.0, 1.0),
+        Control("params_b", "model size (billion parameters)", "float",
+                ch17.MODEL_405B_PARAMS / 1e9, 1.0, 2000.0, 1.0),
         _choice("bytes_per_param", "weight format", 2.0, _WEIGHT_FORMATS),
         Control("gpu_mem_gb", "GPU memory (GB)", "float", _H100.mem_bytes / units.GB, 16.0,
                 288.0, 1.0),
@@ -599,12 +601,12 @@ class UtilizationPanel(Panel):
     controls = (
         _choice("model", "model", specs.LLAMA_8B.name, {n: n for n in _MEASURE_MODELS}),
         _choice("hardware", "GPU", _H100.name, {n: n for n in _MEASURE_CARDS}),
-        Control("decode_tok_s", "measured decode (tokens/s, whole batch)", "float", 146.0, 1.0,
-                20_000.0, 1.0),
+        Control("decode_tok_s", "measured decode (tokens/s, whole batch)", "float",
+                float(ch17.DECODE_TOK_PER_S), 1.0, 20_000.0, 1.0),
         Control("batch", "decode batch (sequences)", "int", 1, 1, 512, 1),
         Control("context_tokens", "live KV per sequence (tokens)", "int", 0, 0, 32_000, 100),
-        Control("prefill_tok_s", "measured prefill (prompt tokens/s)", "float", 20_000.0,
-                500.0, 100_000.0, 500.0),
+        Control("prefill_tok_s", "measured prefill (prompt tokens/s)", "float",
+                float(ch17.PREFILL_TOK_PER_S), 500.0, 100_000.0, 500.0),
     )
     base_layout = {"height": 400}
 

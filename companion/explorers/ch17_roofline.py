@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from companion import calc, specs, units
+from companion.chapters import ch17
 from companion.figures.ch17_roofline import (hol_timeline_layout, hol_timeline_traces,
                                              request_budget_traces, roofline_layout,
                                              roofline_traces)
@@ -43,9 +44,9 @@ class RooflinePanel(Panel):
     controls = (
         _hardware_choice(),
         _model_choice(),
-        Control("batch", "decode batch B (sequences)", "int", 64, 1, 1024, 1),
+        Control("batch", "decode batch B (sequences)", "int", ch17.BATCH, 1, 1024, 1),
         Control("context_tokens", "live KV per sequence (tokens)", "int",
-                calc.CH17_CHAT_LIVE_TOKENS, 0, 128_000, 100),
+                calc.CH17_CHAT_LIVE_TOKENS, 0, ch17.LONGEST_CONTEXT_TOKENS, 100),
         Control("prompt_tokens", "prefill prompt (tokens)", "int", calc.CH17_PROMPT_TOKENS,
                 16, 32_768, 16),
         Control("weight_bytes", "weight precision", "choice", 2.0, options=_WEIGHT_BYTES),

@@ -304,7 +304,7 @@ def pair_area_figure(chunk_tokens: int, histories, pairs, *,
         left = i * (width + gap)
         layout[f"xaxis{ax}"] = {"domain": [round(left, 6), min(1.0, round(left + width, 6))],
                                "anchor": f"y{ax}",
-                               "range": [0, right * 1.02],
+                               "range": [0, right * 1.02],   # not a chapter input
                                "title": {"text": "key position (tokens)"}}
         layout[f"yaxis{ax}"] = {"anchor": f"x{ax}", "range": [0, chunk_tokens * 1.3],
                                "title": {"text": "new token in the chunk" if i == 0 else ""}}

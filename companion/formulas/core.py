@@ -19,6 +19,7 @@ __all__ = [
     "pipeline_bubble", "static_batch_utilization", "amdahl_speedup", "cache_retention_value",
     "matrix_flops", "attention_flops_per_pair", "attention_flops", "prefill_flops",
     "StepTimeParts", "decode_step_parts", "decode_step_time", "attainable_flops", "mbu", "mfu",
+    "time_at_mfu", "measured_prefill_mfu",
 ]
 
 
@@ -244,6 +245,32 @@ def mbu(bytes_per_s: float, hardware: Hardware) -> float:
 def mfu(flops_per_s: float, hardware: Hardware) -> float:
     """Model FLOPs utilisation: achieved model FLOP/s over dense peak (17 §9, 8.6.3)."""
     return v.nonnegative("flops_per_s", flops_per_s) / _hardware(hardware).peak_flops_per_s
+
+
+def time_at_mfu(flops: float, hardware: Hardware, efficiency: float) -> float:
+    """Compute time: FLOPs / (dense peak x efficiency) seconds (8.5.2, 8.6.3).
+
+    A's 2137.5 TFLOP prefill at 57.77% of 503.8 TFLOP/s: 7.34 s; D's 2.56 TFLOP of
+    verification: 8.8 ms.
+    """
+    f = v.nonnegative("flops", flops)
+    hw = _hardware(hardware)
+    e = v.probability("efficiency", efficiency, open_low=True)
+    return f / (hw.peak_flops_per_s * e)
+
+
+def measured_prefill_mfu(model: Model, hardware: Hardware, batch: int, new_tokens: int,
+                         history_tokens: int, prefill_s: float) -> float:
+    """MFU of a measured prefill: b x prefill FLOPs / time / peak (8.6.3, 8.3.4).
+
+    16 x 2048 new tokens on a 6144-token cached prefix in 2.04 s: 593.8 TFLOP, 57.77% (printed
+    58%); 2048 tokens at batch 1 in 94.8 ms: 62.2% (printed 62%).
+    """
+    b = v.count("batch", batch)
+    v.tokens("new_tokens", new_tokens, minimum=1)
+    t = v.positive("prefill_s", prefill_s)
+    hw = _hardware(hardware)
+    return b * prefill_flops(model, new_tokens, history_tokens) / t / hw.peak_flops_per_s
 
 
 # --- quantised sizes (8.4.1-8.4.2, 17 §10) -------------------------------------------------

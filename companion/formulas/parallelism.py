@@ -16,6 +16,17 @@ import math
 import numpy as np
 
 from companion import validate as v
+# the chapter's inputs (companion.chapters.ch17), exported as calc.CH17_X for the notebooks
+from companion.chapters.ch17 import (
+    AGENT_FIRST_TURN_TOKENS as CH17_AGENT_FIRST_TURN_TOKENS,
+    AGENT_TOKENS_PER_TURN as CH17_AGENT_TOKENS_PER_TURN,
+    ALLREDUCES_PER_LAYER as CH17_ALLREDUCES_PER_LAYER,
+    COLLECTIVE_LATENCY_NVLINK_S as CH17_COLLECTIVE_LATENCY_NVLINK_S,
+    COLLECTIVE_LATENCY_PCIE_S as CH17_COLLECTIVE_LATENCY_PCIE_S,
+    DECODE_TOK_PER_S_PER_GROUP as CH17_DECODE_TOK_PER_S_PER_GROUP,
+    ITL_TARGET_S as CH17_ASSUMED_ITL_TARGET_S,
+    PREFILL_TOK_PER_S_PER_GROUP as CH17_PREFILL_TOK_PER_S_PER_GROUP,
+    ROUTER_WARM_SHARES as CH17_ROUTER_WARM_SHARES)
 from companion.formulas.core import (_hardware, _model, kv_bytes, kv_bytes_per_token,
                                      matrix_flops, pipeline_bubble)
 from companion.formulas.performance import (CH17_CHAT_LIVE_TOKENS, CH17_LONG_CONTEXT_TOKENS,
@@ -37,20 +48,6 @@ __all__ = [
     # interview: the batch between the ITL target and KV memory (§4-§5 arithmetic, TP of §7)
     "itl_batch_ceiling", "batch_window",
 ]
-
-# --- inputs the chapter states ---------------------------------------------------------------
-
-CH17_COLLECTIVE_LATENCY_NVLINK_S = 5e-6   # §7: "latency floor ~ 160 x 5 us"
-CH17_COLLECTIVE_LATENCY_PCIE_S = 25e-6    # §7: "same 160 collectives over PCIe (~25 us each)"
-CH17_ALLREDUCES_PER_LAYER = 2             # §7: attention out-projection + MLP down-projection
-CH17_PREFILL_TOK_PER_S_PER_GROUP = 10_000  # §8: "prefill capacity ~ 10,000 tok/s per GPU group"
-CH17_DECODE_TOK_PER_S_PER_GROUP = 2_500   # §8: "decode capacity ~ 2,500 tok/s per GPU group"
-CH17_AGENT_FIRST_TURN_TOKENS = 6_000      # §8: the reference agent's 6,000 prefix tokens
-CH17_AGENT_TOKENS_PER_TURN = 1_200        # §8: "plus 1,200 per turn"
-CH17_ROUTER_WARM_SHARES = (0.9, 0.3)      # §8: "lands 90% of turns warm versus one that lands 30%"
-# The interview question gives no number for the ITL target; §3 says "ITL p99 under a few tens
-# of ms". 25 ms is the companion's assumption (a slider in the batch-size explorer).
-CH17_ASSUMED_ITL_TARGET_S = 25e-3
 
 
 def _hidden(model: Model) -> int:

@@ -91,6 +91,8 @@ from typing import NamedTuple
 import numpy as np
 
 from companion import validate as v
+from companion.chapters.ch08 import (LONG_PROMPT_TOKENS, OUTPUT_TOKENS, RETRIEVAL_DEADLINE_S,
+                                     SHARED_PREFIX_TOKENS, SHORT_PROMPT_TOKENS)
 from companion.formulas.serving import (DEADLINE_S, EXAMPLE_KV_BUDGET_BYTES, QUALITY_CORRECT,
                                         QUALITY_RESPONSES, admit_request, completion_throughput,
                                         effective_throughput, per_qualifying_result)
@@ -107,8 +109,6 @@ __all__ = [
 
 KV_POLICIES = ("reserve", "on_demand")
 
-# 8.6.2: "requiring requests to complete correctly within 3 seconds of arrival".
-RETRIEVAL_DEADLINE_S = 3.0
 
 # 8.6.2: the share of the retrieval experiment's responses that were correct (294 of 336), the
 # default correctness probability of goodput_sweep (an input the section states, not a result).
@@ -128,8 +128,8 @@ class RequestShape(NamedTuple):
 
 # 8.1.1-8.1.2: the short conversation (2K in, 256 out) and the long-context request (8K in, 256
 # out) whose first 6144 tokens are common to all long requests (8.1.2, 8.3.2, 8.6.3).
-SHORT_REQUEST = RequestShape(2048, 256, 0, "short")
-LONG_REQUEST = RequestShape(8192, 256, 6144, "long")
+SHORT_REQUEST = RequestShape(SHORT_PROMPT_TOKENS, OUTPUT_TOKENS, 0, "short")
+LONG_REQUEST = RequestShape(LONG_PROMPT_TOKENS, OUTPUT_TOKENS, SHARED_PREFIX_TOKENS, "long")
 
 
 def _seed_rng(name: str, seed) -> np.random.Generator:
