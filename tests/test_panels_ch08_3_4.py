@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from companion import calc, plots, units, widgets
 from companion.explorers import ch08_kv as kvp
-from companion.sim.kvcache import prefix_tree
+from companion.sim.kv_scenarios import prefix_tree
 from tests.printed import rounds_to as near
 
 

@@ -12,7 +12,7 @@ from companion.exercises import data_ch08
 from companion.exercises._variants import pick, rng_for
 from companion.formulas import compression, kv_management
 from companion.grading import Exercise, Part, register
-from companion.sim import kvcache, scheduler
+from companion.sim import kv_scenarios, scheduler
 
 
 # --- Exercise 8-1: read volume per output token, b_KV, and the capacity cap (8.2.1) -----------
@@ -335,14 +335,14 @@ def _parts_8_3() -> tuple[Part, ...]:
 
 def _shared_blocks_8_3(g: dict, batch: int, prefix: int) -> int:
     held = calc.held_tokens(g["prompt_tokens"], g["output_tokens"])
-    return kvcache.page_sequences([held] * batch, g["block_tokens"],
+    return kv_scenarios.page_sequences([held] * batch, g["block_tokens"],
                                   shared_prefix_tokens=prefix).physical_blocks
 
 
 def _solve_8_3(g: dict) -> dict:
     out = {}
     for p in g["block_sizes"]:
-        rep = kvcache.page_sequences(g["lengths"], p)
+        rep = kv_scenarios.page_sequences(g["lengths"], p)
         out[f"a-p{p}-unused"] = rep.unused_tokens
         out[f"a-p{p}-entries"] = rep.references
     kw = dict(block_tokens=g["block_tokens"])

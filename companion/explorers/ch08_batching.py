@@ -296,9 +296,10 @@ SWEEP_BUDGETS = (512, 1024, 2048, 4096, 8192)
 
 def _requests(long_prompt_tokens=None, requests=None) -> list:
     """8.2.2's four requests (or ``requests``), with r2's prompt replaced if asked."""
+    from companion.sim import scenarios
     from companion.sim import scheduler as sch
 
-    reqs = list(sch.chapter_8_2_2_requests() if requests is None else requests)
+    reqs = list(scenarios.chapter_8_2_2_requests() if requests is None else requests)
     if long_prompt_tokens is None:
         return reqs
     return [sch.Request(r.id, r.arrival_s, long_prompt_tokens, r.output_tokens)
@@ -410,13 +411,13 @@ class SchedulePanel(Panel):
 @lru_cache(maxsize=256)
 def _budget_sweep(n_requests: int, interarrival_ms: float, prompt_tokens: int,
                   output_tokens: int) -> tuple:
-    """scheduler.token_budget_sweep over SWEEP_BUDGETS, all requests allowed to run (cached)."""
-    from companion.sim import scheduler as sch
+    """scenarios.token_budget_sweep over SWEEP_BUDGETS, all requests allowed to run (cached)."""
+    from companion.sim import scenarios
 
-    return tuple(sch.token_budget_sweep(SWEEP_BUDGETS, n_requests=n_requests,
-                                        interarrival_s=interarrival_ms * units.ms,
-                                        prompt_tokens=prompt_tokens,
-                                        output_tokens=output_tokens, max_running=n_requests))
+    return tuple(scenarios.token_budget_sweep(SWEEP_BUDGETS, n_requests=n_requests,
+                                              interarrival_s=interarrival_ms * units.ms,
+                                              prompt_tokens=prompt_tokens,
+                                              output_tokens=output_tokens, max_running=n_requests))
 
 
 class BudgetSweepPanel(Panel):

@@ -36,6 +36,7 @@ from companion.figures.ch17_serving import (batch_window_traces, chunk_trade_tra
                                             slot_gantt_traces, speculative_traces,
                                             tp_step_traces, utilization_traces, _stacked_axes)
 from companion.explorers.base import Control, Panel, View
+from companion.sim import scenarios
 from companion.sim import scheduler as sched
 from companion.sim import speculative as spec_sim
 
@@ -218,7 +219,7 @@ def _unchunked(prompt_tokens: int, decode_step_s: float, efficiency: float) -> t
     sweep = chunk_trade_sweep(prompt_tokens, decode_step_s, efficiency=efficiency)
     rt = sched.StepPlusPrefillRoundTime.from_hardware(m, hw, decode_step_s=decode_step_s,
                                                       mfu=efficiency)
-    return sweep, sched.long_prompt_interference(prompt_tokens, None, round_time=rt)
+    return sweep, scenarios.long_prompt_interference(prompt_tokens, None, round_time=rt)
 
 
 class ChunkSizePanel(Panel):
@@ -243,7 +244,7 @@ class ChunkSizePanel(Panel):
                                            efficiency=eff)
         sweep, whole = _unchunked(prompt_tokens, step, eff)
         rt = sched.StepPlusPrefillRoundTime.from_hardware(m, hw, decode_step_s=step, mfu=eff)
-        chunked = sched.long_prompt_interference(prompt_tokens, chunk_tokens, round_time=rt)
+        chunked = scenarios.long_prompt_interference(prompt_tokens, chunk_tokens, round_time=rt)
         timelines = {}
         for label, run in (("simulated, whole prompt in one round", whole),
                            (f"simulated, {chunk_tokens}-token chunks", chunked)):

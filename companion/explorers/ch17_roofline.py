@@ -21,6 +21,7 @@ from companion.figures.ch17_roofline import (hol_timeline_layout, hol_timeline_t
 from companion.explorers.base import Control, Panel, View
 # the same hardware presets and KV precisions as the §1/§4/§5 explorers
 from companion.explorers.ch17_memory import _HARDWARE, _KV_BYTES, _hardware_choice
+from companion.sim import scenarios
 from companion.sim import scheduler as sched
 
 __all__ = ["RooflinePanel", "RequestBudgetPanel", "HeadOfLinePanel"]
@@ -175,7 +176,7 @@ class RequestBudgetPanel(Panel):
 def hol_scenario(model, hardware, prompt_tokens: int, step_s: float, efficiency: float,
                  decode_batch: int) -> dict:
     """17 §3's stall twice: the closed form ``calc.head_of_line_stall`` and the companion's
-    scheduler simulator (``sim.scheduler.long_prompt_interference``, continuous batching, the
+    scheduler simulator (``sim.scenarios.long_prompt_interference``, continuous batching, the
     whole prompt admitted in one round with the decode steps).
 
     The simulated round holds the decode step *and* the prefill, so its worst ITL is step +
@@ -185,7 +186,7 @@ def hol_scenario(model, hardware, prompt_tokens: int, step_s: float, efficiency:
                                      efficiency=efficiency)
     rt = sched.StepPlusPrefillRoundTime.from_hardware(model, hardware, decode_step_s=step_s,
                                                       mfu=efficiency)
-    simulated = sched.long_prompt_interference(prompt_tokens, decode_batch=decode_batch,
+    simulated = scenarios.long_prompt_interference(prompt_tokens, decode_batch=decode_batch,
                                                round_time=rt)
     return {"closed_form": closed, "simulated": simulated}
 

@@ -361,12 +361,12 @@ def block_pool_steps_figure(snapshots, *, title: str = "", height: int = 420, **
 # --- Figure 8-17: the prefix tree --------------------------------------------------------------
 
 def prefix_tree_figure(tree, *, labels=None, title: str = ""):
-    """Draw a ``companion.sim.kvcache.PrefixTree``: x = tokens from the root, one row per leaf.
+    """Draw a ``companion.sim.kv_scenarios.PrefixTree``: x = tokens from the root, one row per leaf.
 
     Edges are labelled with their new tokens; leaves (and inner nodes where an input ends)
     carry the full input length and which inputs end there (``labels``: names of the inputs).
     """
-    from companion.sim.kvcache import PrefixTree
+    from companion.sim.kv_scenarios import PrefixTree
 
     t = v.instance("tree", tree, PrefixTree)
     nodes = {n.id: n for n in t.nodes}

@@ -1,5 +1,5 @@
 """Ledger: the paging numbers of 8.3.1-8.3.2 and 17 §5, recomputed by allocating blocks in
-``companion.sim.kvcache`` (source="sim")."""
+``companion.sim.kvcache`` (``companion.sim.kv_scenarios``) (source="sim")."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from companion.chapters.ch17 import (BIG_BLOCK_TOKENS, CHAT_LIVE_TOKENS as LIVE_
                                      PREFIX_TOKENS as SYSTEM_PROMPT_TOKENS, PREFIX_USERS as USERS,
                                      RUNTIME_RESERVE_BYTES, SEQUENCE_A_TOKENS as SEQ_A_TOKENS)
 from companion.ledger import Entry, entry
-from companion.sim.kvcache import BlockManager, fill_kv_pool, page_sequences
+from companion.sim.kv_scenarios import fill_kv_pool, page_sequences
+from companion.sim.kvcache import BlockManager
 from companion.specs import LLAMA_8B, QWEN3_8B, RTX_PRO_6000, H100_SXM
 from companion.units import GB, GiB, MB, MiB
 

@@ -16,11 +16,11 @@ from companion.chapters.ch08 import (CAPTURED_SHAPES as CAPTURED, CLIENT_ITL_S a
 from companion.chapters.ch17 import (CHUNK_TOKENS as CHUNK_17, LONG_CONTEXT_TOKENS as LONG_PROMPT,
                                      STATIC_OUTPUT_LENGTHS as STATIC_OUTPUTS)
 from companion.ledger import Entry, entry
-from companion.sim.scheduler import (CH17_HOL_DECODE_STEP_S, CHAPTER_8_2_2_CHUNK_TOKENS,
+from companion.sim.scenarios import (CH17_HOL_DECODE_STEP_S, CHAPTER_8_2_2_CHUNK_TOKENS,
                                      CHAPTER_8_2_2_MAX_RUNNING, CHAPTER_8_2_2_TOKEN_BUDGET,
-                                     Request, RoundTimeModel, StepPlusPrefillRoundTime,
-                                     chapter17_round_time, chapter_8_2_2_requests,
-                                     long_prompt_interference, simulate)
+                                     chapter_8_2_2_requests, long_prompt_interference)
+from companion.sim.scheduler import (Request, RoundTimeModel, StepPlusPrefillRoundTime,
+                                     chapter17_round_time, simulate)
 from companion.units import ms
 
 # 8.1.1: when the other short request arrives (the companion's choice; any mid-generation time)

@@ -41,7 +41,7 @@ from companion.chapters.ch17 import PREFILL_EFFICIENCY as CH17_PREFILL_MFU
 from companion.formulas.core import attention_flops_per_pair, kv_bytes_per_token, matrix_flops
 from companion.specs import H100_SXM, LLAMA_8B, Hardware, Model
 
-__all__ = ["RoundWork", "RoundTime", "LinearRoundTime", "RoundTimeModel", "RooflineRoundTime",
+__all__ = ["RoundWork", "round_work", "RoundTime", "LinearRoundTime", "RoundTimeModel", "RooflineRoundTime",
            "StepPlusPrefillRoundTime", "chapter17_round_time", "as_round_time", "round_duration",
            "ROUND_FIXED_S", "ROUND_PER_TOKEN_S", "ROUND_PER_PAIR_S", "CH17_DECODE_STEP_S",
            "CH17_PREFILL_MFU"]
@@ -67,6 +67,24 @@ class RoundWork(NamedTuple):
     def padding_rows(self):
         """Rows executed only because of CUDA-graph padding (8.2.4)."""
         return self.rows - self.decodes - self.prefill_tokens
+
+
+def round_work(decodes: int, decode_history_tokens: int, chunks=(), *, completing: int = 0,
+               rows: int | None = None) -> RoundWork:
+    """The work of a round: ``decodes`` decode steps on ``decode_history_tokens`` cached tokens
+    in all, and prompt ``chunks`` (c new tokens on h cached ones each), ``completing`` of which
+    finish their prompt.
+
+    Each decode step is c = 1 on its h: h + 1 pairs and h + 1 KV tokens read; a chunk adds
+    c h + c(c+1)/2 pairs and reads h + c tokens (8.2.3). Rows are the new tokens, unless the
+    caller pads them (``rows``, 8.2.4); a round emits one token per decode step and one per
+    completed prompt.
+    """
+    prefill = sum(c for c, _ in chunks)
+    pairs = decode_history_tokens + decodes + sum(c * h + c * (c + 1) // 2 for c, h in chunks)
+    context = decode_history_tokens + decodes + sum(h + c for c, h in chunks)
+    return RoundWork(decodes, prefill, decodes + prefill if rows is None else rows, pairs,
+                     context, decodes + completing)
 
 
 @runtime_checkable

@@ -24,7 +24,6 @@ import numpy as np
 
 from companion import validate as v
 from companion.formulas.core import speculative_expected_tokens
-from companion.sim.kvcache import _token_ids
 
 __all__ = [
     "GreedyVerification", "verify_greedy", "acceptance_probabilities", "acceptance_rate",
@@ -65,10 +64,10 @@ def verify_greedy(draft_tokens, target_tokens) -> GreedyVerification:
     matching prefix, then the target's token at the first mismatch, or the bonus token if all
     m match: accepted + 1 tokens (Figure 8-29: 4 drafts, third diverges -> 2 + 1 = 3).
     """
-    draft = _token_ids("draft_tokens", draft_tokens)
+    draft = v.token_ids("draft_tokens", draft_tokens)
     if not draft:
         raise ValueError("draft_tokens: needs at least 1 item")
-    target = _token_ids("target_tokens", target_tokens)
+    target = v.token_ids("target_tokens", target_tokens)
     m = len(draft)
     if len(target) not in (m, m + 1):
         raise ValueError(f"target_tokens: expected {m} (one per draft position) or {m + 1} "
