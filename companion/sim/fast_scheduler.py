@@ -420,8 +420,7 @@ class FastScheduler(SchedulerBase):
         rows = self._pad(n)
         rt = self._cfg.round_time
         if self._trusted:
-            def fn(pairs):
-                return rt.evaluate(n, 0, rows, pairs, pairs, n)
+            fn = rt.decode_fn(n, rows)
         else:
             def fn(pairs):
                 return round_duration(rt.time_s(RoundWork(n, 0, rows, pairs, pairs, n)))

@@ -169,26 +169,55 @@ class LinearRoundTime:
         return terms
 
     def evaluate(self, decodes, prefill_tokens, rows, pairs, context_tokens, emitted):
-        """Seconds for a round with this work (the fields of RoundWork, in its order)."""
+        """Seconds for a round with this work (the fields of RoundWork, in its order); numpy
+        arrays work elementwise."""
         values = (decodes > 0, decodes, prefill_tokens, rows, emitted, pairs, context_tokens)
         best = None
-        for term in self._terms():
-            x = term.constant
-            for i, c in term.coefficients:
+        for constant, coefficients, rate in self.__dict__.get("_compiled") or self._terms():
+            x = constant
+            for i, c in coefficients:
                 x = x + c * values[i]
-            if term.rate != 1.0:
-                x = x / term.rate
+            if rate != 1.0:
+                x = x / rate
             if best is None:
                 best = x
-            elif isinstance(x, np.ndarray) or isinstance(best, np.ndarray):
+            elif x.__class__ is float and best.__class__ is float:
+                if x > best:
+                    best = x
+            else:
                 best = np.maximum(best, x)
-            elif x > best:
-                best = x
-        return self.overhead_s + best if self.overhead_s else best
+        overhead = self.overhead_s
+        return overhead + best if overhead else best
 
     def time_s(self, work: RoundWork):
         """Seconds for the round (``evaluate`` of its fields)."""
         return self.evaluate(*work)
+
+    def _decode_lines(self, decodes: int, rows: int):
+        """Per term (a, b, c): a pure decode round's term is (a + b x pairs) / c, with a summed
+        in ``evaluate``'s order; None when a term counts both pairs and KV reads. Cached per
+        (decodes, rows): a run asks for the same few again and again."""
+        cache = self.__dict__.setdefault("_line_cache", {})
+        key = (decodes, rows)
+        if key in cache:
+            return cache[key]
+        values = (decodes > 0, decodes, 0, rows, decodes)
+        lines = []
+        for term in self._terms():
+            a, b = term.constant, 0
+            for i, c in term.coefficients:
+                if i in _PAIR_FIELDS:
+                    if b:
+                        lines = None        # pairs and KV reads in one term: not one line
+                        break
+                    b = c
+                else:
+                    a = a + c * values[i]
+            if lines is None:
+                break
+            lines.append((a, b, term.rate))
+        cache[key] = lines = None if lines is None else tuple(lines)
+        return lines
 
     def decode_line(self, decodes: int, rows: int, lo: int, hi: int):
         """(a, b, c, e) such that a pure decode round of ``decodes`` requests on ``rows`` rows
@@ -198,31 +227,52 @@ class LinearRoundTime:
         A pure decode round reads as many KV tokens as it has pairs (each decode token attends
         to its h cached tokens and itself: h + 1 pairs, h + 1 tokens read).
         """
-        values = (decodes > 0, decodes, 0, rows, decodes)
-        lines = []
-        for term in self._terms():
-            a, b = term.constant, 0.0
-            for i, c in term.coefficients:
-                if i in _PAIR_FIELDS:
-                    if b:
-                        return None      # pairs and KV reads in one term: not one line
-                    b = c
-                else:
-                    a = a + c * values[i]
-            lines.append((a, b, term.rate))
+        lines = self._decode_lines(decodes, rows)
+        if lines is None:
+            return None
         e = self.overhead_s
         if len(lines) == 1:
             a, b, c = lines[0]
-            return a, (0 if b == 0 else b), c, e
-        # Each term is linear in the pairs: when one exceeds every other by a relative 1e-9 at
+            return a, b, c, e
+        # Each term is linear in the pairs: when one exceeds the other by a relative 1e-9 at
         # both ends of the range it does so in between, far beyond rounding error, so the max
         # picks it in every round of the range.
+        if len(lines) == 2:
+            (a1, b1, c1), (a2, b2, c2) = lines
+            lo1, hi1 = (a1 + b1 * lo) / c1, (a1 + b1 * hi) / c1
+            lo2, hi2 = (a2 + b2 * lo) / c2, (a2 + b2 * hi) / c2
+            if lo2 > lo1 * (1 + 1e-9) and hi2 > hi1 * (1 + 1e-9):
+                return a2, b2, c2, e
+            if lo1 > lo2 * (1 + 1e-9) and hi1 > hi2 * (1 + 1e-9):
+                return a1, b1, c1, e
+            return None
         for k, (a, b, c) in enumerate(lines):
-            others = [line for j, line in enumerate(lines) if j != k]
             if all((a + b * p) / c > (a2 + b2 * p) / c2 * (1 + 1e-9)
-                   for p in (lo, hi) for a2, b2, c2 in others):
+                   for j, (a2, b2, c2) in enumerate(lines) if j != k for p in (lo, hi)):
                 return a, b, c, e
         return None
+
+    def decode_fn(self, decodes: int, rows: int):
+        """pairs -> seconds of a pure decode round (``evaluate``'s arithmetic, as a closure)."""
+        lines = self._decode_lines(decodes, rows)
+        e = self.overhead_s
+        if lines is None:
+            return lambda pairs: self.evaluate(decodes, 0, rows, pairs, pairs, decodes)
+        if len(lines) == 1:
+            (a, b, c), = lines
+            if c == 1.0 and not e:
+                return lambda pairs: a + b * pairs
+            return lambda pairs: (a + b * pairs) / c + e
+        if len(lines) == 2:
+            (a1, b1, c1), (a2, b2, c2) = lines
+
+            def two(pairs):
+                x1 = (a1 + b1 * pairs) / c1
+                x2 = (a2 + b2 * pairs) / c2
+                best = x2 if x2 > x1 else x1
+                return e + best if e else best
+            return two
+        return lambda pairs: self.evaluate(decodes, 0, rows, pairs, pairs, decodes)
 
 
 @dataclass(frozen=True)
