@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion import calc, plots, units, widgets
-from companion.explorers import ch08_kv as kvp
+from companion.sim import kv_scenarios as kvp
 from companion.sim.kv_scenarios import prefix_tree
 from tests.printed import rounds_to as near
 

@@ -1,1 +1,20 @@
-"""Explorers by topic; import their figures through ``companion.plots`` and panels through ``companion.widgets``."""
+"""One module per topic: its figure builders and its slider panels together.
+
+  ch08_lifecycle    8.1: request timeline, memory budget, KV capacity
+  ch08_batching     8.2: read volume, decode step, chunked prefill, padding, token budget, schedules
+  ch08_kv           8.3: block pools, sharing, copy-on-write, preemption, prefix cache, retention
+  ch08_compression  8.4: quantised weights and KV, compressed reads, offload, retries
+  ch08_speculative  8.5: greedy verification, acceptance, draft length
+  ch08_serving      8.6: Little's law, goodput, schemes A-E, Amdahl
+  ch17_memory       17 §1, §4, §5: memory hierarchy, KV sizing, PagedAttention
+  ch17_roofline     17 §2, §3: roofline, request budget, head-of-line blocking
+  ch17_batching     17 §6: static vs continuous batching, chunked prefill
+  ch17_parallelism  17 §7, §8: tensor/pipeline parallelism, placement, pools, routing
+  ch17_levers       17 §9, §10 and the interview: MBU/MFU, quantization, speculation, batch size
+  lab               the lab notebook's measured-vs-predicted figures
+
+``base`` holds Panel/Control/View, ``common`` the helpers and presets several modules share.
+Numbers a readout shows come from ``companion.calc``/``companion.sim``; scenarios live in
+``companion.sim``, text tables in ``companion.tables``. Notebooks import figures through
+``companion.plots`` and panels through ``companion.widgets``.
+"""

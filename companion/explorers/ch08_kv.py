@@ -1,16 +1,18 @@
-"""8.3 explorers and the small simulations behind its drawings.
+"""8.3's explorer home: paged blocks and block tables, branch sharing, the prefix tree
+(Figure 8-17), the pool under preemption, and cache retention (Figure 8-22).
 
-Drivers (they only call ``companion.sim.kvcache.BlockManager``/``PrefixCache``; no allocator of
-their own): ``grow_sequences`` (8.3.1's A-D growing token by token in one pool),
-``copy_on_write_steps`` and ``branch_sharing_steps`` (8.3.2, state after each step),
-``decode_with_preemption`` (a generated decode run that runs out of blocks),
-``multi_turn_inputs`` and ``replay_prefix_cache`` (a generated multi-turn agent's inputs for
-Figure 8-17 and their replay through a prefix cache).
+Figures: ``block_pool_figure``/``block_pool_steps_figure`` (``block_pool_traces``,
+``block_pool_layout``) draw a ``companion.sim.kv_scenarios.PoolSnapshot``: every cell of a block
+is a bar (a rectangle in data coordinates with its own colour and hover text), so the drawing
+scales with the figure; ``prefix_tree_figure``, ``pool_usage_figure``, ``retention_bars_figure``.
+The snapshots and the walks that produce them (growing sequences, copy-on-write, branch sharing,
+preemption, prefix-cache replays) are in ``companion.sim.kv_scenarios``. Deterministic: fixed
+colours, no timestamps, no randomness.
 
-Panels: ``PagingPanel`` (block size and lengths -> waste and table entries), ``BranchSharingPanel``
-(references vs physical blocks), ``SharedPrefixCapacityPanel`` (864 + 324 b MiB, 35 requests),
-``SnapshotSpacingPanel`` (hybrid-state snapshots: recompute vs storage), ``RetentionPanel``
-(Figure 8-22: which prefixes a cache should keep).
+Panels: ``PagingPanel`` (block size and lengths -> waste and table entries),
+``BranchSharingPanel`` (references vs physical blocks), ``SharedPrefixCapacityPanel``
+(864 + 324 b MiB, 35 requests), ``SnapshotSpacingPanel`` (hybrid-state snapshots: recompute vs
+storage), ``RetentionPanel`` (Figure 8-22: which prefixes a cache should keep).
 """
 
 from __future__ import annotations
@@ -19,297 +21,443 @@ import math
 
 import numpy as np
 
-from companion import validate as v
 from companion import calc, specs, units
-from companion.figures.ch08_kv import (PoolSnapshot, SEQUENCE_COLORS, SHARED_COLOR,
-                                       block_pool_layout, block_pool_legend_html,
-                                       block_pool_traces, retention_bars_traces, snapshot_pool)
-from companion.formulas import kv_management as km
+from companion import validate as v
 from companion.explorers.base import Control, Panel, View
-from companion.sim.kvcache import BlockManager, OutOfBlocks, PrefixCache
+from companion.explorers.common import plotly_go as _go
+from companion.formulas import kv_management as km
+from companion.sim.kv_scenarios import (
+    SEQUENCE_NAMES,
+    PoolSnapshot,
+    branch_sharing_pool,
+    grow_sequences,
+    snapshot_pool,
+)
 
-__all__ = ["grow_sequences", "copy_on_write_steps", "branch_sharing_pool", "branch_sharing_steps",
-           "decode_with_preemption", "multi_turn_inputs", "replay_prefix_cache",
-           "PagingPanel", "BranchSharingPanel", "SharedPrefixCapacityPanel",
-           "SnapshotSpacingPanel", "RetentionPanel"]
+__all__ = [
+    "block_pool_traces", "block_pool_legend_html",
+    "block_pool_layout", "block_pool_figure", "block_pool_steps_figure", "prefix_tree_figure",
+    "pool_usage_figure", "retention_bars_traces", "retention_bars_figure", "SEQUENCE_COLORS",
+    "PagingPanel",
+    "BranchSharingPanel", "SharedPrefixCapacityPanel", "SnapshotSpacingPanel", "RetentionPanel",
+]
 
-_NAMES = "ABCDEFGH"
+
+# one colour per sequence (colour-blind safe), then the states of a physical block
+SEQUENCE_COLORS = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00",
+                   "#8c6d31", "#7f7f7f")
+SHARED_COLOR = "#6a3d9a"        # a block referenced by more than one block table (or a cache)
+FREE_COLOR = "#ececec"          # a block in the free pool
+UNUSED_LINE = "#c00000"         # outline of an allocated but unused slot (tail waste)
+CELL_LINE = "#ffffff"
 
 
-# --- drivers over the simulator -----------------------------------------------------------------
+# --- the drawing: block tables (left) and the physical pool (right) ----------------------------
 
-def grow_sequences(lengths, block_tokens: int = 4, *, shared_prefix_tokens: int = 0,
-                   prefix_group=(0, 1), pool_tokens: int | None = None) -> BlockManager:
-    """A BlockManager holding sequences that grew one token at a time, in turn (as decode does),
-    so their physical blocks interleave in the pool (8.3.1).
+# cell colours as numbers on a discrete colour scale (fast to update in a live figure):
+# 0..7 a sequence's private block, 8 shared, 9 free, 10 unused slot (white)
+_SHARED, _FREE, _UNUSED = len(SEQUENCE_COLORS), len(SEQUENCE_COLORS) + 1, len(SEQUENCE_COLORS) + 2
+_PALETTE = list(SEQUENCE_COLORS) + [SHARED_COLOR, FREE_COLOR, "#ffffff"]
+_COLORSCALE = [c for k, col in enumerate(_PALETTE)
+               for c in ([k / len(_PALETTE), col], [(k + 1) / len(_PALETTE), col])]
+_LINESCALE = [[0, CELL_LINE], [0.5, CELL_LINE], [0.5, UNUSED_LINE], [1, UNUSED_LINE]]
 
-    The first member of ``prefix_group`` writes the ``shared_prefix_tokens`` first; the others
-    then reference its full blocks (a partly filled block cannot be shared once the members write
-    different tokens) and write the rest themselves. The pool holds exactly the blocks needed,
-    or ``pool_tokens`` // p blocks (the rest stay free).
+
+def _bars(name, y, base, length, code, outlined, hover, text, axes):
+    trace = {"type": "bar", "orientation": "h", "name": name, "y": y, "base": base,
+             "x": length, "width": 0.82,
+             "marker": {"color": [c + 0.5 for c in code], "coloraxis": "coloraxis",
+                        "line": {"color": [0.75 if o else 0.25 for o in outlined],
+                                 "coloraxis": "coloraxis2", "width": 1.5}},
+             "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>",
+             "xaxis": axes[0], "yaxis": axes[1], "showlegend": False}
+    if any(text):
+        trace.update({"text": text, "textposition": "inside", "insidetextanchor": "middle",
+                      "textfont": {"size": 10, "color": "#ffffff"}})
+    return trace
+
+
+def _legend_traces() -> list[dict]:
+    items = [("private block (colour of its sequence)", SEQUENCE_COLORS[0], None),
+             ("shared block (count > 1)", SHARED_COLOR, None),
+             ("allocated, unused slot (tail waste)", "#ffffff", UNUSED_LINE),
+             ("free block", FREE_COLOR, None)]
+    return [{"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": name,
+             "marker": {"symbol": "square", "size": 12, "color": color,
+                        "line": {"color": line or color, "width": 2}},
+             "hoverinfo": "skip", "showlegend": True} for name, color, line in items]
+
+
+def block_pool_legend_html() -> str:
+    """The colour key of the block drawings as HTML (for an explorer's readout)."""
+    def box(color, line=None):
+        return (f'<span style="display:inline-block;width:10px;height:10px;background:{color};'
+                f'border:2px solid {line or color}"></span>')
+    return (f"{box(SEQUENCE_COLORS[0])}{box(SEQUENCE_COLORS[1])} private, "
+            f"{box(SHARED_COLOR)} shared, {box('#ffffff', UNUSED_LINE)} unused slot, "
+            f"{box(FREE_COLOR)} free")
+
+
+def block_pool_traces(snapshot: PoolSnapshot, *, slot_level: bool | None = None,
+                      columns: int | None = None, merge_runs: bool | None = None,
+                      axes=("x", "y", "x2", "y2"), legend: bool = True) -> tuple[list, dict]:
+    """Trace dicts and layout: block tables (logical -> physical) and the physical pool.
+
+    Left: one row per sequence, one cell per logical block, labelled with its physical block.
+    Right: the pool, ``columns`` blocks per row; ``slot_level`` draws every token slot (small
+    pools), otherwise each block is one cell whose filled part is coloured and whose unused tail
+    is outlined red. ``merge_runs`` (default: for long tables) merges consecutive blocks of the
+    same kind into one cell, in the tables and (block level) in each pool row. Colours: a
+    sequence's own colour for private blocks, purple for blocks referenced more than once, grey
+    for free blocks. The layout uses autoranged axes, so it does not change with the state.
     """
-    seq = v.sequence("lengths", lengths)
-    lens = [v.tokens(f"lengths[{i}]", x, minimum=1) for i, x in enumerate(seq)]
-    p = v.tokens("block_tokens", block_tokens, minimum=1)
-    shared = v.tokens("shared_prefix_tokens", shared_prefix_tokens)
-    group = [v.integer(f"prefix_group[{i}]", g) for i, g in
-             enumerate(v.sequence("prefix_group", prefix_group))]
-    if any(g >= len(lens) for g in group) or len(set(group)) != len(group):
-        raise ValueError(f"prefix_group: expected distinct indices into lengths, got {group}")
-    if shared and shared > min(lens[g] for g in group):
-        raise ValueError(f"shared_prefix_tokens: {shared} exceeds the shortest sharing sequence")
-    full = shared // p
-    need = sum(calc.kv_blocks_needed(n, p) for n in lens)
-    if shared:                  # the other members reference the first one's full blocks
-        need -= (len(group) - 1) * full
-    size = need
-    if pool_tokens is not None:
-        size = v.tokens("pool_tokens", pool_tokens, minimum=1) // p
-        if size < need:
-            raise ValueError(f"pool_tokens: {pool_tokens} tokens hold {size} blocks of {p}, "
-                             f"fewer than the {need} the sequences need")
-    mgr = BlockManager(max(1, size), p)
-    common: list[int] = []
-    for i in range(len(lens)):
-        if shared and i == group[0]:
-            common = mgr.allocate(i, shared)[:full]
-        elif shared and i in group:
-            mgr.allocate(i, full * p, shared_blocks=common)
+    snap = snapshot
+    p, nb = snap.block_tokens, snap.num_blocks
+    slot_level = (nb * p <= 256) if slot_level is None else bool(slot_level)
+    if columns is None:
+        columns = min(nb, 8 if slot_level else 16)
+    cols = v.count("columns", columns)
+    fill = snap.block_fill()
+    owners = snap.owners()
+    names = [name for name, _, _ in snap.tables]
+    if merge_runs is None:
+        merge_runs = max((len(t) for _, t, _ in snap.tables), default=0) > 24
+
+    def state(b):
+        """(colour code, description) of physical block b."""
+        ref = snap.refcounts[b]
+        who = owners.get(b, [])
+        if ref == 0:
+            return _FREE, "free"
+        if ref > 1 or len(who) != 1:
+            return _SHARED, (f"shared by {', '.join(names[k] for k in who)} (count {ref})"
+                             if who else f"held outside any table (count {ref})")
+        return who[0] % len(SEQUENCE_COLORS), f"private to {names[who[0]]}"
+
+    # left: block tables
+    ty, tb, tl, tc, to, th, tt = [], [], [], [], [], [], []
+    for k, (name, table, n) in enumerate(snap.tables):
+        i = 0
+        while i < len(table):
+            shared = snap.refcounts[table[i]] > 1
+            j = i
+            if merge_runs:  # a run of same-kind, consecutive physical blocks
+                while (j + 1 < len(table) and table[j + 1] == table[j] + 1
+                       and (snap.refcounts[table[j + 1]] > 1) == shared):
+                    j += 1
+            ty.append(name)
+            tb.append(i)
+            tl.append(j - i + 1)
+            tc.append(_SHARED if shared else k % len(SEQUENCE_COLORS))
+            to.append(False)
+            kind = f"shared, count {snap.refcounts[table[i]]}" if shared else "private"
+            if j == i:
+                th.append(f"{name}: logical {i} -> physical {table[i]} ({kind}), "
+                          f"{min(p, n - i * p)}/{p} slots used")
+                tt.append(str(table[i]) if not merge_runs else "")
+            else:
+                th.append(f"{name}: logical {i}-{j} -> physical {table[i]}-{table[j]} ({kind})")
+                tt.append(f"{table[i]}-{table[j]}" if j - i >= 3 else "")
+            i = j + 1
+    traces = [_bars("block tables", ty, tb, tl, tc, to, th, tt, axes[:2])]
+
+    # right: the physical pool
+    gap = 1 if slot_level else 0.15
+    width = p + gap if slot_level else 1 + gap
+    py, pb, pl, pc, po, ph, pt = [], [], [], [], [], [], []
+
+    def cell(row, x0, length, code, outlined, hover, text=""):
+        py.append(row)
+        pb.append(x0)
+        pl.append(length)
+        pc.append(code)
+        po.append(outlined)
+        ph.append(hover)
+        pt.append(text)
+
+    b = 0
+    while b < nb:
+        row, col = divmod(b, cols)
+        code, desc = state(b)
+        ref = snap.refcounts[b]
+        used = fill.get(b, 0) if ref else 0
+        x0 = col * width
+        if slot_level:
+            label = "" if ref == 0 else ("*" if code == _SHARED else names[owners[b][0]])
+            for s in range(p):
+                filled = ref > 0 and s < used
+                cell(row, x0 + s, 1, code if (filled or ref == 0) else _UNUSED,
+                     bool(ref) and not filled,
+                     f"block {b} slot {s}: " + ((desc if filled else "unused") if ref
+                                                       else "free"),
+                     label if filled else "")
+            b += 1
+            continue
+        # block level: extend a run of whole blocks in the same state along this row
+        e = b
+        if merge_runs and (used == p or ref == 0):
+            while (e + 1 < nb and (e + 1) // cols == row and state(e + 1) == (code, desc)
+                   and (snap.refcounts[e + 1] == 0 or fill.get(e + 1, 0) == p)):
+                e += 1
+        span = (e - b) * width + 1
+        what = f"block {b}" if e == b else f"blocks {b}-{e}"
+        if ref and used < p:
+            frac = used / p
+            cell(row, x0, frac, code, False, f"{what}: {desc}, {used}/{p} slots used")
+            cell(row, x0 + frac, 1 - frac, _UNUSED, True, f"{what}: unused tail")
         else:
-            mgr.allocate(i, 0)
-    while True:
-        grew = False
-        for i, n in enumerate(lens):
-            if mgr.num_tokens(i) < n:
-                mgr.append(i, 1)
-                grew = True
-        if not grew:
-            return mgr
+            cell(row, x0, span, code, False,
+                 f"{what}: {desc}" + (f", {used}/{p} slots used" if ref else ""))
+        b = e + 1
+    traces.append(_bars("physical pool", py, pb, pl, pc, po, ph, pt, axes[2:]))
+    if legend:
+        traces += _legend_traces()
+
+    return traces, block_pool_layout(axes)
 
 
-def copy_on_write_steps(full_blocks: int = 2, shared_tail_tokens: int = km.COW_EXAMPLE_SHARED_TOKENS,
-                        block_tokens: int = km.COW_EXAMPLE_BLOCK_TOKENS) -> list[PoolSnapshot]:
-    """BlockManager states of 8.3.2's copy-on-write example, one per step.
+def block_pool_layout(axes=("x", "y", "x2", "y2")) -> dict:
+    """The (state-independent) layout of ``block_pool_traces``: tables left, pool right."""
+    xa, ya, xb, yb = (a.replace("x", "xaxis").replace("y", "yaxis") for a in axes)
+    return {
+        "barmode": "overlay",
+        # the cells' colour codes map to fixed colours through these (never redrawn)
+        "coloraxis": {"colorscale": _COLORSCALE, "cmin": 0, "cmax": len(_PALETTE),
+                      "showscale": False},
+        "coloraxis2": {"colorscale": _LINESCALE, "cmin": 0, "cmax": 1, "showscale": False},
+        xa: {"title": {"text": "logical block (position in the sequence)"}, "domain": [0, 0.4],
+             "zeroline": False, "anchor": axes[1], "rangemode": "tozero"},
+        ya: {"title": {"text": "block table of"}, "type": "category",
+             "autorange": "reversed", "anchor": axes[0]},
+        xb: {"title": {"text": "physical pool (hover a cell for its block id)"},
+             "domain": [0.48, 1.0], "showticklabels": False, "showgrid": False,
+             "zeroline": False, "anchor": axes[3]},
+        yb: {"title": {"text": "pool row"}, "autorange": "reversed", "dtick": 1,
+             "zeroline": False, "anchor": axes[2]},
+        "legend": {"orientation": "h", "y": -0.22},
+    }
 
-    Two branches share a context of ``full_blocks`` full blocks plus ``shared_tail_tokens`` tokens
-    in a partly filled tail block (the chapter: 3 tokens in a 4-token block). When the first
-    branch writes, the shared tail is copied (copy-on-write); the second then writes in place;
-    full blocks stay shared; when a branch ends, only its private blocks return to the pool.
+
+def _caption(snap: PoolSnapshot) -> str:
+    return (f"{snap.label + ': ' if snap.label else ''}{snap.references} table entries, "
+            f"{snap.used_blocks} physical blocks = {snap.allocated_tokens} slots for "
+            f"{snap.stored_tokens} written tokens")
+
+
+def block_pool_figure(snapshot: PoolSnapshot, *, title: str | None = None, height: int = 380,
+                      **kw):
+    """One BlockManager state: block tables and the physical pool (8.3.1-8.3.2)."""
+    snap = v.instance("snapshot", snapshot, PoolSnapshot)
+    traces, layout = block_pool_traces(snap, **kw)
+    plot_px = height - 60 - 110
+    layout.update({"template": "plotly_white", "height": height,
+                   "margin": {"t": 60, "r": 20, "b": 110},
+                   "legend": {"orientation": "h", "yanchor": "top", "y": -50 / plot_px},
+                   "title": {"text": title if title is not None else _caption(snap)}})
+    return _go().Figure(data=traces, layout=layout)
+
+
+def block_pool_steps_figure(snapshots, *, title: str = "", height: int = 420, **kw):
+    """Successive BlockManager states with a slider over the steps (stored in the figure itself,
+    so it works without a running kernel). Each step's title gives its counts."""
+    snaps = [v.instance(f"snapshots[{i}]", s, PoolSnapshot)
+             for i, s in enumerate(v.sequence("snapshots", snapshots))]
+    per_step, layout = [], None
+    for s in snaps:
+        traces, lay = block_pool_traces(s, legend=False, **kw)
+        per_step.append(traces)
+        layout = layout or lay
+    # fixed axes over all steps, so the frame does not jump while the slider moves
+    names = []
+    for s in snaps:
+        names += [name for name, _, _ in s.tables if name not in names]
+    longest = max((len(t) for s in snaps for _, t, _ in s.tables), default=1)
+    layout["xaxis"].update({"range": [0, longest + 0.3], "rangemode": None})
+    layout["yaxis"].update({"categoryorder": "array", "categoryarray": names,
+                            "range": [len(names) - 0.5, -0.5], "autorange": False})
+    n_per = len(per_step[0])
+    data = []
+    for k, traces in enumerate(per_step):
+        for t in traces:
+            t["visible"] = k == 0
+            data.append(t)
+    legend = _legend_traces()
+    data += legend
+    steps = []
+    for k, s in enumerate(snaps):
+        visible = [j // n_per == k for j in range(n_per * len(snaps))] + [True] * len(legend)
+        steps.append({"method": "update", "label": str(k),
+                      "args": [{"visible": visible},
+                               {"title.text": f"{title}<br><sup>step {k}: {_caption(s)}</sup>"}]})
+    # below the plot, from the top: axis titles, legend, slider, placed in pixels (paper
+    # coordinates are fractions of the plot area's height)
+    plot_px = height - 80
+    layout.update({
+        "template": "plotly_white", "height": height + 190,
+        "margin": {"t": 80, "r": 20, "b": 190},
+        "title": {"text": f"{title}<br><sup>step 0: {_caption(snaps[0])}</sup>"},
+        "sliders": [{"active": 0, "steps": steps, "yanchor": "top", "y": -100 / plot_px,
+                     "len": 1.0, "pad": {"t": 0}, "currentvalue": {"prefix": "step "}}],
+        "legend": {"orientation": "h", "yanchor": "top", "y": -55 / plot_px},
+    })
+    return _go().Figure(data=data, layout=layout)
+
+
+# --- Figure 8-17: the prefix tree --------------------------------------------------------------
+
+def prefix_tree_figure(tree, *, labels=None, title: str = ""):
+    """Draw a ``companion.sim.kv_scenarios.PrefixTree``: x = tokens from the root, one row per leaf.
+
+    Edges are labelled with their new tokens; leaves (and inner nodes where an input ends)
+    carry the full input length and which inputs end there (``labels``: names of the inputs).
     """
-    full = v.count("full_blocks", full_blocks, minimum=0)
-    p = v.tokens("block_tokens", block_tokens, minimum=2)
-    tail = v.tokens("shared_tail_tokens", shared_tail_tokens, minimum=1)
-    if tail >= p:
-        raise ValueError(f"shared_tail_tokens: {tail} must be < block_tokens={p} (a partly "
-                         f"filled tail block)")
-    ctx = full * p + tail
-    mgr = BlockManager(full + 1 + 4, p)
-    names = {"A": "A", "B": "B"}
-    out = []
+    from companion.sim.kv_scenarios import PrefixTree
 
-    def snap(label):
-        out.append(snapshot_pool(mgr, label, names))
+    t = v.instance("tree", tree, PrefixTree)
+    nodes = {n.id: n for n in t.nodes}
+    children: dict[int, list[int]] = {}
+    for parent, child, _ in t.edges:
+        children.setdefault(parent, []).append(child)
+    # y: leaves in depth-first order, inner nodes at the mean of their children
+    ypos: dict[int, float] = {}
+    counter = [0]
 
-    mgr.allocate("A", ctx)
-    snap(f"prefill: {ctx} common tokens ({full} full blocks + {tail} in the tail block)")
-    mgr.fork("A", "B")
-    snap("fork: B's table points at the same blocks (counts 2)")
-    mgr.append("A", 1)
-    copies = mgr.pop_copies()
-    snap(f"A writes: its tail is shared, so it is copied first ({copies[0].tokens} tokens "
-         f"into block {copies[0].dst})")
-    mgr.append("B", 1)
-    snap("B writes in place: the old tail block is now B's alone")
-    mgr.append("A", p)
-    snap(f"A appends {p} tokens: one more private block")
-    mgr.append("B", p)
-    snap(f"B appends {p} tokens")
-    mgr.free("A")
-    snap("A ends: only its private blocks return; the full blocks stay for B")
-    return out
+    def place(nid):
+        kids = children.get(nid, [])
+        for c in kids:
+            place(c)
+        if kids:
+            ypos[nid] = sum(ypos[c] for c in kids) / len(kids)
+        else:
+            ypos[nid] = counter[0]
+            counter[0] += 1
+
+    root = t.nodes[0].id
+    place(root)
+    ex, ey, lx, ly, lt = [], [], [], [], []
+    for parent, child, new in t.edges:
+        x0, x1 = nodes[parent].depth, nodes[child].depth
+        y0, y1 = ypos[parent], ypos[child]
+        ex += [x0, x0, x1, None]
+        ey += [y0, y1, y1, None]
+        lx.append((x0 + x1) / 2)
+        ly.append(y1)
+        lt.append(f"+{new:,}")
+    names = None if labels is None else [str(x) for x in labels]
+    nx, ny, nt, nh, nc = [], [], [], [], []
+    for n in t.nodes:
+        if n.parent is None:
+            continue
+        nx.append(n.depth)
+        ny.append(ypos[n.id])
+        ends = ", ".join(names[i] if names else f"input {i}" for i in n.ends)
+        nt.append(f"{n.depth:,}" + (f" ({ends})" if ends else ""))
+        nh.append(f"{n.depth:,} tokens from the root; {n.passes} input(s) pass here"
+                  + (f"; ends: {ends}" if ends else ""))
+        nc.append(SHARED_COLOR if n.passes > 1 else SEQUENCE_COLORS[0])
+    traces = [
+        {"type": "scatter", "x": ex, "y": ey, "mode": "lines", "name": "edge",
+         "line": {"color": "#8c8c8c", "width": 2}, "hoverinfo": "skip", "showlegend": False},
+        {"type": "scatter", "x": lx, "y": ly, "mode": "text", "text": lt,
+         "textposition": "top center", "name": "new tokens on the edge", "hoverinfo": "skip",
+         "showlegend": False, "textfont": {"size": 11}},
+        {"type": "scatter", "x": nx, "y": ny, "mode": "markers+text", "text": nt,
+         "textposition": "middle right", "hovertext": nh,
+         "hovertemplate": "%{hovertext}<extra></extra>", "name": "node (shared if purple)",
+         "marker": {"size": 11, "color": nc}, "showlegend": False, "textfont": {"size": 11}},
+        {"type": "scatter", "x": [0], "y": [ypos[root]], "mode": "markers+text",
+         "text": ["root"], "textposition": "middle left", "name": "root",
+         "marker": {"size": 11, "color": "#333333"}, "showlegend": False, "hoverinfo": "skip"},
+    ]
+    depth = max(n.depth for n in t.nodes)
+    layout = {"template": "plotly_white", "height": 120 + 55 * max(1, counter[0]),
+              "title": {"text": title}, "margin": {"t": 60, "r": 20, "l": 60},
+              "xaxis": {"title": {"text": "tokens from the root (prefix length)"},
+                        "range": [-0.08 * depth, 1.3 * depth]},
+              "yaxis": {"visible": False, "range": [counter[0] - 0.4, -0.6]}}
+    return _go().Figure(data=traces, layout=layout)
 
 
-def branch_sharing_pool(branches: int = km.BRANCH_EXPERIMENT_BRANCHES,
-                        shared_blocks: int = km.BRANCH_EXPERIMENT_SHARED_BLOCKS,
-                        private_blocks: int = km.BRANCH_EXPERIMENT_PRIVATE_BLOCKS,
-                        block_tokens: int = km.BLOCK_TOKENS) -> BlockManager:
-    """The end state of 8.3.2's branch experiment, each branch's private blocks written in one
-    go (so they lie together in the pool): n forks of an s-block prefix, q private blocks each.
+# --- the pool over time (preemption by recompute) ----------------------------------------------
+
+def pool_usage_figure(runs, *, title: str = ""):
+    """Used blocks per decode round for one or more pools, with preemptions marked.
+
+    ``runs``: a list of dicts with ``label``, ``used_blocks`` (per round), ``num_blocks`` and
+    ``preempt_rounds`` (rounds at which a sequence was preempted).
     """
-    n = v.count("branches", branches)
-    s = v.count("shared_blocks", shared_blocks, minimum=0)
-    q = v.count("private_blocks", private_blocks, minimum=0)
-    p = v.tokens("block_tokens", block_tokens, minimum=1)
-    mgr = BlockManager(max(1, s + n * q), p)
-    mgr.allocate(0, s * p)
-    for k in range(1, n):
-        mgr.fork(0, k)
-    for k in range(n):
-        mgr.append(k, q * p)
-    return mgr
+    runs = list(v.sequence("runs", runs))
+    traces = []
+    for k, r in enumerate(runs):
+        color = SEQUENCE_COLORS[k % len(SEQUENCE_COLORS)]
+        used = list(r["used_blocks"])
+        # only the rounds where the count changes (drawn as steps), plus the last one
+        keep = [i for i in range(len(used)) if i == 0 or i == len(used) - 1
+                or used[i] != used[i - 1]]
+        traces.append({"type": "scatter", "x": keep, "y": [used[i] for i in keep],
+                       "mode": "lines", "line": {"color": color, "shape": "hv"},
+                       "name": f"{r['label']}: blocks in use"})
+        traces.append({"type": "scatter", "x": [0, len(used) - 1],
+                       "y": [r["num_blocks"]] * 2, "mode": "lines",
+                       "name": f"{r['label']}: pool size ({r['num_blocks']} blocks)",
+                       "line": {"color": color, "dash": "dot"}})
+        pre = list(r.get("preempt_rounds", ()))
+        traces.append({"type": "scatter", "x": pre, "y": [used[i] for i in pre],
+                       "mode": "markers", "name": f"{r['label']}: preemption",
+                       "marker": {"symbol": "x", "size": 12, "color": color}})
+    layout = {"template": "plotly_white", "height": 400, "title": {"text": title},
+              "xaxis": {"title": {"text": "decode round"}},
+              "yaxis": {"title": {"text": "KV blocks in use (16 tokens each)"},
+                        "rangemode": "tozero"},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return _go().Figure(data=traces, layout=layout)
 
 
-def branch_sharing_steps(branches: int = km.BRANCH_EXPERIMENT_BRANCHES,
-                         shared_blocks: int = km.BRANCH_EXPERIMENT_SHARED_BLOCKS,
-                         private_blocks: int = km.BRANCH_EXPERIMENT_PRIVATE_BLOCKS,
-                         block_tokens: int = km.BLOCK_TOKENS, *, blocks_per_step: int = 3,
-                         finish_first: bool = True) -> list[PoolSnapshot]:
-    """BlockManager states of 8.3.2's branch experiment: prefill the common prefix, fork the
-    branches, then the branches take turns writing private blocks, ``blocks_per_step`` each
-    per step (4 branches, 95 shared, 9 private: 416 table entries on 131 physical blocks), so
-    their blocks interleave in the pool. With ``finish_first`` a last step ends
-    the first branch: only its private blocks are released, the prefix stays for the others.
+# --- Figure 8-22: what the same cache space saves ----------------------------------------------
+
+def retention_bars_traces(options, *, max_segments: int = 8, axes=("x", "y")) -> list[dict]:
+    """Two traces: stacked bar segments (one per kept prefix, each on top of the previous) and
+    the totals above them, for the expected saving of the prefixes kept in one cache space.
+
+    ``options``: list of (label, count, prefix name, value_ms of one prefix); more than
+    ``max_segments`` prefixes are drawn as one merged segment.
     """
-    n = v.count("branches", branches)
-    s = v.count("shared_blocks", shared_blocks, minimum=0)
-    q = v.count("private_blocks", private_blocks, minimum=0)
-    p = v.tokens("block_tokens", block_tokens, minimum=1)
-    per = v.count("blocks_per_step", blocks_per_step)
-    mgr = BlockManager(max(1, s + n * q), p)
-    names = {k: _NAMES[k % len(_NAMES)] + ("" if k < len(_NAMES) else str(k)) for k in range(n)}
-    out = []
-    mgr.allocate(0, s * p)
-    out.append(snapshot_pool(mgr, f"prefill of the common prefix ({s} blocks)", names))
-    for k in range(1, n):
-        mgr.fork(0, k)
-    out.append(snapshot_pool(mgr, f"fork into {n} branches: {n} tables, one copy", names))
-    written = 0
-    while written < q:
-        step = min(per, q - written)
-        for _ in range(step):               # one block per branch in turn: they interleave
-            for k in range(n):
-                mgr.append(k, p)
-        written += step
-        out.append(snapshot_pool(mgr, f"each branch has written {written} of its {q} private "
-                                      f"blocks", names))
-    if finish_first and n > 1:
-        mgr.free(0)
-        out.append(snapshot_pool(mgr, "branch A ends: its private blocks return to the pool",
-                                 names))
-    return out
+    opts = [(str(label), int(count), str(name), float(value))
+            for label, count, name, value in options]
+    palette = [SEQUENCE_COLORS[0], SEQUENCE_COLORS[1]]
+    xs, ys, bases, texts, colors = [], [], [], [], []
+    for k, (label, count, name, value) in enumerate(opts):
+        segments = [(count, count * value)] if count > max_segments else [(1, value)] * count
+        start = 0.0
+        for n, height in segments:
+            xs.append(label)
+            ys.append(height)
+            bases.append(start)
+            texts.append(f"{n} x {name}: {height:.1f} ms" if n > 1 else f"{name}: {height:.1f} ms")
+            colors.append(palette[k % len(palette)])
+            start += height
+    totals = [count * value for _, count, _, value in opts]
+    return [
+        {"type": "bar", "x": xs, "y": ys, "base": bases, "text": texts, "textposition": "inside",
+         "name": "kept prefixes", "marker": {"color": colors,
+                                             "line": {"color": "#ffffff", "width": 1.5}},
+         "hovertemplate": "%{text}<extra></extra>", "showlegend": False, "width": 0.6,
+         "xaxis": axes[0], "yaxis": axes[1]},
+        {"type": "scatter", "x": [label for label, *_ in opts], "y": totals, "mode": "text",
+         "text": [f"total {t:.1f} ms" for t in totals], "textposition": "top center",
+         "showlegend": False, "hoverinfo": "skip", "xaxis": axes[0], "yaxis": axes[1]},
+    ]
 
 
-def decode_with_preemption(kv_budget_bytes: float, prompt_tokens, output_tokens: int,
-                           model=specs.QWEN3_8B, *, block_tokens: int = 16) -> dict:
-    """Run requests' decode in lockstep rounds over a KV pool, preempting by recompute when the
-    pool runs out (vLLM's policy: the most recently admitted request goes first) (8.3.2).
-
-    Every request allocates its prompt's KV, then each round every running request writes one
-    more token's KV until it holds prompt + output - 1 tokens and leaves. A preempted request
-    drops its KV and, once its blocks fit next to the running requests' remaining growth, is
-    re-admitted by recomputing all the tokens it held. Returns per-round used blocks, the rounds
-    with preemptions, the events (round, "preempt"/"resume", request, tokens) and the totals.
-    """
-    mgr = BlockManager.for_budget(kv_budget_bytes, model, block_tokens=block_tokens)
-    prompts = [v.tokens(f"prompt_tokens[{i}]", x, minimum=1)
-               for i, x in enumerate(v.sequence("prompt_tokens", prompt_tokens))]
-    g = v.tokens("output_tokens", output_tokens, minimum=1)
-    target = [calc.held_tokens(x, g) for x in prompts]
-    waiting = list(range(len(prompts)))   # never started
-    running: list[int] = []
-    used, preempt_rounds, events = [], [], []
-    rnd = 0
-    while waiting or running or mgr.preempted:
-        # resume preempted requests first (oldest first), then admit new ones. A preempted
-        # request comes back only when it fits next to everything the running requests will
-        # still grow by; otherwise it would be preempted again at once (thrashing).
-        for r in sorted(mgr.preempted):
-            growth = sum(mgr.blocks_needed(target[s]) - len(mgr.block_table(s))
-                         for s in running)
-            if mgr.blocks_needed(mgr.preempted[r]) + growth <= mgr.free_blocks:
-                events.append((rnd, "resume", r, mgr.resume(r)))
-                running.append(r)
-        while waiting and not mgr.preempted and mgr.can_allocate(prompts[waiting[0]]):
-            r = waiting.pop(0)
-            mgr.allocate(r, prompts[r])
-            running.append(r)
-        if not running:
-            raise OutOfBlocks("kv_budget_bytes: the pool cannot hold even one request")
-        for r in list(running):
-            if r not in mgr:
-                continue  # preempted earlier in this round
-            if mgr.num_tokens(r) >= target[r]:
-                continue
-            try:
-                mgr.append(r, 1)
-            except OutOfBlocks:
-                # lowest priority first, the requester included (it may preempt itself)
-                done = mgr.make_room(1, victims=[s for s in reversed(running) if s in mgr])
-                for s, toks in done:
-                    running.remove(s)
-                    events.append((rnd, "preempt", s, toks))
-                    preempt_rounds.append(rnd)
-                if r in mgr:
-                    mgr.append(r, 1)
-        for r in list(running):
-            if r in mgr and mgr.num_tokens(r) >= target[r]:
-                mgr.free(r)
-                running.remove(r)
-        used.append(mgr.used_blocks)
-        rnd += 1
-    mgr.check_invariants()
-    return {"num_blocks": mgr.num_blocks, "used_blocks": used, "preempt_rounds": preempt_rounds,
-            "preemptions": mgr.preemptions, "recomputed_tokens": mgr.recomputed_tokens,
-            "rounds": rnd, "events": events}
-
-
-def multi_turn_inputs(*, common_tokens: int = 206, branch_rounds: int = 4,
-                      extend_rounds: int = 3, seed: int = 0) -> list[list[int]]:
-    """Token ids of a generated multi-turn agent's inputs shaped like Figure 8-17 (8.3.3).
-
-    GENERATED, not the chapter's data (which it prints only in part): ``branch_rounds`` inputs
-    share the first ``common_tokens`` tokens (the chapter: 4 rounds, 206 tokens) and then differ;
-    ``extend_rounds`` more inputs each append to the last of them (a conversation growing along
-    one path). Lengths and ids come from a seeded generator.
-    """
-    c = v.tokens("common_tokens", common_tokens, minimum=1)
-    nb = v.count("branch_rounds", branch_rounds)
-    ne = v.count("extend_rounds", extend_rounds, minimum=0)
-    rng = np.random.default_rng(v.integer("seed", seed))
-    vocab = 151_936
-
-    def fresh(n, avoid=None):
-        ids = rng.integers(0, vocab, size=n).tolist()
-        while avoid is not None and ids[0] in avoid:   # make the branches differ at once
-            ids[0] = int(rng.integers(0, vocab))
-        return ids
-
-    common = fresh(c)
-    inputs, firsts = [], set()
-    for _ in range(nb):
-        suffix = fresh(int(rng.integers(40, 160)), firsts)
-        firsts.add(suffix[0])
-        inputs.append(common + suffix)
-    for _ in range(ne):
-        inputs.append(inputs[-1] + fresh(int(rng.integers(120, 420))))
-    return inputs
-
-
-def replay_prefix_cache(inputs, num_blocks: int, *, block_tokens: int = 16,
-                        interfering_tokens: int = 0, seed: int = 0) -> dict:
-    """Replay inputs one after another through a PrefixCache over ``num_blocks`` blocks (8.3.4).
-
-    Each input is admitted (reusing its longest cached prefix of full blocks), then finished and
-    cached. Between inputs, an unrelated request of ``interfering_tokens`` tokens (GENERATED ids)
-    passes through the same cache, competing for space. Returns per-input hit tokens and totals.
-    """
-    seqs = [list(s) for s in v.sequence("inputs", inputs)]
-    mgr = BlockManager(v.count("num_blocks", num_blocks), block_tokens)
-    cache = PrefixCache(mgr)
-    rng = np.random.default_rng(v.integer("seed", seed))
-    noise = v.tokens("interfering_tokens", interfering_tokens)
-    hits = []
-    for i, s in enumerate(seqs):
-        h = cache.admit(("in", i), s)
-        cache.finish(("in", i), s)
-        hits.append(h)
-        if noise:
-            other = rng.integers(0, 151_936, size=noise).tolist()
-            cache.admit(("noise", i), other)
-            cache.finish(("noise", i), other)
-    total = sum(len(s) for s in seqs)
-    return {"input_tokens": total, "hit_tokens": sum(hits), "hits": hits,
-            "reprocessed_tokens": total - sum(hits), "evicted_blocks": cache.evicted_blocks}
+def retention_bars_figure(options, *, title: str = ""):
+    """Figure 8-22: one large prefix vs several small ones in the same cache space (8.3.4)."""
+    opts = list(v.sequence("options", options))
+    layout = {"template": "plotly_white", "height": 400, "title": {"text": title},
+              "barmode": "overlay",
+              "yaxis": {"title": {"text": "expected net saving per request (ms)"},
+                        "rangemode": "tozero"},
+              "xaxis": {"title": {"text": "what the cache space keeps"}}}
+    return _go().Figure(data=retention_bars_traces(opts), layout=layout)
 
 
 # --- 8.3.1 paging explorer ----------------------------------------------------------------------
@@ -421,7 +569,7 @@ class BranchSharingPanel(Panel):
     def compute(self, *, branches, shared_blocks, private_blocks) -> View:
         share = calc.branch_block_sharing(branches, shared_blocks, private_blocks)
         final = snapshot_pool(branch_sharing_pool(branches, shared_blocks, private_blocks),
-                              names={k: _NAMES[k] for k in range(branches)})
+                              names={k: SEQUENCE_NAMES[k] for k in range(branches)})
         traces, _ = block_pool_traces(final, slot_level=False, columns=20, merge_runs=True,
                                       legend=False)
         sweep = [calc.branch_block_sharing(int(n), shared_blocks, private_blocks)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from companion import validate as v
 from companion import calc
+from companion import validate as v
 from companion.specs import H100_SXM, RTX_PRO_6000, Hardware
 
 __all__ = ["measured_roofline", "measured_step_time", "measured_utilization",

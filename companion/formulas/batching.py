@@ -20,7 +20,8 @@ from companion.chapters.ch08 import (  # noqa: F401
     CAPTURED_SHAPES as CHAPTER_CAPTURED_SHAPES, CHAPTER_REQUEST_TYPES, CLIENT_ITL_S,
     FIRST_CHUNK_MEDIAN_S, INSTANCE_MEM_BYTES, KV_BUDGET_BYTES, LAST_CHUNK_MEDIAN_S, PREFILL_S,
     QUEUE_S, ROUND_B1_S, ROUND_B16_S, ROUND_FIXED_S, ROUND_PER_PAIR_S, ROUND_PER_TOKEN_S,
-    SHARED_PREFIX_TOKENS, EXP81_BATCHES, SHORT_PROMPT_TOKENS, LONG_PROMPT_TOKENS)
+    SHARED_PREFIX_TOKENS, EXP81_BATCHES, SHORT_PROMPT_TOKENS, LONG_PROMPT_TOKENS,
+    BATCH_SWEEP_MEASURED, OUTPUT_TOKENS)
 from companion.formulas.core import (_flops_per_token, _hardware, _model, attention_pairs,
                                      decode_step_parts, held_tokens, kv_bytes, kv_bytes_per_token,
                                      kv_crossover_batch, kv_tokens_allocated, max_concurrent,
@@ -30,14 +31,14 @@ from companion.specs import Hardware, Model
 __all__ = [
     # 8.1.1 / 8.1.3 request timeline and metrics
     "lifecycle_request_time_s", "insertable_prefills", "token_emission_times", "ttft_s",
-    "inter_token_intervals", "request_time_s", "decode_tokens_per_s",
+    "inter_token_intervals", "request_time_s", "decode_tokens_per_s", "SHORT_REQUEST_S",
     # 8.1.2 memory budget and KV capacity
     "MemoryBudget", "memory_budget", "kv_capacity_row", "kv_capacity_table",
     # 8.2.1 weight reuse, LoRA, read volume, step time
     "weight_reuse_intensity", "LORA_PROJECTIONS", "lora_adapter_bytes", "read_bytes_curve",
     "read_volume_table", "crossover_vs_capacity", "batch_resident_bytes",
     "decode_step_time_curve", "compute_catchup_batch",
-    "compute_bound_context_tokens",
+    "compute_bound_context_tokens", "chapter_batch_sweep",
     # 8.2.3 chunked prefill
     "prefill_chunks", "chunk_pair_series", "chunk_flops_series", "split_weight_read_bytes",
     # 8.2.4 graph padding and token budget
@@ -149,6 +150,12 @@ def decode_tokens_per_s(tokens_per_round: int, round_s: float) -> float:
     n = v.tokens("tokens_per_round", tokens_per_round, minimum=1)
     t = v.positive("round_s", round_s)
     return n / t
+
+
+# the chapter's short request alone (8.1.1): 0.1 s queue + 0.096 s prefill + 255 client
+# intervals of 26.5 ms, about 6.95 s (8.4.4 takes it as one attempt)
+SHORT_REQUEST_S = request_time_s(token_emission_times(QUEUE_S, PREFILL_S, CLIENT_ITL_S,
+                                                      OUTPUT_TOKENS))
 
 
 # --- 8.1.2: memory budget and KV capacity -----------------------------------------------------
@@ -414,6 +421,23 @@ def compute_bound_context_tokens(model: Model, hardware: Hardware, *, bytes_per_
     F = _flops_per_token(m, flops_per_token)
     k = kv_bytes_per_token(m, bytes_per_value)
     return F * hw.mem_bw_bytes_per_s / (hw.peak_flops_per_s * k)
+
+
+def chapter_batch_sweep() -> list[dict]:
+    """The 8.2.1 batch sweep's measured endpoints next to what a request timeline implies.
+
+    Per measured batch b: the quoted TTFT, ITL and throughput, and b G / (TTFT + (G - 1) ITL)
+    (``lifecycle_request_time_s`` with no queue): what b requests finishing together would
+    deliver. The quoted values are rounded medians, so the two agree only roughly.
+    """
+    d = BATCH_SWEEP_MEASURED
+    g = d["output_tokens"]
+    rows = []
+    for b, thr, ttft, itl in zip(d["batch"], d["tokens_per_s"], d["ttft_s"], d["itl_s"]):
+        request_s = lifecycle_request_time_s(0.0, ttft, itl, g)
+        rows.append({"batch": b, "tokens_per_s": thr, "ttft_s": ttft, "itl_s": itl,
+                     "request_time_s": request_s, "implied_tokens_per_s": b * g / request_s})
+    return rows
 
 
 # --- 8.2.3: chunked prefill -------------------------------------------------------------------

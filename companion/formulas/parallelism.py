@@ -32,7 +32,7 @@ from companion.formulas.core import (_hardware, _model, kv_bytes, kv_bytes_per_t
 from companion.formulas.performance import (CH17_CHAT_LIVE_TOKENS, CH17_LONG_CONTEXT_TOKENS,
                                             CH17_PREFILL_EFFICIENCY, CH17_RUNTIME_RESERVE_BYTES,
                                             prefill_compute_s, tp_kv_capacity)
-from companion.specs import Hardware, Model
+from companion.specs import LLAMA_8B, LLAMA_70B, LLAMA_405B, Hardware, Model
 
 __all__ = [
     # inputs the chapter states
@@ -41,8 +41,9 @@ __all__ = [
     "CH17_DECODE_TOK_PER_S_PER_GROUP", "CH17_AGENT_FIRST_TURN_TOKENS",
     "CH17_AGENT_TOKENS_PER_TURN", "CH17_ROUTER_WARM_SHARES", "CH17_ASSUMED_ITL_TARGET_S",
     # §7 tensor / pipeline parallelism and placement
-    "tp_allreduce_traffic", "tp_decode_step", "pp_stages", "weights_per_gpu_bytes",
-    "layout_candidates", "parallel_layout",
+    "tp_allreduce_traffic", "tp_decode_step", "tp_layout_rows", "pp_stages", "PIPE_PHASES",
+    "pipeline_grid", "weights_per_gpu_bytes", "layout_candidates", "parallel_layout",
+    "placement_model", "placement_candidates",
     # §8 disaggregation and routing
     "disaggregated_pools", "kv_transfer_s", "kv_routing_ttft", "routed_mean_ttft_s",
     # interview: the batch between the ITL target and KV memory (§4-§5 arithmetic, TP of §7)
@@ -111,6 +112,32 @@ def tp_decode_step(model: Model, hardware: Hardware, tp: int, *,
                 overhead=comm_s / read_s, step_s=step, tokens_per_s=b / step)
 
 
+def tp_layout_rows(model, hardware, *, degrees=(1, 2, 4, 8), batch: int = 1,
+                   context_tokens: int = 0,
+                   nvlink_latency_s: float = CH17_COLLECTIVE_LATENCY_NVLINK_S,
+                   pcie_latency_s: float = CH17_COLLECTIVE_LATENCY_PCIE_S) -> list[dict]:
+    """``tp_decode_step`` for each TP degree over NVLink and over PCIe (TP 1 once):
+    dicts with label, tp, link, read_s, latency_s, wire_s, step_s, overhead, tokens_per_s."""
+    hw = _hardware(hardware)
+    seq = v.sequence("degrees", degrees)
+    tps = [v.count(f"degrees[{i}]", d) for i, d in enumerate(seq)]
+    links = {"NVLink": (v.nonnegative("nvlink_latency_s", nvlink_latency_s),
+                        hw.interconnect_bytes_per_s),
+             "PCIe": (v.nonnegative("pcie_latency_s", pcie_latency_s),
+                      hw.host_link_bytes_per_s)}
+    rows = []
+    for tp in tps:
+        for link, (lat, bw) in links.items():
+            if tp == 1 and link == "PCIe":
+                continue
+            r = tp_decode_step(model, hw, tp, collective_latency_s=lat,
+                                    link_bytes_per_s=bw, batch=batch,
+                                    context_tokens=context_tokens)
+            label = "TP 1" if tp == 1 else f"TP {tp} · {link}"
+            rows.append(dict(r, label=label, tp=tp, link=link if tp > 1 else "none"))
+    return rows
+
+
 # --- §7 pipeline parallelism -----------------------------------------------------------------
 
 def pp_stages(model: Model, stages: int, microbatches: int, *, bytes_per_value: float = 2) -> dict:
@@ -128,6 +155,38 @@ def pp_stages(model: Model, stages: int, microbatches: int, *, bytes_per_value: 
     return dict(layers_per_stage=m.n_layers / p, boundaries=p - 1,
                 handoff_bytes=_hidden(m) * b, total_slots=mb + p - 1,
                 bubble=pipeline_bubble(p, mb))
+
+
+PIPE_PHASES = ("idle (bubble)", "fill", "steady", "drain")
+
+
+def pipeline_grid(stages: int, microbatches: int) -> dict:
+    """The pipeline as a stages x slots grid: which microbatch each stage runs in each slot.
+
+    Stage s (0-based) runs microbatch j in slot s + j, so there are m + p - 1 slots. A busy
+    cell's phase: "fill" before the last stage has started (slot < p - 1), "drain" once the
+    first stage has finished (slot >= m), "steady" otherwise. Returns microbatch (p rows of
+    m + p - 1 entries, None when idle), phase (index into PIPE_PHASES), busy and idle counts.
+    """
+    p = v.count("stages", stages)
+    m = v.count("microbatches", microbatches)
+    slots = m + p - 1
+    micro, phase = [], []
+    for s in range(p):
+        row_m, row_p = [], []
+        for t in range(slots):
+            j = t - s
+            if 0 <= j < m:
+                row_m.append(j + 1)
+                row_p.append(1 if t < p - 1 else 3 if t >= m else 2)
+            else:
+                row_m.append(None)
+                row_p.append(0)
+        micro.append(row_m)
+        phase.append(row_p)
+    busy = p * m
+    return dict(slots=slots, microbatch=micro, phase=phase, busy_cells=busy,
+                idle_cells=p * slots - busy)
 
 
 # --- §7 placement ----------------------------------------------------------------------------
@@ -186,6 +245,33 @@ def parallel_layout(model: Model, hardware: Hardware, *,
                         free_kv_bytes_per_gpu=free)
     raise ValueError(f"max_nodes: no layout of up to {nodes} nodes of {node} x {hw.name} fits "
                      f"{m.name} with {reserve:.3g} B reserve and {kv_min:.3g} B of KV per GPU")
+
+
+# the three reference shapes; an explored size borrows the nearest one's depth and width
+_REFERENCE_SHAPES = (LLAMA_8B, LLAMA_70B, LLAMA_405B)
+
+
+def placement_model(params: float, bytes_per_param: float = 2.0):
+    """A Model of ``params`` parameters stored at ``bytes_per_param`` (weights = their product),
+    with the layers and hidden width of the nearest reference shape (8B: 32 x 4,096, 70B:
+    80 x 8,192, 405B: 126 x 16,384), which only bound the pipeline stages and size the
+    stage-to-stage activation."""
+    n = v.positive("params", params)
+    b = v.positive("bytes_per_param", bytes_per_param)
+    ref = min(_REFERENCE_SHAPES, key=lambda m: abs(math.log(n / m.n_params)))
+    return ref.with_(name=f"{n / 1e9:g}B ({b:g} B/param)", n_params=n, bytes_per_param=b,
+                     weight_bytes=None, streamed_weight_bytes=None, layer_params=None,
+                     source=f"explored size with the {ref.name} depth and width")
+
+
+def placement_candidates(model, *, gpus_per_node: int = 8, max_pp: int = 4) -> list[dict]:
+    """``layout_candidates`` (the order ``parallel_layout`` tries: TP = 1, 2, 4, ...
+    up to the node, then the node's width x PP = 2 .. ``max_pp``) with labels and
+    ``weights_per_gpu_bytes`` for each."""
+    layouts = layout_candidates(gpus_per_node, max_pp)
+    return [dict(tp=t, pp=p, gpus=t * p, label=f"TP {t}" if p == 1 else f"TP {t} x PP {p}",
+                 weight_bytes_per_gpu=weights_per_gpu_bytes(model, t, p))
+            for t, p in layouts]
 
 
 # --- §8 disaggregated serving ----------------------------------------------------------------

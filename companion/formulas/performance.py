@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from companion import validate as v
 # the chapter's inputs (companion.chapters.ch17), exported as calc.CH17_X for the notebooks
 from companion.chapters.ch17 import (
@@ -25,7 +27,7 @@ from companion.formulas.core import (_hardware, _model, attainable_flops, decode
                                      decode_step_time, kv_bytes, kv_bytes_per_token, matrix_flops,
                                      max_concurrent, mbu, mfu, read_bytes_per_output_token,
                                      ridge_point, static_batch_utilization)
-from companion.specs import Hardware, Model
+from companion.specs import H100_SXM, LLAMA_8B, Hardware, Model
 from companion.units import KiB
 
 __all__ = [
@@ -47,7 +49,8 @@ __all__ = [
     "reservation_waste", "block_fill", "paged_worst_waste", "prefix_sharing_bytes",
     "paged_batch_gain",
     # §6 batching
-    "static_batch_slot_steps", "chunked_prefill_trade", "batching_decision_table",
+    "static_batch_slot_steps", "chunked_prefill_trade", "chunk_trade_sweep",
+    "batching_decision_table",
     # §9 measurement
     "sm_share", "decode_utilization", "prefill_utilization",
     # §10 levers
@@ -534,6 +537,29 @@ def chunked_prefill_trade(model: Model, hardware: Hardware, prompt_tokens: int,
                 itl_improvement=dedicated / iteration, ttft_s=ttft,
                 ttft_increase=ttft / dedicated - 1.0,
                 ttft_exact_s=(chunks - 1) * iteration + step + last_s)
+
+
+# the chunk sizes a sweep tries by default: 41 log-spaced sizes, 32 .. 32,768 tokens
+_CHUNK_SWEEP = np.unique(np.geomspace(32, 32_768, 41).round().astype(int))
+
+
+def chunk_trade_sweep(prompt_tokens: int, decode_step_s: float, *,
+                      efficiency: float = CH17_PREFILL_EFFICIENCY, chunk_sizes=None,
+                      model: Model = LLAMA_8B, hardware: Hardware = H100_SXM) -> dict:
+    """``chunked_prefill_trade`` over chunk sizes (default: 32 .. 32,768, log-spaced, cut
+    at the prompt): arrays chunk_tokens, chunks, iteration_s, ttft_s and the dedicated_s."""
+    n = v.tokens("prompt_tokens", prompt_tokens, minimum=1)
+    step = v.positive("decode_step_s", decode_step_s)
+    sizes = (_CHUNK_SWEEP.tolist() if chunk_sizes is None else
+             [v.tokens(f"chunk_sizes[{i}]", c, minimum=1)
+              for i, c in enumerate(v.sequence("chunk_sizes", chunk_sizes))])
+    sizes = sorted({min(c, n) for c in sizes})
+    rows = [chunked_prefill_trade(model, hardware, n, c, step, efficiency=efficiency)
+            for c in sizes]
+    return {"chunk_tokens": np.array(sizes), "chunks": np.array([r["chunks"] for r in rows]),
+            "iteration_s": np.array([r["iteration_s"] for r in rows]),
+            "ttft_s": np.array([r["ttft_s"] for r in rows]),
+            "dedicated_s": rows[0]["dedicated_s"]}
 
 
 def batching_decision_table() -> list[dict]:

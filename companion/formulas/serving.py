@@ -42,6 +42,7 @@ __all__ = [
     "decode_efficiency_table", "round_time_from_reads",
     "prefix_shifted_round_s",
     "Scheme", "SchemeResult", "SCHEMES", "scheme_result", "compare_schemes", "best_scheme",
+    "chapter_schemes",
     "per_qualifying_result", "staged_task_time", "staged_task_speedup", "staged_break_even_s",
 ]
 
@@ -475,6 +476,37 @@ def best_scheme(schemes=None, **kwargs) -> str | None:
     if not feasible:
         return None
     return min(feasible, key=lambda r: r.gpu_s_per_result).name
+
+
+def chapter_schemes(names: str = "ABCD", *, d_tokens_per_round: float | None = None,
+                    e_tokens_per_round: float | None = None,
+                    shared_prefix_tokens: int = EXAMPLE_PREFIX_TOKENS) -> list:
+    """``SCHEMES`` with D's and E's tokens per round changed, for another shared prefix.
+
+    B, D and E use the decode round measured at the 6144-token prefix (27.35 ms); for another
+    prefix it is shifted by the change Experiment 8-1's table predicts for the bytes a round
+    then reads (``prefix_shifted_round_s``), so the chapter's setting stays exact.
+    """
+    names = v.instance("names", names, str, "a string of scheme letters such as 'ABCD'")
+    for letter in names:
+        v.choice("names", letter, SCHEMES)
+    d_tokens = None if d_tokens_per_round is None else v.positive("d_tokens_per_round",
+                                                                   d_tokens_per_round)
+    e_tokens = None if e_tokens_per_round is None else v.positive("e_tokens_per_round",
+                                                                   e_tokens_per_round)
+    prefix = v.tokens("shared_prefix_tokens", shared_prefix_tokens)
+    out = []
+    for name in names:
+        s = SCHEMES[name]
+        changes = {}
+        if s.base_round_s is not None and prefix != EXAMPLE_PREFIX_TOKENS:
+            changes["base_round_s"] = prefix_shifted_round_s(s.base_round_s, prefix)
+        if name == "D" and d_tokens is not None:
+            changes["tokens_per_round"] = d_tokens
+        if name == "E" and e_tokens is not None:
+            changes["tokens_per_round"] = e_tokens
+        out.append(s.with_(**changes) if changes else s)
+    return out
 
 
 # --- cost per qualifying result and stage times (8.6.3, Exercise 8-8) ----------------------

@@ -34,18 +34,25 @@ from companion.sim.scheduler import (
 from companion.sim.fast_scheduler import (
     TRUSTED_MODELS)
 from companion.sim.scenarios import (
-    chapter_8_2_2_requests, token_budget_sweep, long_prompt_interference)
+    chapter_8_2_2_requests, chapter_schedule, chapter_schedules, token_budget_sweep,
+    TOKEN_BUDGETS, long_prompt_interference, hol_scenario, batching_trace_requests,
+    batching_trace, itl_tail_trace, stalled_interval_positions, timeline_scenario,
+    TRACE_REQUESTS, TRACE_PROMPT_TOKENS, CH17_STATIC_BATCH, CH17_STATIC_SHORTEST,
+    CH17_STATIC_LONGEST)
 from companion.sim.kvcache import (
     OutOfBlocks, BlockCopy, BlockManager, PrefixCache)
 from companion.sim.paged_attention import (
     KVStore, paged_attention, dense_attention)
 from companion.sim.kv_scenarios import (
-    PagingReport, page_sequences, PoolFill, fill_kv_pool, TreeNode, PrefixTree, prefix_tree)
+    PagingReport, page_sequences, PoolFill, fill_kv_pool, TreeNode, PrefixTree, prefix_tree,
+    PoolSnapshot, snapshot_pool, SEQUENCE_NAMES, grow_sequences, copy_on_write_steps,
+    branch_sharing_pool, branch_sharing_steps, decode_with_preemption, multi_turn_inputs,
+    replay_prefix_cache, ALLOCATOR_DEMO_SEQUENCES, allocator_demo)
 from companion.sim.speculative import (
     GreedyVerification, verify_greedy, acceptance_probabilities, acceptance_rate,
     residual_distribution, output_distribution, expected_tokens_per_round,
     tokens_per_round_distribution, SpeculativeRound, speculative_round, SpeculativeRuns,
-    simulate_rounds)
+    simulate_rounds, greedy_example, VERIFICATION_WORDS, MAX_DRAFT, speculative_check)
 from companion.sim.workload import (
     RequestShape, SHORT_REQUEST, LONG_REQUEST, Workload, poisson_arrivals, trace_arrivals,
     workload, seed_rng)
@@ -61,14 +68,22 @@ __all__ = [
     "ROUND_PER_PAIR_S", "CH17_DECODE_STEP_S", "CH17_PREFILL_MFU", "Segment", "Round", "Result",
     "ROUND_COLUMNS", "Scheduler", "FastScheduler", "simulate", "ENGINES",
     "CHAPTER_8_2_2_MAX_RUNNING", "CHAPTER_8_2_2_CHUNK_TOKENS", "CHAPTER_8_2_2_TOKEN_BUDGET",
-    "CH17_HOL_DECODE_STEP_S", "TRUSTED_MODELS", "chapter_8_2_2_requests", "token_budget_sweep",
-    "long_prompt_interference", "OutOfBlocks", "BlockCopy", "BlockManager", "PrefixCache",
-    "KVStore", "paged_attention", "dense_attention", "PagingReport", "page_sequences",
-    "PoolFill", "fill_kv_pool", "TreeNode", "PrefixTree", "prefix_tree", "GreedyVerification",
-    "verify_greedy", "acceptance_probabilities", "acceptance_rate", "residual_distribution",
+    "CH17_HOL_DECODE_STEP_S", "TRUSTED_MODELS", "chapter_8_2_2_requests", "chapter_schedule",
+    "chapter_schedules", "token_budget_sweep", "TOKEN_BUDGETS", "long_prompt_interference",
+    "hol_scenario", "batching_trace_requests", "batching_trace", "itl_tail_trace",
+    "stalled_interval_positions", "timeline_scenario", "TRACE_REQUESTS", "TRACE_PROMPT_TOKENS",
+    "CH17_STATIC_BATCH", "CH17_STATIC_SHORTEST", "CH17_STATIC_LONGEST", "OutOfBlocks",
+    "BlockCopy", "BlockManager", "PrefixCache", "KVStore", "paged_attention",
+    "dense_attention", "PagingReport", "page_sequences", "PoolFill", "fill_kv_pool",
+    "TreeNode", "PrefixTree", "prefix_tree", "PoolSnapshot", "snapshot_pool", "SEQUENCE_NAMES",
+    "grow_sequences", "copy_on_write_steps", "branch_sharing_pool", "branch_sharing_steps",
+    "decode_with_preemption", "multi_turn_inputs", "replay_prefix_cache",
+    "ALLOCATOR_DEMO_SEQUENCES", "allocator_demo", "GreedyVerification", "verify_greedy",
+    "acceptance_probabilities", "acceptance_rate", "residual_distribution",
     "output_distribution", "expected_tokens_per_round", "tokens_per_round_distribution",
     "SpeculativeRound", "speculative_round", "SpeculativeRuns", "simulate_rounds",
-    "RequestShape", "SHORT_REQUEST", "LONG_REQUEST", "Workload", "poisson_arrivals",
-    "trace_arrivals", "workload", "seed_rng", "RETRIEVAL_DEADLINE_S", "KV_POLICIES",
-    "ServiceResult", "run_service", "goodput_sweep", "nearest_rank_percentile",
+    "greedy_example", "VERIFICATION_WORDS", "MAX_DRAFT", "speculative_check", "RequestShape",
+    "SHORT_REQUEST", "LONG_REQUEST", "Workload", "poisson_arrivals", "trace_arrivals",
+    "workload", "seed_rng", "RETRIEVAL_DEADLINE_S", "KV_POLICIES", "ServiceResult",
+    "run_service", "goodput_sweep", "nearest_rank_percentile",
 ]

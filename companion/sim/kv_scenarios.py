@@ -6,19 +6,36 @@ the explorers' readouts show.
   and 44 tokens, Exercise 8-3, 17 §5's waste);
 * ``fill_kv_pool``: how many requests a budget holds with a prefix stored once (8.3.2's 35,
   17 §5's 760);
-* ``prefix_tree``: the prefix tree of multi-turn inputs (Figure 8-17).
+* ``prefix_tree``: the prefix tree of multi-turn inputs (Figure 8-17);
+* ``snapshot_pool`` / ``PoolSnapshot``: a manager's tables and counts frozen for a drawing;
+* walks, step by step: ``grow_sequences`` (8.3.1's A-D growing token by token in one pool),
+  ``copy_on_write_steps`` and ``branch_sharing_steps`` (8.3.2, a snapshot per step),
+  ``decode_with_preemption`` (a generated decode run that outgrows its pool and preempts by
+  recompute through ``BlockManager.make_room``/``resume``, 8.3.2's 1 GiB vs 2 GiB),
+  ``multi_turn_inputs`` and ``replay_prefix_cache`` (a generated multi-turn agent's inputs for
+  Figure 8-17 and their replay through a ``PrefixCache``, 8.3.3-8.3.4);
+* ``allocator_demo``: the same arrivals in a contiguous and a paged pool (17 §5).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from companion import validate as val
-from companion.sim.kvcache import BlockManager
-from companion.specs import Model
+from companion.chapters import ch08
+from companion.formulas.core import held_tokens
+from companion.formulas.kv_management import kv_blocks_needed
+from companion.sim.kvcache import BlockManager, OutOfBlocks, PrefixCache
+from companion.specs import QWEN3_8B, Model
 
 __all__ = ["PagingReport", "page_sequences", "PoolFill", "fill_kv_pool", "TreeNode",
-           "PrefixTree", "prefix_tree"]
+           "PrefixTree", "prefix_tree", "PoolSnapshot", "snapshot_pool", "SEQUENCE_NAMES",
+           "grow_sequences",
+           "copy_on_write_steps", "branch_sharing_pool", "branch_sharing_steps",
+           "decode_with_preemption", "multi_turn_inputs", "replay_prefix_cache",
+           "ALLOCATOR_DEMO_SEQUENCES", "allocator_demo"]
 
 
 @dataclass(frozen=True)
@@ -258,3 +275,407 @@ def prefix_tree(sequences) -> PrefixTree:
         for key in sorted(raw[1], reverse=True):
             stack.append((raw[1][key], nid, d))
     return PrefixTree(tuple(nodes), tuple(edges))
+
+
+# --- a BlockManager's state at one moment, for drawings and readouts ---------------------------
+
+@dataclass(frozen=True)
+class PoolSnapshot:
+    """What a BlockManager holds at one moment, in a form the drawings need.
+
+    ``tables``: (name, physical block ids in logical order, tokens held) per sequence;
+    ``refcounts``: reference count of every physical block (0 = free); ``label``: a caption.
+    """
+
+    block_tokens: int
+    num_blocks: int
+    tables: tuple[tuple[str, tuple[int, ...], int], ...]
+    refcounts: tuple[int, ...]
+    label: str = ""
+
+    @property
+    def references(self) -> int:
+        """Block-table entries over all sequences (8.3.2's 416)."""
+        return sum(len(t) for _, t, _ in self.tables)
+
+    @property
+    def used_blocks(self) -> int:
+        """Physical blocks in use (8.3.2's 131)."""
+        return sum(1 for r in self.refcounts if r > 0)
+
+    @property
+    def stored_tokens(self) -> int:
+        """Distinct token slots written: per block, the fullest view any table has of it."""
+        return sum(self.block_fill().values())
+
+    @property
+    def allocated_tokens(self) -> int:
+        return self.used_blocks * self.block_tokens
+
+    def block_fill(self) -> dict[int, int]:
+        """Physical block -> slots filled (the largest fill any referencing table sees)."""
+        p = self.block_tokens
+        fill: dict[int, int] = {}
+        for _, table, n in self.tables:
+            for i, b in enumerate(table):
+                fill[b] = max(fill.get(b, 0), min(p, n - i * p))
+        return fill
+
+    def owners(self) -> dict[int, list[int]]:
+        """Physical block -> indices of the sequences whose tables point at it."""
+        out: dict[int, list[int]] = {}
+        for k, (_, table, _) in enumerate(self.tables):
+            for b in table:
+                out.setdefault(b, []).append(k)
+        return out
+
+
+def snapshot_pool(manager, label: str = "", names=None) -> PoolSnapshot:
+    """Freeze a ``companion.sim.kvcache.BlockManager``'s tables and counts (for a drawing).
+
+    ``names`` maps sequence ids to display names (default: ``str(seq_id)``).
+    """
+    m = val.instance("manager", manager, BlockManager)
+    names = {} if names is None else dict(names)
+    tables = tuple((str(names.get(s, s)), tuple(m.block_table(s)), m.num_tokens(s))
+                   for s in m.sequences)
+    # counts from the tables; ask the manager only if something else (a cache) holds blocks
+    refs = [0] * m.num_blocks
+    for _, table, _ in tables:
+        for b in table:
+            refs[b] += 1
+    if sum(1 for r in refs if r) != m.used_blocks:
+        refs = [m.refcount(b) for b in range(m.num_blocks)]
+    return PoolSnapshot(m.block_tokens, m.num_blocks, tables, tuple(refs), str(label))
+
+
+SEQUENCE_NAMES = "ABCDEFGH"   # display names of sequences in the walks
+
+
+# --- 8.3's walks over the block manager, step by step --------------------------------------------
+
+def grow_sequences(lengths, block_tokens: int = 4, *, shared_prefix_tokens: int = 0,
+                   prefix_group=(0, 1), pool_tokens: int | None = None) -> BlockManager:
+    """A BlockManager holding sequences that grew one token at a time, in turn (as decode does),
+    so their physical blocks interleave in the pool (8.3.1).
+
+    The first member of ``prefix_group`` writes the ``shared_prefix_tokens`` first; the others
+    then reference its full blocks (a partly filled block cannot be shared once the members write
+    different tokens) and write the rest themselves. The pool holds exactly the blocks needed,
+    or ``pool_tokens`` // p blocks (the rest stay free).
+    """
+    seq = val.sequence("lengths", lengths)
+    lens = [val.tokens(f"lengths[{i}]", x, minimum=1) for i, x in enumerate(seq)]
+    p = val.tokens("block_tokens", block_tokens, minimum=1)
+    shared = val.tokens("shared_prefix_tokens", shared_prefix_tokens)
+    group = [val.integer(f"prefix_group[{i}]", g) for i, g in
+             enumerate(val.sequence("prefix_group", prefix_group))]
+    if any(g >= len(lens) for g in group) or len(set(group)) != len(group):
+        raise ValueError(f"prefix_group: expected distinct indices into lengths, got {group}")
+    if shared and shared > min(lens[g] for g in group):
+        raise ValueError(f"shared_prefix_tokens: {shared} exceeds the shortest sharing sequence")
+    full = shared // p
+    need = sum(kv_blocks_needed(n, p) for n in lens)
+    if shared:                  # the other members reference the first one's full blocks
+        need -= (len(group) - 1) * full
+    size = need
+    if pool_tokens is not None:
+        size = val.tokens("pool_tokens", pool_tokens, minimum=1) // p
+        if size < need:
+            raise ValueError(f"pool_tokens: {pool_tokens} tokens hold {size} blocks of {p}, "
+                             f"fewer than the {need} the sequences need")
+    mgr = BlockManager(max(1, size), p)
+    common: list[int] = []
+    for i in range(len(lens)):
+        if shared and i == group[0]:
+            common = mgr.allocate(i, shared)[:full]
+        elif shared and i in group:
+            mgr.allocate(i, full * p, shared_blocks=common)
+        else:
+            mgr.allocate(i, 0)
+    while True:
+        grew = False
+        for i, n in enumerate(lens):
+            if mgr.num_tokens(i) < n:
+                mgr.append(i, 1)
+                grew = True
+        if not grew:
+            return mgr
+
+
+def copy_on_write_steps(full_blocks: int = 2,
+                        shared_tail_tokens: int = ch08.COW_EXAMPLE_SHARED_TOKENS,
+                        block_tokens: int = ch08.COW_EXAMPLE_BLOCK_TOKENS) -> list[PoolSnapshot]:
+    """BlockManager states of 8.3.2's copy-on-write example, one per step.
+
+    Two branches share a context of ``full_blocks`` full blocks plus ``shared_tail_tokens`` tokens
+    in a partly filled tail block (the chapter: 3 tokens in a 4-token block). When the first
+    branch writes, the shared tail is copied (copy-on-write); the second then writes in place;
+    full blocks stay shared; when a branch ends, only its private blocks return to the pool.
+    """
+    full = val.count("full_blocks", full_blocks, minimum=0)
+    p = val.tokens("block_tokens", block_tokens, minimum=2)
+    tail = val.tokens("shared_tail_tokens", shared_tail_tokens, minimum=1)
+    if tail >= p:
+        raise ValueError(f"shared_tail_tokens: {tail} must be < block_tokens={p} (a partly "
+                         f"filled tail block)")
+    ctx = full * p + tail
+    mgr = BlockManager(full + 1 + 4, p)
+    names = {"A": "A", "B": "B"}
+    out = []
+
+    def snap(label):
+        out.append(snapshot_pool(mgr, label, names))
+
+    mgr.allocate("A", ctx)
+    snap(f"prefill: {ctx} common tokens ({full} full blocks + {tail} in the tail block)")
+    mgr.fork("A", "B")
+    snap("fork: B's table points at the same blocks (counts 2)")
+    mgr.append("A", 1)
+    copies = mgr.pop_copies()
+    snap(f"A writes: its tail is shared, so it is copied first ({copies[0].tokens} tokens "
+         f"into block {copies[0].dst})")
+    mgr.append("B", 1)
+    snap("B writes in place: the old tail block is now B's alone")
+    mgr.append("A", p)
+    snap(f"A appends {p} tokens: one more private block")
+    mgr.append("B", p)
+    snap(f"B appends {p} tokens")
+    mgr.free("A")
+    snap("A ends: only its private blocks return; the full blocks stay for B")
+    return out
+
+
+def branch_sharing_pool(branches: int = ch08.BRANCH_EXPERIMENT_BRANCHES,
+                        shared_blocks: int = ch08.BRANCH_EXPERIMENT_SHARED_BLOCKS,
+                        private_blocks: int = ch08.BRANCH_EXPERIMENT_PRIVATE_BLOCKS,
+                        block_tokens: int = ch08.BLOCK_TOKENS) -> BlockManager:
+    """The end state of 8.3.2's branch experiment, each branch's private blocks written in one
+    go (so they lie together in the pool): n forks of an s-block prefix, q private blocks each.
+    """
+    n = val.count("branches", branches)
+    s = val.count("shared_blocks", shared_blocks, minimum=0)
+    q = val.count("private_blocks", private_blocks, minimum=0)
+    p = val.tokens("block_tokens", block_tokens, minimum=1)
+    mgr = BlockManager(max(1, s + n * q), p)
+    mgr.allocate(0, s * p)
+    for k in range(1, n):
+        mgr.fork(0, k)
+    for k in range(n):
+        mgr.append(k, q * p)
+    return mgr
+
+
+def branch_sharing_steps(branches: int = ch08.BRANCH_EXPERIMENT_BRANCHES,
+                         shared_blocks: int = ch08.BRANCH_EXPERIMENT_SHARED_BLOCKS,
+                         private_blocks: int = ch08.BRANCH_EXPERIMENT_PRIVATE_BLOCKS,
+                         block_tokens: int = ch08.BLOCK_TOKENS, *, blocks_per_step: int = 3,
+                         finish_first: bool = True) -> list[PoolSnapshot]:
+    """BlockManager states of 8.3.2's branch experiment: prefill the common prefix, fork the
+    branches, then the branches take turns writing private blocks, ``blocks_per_step`` each
+    per step (4 branches, 95 shared, 9 private: 416 table entries on 131 physical blocks), so
+    their blocks interleave in the pool. With ``finish_first`` a last step ends
+    the first branch: only its private blocks are released, the prefix stays for the others.
+    """
+    n = val.count("branches", branches)
+    s = val.count("shared_blocks", shared_blocks, minimum=0)
+    q = val.count("private_blocks", private_blocks, minimum=0)
+    p = val.tokens("block_tokens", block_tokens, minimum=1)
+    per = val.count("blocks_per_step", blocks_per_step)
+    mgr = BlockManager(max(1, s + n * q), p)
+    letters = len(SEQUENCE_NAMES)
+    names = {k: SEQUENCE_NAMES[k % letters] + ("" if k < letters else str(k)) for k in range(n)}
+    out = []
+    mgr.allocate(0, s * p)
+    out.append(snapshot_pool(mgr, f"prefill of the common prefix ({s} blocks)", names))
+    for k in range(1, n):
+        mgr.fork(0, k)
+    out.append(snapshot_pool(mgr, f"fork into {n} branches: {n} tables, one copy", names))
+    written = 0
+    while written < q:
+        step = min(per, q - written)
+        for _ in range(step):               # one block per branch in turn: they interleave
+            for k in range(n):
+                mgr.append(k, p)
+        written += step
+        out.append(snapshot_pool(mgr, f"each branch has written {written} of its {q} private "
+                                      f"blocks", names))
+    if finish_first and n > 1:
+        mgr.free(0)
+        out.append(snapshot_pool(mgr, "branch A ends: its private blocks return to the pool",
+                                 names))
+    return out
+
+
+def decode_with_preemption(kv_budget_bytes: float, prompt_tokens, output_tokens: int,
+                           model=QWEN3_8B, *, block_tokens: int = 16) -> dict:
+    """Run requests' decode in lockstep rounds over a KV pool, preempting by recompute when the
+    pool runs out (vLLM's policy: the most recently admitted request goes first) (8.3.2).
+
+    Every request allocates its prompt's KV, then each round every running request writes one
+    more token's KV until it holds prompt + output - 1 tokens and leaves. A preempted request
+    drops its KV and, once its blocks fit next to the running requests' remaining growth, is
+    re-admitted by recomputing all the tokens it held. Returns per-round used blocks, the rounds
+    with preemptions, the events (round, "preempt"/"resume", request, tokens) and the totals.
+    """
+    mgr = BlockManager.for_budget(kv_budget_bytes, model, block_tokens=block_tokens)
+    prompts = [val.tokens(f"prompt_tokens[{i}]", x, minimum=1)
+               for i, x in enumerate(val.sequence("prompt_tokens", prompt_tokens))]
+    g = val.tokens("output_tokens", output_tokens, minimum=1)
+    target = [held_tokens(x, g) for x in prompts]
+    waiting = list(range(len(prompts)))   # never started
+    running: list[int] = []
+    used, preempt_rounds, events = [], [], []
+    rnd = 0
+    while waiting or running or mgr.preempted:
+        # resume preempted requests first (oldest first), then admit new ones. A preempted
+        # request comes back only when it fits next to everything the running requests will
+        # still grow by; otherwise it would be preempted again at once (thrashing).
+        for r in sorted(mgr.preempted):
+            growth = sum(mgr.blocks_needed(target[s]) - len(mgr.block_table(s))
+                         for s in running)
+            if mgr.blocks_needed(mgr.preempted[r]) + growth <= mgr.free_blocks:
+                events.append((rnd, "resume", r, mgr.resume(r)))
+                running.append(r)
+        while waiting and not mgr.preempted and mgr.can_allocate(prompts[waiting[0]]):
+            r = waiting.pop(0)
+            mgr.allocate(r, prompts[r])
+            running.append(r)
+        if not running:
+            raise OutOfBlocks("kv_budget_bytes: the pool cannot hold even one request")
+        for r in list(running):
+            if r not in mgr:
+                continue  # preempted earlier in this round
+            if mgr.num_tokens(r) >= target[r]:
+                continue
+            try:
+                mgr.append(r, 1)
+            except OutOfBlocks:
+                # lowest priority first, the requester included (it may preempt itself)
+                done = mgr.make_room(1, victims=[s for s in reversed(running) if s in mgr])
+                for s, toks in done:
+                    running.remove(s)
+                    events.append((rnd, "preempt", s, toks))
+                    preempt_rounds.append(rnd)
+                if r in mgr:
+                    mgr.append(r, 1)
+        for r in list(running):
+            if r in mgr and mgr.num_tokens(r) >= target[r]:
+                mgr.free(r)
+                running.remove(r)
+        used.append(mgr.used_blocks)
+        rnd += 1
+    mgr.check_invariants()
+    return {"num_blocks": mgr.num_blocks, "used_blocks": used, "preempt_rounds": preempt_rounds,
+            "preemptions": mgr.preemptions, "recomputed_tokens": mgr.recomputed_tokens,
+            "rounds": rnd, "events": events}
+
+
+def multi_turn_inputs(*, common_tokens: int = 206, branch_rounds: int = 4,
+                      extend_rounds: int = 3, seed: int = 0) -> list[list[int]]:
+    """Token ids of a generated multi-turn agent's inputs shaped like Figure 8-17 (8.3.3).
+
+    GENERATED, not the chapter's data (which it prints only in part): ``branch_rounds`` inputs
+    share the first ``common_tokens`` tokens (the chapter: 4 rounds, 206 tokens) and then differ;
+    ``extend_rounds`` more inputs each append to the last of them (a conversation growing along
+    one path). Lengths and ids come from a seeded generator.
+    """
+    c = val.tokens("common_tokens", common_tokens, minimum=1)
+    nb = val.count("branch_rounds", branch_rounds)
+    ne = val.count("extend_rounds", extend_rounds, minimum=0)
+    rng = np.random.default_rng(val.integer("seed", seed))
+    vocab = 151_936
+
+    def fresh(n, avoid=None):
+        ids = rng.integers(0, vocab, size=n).tolist()
+        while avoid is not None and ids[0] in avoid:   # make the branches differ at once
+            ids[0] = int(rng.integers(0, vocab))
+        return ids
+
+    common = fresh(c)
+    inputs, firsts = [], set()
+    for _ in range(nb):
+        suffix = fresh(int(rng.integers(40, 160)), firsts)
+        firsts.add(suffix[0])
+        inputs.append(common + suffix)
+    for _ in range(ne):
+        inputs.append(inputs[-1] + fresh(int(rng.integers(120, 420))))
+    return inputs
+
+
+def replay_prefix_cache(inputs, num_blocks: int, *, block_tokens: int = 16,
+                        interfering_tokens: int = 0, seed: int = 0) -> dict:
+    """Replay inputs one after another through a PrefixCache over ``num_blocks`` blocks (8.3.4).
+
+    Each input is admitted (reusing its longest cached prefix of full blocks), then finished and
+    cached. Between inputs, an unrelated request of ``interfering_tokens`` tokens (GENERATED ids)
+    passes through the same cache, competing for space. Returns per-input hit tokens and totals.
+    """
+    seqs = [list(s) for s in val.sequence("inputs", inputs)]
+    mgr = BlockManager(val.count("num_blocks", num_blocks), block_tokens)
+    cache = PrefixCache(mgr)
+    rng = np.random.default_rng(val.integer("seed", seed))
+    noise = val.tokens("interfering_tokens", interfering_tokens)
+    hits = []
+    for i, s in enumerate(seqs):
+        h = cache.admit(("in", i), s)
+        cache.finish(("in", i), s)
+        hits.append(h)
+        if noise:
+            other = rng.integers(0, 151_936, size=noise).tolist()
+            cache.admit(("noise", i), other)
+            cache.finish(("noise", i), other)
+    total = sum(len(s) for s in seqs)
+    return {"input_tokens": total, "hit_tokens": sum(hits), "hits": hits,
+            "reprocessed_tokens": total - sum(hits), "evicted_blocks": cache.evicted_blocks}
+
+
+# --- 17 §5: the allocator demo, contiguous reservations vs paged blocks ----------------------
+
+# (name, prompt tokens, tokens appended while decoding): A ends holding 40 tokens, the
+# chapter's sequence A (blocks 0-15, 16-31 and 32-39)
+ALLOCATOR_DEMO_SEQUENCES = (("A", 24, 16), ("B", 100, 20), ("C", 10, 13), ("D", 60, 30),
+                            ("E", 50, 20), ("F", 30, 25))
+
+
+def allocator_demo(block_tokens: int = 16, max_len_tokens: int = 256, pool_tokens: int = 1024,
+                   sequences=ALLOCATOR_DEMO_SEQUENCES) -> dict:
+    """Run the same arrivals through two ``sim.kvcache.BlockManager`` pools over the same
+    ``pool_tokens`` slots (17 §5): contiguous (one ``max_len_tokens`` block per request,
+    reserved on arrival) and paged (``block_tokens`` blocks, allocated as tokens arrive).
+
+    Every request arrives at once with its prompt, then each appends one token per decode step,
+    in turn, so the paged pool interleaves blocks of different sequences. A request the
+    contiguous pool cannot reserve for is turned away. Returns the two managers and the lists
+    of admitted and rejected names for each.
+    """
+    block_tokens = val.tokens("block_tokens", block_tokens, minimum=1)
+    max_len_tokens = val.tokens("max_len_tokens", max_len_tokens, minimum=1)
+    pool_tokens = val.tokens("pool_tokens", pool_tokens, minimum=1)
+    sequences = [(str(name), val.tokens(f"sequences[{i}] prompt", prompt, minimum=1),
+                  val.tokens(f"sequences[{i}] growth", grow))
+                 for i, (name, prompt, grow) in enumerate(val.sequence("sequences", sequences))]
+    if pool_tokens % block_tokens or pool_tokens % max_len_tokens:
+        raise ValueError(f"pool_tokens: {pool_tokens} must be a multiple of both block sizes")
+    paged = BlockManager(pool_tokens // block_tokens, block_tokens)
+    naive = BlockManager(pool_tokens // max_len_tokens, max_len_tokens)
+    admitted = {"paged": [], "naive": []}
+    rejected = {"paged": [], "naive": []}
+    pools = {"paged": paged, "naive": naive}
+    for name, prompt, grow in sequences:
+        if prompt + grow > max_len_tokens:
+            raise ValueError(f"sequences: {name} holds more than max_len_tokens")
+        for kind, mgr in pools.items():
+            try:
+                mgr.allocate(name, prompt)
+                admitted[kind].append(name)
+            except OutOfBlocks:
+                rejected[kind].append(name)
+    grows = {name: grow for name, _, grow in sequences}
+    for step in range(max(grows.values())):
+        for name in grows:
+            if step < grows[name]:
+                for kind, mgr in pools.items():
+                    if name in mgr:
+                        mgr.append(name, 1)
+    return {"paged": paged, "naive": naive, "admitted": admitted, "rejected": rejected}

@@ -1,1 +1,0 @@
-"""Figure builders by topic; import them through ``companion.plots``."""
