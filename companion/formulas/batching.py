@@ -22,10 +22,12 @@ from companion.chapters.ch08 import (  # noqa: F401
     QUEUE_S, ROUND_B1_S, ROUND_B16_S, ROUND_FIXED_S, ROUND_PER_PAIR_S, ROUND_PER_TOKEN_S,
     SHARED_PREFIX_TOKENS, EXP81_BATCHES, SHORT_PROMPT_TOKENS, LONG_PROMPT_TOKENS,
     BATCH_SWEEP_MEASURED, OUTPUT_TOKENS)
-from companion.formulas.core import (_flops_per_token, _hardware, _model, attention_pairs,
-                                     decode_step_parts, held_tokens, kv_bytes, kv_bytes_per_token,
-                                     kv_crossover_batch, kv_tokens_allocated, max_concurrent,
-                                     prefill_flops, read_bytes_per_output_token)
+from companion.formulas.args import hardware_arg as _hardware
+from companion.formulas.args import model_arg as _model
+from companion.formulas.core import (attention_pairs, decode_step_parts, held_tokens, kv_bytes,
+                                     kv_bytes_per_token, kv_crossover_batch, kv_tokens_allocated,
+                                     max_concurrent, prefill_flops, read_bytes_per_output_token,
+                                     decode_flops_per_token)
 from companion.specs import Hardware, Model
 
 __all__ = [
@@ -400,7 +402,7 @@ def compute_catchup_batch(model: Model, hardware: Hardware, context_tokens: int,
     m = _model(model)
     hw = _hardware(hardware)
     L = v.tokens("context_tokens", context_tokens)
-    F = _flops_per_token(m, flops_per_token)
+    F = decode_flops_per_token(m, flops_per_token)
     k = kv_bytes_per_token(m, bytes_per_value)
     margin_s = F / hw.peak_flops_per_s - L * k / hw.mem_bw_bytes_per_s
     if margin_s <= 0:
@@ -418,7 +420,7 @@ def compute_bound_context_tokens(model: Model, hardware: Hardware, *, bytes_per_
     """
     m = _model(model)
     hw = _hardware(hardware)
-    F = _flops_per_token(m, flops_per_token)
+    F = decode_flops_per_token(m, flops_per_token)
     k = kv_bytes_per_token(m, bytes_per_value)
     return F * hw.mem_bw_bytes_per_s / (hw.peak_flops_per_s * k)
 

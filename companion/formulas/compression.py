@@ -24,8 +24,8 @@ from companion.chapters.ch08 import (  # noqa: F401
     OFFLOAD_EVERY_N_LAYERS, OUTPUT_TOKENS, Q2K_FILE_HEADER_BYTES, Q2K_FILE_METADATA_BYTES,
     Q2K_FILE_PAYLOAD_BYTES, ROUND_B1_S as BATCH1_ROUND_S, SHORT_PROMPT_TOKENS,
     UD_Q2K_XL_FILE_GIB)
-from companion.formulas.core import (QUANT_FORMATS, _model, kv_bytes, kv_bytes_per_token,
-                                     max_concurrent)
+from companion.formulas.args import model_arg as _model
+from companion.formulas.core import (QUANT_FORMATS, kv_bytes, kv_bytes_per_token, max_concurrent)
 from companion.formulas.kv_management import link_transfer_s
 from companion.specs import QWEN3_8B, Model
 

@@ -10,6 +10,8 @@ import math
 from typing import NamedTuple
 
 from companion import validate as v
+from companion.formulas.args import hardware_arg as _hardware
+from companion.formulas.args import model_arg as _model
 from companion.specs import Hardware, Model
 
 __all__ = [
@@ -18,17 +20,10 @@ __all__ = [
     "QUANT_FORMATS", "quantized_bytes", "bits_per_value", "speculative_expected_tokens",
     "pipeline_bubble", "static_batch_utilization", "amdahl_speedup", "cache_retention_value",
     "matrix_flops", "attention_flops_per_pair", "attention_flops", "prefill_flops",
+    "decode_flops_per_token",
     "StepTimeParts", "decode_step_parts", "decode_step_time", "attainable_flops", "mbu", "mfu",
     "time_at_mfu", "measured_prefill_mfu",
 ]
-
-
-def _model(model) -> Model:
-    return v.instance("model", model, Model, "a companion.specs.Model")
-
-
-def _hardware(hardware) -> Hardware:
-    return v.instance("hardware", hardware, Hardware, "a companion.specs.Hardware")
 
 
 def _as_int_if_whole(x: float):
@@ -199,8 +194,10 @@ class StepTimeParts(NamedTuple):
         return "compute" if self.compute_s > self.read_s else "memory"
 
 
-def _flops_per_token(m: Model, flops_per_token) -> float:
-    # Default F: one new token through every read-once matrix, 2 x streamed params.
+def decode_flops_per_token(model: Model, flops_per_token: float | None = None) -> float:
+    """F, the FLOPs of one new token: ``flops_per_token`` when given (validated), else one
+    token through every read-once matrix, 2 x streamed params (8.2.1)."""
+    m = _model(model)
     if flops_per_token is None:
         return matrix_flops(m, 1, include_lm_head=True)
     return v.positive("flops_per_token", flops_per_token)
@@ -219,7 +216,7 @@ def decode_step_parts(model: Model, hardware: Hardware, batch: int, context_toke
     hw = _hardware(hardware)
     b = v.count("batch", batch)
     L = v.tokens("context_tokens", context_tokens)
-    F = _flops_per_token(m, flops_per_token)
+    F = decode_flops_per_token(m, flops_per_token)
     k = kv_bytes_per_token(m, bytes_per_value)
     weights = m.streamed_weight_bytes if weights_in_hbm else 0.0
     return StepTimeParts(compute_s=b * F / hw.peak_flops_per_s,

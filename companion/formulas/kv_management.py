@@ -20,8 +20,9 @@ from companion.chapters.ch08 import (  # noqa: F401
     PAGING_EXAMPLE_MAX_TOKENS, PAGING_EXAMPLE_SHARED_TOKENS, PREFILL_ROUND_S, PREFIX_B_COUNT,
     PREFIX_B_TOKENS, REPLAY_HIT_TOKENS_6GIB, REPLAY_INPUT_TOKENS, RETENTION_HIT_PROB,
     SHARED_PREFIX_TOKENS, SHORT_PROMPT_TOKENS)
-from companion.formulas.core import (_hardware, _model, cache_retention_value, held_tokens,
-                                     measured_prefill_mfu,
+from companion.formulas.args import hardware_arg as _hardware
+from companion.formulas.args import model_arg as _model
+from companion.formulas.core import (cache_retention_value, held_tokens, measured_prefill_mfu,
                                      kv_bytes, kv_tokens_allocated, prefill_flops)
 from companion.specs import QWEN3_8B, RTX_PRO_6000, Hardware, Model
 

@@ -14,8 +14,10 @@ import math
 from companion import validate as v
 from companion.chapters.ch17 import (CHUNK_TOKENS, INT8_BYTES_PER_PARAM, SPEC_ACCEPTANCE,
                                      SPEC_DRAFT_LEN)
-from companion.formulas.core import (_hardware, _model, kv_bytes, kv_bytes_per_token,
-                                     ridge_point, speculative_expected_tokens)
+from companion.formulas.args import hardware_arg as _hardware
+from companion.formulas.args import model_arg as _model
+from companion.formulas.core import (kv_bytes, kv_bytes_per_token, ridge_point,
+                                     speculative_expected_tokens)
 from companion.formulas.parallelism import parallel_layout
 from companion.formulas.performance import (CH17_LONG_CONTEXT_TOKENS, CH17_PREFILL_EFFICIENCY,
                                             CH17_PROMPT_TOKENS, CH17_RUNTIME_RESERVE_BYTES,

@@ -27,8 +27,9 @@ from companion.chapters.ch17 import (
     ITL_TARGET_S as CH17_ASSUMED_ITL_TARGET_S,
     PREFILL_TOK_PER_S_PER_GROUP as CH17_PREFILL_TOK_PER_S_PER_GROUP,
     ROUTER_WARM_SHARES as CH17_ROUTER_WARM_SHARES)
-from companion.formulas.core import (_hardware, _model, kv_bytes, kv_bytes_per_token,
-                                     matrix_flops, pipeline_bubble)
+from companion.formulas.args import hardware_arg as _hardware
+from companion.formulas.args import model_arg as _model
+from companion.formulas.core import (kv_bytes, kv_bytes_per_token, matrix_flops, pipeline_bubble)
 from companion.formulas.performance import (CH17_CHAT_LIVE_TOKENS, CH17_LONG_CONTEXT_TOKENS,
                                             CH17_PREFILL_EFFICIENCY, CH17_RUNTIME_RESERVE_BYTES,
                                             prefill_compute_s, tp_kv_capacity)

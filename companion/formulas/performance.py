@@ -23,10 +23,12 @@ from companion.chapters.ch17 import (
     MAX_LEN_TOKENS as CH17_MAX_LEN_TOKENS, PREFILL_EFFICIENCY as CH17_PREFILL_EFFICIENCY,
     PROMPT_TOKENS as CH17_PROMPT_TOKENS, REGISTER_LATENCY_S, RUNTIME_RESERVE_BYTES as CH17_RUNTIME_RESERVE_BYTES,
     SMOOTH_ITL_S as CH17_SMOOTH_ITL_S)
-from companion.formulas.core import (_hardware, _model, attainable_flops, decode_step_parts,
-                                     decode_step_time, kv_bytes, kv_bytes_per_token, matrix_flops,
-                                     max_concurrent, mbu, mfu, read_bytes_per_output_token,
-                                     ridge_point, static_batch_utilization)
+from companion.formulas.args import hardware_arg as _hardware
+from companion.formulas.args import model_arg as _model
+from companion.formulas.core import (attainable_flops, decode_step_parts, decode_step_time,
+                                     kv_bytes, kv_bytes_per_token, matrix_flops, max_concurrent,
+                                     mbu, mfu, read_bytes_per_output_token, ridge_point,
+                                     static_batch_utilization)
 from companion.specs import H100_SXM, LLAMA_8B, Hardware, Model
 from companion.units import KiB
 

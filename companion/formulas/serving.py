@@ -27,9 +27,10 @@ from companion.chapters.ch08 import (  # noqa: F401
     SMALL_KV_BUDGET_BYTES)
 from companion.formulas.batching import lifecycle_request_time_s
 from companion.formulas.compression import kv_format_bytes_per_value
-from companion.formulas.core import (QUANT_FORMATS, _hardware, _model, kv_bytes_per_token,
-                                     measured_prefill_mfu, time_at_mfu,
-                                     prefill_flops, read_bytes_per_output_token)
+from companion.formulas.args import hardware_arg as _hardware
+from companion.formulas.args import model_arg as _model
+from companion.formulas.core import (QUANT_FORMATS, kv_bytes_per_token, measured_prefill_mfu,
+                                     time_at_mfu, prefill_flops, read_bytes_per_output_token)
 from companion.formulas.kv_management import prefix_shared_kv_bytes
 from companion.formulas.speculative import verification_flops
 from companion.specs import QWEN3_8B, RTX_PRO_6000, Hardware, Model
