@@ -9,7 +9,8 @@ from __future__ import annotations
 from companion import calc, specs, units
 from companion.chapters import ch08
 from companion.exercises import data_ch08
-from companion.exercises._variants import pick, rng_for
+from companion.exercises.variants import pick, rng_for
+from companion.exercises.variants import variant as _variant
 from companion.formulas import compression, kv_management
 from companion.grading import Exercise, Part, register
 from companion.sim import kv_scenarios, scheduler
@@ -115,14 +116,6 @@ register(Exercise(
 
 
 # --- shared helpers for 8-2 ... 8-9 ------------------------------------------------------------
-
-def _variant(exercise_id: str, seed: int, chapter: dict, options: dict) -> dict:
-    """Seed 0: the chapter's values; other seeds: one pick per key from ``options``."""
-    if seed == 0:
-        return dict(chapter)
-    rng = rng_for(exercise_id, seed)
-    return {key: pick(rng, list(opts)) for key, opts in options.items()}
-
 
 # --- Exercise 8-2: prefill chunks, the continuous-batching stall, token budgets (8.2.2-8.2.4) ---
 

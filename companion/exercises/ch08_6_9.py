@@ -6,8 +6,8 @@ from __future__ import annotations
 from companion import calc, specs, units
 from companion.chapters import ch08
 from companion.exercises import data_ch08
-from companion.exercises._variants import pick, rng_for
-from companion.exercises.ch08 import _variant
+from companion.exercises.variants import pick, rng_for
+from companion.exercises.variants import variant as _variant
 from companion.formulas import serving
 from companion.grading import Exercise, Part, register
 

@@ -17,7 +17,11 @@ import math
 
 from companion import calc, specs, units
 from companion.chapters import ch17
-from companion.exercises._variants import pick, rng_for
+from companion.exercises.variants import gb as _gb
+from companion.exercises.variants import ms as _ms
+from companion.exercises.variants import pct as _pct
+from companion.exercises.variants import pick, rng_for
+from companion.exercises.variants import variant as _variant
 from companion.grading import Exercise, Part, register
 
 # --- models beyond the presets -----------------------------------------------------------------
@@ -56,8 +60,8 @@ SHAPE_14B = specs.Model(
     hidden_size=5120, n_heads=40,
     source="practice variant: 14e9 params, the public Qwen2.5-14B layer/head shape")
 
-_ROUND_SMALL = [specs.LLAMA_8B, SHAPE_3B, SHAPE_14B]
-_CARDS = [specs.H100_SXM, specs.H200_SXM, specs.A100_80GB]
+ROUND_SMALL = [specs.LLAMA_8B, SHAPE_3B, SHAPE_14B]
+CARDS = [specs.H100_SXM, specs.H200_SXM, specs.A100_80GB]
 
 # --- the chapter's inputs (companion.chapters.ch17), reused as seed 0 -------------------------
 
@@ -96,29 +100,9 @@ DRAFT_PARAMS_9 = 1e9         # a 1e9-parameter BF16 draft model for 17-9's draft
 PP_TARGET_BUBBLE = 0.05      # a 5% bubble target for 17-6
 
 
-def _variant(exercise_id: str, seed: int, chapter: dict, options: dict) -> dict:
-    """Seed 0: the chapter's values; other seeds: one pick per key from ``options``."""
-    if seed == 0:
-        return dict(chapter)
-    rng = rng_for(exercise_id, seed)
-    return {key: pick(rng, list(opts)) for key, opts in options.items()}
-
-
 def _thousands_label(tokens: int) -> str:
     """"8K" for 8,000 tokens, as Chapter 17 labels contexts."""
     return f"{tokens // 1000}K" if tokens % 1000 == 0 else f"{tokens:,}"
-
-
-def _gb(x: float) -> float:
-    return x / units.GB
-
-
-def _ms(x: float) -> float:
-    return x / units.ms
-
-
-def _pct(x: float) -> float:
-    return 100.0 * x
 
 
 MEMORY_OR_COMPUTE = ("memory", "compute")
@@ -228,7 +212,7 @@ def _params_17_2(seed: int) -> dict:
     c = _variant("17-2", seed,
                  dict(layout=(H100, specs.LLAMA_70B, TP_7), small=specs.LLAMA_8B,
                       context=CONTEXT_8K, reserve=RESERVE_BYTES),
-                 dict(layout=_LAYOUTS_17_2, small=_ROUND_SMALL,
+                 dict(layout=_LAYOUTS_17_2, small=ROUND_SMALL,
                       context=(4_000, 8_000, 16_000, 32_000), reserve=(2e9, 4e9, 6e9)))
     hw, big, tp = c["layout"]
     return dict(hardware=hw, small_model=c["small"], big_model=big, tp=tp,
@@ -304,14 +288,14 @@ register(Exercise(
 
 # --- 17-3: roofline placement (17 §2) ----------------------------------------------------------
 
-_CARDS_17_3 = [specs.H100_SXM, specs.H200_SXM, specs.A100_80GB, specs.RTX_PRO_6000]
+CARDS_17_3 = [specs.H100_SXM, specs.H200_SXM, specs.A100_80GB, specs.RTX_PRO_6000]
 
 
 def _params_17_3(seed: int) -> dict:
     c = _variant("17-3", seed,
                  dict(hw=H100, model=specs.LLAMA_8B, batch=BATCH_2, short=CHAT_LIVE_TOKENS,
                       long=CONTEXT_8K, prompt=PROMPT_TOKENS),
-                 dict(hw=_CARDS_17_3, model=_ROUND_SMALL, batch=(16, 32, 64, 128),
+                 dict(hw=CARDS_17_3, model=ROUND_SMALL, batch=(16, 32, 64, 128),
                       short=(300, 600, 1_000, 2_000), long=(4_000, 8_000, 16_000, 32_000),
                       prompt=(128, 256, 512, 2_048, 8_192)))
     m = c["model"]
@@ -406,7 +390,7 @@ def _params_17_4(seed: int) -> dict:
             PROMISED_SPEEDUP_9
     else:
         rng = rng_for("17-4", seed)
-        m, hw = pick(rng, _ROUND_SMALL), pick(rng, _CARDS)
+        m, hw = pick(rng, ROUND_SMALL), pick(rng, CARDS)
         b, L = pick(rng, [1, 4, 16, 32]), pick(rng, [0, 500, 1_000, 2_000, 4_000])
         ceiling = calc.decode_vs_context(m, hw, L, batch=b)["tokens_per_s"]
         decode_rate = round(pick(rng, [0.45, 0.55, 0.62, 0.7, 0.78, 0.85]) * ceiling)
@@ -592,7 +576,7 @@ def _params_17_6(seed: int) -> dict:
                  dict(stages=(specs.LLAMA_70B, PP_STAGES_7), micro=PP_MICROBATCHES_7,
                       target=PP_TARGET_BUBBLE, hw=H100, reserve=RESERVE_BYTES),
                  dict(stages=_STAGES_17_6, micro=((8, 32), (16, 64), (12, 48), (32, 128)),
-                      target=(0.02, 0.05, 0.1), hw=_CARDS, reserve=(2e9, 4e9, 6e9)))
+                      target=(0.02, 0.05, 0.1), hw=CARDS, reserve=(2e9, 4e9, 6e9)))
     model, stages = c["stages"]
     big = specs.LLAMA_405B
     return dict(model=model, n_layers=model.n_layers, hidden_size=model.hidden_size,

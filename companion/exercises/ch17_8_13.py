@@ -1,7 +1,8 @@
 """Practice problems 17-8 ... 17-13 (Chapter 17): given data by seed, answers by calc, hints.
 
 The data they share with 17-1 ... 17-7 (models beyond the presets, the chapter's inputs, the
-helpers) is in ``companion.exercises.ch17``.
+option lists) is in ``companion.exercises.ch17``, the variant and unit helpers in
+``companion.exercises.variants``.
 """
 
 from __future__ import annotations
@@ -9,13 +10,16 @@ from __future__ import annotations
 import math
 
 from companion import calc, specs, units
-from companion.exercises._variants import pick, rng_for
 from companion.exercises.ch17 import (
     AGENT_TURN_8, CHAT_LIVE_TOKENS, CHAT_TURN_TOKENS_5, CHUNK_TOKENS_6, CONTEXT_8K,
     DRAFT_PARAMS_9, EFFICIENCY, H100, HIT_RATES_8, ITL_TARGET_S_10, LONG_PROMPT_3, MAX_LEN_5,
     OUTPUT_TOKENS_3, PREFIX_TOKENS_5, PREFIX_USERS_5, PROMPT_TOKENS, RESERVE_BYTES, SHAPE_14B,
-    SMOOTH_ITL_S, SPEC_ACCEPTANCE, SPEC_DRAFT_LEN, _CARDS, _CARDS_17_3, _ROUND_SMALL, _gb,
-    _ms, _pct, _variant)
+    SMOOTH_ITL_S, SPEC_ACCEPTANCE, SPEC_DRAFT_LEN, CARDS, CARDS_17_3, ROUND_SMALL)
+from companion.exercises.variants import gb as _gb
+from companion.exercises.variants import ms as _ms
+from companion.exercises.variants import pct as _pct
+from companion.exercises.variants import pick, rng_for
+from companion.exercises.variants import variant as _variant
 from companion.grading import Exercise, Part, register
 
 
@@ -27,7 +31,7 @@ _FORMATS_17_8 = ("int8", "fp8", "q8_0", "q4_0")
 def _params_17_8(seed: int) -> dict:
     c = _variant("17-8", seed,
                  dict(model=specs.LLAMA_8B, hw=H100, fmt="int8", context=CONTEXT_8K),
-                 dict(model=_ROUND_SMALL, hw=_CARDS_17_3, fmt=_FORMATS_17_8,
+                 dict(model=ROUND_SMALL, hw=CARDS_17_3, fmt=_FORMATS_17_8,
                       context=(4_000, 8_000, 16_000, 32_000)))
     m = c["model"]
     return dict(model=m, hardware=c["hw"], params=m.n_params, format=c["fmt"],
@@ -105,7 +109,7 @@ def _params_17_9(seed: int) -> dict:
                  dict(alpha=SPEC_ACCEPTANCE, k=SPEC_DRAFT_LEN, model=specs.LLAMA_8B, hw=H100,
                       draft=DRAFT_PARAMS_9),
                  dict(alpha=(0.5, 0.6, 0.7, 0.8, 0.9), k=(2, 3, 4, 5, 6),
-                      model=(specs.LLAMA_8B, SHAPE_14B), hw=_CARDS,
+                      model=(specs.LLAMA_8B, SHAPE_14B), hw=CARDS,
                       draft=(0.5e9, 1e9, 1.5e9)))
     m = c["model"]
     return dict(acceptance=c["alpha"], draft_len=c["k"], model=m, hardware=c["hw"],
@@ -199,7 +203,7 @@ def _params_17_10(seed: int) -> dict:
         reserve, target = RESERVE_BYTES, ITL_TARGET_S_10
     else:
         rng = rng_for("17-10", seed)
-        m, hw = pick(rng, _ROUND_SMALL), pick(rng, _CARDS)
+        m, hw = pick(rng, ROUND_SMALL), pick(rng, CARDS)
         live = _memory_bound_live(m, hw, [400, 600, 800, 1_200, 2_000], rng)
         reservation = pick(rng, [4_000, 8_000, 16_000])
         reserve = pick(rng, [2e9, 4e9, 6e9])
@@ -297,7 +301,7 @@ def _params_17_11(seed: int) -> dict:
                  dict(model=specs.LLAMA_8B, hw=H100, eff=EFFICIENCY, prompt=PROMPT_TOKENS,
                       output=OUTPUT_TOKENS_3, step=SMOOTH_ITL_S, long=LONG_PROMPT_3,
                       chunk=CHUNK_TOKENS_6),
-                 dict(model=_ROUND_SMALL, hw=_CARDS, eff=(0.4, 0.5, 0.6),
+                 dict(model=ROUND_SMALL, hw=CARDS, eff=(0.4, 0.5, 0.6),
                       prompt=(1_024, 2_048, 4_096), output=(150, 250, 500),
                       step=(4e-3, 6e-3, 8e-3, 10e-3), long=(4_000, 8_000, 16_000, 32_000),
                       chunk=(256, 512, 1_024, 2_048)))
@@ -378,7 +382,7 @@ def _params_17_12(seed: int) -> dict:
                  dict(model=specs.LLAMA_8B, hw=H100, max_len=MAX_LEN_5,
                       used=CHAT_TURN_TOKENS_5, block=16, reservation=CONTEXT_8K,
                       prefix=PREFIX_TOKENS_5, users=PREFIX_USERS_5),
-                 dict(model=_ROUND_SMALL, hw=_CARDS, max_len=(4_096, 8_192, 16_384),
+                 dict(model=ROUND_SMALL, hw=CARDS, max_len=(4_096, 8_192, 16_384),
                       used=(200, 300, 500, 1_000), block=(8, 16, 32),
                       reservation=(8_000, 16_000), prefix=(500, 1_000, 2_000, 4_000),
                       users=(20, 50, 100, 200)))
@@ -466,7 +470,7 @@ def _params_17_13(seed: int) -> dict:
                  dict(model=specs.LLAMA_8B, hw=H100, eff=EFFICIENCY, turn=AGENT_TURN_8,
                       first=calc.CH17_AGENT_FIRST_TURN_TOKENS,
                       per_turn=calc.CH17_AGENT_TOKENS_PER_TURN, hits=HIT_RATES_8),
-                 dict(model=_ROUND_SMALL, hw=_CARDS, eff=(0.4, 0.5, 0.6),
+                 dict(model=ROUND_SMALL, hw=CARDS, eff=(0.4, 0.5, 0.6),
                       turn=(5, 10, 20, 30), first=(2_000, 4_000, 6_000),
                       per_turn=(400, 800, 1_200, 2_000),
                       hits=((0.9, 0.3), (0.95, 0.5), (0.8, 0.2))))

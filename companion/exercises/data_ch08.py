@@ -35,7 +35,7 @@ import numpy as np
 from companion import validate as v
 from companion.chapters.ch08 import (CACHE_POOLS_BYTES, REPLAY_INTERARRIVAL_S, REPLAY_REQUESTS,
                                      REPLAY_ROUNDS)
-from companion.exercises._variants import pick, rng_for
+from companion.exercises.variants import pick, rng_for
 from companion.formulas.batching import lifecycle_request_time_s
 from companion.formulas.core import kv_bytes_per_token
 from companion.formulas.serving import (DEADLINE_S, EXAMPLE_BATCH, EXAMPLE_KV_BUDGET_BYTES,
