@@ -1,8 +1,16 @@
 # Two commands matter (see README):  make lab   |   make test
-# Everything installs into ./.venv from pyproject.toml; nothing is needed beyond Python 3.11+ and make.
+# Everything installs into ./.venv from requirements.lock (exact versions, hashes), compiled
+# from pyproject.toml by `make lock`; nothing is needed beyond Python 3.11+ and make.
+# LATEST=1 (e.g. `make test LATEST=1`) uses ./.venv-latest with the newest releases instead.
 
 PYTHON ?= python3
+LOCK   := requirements.lock
+ifeq ($(LATEST),1)
+VENV   := .venv-latest
+export COMPANION_UNPINNED := 1
+else
 VENV   := .venv
+endif
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 STATE  := $(CURDIR)/.state
@@ -20,25 +28,65 @@ export XDG_CONFIG_HOME         := $(STATE)/xdg-config
 export XDG_CACHE_HOME          := $(STATE)/xdg-cache
 export npm_config_cache        := $(STATE)/npm-cache
 export MPLBACKEND              := Agg
+# JupyterHub + nbgrader venv and the npm proxy of the course check (tools/course_env.sh)
+export COURSE_ENV              ?= $(STATE)/course-env
 export PYTHONHASHSEED          := 0
 
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with=nbval_sanitize.cfg
 NOTEBOOK_DIRS := notebooks solutions exercises dashboards
 
-.PHONY: setup lab dashboard test test-fast execute exercises bench nbgrader-check clean
+.PHONY: setup setup-latest lock lab dashboard test test-fast test-dispatch execute exercises \
+        bench nbgrader-check course-env course-check clean
 
+ifeq ($(LATEST),1)
+# the unpinned path: newest releases that pyproject.toml allows (may fail; see README)
 $(STAMP): pyproject.toml
 	mkdir -p $(STATE)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q --upgrade -e '.[test]'
 	touch $(STAMP)
+else
+# exactly the lock: install its pins (hash-checked), remove what it does not pin, add the
+# project itself without resolving anything, then prove the result equals the lock
+$(STAMP): $(LOCK) pyproject.toml
+	mkdir -p $(STATE)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --require-hashes --no-deps -r $(LOCK)
+	$(PY) tools/check_lock.py --extras | xargs -r $(PY) -m pip uninstall -q -y
+	$(PY) -m pip install -q --no-deps --no-build-isolation --no-index -e .
+	$(PY) tools/check_lock.py
+	touch $(STAMP)
+endif
 
 setup: $(STAMP)
 
-## Set everything up and open the companion in JupyterLab.
-lab: $(STAMP)
-	$(VENV)/bin/jupyter lab --notebook-dir=. notebooks/START_HERE.ipynb
+setup-latest:
+	$(MAKE) setup LATEST=1
+
+## Recompile requirements.lock from pyproject.toml (keeps the current pins where they still
+## fit; UPGRADE=1 moves every package to its newest release). uv lives in its own venv.
+UV_VERSION := 0.13.9
+LOCK_TOOLS := $(STATE)/lock-tools
+lock:
+	mkdir -p $(STATE)
+	test -x $(LOCK_TOOLS)/bin/uv || { $(PYTHON) -m venv $(LOCK_TOOLS) && \
+	  $(LOCK_TOOLS)/bin/pip install -q uv==$(UV_VERSION); }
+	$(LOCK_TOOLS)/bin/uv pip compile --quiet pyproject.toml --extra test --group install \
+	  --universal --python-version 3.11.5 --generate-hashes $(if $(UPGRADE),--upgrade) \
+	  --custom-compile-command "make lock" -o $(LOCK)
+
+## JupyterLab defaults owned by the project (no news prompt, no update check): an overrides.d
+## file in the venv's app settings, which user settings still override.
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.d/llm-inference-companion.json
+$(LAB_OVERRIDES): jupyter/lab-overrides.json | $(STAMP)
+	mkdir -p $(dir $@)
+	cp $< $@
+
+LAB_FLAGS := --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
+## Set everything up and open the companion in JupyterLab (LAB_ARGS: extra server flags).
+lab: $(STAMP) $(LAB_OVERRIDES)
+	$(VENV)/bin/jupyter lab --notebook-dir=. $(LAB_FLAGS) $(LAB_ARGS) notebooks/START_HERE.ipynb
 
 ## The lecture dashboard (8.6 scheme comparison + 17 §2 roofline) as a standalone page, offline.
 dashboard: $(STAMP)
@@ -48,10 +96,19 @@ dashboard: $(STAMP)
 	  --VoilaConfiguration.extension_denylist=@jupyter-notebook/lab-extension \
 	  --VoilaConfiguration.extension_denylist=@jupyter/nbgrader
 
-## Set everything up and run the whole test suite (unit, property, ledger, notebooks via nbval).
+PYTEST := COMPANION_FAST=1 $(PY) -m pytest -n 2 --dist loadfile -q
+## Set everything up and run the whole test suite (unit, property, ledger, browser, notebooks
+## via nbval), then the notebooks again under another CPU's code paths (tools/cpu_dispatch.py:
+## NumPy's widest SIMD tier off, OpenBLAS's plain kernels, another hash seed).
 test: $(STAMP)
 	mkdir -p $(STATE)
-	COMPANION_FAST=1 $(PY) -m pytest -n 2 --dist loadfile -q $(NBVAL) tests $(NOTEBOOK_DIRS)
+	$(PY) tools/run_tests.py "$(PYTEST) $(NBVAL) tests $(NOTEBOOK_DIRS)" \
+	  "$(PYTEST) $(NBVAL) $(NOTEBOOK_DIRS)"
+
+## Only the second notebook pass (ARGS: notebooks or folders; default all of them).
+test-dispatch: $(STAMP)
+	mkdir -p $(STATE)
+	$(PY) tools/run_tests.py --second-only "$(PYTEST) $(NBVAL) $(or $(ARGS),$(NOTEBOOK_DIRS))"
 
 ## Unit tests only (no notebooks): the quick loop while editing companion/.
 test-fast: $(STAMP)
@@ -65,15 +122,26 @@ execute: $(STAMP)
 exercises: $(STAMP)
 	$(PY) tools/make_exercises.py
 
-## Import solutions/ into a throwaway nbgrader course (own venv under /tmp) and autograde a
-## full and a blank submission: full marks vs zero.
+## Import all 22 solutions/ into a throwaway nbgrader course (own venv under /tmp) and autograde
+## the solutions, nbgrader's blank release and exercises/: full marks, zero, zero.
 NBGRADER_VENV ?= /tmp/nbgrader-venv
 nbgrader-check: $(STAMP)
 	NBGRADER_VENV=$(NBGRADER_VENV) tools/nbgrader_check.sh
+
+## JupyterHub, nbgrader and configurable-http-proxy for the course check (created on first use).
+course-env:
+	mkdir -p $(STATE)
+	tools/course_env.sh $(COURSE_ENV)
+
+## A whole course through a real JupyterHub: release, fetch, work, submit, collect, autograde,
+## feedback, with one instructor and two students (also part of `make test`; deploy/README.md).
+course-check: course-env
+	$(COURSE_ENV)/venv/bin/python tools/course_check.py --env $(COURSE_ENV) \
+	  --summary artifacts/course-check/summary.json
 
 ## Print the benchmark figures (nothing is asserted).
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) $(STATE)
+	rm -rf .venv .venv-latest $(STATE)

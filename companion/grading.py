@@ -12,6 +12,14 @@ within tolerance; when it is not, it names the quantity, and if the answer match
 mistake (MiB vs MB, blocks vs tokens, seconds vs milliseconds, G vs G - 1 outputs, a
 fraction given as a percentage, or an exercise-specific slip) it points at that step. It
 never prints the expected value. Wrong types and units get a message, not a traceback.
+
+Unfinished answers: ``None`` (what the answer cells start from) is "not yet answered", and
+``check(..., answers, key=k)`` looks up entry ``k`` of a dict or list itself, so a missing
+entry is "not yet answered" too instead of a KeyError in the check cell. A check cell wraps its
+checks in ``with grading.checks():``: every part is graded, each prints its line, and at the
+end of the block :class:`NotYetCorrect` (an AssertionError, so nbgrader gives the cell no
+points) names the parts not answered yet and those not yet right. Jupyter shows it as that one
+message, without a traceback.
 """
 
 from __future__ import annotations
@@ -21,14 +29,17 @@ import math
 import numbers
 import pkgutil
 import re
+import reprlib
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
 from companion import units
 
-__all__ = ["Part", "Exercise", "CheckResult", "register", "exercises", "params", "check",
-           "parts", "describe"]
+__all__ = ["Part", "Exercise", "CheckResult", "NotYetCorrect", "register", "exercises", "params",
+           "check", "checks", "parts", "describe"]
 
 
 @dataclass(frozen=True)
@@ -74,26 +85,54 @@ class Exercise:
                          f"{[p.name for p in self.parts]}")
 
 
+# On importlib.reload this module runs again in its old namespace: the modules that filled the
+# old registry are remembered, so that the first use runs them again into the new one.
+_REGISTERED_BEFORE_RELOAD = frozenset(globals().get("_ORIGIN", {}).values())
 _REGISTRY: dict[str, Exercise] = {}
+_ORIGIN: dict[str, str] = {}        # exercise id -> the module that registered it
 _LOADED = False
 
 
 def register(exercise: Exercise) -> Exercise:
-    if exercise.id in _REGISTRY:
-        raise ValueError(f"exercise {exercise.id} is registered twice")
+    """Add ``exercise`` to the registry and return it.
+
+    The same id registered again by the same module replaces the earlier definition: that module
+    ran again (``importlib.reload``, a fresh import, a notebook cell re-run). The same id from
+    another module is a clash and raises ValueError.
+    """
+    if not isinstance(exercise, Exercise):
+        raise TypeError(f"exercise: expected a companion.grading.Exercise, got "
+                        f"{type(exercise).__name__}")
+    # the caller's module, found the way collections.namedtuple finds its __module__
+    origin = sys._getframe(1).f_globals.get("__name__", "?")
+    earlier = _ORIGIN.get(exercise.id)
+    if earlier is not None and earlier != origin:
+        raise ValueError(f"exercise: {exercise.id} is registered twice, by {earlier} and by "
+                         f"{origin}")
     _REGISTRY[exercise.id] = exercise
+    _ORIGIN[exercise.id] = origin
+    _solved.cache_clear()
     return exercise
 
 
 def _load() -> None:
+    """Import every exercise module; after a reload of this module, run again those that
+    registered into the old registry."""
     global _LOADED
     if _LOADED:
         return
     import companion.exercises as pkg
 
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"{pkg.__name__}.{info.name}")
+        if info.name.startswith("_"):
+            continue
+        name = f"{pkg.__name__}.{info.name}"
+        module = sys.modules.get(name)
+        if (module is not None and name in _REGISTERED_BEFORE_RELOAD
+                and name not in _ORIGIN.values()):
+            importlib.reload(module)
+        else:
+            importlib.import_module(name)
     _LOADED = True
 
 
@@ -266,10 +305,14 @@ def _hint(value, expected, part: Part, mistakes) -> str:
 
 @dataclass(frozen=True)
 class CheckResult:
-    """Truthy when correct; ``message`` says what to look at (never the expected value)."""
+    """Truthy when correct; ``message`` says what to look at (never the expected value);
+    ``answered`` is False when the part has no answer yet."""
 
     ok: bool
     message: str
+    answered: bool = True
+    exercise: str = ""
+    part: str = ""
 
     def __bool__(self) -> bool:
         return self.ok
@@ -280,32 +323,154 @@ class CheckResult:
     _repr_pretty_ = lambda self, p, cycle: p.text(self.message)  # noqa: E731
 
 
-def check(exercise_id: str, part: str, answer, seed: int = 0, *, quiet: bool = False) -> CheckResult:
+_NO_KEY = object()
+
+
+def _entry(answers, key, part: Part):
+    """(answer, problem) for entry ``key`` of a student's dict or list: the answer is None when
+    the entry is missing (not answered yet); ``problem`` is a message when ``answers`` is not a
+    container that could hold it."""
+    if answers is None:
+        return None, None
+    if isinstance(answers, Mapping):
+        if key in answers:
+            return answers[key], None
+        as_text = [k for k in answers if str(k) == str(key)]
+        if as_text:
+            return None, (f"answer: part ({part.name}) looks for the entry {key!r} and finds "
+                          f"{as_text[0]!r} instead: use the keys of the given data ({key!r}, "
+                          f"not {as_text[0]!r})")
+        return None, None
+    try:
+        length = None if isinstance(answers, (str, bytes)) else len(answers)
+    except TypeError:                     # no len(): a number, a 0-d array, ...
+        length = None
+    if length is None or not hasattr(answers, "__getitem__"):
+        return None, (f"answer: part ({part.name}) wants a dict or list with an entry for "
+                      f"{key!r}, got {type(answers).__name__} {reprlib.repr(answers)}")
+    if not isinstance(key, numbers.Integral) or isinstance(key, bool):
+        raise TypeError(f"key: a list is indexed by a whole number, got {key!r}")
+    if -length <= key < length:
+        return answers[key], None
+    return None, None
+
+
+def check(exercise_id: str, part: str, answer, seed: int = 0, *, key=_NO_KEY,
+          quiet: bool = False) -> CheckResult:
     """Judge ``answer`` for one part of an exercise (same ``seed`` as the given data).
 
     Returns a CheckResult that is truthy when the answer is within tolerance, so a check cell
-    can ``assert check(...)``. Prints its message unless ``quiet``.
+    can ``assert check(...)``. Prints its message unless ``quiet``. ``None`` is an answer not
+    given yet. With ``key``, ``answer`` is the student's dict or list and the part's answer is
+    its entry ``key``; a missing entry is an answer not given yet. Inside ``with checks():`` the
+    result is also collected for the block's verdict.
     """
     ex = _exercise(exercise_id)
     p = ex.part(part)
     s = _seed(seed)
-    value, problem = _read_answer(answer, p)
-    if problem is not None:
-        result = CheckResult(False, problem)
+    problem = None
+    if key is not _NO_KEY:
+        answer, problem = _entry(answer, key, p)
+    if problem is None and answer is None:
+        unit = f" (in {p.unit})" if p.unit else ""
+        where = "" if key is _NO_KEY else f"; there is no entry for {key!r} yet"
+        result = CheckResult(False, f"({p.name}) not yet answered: {p.quantity}{unit}{where}.",
+                             answered=False)
     else:
-        given, expected_all, mistakes = _solved(ex.id, s)
-        expected = expected_all[p.name]
-        if p.kind in ("bool", "choice"):
-            ok = value == expected
+        if problem is None:
+            answer, problem = _read_answer(answer, p)
+        if problem is not None:
+            result = CheckResult(False, problem)
         else:
-            ok = _close(value, float(expected), p)
-        if ok:
-            result = CheckResult(True, f"({p.name}) correct: {p.quantity}.")
-        else:
-            hint = _hint(value, expected, p, mistakes.get(p.name, []))
-            unit = f" (in {p.unit})" if p.unit else ""
-            result = CheckResult(False, f"({p.name}) not yet: {p.quantity}{unit} is off. "
-                                        f"Hint: {hint}.")
+            result = _judge(ex, p, s, answer)
+    result = CheckResult(result.ok, result.message, result.answered, ex.id, p.name)
+    if _COLLECTING:
+        _COLLECTING[-1].append(result)
     if not quiet:
         print(result.message)
     return result
+
+
+def _judge(ex: Exercise, p: Part, seed: int, value) -> CheckResult:
+    given, expected_all, mistakes = _solved(ex.id, seed)
+    expected = expected_all[p.name]
+    if p.kind in ("bool", "choice"):
+        ok = value == expected
+    else:
+        ok = _close(value, float(expected), p)
+    if ok:
+        return CheckResult(True, f"({p.name}) correct: {p.quantity}.")
+    hint = _hint(value, expected, p, mistakes.get(p.name, []))
+    unit = f" (in {p.unit})" if p.unit else ""
+    return CheckResult(False, f"({p.name}) not yet: {p.quantity}{unit} is off. Hint: {hint}.")
+
+
+# --- a check cell's verdict ----------------------------------------------------------------------
+
+_COLLECTING: list[list[CheckResult]] = []     # the results of each open ``checks()`` block
+
+
+class NotYetCorrect(AssertionError):
+    """A check cell's verdict when some part has no answer yet or is not yet right.
+
+    An AssertionError, so nbgrader's autograder counts the cell as failed (no points); Jupyter
+    shows only the message (IPython's ``_render_traceback_``), not a traceback into this module.
+    ``results`` holds the CheckResult of every part the cell checked.
+    """
+
+    def __init__(self, message: str, results=()):
+        super().__init__(message)
+        self.results = tuple(results)
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
+
+
+def _verdict(results: list[CheckResult]) -> str:
+    """One line per exercise: how many parts are correct, which are unanswered, which are off."""
+    lines = []
+    for eid in dict.fromkeys(r.exercise for r in results):
+        mine = [r for r in results if r.exercise == eid]
+        unanswered = [f"({r.part})" for r in mine if not r.answered]
+        off = [f"({r.part})" for r in mine if r.answered and not r.ok]
+        if not unanswered and not off:
+            continue
+        said = [f"not yet answered: {', '.join(unanswered)}"] if unanswered else []
+        said += [f"not yet right: {', '.join(off)}"] if off else []
+        good = sum(r.ok for r in mine)
+        lines.append(f"Exercise {eid}, {good} of {len(mine)} part{'s' * (len(mine) != 1)} "
+                     f"correct; " + "; ".join(said) + ".")
+    return "\n".join(lines)
+
+
+class _CheckBlock:
+    def __enter__(self) -> list[CheckResult]:
+        self.results: list[CheckResult] = []
+        _COLLECTING.append(self.results)
+        return self.results
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        # pop this block's list (by identity: an inner block may have failed to close)
+        while _COLLECTING:
+            if _COLLECTING.pop() is self.results:
+                break
+        if exc_type is None:
+            if not all(self.results):
+                raise NotYetCorrect(_verdict(self.results), self.results)
+            return False
+        if issubclass(exc_type, NameError):
+            # the kernel restarted, or the answer cell's first line (which defines the answer
+            # variables) was deleted
+            raise NotYetCorrect(f"{exc}: run the cells above this one first (Run > Run All "
+                                f"Cells); if it is still missing, put back the first line of "
+                                f"the answer cell, which defines it", self.results) from exc
+        return False
+
+
+def checks() -> _CheckBlock:
+    """``with checks():`` around a check cell's ``check`` calls: every part is graded and prints
+    its message, then the block raises :class:`NotYetCorrect` naming the parts not answered yet
+    and those not yet right (nothing when all are correct). A NameError inside the block (the
+    answer cells have not run) becomes a NotYetCorrect that says to run them.
+    """
+    return _CheckBlock()

@@ -59,7 +59,8 @@ kv_per_token = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-1", "a-per-token", kv_per_token, seed=SEED)
+with grading.checks():
+    grading.check("17-1", "a-per-token", kv_per_token, seed=SEED)
 
 # %% [markdown]
 # ## (b) One sequence, (c) the GQA factor, (d) the same sequence under MHA
@@ -72,9 +73,10 @@ seq_gb = mha_factor = mha_seq_gb = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "bcd_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-1", "b-per-seq", seq_gb, seed=SEED)
-assert grading.check("17-1", "c-factor", mha_factor, seed=SEED)
-assert grading.check("17-1", "d-mha-seq", mha_seq_gb, seed=SEED)
+with grading.checks():
+    grading.check("17-1", "b-per-seq", seq_gb, seed=SEED)
+    grading.check("17-1", "c-factor", mha_factor, seed=SEED)
+    grading.check("17-1", "d-mha-seq", mha_seq_gb, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "bcd_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -90,8 +92,9 @@ fit_own = fit_mha = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ef_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-1", "e-fit-own", fit_own, seed=SEED)
-assert grading.check("17-1", "f-fit-mha", fit_mha, seed=SEED)
+with grading.checks():
+    grading.check("17-1", "e-fit-own", fit_own, seed=SEED)
+    grading.check("17-1", "f-fit-mha", fit_mha, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ef_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -107,7 +110,8 @@ kv_per_token_fp8 = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "g_check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-1", "g-fp8", kv_per_token_fp8, seed=SEED)
+with grading.checks():
+    grading.check("17-1", "g-fp8", kv_per_token_fp8, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "g_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

@@ -62,10 +62,11 @@ ttft_ms = decode_share_pct = stall_ms = stall_ratio = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ad_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-11", "a-ttft", ttft_ms, seed=SEED)
-assert grading.check("17-11", "b-decode-share", decode_share_pct, seed=SEED)
-assert grading.check("17-11", "c-stall", stall_ms, seed=SEED)
-assert grading.check("17-11", "d-stall-ratio", stall_ratio, seed=SEED)
+with grading.checks():
+    grading.check("17-11", "a-ttft", ttft_ms, seed=SEED)
+    grading.check("17-11", "b-decode-share", decode_share_pct, seed=SEED)
+    grading.check("17-11", "c-stall", stall_ms, seed=SEED)
+    grading.check("17-11", "d-stall-ratio", stall_ratio, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ad_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -82,12 +83,13 @@ chunks = chunk_ms = iteration_ms = itl_gain = ttft_chunked_ms = ttft_increase_pc
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ej_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-11", "e-chunks", chunks, seed=SEED)
-assert grading.check("17-11", "f-chunk", chunk_ms, seed=SEED)
-assert grading.check("17-11", "g-iteration", iteration_ms, seed=SEED)
-assert grading.check("17-11", "h-itl-gain", itl_gain, seed=SEED)
-assert grading.check("17-11", "i-ttft-chunked", ttft_chunked_ms, seed=SEED)
-assert grading.check("17-11", "j-ttft-increase", ttft_increase_pct, seed=SEED)
+with grading.checks():
+    grading.check("17-11", "e-chunks", chunks, seed=SEED)
+    grading.check("17-11", "f-chunk", chunk_ms, seed=SEED)
+    grading.check("17-11", "g-iteration", iteration_ms, seed=SEED)
+    grading.check("17-11", "h-itl-gain", itl_gain, seed=SEED)
+    grading.check("17-11", "i-ttft-chunked", ttft_chunked_ms, seed=SEED)
+    grading.check("17-11", "j-ttft-increase", ttft_increase_pct, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ej_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

@@ -65,9 +65,10 @@ reserved_gb = waste_pct = worst_paged_mb = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ac_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-12", "a-reserved", reserved_gb, seed=SEED)
-assert grading.check("17-12", "b-waste", waste_pct, seed=SEED)
-assert grading.check("17-12", "c-worst-paged", worst_paged_mb, seed=SEED)
+with grading.checks():
+    grading.check("17-12", "a-reserved", reserved_gb, seed=SEED)
+    grading.check("17-12", "b-waste", waste_pct, seed=SEED)
+    grading.check("17-12", "c-worst-paged", worst_paged_mb, seed=SEED)
 
 # %% [markdown]
 # ## (d)-(g) What the batch buys
@@ -80,10 +81,11 @@ naive_tok_s = paged_tok_s = gain = paged_step_ms = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "dg_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-12", "d-naive-tok-s", naive_tok_s, seed=SEED)
-assert grading.check("17-12", "e-paged-tok-s", paged_tok_s, seed=SEED)
-assert grading.check("17-12", "f-gain", gain, seed=SEED)
-assert grading.check("17-12", "g-itl-paged", paged_step_ms, seed=SEED)
+with grading.checks():
+    grading.check("17-12", "d-naive-tok-s", naive_tok_s, seed=SEED)
+    grading.check("17-12", "e-paged-tok-s", paged_tok_s, seed=SEED)
+    grading.check("17-12", "f-gain", gain, seed=SEED)
+    grading.check("17-12", "g-itl-paged", paged_step_ms, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ag_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -99,5 +101,6 @@ prefix_naive_gb = prefix_shared_gb = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "hi_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-12", "h-prefix-naive", prefix_naive_gb, seed=SEED)
-assert grading.check("17-12", "i-prefix-shared", prefix_shared_gb, seed=SEED)
+with grading.checks():
+    grading.check("17-12", "h-prefix-naive", prefix_naive_gb, seed=SEED)
+    grading.check("17-12", "i-prefix-shared", prefix_shared_gb, seed=SEED)

@@ -58,8 +58,9 @@ small_free_gb = small_seqs = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ab_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-2", "a-small-free", small_free_gb, seed=SEED)
-assert grading.check("17-2", "b-small-seqs", small_seqs, seed=SEED)
+with grading.checks():
+    grading.check("17-2", "a-small-free", small_free_gb, seed=SEED)
+    grading.check("17-2", "b-small-seqs", small_seqs, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ab_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -75,11 +76,12 @@ ratio = free_per_gpu_gb = free_total_gb = kv_heads_per_gpu = big_seqs = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "cg_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-2", "c-big-ratio", ratio, seed=SEED)
-assert grading.check("17-2", "d-big-free-gpu", free_per_gpu_gb, seed=SEED)
-assert grading.check("17-2", "e-big-free-total", free_total_gb, seed=SEED)
-assert grading.check("17-2", "f-big-kv-heads", kv_heads_per_gpu, seed=SEED)
-assert grading.check("17-2", "g-big-seqs", big_seqs, seed=SEED)
+with grading.checks():
+    grading.check("17-2", "c-big-ratio", ratio, seed=SEED)
+    grading.check("17-2", "d-big-free-gpu", free_per_gpu_gb, seed=SEED)
+    grading.check("17-2", "e-big-free-total", free_total_gb, seed=SEED)
+    grading.check("17-2", "f-big-kv-heads", kv_heads_per_gpu, seed=SEED)
+    grading.check("17-2", "g-big-seqs", big_seqs, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "cg_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

@@ -65,9 +65,10 @@ ridge = i1 = peak_share_1 = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ac_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-3", "a-ridge", ridge, seed=SEED)
-assert grading.check("17-3", "b-i1", i1, seed=SEED)
-assert grading.check("17-3", "c-peak1", peak_share_1, seed=SEED)
+with grading.checks():
+    grading.check("17-3", "a-ridge", ridge, seed=SEED)
+    grading.check("17-3", "b-i1", i1, seed=SEED)
+    grading.check("17-3", "c-peak1", peak_share_1, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ac_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -83,11 +84,12 @@ iB = iB_short = iB_long = bound_long = peak_share_short = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "dh_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-3", "d-iB", iB, seed=SEED)
-assert grading.check("17-3", "e-iB-short", iB_short, seed=SEED)
-assert grading.check("17-3", "f-iB-long", iB_long, seed=SEED)
-assert grading.check("17-3", "g-bound-long", bound_long, seed=SEED)
-assert grading.check("17-3", "h-peak-short", peak_share_short, seed=SEED)
+with grading.checks():
+    grading.check("17-3", "d-iB", iB, seed=SEED)
+    grading.check("17-3", "e-iB-short", iB_short, seed=SEED)
+    grading.check("17-3", "f-iB-long", iB_long, seed=SEED)
+    grading.check("17-3", "g-bound-long", bound_long, seed=SEED)
+    grading.check("17-3", "h-peak-short", peak_share_short, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "dh_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -103,9 +105,10 @@ i_prefill = bound_prefill = breakeven_batch = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ik_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-3", "i-prefill", i_prefill, seed=SEED)
-assert grading.check("17-3", "j-bound-prefill", bound_prefill, seed=SEED)
-assert grading.check("17-3", "k-breakeven", breakeven_batch, seed=SEED)
+with grading.checks():
+    grading.check("17-3", "i-prefill", i_prefill, seed=SEED)
+    grading.check("17-3", "j-bound-prefill", bound_prefill, seed=SEED)
+    grading.check("17-3", "k-breakeven", breakeven_batch, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ik_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

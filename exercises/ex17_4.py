@@ -63,9 +63,10 @@ bytes_per_token_gb = mbu_pct = mfu_decode_pct = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ac_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-4", "a-bytes-per-token", bytes_per_token_gb, seed=SEED)
-assert grading.check("17-4", "b-mbu", mbu_pct, seed=SEED)
-assert grading.check("17-4", "c-mfu-decode", mfu_decode_pct, seed=SEED)
+with grading.checks():
+    grading.check("17-4", "a-bytes-per-token", bytes_per_token_gb, seed=SEED)
+    grading.check("17-4", "b-mbu", mbu_pct, seed=SEED)
+    grading.check("17-4", "c-mfu-decode", mfu_decode_pct, seed=SEED)
 
 # %% [markdown]
 # ## (d)-(f) How much is left?
@@ -78,9 +79,10 @@ headroom = ceiling = promise_possible = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "df_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-4", "d-headroom", headroom, seed=SEED)
-assert grading.check("17-4", "e-ceiling", ceiling, seed=SEED)
-assert grading.check("17-4", "f-promise-possible", promise_possible, seed=SEED)
+with grading.checks():
+    grading.check("17-4", "d-headroom", headroom, seed=SEED)
+    grading.check("17-4", "e-ceiling", ceiling, seed=SEED)
+    grading.check("17-4", "f-promise-possible", promise_possible, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "df_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -96,7 +98,8 @@ mfu_prefill_pct = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "g_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-4", "g-mfu-prefill", mfu_prefill_pct, seed=SEED)
+with grading.checks():
+    grading.check("17-4", "g-mfu-prefill", mfu_prefill_pct, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "g_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

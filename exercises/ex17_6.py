@@ -61,11 +61,12 @@ layers_per_stage = boundaries = handoff_bytes = bubble1_pct = bubble2_pct = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ae_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-6", "a-layers", layers_per_stage, seed=SEED)
-assert grading.check("17-6", "b-boundaries", boundaries, seed=SEED)
-assert grading.check("17-6", "c-handoff", handoff_bytes, seed=SEED)
-assert grading.check("17-6", "d-bubble-m1", bubble1_pct, seed=SEED)
-assert grading.check("17-6", "e-bubble-m2", bubble2_pct, seed=SEED)
+with grading.checks():
+    grading.check("17-6", "a-layers", layers_per_stage, seed=SEED)
+    grading.check("17-6", "b-boundaries", boundaries, seed=SEED)
+    grading.check("17-6", "c-handoff", handoff_bytes, seed=SEED)
+    grading.check("17-6", "d-bubble-m1", bubble1_pct, seed=SEED)
+    grading.check("17-6", "e-bubble-m2", bubble2_pct, seed=SEED)
 
 # %% [markdown]
 # ## (f) Microbatches for the target
@@ -78,7 +79,8 @@ m_needed = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "f_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-6", "f-m-needed", m_needed, seed=SEED)
+with grading.checks():
+    grading.check("17-6", "f-m-needed", m_needed, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "af_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -94,10 +96,11 @@ node_per_gpu_gb = node_fits = layout_gpus = layout_per_gpu_gb = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "gj_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-6", "g-node-per-gpu", node_per_gpu_gb, seed=SEED)
-assert grading.check("17-6", "h-node-fits", node_fits, seed=SEED)
-assert grading.check("17-6", "i-layout-gpus", layout_gpus, seed=SEED)
-assert grading.check("17-6", "j-layout-per-gpu", layout_per_gpu_gb, seed=SEED)
+with grading.checks():
+    grading.check("17-6", "g-node-per-gpu", node_per_gpu_gb, seed=SEED)
+    grading.check("17-6", "h-node-fits", node_fits, seed=SEED)
+    grading.check("17-6", "i-layout-gpus", layout_gpus, seed=SEED)
+    grading.check("17-6", "j-layout-per-gpu", layout_per_gpu_gb, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "gj_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

@@ -64,11 +64,12 @@ prompt_demand = prefill_groups = output_demand = decode_groups = pool_ratio = No
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ae_check", "locked": true, "points": 7, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-7", "a-prompt-demand", prompt_demand, seed=SEED)
-assert grading.check("17-7", "b-prefill-groups", prefill_groups, seed=SEED)
-assert grading.check("17-7", "c-output-demand", output_demand, seed=SEED)
-assert grading.check("17-7", "d-decode-groups", decode_groups, seed=SEED)
-assert grading.check("17-7", "e-ratio", pool_ratio, seed=SEED)
+with grading.checks():
+    grading.check("17-7", "a-prompt-demand", prompt_demand, seed=SEED)
+    grading.check("17-7", "b-prefill-groups", prefill_groups, seed=SEED)
+    grading.check("17-7", "c-output-demand", output_demand, seed=SEED)
+    grading.check("17-7", "d-decode-groups", decode_groups, seed=SEED)
+    grading.check("17-7", "e-ratio", pool_ratio, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ae_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -84,10 +85,11 @@ kv_gb = nvlink_ms = rdma_ms = per_layer_ms = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "fi_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-7", "f-kv", kv_gb, seed=SEED)
-assert grading.check("17-7", "g-nvlink", nvlink_ms, seed=SEED)
-assert grading.check("17-7", "h-rdma", rdma_ms, seed=SEED)
-assert grading.check("17-7", "i-per-layer", per_layer_ms, seed=SEED)
+with grading.checks():
+    grading.check("17-7", "f-kv", kv_gb, seed=SEED)
+    grading.check("17-7", "g-nvlink", nvlink_ms, seed=SEED)
+    grading.check("17-7", "h-rdma", rdma_ms, seed=SEED)
+    grading.check("17-7", "i-per-layer", per_layer_ms, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "fi_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

@@ -59,9 +59,10 @@ expected = marginal = limit = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ac_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-9", "a-expected", expected, seed=SEED)
-assert grading.check("17-9", "b-marginal", marginal, seed=SEED)
-assert grading.check("17-9", "c-limit", limit, seed=SEED)
+with grading.checks():
+    grading.check("17-9", "a-expected", expected, seed=SEED)
+    grading.check("17-9", "b-marginal", marginal, seed=SEED)
+    grading.check("17-9", "c-limit", limit, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ac_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -77,12 +78,13 @@ target_ms = draft_ms = latency_ms = speedup = best_k = extend_helps = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "di_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("17-9", "d-target-step", target_ms, seed=SEED)
-assert grading.check("17-9", "e-draft-step", draft_ms, seed=SEED)
-assert grading.check("17-9", "f-latency", latency_ms, seed=SEED)
-assert grading.check("17-9", "g-speedup", speedup, seed=SEED)
-assert grading.check("17-9", "h-best-k", best_k, seed=SEED)
-assert grading.check("17-9", "i-extend", extend_helps, seed=SEED)
+with grading.checks():
+    grading.check("17-9", "d-target-step", target_ms, seed=SEED)
+    grading.check("17-9", "e-draft-step", draft_ms, seed=SEED)
+    grading.check("17-9", "f-latency", latency_ms, seed=SEED)
+    grading.check("17-9", "g-speedup", speedup, seed=SEED)
+    grading.check("17-9", "h-best-k", best_k, seed=SEED)
+    grading.check("17-9", "i-extend", extend_helps, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "di_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

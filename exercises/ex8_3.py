@@ -58,9 +58,10 @@ for p in given["block_sizes"]:
     print(f"p = {p}: tails {tails.get(p)}, unused {unused.get(p)}, entries {entries.get(p)}")
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-for p in given["block_sizes"]:
-    assert grading.check("8-3", f"a-p{p}-unused", unused[p], seed=SEED)
-    assert grading.check("8-3", f"a-p{p}-entries", entries[p], seed=SEED)
+with grading.checks():
+    for p in given["block_sizes"]:
+        grading.check("8-3", f"a-p{p}-unused", unused, key=p, seed=SEED)
+        grading.check("8-3", f"a-p{p}-entries", entries, key=p, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -76,9 +77,10 @@ independent_mib, shared_mib = {}, {}
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-for b in given["batches"]:
-    assert grading.check("8-3", f"b-indep-b{b}", independent_mib[b], seed=SEED)
-    assert grading.check("8-3", f"b-shared-b{b}", shared_mib[b], seed=SEED)
+with grading.checks():
+    for b in given["batches"]:
+        grading.check("8-3", f"b-indep-b{b}", independent_mib, key=b, seed=SEED)
+        grading.check("8-3", f"b-shared-b{b}", shared_mib, key=b, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -94,8 +96,9 @@ saved_blocks = {}
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-for b in given["batches"]:
-    assert grading.check("8-3", f"c-saved-b{b}", saved_blocks[b], seed=SEED)
+with grading.checks():
+    for b in given["batches"]:
+        grading.check("8-3", f"c-saved-b{b}", saved_blocks, key=b, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "c_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

@@ -74,11 +74,12 @@ recompute_a_ms = fetch_a_ms = value_a_ms = value_b_ms = keep = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("8-4", "a-recompute-A", recompute_a_ms, seed=SEED)
-assert grading.check("8-4", "a-fetch-A", fetch_a_ms, seed=SEED)
-assert grading.check("8-4", "a-value-A", value_a_ms, seed=SEED)
-assert grading.check("8-4", "a-value-B", value_b_ms, seed=SEED)
-assert grading.check("8-4", "a-keep", keep, seed=SEED)
+with grading.checks():
+    grading.check("8-4", "a-recompute-A", recompute_a_ms, seed=SEED)
+    grading.check("8-4", "a-fetch-A", fetch_a_ms, seed=SEED)
+    grading.check("8-4", "a-value-A", value_a_ms, seed=SEED)
+    grading.check("8-4", "a-value-B", value_b_ms, seed=SEED)
+    grading.check("8-4", "a-keep", keep, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -94,7 +95,8 @@ threshold_pct = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("8-4", "b-threshold", threshold_pct, seed=SEED)
+with grading.checks():
+    grading.check("8-4", "b-threshold", threshold_pct, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -110,10 +112,11 @@ value_a4_ms = value_b4_ms = keep4 = threshold4_pct = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("8-4", "c-value-A", value_a4_ms, seed=SEED)
-assert grading.check("8-4", "c-value-B", value_b4_ms, seed=SEED)
-assert grading.check("8-4", "c-keep", keep4, seed=SEED)
-assert grading.check("8-4", "c-threshold", threshold4_pct, seed=SEED)
+with grading.checks():
+    grading.check("8-4", "c-value-A", value_a4_ms, seed=SEED)
+    grading.check("8-4", "c-value-B", value_b4_ms, seed=SEED)
+    grading.check("8-4", "c-keep", keep4, seed=SEED)
+    grading.check("8-4", "c-threshold", threshold4_pct, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "c_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -137,11 +140,12 @@ prefix_ratio_pct = hit_large_pct = reprocessed_small = why_small = why_gap = Non
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "d_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("8-4", "d-prefix-ratio", prefix_ratio_pct, seed=SEED)
-assert grading.check("8-4", "d-hit-large", hit_large_pct, seed=SEED)
-assert grading.check("8-4", "d-reprocessed-small", reprocessed_small, seed=SEED)
-assert grading.check("8-4", "d-why-small", why_small, seed=SEED)
-assert grading.check("8-4", "d-why-gap", why_gap, seed=SEED)
+with grading.checks():
+    grading.check("8-4", "d-prefix-ratio", prefix_ratio_pct, seed=SEED)
+    grading.check("8-4", "d-hit-large", hit_large_pct, seed=SEED)
+    grading.check("8-4", "d-reprocessed-small", reprocessed_small, seed=SEED)
+    grading.check("8-4", "d-why-small", why_small, seed=SEED)
+    grading.check("8-4", "d-why-gap", why_gap, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "d_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

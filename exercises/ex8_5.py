@@ -57,10 +57,11 @@ net_mib, extra_inputs, extra_complete = {}, {}, {}
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-for n in given["buffer_sets"]:
-    assert grading.check("8-5", f"a-net-{n}buf", net_mib[n], seed=SEED)
-    assert grading.check("8-5", f"a-inputs-{n}buf", extra_inputs[n], seed=SEED)
-    assert grading.check("8-5", f"a-complete-{n}buf", extra_complete[n], seed=SEED)
+with grading.checks():
+    for n in given["buffer_sets"]:
+        grading.check("8-5", f"a-net-{n}buf", net_mib, key=n, seed=SEED)
+        grading.check("8-5", f"a-inputs-{n}buf", extra_inputs, key=n, seed=SEED)
+        grading.check("8-5", f"a-complete-{n}buf", extra_complete, key=n, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -76,10 +77,11 @@ copy_ms, total_s, hidden = {}, {}, {}
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-for link in ("pcie", "c2c"):
-    assert grading.check("8-5", f"b-copy-{link}", copy_ms[link], seed=SEED)
-    assert grading.check("8-5", f"b-total-{link}", total_s[link], seed=SEED)
-    assert grading.check("8-5", f"b-hidden-{link}", hidden[link], seed=SEED)
+with grading.checks():
+    for link in ("pcie", "c2c"):
+        grading.check("8-5", f"b-copy-{link}", copy_ms, key=link, seed=SEED)
+        grading.check("8-5", f"b-total-{link}", total_s, key=link, seed=SEED)
+        grading.check("8-5", f"b-hidden-{link}", hidden, key=link, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -95,7 +97,8 @@ min_bw_gb_s = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("8-5", "c-min-bw", min_bw_gb_s, seed=SEED)
+with grading.checks():
+    grading.check("8-5", "c-min-bw", min_bw_gb_s, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "c_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

@@ -69,10 +69,11 @@ input_mib, final_mib, fit = {}, {}, {}
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-for fmt in given["formats"]:
-    assert grading.check("8-6", f"a-input-{fmt}", input_mib[fmt], seed=SEED)
-    assert grading.check("8-6", f"a-final-{fmt}", final_mib[fmt], seed=SEED)
-    assert grading.check("8-6", f"a-fit-{fmt}", fit[fmt], seed=SEED)
+with grading.checks():
+    for fmt in given["formats"]:
+        grading.check("8-6", f"a-input-{fmt}", input_mib, key=fmt, seed=SEED)
+        grading.check("8-6", f"a-final-{fmt}", final_mib, key=fmt, seed=SEED)
+        grading.check("8-6", f"a-fit-{fmt}", fit, key=fmt, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -90,10 +91,11 @@ changed_questions = []
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("8-6", "b-correct-bf16", correct_bf16, seed=SEED)
-assert grading.check("8-6", "b-correct-fp8", correct_fp8, seed=SEED)
-assert grading.check("8-6", "b-correct-mixed", correct_mixed, seed=SEED)
-assert grading.check("8-6", "b-changed", changed, seed=SEED)
+with grading.checks():
+    grading.check("8-6", "b-correct-bf16", correct_bf16, seed=SEED)
+    grading.check("8-6", "b-correct-fp8", correct_fp8, seed=SEED)
+    grading.check("8-6", "b-correct-mixed", correct_mixed, seed=SEED)
+    grading.check("8-6", "b-changed", changed, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -110,9 +112,10 @@ successful = total_s = final_only_s = None
 raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
-assert grading.check("8-6", "c-successful", successful, seed=SEED)
-assert grading.check("8-6", "c-total", total_s, seed=SEED)
-assert grading.check("8-6", "c-final-only", final_only_s, seed=SEED)
+with grading.checks():
+    grading.check("8-6", "c-successful", successful, seed=SEED)
+    grading.check("8-6", "c-total", total_s, seed=SEED)
+    grading.check("8-6", "c-final-only", final_only_s, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "c_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

@@ -62,7 +62,8 @@ print(f"{kv_per_token:,} B = {kv_per_token / units.KiB:g} KiB per token")
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-1", "a-per-token", kv_per_token, seed=SEED)
+with grading.checks():
+    grading.check("17-1", "a-per-token", kv_per_token, seed=SEED)
 
 # %% [markdown]
 # ## (b) One sequence, (c) the GQA factor, (d) the same sequence under MHA
@@ -80,9 +81,10 @@ print(f"one {given['context_label']} sequence: {seq_gb:.3f} GB; MHA would be {mh
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "bcd_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-1", "b-per-seq", seq_gb, seed=SEED)
-assert grading.check("17-1", "c-factor", mha_factor, seed=SEED)
-assert grading.check("17-1", "d-mha-seq", mha_seq_gb, seed=SEED)
+with grading.checks():
+    grading.check("17-1", "b-per-seq", seq_gb, seed=SEED)
+    grading.check("17-1", "c-factor", mha_factor, seed=SEED)
+    grading.check("17-1", "d-mha-seq", mha_seq_gb, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "bcd_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -107,8 +109,9 @@ print(f"{fit_own} sequences with the model's own heads, {fit_mha} under MHA")
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ef_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-1", "e-fit-own", fit_own, seed=SEED)
-assert grading.check("17-1", "f-fit-mha", fit_mha, seed=SEED)
+with grading.checks():
+    grading.check("17-1", "e-fit-own", fit_own, seed=SEED)
+    grading.check("17-1", "f-fit-mha", fit_mha, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ef_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -131,7 +134,8 @@ print(f"{kv_per_token_fp8:,.0f} B per token")
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "g_check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-1", "g-fp8", kv_per_token_fp8, seed=SEED)
+with grading.checks():
+    grading.check("17-1", "g-fp8", kv_per_token_fp8, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "g_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION

@@ -78,10 +78,11 @@ print(f"{free_gb:g} GB free: {cap_reserved} sequences reserved, {cap_paged} page
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ad_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-10", "a-free", free_gb, seed=SEED)
-assert grading.check("17-10", "b-cap-reserved", cap_reserved, seed=SEED)
-assert grading.check("17-10", "c-cap-paged", cap_paged, seed=SEED)
-assert grading.check("17-10", "d-step-at-cap", step_at_cap_ms, seed=SEED)
+with grading.checks():
+    grading.check("17-10", "a-free", free_gb, seed=SEED)
+    grading.check("17-10", "b-cap-reserved", cap_reserved, seed=SEED)
+    grading.check("17-10", "c-cap-paged", cap_paged, seed=SEED)
+    grading.check("17-10", "d-step-at-cap", step_at_cap_ms, seed=SEED)
 
 # %% [markdown]
 # ## (e)-(h) The ITL cap, and which one binds
@@ -102,10 +103,11 @@ print(f"ITL allows B <= {itl_batch}; paged: {binds_paged} binds, run {run} -> "
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "eh_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-10", "e-itl-batch", itl_batch, seed=SEED)
-assert grading.check("17-10", "f-binds-paged", binds_paged, seed=SEED)
-assert grading.check("17-10", "g-throughput", throughput, seed=SEED)
-assert grading.check("17-10", "h-binds-reserved", binds_reserved, seed=SEED)
+with grading.checks():
+    grading.check("17-10", "e-itl-batch", itl_batch, seed=SEED)
+    grading.check("17-10", "f-binds-paged", binds_paged, seed=SEED)
+    grading.check("17-10", "g-throughput", throughput, seed=SEED)
+    grading.check("17-10", "h-binds-reserved", binds_reserved, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "eh_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION

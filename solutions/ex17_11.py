@@ -75,10 +75,11 @@ print(f"TTFT {ttft_ms:.0f} ms + decode {decode / units.ms:,.0f} ms: {decode_shar
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ad_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-11", "a-ttft", ttft_ms, seed=SEED)
-assert grading.check("17-11", "b-decode-share", decode_share_pct, seed=SEED)
-assert grading.check("17-11", "c-stall", stall_ms, seed=SEED)
-assert grading.check("17-11", "d-stall-ratio", stall_ratio, seed=SEED)
+with grading.checks():
+    grading.check("17-11", "a-ttft", ttft_ms, seed=SEED)
+    grading.check("17-11", "b-decode-share", decode_share_pct, seed=SEED)
+    grading.check("17-11", "c-stall", stall_ms, seed=SEED)
+    grading.check("17-11", "d-stall-ratio", stall_ratio, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ad_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -112,12 +113,13 @@ print(f"{chunks} chunks of {chunk_ms:.1f} ms; iteration {iteration_ms:.1f} ms; w
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ej_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-11", "e-chunks", chunks, seed=SEED)
-assert grading.check("17-11", "f-chunk", chunk_ms, seed=SEED)
-assert grading.check("17-11", "g-iteration", iteration_ms, seed=SEED)
-assert grading.check("17-11", "h-itl-gain", itl_gain, seed=SEED)
-assert grading.check("17-11", "i-ttft-chunked", ttft_chunked_ms, seed=SEED)
-assert grading.check("17-11", "j-ttft-increase", ttft_increase_pct, seed=SEED)
+with grading.checks():
+    grading.check("17-11", "e-chunks", chunks, seed=SEED)
+    grading.check("17-11", "f-chunk", chunk_ms, seed=SEED)
+    grading.check("17-11", "g-iteration", iteration_ms, seed=SEED)
+    grading.check("17-11", "h-itl-gain", itl_gain, seed=SEED)
+    grading.check("17-11", "i-ttft-chunked", ttft_chunked_ms, seed=SEED)
+    grading.check("17-11", "j-ttft-increase", ttft_increase_pct, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ej_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION

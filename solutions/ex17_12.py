@@ -71,9 +71,10 @@ print(f"{reserved_gb:.2f} GB reserved, {waste_pct:.0f}% empty for a "
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ac_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-12", "a-reserved", reserved_gb, seed=SEED)
-assert grading.check("17-12", "b-waste", waste_pct, seed=SEED)
-assert grading.check("17-12", "c-worst-paged", worst_paged_mb, seed=SEED)
+with grading.checks():
+    grading.check("17-12", "a-reserved", reserved_gb, seed=SEED)
+    grading.check("17-12", "b-waste", waste_pct, seed=SEED)
+    grading.check("17-12", "c-worst-paged", worst_paged_mb, seed=SEED)
 
 # %% [markdown]
 # ## (d)-(g) What the batch buys
@@ -103,10 +104,11 @@ print(f"naive {naive_batch} sequences -> {naive_tok_s:,.0f} tok/s; paged {paged_
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "dg_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-12", "d-naive-tok-s", naive_tok_s, seed=SEED)
-assert grading.check("17-12", "e-paged-tok-s", paged_tok_s, seed=SEED)
-assert grading.check("17-12", "f-gain", gain, seed=SEED)
-assert grading.check("17-12", "g-itl-paged", paged_step_ms, seed=SEED)
+with grading.checks():
+    grading.check("17-12", "d-naive-tok-s", naive_tok_s, seed=SEED)
+    grading.check("17-12", "e-paged-tok-s", paged_tok_s, seed=SEED)
+    grading.check("17-12", "f-gain", gain, seed=SEED)
+    grading.check("17-12", "g-itl-paged", paged_step_ms, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ag_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -132,5 +134,6 @@ print(f"{prefix_naive_gb:.1f} GB of copies vs {prefix_shared_gb:.2f} GB shared")
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "hi_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-12", "h-prefix-naive", prefix_naive_gb, seed=SEED)
-assert grading.check("17-12", "i-prefix-shared", prefix_shared_gb, seed=SEED)
+with grading.checks():
+    grading.check("17-12", "h-prefix-naive", prefix_naive_gb, seed=SEED)
+    grading.check("17-12", "i-prefix-shared", prefix_shared_gb, seed=SEED)

@@ -57,11 +57,12 @@ print(f"{context:,} tokens: cold {cold_tflop:.0f} TFLOP -> {cold_ms:.0f} ms; war
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ae_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-13", "a-context", context, seed=SEED)
-assert grading.check("17-13", "b-cold-flop", cold_tflop, seed=SEED)
-assert grading.check("17-13", "c-cold", cold_ms, seed=SEED)
-assert grading.check("17-13", "d-warm", warm_ms, seed=SEED)
-assert grading.check("17-13", "e-ratio", ratio, seed=SEED)
+with grading.checks():
+    grading.check("17-13", "a-context", context, seed=SEED)
+    grading.check("17-13", "b-cold-flop", cold_tflop, seed=SEED)
+    grading.check("17-13", "c-cold", cold_ms, seed=SEED)
+    grading.check("17-13", "d-warm", warm_ms, seed=SEED)
+    grading.check("17-13", "e-ratio", ratio, seed=SEED)
 
 # %% [markdown]
 # ## (f), (g) Two routers
@@ -77,8 +78,9 @@ print(f"mean TTFT {good_ms:.0f} ms at {good:.0%} warm, {poor_ms:.0f} ms at {poor
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "fg_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-13", "f-expected-good", good_ms, seed=SEED)
-assert grading.check("17-13", "g-expected-poor", poor_ms, seed=SEED)
+with grading.checks():
+    grading.check("17-13", "f-expected-good", good_ms, seed=SEED)
+    grading.check("17-13", "g-expected-poor", poor_ms, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ag_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION

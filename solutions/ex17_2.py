@@ -64,8 +64,9 @@ print(f"free {small_free_gb:.1f} GB / {small_seq_bytes / units.GB:.3f} GB per se
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ab_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-2", "a-small-free", small_free_gb, seed=SEED)
-assert grading.check("17-2", "b-small-seqs", small_seqs, seed=SEED)
+with grading.checks():
+    grading.check("17-2", "a-small-free", small_free_gb, seed=SEED)
+    grading.check("17-2", "b-small-seqs", small_seqs, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ab_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -97,11 +98,12 @@ print(f"weights {ratio:.2f}x one card; per GPU {free_per_gpu_gb:.2f} GB free, "
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "cg_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-2", "c-big-ratio", ratio, seed=SEED)
-assert grading.check("17-2", "d-big-free-gpu", free_per_gpu_gb, seed=SEED)
-assert grading.check("17-2", "e-big-free-total", free_total_gb, seed=SEED)
-assert grading.check("17-2", "f-big-kv-heads", kv_heads_per_gpu, seed=SEED)
-assert grading.check("17-2", "g-big-seqs", big_seqs, seed=SEED)
+with grading.checks():
+    grading.check("17-2", "c-big-ratio", ratio, seed=SEED)
+    grading.check("17-2", "d-big-free-gpu", free_per_gpu_gb, seed=SEED)
+    grading.check("17-2", "e-big-free-total", free_total_gb, seed=SEED)
+    grading.check("17-2", "f-big-kv-heads", kv_heads_per_gpu, seed=SEED)
+    grading.check("17-2", "g-big-seqs", big_seqs, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "cg_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION

@@ -70,9 +70,10 @@ print(f"ridge {ridge:.1f} FLOP/B; batch-1 decode {i1:g} FLOP/B -> {peak_share_1:
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ac_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-3", "a-ridge", ridge, seed=SEED)
-assert grading.check("17-3", "b-i1", i1, seed=SEED)
-assert grading.check("17-3", "c-peak1", peak_share_1, seed=SEED)
+with grading.checks():
+    grading.check("17-3", "a-ridge", ridge, seed=SEED)
+    grading.check("17-3", "b-i1", i1, seed=SEED)
+    grading.check("17-3", "c-peak1", peak_share_1, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ac_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -104,11 +105,12 @@ print(f"B = {B}: {iB:g} FLOP/B weights only; {iB_short:.1f} at {L_short:,} token
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "dh_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-3", "d-iB", iB, seed=SEED)
-assert grading.check("17-3", "e-iB-short", iB_short, seed=SEED)
-assert grading.check("17-3", "f-iB-long", iB_long, seed=SEED)
-assert grading.check("17-3", "g-bound-long", bound_long, seed=SEED)
-assert grading.check("17-3", "h-peak-short", peak_share_short, seed=SEED)
+with grading.checks():
+    grading.check("17-3", "d-iB", iB, seed=SEED)
+    grading.check("17-3", "e-iB-short", iB_short, seed=SEED)
+    grading.check("17-3", "f-iB-long", iB_long, seed=SEED)
+    grading.check("17-3", "g-bound-long", bound_long, seed=SEED)
+    grading.check("17-3", "h-peak-short", peak_share_short, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "dh_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -138,9 +140,10 @@ print(f"prefill of {n:,} tokens: {i_prefill:g} FLOP/B ({bound_prefill}-bound); d
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ik_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-3", "i-prefill", i_prefill, seed=SEED)
-assert grading.check("17-3", "j-bound-prefill", bound_prefill, seed=SEED)
-assert grading.check("17-3", "k-breakeven", breakeven_batch, seed=SEED)
+with grading.checks():
+    grading.check("17-3", "i-prefill", i_prefill, seed=SEED)
+    grading.check("17-3", "j-bound-prefill", bound_prefill, seed=SEED)
+    grading.check("17-3", "k-breakeven", breakeven_batch, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ik_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION

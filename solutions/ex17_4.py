@@ -70,9 +70,10 @@ print(f"{bytes_per_token_gb:.3f} GB per token -> {rate * bytes_per_token / 1e12:
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ac_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-4", "a-bytes-per-token", bytes_per_token_gb, seed=SEED)
-assert grading.check("17-4", "b-mbu", mbu_pct, seed=SEED)
-assert grading.check("17-4", "c-mfu-decode", mfu_decode_pct, seed=SEED)
+with grading.checks():
+    grading.check("17-4", "a-bytes-per-token", bytes_per_token_gb, seed=SEED)
+    grading.check("17-4", "b-mbu", mbu_pct, seed=SEED)
+    grading.check("17-4", "c-mfu-decode", mfu_decode_pct, seed=SEED)
 
 # %% [markdown]
 # ## (d)-(f) How much is left?
@@ -91,9 +92,10 @@ print(f"headroom {headroom:.2f}x; ceiling {ceiling:,.0f} tok/s; "
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "df_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-4", "d-headroom", headroom, seed=SEED)
-assert grading.check("17-4", "e-ceiling", ceiling, seed=SEED)
-assert grading.check("17-4", "f-promise-possible", promise_possible, seed=SEED)
+with grading.checks():
+    grading.check("17-4", "d-headroom", headroom, seed=SEED)
+    grading.check("17-4", "e-ceiling", ceiling, seed=SEED)
+    grading.check("17-4", "f-promise-possible", promise_possible, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "df_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -116,7 +118,8 @@ print(f"prefill MFU {mfu_prefill_pct:.1f}%")
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "g_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-4", "g-mfu-prefill", mfu_prefill_pct, seed=SEED)
+with grading.checks():
+    grading.check("17-4", "g-mfu-prefill", mfu_prefill_pct, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "g_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION

@@ -72,11 +72,12 @@ print(f"{activation_bytes:,} B per activation, {ring_bytes:,.0f} B per all-reduc
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ae_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-5", "a-activation", activation_bytes, seed=SEED)
-assert grading.check("17-5", "b-ring", ring_bytes, seed=SEED)
-assert grading.check("17-5", "c-collectives", collectives, seed=SEED)
-assert grading.check("17-5", "d-bytes-per-token", bytes_per_token_mb, seed=SEED)
-assert grading.check("17-5", "e-wire", wire_us, seed=SEED)
+with grading.checks():
+    grading.check("17-5", "a-activation", activation_bytes, seed=SEED)
+    grading.check("17-5", "b-ring", ring_bytes, seed=SEED)
+    grading.check("17-5", "c-collectives", collectives, seed=SEED)
+    grading.check("17-5", "d-bytes-per-token", bytes_per_token_mb, seed=SEED)
+    grading.check("17-5", "e-wire", wire_us, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ae_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -103,11 +104,12 @@ print(f"floor {floor_nvlink_ms:.2f} ms on a {read_ms:.2f} ms read ({overhead_nvl
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "fj_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-5", "f-floor-nvlink", floor_nvlink_ms, seed=SEED)
-assert grading.check("17-5", "g-read", read_ms, seed=SEED)
-assert grading.check("17-5", "h-overhead-nvlink", overhead_nvlink_pct, seed=SEED)
-assert grading.check("17-5", "i-step", step_ms, seed=SEED)
-assert grading.check("17-5", "j-tok-s", tok_per_s, seed=SEED)
+with grading.checks():
+    grading.check("17-5", "f-floor-nvlink", floor_nvlink_ms, seed=SEED)
+    grading.check("17-5", "g-read", read_ms, seed=SEED)
+    grading.check("17-5", "h-overhead-nvlink", overhead_nvlink_pct, seed=SEED)
+    grading.check("17-5", "i-step", step_ms, seed=SEED)
+    grading.check("17-5", "j-tok-s", tok_per_s, seed=SEED)
 
 # %% [markdown]
 # ## (k), (l) The same collectives over PCIe
@@ -123,8 +125,9 @@ print(f"PCIe floor {floor_pcie_ms:.1f} ms: {overhead_pcie_pct:.0f}% of the read"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "kl_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-5", "k-floor-pcie", floor_pcie_ms, seed=SEED)
-assert grading.check("17-5", "l-overhead-pcie", overhead_pcie_pct, seed=SEED)
+with grading.checks():
+    grading.check("17-5", "k-floor-pcie", floor_pcie_ms, seed=SEED)
+    grading.check("17-5", "l-overhead-pcie", overhead_pcie_pct, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "kl_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION

@@ -66,12 +66,13 @@ print(f"{weights_gb:g} GB -> {step_ms:.2f} ms per token -> {ceiling:.0f} tok/s (
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "af_check", "locked": true, "points": 7, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-8", "a-weights", weights_gb, seed=SEED)
-assert grading.check("17-8", "b-step", step_ms, seed=SEED)
-assert grading.check("17-8", "c-ceiling", ceiling, seed=SEED)
-assert grading.check("17-8", "d-baseline", baseline, seed=SEED)
-assert grading.check("17-8", "e-speedup", gain, seed=SEED)
-assert grading.check("17-8", "f-intensity", intensity, seed=SEED)
+with grading.checks():
+    grading.check("17-8", "a-weights", weights_gb, seed=SEED)
+    grading.check("17-8", "b-step", step_ms, seed=SEED)
+    grading.check("17-8", "c-ceiling", ceiling, seed=SEED)
+    grading.check("17-8", "d-baseline", baseline, seed=SEED)
+    grading.check("17-8", "e-speedup", gain, seed=SEED)
+    grading.check("17-8", "f-intensity", intensity, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "af_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -96,8 +97,9 @@ print(f"at {L:,} tokens: {ceiling_long:.0f} tok/s, {gain_long:.2f}x over BF16 we
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "gh_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-8", "g-ceiling-long", ceiling_long, seed=SEED)
-assert grading.check("17-8", "h-speedup-long", gain_long, seed=SEED)
+with grading.checks():
+    grading.check("17-8", "g-ceiling-long", ceiling_long, seed=SEED)
+    grading.check("17-8", "h-speedup-long", gain_long, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "gh_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION

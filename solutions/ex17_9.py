@@ -67,9 +67,10 @@ print(f"E[N_{k}] = {expected:.3f}; the next draft token adds {marginal:.3f}; lim
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ac_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-9", "a-expected", expected, seed=SEED)
-assert grading.check("17-9", "b-marginal", marginal, seed=SEED)
-assert grading.check("17-9", "c-limit", limit, seed=SEED)
+with grading.checks():
+    grading.check("17-9", "a-expected", expected, seed=SEED)
+    grading.check("17-9", "b-marginal", marginal, seed=SEED)
+    grading.check("17-9", "c-limit", limit, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ac_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -104,12 +105,13 @@ print(f"target {target_ms:.2f} ms, draft {draft_ms:.3f} ms: {latency_ms:.2f} ms 
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "di_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("17-9", "d-target-step", target_ms, seed=SEED)
-assert grading.check("17-9", "e-draft-step", draft_ms, seed=SEED)
-assert grading.check("17-9", "f-latency", latency_ms, seed=SEED)
-assert grading.check("17-9", "g-speedup", speedup, seed=SEED)
-assert grading.check("17-9", "h-best-k", best_k, seed=SEED)
-assert grading.check("17-9", "i-extend", extend_helps, seed=SEED)
+with grading.checks():
+    grading.check("17-9", "d-target-step", target_ms, seed=SEED)
+    grading.check("17-9", "e-draft-step", draft_ms, seed=SEED)
+    grading.check("17-9", "f-latency", latency_ms, seed=SEED)
+    grading.check("17-9", "g-speedup", speedup, seed=SEED)
+    grading.check("17-9", "h-best-k", best_k, seed=SEED)
+    grading.check("17-9", "i-extend", extend_helps, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "di_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION

@@ -59,9 +59,10 @@ for L in (short, long_):
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 8, "schema_version": 3, "solution": false, "task": false}
-for L, name in ((short, "short"), (long_, "long")):
-    for b in given["batches"]:
-        assert grading.check("8-1", f"a-{name}-b{b}", reads[(L, b)], seed=SEED)
+with grading.checks():
+    for L, name in ((short, "short"), (long_, "long")):
+        for b in given["batches"]:
+            grading.check("8-1", f"a-{name}-b{b}", reads, key=(L, b), seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -85,9 +86,10 @@ for L in (short, long_):
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "bc_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-for L, name in ((short, "short"), (long_, "long")):
-    assert grading.check("8-1", f"b-{name}", b_kv[L], seed=SEED)
-    assert grading.check("8-1", f"c-{name}", fits[L], seed=SEED)
+with grading.checks():
+    for L, name in ((short, "short"), (long_, "long")):
+        grading.check("8-1", f"b-{name}", b_kv, key=L, seed=SEED)
+        grading.check("8-1", f"c-{name}", fits, key=L, seed=SEED)
 
 # %% [markdown]
 # ## (d) Which limit binds first?
@@ -100,8 +102,9 @@ for L in (short, long_):
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "d_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-for L, name in ((short, "short"), (long_, "long")):
-    assert grading.check("8-1", f"d-{name}", capacity_stops_first[L], seed=SEED)
+with grading.checks():
+    for L, name in ((short, "short"), (long_, "long")):
+        grading.check("8-1", f"d-{name}", capacity_stops_first, key=L, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "d_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION

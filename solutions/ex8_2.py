@@ -79,8 +79,9 @@ print(f"prefill round {prefill_ms:.2f} ms, decode round {decode_ms:.3f} ms")
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("8-2", "a-prefill", prefill_ms, seed=SEED)
-assert grading.check("8-2", "a-decode", decode_ms, seed=SEED)
+with grading.checks():
+    grading.check("8-2", "a-prefill", prefill_ms, seed=SEED)
+    grading.check("8-2", "a-decode", decode_ms, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -115,8 +116,9 @@ print(f"admitting round {admit_ms:.1f} ms")
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("8-2", "b-admit-round", admit_ms, seed=SEED)
-assert grading.check("8-2", "b-source", source, seed=SEED)
+with grading.checks():
+    grading.check("8-2", "b-admit-round", admit_ms, seed=SEED)
+    grading.check("8-2", "b-source", source, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -143,8 +145,9 @@ print(f"{pairs_first:,} and {pairs_last:,} pairs ({pairs_last / pairs_first:.0f}
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("8-2", "c-pairs-first", pairs_first, seed=SEED)
-assert grading.check("8-2", "c-pairs-last", pairs_last, seed=SEED)
+with grading.checks():
+    grading.check("8-2", "c-pairs-first", pairs_first, seed=SEED)
+    grading.check("8-2", "c-pairs-last", pairs_last, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "c_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -180,10 +183,11 @@ print(budget_for_interval, budget_for_admission)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "d_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("8-2", "d-budget-itl", budget_for_interval, seed=SEED)
-assert grading.check("8-2", "d-budget-queue", budget_for_admission, seed=SEED)
-assert grading.check("8-2", "d-cost-itl", cost_for_interval, seed=SEED)
-assert grading.check("8-2", "d-cost-queue", cost_for_admission, seed=SEED)
+with grading.checks():
+    grading.check("8-2", "d-budget-itl", budget_for_interval, seed=SEED)
+    grading.check("8-2", "d-budget-queue", budget_for_admission, seed=SEED)
+    grading.check("8-2", "d-cost-itl", cost_for_interval, seed=SEED)
+    grading.check("8-2", "d-cost-queue", cost_for_admission, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "d_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION

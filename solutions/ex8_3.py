@@ -62,9 +62,10 @@ for p in given["block_sizes"]:
     print(f"p = {p}: tails {tails.get(p)}, unused {unused.get(p)}, entries {entries.get(p)}")
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false}
-for p in given["block_sizes"]:
-    assert grading.check("8-3", f"a-p{p}-unused", unused[p], seed=SEED)
-    assert grading.check("8-3", f"a-p{p}-entries", entries[p], seed=SEED)
+with grading.checks():
+    for p in given["block_sizes"]:
+        grading.check("8-3", f"a-p{p}-unused", unused, key=p, seed=SEED)
+        grading.check("8-3", f"a-p{p}-entries", entries, key=p, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -93,9 +94,10 @@ for b in given["batches"]:
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false}
-for b in given["batches"]:
-    assert grading.check("8-3", f"b-indep-b{b}", independent_mib[b], seed=SEED)
-    assert grading.check("8-3", f"b-shared-b{b}", shared_mib[b], seed=SEED)
+with grading.checks():
+    for b in given["batches"]:
+        grading.check("8-3", f"b-indep-b{b}", independent_mib, key=b, seed=SEED)
+        grading.check("8-3", f"b-shared-b{b}", shared_mib, key=b, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -130,8 +132,9 @@ print(saved_blocks)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-for b in given["batches"]:
-    assert grading.check("8-3", f"c-saved-b{b}", saved_blocks[b], seed=SEED)
+with grading.checks():
+    for b in given["batches"]:
+        grading.check("8-3", f"c-saved-b{b}", saved_blocks, key=b, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "c_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION

@@ -88,11 +88,12 @@ print(f"A: T_r {recompute_a_ms:.1f} ms, T_f {fetch_a_ms:.1f} ms, V {value_a_ms:.
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("8-4", "a-recompute-A", recompute_a_ms, seed=SEED)
-assert grading.check("8-4", "a-fetch-A", fetch_a_ms, seed=SEED)
-assert grading.check("8-4", "a-value-A", value_a_ms, seed=SEED)
-assert grading.check("8-4", "a-value-B", value_b_ms, seed=SEED)
-assert grading.check("8-4", "a-keep", keep, seed=SEED)
+with grading.checks():
+    grading.check("8-4", "a-recompute-A", recompute_a_ms, seed=SEED)
+    grading.check("8-4", "a-fetch-A", fetch_a_ms, seed=SEED)
+    grading.check("8-4", "a-value-A", value_a_ms, seed=SEED)
+    grading.check("8-4", "a-value-B", value_b_ms, seed=SEED)
+    grading.check("8-4", "a-keep", keep, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -123,7 +124,8 @@ print(f"{threshold_pct:.1f}%")
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("8-4", "b-threshold", threshold_pct, seed=SEED)
+with grading.checks():
+    grading.check("8-4", "b-threshold", threshold_pct, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -153,10 +155,11 @@ print(f"A {value_a4_ms:.1f} ms, B prefixes {value_b4_ms:.1f} ms -> keep {keep4};
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("8-4", "c-value-A", value_a4_ms, seed=SEED)
-assert grading.check("8-4", "c-value-B", value_b4_ms, seed=SEED)
-assert grading.check("8-4", "c-keep", keep4, seed=SEED)
-assert grading.check("8-4", "c-threshold", threshold4_pct, seed=SEED)
+with grading.checks():
+    grading.check("8-4", "c-value-A", value_a4_ms, seed=SEED)
+    grading.check("8-4", "c-value-B", value_b4_ms, seed=SEED)
+    grading.check("8-4", "c-keep", keep4, seed=SEED)
+    grading.check("8-4", "c-threshold", threshold4_pct, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "c_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -192,11 +195,12 @@ print(f"{total:,} input tokens: common prefix {prefix_ratio_pct:.1f}%, large-poo
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "d_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("8-4", "d-prefix-ratio", prefix_ratio_pct, seed=SEED)
-assert grading.check("8-4", "d-hit-large", hit_large_pct, seed=SEED)
-assert grading.check("8-4", "d-reprocessed-small", reprocessed_small, seed=SEED)
-assert grading.check("8-4", "d-why-small", why_small, seed=SEED)
-assert grading.check("8-4", "d-why-gap", why_gap, seed=SEED)
+with grading.checks():
+    grading.check("8-4", "d-prefix-ratio", prefix_ratio_pct, seed=SEED)
+    grading.check("8-4", "d-hit-large", hit_large_pct, seed=SEED)
+    grading.check("8-4", "d-reprocessed-small", reprocessed_small, seed=SEED)
+    grading.check("8-4", "d-why-small", why_small, seed=SEED)
+    grading.check("8-4", "d-why-gap", why_gap, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "d_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION

@@ -68,10 +68,11 @@ for n in given["buffer_sets"]:
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false}
-for n in given["buffer_sets"]:
-    assert grading.check("8-5", f"a-net-{n}buf", net_mib[n], seed=SEED)
-    assert grading.check("8-5", f"a-inputs-{n}buf", extra_inputs[n], seed=SEED)
-    assert grading.check("8-5", f"a-complete-{n}buf", extra_complete[n], seed=SEED)
+with grading.checks():
+    for n in given["buffer_sets"]:
+        grading.check("8-5", f"a-net-{n}buf", net_mib, key=n, seed=SEED)
+        grading.check("8-5", f"a-inputs-{n}buf", extra_inputs, key=n, seed=SEED)
+        grading.check("8-5", f"a-complete-{n}buf", extra_complete, key=n, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -102,10 +103,11 @@ for link in ("pcie", "c2c"):
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false}
-for link in ("pcie", "c2c"):
-    assert grading.check("8-5", f"b-copy-{link}", copy_ms[link], seed=SEED)
-    assert grading.check("8-5", f"b-total-{link}", total_s[link], seed=SEED)
-    assert grading.check("8-5", f"b-hidden-{link}", hidden[link], seed=SEED)
+with grading.checks():
+    for link in ("pcie", "c2c"):
+        grading.check("8-5", f"b-copy-{link}", copy_ms, key=link, seed=SEED)
+        grading.check("8-5", f"b-total-{link}", total_s, key=link, seed=SEED)
+        grading.check("8-5", f"b-hidden-{link}", hidden, key=link, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -131,7 +133,8 @@ print(f"{min_bw_gb_s:.0f} GB/s")
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("8-5", "c-min-bw", min_bw_gb_s, seed=SEED)
+with grading.checks():
+    grading.check("8-5", "c-min-bw", min_bw_gb_s, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "c_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION

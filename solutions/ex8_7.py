@@ -55,8 +55,9 @@ print({m: round(n, 4) for m, n in expected.items()})
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
-for m in given["draft_lens"]:
-    assert grading.check("8-7", f"a-m{m}", expected[m], seed=SEED)
+with grading.checks():
+    for m in given["draft_lens"]:
+        grading.check("8-7", f"a-m{m}", expected, key=m, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -81,9 +82,10 @@ print({m: round(t, 2) for m, t in latency_ms.items()}, "best:", best_m)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
-for m in given["draft_lens"]:
-    assert grading.check("8-7", f"b-m{m}", latency_ms[m], seed=SEED)
-assert grading.check("8-7", "b-best", best_m, seed=SEED)
+with grading.checks():
+    for m in given["draft_lens"]:
+        grading.check("8-7", f"b-m{m}", latency_ms, key=m, seed=SEED)
+    grading.check("8-7", "b-best", best_m, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -113,9 +115,10 @@ print(f"m = 5: {latency5_ms:.2f} ms per token; dT/dN = {marginal_ms:.1f} ms agai
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("8-7", "c-m5", latency5_ms, seed=SEED)
-assert grading.check("8-7", "c-marginal", marginal_ms, seed=SEED)
-assert grading.check("8-7", "c-extend", extend, seed=SEED)
+with grading.checks():
+    grading.check("8-7", "c-m5", latency5_ms, seed=SEED)
+    grading.check("8-7", "c-marginal", marginal_ms, seed=SEED)
+    grading.check("8-7", "c-extend", extend, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "c_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION

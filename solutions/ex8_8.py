@@ -52,8 +52,9 @@ print(halved_s)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-for name in given["stage_names"]:
-    assert grading.check("8-8", f"a-{name}", halved_s[name], seed=SEED)
+with grading.checks():
+    for name in given["stage_names"]:
+        grading.check("8-8", f"a-{name}", halved_s, key=name, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
@@ -78,9 +79,10 @@ print(f"{new_time_s:g} s, {speedup:.3f}x, break-even preparation {break_even_s:g
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
-assert grading.check("8-8", "b-time", new_time_s, seed=SEED)
-assert grading.check("8-8", "b-speedup", speedup, seed=SEED)
-assert grading.check("8-8", "b-breakeven", break_even_s, seed=SEED)
+with grading.checks():
+    grading.check("8-8", "b-time", new_time_s, seed=SEED)
+    grading.check("8-8", "b-speedup", speedup, seed=SEED)
+    grading.check("8-8", "b-breakeven", break_even_s, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION

@@ -2,7 +2,7 @@
 
 (`jupytext --sync` is not a check: it trusts modification times, which a git checkout
 scrambles.) Also: stored outputs must come from tools/execute_notebooks.py: no widget state,
-no timing metadata, every code cell executed in order.
+no timing metadata, every code cell executed in order, consecutive stream chunks joined.
 """
 
 from pathlib import Path
@@ -42,6 +42,9 @@ def test_outputs_were_written_by_the_tool(ipynb):
         if cell.cell_type != "code":
             continue
         assert "execution" not in cell.metadata, "timing metadata stored"
+        kinds = [(o.output_type, o.get("name")) for o in cell.outputs]
+        assert not any(a == b and a[0] == "stream" for a, b in zip(kinds, kinds[1:])), (
+            "consecutive stream chunks stored apart: re-execute with the tool")
         if cell.source.strip():
             counts.append(cell.execution_count)
     assert counts == list(range(1, len(counts) + 1)), (

@@ -3,7 +3,8 @@
 
 The ``.py`` (jupytext py:percent) file is the source of truth for inputs. For each one this
 builds the notebook, executes it with nbclient (no per-cell timing metadata, widget state
-dropped: anywidget would otherwise store ~5 MB of plotly.js per notebook), writes the paired
+dropped: anywidget would otherwise store ~5 MB of plotly.js per notebook; consecutive stream
+chunks joined, as their split depends on timing), writes the paired
 ``.ipynb`` and rewrites the ``.py`` exactly as jupytext would, so the pair is in sync.
 Stored outputs are therefore always the tools' output, never hand edits.
 
@@ -23,7 +24,7 @@ from jupytext.config import load_jupytext_config
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = ("notebooks", "solutions")
+FOLDERS = ("notebooks", "solutions", "dashboards")
 
 
 def sources(args: list[str]) -> list[Path]:
@@ -41,6 +42,22 @@ def sources(args: list[str]) -> list[Path]:
     return found
 
 
+def merge_adjacent_streams(outputs: list) -> list:
+    """One output per run of consecutive stdout (or stderr) chunks: how the kernel chunks a
+    cell's prints depends on timing, so without this a re-execution on a busy machine rewrites
+    outputs that did not change (nbval joins them anyway; unlike nbclient's coalesce_streams,
+    text never moves past a figure between the prints)."""
+    merged: list = []
+    for output in outputs:
+        if (output.get("output_type") == "stream" and merged
+                and merged[-1].get("output_type") == "stream"
+                and merged[-1].get("name") == output.get("name")):
+            merged[-1]["text"] += output["text"]
+        else:
+            merged.append(output)
+    return merged
+
+
 def execute(py: Path) -> float:
     config = load_jupytext_config(str(py))
     nb = jupytext.read(py, config=config)
@@ -51,6 +68,9 @@ def execute(py: Path) -> float:
                    resources={"metadata": {"path": str(py.parent)}}).execute()
     elapsed = time.perf_counter() - t0
     nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = merge_adjacent_streams(cell.outputs)
     # jupytext gives every cell a fresh random id; stable ids keep re-execution diffs to
     # what actually changed
     for index, cell in enumerate(nb.cells):

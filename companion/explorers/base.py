@@ -24,7 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from companion import display
 from companion import validate as v
+from companion.explorers.common import plotly_go
 
 __all__ = ["Control", "View", "Panel"]
 
@@ -132,8 +134,7 @@ class Panel:
 
     def figure(self, view: View | None = None):
         """A static plotly Figure of ``view`` (default: the current parameters)."""
-        import plotly.graph_objects as go
-
+        go = plotly_go()
         view = view if view is not None else self.compute(**self.params)
         return go.Figure(data=view.traces, layout=self._layout(view))
 
@@ -187,8 +188,8 @@ class Panel:
     def show(self):
         """The explorer: controls, a reset button, the readout and a live figure."""
         import ipywidgets as w
-        import plotly.graph_objects as go
 
+        go = plotly_go()
         view = self.compute(**self.params)
         self._fig = go.FigureWidget(data=view.traces, layout=self._layout(view))
         self._last_view = view
@@ -208,6 +209,10 @@ class Panel:
         reset.on_click(lambda _: self.reset())
         controls = w.VBox(list(self._widgets.values()) + [reset], layout=w.Layout(flex="0 0 auto"))
         self._ui = w.VBox([w.HBox([controls, self._readout]), self._fig])
+        # a stored output's text/plain would otherwise be ipywidgets' repr of the widget tree,
+        # slider values with every digit included (nbval compares it)
+        display.plain_text_fallback(self._ui, f"{self.title or type(self).__name__}: an "
+                                    "explorer (run the notebook to move its sliders)")
         return self._ui
 
     def reset(self) -> View:

@@ -21,18 +21,17 @@ import numpy as np
 from companion import calc, specs, units
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
-from companion.explorers.common import (
-    REQUEST_PALETTE,
+from companion.explorers.common import REQUEST_PALETTE, SERVING_COLORS
+from companion.explorers.common import titled_figure as _fig
+from companion.explorers.common import to_ms as _ms
+from companion.explorers.presets import (
     SERVING_CARDS,
-    SERVING_COLORS,
     SERVING_MODELS,
     TP_DEGREES,
     card_control,
     choice_control,
     model_control,
 )
-from companion.explorers.common import titled_figure as _fig
-from companion.explorers.common import to_ms as _ms
 from companion.sim.speculative import speculative_check
 
 __all__ = ["sm_share_figure", "utilization_traces", "quantization_figure", "speculative_traces",

@@ -24,8 +24,8 @@ from companion import calc, specs, units
 from companion import validate as v
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
-from companion.explorers.common import HARDWARE_PRESETS, KV_PRECISION_BYTES, hardware_control
 from companion.explorers.common import titled_figure as _fig
+from companion.explorers.presets import HARDWARE_PRESETS, KV_PRECISION_BYTES, hardware_control
 
 __all__ = [
     "memory_hierarchy_traces", "memory_hierarchy_layout", "memory_hierarchy_figure",

@@ -22,20 +22,18 @@ import numpy as np
 from companion import calc, specs, units
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
-from companion.explorers.common import (
-    REQUEST_PALETTE,
+from companion.explorers.common import REQUEST_PALETTE, SERVING_COLORS, discrete_colorscale
+from companion.explorers.common import titled_figure as _fig
+from companion.explorers.common import to_ms as _ms
+from companion.explorers.presets import (
     SERVING_CARDS,
-    SERVING_COLORS,
     SERVING_MODELS,
     TP_DEGREES,
     WEIGHT_FORMATS,
     card_control,
     choice_control,
-    discrete_colorscale,
     model_control,
 )
-from companion.explorers.common import titled_figure as _fig
-from companion.explorers.common import to_ms as _ms
 from companion.formulas.parallelism import PIPE_PHASES
 
 __all__ = ["tp_step_traces", "tp_step_figure", "pipeline_traces", "pipeline_figure",

@@ -24,8 +24,8 @@ from companion import calc, specs, units
 from companion import validate as v
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
-from companion.explorers.common import HARDWARE_PRESETS, KV_PRECISION_BYTES, hardware_control
 from companion.explorers.common import plotly_go as _go
+from companion.explorers.presets import HARDWARE_PRESETS, KV_PRECISION_BYTES, hardware_control
 from companion.formulas.core import ridge_point
 from companion.sim.result import Result
 from companion.sim.scenarios import hol_scenario

@@ -1,23 +1,25 @@
-"""Helpers the explorer modules share: plotly imported on first use, a titled figure in the
-companion's template, seconds to milliseconds for an axis, and the hardware and KV-precision
-choices of the Chapter 17 panels."""
+"""Figure helpers the explorer modules share: plotly imported on first use (with the rounding
+renderer of ``companion.display``), a titled figure in the companion's template, seconds to
+milliseconds for an axis, stacked subplots, and the Chapter 17 §6-§10 palettes. The panels'
+presets and controls are in ``companion.explorers.presets``."""
 
 from __future__ import annotations
 
-from companion import specs, units
-from companion.explorers.base import Control
+from companion import units
 
-__all__ = ["plotly_go", "titled_figure", "to_ms", "stacked_axes", "HARDWARE_PRESETS",
-           "KV_PRECISION_BYTES", "hardware_control", "SERVING_COLORS", "SERVING_MODELS",
-           "SERVING_CARDS", "WEIGHT_FORMATS", "TP_DEGREES", "choice_control", "model_control",
-           "card_control", "REQUEST_PALETTE", "discrete_colorscale"]
+__all__ = ["plotly_go", "titled_figure", "to_ms", "stacked_axes", "SERVING_COLORS",
+           "REQUEST_PALETTE", "discrete_colorscale"]
 
 
 def plotly_go():
     """``plotly.graph_objects``, imported only when a figure is built (``import companion``
-    stays free of plotting libraries)."""
+    stays free of plotting libraries), with the companion's rounding renderer installed so
+    that the figure reaches a notebook with CPU-independent numbers (``companion.display``)."""
     import plotly.graph_objects as go
 
+    from companion import display
+
+    display.install()
     return go
 
 
@@ -51,19 +53,7 @@ def stacked_axes(n: int, labels, gap: float = 0.1) -> tuple[dict, list]:
     return layout, notes
 
 
-# the cards a Chapter 17 panel offers, by display name
-HARDWARE_PRESETS = {h.name: h for h in (specs.H100_SXM, specs.H200_SXM, specs.A100_80GB,
-                                        specs.RTX_PRO_6000, specs.GH200, specs.M2_MAX)}
-KV_PRECISION_BYTES = {"BF16 (2 B)": 2.0, "FP8 (1 B)": 1.0}
-
-
-def hardware_control() -> Control:
-    """The "hardware" choice over ``HARDWARE_PRESETS``, H100 SXM first selected."""
-    return Control("hardware", "hardware", "choice", specs.H100_SXM.name,
-                   options={name: name for name in HARDWARE_PRESETS})
-
-
-# --- the Chapter 17 §6-§10 explorers' palette, presets and controls ------------------------------
+# --- the Chapter 17 §6-§10 explorers' palette -----------------------------------------------------
 
 SERVING_COLORS = {
     "prefill": "#e69f00", "decode": "#56b4e9", "idle": "#d9d9d9", "comm": "#d55e00",
@@ -71,30 +61,6 @@ SERVING_COLORS = {
     "drain": "#cc79a7", "cold": "#d55e00", "warm": "#009e73", "mix": "#0072b2",
     "slo": "#c00000", "cap": "#009e73", "cap2": "#7f7f7f", "good": "rgba(0, 158, 115, 0.15)",
 }
-
-# the models and cards the §6-§10 panels offer, by display name
-SERVING_MODELS = {m.name: m for m in (specs.LLAMA_8B, specs.LLAMA_70B, specs.LLAMA_405B)}
-SERVING_CARDS = {h.name: h for h in (specs.H100_SXM, specs.H200_SXM, specs.A100_80GB)}
-WEIGHT_FORMATS = {"BF16 (2 B)": 2.0, "FP8 / INT8 (1 B)": 1.0, "INT4 (0.5 B)": 0.5}
-TP_DEGREES = {"1": 1, "2": 2, "4": 4, "8": 8}
-
-
-def choice_control(name: str, label: str, default, options: dict) -> Control:
-    """A drop-down ``Control`` over ``options`` (display label -> value)."""
-    return Control(name, label, "choice", default, options=options)
-
-
-def model_control(default: str = specs.LLAMA_70B.name, models=None) -> Control:
-    """The "model" choice over ``models`` (names; default ``SERVING_MODELS``)."""
-    names = models or SERVING_MODELS
-    return choice_control("model", "model", default, {n: n for n in names})
-
-
-def card_control(cards=None) -> Control:
-    """The "hardware" choice (labelled GPU) over ``cards`` (default ``SERVING_CARDS``)."""
-    names = cards or SERVING_CARDS
-    return choice_control("hardware", "GPU", specs.H100_SXM.name, {n: n for n in names})
-
 
 # one colour per request in a slot Gantt, cycled (colour-blind-safe Okabe-Ito order)
 REQUEST_PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00",

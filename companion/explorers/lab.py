@@ -12,6 +12,7 @@ import numpy as np
 
 from companion import calc
 from companion import validate as v
+from companion.explorers.common import plotly_go as _go
 from companion.specs import H100_SXM, RTX_PRO_6000, Hardware
 
 __all__ = ["measured_roofline", "measured_step_time", "measured_utilization",
@@ -19,11 +20,6 @@ __all__ = ["measured_roofline", "measured_step_time", "measured_utilization",
 
 _COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
 _MEASURED = "#111111"
-
-
-def _go():
-    import plotly.graph_objects as go
-    return go
 
 
 def _analysis(value):

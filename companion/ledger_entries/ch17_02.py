@@ -87,7 +87,7 @@ def entries() -> list[Entry]:
         entry("17.2/long-bytes", S, "bytes = 16e9 + 64 x 1.05e9", "83.2e9", "B",
               long["step_bytes"], tol=0.15e9,
               note="Rounded intermediate: 64 x 1.05e9 = 67.2e9 gives 83.2e9; with the exact "
-                   "1.048576e9 per sequence it is 16e9 + 67.1e9 = 83.1e9. The intensity (12) "
+                   "1,048,576,000 B per sequence it is 16e9 + 67.1e9 = 83.1e9. The intensity (12) "
                    "is the same either way."),
         entry("17.2/long-intensity", S, "intensity = 64 x 16e9 / 83.2e9", "12", "FLOP/byte",
               i_long),

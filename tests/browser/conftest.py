@@ -8,6 +8,7 @@ Every process started here is stopped at the end of the session, also after a fa
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,8 @@ def chromium() -> str:
     if missing:
         H.unavailable(missing)
     path = H.find_chromium()
+    if path is None and os.environ.get("CHROMIUM_PATH"):
+        H.unavailable(f"CHROMIUM_PATH={os.environ['CHROMIUM_PATH']} is not an executable")
     if path is None:
         H.unavailable("no Chromium found (looked for $CHROMIUM_PATH, /usr/bin/chromium, "
                       "chromium, chromium-browser, google-chrome on PATH)")

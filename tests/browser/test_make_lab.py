@@ -1,0 +1,150 @@
+"""`make lab` opens straight into notebooks/START_HERE.ipynb, with no first-run dialog over it.
+
+The real `make lab` starts the real JupyterLab (fresh state: no user settings, no workspace,
+as on a new clone; the server flags a headless test needs come through LAB_ARGS), Chromium
+opens the URL of the redirect file the server writes for the user's browser, and the first screen must be START_HERE as the active tab,
+with no dialog and no notification toast (JupyterLab's "notified about official Jupyter
+news?" prompt is a toast) during the first seconds. The control runs the same command
+without the project's settings file (an empty app settings dir; the server flags stay, so
+nothing is fetched) and must see the news prompt, so the check would catch its return. Screenshots go to
+artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+import lab_harness as H
+
+pytestmark = pytest.mark.browser
+
+START_HERE = "notebooks/START_HERE.ipynb"
+DIALOG = ".jp-Dialog"
+TOAST = ".Toastify__toast"
+# how long a first-run prompt gets to appear after the notebook is on screen
+PROMPT_WINDOW_S = 8.0
+
+
+class MakeLab(H.LabServer):
+    """`make lab` itself, with its own state folder and the flags a headless test needs."""
+
+    name = "make-lab"
+
+    def __init__(self, state: Path, project_settings: bool = True):
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "MFLAGS"))}
+        super().__init__(state, env)
+        self.project_settings = project_settings
+        # autosave off so that opening the notebook can never rewrite it (the one user
+        # setting written; the first-run prompts are what is under test)
+        H._write_json(self.state / "lab-user-settings" / "@jupyterlab" / "docmanager-extension"
+                      / "plugin.jupyterlab-settings", {"autosave": False})
+
+    def command(self) -> list[str]:
+        args = [f"--no-browser --ip=127.0.0.1 --port={self.port}",
+                f"--IdentityProvider.token={self.token} --allow-root --ServerApp.port_retries=0",
+                f"--FileCheckpoints.checkpoint_dir={self.state / 'checkpoints'}"]
+        cmd = ["make", "--no-print-directory", "lab", f"STATE={self.state}"]
+        if not self.project_settings:
+            empty = self.state / "no-app-settings"
+            empty.mkdir(parents=True, exist_ok=True)
+            args.append(f"--LabApp.app_settings_dir={empty}")
+        return cmd + ["LAB_ARGS=" + " ".join(args)]
+
+    def browser_url(self, timeout_s: float = 30.0) -> str:
+        """Where the user's browser goes: the URL in the redirect file the server writes for
+        the file `make lab` names (jpserver-file-to-run-<pid>-open.html, token included)."""
+        deadline = time.monotonic() + timeout_s
+        runtime = self.state / "jupyter-runtime"
+        while time.monotonic() < deadline:
+            for page in runtime.glob("jpserver-file-to-run-*-open.html"):
+                m = re.search(r'<a href="([^"]+)"', page.read_text())
+                if m:
+                    return html.unescape(m.group(1))
+            time.sleep(0.25)
+        raise AssertionError(f"no redirect file for the notebook in {runtime}:\n"
+                             + self.log_tail())
+
+    def stop(self) -> list[int]:
+        """Stop JupyterLab (the child of make) by its PID, then make."""
+        if self.proc is None:
+            return []
+        if self.proc.poll() is None:
+            self.shutdown_kernels()
+        for pid in H.descendants(self.proc.pid):
+            try:
+                if b"jupyter" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    os.kill(pid, signal.SIGTERM)
+            except (OSError, ProcessLookupError):
+                pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        return super().stop()
+
+
+def first_screen(browser, server: MakeLab, shot: str) -> dict:
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    log = H.NetworkLog()
+    log.attach_context(context)
+    page = context.new_page()
+    log.attach_page(page)
+    try:
+        page.goto(server.browser_url(), timeout=120_000)
+        page.wait_for_selector(f"{H.ACTIVE} .jp-Cell", state="attached", timeout=120_000)
+        time.sleep(PROMPT_WINDOW_S)
+        seen = page.evaluate("""([dialog, toast]) => ({
+            tab: (document.querySelector('.lm-DockPanel .lm-TabBar-tab.lm-mod-current')
+                  || {}).textContent || '',
+            tabs: [...document.querySelectorAll('.lm-DockPanel .lm-TabBar-tab')]
+                  .map(t => t.textContent),
+            dialogs: [...document.querySelectorAll(dialog)].map(d => d.innerText),
+            toasts: [...document.querySelectorAll(toast)].map(t => t.innerText),
+            url: location.pathname,
+        })""", [DIALOG, TOAST])
+        seen["screenshot"] = str(H.screenshot(page, shot))
+        seen["external"] = list(log.external)
+        return seen
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def make_lab(chromium, tmp_path):
+    servers = []
+
+    def start(project_settings: bool = True) -> MakeLab:
+        server = MakeLab(tmp_path / f"state-{len(servers)}", project_settings)
+        servers.append(server)
+        return server.start(timeout_s=180)
+
+    yield start
+    for server in servers:
+        leftovers = server.stop()
+        assert not leftovers, f"processes left behind by make lab had to be killed: {leftovers}"
+
+
+def test_make_lab_opens_start_here_with_no_dialog(browser, make_lab):
+    seen = first_screen(browser, make_lab(), "make_lab_first_screen")
+    assert seen["url"].endswith("/lab/tree/" + START_HERE), seen["url"]
+    assert seen["tab"].strip() == "START_HERE.ipynb", seen
+    assert seen["tabs"] == [seen["tab"]], f"other tabs open: {seen['tabs']}"
+    assert not seen["dialogs"], f"a dialog covers the notebook: {seen['dialogs']}"
+    assert not seen["toasts"], f"a notification pops up: {seen['toasts']}"
+    assert not seen["external"], seen["external"]
+
+
+def test_control_without_project_settings_shows_the_news_prompt(browser, make_lab):
+    """The same command without the project's settings: the prompt the first test rules out
+    does appear, so its absence there is the project's doing and the detection works."""
+    seen = first_screen(browser, make_lab(project_settings=False), "make_lab_control_no_settings")
+    assert any("news" in t.lower() for t in seen["toasts"] + seen["dialogs"]), json.dumps(seen)

@@ -1,0 +1,80 @@
+"""The venv is exactly requirements.lock, and the lock is what pyproject.toml asks for.
+
+`make setup` installs from the lock and runs tools/check_lock.py; this runs the same check
+again (a package installed or upgraded by hand since then fails here), and checks that every
+dependency of pyproject.toml (runtime, the test extra, the install group) is pinned in the
+lock at a version its specifier allows, so a dependency added without `make lock` fails.
+Under `make ... LATEST=1` (the unpinned venv) the environment check does not apply.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("check_lock", ROOT / "tools" / "check_lock.py")
+check_lock = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(check_lock)
+
+PINS = check_lock.read_lock()
+
+
+def _pyproject_requirements() -> list[Requirement]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    reqs = project["project"]["dependencies"] + project["project"]["optional-dependencies"]["test"]
+    reqs += project["dependency-groups"]["install"]
+    return [Requirement(r) for r in reqs]
+
+
+@pytest.mark.skipif(os.environ.get("COMPANION_UNPINNED") == "1",
+                    reason="the LATEST=1 venv holds the newest releases, not the lock")
+def test_environment_equals_the_lock():
+    problems = check_lock.problems(PINS, check_lock.installed())
+    assert not problems, "\n".join(problems) + "\nrm -rf .venv && make setup"
+
+
+@pytest.mark.parametrize("req", _pyproject_requirements(), ids=str)
+def test_every_pyproject_dependency_is_pinned_within_its_specifier(req):
+    name = canonicalize_name(req.name)
+    assert name in PINS, f"{req} is not in requirements.lock: run `make lock`"
+    version, _ = PINS[name]
+    assert req.specifier.contains(version, prereleases=True), (
+        f"requirements.lock pins {name}=={version}, outside {req}: run `make lock`")
+
+
+def test_the_outputs_deciding_packages_are_pinned_at_the_verified_versions():
+    """The versions the stored outputs were made and checked with (see recipes)."""
+    verified = {"numpy": "2.4.6", "plotly": "7.1.0", "ipywidgets": "8.1.9",
+                "jupyterlab": "4.6.6", "anywidget": "0.11.0", "nbval": "0.11.0",
+                "jupytext": "1.19.6", "nbclient": "0.11.0"}
+    assert {n: PINS[n][0] for n in verified} == verified
+
+
+def test_the_checker_reports_a_wrong_a_missing_and_an_extra_package():
+    pins = {"numpy": ("2.4.6", None), "plotly": ("7.1.0", None),
+            "appnope": ("1.0.0", "sys_platform == 'nonesuch'")}
+    present = {"numpy": "2.4.5", "requests": "2.0", "llm-inference-companion": "0.1.0"}
+    found = check_lock.problems(pins, present)
+    assert "numpy: pinned ==2.4.6 but 2.4.5 is installed" in found
+    assert "plotly: pinned ==7.1.0 but not installed" in found
+    assert "requests: installed (2.0) but not in the lock" in found
+    assert not any("appnope" in p or "companion" in p for p in found)
+    assert any("ipywidgets: the lock does not pin it" in p for p in found)
+
+
+def test_read_lock_parses_markers_and_rejects_a_lock_without_pins(tmp_path):
+    lock = tmp_path / "requirements.lock"
+    lock.write_text("# header\nappnope==1.0.0 ; sys_platform == 'darwin' \\\n"
+                    "    --hash=sha256:00\nNumPy==2.4.6 \\\n    --hash=sha256:11\n")
+    assert check_lock.read_lock(lock) == {"appnope": ("1.0.0", "sys_platform == 'darwin'"),
+                                          "numpy": ("2.4.6", None)}
+    lock.write_text("# nothing\n")
+    with pytest.raises(ValueError, match="no 'name==version' pins"):
+        check_lock.read_lock(lock)

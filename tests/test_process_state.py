@@ -1,0 +1,223 @@
+"""The library leaves the process alone (issue 11, item 5).
+
+* ``sim.load.run_service`` never changes the garbage collector's state, during a run, after it,
+  or after a run that raises;
+* ``COMPANION_FAST`` changes only the sizes ``companion.measure`` measures: the package reads it
+  in that one place, and library results are the same with it set to 0 and to 1;
+* the exercise registry (``companion.grading.register``) and the façades ``companion.plots``
+  and ``companion.widgets`` survive ``importlib.reload`` and re-import.
+
+The reload and environment checks run in fresh interpreters, so they neither see nor leave
+state in the test process.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from companion.sim.load import Workload, run_service
+from companion.sim.scheduler import RoundTimeModel
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "companion"
+
+
+def _python(code: str, **env) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter (repository root as working directory)."""
+    full_env = {k: v for k, v in os.environ.items() if k != "COMPANION_FAST"}
+    full_env.update(env)
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=full_env,
+                          capture_output=True, text=True, timeout=300)
+
+
+# --- the garbage collector ----------------------------------------------------------------------
+
+def _small_workload() -> Workload:
+    return Workload(np.zeros(4), 256, 16)
+
+
+@pytest.fixture
+def restore_gc():
+    was = gc.isenabled()
+    yield
+    (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["gc-on", "gc-off"])
+def test_run_service_leaves_the_garbage_collector_as_it_found_it(restore_gc, enabled):
+    (gc.enable if enabled else gc.disable)()
+    seen_during_run = []
+    chapter8 = RoundTimeModel.chapter8()
+
+    def round_time(work):
+        seen_during_run.append(gc.isenabled())
+        return chapter8.time_s(work)
+
+    res = run_service(_small_workload(), policy="continuous", max_running=4,
+                      round_time=round_time)
+    assert (res.status == "completed").all()
+    assert gc.isenabled() is enabled
+    assert seen_during_run and set(seen_during_run) == {enabled}
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["gc-on", "gc-off"])
+def test_a_raising_run_leaves_the_garbage_collector_as_it_found_it(restore_gc, enabled):
+    (gc.enable if enabled else gc.disable)()
+    rounds = []
+
+    def failing_round_time(work):
+        rounds.append(work)
+        if len(rounds) == 3:
+            raise RuntimeError("round model failed mid-run")
+        return 0.01
+
+    with pytest.raises(RuntimeError, match="mid-run"):
+        run_service(_small_workload(), policy="continuous", max_running=4,
+                    round_time=failing_round_time)
+    assert len(rounds) == 3                       # it failed inside the run, not in validation
+    assert gc.isenabled() is enabled
+
+
+def test_no_library_module_touches_the_garbage_collector():
+    offenders = [str(p.relative_to(ROOT)) for p in sorted(PACKAGE.rglob("*.py"))
+                 if re.search(r"^\s*(import gc|from gc import)|\bgc\.(disable|enable|freeze)\(",
+                              p.read_text(), flags=re.M)]
+    assert not offenders
+
+
+# --- COMPANION_FAST -----------------------------------------------------------------------------
+
+def test_only_measure_reads_companion_fast_or_the_environment():
+    readers = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text()
+        if "COMPANION_FAST" in text or re.search(r"\bos\.environ\b|\bgetenv\(", text):
+            readers[str(path.relative_to(PACKAGE))] = True
+    assert sorted(readers) == ["measure.py"]
+    # inside measure.py, fast_mode() reads it, and only measure() asks fast_mode(), to choose
+    # the probe sizes (and the thread count the probes run on)
+    source = (PACKAGE / "measure.py").read_text()
+    assert source.count('os.environ.get("COMPANION_FAST"') == 1
+    callers = set()
+    for func in ast.walk(ast.parse(source)):
+        if isinstance(func, ast.FunctionDef):
+            for node in ast.walk(func):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                        and node.func.id == "fast_mode"):
+                    callers.add(func.name)
+    assert callers == {"measure"}
+
+
+# A few results from each layer: closed forms, simulators, the ledger and the exercises'
+# answers. Printed as JSON so the two runs compare exactly.
+_RESULTS = r"""
+import json
+from companion import calc, grading, ledger, sim, specs, units
+from companion.sim.load import SHORT_REQUEST, poisson_arrivals, run_service, workload
+
+out = {}
+out["kv_per_token"] = calc.kv_bytes_per_token(specs.QWEN3_8B)
+out["max_concurrent"] = calc.max_concurrent(12 * units.GiB, specs.QWEN3_8B, 8192, 256,
+                                            shared_prefix_tokens=6144)
+out["ridge"] = calc.ridge_point(specs.H100_SXM)
+reqs = [sim.Request(i, 0.0, 512 * (i + 1), 32) for i in range(4)]
+r = sim.simulate(reqs, "chunked", max_running=4, round_time=sim.RoundTimeModel.chapter8(),
+                 chunk_tokens=256, token_budget=512)
+out["simulate"] = [r.makespan_s, r.max_itl_s]
+wl = workload(poisson_arrivals(8.0, 300, seed=0), SHORT_REQUEST, deadline_s=7.0)
+out["service"] = run_service(wl, policy="chunked", max_running=64).summary()
+out["ledger"] = [[e.id, e.value] for e in ledger.entries()]
+out["answers"] = {eid: {k: repr(v) for k, v in ex.solve(ex.make_params(1)).items()}
+                  for eid, ex in grading.exercises().items() if eid in ("8-2", "8-9", "17-10")}
+print(json.dumps(out, default=repr, sort_keys=True))
+"""
+
+
+def test_companion_fast_does_not_change_library_results():
+    runs = {}
+    for value in ("0", "1"):
+        done = _python(_RESULTS, COMPANION_FAST=value)
+        assert done.returncode == 0, done.stderr[-2000:]
+        runs[value] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert runs["0"]["ledger"] and runs["0"]["service"]
+    assert runs["0"] == runs["1"]
+
+
+def test_companion_fast_changes_the_lab_sizes():
+    done = _python("from companion import measure as M; print(M.fast_mode())", COMPANION_FAST="1")
+    assert done.stdout.strip() == "True"
+    done = _python("from companion import measure as M; print(M.fast_mode())", COMPANION_FAST="0")
+    assert done.stdout.strip() == "False"
+
+
+# --- registries survive reload and re-import ---------------------------------------------------
+
+_RELOADS = r"""
+import importlib, sys
+from companion import grading
+
+ids = list(grading.exercises())
+assert len(ids) == 22, ids
+answer = grading._solved("8-3", 0)[1]["b-indep-b16"]
+
+# reloading one exercise module re-registers its exercises in place
+import companion.exercises.ch08 as ch08
+importlib.reload(ch08)
+assert list(grading.exercises()) == ids
+assert grading.check("8-3", "b-indep-b16", answer, quiet=True)
+
+# importing it afresh (dropped from sys.modules) does the same
+del sys.modules["companion.exercises.ch17"]
+importlib.import_module("companion.exercises.ch17")
+assert list(grading.exercises()) == ids
+
+# reloading grading itself starts an empty registry that fills again on first use
+importlib.reload(grading)
+assert list(grading.exercises()) == ids
+assert grading.check("8-3", "b-indep-b16", answer, quiet=True)
+assert isinstance(grading.exercises()["8-3"], grading.Exercise)
+
+# a genuine clash (the same id from another module) is still refused
+try:
+    grading.register(grading.exercises()["8-1"])
+except ValueError as err:
+    assert "8-1" in str(err) and "companion.exercises.ch08" in str(err), err
+else:
+    raise AssertionError("a second registration from another module was accepted")
+
+# an exercise defined in a notebook cell may be defined again when the cell is re-run
+def define():
+    return grading.register(grading.Exercise(
+        id="99-1", title="t", section="0", parts=(grading.Part("a", "q"),),
+        make_params=lambda seed: {"x": seed + 1}, solve=lambda g: {"a": g["x"]}))
+define()
+assert grading.check("99-1", "a", 1, quiet=True)
+grading.register(grading.Exercise(
+    id="99-1", title="t", section="0", parts=(grading.Part("a", "q"),),
+    make_params=lambda seed: {"x": seed + 2}, solve=lambda g: {"a": g["x"]}))
+assert grading.check("99-1", "a", 2, quiet=True), "the re-registered definition is used"
+
+# the façades over the explorers re-export the same names on reload
+import companion.plots, companion.widgets
+names = (list(companion.plots.__all__), list(companion.widgets.__all__))
+importlib.reload(companion.plots)
+importlib.reload(companion.widgets)
+assert (list(companion.plots.__all__), list(companion.widgets.__all__)) == names
+print("RELOADS OK")
+"""
+
+
+def test_registries_survive_reload_and_reimport():
+    done = _python(_RELOADS)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("RELOADS OK")

@@ -1,0 +1,86 @@
+#!/usr/bin/env python
+"""Check that this Python environment holds exactly what requirements.lock pins.
+
+Every distribution installed here must be pinned in the lock at the installed version (the
+project itself excepted), every pin whose environment marker applies here must be installed,
+and the packages whose versions decide the stored notebook outputs must be among the pins.
+Run by `make setup` after installing from the lock; tests/test_lock.py runs it too.
+
+usage: python tools/check_lock.py [--extras]   (--extras: print the names of installed
+       distributions the lock does not pin, one a line, and exit 0; `make setup` removes them)
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from packaging.markers import Marker
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCK = ROOT / "requirements.lock"
+PROJECT = "llm-inference-companion"
+# the stored outputs depend on these: a lock without them would not reproduce anything
+MUST_PIN = ("numpy", "plotly", "ipywidgets", "jupyterlab", "anywidget", "nbval", "jupytext",
+            "nbclient", "ipykernel")
+_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)\s*(?:;\s*([^\\#]+?))?\s*(?:\\|#|$)")
+
+
+def read_lock(path: Path = LOCK) -> dict[str, tuple[str, str | None]]:
+    """{normalised name: (version, marker or None)} of every pin in a uv/pip-tools lock."""
+    pins: dict[str, tuple[str, str | None]] = {}
+    for line in path.read_text().splitlines():
+        m = _PIN.match(line)
+        if m:
+            name = canonicalize_name(m.group(1))
+            if name in pins:
+                raise ValueError(f"{path.name}: {name} is pinned twice")
+            pins[name] = (m.group(2), m.group(3).strip() if m.group(3) else None)
+    if not pins:
+        raise ValueError(f"{path.name}: no 'name==version' pins found")
+    return pins
+
+
+def installed() -> dict[str, str]:
+    """{normalised name: version} of every distribution in this environment."""
+    return {canonicalize_name(d.metadata["Name"]): d.version for d in metadata.distributions()
+            if d.metadata["Name"]}
+
+
+def problems(pins: dict, present: dict) -> list[str]:
+    """What differs between the lock's pins and what is installed, one sentence each."""
+    out = [f"{name}: the lock does not pin it" for name in MUST_PIN if name not in pins]
+    for name, (version, marker) in sorted(pins.items()):
+        applies = marker is None or Marker(marker).evaluate()
+        if not applies:
+            continue
+        if name not in present:
+            out.append(f"{name}: pinned =={version} but not installed")
+        elif present[name] != version:
+            out.append(f"{name}: pinned =={version} but {present[name]} is installed")
+    for name in sorted(set(present) - set(pins) - {canonicalize_name(PROJECT)}):
+        out.append(f"{name}: installed ({present[name]}) but not in the lock")
+    return out
+
+
+def main(argv: list[str]) -> int:
+    pins, present = read_lock(), installed()
+    if argv == ["--extras"]:
+        for name in sorted(set(present) - set(pins) - {canonicalize_name(PROJECT)}):
+            print(name)
+        return 0
+    found = problems(pins, present)
+    if found:
+        print(f"{sys.prefix} does not match {LOCK.name}:", *found, sep="\n  ", file=sys.stderr)
+        print("Reinstall from the lock: rm -rf .venv && make setup", file=sys.stderr)
+        return 1
+    print(f"environment matches {LOCK.name}: {len(pins)} pins "
+          f"({', '.join(f'{n} {pins[n][0]}' for n in MUST_PIN[:6])})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
