@@ -36,7 +36,7 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with=nbval_sanitize.cfg
 NOTEBOOK_DIRS := notebooks solutions exercises dashboards
 
 .PHONY: setup setup-latest lock lab dashboard test test-fast test-dispatch execute exercises \
-        bench nbgrader-check course-env course-check clean
+        bench nbgrader-check course-env course-check book handout clean
 
 ifeq ($(LATEST),1)
 # the unpinned path: newest releases that pyproject.toml allows (may fail; see README)
@@ -44,7 +44,7 @@ $(STAMP): pyproject.toml
 	mkdir -p $(STATE)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q --upgrade -e '.[test]'
+	$(PY) -m pip install -q --upgrade -e '.[test,book]'
 	touch $(STAMP)
 else
 # exactly the lock: install its pins (hash-checked), remove what it does not pin, add the
@@ -72,7 +72,7 @@ lock:
 	mkdir -p $(STATE)
 	test -x $(LOCK_TOOLS)/bin/uv || { $(PYTHON) -m venv $(LOCK_TOOLS) && \
 	  $(LOCK_TOOLS)/bin/pip install -q uv==$(UV_VERSION); }
-	$(LOCK_TOOLS)/bin/uv pip compile --quiet pyproject.toml --extra test --group install \
+	$(LOCK_TOOLS)/bin/uv pip compile --quiet pyproject.toml --extra test --extra book --group install \
 	  --universal --python-version 3.11.5 --generate-hashes $(if $(UPGRADE),--upgrade) \
 	  --custom-compile-command "make lock" -o $(LOCK)
 
@@ -138,6 +138,20 @@ course-env:
 course-check: course-env
 	$(COURSE_ENV)/venv/bin/python tools/course_check.py --env $(COURSE_ENV) \
 	  --summary artifacts/course-check/summary.json
+
+## The static, offline book of every notebook (stored outputs, no kernel) in build/book/.
+## A warning fails the build (a broken link, an output it cannot render).
+BOOK_OUT      ?= build/book
+BOOK_DOCTREES ?= build/book-doctrees
+book: $(STAMP)
+	rm -rf $(BOOK_OUT)
+	$(VENV)/bin/sphinx-build -b html -q -W --keep-going -c book -d $(BOOK_DOCTREES) . $(BOOK_OUT)
+	@echo "book: $(BOOK_OUT)/index.html"
+
+## A PDF of the exercises with a chosen seed's data: make handout SEED=3 -> build/handout-seed3.pdf
+SEED ?= 0
+handout: $(STAMP)
+	$(PY) tools/make_handout.py --seed $(SEED) --out build/handout-seed$(SEED).pdf
 
 ## Print the benchmark figures (nothing is asserted).
 bench: $(STAMP)

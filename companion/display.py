@@ -14,9 +14,6 @@ notebook.
   ``application/vnd.plotly.v1+json`` mimetype carries, rounded. Anything that puts a figure into
   an output by another path (a static fallback, a custom widget's stored state) calls this.
 - ``figure_mimebundle(fig)``: ``{"application/vnd.plotly.v1+json": round_figure_json(fig)}``.
-- ``plain_text_fallback(widget, text)``: a displayed widget's ``text/plain`` becomes ``text``
-  instead of ipywidgets' repr of the widget tree (which carries slider values with every
-  digit); the explorers use it.
 - ``install()``: registers the rounding plotly renderer and makes it the default in place of
   plain ``plotly_mimetype`` (and the other plain mimetype renderers: ``jupyterlab``,
   ``vscode``, ``nteract``), so ``fig.show()`` and a figure as a cell's last expression go
@@ -40,7 +37,7 @@ import json
 import math
 
 __all__ = ["SIGNIFICANT_DIGITS", "RENDERER_PREFIX", "round_float", "round_floats",
-           "round_figure_json", "figure_mimebundle", "plain_text_fallback", "install"]
+           "round_figure_json", "figure_mimebundle", "install"]
 
 SIGNIFICANT_DIGITS = 6
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
@@ -126,23 +123,6 @@ def round_figure_json(fig, digits: int = SIGNIFICANT_DIGITS) -> dict:
 def figure_mimebundle(fig, digits: int = SIGNIFICANT_DIGITS) -> dict:
     """The mimebundle of ``fig`` as the rounding renderer displays it."""
     return {PLOTLY_MIME: round_figure_json(fig, digits)}
-
-
-def plain_text_fallback(widget, text: str):
-    """Make ``text`` the ``text/plain`` part of ``widget``'s display (what a stored output
-    shows where widgets cannot render, and what nbval compares); returns ``widget``."""
-    if not isinstance(text, str):
-        raise TypeError(f"text: expected a string, got {type(text).__name__}")
-    bundle_of = type(widget)._repr_mimebundle_
-
-    def _repr_mimebundle_(**kwargs):
-        bundle = bundle_of(widget, **kwargs)
-        if isinstance(bundle, tuple):  # (data, metadata)
-            return (dict(bundle[0], **{"text/plain": text}),) + tuple(bundle[1:])
-        return dict(bundle, **{"text/plain": text})
-
-    widget._repr_mimebundle_ = _repr_mimebundle_
-    return widget
 
 
 def _renderer_class():

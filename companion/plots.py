@@ -49,6 +49,8 @@ from companion.explorers.ch17_roofline import (
     ROOFLINE_Y_RANGE)
 from companion.explorers.lab import (
     measured_roofline, measured_step_time, measured_utilization, measured_step_vs_bytes)
+from companion.explorers.moe import (
+    moe_read_traces, moe_read_figure)
 from companion.sim.kv_scenarios import (
     PoolSnapshot, snapshot_pool)
 from companion.formulas.parallelism import (
@@ -80,6 +82,6 @@ __all__ = [
     "roofline_traces", "roofline_layout", "roofline_figure", "request_budget_traces",
     "hol_timeline_traces", "hol_timeline_layout", "hol_timeline_figure", "ROOFLINE_X_RANGE",
     "ROOFLINE_Y_RANGE", "measured_roofline", "measured_step_time", "measured_utilization",
-    "measured_step_vs_bytes", "PoolSnapshot", "snapshot_pool", "pipeline_grid",
-    "SERVING_COLORS",
+    "measured_step_vs_bytes", "moe_read_traces", "moe_read_figure", "PoolSnapshot",
+    "snapshot_pool", "pipeline_grid", "SERVING_COLORS",
 ]

@@ -7,22 +7,39 @@ which is looked up by row). See 8.1.2, footnote 1 of Chapter 8, and Chapter 17's
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass, field, replace
 
 from companion import validate as v
 from companion.chapters import ch08, ch17
 
 
+LAYER_TYPES = ("full_attention", "sliding_attention")
+
+
 @dataclass(frozen=True)
 class Model:
     """A decoder-only transformer's shape, enough for KV sizing, byte and FLOP counts.
 
-    ``n_params`` is the total parameter count. ``weight_bytes`` (resident weights) defaults to
-    n_params x bytes_per_param; ``streamed_weight_bytes`` (D_w) defaults to weight_bytes, which
-    is Chapter 17's simplification (every parameter streamed each step). ``layer_params`` are the
-    transformer blocks' parameters (no embedding, no lm_head): prefill FLOPs count these (8.3.4).
+    ``n_params`` is the total parameter count. Three quantities are derived from it unless given:
+    ``weight_bytes`` (resident weights) = n_params x bytes_per_param; ``streamed_weight_bytes``
+    (D_w, read once per decode step) = (n_params - embedding_params) x bytes_per_param, the input
+    embedding table being looked up by row (footnote 1 of Ch. 8; 0 by default, which is Chapter
+    17's simplification that every parameter is streamed); ``layer_params`` (the transformer
+    blocks, which prefill FLOPs count, 8.3.4) = n_params - embedding_params - head_params, where
+    head_params are the lm_head and final norm (a tied table is counted there, once).
+    ``with_`` recomputes a derived quantity whenever one of its inputs changes, unless the call
+    gives it explicitly.
+
+    Optional structure read from a Hugging Face config (all None/empty for a plain shape):
+    - MoE: ``n_experts`` routed experts per MoE layer, ``experts_per_token`` (top-k),
+      ``moe_layers`` layers that route, ``expert_params`` parameters of one routed expert in one
+      layer, ``n_shared_experts`` always-on experts (counted in the dense part).
+    - MLA (DeepSeek): ``kv_lora_rank`` and ``qk_rope_head_dim``; a token's cache per layer is the
+      compressed latent plus the shared rope key, kv_lora_rank + qk_rope_head_dim values.
+      ``v_head_dim`` when values are narrower than the query/key head (MLA).
+    - Local attention: ``sliding_window`` tokens and ``layer_types`` (one "full_attention" or
+      "sliding_attention" per layer; a window without layer types means every layer slides).
+    - ``notes``: what a reader should know about the count (defaults applied, parts left out).
     """
 
     name: str
@@ -40,6 +57,19 @@ class Model:
     layer_params: float | None = None
     bytes_per_param: float = 2.0
     source: str = ""
+    embedding_params: float = 0.0
+    head_params: float = 0.0
+    n_experts: int | None = None
+    experts_per_token: int | None = None
+    moe_layers: int = 0
+    expert_params: float = 0.0
+    n_shared_experts: int = 0
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    sliding_window: int | None = None
+    layer_types: tuple | None = None
+    notes: tuple = ()
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -49,20 +79,69 @@ class Model:
         v.count("head_dim", self.head_dim)
         v.positive("n_params", self.n_params)
         v.positive("bytes_per_param", self.bytes_per_param)
-        for name in ("hidden_size", "n_heads", "intermediate_size", "vocab_size"):
+        for name in ("hidden_size", "n_heads", "intermediate_size", "vocab_size", "n_experts",
+                     "experts_per_token", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim",
+                     "sliding_window"):
             if getattr(self, name) is not None:
                 v.count(name, getattr(self, name))
         for name in ("weight_bytes", "streamed_weight_bytes", "layer_params"):
             if getattr(self, name) is not None:
                 v.positive(name, getattr(self, name))
+        for name in ("embedding_params", "head_params", "expert_params"):
+            v.nonnegative(name, getattr(self, name))
+        v.count("moe_layers", self.moe_layers, minimum=0)
+        v.count("n_shared_experts", self.n_shared_experts, minimum=0)
         if self.n_heads is not None and self.n_heads % self.n_kv_heads:
             raise ValueError(f"n_kv_heads: {self.n_kv_heads} does not divide n_heads={self.n_heads}")
+        self._check_moe()
+        if (self.kv_lora_rank is None) != (self.qk_rope_head_dim is None):
+            raise ValueError("kv_lora_rank: MLA needs kv_lora_rank and qk_rope_head_dim together")
+        self._check_layer_types()
+        if self.embedding_params + self.head_params >= self.n_params:
+            raise ValueError(f"embedding_params: embedding ({self.embedding_params:g}) and head "
+                             f"({self.head_params:g}) leave no layer parameters of "
+                             f"n_params={self.n_params:g}")
+        if not isinstance(self.notes, tuple):
+            object.__setattr__(self, "notes", tuple(self.notes))
         if self.weight_bytes is None:
             object.__setattr__(self, "weight_bytes", self.n_params * self.bytes_per_param)
         if self.streamed_weight_bytes is None:
-            object.__setattr__(self, "streamed_weight_bytes", self.weight_bytes)
+            object.__setattr__(self, "streamed_weight_bytes",
+                               (self.n_params - self.embedding_params) * self.bytes_per_param)
         if self.layer_params is None:
-            object.__setattr__(self, "layer_params", self.n_params)
+            object.__setattr__(self, "layer_params",
+                               self.n_params - self.embedding_params - self.head_params)
+
+    def _check_moe(self):
+        if self.n_experts is None and self.experts_per_token is None and not self.moe_layers:
+            return
+        if self.n_experts is None or self.experts_per_token is None:
+            raise ValueError("n_experts: an MoE needs n_experts and experts_per_token together")
+        if self.experts_per_token > self.n_experts:
+            raise ValueError(f"experts_per_token: {self.experts_per_token} exceeds "
+                             f"n_experts={self.n_experts}")
+        if not 0 < self.moe_layers <= self.n_layers:
+            raise ValueError(f"moe_layers: must be in 1..n_layers={self.n_layers}, "
+                             f"got {self.moe_layers}")
+        if self.expert_params <= 0:
+            raise ValueError("expert_params: an MoE needs the parameters of one routed expert")
+        if self.moe_layers * self.n_experts * self.expert_params >= self.n_params:
+            raise ValueError("expert_params: the routed experts alone exceed n_params")
+
+    def _check_layer_types(self):
+        if self.layer_types is None:
+            return
+        types = tuple(self.layer_types)
+        object.__setattr__(self, "layer_types", types)
+        if len(types) != self.n_layers:
+            raise ValueError(f"layer_types: has {len(types)} entries for n_layers={self.n_layers}")
+        bad = sorted({t for t in types if t not in LAYER_TYPES})
+        if bad:
+            raise ValueError(f"layer_types: unknown {bad}; expected {LAYER_TYPES}")
+        if "sliding_attention" in types and self.sliding_window is None:
+            raise ValueError("sliding_window: layer_types has sliding layers but no window")
+
+    # --- attention and KV ---------------------------------------------------------------
 
     @property
     def n_query_heads(self) -> int:
@@ -70,8 +149,15 @@ class Model:
         return self.n_heads if self.n_heads is not None else self.n_kv_heads
 
     @property
+    def is_mla(self) -> bool:
+        """True for multi-head latent attention (DeepSeek-V2/V3): the cache holds a latent."""
+        return self.kv_lora_rank is not None
+
+    @property
     def attention_type(self) -> str:
-        """'MHA' (one KV head per query head), 'MQA' (one KV head) or 'GQA' (in between)."""
+        """'MLA', 'MHA' (one KV head per query head), 'MQA' (one KV head) or 'GQA' (between)."""
+        if self.is_mla:
+            return "MLA"
         if self.n_kv_heads == self.n_query_heads:
             return "MHA"
         if self.n_kv_heads == 1:
@@ -79,13 +165,103 @@ class Model:
         return "GQA"
 
     @property
+    def kv_row_values(self) -> int:
+        """Values in one cached row that a grouped format quantises together: a head's
+        head_dim, or MLA's whole latent + rope key (kv_lora_rank + qk_rope_head_dim)."""
+        return self.kv_lora_rank + self.qk_rope_head_dim if self.is_mla else self.head_dim
+
+    @property
+    def kv_values_per_layer(self) -> int:
+        """Values one token leaves in one layer's cache: 2 (K and V) x KV heads x head_dim, or
+        MLA's kv_lora_rank + qk_rope_head_dim (one latent shared by K and V)."""
+        return self.kv_row_values if self.is_mla else 2 * self.n_kv_heads * self.head_dim
+
+    @property
+    def layer_windows(self) -> tuple:
+        """Tokens each layer keeps: None (the whole context) or the sliding window."""
+        if self.sliding_window is None:
+            return (None,) * self.n_layers
+        types = self.layer_types or ("sliding_attention",) * self.n_layers
+        return tuple(self.sliding_window if t == "sliding_attention" else None for t in types)
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Width of a query/key head (for MLA: nope + rope part, the config's head_dim here)."""
+        return self.head_dim
+
+    @property
+    def value_head_dim(self) -> int:
+        """Width of a value head (v_head_dim when the config gives one, else head_dim)."""
+        return self.v_head_dim if self.v_head_dim is not None else self.head_dim
+
+    # --- parameters: total, streamed, active --------------------------------------------
+
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts is not None
+
+    @property
+    def routed_expert_params(self) -> float:
+        """Parameters of every routed expert of every MoE layer: moe_layers x E x expert."""
+        return self.moe_layers * (self.n_experts or 0) * self.expert_params
+
+    @property
+    def inactive_params(self) -> float:
+        """Routed-expert parameters one token does not use: moe_layers x (E - k) x expert."""
+        if not self.is_moe:
+            return 0.0
+        return self.moe_layers * (self.n_experts - self.experts_per_token) * self.expert_params
+
+    @property
+    def active_params(self) -> float:
+        """Parameters one token passes through: total minus the routed experts it skips."""
+        return self.n_params - self.inactive_params
+
+    @property
+    def active_layer_params(self) -> float:
+        """Layer parameters one token passes through (prefill FLOPs of an MoE count these)."""
+        return self.layer_params - self.inactive_params
+
+    @property
     def streamed_params(self) -> float:
-        """Parameters read once per decode step (D_w / bytes_per_param)."""
+        """Parameters read once per decode step when every expert is read (D_w / bytes_per_param)."""
         return self.streamed_weight_bytes / self.bytes_per_param
 
+    @property
+    def active_streamed_params(self) -> float:
+        """Read-once parameters one token passes through (its FLOPs: 2 x this per token)."""
+        return self.streamed_params - self.inactive_params
+
     def with_(self, **changes) -> "Model":
-        """A copy with some fields changed (validated again)."""
-        return replace(self, **changes)
+        """A copy with some fields changed (validated again).
+
+        weight_bytes, streamed_weight_bytes and layer_params are recomputed from the changed
+        inputs (n_params, bytes_per_param, embedding_params, head_params) unless given.
+        """
+        return replace(self, **_rederive(self, changes, _MODEL_DERIVED))
+
+
+# derived field -> the fields it is computed from (Model.__post_init__'s defaults)
+_MODEL_DERIVED = {
+    "weight_bytes": ("n_params", "bytes_per_param"),
+    "streamed_weight_bytes": ("n_params", "bytes_per_param", "embedding_params"),
+    "layer_params": ("n_params", "embedding_params", "head_params"),
+}
+
+
+def _rederive(obj, changes: dict, derived: dict) -> dict:
+    """``changes`` with each derived field reset to None (recomputed) when an input changed.
+
+    A derived field given in ``changes`` wins. A field whose inputs did not change keeps its
+    value, even one the preset gave explicitly (Qwen3-8B's exact byte counts).
+    """
+    out = dict(changes)
+    for field_name, inputs in derived.items():
+        if field_name in out:
+            continue
+        if any(k in out and out[k] != getattr(obj, k) for k in inputs):
+            out[field_name] = None
+    return out
 
 
 @dataclass(frozen=True)
@@ -117,7 +293,17 @@ class Hardware:
             v.count("sm_count", self.sm_count)
 
     def with_(self, **changes) -> "Hardware":
+        """A copy with some fields changed (validated again).
+
+        Hardware stores no derived field today (the ridge point and friends are computed by
+        calc), so nothing goes stale; ``extra`` is copied so the two objects never share it.
+        """
+        changes = _rederive(self, changes, _HARDWARE_DERIVED)
+        changes.setdefault("extra", dict(self.extra))
         return replace(self, **changes)
+
+
+_HARDWARE_DERIVED: dict = {}
 
 
 # --- models ---------------------------------------------------------------------------------
@@ -135,19 +321,17 @@ def _dense_layer_params(hidden: int, n_heads: int, n_kv_heads: int, head_dim: in
 
 def _dense_model(name, *, n_layers, hidden, n_heads, n_kv_heads, head_dim, intermediate, vocab,
                  tie, qk_norm, bytes_per_param=2.0, source="") -> Model:
-    """A Llama/Qwen-style dense model with its parameter count derived from the config."""
-    layer = _dense_layer_params(hidden, n_heads, n_kv_heads, head_dim, intermediate, qk_norm)
-    layers = n_layers * layer
-    embed = vocab * hidden
-    lm_head = 0 if tie else vocab * hidden
-    total = layers + embed + lm_head + hidden  # + final norm
-    # D_w: everything except the input embedding table (a tied table is read as lm_head).
-    streamed = total - (0 if tie else embed)
+    """A Llama/Qwen-style dense model with its parameter count derived from the shape."""
+    layers = n_layers * _dense_layer_params(hidden, n_heads, n_kv_heads, head_dim, intermediate,
+                                            qk_norm)
+    table = vocab * hidden
+    # D_w is everything but the input table; a tied table is read as lm_head, so it is streamed
+    embedding = 0 if tie else table
+    head = table + hidden  # lm_head (or the tied table, counted once) + final norm
     return Model(name=name, n_layers=n_layers, n_kv_heads=n_kv_heads, head_dim=head_dim,
-                 n_params=total, weight_bytes=total * bytes_per_param,
-                 streamed_weight_bytes=streamed * bytes_per_param, hidden_size=hidden,
-                 n_heads=n_heads, intermediate_size=intermediate, vocab_size=vocab,
-                 tie_word_embeddings=tie, layer_params=layers, bytes_per_param=bytes_per_param,
+                 n_params=layers + embedding + head, hidden_size=hidden, n_heads=n_heads,
+                 intermediate_size=intermediate, vocab_size=vocab, tie_word_embeddings=tie,
+                 embedding_params=embedding, head_params=head, bytes_per_param=bytes_per_param,
                  source=source)
 
 
@@ -258,47 +442,15 @@ RDMA_400G_BYTES_PER_S = ch17.RDMA_400G_BYTES_PER_S          # 400 Gb/s
 
 def model_from_hf_config(path_or_dict, *, name: str | None = None,
                          bytes_per_param: float = 2.0) -> Model:
-    """Build a Model from a Hugging Face ``config.json`` (a path or an already-loaded dict).
-
-    Reads num_hidden_layers, hidden_size, num_attention_heads, num_key_value_heads (absent means
-    MHA, as in Hugging Face's Llama config), head_dim (else hidden_size / num_attention_heads),
-    intermediate_size, vocab_size, tie_word_embeddings. The parameter count is derived for a
-    Llama/Qwen-style dense model (SwiGLU MLP, RMSNorm; q/k norms when the model_type is qwen3).
-    A missing required field raises ValueError naming it.
+    """Build a Model from a Hugging Face ``config.json``: a path (file or folder), a dict, or the
+    pasted JSON text. Counted exactly per model type (MoE, MLA, sliding windows, tied
+    embeddings, biases, extra norms); see ``companion.models.model_from_hf_config``. A missing
+    required field raises ValueError naming it.
     """
-    if isinstance(path_or_dict, (str, os.PathLike)):
-        with open(path_or_dict, encoding="utf-8") as f:
-            cfg = json.load(f)
-        default_name = os.path.basename(os.path.dirname(os.path.abspath(path_or_dict))) or "model"
-    elif isinstance(path_or_dict, dict):
-        cfg = path_or_dict
-        default_name = "model"
-    else:
-        raise TypeError(f"path_or_dict: expected a path to config.json or a dict, got "
-                        f"{type(path_or_dict).__name__}")
-
-    def need(key):
-        if key not in cfg or cfg[key] is None:
-            raise ValueError(f"config.json: missing required field {key!r}")
-        return cfg[key]
-
-    n_layers = v.count("num_hidden_layers", need("num_hidden_layers"))
-    hidden = v.count("hidden_size", need("hidden_size"))
-    n_heads = v.count("num_attention_heads", need("num_attention_heads"))
-    n_kv = v.count("num_key_value_heads", cfg.get("num_key_value_heads") or n_heads)
-    if cfg.get("head_dim") is not None:
-        head_dim = v.count("head_dim", cfg["head_dim"])
-    else:
-        if hidden % n_heads:
-            raise ValueError(f"head_dim: missing, and hidden_size={hidden} is not divisible by "
-                             f"num_attention_heads={n_heads}")
-        head_dim = hidden // n_heads
-    intermediate = v.count("intermediate_size", need("intermediate_size"))
-    vocab = v.count("vocab_size", need("vocab_size"))
-    tie = bool(cfg.get("tie_word_embeddings", False))
-    qk_norm = str(cfg.get("model_type", "")).startswith("qwen3")
-    label = name or cfg.get("_name_or_path") or default_name
-    return _dense_model(label, n_layers=n_layers, hidden=hidden, n_heads=n_heads, n_kv_heads=n_kv,
-                        head_dim=head_dim, intermediate=intermediate, vocab=vocab, tie=tie,
-                        qk_norm=qk_norm, bytes_per_param=bytes_per_param,
-                        source="derived from a Hugging Face config.json")
+    from companion.models import model_from_hf_config as _from_config  # models imports specs
+    try:
+        return _from_config(path_or_dict, name=name, bytes_per_param=bytes_per_param)
+    except (TypeError, ValueError) as e:
+        if str(e).startswith("path_or_config:"):  # name this function's own parameter
+            raise type(e)("path_or_dict:" + str(e)[len("path_or_config:"):]) from None
+        raise

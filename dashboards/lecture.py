@@ -36,7 +36,7 @@
 # %% [markdown]
 # ## Schemes A-E on the memory x deadline plane (8.6.3)
 
-# %%
+# %% tags=["nbval-ignore-output"]
 from companion import widgets
 
 schemes = widgets.SchemePanel(schemes="ABCDE")
@@ -45,6 +45,6 @@ schemes.show()
 # %% [markdown]
 # ## The roofline (17 §2)
 
-# %%
+# %% tags=["nbval-ignore-output"]
 roofline = widgets.RooflinePanel()
 roofline.show()

@@ -39,7 +39,7 @@
 # prefix or the KV format and watch the two staircases: independent contexts, and contexts
 # that share a common prefix stored once (sections 8.1.2 and 8.3.2).
 
-# %%
+# %% tags=["nbval-ignore-output"]
 from companion import widgets
 
 capacity = widgets.KVCapacityPanel()

@@ -51,12 +51,26 @@ def modules(root: Path = ROOT) -> dict[str, Path]:
     return out
 
 
-def _imports(tree: ast.AST, name: str, known: dict) -> list[tuple[str, str, int]]:
+def _walk(tree: ast.AST, deferred: bool):
+    """Every node of ``tree``; without ``deferred``, not those inside a function body (an
+    import there runs when the function is called, not when the module is imported)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if deferred or not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                  ast.Lambda)):
+                stack.append(child)
+
+
+def _imports(tree: ast.AST, name: str, known: dict,
+             deferred: bool = True) -> list[tuple[str, str, int]]:
     """(imported module, imported name or "", line) of every companion import in a module,
-    at module level or inside functions alike."""
+    at module level and (with ``deferred``) inside functions."""
     found = []
     package = name if known.get(name, Path()).name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(tree):
+    for node in _walk(tree, deferred):
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -75,18 +89,23 @@ def _imports(tree: ast.AST, name: str, known: dict) -> list[tuple[str, str, int]
     return found
 
 
-def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+def import_graph(root: Path = ROOT, deferred: bool = False) -> dict[str, set[str]]:
+    """Module -> the companion modules it imports: when it is imported, or (``deferred``) also
+    inside its functions."""
     known = modules(root)
     graph = {}
     for name, path in known.items():
-        graph[name] = {m for m, _, _ in _imports(ast.parse(path.read_text()), name, known)
+        graph[name] = {m for m, _, _ in _imports(ast.parse(path.read_text()), name, known,
+                                                 deferred)
                        if m in known and m != name}
     return graph
 
 
-def modules_in_cycles(root: Path = ROOT) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan), each sorted."""
-    graph = import_graph(root)
+def modules_in_cycles(root: Path = ROOT, deferred: bool = False) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each sorted: of the
+    imports that run when a module is imported, or (``deferred``) of all imports, those inside
+    functions included (a function-level import is how a module reaches one that imports it)."""
+    graph = import_graph(root, deferred)
     index, low, stack, on, out = {}, {}, [], set(), []
     counter = [0]
     sys.setrecursionlimit(max(10_000, sys.getrecursionlimit()))
@@ -270,6 +289,8 @@ if __name__ == "__main__":
     root = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else ROOT
     cycles = modules_in_cycles(root)
     print("modules in import cycles:", sum(len(c) for c in cycles), cycles)
+    cycles = modules_in_cycles(root, deferred=True)
+    print("... counting imports inside functions too:", sum(len(c) for c in cycles), cycles)
     private = private_imports(root)
     print("private cross-module imports:", len(private))
     for p in private:

@@ -135,15 +135,3 @@ def test_companion_figure_builders_install_the_renderer(default_renderer):
     assert pio.renderers.default == "companion_plotly_mimetype"
 
 
-def test_plain_text_fallback_replaces_the_widget_repr():
-    w = pytest.importorskip("ipywidgets")
-    from IPython.core.formatters import DisplayFormatter
-
-    box = w.VBox([w.FloatSlider(value=6.953500000000042)])
-    assert "6.953500000000042" in DisplayFormatter().format(box)[0]["text/plain"]
-    display.plain_text_fallback(box, "an explorer")
-    data, _ = DisplayFormatter().format(box)
-    assert data["text/plain"] == "an explorer"
-    assert "application/vnd.jupyter.widget-view+json" in data
-    with pytest.raises(TypeError, match="text"):
-        display.plain_text_fallback(box, 3)

@@ -28,7 +28,8 @@ PINS = check_lock.read_lock()
 
 def _pyproject_requirements() -> list[Requirement]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    reqs = project["project"]["dependencies"] + project["project"]["optional-dependencies"]["test"]
+    extras = project["project"]["optional-dependencies"]
+    reqs = project["project"]["dependencies"] + extras["test"] + extras["book"]
     reqs += project["dependency-groups"]["install"]
     return [Requirement(r) for r in reqs]
 
@@ -77,4 +78,18 @@ def test_read_lock_parses_markers_and_rejects_a_lock_without_pins(tmp_path):
                                           "numpy": ("2.4.6", None)}
     lock.write_text("# nothing\n")
     with pytest.raises(ValueError, match="no 'name==version' pins"):
+        check_lock.read_lock(lock)
+
+
+def test_read_lock_keeps_the_alternative_whose_marker_holds_here(tmp_path):
+    lock = tmp_path / "requirements.lock"
+    lock.write_text("docutils==0.22.4 ; python_full_version < '3.0' \\\n    --hash=sha256:00\n"
+                    "docutils==0.23 ; python_full_version >= '3.0' \\\n    --hash=sha256:11\n")
+    assert check_lock.read_lock(lock) == {"docutils": ("0.23", "python_full_version >= '3.0'")}
+    lock.write_text("docutils==0.22.4 ; python_full_version >= '3.0'\n"
+                    "docutils==0.23 ; python_full_version >= '3.1'\n")
+    with pytest.raises(ValueError, match="pinned twice for this environment"):
+        check_lock.read_lock(lock)
+    lock.write_text("docutils==0.22.4\ndocutils==0.23 ; python_full_version >= '3.1'\n")
+    with pytest.raises(ValueError, match="pinned twice"):
         check_lock.read_lock(lock)

@@ -103,7 +103,10 @@ def test_only_measure_reads_companion_fast_or_the_environment():
         text = path.read_text()
         if "COMPANION_FAST" in text or re.search(r"\bos\.environ\b|\bgetenv\(", text):
             readers[str(path.relative_to(PACKAGE))] = True
-    assert sorted(readers) == ["measure.py"]
+    # besides measure.py, only the static-output switch that `make execute` sets for the book
+    # (COMPANION_STATIC_OUTPUTS, read by explorers/static_image.py) is read
+    assert "COMPANION_FAST" not in (PACKAGE / "explorers/static_image.py").read_text()
+    assert sorted(readers) == ["explorers/static_image.py", "measure.py"]
     # inside measure.py, fast_mode() reads it, and only measure() asks fast_mode(), to choose
     # the probe sizes (and the thread count the probes run on)
     source = (PACKAGE / "measure.py").read_text()

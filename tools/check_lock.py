@@ -30,15 +30,26 @@ _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)\s*(?:;\s*([^\\#]+
 
 
 def read_lock(path: Path = LOCK) -> dict[str, tuple[str, str | None]]:
-    """{normalised name: (version, marker or None)} of every pin in a uv/pip-tools lock."""
+    """{normalised name: (version, marker or None)} of every pin in a uv/pip-tools lock.
+
+    A universal lock may pin one package at different versions for different environments
+    (``docutils==0.22.4 ; python_full_version < '3.13'`` and ``==0.23`` for 3.13+): of such
+    alternatives the one whose marker holds here is kept; two that both hold are an error."""
     pins: dict[str, tuple[str, str | None]] = {}
     for line in path.read_text().splitlines():
         m = _PIN.match(line)
-        if m:
-            name = canonicalize_name(m.group(1))
-            if name in pins:
+        if not m:
+            continue
+        name = canonicalize_name(m.group(1))
+        pin = (m.group(2), m.group(3).strip() if m.group(3) else None)
+        if name in pins:
+            if pins[name][1] is None or pin[1] is None:
                 raise ValueError(f"{path.name}: {name} is pinned twice")
-            pins[name] = (m.group(2), m.group(3).strip() if m.group(3) else None)
+            here = [p for p in (pins[name], pin) if Marker(p[1]).evaluate()]
+            if len(here) == 2:
+                raise ValueError(f"{path.name}: {name} is pinned twice for this environment")
+            pin = here[0] if here else pins[name]
+        pins[name] = pin
     if not pins:
         raise ValueError(f"{path.name}: no 'name==version' pins found")
     return pins

@@ -8,6 +8,10 @@ chunks joined, as their split depends on timing), writes the paired
 ``.ipynb`` and rewrites the ``.py`` exactly as jupytext would, so the pair is in sync.
 Stored outputs are therefore always the tools' output, never hand edits.
 
+It sets COMPANION_STATIC_OUTPUTS=1 for the kernels: then every plotly figure's output also
+holds a PNG (GitHub's view, print) and every explorer's output also holds its static figure
+(the book), see companion/explorers/static.py. A kernel of a student or of nbval writes neither.
+
 usage: python tools/execute_notebooks.py [paths or folders ...]   (default: every notebook)
 """
 
@@ -85,6 +89,7 @@ def execute(py: Path) -> float:
 def main(argv: list[str]) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")
     os.environ.setdefault("COMPANION_FAST", "1")
+    os.environ.setdefault("COMPANION_STATIC_OUTPUTS", "1")
     for py in sources(argv):
         elapsed = execute(py)
         size = py.with_suffix(".ipynb").stat().st_size

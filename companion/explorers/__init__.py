@@ -13,8 +13,18 @@
   ch17_levers       17 §9, §10 and the interview: MBU/MFU, quantization, speculation, batch size
   lab               the lab notebook's measured-vs-predicted figures
 
-``base`` holds Panel/Control/View, ``common`` the helpers and presets several modules share.
+  moe               mixture-of-experts read volume against a dense model
+
+``base`` holds Panel/Control/View, ``common`` the figure helpers and ``presets`` the panel
+presets several modules share; ``static`` and ``static_image`` write the static explorer and
+the PNG that a stored output carries for readers without a kernel.
 Numbers a readout shows come from ``companion.calc``/``companion.sim``; scenarios live in
 ``companion.sim``, text tables in ``companion.tables``. Notebooks import figures through
 ``companion.plots`` and panels through ``companion.widgets``.
 """
+
+from companion.explorers.static_image import use_in_notebooks as _use_png_renderer
+
+# only while `make execute` writes outputs for readers without JavaScript (a PNG beside each
+# plotly figure); otherwise this does nothing and imports nothing
+_use_png_renderer()

@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from companion import display
 from companion import validate as v
 from companion.explorers.common import plotly_go
 
@@ -84,6 +83,9 @@ class Panel:
     title: str = ""
     controls: tuple[Control, ...] = ()
     base_layout: dict = {}
+    # the control that a reader without a kernel can still move: the book's static explorer
+    # precomputes the figure over its range (companion.explorers.static)
+    main_control: str = ""
 
     def __init__(self, **overrides):
         self._ui = None
@@ -137,6 +139,13 @@ class Panel:
         go = plotly_go()
         view = view if view is not None else self.compute(**self.params)
         return go.Figure(data=view.traces, layout=self._layout(view))
+
+    def static_figure(self, control: str | None = None, steps: int | None = None) -> dict:
+        """The figure at the current setting with a slider precomputed over ``control``
+        (default ``main_control``), as a plotly figure dict (``companion.explorers.static``)."""
+        from companion.explorers.static import static_figure
+
+        return static_figure(self, control=control, steps=steps)
 
     def _apply(self, view: View) -> None:
         """Refresh the shown figure: send plotly only the trace and layout properties that
@@ -209,11 +218,9 @@ class Panel:
         reset.on_click(lambda _: self.reset())
         controls = w.VBox(list(self._widgets.values()) + [reset], layout=w.Layout(flex="0 0 auto"))
         self._ui = w.VBox([w.HBox([controls, self._readout]), self._fig])
-        # a stored output's text/plain would otherwise be ipywidgets' repr of the widget tree,
-        # slider values with every digit included (nbval compares it)
-        display.plain_text_fallback(self._ui, f"{self.title or type(self).__name__}: an "
-                                    "explorer (run the notebook to move its sliders)")
-        return self._ui
+        from companion.explorers.static import ExplorerOutput
+
+        return ExplorerOutput(self, self._ui)
 
     def reset(self) -> View:
         """Back to the chapter's setting (the controls' defaults)."""

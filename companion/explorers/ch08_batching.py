@@ -493,6 +493,7 @@ class DecodeBatchPanel(Panel):
                 options={"HBM (conventional)": True, "independent ROM (Figure 8-4)": False}),
         Control("batch", "batch b (requests)", "int", 16, 1, 256, 1),
     )
+    main_control = "batch"
     base_layout = {
         "height": 500,
         "xaxis": _batch_axis(256, domain=[0, 0.45], anchor="y"),
@@ -582,6 +583,7 @@ class ChunkedPrefillPanel(Panel):
         Control("decode_requests", "decoding requests in each round", "int", 0, 0, 64, 1),
         Control("decode_context", "their context (tokens)", "int", 2048, 0, 32768, 256),
     )
+    main_control = "chunk_tokens"
     base_layout = {
         "height": 420, "xaxis": {"title": {"text": "chunk (in prompt order)"}},
         "yaxis": {"title": {"text": "causal query-key pairs"}},
@@ -659,6 +661,7 @@ class TokenBudgetPanel(Panel):
         Control("history_tokens", "prompt tokens already cached h", "int", 0, 0, 16384, 256),
         Control("graphs", "CUDA graphs", "choice", "none", options=GRAPH_SHAPES),
     )
+    main_control = "itl_target_ms"
     base_layout = {
         "height": 420, "xaxis": {"title": {"text": "permitted output interval (ms)"}},
         "yaxis": {"title": {"text": "new prompt tokens per round"}, "rangemode": "tozero"},
@@ -718,6 +721,7 @@ class SchedulePanel(Panel):
         Control("max_running", "requests running at most", "int", 2, 1, 4, 1),
         Control("long_prompt_tokens", "r2's prompt (tokens)", "int", 8192, 1024, 32768, 1024),
     )
+    main_control = "policy"
     base_layout = {
         "height": 620, "barmode": "overlay",
         "xaxis": {"title": {"text": "time (ms)"}, "anchor": "y"},
@@ -793,6 +797,7 @@ class BudgetSweepPanel(Panel):
         Control("output_tokens", "output (tokens)", "int", 64, 2, 256, 1),
         Control("itl_target_ms", "interval target (ms)", "float", 50.0, 27.0, 400.0, 1.0),
     )
+    main_control = "itl_target_ms"
     base_layout = {
         "height": 420,
         "xaxis": {"title": {"text": "token budget per round (tokens)"}, "type": "log",

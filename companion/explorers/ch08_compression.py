@@ -250,6 +250,7 @@ class QuantizedFitPanel(Panel):
         Control("memory_gb", "unified memory (GB)", "float", specs.M2_MAX.mem_bytes / units.GB,
                 64.0, 192.0, 1.0),
     )
+    main_control = "requests"
     base_layout = {"height": 360, **memory_stack_layout()}
 
     def compute(self, *, weight_file, context_tokens, requests, kv_format, reserve_gib,
@@ -314,6 +315,7 @@ class CompressedReadPanel(Panel):
         Control("conversion_ms", "added conversion time T_c (ms)", "float",
                 cm.CONVERSION_S_CASES[0] / units.ms, 0.0, 2.0, 0.01),
     )
+    main_control = "context_tokens"
     base_layout = {
         "xaxis": {"title": {"text": "added conversion time T_c (ms)"}},
         "yaxis": {"title": {"text": "net time saved per read dT (ms)"}},
@@ -385,6 +387,7 @@ class OffloadPanel(Panel):
         Control("output_tokens", "output tokens per request", "int", km.OUTPUT_TOKENS, 2, 2048,
                 1),
     )
+    main_control = "layers"
     base_layout = {
         "height": 440,
         "xaxis": {"domain": [0, 0.36], "title": {"text": "accelerator memory"}},
@@ -486,6 +489,7 @@ class CompressTransferPanel(Panel):
         Control("decompress_gb_per_s", "decompression rate R_dec (GB/s of output)", "float",
                 100.0, 1.0, 10000.0, 1.0),
     )
+    main_control = "compressed_fraction"
     base_layout = {
         "xaxis": {"title": {"text": "decompression rate R_dec (GB/s of original bytes)"},
                   "type": "log"},
@@ -558,6 +562,7 @@ class RetryCostPanel(Panel):
                 0.5, 1.0, 0.005),
         Control("check_s", "checking one answer (s)", "float", 0.0, 0.0, 10.0, 0.1),
     )
+    main_control = "accuracy_b"
     base_layout = {
         "xaxis": {"title": {"text": "accuracy (share of attempts that pass)"}},
         "yaxis": {"title": {"text": "expected time to a correct answer (s)"}},

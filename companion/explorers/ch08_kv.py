@@ -496,6 +496,7 @@ class PagingPanel(Panel):
         Control("shared_ab_tokens", "tokens A and B have in common", "int",
                 km.PAGING_EXAMPLE_SHARED_TOKENS, 0, 48, 1),
     )
+    main_control = "block_tokens"
     base_layout = _pool_and_sweep_layout("block size p (tokens)", "slots / entries (4 sequences)")
 
     def compute(self, *, block_tokens, len_a, len_b, len_c, len_d, max_tokens,
@@ -564,6 +565,7 @@ class BranchSharingPanel(Panel):
         Control("private_blocks", "private blocks per branch q", "int",
                 km.BRANCH_EXPERIMENT_PRIVATE_BLOCKS, 0, 40, 1),
     )
+    main_control = "branches"
     base_layout = _pool_and_sweep_layout("branches n", "blocks")
 
     def compute(self, *, branches, shared_blocks, private_blocks) -> View:
@@ -627,6 +629,7 @@ class SharedPrefixCapacityPanel(Panel):
         Control("kv_budget_gib", "KV budget (GiB)", "float", km.KV_BUDGET_BYTES / units.GiB,
                 1.0, 80.0, 0.5),
     )
+    main_control = "shared_prefix_tokens"
     base_layout = {
         "xaxis": {"title": {"text": "requests b"}},
         "yaxis": {"title": {"text": "KV once generation ends (GiB)"}, "rangemode": "tozero"},
@@ -713,6 +716,7 @@ class SnapshotSpacingPanel(Panel):
         Control("snapshot_mib", "one snapshot per card (MiB)", "float",
                 km.HYBRID_SNAPSHOT_MIB_PER_CARD, 1.0, 200.0, 0.1),
     )
+    main_control = "spacing_tokens"
     base_layout = {
         "xaxis": {"title": {"text": "snapshot spacing (tokens)"}, "type": "log"},
         "yaxis": {"title": {"text": "tokens recomputed on restore"}, "rangemode": "tozero"},
@@ -788,6 +792,7 @@ class RetentionPanel(Panel):
         Control("efficiency_pct", "recompute at % of BF16 peak", "float",
                 100 * km.RECOMPUTE_EFFICIENCY, 5.0, 100.0, 0.1),
     )
+    main_control = "hit_prob_a"
     base_layout = {
         "barmode": "overlay", "height": 440,
         "xaxis": {"domain": [0, 0.36], "title": {"text": "what the cache space keeps"}},

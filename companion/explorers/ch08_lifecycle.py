@@ -236,6 +236,7 @@ class RequestTimelinePanel(Panel):
                 bt.PREFILL_S / units.ms, 5.0, 3000.0, 1.0),
         Control("deadline_s", "deadline (s)", "float", serving.DEADLINE_S, 1.0, 30.0, 0.5),
     )
+    main_control = "inserted_prefills"
     base_layout = timeline_layout(["alone", "with inserted prefills"])
 
     def compute(self, *, queue_ms, prefill_ms, interval_ms, output_tokens, inserted_prefills,
@@ -302,6 +303,7 @@ class MemoryBudgetPanel(Panel):
         Control("instance_gib", "instance memory C (GiB)", "float",
                 bt.INSTANCE_MEM_BYTES / units.GiB, 8.0, 89.0, 0.5),
     )
+    main_control = "prompt_tokens"
     base_layout = {
         "height": 560, "barmode": "stack",
         "xaxis": {"title": {"text": "memory (GiB)"}, "domain": [0, 1], "anchor": "y"},
@@ -388,6 +390,7 @@ class KVCapacityPanel(Panel):
         Control("kv_budget_gib", "KV budget (GiB)", "float",
                 units.to_unit(ch08.KV_BUDGET_BYTES, "GiB"), 1.0, 80.0, 0.5),
     )
+    main_control = "prompt_tokens"
     base_layout = {
         "xaxis": {"title": {"text": "prompt length (tokens)"}, "type": "log"},
         "yaxis": {"title": {"text": "requests that fit (reserved for the full output)"}},

@@ -311,6 +311,7 @@ class AdmissionPanel(Panel):
         Control("arrival_rate", "arrival rate (requests/s)", "float",
                 sv.LITTLE_ARRIVAL_RATE_PER_S, 0.0, 32.0, 0.5),
     )
+    main_control = "output_tokens"
     base_layout = ADMISSION_LAYOUT
 
     def compute(self, *, queue_s, prefill_s, interval_ms, output_tokens, deadline_s,
@@ -367,6 +368,7 @@ class SchemePanel(Panel):
                 sv.EXAMPLE_PREFIX_TOKENS, 0, sv.EXAMPLE_PROMPT_TOKENS - 128, 128),
         Control("schemes", "schemes", "choice", "ABCD", options=SCHEME_SETS),
     )
+    main_control = "kv_budget_gib"
     base_layout = SCHEME_PLANE_LAYOUT
 
     def compute(self, *, kv_budget_gib, output_tokens, deadline_s, d_tokens_per_round,
@@ -427,6 +429,7 @@ class AmdahlPanel(Panel):
         Control("task_s", "original task time (s)", "float", sv.AMDAHL_TASK_S, 10.0, 1000.0,
                 10.0),
     )
+    main_control = "decode_fraction"
     base_layout = AMDAHL_LAYOUT
 
     def compute(self, *, decode_fraction, factor, prep_s, task_s) -> View:

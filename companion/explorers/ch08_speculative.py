@@ -329,6 +329,7 @@ class GreedyVerificationPanel(Panel):
                 1, MAX_DRAFT + 1, 1),
         Control("step", "positions read so far", "int", 4, 0, MAX_DRAFT + 1, 1),
     )
+    main_control = "step"
     base_layout = dict(greedy_verification_layout(MAX_DRAFT + 1), height=360)
 
     def compute(self, *, draft_len, first_mismatch, step) -> View:
@@ -366,6 +367,7 @@ class RejectionSamplingPanel(Panel):
         Control("rounds", "simulated rounds", "int", 4000, 100, 20000, 100),
         Control("seed", "random seed", "int", 0, 0, 99, 1),
     )
+    main_control = "q_a"
     base_layout = dict(REJECTION_LAYOUT, **REJECTION_ROUNDS_AXES)
 
     def compute(self, *, p_a, q_a, draft_len, rounds, seed) -> View:
@@ -419,6 +421,7 @@ class SpeculativeLatencyPanel(Panel):
         Control("output_tokens", "request output (tokens)", "int", sp.TOY_OUTPUT_TOKENS,
                 1, 1024, 1),
     )
+    main_control = "acceptance"
     base_layout = DRAFT_COST_LAYOUT
 
     def compute(self, *, acceptance, draft_len, draft_ms, verify_ms, plain_ms, prep_s,
@@ -482,6 +485,7 @@ class DraftLengthPanel(Panel):
         Control("group", "draft positions padded to groups of g", "int", 1, 1, 8, 1),
         Control("draft_len", "draft length under study m (tokens)", "int", 4, 1, 16, 1),
     )
+    main_control = "acceptance"
     base_layout = DRAFT_LENGTH_LAYOUT
 
     def compute(self, *, acceptance, verify_ms, per_draft_ms, group, draft_len) -> View:

@@ -166,6 +166,7 @@ class BatchingTracePanel(Panel):
         Control("prompt_tokens", "prompt (tokens)", "int", TRACE_PROMPT_TOKENS, 16, 4096, 16),
         Control("arrival_gap_ms", "gap between arrivals (ms)", "float", 0.0, 0.0, 500.0, 10.0),
     )
+    main_control = "slots"
     base_layout = {"barmode": "overlay", "height": 620, "legend": {"orientation": "h", "y": -0.1},
                    "uniformtext": {"minsize": 8, "mode": "hide"}}
 
@@ -272,6 +273,7 @@ class ChunkSizePanel(Panel):
         Control("efficiency_pct", "prefill at % of peak", "float",
                 100 * calc.CH17_PREFILL_EFFICIENCY, 10.0, 100.0, 5.0),
     )
+    main_control = "chunk_tokens"
     base_layout = {"height": 480}
 
     def compute(self, *, prompt_tokens, chunk_tokens, decode_step_ms, efficiency_pct) -> View:

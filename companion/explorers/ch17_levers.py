@@ -119,6 +119,7 @@ class UtilizationPanel(Panel):
         Control("prefill_tok_s", "measured prefill (prompt tokens/s)", "float",
                 float(ch17.PREFILL_TOK_PER_S), 500.0, 100_000.0, 500.0),
     )
+    main_control = "batch"
     base_layout = {"height": 400}
 
     def compute(self, *, model, hardware, decode_tok_s, batch, context_tokens,
@@ -233,6 +234,7 @@ class SpeculativeLeverPanel(Panel):
         Control("draft_len", "draft length k", "int", 4, 0, 10, 1),
         Control("rounds", "simulated rounds", "int", 5000, 1000, 10_000, 1000),
     )
+    main_control = "acceptance"
     base_layout = {"height": 420}
 
     def compute(self, *, acceptance, draft_len, rounds) -> View:
@@ -315,6 +317,7 @@ class BatchSizePanel(Panel):
         Control("reservation_tokens", "worst-case reservation (tokens)", "int",
                 calc.CH17_LONG_CONTEXT_TOKENS, 1000, 32_000, 500),
     )
+    main_control = "itl_target_ms"
     base_layout = {"height": 460}
 
     def compute(self, *, model, hardware, tp, itl_target_ms, live_tokens,

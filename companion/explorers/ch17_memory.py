@@ -396,6 +396,7 @@ class MemoryHierarchyPanel(Panel):
         hardware_control(),
         Control("sweep_gb", "bytes read per step (GB)", "float", 80.0, 1.0, 200.0, 1.0),
     )
+    main_control = "hardware"
     base_layout = memory_hierarchy_layout(
         [r["level"] for r in calc.memory_pyramid(specs.H100_SXM)])
     base_layout["yaxis"]["domain"] = base_layout["yaxis2"]["domain"] = [0.5, 1.0]
@@ -474,6 +475,7 @@ class KVSizingPanel(Panel):
         Control("reserve_gb", "runtime reserve per GPU (GB)", "float",
                 calc.CH17_RUNTIME_RESERVE_BYTES / units.GB, 0.0, 20.0, 0.5),
     )
+    main_control = "context_tokens"
     base_layout = {
         "height": 520, "barmode": "overlay",
         "xaxis": {"title": {"text": "memory of one GPU (GB)"}, "domain": [0, 1], "anchor": "y"},
@@ -562,6 +564,7 @@ class PagedKVPanel(Panel):
         Control("reservation_tokens", "contiguous reservation per request (tokens)", "int",
                 calc.CH17_LONG_CONTEXT_TOKENS, 1024, 32_768, 64),
     )
+    main_control = "block_tokens"
     base_layout = {
         "height": 520,
         "xaxis": {"title": {"text": "mean live tokens per sequence"}, "type": "log",

@@ -94,6 +94,7 @@ class TensorParallelPanel(Panel):
         Control("pcie_latency_us", "PCIe collective floor (µs)", "float",
                 calc.CH17_COLLECTIVE_LATENCY_PCIE_S / units.us, 5.0, 100.0, 1.0),
     )
+    main_control = "tp"
     base_layout = {"height": 460}
 
     def compute(self, *, model, hardware, tp, batch, context_tokens, nvlink_latency_us,
@@ -206,6 +207,7 @@ class PipelineBubblePanel(Panel):
         Control("stages", "pipeline stages p", "int", 4, 1, 16, 1),
         Control("microbatches", "microbatches m", "int", 16, 1, 64, 1),
     )
+    main_control = "microbatches"
     base_layout = {"height": 440}
 
     def compute(self, *, stages, microbatches) -> View:
@@ -276,6 +278,7 @@ class PlacementPanel(Panel):
         Control("min_kv_gb", "KV space wanted per GPU (GB)", "float", 0.0, 0.0, 80.0, 1.0),
         choice_control("gpus_per_node", "GPUs per node (NVLink domain)", 8, {"4": 4, "8": 8}),
     )
+    main_control = "params_b"
     base_layout = {"height": 440}
 
     def compute(self, *, params_b, bytes_per_param, gpu_mem_gb, reserve_gb, min_kv_gb,
@@ -413,6 +416,7 @@ class PoolSizingPanel(Panel):
         Control("decode_capacity", "decode capacity per group (tok/s)", "float",
                 float(calc.CH17_DECODE_TOK_PER_S_PER_GROUP), 250.0, 20_000.0, 250.0),
     )
+    main_control = "request_rate"
     base_layout = {"height": 420}
 
     def compute(self, *, request_rate, mean_prompt_tokens, mean_output_tokens, prefill_capacity,
@@ -468,6 +472,7 @@ class KVRoutingPanel(Panel):
                 100 * calc.CH17_PREFILL_EFFICIENCY, 10.0, 100.0, 5.0),
         model_control(specs.LLAMA_8B.name, (specs.LLAMA_8B.name, specs.LLAMA_70B.name)),
     )
+    main_control = "turn"
     base_layout = {"height": 420}
 
     def compute(self, *, turn, first_turn_tokens, tokens_per_turn, warm_share_pct,

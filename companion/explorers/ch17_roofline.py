@@ -243,6 +243,7 @@ class RooflinePanel(Panel):
         Control("weight_bytes", "weight precision", "choice", 2.0, options=_WEIGHT_BYTES),
         Control("kv_bytes", "KV precision", "choice", 2.0, options=KV_PRECISION_BYTES),
     )
+    main_control = "batch"
     base_layout = dict(roofline_layout(), height=560)
 
     def compute(self, *, hardware, model, batch, context_tokens, prompt_tokens, weight_bytes,
@@ -321,6 +322,7 @@ class RequestBudgetPanel(Panel):
         Control("efficiency_pct", "prefill at % of peak", "float",
                 100 * calc.CH17_PREFILL_EFFICIENCY, 5.0, 100.0, 1.0),
     )
+    main_control = "prompt_tokens"
     base_layout = {
         "height": 460, "barmode": "overlay",
         "xaxis": {"title": {"text": "time since the request starts (ms)"}, "domain": [0, 1],
@@ -378,6 +380,7 @@ class HeadOfLinePanel(Panel):
                 100 * calc.CH17_PREFILL_EFFICIENCY, 5.0, 100.0, 1.0),
         Control("decode_batch", "in-flight decodes (rows drawn)", "int", 4, 1, 12, 1),
     )
+    main_control = "prompt_tokens"
     base_layout = dict(hol_timeline_layout(), height=420)
 
     def compute(self, *, hardware, model, prompt_tokens, step_ms, efficiency_pct,

@@ -27,7 +27,7 @@ from companion.formulas.args import model_arg as _model
 from companion.formulas.core import (attention_pairs, decode_step_parts, held_tokens, kv_bytes,
                                      kv_bytes_per_token, kv_crossover_batch, kv_tokens_allocated,
                                      max_concurrent, prefill_flops, read_bytes_per_output_token,
-                                     decode_flops_per_token)
+                                     flops_per_token_or_default)
 from companion.specs import Hardware, Model
 
 __all__ = [
@@ -402,7 +402,7 @@ def compute_catchup_batch(model: Model, hardware: Hardware, context_tokens: int,
     m = _model(model)
     hw = _hardware(hardware)
     L = v.tokens("context_tokens", context_tokens)
-    F = decode_flops_per_token(m, flops_per_token)
+    F = flops_per_token_or_default(m, flops_per_token)
     k = kv_bytes_per_token(m, bytes_per_value)
     margin_s = F / hw.peak_flops_per_s - L * k / hw.mem_bw_bytes_per_s
     if margin_s <= 0:
@@ -420,7 +420,7 @@ def compute_bound_context_tokens(model: Model, hardware: Hardware, *, bytes_per_
     """
     m = _model(model)
     hw = _hardware(hardware)
-    F = decode_flops_per_token(m, flops_per_token)
+    F = flops_per_token_or_default(m, flops_per_token)
     k = kv_bytes_per_token(m, bytes_per_value)
     return F * hw.mem_bw_bytes_per_s / (hw.peak_flops_per_s * k)
 

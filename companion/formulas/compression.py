@@ -123,14 +123,53 @@ def _block_scale_and_codes(fmt: str, block) -> tuple[float, bytes]:
     return float(np.frombuffer(block[:2], dtype=np.float16)[0]), block[2:]
 
 
+def _float32_group(fmt: str, values) -> np.ndarray:
+    # ggml quantises float32 rows: round the inputs to float32 first, as its callers do
+    x = _one_group(fmt, values).astype(np.float32)
+    if not np.isfinite(x).all():
+        raise ValueError("values: a value lies outside float32's range (ggml quantises float32)")
+    return x
+
+
+def _reciprocal_scale(d: np.float32) -> np.float32:
+    """ggml's id = d ? 1.0f/d : 0.0f, in float32 (it multiplies by 1/d, it does not divide)."""
+    if d == 0:
+        return np.float32(0.0)
+    with np.errstate(over="ignore"):
+        inv = np.float32(1.0) / d
+    if not np.isfinite(inv):
+        raise ValueError("values: the block's scale is so small that 1/scale overflows float32, "
+                         "where ggml's reference quantizer is undefined")
+    return inv
+
+
+def _half(d: np.float32) -> bytes:
+    """The scale as IEEE half, rounded to nearest even (GGML_FP32_TO_FP16); beyond 65504 it is
+    stored as infinity, as ggml stores it."""
+    with np.errstate(over="ignore"):
+        return np.float16(d).tobytes()
+
+
+def _roundf(x: np.ndarray) -> np.ndarray:
+    """C's roundf in float32: halves away from zero (floor(|x|) + floor(2 frac(|x|)), signed)."""
+    a = np.abs(x)
+    floored = np.floor(a)
+    return np.sign(x) * (floored + np.floor(2 * (a - floored)))
+
+
 def encode_q8_0_group(values) -> bytes:
     """GGML q8_0 block of 32 values: 2-byte half scale d = max|x| / 127, then 32 int8 codes
-    round(x / d) (halves away from zero). 34 bytes (8.4.2, Figure 8-23)."""
-    x = _one_group("q8_0", values)
-    d = float(np.abs(x).max()) / 127.0
-    scaled = x * (1.0 / d) if d else np.zeros(x.size)
-    q = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)   # C's roundf: halves away from zero
-    return np.float16(d).tobytes() + np.clip(q, -127, 127).astype(np.int8).tobytes()
+    round(x x (1/d)) (halves away from zero). 34 bytes (8.4.2, Figure 8-23).
+
+    Bit-exact with ggml's reference quantizer (quantize_row_q8_0_ref, and the gguf package's
+    Python copy of it): the inputs are float32, and d, 1/d and every product are computed in
+    float32, so a code never lands one off at a rounding boundary. An all-zero block has d = 0
+    and codes 0.
+    """
+    x = _float32_group("q8_0", values)
+    d = np.abs(x).max() / np.float32(127)
+    q = _roundf(x * _reciprocal_scale(d))
+    return _half(d) + q.astype(np.int8).tobytes()
 
 
 def decode_q8_0_group(block: bytes) -> np.ndarray:
@@ -141,15 +180,23 @@ def decode_q8_0_group(block: bytes) -> np.ndarray:
 
 def encode_q4_0_group(values) -> bytes:
     """GGML q4_0 block of 32 values: 2-byte half scale d = m / -8 (m: the value of largest
-    magnitude, with its sign), then 16 bytes of 4-bit codes min(15, floor(x / d + 8.5)), value j
-    in the low nibble and value j + 16 in the high nibble of byte j. 18 bytes (8.4.2)."""
-    x = _one_group("q4_0", values)
-    m = float(x[np.argmax(np.abs(x))])
-    d = m / -8.0
-    q = (np.minimum(15, np.floor(x / d + 8.5)) if d else np.full(x.size, 8.0)).astype(np.uint8)
+    magnitude, with its sign; the first one on a tie), then 16 bytes of 4-bit codes
+    min(15, trunc(x x (1/d) + 8.5)), value j in the low nibble and value j + 16 in the high
+    nibble of byte j. 18 bytes (8.4.2).
+
+    Bit-exact with ggml's reference quantizer (quantize_row_q4_0_ref): float32 inputs, d and
+    1/d in float32. An all-zero block has d = 0 and every code 8 (the value 0).
+    """
+    x = _float32_group("q4_0", values)
+    i = int(np.argmax(np.abs(x)))
+    # ggml starts from max = 0.0f and takes a value only when strictly larger in magnitude, so
+    # a block of zeros (even -0.0) keeps +0.0 and stores d = -0.0
+    m = x[i] if x[i] != 0 else np.float32(0.0)
+    d = m / np.float32(-8)
+    q = np.minimum(15, np.trunc(x * _reciprocal_scale(d) + np.float32(8.5))).astype(np.uint8)
     half = x.size // 2
     packed = (q[:half] | (q[half:] << 4)).astype(np.uint8)
-    return np.float16(d).tobytes() + packed.tobytes()
+    return _half(d) + packed.tobytes()
 
 
 def decode_q4_0_group(block: bytes) -> np.ndarray:
@@ -166,13 +213,14 @@ def kv_format_bytes_per_value(model: Model, fmt: str) -> float:
     """Average stored bytes per KV value in ``fmt``, scales included (8.4.2).
 
     Groups run along head_dim, so a head row of d values takes ceil(d / g) groups:
-    bytes per value = ceil(d / g) x group_bytes / d. Qwen3-8B (d = 128): q8_0 34/32, q4_0 18/32,
+    bytes per value = ceil(d / g) x group_bytes / d (for MLA the row is the 576-value latent). Qwen3-8B (d = 128): q8_0 34/32, q4_0 18/32,
     i.e. 34/64 and 18/64 of BF16.
     """
     m = _model(model)
     f = v.choice("fmt", fmt, QUANT_FORMATS)
     group, group_bytes = QUANT_FORMATS[f]
-    return math.ceil(m.head_dim / group) * group_bytes / m.head_dim
+    row = m.kv_row_values  # a head's head_dim, or MLA's latent + rope key
+    return math.ceil(row / group) * group_bytes / row
 
 
 def kv_quantized_bytes(model: Model, tokens: int, fmt: str, *, block_tokens: int = 16):

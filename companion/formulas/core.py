@@ -15,12 +15,13 @@ from companion.formulas.args import model_arg as _model
 from companion.specs import Hardware, Model
 
 __all__ = [
-    "kv_bytes_per_token", "kv_tokens_allocated", "kv_bytes", "held_tokens", "max_concurrent",
+    "kv_bytes_per_token", "kv_tokens_allocated", "kv_bytes", "kv_bytes_at_context",
+    "held_tokens", "max_concurrent",
     "read_bytes_per_output_token", "kv_crossover_batch", "ridge_point", "attention_pairs",
     "QUANT_FORMATS", "quantized_bytes", "bits_per_value", "speculative_expected_tokens",
     "pipeline_bubble", "static_batch_utilization", "amdahl_speedup", "cache_retention_value",
     "matrix_flops", "attention_flops_per_pair", "attention_flops", "prefill_flops",
-    "decode_flops_per_token",
+    "flops_per_token_or_default", "expected_experts_touched", "moe_streamed_weight_bytes",
     "StepTimeParts", "decode_step_parts", "decode_step_time", "attainable_flops", "mbu", "mfu",
     "time_at_mfu", "measured_prefill_mfu",
 ]
@@ -33,15 +34,19 @@ def _as_int_if_whole(x: float):
 # --- KV sizing (8.1.2, 8.3.1-8.3.2, 17 §4-§5) ----------------------------------------------
 
 def kv_bytes_per_token(model: Model, bytes_per_value: float = 2) -> int:
-    """KV bytes one token holds: 2 (K and V) x layers x KV heads x head_dim x bytes_per_value.
+    """KV bytes one token holds in every layer: layers x values per layer x bytes_per_value.
 
-    Qwen3-8B in BF16: 2 x 36 x 8 x 128 x 2 = 147,456 B = 144 KiB (8.1.2); the Chapter 17 8B
-    shape: 131,072 B ("128 KB"), the 70B shape: 327,680 B (17 §4). A fractional
-    bytes_per_value (q8_0 is 34/32) gives a float when the product is not whole.
+    Values per layer are 2 (K and V) x KV heads x head_dim, or for MLA the compressed latent
+    plus the rope key (kv_lora_rank + qk_rope_head_dim). Qwen3-8B in BF16: 2 x 36 x 8 x 128 x 2
+    = 147,456 B = 144 KiB (8.1.2); the Chapter 17 8B shape: 131,072 B ("128 KB"), the 70B
+    shape: 327,680 B (17 §4); DeepSeek-V3's latent: 61 x 576 x 2 = 70,272 B. A model with
+    sliding-window layers holds this per token only while the context fits the window; see
+    ``kv_bytes_at_context``. A fractional bytes_per_value (q8_0 is 34/32) gives a float when
+    the product is not whole.
     """
     m = _model(model)
     b = v.positive("bytes_per_value", bytes_per_value)
-    return _as_int_if_whole(2 * m.n_layers * m.n_kv_heads * m.head_dim * b)
+    return _as_int_if_whole(m.n_layers * m.kv_values_per_layer * b)
 
 
 def kv_tokens_allocated(tokens: int, block_tokens: int = 16) -> int:
@@ -51,13 +56,39 @@ def kv_tokens_allocated(tokens: int, block_tokens: int = 16) -> int:
     return -(-t // p) * p
 
 
+def _held_token_layers(m: Model, tokens: int, block_tokens: int) -> int:
+    """Sum over layers of the token slots each keeps: the whole context, or in a sliding layer
+    the last W - 1 tokens (the next token attends to those and itself: W)."""
+    if m.sliding_window is None:
+        return m.n_layers * kv_tokens_allocated(tokens, block_tokens)
+    return sum(kv_tokens_allocated(tokens if w is None else min(tokens, w - 1), block_tokens)
+               for w in m.layer_windows)
+
+
 def kv_bytes(model: Model, tokens: int, *, block_tokens: int = 16, bytes_per_value: float = 2):
     """KV bytes for ``tokens`` tokens, rounded up to whole blocks (``block_tokens=1``: no rounding).
 
     2048 tokens of Qwen3-8B: 288 MiB; 2304 (= 2048 + 255 rounded to 16): 324 MiB (8.1.2).
+    Sliding-window layers keep at most W - 1 tokens (see ``kv_bytes_at_context``).
     """
-    return _as_int_if_whole(kv_tokens_allocated(tokens, block_tokens)
-                            * kv_bytes_per_token(model, bytes_per_value))
+    m = _model(model)
+    held = _held_token_layers(m, v.tokens("tokens", tokens), block_tokens)
+    b = v.positive("bytes_per_value", bytes_per_value)
+    return _as_int_if_whole(held * m.kv_values_per_layer * b)
+
+
+def kv_bytes_at_context(model: Model, context_tokens: int, *, bytes_per_value: float = 2):
+    """KV one sequence holds after L tokens: sum over layers of min(L, W - 1) x values.
+
+    Full-attention layers keep all L tokens; a layer with a sliding window W keeps the last
+    W - 1, which the next token attends to together with itself (transformers' sliding cache
+    holds exactly that; tests/test_models.py checks it against tools/reference_counts.py).
+    Without windows this is L x ``kv_bytes_per_token``. Gemma-2-style alternating layers cost
+    about half of a full cache at long context; Mistral-7B-v0.1's 4096-token window caps the
+    whole cache at 4095 tokens. No block rounding (use ``kv_bytes`` for paged blocks).
+    """
+    return kv_bytes(model, v.tokens("context_tokens", context_tokens), block_tokens=1,
+                    bytes_per_value=bytes_per_value)
 
 
 def held_tokens(prompt_tokens: int, output_tokens: int) -> int:
@@ -151,17 +182,19 @@ def matrix_flops(model: Model, tokens: int, *, include_lm_head: bool = False) ->
     """
     m = _model(model)
     t = v.tokens("tokens", tokens)
-    params = m.streamed_params if include_lm_head else m.layer_params
+    # an MoE token computes only through its k routed experts (active parameters)
+    params = m.active_streamed_params if include_lm_head else m.active_layer_params
     return 2.0 * params * t
 
 
 def attention_flops_per_pair(model: Model) -> float:
-    """Attention FLOPs per causal query-key pair: 4 x head_dim x query heads x layers.
+    """Attention FLOPs per causal query-key pair: 2 x (qk width + v width) x query heads x layers.
 
-    (QK^T and PV each a multiply-add per element.) 589,824 for Qwen3-8B.
+    (QK^T and PV each a multiply-add per element; 4 x head_dim x heads x layers when both widths
+    are head_dim.) 589,824 for Qwen3-8B. MLA counts its expanded heads (192 + 128 wide).
     """
     m = _model(model)
-    return 4.0 * m.head_dim * m.n_query_heads * m.n_layers
+    return 2.0 * (m.qk_head_dim + m.value_head_dim) * m.n_query_heads * m.n_layers
 
 
 def attention_flops(model: Model, new_tokens: int, history_tokens: int = 0) -> float:
@@ -194,9 +227,51 @@ class StepTimeParts(NamedTuple):
         return "compute" if self.compute_s > self.read_s else "memory"
 
 
-def decode_flops_per_token(model: Model, flops_per_token: float | None = None) -> float:
+def _experts_touched(n_experts: int, experts_per_token: int, batch: int) -> float:
+    # E (1 - (1 - k/E)^b): distinct experts b uniformly routed tokens touch (see formulas.moe)
+    return n_experts * (1.0 - (1.0 - experts_per_token / n_experts) ** batch)
+
+
+def _streamed_bytes_at_batch(m: Model, batch: int) -> float:
+    """D_w of one decode step of ``batch`` sequences: all of it for a dense model; for an MoE
+    the dense part plus the experts the batch touches (``calc.moe_streamed_weight_bytes``)."""
+    if not m.is_moe:
+        return m.streamed_weight_bytes
+    touched = _experts_touched(m.n_experts, m.experts_per_token, batch)
+    dense = m.streamed_params - m.routed_expert_params
+    return (dense + m.moe_layers * touched * m.expert_params) * m.bytes_per_param
+
+
+# the validated forms (calc.expected_experts_touched, calc.moe_streamed_weight_bytes; the
+# rest of the MoE counting is companion.formulas.moe)
+
+def expected_experts_touched(n_experts: int, experts_per_token: int, batch: int) -> float:
+    """Distinct experts one layer reads for b tokens under uniform top-k routing.
+
+    E (1 - (1 - k/E)^b): Qwen3-30B-A3B (E = 128, k = 8) touches 8 at b = 1, 51.6 at b = 8
+    and 125.9 at b = 64; Mixtral (E = 8, k = 2) already 7.2 at b = 8.
+    """
+    e = v.count("n_experts", n_experts)
+    k = v.count("experts_per_token", experts_per_token)
+    if k > e:
+        raise ValueError(f"experts_per_token: {k} exceeds n_experts={e}")
+    return _experts_touched(e, k, v.count("batch", batch))
+
+
+def moe_streamed_weight_bytes(model: Model, batch: int) -> float:
+    """Weight bytes one decode step of b sequences reads: dense part + touched experts.
+
+    D_w(b) = (streamed params - all routed experts + moe_layers x E_touched(b) x expert)
+    x bytes_per_param. Equal to ``model.streamed_weight_bytes`` for a dense model at any batch;
+    for an MoE it rises from the active weights at b = 1 to all of D_w as b grows.
+    """
+    return _streamed_bytes_at_batch(_model(model), v.count("batch", batch))
+
+
+def flops_per_token_or_default(model: Model, flops_per_token: float | None = None) -> float:
     """F, the FLOPs of one new token: ``flops_per_token`` when given (validated), else one
-    token through every read-once matrix, 2 x streamed params (8.2.1)."""
+    token through every read-once matrix, ``matrix_flops(model, 1, include_lm_head=True)``
+    (8.2.1)."""
     m = _model(model)
     if flops_per_token is None:
         return matrix_flops(m, 1, include_lm_head=True)
@@ -208,7 +283,8 @@ def decode_step_parts(model: Model, hardware: Hardware, batch: int, context_toke
                       weights_in_hbm: bool = True) -> StepTimeParts:
     """Compute and read terms of T_step ~ max(b F / P, (D_w + b L k) / beta) (8.2.1).
 
-    F defaults to 2 x streamed params (one new token through every read-once matrix).
+    F defaults to 2 x streamed params (one new token through every read-once matrix; an MoE's
+    active ones), and an MoE's D_w is what the batch touches (``moe_streamed_weight_bytes``).
     ``.step_s`` is their max (``decode_step_time``); ``weights_in_hbm=False`` drops D_w from
     the read (Figure 8-4's ROM-served weights).
     """
@@ -216,9 +292,9 @@ def decode_step_parts(model: Model, hardware: Hardware, batch: int, context_toke
     hw = _hardware(hardware)
     b = v.count("batch", batch)
     L = v.tokens("context_tokens", context_tokens)
-    F = decode_flops_per_token(m, flops_per_token)
+    F = flops_per_token_or_default(m, flops_per_token)
     k = kv_bytes_per_token(m, bytes_per_value)
-    weights = m.streamed_weight_bytes if weights_in_hbm else 0.0
+    weights = _streamed_bytes_at_batch(m, b) if weights_in_hbm else 0.0
     return StepTimeParts(compute_s=b * F / hw.peak_flops_per_s,
                          read_s=(weights + b * L * k) / hw.mem_bw_bytes_per_s)
 

@@ -29,7 +29,8 @@ from companion.chapters.ch17 import (
     ROUTER_WARM_SHARES as CH17_ROUTER_WARM_SHARES)
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
-from companion.formulas.core import (kv_bytes, kv_bytes_per_token, matrix_flops, pipeline_bubble)
+from companion.formulas.core import (kv_bytes, kv_bytes_per_token, matrix_flops,
+                                     moe_streamed_weight_bytes, pipeline_bubble)
 from companion.formulas.performance import (CH17_CHAT_LIVE_TOKENS, CH17_LONG_CONTEXT_TOKENS,
                                             CH17_PREFILL_EFFICIENCY, CH17_RUNTIME_RESERVE_BYTES,
                                             prefill_compute_s, tp_kv_capacity)
@@ -101,7 +102,7 @@ def tp_decode_step(model: Model, hardware: Hardware, tp: int, *,
     L = v.tokens("context_tokens", context_tokens)
     traffic = tp_allreduce_traffic(m, p, bytes_per_value=bytes_per_value)
     k = kv_bytes_per_token(m, bytes_per_value)
-    read_s = (m.streamed_weight_bytes + b * L * k) / p / hw.mem_bw_bytes_per_s
+    read_s = (moe_streamed_weight_bytes(m, b) + b * L * k) / p / hw.mem_bw_bytes_per_s
     if p == 1:
         latency_s = wire_s = 0.0   # nothing to all-reduce on one GPU
     else:

@@ -27,7 +27,8 @@ from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
 from companion.formulas.core import (attainable_flops, decode_step_parts, decode_step_time,
                                      kv_bytes, kv_bytes_per_token, matrix_flops, max_concurrent,
-                                     mbu, mfu, read_bytes_per_output_token, ridge_point,
+                                     mbu, mfu, moe_streamed_weight_bytes,
+                                     read_bytes_per_output_token, ridge_point,
                                      static_batch_utilization)
 from companion.specs import H100_SXM, LLAMA_8B, Hardware, Model
 from companion.units import KiB
@@ -141,7 +142,9 @@ def _pass_intensity(model: Model, tokens: int, kv_tokens: int, kv_bytes_per_valu
     flops = matrix_flops(model, tokens, include_lm_head=True)
     k = kv_bytes_per_token(model, kv_bytes_per_value)
     # read_bytes_per_output_token gives D_w / b + L k per token; x b is the pass's bytes
-    read = read_bytes_per_output_token(model.streamed_weight_bytes, tokens, kv_tokens, k) * tokens
+    # an MoE reads the experts these tokens touch (all of D_w for a dense model)
+    weights = moe_streamed_weight_bytes(model, tokens)
+    read = read_bytes_per_output_token(weights, tokens, kv_tokens, k) * tokens
     return flops / read
 
 

@@ -16,7 +16,8 @@ from companion.chapters.ch08 import (  # noqa: F401
     DFLASH_DRAFT_TOKENS, DFLASH_PEAK_AFTER_MIB, DFLASH_PEAK_BEFORE_MIB, DFLASH_TOKENS_PER_ROUND,
     DFLASH_TTFT_AFTER_S, DFLASH_TTFT_BEFORE_S, ENERGY_PER_GOOD_J, EX88_DECODE_FACTOR,
     EX88_PREP_S, EX88_STAGE_S, EXP81_BATCHES, EXP81_ROUND_S, GOODPUT_CB_REQ_PER_S,
-    KV_BUDGET_BYTES as EXAMPLE_KV_BUDGET_BYTES, LITTLE_ARRIVAL_RATE_PER_S, LITTLE_RESIDENCE_S,
+    INSTANCE_MEM_BYTES, KV_BUDGET_BYTES as EXAMPLE_KV_BUDGET_BYTES, LITTLE_ARRIVAL_RATE_PER_S,
+    LITTLE_RESIDENCE_S,
     LONG_BATCH as EXAMPLE_BATCH, LONG_PROMPT_TOKENS as EXAMPLE_PROMPT_TOKENS,
     LOOKUP_QUERY_S, LOOKUP_TOKENS_PER_ROUND, OUTPUT_TOKENS as EXAMPLE_OUTPUT_TOKENS,
     OUTPUT_TOKENS as SHORT_OUTPUT_TOKENS, PREFILL_ROUND_S as PREFILL_S_BATCH1_2K,
@@ -30,7 +31,8 @@ from companion.formulas.compression import kv_format_bytes_per_value
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
 from companion.formulas.core import (QUANT_FORMATS, kv_bytes_per_token, measured_prefill_mfu,
-                                     time_at_mfu, prefill_flops, read_bytes_per_output_token)
+                                     moe_streamed_weight_bytes, prefill_flops,
+                                     read_bytes_per_output_token, time_at_mfu)
 from companion.formulas.kv_management import prefix_shared_kv_bytes
 from companion.formulas.speculative import verification_flops
 from companion.specs import QWEN3_8B, RTX_PRO_6000, Hardware, Model
@@ -43,7 +45,7 @@ __all__ = [
     "decode_efficiency_table", "round_time_from_reads",
     "prefix_shifted_round_s",
     "Scheme", "SchemeResult", "SCHEMES", "scheme_result", "compare_schemes", "best_scheme",
-    "chapter_schemes",
+    "chapter_schemes", "instance_kv_budget_bytes", "schemes_for_model",
     "per_qualifying_result", "staged_task_time", "staged_task_speedup", "staged_break_even_s",
 ]
 
@@ -181,8 +183,10 @@ def round_read_bytes(model: Model, batch: int, context_tokens: int, *,
     if p > L:
         raise ValueError(f"shared_prefix_tokens: {p} exceeds context_tokens={L}")
     k = kv_bytes_per_token(model, bytes_per_value)
-    # b x (D_w / b + (L - P) k) for the private parts, plus the prefix read once
-    return b * read_bytes_per_output_token(model.streamed_weight_bytes, b, L - p, k) + p * k
+    # b x (D_w / b + (L - P) k) for the private parts, plus the prefix read once; an MoE's D_w
+    # is the part the batch touches
+    d_w = moe_streamed_weight_bytes(_model(model), b)
+    return b * read_bytes_per_output_token(d_w, b, L - p, k) + p * k
 
 
 def read_time_at_mbu(read_bytes: float, hardware: Hardware, efficiency: float = 1.0) -> float:
@@ -507,6 +511,63 @@ def chapter_schemes(names: str = "ABCD", *, d_tokens_per_round: float | None = N
         if name == "E" and e_tokens is not None:
             changes["tokens_per_round"] = e_tokens
         out.append(s.with_(**changes) if changes else s)
+    return out
+
+
+# --- the comparison for another model (what is the model's, what is the chapter's measurement) --
+
+def instance_kv_budget_bytes(model: Model, *, instance_bytes: float = INSTANCE_MEM_BYTES,
+                             reference_model: Model = QWEN3_8B,
+                             reference_instance_bytes: float = INSTANCE_MEM_BYTES,
+                             reference_kv_budget_bytes: float = EXAMPLE_KV_BUDGET_BYTES) -> float:
+    """KV budget a model leaves on an instance: M - W - workspace (8.1.2, 8.6.3).
+
+    The workspace (activations, graphs, allocator slack) is what the chapter's instance keeps
+    besides Qwen3-8B's weights and its 12 GiB of KV: 32 GiB - 15.26 GiB - 12 GiB = 4.74 GiB,
+    taken as the same for the other model and instance. Negative: the weights do not fit.
+    """
+    m, ref = _model(model), _model(reference_model)
+    instance = v.positive("instance_bytes", instance_bytes)
+    ref_instance = v.positive("reference_instance_bytes", reference_instance_bytes)
+    ref_budget = v.positive("reference_kv_budget_bytes", reference_kv_budget_bytes)
+    workspace = ref_instance - ref.weight_bytes - ref_budget
+    return instance - m.weight_bytes - workspace
+
+
+def schemes_for_model(model: Model, schemes=None, *, reference_model: Model = QWEN3_8B,
+                      batch: int = EXAMPLE_BATCH, prompt_tokens: int = EXAMPLE_PROMPT_TOKENS,
+                      shared_prefix_tokens: int = EXAMPLE_PREFIX_TOKENS) -> dict:
+    """Schemes A-E with their measured decode rounds moved to another model (8.6.3).
+
+    A measured round (B, D, E: 27.35 ms for Qwen3-8B) becomes measured + T(read of the model) -
+    T(read of Qwen3-8B), T being Experiment 8-1's bytes-to-round-time table of this card
+    (``round_time_from_reads``) and the read the scheme's (``round_read_bytes``: its weights,
+    an MoE's touched experts, and its KV layout). Schemes without a measured round (A, C) are
+    interpolated on the new read as the chapter does. The draft's memory, its prefill share and
+    the tokens per round stay the chapter's (Experiment 8-5's draft for Qwen3-8B), an
+    assumption the caller should state. Returns {name: Scheme}.
+    """
+    m, ref = _model(model), _model(reference_model)
+    chosen = list(SCHEMES.values()) if schemes is None else list(v.sequence("schemes", schemes))
+    b = v.count("batch", batch)
+    L = v.tokens("prompt_tokens", prompt_tokens, minimum=1)
+    prefix = v.tokens("shared_prefix_tokens", shared_prefix_tokens)
+    if prefix > L:
+        raise ValueError(f"shared_prefix_tokens: {prefix} exceeds prompt_tokens={L}")
+    out = {}
+    for s in chosen:
+        s = v.instance("schemes", s, Scheme, "a companion.calc.Scheme")
+        if s.base_round_s is None:
+            out[s.name] = s
+            continue
+        p = prefix if s.shared_prefix else 0
+
+        def table_s(mod):
+            bpv = kv_format_bytes_per_value(mod, s.kv_format)
+            return round_time_from_reads(round_read_bytes(mod, b, L, bytes_per_value=bpv,
+                                                          shared_prefix_tokens=p))
+
+        out[s.name] = s.with_(base_round_s=s.base_round_s + table_s(m) - table_s(ref))
     return out
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from companion import calc
+from companion import calc, models
 from companion.formulas import compression as cm
 from companion.formulas import kv_management as km
 from companion.ledger import Entry, entry
@@ -97,9 +97,16 @@ def _kv_compression() -> list[Entry]:
                                                cm.FP8_INTERVAL_FIXED_S,
                                                cm.FP8_INTERVAL_PER_TOKEN_S)
     v41_total = cm.DEEPSEEK_V41_GLOBAL_MIB + cm.DEEPSEEK_V41_SWA_MIB
+    # 9.2.2's MLA state, cited here: DeepSeek-V3's config (61 layers, latent 512 + rope key 64)
+    mla_8k = calc.kv_bytes(models.load("deepseek-v3"), cm.CONTEXT_8K_TOKENS, block_tokens=1)
     return [
         entry(f"{s}/bf16-8k-kv-MiB", s, "BF16 KV of one 8K context", "1152", "MiB",
               bf16_8k / MiB),
+        entry(f"{s}/mla-8k-state-MiB", s, "MLA's compact state for the same 8K (9.2.2)", "549",
+              "MiB", mla_8k / MiB,
+              note="The chapter cites 9.2.2 without naming the model; DeepSeek-V3's shipped "
+                   "config.json gives it: 61 layers x (512 + 64) latent values x 2 B x 8192 "
+                   "tokens, no block rounding."),
         entry(f"{s}/bf16-32-values-bytes", s, "32 BF16 values occupy", "64", "bytes",
               calc.quantized_bytes(32, "bf16")),
         entry(f"{s}/q8_0-code-bytes", s, "q8_0 codes per 32 values", "32", "bytes",

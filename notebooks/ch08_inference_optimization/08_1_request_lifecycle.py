@@ -205,7 +205,7 @@ print(ledger.table("8.1"))
 # scheduler that sized them at prefill would admit (dotted; they would run out mid-answer).
 # The button restores the chapter's setting.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 memory = widgets.MemoryBudgetPanel()
 memory.show()
 
@@ -220,7 +220,7 @@ for key, value in memory.update().numbers.items():
 # insert other requests' prefills into this request's decode phase. The readout tells how many
 # such insertions the request can absorb before it misses the deadline.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 timeline = widgets.RequestTimelinePanel()
 timeline.show()
 

@@ -201,7 +201,7 @@ plots.rom_weights_figure(batches, reads_hbm, reads_rom).show()
 # The measured points appear only at the setting they were measured in (Qwen3-8B, RTX PRO 6000,
 # 2K, BF16 KV, weights in HBM).
 
-# %%
+# %% tags=["nbval-ignore-output"]
 decode = widgets.DecodeBatchPanel()
 decode.show()
 
@@ -282,7 +282,7 @@ print(runs["chunked"].summary())
 # prefill at several chunk sizes (for the chosen budget). Smaller chunks move left (shorter
 # stalls) and up (more rounds).
 
-# %%
+# %% tags=["nbval-ignore-output"]
 schedule = widgets.SchedulePanel()
 schedule.show()
 
@@ -346,7 +346,7 @@ print(f"one layer's FFN: {ffn / units.MiB:.0f} MiB; read as two chunks: "
 #
 # ### Explorer: chunk size and running decodes
 
-# %%
+# %% tags=["nbval-ignore-output"]
 chunked = widgets.ChunkedPrefillPanel()
 chunked.show()
 
@@ -422,7 +422,7 @@ plots.budget_sweep_figure([r["token_budget"] for r in rows], [r["max_itl_s"] for
 # which budget keeps the longest interval under the target, and which one empties the queue
 # fastest.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 budget = widgets.TokenBudgetPanel()
 budget.show()
 
@@ -430,7 +430,7 @@ budget.show()
 for key, value in budget.update().numbers.items():
     print(f"{key:16} {value:,.2f}" if isinstance(value, float) else f"{key:16} {value:,}")
 
-# %%
+# %% tags=["nbval-ignore-output"]
 budget_sweep = widgets.BudgetSweepPanel()
 budget_sweep.show()
 

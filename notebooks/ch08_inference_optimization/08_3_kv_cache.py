@@ -125,7 +125,7 @@ print(ledger.table("8.3.1"))
 # current lengths: waste grows with $p$ (it is always below one block per sequence) while the
 # number of table entries falls.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 paging = widgets.PagingPanel()
 paging.show()
 
@@ -199,7 +199,7 @@ print(ledger.table(ids=["8.3.2/cow-copied-tokens", "8.3.2/branch-references",
 # go, so they lie together); the bottom half sweeps the number of branches: independent
 # storage grows by $s + q$ per branch, shared storage by $q$.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 branching = widgets.BranchSharingPanel()
 branching.show()
 
@@ -236,7 +236,7 @@ fill = fill_kv_pool(km.KV_BUDGET_BYTES, model, held, shared_prefix_tokens=prefix
 print(f"simulator: {fill.num_blocks} blocks in the pool, {fill.admitted} requests admitted, "
       f"{fill.used_bytes[km.LONG_BATCH] / MiB:,.0f} MiB in use with 16 of them")
 
-# %%
+# %% tags=["nbval-ignore-output"]
 capacity = widgets.SharedPrefixCapacityPanel()
 capacity.show()
 
@@ -403,7 +403,7 @@ print(f"DeepSeek V4.1's long-term cache relative to V4's: "
 # one every 4096 tokens over a 10,752-token context there are two; over 131,072 tokens there
 # would be 32.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 snapshots = widgets.SnapshotSpacingPanel()
 snapshots.show()
 
@@ -489,7 +489,7 @@ print(ledger.table("8.3.4"))
 # recomputation efficiency. Left: Figure 8-22 for the current setting. Right: the value of
 # filling the space with A as A's hit probability varies, against filling it with B's.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 retention = widgets.RetentionPanel()
 retention.show()
 

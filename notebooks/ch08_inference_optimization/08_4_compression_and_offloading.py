@@ -107,7 +107,7 @@ plots.memory_stack_figure(rows, specs.M2_MAX.mem_bytes / GiB,
 # %%
 print(ledger.table("8.4.1"))
 
-# %%
+# %% tags=["nbval-ignore-output"]
 fit = widgets.QuantizedFitPanel()
 fit.show()
 
@@ -211,7 +211,7 @@ for tc in cm.CONVERSION_S_CASES:
     print(f"conversion {tc / ms:.1f} ms: net {'saving' if net >= 0 else 'loss'} "
           f"{abs(net) / ms:.3f} ms")
 
-# %%
+# %% tags=["nbval-ignore-output"]
 reads = widgets.CompressedReadPanel()
 reads.show()
 
@@ -308,7 +308,7 @@ for name, link in (("PCIe Gen5 x16", specs.PCIE_GEN5_X16_BYTES_PER_S),
 # Over PCIe, copying alone takes 10.8 s of the 7 s budget; over NVLink-C2C it fits inside the
 # compute rounds. Prefetching changes *when* the bytes move, never *how many*.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 offload = widgets.OffloadPanel()
 offload.show()
 
@@ -343,7 +343,7 @@ for name, link in (("PCIe Gen5 x16", specs.PCIE_GEN5_X16_BYTES_PER_S),
           f"(saves {(direct - moved) / ms:.2f} ms) if decompression beats "
           f"{calc.min_decompress_bytes_per_s(link, r) / GB:.1f} GB/s")
 
-# %%
+# %% tags=["nbval-ignore-output"]
 transfer = widgets.CompressTransferPanel()
 transfer.show()
 
@@ -387,7 +387,7 @@ print(f"counting only the successful attempt: {calc.time_to_correct_answer_s([t]
 for name, p in (("BF16 KV, 28/32", cm.ACCURACY_BF16_KV), ("FP8 KV, 26/32", cm.ACCURACY_FP8_KV)):
     print(f"{name}: expected {calc.expected_time_to_correct_s(t, p):.2f} s to a correct answer")
 
-# %%
+# %% tags=["nbval-ignore-output"]
 retry = widgets.RetryCostPanel()
 retry.show()
 

@@ -82,7 +82,7 @@ plots.greedy_verification_figure(ver, words=words).show()
 # Move the first mismatch (set it to $m + 1$ for a draft that matches completely) and read
 # the verdicts one position at a time with the step slider.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 verify_panel = widgets.GreedyVerificationPanel()
 verify_panel.show()
 
@@ -141,7 +141,7 @@ print(f"{len(emitted):,} tokens emitted in {runs.n_rounds:,} rounds; share of A 
 # emitted symbols (simulated, seeded) with $p$; the right panel shows how many tokens a round
 # yields. Move $q$ far from $p$: the left bars barely move, the right ones collapse towards 1.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 sampling_panel = widgets.RejectionSamplingPanel()
 sampling_panel.show()
 
@@ -276,7 +276,7 @@ for exact in (True, False):
 # expensive; crosses mark where speculation stops paying. The chapter's setting is BBBB with a
 # 0.1 ms lookup and a 2 s index.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 latency_panel = widgets.SpeculativeLatencyPanel()
 latency_panel.show()
 
@@ -364,7 +364,7 @@ for name, m in sp.DRAFT_LEN_OF.items():
 # the exercise by hand first; then use the explorer to check your table and to see the
 # marginal test at each length.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 length_panel = widgets.DraftLengthPanel()
 length_panel.show()
 

@@ -107,7 +107,7 @@ for queue_s in (sv.SHORT_QUEUE_S, 2 * sv.SHORT_QUEUE_S):
 # splits this request's time into queue, prefill and generation. The readout also applies
 # Little's law at the chosen arrival rate, taking this request's time as everyone's.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 admission = widgets.AdmissionPanel()
 admission.show()
 
@@ -329,7 +329,7 @@ print(f"16 tokens: B {b.prefill_s:.2f} + {b.rounds} x {b.round_ms:.2f} ms = {b.t
 # For a prefix other than 6144 tokens, B, D and E's measured 27.35 ms round is shifted by
 # what Experiment 8-1's table predicts for the extra bytes read (an extrapolation).
 
-# %%
+# %% tags=["nbval-ignore-output"]
 schemes = widgets.SchemePanel()
 schemes.show()
 
@@ -367,7 +367,7 @@ plots.amdahl_figure(factors, {f"f = {f:g}": [calc.amdahl_speedup(f, s) for s in 
 # %% [markdown]
 # ### Explorer: stage speedup, decode fraction and an added preparation
 
-# %%
+# %% tags=["nbval-ignore-output"]
 amdahl = widgets.AmdahlPanel()
 amdahl.show()
 

@@ -192,7 +192,7 @@ print(ledger.table("17.6"))
 # batching has nothing to refill a slot with; add requests or spread the arrivals to see the
 # difference open up.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 trace_panel = widgets.BatchingTracePanel()
 trace_panel.show()
 
@@ -208,7 +208,7 @@ for p in ("static", "continuous"):
 # Chunk size, prompt length, the running batch's decode step and the prefill efficiency. The
 # readout gives the chapter's closed form and the simulator's result for the same setting.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 chunk_panel.show()
 
 # %%

@@ -207,7 +207,7 @@ print(ledger.table("17.7"))
 # readout gives the highlighted layout's numbers, the chapter's 0.8 ms floor and 11.2 ms step
 # at the defaults.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 tp_panel = widgets.TensorParallelPanel()
 tp_panel.show()
 
@@ -223,7 +223,7 @@ print(f"read {n['read_ms']:.2f} ms + floor {n['nvlink_latency_ms']:.2f} ms = ste
 # Stages and microbatches. Watch the grey corners: they keep their size while the busy middle
 # grows with $m$.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 pipe_panel = widgets.PipelineBubblePanel()
 pipe_panel.show()
 
@@ -242,7 +242,7 @@ _ = pipe_panel.reset()
 # card can give them. (The explored model borrows the depth and width of the nearest reference
 # shape; only the pipeline stages depend on them.)
 
-# %%
+# %% tags=["nbval-ignore-output"]
 place_panel = widgets.PlacementPanel()
 place_panel.show()
 

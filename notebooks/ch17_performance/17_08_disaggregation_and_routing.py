@@ -154,7 +154,7 @@ print(ledger.table("17.8"))
 # Request rate, the request mix and the per-group capacities. The step lines show how many
 # groups each pool needs as traffic grows; the dot is the current workload.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 pool_panel = widgets.PoolSizingPanel()
 pool_panel.show()
 
@@ -169,7 +169,7 @@ print(f"{n['prefill_groups']} prefill and {n['decode_groups']} decode groups "
 # The turn, the conversation's shape, the share of turns the router lands warm, the prefill
 # efficiency and the model. The dashed line is the mean TTFT at the chosen warm share.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 route_panel = widgets.KVRoutingPanel()
 route_panel.show()
 

@@ -149,7 +149,7 @@ print(ledger.table("17.9"))
 # for decode, 40-60% MFU for prefill. The right panel sets the measured rate against the
 # memory-roof ceiling it implies (measured / MBU).
 
-# %%
+# %% tags=["nbval-ignore-output"]
 ui.show()
 
 # %%

@@ -156,7 +156,7 @@ print(ledger.table("17.10"))
 # tokens one target pass produces (bars exact, diamonds simulated); right: the expectation
 # against the draft length. Notice how little a longer draft buys once $\alpha^k$ is small.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 spec_panel.show()
 
 # %%

@@ -209,7 +209,7 @@ print(ledger.table(ids=["17.4/8b-free-GB", "17.4/8b-kv-8k-GB", "17.4/8b-max-conc
 # card and the TP degree. The blue curve is the step time against the batch; the dashed red
 # line the ITL target; the vertical lines the KV caps. The star is the batch to run.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 batch_panel = widgets.BatchSizePanel()
 batch_panel.show()
 

@@ -2,6 +2,11 @@ from companion.formulas.serving import SCHEMES
 from companion.specs import QWEN3_8B, RTX_PRO_6000
 
 EXAMPLES = {
+    "instance_kv_budget_bytes": dict(model=QWEN3_8B, instance_bytes=96e9,
+                                     reference_instance_bytes=32 * 2**30,
+                                     reference_kv_budget_bytes=12 * 2**30),
+    "schemes_for_model": dict(model=QWEN3_8B, batch=16, prompt_tokens=8192,
+                              shared_prefix_tokens=6144),
     "requests_in_system": dict(arrival_rate_per_s=4.0, residence_s=0.5),
     "admit_request": dict(queue_s=0.1, prefill_s=0.096, interval_s=0.0265, output_tokens=256,
                           deadline_s=7.0, kv_needed_bytes=324 * 2**20, kv_free_bytes=12 * 2**30),
@@ -44,6 +49,7 @@ EXAMPLES = {
 
 ALLOW = {
     "chapter_schemes": {"shared_prefix_tokens": ["zero"]},
+    "schemes_for_model": {"shared_prefix_tokens": ["zero"]},
     "requests_in_system": {"arrival_rate_per_s": ["zero"], "residence_s": ["zero"]},
     "admit_request": {"queue_s": ["zero"], "kv_needed_bytes": ["zero"],
                       "kv_free_bytes": ["zero"]},

@@ -694,3 +694,27 @@ def screenshot(target, name: str, **options) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     target.screenshot(path=str(path), **options)
     return path
+
+
+class StaticSiteServer(Server):
+    """Python's http.server serving a built static site (the book) from 127.0.0.1."""
+
+    name = "static-site"
+
+    def __init__(self, site: Path, state: Path):
+        super().__init__(state, env=dict(os.environ))
+        self.site = Path(site)
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "http.server", str(self.port), "--bind", "127.0.0.1",
+                "--directory", str(self.site)]
+
+    def answers(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.base}/index.html", timeout=5) as r:
+                return r.status == 200
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+            return False
+
+    def shutdown_kernels(self) -> None:
+        pass  # no kernels: the book runs none

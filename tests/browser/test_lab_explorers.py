@@ -61,7 +61,10 @@ def stored_layout(lab, path: str, variable: str):
     figures, explorer = [], None
     for i, cell in enumerate(code):
         source = "".join(cell["source"])
-        n = sum(PLOTLY_MIME in o.get("data", {}) for o in cell.get("outputs", []))
+        # an explorer's output also stores its static figure (for the book) beside the
+        # widget view; JupyterLab renders only the widget there
+        n = sum(PLOTLY_MIME in o.get("data", {}) and WIDGET_MIME not in o.get("data", {})
+                for o in cell.get("outputs", []))
         if shows.search(source):
             explorer = i
         if re.search(r"^\w+\.show\(\)\s*$", source, re.M):

@@ -1,0 +1,148 @@
+"""Sphinx extension of the companion's book: plotly figures from stored JSON, offline assets.
+
+- Figures: the notebooks store plotly figures as ``application/vnd.plotly.v1+json`` only
+  (JupyterLab renders them with the extension inside the plotly wheel). MyST-NB has no renderer
+  for that mimetype, so ``PlotlyMimeRenderer`` (a MyST-NB mime-render plugin, registered under
+  the ``myst_nb.mime_renderers`` entry point in pyproject.toml) turns each one into plotly's own
+  HTML export (``plotly.io.to_html`` without plotly.js). A static explorer is such a figure too:
+  its slider steps and readout are part of the figure JSON (``companion.explorers.static``), so
+  plotly.js moves it without a kernel.
+- Offline: plotly.min.js (from the installed plotly package) and a MathJax 3 subset (from the
+  sphinx-mathjax-offline package) are copied into ``_static``; no page loads anything from
+  another host.
+- Exercises: an unanswered check cell stores the error it raises; the book shows one line in
+  its place instead of the traceback. The notebooks' links to the exercises *folder* (which
+  JupyterLab opens as a file browser) point at the book's list of exercises instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html as html_lib
+import importlib
+import shutil
+from pathlib import Path
+
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util.fileutil import copy_asset_file
+
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+EXPLORER_META = "companion_explorer"   # companion.explorers.static.META_KEY
+PLOTLY_JS = "plotly/plotly.min.js"
+MATHJAX_ENTRY = "mathjax/tex-chtml.js"
+# what tex-chtml.js loads itself, and lazily (fonts, TeX extensions such as boldsymbol, the
+# menu); the speech engine (sre, 3.9 MB) is left out: nothing enables it
+MATHJAX_PARTS = ("tex-chtml.js", "output/chtml", "input/tex", "ui", "a11y")
+PLOTLY_CONFIG = {"displaylogo": False, "responsive": True,
+                 "modeBarButtonsToRemove": ["sendDataToCloud"]}
+
+
+class PlotlyMimeRenderer:
+    """MyST-NB mime-render plugin: a stored plotly figure -> plotly's HTML export."""
+
+    mime_priority_overrides = [("html", PLOTLY_MIME, 5)]
+
+    @staticmethod
+    def handle_mime(renderer, data, inline):
+        if inline or data.mime_type != PLOTLY_MIME:
+            return None
+        import plotly.io as pio
+
+        # a stable id per output (no uuid): rebuilding the book gives the same pages
+        key = f"{renderer.source}:{data.cell_index}:{data.output_index}"
+        div_id = "plotly-" + hashlib.sha1(key.encode()).hexdigest()[:12]
+        html = pio.to_html(data.content, include_plotlyjs=False, full_html=False,
+                           div_id=div_id, config=PLOTLY_CONFIG, validate=False)
+        explorer = ((data.content.get("layout") or {}).get("meta") or {}).get(EXPLORER_META)
+        if explorer:
+            html = explorer_html(explorer, data.content["layout"], div_id, html)
+        return [nodes.raw(text=html, format="html", classes=["output", "text_html"])]
+
+
+def explorer_html(explorer: dict, layout: dict, div_id: str, figure_html: str) -> str:
+    """A static explorer as the live one is laid out: its controls and readout above the
+    figure. The main control is the plotly slider on top of the figure; the others are shown,
+    disabled, at their values; companion_explorer.js swaps the readout as the slider moves."""
+    esc = html_lib.escape
+    active = layout["sliders"][0]["active"]
+    fixed = "".join(
+        f'<div class="companion-explorer-fixed"><label>{esc(c["label"])} '
+        f'<input type="text" value="{esc(c["value"])}" disabled title="{esc(explorer["hint"])}" '
+        f'style="width: {len(c["value"]) + 2}ch">'
+        f'</label> <span class="companion-explorer-hint">{esc(explorer["hint"])}</span></div>'
+        for c in explorer["others"])
+    return (f'<div class="companion-explorer" data-figure="{div_id}">'
+            f'<div class="companion-explorer-top"><div class="companion-explorer-controls">'
+            f'<div class="companion-explorer-main">slider above the figure: '
+            f'<b>{esc(explorer["control"])}</b></div>{fixed}</div>'
+            f'<div class="companion-explorer-readout">{explorer["readouts"][active]}</div>'
+            f'</div>{figure_html}</div>')
+
+
+class QuietUnansweredChecks(SphinxPostTransform):
+    """In exercises, replace the traceback an unanswered cell stores by one line."""
+
+    default_priority = 5
+
+    def run(self, **kwargs):
+        if not self.env.docname.startswith("exercises/"):
+            return
+        for node in list(self.document.findall(nodes.literal_block)):
+            if "traceback" in node.get("classes", []):
+                note = nodes.paragraph(
+                    text="(This cell raises an error until the cells above it are answered: "
+                         "open the notebook in JupyterLab to work on it.)",
+                    classes=["companion-unanswered"])
+                node.replace_self(note)
+
+
+class ExercisesFolderLinks(SphinxPostTransform):
+    """A link to the ``exercises/`` folder -> the exercises list of the book's front page
+    (before MyST's resolver, priority 9, would report it missing)."""
+
+    default_priority = 8
+    formats = ("html",)
+
+    def run(self, **kwargs):
+        for node in list(self.document.findall(addnodes.pending_xref)):
+            if node.get("reftype") != "myst" or \
+                    node.get("reftarget", "").rstrip("/").rsplit("/", 1)[-1] != "exercises":
+                continue
+            uri = self.app.builder.get_relative_uri(self.env.docname, self.config.root_doc)
+            link = nodes.reference("", "", refuri=f"{uri}#exercises", internal=True)
+            link += node.children
+            node.replace_self(link)
+
+
+def _package_dir(module: str) -> Path:
+    return Path(importlib.import_module(module).__file__).parent
+
+
+def copy_assets(app, exception):
+    """Copy plotly.js and the MathJax subset into the site (after a successful HTML build)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    static = Path(app.outdir) / "_static"
+    plotly_js = _package_dir("plotly") / "package_data" / "plotly.min.js"
+    (static / PLOTLY_JS).parent.mkdir(parents=True, exist_ok=True)
+    copy_asset_file(str(plotly_js), str(static / PLOTLY_JS))
+    mathjax = _package_dir("sphinx-mathjax-offline") / "static" / "mathjax"
+    for part in MATHJAX_PARTS:
+        source, target = mathjax / part, static / "mathjax" / part
+        if source.is_dir():
+            shutil.copytree(source, target, dirs_exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+
+
+def setup(app):
+    app.add_js_file(PLOTLY_JS)
+    app.add_js_file("companion_explorer.js")
+    app.config.mathjax_path = MATHJAX_ENTRY
+    app.add_post_transform(QuietUnansweredChecks)
+    app.add_post_transform(ExercisesFolderLinks)
+    app.connect("build-finished", copy_assets)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

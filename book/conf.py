@@ -1,0 +1,61 @@
+"""Sphinx configuration of the companion's static book (``make book``).
+
+The book is Sphinx + MyST-NB + sphinx-book-theme (what Jupyter Book 1 is made of), built from
+the notebooks' stored outputs (no execution). The source folder is the repository root (so the
+notebooks' relative links between chapters and exercises resolve as they do in JupyterLab);
+``include_patterns`` picks the pages. Everything a reader's browser loads is served from the
+site: plotly.js from the plotly wheel and MathJax from the sphinx-mathjax-offline wheel, both
+copied by ``_ext/companion_book.py``. See that module for how explorers and figures render.
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent / "_ext"))
+
+project = "LLM inference companion"
+author = "the companion's authors"
+copyright = "the companion's authors, MIT licence"
+
+extensions = ["myst_nb", "companion_book"]
+
+root_doc = "index"
+include_patterns = ["index.md", "notebooks/**.ipynb", "exercises/*.ipynb"]
+exclude_patterns = [".venv", ".state", ".git", "build", "artifacts", "solutions", "dashboards",
+                    "**/.ipynb_checkpoints"]
+
+# the stored outputs are the ones `make execute` wrote; the book never runs a kernel
+nb_execution_mode = "off"
+# no widget state is stored (see tools/execute_notebooks.py), so nothing for the widget
+# manager to render, and no reason to load it (it would come from a CDN)
+nb_ipywidgets_js = {}
+# live widget views need a kernel: the static figure beside them (plotly JSON, see
+# companion_book) is what the book shows; the PNG beside it is the print/no-JS fallback
+nb_mime_priority_overrides = [
+    ("html", "application/vnd.jupyter.widget-view+json", None),
+    ("html", "application/vnd.plotly.v1+json", 5),
+    ("latex", "application/vnd.plotly.v1+json", None),
+    ("latex", "application/vnd.jupyter.widget-view+json", None),
+]
+myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_heading_anchors = 3
+suppress_warnings = ["myst.header"]
+
+html_theme = "sphinx_book_theme"
+html_title = "LLM inference companion"
+html_theme_options = {
+    "home_page_in_toc": True,
+    "show_navbar_depth": 1,
+    "show_toc_level": 2,
+    "use_download_button": True,
+    "use_fullscreen_button": False,
+    # the theme's header links and icons stay local: no repository or launch buttons
+    "use_repository_button": False,
+}
+# a fixed light mode: the theme logs an error on a first visit without a stored mode otherwise
+html_context = {"default_mode": "light"}
+html_static_path = ["_static"]
+html_css_files = ["companion_book.css"]
+html_favicon = "_static/favicon.svg"   # a local one: browsers ask for /favicon.ico otherwise
+html_last_updated_fmt = None
+html_copy_source = False

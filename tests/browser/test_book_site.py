@@ -1,0 +1,197 @@
+"""The static book as a reader gets it: ``make book`` builds it from this checkout (the stored
+outputs, no kernel) into a scratch folder, Python's http.server serves it on 127.0.0.1, and
+headless Chromium reads it with every request that is not for 127.0.0.1 blocked and recorded.
+
+- the build passes with warnings as errors and has a page per notebook and exercise;
+- the front page has the chapter and section sidebar with every page, and search finds pages;
+- a section page renders its math (MathJax from the site) and every figure its notebook
+  stores (plotly.js from the site);
+- a static explorer's slider, clicked with the mouse, changes its figure, and its readout
+  becomes exactly what the panel computes at the new value; the other controls are shown
+  disabled and say how to move them;
+- no request left 127.0.0.1, no local file was missing, and nothing logged an error.
+Screenshots go to artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+import lab_harness as H
+
+pytestmark = pytest.mark.browser
+
+ROOT = H.ROOT
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+SECTION = "notebooks/ch17_performance/17_02_roofline"
+EXPLORERS = [("notebooks/START_HERE", "KVCapacityPanel"), (SECTION, "RooflinePanel")]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The book built with the project's own command into a scratch folder."""
+    scratch = tmp_path_factory.mktemp("book")
+    out = scratch / "site"
+    started = time.perf_counter()
+    build = subprocess.run(["make", "--no-print-directory", "book", f"BOOK_OUT={out}",
+                            f"BOOK_DOCTREES={scratch / 'doctrees'}"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert build.returncode == 0, f"make book failed:\n{build.stdout[-4000:]}\n{build.stderr[-4000:]}"
+    pages = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.html"))
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    print(f"\nbook: built in {time.perf_counter() - started:.0f} s, {len(pages)} pages, "
+          f"{size / 2**20:.1f} MiB")
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(site, chromium, tmp_path_factory):
+    srv = H.StaticSiteServer(site, tmp_path_factory.mktemp("book-server"))
+    srv.start(timeout_s=60)
+    try:
+        yield srv
+    finally:
+        leftovers = srv.stop()
+        assert not leftovers, f"processes left behind by http.server: {leftovers}"
+
+
+@pytest.fixture
+def reader(browsing):
+    """The page of ``browsing``, with requests outside 127.0.0.1 blocked (and recorded by
+    the network log) and local responses >= 400 recorded."""
+    page = browsing.page
+    missing: list[str] = []
+
+    def route(r):
+        host = r.request.url.split("/")[2].split(":")[0] if "://" in r.request.url else ""
+        if host in H.LOOPBACK_HOSTS or r.request.url.startswith(("data:", "blob:")):
+            r.continue_()
+        else:
+            r.abort()
+
+    page.context.route("**/*", route)
+    page.on("response", lambda resp: missing.append(f"{resp.status} {resp.url}")
+            if resp.status >= 400 else None)
+    browsing.missing = missing
+    yield browsing
+    assert not missing, f"local files missing: {missing[:10]}"
+    browsing.assert_offline()
+
+
+def notebook_docs() -> list[str]:
+    docs = [p.relative_to(ROOT).with_suffix("").as_posix()
+            for p in sorted((ROOT / "notebooks").rglob("*.ipynb"))
+            if ".ipynb_checkpoints" not in p.parts]
+    return docs + [p.relative_to(ROOT).with_suffix("").as_posix()
+                   for p in sorted((ROOT / "exercises").glob("*.ipynb"))]
+
+
+def stored_figures(doc: str) -> int:
+    """Figures a page must show: the plotly outputs of its notebook (an explorer's static
+    figure included; its widget view is not rendered in the book)."""
+    nb = json.loads((ROOT / f"{doc}.ipynb").read_text())
+    return sum(PLOTLY_MIME in o.get("data", {}) for c in nb["cells"]
+               for o in c.get("outputs", []))
+
+
+def test_the_book_has_every_notebook_and_no_solution(site):
+    for doc in notebook_docs():
+        assert (site / f"{doc}.html").is_file(), f"no page for {doc}"
+    assert not list(site.rglob("solutions/*.html")) and not (site / "solutions").exists()
+    assert (site / "index.html").is_file() and (site / "search.html").is_file()
+    # what a reader's browser loads is all in the site
+    assert (site / "_static" / "plotly" / "plotly.min.js").stat().st_size > 1_000_000
+    assert (site / "_static" / "mathjax" / "tex-chtml.js").is_file()
+
+
+def test_front_page_sidebar_and_search(server, reader):
+    page = reader.page
+    page.goto(f"{server.base}/index.html")
+    nav = page.locator("nav.bd-docs-nav")
+    nav.wait_for()
+    for caption in ("Chapter 8 · Inference Optimization", "Chapter 17 · LLM Inference Performance",
+                    "Exercises", "Lab"):
+        assert nav.get_by_text(caption, exact=True).count() == 1, caption
+    links = {a.split("#")[0] for a in nav.locator("a").evaluate_all(
+        "els => els.map(e => e.getAttribute('href'))")}
+    for doc in notebook_docs():
+        assert f"{doc}.html" in links, f"{doc} is not in the sidebar"
+    H.screenshot(page, "book_1_front_page")
+    # Sphinx's own search, on the index it built
+    page.locator("form.bd-search input[name=q]").first.wait_for(state="attached")
+    page.goto(f"{server.base}/search.html?q=roofline")
+    results = page.locator("#search-results ul.search li a")
+    results.first.wait_for(timeout=60_000)
+    found = results.evaluate_all("els => els.map(e => e.getAttribute('href'))")
+    assert any("17_02_roofline" in href for href in found), found
+    H.screenshot(page, "book_2_search")
+
+
+def test_section_page_renders_math_and_every_figure(server, reader):
+    page = reader.page
+    page.goto(f"{server.base}/{SECTION}.html")
+    page.locator("mjx-container").first.wait_for(timeout=60_000)
+    assert page.locator("mjx-container").count() >= 5
+    assert page.locator("mjx-merror").count() == 0
+    expected = stored_figures(SECTION)
+    assert expected >= 2
+    plots = page.locator(".js-plotly-plot")
+    for i in range(expected):
+        plots.nth(i).scroll_into_view_if_needed()
+        plots.nth(i).locator(".main-svg").first.wait_for(timeout=60_000)
+    assert plots.count() == expected
+    for i in range(expected):
+        assert plots.nth(i).evaluate("gd => gd.data.length") > 0
+    H.screenshot(page, "book_3_section")
+
+
+@pytest.mark.parametrize("doc,panel", EXPLORERS, ids=[d.split("/")[-1] for d, _ in EXPLORERS])
+def test_static_explorer_follows_its_slider(server, reader, doc, panel):
+    from companion import widgets
+
+    page = reader.page
+    page.goto(f"{server.base}/{doc}.html")
+    box = page.locator(".companion-explorer").first
+    box.scroll_into_view_if_needed()
+    gd = box.locator(".js-plotly-plot")
+    gd.locator(".slider-container").wait_for(timeout=60_000)
+    readout = box.locator(".companion-explorer-readout")
+    cls = getattr(widgets, panel)
+    meta = gd.evaluate("gd => gd.layout.meta.companion_explorer")
+    active = gd.evaluate("gd => gd.layout.sliders[0].active")
+    defaults = cls().defaults()
+    assert meta["values"][active] == defaults[cls.main_control]
+    assert H.html_text(readout.inner_html()) == H.html_text(cls().compute(**defaults).text)
+    # the other controls: shown at the chapter's setting, disabled, saying how to move them
+    fixed = box.locator(".companion-explorer-fixed")
+    assert fixed.count() == len(cls.controls) - 1
+    assert fixed.locator("input[disabled]").count() == fixed.count()
+    assert fixed.first.get_by_text("open in JupyterLab to move me").count() == 1
+    H.screenshot(box, f"book_explorer_{panel}_before")
+
+    before = gd.evaluate("gd => JSON.stringify(gd.data)")
+    rail = gd.locator(".slider-rail-touch-rect").first
+    rail.scroll_into_view_if_needed()
+    bbox = rail.bounding_box()
+    target = 0.1 if active > len(meta["values"]) / 2 else 0.9
+    page.mouse.click(bbox["x"] + bbox["width"] * target, bbox["y"] + bbox["height"] / 2)
+    page.wait_for_function(
+        "([el, a]) => el.layout.sliders[0].active !== a", arg=[gd.element_handle(), active],
+        timeout=30_000)
+    moved = gd.evaluate("gd => gd.layout.sliders[0].active")
+    value = meta["values"][moved]
+    expected = cls().compute(**dict(defaults, **{cls.main_control: value}))
+    page.wait_for_function(
+        "([el, text]) => el.textContent.replace(/\\s+/g, '') === text",
+        arg=[readout.element_handle(), H.html_text(expected.text)], timeout=30_000)
+    assert gd.evaluate("gd => JSON.stringify(gd.data)") != before
+    # the figure now shows the panel's traces at the new value (to the stored rounding)
+    shown_names = gd.evaluate("gd => gd.data.filter(t => t.visible !== false).map(t => t.name)")
+    assert [t.get("name") for t in expected.traces] == shown_names[:len(expected.traces)]
+    H.screenshot(box, f"book_explorer_{panel}_after")

@@ -1,0 +1,150 @@
+"""Static explorers (companion.explorers.static) and the PNG beside every figure
+(companion.explorers.static_image): what the book and GitHub show without a kernel."""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import plotly.graph_objects as go
+import pytest
+
+from companion import widgets
+from companion.explorers.static_image import STATIC_OUTPUTS_ENV, figure_png, use_in_notebooks
+from companion.explorers import static as S
+from companion.explorers.base import Panel
+
+PANELS = sorted((obj for obj in vars(widgets).values()
+                 if inspect.isclass(obj) and issubclass(obj, Panel) and obj is not Panel),
+                key=lambda c: c.__name__)
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("cls", PANELS, ids=lambda c: c.__name__)
+def test_every_panel_names_a_main_control(cls):
+    assert cls.main_control in {c.name for c in cls.controls}, (
+        f"{cls.__name__}.main_control = {cls.main_control!r} is not one of its controls")
+
+
+@pytest.mark.parametrize("cls", PANELS, ids=lambda c: c.__name__)
+def test_static_figure_steps_through_the_main_control(cls):
+    panel = cls()
+    figure = panel.static_figure()
+    go.Figure(figure)  # plotly accepts it as it is stored
+    meta = figure["layout"]["meta"][S.META_KEY]
+    slider = figure["layout"]["sliders"][0]
+    main = next(c for c in cls.controls if c.name == cls.main_control)
+    values = meta["values"]
+    assert len(slider["steps"]) == len(values) == len(meta["readouts"]) >= 2
+    assert values == sorted(values) or main.kind == "choice"
+    # it opens at the chapter's setting, with that setting's readout
+    assert values[slider["active"]] == panel.params[main.name]
+    assert meta["readouts"][slider["active"]] == panel.compute(**panel.params).text
+    # every step's readout is the panel's own computation at that value
+    for value, readout in list(zip(values, meta["readouts"]))[::5]:
+        assert readout == panel.compute(**dict(panel.params, **{main.name: value})).text
+    # the other controls are listed at their values and say how to move them
+    others = {o["label"] for o in meta["others"]}
+    assert others == {c.label for c in cls.controls if c.name != main.name}
+    assert meta["hint"] == S.MOVE_ME
+    # moving the slider changes the figure (not only the readout)
+    assert any(step["args"][0] for step in slider["steps"]), (
+        f"{cls.__name__}: {main.name} changes no trace; pick a main control that does")
+    # steps shrink until it fits; a choice control keeps all its options
+    size = S.stored_size(figure)
+    assert size <= S.BUDGET_BYTES or main.kind == "choice", f"{cls.__name__}: {size:,} bytes"
+
+
+@pytest.mark.parametrize("cls", [widgets.RequestTimelinePanel, widgets.SchedulePanel,
+                                 widgets.DecodeBatchPanel], ids=lambda c: c.__name__)
+def test_static_figure_is_deterministic(cls):
+    first = json.dumps(cls().static_figure(), sort_keys=True)
+    assert json.dumps(cls().static_figure(), sort_keys=True) == first
+
+
+def test_a_slider_step_restores_exactly_its_own_figure():
+    # applying step k's update to the figure at the chapter's setting gives step k's figure
+    panel = widgets.KVCapacityPanel()
+    figure = panel.static_figure()
+    slider = figure["layout"]["sliders"][0]
+    meta = figure["layout"]["meta"][S.META_KEY]
+    k = 0 if slider["active"] else len(slider["steps"]) - 1
+    traces, layout, indices = slider["steps"][k]["args"]
+    expected = panel.figure(panel.compute(**dict(panel.params, prompt_tokens=meta["values"][k])))
+    for prop, per_trace in traces.items():
+        for index, value in zip(indices, per_trace):
+            want = getattr(expected.data[index], prop)
+            want = list(want) if isinstance(want, tuple) else want
+            if isinstance(value, list) and value and isinstance(value[0], float):
+                assert value == pytest.approx(list(want), rel=1e-3)
+            elif prop not in ("line", "marker"):
+                assert value == want, prop
+    assert not layout or set(layout) <= set(expected.layout.to_plotly_json())
+
+
+def test_control_values_cover_the_range_on_the_grid():
+    panel = widgets.KVCapacityPanel()
+    prompt = next(c for c in panel.controls if c.name == "prompt_tokens")
+    values = S.control_values(prompt, 25, include=[8192])
+    assert values[0] == prompt.min and values[-1] == prompt.max and 8192 in values
+    assert all((v - prompt.min) % prompt.step == 0 for v in values)
+    assert values[1] - values[0] < values[-1] - values[-2]  # geometric over 256x
+    budget = next(c for c in panel.controls if c.name == "kv_budget_gib")
+    assert all(isinstance(v, float) for v in S.control_values(budget, 10))
+    model = next(c for c in panel.controls if c.name == "model")
+    assert S.control_values(model) == list(model.options.values())
+    with pytest.raises(ValueError, match="steps"):
+        S.control_values(prompt, 1)
+
+
+def test_static_figure_names_a_wrong_control():
+    with pytest.raises(ValueError, match="control"):
+        widgets.KVCapacityPanel().static_figure(control="no_such_control")
+
+
+def test_round_figure_keeps_four_significant_digits_and_structure():
+    assert S.round_figure({"x": [1234567.0, 0.000123456, 3, "a", None, 0.0]}) == \
+        {"x": [1235000.0, 0.0001235, 3, "a", None, 0.0]}
+
+
+def test_show_returns_the_live_explorer_and_adds_static_outputs_only_when_asked(monkeypatch):
+    panel = widgets.RooflinePanel()
+    shown = panel.show()
+    assert shown.widget is panel._ui and shown.children == panel._ui.children
+    monkeypatch.delenv(STATIC_OUTPUTS_ENV, raising=False)
+    bundle = shown._repr_mimebundle_()
+    assert set(bundle) == {S.WIDGET_MIME, "text/plain"}
+    assert "explorer" in bundle["text/plain"]
+    monkeypatch.setenv(STATIC_OUTPUTS_ENV, "1")
+    bundle = shown._repr_mimebundle_()
+    assert set(bundle) == {S.WIDGET_MIME, "text/plain", S.PLOTLY_MIME, "image/png"}
+    assert bundle[S.PLOTLY_MIME]["layout"]["sliders"]
+
+
+@pytest.mark.parametrize("cls", PANELS, ids=lambda c: c.__name__)
+def test_png_of_every_panel_figure(cls):
+    panel = cls()
+    png = figure_png(panel.figure())
+    assert png.startswith(PNG_SIGNATURE) and 2_000 < len(png) < 80_000
+
+
+def test_png_is_the_same_every_time():
+    figure = widgets.PagingPanel().figure()
+    assert figure_png(figure) == figure_png(figure)
+
+
+def test_png_renderer_joins_plotly_mimetype_only_when_static_outputs_are_written(monkeypatch):
+    import plotly.io as pio
+
+    monkeypatch.setattr(pio.renderers, "default", "plotly_mimetype")
+    monkeypatch.delenv(STATIC_OUTPUTS_ENV, raising=False)
+    use_in_notebooks()
+    assert pio.renderers.default == "plotly_mimetype"
+    monkeypatch.setenv(STATIC_OUTPUTS_ENV, "1")
+    use_in_notebooks()
+    assert pio.renderers.default == "plotly_mimetype+companion_png"
+    bundle = pio.renderers._build_mime_bundle(go.Figure(go.Bar(y=[1, 2])).to_dict())
+    assert bundle["image/png"] and "application/vnd.plotly.v1+json" in bundle
+    monkeypatch.setattr(pio.renderers, "default", "browser")
+    use_in_notebooks()
+    assert pio.renderers.default == "browser"  # outside a kernel nothing changes
