@@ -103,13 +103,13 @@ def test_only_measure_reads_companion_fast_or_the_environment():
         text = path.read_text()
         if "COMPANION_FAST" in text or re.search(r"\bos\.environ\b|\bgetenv\(", text):
             readers[str(path.relative_to(PACKAGE))] = True
-    # besides measure.py, only the static-output switch that `make execute` sets for the book
-    # (COMPANION_STATIC_OUTPUTS, read by explorers/static_image.py) is read
+    # besides measure's probes, only the static-output switch that `make execute` sets for the
+    # book (COMPANION_STATIC_OUTPUTS, read by explorers/static_image.py) is read
     assert "COMPANION_FAST" not in (PACKAGE / "explorers/static_image.py").read_text()
-    assert sorted(readers) == ["explorers/static_image.py", "measure.py"]
-    # inside measure.py, fast_mode() reads it, and only measure() asks fast_mode(), to choose
+    assert sorted(readers) == ["explorers/static_image.py", "measure/probes.py"]
+    # inside measure/probes.py, fast_mode() reads it, and only measure() asks fast_mode(), to choose
     # the probe sizes (and the thread count the probes run on)
-    source = (PACKAGE / "measure.py").read_text()
+    source = (PACKAGE / "measure" / "probes.py").read_text()
     assert source.count('os.environ.get("COMPANION_FAST"') == 1
     callers = set()
     for func in ast.walk(ast.parse(source)):
