@@ -22,7 +22,7 @@ from companion.explorers.ch08_kv import (
     PagingPanel, BranchSharingPanel, SharedPrefixCapacityPanel, SnapshotSpacingPanel,
     RetentionPanel)
 from companion.explorers.ch08_lifecycle import (
-    KVCapacityPanel, PRECISIONS, RequestTimelinePanel, MemoryBudgetPanel)
+    KVCapacityPanel, RequestTimelinePanel, MemoryBudgetPanel)
 from companion.explorers.ch08_serving import (
     AdmissionPanel, SchemePanel, AmdahlPanel, SCHEME_SETS, AMDAHL_FRACTIONS)
 from companion.explorers.ch08_speculative import (
@@ -65,20 +65,20 @@ __all__ = [
     "BudgetSweepPanel", "SWEEP_BUDGETS", "QuantizedFitPanel", "CompressedReadPanel",
     "OffloadPanel", "CompressTransferPanel", "RetryCostPanel", "PagingPanel",
     "BranchSharingPanel", "SharedPrefixCapacityPanel", "SnapshotSpacingPanel",
-    "RetentionPanel", "KVCapacityPanel", "PRECISIONS", "RequestTimelinePanel",
-    "MemoryBudgetPanel", "AdmissionPanel", "SchemePanel", "AmdahlPanel", "SCHEME_SETS",
-    "AMDAHL_FRACTIONS", "GreedyVerificationPanel", "RejectionSamplingPanel",
-    "SpeculativeLatencyPanel", "DraftLengthPanel", "BatchingTracePanel", "ChunkSizePanel",
-    "UtilizationPanel", "SpeculativeLeverPanel", "BatchSizePanel", "MemoryHierarchyPanel",
-    "KVSizingPanel", "PagedKVPanel", "TensorParallelPanel", "PipelineBubblePanel",
-    "PlacementPanel", "PoolSizingPanel", "KVRoutingPanel", "RooflinePanel",
-    "RequestBudgetPanel", "HeadOfLinePanel", "timeline_scenario", "stalled_interval_positions",
-    "chapter_schedules", "batching_trace_requests", "batching_trace", "itl_tail_trace",
-    "CH17_STATIC_BATCH", "CH17_STATIC_SHORTEST", "CH17_STATIC_LONGEST", "grow_sequences",
-    "copy_on_write_steps", "branch_sharing_pool", "branch_sharing_steps",
-    "decode_with_preemption", "multi_turn_inputs", "replay_prefix_cache", "allocator_demo",
-    "ALLOCATOR_DEMO_SEQUENCES", "greedy_example", "VERIFICATION_WORDS", "speculative_check",
-    "decision_table_text", "levers_text", "mechanism_map_text", "cheat_sheet_text",
-    "chapter_batch_sweep", "SHORT_REQUEST_S", "chunk_trade_sweep", "tp_layout_rows",
-    "placement_model", "placement_candidates", "chapter_schemes", "BATCH_SWEEP_MEASURED",
+    "RetentionPanel", "KVCapacityPanel", "RequestTimelinePanel", "MemoryBudgetPanel",
+    "AdmissionPanel", "SchemePanel", "AmdahlPanel", "SCHEME_SETS", "AMDAHL_FRACTIONS",
+    "GreedyVerificationPanel", "RejectionSamplingPanel", "SpeculativeLatencyPanel",
+    "DraftLengthPanel", "BatchingTracePanel", "ChunkSizePanel", "UtilizationPanel",
+    "SpeculativeLeverPanel", "BatchSizePanel", "MemoryHierarchyPanel", "KVSizingPanel",
+    "PagedKVPanel", "TensorParallelPanel", "PipelineBubblePanel", "PlacementPanel",
+    "PoolSizingPanel", "KVRoutingPanel", "RooflinePanel", "RequestBudgetPanel",
+    "HeadOfLinePanel", "timeline_scenario", "stalled_interval_positions", "chapter_schedules",
+    "batching_trace_requests", "batching_trace", "itl_tail_trace", "CH17_STATIC_BATCH",
+    "CH17_STATIC_SHORTEST", "CH17_STATIC_LONGEST", "grow_sequences", "copy_on_write_steps",
+    "branch_sharing_pool", "branch_sharing_steps", "decode_with_preemption",
+    "multi_turn_inputs", "replay_prefix_cache", "allocator_demo", "ALLOCATOR_DEMO_SEQUENCES",
+    "greedy_example", "VERIFICATION_WORDS", "speculative_check", "decision_table_text",
+    "levers_text", "mechanism_map_text", "cheat_sheet_text", "chapter_batch_sweep",
+    "SHORT_REQUEST_S", "chunk_trade_sweep", "tp_layout_rows", "placement_model",
+    "placement_candidates", "chapter_schemes", "BATCH_SWEEP_MEASURED",
 ]

@@ -157,6 +157,81 @@ def largest_modules(root: Path = ROOT, n: int = 5) -> list[tuple[int, str]]:
     return sorted(sizes, reverse=True)[:n]
 
 
+# --- façades ---------------------------------------------------------------------------------
+
+# façade -> the modules whose public names it must list (plots and widgets share theirs: a
+# figure is in plots, a panel in widgets; together they cover every explorer module)
+FACADE_HELPERS = {"companion.formulas.args", "companion.explorers.base",
+                  "companion.explorers.common", "companion.explorers.presets",
+                  "companion.explorers.static", "companion.explorers.static_image"}
+
+
+def facades(root: Path = ROOT) -> dict[tuple, list[str]]:
+    """(façade modules) -> the modules they cover."""
+    known = modules(root)
+
+    def under(package):
+        return [m for m in known if m.startswith(package + ".") and m not in FACADE_HELPERS]
+
+    return {("companion.calc",): under("companion.formulas"),
+            ("companion.sim",): under("companion.sim"),
+            ("companion.measure",): [m for m in under("companion.measure")
+                                     if not m.endswith("__main__")],
+            ("companion.plots", "companion.widgets"): under("companion.explorers")}
+
+
+def literal_all(tree: ast.Module) -> list[str] | None:
+    """The module's ``__all__`` if it is one literal list or tuple of strings, else None."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__"
+                                                for t in node.targets):
+            if isinstance(node.value, (ast.List, ast.Tuple)) and all(
+                    isinstance(e, ast.Constant) and isinstance(e.value, str)
+                    for e in node.value.elts):
+                return [e.value for e in node.value.elts]
+            return None
+    return None
+
+
+def facade_problems(root: Path = ROOT) -> list[str]:
+    """What keeps a façade from being explicit and complete: an ``__all__`` that is not a
+    literal, a star import or any statement but plain imports, a listed name it does not
+    import, a public name of a covered module it does not list."""
+    known = modules(root)
+    problems = []
+    for group, covered in facades(root).items():
+        listed = set()
+        for name in group:
+            tree = ast.parse(known[name].read_text())
+            names = literal_all(tree)
+            if names is None:
+                problems.append(f"{name}: __all__ is not a literal list of names")
+                continue
+            listed |= set(names)
+            imported = set()
+            for node in tree.body:
+                if isinstance(node, ast.ImportFrom):
+                    if any(a.name == "*" for a in node.names):
+                        problems.append(f"{name}:{node.lineno}: star import")
+                    imported |= {a.asname or a.name for a in node.names}
+                elif isinstance(node, ast.Import):
+                    imported |= {(a.asname or a.name).split(".")[0] for a in node.names}
+                elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+                          or isinstance(node, ast.Assign) and node.targets[0].id == "__all__"):
+                    problems.append(f"{name}:{node.lineno}: a statement other than imports")
+            problems += [f"{name}: lists {n} but does not import it" for n in names
+                         if n not in imported]
+        for module in covered:
+            names = literal_all(ast.parse(known[module].read_text()))
+            if names is None:
+                problems.append(f"{module}: __all__ is not a literal list of names")
+                continue
+            missing = [n for n in names if n not in listed]
+            if missing:
+                problems.append(f"{' / '.join(group)} do not list {module}'s {missing}")
+    return problems
+
+
 # --- chapter input literals ---------------------------------------------------------------------
 
 def _significant_digits(x: float) -> int:
@@ -296,6 +371,10 @@ if __name__ == "__main__":
     for p in private:
         print("  ", p)
     print("largest modules:", largest_modules(root))
+    problems = facade_problems(root)
+    print("façade problems:", len(problems))
+    for p in problems:
+        print("  ", p)
     rep = repeated_inputs(root)
     print("chapter input literals outside companion/chapters/:", len(rep))
     for r in rep:

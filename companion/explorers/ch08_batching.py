@@ -34,8 +34,10 @@ from companion import calc, specs, units
 from companion.chapters import ch08
 from companion.chapters.ch08 import BATCH_SWEEP_MEASURED
 from companion.explorers.base import Control, Panel, View
-from companion.explorers.ch08_lifecycle import KV_PRECISIONS, MODELS, PHASE_COLORS
+from companion.explorers.common import PHASE_COLORS
 from companion.explorers.common import titled_figure as _fig
+from companion.explorers.presets import CH08_MODELS as MODELS
+from companion.explorers.presets import KV_PRECISIONS
 from companion.formulas import batching as bt
 from companion.formulas import serving
 from companion.sim.scenarios import (

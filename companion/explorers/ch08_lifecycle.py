@@ -19,23 +19,20 @@ import numpy as np
 from companion import calc, specs, units
 from companion.chapters import ch08
 from companion.explorers.base import Control, Panel, View
+from companion.explorers.common import PHASE_COLORS
 from companion.explorers.common import plotly_go as _go
+from companion.explorers.presets import CH08_MODELS as MODELS
+from companion.explorers.presets import KV_PRECISIONS
 from companion.formulas import batching as bt
 from companion.formulas import serving
 from companion.sim.scenarios import stalled_interval_positions, timeline_scenario
 
 __all__ = [
     "request_timeline_figure", "memory_budget_figure", "kv_capacity_figure",
-    "RequestTimelinePanel", "MemoryBudgetPanel", "KVCapacityPanel", "MODELS", "KV_PRECISIONS",
-    "PRECISIONS", "PHASE_COLORS",
+    "RequestTimelinePanel", "MemoryBudgetPanel", "KVCapacityPanel",
 ]
 
 
-# one fixed palette for Chapter 8's request phases (shared with ch08_batching)
-PHASE_COLORS = {
-    "queue": "#b0b0b0", "prefill": "#e69f00", "decode": "#56b4e9", "stall": "#d55e00",
-    "token": "#0b3d91", "deadline": "#c00000",
-}
 MEMORY_COLORS = {
     "weights": "#4c72b0", "kv_used": "#55a868", "kv_free": "#b5dcb9", "rest": "#dd8452",
     "over": "#c44e52",
@@ -279,10 +276,6 @@ class RequestTimelinePanel(Panel):
 
 # --- 8.1.2 memory budget ------------------------------------------------------------------------
 
-MODELS = {m.name: m for m in (specs.QWEN3_8B, specs.LLAMA_8B, specs.LLAMA_70B)}
-# bytes per stored K/V value, block metadata included (8.4.2: q8_0 is 34/32, q4_0 18/32)
-KV_PRECISIONS = {"BF16": 2.0, "FP8": 1.0, "q8_0": calc.bits_per_value("q8_0") / 8,
-                 "q4_0": calc.bits_per_value("q4_0") / 8}
 _SWEEP_PROMPTS = np.unique(np.geomspace(128, 131072, 41).astype(int) // 16 * 16)
 
 
@@ -369,7 +362,6 @@ class MemoryBudgetPanel(Panel):
 # --- 8.1.2 / 8.3.2: how many requests' KV fits, independent vs shared prefix --------------------
 
 # the same models and KV formats (bytes per stored value, metadata included) as the budget above
-PRECISIONS = KV_PRECISIONS
 _CAPACITY_PROMPTS = np.unique(np.geomspace(256, 65536, 49).astype(int) // 16 * 16)
 
 
@@ -380,7 +372,7 @@ class KVCapacityPanel(Panel):
     controls = (
         Control("model", "model", "choice", specs.QWEN3_8B.name,
                 options={name: name for name in MODELS}),
-        Control("precision", "KV format", "choice", 2.0, options=PRECISIONS),
+        Control("precision", "KV format", "choice", 2.0, options=KV_PRECISIONS),
         Control("prompt_tokens", "prompt (tokens)", "int", ch08.LONG_PROMPT_TOKENS, 256, 65536,
                 256),
         Control("output_tokens", "output (tokens)", "int", ch08.OUTPUT_TOKENS, 1, 4096, 1),

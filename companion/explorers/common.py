@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from companion import units
 
-__all__ = ["plotly_go", "titled_figure", "to_ms", "stacked_axes", "SERVING_COLORS",
-           "REQUEST_PALETTE", "discrete_colorscale"]
+__all__ = ["plotly_go", "titled_figure", "to_ms", "stacked_axes", "PHASE_COLORS",
+           "SERVING_COLORS", "REQUEST_PALETTE", "discrete_colorscale"]
 
 
 def plotly_go():
@@ -52,6 +52,12 @@ def stacked_axes(n: int, labels, gap: float = 0.1) -> tuple[dict, list]:
                       "y": top, "yanchor": "bottom", "xanchor": "left", "showarrow": False})
     return layout, notes
 
+
+# one fixed palette for Chapter 8's request phases (ch08_lifecycle, ch08_batching)
+PHASE_COLORS = {
+    "queue": "#b0b0b0", "prefill": "#e69f00", "decode": "#56b4e9", "stall": "#d55e00",
+    "token": "#0b3d91", "deadline": "#c00000",
+}
 
 # --- the Chapter 17 §6-§10 explorers' palette -----------------------------------------------------
 

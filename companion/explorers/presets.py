@@ -1,14 +1,22 @@
-"""The presets and controls several explorer panels share: the cards and models a Chapter 17
-panel offers, KV and weight precisions, TP degrees, and the ``Control`` builders over them."""
+"""The presets and controls several explorer panels share: the models a Chapter 8 panel and the
+cards and models a Chapter 17 panel offer, KV and weight precisions, TP degrees, and the
+``Control`` builders over them."""
 
 from __future__ import annotations
 
-from companion import specs
+from companion import calc, specs
 from companion.explorers.base import Control
 
-__all__ = ["HARDWARE_PRESETS", "KV_PRECISION_BYTES", "hardware_control", "SERVING_MODELS",
-           "SERVING_CARDS", "WEIGHT_FORMATS", "TP_DEGREES", "choice_control", "model_control",
-           "card_control"]
+__all__ = ["CH08_MODELS", "KV_PRECISIONS", "HARDWARE_PRESETS", "KV_PRECISION_BYTES",
+           "hardware_control", "SERVING_MODELS", "SERVING_CARDS", "WEIGHT_FORMATS", "TP_DEGREES",
+           "choice_control", "model_control", "card_control"]
+
+
+# the models a Chapter 8 panel offers, by display name
+CH08_MODELS = {m.name: m for m in (specs.QWEN3_8B, specs.LLAMA_8B, specs.LLAMA_70B)}
+# bytes per stored K/V value, block metadata included (8.4.2: q8_0 is 34/32, q4_0 18/32)
+KV_PRECISIONS = {"BF16": 2.0, "FP8": 1.0, "q8_0": calc.bits_per_value("q8_0") / 8,
+                 "q4_0": calc.bits_per_value("q4_0") / 8}
 
 
 # the cards a Chapter 17 panel offers, by display name
