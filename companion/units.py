@@ -62,10 +62,3 @@ def fmt_bytes(n_bytes: float, unit: str = "GiB", digits: int | None = None) -> s
     if unit not in BYTE_UNITS:
         raise ValueError(f"unit: {unit!r} is not a byte unit; expected one of {sorted(BYTE_UNITS)}")
     return f"{_fmt(n_bytes / BYTE_UNITS[unit], digits)} {unit}"
-
-
-def fmt_time(seconds: float, unit: str = "ms", digits: int | None = None) -> str:
-    """Format a duration for display, e.g. ``fmt_time(0.02626) -> '26.3 ms'``."""
-    if unit not in TIME_UNITS:
-        raise ValueError(f"unit: {unit!r} is not a time unit; expected one of {sorted(TIME_UNITS)}")
-    return f"{_fmt(seconds / TIME_UNITS[unit], digits)} {unit}"

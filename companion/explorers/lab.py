@@ -30,9 +30,7 @@ def _analysis(value):
 def _title(value, default: str) -> str:
     if value is None:
         return default
-    if not isinstance(value, str):
-        raise TypeError(f"title: expected a string, got {type(value).__name__} {value!r}")
-    return value
+    return v.instance("title", value, str, "a string")
 
 
 def _flops_text(flops_per_s: float) -> str:

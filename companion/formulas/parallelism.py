@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from companion import validate as v
 # the chapter's inputs (companion.chapters.ch17), exported as calc.CH17_X for the notebooks
 from companion.chapters.ch17 import (
@@ -343,14 +341,7 @@ def _positive_values(name: str, value):
     """A positive number, or a sequence of them as a float array (for whole curves)."""
     if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
         return v.positive(name, value)
-    v.sequence(name, value)
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name}: expected numbers, got {value!r}") from None
-    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise ValueError(f"{name}: every value must be a finite number > 0")
-    return arr
+    return v.column(name, value, positive=True)
 
 
 def routed_mean_ttft_s(cold_s, warm_s, warm_share: float):

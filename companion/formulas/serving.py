@@ -313,8 +313,7 @@ class Scheme:
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
             raise TypeError(f"name: expected a non-empty string, got {self.name!r}")
-        if not isinstance(self.shared_prefix, bool):
-            raise TypeError(f"shared_prefix: expected True or False, got {self.shared_prefix!r}")
+        v.boolean("shared_prefix", self.shared_prefix)
         v.choice("kv_format", self.kv_format, QUANT_FORMATS)
         tpr = v.number("tokens_per_round", self.tokens_per_round, at_least=1.0)
         pos = v.count("verify_positions", self.verify_positions)

@@ -273,8 +273,7 @@ def draft_generation_time(forward_s: float, draft_tokens: int, parallel: bool = 
     """
     f = v.nonnegative("forward_s", forward_s)
     m = v.tokens("draft_tokens", draft_tokens)
-    if not isinstance(parallel, bool):
-        raise TypeError(f"parallel: expected True or False, got {type(parallel).__name__}")
+    parallel = v.boolean("parallel", parallel)
     if m == 0:
         return 0.0
     return f if parallel else m * f

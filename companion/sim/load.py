@@ -416,9 +416,7 @@ def run_service(workload: Workload, *, policy: str = "chunked", max_running: int
     attention pairs and KV reads (``Request.cached_tokens``); its blocks are counted in the
     pool once.
     """
-    if not isinstance(workload, Workload):
-        raise TypeError(f"workload: expected a Workload (see load.workload()), got "
-                        f"{type(workload).__name__}")
+    v.instance("workload", workload, Workload, "a Workload (see load.workload())")
     policy = v.choice("policy", policy, POLICIES)
     max_running = v.count("max_running", max_running)
     v.instance("model", model, Model, "a companion.specs.Model")
