@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from companion import validate as v
+
 __all__ = ["Where", "where", "sections", "section_key", "cited_sections", "section_table"]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,10 +50,7 @@ _NOTEBOOK = re.compile(r"^(08|17)_(\d\d?)_")
 
 def section_key(text: str) -> str:
     """"17 §4", "§4", "17.4" -> "17.4"; "8.3.4" -> "8.3.4" (whitespace ignored)."""
-    if not isinstance(text, str):
-        raise TypeError(f"section: expected a string such as '8.3.4' or '17 §4', got "
-                        f"{type(text).__name__} {text!r}")
-    s = text.strip()
+    s = v.instance("section", text, str, "a string such as '8.3.4' or '17 §4'").strip()
     m = re.fullmatch(r"(?:17\s*)?§\s*(\d+)", s)
     if m:
         return f"17.{int(m.group(1))}"
