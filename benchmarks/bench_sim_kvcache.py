@@ -12,7 +12,8 @@ import time
 
 import numpy as np
 
-from companion.sim.kvcache import BlockManager, KVStore, PrefixCache, paged_attention
+from companion.sim.kvcache import BlockManager, PrefixCache
+from companion.sim.paged_attention import KVStore, paged_attention
 from companion.sim.speculative import simulate_rounds
 from companion.specs import QWEN3_8B
 from companion.units import GiB

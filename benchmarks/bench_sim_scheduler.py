@@ -23,8 +23,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from companion.sim.scenarios import chapter_8_2_2_requests  # noqa: E402
 from companion.sim.scheduler import (Request, RooflineRoundTime, RoundTimeModel,  # noqa: E402
-                                     chapter_8_2_2_requests, simulate)
+                                     simulate)
 from companion.specs import QWEN3_8B, RTX_PRO_6000  # noqa: E402
 
 QUICK = "--quick" in sys.argv

@@ -52,7 +52,7 @@ PANEL_CODE = r'''
 import json, statistics, time, inspect
 import numpy as np
 from companion import widgets
-from companion.panels._base import Panel
+from companion.explorers.base import Panel
 results = {}
 for name, cls in sorted(vars(widgets).items()):
     if not (inspect.isclass(cls) and issubclass(cls, Panel) and cls is not Panel):

@@ -1,10 +1,13 @@
 """Companion to Chapter 8 "Inference Optimization" and Chapter 17 "LLM Inference Performance".
 
-Layers (see README): ``specs`` (models, hardware) -> ``calc`` (closed forms) and ``sim``
-(iteration-level simulators) -> ``ledger`` (every printed number re-derived) -> ``plots`` /
-``widgets`` (figures and slider panels). Importing ``companion`` imports no plotting library.
+Layers (README.md, "Architecture"): ``chapters`` (the chapters' stated inputs) -> ``specs``
+(models, hardware) -> ``calc`` (closed forms, over ``formulas``) and ``sim`` (simulators and
+the chapters' scenarios) -> ``ledger`` (every printed number re-derived) -> ``plots`` /
+``widgets`` (figures and slider panels, over ``explorers``). ``where("8.3.4")`` lists what the
+companion has for a section. Importing ``companion`` imports no plotting library.
 """
 
-from companion import units, specs  # noqa: F401  (cheap: no numpy-heavy or plotting imports)
+from companion import specs, units  # noqa: F401  (cheap: no numpy-heavy or plotting imports)
+from companion.sections import where  # noqa: F401  (imports the rest only when called)
 
 __version__ = "0.1.0"

@@ -1,34 +1,165 @@
 """Every closed-form relation of Chapters 8 and 17, as pure validated functions.
 
 This module is the public face; the formulas live in topic modules under
-``companion.formulas`` and are re-exported here, so notebooks and exercises only ever write
-``from companion import calc``. Importing it imports no plotting library.
+``companion.formulas`` and are imported here by name, so notebooks and exercises only ever
+write ``from companion import calc`` (and editors and type checkers see every name). Importing
+it imports no plotting library.
 
-  core           KV sizing, read volume, roofline, FLOP counts, quantised sizes, headline API
+  core           KV sizing, read volume, roofline, FLOP counts, MFU, quantised sizes
   batching       8.1-8.2: lifecycle timeline, memory budget, batching, LoRA, pairs, padding
   kv_management  8.3: paging, sharing, copy-on-write, prefix reuse, hybrid snapshots, retention
   compression    8.4: quantised weights and KV, compressed reads, offload, transfer
   speculative    8.5: expected output, per-token latency, draft cost, draft length
   serving        8.6: Little's law, admission, goodput, GPU-seconds, schemes A-E, energy
-  performance    17 §1-§6, §9-§10: hierarchy, roofline, KV sizing, paging, batching, MBU/MFU, levers
+  performance    17 §1-§6, §9-§10: hierarchy, roofline, KV sizing, paging, batching, MBU/MFU,
+                 quantization
   parallelism    17 §7-§8: tensor/pipeline parallelism, placement, disaggregated pools,
                  KV-aware routing; the interview's batch-size window
+  levers         17 §10's chapter-wide tables: levers, mechanism -> lever map, cheat sheet
   moe            mixture-of-experts: experts a batch touches, streamed bytes vs batch, active
                  parameters
+
+The chapters' stated inputs are in ``companion.chapters``; a test checks that this façade
+lists every public name of the topic modules.
 """
 
-from companion.formulas import (batching, compression, core, kv_management, moe, parallelism,
-                                performance, serving, speculative)
-from companion.formulas.core import *  # noqa: F401,F403
-from companion.formulas.batching import *  # noqa: F401,F403
-from companion.formulas.kv_management import *  # noqa: F401,F403
-from companion.formulas.compression import *  # noqa: F401,F403
-from companion.formulas.speculative import *  # noqa: F401,F403
-from companion.formulas.serving import *  # noqa: F401,F403
-from companion.formulas.performance import *  # noqa: F401,F403
-from companion.formulas.parallelism import *  # noqa: F401,F403
-from companion.formulas.moe import *  # noqa: F401,F403
+from __future__ import annotations
 
-_MODULES = (core, batching, kv_management, compression, speculative, serving, performance,
-            parallelism, moe)
-__all__ = [name for module in _MODULES for name in module.__all__]
+from companion.formulas.core import (
+    kv_bytes_per_token, kv_tokens_allocated, kv_bytes, kv_bytes_at_context, held_tokens,
+    max_concurrent, read_bytes_per_output_token, kv_crossover_batch, ridge_point,
+    attention_pairs, QUANT_FORMATS, quantized_bytes, bits_per_value,
+    speculative_expected_tokens, pipeline_bubble, static_batch_utilization, amdahl_speedup,
+    cache_retention_value, matrix_flops, attention_flops_per_pair, attention_flops,
+    prefill_flops, flops_per_token_or_default, expected_experts_touched,
+    moe_streamed_weight_bytes, StepTimeParts, decode_step_parts, decode_step_time,
+    attainable_flops, mbu, mfu, time_at_mfu, measured_prefill_mfu)
+from companion.formulas.batching import (
+    lifecycle_request_time_s, insertable_prefills, token_emission_times, ttft_s,
+    inter_token_intervals, request_time_s, decode_tokens_per_s, SHORT_REQUEST_S, MemoryBudget,
+    memory_budget, kv_capacity_row, kv_capacity_table, weight_reuse_intensity,
+    LORA_PROJECTIONS, lora_adapter_bytes, read_bytes_curve, read_volume_table,
+    crossover_vs_capacity, batch_resident_bytes, decode_step_time_curve, compute_catchup_batch,
+    compute_bound_context_tokens, chapter_batch_sweep, prefill_chunks, chunk_pair_series,
+    chunk_flops_series, split_weight_read_bytes, padded_rows, padding_rows, mixed_round_time_s,
+    token_budget_for_itl)
+from companion.formulas.kv_management import (
+    kv_blocks_needed, kv_tail_waste_tokens, PagedAllocation, paged_allocation,
+    shared_prefix_blocks_saved, BranchSharing, branch_block_sharing, prefix_shared_kv_bytes,
+    CopyOnWrite, copy_on_write, reusable_prefix_tokens, RestorePoint, hybrid_restore_point,
+    snapshot_storage_bytes, long_term_cache_fraction, link_transfer_s, prefix_recompute_s,
+    retention_break_even_hit_prob, PrefixRetention, prefix_retention, CacheReplay,
+    cache_replay_hits)
+from companion.formulas.compression import (
+    QUANT_CODE_BITS, QuantLayout, quant_group_layout, quant_format_layout,
+    memory_headroom_bytes, encode_q8_0_group, decode_q8_0_group, encode_q4_0_group,
+    decode_q4_0_group, kv_format_bytes_per_value, kv_quantized_bytes, max_concurrent_kv_format,
+    compressed_read_saving_s, fitted_interval_s, interval_crossover_tokens,
+    ffn_weight_bytes_per_layer, FfnOffload, ffn_offload, OffloadCopy, offload_copy_bound,
+    min_link_bytes_per_s, compress_then_transfer_s, min_decompress_bytes_per_s,
+    time_to_correct_answer_s, expected_time_to_correct_s)
+from companion.formulas.speculative import (
+    mean_latency_per_token, unweighted_round_latency, speculative_acceptance_rate,
+    speculative_residual_distribution, verification_outcome, speculative_output_distribution,
+    speculative_expected_rounds, speculative_request_time, verification_flops,
+    verification_extra_flops, speculative_latency_per_token, draft_cost_crossover,
+    prep_break_even_tokens, effective_read_bandwidth, draft_forward_time,
+    draft_generation_time, draft_round_time, draft_length_table, best_draft_length,
+    marginal_draft_gain, draft_extension_helps)
+from companion.formulas.serving import (
+    requests_in_system, admit_request, effective_throughput, completion_throughput,
+    response_losses, fractional_change, prefill_token_rate, gpu_seconds_per_request,
+    round_read_bytes, read_time_at_mbu, decode_efficiency_table, round_time_from_reads,
+    prefix_shifted_round_s, Scheme, SchemeResult, SCHEMES, scheme_result, compare_schemes,
+    best_scheme, chapter_schemes, instance_kv_budget_bytes, schemes_for_model,
+    per_qualifying_result, staged_task_time, staged_task_speedup, staged_break_even_s)
+from companion.formulas.performance import (
+    CH17_PREFILL_EFFICIENCY, CH17_RUNTIME_RESERVE_BYTES, CH17_LONG_CONTEXT_TOKENS,
+    CH17_MAX_LEN_TOKENS, CH17_CHAT_LIVE_TOKENS, CH17_PROMPT_TOKENS, CH17_SMOOTH_ITL_S,
+    CH17_KV_TABLE_CONTEXTS, memory_pyramid, bandwidth_ratios, memory_sweep_s, decode_intensity,
+    prefill_intensity, roofline_point, roofline_points, decode_time_split, prefill_compute_s,
+    request_budget, head_of_line_stall, kv_by_context, attention_variants, tp_kv_capacity,
+    decode_vs_context, kv_weight_crossover_tokens, reservation_waste, block_fill,
+    paged_worst_waste, prefix_sharing_bytes, paged_batch_gain, static_batch_slot_steps,
+    chunked_prefill_trade, chunk_trade_sweep, batching_decision_table, sm_share,
+    decode_utilization, prefill_utilization, quantization_ceiling)
+from companion.formulas.parallelism import (
+    CH17_COLLECTIVE_LATENCY_NVLINK_S, CH17_COLLECTIVE_LATENCY_PCIE_S,
+    CH17_ALLREDUCES_PER_LAYER, CH17_PREFILL_TOK_PER_S_PER_GROUP,
+    CH17_DECODE_TOK_PER_S_PER_GROUP, CH17_AGENT_FIRST_TURN_TOKENS, CH17_AGENT_TOKENS_PER_TURN,
+    CH17_ROUTER_WARM_SHARES, CH17_ASSUMED_ITL_TARGET_S, tp_allreduce_traffic, tp_decode_step,
+    tp_layout_rows, pp_stages, PIPE_PHASES, pipeline_grid, weights_per_gpu_bytes,
+    layout_candidates, parallel_layout, placement_model, placement_candidates,
+    disaggregated_pools, kv_transfer_s, kv_routing_ttft, routed_mean_ttft_s, itl_batch_ceiling,
+    batch_window)
+from companion.formulas.levers import (
+    levers_table, mechanism_lever_map, cheat_sheet)
+from companion.formulas.moe import (
+    moe_weight_read_per_token, moe_read_curve, active_params, decode_flops_per_token)
+
+__all__ = [
+    "kv_bytes_per_token", "kv_tokens_allocated", "kv_bytes", "kv_bytes_at_context",
+    "held_tokens", "max_concurrent", "read_bytes_per_output_token", "kv_crossover_batch",
+    "ridge_point", "attention_pairs", "QUANT_FORMATS", "quantized_bytes", "bits_per_value",
+    "speculative_expected_tokens", "pipeline_bubble", "static_batch_utilization",
+    "amdahl_speedup", "cache_retention_value", "matrix_flops", "attention_flops_per_pair",
+    "attention_flops", "prefill_flops", "flops_per_token_or_default",
+    "expected_experts_touched", "moe_streamed_weight_bytes", "StepTimeParts",
+    "decode_step_parts", "decode_step_time", "attainable_flops", "mbu", "mfu", "time_at_mfu",
+    "measured_prefill_mfu", "lifecycle_request_time_s", "insertable_prefills",
+    "token_emission_times", "ttft_s", "inter_token_intervals", "request_time_s",
+    "decode_tokens_per_s", "SHORT_REQUEST_S", "MemoryBudget", "memory_budget",
+    "kv_capacity_row", "kv_capacity_table", "weight_reuse_intensity", "LORA_PROJECTIONS",
+    "lora_adapter_bytes", "read_bytes_curve", "read_volume_table", "crossover_vs_capacity",
+    "batch_resident_bytes", "decode_step_time_curve", "compute_catchup_batch",
+    "compute_bound_context_tokens", "chapter_batch_sweep", "prefill_chunks",
+    "chunk_pair_series", "chunk_flops_series", "split_weight_read_bytes", "padded_rows",
+    "padding_rows", "mixed_round_time_s", "token_budget_for_itl", "kv_blocks_needed",
+    "kv_tail_waste_tokens", "PagedAllocation", "paged_allocation",
+    "shared_prefix_blocks_saved", "BranchSharing", "branch_block_sharing",
+    "prefix_shared_kv_bytes", "CopyOnWrite", "copy_on_write", "reusable_prefix_tokens",
+    "RestorePoint", "hybrid_restore_point", "snapshot_storage_bytes",
+    "long_term_cache_fraction", "link_transfer_s", "prefix_recompute_s",
+    "retention_break_even_hit_prob", "PrefixRetention", "prefix_retention", "CacheReplay",
+    "cache_replay_hits", "QUANT_CODE_BITS", "QuantLayout", "quant_group_layout",
+    "quant_format_layout", "memory_headroom_bytes", "encode_q8_0_group", "decode_q8_0_group",
+    "encode_q4_0_group", "decode_q4_0_group", "kv_format_bytes_per_value",
+    "kv_quantized_bytes", "max_concurrent_kv_format", "compressed_read_saving_s",
+    "fitted_interval_s", "interval_crossover_tokens", "ffn_weight_bytes_per_layer",
+    "FfnOffload", "ffn_offload", "OffloadCopy", "offload_copy_bound", "min_link_bytes_per_s",
+    "compress_then_transfer_s", "min_decompress_bytes_per_s", "time_to_correct_answer_s",
+    "expected_time_to_correct_s", "mean_latency_per_token", "unweighted_round_latency",
+    "speculative_acceptance_rate", "speculative_residual_distribution", "verification_outcome",
+    "speculative_output_distribution", "speculative_expected_rounds",
+    "speculative_request_time", "verification_flops", "verification_extra_flops",
+    "speculative_latency_per_token", "draft_cost_crossover", "prep_break_even_tokens",
+    "effective_read_bandwidth", "draft_forward_time", "draft_generation_time",
+    "draft_round_time", "draft_length_table", "best_draft_length", "marginal_draft_gain",
+    "draft_extension_helps", "requests_in_system", "admit_request", "effective_throughput",
+    "completion_throughput", "response_losses", "fractional_change", "prefill_token_rate",
+    "gpu_seconds_per_request", "round_read_bytes", "read_time_at_mbu",
+    "decode_efficiency_table", "round_time_from_reads", "prefix_shifted_round_s", "Scheme",
+    "SchemeResult", "SCHEMES", "scheme_result", "compare_schemes", "best_scheme",
+    "chapter_schemes", "instance_kv_budget_bytes", "schemes_for_model",
+    "per_qualifying_result", "staged_task_time", "staged_task_speedup", "staged_break_even_s",
+    "CH17_PREFILL_EFFICIENCY", "CH17_RUNTIME_RESERVE_BYTES", "CH17_LONG_CONTEXT_TOKENS",
+    "CH17_MAX_LEN_TOKENS", "CH17_CHAT_LIVE_TOKENS", "CH17_PROMPT_TOKENS", "CH17_SMOOTH_ITL_S",
+    "CH17_KV_TABLE_CONTEXTS", "memory_pyramid", "bandwidth_ratios", "memory_sweep_s",
+    "decode_intensity", "prefill_intensity", "roofline_point", "roofline_points",
+    "decode_time_split", "prefill_compute_s", "request_budget", "head_of_line_stall",
+    "kv_by_context", "attention_variants", "tp_kv_capacity", "decode_vs_context",
+    "kv_weight_crossover_tokens", "reservation_waste", "block_fill", "paged_worst_waste",
+    "prefix_sharing_bytes", "paged_batch_gain", "static_batch_slot_steps",
+    "chunked_prefill_trade", "chunk_trade_sweep", "batching_decision_table", "sm_share",
+    "decode_utilization", "prefill_utilization", "quantization_ceiling",
+    "CH17_COLLECTIVE_LATENCY_NVLINK_S", "CH17_COLLECTIVE_LATENCY_PCIE_S",
+    "CH17_ALLREDUCES_PER_LAYER", "CH17_PREFILL_TOK_PER_S_PER_GROUP",
+    "CH17_DECODE_TOK_PER_S_PER_GROUP", "CH17_AGENT_FIRST_TURN_TOKENS",
+    "CH17_AGENT_TOKENS_PER_TURN", "CH17_ROUTER_WARM_SHARES", "CH17_ASSUMED_ITL_TARGET_S",
+    "tp_allreduce_traffic", "tp_decode_step", "tp_layout_rows", "pp_stages", "PIPE_PHASES",
+    "pipeline_grid", "weights_per_gpu_bytes", "layout_candidates", "parallel_layout",
+    "placement_model", "placement_candidates", "disaggregated_pools", "kv_transfer_s",
+    "kv_routing_ttft", "routed_mean_ttft_s", "itl_batch_ceiling", "batch_window",
+    "levers_table", "mechanism_lever_map", "cheat_sheet", "moe_weight_read_per_token",
+    "moe_read_curve", "active_params", "decode_flops_per_token",
+]

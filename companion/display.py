@@ -21,7 +21,7 @@ notebook.
 - ``install()``: registers the rounding plotly renderer and makes it the default in place of
   plain ``plotly_mimetype`` (and the other plain mimetype renderers: ``jupyterlab``,
   ``vscode``, ``nteract``), so ``fig.show()`` and a figure as a cell's last expression go
-  through it. Idempotent; ``companion.figures._common.plotly_go()`` calls it, so every figure
+  through it. Idempotent; ``companion.explorers.common.plotly_go()`` calls it, so every figure
   the companion builds is displayed through it. A renderer the user chose (``browser``, ...)
   is left alone.
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from companion import _validate as v
+from companion import validate as v
 from companion.specs import Model
 
 __all__ = ["ARCHITECTURES", "ConfigFieldWarning", "model_from_hf_config", "shelf", "load",

@@ -1,12 +1,87 @@
-"""Figure builders: results in, plotly (interactive) or matplotlib (static) figures out.
+"""Figure builders: results in, plotly figures out (a façade over ``companion.explorers``).
+
+Each name is imported from the explorer module of its topic (``companion.explorers.<topic>``),
+where the panels of ``companion.widgets`` draw with the same ``*_traces`` helpers; a few
+scenario helpers the notebooks call as ``plots.X`` come from ``companion.sim``.
 
 Conventions: every axis has a label with its unit; figures are deterministic (no random
 colours, no timestamps) so that stored notebook outputs compare under nbval; a builder
-returns a figure and never calls ``show()``. plotly/matplotlib are imported inside the
-topic modules under ``companion.figures``, never by ``import companion``.
+returns a figure and never calls ``show()``. plotly is imported on first use inside the
+explorer modules, never by ``import companion``.
 """
 
-import companion.figures as _pkg
-from companion._registry import reexport as _reexport
+from __future__ import annotations
 
-__all__ = _reexport(_pkg, globals(), "companion.plots")
+from companion.explorers.ch08_batching import (
+    read_volume_figure, rom_weights_figure, decode_step_figure, lora_capacity_figure,
+    schedule_gantt_figure, pair_area_figure, chunk_cost_figure, graph_padding_figure,
+    token_budget_figure, budget_sweep_figure)
+from companion.explorers.ch08_compression import (
+    byte_layout_traces, byte_layout_figure, bits_per_value_figure, memory_stack_traces,
+    memory_stack_layout, memory_stack_figure, interval_fit_figure, LAYOUT_COLORS)
+from companion.explorers.ch08_kv import (
+    block_pool_traces, block_pool_legend_html, block_pool_layout, block_pool_figure,
+    block_pool_steps_figure, prefix_tree_figure, pool_usage_figure, retention_bars_traces,
+    retention_bars_figure, SEQUENCE_COLORS)
+from companion.explorers.ch08_lifecycle import (
+    request_timeline_figure, memory_budget_figure, kv_capacity_figure)
+from companion.explorers.ch08_serving import (
+    littles_law_figure, goodput_figure, scheme_plane_figure, scheme_time_figure, amdahl_figure,
+    energy_per_result_figure)
+from companion.explorers.ch08_speculative import (
+    greedy_verification_figure, expected_output_figure, draft_cost_figure, draft_mode_figure)
+from companion.explorers.ch17_batching import (
+    batch_slots, slot_gantt_traces, batching_gantt_figure, chunk_trade_traces)
+from companion.explorers.ch17_levers import (
+    sm_share_figure, utilization_traces, quantization_figure, speculative_traces,
+    batch_window_traces)
+from companion.explorers.ch17_memory import (
+    memory_hierarchy_traces, memory_hierarchy_layout, memory_hierarchy_figure,
+    kv_by_context_figure, attention_variants_figure, context_step_traces, context_step_figure,
+    gpu_memory_traces, allocator_traces, allocator_figure, paged_tradeoff_traces,
+    paged_tradeoff_layout, SEQ_COLORS)
+from companion.explorers.ch17_parallelism import (
+    tp_step_traces, tp_step_figure, pipeline_traces, pipeline_figure, placement_traces,
+    placement_figure, pool_sizing_traces, kv_transfer_figure, routing_traces)
+from companion.explorers.ch17_roofline import (
+    roofline_traces, roofline_layout, roofline_figure, request_budget_traces,
+    hol_timeline_traces, hol_timeline_layout, hol_timeline_figure, ROOFLINE_X_RANGE,
+    ROOFLINE_Y_RANGE)
+from companion.explorers.lab import (
+    measured_roofline, measured_step_time, measured_utilization, measured_step_vs_bytes)
+from companion.explorers.moe import (
+    moe_read_traces, moe_read_figure)
+from companion.sim.kv_scenarios import (
+    PoolSnapshot, snapshot_pool)
+from companion.formulas.parallelism import (
+    pipeline_grid)
+from companion.explorers.common import (
+    SERVING_COLORS)
+
+__all__ = [
+    "read_volume_figure", "rom_weights_figure", "decode_step_figure", "lora_capacity_figure",
+    "schedule_gantt_figure", "pair_area_figure", "chunk_cost_figure", "graph_padding_figure",
+    "token_budget_figure", "budget_sweep_figure", "byte_layout_traces", "byte_layout_figure",
+    "bits_per_value_figure", "memory_stack_traces", "memory_stack_layout",
+    "memory_stack_figure", "interval_fit_figure", "LAYOUT_COLORS", "block_pool_traces",
+    "block_pool_legend_html", "block_pool_layout", "block_pool_figure",
+    "block_pool_steps_figure", "prefix_tree_figure", "pool_usage_figure",
+    "retention_bars_traces", "retention_bars_figure", "SEQUENCE_COLORS",
+    "request_timeline_figure", "memory_budget_figure", "kv_capacity_figure",
+    "littles_law_figure", "goodput_figure", "scheme_plane_figure", "scheme_time_figure",
+    "amdahl_figure", "energy_per_result_figure", "greedy_verification_figure",
+    "expected_output_figure", "draft_cost_figure", "draft_mode_figure", "batch_slots",
+    "slot_gantt_traces", "batching_gantt_figure", "chunk_trade_traces", "sm_share_figure",
+    "utilization_traces", "quantization_figure", "speculative_traces", "batch_window_traces",
+    "memory_hierarchy_traces", "memory_hierarchy_layout", "memory_hierarchy_figure",
+    "kv_by_context_figure", "attention_variants_figure", "context_step_traces",
+    "context_step_figure", "gpu_memory_traces", "allocator_traces", "allocator_figure",
+    "paged_tradeoff_traces", "paged_tradeoff_layout", "SEQ_COLORS", "tp_step_traces",
+    "tp_step_figure", "pipeline_traces", "pipeline_figure", "placement_traces",
+    "placement_figure", "pool_sizing_traces", "kv_transfer_figure", "routing_traces",
+    "roofline_traces", "roofline_layout", "roofline_figure", "request_budget_traces",
+    "hol_timeline_traces", "hol_timeline_layout", "hol_timeline_figure", "ROOFLINE_X_RANGE",
+    "ROOFLINE_Y_RANGE", "measured_roofline", "measured_step_time", "measured_utilization",
+    "measured_step_vs_bytes", "moe_read_traces", "moe_read_figure", "PoolSnapshot",
+    "snapshot_pool", "pipeline_grid", "SERVING_COLORS",
+]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from companion import _validate as v
+from companion import validate as v
+from companion.chapters import ch08, ch17
 
 
 LAYER_TYPES = ("full_attention", "sliding_attention")
@@ -335,27 +336,31 @@ def _dense_model(name, *, n_layers, hidden, n_heads, n_kv_heads, head_dim, inter
 
 
 QWEN3_8B = _dense_model(
-    "Qwen3-8B", n_layers=36, hidden=4096, n_heads=32, n_kv_heads=8, head_dim=128,
+    "Qwen3-8B", n_layers=ch08.QWEN3_8B_LAYERS, hidden=4096, n_heads=32,
+    n_kv_heads=ch08.QWEN3_8B_KV_HEADS, head_dim=ch08.QWEN3_8B_HEAD_DIM,
     intermediate=12288, vocab=151936, tie=False, qk_norm=True,
     source="Ch. 8 running example (8.1.2, footnote 1); shape from the public Qwen3-8B config.json: "
            "8,190,735,360 params = 16,381,470,720 B in BF16, D_w 15,136,811,008 B",
 )
 
 LLAMA_8B = Model(
-    "Llama-3-8B shape (Ch. 17)", n_layers=32, n_kv_heads=8, head_dim=128, n_params=8e9,
-    hidden_size=4096, n_heads=32,
+    "Llama-3-8B shape (Ch. 17)", n_layers=ch17.MODEL_8B_LAYERS, n_kv_heads=ch17.MODEL_KV_HEADS,
+    head_dim=ch17.MODEL_HEAD_DIM, n_params=ch17.MODEL_8B_PARAMS, hidden_size=ch17.MODEL_8B_HIDDEN,
+    n_heads=32,
     source="Ch. 17 assumptions: 8e9 params, 32 layers, hidden 4096, 8 KV heads, head dim 128 "
            "(the chapter rounds the parameter count to 8e9, so weights are 16 GB)",
 )
 
 LLAMA_70B = Model(
-    "Llama-3-70B shape (Ch. 17)", n_layers=80, n_kv_heads=8, head_dim=128, n_params=70e9,
-    hidden_size=8192, n_heads=64,
+    "Llama-3-70B shape (Ch. 17)", n_layers=ch17.MODEL_70B_LAYERS, n_kv_heads=ch17.MODEL_KV_HEADS,
+    head_dim=ch17.MODEL_HEAD_DIM, n_params=ch17.MODEL_70B_PARAMS,
+    hidden_size=ch17.MODEL_70B_HIDDEN, n_heads=64,
     source="Ch. 17 assumptions: 70e9 params, 80 layers, hidden 8192, 8 KV heads, head dim 128",
 )
 
 LLAMA_405B = Model(
-    "Llama-3.1-405B shape (Ch. 17 §7)", n_layers=126, n_kv_heads=8, head_dim=128, n_params=405e9,
+    "Llama-3.1-405B shape (Ch. 17 §7)", n_layers=126, n_kv_heads=8, head_dim=128,
+    n_params=ch17.MODEL_405B_PARAMS,
     hidden_size=16384, n_heads=128,
     source="Ch. 17 §7 placement example (405e9 params, BF16); layer/head shape from the public "
            "Llama-3.1-405B config",
@@ -374,55 +379,63 @@ MODELS = {m.name: m for m in (QWEN3_8B, LLAMA_8B, LLAMA_70B, LLAMA_405B, QWEN3_2
 # --- hardware -------------------------------------------------------------------------------
 
 RTX_PRO_6000 = Hardware(
-    "RTX PRO 6000 Blackwell WS", mem_bytes=96e9, mem_bw_bytes_per_s=1792e9,
-    peak_flops_per_s=503.8e12, host_link_bytes_per_s=64e9, power_w=600.0,
+    "RTX PRO 6000 Blackwell WS", mem_bytes=ch08.RTX_PRO_6000_MEM_BYTES,
+    mem_bw_bytes_per_s=ch08.RTX_PRO_6000_BW_BYTES_PER_S,
+    peak_flops_per_s=ch08.RTX_PRO_6000_PEAK_FLOPS_PER_S,
+    host_link_bytes_per_s=ch08.PCIE_GEN5_X16_BYTES_PER_S, power_w=ch08.RTX_PRO_6000_POWER_W,
     source="Ch. 8 opening and footnotes 2, 28: 96 GB, 1792 GB/s, 503.8 dense BF16 TFLOP/s, "
            "600 W, PCIe Gen5 x16 (64 GB/s per direction)",
 )
 
 H100_SXM = Hardware(
-    "H100 SXM", mem_bytes=80e9, mem_bw_bytes_per_s=3.35e12, peak_flops_per_s=989e12,
-    host_link_bytes_per_s=64e9, interconnect_bytes_per_s=900e9, power_w=700.0, sm_count=132,
-    l2_bytes=50e6,
+    "H100 SXM", mem_bytes=ch17.H100_MEM_BYTES, mem_bw_bytes_per_s=ch17.H100_BW_BYTES_PER_S,
+    peak_flops_per_s=ch17.H100_PEAK_FLOPS_PER_S, host_link_bytes_per_s=ch17.H100_PCIE_BYTES_PER_S,
+    interconnect_bytes_per_s=ch17.H100_NVLINK_BYTES_PER_S, power_w=700.0,
+    sm_count=ch17.H100_SM_COUNT, l2_bytes=ch17.H100_L2_BYTES,
     source="Ch. 17 assumptions: 80 GB HBM at 3.35 TB/s, 989 dense BF16 TFLOP/s, 900 GB/s NVLink, "
            "64 GB/s PCIe Gen5 x16, 132 SMs, ~50 MB L2; 700 W from the NVIDIA H100 datasheet",
 )
 
 H200_SXM = Hardware(
-    "H200 SXM", mem_bytes=141e9, mem_bw_bytes_per_s=4.8e12, peak_flops_per_s=989e12,
-    host_link_bytes_per_s=64e9, interconnect_bytes_per_s=900e9, power_w=700.0, sm_count=132,
-    l2_bytes=50e6,
+    "H200 SXM", mem_bytes=141e9, mem_bw_bytes_per_s=4.8e12,
+    peak_flops_per_s=ch17.H100_PEAK_FLOPS_PER_S, host_link_bytes_per_s=ch17.H100_PCIE_BYTES_PER_S,
+    interconnect_bytes_per_s=ch17.H100_NVLINK_BYTES_PER_S, power_w=700.0,
+    sm_count=ch17.H100_SM_COUNT, l2_bytes=ch17.H100_L2_BYTES,
     source="NVIDIA H200 datasheet: 141 GB HBM3e at 4.8 TB/s, same dense BF16 peak as H100 SXM",
 )
 
 A100_80GB = Hardware(
     "A100 SXM 80GB", mem_bytes=80e9, mem_bw_bytes_per_s=2.039e12, peak_flops_per_s=312e12,
-    host_link_bytes_per_s=32e9, interconnect_bytes_per_s=600e9, power_w=400.0, sm_count=108,
+    host_link_bytes_per_s=ch08.PCIE_GEN4_X16_BYTES_PER_S, interconnect_bytes_per_s=600e9,
+    power_w=400.0, sm_count=108,
     l2_bytes=40e6,
     source="NVIDIA A100 datasheet: 80 GB HBM2e at 2,039 GB/s, 312 dense BF16 TFLOP/s; PCIe Gen4 "
            "x16 is 32 GB/s per direction (Ch. 8 footnote 28)",
 )
 
 GH200 = Hardware(
-    "GH200 (Hopper GPU)", mem_bytes=96e9, mem_bw_bytes_per_s=4.0e12, peak_flops_per_s=989e12,
-    host_link_bytes_per_s=450e9, power_w=1000.0,
+    "GH200 (Hopper GPU)", mem_bytes=96e9, mem_bw_bytes_per_s=4.0e12,
+    peak_flops_per_s=ch17.H100_PEAK_FLOPS_PER_S, host_link_bytes_per_s=ch08.NVLINK_C2C_BYTES_PER_S,
+    power_w=1000.0,
     source="Ch. 8.4.3 and footnote 16: NVLink-C2C 900 GB/s total, 450 GB/s per direction; "
            "96 GB HBM3 at 4 TB/s from the NVIDIA GH200 datasheet",
 )
 
 M2_MAX = Hardware(
-    "Apple M2 Max (96 GB)", mem_bytes=96e9, mem_bw_bytes_per_s=400e9, peak_flops_per_s=13.6e12,
+    "Apple M2 Max (96 GB)", mem_bytes=ch08.M2_MAX_MEM_BYTES, mem_bw_bytes_per_s=400e9,
+    peak_flops_per_s=13.6e12,
     source="Ch. 8.4.1 (Experiment 8-7): 96 GB unified memory (decimal); Apple spec: 400 GB/s, "
            "38-core GPU ~13.6 FP32 TFLOP/s",
 )
 
 HARDWARE = {h.name: h for h in (RTX_PRO_6000, H100_SXM, H200_SXM, A100_80GB, GH200, M2_MAX)}
 
-PCIE_GEN5_X16_BYTES_PER_S = 64e9   # per direction (Ch. 8 footnote 28, Ch. 17 assumptions)
-PCIE_GEN4_X16_BYTES_PER_S = 32e9   # per direction (Ch. 8 footnote 28)
-NVLINK_C2C_BYTES_PER_S = 450e9     # per direction (Ch. 8 footnote 16)
-NVLINK_H100_BYTES_PER_S = 900e9    # Ch. 17 assumptions
-RDMA_400G_BYTES_PER_S = 50e9       # 400 Gb/s (Ch. 17 §8)
+# Links the chapters state (defined in companion.chapters), under the names the notebooks use
+PCIE_GEN5_X16_BYTES_PER_S = ch08.PCIE_GEN5_X16_BYTES_PER_S   # per direction
+PCIE_GEN4_X16_BYTES_PER_S = ch08.PCIE_GEN4_X16_BYTES_PER_S   # per direction
+NVLINK_C2C_BYTES_PER_S = ch08.NVLINK_C2C_BYTES_PER_S         # per direction
+NVLINK_H100_BYTES_PER_S = ch17.H100_NVLINK_BYTES_PER_S
+RDMA_400G_BYTES_PER_S = ch17.RDMA_400G_BYTES_PER_S          # 400 Gb/s
 
 
 # --- Hugging Face config.json --------------------------------------------------------------

@@ -36,11 +36,13 @@ TIME_UNITS = {"s": 1.0, "ms": ms, "us": us, "µs": us, "ns": ns}
 
 
 def to_unit(value: float, unit: str) -> float:
-    """Convert a base-unit quantity (bytes or seconds) to ``unit`` (a key of BYTE_UNITS/TIME_UNITS)."""
+    """Convert a base-unit quantity (bytes or seconds) to ``unit`` (a key of BYTE_UNITS/TIME_UNITS),
+    rounded to 12 significant digits so a display value reads as typed (26.3e-3 s is 26.3 ms,
+    not 26.299999999999997): explorers take their sliders' defaults from chapter inputs this way."""
     if unit in BYTE_UNITS:
-        return value / BYTE_UNITS[unit]
+        return float(f"{value / BYTE_UNITS[unit]:.12g}")
     if unit in TIME_UNITS:
-        return value / TIME_UNITS[unit]
+        return float(f"{value / TIME_UNITS[unit]:.12g}")
     raise ValueError(f"unit: unknown unit {unit!r}; expected one of "
                      f"{sorted(BYTE_UNITS) + sorted(TIME_UNITS)}")
 
@@ -60,15 +62,3 @@ def fmt_bytes(n_bytes: float, unit: str = "GiB", digits: int | None = None) -> s
     if unit not in BYTE_UNITS:
         raise ValueError(f"unit: {unit!r} is not a byte unit; expected one of {sorted(BYTE_UNITS)}")
     return f"{_fmt(n_bytes / BYTE_UNITS[unit], digits)} {unit}"
-
-
-def fmt_time(seconds: float, unit: str = "ms", digits: int | None = None) -> str:
-    """Format a duration for display, e.g. ``fmt_time(0.02626) -> '26.3 ms'``."""
-    if unit not in TIME_UNITS:
-        raise ValueError(f"unit: {unit!r} is not a time unit; expected one of {sorted(TIME_UNITS)}")
-    return f"{_fmt(seconds / TIME_UNITS[unit], digits)} {unit}"
-
-
-def fmt_rate(per_second: float, unit: str = "tok/s", digits: int | None = None) -> str:
-    """Format a rate (tokens/s, requests/s, FLOP/s scaled by the caller)."""
-    return f"{_fmt(per_second, digits)} {unit}"

@@ -97,7 +97,8 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# Recomputing the 6144-token prefix takes 96.5 TFLOP, 307.9 ms at 62.2% of 503.8 TFLOP/s;
+# Recomputing the 6144-token prefix takes 96.5 TFLOP, about 308 ms at the measured 62.2% of
+# 503.8 TFLOP/s (the chapter prints 307.9 ms);
 # fetching its 864 MiB (0.906 GB) at 64 GB/s takes 14.2 ms, and the swap-out costs as much.
 # At a 50% hit probability A saves 0.5 x 293.7 - 14.2 = 132.7 ms; each 2048-token B saves
 # 40.3 ms, three of them 120.9 ms. Keep A: prefill cost grows faster than linearly with the

@@ -210,7 +210,9 @@ def test_batch_window_of_the_interview():
     assert abs(w["paged_cap"] - 760) <= 5                          # "~ 760" (2 s.f.)
     printed(w["reserved_cap_step_s"], "6.1", ms)                   # §5: "6.1 ms"
     printed(w["paged_cap_step_s"], "23", ms)                       # "from 6 to 23 ms"
-    assert w["binding"] == "KV memory" and w["run_batch"] == w["paged_cap"]
+    # the interview's ITL target (20 ms, the companion's assumption) binds before paged KV's cap
+    assert w["binding"] == "ITL target" and w["run_batch"] == w["itl_ceiling"] < w["paged_cap"]
+    assert calc.batch_window(M8, HW, itl_target_s=25e-3)["binding"] == "KV memory"
     with pytest.raises(ValueError, match="live_tokens"):
         calc.batch_window(M8, HW, live_tokens=0)
     with pytest.raises(ValueError, match="itl_target_s"):

@@ -129,7 +129,7 @@ def test_a_shown_figure_goes_through_the_rounding_renderer(default_renderer):
 
 def test_companion_figure_builders_install_the_renderer(default_renderer):
     pio.renderers.default = "plotly_mimetype"
-    from companion.figures._common import titled_figure
+    from companion.explorers.common import titled_figure
 
     titled_figure([], {}, "t")
     assert pio.renderers.default == "companion_plotly_mimetype"

@@ -297,10 +297,12 @@ PRINTED = [
     ("8-3", "a-p4-entries", 13, 0),                 # 8.3.1: 12/4 + 16/4 + 8/4 + 16/4
     ("8-3", "b-indep-b16", 19_008, 0.5),            # 8.3.2
     ("8-3", "b-shared-b16", 6_048, 0.5),            # 8.3.2
-    ("8-4", "a-recompute-A", 307.9, 0.05),          # 8.3.4
+    # 8.3.4: T_r at the efficiency derived from the measured 94.8 ms prefill (62.16%) is 0.2 ms
+    # above the chapter's, which computes at 62.2% (see the ledger's 8.3.4 note)
+    ("8-4", "a-recompute-A", 307.9, 0.25),
     ("8-4", "a-fetch-A", 14.2, 0.05),               # 8.3.4
-    ("8-4", "a-value-A", 132.7, 0.05),              # 8.3.4
-    ("8-4", "a-value-B", 120.9, 0.05),              # 8.3.4: three B prefixes
+    ("8-4", "a-value-A", 132.7, 0.25),
+    ("8-4", "a-value-B", 120.9, 0.25),              # three B prefixes
     ("8-5", "a-net-1buf", 2304, 0.5),               # 8.4.3
     ("8-5", "a-net-2buf", 2016, 0.5),               # 8.4.3
     ("8-5", "a-inputs-1buf", 2, 0),                 # 8.4.3: "two more such requests"

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from companion import calc
 from companion import measure as M
+from companion.measure import probes
 from companion.specs import H100_SXM, LLAMA_8B, QWEN3_8B, RTX_PRO_6000, Hardware
 
 REFERENCE = (Path(__file__).resolve().parents[1] / "notebooks" / "lab" / "measurements"
@@ -80,9 +81,9 @@ def test_triad_computes_the_triad():
     # the chunked triad must compute c = a + 3 b over the whole array, not just time something
     a, b = np.full(100_003, 1.0), np.full(100_003, 2.0)
     c = np.empty_like(a)
-    for start in range(0, len(a), M._TRIAD_CHUNK):
-        stop = min(start + M._TRIAD_CHUNK, len(a))
-        np.add(a[start:stop], M._STREAM_SCALAR * b[start:stop], out=c[start:stop])
+    for start in range(0, len(a), probes._TRIAD_CHUNK):
+        stop = min(start + probes._TRIAD_CHUNK, len(a))
+        np.add(a[start:stop], probes._STREAM_SCALAR * b[start:stop], out=c[start:stop])
     assert np.all(c == 7.0)
 
 

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from companion import widgets
-from companion.panels._base import Panel
+from companion.explorers.base import Panel
 
 PANELS = sorted((obj for obj in vars(widgets).values()
                  if inspect.isclass(obj) and issubclass(obj, Panel) and obj is not Panel),

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion import calc, plots, units, widgets
-from companion.panels import ch08_kv as kvp
-from companion.sim.kvcache import prefix_tree
+from companion.sim import kv_scenarios as kvp
+from companion.sim.kv_scenarios import prefix_tree
 from tests.printed import rounds_to as near
 
 
@@ -65,12 +65,15 @@ def test_retention_panel_figure_8_22():
     panel = widgets.RetentionPanel()
     n = panel.update().numbers
     assert (n["kv_a_MiB"], n["kv_b_MiB"], n["a_fit"], n["b_fit"]) == (864, 288, 1, 3)
-    for key, printed in (("recompute_a_ms", "307.9"), ("fetch_a_ms", "14.2"),
-                         ("value_a_ms", "132.7"), ("recompute_b_ms", "94.7"),
-                         ("fetch_b_ms", "4.7"), ("value_b_ms", "40.3"), ("keep_a_ms", "132.7"),
-                         ("keep_b_ms", "120.9"), ("break_even_a_pct", "4.8"),
-                         ("a_per_MiB_ms", "0.154"), ("b_per_MiB_ms", "0.140")):
+    for key, printed in (("fetch_a_ms", "14.2"), ("fetch_b_ms", "4.7"), ("value_b_ms", "40.3"),
+                         ("break_even_a_pct", "4.8"), ("a_per_MiB_ms", "0.154"),
+                         ("b_per_MiB_ms", "0.140")):
         assert near(n[key], printed), key
+    # T_r at the efficiency derived from the measured prefill (62.16%) runs 0.1-0.25 ms above
+    # the chapter's, which computes at 62.2% (the ledger's 8.3.4 note)
+    for key, printed in (("recompute_a_ms", 307.9), ("value_a_ms", 132.7),
+                         ("recompute_b_ms", 94.7), ("keep_a_ms", 132.7), ("keep_b_ms", 120.9)):
+        assert 0 < n[key] - printed <= 0.25, key
     gen4 = panel.update(link_gb_per_s=32).numbers
     assert near(gen4["fetch_a_ms"], "28.3") and near(gen4["break_even_a_pct"], "10.1")
     # keeping A beats three B's exactly above the threshold the panel reports

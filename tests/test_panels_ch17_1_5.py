@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion import calc, plots, specs, units, widgets
-from companion.panels.ch17_memory import allocator_demo
-from companion.panels.ch17_roofline import hol_scenario
+from companion.sim.kv_scenarios import allocator_demo
+from companion.sim.scenarios import hol_scenario
 
 
 def close(value, printed, decimals=0):

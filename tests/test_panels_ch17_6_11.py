@@ -190,7 +190,7 @@ def test_batch_size_default():
     assert near(n["reserved_cap_step_ms"], 6.1, 0.05)              # §5: "6.1 ms"
     assert near(n["paged_cap_step_ms"], 23, 0.5)                   # "from 6 to 23 ms"
     assert near(n["free_kv_GB"], 60, 0.5)                          # "80 - 16 - 4 = 60 GB"
-    assert n["binding"] == "KV memory" and n["run_batch"] == n["paged_cap"]
+    assert n["binding"] == "ITL target" and n["run_batch"] == n["itl_ceiling"] < n["paged_cap"]
 
 
 def test_itl_tail_trace_spikes_only_the_tail():

@@ -4,8 +4,8 @@
   or after a run that raises;
 * ``COMPANION_FAST`` changes only the sizes ``companion.measure`` measures: the package reads it
   in that one place, and library results are the same with it set to 0 and to 1;
-* the exercise registry (``companion.grading.register``) and the façades built by
-  ``companion._registry.reexport`` survive ``importlib.reload`` and re-import.
+* the exercise registry (``companion.grading.register``) and the façades ``companion.plots``
+  and ``companion.widgets`` survive ``importlib.reload`` and re-import.
 
 The reload and environment checks run in fresh interpreters, so they neither see nor leave
 state in the test process.
@@ -103,10 +103,13 @@ def test_only_measure_reads_companion_fast_or_the_environment():
         text = path.read_text()
         if "COMPANION_FAST" in text or re.search(r"\bos\.environ\b|\bgetenv\(", text):
             readers[str(path.relative_to(PACKAGE))] = True
-    assert sorted(readers) == ["measure.py"]
-    # inside measure.py, fast_mode() reads it, and only measure() asks fast_mode(), to choose
+    # besides measure's probes, only the static-output switch that `make execute` sets for the
+    # book (COMPANION_STATIC_OUTPUTS, read by explorers/static_image.py) is read
+    assert "COMPANION_FAST" not in (PACKAGE / "explorers/static_image.py").read_text()
+    assert sorted(readers) == ["explorers/static_image.py", "measure/probes.py"]
+    # inside measure/probes.py, fast_mode() reads it, and only measure() asks fast_mode(), to choose
     # the probe sizes (and the thread count the probes run on)
-    source = (PACKAGE / "measure.py").read_text()
+    source = (PACKAGE / "measure" / "probes.py").read_text()
     assert source.count('os.environ.get("COMPANION_FAST"') == 1
     callers = set()
     for func in ast.walk(ast.parse(source)):
@@ -207,7 +210,7 @@ grading.register(grading.Exercise(
     make_params=lambda seed: {"x": seed + 2}, solve=lambda g: {"a": g["x"]}))
 assert grading.check("99-1", "a", 2, quiet=True), "the re-registered definition is used"
 
-# the façades over figures/ and panels/ re-export again on reload
+# the façades over the explorers re-export the same names on reload
 import companion.plots, companion.widgets
 names = (list(companion.plots.__all__), list(companion.widgets.__all__))
 importlib.reload(companion.plots)

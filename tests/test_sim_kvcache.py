@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from companion.sim.kvcache import (BlockManager, KVStore, OutOfBlocks, PrefixCache,
-                                   dense_attention, fill_kv_pool, page_sequences,
-                                   paged_attention, prefix_tree)
+from companion.sim.kv_scenarios import fill_kv_pool, page_sequences, prefix_tree
+from companion.sim.kvcache import BlockManager, OutOfBlocks, PrefixCache
+from companion.sim.paged_attention import KVStore, dense_attention, paged_attention
 from companion.specs import LLAMA_8B, QWEN3_8B
 from companion.units import GB, GiB, MB, MiB
 

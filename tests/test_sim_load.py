@@ -456,6 +456,27 @@ def test_service_invariants(wl, policy, kv_policy, max_running, blocks, admissio
         np.sum(res.leave_s - res.arrival_s) / res.observation_s, rel=1e-9, abs=1e-12)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wl=traces(), policy=st.sampled_from(["static", "continuous", "chunked"]),
+       kv_policy=st.sampled_from(["reserve", "on_demand"]), max_running=st.integers(1, 4),
+       blocks=st.integers(3, 14), admission=st.booleans())
+def test_service_on_the_reference_engine_equals_the_fast_one(wl, policy, kv_policy,
+                                                              max_running, blocks, admission):
+    """load drives either scheduler engine through the same public interface: the reference
+    (request by request) gives the same service run, round for round and bit for bit."""
+    kw = dict(chunk_tokens=16, token_budget=max(24, max_running)) if policy == "chunked" else {}
+    runs = [run_service(wl, policy=policy, max_running=max_running, kv_policy=kv_policy,
+                        kv_budget_bytes=_small_pool(blocks), round_time=RoundTimeModel.chapter8(),
+                        deadline_admission=admission, engine=engine, **kw)
+            for engine in ("fast", "reference")]
+    fast, ref = (r.table() for r in runs)
+    for name in fast:
+        assert np.array_equal(fast[name], ref[name], equal_nan=fast[name].dtype.kind == "f"), name
+    for name in ("round_start_s", "round_end_s", "kv_time_s", "kv_used_blocks", "preemption_s"):
+        assert np.array_equal(getattr(runs[0], name), getattr(runs[1], name)), name
+    assert runs[0].summary() == pytest.approx(runs[1].summary(), nan_ok=True)
+
+
 def test_load_uses_only_public_names_of_other_modules():
     # the service drives Scheduler and BlockManager through their documented interfaces: no
     # underscore attribute of an object it does not own, no private import

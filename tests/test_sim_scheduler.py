@@ -14,12 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import companion.sim.scheduler as sched
+from companion.sim import fast_scheduler
 from companion import calc
 from companion.sim.scheduler import (POLICIES, Request, RooflineRoundTime, RoundTimeModel,
                                      RoundWork, Scheduler, StepPlusPrefillRoundTime,
-                                     chapter17_round_time, chapter_8_2_2_requests,
-                                     long_prompt_interference, simulate, token_budget_sweep)
+                                     chapter17_round_time, simulate)
+from companion.sim.scenarios import (chapter_8_2_2_requests, long_prompt_interference,
+                                     token_budget_sweep)
 from companion.specs import H100_SXM, LLAMA_8B, QWEN3_8B, RTX_PRO_6000
 
 MS = 1e-3
@@ -233,7 +234,20 @@ def test_roofline_round_time_reduces_to_the_decode_roofline():
                                    chapter17_round_time()])
 def test_decode_shortcut_is_identical_to_time_s(model):
     for n, rows, p in [(1, 1, 2049), (35, 64, 35 * 2300), (80, 80, 10**7)]:
-        assert model._decode_fn(n, rows)(p) == model.time_s(RoundWork(n, 0, rows, p, p, n))
+        assert model.evaluate(n, 0, rows, p, p, n) == model.time_s(RoundWork(n, 0, rows, p, p, n))
+        assert model.time_s(RoundWork(n, 0, rows, p, p, n)) == _formula(model, n, rows, p)
+
+
+def _formula(model, n, rows, pairs):
+    """A pure decode round's time by each model's documented formula, written out here."""
+    if isinstance(model, RoundTimeModel):
+        return model.fixed_s + model.per_token_s * rows + model.per_pair_s * pairs
+    if isinstance(model, StepPlusPrefillRoundTime):
+        return model.decode_step_s * (n > 0) + model.prefill_token_s * 0
+    c = (model.flops_per_row * rows + model.flops_per_emitted * n
+         + model.flops_per_pair * pairs) / model.flops_per_s
+    r = (model.weight_bytes + model.kv_bytes_per_token * pairs) / model.bytes_per_s
+    return model.overhead_s + (c if c > r else r)
 
 
 def test_user_round_time_models_plug_in():
@@ -574,19 +588,16 @@ def test_interventions_are_refused_inside_callbacks():
 def test_decode_shortcuts_are_bit_identical_to_time_s(model, n, lo, hi, linear):
     rows = n
     pairs = np.arange(lo, hi + 1, n, dtype=np.int64)
-    exact = [model.time_s(RoundWork(n, 0, rows, int(p), int(p), n)) for p in pairs]
-    lin = model._decode_linear(n, rows, lo, int(pairs[-1]))
+    exact = [_formula(model, n, rows, int(p)) for p in pairs]
+    assert [model.time_s(RoundWork(n, 0, rows, int(p), int(p), n)) for p in pairs] == exact
+    lin = model.decode_line(n, rows, lo, int(pairs[-1]))
     assert (lin is not None) == linear
     if lin is not None:
         a, b, c, e = lin
         assert [(a + b * int(p)) / c + e for p in pairs] == exact            # scalar loop
         assert (np.divide(a + b * pairs, c) + e).tolist() == exact           # vector path
-    if isinstance(model, RooflineRoundTime):
-        out = np.empty(len(pairs))
-        model._decode_into(n, rows, pairs, out)
-        assert out.tolist() == exact
-    fn = model._round_fn()
-    assert [fn(n, 0, rows, int(p), int(p), n) for p in pairs] == exact
+    arr = model.evaluate(n, 0, rows, pairs, pairs, n)                      # numpy arrays
+    assert np.broadcast_to(arr, pairs.shape).tolist() == exact
 
 
 # --- validation -------------------------------------------------------------------------------
@@ -686,8 +697,8 @@ def traces(draw):
 @pytest.mark.parametrize("model", MODELS[:3])
 def test_arrival_exactly_at_a_boundary_is_admitted_there(vector_min, model):
     """An arrival equal to a round's end joins at that boundary (fast == reference)."""
-    old = sched._VECTOR_MIN_ROUNDS
-    sched._VECTOR_MIN_ROUNDS = vector_min
+    old = fast_scheduler.VECTOR_MIN_ROUNDS
+    fast_scheduler.VECTOR_MIN_ROUNDS = vector_min
     try:
         base = [Request("a", 0.0, 300, 200), Request("b", 0.0, 40, 150)]
         probe = simulate(base, "continuous", max_running=3, round_time=model)
@@ -698,7 +709,7 @@ def test_arrival_exactly_at_a_boundary_is_admitted_there(vector_min, model):
             _same(fast, ref)
             assert fast.first_scheduled_s[2] == late.arrival_s
     finally:
-        sched._VECTOR_MIN_ROUNDS = old
+        fast_scheduler.VECTOR_MIN_ROUNDS = old
 
 
 def _admission(log):
@@ -724,7 +735,7 @@ def _same(a, b):
                  "round_prefill_tokens", "round_rows", "round_pairs", "round_context_tokens",
                  "round_emitted", "round_held_slots", "first_scheduled_s", "admitted_s"):
         assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True), name
-    assert np.array_equal(a._chunks, b._chunks)
+    assert np.array_equal(a.chunks, b.chunks)
     assert a.rejected == b.rejected
     assert dict(a.token_times) == dict(b.token_times)
 
@@ -735,18 +746,18 @@ def test_fast_engine_equals_reference_and_invariants(trace):
     reqs, policy, kw, use_admit, vector_min = trace
     logs = ([], [])
     finishes = ([], [])
-    old = sched._VECTOR_MIN_ROUNDS
-    sched._VECTOR_MIN_ROUNDS = vector_min
+    old = fast_scheduler.VECTOR_MIN_ROUNDS
+    fast_scheduler.VECTOR_MIN_ROUNDS = vector_min
     try:
         results = [simulate(reqs, policy, engine=engine,
                             admit=_admission(logs[k]) if use_admit else None,
                             on_finish=lambda r, t, s, k=k: finishes[k].append((r.id, t)), **kw)
                    for k, engine in enumerate(("fast", "reference"))]
     finally:
-        sched._VECTOR_MIN_ROUNDS = old
+        fast_scheduler.VECTOR_MIN_ROUNDS = old
     fast, ref = results
     _same(fast, ref)
-    assert dict(ref.token_times) == ref._explicit_token_times   # lazy lists = explicit emissions
+    assert dict(ref.token_times) == ref.recorded_token_times   # lazy lists = explicit emissions
     assert logs[0] == logs[1]
     assert sorted(finishes[0]) == sorted(finishes[1])
 
@@ -786,7 +797,7 @@ def test_fast_engine_equals_reference_and_invariants(trace):
     # every uncached prompt token is computed once; a cached prefix is never recomputed
     assert computed == {rid: by_id[rid].prompt_tokens - by_id[rid].cached_tokens
                         for rid in by_id if rid not in fast.rejected}
-    for j, k, c, h in fast._chunks.tolist():
+    for j, k, c, h in fast.chunks.tolist():
         assert h >= fast.cached_tokens[k]
 
 

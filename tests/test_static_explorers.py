@@ -1,5 +1,5 @@
-"""Static explorers (companion.panels._static) and the PNG beside every figure
-(companion.figures._static_image): what the book and GitHub show without a kernel."""
+"""Static explorers (companion.explorers.static) and the PNG beside every figure
+(companion.explorers.static_image): what the book and GitHub show without a kernel."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import plotly.graph_objects as go
 import pytest
 
 from companion import widgets
-from companion.figures._static_image import STATIC_OUTPUTS_ENV, figure_png, use_in_notebooks
-from companion.panels import _static as S
-from companion.panels._base import Panel
+from companion.explorers.static_image import STATIC_OUTPUTS_ENV, figure_png, use_in_notebooks
+from companion.explorers import static as S
+from companion.explorers.base import Panel
 
 PANELS = sorted((obj for obj in vars(widgets).values()
                  if inspect.isclass(obj) and issubclass(obj, Panel) and obj is not Panel),

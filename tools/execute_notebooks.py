@@ -10,7 +10,7 @@ Stored outputs are therefore always the tools' output, never hand edits.
 
 It sets COMPANION_STATIC_OUTPUTS=1 for the kernels: then every plotly figure's output also
 holds a PNG (GitHub's view, print) and every explorer's output also holds its static figure
-(the book), see companion/panels/_static.py. A kernel of a student or of nbval writes neither.
+(the book), see companion/explorers/static.py. A kernel of a student or of nbval writes neither.
 
 usage: python tools/execute_notebooks.py [paths or folders ...]   (default: every notebook)
 """

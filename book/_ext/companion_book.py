@@ -5,7 +5,7 @@
   for that mimetype, so ``PlotlyMimeRenderer`` (a MyST-NB mime-render plugin, registered under
   the ``myst_nb.mime_renderers`` entry point in pyproject.toml) turns each one into plotly's own
   HTML export (``plotly.io.to_html`` without plotly.js). A static explorer is such a figure too:
-  its slider steps and readout are part of the figure JSON (``companion.panels._static``), so
+  its slider steps and readout are part of the figure JSON (``companion.explorers.static``), so
   plotly.js moves it without a kernel.
 - Offline: plotly.min.js (from the installed plotly package) and a MathJax 3 subset (from the
   sphinx-mathjax-offline package) are copied into ``_static``; no page loads anything from
@@ -29,7 +29,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.fileutil import copy_asset_file
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
-EXPLORER_META = "companion_explorer"   # companion.panels._static.META_KEY
+EXPLORER_META = "companion_explorer"   # companion.explorers.static.META_KEY
 PLOTLY_JS = "plotly/plotly.min.js"
 MATHJAX_ENTRY = "mathjax/tex-chtml.js"
 # what tex-chtml.js loads itself, and lazily (fonts, TeX extensions such as boldsymbol, the

@@ -1,4 +1,4 @@
-// Static explorers (companion.panels._static): the figure's slider steps update the figure
+// Static explorers (companion.explorers.static): the figure's slider steps update the figure
 // (plotly does that); this swaps the readout beside it to the one computed for that step.
 document.addEventListener("DOMContentLoaded", function () {
   document.querySelectorAll(".companion-explorer").forEach(function (box) {

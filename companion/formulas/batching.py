@@ -14,60 +14,39 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from companion import _validate as v
-from companion.formulas.core import (_flops_per_token, _hardware, _model, attention_pairs,
-                                     decode_step_parts, held_tokens, kv_bytes, kv_bytes_per_token,
-                                     kv_crossover_batch, kv_tokens_allocated, max_concurrent,
-                                     prefill_flops, read_bytes_per_output_token)
+from companion import validate as v
+# the chapter's inputs, also read as bt.X by the notebooks and the ledger
+from companion.chapters.ch08 import (  # noqa: F401
+    CAPTURED_SHAPES as CHAPTER_CAPTURED_SHAPES, CHAPTER_REQUEST_TYPES, CLIENT_ITL_S,
+    FIRST_CHUNK_MEDIAN_S, INSTANCE_MEM_BYTES, KV_BUDGET_BYTES, LAST_CHUNK_MEDIAN_S, PREFILL_S,
+    QUEUE_S, ROUND_B1_S, ROUND_B16_S, ROUND_FIXED_S, ROUND_PER_PAIR_S, ROUND_PER_TOKEN_S,
+    SHARED_PREFIX_TOKENS, EXP81_BATCHES, SHORT_PROMPT_TOKENS, LONG_PROMPT_TOKENS,
+    BATCH_SWEEP_MEASURED, OUTPUT_TOKENS)
+from companion.formulas.args import hardware_arg as _hardware
+from companion.formulas.args import model_arg as _model
+from companion.formulas.core import (attention_pairs, decode_step_parts, held_tokens, kv_bytes,
+                                     kv_bytes_per_token, kv_crossover_batch, kv_tokens_allocated,
+                                     max_concurrent, prefill_flops, read_bytes_per_output_token,
+                                     flops_per_token_or_default)
 from companion.specs import Hardware, Model
-from companion.units import GiB
 
 __all__ = [
     # 8.1.1 / 8.1.3 request timeline and metrics
     "lifecycle_request_time_s", "insertable_prefills", "token_emission_times", "ttft_s",
-    "inter_token_intervals", "request_time_s", "decode_tokens_per_s",
+    "inter_token_intervals", "request_time_s", "decode_tokens_per_s", "SHORT_REQUEST_S",
     # 8.1.2 memory budget and KV capacity
     "MemoryBudget", "memory_budget", "kv_capacity_row", "kv_capacity_table",
     # 8.2.1 weight reuse, LoRA, read volume, step time
     "weight_reuse_intensity", "LORA_PROJECTIONS", "lora_adapter_bytes", "read_bytes_curve",
     "read_volume_table", "crossover_vs_capacity", "batch_resident_bytes",
     "decode_step_time_curve", "compute_catchup_batch",
-    "compute_bound_context_tokens",
+    "compute_bound_context_tokens", "chapter_batch_sweep",
     # 8.2.3 chunked prefill
     "prefill_chunks", "chunk_pair_series", "chunk_flops_series", "split_weight_read_bytes",
     # 8.2.4 graph padding and token budget
     "padded_rows", "padding_rows", "mixed_round_time_s", "token_budget_for_itl",
 ]
 
-# --- inputs the chapter states ---------------------------------------------------------------
-
-# Chapter 8 opening and 8.1.2: the instance's memory and its KV reservation.
-INSTANCE_MEM_BYTES = 32 * GiB      # "this instance is allocated 32 GiB of GPU memory"
-KV_BUDGET_BYTES = 12 * GiB         # "12 GiB is reserved for the KV cache and auxiliary buffers"
-# The opening table: the two request types (prompt tokens, output tokens).
-CHAPTER_REQUEST_TYPES = {"Short conversation": (2048, 256), "Long context": (8192, 256)}
-SHARED_PREFIX_TOKENS = 6144        # long requests' identical system prompt and tool definitions
-
-# 8.1.1: Experiment 8-1, one 2K request alone (client-side timings).
-QUEUE_S = 0.1                      # "assuming this request first queues for 0.1 seconds"
-PREFILL_S = 0.096                  # prefill and first token
-CLIENT_ITL_S = 26.5e-3             # average client-side output interval
-
-# 8.1.3: Experiment 8-1 engine decode rounds (also the 8.6.3 table).
-ROUND_B16_S = 27.44e-3             # 16 requests at 2K: one decode round
-ROUND_B1_S = 26.26e-3              # one request at 2K: one decode round
-
-# 8.2.2: the linear round-time model fitted to Experiment 8-1's batch-1 rounds.
-ROUND_FIXED_S = 26.22e-3
-ROUND_PER_TOKEN_S = 30.4e-6
-ROUND_PER_PAIR_S = 3e-9
-
-# 8.2.3 and footnote 6: median first- and last-chunk times (512-token chunks of an 8K prompt).
-FIRST_CHUNK_MEDIAN_S = 25.30e-3
-LAST_CHUNK_MEDIAN_S = 35.07e-3
-
-# 8.2.4: the captured CUDA-graph shapes of the padding example.
-CHAPTER_CAPTURED_SHAPES = (16, 32)
 
 
 def _times(name: str, token_times_s) -> list[float]:
@@ -173,6 +152,12 @@ def decode_tokens_per_s(tokens_per_round: int, round_s: float) -> float:
     n = v.tokens("tokens_per_round", tokens_per_round, minimum=1)
     t = v.positive("round_s", round_s)
     return n / t
+
+
+# the chapter's short request alone (8.1.1): 0.1 s queue + 0.096 s prefill + 255 client
+# intervals of 26.5 ms, about 6.95 s (8.4.4 takes it as one attempt)
+SHORT_REQUEST_S = request_time_s(token_emission_times(QUEUE_S, PREFILL_S, CLIENT_ITL_S,
+                                                      OUTPUT_TOKENS))
 
 
 # --- 8.1.2: memory budget and KV capacity -----------------------------------------------------
@@ -334,8 +319,8 @@ def read_bytes_curve(weight_bytes: float, batches, context_tokens: int,
     return np.full(len(bs), float(L * k))
 
 
-def read_volume_table(weight_bytes: float, kv_bytes_per_token: float, batches=(1, 4, 16, 64),
-                      contexts=(2048, 8192)) -> list[dict]:
+def read_volume_table(weight_bytes: float, kv_bytes_per_token: float, batches=EXP81_BATCHES,
+                      contexts=(SHORT_PROMPT_TOKENS, LONG_PROMPT_TOKENS)) -> list[dict]:
     """Exercise 8-1 (a): per-output-token reads for each context and batch, as rows.
 
     Each row: context_tokens, batch, weight_bytes_per_token (D_w / b), kv_read_bytes_per_token
@@ -417,7 +402,7 @@ def compute_catchup_batch(model: Model, hardware: Hardware, context_tokens: int,
     m = _model(model)
     hw = _hardware(hardware)
     L = v.tokens("context_tokens", context_tokens)
-    F = _flops_per_token(m, flops_per_token)
+    F = flops_per_token_or_default(m, flops_per_token)
     k = kv_bytes_per_token(m, bytes_per_value)
     margin_s = F / hw.peak_flops_per_s - L * k / hw.mem_bw_bytes_per_s
     if margin_s <= 0:
@@ -435,9 +420,26 @@ def compute_bound_context_tokens(model: Model, hardware: Hardware, *, bytes_per_
     """
     m = _model(model)
     hw = _hardware(hardware)
-    F = _flops_per_token(m, flops_per_token)
+    F = flops_per_token_or_default(m, flops_per_token)
     k = kv_bytes_per_token(m, bytes_per_value)
     return F * hw.mem_bw_bytes_per_s / (hw.peak_flops_per_s * k)
+
+
+def chapter_batch_sweep() -> list[dict]:
+    """The 8.2.1 batch sweep's measured endpoints next to what a request timeline implies.
+
+    Per measured batch b: the quoted TTFT, ITL and throughput, and b G / (TTFT + (G - 1) ITL)
+    (``lifecycle_request_time_s`` with no queue): what b requests finishing together would
+    deliver. The quoted values are rounded medians, so the two agree only roughly.
+    """
+    d = BATCH_SWEEP_MEASURED
+    g = d["output_tokens"]
+    rows = []
+    for b, thr, ttft, itl in zip(d["batch"], d["tokens_per_s"], d["ttft_s"], d["itl_s"]):
+        request_s = lifecycle_request_time_s(0.0, ttft, itl, g)
+        rows.append({"batch": b, "tokens_per_s": thr, "ttft_s": ttft, "itl_s": itl,
+                     "request_time_s": request_s, "implied_tokens_per_s": b * g / request_s})
+    return rows
 
 
 # --- 8.2.3: chunked prefill -------------------------------------------------------------------

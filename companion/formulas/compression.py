@@ -13,10 +13,21 @@ from typing import NamedTuple
 
 import numpy as np
 
-from companion import _validate as v
-from companion.formulas.core import QUANT_FORMATS, _model, kv_bytes, max_concurrent
+from companion import validate as v
+# the chapter's inputs of 8.4 (companion.chapters.ch08), also read as cm.X
+from companion.chapters.ch08 import (  # noqa: F401
+    ACCURACY_BF16_KV, ACCURACY_FP8_KV, BF16_INTERVAL_FIXED_S, BF16_INTERVAL_PER_TOKEN_S,
+    COMPRESS_EXAMPLE_BYTES, COMPRESS_EXAMPLE_FRACTION, CONTEXT_32K_TOKENS, CONVERSION_S_CASES,
+    COPY_BUDGET_S, DEEPSEEK_V4_TOTAL_MIB, DEEPSEEK_V41_GLOBAL_MIB, DEEPSEEK_V41_SWA_MIB,
+    EXP81_BATCHES, EXP81_ROUND_S, FIT_CONTEXTS, FP8_INTERVAL_FIXED_S, FP8_INTERVAL_PER_TOKEN_S,
+    LONG_PROMPT_TOKENS as CONTEXT_8K_TOKENS, M2_SYSTEM_RESERVE_BYTES, OFFLOAD_BATCH,
+    OFFLOAD_EVERY_N_LAYERS, OUTPUT_TOKENS, Q2K_FILE_HEADER_BYTES, Q2K_FILE_METADATA_BYTES,
+    Q2K_FILE_PAYLOAD_BYTES, ROUND_B1_S as BATCH1_ROUND_S, SHORT_PROMPT_TOKENS,
+    UD_Q2K_XL_FILE_GIB)
+from companion.formulas.args import model_arg as _model
+from companion.formulas.core import (QUANT_FORMATS, kv_bytes, kv_bytes_per_token, max_concurrent)
 from companion.formulas.kv_management import link_transfer_s
-from companion.specs import Model
+from companion.specs import QWEN3_8B, Model
 
 __all__ = [
     # 8.4.1 grouped formats and memory headroom
@@ -413,39 +424,11 @@ def expected_time_to_correct_s(attempt_s: float, success_prob: float,
     return time_to_correct_answer_s([v.nonnegative("attempt_s", attempt_s)], check_s) / p
 
 
-# --- the chapter's stated inputs (8.4), for the ledger, notebooks and exercises ---------------
+# --- derived from the chapter's inputs -------------------------------------------------------------
 
-# 8.4.1: Q2_K file of Qwen3-235B-A22B on an M2 Max (footnote 27, footnote 14)
-Q2K_FILE_PAYLOAD_BYTES = 69_178_275_840    # codes and unquantised floating-point data
-Q2K_FILE_METADATA_BYTES = 16_506_720_256   # scales and minimums
-Q2K_FILE_HEADER_BYTES = 6_006_016          # headers and padding
-UD_Q2K_XL_FILE_GIB = 81.97                 # the other variant; only its GiB size is given
-M2_SYSTEM_RESERVE_BYTES = 8 * 1024**3      # "reserving 8 GiB for the system and workspace"
-CONTEXT_8K_TOKENS = 8192
-CONTEXT_32K_TOKENS = 32_768
-
-# 8.4.2: the read-bound effective bandwidth is Experiment 8-1's batch-64 decode round (8.6.3):
-# 34.46 GB read in 29.63 ms, i.e. MBU 19.23 / 29.63 = 0.649, printed "65%" and "about 1.16 TB/s".
-MEASURED_READ_BYTES = 34.46e9
-MEASURED_ROUND_S = 29.63e-3
-CONVERSION_S_CASES = (0.2e-3, 0.8e-3)      # added conversion time, two cases
-# Linear fits of the output interval, Llama-3.1-8B on H100 (footnote 15), a + b L in seconds
-BF16_INTERVAL_FIXED_S, BF16_INTERVAL_PER_TOKEN_S = 6.44e-3, 4.37e-8
-FP8_INTERVAL_FIXED_S, FP8_INTERVAL_PER_TOKEN_S = 6.58e-3, 2.37e-8
-FIT_CONTEXTS = (2048, 16_384)              # "2K" and "16K" (16K = 16,384 reproduces 7.16 ms)
-# DeepSeek 8K-context state (footnote 31): V4.1's global history and effective SWA, V4's total
-DEEPSEEK_V41_GLOBAL_MIB, DEEPSEEK_V41_SWA_MIB = 6.953, 2.578
-DEEPSEEK_V4_TOTAL_MIB = 30.521
-
-# 8.4.3: offload one FFN in four layers, copied every round (footnote 16)
-OFFLOAD_EVERY_N_LAYERS = 4
-BATCH1_ROUND_S = 26.26e-3                  # measured batch-1 decode round (Experiment 8-1)
-OFFLOAD_BATCH = 4
-DECODE_ROUNDS = 255                        # 256 outputs: 255 forward passes after the first
-COPY_BUDGET_S = 1.0                        # Exercise 8-5
-COMPRESS_EXAMPLE_BYTES = 96 * 1024**2      # 96 MiB of weights
-COMPRESS_EXAMPLE_FRACTION = 1 / 4
-
-# 8.4.4: measured correct answers out of 32 runs with BF16 and with FP8 KV
-ACCURACY_BF16_KV = 28 / 32
-ACCURACY_FP8_KV = 26 / 32
+# 8.4.2's read-bound effective bandwidth (about 1.16 TB/s, "65%" of peak) is Experiment 8-1's
+# batch-64 round (8.6.3): D_w + 64 x 2048 x k bytes (printed 34.46 GB) read in 29.63 ms.
+MEASURED_READ_BYTES = (QWEN3_8B.streamed_weight_bytes
+                       + EXP81_BATCHES[-1] * SHORT_PROMPT_TOKENS * kv_bytes_per_token(QWEN3_8B))
+MEASURED_ROUND_S = EXP81_ROUND_S[-1]
+DECODE_ROUNDS = OUTPUT_TOKENS - 1          # 256 outputs: 255 forward passes after the first

@@ -23,37 +23,14 @@ Base units in and out (bytes, FLOP, tokens).
 
 from __future__ import annotations
 
-from companion import _validate as v
-from companion.formulas.core import _experts_touched, _model, _streamed_bytes_at_batch
+from companion import validate as v
+from companion.formulas.args import model_arg as _model
+from companion.formulas.core import expected_experts_touched, moe_streamed_weight_bytes
 from companion.specs import Model
 
 __all__ = [
-    "expected_experts_touched", "moe_streamed_weight_bytes", "moe_weight_read_per_token",
-    "moe_read_curve", "active_params", "decode_flops_per_token",
+    "moe_weight_read_per_token", "moe_read_curve", "active_params", "decode_flops_per_token",
 ]
-
-
-def expected_experts_touched(n_experts: int, experts_per_token: int, batch: int) -> float:
-    """Distinct experts one layer reads for b tokens under uniform top-k routing.
-
-    E (1 - (1 - k/E)^b): Qwen3-30B-A3B (E = 128, k = 8) touches 8 at b = 1, 51.6 at b = 8
-    and 125.9 at b = 64; Mixtral (E = 8, k = 2) already 7.2 at b = 8.
-    """
-    e = v.count("n_experts", n_experts)
-    k = v.count("experts_per_token", experts_per_token)
-    if k > e:
-        raise ValueError(f"experts_per_token: {k} exceeds n_experts={e}")
-    return _experts_touched(e, k, v.count("batch", batch))
-
-
-def moe_streamed_weight_bytes(model: Model, batch: int) -> float:
-    """Weight bytes one decode step of b sequences reads: dense part + touched experts.
-
-    D_w(b) = (streamed params - all routed experts + moe_layers x E_touched(b) x expert)
-    x bytes_per_param. Equal to ``model.streamed_weight_bytes`` for a dense model at any batch;
-    for an MoE it rises from the active weights at b = 1 to all of D_w as b grows.
-    """
-    return _streamed_bytes_at_batch(_model(model), v.count("batch", batch))
 
 
 def moe_weight_read_per_token(model: Model, batch: int) -> float:

@@ -13,15 +13,26 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from companion import _validate as v
-from companion.formulas.core import (_hardware, _model, _streamed_bytes_at_batch, kv_bytes,
-                                     kv_bytes_per_token, matrix_flops, pipeline_bubble)
+from companion import validate as v
+# the chapter's inputs (companion.chapters.ch17), exported as calc.CH17_X for the notebooks
+from companion.chapters.ch17 import (
+    AGENT_FIRST_TURN_TOKENS as CH17_AGENT_FIRST_TURN_TOKENS,
+    AGENT_TOKENS_PER_TURN as CH17_AGENT_TOKENS_PER_TURN,
+    ALLREDUCES_PER_LAYER as CH17_ALLREDUCES_PER_LAYER,
+    COLLECTIVE_LATENCY_NVLINK_S as CH17_COLLECTIVE_LATENCY_NVLINK_S,
+    COLLECTIVE_LATENCY_PCIE_S as CH17_COLLECTIVE_LATENCY_PCIE_S,
+    DECODE_TOK_PER_S_PER_GROUP as CH17_DECODE_TOK_PER_S_PER_GROUP,
+    ITL_TARGET_S as CH17_ASSUMED_ITL_TARGET_S,
+    PREFILL_TOK_PER_S_PER_GROUP as CH17_PREFILL_TOK_PER_S_PER_GROUP,
+    ROUTER_WARM_SHARES as CH17_ROUTER_WARM_SHARES)
+from companion.formulas.args import hardware_arg as _hardware
+from companion.formulas.args import model_arg as _model
+from companion.formulas.core import (kv_bytes, kv_bytes_per_token, matrix_flops,
+                                     moe_streamed_weight_bytes, pipeline_bubble)
 from companion.formulas.performance import (CH17_CHAT_LIVE_TOKENS, CH17_LONG_CONTEXT_TOKENS,
                                             CH17_PREFILL_EFFICIENCY, CH17_RUNTIME_RESERVE_BYTES,
                                             prefill_compute_s, tp_kv_capacity)
-from companion.specs import Hardware, Model
+from companion.specs import LLAMA_8B, LLAMA_70B, LLAMA_405B, Hardware, Model
 
 __all__ = [
     # inputs the chapter states
@@ -30,27 +41,14 @@ __all__ = [
     "CH17_DECODE_TOK_PER_S_PER_GROUP", "CH17_AGENT_FIRST_TURN_TOKENS",
     "CH17_AGENT_TOKENS_PER_TURN", "CH17_ROUTER_WARM_SHARES", "CH17_ASSUMED_ITL_TARGET_S",
     # §7 tensor / pipeline parallelism and placement
-    "tp_allreduce_traffic", "tp_decode_step", "pp_stages", "weights_per_gpu_bytes",
-    "layout_candidates", "parallel_layout",
+    "tp_allreduce_traffic", "tp_decode_step", "tp_layout_rows", "pp_stages", "PIPE_PHASES",
+    "pipeline_grid", "weights_per_gpu_bytes", "layout_candidates", "parallel_layout",
+    "placement_model", "placement_candidates",
     # §8 disaggregation and routing
     "disaggregated_pools", "kv_transfer_s", "kv_routing_ttft", "routed_mean_ttft_s",
     # interview: the batch between the ITL target and KV memory (§4-§5 arithmetic, TP of §7)
     "itl_batch_ceiling", "batch_window",
 ]
-
-# --- inputs the chapter states ---------------------------------------------------------------
-
-CH17_COLLECTIVE_LATENCY_NVLINK_S = 5e-6   # §7: "latency floor ~ 160 x 5 us"
-CH17_COLLECTIVE_LATENCY_PCIE_S = 25e-6    # §7: "same 160 collectives over PCIe (~25 us each)"
-CH17_ALLREDUCES_PER_LAYER = 2             # §7: attention out-projection + MLP down-projection
-CH17_PREFILL_TOK_PER_S_PER_GROUP = 10_000  # §8: "prefill capacity ~ 10,000 tok/s per GPU group"
-CH17_DECODE_TOK_PER_S_PER_GROUP = 2_500   # §8: "decode capacity ~ 2,500 tok/s per GPU group"
-CH17_AGENT_FIRST_TURN_TOKENS = 6_000      # §8: the reference agent's 6,000 prefix tokens
-CH17_AGENT_TOKENS_PER_TURN = 1_200        # §8: "plus 1,200 per turn"
-CH17_ROUTER_WARM_SHARES = (0.9, 0.3)      # §8: "lands 90% of turns warm versus one that lands 30%"
-# The interview question gives no number for the ITL target; §3 says "ITL p99 under a few tens
-# of ms". 25 ms is the companion's assumption (a slider in the batch-size explorer).
-CH17_ASSUMED_ITL_TARGET_S = 25e-3
 
 
 def _hidden(model: Model) -> int:
@@ -102,7 +100,7 @@ def tp_decode_step(model: Model, hardware: Hardware, tp: int, *,
     L = v.tokens("context_tokens", context_tokens)
     traffic = tp_allreduce_traffic(m, p, bytes_per_value=bytes_per_value)
     k = kv_bytes_per_token(m, bytes_per_value)
-    read_s = (_streamed_bytes_at_batch(m, b) + b * L * k) / p / hw.mem_bw_bytes_per_s
+    read_s = (moe_streamed_weight_bytes(m, b) + b * L * k) / p / hw.mem_bw_bytes_per_s
     if p == 1:
         latency_s = wire_s = 0.0   # nothing to all-reduce on one GPU
     else:
@@ -112,6 +110,32 @@ def tp_decode_step(model: Model, hardware: Hardware, tp: int, *,
     step = read_s + comm_s
     return dict(read_s=read_s, latency_s=latency_s, wire_s=wire_s, comm_s=comm_s,
                 overhead=comm_s / read_s, step_s=step, tokens_per_s=b / step)
+
+
+def tp_layout_rows(model, hardware, *, degrees=(1, 2, 4, 8), batch: int = 1,
+                   context_tokens: int = 0,
+                   nvlink_latency_s: float = CH17_COLLECTIVE_LATENCY_NVLINK_S,
+                   pcie_latency_s: float = CH17_COLLECTIVE_LATENCY_PCIE_S) -> list[dict]:
+    """``tp_decode_step`` for each TP degree over NVLink and over PCIe (TP 1 once):
+    dicts with label, tp, link, read_s, latency_s, wire_s, step_s, overhead, tokens_per_s."""
+    hw = _hardware(hardware)
+    seq = v.sequence("degrees", degrees)
+    tps = [v.count(f"degrees[{i}]", d) for i, d in enumerate(seq)]
+    links = {"NVLink": (v.nonnegative("nvlink_latency_s", nvlink_latency_s),
+                        hw.interconnect_bytes_per_s),
+             "PCIe": (v.nonnegative("pcie_latency_s", pcie_latency_s),
+                      hw.host_link_bytes_per_s)}
+    rows = []
+    for tp in tps:
+        for link, (lat, bw) in links.items():
+            if tp == 1 and link == "PCIe":
+                continue
+            r = tp_decode_step(model, hw, tp, collective_latency_s=lat,
+                                    link_bytes_per_s=bw, batch=batch,
+                                    context_tokens=context_tokens)
+            label = "TP 1" if tp == 1 else f"TP {tp} · {link}"
+            rows.append(dict(r, label=label, tp=tp, link=link if tp > 1 else "none"))
+    return rows
 
 
 # --- §7 pipeline parallelism -----------------------------------------------------------------
@@ -131,6 +155,38 @@ def pp_stages(model: Model, stages: int, microbatches: int, *, bytes_per_value: 
     return dict(layers_per_stage=m.n_layers / p, boundaries=p - 1,
                 handoff_bytes=_hidden(m) * b, total_slots=mb + p - 1,
                 bubble=pipeline_bubble(p, mb))
+
+
+PIPE_PHASES = ("idle (bubble)", "fill", "steady", "drain")
+
+
+def pipeline_grid(stages: int, microbatches: int) -> dict:
+    """The pipeline as a stages x slots grid: which microbatch each stage runs in each slot.
+
+    Stage s (0-based) runs microbatch j in slot s + j, so there are m + p - 1 slots. A busy
+    cell's phase: "fill" before the last stage has started (slot < p - 1), "drain" once the
+    first stage has finished (slot >= m), "steady" otherwise. Returns microbatch (p rows of
+    m + p - 1 entries, None when idle), phase (index into PIPE_PHASES), busy and idle counts.
+    """
+    p = v.count("stages", stages)
+    m = v.count("microbatches", microbatches)
+    slots = m + p - 1
+    micro, phase = [], []
+    for s in range(p):
+        row_m, row_p = [], []
+        for t in range(slots):
+            j = t - s
+            if 0 <= j < m:
+                row_m.append(j + 1)
+                row_p.append(1 if t < p - 1 else 3 if t >= m else 2)
+            else:
+                row_m.append(None)
+                row_p.append(0)
+        micro.append(row_m)
+        phase.append(row_p)
+    busy = p * m
+    return dict(slots=slots, microbatch=micro, phase=phase, busy_cells=busy,
+                idle_cells=p * slots - busy)
 
 
 # --- §7 placement ----------------------------------------------------------------------------
@@ -189,6 +245,33 @@ def parallel_layout(model: Model, hardware: Hardware, *,
                         free_kv_bytes_per_gpu=free)
     raise ValueError(f"max_nodes: no layout of up to {nodes} nodes of {node} x {hw.name} fits "
                      f"{m.name} with {reserve:.3g} B reserve and {kv_min:.3g} B of KV per GPU")
+
+
+# the three reference shapes; an explored size borrows the nearest one's depth and width
+_REFERENCE_SHAPES = (LLAMA_8B, LLAMA_70B, LLAMA_405B)
+
+
+def placement_model(params: float, bytes_per_param: float = 2.0):
+    """A Model of ``params`` parameters stored at ``bytes_per_param`` (weights = their product),
+    with the layers and hidden width of the nearest reference shape (8B: 32 x 4,096, 70B:
+    80 x 8,192, 405B: 126 x 16,384), which only bound the pipeline stages and size the
+    stage-to-stage activation."""
+    n = v.positive("params", params)
+    b = v.positive("bytes_per_param", bytes_per_param)
+    ref = min(_REFERENCE_SHAPES, key=lambda m: abs(math.log(n / m.n_params)))
+    return ref.with_(name=f"{n / 1e9:g}B ({b:g} B/param)", n_params=n, bytes_per_param=b,
+                     weight_bytes=None, streamed_weight_bytes=None, layer_params=None,
+                     source=f"explored size with the {ref.name} depth and width")
+
+
+def placement_candidates(model, *, gpus_per_node: int = 8, max_pp: int = 4) -> list[dict]:
+    """``layout_candidates`` (the order ``parallel_layout`` tries: TP = 1, 2, 4, ...
+    up to the node, then the node's width x PP = 2 .. ``max_pp``) with labels and
+    ``weights_per_gpu_bytes`` for each."""
+    layouts = layout_candidates(gpus_per_node, max_pp)
+    return [dict(tp=t, pp=p, gpus=t * p, label=f"TP {t}" if p == 1 else f"TP {t} x PP {p}",
+                 weight_bytes_per_gpu=weights_per_gpu_bytes(model, t, p))
+            for t, p in layouts]
 
 
 # --- §8 disaggregated serving ----------------------------------------------------------------
@@ -258,14 +341,7 @@ def _positive_values(name: str, value):
     """A positive number, or a sequence of them as a float array (for whole curves)."""
     if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
         return v.positive(name, value)
-    v.sequence(name, value)
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name}: expected numbers, got {value!r}") from None
-    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise ValueError(f"{name}: every value must be a finite number > 0")
-    return arr
+    return v.column(name, value, positive=True)
 
 
 def routed_mean_ttft_s(cold_s, warm_s, warm_share: float):

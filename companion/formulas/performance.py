@@ -13,14 +13,24 @@ from __future__ import annotations
 
 import math
 
-from companion import _validate as v
-from companion.formulas.core import (_hardware, _model, _streamed_bytes_at_batch, attainable_flops,
-                                     decode_step_parts,
-                                     decode_step_time, kv_bytes, kv_bytes_per_token, matrix_flops,
-                                     max_concurrent, mbu, mfu, read_bytes_per_output_token,
-                                     ridge_point, speculative_expected_tokens,
+import numpy as np
+
+from companion import validate as v
+# the chapter's inputs (companion.chapters.ch17), exported as calc.CH17_X for the notebooks
+from companion.chapters.ch17 import (
+    CACHE_BYTES, CHAT_LIVE_TOKENS as CH17_CHAT_LIVE_TOKENS,
+    KV_TABLE_CONTEXTS as CH17_KV_TABLE_CONTEXTS, LONG_CONTEXT_TOKENS as CH17_LONG_CONTEXT_TOKENS,
+    MAX_LEN_TOKENS as CH17_MAX_LEN_TOKENS, PREFILL_EFFICIENCY as CH17_PREFILL_EFFICIENCY,
+    PROMPT_TOKENS as CH17_PROMPT_TOKENS, REGISTER_LATENCY_S, RUNTIME_RESERVE_BYTES as CH17_RUNTIME_RESERVE_BYTES,
+    SMOOTH_ITL_S as CH17_SMOOTH_ITL_S)
+from companion.formulas.args import hardware_arg as _hardware
+from companion.formulas.args import model_arg as _model
+from companion.formulas.core import (attainable_flops, decode_step_parts, decode_step_time,
+                                     kv_bytes, kv_bytes_per_token, matrix_flops, max_concurrent,
+                                     mbu, mfu, moe_streamed_weight_bytes,
+                                     read_bytes_per_output_token, ridge_point,
                                      static_batch_utilization)
-from companion.specs import Hardware, Model
+from companion.specs import H100_SXM, LLAMA_8B, Hardware, Model
 from companion.units import KiB
 
 __all__ = [
@@ -42,29 +52,17 @@ __all__ = [
     "reservation_waste", "block_fill", "paged_worst_waste", "prefix_sharing_bytes",
     "paged_batch_gain",
     # §6 batching
-    "static_batch_slot_steps", "chunked_prefill_trade", "batching_decision_table",
+    "static_batch_slot_steps", "chunked_prefill_trade", "chunk_trade_sweep",
+    "batching_decision_table",
     # §9 measurement
     "sm_share", "decode_utilization", "prefill_utilization",
     # §10 levers
-    "quantization_ceiling", "levers_table", "mechanism_lever_map", "cheat_sheet",
+    "quantization_ceiling",
 ]
-
-# --- inputs the chapter states ---------------------------------------------------------------
-
-CH17_PREFILL_EFFICIENCY = 0.5       # §2: "at a realistic 50% of peak", reused in §3, §6, §8
-CH17_RUNTIME_RESERVE_BYTES = 4e9    # §4: "runtime + activations reserve ~ 4 GB" per GPU
-CH17_LONG_CONTEXT_TOKENS = 8_000    # §4: "8K taken as 8,000 tokens"
-CH17_MAX_LEN_TOKENS = 8_192         # §5: worst-case contiguous reservation, max_len 8,192
-CH17_CHAT_LIVE_TOKENS = 600         # §2, §5: "a mixed workload averaging 600 live tokens"
-CH17_PROMPT_TOKENS = 2_048          # §2-§3: the 2,048-token prompt
-CH17_SMOOTH_ITL_S = 6e-3            # §3: "a step every ~6 ms (derived in §5)": §5 gives 6.1 ms
-# §4's KV-by-context table is not printed in our copy; these rows re-derive it ("8K" = 8,000).
-CH17_KV_TABLE_CONTEXTS = (1_000, 4_000, 8_000, 32_000, 128_000)
 
 # Register file per SM: "KBs per SM, ~1 ns" (§1 pyramid); 256 KiB on Hopper (NVIDIA H100
 # whitepaper: 65,536 32-bit registers per SM). The Hardware presets carry no register field.
 _REGISTER_BYTES_PER_SM = 256 * KiB
-_REGISTER_LATENCY_S = 1e-9          # §1: "~1 ns"
 
 
 # --- argument helpers ------------------------------------------------------------------------
@@ -95,7 +93,7 @@ def memory_pyramid(hardware: Hardware) -> list[dict]:
     registers = None if hw.sm_count is None else hw.sm_count * _REGISTER_BYTES_PER_SM
     rows = [
         dict(level="Registers", where="inside each SM", capacity_bytes=registers,
-             bandwidth_bytes_per_s=None, latency_s=_REGISTER_LATENCY_S,
+             bandwidth_bytes_per_s=None, latency_s=REGISTER_LATENCY_S,
              text="KBs per SM, ~1 ns"),
         dict(level="SRAM (shared memory + L2)", where="on the die", capacity_bytes=hw.l2_bytes,
              bandwidth_bytes_per_s=None, latency_s=None,
@@ -145,7 +143,7 @@ def _pass_intensity(model: Model, tokens: int, kv_tokens: int, kv_bytes_per_valu
     k = kv_bytes_per_token(model, kv_bytes_per_value)
     # read_bytes_per_output_token gives D_w / b + L k per token; x b is the pass's bytes
     # an MoE reads the experts these tokens touch (all of D_w for a dense model)
-    weights = _streamed_bytes_at_batch(model, tokens)
+    weights = moe_streamed_weight_bytes(model, tokens)
     read = read_bytes_per_output_token(weights, tokens, kv_tokens, k) * tokens
     return flops / read
 
@@ -308,7 +306,7 @@ def _sequences_that_fit(kv_budget_bytes: float, model: Model, context_tokens: in
 
 
 def attention_variants(model: Model, *, context_tokens: int = CH17_LONG_CONTEXT_TOKENS,
-                       cache_bytes: float = 80e9, bytes_per_value: float = 2) -> list[dict]:
+                       cache_bytes: float = CACHE_BYTES, bytes_per_value: float = 2) -> list[dict]:
     """The same shape under MHA, GQA and MQA (re-derived: 17 §4's table is not printed).
 
     KV heads = query heads (MHA), the model's own (GQA), 1 (MQA). For the 70B shape (64 query
@@ -546,6 +544,29 @@ def chunked_prefill_trade(model: Model, hardware: Hardware, prompt_tokens: int,
                 ttft_exact_s=(chunks - 1) * iteration + step + last_s)
 
 
+# the chunk sizes a sweep tries by default: 41 log-spaced sizes, 32 .. 32,768 tokens
+_CHUNK_SWEEP = np.unique(np.geomspace(32, 32_768, 41).round().astype(int))
+
+
+def chunk_trade_sweep(prompt_tokens: int, decode_step_s: float, *,
+                      efficiency: float = CH17_PREFILL_EFFICIENCY, chunk_sizes=None,
+                      model: Model = LLAMA_8B, hardware: Hardware = H100_SXM) -> dict:
+    """``chunked_prefill_trade`` over chunk sizes (default: 32 .. 32,768, log-spaced, cut
+    at the prompt): arrays chunk_tokens, chunks, iteration_s, ttft_s and the dedicated_s."""
+    n = v.tokens("prompt_tokens", prompt_tokens, minimum=1)
+    step = v.positive("decode_step_s", decode_step_s)
+    sizes = (_CHUNK_SWEEP.tolist() if chunk_sizes is None else
+             [v.tokens(f"chunk_sizes[{i}]", c, minimum=1)
+              for i, c in enumerate(v.sequence("chunk_sizes", chunk_sizes))])
+    sizes = sorted({min(c, n) for c in sizes})
+    rows = [chunked_prefill_trade(model, hardware, n, c, step, efficiency=efficiency)
+            for c in sizes]
+    return {"chunk_tokens": np.array(sizes), "chunks": np.array([r["chunks"] for r in rows]),
+            "iteration_s": np.array([r["iteration_s"] for r in rows]),
+            "ttft_s": np.array([r["ttft_s"] for r in rows]),
+            "dedicated_s": rows[0]["dedicated_s"]}
+
+
 def batching_decision_table() -> list[dict]:
     """The three batching strategies as one decision (re-derived: 17 §6's table is not printed)."""
     return [
@@ -628,151 +649,3 @@ def quantization_ceiling(model: Model, hardware: Hardware, bytes_per_param: floa
                 tokens_per_s=quant["tokens_per_s"], baseline_tokens_per_s=base["tokens_per_s"],
                 speedup=quant["tokens_per_s"] / base["tokens_per_s"],
                 intensity_flop_per_byte=decode_intensity(m, 1, bytes_per_param=b))
-
-
-def _fits_one_gpu(model: Model, hardware: Hardware) -> bool:
-    return tp_kv_capacity(model, hardware, tp=1)["fits"]
-
-
-def _smallest_layout(model: Model, hardware: Hardware, reserve_bytes: float):
-    """parallel_layout's answer, or None when nothing fits (the §7 module imports this one)."""
-    from companion.formulas.parallelism import parallel_layout
-    try:
-        return parallel_layout(model, hardware, reserve_bytes=reserve_bytes)
-    except ValueError:
-        return None
-
-
-def _smallest_layout_weights_over_memory(model: Model, hardware: Hardware):
-    layout = _smallest_layout(model, hardware, CH17_RUNTIME_RESERVE_BYTES)
-    return None if layout is None else layout["weight_bytes_per_gpu"] / hardware.mem_bytes
-
-
-def levers_table(model: Model, hardware: Hardware) -> list[dict]:
-    """The levers, indexed by symptom, with the quantity each changes and its arithmetic for this
-    model and card (re-derived: 17 §10's table is not printed in our copy).
-
-    ``before``/``after`` are the chapter's arithmetic recomputed (None where the chapter gives
-    none, or where the model does not fit one card so a single-GPU number means nothing).
-    """
-    m = _model(model)
-    hw = _hardware(hardware)
-    one_gpu = _fits_one_gpu(m, hw)
-    paged = paged_batch_gain(m, hw) if one_gpu else None
-    chunk = None
-    if one_gpu:
-        chunk = chunked_prefill_trade(m, hw, CH17_LONG_CONTEXT_TOKENS, 512,
-                                      paged["naive"]["step_s"])
-    quant = quantization_ceiling(m, hw, 1)
-    spec = speculative_expected_tokens(0.7, 4)
-    kv_fp8 = kv_bytes_per_token(m, 1)
-    kv_bf16 = kv_bytes_per_token(m, 2)
-    return [
-        dict(symptom="util reads high, throughput low", lever="measure MBU / MFU, not nvidia-smi",
-             changes="nothing: tells you which roof you are on", section="§9",
-             unit="fraction of peak (batch-1 decode)", before=None,
-             after=roofline_point(decode_intensity(m), hw)["fraction_of_peak"]),
-        dict(symptom="decode throughput low at small batch",
-             lever="paged KV + continuous batching (raise batch)",
-             changes="sequences per weight read (intensity ~ B)", section="§5-§6", unit="tok/s",
-             before=paged["naive"]["tokens_per_s"] if paged else None,
-             after=paged["paged"]["tokens_per_s"] if paged else None),
-        dict(symptom="p99 ITL spikes with long prompts", lever="chunked prefill / token budget",
-             changes="worst ITL (prefill split into chunks)", section="§6", unit="s",
-             before=chunk["dedicated_s"] if chunk else None,
-             after=chunk["iteration_s"] if chunk else None),
-        dict(symptom="at the memory roof, ceiling too low", lever="weight quantization (INT8/FP8)",
-             changes="bytes per parameter (intensity x2)", section="§10", unit="tok/s",
-             before=quant["baseline_tokens_per_s"], after=quant["tokens_per_s"]),
-        dict(symptom="single-stream latency too high", lever="speculative decoding",
-             changes="tokens per target pass (k = 4, alpha = 0.7)", section="§10",
-             unit="tokens per pass", before=1.0, after=spec),
-        dict(symptom="KV memory caps the batch", lever="GQA at design time, FP8 KV at serve time",
-             changes="KV bytes per token", section="§4", unit="B per token",
-             before=kv_bf16, after=kv_fp8),
-        dict(symptom="model does not fit one card", lever="tensor parallelism (in-node, NVLink)",
-             changes="weights per GPU (/ p), per-token latency (/ p)", section="§7",
-             unit="x card memory", before=m.weight_bytes / hw.mem_bytes,
-             after=_smallest_layout_weights_over_memory(m, hw)),
-        dict(symptom="TTFT and ITL SLOs keep fighting at fleet scale",
-             lever="disaggregated prefill / decode pools", changes="interference (removed)",
-             section="§8", unit=None, before=None, after=None),
-        dict(symptom="multi-turn chats re-prefill every turn",
-             lever="prefix caching + KV-aware routing", changes="prefill tokens per turn",
-             section="§8", unit=None, before=None, after=None),
-        dict(symptom="gaps between kernels on the nsys timeline", lever="CUDA Graphs",
-             changes="launch overhead per step", section="§9", unit=None, before=None,
-             after=None),
-    ]
-
-
-def mechanism_lever_map() -> list[dict]:
-    """Chapter 17 in one table: mechanism -> lever (re-derived: the map is not printed)."""
-    return [
-        dict(mechanism="batch-1 decode does 1 FLOP per HBM byte against a ridge of ~295",
-             lever="batch (continuous batching)", section="§2, §6"),
-        dict(mechanism="KV reads do not amortize across the batch; long contexts drag "
-                       "effective intensity down", lever="GQA/MQA, FP8 KV, context discipline",
-             section="§2, §4"),
-        dict(mechanism="worst-case contiguous reservations waste ~96% of KV memory",
-             lever="PagedAttention (blocks, block tables, prefix sharing)", section="§5"),
-        dict(mechanism="static batches run at the pace of their longest member",
-             lever="continuous (iteration-level) batching", section="§6"),
-        dict(mechanism="a long prefill freezes every in-flight decode",
-             lever="chunked prefill / token budget; at fleet scale, disaggregation",
-             section="§3, §6, §8"),
-        dict(mechanism="on the memory roof, bytes per parameter set the ceiling",
-             lever="weight quantization (INT8/FP8)", section="§10"),
-        dict(mechanism="decode leaves >99% of the arithmetic idle",
-             lever="speculative decoding", section="§10"),
-        dict(mechanism="weights exceed one card; TP all-reduces are latency-bound",
-             lever="TP inside the NVLink domain, PP across nodes", section="§7"),
-        dict(mechanism="multi-turn prompts repeat the whole conversation",
-             lever="prefix caching + KV-aware routing", section="§8"),
-        dict(mechanism="nvidia-smi util is kernel residency, not work",
-             lever="MBU for decode, MFU for prefill; nsys then ncu", section="§9"),
-    ]
-
-
-def cheat_sheet(model: Model, hardware: Hardware, *,
-                context_tokens: int = CH17_LONG_CONTEXT_TOKENS,
-                prompt_tokens: int = CH17_PROMPT_TOKENS,
-                reserve_bytes: float = CH17_RUNTIME_RESERVE_BYTES,
-                efficiency: float = CH17_PREFILL_EFFICIENCY) -> list[dict]:
-    """The chapter's headline numbers re-derived for any model and card (17 §10's cheat sheet,
-    not printed in our copy). Rows: quantity, value (base units), unit, section."""
-    m = _model(model)
-    hw = _hardware(hardware)
-    L = v.tokens("context_tokens", context_tokens, minimum=1)
-    n = v.tokens("prompt_tokens", prompt_tokens, minimum=1)
-    reserve = v.nonnegative("reserve_bytes", reserve_bytes)
-    e = _efficiency(efficiency)
-    split = decode_time_split(m, hw)
-    cap = tp_kv_capacity(m, hw, context_tokens=L, reserve_bytes=reserve)
-    rows = [
-        ("ridge point", ridge_point(hw), "FLOP/byte", "§1-§2"),
-        ("full-HBM sweep", memory_sweep_s(hw), "s", "§1"),
-        ("batch-1 decode intensity", decode_intensity(m), "FLOP/byte", "§2"),
-        ("batch-1 decode fraction of peak",
-         roofline_point(decode_intensity(m), hw)["fraction_of_peak"], "fraction", "§2"),
-        ("weights", m.weight_bytes, "B", "§2"),
-        ("batch-1 decode step (weights only)", split["step_s"], "s", "§2"),
-        ("batch-1 decode ceiling", split["tokens_per_s"], "tok/s", "§2"),
-        (f"prefill, {n} tokens at {e:.0%} of peak", prefill_compute_s(m, hw, n, efficiency=e),
-         "s", "§2"),
-        ("KV per token", kv_bytes_per_token(m), "B", "§4"),
-        (f"KV per {L}-token sequence", kv_bytes(m, L, block_tokens=1), "B", "§4"),
-        ("weights / card memory", cap["weights_over_memory"], "x", "§4"),
-        ("free KV on one card", max(cap["free_kv_bytes_per_gpu"], 0.0), "B", "§4"),
-        (f"max concurrent {L}-token sequences, one card", cap["max_sequences"], "sequences",
-         "§4"),
-        ("KV = weights crossover context", kv_weight_crossover_tokens(m), "tokens", "§4"),
-        ("INT8 batch-1 decode ceiling", quantization_ceiling(m, hw, 1)["tokens_per_s"], "tok/s",
-         "§10"),
-        ("speculative tokens per pass (k=4, alpha=0.7)", speculative_expected_tokens(0.7, 4),
-         "tokens", "§10"),
-    ]
-    layout = _smallest_layout(m, hw, reserve)
-    rows.append(("GPUs in the smallest TP x PP layout that fits",
-                 math.nan if layout is None else layout["gpus"], "GPUs", "§7"))
-    return [dict(quantity=q, value=val, unit=u, section=s) for q, val, u, s in rows]

@@ -9,14 +9,32 @@ import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from companion import _validate as v
-from companion.formulas.batching import INSTANCE_MEM_BYTES, lifecycle_request_time_s
+from companion import validate as v
+# The chapter's inputs (companion.chapters.ch08), also read as serving.X by notebooks and ledger
+from companion.chapters.ch08 import (  # noqa: F401
+    AMDAHL_DECODE_S, AMDAHL_FACTOR, AMDAHL_TASK_S, CLIENT_ITL_S as SHORT_INTERVAL_S, DEADLINE_S,
+    DFLASH_DRAFT_TOKENS, DFLASH_PEAK_AFTER_MIB, DFLASH_PEAK_BEFORE_MIB, DFLASH_TOKENS_PER_ROUND,
+    DFLASH_TTFT_AFTER_S, DFLASH_TTFT_BEFORE_S, ENERGY_PER_GOOD_J, EX88_DECODE_FACTOR,
+    EX88_PREP_S, EX88_STAGE_S, EXP81_BATCHES, EXP81_ROUND_S, GOODPUT_CB_REQ_PER_S,
+    INSTANCE_MEM_BYTES, KV_BUDGET_BYTES as EXAMPLE_KV_BUDGET_BYTES, LITTLE_ARRIVAL_RATE_PER_S,
+    LITTLE_RESIDENCE_S,
+    LONG_BATCH as EXAMPLE_BATCH, LONG_PROMPT_TOKENS as EXAMPLE_PROMPT_TOKENS,
+    LOOKUP_QUERY_S, LOOKUP_TOKENS_PER_ROUND, OUTPUT_TOKENS as EXAMPLE_OUTPUT_TOKENS,
+    OUTPUT_TOKENS as SHORT_OUTPUT_TOKENS, PREFILL_ROUND_S as PREFILL_S_BATCH1_2K,
+    PREFILL_S as SHORT_PREFILL_S, QUALITY_CONDITIONS, QUALITY_CORRECT, QUALITY_GOOD,
+    QUALITY_RESPONSES, QUALITY_WINDOW_REQUESTS, QUALITY_WINDOWS, QUEUE_S as SHORT_QUEUE_S,
+    SHARED_PREFILL_S, SHARED_PREFIX_TOKENS as EXAMPLE_PREFIX_TOKENS, SHARED_ROUND_S,
+    SHORT_OUTPUT_VARIANT_TOKENS, SHORT_PROMPT_TOKENS as EXP81_CONTEXT_TOKENS,
+    SMALL_KV_BUDGET_BYTES)
+from companion.formulas.batching import lifecycle_request_time_s
 from companion.formulas.compression import kv_format_bytes_per_value
-from companion.formulas.core import (QUANT_FORMATS, _hardware, _model, _streamed_bytes_at_batch,
-                                     kv_bytes_per_token, prefill_flops,
-                                     read_bytes_per_output_token)
+from companion.formulas.args import hardware_arg as _hardware
+from companion.formulas.args import model_arg as _model
+from companion.formulas.core import (QUANT_FORMATS, kv_bytes_per_token, measured_prefill_mfu,
+                                     moe_streamed_weight_bytes, prefill_flops,
+                                     read_bytes_per_output_token, time_at_mfu)
 from companion.formulas.kv_management import prefix_shared_kv_bytes
-from companion.formulas.speculative import DECODE_ROUND_S_BATCH1_2K, verification_flops
+from companion.formulas.speculative import verification_flops
 from companion.specs import QWEN3_8B, RTX_PRO_6000, Hardware, Model
 from companion.units import GiB, MiB, ms
 
@@ -24,56 +42,15 @@ __all__ = [
     "requests_in_system", "admit_request", "effective_throughput",
     "completion_throughput", "response_losses", "fractional_change", "prefill_token_rate",
     "gpu_seconds_per_request", "round_read_bytes", "read_time_at_mbu",
-    "time_at_mfu", "measured_prefill_mfu", "decode_efficiency_table", "round_time_from_reads",
+    "decode_efficiency_table", "round_time_from_reads",
     "prefix_shifted_round_s",
     "Scheme", "SchemeResult", "SCHEMES", "scheme_result", "compare_schemes", "best_scheme",
-    "instance_kv_budget_bytes", "schemes_for_model",
+    "chapter_schemes", "instance_kv_budget_bytes", "schemes_for_model",
     "per_qualifying_result", "staged_task_time", "staged_task_speedup", "staged_break_even_s",
 ]
 
-# --- measured inputs the sections state ----------------------------------------------------
-# 8.6.1: Little's law example and the short request of 8.1.1 at admission
-LITTLE_ARRIVAL_RATE_PER_S = 4.0
-LITTLE_RESIDENCE_S = (0.5, 2.0)
-SHORT_QUEUE_S = 0.1                  # 8.1.1: queueing before the request starts
-SHORT_PREFILL_S = 0.096              # 8.1.1: prefill and first token (Experiment 8-1)
-SHORT_INTERVAL_S = 26.5e-3           # 8.1.1: client-side output interval
-SHORT_OUTPUT_TOKENS = 256
-DEADLINE_S = 7.0                     # chapter opening: complete within 7 s of arrival
 
-# 8.6.2 and footnote 24: the retrieval experiment's counts and throughputs
-QUALITY_CONDITIONS, QUALITY_WINDOWS, QUALITY_WINDOW_REQUESTS = 7, 3, 16
-QUALITY_RESPONSES, QUALITY_CORRECT, QUALITY_GOOD = 336, 294, 155
-GOODPUT_CB_REQ_PER_S = {1: 0.90, 4: 1.02, 16: 0.60}  # continuous batching, by arrival rate
-
-# 8.6.3: Experiment 8-1's efficiency table (2K context, no shared prefix)
-EXP81_BATCHES = (1, 4, 16, 64)
-EXP81_CONTEXT_TOKENS = 2048
-EXP81_ROUND_S = (DECODE_ROUND_S_BATCH1_2K, 26.62e-3, 27.44e-3, 29.63e-3)
-PREFILL_S_BATCH1_2K = 94.8e-3        # footnote 5: batch-1 2K prefill from Experiment 8-1
-
-# 8.6.3 comprehensive example: 16 long requests, 8K input (6K shared), 256 out, 12 GiB, 7 s
-EXAMPLE_BATCH = 16
-EXAMPLE_PROMPT_TOKENS = 8192
-EXAMPLE_PREFIX_TOKENS = 6144
-EXAMPLE_OUTPUT_TOKENS = 256
-EXAMPLE_KV_BUDGET_BYTES = 12 * GiB
-SHARED_PREFILL_S = 2.04              # Experiment 8-1: 8K input, 6K cached, batch 16
-SHARED_ROUND_S = 27.35e-3            # same condition, one decode round
-DFLASH_PEAK_BEFORE_MIB, DFLASH_PEAK_AFTER_MIB = 17_706, 20_894  # Experiment 8-5 peak memory
-DFLASH_TTFT_BEFORE_S, DFLASH_TTFT_AFTER_S = 129.4e-3, 141.6e-3  # Experiment 8-5, ~2300 tokens in
-DFLASH_TOKENS_PER_ROUND = 3          # assumed mean output per round for scheme D
-DFLASH_VERIFY_POSITIONS = 8          # 7 draft tokens + 1
-LOOKUP_TOKENS_PER_ROUND = 2          # Exercise 8-9, scheme E
-LOOKUP_QUERY_S = 0.1e-3              # Exercise 8-9 (as 8.5.2): lookup per round
-SHORT_OUTPUT_VARIANT_TOKENS = 16     # "output shortened to 16 tokens"
-SMALL_KV_BUDGET_BYTES = 6 * GiB      # "memory drops from 12 GiB to 6 GiB"
-
-# 8.6.3: Amdahl examples, Exercise 8-8, energy per qualifying result (Experiment 8-9)
-AMDAHL_TASK_S, AMDAHL_DECODE_S, AMDAHL_FACTOR = 100.0, (50.0, 20.0), 4.0
-EX88_STAGE_S = (20.0, 50.0, 30.0)    # prefill, decode, tool use and waiting
-EX88_DECODE_FACTOR, EX88_PREP_S = 4.0, 8.0
-ENERGY_PER_GOOD_J = {"cb@1": 615.0, "cb@4": 652.0, "cb@16": 1083.7, "single@4": 1982.3}
+DFLASH_VERIFY_POSITIONS = DFLASH_DRAFT_TOKENS + 1   # DFlash verifies its 7 drafts + 1 (8.5.2)
 
 
 # --- 8.6.1: Little's law and admission -----------------------------------------------------
@@ -208,7 +185,7 @@ def round_read_bytes(model: Model, batch: int, context_tokens: int, *,
     k = kv_bytes_per_token(model, bytes_per_value)
     # b x (D_w / b + (L - P) k) for the private parts, plus the prefix read once; an MoE's D_w
     # is the part the batch touches
-    d_w = _streamed_bytes_at_batch(_model(model), b)
+    d_w = moe_streamed_weight_bytes(_model(model), b)
     return b * read_bytes_per_output_token(d_w, b, L - p, k) + p * k
 
 
@@ -218,32 +195,6 @@ def read_time_at_mbu(read_bytes: float, hardware: Hardware, efficiency: float = 
     hw = _hardware(hardware)
     e = v.probability("efficiency", efficiency, open_low=True)
     return n / (hw.mem_bw_bytes_per_s * e)
-
-
-def time_at_mfu(flops: float, hardware: Hardware, efficiency: float) -> float:
-    """Compute time: FLOPs / (dense peak x efficiency) seconds (8.5.2, 8.6.3).
-
-    A's 2137.5 TFLOP prefill at 57.77% of 503.8 TFLOP/s: 7.34 s; D's 2.56 TFLOP of
-    verification: 8.8 ms.
-    """
-    f = v.nonnegative("flops", flops)
-    hw = _hardware(hardware)
-    e = v.probability("efficiency", efficiency, open_low=True)
-    return f / (hw.peak_flops_per_s * e)
-
-
-def measured_prefill_mfu(model: Model, hardware: Hardware, batch: int, new_tokens: int,
-                         history_tokens: int, prefill_s: float) -> float:
-    """MFU of a measured prefill: b x prefill FLOPs / time / peak (8.6.3, 8.3.4).
-
-    16 x 2048 new tokens on a 6144-token cached prefix in 2.04 s: 593.8 TFLOP, 57.77% (printed
-    58%); 2048 tokens at batch 1 in 94.8 ms: 62.2% (printed 62%).
-    """
-    b = v.count("batch", batch)
-    v.tokens("new_tokens", new_tokens, minimum=1)
-    t = v.positive("prefill_s", prefill_s)
-    hw = _hardware(hardware)
-    return b * prefill_flops(model, new_tokens, history_tokens) / t / hw.peak_flops_per_s
 
 
 def decode_efficiency_table(model: Model = QWEN3_8B, hardware: Hardware = RTX_PRO_6000,
@@ -362,8 +313,7 @@ class Scheme:
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
             raise TypeError(f"name: expected a non-empty string, got {self.name!r}")
-        if not isinstance(self.shared_prefix, bool):
-            raise TypeError(f"shared_prefix: expected True or False, got {self.shared_prefix!r}")
+        v.boolean("shared_prefix", self.shared_prefix)
         v.choice("kv_format", self.kv_format, QUANT_FORMATS)
         tpr = v.number("tokens_per_round", self.tokens_per_round, at_least=1.0)
         pos = v.count("verify_positions", self.verify_positions)
@@ -530,6 +480,37 @@ def best_scheme(schemes=None, **kwargs) -> str | None:
     if not feasible:
         return None
     return min(feasible, key=lambda r: r.gpu_s_per_result).name
+
+
+def chapter_schemes(names: str = "ABCD", *, d_tokens_per_round: float | None = None,
+                    e_tokens_per_round: float | None = None,
+                    shared_prefix_tokens: int = EXAMPLE_PREFIX_TOKENS) -> list:
+    """``SCHEMES`` with D's and E's tokens per round changed, for another shared prefix.
+
+    B, D and E use the decode round measured at the 6144-token prefix (27.35 ms); for another
+    prefix it is shifted by the change Experiment 8-1's table predicts for the bytes a round
+    then reads (``prefix_shifted_round_s``), so the chapter's setting stays exact.
+    """
+    names = v.instance("names", names, str, "a string of scheme letters such as 'ABCD'")
+    for letter in names:
+        v.choice("names", letter, SCHEMES)
+    d_tokens = None if d_tokens_per_round is None else v.positive("d_tokens_per_round",
+                                                                   d_tokens_per_round)
+    e_tokens = None if e_tokens_per_round is None else v.positive("e_tokens_per_round",
+                                                                   e_tokens_per_round)
+    prefix = v.tokens("shared_prefix_tokens", shared_prefix_tokens)
+    out = []
+    for name in names:
+        s = SCHEMES[name]
+        changes = {}
+        if s.base_round_s is not None and prefix != EXAMPLE_PREFIX_TOKENS:
+            changes["base_round_s"] = prefix_shifted_round_s(s.base_round_s, prefix)
+        if name == "D" and d_tokens is not None:
+            changes["tokens_per_round"] = d_tokens
+        if name == "E" and e_tokens is not None:
+            changes["tokens_per_round"] = e_tokens
+        out.append(s.with_(**changes) if changes else s)
+    return out
 
 
 # --- the comparison for another model (what is the model's, what is the chapter's measurement) --

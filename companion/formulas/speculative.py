@@ -11,7 +11,13 @@ from __future__ import annotations
 import math
 import numbers
 
-from companion import _validate as v
+from companion import validate as v
+# the chapter's inputs of 8.5 (companion.chapters.ch08), also read as sp.X
+from companion.chapters.ch08 import (  # noqa: F401
+    DFLASH_DRAFT_TOKENS, DFLASH_DRAFT_WEIGHT_BYTES, DRAFT_LEN_LATENCY_S, DRAFT_LEN_OF,
+    DRAFT_QUERY_S, INDEX_BUILD_S, MEAN_ROUND_EXAMPLE_S, MEAN_ROUND_EXAMPLE_TOKENS,
+    OUTPUT_TOKENS as TOY_OUTPUT_TOKENS, ROUND_B1_S as DECODE_ROUND_S_BATCH1_2K,
+    TOY_DRAFT_ALWAYS_A, TOY_DRAFT_ALWAYS_B, TOY_DRAFT_LEN, TOY_TARGET_PROBS)
 from companion.formulas.core import (attention_flops, matrix_flops,
                                      speculative_expected_tokens)
 from companion.specs import Model
@@ -25,24 +31,6 @@ __all__ = [
     "draft_forward_time", "draft_generation_time", "draft_round_time", "draft_length_table",
     "best_draft_length", "marginal_draft_gain", "draft_extension_helps",
 ]
-
-# --- measured inputs the sections state ----------------------------------------------------
-DECODE_ROUND_S_BATCH1_2K = 26.26e-3   # 8.5.2: ordinary decode round, batch 1, 2K (Exp. 8-1)
-DRAFT_QUERY_S = 0.1e-3                # 8.5.2: querying the context-lookup draft per round
-INDEX_BUILD_S = 2.0                   # 8.5.2: building the context index
-TOY_TARGET_PROBS = (0.25, 0.75)       # 8.5.1: p(A), p(B)
-TOY_DRAFT_ALWAYS_A = (1.0, 0.0)       # 8.5.1: the draft always proposes A (AAAA)
-TOY_DRAFT_ALWAYS_B = (0.0, 1.0)       # 8.5.1: the draft always proposes B (BBBB)
-TOY_DRAFT_LEN = 4                     # 8.5.2: four draft tokens per round
-TOY_OUTPUT_TOKENS = 256               # 8.5.2: the 256-token request
-DFLASH_DRAFT_WEIGHT_BYTES = 2.10e9    # 8.5.3: DFlash draft weights, "about 1.95 GiB (2.10 GB)"
-DFLASH_DRAFT_TOKENS = 7               # 8.5.2 / 8.6.3: DFlash drafts 7 tokens per round
-MEAN_ROUND_EXAMPLE_S = (1.5e-3, 1.5e-3)  # 8.5.2: two rounds of 1.5 ms ...
-MEAN_ROUND_EXAMPLE_TOKENS = (1, 5)       # ... emitting 1 and 5 tokens
-# 8.5.4: median full latency at concurrency 1, as the text prints them (footnote 23 gives
-# 90.02, 30.58 and 29.43 ms; the text subtracts the one-decimal values)
-DRAFT_LEN_LATENCY_S = {"plain": 90.0e-3, "K7": 30.6e-3, "K15": 29.4e-3}
-DRAFT_LEN_OF = {"K7": 7, "K15": 15}
 
 
 # --- averaging over rounds (8.5.2) ----------------------------------------------------------
@@ -285,8 +273,7 @@ def draft_generation_time(forward_s: float, draft_tokens: int, parallel: bool = 
     """
     f = v.nonnegative("forward_s", forward_s)
     m = v.tokens("draft_tokens", draft_tokens)
-    if not isinstance(parallel, bool):
-        raise TypeError(f"parallel: expected True or False, got {type(parallel).__name__}")
+    parallel = v.boolean("parallel", parallel)
     if m == 0:
         return 0.0
     return f if parallel else m * f

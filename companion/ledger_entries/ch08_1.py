@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
+from companion.chapters.ch08 import (DEADLINE_S, LONG_BATCH as LONG_REQUESTS)
 from companion import calc
 from companion.formulas import batching as bt
 from companion.ledger import Entry, entry
 from companion.specs import QWEN3_8B
 from companion.units import GiB, KiB, MiB, ms
-
-DEADLINE_S = 7.0          # the opening's completion deadline
-LONG_REQUESTS = 16        # 8.1.2: "Sixteen long requests"
 
 
 def entries() -> list[Entry]:

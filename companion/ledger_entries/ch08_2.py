@@ -4,18 +4,16 @@ simulator entries (another module)."""
 
 from __future__ import annotations
 
+from companion.chapters.ch08 import (CHUNK_TOKENS, CONTEXTS_8K, LORA_ADAPTERS, LORA_RANK,
+                                     SPLIT_BLOCK_TOKENS as SPLIT_BLOCK,
+                                     SPLIT_CHUNK_TOKENS as SPLIT_CHUNK)
 from companion import calc
 from companion.formulas import batching as bt
 from companion.ledger import Entry, entry
 from companion.specs import QWEN3_8B
 from companion.units import GB, GiB, MiB
 
-LORA_RANK = 16            # 8.2.1: "a low-rank dimension of 16", on Q and V
-LORA_ADAPTERS = 100       # 8.2.1: "100 adapters"
-CONTEXTS_8K = 100         # 8.2.1: "100 mutually non-sharing 8K contexts"
 SWEEP_BATCH = 64          # 8.2.1: batch 1 -> 16 -> 64
-CHUNK_TOKENS = 512        # 8.2.3: c = 512 on an 8K input
-SPLIT_BLOCK, SPLIT_CHUNK = 256, 128   # 8.2.3: a 256-token block split into two 128-token blocks
 
 
 def entries() -> list[Entry]:

@@ -139,11 +139,14 @@ def _retention() -> list[Entry]:
     flops_a = calc.prefill_flops(m, km.SHARED_PREFIX_TOKENS)
     at_62 = calc.prefix_recompute_s(m, hw, km.SHARED_PREFIX_TOKENS, 0.62) / ms
     b_at_62 = calc.prefix_recompute_s(m, hw, km.PREFIX_B_TOKENS, 0.62) / ms
-    eff_note = (f"Unstated efficiency: the text prints '62%' but computes with the measured 62.2% "
-                f"batch-1 prefill MFU of Experiment 8-1 (book-conventions). At 62.2%: "
-                f"{a5.recompute_s / ms:.1f} ms for A, {b5.recompute_s / ms:.1f} ms for B; at "
-                f"exactly 62%: {at_62:.1f} and {b_at_62:.1f} ms. (Footnote 5's 94.8 ms prefill of "
-                f"2048 tokens implies 62.16%, giving 308.1 ms for A.)")
+    at_622 = calc.prefix_recompute_s(m, hw, km.SHARED_PREFIX_TOKENS, 0.622) / ms
+    eff_note = (f"Efficiency derived, chapter rounded: the companion takes the batch-1 prefill MFU "
+                f"from Experiment 8-1's measured 2048-token prefill (94.8 ms, footnote 5), "
+                f"{100 * km.RECOMPUTE_EFFICIENCY:.2f}%, which the 8.6.3 table prints as '62%'. "
+                f"At it T_r is {a5.recompute_s / ms:.1f} ms for A and "
+                f"{b5.recompute_s / ms:.1f} ms for B; the chapter's 307.9 ms needs 62.2% "
+                f"({at_622:.1f} ms), and exactly 62% would give {at_62:.1f} and {b_at_62:.1f} ms. "
+                f"Every number carrying T_r is therefore 0.1-0.25 ms above the printed one.")
     replay = calc.cache_replay_hits(km.REPLAY_INPUT_TOKENS, km.REPLAY_HIT_TOKENS_6GIB)
     per_mib = lambda r: r.value_s_per_byte * MiB / ms  # noqa: E731
     return [
@@ -158,40 +161,41 @@ def _retention() -> list[Entry]:
                    f"{calc.attention_flops(m, km.SHARED_PREFIX_TOKENS) / TFLOP:.2f} TFLOP; the "
                    f"text calls the total 'matrix operations'."),
         entry(f"{s}/prefix-A-recompute-ms", s, "recompute time T_r of A", "307.9", "ms",
-              a5.recompute_s / ms, note=eff_note),
+              a5.recompute_s / ms, tol=0.25, note=eff_note),
         entry(f"{s}/prefix-A-fetch-gen5-ms", s, "fetch A back over PCIe Gen5 x16 (64 GB/s)",
               "14.2", "ms", a5.fetch_s / ms),
         entry(f"{s}/prefix-A-maintain-gen5-ms", s, "maintenance = one swap-out of A", "14.2",
               "ms", a5.maintain_s / ms),
         entry(f"{s}/prefix-A-value-ms", s, "V_h of A at p_h = 50%", "132.7", "ms",
-              a5.value_s / ms),
+              a5.value_s / ms, tol=0.25, note=eff_note),
         entry(f"{s}/prefix-A-saving-per-hit-gen5-ms", s, "T_r - T_f for A over Gen5", "293.7",
-              "ms", a5.saving_per_hit_s / ms, tol=0.1,
+              "ms", a5.saving_per_hit_s / ms, tol=0.25,
               note=f"Rounded intermediates: the text subtracts the printed 307.9 - 14.2 = 293.7; "
                    f"unrounded {a5.recompute_s / ms:.3f} - {a5.fetch_s / ms:.3f} = "
-                   f"{a5.saving_per_hit_s / ms:.3f} ms prints as 293.8. The break-even 4.8% "
-                   f"is the same either way."),
+                   f"{a5.saving_per_hit_s / ms:.3f} ms. The break-even 4.8% is the same either "
+                   f"way. " + eff_note),
         entry(f"{s}/break-even-gen5-pct", s, "break-even hit probability 14.2/293.7", "4.8", "%",
               100 * a5.break_even_hit_prob),
         entry(f"{s}/prefix-A-fetch-gen4-ms", s, "fetch and swap-out of A over PCIe Gen4 x16",
               "28.3", "ms", a4.fetch_s / ms),
         entry(f"{s}/prefix-A-saving-per-hit-gen4-ms", s, "T_r - T_f for A over Gen4", "279.6",
-              "ms", a4.saving_per_hit_s / ms),
+              "ms", a4.saving_per_hit_s / ms, tol=0.25, note=eff_note),
         entry(f"{s}/break-even-gen4-pct", s, "break-even hit probability over Gen4", "10.1", "%",
               100 * a4.break_even_hit_prob),
         entry(f"{s}/prefix-B-kv-MiB", s, "KV of a 2048-token B prefix", "288", "MiB",
               b5.kv_bytes / MiB),
         entry(f"{s}/prefix-B-recompute-ms", s, "recompute time of B", "94.7", "ms",
-              b5.recompute_s / ms, note=eff_note),
+              b5.recompute_s / ms, tol=0.25, note=eff_note),
         entry(f"{s}/prefix-B-fetch-ms", s, "fetch and maintenance of B over Gen5", "4.7", "ms",
               b5.fetch_s / ms),
         entry(f"{s}/prefix-B-value-ms", s, "V_h of one B at p_h = 50%", "40.3", "ms",
               b5.value_s / ms),
         entry(f"{s}/fig8-22-keep-A-ms", s, "Figure 8-22: keeping one A saves", "132.7", "ms",
-              a5.value_s / ms),
+              a5.value_s / ms, tol=0.25, note=eff_note),
         entry(f"{s}/fig8-22-keep-3B-ms", s, "Figure 8-22: keeping three B saves", "120.9", "ms",
-              km.PREFIX_B_COUNT * b5.value_s / ms,
-              note="3 x 40.29 = 120.88 ms with the unrounded B value (3 x 40.3 = 120.9 too)."),
+              km.PREFIX_B_COUNT * b5.value_s / ms, tol=0.25,
+              note=f"3 x {b5.value_s / ms:.2f} = {km.PREFIX_B_COUNT * b5.value_s / ms:.2f} ms with "
+                   f"the unrounded B value (3 x 40.3 = 120.9). " + eff_note),
         entry(f"{s}/prefill-ratio-6144-vs-2048", s, "prefill of 6144 tokens vs 2048 tokens",
               "3.25", "x", a5.recompute_s / b5.recompute_s,
               note="Ratio of prefill FLOPs (matrices + attention): 96.49 / 29.69 = 3.250; the "

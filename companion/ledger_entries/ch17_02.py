@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from companion.chapters.ch17 import (BATCH,
+                                     H100_SPARSE_PEAK_FLOPS_PER_S as SPARSE_PEAK_FLOPS_PER_S)
 from companion import calc
 from companion.ledger import Entry, entry
 from companion.specs import H100_SXM, LLAMA_8B
 from companion.units import GB, MB, ms, us
 
 S = "17.2"
-SPARSE_PEAK_FLOPS_PER_S = 1979e12   # §2: "NVIDIA's headline figure ... 1,979 TFLOPS BF16" (2:4)
-BATCH = 64                          # §2: "8B, B = 64"
 
 
 def entries() -> list[Entry]:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from companion.chapters.ch17 import (LONG_CONTEXT_TOKENS as LONG_PROMPT_TOKENS, OUTPUT_TOKENS)
 from companion import calc
 from companion.ledger import Entry, entry
 from companion.specs import H100_SXM, LLAMA_8B
 from companion.units import ms
 
 S = "17.3"
-OUTPUT_TOKENS = 250          # §3: "decode, 250 output tokens"
-LONG_PROMPT_TOKENS = 8_000   # §3: "new arrival: 8,000-token prompt"
 
 
 def entries() -> list[Entry]:

@@ -3,17 +3,14 @@ as the context grows."""
 
 from __future__ import annotations
 
+from companion.chapters.ch17 import (CACHE_BYTES, CH00_CONTEXT_TOKENS, CONTEXT_ROWS,
+                                     LONGEST_CONTEXT_TOKENS as TABLE_LONGEST_TOKENS, TP)
 from companion import calc
 from companion.ledger import Entry, entry
 from companion.specs import H100_SXM, LLAMA_8B, LLAMA_70B
 from companion.units import GB, KiB, MB, ms
 
 S = "17.4"
-TP = 4                          # §4: "At TP = 4"
-CACHE_BYTES = 80e9              # §4: "per 80 GB of cache space"
-TABLE_LONGEST_TOKENS = 128_000  # §4: "a single 128K-context conversation" ("8K" = 8,000)
-CONTEXT_ROWS = (1_000, 10_000, 100_000)   # §4: "as the context grows, one line per regime"
-CH00_CONTEXT_TOKENS = 100_000   # §2/§4: Chapter 00 §4's cache-only ceiling "at 100K context"
 
 
 def _context_entries(m, hw) -> list[Entry]:

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
+from companion.chapters.ch17 import (BIG_BLOCK_TOKENS, BLOCK_TOKENS, CHAT_TURN_TOKENS,
+                                     PREFIX_TOKENS, PREFIX_USERS, SEQUENCE_A_TOKENS)
 from companion import calc
 from companion.ledger import Entry, entry
 from companion.specs import H100_SXM, LLAMA_8B
 from companion.units import GB, MB, ms
 
 S = "17.5"
-CHAT_TURN_TOKENS = 300          # §5: "a chat turn that actually uses 300 tokens"
-SEQUENCE_A_TOKENS = 40          # §5: "sequence A, 40 tokens live, block size 16"
-BLOCK_TOKENS = 16               # §5: "fixed-size blocks of, say, 16 tokens"
-BIG_BLOCK_TOKENS = 1_024        # §5: "a 1,024-token block wastes up to 1,023 tokens"
-PREFIX_USERS = 100              # §5: "100 concurrent users"
-PREFIX_TOKENS = 2_000           # §5: "one 2,000-token system prompt"
 
 
 def entries() -> list[Entry]:

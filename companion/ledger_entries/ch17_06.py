@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+from companion.chapters.ch17 import (CHUNK_TOKENS, LONG_CONTEXT_TOKENS as LONG_PROMPT_TOKENS,
+                                     STATIC_OUTPUT_LENGTHS)
 from companion import calc
 from companion.ledger import Entry, entry
 from companion.specs import H100_SXM, LLAMA_8B
 from companion.units import ms
 
 S = "17.6"
-STATIC_OUTPUT_LENGTHS = [100, 200, 300, 400, 500, 600, 700, 800]   # §6: "batch of 8"
-LONG_PROMPT_TOKENS = 8_000   # §6: "8,000-token prompt"
-CHUNK_TOKENS = 512           # §6: "512-token chunks"
 
 
 def entries() -> list[Entry]:

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
+from companion.chapters.ch17 import (FIGURE_PP_STAGES as FIGURE_STAGES, NODE_TP,
+                                     PP_MICROBATCHES as MICROBATCHES, PP_STAGES as PP, TP)
 from companion import calc
 from companion.ledger import Entry, entry
 from companion.specs import H100_SXM, LLAMA_70B, LLAMA_405B, PCIE_GEN5_X16_BYTES_PER_S
 from companion.units import GB, KiB, MB, ms, us
 
 S = "17.7"
-TP = 4                 # §7: "The 70B shape at TP = 4"
-PP = 4                 # §7: "80 layers at p = 4"
-MICROBATCHES = (16, 64)  # §7: "p = 4, m = 16" and "m = 64"
-NODE_TP = 8            # §7: "one node, TP = 8"
-FIGURE_STAGES = 2      # §7 figure: "Node 1 - PP stage 1 (layers 1-40)", stage 2 (41-80)
 
 
 def entries() -> list[Entry]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from companion.chapters.ch17 import (MEAN_OUTPUT_TOKENS, MEAN_PROMPT_TOKENS, REQUEST_RATE_PER_S,
+                                     ROUTING_TURN)
 from companion import calc
 from companion.ledger import Entry, entry
 from companion.specs import H100_SXM, LLAMA_8B, LLAMA_70B, NVLINK_H100_BYTES_PER_S
@@ -9,10 +11,6 @@ from companion.specs import RDMA_400G_BYTES_PER_S
 from companion.units import GB, ms
 
 S = "17.8"
-REQUEST_RATE_PER_S = 100     # §8: "100 req/s"
-MEAN_PROMPT_TOKENS = 2_000   # §8: "mean prompt 2,000 tokens"
-MEAN_OUTPUT_TOKENS = 250     # §8: "mean output 250 tokens"
-ROUTING_TURN = 20            # §8: "At turn 20"
 
 
 def entries() -> list[Entry]:

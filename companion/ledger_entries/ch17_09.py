@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
+from companion.chapters.ch17 import (ACTIVE_SMS, DECODE_TOK_PER_S, PREFILL_TOK_PER_S)
 from companion import calc
 from companion.ledger import Entry, entry
 from companion.specs import H100_SXM, LLAMA_8B
 
 S = "17.9"
-ACTIVE_SMS = 1                      # §9: "a kernel occupying 1 of 132 SMs"
-DECODE_TOK_PER_S = 146              # §9: "a healthy deployment measuring 146 tok/s"
-PREFILL_TOK_PER_S = 20_000          # §9: "~20,000 prompt tok/s"
 
 
 def entries() -> list[Entry]:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+from companion.chapters.ch17 import (INT8_BYTES_PER_PARAM, SPEC_ACCEPTANCE as ACCEPTANCE,
+                                     SPEC_DRAFT_LEN as DRAFT_LEN)
 from companion import calc
 from companion.ledger import Entry, entry
 from companion.specs import H100_SXM, LLAMA_8B
 from companion.units import GB, ms
 
 S = "17.10"
-INT8_BYTES_PER_PARAM = 1   # §10: "INT8 or FP8, one byte per parameter"
-DRAFT_LEN = 4              # §10: "k = 4"
-ACCEPTANCE = 0.7           # §10: "alpha = 0.7"
 
 
 def _term(j: int) -> float:

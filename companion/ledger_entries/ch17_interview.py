@@ -3,12 +3,11 @@ the same form (the rest restate §2-§10 and are covered there)."""
 
 from __future__ import annotations
 
+from companion.chapters.ch17 import (TP)
 from companion import calc
 from companion.ledger import Entry, entry
 from companion.specs import H100_SXM, LLAMA_8B, LLAMA_70B
 from companion.units import ms
-
-TP = 4   # "at TP=4 the aggregate free memory holds about sixty 8K conversations"
 
 
 def entries() -> list[Entry]:

@@ -1,47 +1,30 @@
 """Ledger: the paging numbers of 8.3.1-8.3.2 and 17 §5, recomputed by allocating blocks in
-``companion.sim.kvcache`` (source="sim")."""
+``companion.sim.kvcache`` (``companion.sim.kv_scenarios``) (source="sim")."""
 
 from __future__ import annotations
 
 from companion.formulas.core import held_tokens, kv_bytes_per_token
+from companion.chapters.ch08 import (BLOCK_TOKENS, BRANCH_EXPERIMENT_BRANCHES as BRANCHES,
+                                     BRANCH_EXPERIMENT_PRIVATE_BLOCKS as PRIVATE_BLOCKS_8_3_2,
+                                     BRANCH_EXPERIMENT_SHARED_BLOCKS as PREFIX_BLOCKS_8_3_2,
+                                     KV_BUDGET_BYTES, LONG_BATCH as BATCH_8_3_2,
+                                     LONG_PROMPT_TOKENS, OUTPUT_TOKENS,
+                                     PAGING_EXAMPLE_BLOCK_TOKENS as BLOCK_TOKENS_8_3_1,
+                                     PAGING_EXAMPLE_LENGTHS as LENGTHS_8_3_1,
+                                     PAGING_EXAMPLE_MAX_TOKENS as MAX_TOKENS_8_3_1,
+                                     PAGING_EXAMPLE_SHARED_TOKENS as SHARED_AB_TOKENS,
+                                     SHARED_PREFIX_TOKENS)
+from companion.chapters.ch17 import (BIG_BLOCK_TOKENS, CHAT_LIVE_TOKENS as LIVE_TOKENS_17,
+                                     CHAT_TURN_TOKENS,
+                                     LONG_CONTEXT_TOKENS as RESERVATION_8K_TOKENS,
+                                     MAX_LEN_TOKENS as MAX_LEN_TOKENS_17,
+                                     PREFIX_TOKENS as SYSTEM_PROMPT_TOKENS, PREFIX_USERS as USERS,
+                                     RUNTIME_RESERVE_BYTES, SEQUENCE_A_TOKENS as SEQ_A_TOKENS)
 from companion.ledger import Entry, entry
-from companion.sim.kvcache import BlockManager, fill_kv_pool, page_sequences
+from companion.sim.kv_scenarios import fill_kv_pool, page_sequences
+from companion.sim.kvcache import BlockManager
 from companion.specs import LLAMA_8B, QWEN3_8B, RTX_PRO_6000, H100_SXM
 from companion.units import GB, GiB, MB, MiB
-
-# 8.3.1: four sequences A-D, their current lengths, the 16-token maximum and 4-token blocks;
-# A and B share their first 8 tokens.
-LENGTHS_8_3_1 = (9, 13, 5, 15)
-MAX_TOKENS_8_3_1 = 16
-BLOCK_TOKENS_8_3_1 = 4
-SHARED_AB_TOKENS = 8
-
-# 8.3.2: four branches over a 95-block common prefix, 9 private blocks each (16-token blocks).
-BRANCHES = 4
-PREFIX_BLOCKS_8_3_2 = 95
-PRIVATE_BLOCKS_8_3_2 = 9
-
-# 8.1.2 / 8.3.2: the 12 GiB KV budget on the RTX PRO 6000, long requests of 8192 input and 256
-# output tokens, the first 6144 input tokens shared, 16-token blocks.
-KV_BUDGET_BYTES = 12 * GiB
-LONG_PROMPT_TOKENS = 8192
-OUTPUT_TOKENS = 256
-SHARED_PREFIX_TOKENS = 6144
-BATCH_8_3_2 = 16
-BLOCK_TOKENS = 16
-
-# 17 §5: the 8B shape, max_len 8,192 reserved per request, a 300-token chat turn; sequence A of
-# 40 live tokens; a 1,024-token block; 100 users sharing a 2,000-token system prompt; 600 live
-# tokens per sequence; 17 §4's 8K reservation (8,000 tokens) and 4 GB runtime reserve.
-MAX_LEN_TOKENS_17 = 8192
-CHAT_TURN_TOKENS = 300
-SEQ_A_TOKENS = 40
-BIG_BLOCK_TOKENS = 1024
-USERS = 100
-SYSTEM_PROMPT_TOKENS = 2000
-LIVE_TOKENS_17 = 600
-RESERVATION_8K_TOKENS = 8000
-RUNTIME_RESERVE_BYTES = 4 * GB
 
 
 def _branches():

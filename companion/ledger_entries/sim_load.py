@@ -15,6 +15,7 @@ from companion.formulas.serving import (DEADLINE_S, EXAMPLE_BATCH, EXAMPLE_KV_BU
                                         EXAMPLE_PROMPT_TOKENS, EXP81_BATCHES, EXP81_ROUND_S,
                                         PREFILL_S_BATCH1_2K, SHARED_PREFILL_S, SHARED_ROUND_S,
                                         SHORT_OUTPUT_VARIANT_TOKENS)
+from companion.chapters.ch08 import (SHORT_PROMPT_TOKENS)
 from companion.ledger import Entry, entry
 from companion.sim.load import RequestShape, Workload, run_service, workload
 from companion.sim.scheduler import StepPlusPrefillRoundTime
@@ -22,7 +23,6 @@ from companion.units import GiB, MiB
 
 # 8.1.2: the short conversation (2048 in, 256 out) and a long request with independent context
 # (8192 in, 256 out), offered many at once to a 12 GiB KV budget.
-SHORT_PROMPT_TOKENS = 2048
 SHORT_OFFERED = 64          # more than fit: the reservation decides how many run together
 
 

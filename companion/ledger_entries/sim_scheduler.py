@@ -8,33 +8,23 @@ numbers are read off the rounds and the tokens' emission times.
 
 from __future__ import annotations
 
+from companion.chapters.ch08 import (CAPTURED_SHAPES as CAPTURED, CLIENT_ITL_S as STEP_S,
+                                     OUTPUT_TOKENS as SHORT_OUTPUT,
+                                     PADDING_EXAMPLE_ROWS as ROWS_17, PREFILL_S, QUEUE_S,
+                                     SHORT_PROMPT_TOKENS as LONE_PROMPT,
+                                     SHORT_PROMPT_TOKENS as SHORT_PROMPT)
+from companion.chapters.ch17 import (CHUNK_TOKENS as CHUNK_17, LONG_CONTEXT_TOKENS as LONG_PROMPT,
+                                     STATIC_OUTPUT_LENGTHS as STATIC_OUTPUTS)
 from companion.ledger import Entry, entry
-from companion.sim.scheduler import (CH17_HOL_DECODE_STEP_S, CHAPTER_8_2_2_CHUNK_TOKENS,
+from companion.sim.scenarios import (CH17_HOL_DECODE_STEP_S, CHAPTER_8_2_2_CHUNK_TOKENS,
                                      CHAPTER_8_2_2_MAX_RUNNING, CHAPTER_8_2_2_TOKEN_BUDGET,
-                                     Request, RoundTimeModel, StepPlusPrefillRoundTime,
-                                     chapter17_round_time, chapter_8_2_2_requests,
-                                     long_prompt_interference, simulate)
+                                     chapter_8_2_2_requests, long_prompt_interference)
+from companion.sim.scheduler import (Request, RoundTimeModel, StepPlusPrefillRoundTime,
+                                     chapter17_round_time, simulate)
 from companion.units import ms
 
-# 8.1.1: Experiment 8-1's short request measured alone, and the assumed queueing.
-QUEUE_S = 0.1                   # "Assuming this request first queues for 0.1 seconds"
-PREFILL_S = 0.096               # "prefill and returning the first token takes about 0.096 s"
-STEP_S = 26.5e-3                # "a token is returned on average every 26.5 ms"
-SHORT_PROMPT, SHORT_OUTPUT = 2048, 256   # "a single 2K-input short request", "256 output tokens"
-INSERT_AT_S = 3.0               # when the other short request arrives (any mid-generation time)
-
-# 8.2.2: a lone 2K request, prefill then one decode step.
-LONE_PROMPT = 2048
-
-# 8.2.4: "graphs are pre-captured for 16 rows and 32 rows"; a round of 17 rows.
-CAPTURED = (16, 32)
-ROWS_17 = 17
-
-# 17 §6: "batch of 8, output lengths 100, 200, ..., 800 tokens"; 17 §3/§6: an 8,000-token
-# prompt, chunked in 512-token pieces.
-STATIC_OUTPUTS = tuple(range(100, 801, 100))
-LONG_PROMPT = 8000
-CHUNK_17 = 512
+# 8.1.1: when the other short request arrives (the companion's choice; any mid-generation time)
+INSERT_AT_S = 3.0
 
 
 def _8_1_1():

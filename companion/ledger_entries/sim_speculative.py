@@ -8,17 +8,15 @@ check the same numbers against a seeded Monte Carlo of the simulator.
 
 from __future__ import annotations
 
+from companion.chapters.ch08 import (TOY_DRAFT_ALWAYS_A as DRAFT_ALWAYS_A,
+                                     TOY_DRAFT_ALWAYS_B as DRAFT_ALWAYS_B,
+                                     TOY_DRAFT_LEN as DRAFT_LEN_8_5_2,
+                                     TOY_TARGET_PROBS as P_TARGET)
+from companion.chapters.ch17 import (SPEC_ACCEPTANCE as ALPHA_17, SPEC_DRAFT_LEN as K_17)
 from companion.ledger import Entry, entry
 from companion.sim.speculative import (acceptance_rate, expected_tokens_per_round,
                                        output_distribution, tokens_per_round_distribution,
                                        verify_greedy)
-
-# 8.5.1 toy example: two symbols (A, B), target p(A) = 1/4, p(B) = 3/4; the draft proposes
-# always A (q = (1, 0)) or always B (q = (0, 1)). 8.5.2 drafts four tokens per round.
-P_TARGET = (0.25, 0.75)
-DRAFT_ALWAYS_A = (1.0, 0.0)
-DRAFT_ALWAYS_B = (0.0, 1.0)
-DRAFT_LEN_8_5_2 = 4
 
 # Figure 8-29: four draft tokens, the third one differs from the target's choice (token ids
 # are arbitrary labels).
@@ -28,11 +26,6 @@ FIG_8_29_TARGET = (101, 102, 999, 105, 106)
 # 8.5.4: K7 and K15 rounds in which only the first draft token is accepted.
 K7, K15 = 7, 15
 ACCEPTED_8_5_4 = 1
-
-# 17 §10: k = 4 draft tokens, acceptance alpha = 0.7 per token. A two-symbol target
-# p = (0.7, 0.3) with a draft that always proposes the first symbol has exactly that overlap.
-K_17 = 4
-ALPHA_17 = 0.7
 
 
 def _one_accepted_round(m: int):

@@ -11,12 +11,11 @@ The pieces, smallest first:
 * ``PrefixCache``: an SGLang-style radix tree keyed by full token blocks; it keeps the blocks of
   finished requests (admission), finds the longest cached prefix of a new request, and evicts
   least-recently-used unreferenced leaves when the pool is short (8.3.3-8.3.4).
-* ``KVStore`` + ``paged_attention``: K and V arrays of shape (num_blocks, block_tokens, heads,
-  head_dim) written and read through block tables; the output equals ``dense_attention`` over
-  the same tokens (17 §5's "the kernel walks the block table").
-* ``page_sequences``, ``fill_kv_pool``, ``prefix_tree``: the chapters' worked examples computed
-  by actually allocating blocks (8.3.1's 52 and 44 tokens, 8.3.2's 131 blocks and 35 requests,
-  17 §5's 96% and 760, Figure 8-17's tree).
+
+K and V themselves, read through block tables, are in ``companion.sim.paged_attention``; the
+chapters' worked examples computed by allocating blocks (8.3.1's 52 and 44 tokens, 8.3.2's 131
+blocks and 35 requests, 17 §5's 96% and 760, Figure 8-17's tree, the copy-on-write and branch
+steps, preemption under a full pool, prefix-cache replays) in ``companion.sim.kv_scenarios``.
 
 Everything counts tokens and blocks; bytes appear only where a block's size in bytes is known
 (``BlockManager.for_budget``).
@@ -26,21 +25,15 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import math
-from dataclasses import dataclass, field
 from typing import Hashable, NamedTuple
 
 import numpy as np
 
-from companion import _validate as val
+from companion import validate as val
 from companion.formulas.core import kv_bytes_per_token
 from companion.specs import Model
 
-__all__ = [
-    "OutOfBlocks", "BlockCopy", "BlockManager", "PrefixCache", "KVStore", "paged_attention",
-    "dense_attention", "PagingReport", "page_sequences", "PoolFill", "fill_kv_pool",
-    "TreeNode", "PrefixTree", "prefix_tree",
-]
+__all__ = ["OutOfBlocks", "BlockCopy", "BlockManager", "PrefixCache"]
 
 
 class OutOfBlocks(RuntimeError):
@@ -465,27 +458,6 @@ class _Node:
         self.last_used = 0
 
 
-def _token_ids(name: str, tokens) -> tuple:
-    """A 1-D sequence of whole, non-negative token ids, as a tuple of ints."""
-    seq = val.sequence(name, tokens, min_len=0)
-    arr = np.asarray(seq)
-    if arr.size == 0:
-        return ()
-    if arr.ndim != 1:
-        raise ValueError(f"{name}: expected a flat sequence of token ids, got shape {arr.shape}")
-    if arr.dtype.kind == "f":
-        bad = ~np.isfinite(arr) | (arr != np.round(arr))
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise ValueError(f"{name}[{i}]: expected a whole token id, got {seq[i]!r}")
-        arr = arr.astype(np.int64)
-    elif arr.dtype.kind not in "iu":
-        raise TypeError(f"{name}: expected token ids (whole numbers), got {arr.dtype} items")
-    if arr.min() < 0:
-        raise ValueError(f"{name}: token ids must be >= 0")
-    return tuple(arr.tolist())
-
-
 class PrefixCache:
     """A radix tree of full token blocks over a BlockManager, as in SGLang (8.3.3-8.3.4).
 
@@ -519,7 +491,7 @@ class PrefixCache:
     def match(self, tokens) -> list[int]:
         """Physical blocks of the longest cached full-block prefix of ``tokens`` (marks them
         used)."""
-        return self._match(_token_ids("tokens", tokens))
+        return self._match(val.token_ids("tokens", tokens))
 
     def _match(self, t: tuple) -> list[int]:
         node, blocks, now = self.root, [], next(self._clock)
@@ -537,7 +509,7 @@ class PrefixCache:
         Hits and misses are counted in tokens; when the pool is short, unreferenced cached
         leaves are evicted (LRU) first. Raises OutOfBlocks when even that is not enough.
         """
-        t = _token_ids("tokens", tokens)
+        t = val.token_ids("tokens", tokens)
         m = self.manager
         if seq_id in m:
             raise ValueError(f"seq_id: sequence {seq_id!r} already holds blocks")
@@ -564,7 +536,7 @@ class PrefixCache:
         Blocks already cached under the same content are only marked used (the caller's
         duplicate block is not kept); new nodes take one reference each.
         """
-        return self._insert(_token_ids("tokens", tokens),
+        return self._insert(val.token_ids("tokens", tokens),
                             list(val.sequence("blocks", blocks, min_len=0)))
 
     def _insert(self, t: tuple, blocks: list) -> int:
@@ -595,7 +567,7 @@ class PrefixCache:
         ``tokens`` are the ids whose KV the sequence holds (its first num_tokens tokens).
         """
         m = self.manager
-        t = _token_ids("tokens", tokens)
+        t = val.token_ids("tokens", tokens)
         n = m.num_tokens(seq_id)
         if len(t) < n:
             raise ValueError(f"tokens: {len(t)} ids for a sequence holding {n} tokens")
@@ -626,392 +598,3 @@ class PrefixCache:
         self.cached_blocks -= len(victims)
         self.evicted_blocks += len(victims)
         return len(victims)
-
-
-# --- paged attention in numpy (8.3.1, 17 §5) ---------------------------------------------------
-
-def _array(name: str, value, ndim: tuple[int, ...]) -> np.ndarray:
-    if not isinstance(value, np.ndarray):
-        raise TypeError(f"{name}: expected a numpy array, got {type(value).__name__}")
-    if value.ndim not in ndim:
-        raise ValueError(f"{name}: expected {' or '.join(map(str, ndim))} dimensions, "
-                         f"got shape {value.shape}")
-    if value.dtype.kind not in "fiu" or not np.isfinite(value).all():
-        raise ValueError(f"{name}: expected finite real numbers")
-    return value
-
-
-class KVStore:
-    """K and V arrays of shape (num_blocks, block_tokens, kv_heads, head_dim), addressed only
-    through block tables, the way a paged-attention kernel sees memory (17 §5)."""
-
-    def __init__(self, num_blocks: int, block_tokens: int, n_kv_heads: int, head_dim: int,
-                 dtype=np.float64):
-        self.num_blocks = val.count("num_blocks", num_blocks)
-        self.block_tokens = val.tokens("block_tokens", block_tokens, minimum=1)
-        self.n_kv_heads = val.count("n_kv_heads", n_kv_heads)
-        self.head_dim = val.count("head_dim", head_dim)
-        shape = (self.num_blocks, self.block_tokens, self.n_kv_heads, self.head_dim)
-        self.k = np.zeros(shape, dtype=dtype)
-        self.v = np.zeros(shape, dtype=dtype)
-
-    @classmethod
-    def for_manager(cls, manager: BlockManager, n_kv_heads: int, head_dim: int,
-                    dtype=np.float64) -> "KVStore":
-        m = val.instance("manager", manager, BlockManager)
-        return cls(m.num_blocks, m.block_tokens, n_kv_heads, head_dim, dtype)
-
-    def _table(self, block_table) -> list[int]:
-        table = [val.integer(f"block_table[{i}]", b, minimum=0)
-                 for i, b in enumerate(val.sequence("block_table", block_table))]
-        if max(table) >= self.num_blocks:
-            raise ValueError(f"block_table: block ids must lie in [0, {self.num_blocks})")
-        return table
-
-    def write(self, block_table, start: int, k: np.ndarray, v: np.ndarray) -> None:
-        """Store K/V rows (n, kv_heads, head_dim) at logical positions start .. start+n-1."""
-        table = self._table(block_table)
-        s = val.tokens("start", start)
-        k = _array("k", k, (3,))
-        v = _array("v", v, (3,))
-        if k.shape != v.shape or k.shape[1:] != (self.n_kv_heads, self.head_dim):
-            raise ValueError(f"k: shape {k.shape} / v {v.shape}; expected "
-                             f"(n, {self.n_kv_heads}, {self.head_dim}) for both")
-        if s + len(k) > len(table) * self.block_tokens:
-            raise ValueError(f"start: positions up to {s + len(k)} overrun the block table's "
-                             f"{len(table) * self.block_tokens} slots")
-        pos = s + np.arange(len(k))
-        blocks = np.asarray(table)[pos // self.block_tokens]
-        self.k[blocks, pos % self.block_tokens] = k
-        self.v[blocks, pos % self.block_tokens] = v
-
-    def apply_copies(self, copies) -> None:
-        """Carry out copy-on-write records: copy the valid slots of src into dst."""
-        for c in copies:
-            self.k[c.dst, :c.tokens] = self.k[c.src, :c.tokens]
-            self.v[c.dst, :c.tokens] = self.v[c.src, :c.tokens]
-
-    def append(self, manager: BlockManager, seq_id, k: np.ndarray, v: np.ndarray) -> list[int]:
-        """Grow ``seq_id`` in ``manager`` by len(k) tokens, do any copy-on-write, write K/V."""
-        m = val.instance("manager", manager, BlockManager)
-        start = m.num_tokens(seq_id)
-        new = m.append(seq_id, len(k))
-        self.apply_copies(m.pop_copies())
-        self.write(m.block_table(seq_id), start, k, v)
-        return new
-
-    def gather(self, block_table, n_tokens: int) -> tuple[np.ndarray, np.ndarray]:
-        """Contiguous (n, kv_heads, head_dim) K and V of the first n_tokens positions."""
-        table = self._table(block_table)
-        n = val.tokens("n_tokens", n_tokens, minimum=1)
-        if n > len(table) * self.block_tokens:
-            raise ValueError(f"n_tokens: {n} exceeds the table's {len(table) * self.block_tokens}")
-        idx = np.asarray(table[:_blocks_for(n, self.block_tokens)])
-        shape = (-1, self.n_kv_heads, self.head_dim)
-        return self.k[idx].reshape(shape)[:n], self.v[idx].reshape(shape)[:n]
-
-
-def _queries(q: np.ndarray, n_kv_heads: int, head_dim: int) -> tuple[np.ndarray, int]:
-    """q as (m, heads, head_dim) and the query heads per KV head (GQA group size)."""
-    q = _array("q", q, (2, 3))
-    q3 = q[None] if q.ndim == 2 else q
-    heads = q3.shape[1]
-    if q3.shape[2] != head_dim:
-        raise ValueError(f"q: head_dim {q3.shape[2]} differs from the cache's {head_dim}")
-    if heads % n_kv_heads:
-        raise ValueError(f"q: {heads} query heads is not a multiple of {n_kv_heads} KV heads")
-    return q3, heads // n_kv_heads
-
-
-def dense_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """softmax(q K^T / sqrt(d)) V over all n tokens (no causal mask), per head.
-
-    q: (heads, d) or (m, heads, d); k, v: (n, kv_heads, d); query head h reads KV head
-    h // (heads / kv_heads) (GQA). The reference that paged attention must reproduce.
-    """
-    k = _array("k", k, (3,))
-    v = _array("v", v, (3,))
-    if k.shape != v.shape or len(k) == 0:
-        raise ValueError(f"k: shape {k.shape} must equal v's {v.shape} and hold a token")
-    q3, group = _queries(q, k.shape[1], k.shape[2])
-    kk = np.repeat(k, group, axis=1)
-    vv = np.repeat(v, group, axis=1)
-    scores = np.einsum("mhd,nhd->mhn", q3, kk) / math.sqrt(k.shape[2])
-    scores -= scores.max(axis=-1, keepdims=True)
-    w = np.exp(scores)
-    w /= w.sum(axis=-1, keepdims=True)
-    out = np.einsum("mhn,nhd->mhd", w, vv)
-    return out[0] if q.ndim == 2 else out
-
-
-def paged_attention(q: np.ndarray, kv_store: KVStore, block_table, n_tokens: int) -> np.ndarray:
-    """Attention of q over the first n_tokens tokens, reading K/V block by block through the
-    block table with an online softmax (running max and sum), as a paged kernel does (17 §5).
-
-    Same shapes and result as ``dense_attention(q, *kv_store.gather(block_table, n_tokens))``.
-    """
-    store = val.instance("kv_store", kv_store, KVStore)
-    table = store._table(block_table)
-    n = val.tokens("n_tokens", n_tokens, minimum=1)
-    p = store.block_tokens
-    if n > len(table) * p:
-        raise ValueError(f"n_tokens: {n} exceeds the block table's {len(table) * p} slots")
-    q3, group = _queries(q, store.n_kv_heads, store.head_dim)
-    scale = 1.0 / math.sqrt(store.head_dim)
-    m_run = np.full(q3.shape[:2], -np.inf)
-    s_run = np.zeros(q3.shape[:2])
-    acc = np.zeros(q3.shape)
-    for logical in range(_blocks_for(n, p)):
-        valid = min(p, n - logical * p)  # the tail block may be partly filled
-        kb = np.repeat(store.k[table[logical], :valid], group, axis=1)
-        vb = np.repeat(store.v[table[logical], :valid], group, axis=1)
-        scores = np.einsum("mhd,thd->mht", q3, kb) * scale
-        m_new = np.maximum(m_run, scores.max(axis=-1))
-        rescale = np.exp(m_run - m_new)
-        w = np.exp(scores - m_new[..., None])
-        s_run = s_run * rescale + w.sum(axis=-1)
-        acc = acc * rescale[..., None] + np.einsum("mht,thd->mhd", w, vb)
-        m_run = m_new
-    out = acc / s_run[..., None]
-    return out[0] if q.ndim == 2 else out
-
-
-# --- the chapters' worked examples, by allocation ------------------------------------------------
-
-@dataclass(frozen=True)
-class PagingReport:
-    """What paging a set of sequences allocates (8.3.1, Exercise 8-3, 17 §5).
-
-    ``slots`` per sequence = its block-table length x p; ``allocated_tokens`` = physical blocks
-    x p (shared blocks counted once); ``stored_tokens`` = distinct tokens held (a shared prefix
-    once); ``unused_tokens`` = allocated - stored; ``reserved_tokens`` = max_tokens per sequence
-    reserved up front (the contiguous worst case), with ``reserved_unused`` = reserved - sum(L).
-    """
-
-    block_tokens: int
-    lengths: tuple[int, ...]
-    slots: tuple[int, ...]
-    tail_unused: tuple[int, ...]
-    references: int
-    physical_blocks: int
-    allocated_tokens: int
-    stored_tokens: int
-    unused_tokens: int
-    shared_blocks: int
-    reserved_tokens: int | None
-    reserved_unused: int | None
-
-    @property
-    def unused_fraction(self) -> float:
-        """unused / allocated slots."""
-        return self.unused_tokens / self.allocated_tokens if self.allocated_tokens else 0.0
-
-    @property
-    def sharing_saving(self) -> float:
-        """1 - physical blocks / block-table references: 1 - 131/416 = 69% (8.3.2)."""
-        return 1.0 - self.physical_blocks / self.references if self.references else 0.0
-
-
-def page_sequences(lengths, block_tokens: int = 16, *, max_tokens: int | None = None,
-                   shared_prefix_tokens: int = 0, prefix_group=None) -> PagingReport:
-    """Allocate sequences of the given lengths in a BlockManager and report slots and waste.
-
-    Each sequence gets ceil(L/p) blocks and wastes p ceil(L/p) - L slots (8.3.1). Sequences in
-    ``prefix_group`` (default: all) share their first ``shared_prefix_tokens`` tokens: the
-    floor(shared/p) full blocks are stored once and referenced by every member (a partial block
-    cannot be shared once the members write different tokens). ``max_tokens`` adds the
-    contiguous reservation for comparison: 4 x 16 = 64 slots for 8.3.1's A-D, against 52 paged
-    (p = 4) and 44 when A and B share 8 tokens.
-    """
-    seq = val.sequence("lengths", lengths)
-    lens = tuple(val.tokens(f"lengths[{i}]", x) for i, x in enumerate(seq))
-    p = val.tokens("block_tokens", block_tokens, minimum=1)
-    shared = val.tokens("shared_prefix_tokens", shared_prefix_tokens)
-    cap = None
-    if max_tokens is not None:
-        cap = val.tokens("max_tokens", max_tokens, minimum=1)
-        if cap < max(lens):
-            raise ValueError(f"max_tokens: {cap} is shorter than the longest sequence "
-                             f"({max(lens)} tokens)")
-    if prefix_group is None:
-        group = list(range(len(lens)))
-    else:
-        gseq = val.sequence("prefix_group", prefix_group, min_len=2)
-        group = [val.integer(f"prefix_group[{i}]", g, minimum=0) for i, g in enumerate(gseq)]
-        if max(group) >= len(lens) or len(set(group)) != len(group):
-            raise ValueError(f"prefix_group: expected distinct indices into lengths "
-                             f"(0..{len(lens) - 1}), got {list(prefix_group)}")
-    if shared and shared > min(lens[i] for i in group):
-        raise ValueError(f"shared_prefix_tokens: {shared} exceeds the shortest sharing "
-                         f"sequence ({min(lens[i] for i in group)} tokens)")
-    mgr = BlockManager(max(1, sum(_blocks_for(n, p) for n in lens)), p)
-    share_blocks = shared // p
-    common: list[int] = []
-    for i, n in enumerate(lens):
-        if share_blocks and i in group and common:
-            mgr.allocate(i, n, shared_blocks=common)
-        else:
-            table = mgr.allocate(i, n)
-            if share_blocks and i in group:
-                common = table[:share_blocks]
-    dup_tokens = share_blocks * p * (len(group) - 1) if share_blocks else 0
-    reserved = reserved_unused = None
-    if cap is not None:
-        # the contiguous worst case is paging with one max-length block per sequence
-        res = BlockManager(len(lens), cap)
-        for i, n in enumerate(lens):
-            res.allocate(i, n)
-        reserved = res.used_blocks * cap
-        reserved_unused = reserved - sum(lens)
-    stored = sum(lens) - dup_tokens
-    return PagingReport(
-        block_tokens=p, lengths=lens,
-        slots=tuple(len(mgr.block_table(i)) * p for i in range(len(lens))),
-        tail_unused=tuple(mgr.tail_unused(i) for i in range(len(lens))),
-        references=mgr.references, physical_blocks=mgr.used_blocks,
-        allocated_tokens=mgr.used_blocks * p, stored_tokens=stored,
-        unused_tokens=mgr.used_blocks * p - stored,
-        shared_blocks=share_blocks if len(group) > 1 else 0,
-        reserved_tokens=reserved, reserved_unused=reserved_unused)
-
-
-@dataclass(frozen=True)
-class PoolFill:
-    """Requests admitted into a KV pool until it is full (8.3.2, 17 §5).
-
-    ``used_bytes[b]`` is the pool's used bytes with b requests admitted (the shared prefix,
-    if any, is in every entry including b = 0).
-    """
-
-    num_blocks: int
-    block_tokens: int
-    block_bytes: float
-    admitted: int
-    used_bytes: tuple[float, ...]
-    prefix_blocks: int
-    private_blocks: int
-
-    @property
-    def prefix_bytes(self) -> float:
-        return self.prefix_blocks * self.block_bytes
-
-    @property
-    def private_bytes(self) -> float:
-        """Bytes each admitted request adds beyond the shared prefix."""
-        return self.private_blocks * self.block_bytes
-
-    @property
-    def pool_bytes(self) -> float:
-        return self.num_blocks * self.block_bytes
-
-
-def fill_kv_pool(kv_budget_bytes: float, model: Model, request_tokens: int, *,
-                 shared_prefix_tokens: int = 0, max_requests: int | None = None,
-                 block_tokens: int = 16, bytes_per_value: float = 2) -> PoolFill:
-    """Admit identical requests of ``request_tokens`` held tokens into a pool of
-    floor(budget / block bytes) blocks until the next one no longer fits.
-
-    With a shared prefix its floor(prefix/p) full blocks are allocated once and every request
-    references them (8.3.2: 12 GiB of Qwen3-8B, 8448-token requests: 10 independent, 35
-    sharing 6144 tokens; 16 sharing requests use 864 + 16 x 324 = 6048 MiB). A block of
-    max-length tokens models the contiguous reservation (17 §5: 57 x 8000-token reservations
-    in 60 GB). ``max_requests`` stops earlier.
-    """
-    mgr = BlockManager.for_budget(kv_budget_bytes, model, block_tokens=block_tokens,
-                                  bytes_per_value=bytes_per_value)
-    n = val.tokens("request_tokens", request_tokens, minimum=1)
-    prefix = val.tokens("shared_prefix_tokens", shared_prefix_tokens)
-    if prefix > n:
-        raise ValueError(f"shared_prefix_tokens: {prefix} exceeds request_tokens={n}")
-    limit = None if max_requests is None else val.integer("max_requests", max_requests, minimum=0)
-    p = mgr.block_tokens
-    prefix_blocks = prefix // p
-    common: list[int] = []
-    if prefix_blocks:
-        if not mgr.can_allocate(prefix_blocks * p):
-            return PoolFill(mgr.num_blocks, p, mgr.block_bytes, 0, (0.0,), prefix_blocks,
-                            mgr.blocks_needed(n) - prefix_blocks)
-        common = mgr.allocate("prefix", prefix_blocks * p)
-    used = [mgr.used_bytes]
-    private = mgr.blocks_needed(n) - prefix_blocks
-    while (limit is None or len(used) - 1 < limit) and private <= mgr.free_blocks:
-        mgr.allocate(len(used) - 1, n, shared_blocks=common)
-        used.append(mgr.used_bytes)
-    return PoolFill(mgr.num_blocks, p, mgr.block_bytes, len(used) - 1, tuple(used),
-                    prefix_blocks, private)
-
-
-# --- Figure 8-17: prefix tree of token sequences -------------------------------------------------
-
-@dataclass
-class TreeNode:
-    """A node of a compressed prefix tree: ``new_tokens`` on the edge from its parent,
-    ``depth`` tokens from the root, ``ends`` the input indices whose sequence ends here,
-    ``passes`` how many inputs run through it."""
-
-    id: int
-    parent: int | None
-    depth: int
-    new_tokens: int
-    ends: list[int] = field(default_factory=list)
-    passes: int = 0
-
-
-@dataclass(frozen=True)
-class PrefixTree:
-    """Nodes (root first) and edges (parent, child, new tokens) for drawing Figure 8-17."""
-
-    nodes: tuple[TreeNode, ...]
-    edges: tuple[tuple[int, int, int], ...]
-
-    @property
-    def leaves(self) -> list[TreeNode]:
-        ids = {e[0] for e in self.edges}
-        return [n for n in self.nodes if n.id not in ids and n.parent is not None]
-
-
-def prefix_tree(sequences) -> PrefixTree:
-    """Compressed radix tree of token sequences (Figure 8-17, 8.3.3).
-
-    The path from the root to a branch point is shared context, from the branch point to a
-    leaf a private suffix; edges carry the number of new tokens, and a leaf's depth is its
-    input's full length. A sequence that is a prefix of another ends at an inner node.
-    """
-    seqs = [_token_ids(f"sequences[{i}]", s)
-            for i, s in enumerate(val.sequence("sequences", sequences))]
-    # node: [label tuple, children dict first-token -> node, ends list, passes]
-    root = [(), {}, [], 0]
-    for idx, s in enumerate(seqs):
-        node, i = root, 0
-        node[3] += 1
-        while i < len(s):
-            child = node[1].get(s[i])
-            if child is None:
-                child = node[1][s[i]] = [s[i:], {}, [], 0]
-                node, i = child, len(s)
-                node[3] += 1
-                break
-            label = child[0]
-            j = 1
-            limit = min(len(label), len(s) - i)
-            while j < limit and label[j] == s[i + j]:
-                j += 1
-            if j < len(label):  # split the edge at the first difference
-                tail = [label[j:], child[1], child[2], child[3]]
-                child[0], child[1], child[2] = label[:j], {label[j]: tail}, []
-            child[3] += 1
-            node, i = child, i + j
-        node[2].append(idx)
-    nodes: list[TreeNode] = []
-    edges: list[tuple[int, int, int]] = []
-    stack = [(root, None, 0)]
-    while stack:
-        raw, parent, depth = stack.pop()
-        nid = len(nodes)
-        d = depth + len(raw[0])
-        nodes.append(TreeNode(nid, parent, d, len(raw[0]), list(raw[2]), raw[3]))
-        if parent is not None:
-            edges.append((parent, nid, len(raw[0])))
-        for key in sorted(raw[1], reverse=True):
-            stack.append((raw[1][key], nid, d))
-    return PrefixTree(tuple(nodes), tuple(edges))

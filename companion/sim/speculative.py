@@ -22,15 +22,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from companion import _validate as v
+from companion import validate as v
 from companion.formulas.core import speculative_expected_tokens
-from companion.sim.kvcache import _token_ids
 
 __all__ = [
     "GreedyVerification", "verify_greedy", "acceptance_probabilities", "acceptance_rate",
     "residual_distribution", "output_distribution", "expected_tokens_per_round",
     "tokens_per_round_distribution", "SpeculativeRound", "speculative_round",
-    "SpeculativeRuns", "simulate_rounds",
+    "SpeculativeRuns", "simulate_rounds", "greedy_example", "VERIFICATION_WORDS", "MAX_DRAFT",
+    "speculative_check",
 ]
 
 _SUM_TOL = 1e-6  # a probability vector may miss 1 by float noise, not more
@@ -65,10 +65,10 @@ def verify_greedy(draft_tokens, target_tokens) -> GreedyVerification:
     matching prefix, then the target's token at the first mismatch, or the bonus token if all
     m match: accepted + 1 tokens (Figure 8-29: 4 drafts, third diverges -> 2 + 1 = 3).
     """
-    draft = _token_ids("draft_tokens", draft_tokens)
+    draft = v.token_ids("draft_tokens", draft_tokens)
     if not draft:
         raise ValueError("draft_tokens: needs at least 1 item")
-    target = _token_ids("target_tokens", target_tokens)
+    target = v.token_ids("target_tokens", target_tokens)
     m = len(draft)
     if len(target) not in (m, m + 1):
         raise ValueError(f"target_tokens: expected {m} (one per draft position) or {m + 1} "
@@ -369,3 +369,60 @@ def simulate_rounds(p, q, draft_len: int, n_rounds: int, *, seed: int = 0,
     emitted[:, :m][keep] = b.draft[keep]
     emitted[np.arange(n), b.accepted] = b.last
     return SpeculativeRuns(b.draft, b.accepted, emitted)
+
+
+# --- Figure 8-29: a toy sentence through the greedy verifier -------------------------------------
+
+# Figure 8-29's toy sentence (token ids are positions in VERIFICATION_WORDS): the draft's words
+# and the target's corrections at each position
+_DRAFT = ("the", "cat", "sat", "on", "the", "warm", "mat", "today")
+_CORRECTION = ("a", "dog", "lay", "in", "a", "soft", "rug", "again")
+VERIFICATION_WORDS = tuple(dict.fromkeys(_DRAFT + _CORRECTION + (".",)))
+_ID = {w: i for i, w in enumerate(VERIFICATION_WORDS)}
+MAX_DRAFT = len(_DRAFT)
+
+
+def greedy_example(draft_len: int = 4, first_mismatch: int = 3):
+    """Run ``companion.sim.speculative.verify_greedy`` on the toy sentence of Figure 8-29.
+
+    The draft is the first ``draft_len`` words of "the cat sat on the warm mat today"; the
+    target agrees up to position ``first_mismatch`` - 1, prefers another word there, and (its
+    later choices being conditioned on the rejected word) agrees with the draft again after it,
+    which the verifier must still discard. ``first_mismatch`` = draft_len + 1 (or more) means
+    every draft token matches and the target adds a bonus ".". Figure 8-29: 4 drafts, the third
+    diverges: 2 kept + 1 corrected = 3 outputs, 1 discarded.
+    """
+    m = v.integer("draft_len", draft_len, minimum=1)
+    if m > MAX_DRAFT:
+        raise ValueError(f"draft_len: the toy sentence has {MAX_DRAFT} draft words, got {m}")
+    # a mismatch past the draft means every draft token matches (an explorer's slider may
+    # go beyond m + 1 when m shrinks)
+    k = min(v.integer("first_mismatch", first_mismatch, minimum=1), m + 1)
+    draft = [_ID[w] for w in _DRAFT[:m]]
+    target = list(draft)
+    if k <= m:
+        target[k - 1] = _ID[_CORRECTION[k - 1]]
+    target.append(_ID["."])           # the target's pick after the whole draft
+    return verify_greedy(draft, target)
+
+
+# --- 17 §10: the closed form checked against the exact distribution and a simulation --------
+
+def speculative_check(acceptance: float, draft_len: int, rounds: int = 5000, *,
+                      seed: int = 0) -> dict:
+    """Expected tokens per target pass three ways: ``speculative_expected_tokens``, the
+    exact distribution and a seeded Monte Carlo run of ``simulate_rounds``.
+
+    alpha is realised as two symbols, target p = (alpha, 1 - alpha), draft q = (1, 0), so each
+    draft token is accepted with probability alpha (as in the ledger's 17 §10 entries).
+    Returns expected, distribution (P(N = n), n = 1 .. k+1), simulated (frequencies), sim_mean.
+    """
+    a = v.probability("acceptance", acceptance)
+    k = v.integer("draft_len", draft_len)
+    n = v.count("rounds", rounds)
+    p, q = (a, 1.0 - a), (1.0, 0.0)
+    runs = simulate_rounds(p, q, k, n, seed=seed)
+    freq = np.bincount(runs.tokens_per_round, minlength=k + 2)[1:] / n
+    return {"expected": speculative_expected_tokens(a, k),
+            "distribution": tokens_per_round_distribution(p, q, k),
+            "simulated": freq, "sim_mean": runs.mean_tokens}

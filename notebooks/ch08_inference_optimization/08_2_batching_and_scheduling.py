@@ -28,7 +28,7 @@
 from companion import calc, ledger, plots, specs, units, widgets
 from companion.formulas import batching as bt
 from companion.formulas import serving
-from companion.sim import scheduler
+from companion.sim import scenarios, scheduler
 
 model, hw = specs.QWEN3_8B, specs.RTX_PRO_6000
 d_w = model.streamed_weight_bytes
@@ -223,7 +223,7 @@ for key, value in decode.update().numbers.items():
 # The chapter's example has four requests and at most two running:
 
 # %%
-for r in scheduler.chapter_8_2_2_requests():
+for r in scenarios.chapter_8_2_2_requests():
     print(f"{r.id}: arrives at {r.arrival_s / units.ms:4.0f} ms, prompt {r.prompt_tokens:5,} "
           f"tokens, output {r.output_tokens} tokens")
 
@@ -405,7 +405,7 @@ plots.token_budget_figure(targets, by_history).show()
 # trade, not the chapter's numbers.
 
 # %%
-rows = scheduler.token_budget_sweep(widgets.SWEEP_BUDGETS)
+rows = scenarios.token_budget_sweep(widgets.SWEEP_BUDGETS)
 print(f"{'budget':>7} {'longest interval':>17} {'mean queueing of later arrivals':>32}")
 for r in rows:
     print(f"{r['token_budget']:>7,} {r['max_itl_s'] / units.ms:>14.1f} ms "

@@ -35,8 +35,9 @@
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
 from companion.formulas import kv_management as km
-from companion.panels import ch08_kv as kvp
-from companion.sim.kvcache import BlockManager, fill_kv_pool, prefix_tree
+from companion.sim import kv_scenarios as kvp
+from companion.sim.kv_scenarios import fill_kv_pool, prefix_tree
+from companion.sim.kvcache import BlockManager
 
 model = specs.QWEN3_8B
 MiB, GiB, ms = units.MiB, units.GiB, units.ms

@@ -31,7 +31,6 @@ import numpy as np
 from companion import calc, ledger, plots, specs, units, widgets
 from companion.formulas import compression as cm
 from companion.formulas import kv_management as km
-from companion.panels import ch08_compression as cp
 
 model = specs.QWEN3_8B
 MiB, GiB, GB, ms = units.MiB, units.GiB, units.GB, units.ms
@@ -382,7 +381,7 @@ print(ledger.table("8.4.3"))
 # 6.95 s alone, 8.1.1) as one attempt:
 
 # %%
-t = cp.SHORT_REQUEST_S
+t = calc.SHORT_REQUEST_S
 print(f"counting only the successful attempt: {calc.time_to_correct_answer_s([t]):.2f} s; "
       f"with two failed attempts before it: {calc.time_to_correct_answer_s([t, t, t]):.2f} s")
 for name, p in (("BF16 KV, 28/32", cm.ACCURACY_BF16_KV), ("FP8 KV, 26/32", cm.ACCURACY_FP8_KV)):

@@ -26,7 +26,8 @@
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
-from companion.ledger_entries.ch17_02 import SPARSE_PEAK_FLOPS_PER_S
+from companion.chapters.ch17 import DECODE_TOK_PER_S
+from companion.chapters.ch17 import H100_SPARSE_PEAK_FLOPS_PER_S as SPARSE_PEAK_FLOPS_PER_S
 
 hw, m8 = specs.H100_SXM, specs.LLAMA_8B
 
@@ -62,7 +63,7 @@ print(f"ridge = {hw.peak_flops_per_s / units.TFLOP:.0f} TFLOP/s / "
 # %%
 sparse = hw.with_(peak_flops_per_s=SPARSE_PEAK_FLOPS_PER_S)
 # 17 §9's decode measurement (146 tok/s on the 8B) as the achieved rate; any rate gives the same ratio
-achieved = calc.decode_utilization(m8, hw, 146)["flops_per_s"]
+achieved = calc.decode_utilization(m8, hw, DECODE_TOK_PER_S)["flops_per_s"]
 print(f"ridge with the sparse peak: {calc.ridge_point(sparse):.0f} FLOP/B "
       f"({calc.ridge_point(sparse) / ridge:.2f}x the dense ridge)")
 print(f"MFU of {achieved:.3g} FLOP/s: dense {100 * calc.mfu(achieved, hw):.2f}%, "

@@ -25,8 +25,8 @@
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
-from companion.panels.ch17_roofline import hol_scenario
 from companion.sim import scheduler as sched
+from companion.sim.scenarios import hol_scenario
 
 hw, m8 = specs.H100_SXM, specs.LLAMA_8B
 

@@ -22,6 +22,7 @@
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
+from companion.sim import scenarios
 from companion.sim import scheduler as sched
 
 hw, m8 = specs.H100_SXM, specs.LLAMA_8B
@@ -130,8 +131,8 @@ print(f"  worst ITL {trade['dedicated_s'] / units.ms:.1f} -> {trade['iteration_s
 print(f"  TTFT {trade['ttft_s'] / units.ms:.1f} ms vs {trade['dedicated_s'] / units.ms:.1f} ms "
       f"dedicated (+{100 * trade['ttft_increase']:.1f}%); charging the last 320-token chunk its "
       f"own size: {trade['ttft_exact_s'] / units.ms:.1f} ms")
-whole = sched.long_prompt_interference(8000)
-chunked = sched.long_prompt_interference(8000, 512)
+whole = scenarios.long_prompt_interference(8000)
+chunked = scenarios.long_prompt_interference(8000, 512)
 print("simulated (8 decoding requests, the long prompt arrives at a step boundary):")
 print(f"  whole prompt in one step: worst decode ITL {whole['worst_decode_itl_s'] / units.ms:.1f} ms"
       f" (the {whole['baseline_itl_s'] / units.ms:.1f} ms step + the prefill), long TTFT "

@@ -23,6 +23,7 @@
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
+from companion.chapters.ch17 import LONGEST_CONTEXT_TOKENS
 
 hw = specs.H100_SXM
 m8, m70 = specs.LLAMA_8B, specs.LLAMA_70B
@@ -80,7 +81,7 @@ links = {"NVLink (900 GB/s)": specs.NVLINK_H100_BYTES_PER_S,
 print(f"70B shape, {L:,}-token context: {kv / units.GB:.2f} GB of KV")
 for label, bw in links.items():
     print(f"  over {label:24}: {calc.kv_transfer_s(m70, L, bw) / units.ms:5.1f} ms")
-contexts = [1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000]
+contexts = [1000, 2000, 4000, 8000, 16000, 32000, 64000, LONGEST_CONTEXT_TOKENS]
 curves = {label: [calc.kv_transfer_s(m70, c, bw) for c in contexts] for label, bw in links.items()}
 marks = {label: (L, calc.kv_transfer_s(m70, L, bw)) for label, bw in links.items()}
 plots.kv_transfer_figure(contexts, curves, marks=marks).show()

@@ -21,6 +21,7 @@
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
+from companion.chapters.ch17 import DECODE_TOK_PER_S, PREFILL_TOK_PER_S
 
 hw = specs.H100_SXM
 m8 = specs.LLAMA_8B
@@ -70,8 +71,8 @@ plots.sm_share_figure(sms, [calc.sm_share(s, hw) for s in sms]).show()
 # a phase is the measurement version of quoting sparse TFLOPS.
 
 # %%
-dec = calc.decode_utilization(m8, hw, 146)
-pre = calc.prefill_utilization(m8, hw, 20_000)
+dec = calc.decode_utilization(m8, hw, DECODE_TOK_PER_S)
+pre = calc.prefill_utilization(m8, hw, PREFILL_TOK_PER_S)
 print("decode, 8B, batch 1, measured 146 tok/s:")
 print(f"  bytes/s {dec['bytes_per_s']:.3g} -> MBU {100 * dec['mbu']:.1f}%")
 print(f"  FLOP/s  {dec['flops_per_s']:.3g} -> MFU {100 * dec['mfu']:.3f}%")

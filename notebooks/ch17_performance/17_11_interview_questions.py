@@ -26,6 +26,7 @@
 
 # %%
 from companion import calc, ledger, specs, units, widgets
+from companion.chapters.ch17 import DECODE_TOK_PER_S, PREFILL_TOK_PER_S
 
 hw = specs.H100_SXM
 m8, m70, m405 = specs.LLAMA_8B, specs.LLAMA_70B, specs.LLAMA_405B
@@ -92,8 +93,8 @@ print(ledger.table(ids=["17.4/70b-kv-per-token-KB", "17.4/70b-kv-8k-GB", "17.4/g
 # %%
 print(f"1 of {hw.sm_count} SMs busy all the time: util 100%, compute <= "
       f"{100 * calc.sm_share(1, hw):.2f}%")
-dec = calc.decode_utilization(m8, hw, 146)
-pre = calc.prefill_utilization(m8, hw, 20_000)
+dec = calc.decode_utilization(m8, hw, DECODE_TOK_PER_S)
+pre = calc.prefill_utilization(m8, hw, PREFILL_TOK_PER_S)
 print(f"8B decode at 146 tok/s: MBU {100 * dec['mbu']:.0f}% (healthy), MFU "
       f"{100 * dec['mfu']:.2f}% (irrelevant); prefill at 20,000 tok/s: MFU {100 * pre['mfu']:.0f}%")
 print(ledger.table(ids=["17.9/sm-share", "17.3/decode-fraction-of-peak", "17.9/decode-mbu",
@@ -184,8 +185,9 @@ print(ledger.table(ids=["17.5/throughput-gain", "17.10/int8-speedup", "17.8/rout
 # the smaller of the two, then confirm on real traffic: sweep the batch, keep the largest
 # that holds p99 ITL; the knee of that curve is where the KV pool fills.
 #
-# The chapter gives no ITL number for this question; the companion assumes 25 ms ("a few tens
-# of ms" in 17 §3) and makes it a slider below.
+# The chapter gives no ITL number for this question; the companion assumes 20 ms ("a few tens
+# of ms" in 17 §3; one definition, `companion.chapters.ch17.ITL_TARGET_S`, also Exercise 17-10's)
+# and makes it a slider below.
 
 # %%
 w = calc.batch_window(m8, hw)
@@ -193,7 +195,8 @@ print(f"KV cap: {w['reserved_cap']} with 8,000-token reservations, {w['paged_cap
       f"(600 live tokens each)")
 print(f"decode step at {w['reserved_cap']}: {w['reserved_cap_step_s'] / units.ms:.1f} ms; at "
       f"{w['paged_cap']}: {w['paged_cap_step_s'] / units.ms:.1f} ms")
-print(f"ITL ceiling at 25 ms: {w['itl_ceiling']}; run at {w['run_batch']} ({w['binding']} binds),"
+print(f"ITL ceiling at {calc.CH17_ASSUMED_ITL_TARGET_S / units.ms:g} ms: {w['itl_ceiling']}; "
+      f"run at {w['run_batch']} ({w['binding']} binds),"
       f" {w['run_tokens_per_s']:,.0f} tok/s")
 print(ledger.table(ids=["17.4/8b-free-GB", "17.4/8b-kv-8k-GB", "17.4/8b-max-concurrent",
                         "17.5/paged-batch", "17.5/interview-step-6ms",
@@ -215,8 +218,8 @@ n = batch_panel.update().numbers
 print(f"caps {n['reserved_cap']} (reserved) / {n['paged_cap']} (paged), ITL ceiling "
       f"{n['itl_ceiling']}: run at {n['run_batch']} ({n['binding']}), step "
       f"{n['run_step_ms']:.1f} ms")
-n = batch_panel.update(itl_target_ms=15).numbers
-print(f"with a 15 ms ITL target: ceiling {n['itl_ceiling']}, run at {n['run_batch']} "
+n = batch_panel.update(itl_target_ms=30).numbers
+print(f"with a 30 ms ITL target: ceiling {n['itl_ceiling']}, run at {n['run_batch']} "
       f"({n['binding']} binds)")
 _ = batch_panel.reset()
 

@@ -65,6 +65,7 @@ from pathlib import Path
 
 from companion import calc, plots, specs
 from companion import measure as ms
+from companion.chapters import ch08
 
 FAST = ms.fast_mode()   # COMPANION_FAST=1 (tests, notebook execution): tiny sizes, seconds
 REFERENCE = Path("measurements") / "reference_2core_epyc.json"
@@ -377,10 +378,12 @@ print(ms.comparison_text(ms.compare_measurements([REFERENCE, saved])))
 # the bandwidth too is a useful warning about reading fits.
 
 # %%
-# 8.6.3 table (2K context, no shared prefix): inputs, as the chapter prints them
-ROUND_BATCH = (1, 4, 16, 64)
-ROUND_READ_BYTES = (15.44e9, 16.34e9, 19.97e9, 34.46e9)     # weights and KV read per round
-ROUND_MEASURED_S = (26.26e-3, 26.62e-3, 27.44e-3, 29.63e-3)  # engine per-round log
+# 8.6.3 table (2K context, no shared prefix): the measured rounds are the chapter's inputs, the
+# bytes each round reads are D_w + b L k (calc.round_read_bytes: 15.44 ... 34.46 GB)
+ROUND_BATCH = ch08.EXP81_BATCHES
+ROUND_READ_BYTES = [calc.round_read_bytes(specs.QWEN3_8B, b, ch08.SHORT_PROMPT_TOKENS)
+                    for b in ROUND_BATCH]
+ROUND_MEASURED_S = ch08.EXP81_ROUND_S               # engine per-round log
 
 card = specs.RTX_PRO_6000
 print(f"{'batch':>5} {'read at spec':>12} {'measured':>9} {'MBU':>5} {'overhead':>9}")

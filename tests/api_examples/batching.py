@@ -36,6 +36,7 @@ EXAMPLES = {
                                    flops_per_token=3e10),
     "compute_catchup_batch": dict(model=QWEN3_8B, hardware=RTX_PRO_6000, context_tokens=256,
                                   bytes_per_value=2, flops_per_token=3e10),
+    "chapter_batch_sweep": dict(),
     "compute_bound_context_tokens": dict(model=QWEN3_8B, hardware=RTX_PRO_6000,
                                          bytes_per_value=2, flops_per_token=3e10),
     "prefill_chunks": dict(prompt_tokens=8192, chunk_tokens=512, history_tokens=6144),

@@ -19,6 +19,7 @@ EXAMPLES = {
     "matrix_flops": dict(model=QWEN3_8B, tokens=2048, include_lm_head=False),
     "attention_flops_per_pair": dict(model=QWEN3_8B),
     "attention_flops": dict(model=QWEN3_8B, new_tokens=512, history_tokens=0),
+    "flops_per_token_or_default": dict(model=QWEN3_8B, flops_per_token=16e9),
     "prefill_flops": dict(model=QWEN3_8B, new_tokens=6144, history_tokens=0),
     "decode_step_parts": dict(model=QWEN3_8B, hardware=RTX_PRO_6000, batch=16,
                               context_tokens=2048, bytes_per_value=2, flops_per_token=3e10),

@@ -8,7 +8,12 @@ EXAMPLES = {
                            link_bytes_per_s=900e9, batch=1, context_tokens=1000,
                            bytes_per_value=2),
     "pp_stages": dict(model=LLAMA_70B, stages=4, microbatches=16, bytes_per_value=2),
+    "tp_layout_rows": dict(model=LLAMA_70B, hardware=H100_SXM, degrees=(1, 2, 4, 8), batch=4,
+                           context_tokens=1000, nvlink_latency_s=5e-6, pcie_latency_s=25e-6),
+    "pipeline_grid": dict(stages=4, microbatches=16),
     "weights_per_gpu_bytes": dict(model=LLAMA_405B, tp=8, pp=2),
+    "placement_model": dict(params=405e9, bytes_per_param=2.0),
+    "placement_candidates": dict(model=LLAMA_405B, gpus_per_node=8, max_pp=4),
     "layout_candidates": dict(gpus_per_node=8, max_pp=4),
     "parallel_layout": dict(model=LLAMA_405B, hardware=H100_SXM, reserve_bytes=4e9,
                             gpus_per_node=8, max_nodes=4, min_kv_bytes_per_gpu=1e9),
@@ -27,6 +32,8 @@ EXAMPLES = {
 }
 
 ALLOW = {
+    "tp_layout_rows": {"context_tokens": ["zero"], "nvlink_latency_s": ["zero"],
+                       "pcie_latency_s": ["zero"]},
     "tp_decode_step": {"collective_latency_s": ["zero"], "context_tokens": ["zero"]},
     "parallel_layout": {"reserve_bytes": ["zero"], "min_kv_bytes_per_gpu": ["zero"]},
     "kv_transfer_s": {"context_tokens": ["zero"]},

@@ -39,6 +39,8 @@ EXAMPLES = {
     "static_batch_slot_steps": dict(output_lengths=[100, 200, 300, 400, 500, 600, 700, 800]),
     "chunked_prefill_trade": dict(model=LLAMA_8B, hardware=H100_SXM, prompt_tokens=8000,
                                   chunk_tokens=512, decode_step_s=0.0061, efficiency=0.5),
+    "chunk_trade_sweep": dict(prompt_tokens=8000, decode_step_s=0.0061, efficiency=0.5,
+                              chunk_sizes=(256, 512, 1024), model=LLAMA_8B, hardware=H100_SXM),
     "batching_decision_table": dict(),
     "sm_share": dict(active_sms=1, hardware=H100_SXM),
     "decode_utilization": dict(model=LLAMA_8B, hardware=H100_SXM, tokens_per_s=146.0, batch=1,

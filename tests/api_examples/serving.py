@@ -36,6 +36,8 @@ EXAMPLES = {
                           model=QWEN3_8B, hardware=RTX_PRO_6000, prefill_mfu=0.5777),
     "compare_schemes": dict(schemes=list(SCHEMES.values()), kv_budget_bytes=6 * 2**30,
                             output_tokens=16),
+    "chapter_schemes": dict(names="ABCDE", d_tokens_per_round=3.0, e_tokens_per_round=2.5,
+                            shared_prefix_tokens=4096),
     "best_scheme": dict(schemes=list(SCHEMES.values()), kv_budget_bytes=6 * 2**30),
     "per_qualifying_result": dict(total=4.56, qualifying_results=16),
     "staged_task_time": dict(stage_times_s=[20.0, 50.0, 30.0], speedups=[1.0, 4.0, 1.0],
@@ -46,6 +48,7 @@ EXAMPLES = {
 }
 
 ALLOW = {
+    "chapter_schemes": {"shared_prefix_tokens": ["zero"]},
     "schemes_for_model": {"shared_prefix_tokens": ["zero"]},
     "requests_in_system": {"arrival_rate_per_s": ["zero"], "residence_s": ["zero"]},
     "admit_request": {"queue_s": ["zero"], "kv_needed_bytes": ["zero"],

@@ -1,9 +1,10 @@
 import numpy as np
 
-from companion.sim.kvcache import BlockManager, KVStore
+from companion.sim.kvcache import BlockManager
+from companion.sim.paged_attention import KVStore
 from companion.specs import QWEN3_8B
 
-TARGET = "companion.sim.kvcache"
+TARGET = "companion.sim"
 
 _rng = np.random.default_rng(0)
 _manager = BlockManager(8, 16)

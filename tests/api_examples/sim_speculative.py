@@ -14,6 +14,8 @@ EXAMPLES = {
     "tokens_per_round_distribution": dict(p=_P, q=_Q, draft_len=4),
     "speculative_round": dict(p=_P, q=_Q, draft_len=4, seed=7),
     "simulate_rounds": dict(p=_P, q=_Q, draft_len=4, n_rounds=1000, seed=7),
+    "speculative_check": dict(acceptance=0.7, draft_len=4, rounds=500, seed=7),
+    "greedy_example": dict(draft_len=4, first_mismatch=3),
 }
 
 ALLOW = {
@@ -22,4 +24,5 @@ ALLOW = {
     "tokens_per_round_distribution": {"draft_len": ["zero"]},
     "speculative_round": {"draft_len": ["zero"], "seed": ["zero"]},
     "simulate_rounds": {"draft_len": ["zero"], "seed": ["zero"]},
+    "speculative_check": {"acceptance": ["zero"], "draft_len": ["zero"], "seed": ["zero"]},
 }

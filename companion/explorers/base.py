@@ -1,0 +1,260 @@
+"""The one mechanism behind every explorer: controls -> compute (pure) -> figure + readout.
+
+A panel subclass declares its ``controls`` (each with the chapter's setting as default and a
+unit in its label) and implements ``compute(**params) -> View``: pure, headless, fast, built
+only from ``companion.calc``/``companion.sim`` calls. Everything else is shared here:
+
+- ``update(**params)`` validates the parameters against the controls, recomputes, and, if the
+  UI exists, updates the FigureWidget in place (one ``batch_update``) and the readout. It is a
+  plain function: tests call it at the corners of every range, the benchmark times it.
+- ``figure(view)`` builds a static plotly figure (what a stored notebook output shows).
+- ``show()`` builds sliders/dropdowns, a "chapter's setting" reset button, the readout and a
+  ``plotly.graph_objects.FigureWidget`` (layout passed to the constructor so that front ends
+  that connect later, such as Voila, get it).
+
+ipywidgets and plotly are imported lazily, inside methods, so ``import companion.widgets``
+stays cheap until a panel is shown.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from companion import validate as v
+from companion.explorers.common import plotly_go
+
+__all__ = ["Control", "View", "Panel"]
+
+
+@dataclass(frozen=True)
+class Control:
+    """One slider or dropdown. ``kind``: "int", "float" or "choice" (``options``: label -> value)."""
+
+    name: str
+    label: str
+    kind: str
+    default: Any
+    min: float | None = None
+    max: float | None = None
+    step: float | None = None
+    options: dict | None = None
+
+    def check(self, value):
+        """Validate one value against this control (a clear error naming the control)."""
+        if self.kind == "choice":
+            if value in self.options.values():
+                return value
+            if isinstance(value, str) and value in self.options:
+                return self.options[value]
+            raise ValueError(f"{self.name}: expected one of {list(self.options)}, got {value!r}")
+        if self.kind == "int":
+            x = v.integer(self.name, value, minimum=None)
+        else:
+            x = v.number(self.name, value)
+        if (self.min is not None and x < self.min) or (self.max is not None and x > self.max):
+            raise ValueError(f"{self.name}: {value!r} is outside the range "
+                             f"[{self.min}, {self.max}]")
+        return x
+
+    def corners(self) -> list:
+        if self.kind == "choice":
+            return list(self.options.values())
+        return [self.min, self.default, self.max]
+
+
+@dataclass
+class View:
+    """What ``compute`` returns: readout numbers, plotly trace dicts, layout changes, text."""
+
+    numbers: dict = field(default_factory=dict)
+    traces: list = field(default_factory=list)
+    layout: dict = field(default_factory=dict)
+    text: str = ""
+
+
+class Panel:
+    """Base class of every explorer; subclasses set ``title``, ``controls``, ``base_layout``
+    and implement ``compute``."""
+
+    title: str = ""
+    controls: tuple[Control, ...] = ()
+    base_layout: dict = {}
+    # the control that a reader without a kernel can still move: the book's static explorer
+    # precomputes the figure over its range (companion.explorers.static)
+    main_control: str = ""
+
+    def __init__(self, **overrides):
+        self._ui = None
+        self._fig = None
+        self.params = self.defaults()
+        if overrides:
+            self.params.update(self.check(**overrides))
+
+    # --- pure part ------------------------------------------------------------------------
+    def defaults(self) -> dict:
+        return {c.name: c.default for c in self.controls}
+
+    def check(self, **params) -> dict:
+        names = {c.name: c for c in self.controls}
+        unknown = sorted(set(params) - set(names))
+        if unknown:
+            raise TypeError(f"{unknown[0]}: not a control of {type(self).__name__} "
+                            f"(controls: {list(names)})")
+        return {k: names[k].check(val) for k, val in params.items()}
+
+    def compute(self, **params) -> View:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def corners(self):
+        """Parameter sets at each control's min/default/max with the others at default."""
+        base = self.defaults()
+        yield dict(base)
+        for c in self.controls:
+            for value in c.corners():
+                yield dict(base, **{c.name: value})
+
+    def update(self, **params) -> View:
+        """Recompute for changed parameters and refresh the figure/readout if shown."""
+        self.params.update(self.check(**params))
+        view = self.compute(**self.params)
+        if self._fig is not None:
+            self._apply(view)
+        return view
+
+    # --- figure ---------------------------------------------------------------------------
+    def _layout(self, view: View) -> dict:
+        layout = {"template": "plotly_white", "height": 420, "margin": {"t": 60, "r": 20}}
+        layout.update(self.base_layout)
+        layout.update(view.layout)
+        if self.title and "title" not in view.layout:
+            layout["title"] = {"text": self.title}
+        return layout
+
+    def figure(self, view: View | None = None):
+        """A static plotly Figure of ``view`` (default: the current parameters)."""
+        go = plotly_go()
+        view = view if view is not None else self.compute(**self.params)
+        return go.Figure(data=view.traces, layout=self._layout(view))
+
+    def static_figure(self, control: str | None = None, steps: int | None = None) -> dict:
+        """The figure at the current setting with a slider precomputed over ``control``
+        (default ``main_control``), as a plotly figure dict (``companion.explorers.static``)."""
+        from companion.explorers.static import static_figure
+
+        return static_figure(self, control=control, steps=steps)
+
+    def _apply(self, view: View) -> None:
+        """Refresh the shown figure: send plotly only the trace and layout properties that
+        changed since the last view (plotly validates everything it is sent, so resending
+        unchanged styles and arrays would dominate an update); replace all traces when their
+        number or types changed. A property the new view no longer sets is reset (None), and a
+        layout key it drops falls back to what ``_layout`` gives without it (base layout,
+        title), so the shown figure always equals ``figure(view)``."""
+        fig, last = self._fig, self._last_view
+        same_shape = (last is not None and len(fig.data) == len(view.traces) == len(last.traces)
+                      and all(t.type == d.get("type", "scatter")
+                              for t, d in zip(fig.data, view.traces)))
+        with fig.batch_update():
+            if same_shape:
+                for trace, old, new in zip(fig.data, last.traces, view.traces):
+                    changed = _changed(old, new)
+                    if changed:
+                        trace.update(changed, overwrite=True)
+            else:
+                fig.data = ()
+                fig.add_traces(list(view.traces))
+            layout = (self._layout(view) if last is None
+                      else _changed(self._layout(last), self._layout(view)))
+            if layout:
+                fig.update_layout(layout, overwrite=True)
+        if self._readout is not None:
+            self._readout.value = view.text
+        self._last_view = view
+
+    # --- UI -------------------------------------------------------------------------------
+    def _widget_for(self, control: Control):
+        import ipywidgets as w
+
+        style = {"description_width": "initial"}
+        layout = w.Layout(width="420px")
+        value = self.params[control.name]
+        if control.kind == "choice":
+            return w.Dropdown(options=list(control.options.items()), value=value,
+                              description=control.label, style=style, layout=layout)
+        cls = w.IntSlider if control.kind == "int" else w.FloatSlider
+        kwargs = dict(value=value, min=control.min, max=control.max, description=control.label,
+                      continuous_update=True, style=style, layout=layout)
+        if control.step is not None:
+            kwargs["step"] = control.step
+        if control.kind == "float" and control.step is not None:
+            kwargs["readout_format"] = f".{max(0, -math.floor(math.log10(control.step)))}f"
+        return cls(**kwargs)
+
+    def show(self):
+        """The explorer: controls, a reset button, the readout and a live figure."""
+        import ipywidgets as w
+
+        go = plotly_go()
+        view = self.compute(**self.params)
+        self._fig = go.FigureWidget(data=view.traces, layout=self._layout(view))
+        self._last_view = view
+        # the readout may shrink and scroll; the controls keep their width so that every
+        # slider's value stays visible next to a long readout
+        self._readout = w.HTML(value=view.text, layout=w.Layout(flex="1 1 auto", min_width="0",
+                                                                overflow="auto"))
+        self._widgets = {c.name: self._widget_for(c) for c in self.controls}
+
+        def on_change(change, name):
+            self.update(**{name: change["new"]})
+
+        for name, widget in self._widgets.items():
+            widget.observe(lambda ch, n=name: on_change(ch, n), names="value")
+        reset = w.Button(description="chapter's setting", icon="undo",
+                         tooltip="Restore the chapter's values")
+        reset.on_click(lambda _: self.reset())
+        controls = w.VBox(list(self._widgets.values()) + [reset], layout=w.Layout(flex="0 0 auto"))
+        self._ui = w.VBox([w.HBox([controls, self._readout]), self._fig])
+        from companion.explorers.static import ExplorerOutput
+
+        return ExplorerOutput(self, self._ui)
+
+    def reset(self) -> View:
+        """Back to the chapter's setting (the controls' defaults)."""
+        defaults = self.defaults()
+        if self._ui is not None:
+            for name, widget in self._widgets.items():
+                widget.unobserve_all("value")
+                widget.value = defaults[name]
+                widget.observe(lambda ch, n=name: self.update(**{n: ch["new"]}), names="value")
+        return self.update(**defaults)
+
+    _readout = None
+    _last_view = None
+
+
+def _changed(old: dict, new: dict) -> dict:
+    """The top-level properties of ``new`` that differ from ``old``; None for the ones it drops
+    (plotly then resets them)."""
+    changed = {k: val for k, val in new.items() if k not in old or not _same(old[k], val)}
+    changed.update({k: None for k in old.keys() - new.keys()})
+    return changed
+
+
+def _same(a, b) -> bool:
+    """Whether two trace/layout property values are equal (numpy arrays, nested dicts, lists)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or a.dtype.kind != b.dtype.kind:
+            return False
+        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+        return True  # NaN placeholders
+    return type(a) is type(b) and a == b

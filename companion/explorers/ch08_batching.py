@@ -1,0 +1,842 @@
+"""8.2 explorers: batching's read volume and step time, chunked prefill, the token budget, and
+the scheduling policies of 8.2.2 on the companion's simulator.
+
+``DecodeBatchPanel``: model, hardware, context, KV format, weights in HBM or ROM, batch ->
+Figures 8-3/8-4 and the decode roofline with Experiment 8-1's measurements (8.2.1).
+``ChunkedPrefillPanel``: prompt, chunk size, decodes running alongside -> pairs and round time
+per chunk (8.2.3, Figure 8-8).
+``TokenBudgetPanel``: permitted interval, decodes, contexts, captured graph shapes -> new prompt
+tokens a round may add (8.2.4).
+``SchedulePanel``: policy, chunk size, token budget, concurrency -> Gantt of the four-request
+example with total time and longest interval (8.2.2), simulated.
+``BudgetSweepPanel``: six staggered requests -> longest interval and queueing vs token budget
+(8.2.4), simulated (the chapter's replay data is not printed).
+
+Figures (from the former figures module):
+
+Figures of 8.2: read volume per output token (Figures 8-3, 8-4), the decode step-time
+roofline with Experiment 8-1's measurements, LoRA vs KV capacity, the 8.2.2 Gantt timelines,
+the pair-count area (Figure 8-8), chunk costs, CUDA-graph padding and the token budget.
+
+Builders take results computed by ``companion.calc`` / ``companion.sim`` and return plotly
+figures; the ``*_traces`` helpers return plain trace/layout dicts that the explorers in
+``companion.explorers.ch08_batching`` reuse. Deterministic: fixed colours, no timestamps.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from companion import calc, specs, units
+from companion.chapters import ch08
+from companion.chapters.ch08 import BATCH_SWEEP_MEASURED
+from companion.explorers.base import Control, Panel, View
+from companion.explorers.common import PHASE_COLORS
+from companion.explorers.common import titled_figure as _fig
+from companion.explorers.presets import CH08_MODELS as MODELS
+from companion.explorers.presets import KV_PRECISIONS
+from companion.formulas import batching as bt
+from companion.formulas import serving
+from companion.sim.scenarios import (
+    TOKEN_BUDGETS,
+    chapter_schedule,
+    chapter_schedules,
+    token_budget_sweep,
+)
+
+__all__ = [
+    "read_volume_figure", "rom_weights_figure", "decode_step_figure", "lora_capacity_figure",
+    "schedule_gantt_figure", "pair_area_figure", "chunk_cost_figure", "graph_padding_figure",
+    "token_budget_figure", "budget_sweep_figure", "DecodeBatchPanel", "ChunkedPrefillPanel",
+    "TokenBudgetPanel", "SchedulePanel", "BudgetSweepPanel", "SWEEP_BUDGETS",
+]
+
+
+CONTEXT_COLORS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00")
+REQUEST_COLORS = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#d55e00", "#56b4e9",
+                  "#8c564b", "#7f7f7f")
+POW2_TICKS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+
+
+def _batch_axis(max_batch: int, **extra) -> dict:
+    ticks = [t for t in POW2_TICKS if t <= max_batch]
+    return {"title": {"text": "batch b (requests per decode round)"}, "type": "log",
+            "tickvals": ticks, "ticktext": [str(t) for t in ticks], **extra}
+
+
+# --- Figures 8-3 and 8-4: bytes read per output token ------------------------------------------
+
+def read_volume_traces(batches, curves, *, rom_curves=None, crossovers=None, unit: str = "GiB",
+                       xaxis: str = "x", yaxis: str = "y") -> list:
+    """Traces of read bytes per output token vs batch.
+
+    ``curves``: {label: (read_bytes array over ``batches``, kv_bytes L k)} from
+    ``calc.read_bytes_curve``; each gets its KV-only floor as a dashed line. ``rom_curves``
+    (same keys, ``weights_in_hbm=False``) are drawn dotted; ``crossovers``: {label: b_KV}.
+    """
+    scale = units.BYTE_UNITS[unit]
+    xs = np.asarray(batches, dtype=int)
+    traces = []
+    for i, (label, (reads, kv)) in enumerate(curves.items()):
+        color = CONTEXT_COLORS[i % len(CONTEXT_COLORS)]
+        traces.append({"type": "scatter", "mode": "lines", "x": xs,
+                       "y": np.asarray(reads) / scale, "name": f"{label}: D_w/b + L k",
+                       "line": {"color": color, "width": 3}, "xaxis": xaxis, "yaxis": yaxis,
+                       "hovertemplate": f"b=%{{x}}: %{{y:.3f}} {unit}<extra>{label}</extra>"})
+        traces.append({"type": "scatter", "mode": "lines", "x": [int(xs[0]), int(xs[-1])],
+                       "y": [kv / scale, kv / scale], "name": f"{label}: KV alone (L k)",
+                       "line": {"color": color, "dash": "dash", "width": 1.5},
+                       "xaxis": xaxis, "yaxis": yaxis,
+                       "hovertemplate": f"L k = %{{y:.3f}} {unit}<extra>{label}</extra>"})
+        if rom_curves is not None and label in rom_curves:
+            traces.append({"type": "scatter", "mode": "lines", "x": xs,
+                           "y": np.asarray(rom_curves[label]) / scale,
+                           "name": f"{label}: weights from ROM (HBM reads K only)",
+                           "line": {"color": color, "dash": "dot", "width": 3},
+                           "xaxis": xaxis, "yaxis": yaxis})
+        if crossovers is not None and label in crossovers:
+            b = int(crossovers[label])
+            y = float(np.interp(b, xs, np.asarray(reads) / scale))
+            traces.append({"type": "scatter", "mode": "markers+text", "x": [b], "y": [y],
+                           "text": [f"b_KV = {b}"], "textposition": "top center",
+                           "name": f"{label}: b_KV (KV reads reach weight reads)",
+                           "marker": {"color": color, "size": 10, "symbol": "diamond"},
+                           "xaxis": xaxis, "yaxis": yaxis})
+    return traces
+
+
+def read_volume_figure(batches, curves, *, crossovers=None, unit: str = "GiB",
+                       title: str = "Figure 8-3: bytes read per output token vs batch (8.2.1)"):
+    """Figure 8-3: D_w / b + L k per context, the KV floors, and b_KV for each context."""
+    traces = read_volume_traces(batches, curves, crossovers=crossovers, unit=unit)
+    layout = {"height": 440, "xaxis": _batch_axis(max(batches)),
+              "yaxis": {"title": {"text": f"read per output token ({unit})"}, "type": "log"},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return _fig(traces, layout, title)
+
+
+def rom_weights_figure(batches, reads_hbm, reads_rom, *, label: str = "8K context",
+                       unit: str = "GiB",
+                       title: str = "Figure 8-4: weights served from an independent ROM (8.2.1)"):
+    """Figure 8-4: HBM reads per output token, W/B + K (weights in HBM) vs K (weights in ROM).
+
+    The shaded gap is the weight read that batching amortizes; it shrinks as 1/B.
+    """
+    scale = units.BYTE_UNITS[unit]
+    xs = np.asarray(batches, dtype=int)
+    traces = [
+        {"type": "scatter", "mode": "lines", "x": xs, "y": np.asarray(reads_rom) / scale,
+         "name": f"{label}: weights in ROM, HBM reads K", "line": {"color": "#009e73", "width": 3}},
+        {"type": "scatter", "mode": "lines", "x": xs, "y": np.asarray(reads_hbm) / scale,
+         "name": f"{label}: weights in HBM, W/B + K", "fill": "tonexty",
+         "fillcolor": "rgba(213, 94, 0, 0.15)", "line": {"color": "#d55e00", "width": 3}},
+    ]
+    layout = {"height": 420, "xaxis": _batch_axis(max(batches)),
+              "yaxis": {"title": {"text": f"HBM read per output token ({unit})"}, "type": "log"},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return _fig(traces, layout, title)
+
+
+# --- 8.2.1: decode step-time roofline --------------------------------------------------------
+
+def step_time_traces(curve, *, fitted_s=None, measured_round=None, measured_itl=None,
+                     xaxis: str = "x", yaxis: str = "y") -> list:
+    """Traces of one decode round's time (ms) vs batch.
+
+    ``curve``: ``calc.decode_step_time_curve`` (batch, compute_s, read_s, step_s). ``fitted_s``:
+    the 8.2.2 round-time model at the same batches. ``measured_round`` / ``measured_itl``: dicts
+    {"batch": [...], "s": [...], "label": str} of measurements, drawn as markers.
+    """
+    xs = np.asarray(curve["batch"], dtype=int)
+    ms = units.ms
+    traces = [
+        {"type": "scatter", "mode": "lines", "x": xs, "y": np.asarray(curve["read_s"]) / ms,
+         "name": "read term (D_w + b L k) / beta", "line": {"color": "#0072b2", "dash": "dash"},
+         "xaxis": xaxis, "yaxis": yaxis},
+        {"type": "scatter", "mode": "lines", "x": xs, "y": np.asarray(curve["compute_s"]) / ms,
+         "name": "compute term b F / P", "line": {"color": "#d55e00", "dash": "dash"},
+         "xaxis": xaxis, "yaxis": yaxis},
+        {"type": "scatter", "mode": "lines", "x": xs, "y": np.asarray(curve["step_s"]) / ms,
+         "name": "roofline lower bound (max of the two)", "line": {"color": "black", "width": 3},
+         "xaxis": xaxis, "yaxis": yaxis},
+    ]
+    if fitted_s is not None:
+        traces.append({"type": "scatter", "mode": "lines", "x": xs,
+                       "y": np.asarray(fitted_s, dtype=float) / ms,
+                       "name": "8.2.2 round model (fixed + per token + per pair)",
+                       "line": {"color": "#009e73"}, "xaxis": xaxis, "yaxis": yaxis})
+    for data, symbol, color in ((measured_round, "circle", "#cc79a7"),
+                                (measured_itl, "x", "#e69f00")):
+        if data is None:
+            continue
+        traces.append({"type": "scatter", "mode": "markers", "x": list(data["batch"]),
+                       "y": [s / ms for s in data["s"]], "name": data["label"],
+                       "marker": {"symbol": symbol, "size": 11, "color": color},
+                       "xaxis": xaxis, "yaxis": yaxis})
+    return traces
+
+
+def decode_step_figure(curve, *, fitted_s=None, measured_round=None, measured_itl=None,
+                       title: str = "One decode round vs batch: roofline and measurements "
+                                    "(8.2.1)"):
+    """Decode round time vs batch: roofline terms, the fitted round model, measured points."""
+    traces = step_time_traces(curve, fitted_s=fitted_s, measured_round=measured_round,
+                              measured_itl=measured_itl)
+    layout = {"height": 440, "xaxis": _batch_axis(int(max(curve["batch"]))),
+              "yaxis": {"title": {"text": "time of one decode round (ms)"},
+                        "rangemode": "tozero"},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return _fig(traces, layout, title)
+
+
+# --- 8.2.1: LoRA adapters vs KV contexts -----------------------------------------------------
+
+def lora_capacity_figure(counts, adapter_bytes: float, context_kv_bytes: float, *,
+                         kv_budget_bytes: float, matrix_weight_bytes: float,
+                         title: str = "Adapters are small, contexts are not (8.2.1)"):
+    """Memory of n LoRA adapters vs n independent contexts' KV (GiB), with the KV pool and D_w.
+
+    ``adapter_bytes`` from ``calc.lora_adapter_bytes``; ``context_kv_bytes`` from
+    ``calc.kv_bytes``.
+    """
+    n = np.asarray(list(counts), dtype=float)
+    gib = units.GiB
+    traces = [
+        {"type": "scatter", "mode": "lines", "x": n.tolist(),
+         "y": (n * adapter_bytes / gib).tolist(),
+         "name": f"n adapters ({adapter_bytes / units.MiB:.1f} MiB each)",
+         "line": {"color": "#009e73", "width": 3}},
+        {"type": "scatter", "mode": "lines", "x": n.tolist(),
+         "y": (n * context_kv_bytes / gib).tolist(),
+         "name": f"n independent contexts ({context_kv_bytes / gib:.3f} GiB of KV each)",
+         "line": {"color": "#d55e00", "width": 3}},
+        {"type": "scatter", "mode": "lines", "x": [n[0], n[-1]],
+         "y": [kv_budget_bytes / gib] * 2, "name": f"KV pool ({kv_budget_bytes / gib:g} GiB)",
+         "line": {"color": "black", "dash": "dash"}},
+        {"type": "scatter", "mode": "lines", "x": [n[0], n[-1]],
+         "y": [matrix_weight_bytes / gib] * 2,
+         "name": f"matrix weights D_w ({matrix_weight_bytes / gib:.1f} GiB)",
+         "line": {"color": "#0072b2", "dash": "dot"}},
+    ]
+    layout = {"height": 420, "xaxis": {"title": {"text": "n (adapters or requests)"}},
+              "yaxis": {"title": {"text": "memory (GiB)"}, "type": "log"},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return _fig(traces, layout, title)
+
+
+# --- 8.2.2: Gantt timelines of the scheduler simulator ---------------------------------------
+
+def gantt_traces(result, *, xaxis: str = "x", yaxis: str = "y", show_legend: bool = True) -> list:
+    """Gantt bars (ms) of one ``companion.sim.scheduler`` Result: one row per request.
+
+    From ``result.gantt_rows()``: waiting (arrival to its first prompt round), each prefill or
+    prefill-chunk round and each decode round the request took part in; ticks mark its tokens.
+    """
+    rows = result.gantt_rows()
+    traces = []
+    for kind, color, name in (("queued", PHASE_COLORS["queue"], "waiting"),
+                              ("prefill", PHASE_COLORS["prefill"], "prefill / prefill chunk"),
+                              ("decode", PHASE_COLORS["decode"], "decode step")):
+        picked = [r for r in rows if r[3] == kind]
+        traces.append({"type": "bar", "orientation": "h", "y": [str(r[0]) for r in picked],
+                       "base": [r[1] / units.ms for r in picked],
+                       "x": [(r[2] - r[1]) / units.ms for r in picked], "name": name,
+                       "marker": {"color": color, "line": {"color": "white", "width": 1}},
+                       "hovertemplate": f"{kind}: %{{base:.1f}} ms + %{{x:.1f}} ms<extra></extra>",
+                       "xaxis": xaxis, "yaxis": yaxis, "legendgroup": kind,
+                       "showlegend": show_legend, "width": 0.6})
+    tx, ty = [], []
+    for rid in result.ids:
+        times = result.token_times[rid]
+        tx.extend(t / units.ms for t in times)
+        ty.extend([str(rid)] * len(times))
+    traces.append({"type": "scatter", "mode": "markers", "x": tx, "y": ty,
+                   "name": "token emitted", "legendgroup": "token", "showlegend": show_legend,
+                   "marker": {"symbol": "line-ns-open", "size": 16, "color": PHASE_COLORS["token"],
+                              "line": {"width": 2}}, "xaxis": xaxis, "yaxis": yaxis,
+                   "hovertemplate": "token at %{x:.1f} ms<extra></extra>"})
+    return traces
+
+
+def schedule_gantt_figure(results, *, title: str = "8.2.2: fixed, continuous and chunked "
+                                                   "batching of the four-request example"):
+    """Stacked Gantt charts, one per policy: ``results`` maps a label to a scheduler Result."""
+    results = dict(results)
+    n = len(results)
+    gap = 0.08
+    height = (1 - gap * (n - 1)) / n
+    traces, layout = [], {"barmode": "overlay", "height": 230 * n + 120,
+                          "legend": {"orientation": "h", "y": -0.12}, "annotations": []}
+    for i, (label, result) in enumerate(results.items()):
+        ax = "" if i == 0 else str(i + 1)
+        traces += gantt_traces(result, xaxis=f"x{ax}", yaxis=f"y{ax}", show_legend=i == 0)
+        top = 1 - i * (height + gap)
+        layout[f"yaxis{ax}"] = {"domain": [max(0.0, round(top - height, 6)), round(top, 6)],
+                               "autorange": "reversed",
+                               "type": "category", "anchor": f"x{ax}"}
+        layout[f"xaxis{ax}"] = {"anchor": f"y{ax}", "matches": "x" if i else None,
+                               "title": {"text": "time (ms)" if i == n - 1 else ""}}
+        layout["annotations"].append({"text": f"<b>{label}</b>", "xref": "paper",
+                                      "yref": "paper", "x": 0, "y": round(top, 6),
+                                      "yanchor": "bottom", "xanchor": "left",
+                                      "showarrow": False})
+    for key in list(layout):
+        if key.startswith("xaxis") and layout[key].get("matches") is None:
+            layout[key].pop("matches")
+    return _fig(traces, layout, title)
+
+
+# --- Figure 8-8: pairs as area; chunk costs --------------------------------------------------
+
+def pair_area_traces(chunk_tokens: int, history_tokens: int, pairs: int, *, xaxis: str = "x",
+                     yaxis: str = "y", show_legend: bool = True) -> list:
+    """Figure 8-8 for one chunk: the c x h rectangle (old context) and the causal triangle.
+
+    The new token i (1..c) attends to h + i keys; x is the key position, y the new token.
+    ``pairs`` (from ``calc.attention_pairs``) is printed in the legend/hover.
+    """
+    c, h = int(chunk_tokens), int(history_tokens)
+    traces = [
+        {"type": "scatter", "mode": "lines", "x": [0, h, h, 0, 0], "y": [0, 0, c, c, 0],
+         "fill": "toself", "fillcolor": "rgba(0, 114, 178, 0.35)", "line": {"color": "#0072b2"},
+         "name": "c h: new tokens x old context", "legendgroup": "rect",
+         "showlegend": show_legend, "xaxis": xaxis, "yaxis": yaxis,
+         "hovertemplate": f"c h = {c * h:,} pairs<extra></extra>"},
+        {"type": "scatter", "mode": "lines", "x": [h, h, h + c, h], "y": [0, c, c, 0],
+         "fill": "toself", "fillcolor": "rgba(213, 94, 0, 0.45)", "line": {"color": "#d55e00"},
+         "name": "c(c+1)/2: causal triangle inside the chunk", "legendgroup": "tri",
+         "showlegend": show_legend, "xaxis": xaxis, "yaxis": yaxis,
+         "hovertemplate": f"c(c+1)/2 = {c * (c + 1) // 2:,} pairs<extra></extra>"},
+        {"type": "scatter", "mode": "text", "x": [(h + c) / 2], "y": [c * 1.12],
+         "text": [f"h = {h:,}: {pairs:,} pairs"], "showlegend": False, "hoverinfo": "skip",
+         "xaxis": xaxis, "yaxis": yaxis},
+    ]
+    return traces
+
+
+def pair_area_figure(chunk_tokens: int, histories, pairs, *,
+                     title: str = "Figure 8-8: causal query-key pairs of one chunk as area "
+                                  "(8.2.3)"):
+    """Figure 8-8: side-by-side areas for each history h (``pairs``: the matching counts).
+
+    All panels share the key axis, so the rectangle's growth with h is visible at scale.
+    """
+    histories = [int(h) for h in histories]
+    pairs = [int(p) for p in pairs]
+    n = len(histories)
+    gap = 0.06
+    width = (1 - gap * (n - 1)) / n
+    right = max(histories) + chunk_tokens
+    traces, layout = [], {"height": 360, "legend": {"orientation": "h", "y": -0.3}}
+    for i, (h, p) in enumerate(zip(histories, pairs)):
+        ax = "" if i == 0 else str(i + 1)
+        traces += pair_area_traces(chunk_tokens, h, p, xaxis=f"x{ax}", yaxis=f"y{ax}",
+                                   show_legend=i == 0)
+        left = i * (width + gap)
+        layout[f"xaxis{ax}"] = {"domain": [round(left, 6), min(1.0, round(left + width, 6))],
+                               "anchor": f"y{ax}",
+                               "range": [0, right * 1.02],   # not a chapter input
+                               "title": {"text": "key position (tokens)"}}
+        layout[f"yaxis{ax}"] = {"anchor": f"x{ax}", "range": [0, chunk_tokens * 1.3],
+                               "title": {"text": "new token in the chunk" if i == 0 else ""}}
+    return _fig(traces, layout, title)
+
+
+def chunk_cost_traces(pairs, round_s=None, *, xaxis: str = "x", yaxis: str = "y",
+                      yaxis_time: str = "y2") -> list:
+    """Bars of pairs per chunk (left axis) and, if given, each chunk's round time (ms, right)."""
+    idx = list(range(1, len(pairs) + 1))
+    traces = [{"type": "bar", "x": idx, "y": [int(p) for p in pairs],
+               "name": "causal pairs of the chunk", "marker": {"color": "#0072b2"},
+               "xaxis": xaxis, "yaxis": yaxis}]
+    if round_s is not None:
+        traces.append({"type": "scatter", "mode": "lines+markers", "x": idx,
+                       "y": [t / units.ms for t in round_s], "name": "round time (ms)",
+                       "line": {"color": "#d55e00"}, "xaxis": xaxis, "yaxis": yaxis_time})
+    return traces
+
+
+def chunk_cost_figure(pairs, round_s=None, *,
+                      title: str = "Chunks of one prompt: pairs and round time (8.2.3)"):
+    """Per-chunk causal pairs (bars) and round time (line, right axis)."""
+    traces = chunk_cost_traces(pairs, round_s)
+    layout = {"height": 400, "xaxis": {"title": {"text": "chunk (in prompt order)"}},
+              "yaxis": {"title": {"text": "causal query-key pairs"}},
+              "yaxis2": {"title": {"text": "round time (ms)"}, "overlaying": "y",
+                         "side": "right", "rangemode": "tozero"},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return _fig(traces, layout, title)
+
+
+# --- 8.2.4: CUDA-graph padding and the token budget ------------------------------------------
+
+def graph_padding_figure(rows, executed, *, captured_shapes,
+                         title: str = "CUDA-graph padding: rows needed vs rows executed "
+                                      "(8.2.4)"):
+    """Executed rows (``calc.padded_rows``) vs rows needed, with the captured shapes marked."""
+    rows = [int(r) for r in rows]
+    traces = [
+        {"type": "scatter", "mode": "lines", "x": rows, "y": [int(e) for e in executed],
+         "name": "rows executed (next captured graph)", "line": {"shape": "hv", "width": 3,
+                                                                 "color": "#d55e00"}},
+        {"type": "scatter", "mode": "lines", "x": [rows[0], rows[-1]], "y": [rows[0], rows[-1]],
+         "name": "rows needed", "line": {"dash": "dash", "color": "#0072b2"}},
+        {"type": "scatter", "mode": "markers", "x": list(captured_shapes),
+         "y": list(captured_shapes), "name": "captured graph shapes",
+         "marker": {"size": 10, "color": "black"}},
+    ]
+    layout = {"height": 380, "xaxis": {"title": {"text": "rows this round needs"}},
+              "yaxis": {"title": {"text": "rows the GPU executes"}},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return _fig(traces, layout, title)
+
+
+def token_budget_traces(targets_s, budgets_by_label, *, marker=None, xaxis: str = "x",
+                        yaxis: str = "y") -> list:
+    """Lines of new prompt tokens a round may add vs the permitted interval (ms), per label.
+
+    ``budgets_by_label``: {label: budgets over ``targets_s``} from ``calc.token_budget_for_itl``;
+    ``marker``: optional (target_s, budget, label) point.
+    """
+    xs = np.asarray(targets_s, dtype=float) / units.ms
+    traces = []
+    for i, (label, budgets) in enumerate(budgets_by_label.items()):
+        traces.append({"type": "scatter", "mode": "lines", "x": xs,
+                       "y": np.asarray(budgets, dtype=int),
+                       "name": label, "line": {"color": CONTEXT_COLORS[i % len(CONTEXT_COLORS)],
+                                               "shape": "hv" if "graph" in label else "linear"},
+                       "xaxis": xaxis, "yaxis": yaxis})
+    if marker is not None:
+        t, b, label = marker
+        traces.append({"type": "scatter", "mode": "markers+text", "x": [t / units.ms],
+                       "y": [int(b)], "text": [f"{int(b):,} tokens"], "textposition": "top left",
+                       "name": label, "marker": {"size": 11, "color": "black"},
+                       "xaxis": xaxis, "yaxis": yaxis})
+    return traces
+
+
+def token_budget_figure(targets_s, budgets_by_label, *, marker=None,
+                        title: str = "Token budget from the permitted output interval (8.2.4)"):
+    """New prompt tokens per round that keep the round within the interval target."""
+    traces = token_budget_traces(targets_s, budgets_by_label, marker=marker)
+    layout = {"height": 420, "xaxis": {"title": {"text": "permitted output interval (ms)"}},
+              "yaxis": {"title": {"text": "new prompt tokens per round"},
+                        "rangemode": "tozero"},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return _fig(traces, layout, title)
+
+
+def budget_sweep_traces(budgets, longest_itl_s, queue_s, *, xaxis: str = "x", yaxis: str = "y",
+                        yaxis_queue: str = "y2") -> list:
+    """Longest output interval and queueing time (ms) vs the per-round token budget."""
+    xs = [int(b) for b in budgets]
+    return [
+        {"type": "scatter", "mode": "lines+markers", "x": xs,
+         "y": [t / units.ms for t in longest_itl_s], "name": "longest output interval (ms)",
+         "line": {"color": "#d55e00", "width": 3}, "xaxis": xaxis, "yaxis": yaxis},
+        {"type": "scatter", "mode": "lines+markers", "x": xs, "y": [t / units.ms for t in queue_s],
+         "name": "queueing of later arrivals (ms, right axis)",
+         "line": {"color": "#0072b2", "width": 3, "dash": "dash"}, "xaxis": xaxis,
+         "yaxis": yaxis_queue},
+    ]
+
+
+def budget_sweep_figure(budgets, longest_itl_s, queue_s, *, interval_target_s=None,
+                        title: str = "Token budget sweep, six staggered requests "
+                                     "(generated by the companion's simulator)"):
+    """The 8.2.4 trade: a larger budget empties the queue sooner but stretches intervals."""
+    traces = budget_sweep_traces(budgets, longest_itl_s, queue_s)
+    layout = {"height": 420,
+              "xaxis": {"title": {"text": "token budget per round (tokens)"}, "type": "log",
+                        "tickvals": [int(b) for b in budgets],
+                        "ticktext": [str(int(b)) for b in budgets]},
+              "yaxis": {"title": {"text": "longest output interval (ms)"},
+                        "rangemode": "tozero"},
+              "yaxis2": {"title": {"text": "queueing (ms)"}, "overlaying": "y", "side": "right",
+                         "rangemode": "tozero"},
+              "legend": {"orientation": "h", "y": -0.25}, "shapes": []}
+    if interval_target_s is not None:
+        layout["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1,
+                             "y0": interval_target_s / units.ms,
+                             "y1": interval_target_s / units.ms,
+                             "line": {"color": "#c00000", "dash": "dot"}}]
+    return _fig(traces, layout, title)
+
+
+HARDWARE = {h.name: h for h in (specs.RTX_PRO_6000, specs.H100_SXM, specs.H200_SXM,
+                                specs.A100_80GB)}
+
+_BATCHES = np.unique(np.geomspace(1, 256, 48).round().astype(int)).tolist()
+
+
+def _measurement_traces_apply(model, hardware, context_tokens, kv_precision, weights_in_hbm):
+    """Experiment 8-1's measurements belong to one setting: Qwen3-8B, RTX PRO 6000, 2K, BF16."""
+    return (model == specs.QWEN3_8B.name and hardware == specs.RTX_PRO_6000.name
+            and context_tokens == BATCH_SWEEP_MEASURED["context_tokens"] and kv_precision == 2.0
+            and weights_in_hbm)
+
+
+class DecodeBatchPanel(Panel):
+    """Read volume per output token (Figures 8-3, 8-4) and one decode round's time vs batch,
+    with Experiment 8-1's measured rounds and the batch sweep's intervals (8.2.1)."""
+
+    title = "Batching decode: bytes per output token and round time (8.2.1)"
+    controls = (
+        Control("model", "model", "choice", specs.QWEN3_8B.name,
+                options={name: name for name in MODELS}),
+        Control("hardware", "accelerator", "choice", specs.RTX_PRO_6000.name,
+                options={name: name for name in HARDWARE}),
+        Control("context_tokens", "context L (tokens)", "int", 2048, 128, 131072, 128),
+        Control("kv_precision", "KV format", "choice", 2.0, options=KV_PRECISIONS),
+        Control("weights_in_hbm", "weights served from", "choice", True,
+                options={"HBM (conventional)": True, "independent ROM (Figure 8-4)": False}),
+        Control("batch", "batch b (requests)", "int", 16, 1, 256, 1),
+    )
+    main_control = "batch"
+    base_layout = {
+        "height": 500,
+        "xaxis": _batch_axis(256, domain=[0, 0.45], anchor="y"),
+        "yaxis": {"title": {"text": "HBM read per output token (GiB)"}, "type": "log",
+                  "anchor": "x"},
+        "xaxis2": _batch_axis(256, domain=[0.55, 1.0], anchor="y2"),
+        "yaxis2": {"title": {"text": "one decode round (ms)"}, "anchor": "x2",
+                   "rangemode": "tozero"},
+        "legend": {"orientation": "h", "y": -0.3},
+    }
+
+    def compute(self, *, model, hardware, context_tokens, kv_precision, weights_in_hbm,
+                batch) -> View:
+        m, hw = MODELS[model], HARDWARE[hardware]
+        d_w = m.streamed_weight_bytes
+        k = calc.kv_bytes_per_token(m, kv_precision)
+        L = context_tokens
+        reads = calc.read_bytes_curve(d_w, _BATCHES, L, k)
+        rom = calc.read_bytes_curve(d_w, _BATCHES, L, k, weights_in_hbm=False)
+        b_kv = calc.kv_crossover_batch(d_w, L, k)
+        label = f"L = {L:,}"
+        traces = read_volume_traces(_BATCHES, {label: (reads, L * k)}, rom_curves={label: rom},
+                                    crossovers={label: b_kv})
+        here = calc.read_bytes_per_output_token(d_w, batch, L, k) if weights_in_hbm else L * k
+        traces.append({"type": "scatter", "mode": "markers", "x": [batch],
+                       "y": [here / units.GiB], "name": f"b = {batch}",
+                       "marker": {"size": 12, "color": "black", "symbol": "circle-open",
+                                  "line": {"width": 3}}})
+
+        kw = dict(bytes_per_value=kv_precision, weights_in_hbm=weights_in_hbm)
+        curve = calc.decode_step_time_curve(m, hw, _BATCHES, L, **kw)
+        chapter = _measurement_traces_apply(model, hardware, L, kv_precision, weights_in_hbm)
+        fitted = ([calc.mixed_round_time_s(b, L, 0) for b in _BATCHES] if chapter else None)
+        sweep = BATCH_SWEEP_MEASURED
+        measured_round = {"batch": serving.EXP81_BATCHES, "s": serving.EXP81_ROUND_S,
+                          "label": "Experiment 8-1: measured decode round (engine)"}
+        measured_itl = {"batch": sweep["batch"], "s": sweep["itl_s"],
+                        "label": "batch sweep: measured mean output interval (client)"}
+        if not chapter:   # keep the trace count fixed so the figure updates in place
+            fitted = [math.nan] * len(_BATCHES)
+            measured_round = dict(measured_round, batch=[], s=[])
+            measured_itl = dict(measured_itl, batch=[], s=[])
+        traces += step_time_traces(curve, fitted_s=fitted, measured_round=measured_round,
+                                   measured_itl=measured_itl, xaxis="x2", yaxis="y2")
+        parts = calc.decode_step_parts(m, hw, batch, L, **kw)
+        traces.append({"type": "scatter", "mode": "markers", "x": [batch],
+                       "y": [parts.step_s / units.ms], "name": f"bound at b = {batch}",
+                       "xaxis": "x2", "yaxis": "y2", "showlegend": False,
+                       "marker": {"size": 12, "color": "black", "symbol": "circle-open",
+                                  "line": {"width": 3}}})
+        catchup = calc.compute_catchup_batch(m, hw, L, **kw)
+        fit = calc.max_concurrent(bt.KV_BUDGET_BYTES, m, L, 256, bytes_per_value=kv_precision)
+        numbers = {
+            "read_per_token_GiB": here / units.GiB,
+            "weight_share_GiB": (d_w / batch if weights_in_hbm else 0.0) / units.GiB,
+            "kv_share_GiB": L * k / units.GiB,
+            "b_KV": b_kv,
+            "requests_fit_12GiB": fit,
+            "bound_step_ms": parts.step_s / units.ms,
+            "bound": parts.bound,
+            "bound_tokens_per_s": batch / parts.step_s,
+            "compute_catchup_batch": catchup,
+            "compute_bound_below_context": calc.compute_bound_context_tokens(
+                m, hw, bytes_per_value=kv_precision),
+        }
+        catch = ("never (each request adds more read time than compute time)"
+                 if math.isinf(catchup) else f"b = {catchup:,.0f}")
+        text = (f"<b>{m.name}</b> on {hw.name}, L = {L:,}<br>"
+                f"read per output token at b = {batch}: <b>{numbers['read_per_token_GiB']:.3f} "
+                f"GiB</b> (weights {numbers['weight_share_GiB']:.3f} + KV "
+                f"{numbers['kv_share_GiB']:.3f})<br>"
+                f"b_KV = {b_kv}; requests whose KV fits 12 GiB (256 out): {fit}<br>"
+                f"roofline round: {numbers['bound_step_ms']:.2f} ms ({parts.bound}-bound), "
+                f"at most {numbers['bound_tokens_per_s']:,.0f} tok/s<br>"
+                f"compute catches up with reads at: {catch}")
+        return View(numbers=numbers, traces=traces, text=text)
+
+
+class ChunkedPrefillPanel(Panel):
+    """A prompt split into chunks: causal pairs and round time of each chunk, with decode steps
+    of other requests sharing the rounds (8.2.3, Figure 8-8)."""
+
+    title = "Chunked prefill: pairs and round time per chunk (8.2.3)"
+    controls = (
+        Control("prompt_tokens", "prompt (tokens)", "int", 8192, 512, 32768, 512),
+        Control("chunk_tokens", "chunk c (tokens)", "int", 512, 128, 8192, 128),
+        Control("decode_requests", "decoding requests in each round", "int", 0, 0, 64, 1),
+        Control("decode_context", "their context (tokens)", "int", 2048, 0, 32768, 256),
+    )
+    main_control = "chunk_tokens"
+    base_layout = {
+        "height": 420, "xaxis": {"title": {"text": "chunk (in prompt order)"}},
+        "yaxis": {"title": {"text": "causal query-key pairs"}},
+        "yaxis2": {"title": {"text": "round time (ms)"}, "overlaying": "y", "side": "right",
+                   "rangemode": "tozero"},
+        "legend": {"orientation": "h", "y": -0.25},
+    }
+
+    def compute(self, *, prompt_tokens, chunk_tokens, decode_requests, decode_context) -> View:
+        chunks = calc.prefill_chunks(prompt_tokens, chunk_tokens)
+        pairs = calc.chunk_pair_series(prompt_tokens, chunk_tokens)
+        rounds = [calc.mixed_round_time_s(decode_requests, decode_context, c, h)
+                  for c, h in chunks]
+        # a round with only the decode steps (with none: the fixed cost of an empty round)
+        alone = calc.mixed_round_time_s(decode_requests, decode_context, 0)
+        weights = calc.split_weight_read_bytes(specs.QWEN3_8B.streamed_weight_bytes,
+                                               prompt_tokens, chunk_tokens)
+        numbers = {
+            "chunks": len(chunks),
+            "first_chunk_pairs": pairs[0],
+            "last_chunk_pairs": pairs[-1],
+            "last_over_first": pairs[-1] / pairs[0],
+            "first_round_ms": rounds[0] / units.ms,
+            "last_round_ms": rounds[-1] / units.ms,
+            "prefill_total_ms": sum(rounds) / units.ms,
+            "decode_round_alone_ms": alone / units.ms,
+            "weight_reads_GB": weights / units.GB,
+        }
+        text = (f"{len(chunks)} chunks of up to {chunk_tokens:,} tokens<br>"
+                f"pairs: first {pairs[0]:,}, last {pairs[-1]:,} "
+                f"({numbers['last_over_first']:.1f}x)<br>"
+                f"round time with {decode_requests} decode(s): first "
+                f"{numbers['first_round_ms']:.1f} ms, last {numbers['last_round_ms']:.1f} ms "
+                f"(the round without the chunk: {numbers['decode_round_alone_ms']:.2f} ms)<br>"
+                f"whole prompt: {numbers['prefill_total_ms']:,.0f} ms; weights read "
+                f"{len(chunks)} times = {numbers['weight_reads_GB']:,.1f} GB")
+        return View(numbers=numbers, traces=chunk_cost_traces(pairs, rounds), text=text)
+
+
+GRAPH_SHAPES = {"no CUDA graphs": "none", "graphs for 16 and 32 rows (8.2.4)": "16,32",
+                "graphs for powers of two, 1 to 8192 rows": "pow2"}
+
+
+def graph_shapes(choice: str):
+    """Captured graph row counts of a GRAPH_SHAPES choice (None: no graphs)."""
+    if choice == "none":
+        return None
+    if choice == "pow2":
+        return tuple(2 ** i for i in range(14))
+    return tuple(int(x) for x in choice.split(","))
+
+
+_TARGETS_S = (np.linspace(27, 300, 28) * units.ms).tolist()
+_LAST_CHUNK_HISTORY = ch08.LONG_PROMPT_TOKENS - ch08.CHUNK_TOKENS   # 8.2.3's last chunk
+
+
+@lru_cache(maxsize=256)
+def _budget_curve(decode_requests: int, context_tokens: int, history_tokens: int,
+                  graphs: str) -> tuple:
+    """calc.token_budget_for_itl over _TARGETS_S (cached: only the marker moves with the target)."""
+    return tuple(calc.token_budget_for_itl(t, decode_requests, context_tokens, history_tokens,
+                                           captured_shapes=graph_shapes(graphs))
+                 for t in _TARGETS_S)
+
+
+class TokenBudgetPanel(Panel):
+    """From a permitted output interval to the new prompt tokens a round may add, for running
+    decodes with context L and a prompt whose first h tokens are cached (8.2.4)."""
+
+    title = "Token budget from the permitted output interval (8.2.4)"
+    controls = (
+        Control("itl_target_ms", "permitted interval (ms)", "float", 50.0, 27.0, 300.0, 1.0),
+        Control("decode_requests", "decoding requests", "int", 1, 0, 64, 1),
+        Control("context_tokens", "their context L (tokens)", "int", 2048, 0, 32768, 256),
+        Control("history_tokens", "prompt tokens already cached h", "int", 0, 0, 16384, 256),
+        Control("graphs", "CUDA graphs", "choice", "none", options=GRAPH_SHAPES),
+    )
+    main_control = "itl_target_ms"
+    base_layout = {
+        "height": 420, "xaxis": {"title": {"text": "permitted output interval (ms)"}},
+        "yaxis": {"title": {"text": "new prompt tokens per round"}, "rangemode": "tozero"},
+        "legend": {"orientation": "h", "y": -0.25},
+    }
+
+    def compute(self, *, itl_target_ms, decode_requests, context_tokens, history_tokens,
+                graphs) -> View:
+        shapes = graph_shapes(graphs)
+        kw = dict(captured_shapes=shapes)
+        target = itl_target_ms * units.ms
+        args = (decode_requests, context_tokens)
+        budget = calc.token_budget_for_itl(target, *args, history_tokens, **kw)
+        curves = {f"h = {h:,} cached": _budget_curve(decode_requests, context_tokens, h, graphs)
+                  for h in sorted({0, history_tokens, _LAST_CHUNK_HISTORY})}
+        traces = token_budget_traces(_TARGETS_S, curves,
+                                     marker=(target, budget, "this setting"))
+        rows = decode_requests + budget
+        round_s = calc.mixed_round_time_s(*args, budget, history_tokens, **kw)
+        decode_only = calc.mixed_round_time_s(*args, 0, **kw)
+        executed = calc.padded_rows(rows, shapes) if shapes and rows else rows
+        numbers = {
+            "token_budget": budget,
+            "round_ms": round_s / units.ms,
+            "decode_round_ms": decode_only / units.ms,
+            "rows": rows,
+            "rows_executed": executed,
+        }
+        text = (f"permitted interval {itl_target_ms:g} ms -> a round may add "
+                f"<b>{budget:,}</b> prompt tokens (h = {history_tokens:,})<br>"
+                f"that round: {numbers['round_ms']:.1f} ms; the decode round alone "
+                f"{numbers['decode_round_ms']:.2f} ms<br>"
+                f"rows {rows:,}, executed {executed:,}")
+        if budget == 0:
+            text += "<br><b>the decode steps alone already exceed the interval</b>"
+        return View(numbers=numbers, traces=traces, text=text)
+
+
+# --- 8.2.2 / 8.2.4 on the scheduling simulator -------------------------------------------------
+
+POLICY_LABELS = {"fixed (static) batching": "static", "continuous batching": "continuous",
+                 "continuous + chunked prefill": "chunked"}
+_TRADE_CHUNKS = (256, 512, 1024, 2048, 4096, 8192)
+# 8.2.4: "as the per-round token limit rises from 512 to 8192"
+SWEEP_BUDGETS = TOKEN_BUDGETS
+
+
+class SchedulePanel(Panel):
+    """8.2.2's four requests on the companion's scheduler: the Gantt chart of one policy, and
+    the trade between total time and the longest output interval as the chunk size moves."""
+
+    title = "Four requests, three policies (8.2.2), simulated"
+    controls = (
+        Control("policy", "policy", "choice", "chunked", options=POLICY_LABELS),
+        Control("chunk_tokens", "prefill chunk (tokens)", "int", 2048, 128, 8192, 128),
+        Control("token_budget", "token budget per round", "int", 4096, 256, 16384, 256),
+        Control("max_running", "requests running at most", "int", 2, 1, 4, 1),
+        Control("long_prompt_tokens", "r2's prompt (tokens)", "int", 8192, 1024, 32768, 1024),
+    )
+    main_control = "policy"
+    base_layout = {
+        "height": 620, "barmode": "overlay",
+        "xaxis": {"title": {"text": "time (ms)"}, "anchor": "y"},
+        "yaxis": {"domain": [0.5, 1.0], "autorange": "reversed", "type": "category",
+                  "anchor": "x"},
+        "xaxis2": {"title": {"text": "longest output interval (ms)"}, "anchor": "y2"},
+        "yaxis2": {"title": {"text": "total time (ms)"}, "domain": [0.0, 0.36], "anchor": "x2"},
+        "legend": {"orientation": "h", "y": -0.15},
+    }
+
+    def compute(self, *, policy, chunk_tokens, token_budget, max_running,
+                long_prompt_tokens) -> View:
+        runs = chapter_schedules(max_running=max_running, chunk_tokens=chunk_tokens,
+                                 token_budget=token_budget, long_prompt_tokens=long_prompt_tokens)
+        shown = runs[policy]
+        traces = gantt_traces(shown)
+        sweep = [chapter_schedule("chunked", max_running, c, token_budget, long_prompt_tokens)
+                 for c in _TRADE_CHUNKS]
+        ms = units.ms
+        traces.append({"type": "scatter", "mode": "lines+markers+text", "xaxis": "x2",
+                       "yaxis": "y2", "x": [r.max_itl_s / ms for r in sweep],
+                       "y": [r.makespan_s / ms for r in sweep],
+                       "text": [f"{c}" for c in _TRADE_CHUNKS], "textposition": "top center",
+                       "name": f"chunked, chunk sizes (budget {token_budget:,})",
+                       "line": {"color": PHASE_COLORS["prefill"]}})
+        for name, color in (("static", "#7f7f7f"), ("continuous", "#0072b2")):
+            r = runs[name]
+            traces.append({"type": "scatter", "mode": "markers+text", "xaxis": "x2",
+                           "yaxis": "y2", "x": [r.max_itl_s / ms], "y": [r.makespan_s / ms],
+                           "text": [name], "textposition": "bottom center", "name": name,
+                           "marker": {"size": 11, "color": color}})
+        traces.append({"type": "scatter", "mode": "markers", "xaxis": "x2", "yaxis": "y2",
+                       "x": [shown.max_itl_s / ms], "y": [shown.makespan_s / ms],
+                       "name": "shown above", "marker": {"size": 18, "color": "black",
+                                                         "symbol": "circle-open",
+                                                         "line": {"width": 3}}})
+        numbers = {"total_ms": shown.makespan_s / ms, "longest_interval_ms": shown.max_itl_s / ms,
+                   "rounds": shown.n_rounds}
+        for name, r in runs.items():
+            numbers[f"{name}_total_ms"] = r.makespan_s / ms
+            numbers[f"{name}_longest_interval_ms"] = r.max_itl_s / ms
+        label = {v: k for k, v in POLICY_LABELS.items()}[policy]
+        text = (f"<b>{label}</b>: total <b>{numbers['total_ms']:.0f} ms</b>, longest output "
+                f"interval <b>{numbers['longest_interval_ms']:.0f} ms</b>, "
+                f"{shown.n_rounds} rounds<br>"
+                + "<br>".join(f"{name}: {numbers[f'{name}_total_ms']:.0f} ms total, "
+                              f"{numbers[f'{name}_longest_interval_ms']:.0f} ms longest"
+                              for name in runs)
+                + "<br><i>round model fitted to Experiment 8-1 (8.2.2); simulated</i>")
+        return View(numbers=numbers, traces=traces, text=text)
+
+
+@lru_cache(maxsize=256)
+def _budget_sweep(n_requests: int, interarrival_ms: float, prompt_tokens: int,
+                  output_tokens: int) -> tuple:
+    """``token_budget_sweep`` over SWEEP_BUDGETS, all requests allowed to run (cached)."""
+    return tuple(token_budget_sweep(SWEEP_BUDGETS, n_requests=n_requests,
+                                    interarrival_s=interarrival_ms * units.ms,
+                                    prompt_tokens=prompt_tokens, output_tokens=output_tokens,
+                                    max_running=n_requests))
+
+
+class BudgetSweepPanel(Panel):
+    """Staggered arrivals under chunked prefill: how the per-round token budget trades the
+    queueing of later arrivals against the longest output interval (8.2.4). Generated by the
+    companion's simulator; the chapter's six-request replay data is not printed."""
+
+    title = "Token budget sweep, staggered arrivals (8.2.4), generated by the simulator"
+    controls = (
+        Control("n_requests", "requests", "int", 6, 2, 12, 1),
+        Control("interarrival_ms", "arrival every (ms)", "float", 80.0, 0.0, 400.0, 10.0),
+        Control("prompt_tokens", "prompt (tokens)", "int", 4096, 256, 16384, 256),
+        Control("output_tokens", "output (tokens)", "int", 64, 2, 256, 1),
+        Control("itl_target_ms", "interval target (ms)", "float", 50.0, 27.0, 400.0, 1.0),
+    )
+    main_control = "itl_target_ms"
+    base_layout = {
+        "height": 420,
+        "xaxis": {"title": {"text": "token budget per round (tokens)"}, "type": "log",
+                  "tickvals": list(SWEEP_BUDGETS),
+                  "ticktext": [str(b) for b in SWEEP_BUDGETS]},
+        "yaxis": {"title": {"text": "longest output interval (ms)"}, "rangemode": "tozero"},
+        "yaxis2": {"title": {"text": "queueing (ms)"}, "overlaying": "y", "side": "right",
+                   "rangemode": "tozero"},
+        "legend": {"orientation": "h", "y": -0.25},
+    }
+
+    def compute(self, *, n_requests, interarrival_ms, prompt_tokens, output_tokens,
+                itl_target_ms) -> View:
+        rows = _budget_sweep(n_requests, interarrival_ms, prompt_tokens, output_tokens)
+        budgets = [r["token_budget"] for r in rows]
+        traces = budget_sweep_traces(budgets, [r["max_itl_s"] for r in rows],
+                                     [r["queue_later_mean_s"] for r in rows])
+        target = itl_target_ms * units.ms
+        traces.append({"type": "scatter", "mode": "lines", "x": [budgets[0], budgets[-1]],
+                       "y": [itl_target_ms, itl_target_ms], "name": "interval target",
+                       "line": {"color": "#c00000", "dash": "dot"}})
+        within = [r["token_budget"] for r in rows if r["max_itl_s"] <= target]
+        fastest = min(rows, key=lambda r: (r["queue_later_mean_s"], -r["token_budget"]))
+        numbers = {
+            "largest_budget_within_target": max(within) if within else 0,
+            "budget_with_least_queueing": fastest["token_budget"],
+        }
+        for r in rows:
+            b = r["token_budget"]
+            numbers[f"max_itl_ms@{b}"] = r["max_itl_s"] / units.ms
+            numbers[f"queue_mean_ms@{b}"] = r["queue_later_mean_s"] / units.ms
+        best = (f"<b>{numbers['largest_budget_within_target']:,}</b> tokens" if within
+                else "<b>none</b> of the budgets")
+        text = (f"{n_requests} requests of {prompt_tokens:,} + {output_tokens} tokens, one every "
+                f"{interarrival_ms:g} ms<br>longest interval under {itl_target_ms:g} ms: "
+                f"{best}<br>least queueing of later arrivals: "
+                f"<b>{fastest['token_budget']:,}</b> tokens "
+                f"({fastest['queue_later_mean_s'] / units.ms:.0f} ms mean)<br>"
+                f"<i>generated by the companion's simulator (8.2.2's round model)</i>")
+        return View(numbers=numbers, traces=traces, text=text)

@@ -1,0 +1,858 @@
+"""8.3's explorer home: paged blocks and block tables, branch sharing, the prefix tree
+(Figure 8-17), the pool under preemption, and cache retention (Figure 8-22).
+
+Figures: ``block_pool_figure``/``block_pool_steps_figure`` (``block_pool_traces``,
+``block_pool_layout``) draw a ``companion.sim.kv_scenarios.PoolSnapshot``: every cell of a block
+is a bar (a rectangle in data coordinates with its own colour and hover text), so the drawing
+scales with the figure; ``prefix_tree_figure``, ``pool_usage_figure``, ``retention_bars_figure``.
+The snapshots and the walks that produce them (growing sequences, copy-on-write, branch sharing,
+preemption, prefix-cache replays) are in ``companion.sim.kv_scenarios``. Deterministic: fixed
+colours, no timestamps, no randomness.
+
+Panels: ``PagingPanel`` (block size and lengths -> waste and table entries),
+``BranchSharingPanel`` (references vs physical blocks), ``SharedPrefixCapacityPanel``
+(864 + 324 b MiB, 35 requests), ``SnapshotSpacingPanel`` (hybrid-state snapshots: recompute vs
+storage), ``RetentionPanel`` (Figure 8-22: which prefixes a cache should keep).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from companion import calc, specs, units
+from companion import validate as v
+from companion.explorers.base import Control, Panel, View
+from companion.explorers.common import plotly_go as _go
+from companion.formulas import kv_management as km
+from companion.sim.kv_scenarios import (
+    SEQUENCE_NAMES,
+    PoolSnapshot,
+    branch_sharing_pool,
+    grow_sequences,
+    snapshot_pool,
+)
+
+__all__ = [
+    "block_pool_traces", "block_pool_legend_html",
+    "block_pool_layout", "block_pool_figure", "block_pool_steps_figure", "prefix_tree_figure",
+    "pool_usage_figure", "retention_bars_traces", "retention_bars_figure", "SEQUENCE_COLORS",
+    "PagingPanel",
+    "BranchSharingPanel", "SharedPrefixCapacityPanel", "SnapshotSpacingPanel", "RetentionPanel",
+]
+
+
+# one colour per sequence (colour-blind safe), then the states of a physical block
+SEQUENCE_COLORS = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00",
+                   "#8c6d31", "#7f7f7f")
+SHARED_COLOR = "#6a3d9a"        # a block referenced by more than one block table (or a cache)
+FREE_COLOR = "#ececec"          # a block in the free pool
+UNUSED_LINE = "#c00000"         # outline of an allocated but unused slot (tail waste)
+CELL_LINE = "#ffffff"
+
+
+# --- the drawing: block tables (left) and the physical pool (right) ----------------------------
+
+# cell colours as numbers on a discrete colour scale (fast to update in a live figure):
+# 0..7 a sequence's private block, 8 shared, 9 free, 10 unused slot (white)
+_SHARED, _FREE, _UNUSED = len(SEQUENCE_COLORS), len(SEQUENCE_COLORS) + 1, len(SEQUENCE_COLORS) + 2
+_PALETTE = list(SEQUENCE_COLORS) + [SHARED_COLOR, FREE_COLOR, "#ffffff"]
+_COLORSCALE = [c for k, col in enumerate(_PALETTE)
+               for c in ([k / len(_PALETTE), col], [(k + 1) / len(_PALETTE), col])]
+_LINESCALE = [[0, CELL_LINE], [0.5, CELL_LINE], [0.5, UNUSED_LINE], [1, UNUSED_LINE]]
+
+
+def _bars(name, y, base, length, code, outlined, hover, text, axes):
+    trace = {"type": "bar", "orientation": "h", "name": name, "y": y, "base": base,
+             "x": length, "width": 0.82,
+             "marker": {"color": [c + 0.5 for c in code], "coloraxis": "coloraxis",
+                        "line": {"color": [0.75 if o else 0.25 for o in outlined],
+                                 "coloraxis": "coloraxis2", "width": 1.5}},
+             "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>",
+             "xaxis": axes[0], "yaxis": axes[1], "showlegend": False}
+    if any(text):
+        trace.update({"text": text, "textposition": "inside", "insidetextanchor": "middle",
+                      "textfont": {"size": 10, "color": "#ffffff"}})
+    return trace
+
+
+def _legend_traces() -> list[dict]:
+    items = [("private block (colour of its sequence)", SEQUENCE_COLORS[0], None),
+             ("shared block (count > 1)", SHARED_COLOR, None),
+             ("allocated, unused slot (tail waste)", "#ffffff", UNUSED_LINE),
+             ("free block", FREE_COLOR, None)]
+    return [{"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": name,
+             "marker": {"symbol": "square", "size": 12, "color": color,
+                        "line": {"color": line or color, "width": 2}},
+             "hoverinfo": "skip", "showlegend": True} for name, color, line in items]
+
+
+def block_pool_legend_html() -> str:
+    """The colour key of the block drawings as HTML (for an explorer's readout)."""
+    def box(color, line=None):
+        return (f'<span style="display:inline-block;width:10px;height:10px;background:{color};'
+                f'border:2px solid {line or color}"></span>')
+    return (f"{box(SEQUENCE_COLORS[0])}{box(SEQUENCE_COLORS[1])} private, "
+            f"{box(SHARED_COLOR)} shared, {box('#ffffff', UNUSED_LINE)} unused slot, "
+            f"{box(FREE_COLOR)} free")
+
+
+def block_pool_traces(snapshot: PoolSnapshot, *, slot_level: bool | None = None,
+                      columns: int | None = None, merge_runs: bool | None = None,
+                      axes=("x", "y", "x2", "y2"), legend: bool = True) -> tuple[list, dict]:
+    """Trace dicts and layout: block tables (logical -> physical) and the physical pool.
+
+    Left: one row per sequence, one cell per logical block, labelled with its physical block.
+    Right: the pool, ``columns`` blocks per row; ``slot_level`` draws every token slot (small
+    pools), otherwise each block is one cell whose filled part is coloured and whose unused tail
+    is outlined red. ``merge_runs`` (default: for long tables) merges consecutive blocks of the
+    same kind into one cell, in the tables and (block level) in each pool row. Colours: a
+    sequence's own colour for private blocks, purple for blocks referenced more than once, grey
+    for free blocks. The layout uses autoranged axes, so it does not change with the state.
+    """
+    snap = snapshot
+    p, nb = snap.block_tokens, snap.num_blocks
+    slot_level = (nb * p <= 256) if slot_level is None else bool(slot_level)
+    if columns is None:
+        columns = min(nb, 8 if slot_level else 16)
+    cols = v.count("columns", columns)
+    fill = snap.block_fill()
+    owners = snap.owners()
+    names = [name for name, _, _ in snap.tables]
+    if merge_runs is None:
+        merge_runs = max((len(t) for _, t, _ in snap.tables), default=0) > 24
+
+    def state(b):
+        """(colour code, description) of physical block b."""
+        ref = snap.refcounts[b]
+        who = owners.get(b, [])
+        if ref == 0:
+            return _FREE, "free"
+        if ref > 1 or len(who) != 1:
+            return _SHARED, (f"shared by {', '.join(names[k] for k in who)} (count {ref})"
+                             if who else f"held outside any table (count {ref})")
+        return who[0] % len(SEQUENCE_COLORS), f"private to {names[who[0]]}"
+
+    # left: block tables
+    ty, tb, tl, tc, to, th, tt = [], [], [], [], [], [], []
+    for k, (name, table, n) in enumerate(snap.tables):
+        i = 0
+        while i < len(table):
+            shared = snap.refcounts[table[i]] > 1
+            j = i
+            if merge_runs:  # a run of same-kind, consecutive physical blocks
+                while (j + 1 < len(table) and table[j + 1] == table[j] + 1
+                       and (snap.refcounts[table[j + 1]] > 1) == shared):
+                    j += 1
+            ty.append(name)
+            tb.append(i)
+            tl.append(j - i + 1)
+            tc.append(_SHARED if shared else k % len(SEQUENCE_COLORS))
+            to.append(False)
+            kind = f"shared, count {snap.refcounts[table[i]]}" if shared else "private"
+            if j == i:
+                th.append(f"{name}: logical {i} -> physical {table[i]} ({kind}), "
+                          f"{min(p, n - i * p)}/{p} slots used")
+                tt.append(str(table[i]) if not merge_runs else "")
+            else:
+                th.append(f"{name}: logical {i}-{j} -> physical {table[i]}-{table[j]} ({kind})")
+                tt.append(f"{table[i]}-{table[j]}" if j - i >= 3 else "")
+            i = j + 1
+    traces = [_bars("block tables", ty, tb, tl, tc, to, th, tt, axes[:2])]
+
+    # right: the physical pool
+    gap = 1 if slot_level else 0.15
+    width = p + gap if slot_level else 1 + gap
+    py, pb, pl, pc, po, ph, pt = [], [], [], [], [], [], []
+
+    def cell(row, x0, length, code, outlined, hover, text=""):
+        py.append(row)
+        pb.append(x0)
+        pl.append(length)
+        pc.append(code)
+        po.append(outlined)
+        ph.append(hover)
+        pt.append(text)
+
+    b = 0
+    while b < nb:
+        row, col = divmod(b, cols)
+        code, desc = state(b)
+        ref = snap.refcounts[b]
+        used = fill.get(b, 0) if ref else 0
+        x0 = col * width
+        if slot_level:
+            label = "" if ref == 0 else ("*" if code == _SHARED else names[owners[b][0]])
+            for s in range(p):
+                filled = ref > 0 and s < used
+                cell(row, x0 + s, 1, code if (filled or ref == 0) else _UNUSED,
+                     bool(ref) and not filled,
+                     f"block {b} slot {s}: " + ((desc if filled else "unused") if ref
+                                                       else "free"),
+                     label if filled else "")
+            b += 1
+            continue
+        # block level: extend a run of whole blocks in the same state along this row
+        e = b
+        if merge_runs and (used == p or ref == 0):
+            while (e + 1 < nb and (e + 1) // cols == row and state(e + 1) == (code, desc)
+                   and (snap.refcounts[e + 1] == 0 or fill.get(e + 1, 0) == p)):
+                e += 1
+        span = (e - b) * width + 1
+        what = f"block {b}" if e == b else f"blocks {b}-{e}"
+        if ref and used < p:
+            frac = used / p
+            cell(row, x0, frac, code, False, f"{what}: {desc}, {used}/{p} slots used")
+            cell(row, x0 + frac, 1 - frac, _UNUSED, True, f"{what}: unused tail")
+        else:
+            cell(row, x0, span, code, False,
+                 f"{what}: {desc}" + (f", {used}/{p} slots used" if ref else ""))
+        b = e + 1
+    traces.append(_bars("physical pool", py, pb, pl, pc, po, ph, pt, axes[2:]))
+    if legend:
+        traces += _legend_traces()
+
+    return traces, block_pool_layout(axes)
+
+
+def block_pool_layout(axes=("x", "y", "x2", "y2")) -> dict:
+    """The (state-independent) layout of ``block_pool_traces``: tables left, pool right."""
+    xa, ya, xb, yb = (a.replace("x", "xaxis").replace("y", "yaxis") for a in axes)
+    return {
+        "barmode": "overlay",
+        # the cells' colour codes map to fixed colours through these (never redrawn)
+        "coloraxis": {"colorscale": _COLORSCALE, "cmin": 0, "cmax": len(_PALETTE),
+                      "showscale": False},
+        "coloraxis2": {"colorscale": _LINESCALE, "cmin": 0, "cmax": 1, "showscale": False},
+        xa: {"title": {"text": "logical block (position in the sequence)"}, "domain": [0, 0.4],
+             "zeroline": False, "anchor": axes[1], "rangemode": "tozero"},
+        ya: {"title": {"text": "block table of"}, "type": "category",
+             "autorange": "reversed", "anchor": axes[0]},
+        xb: {"title": {"text": "physical pool (hover a cell for its block id)"},
+             "domain": [0.48, 1.0], "showticklabels": False, "showgrid": False,
+             "zeroline": False, "anchor": axes[3]},
+        yb: {"title": {"text": "pool row"}, "autorange": "reversed", "dtick": 1,
+             "zeroline": False, "anchor": axes[2]},
+        "legend": {"orientation": "h", "y": -0.22},
+    }
+
+
+def _caption(snap: PoolSnapshot) -> str:
+    return (f"{snap.label + ': ' if snap.label else ''}{snap.references} table entries, "
+            f"{snap.used_blocks} physical blocks = {snap.allocated_tokens} slots for "
+            f"{snap.stored_tokens} written tokens")
+
+
+def block_pool_figure(snapshot: PoolSnapshot, *, title: str | None = None, height: int = 380,
+                      **kw):
+    """One BlockManager state: block tables and the physical pool (8.3.1-8.3.2)."""
+    snap = v.instance("snapshot", snapshot, PoolSnapshot)
+    traces, layout = block_pool_traces(snap, **kw)
+    plot_px = height - 60 - 110
+    layout.update({"template": "plotly_white", "height": height,
+                   "margin": {"t": 60, "r": 20, "b": 110},
+                   "legend": {"orientation": "h", "yanchor": "top", "y": -50 / plot_px},
+                   "title": {"text": title if title is not None else _caption(snap)}})
+    return _go().Figure(data=traces, layout=layout)
+
+
+def block_pool_steps_figure(snapshots, *, title: str = "", height: int = 420, **kw):
+    """Successive BlockManager states with a slider over the steps (stored in the figure itself,
+    so it works without a running kernel). Each step's title gives its counts."""
+    snaps = [v.instance(f"snapshots[{i}]", s, PoolSnapshot)
+             for i, s in enumerate(v.sequence("snapshots", snapshots))]
+    per_step, layout = [], None
+    for s in snaps:
+        traces, lay = block_pool_traces(s, legend=False, **kw)
+        per_step.append(traces)
+        layout = layout or lay
+    # fixed axes over all steps, so the frame does not jump while the slider moves
+    names = []
+    for s in snaps:
+        names += [name for name, _, _ in s.tables if name not in names]
+    longest = max((len(t) for s in snaps for _, t, _ in s.tables), default=1)
+    layout["xaxis"].update({"range": [0, longest + 0.3], "rangemode": None})
+    layout["yaxis"].update({"categoryorder": "array", "categoryarray": names,
+                            "range": [len(names) - 0.5, -0.5], "autorange": False})
+    n_per = len(per_step[0])
+    data = []
+    for k, traces in enumerate(per_step):
+        for t in traces:
+            t["visible"] = k == 0
+            data.append(t)
+    legend = _legend_traces()
+    data += legend
+    steps = []
+    for k, s in enumerate(snaps):
+        visible = [j // n_per == k for j in range(n_per * len(snaps))] + [True] * len(legend)
+        steps.append({"method": "update", "label": str(k),
+                      "args": [{"visible": visible},
+                               {"title.text": f"{title}<br><sup>step {k}: {_caption(s)}</sup>"}]})
+    # below the plot, from the top: axis titles, legend, slider, placed in pixels (paper
+    # coordinates are fractions of the plot area's height)
+    plot_px = height - 80
+    layout.update({
+        "template": "plotly_white", "height": height + 190,
+        "margin": {"t": 80, "r": 20, "b": 190},
+        "title": {"text": f"{title}<br><sup>step 0: {_caption(snaps[0])}</sup>"},
+        "sliders": [{"active": 0, "steps": steps, "yanchor": "top", "y": -100 / plot_px,
+                     "len": 1.0, "pad": {"t": 0}, "currentvalue": {"prefix": "step "}}],
+        "legend": {"orientation": "h", "yanchor": "top", "y": -55 / plot_px},
+    })
+    return _go().Figure(data=data, layout=layout)
+
+
+# --- Figure 8-17: the prefix tree --------------------------------------------------------------
+
+def prefix_tree_figure(tree, *, labels=None, title: str = ""):
+    """Draw a ``companion.sim.kv_scenarios.PrefixTree``: x = tokens from the root, one row per leaf.
+
+    Edges are labelled with their new tokens; leaves (and inner nodes where an input ends)
+    carry the full input length and which inputs end there (``labels``: names of the inputs).
+    """
+    from companion.sim.kv_scenarios import PrefixTree
+
+    t = v.instance("tree", tree, PrefixTree)
+    nodes = {n.id: n for n in t.nodes}
+    children: dict[int, list[int]] = {}
+    for parent, child, _ in t.edges:
+        children.setdefault(parent, []).append(child)
+    # y: leaves in depth-first order, inner nodes at the mean of their children
+    ypos: dict[int, float] = {}
+    counter = [0]
+
+    def place(nid):
+        kids = children.get(nid, [])
+        for c in kids:
+            place(c)
+        if kids:
+            ypos[nid] = sum(ypos[c] for c in kids) / len(kids)
+        else:
+            ypos[nid] = counter[0]
+            counter[0] += 1
+
+    root = t.nodes[0].id
+    place(root)
+    ex, ey, lx, ly, lt = [], [], [], [], []
+    for parent, child, new in t.edges:
+        x0, x1 = nodes[parent].depth, nodes[child].depth
+        y0, y1 = ypos[parent], ypos[child]
+        ex += [x0, x0, x1, None]
+        ey += [y0, y1, y1, None]
+        lx.append((x0 + x1) / 2)
+        ly.append(y1)
+        lt.append(f"+{new:,}")
+    names = None if labels is None else [str(x) for x in labels]
+    nx, ny, nt, nh, nc = [], [], [], [], []
+    for n in t.nodes:
+        if n.parent is None:
+            continue
+        nx.append(n.depth)
+        ny.append(ypos[n.id])
+        ends = ", ".join(names[i] if names else f"input {i}" for i in n.ends)
+        nt.append(f"{n.depth:,}" + (f" ({ends})" if ends else ""))
+        nh.append(f"{n.depth:,} tokens from the root; {n.passes} input(s) pass here"
+                  + (f"; ends: {ends}" if ends else ""))
+        nc.append(SHARED_COLOR if n.passes > 1 else SEQUENCE_COLORS[0])
+    traces = [
+        {"type": "scatter", "x": ex, "y": ey, "mode": "lines", "name": "edge",
+         "line": {"color": "#8c8c8c", "width": 2}, "hoverinfo": "skip", "showlegend": False},
+        {"type": "scatter", "x": lx, "y": ly, "mode": "text", "text": lt,
+         "textposition": "top center", "name": "new tokens on the edge", "hoverinfo": "skip",
+         "showlegend": False, "textfont": {"size": 11}},
+        {"type": "scatter", "x": nx, "y": ny, "mode": "markers+text", "text": nt,
+         "textposition": "middle right", "hovertext": nh,
+         "hovertemplate": "%{hovertext}<extra></extra>", "name": "node (shared if purple)",
+         "marker": {"size": 11, "color": nc}, "showlegend": False, "textfont": {"size": 11}},
+        {"type": "scatter", "x": [0], "y": [ypos[root]], "mode": "markers+text",
+         "text": ["root"], "textposition": "middle left", "name": "root",
+         "marker": {"size": 11, "color": "#333333"}, "showlegend": False, "hoverinfo": "skip"},
+    ]
+    depth = max(n.depth for n in t.nodes)
+    layout = {"template": "plotly_white", "height": 120 + 55 * max(1, counter[0]),
+              "title": {"text": title}, "margin": {"t": 60, "r": 20, "l": 60},
+              "xaxis": {"title": {"text": "tokens from the root (prefix length)"},
+                        "range": [-0.08 * depth, 1.3 * depth]},
+              "yaxis": {"visible": False, "range": [counter[0] - 0.4, -0.6]}}
+    return _go().Figure(data=traces, layout=layout)
+
+
+# --- the pool over time (preemption by recompute) ----------------------------------------------
+
+def pool_usage_figure(runs, *, title: str = ""):
+    """Used blocks per decode round for one or more pools, with preemptions marked.
+
+    ``runs``: a list of dicts with ``label``, ``used_blocks`` (per round), ``num_blocks`` and
+    ``preempt_rounds`` (rounds at which a sequence was preempted).
+    """
+    runs = list(v.sequence("runs", runs))
+    traces = []
+    for k, r in enumerate(runs):
+        color = SEQUENCE_COLORS[k % len(SEQUENCE_COLORS)]
+        used = list(r["used_blocks"])
+        # only the rounds where the count changes (drawn as steps), plus the last one
+        keep = [i for i in range(len(used)) if i == 0 or i == len(used) - 1
+                or used[i] != used[i - 1]]
+        traces.append({"type": "scatter", "x": keep, "y": [used[i] for i in keep],
+                       "mode": "lines", "line": {"color": color, "shape": "hv"},
+                       "name": f"{r['label']}: blocks in use"})
+        traces.append({"type": "scatter", "x": [0, len(used) - 1],
+                       "y": [r["num_blocks"]] * 2, "mode": "lines",
+                       "name": f"{r['label']}: pool size ({r['num_blocks']} blocks)",
+                       "line": {"color": color, "dash": "dot"}})
+        pre = list(r.get("preempt_rounds", ()))
+        traces.append({"type": "scatter", "x": pre, "y": [used[i] for i in pre],
+                       "mode": "markers", "name": f"{r['label']}: preemption",
+                       "marker": {"symbol": "x", "size": 12, "color": color}})
+    layout = {"template": "plotly_white", "height": 400, "title": {"text": title},
+              "xaxis": {"title": {"text": "decode round"}},
+              "yaxis": {"title": {"text": "KV blocks in use (16 tokens each)"},
+                        "rangemode": "tozero"},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return _go().Figure(data=traces, layout=layout)
+
+
+# --- Figure 8-22: what the same cache space saves ----------------------------------------------
+
+def retention_bars_traces(options, *, max_segments: int = 8, axes=("x", "y")) -> list[dict]:
+    """Two traces: stacked bar segments (one per kept prefix, each on top of the previous) and
+    the totals above them, for the expected saving of the prefixes kept in one cache space.
+
+    ``options``: list of (label, count, prefix name, value_ms of one prefix); more than
+    ``max_segments`` prefixes are drawn as one merged segment.
+    """
+    opts = [(str(label), int(count), str(name), float(value))
+            for label, count, name, value in options]
+    palette = [SEQUENCE_COLORS[0], SEQUENCE_COLORS[1]]
+    xs, ys, bases, texts, colors = [], [], [], [], []
+    for k, (label, count, name, value) in enumerate(opts):
+        segments = [(count, count * value)] if count > max_segments else [(1, value)] * count
+        start = 0.0
+        for n, height in segments:
+            xs.append(label)
+            ys.append(height)
+            bases.append(start)
+            texts.append(f"{n} x {name}: {height:.1f} ms" if n > 1 else f"{name}: {height:.1f} ms")
+            colors.append(palette[k % len(palette)])
+            start += height
+    totals = [count * value for _, count, _, value in opts]
+    return [
+        {"type": "bar", "x": xs, "y": ys, "base": bases, "text": texts, "textposition": "inside",
+         "name": "kept prefixes", "marker": {"color": colors,
+                                             "line": {"color": "#ffffff", "width": 1.5}},
+         "hovertemplate": "%{text}<extra></extra>", "showlegend": False, "width": 0.6,
+         "xaxis": axes[0], "yaxis": axes[1]},
+        {"type": "scatter", "x": [label for label, *_ in opts], "y": totals, "mode": "text",
+         "text": [f"total {t:.1f} ms" for t in totals], "textposition": "top center",
+         "showlegend": False, "hoverinfo": "skip", "xaxis": axes[0], "yaxis": axes[1]},
+    ]
+
+
+def retention_bars_figure(options, *, title: str = ""):
+    """Figure 8-22: one large prefix vs several small ones in the same cache space (8.3.4)."""
+    opts = list(v.sequence("options", options))
+    layout = {"template": "plotly_white", "height": 400, "title": {"text": title},
+              "barmode": "overlay",
+              "yaxis": {"title": {"text": "expected net saving per request (ms)"},
+                        "rangemode": "tozero"},
+              "xaxis": {"title": {"text": "what the cache space keeps"}}}
+    return _go().Figure(data=retention_bars_traces(opts), layout=layout)
+
+
+# --- 8.3.1 paging explorer ----------------------------------------------------------------------
+
+_SWEEP_BLOCKS = np.arange(1, 33)
+
+
+def _pool_and_sweep_layout(sweep_x: str, sweep_y: str) -> dict:
+    """Block tables and pool on top, a sweep plot below; nothing here changes with the state."""
+    layout = block_pool_layout()
+    layout["yaxis"]["domain"] = layout["yaxis2"]["domain"] = [0.5, 1.0]
+    layout.update({
+        "height": 640, "margin": {"t": 60, "r": 20, "b": 60},
+        "xaxis3": {"title": {"text": sweep_x}, "domain": [0, 1], "anchor": "y3"},
+        "yaxis3": {"title": {"text": sweep_y}, "domain": [0, 0.33], "anchor": "x3",
+                   "rangemode": "tozero"},
+        "legend": {"orientation": "h", "y": -0.12},
+    })
+    return layout
+
+
+class PagingPanel(Panel):
+    """8.3.1: four sequences paged into blocks of p tokens: slots allocated, tail waste, table
+    entries, against reserving the maximum length up front; A and B may share a prefix."""
+
+    title = "Paged allocation: block tables, tail waste and table entries (8.3.1)"
+    controls = (
+        Control("block_tokens", "block size p (tokens)", "int", km.PAGING_EXAMPLE_BLOCK_TOKENS,
+                1, 16, 1),
+        Control("len_a", "length of A (tokens)", "int", km.PAGING_EXAMPLE_LENGTHS[0], 1, 48, 1),
+        Control("len_b", "length of B (tokens)", "int", km.PAGING_EXAMPLE_LENGTHS[1], 1, 48, 1),
+        Control("len_c", "length of C (tokens)", "int", km.PAGING_EXAMPLE_LENGTHS[2], 1, 48, 1),
+        Control("len_d", "length of D (tokens)", "int", km.PAGING_EXAMPLE_LENGTHS[3], 1, 48, 1),
+        Control("max_tokens", "reserved maximum per sequence (tokens)", "int",
+                km.PAGING_EXAMPLE_MAX_TOKENS, 1, 64, 1),
+        Control("shared_ab_tokens", "tokens A and B have in common", "int",
+                km.PAGING_EXAMPLE_SHARED_TOKENS, 0, 48, 1),
+    )
+    main_control = "block_tokens"
+    base_layout = _pool_and_sweep_layout("block size p (tokens)", "slots / entries (4 sequences)")
+
+    def compute(self, *, block_tokens, len_a, len_b, len_c, len_d, max_tokens,
+                shared_ab_tokens) -> View:
+        p = block_tokens
+        lens = [len_a, len_b, len_c, len_d]
+        cap = max(max_tokens, max(lens))           # a reservation below the longest cannot hold it
+        shared = min(shared_ab_tokens, len_a, len_b)
+        alloc = calc.paged_allocation(lens, p, max_tokens=cap)
+        saved_blocks = calc.shared_prefix_blocks_saved(shared, 2, p)
+        mgr = grow_sequences(lens, p, shared_prefix_tokens=shared)
+        snap = snapshot_pool(mgr, names=dict(enumerate("ABCD")))
+        traces, _ = block_pool_traces(snap, slot_level=True, columns=8, legend=False)
+        sweep = [calc.paged_allocation(lens, int(q)) for q in _SWEEP_BLOCKS]
+        xs = _SWEEP_BLOCKS.tolist()
+        traces += [
+            {"type": "scatter", "x": xs, "y": [a.unused_tokens for a in sweep],
+             "mode": "lines+markers", "name": "unused slots (tail waste)", "xaxis": "x3",
+             "yaxis": "y3", "line": {"color": "#c00000"}},
+            {"type": "scatter", "x": xs, "y": [a.table_entries for a in sweep],
+             "mode": "lines+markers", "name": "block-table entries", "xaxis": "x3",
+             "yaxis": "y3", "line": {"color": SEQUENCE_COLORS[0], "dash": "dash"}},
+            {"type": "scatter", "x": [p, p], "y": [alloc.unused_tokens, alloc.table_entries],
+             "mode": "markers", "name": "this block size", "xaxis": "x3", "yaxis": "y3",
+             "marker": {"size": 11, "color": "#333333"}},
+        ]
+        numbers = {
+            "reserved_tokens": alloc.reserved_tokens,
+            "reserved_unused_tokens": alloc.reserved_unused_tokens,
+            "allocated_tokens": alloc.allocated_tokens,
+            "stored_tokens": alloc.stored_tokens,
+            "unused_tokens": alloc.unused_tokens,
+            "table_entries": alloc.table_entries,
+            "tail_waste": list(alloc.tail_waste_per_sequence),
+            "shared_blocks": saved_blocks,
+            "allocated_with_sharing_tokens": alloc.allocated_tokens - saved_blocks * p,
+            "sim_allocated_with_sharing_tokens": mgr.used_blocks * p,
+        }
+        text = (f"reserve {cap} each: <b>{alloc.reserved_tokens}</b> slots, "
+                f"{alloc.reserved_unused_tokens} unused<br>"
+                f"paged (p = {p}): <b>{alloc.allocated_tokens}</b> slots for "
+                f"{alloc.stored_tokens} tokens, {alloc.unused_tokens} unused<br>"
+                f"tail waste A-D: {', '.join(map(str, alloc.tail_waste_per_sequence))} "
+                f"(each < p)<br>block-table entries: {alloc.table_entries}<br>"
+                f"A and B share {shared} tokens = {saved_blocks} full block(s): "
+                f"<b>{numbers['allocated_with_sharing_tokens']}</b> slots "
+                f"(simulator: {numbers['sim_allocated_with_sharing_tokens']})<br>"
+                f"{block_pool_legend_html()}")
+        return View(numbers=numbers, traces=traces, text=text)
+
+
+# --- 8.3.2 branch sharing explorer -------------------------------------------------------------
+
+_SWEEP_BRANCHES = np.arange(1, 17)
+
+
+class BranchSharingPanel(Panel):
+    """8.3.2: n branches over a common prefix of s blocks with q private blocks each:
+    n (s + q) table entries on s + n q physical blocks, drawn from the simulator."""
+
+    title = "Branch sharing: table entries vs physical blocks (8.3.2)"
+    controls = (
+        Control("branches", "branches n", "int", km.BRANCH_EXPERIMENT_BRANCHES, 1, 8, 1),
+        Control("shared_blocks", "common-prefix blocks s", "int",
+                km.BRANCH_EXPERIMENT_SHARED_BLOCKS, 0, 200, 1),
+        Control("private_blocks", "private blocks per branch q", "int",
+                km.BRANCH_EXPERIMENT_PRIVATE_BLOCKS, 0, 40, 1),
+    )
+    main_control = "branches"
+    base_layout = _pool_and_sweep_layout("branches n", "blocks")
+
+    def compute(self, *, branches, shared_blocks, private_blocks) -> View:
+        share = calc.branch_block_sharing(branches, shared_blocks, private_blocks)
+        final = snapshot_pool(branch_sharing_pool(branches, shared_blocks, private_blocks),
+                              names={k: SEQUENCE_NAMES[k] for k in range(branches)})
+        traces, _ = block_pool_traces(final, slot_level=False, columns=20, merge_runs=True,
+                                      legend=False)
+        sweep = [calc.branch_block_sharing(int(n), shared_blocks, private_blocks)
+                 for n in _SWEEP_BRANCHES]
+        xs = _SWEEP_BRANCHES.tolist()
+        traces += [
+            {"type": "scatter", "x": xs, "y": [s.references for s in sweep], "mode": "lines",
+             "name": "stored independently = table entries n(s+q)", "xaxis": "x3",
+             "yaxis": "y3", "line": {"color": "#8c8c8c", "dash": "dash"}},
+            {"type": "scatter", "x": xs, "y": [s.physical_blocks for s in sweep],
+             "mode": "lines", "name": "shared: physical blocks s + nq", "xaxis": "x3",
+             "yaxis": "y3", "line": {"color": SHARED_COLOR}},
+            {"type": "scatter", "x": [branches, branches],
+             "y": [share.references, share.physical_blocks], "mode": "markers",
+             "name": "this setting", "xaxis": "x3", "yaxis": "y3",
+             "marker": {"size": 11, "color": "#333333"}},
+        ]
+        numbers = {
+            "references": share.references,
+            "physical_blocks": share.physical_blocks,
+            "sim_references": final.references,
+            "sim_physical_blocks": final.used_blocks,
+            "private_blocks": share.private_blocks,
+            "saved_blocks": share.saved_blocks,
+            "saved_pct": 100 * share.saved_fraction,
+        }
+        text = (f"table entries: <b>{share.references}</b> = {branches} x ({shared_blocks} + "
+                f"{private_blocks})<br>physical blocks: <b>{share.physical_blocks}</b> = "
+                f"{shared_blocks} + {branches} x {private_blocks}<br>"
+                f"saved by sharing: {share.saved_blocks} blocks ({numbers['saved_pct']:.1f}%)<br>"
+                f"private blocks still growing with n: {share.private_blocks}<br>"
+                f"simulator: {final.references} entries on {final.used_blocks} blocks<br>"
+                f"{block_pool_legend_html()}")
+        return View(numbers=numbers, traces=traces, text=text)
+
+
+# --- 8.3.2 shared-prefix capacity --------------------------------------------------------------
+
+_SWEEP_BATCH = np.arange(0, 65, 4)     # M_KV is a straight line in b; 17 points draw it
+
+
+class SharedPrefixCapacityPanel(Panel):
+    """8.3.2: KV of b long requests once generation ends, independent (b x 1188 MiB) vs with the
+    common prefix stored once (864 + 324 b MiB), against the 12 GiB budget."""
+
+    title = "Shared-prefix capacity: M_KV = prefix + b x private (8.3.2)"
+    controls = (
+        Control("batch", "requests b", "int", km.LONG_BATCH, 1, 64, 1),
+        Control("prompt_tokens", "prompt (tokens)", "int", km.LONG_PROMPT_TOKENS, 512, 32768,
+                256),
+        Control("output_tokens", "output (tokens)", "int", km.OUTPUT_TOKENS, 1, 4096, 1),
+        Control("shared_prefix_tokens", "shared prefix (tokens)", "int",
+                km.SHARED_PREFIX_TOKENS, 0, 32768, 256),
+        Control("block_tokens", "block size (tokens)", "int", km.BLOCK_TOKENS, 1, 256, 1),
+        Control("kv_budget_gib", "KV budget (GiB)", "float", km.KV_BUDGET_BYTES / units.GiB,
+                1.0, 80.0, 0.5),
+    )
+    main_control = "shared_prefix_tokens"
+    base_layout = {
+        "xaxis": {"title": {"text": "requests b"}},
+        "yaxis": {"title": {"text": "KV once generation ends (GiB)"}, "rangemode": "tozero"},
+        "legend": {"orientation": "h", "y": -0.2},
+    }
+
+    def compute(self, *, batch, prompt_tokens, output_tokens, shared_prefix_tokens,
+                block_tokens, kv_budget_gib) -> View:
+        m = specs.QWEN3_8B
+        prefix = min(shared_prefix_tokens, prompt_tokens - 1)   # keep one private token
+        budget = kv_budget_gib * units.GiB
+        kw = dict(block_tokens=block_tokens)
+        ind = [calc.prefix_shared_kv_bytes(m, int(b), prompt_tokens, output_tokens, **kw) / units.GiB
+               for b in _SWEEP_BATCH]
+        shr = [calc.prefix_shared_kv_bytes(m, int(b), prompt_tokens, output_tokens,
+                                           shared_prefix_tokens=prefix, **kw) / units.GiB
+               for b in _SWEEP_BATCH]
+        fit_ind = calc.max_concurrent(budget, m, prompt_tokens, output_tokens, **kw)
+        fit_shr = calc.max_concurrent(budget, m, prompt_tokens, output_tokens,
+                                      shared_prefix_tokens=prefix, **kw)
+        held = calc.held_tokens(prompt_tokens, output_tokens)
+        at_b_ind = calc.prefix_shared_kv_bytes(m, batch, prompt_tokens, output_tokens, **kw)
+        at_b_shr = calc.prefix_shared_kv_bytes(m, batch, prompt_tokens, output_tokens,
+                                               shared_prefix_tokens=prefix, **kw)
+        numbers = {
+            "prefix_MiB": (calc.kv_bytes(m, prefix, **kw) if prefix else 0) / units.MiB,
+            "private_tokens": held - prefix,
+            "private_MiB": calc.kv_bytes(m, held - prefix, **kw) / units.MiB,
+            "request_MiB": calc.kv_bytes(m, held, **kw) / units.MiB,
+            "independent_MiB": at_b_ind / units.MiB,
+            "shared_MiB": at_b_shr / units.MiB,
+            "shared_GiB": at_b_shr / units.GiB,
+            "fit_independent": fit_ind,
+            "fit_shared": fit_shr,
+        }
+        xs = _SWEEP_BATCH.tolist()
+        traces = [
+            {"type": "scatter", "x": xs, "y": ind, "mode": "lines",
+             "name": "independent: b x request", "line": {"color": "#8c8c8c", "dash": "dash"}},
+            {"type": "scatter", "x": xs, "y": shr, "mode": "lines",
+             "name": f"prefix ({prefix:,} tokens) stored once", "line": {"color": SHARED_COLOR}},
+            {"type": "scatter", "x": [0, xs[-1]], "y": [kv_budget_gib] * 2, "mode": "lines",
+             "name": f"KV budget ({kv_budget_gib:g} GiB)", "line": {"color": "#c00000"}},
+            {"type": "scatter", "x": [fit_ind, fit_shr],
+             "y": [calc.prefix_shared_kv_bytes(m, fit_ind, prompt_tokens, output_tokens, **kw)
+                   / units.GiB,
+                   calc.prefix_shared_kv_bytes(m, fit_shr, prompt_tokens, output_tokens,
+                                               shared_prefix_tokens=prefix, **kw) / units.GiB],
+             "mode": "markers",
+             "name": "most requests that fit", "marker": {"size": 11, "symbol": "diamond",
+                                                          "color": "#333333"}},
+            {"type": "scatter", "x": [batch, batch], "y": [at_b_ind / units.GiB,
+                                                            at_b_shr / units.GiB],
+             "mode": "markers", "name": f"b = {batch}", "marker": {"size": 10,
+                                                                   "color": "#e69f00"}},
+        ]
+        text = (f"one request holds {held:,} tokens: {numbers['request_MiB']:,.0f} MiB "
+                f"independent<br>prefix {numbers['prefix_MiB']:,.0f} MiB once + private "
+                f"{numbers['private_tokens']:,} tokens = {numbers['private_MiB']:,.0f} MiB each<br>"
+                f"b = {batch}: <b>{numbers['shared_MiB']:,.0f} MiB</b> shared vs "
+                f"{numbers['independent_MiB']:,.0f} MiB independent<br>"
+                f"fit in {kv_budget_gib:g} GiB: <b>{fit_ind}</b> independent, "
+                f"<b>{fit_shr}</b> sharing")
+        return View(numbers=numbers, traces=traces, text=text)
+
+
+# --- 8.3.3 hybrid-state snapshots --------------------------------------------------------------
+
+_SWEEP_SPACING = np.unique(np.round(np.geomspace(256, 32768, 43) / 256).astype(int) * 256)
+
+
+class SnapshotSpacingPanel(Panel):
+    """8.3.3: a hybrid model resumes a matched prefix from its latest recurrent-state snapshot;
+    denser snapshots recompute less but store more (53.6 MiB each per card at TP = 8)."""
+
+    title = "Hybrid-state snapshots: recompute vs storage (8.3.3)"
+    controls = (
+        Control("spacing_tokens", "snapshot every (tokens)", "int", km.HYBRID_SNAPSHOT_POSITIONS[0],
+                256, 32768, 256),
+        Control("matched_tokens", "matched prefix (tokens)", "int", km.HYBRID_MATCHED_TOKENS,
+                0, 131072, 128),
+        Control("context_tokens", "context kept in snapshots (tokens)", "int",
+                km.HYBRID_MATCHED_TOKENS, 256, 262144, 256),
+        Control("snapshot_mib", "one snapshot per card (MiB)", "float",
+                km.HYBRID_SNAPSHOT_MIB_PER_CARD, 1.0, 200.0, 0.1),
+    )
+    main_control = "spacing_tokens"
+    base_layout = {
+        "xaxis": {"title": {"text": "snapshot spacing (tokens)"}, "type": "log"},
+        "yaxis": {"title": {"text": "tokens recomputed on restore"}, "rangemode": "tozero"},
+        "yaxis2": {"title": {"text": "snapshot storage per card (MiB)"}, "overlaying": "y",
+                   "side": "right", "rangemode": "tozero"},
+        "legend": {"orientation": "h", "y": -0.22},
+    }
+
+    @staticmethod
+    def _plan(spacing, matched, context, size_bytes):
+        count = context // spacing
+        positions = [spacing * (i + 1) for i in range(count)]
+        point = calc.hybrid_restore_point(matched, positions)
+        return count, point, calc.snapshot_storage_bytes(size_bytes, count)
+
+    def compute(self, *, spacing_tokens, matched_tokens, context_tokens, snapshot_mib) -> View:
+        size = snapshot_mib * units.MiB
+        matched = min(matched_tokens, context_tokens)
+        count, point, storage = self._plan(spacing_tokens, matched, context_tokens, size)
+        sweep = [self._plan(int(s), matched, context_tokens, size) for s in _SWEEP_SPACING]
+        xs = _SWEEP_SPACING.tolist()
+        numbers = {
+            "snapshots": count,
+            "restore_from": point.restore_from,
+            "recompute_tokens": point.recompute_tokens,
+            "storage_MiB": storage / units.MiB,
+            "worst_recompute_tokens": min(spacing_tokens - 1, context_tokens),
+        }
+        traces = [
+            {"type": "scatter", "x": xs, "y": [pt.recompute_tokens for _, pt, _ in sweep],
+             "mode": "lines", "name": f"recomputed for a {matched:,}-token match",
+             "line": {"shape": "hv", "color": SEQUENCE_COLORS[1]}},
+            {"type": "scatter", "x": xs, "y": [min(s - 1, context_tokens) for s in xs],
+             "mode": "lines", "name": "worst case (match just before a snapshot)",
+             "line": {"color": SEQUENCE_COLORS[1], "dash": "dot"}},
+            {"type": "scatter", "x": xs, "y": [st / units.MiB for _, _, st in sweep],
+             "mode": "lines", "name": f"storage for {context_tokens:,} tokens of snapshots",
+             "yaxis": "y2", "line": {"shape": "hv", "color": SHARED_COLOR}},
+            {"type": "scatter", "x": [spacing_tokens], "y": [point.recompute_tokens],
+             "mode": "markers", "name": "this spacing", "marker": {"size": 11,
+                                                                  "color": "#333333"}},
+        ]
+        text = (f"{count} snapshot(s) at every {spacing_tokens:,} tokens up to "
+                f"{context_tokens:,}<br>a {matched:,}-token match restores from "
+                f"<b>{point.restore_from:,}</b> and recomputes <b>{point.recompute_tokens:,}</b> "
+                f"tokens<br>storage: <b>{numbers['storage_MiB']:,.1f} MiB</b> per card "
+                f"({snapshot_mib:g} MiB each)")
+        return View(numbers=numbers, traces=traces, text=text)
+
+
+# --- 8.3.4 retention economics (Figure 8-22) ---------------------------------------------------
+
+_SWEEP_HIT = np.linspace(0.0, 1.0, 51)
+
+
+class RetentionPanel(Panel):
+    """8.3.4 / Figure 8-22: keep one large prefix A or several small prefixes B in the same cache
+    space? V_h = p_h (T_r - T_f) - T_m for each, on the RTX PRO 6000 with Qwen3-8B."""
+
+    title = "Which prefixes should the cache keep? (8.3.4, Figure 8-22)"
+    controls = (
+        Control("hit_prob_a", "hit probability of A", "float", km.RETENTION_HIT_PROB, 0.0, 1.0,
+                0.01),
+        Control("hit_prob_b", "hit probability of each B", "float", km.RETENTION_HIT_PROB,
+                0.0, 1.0, 0.01),
+        Control("link_gb_per_s", "host link (GB/s per direction)", "float",
+                specs.PCIE_GEN5_X16_BYTES_PER_S / units.GB, 4.0, 450.0, 1.0),
+        Control("prefix_a_tokens", "prefix A (tokens)", "int", km.SHARED_PREFIX_TOKENS, 256,
+                32768, 256),
+        Control("prefix_b_tokens", "prefix B (tokens)", "int", km.PREFIX_B_TOKENS, 256, 32768,
+                256),
+        Control("cache_mib", "cache space (MiB)", "float", 864.0, 36.0, 8192.0, 36.0),
+        Control("efficiency_pct", "recompute at % of BF16 peak", "float",
+                100 * km.RECOMPUTE_EFFICIENCY, 5.0, 100.0, 0.1),
+    )
+    main_control = "hit_prob_a"
+    base_layout = {
+        "barmode": "overlay", "height": 440,
+        "xaxis": {"domain": [0, 0.36], "title": {"text": "what the cache space keeps"}},
+        "yaxis": {"title": {"text": "expected net saving (ms)"}, "rangemode": "tozero"},
+        "xaxis2": {"domain": [0.48, 1], "title": {"text": "hit probability of A"},
+                   "range": [0, 1], "anchor": "y2"},
+        "yaxis2": {"title": {"text": "expected net saving (ms)"}, "anchor": "x2",
+                   "zeroline": True, "zerolinecolor": "#8c8c8c"},
+        "legend": {"orientation": "h", "y": -0.22},
+    }
+
+    def compute(self, *, hit_prob_a, hit_prob_b, link_gb_per_s, prefix_a_tokens,
+                prefix_b_tokens, cache_mib, efficiency_pct) -> View:
+        m, hw = specs.QWEN3_8B, specs.RTX_PRO_6000
+        kw = dict(efficiency=efficiency_pct / 100, link_bytes_per_s=link_gb_per_s * units.GB)
+        a = calc.prefix_retention(m, hw, prefix_a_tokens, hit_prob=hit_prob_a, **kw)
+        b = calc.prefix_retention(m, hw, prefix_b_tokens, hit_prob=hit_prob_b, **kw)
+        cache = cache_mib * units.MiB
+        n_a, n_b = int(cache // a.kv_bytes), int(cache // b.kv_bytes)
+        keep_a, keep_b = n_a * a.value_s, n_b * b.value_s
+        # the hit probability of A at which n_a A's are worth what n_b B's are
+        threshold = (calc.retention_break_even_hit_prob(a.recompute_s, a.fetch_s, a.maintain_s,
+                                                        target_value_s=keep_b / n_a)
+                     if n_a else math.inf)
+        numbers = {
+            "kv_a_MiB": a.kv_bytes / units.MiB, "kv_b_MiB": b.kv_bytes / units.MiB,
+            "recompute_a_ms": a.recompute_s / units.ms, "recompute_b_ms": b.recompute_s / units.ms,
+            "fetch_a_ms": a.fetch_s / units.ms, "fetch_b_ms": b.fetch_s / units.ms,
+            "value_a_ms": a.value_s / units.ms, "value_b_ms": b.value_s / units.ms,
+            "a_fit": n_a, "b_fit": n_b,
+            "keep_a_ms": keep_a / units.ms, "keep_b_ms": keep_b / units.ms,
+            "break_even_a_pct": 100 * a.break_even_hit_prob,
+            "break_even_b_pct": 100 * b.break_even_hit_prob,
+            "a_per_MiB_ms": a.value_s_per_byte * units.MiB / units.ms,
+            "b_per_MiB_ms": b.value_s_per_byte * units.MiB / units.ms,
+            "a_beats_b_above_pct": 100 * threshold,
+        }
+        bars = retention_bars_traces(
+            [(f"{n_a} x A ({prefix_a_tokens:,} tok)", n_a, "A", a.value_s / units.ms),
+             (f"{n_b} x B ({prefix_b_tokens:,} tok)", n_b, "B", b.value_s / units.ms)])
+        a_line = [n_a * calc.cache_retention_value(float(ph), a.recompute_s, a.fetch_s,
+                                                   a.maintain_s) / units.ms for ph in _SWEEP_HIT]
+        xs = _SWEEP_HIT.tolist()
+        traces = bars + [
+            {"type": "scatter", "x": xs, "y": a_line, "mode": "lines",
+             "name": f"keep {n_a} x A", "xaxis": "x2", "yaxis": "y2",
+             "line": {"color": SEQUENCE_COLORS[0]}},
+            {"type": "scatter", "x": [0, 1], "y": [keep_b / units.ms] * 2, "mode": "lines",
+             "name": f"keep {n_b} x B (at their hit probability)", "xaxis": "x2", "yaxis": "y2",
+             "line": {"color": SEQUENCE_COLORS[1], "dash": "dash"}},
+            {"type": "scatter", "x": [hit_prob_a], "y": [keep_a / units.ms], "mode": "markers",
+             "name": "this setting", "xaxis": "x2", "yaxis": "y2",
+             "marker": {"size": 11, "color": "#333333"}},
+        ]
+        text = (f"A: {numbers['kv_a_MiB']:,.0f} MiB, recompute {numbers['recompute_a_ms']:.1f} ms,"
+                f" fetch {numbers['fetch_a_ms']:.1f} ms, V = <b>{numbers['value_a_ms']:.1f} ms"
+                f"</b> (worth keeping above {numbers['break_even_a_pct']:.1f}% hits)<br>"
+                f"B: {numbers['kv_b_MiB']:,.0f} MiB, recompute {numbers['recompute_b_ms']:.1f} ms,"
+                f" fetch {numbers['fetch_b_ms']:.1f} ms, V = <b>{numbers['value_b_ms']:.1f} ms"
+                f"</b><br>{cache_mib:g} MiB keeps {n_a} A ({numbers['keep_a_ms']:.1f} ms) or "
+                f"{n_b} B ({numbers['keep_b_ms']:.1f} ms)<br>per MiB: A "
+                f"{numbers['a_per_MiB_ms']:.3f} ms, B {numbers['b_per_MiB_ms']:.3f} ms")
+        return View(numbers=numbers, traces=traces, text=text)

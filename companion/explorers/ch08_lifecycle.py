@@ -1,0 +1,431 @@
+"""8.1's explorer home: the request timeline (Figure 8-2), the memory budget, the KV capacity.
+
+Figures (plotly, deterministic: fixed colours, no timestamps): ``request_timeline_figure``
+(``timeline_traces``/``timeline_layout``), ``memory_budget_figure`` (``budget_traces``),
+``kv_capacity_figure`` (``capacity_bar_traces``). The ``*_traces`` helpers return plain
+trace/layout dicts, so a panel draws exactly what a figure builder draws.
+
+Panels: ``RequestTimelinePanel`` (queue, prefill, output interval, length and inserted prefills
+-> TTFT, longest interval, request time against the 7 s deadline; the timelines come from
+``companion.sim.scenarios.timeline_scenario``), ``MemoryBudgetPanel`` (M_w + M_KV + rest <= C
+and how many requests' reserved KV fits, 8.1.2), ``KVCapacityPanel`` (requests that fit as the
+prompt grows, independent vs shared prefix, 8.1.2 / 8.3.2).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from companion import calc, specs, units
+from companion.chapters import ch08
+from companion.explorers.base import Control, Panel, View
+from companion.explorers.common import PHASE_COLORS
+from companion.explorers.common import plotly_go as _go
+from companion.explorers.presets import CH08_MODELS as MODELS
+from companion.explorers.presets import KV_PRECISIONS
+from companion.formulas import batching as bt
+from companion.formulas import serving
+from companion.sim.scenarios import stalled_interval_positions, timeline_scenario
+
+__all__ = [
+    "request_timeline_figure", "memory_budget_figure", "kv_capacity_figure",
+    "RequestTimelinePanel", "MemoryBudgetPanel", "KVCapacityPanel",
+]
+
+
+MEMORY_COLORS = {
+    "weights": "#4c72b0", "kv_used": "#55a868", "kv_free": "#b5dcb9", "rest": "#dd8452",
+    "over": "#c44e52",
+}
+
+
+# --- Figure 8-2: one request's timeline --------------------------------------------------------
+
+def timeline_traces(scenarios, deadline_s: float | None = None) -> tuple[list, dict]:
+    """Trace dicts and layout of Figure 8-2 for one or more request timelines.
+
+    Each scenario is a dict: ``label``, ``queue_s``, ``prefill_s``, ``token_times_s`` (emission
+    times after arrival, from ``calc.token_emission_times``) and optionally ``stalls``: a list
+    of (start_s, duration_s) output intervals stretched by an inserted prefill. Rows are
+    numbered top to bottom (labels on the axis); the deadline is a trace, so the layout depends
+    only on the labels.
+    """
+    scenarios = list(scenarios)
+    if not scenarios:
+        raise ValueError("scenarios: needs at least one timeline")
+    labels = [str(s["label"]) for s in scenarios]
+    rows = list(range(len(scenarios)))
+    queue = [float(s["queue_s"]) for s in scenarios]
+    prefill = [float(s["prefill_s"]) for s in scenarios]
+    first = [float(s["token_times_s"][0]) for s in scenarios]
+    last = [float(s["token_times_s"][-1]) for s in scenarios]
+
+    def hbar(name, y, base, width, color, hover):
+        return {"type": "bar", "orientation": "h", "name": name, "y": y, "base": base,
+                "x": width, "marker": {"color": color}, "hovertemplate": hover, "width": 0.5}
+
+    stall_y, stall_base, stall_x = [], [], []
+    for row, s in zip(rows, scenarios):
+        for start, duration in s.get("stalls", ()):
+            stall_y.append(row)
+            stall_base.append(float(start))
+            stall_x.append(float(duration))
+    traces = [
+        hbar("queue", rows, [0.0] * len(rows), queue, PHASE_COLORS["queue"],
+             "queue %{x:.3f} s<extra></extra>"),
+        hbar("prefill (first token at its end)", rows, queue, prefill, PHASE_COLORS["prefill"],
+             "prefill %{x:.3f} s<extra></extra>"),
+        hbar("decode: G - 1 output intervals", rows, first,
+             [b - a for a, b in zip(first, last)], PHASE_COLORS["decode"],
+             "decode %{x:.3f} s<extra></extra>"),
+        hbar("interval stretched by an inserted prefill", stall_y, stall_base, stall_x,
+             PHASE_COLORS["stall"], "stall %{x:.3f} s<extra></extra>"),
+    ]
+    tick_x = np.concatenate([np.asarray(s["token_times_s"], dtype=float) for s in scenarios])
+    tick_y = np.concatenate([np.full(len(s["token_times_s"]), float(row))
+                             for row, s in zip(rows, scenarios)])
+    traces.append({"type": "scatter", "mode": "markers", "name": "token returned",
+                   "x": tick_x, "y": tick_y,
+                   "marker": {"symbol": "line-ns-open", "size": 14,
+                              "color": PHASE_COLORS["token"], "line": {"width": 1}},
+                   "hovertemplate": "token at %{x:.4f} s<extra></extra>"})
+    traces.append({"type": "scatter", "mode": "text", "name": "request time", "x": last,
+                   "y": rows, "text": [f"  {t:.2f} s" for t in last],
+                   "textposition": "middle right", "showlegend": False, "hoverinfo": "skip"})
+    edge = [len(rows) - 0.5, -0.5]      # bottom to top (the y axis is reversed): label on top
+    deadline = [] if deadline_s is None else [deadline_s, deadline_s]
+    traces.append({"type": "scatter", "mode": "lines+text", "name": "deadline",
+                   "x": deadline, "y": edge if deadline else [],
+                   "text": ["", f"deadline {deadline_s:g} s"] if deadline else [],
+                   "textposition": "top center",
+                   "line": {"color": PHASE_COLORS["deadline"], "dash": "dash"},
+                   "textfont": {"color": PHASE_COLORS["deadline"]}, "hoverinfo": "skip"})
+    return traces, timeline_layout(labels)
+
+
+def timeline_layout(labels) -> dict:
+    """Layout of Figure 8-2: one numbered row per timeline, labelled on the y axis."""
+    labels = [str(x) for x in labels]
+    return {
+        "barmode": "overlay",
+        "xaxis": {"title": {"text": "time since arrival (s)"}, "rangemode": "tozero"},
+        "yaxis": {"tickvals": list(range(len(labels))), "ticktext": labels,
+                  "autorange": "reversed", "zeroline": False},
+        "legend": {"orientation": "h", "y": -0.3},
+        "height": 220 + 70 * len(labels),
+    }
+
+
+def request_timeline_figure(scenarios, deadline_s: float | None = None,
+                            title: str = "Figure 8-2: one request's timeline (8.1.1)"):
+    """Figure 8-2 as a plotly Figure: queue, prefill, output intervals, token ticks, deadline."""
+    traces, layout = timeline_traces(scenarios, deadline_s)
+    layout = dict(layout, template="plotly_white", title={"text": title})
+    return _go().Figure(data=traces, layout=layout)
+
+
+# --- 8.1.2: the memory budget M_w + M_KV + M_a + M_u <= C -------------------------------------
+
+def budget_traces(budgets, kv_in_use_bytes=None, *, xaxis: str = "x", yaxis: str = "y",
+                  unit: str = "GiB") -> tuple[list, dict]:
+    """Stacked horizontal bars of memory budgets (``calc.memory_budget`` results), in ``unit``.
+
+    ``budgets``: a list of (label, MemoryBudget). ``kv_in_use_bytes`` (one per budget, or None)
+    splits the KV pool into what the admitted requests reserve and what stays free. The
+    remainder C - M_w - M_KV - M_a - M_u is drawn as "activations, graph buffers, workspace"
+    when positive, and as an overflow bar when the parts exceed C.
+    """
+    budgets = list(budgets)
+    if not budgets:
+        raise ValueError("budgets: needs at least one (label, MemoryBudget)")
+    scale = units.BYTE_UNITS[unit]
+    labels = [str(label) for label, _ in budgets]
+    parts = [b for _, b in budgets]
+    in_use = (list(kv_in_use_bytes) if kv_in_use_bytes is not None
+              else [b.kv_pool_bytes for b in parts])
+    free = [b.kv_pool_bytes - u for b, u in zip(parts, in_use)]
+    named = [b.activation_bytes + b.other_bytes for b in parts]
+    rest = [max(b.slack_bytes, 0.0) for b in parts]
+    over = [max(-b.slack_bytes, 0.0) for b in parts]
+
+    def bar(name, values, color):
+        return {"type": "bar", "orientation": "h", "name": name, "y": labels,
+                "x": [x / scale for x in values], "marker": {"color": color},
+                "xaxis": xaxis, "yaxis": yaxis,
+                "hovertemplate": f"{name}: %{{x:.2f}} {unit}<extra></extra>"}
+
+    traces = [
+        bar("weights M_w", [b.weight_bytes for b in parts], MEMORY_COLORS["weights"]),
+        bar("KV reserved by admitted requests", in_use, MEMORY_COLORS["kv_used"]),
+        bar("KV pool left free", free, MEMORY_COLORS["kv_free"]),
+        bar("activations + graph buffers (M_a + M_u, listed)", named, "#937860"),
+        bar("left for activations, graph buffers, workspace", rest, MEMORY_COLORS["rest"]),
+        bar("over capacity", over, MEMORY_COLORS["over"]),
+    ]
+    capacity = [b.capacity_bytes / scale for b in parts]
+    traces.append({"type": "scatter", "mode": "markers", "name": "capacity C",
+                   "x": capacity, "y": labels, "xaxis": xaxis, "yaxis": yaxis,
+                   "marker": {"symbol": "line-ns", "size": 34, "color": "black",
+                              "line": {"width": 3}},
+                   "hovertemplate": f"C = %{{x:.2f}} {unit}<extra></extra>"})
+    layout = {"barmode": "stack", "legend": {"orientation": "h", "y": -0.3}}
+    return traces, layout
+
+
+def memory_budget_figure(budgets, kv_in_use_bytes=None, *, unit: str = "GiB",
+                         title: str = "Memory budget of the instance (8.1.2)"):
+    """The 8.1.2 budget as stacked bars: weights, KV (reserved / free), the rest, capacity C."""
+    traces, layout = budget_traces(budgets, kv_in_use_bytes, unit=unit)
+    layout.update(template="plotly_white", title={"text": title}, height=320,
+                  xaxis={"title": {"text": f"memory ({unit})"}},
+                  yaxis={"autorange": "reversed"})
+    return _go().Figure(data=traces, layout=layout)
+
+
+def capacity_bar_traces(rows, *, xaxis: str = "x", yaxis: str = "y") -> list:
+    """Grouped bars of one request's KV after prefill and reserved at the end (MiB) per type.
+
+    ``rows``: ``calc.kv_capacity_table`` rows (with "name"); the number that fits is the text.
+    """
+    names = [r["name"] for r in rows]
+    return [
+        {"type": "bar", "name": "KV after prefill", "x": names,
+         "y": [r["prefill_kv_bytes"] / units.MiB for r in rows], "xaxis": xaxis, "yaxis": yaxis,
+         "marker": {"color": MEMORY_COLORS["kv_free"]},
+         "text": [f"{r['prefill_kv_bytes'] / units.MiB:,.0f} MiB" for r in rows],
+         "textposition": "outside"},
+        {"type": "bar", "name": "KV reserved for the whole output", "x": names,
+         "y": [r["final_kv_bytes"] / units.MiB for r in rows], "xaxis": xaxis, "yaxis": yaxis,
+         "marker": {"color": MEMORY_COLORS["kv_used"]},
+         "text": [f"{r['final_kv_bytes'] / units.MiB:,.0f} MiB: {r['fit']} fit" for r in rows],
+         "textposition": "outside"},
+    ]
+
+
+def kv_capacity_figure(rows, kv_budget_bytes: float,
+                       title: str = "KV per request and requests that fit (8.1.2)"):
+    """The 8.1.2 capacity table as bars: MiB per request at prefill and reserved, with the fit."""
+    traces = capacity_bar_traces(rows)
+    layout = {"template": "plotly_white", "title": {"text": title}, "barmode": "group",
+              "height": 380,
+              "yaxis": {"title": {"text": "KV of one request (MiB)"}},
+              "xaxis": {"title": {"text": f"request type ({kv_budget_bytes / units.GiB:g} GiB "
+                                          f"of KV)"}},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return _go().Figure(data=traces, layout=layout)
+
+
+class RequestTimelinePanel(Panel):
+    """Figure 8-2 live: how queueing, prefill, the output interval and inserted prefills move
+    the first and the last token against the deadline (8.1.1, 8.1.3)."""
+
+    title = "One request's timeline against its deadline (8.1.1, Figure 8-2)"
+    controls = (
+        Control("queue_ms", "queue before admission (ms)", "float", bt.QUEUE_S / units.ms,
+                0.0, 3000.0, 10.0),
+        Control("prefill_ms", "prefill + first token (ms)", "float", bt.PREFILL_S / units.ms,
+                5.0, 3000.0, 1.0),
+        Control("interval_ms", "output interval (ms)", "float", bt.CLIENT_ITL_S / units.ms,
+                5.0, 100.0, 0.5),
+        Control("output_tokens", "output (tokens)", "int", 256, 1, 1024, 1),
+        Control("inserted_prefills", "other requests' prefills inserted", "int", 0, 0, 40, 1),
+        Control("inserted_prefill_ms", "each inserted prefill (ms)", "float",
+                bt.PREFILL_S / units.ms, 5.0, 3000.0, 1.0),
+        Control("deadline_s", "deadline (s)", "float", serving.DEADLINE_S, 1.0, 30.0, 0.5),
+    )
+    main_control = "inserted_prefills"
+    base_layout = timeline_layout(["alone", "with inserted prefills"])
+
+    def compute(self, *, queue_ms, prefill_ms, interval_ms, output_tokens, inserted_prefills,
+                inserted_prefill_ms, deadline_s) -> View:
+        q, p, itl = queue_ms * units.ms, prefill_ms * units.ms, interval_ms * units.ms
+        stall = inserted_prefill_ms * units.ms
+        positions = stalled_interval_positions(output_tokens, inserted_prefills)
+        alone = timeline_scenario("alone", q, p, itl, output_tokens)
+        busy = timeline_scenario("with inserted prefills", q, p, itl, output_tokens,
+                                 stall_s=stall, stalled_intervals=positions)
+        times = busy["token_times_s"]
+        # t_G - t_a in closed form (equal to calc.request_time_s(times), without re-validating
+        # every emission time): each applied insertion adds its prefill time once
+        total = calc.lifecycle_request_time_s(q, p, itl, output_tokens,
+                                              stall_s=stall * len(positions))
+        intervals = calc.inter_token_intervals(times)
+        longest = max(intervals) if intervals else 0.0
+        base_total = calc.lifecycle_request_time_s(q, p, itl, output_tokens)
+        fit = calc.insertable_prefills(q, p, itl, output_tokens, deadline_s, stall)
+        numbers = {
+            "ttft_s": calc.ttft_s(times),
+            "request_time_s": total,
+            "longest_interval_ms": longest / units.ms,
+            "margin_s": deadline_s - total,
+            "meets_deadline": total <= deadline_s,
+            "inserted_prefills_applied": len(positions),
+            "prefills_that_still_fit": fit,
+        }
+        traces, _ = timeline_traces([alone, busy], deadline_s)
+        verdict = "meets" if numbers["meets_deadline"] else "<b>misses</b>"
+        text = (f"TTFT: <b>{numbers['ttft_s']:.3f} s</b><br>"
+                f"{output_tokens - 1} output intervals, longest "
+                f"{numbers['longest_interval_ms']:.1f} ms<br>"
+                f"request time: <b>{total:.2f} s</b> ({verdict} the {deadline_s:g} s deadline, "
+                f"margin {numbers['margin_s']:+.2f} s)<br>"
+                f"alone it takes {base_total:.2f} s; inserted prefills of "
+                f"{inserted_prefill_ms:g} ms that still fit: {numbers['prefills_that_still_fit']}")
+        return View(numbers=numbers, traces=traces, text=text)
+
+
+# --- 8.1.2 memory budget ------------------------------------------------------------------------
+
+_SWEEP_PROMPTS = np.unique(np.geomspace(128, 131072, 41).astype(int) // 16 * 16)
+
+
+class MemoryBudgetPanel(Panel):
+    """M_w + M_KV + M_a + M_u <= C for the chapter's 32 GiB instance, and how many requests'
+    end-of-generation KV fits in the KV pool (8.1.2)."""
+
+    title = "Memory budget and KV capacity (8.1.2)"
+    controls = (
+        Control("model", "model", "choice", specs.QWEN3_8B.name,
+                options={name: name for name in MODELS}),
+        Control("kv_precision", "KV format", "choice", 2.0, options=KV_PRECISIONS),
+        Control("prompt_tokens", "prompt (tokens)", "int", 2048, 16, 131072, 16),
+        Control("output_tokens", "output (tokens)", "int", 256, 1, 8192, 1),
+        Control("block_tokens", "KV block (tokens)", "int", 16, 1, 256, 1),
+        Control("kv_budget_gib", "KV pool M_KV (GiB)", "float",
+                bt.KV_BUDGET_BYTES / units.GiB, 0.5, 80.0, 0.5),
+        Control("instance_gib", "instance memory C (GiB)", "float",
+                bt.INSTANCE_MEM_BYTES / units.GiB, 8.0, 89.0, 0.5),
+    )
+    main_control = "prompt_tokens"
+    base_layout = {
+        "height": 560, "barmode": "stack",
+        "xaxis": {"title": {"text": "memory (GiB)"}, "domain": [0, 1], "anchor": "y"},
+        "yaxis": {"domain": [0.68, 1.0], "anchor": "x"},
+        "xaxis2": {"title": {"text": "prompt length (tokens)"}, "type": "log", "anchor": "y2"},
+        "yaxis2": {"title": {"text": "requests that fit"}, "domain": [0.0, 0.48],
+                   "anchor": "x2", "rangemode": "tozero"},
+        "legend": {"orientation": "h", "y": -0.18},
+    }
+
+    def compute(self, *, model, kv_precision, prompt_tokens, output_tokens, block_tokens,
+                kv_budget_gib, instance_gib) -> View:
+        m = MODELS[model]
+        pool = kv_budget_gib * units.GiB
+        kw = dict(block_tokens=block_tokens, bytes_per_value=kv_precision)
+        budget = calc.memory_budget(instance_gib * units.GiB, m.weight_bytes, pool)
+        row = calc.kv_capacity_row(m, pool, prompt_tokens, output_tokens, **kw)
+        in_use = row["fit"] * row["final_kv_bytes"]
+        traces, _ = budget_traces([(f"instance ({instance_gib:g} GiB)", budget)], [in_use])
+        reserved = [calc.max_concurrent(pool, m, int(p), output_tokens, **kw)
+                    for p in _SWEEP_PROMPTS]
+        at_prefill = [int(pool // calc.kv_bytes(m, int(p), **kw)) for p in _SWEEP_PROMPTS]
+        xs = _SWEEP_PROMPTS
+        traces += [
+            {"type": "scatter", "x": xs, "y": np.asarray(reserved), "mode": "lines", "xaxis": "x2",
+             "yaxis": "y2", "name": "fit, reserving KV for the whole output",
+             "line": {"shape": "hv", "color": "#55a868"}},
+            {"type": "scatter", "x": xs, "y": np.asarray(at_prefill), "mode": "lines",
+             "xaxis": "x2",
+             "yaxis": "y2", "name": "fit if sized at prefill (runs out mid-generation)",
+             "line": {"shape": "hv", "dash": "dot", "color": "#8c8c8c"}},
+            {"type": "scatter", "x": [prompt_tokens], "y": [row["fit"]], "mode": "markers",
+             "xaxis": "x2", "yaxis": "y2", "name": "this setting",
+             "marker": {"size": 11, "color": "#0b3d91"}},
+        ]
+        per_token = calc.kv_bytes_per_token(m, kv_precision)
+        numbers = {
+            "kv_per_token_KiB": per_token / units.KiB,
+            "after_prefill_MiB": row["prefill_kv_bytes"] / units.MiB,
+            "held_tokens": row["computed_tokens"],
+            "allocated_tokens": row["allocated_tokens"],
+            "reserved_MiB": row["final_kv_bytes"] / units.MiB,
+            "requests_that_fit": row["fit"],
+            "fit_if_sized_at_prefill": row["fit_if_sized_at_prefill"],
+            "those_at_the_end_MiB": row["final_bytes_if_sized_at_prefill"] / units.MiB,
+            "weights_GiB": m.weight_bytes / units.GiB,
+            "left_for_activations_GiB": budget.slack_bytes / units.GiB,
+        }
+        fits = "fits" if budget.fits else "<b>does not fit</b>"
+        text = (f"<b>{m.name}</b>, KV {per_token / units.KiB:,.1f} KiB per token<br>"
+                f"after prefill {numbers['after_prefill_MiB']:,.0f} MiB; holds "
+                f"{row['computed_tokens']:,} tokens at the end -> {row['allocated_tokens']:,} in "
+                f"{block_tokens}-token blocks = <b>{numbers['reserved_MiB']:,.0f} MiB</b><br>"
+                f"fit in {kv_budget_gib:g} GiB: <b>{row['fit']}</b> (sized at prefill: "
+                f"{row['fit_if_sized_at_prefill']}, which would grow to "
+                f"{numbers['those_at_the_end_MiB']:,.0f} MiB)<br>"
+                f"weights {numbers['weights_GiB']:.1f} GiB + KV {kv_budget_gib:g} GiB in "
+                f"{instance_gib:g} GiB: {fits}, "
+                f"{numbers['left_for_activations_GiB']:+.1f} GiB left for activations/graphs")
+        return View(numbers=numbers, traces=traces, text=text)
+
+
+# --- 8.1.2 / 8.3.2: how many requests' KV fits, independent vs shared prefix --------------------
+
+# the same models and KV formats (bytes per stored value, metadata included) as the budget above
+_CAPACITY_PROMPTS = np.unique(np.geomspace(256, 65536, 49).astype(int) // 16 * 16)
+
+
+class KVCapacityPanel(Panel):
+    """Requests that fit in the KV budget as the prompt grows, with and without a shared prefix."""
+
+    title = "KV capacity: requests that fit in the budget (8.1.2, 8.3.2)"
+    controls = (
+        Control("model", "model", "choice", specs.QWEN3_8B.name,
+                options={name: name for name in MODELS}),
+        Control("precision", "KV format", "choice", 2.0, options=KV_PRECISIONS),
+        Control("prompt_tokens", "prompt (tokens)", "int", ch08.LONG_PROMPT_TOKENS, 256, 65536,
+                256),
+        Control("output_tokens", "output (tokens)", "int", ch08.OUTPUT_TOKENS, 1, 4096, 1),
+        Control("shared_prefix_tokens", "shared prefix (tokens)", "int",
+                ch08.SHARED_PREFIX_TOKENS, 0, 65536, 256),
+        Control("block_tokens", "block size (tokens)", "int", ch08.BLOCK_TOKENS, 1, 256, 1),
+        Control("kv_budget_gib", "KV budget (GiB)", "float",
+                units.to_unit(ch08.KV_BUDGET_BYTES, "GiB"), 1.0, 80.0, 0.5),
+    )
+    main_control = "prompt_tokens"
+    base_layout = {
+        "xaxis": {"title": {"text": "prompt length (tokens)"}, "type": "log"},
+        "yaxis": {"title": {"text": "requests that fit (reserved for the full output)"}},
+        "legend": {"orientation": "h", "y": -0.2},
+    }
+
+    def compute(self, *, model, precision, prompt_tokens, output_tokens, shared_prefix_tokens,
+                block_tokens, kv_budget_gib) -> View:
+        m = MODELS[model]
+        budget = kv_budget_gib * units.GiB
+        # a request always keeps at least one private token (its newest), so cap the prefix
+        prefix = min(shared_prefix_tokens, prompt_tokens - 1)
+        kw = dict(block_tokens=block_tokens, bytes_per_value=precision)
+        independent = [calc.max_concurrent(budget, m, int(p), output_tokens, **kw)
+                       for p in _CAPACITY_PROMPTS]
+        shared = [calc.max_concurrent(budget, m, int(p), output_tokens,
+                                      shared_prefix_tokens=min(prefix, int(p) - 1), **kw)
+                  for p in _CAPACITY_PROMPTS]
+        n_ind = calc.max_concurrent(budget, m, prompt_tokens, output_tokens, **kw)
+        n_shared = calc.max_concurrent(budget, m, prompt_tokens, output_tokens,
+                                       shared_prefix_tokens=prefix, **kw)
+        per_token = calc.kv_bytes_per_token(m, precision)
+        after_prefill = calc.kv_bytes(m, prompt_tokens, **kw)
+        after_generation = calc.kv_bytes(m, calc.held_tokens(prompt_tokens, output_tokens), **kw)
+        numbers = {
+            "kv_per_token_KiB": per_token / units.KiB,
+            "after_prefill_MiB": after_prefill / units.MiB,
+            "after_generation_MiB": after_generation / units.MiB,
+            "independent_requests": n_ind,
+            "shared_prefix_requests": n_shared,
+        }
+        text = (f"<b>{m.name}</b><br>KV per token: {numbers['kv_per_token_KiB']:,.1f} KiB<br>"
+                f"one request after prefill: {numbers['after_prefill_MiB']:,.0f} MiB<br>"
+                f"after {output_tokens} outputs (reserved): "
+                f"{numbers['after_generation_MiB']:,.0f} MiB<br>"
+                f"fit in {kv_budget_gib:g} GiB: <b>{n_ind}</b> independent, "
+                f"<b>{n_shared}</b> with a {prefix:,}-token shared prefix")
+        traces = [
+            {"type": "scatter", "x": _CAPACITY_PROMPTS.tolist(), "y": independent,
+             "mode": "lines", "name": "independent contexts", "line": {"shape": "hv"}},
+            {"type": "scatter", "x": _CAPACITY_PROMPTS.tolist(), "y": shared, "mode": "lines",
+             "name": f"shared prefix ({prefix:,} tokens)", "line": {"shape": "hv", "dash": "dash"}},
+            {"type": "scatter", "x": [prompt_tokens, prompt_tokens], "y": [n_ind, n_shared],
+             "mode": "markers", "name": "this setting", "marker": {"size": 11}},
+        ]
+        return View(numbers=numbers, traces=traces, text=text)

@@ -1,0 +1,351 @@
+"""17 §9-§10's and the interview's explorer home: measuring (SM share, MBU, MFU), the levers
+(quantization, speculative decoding) and the batch-size question.
+
+Figures (plotly, deterministic): ``sm_share_figure``, ``utilization_traces``,
+``quantization_figure``, ``speculative_traces`` (exact and simulated tokens per target pass,
+from ``sim.speculative.speculative_check``) and ``batch_window_traces`` (the batch between the
+ITL ceiling and the KV-memory cap).
+
+Panels: ``UtilizationPanel`` (MBU and MFU of measured decode and prefill rates),
+``SpeculativeLeverPanel`` (expected tokens per target pass, exact and simulated),
+``BatchSizePanel`` (interview: the batch between the ITL ceiling and the KV-memory cap). The
+levers and cheat-sheet tables as text are ``companion.tables``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from companion import calc, specs, units
+from companion.chapters import ch17
+from companion.explorers.base import Control, Panel, View
+from companion.explorers.common import REQUEST_PALETTE, SERVING_COLORS
+from companion.explorers.common import titled_figure as _fig
+from companion.explorers.common import to_ms as _ms
+from companion.explorers.presets import (
+    SERVING_CARDS,
+    SERVING_MODELS,
+    TP_DEGREES,
+    card_control,
+    choice_control,
+    model_control,
+)
+from companion.sim.speculative import speculative_check
+
+__all__ = ["sm_share_figure", "utilization_traces", "quantization_figure", "speculative_traces",
+           "batch_window_traces", "UtilizationPanel", "SpeculativeLeverPanel", "BatchSizePanel"]
+
+
+# --- §9 measuring: SM share, MBU and MFU ------------------------------------------------------
+
+def sm_share_figure(active_sms, shares, *, title: str = "A busy GPU by nvidia-smi is not a "
+                                                        "busy GPU (17 §9)"):
+    """Upper bound on compute in use (% of SMs busy, from ``calc.sm_share``) against the
+    nvidia-smi utilization of a kernel that is always resident (100% by definition)."""
+    xs = list(active_sms)
+    traces = [
+        {"type": "scatter", "mode": "lines", "x": xs, "y": [100.0] * len(xs),
+         "name": "nvidia-smi 'GPU util' (a kernel resident all the time)",
+         "line": {"color": SERVING_COLORS["comm"], "width": 3}},
+        {"type": "scatter", "mode": "lines", "x": xs, "y": [100 * s for s in shares],
+         "name": "upper bound on compute in use (busy SMs / all SMs)",
+         "line": {"color": SERVING_COLORS["read"], "width": 3}},
+    ]
+    layout = {"height": 380, "xaxis": {"title": {"text": "SMs the resident kernel occupies"}},
+              "yaxis": {"title": {"text": "percent"}, "range": [0, 105]},
+              "legend": {"orientation": "h", "y": -0.3}}
+    return _fig(traces, layout, title)
+
+
+def utilization_traces(ratios: dict, rates: dict, *, bands=None) -> tuple[list, dict]:
+    """Left: utilization bars (%) with the healthy band of each shaded; right: measured decode
+    tok/s against the memory-roof ceiling it implies.
+
+    ``ratios``: {label: fraction}; ``bands``: {label: (low, high) fractions}; ``rates``:
+    {label: tok/s}.
+    """
+    labels = list(ratios)
+    traces = [{"type": "bar", "orientation": "h", "y": labels,
+               "x": [100 * ratios[k] for k in labels], "name": "measured ratio",
+               "text": [f"{100 * ratios[k]:.3g}%" for k in labels], "textposition": "outside",
+               "marker": {"color": [SERVING_COLORS["read"], SERVING_COLORS["comm"],
+                                    SERVING_COLORS["prefill"]][:len(labels)]},
+               "cliponaxis": False, "hovertemplate": "%{y}: %{x:.3g}%<extra></extra>"}]
+    shapes = []
+    for k, (lo, hi) in (bands or {}).items():
+        i = labels.index(k)
+        shapes.append({"type": "rect", "xref": "x", "yref": "y", "x0": 100 * lo, "x1": 100 * hi,
+                       "y0": i - 0.45, "y1": i + 0.45, "fillcolor": SERVING_COLORS["good"],
+                       "line": {"width": 0}, "layer": "below"})
+    traces.append({"type": "scatter", "mode": "markers", "x": [None], "y": [None],
+                   "name": "healthy band (17 §9)",
+                   "marker": {"symbol": "square", "size": 12, "color": SERVING_COLORS["good"]}})
+    rl = list(rates)
+    traces.append({"type": "bar", "x": rl, "y": [rates[k] for k in rl], "xaxis": "x2",
+                   "yaxis": "y2", "name": "decode tok/s",
+                   "text": [f"{rates[k]:,.0f}" for k in rl], "textposition": "outside",
+                   "marker": {"color": [SERVING_COLORS["decode"], SERVING_COLORS["cap2"]]},
+                   "cliponaxis": False, "showlegend": False})
+    layout = {"xaxis": {"title": {"text": "percent of peak"}, "domain": [0, 0.55],
+                        "range": [0, 110]},
+              "yaxis": {"type": "category", "autorange": "reversed"},
+              "xaxis2": {"domain": [0.7, 1], "anchor": "y2", "type": "category"},
+              "yaxis2": {"title": {"text": "decode tokens/s"}, "anchor": "x2",
+                         "rangemode": "tozero"},
+              "shapes": shapes, "legend": {"orientation": "h", "y": -0.25}}
+    return traces, layout
+
+
+_MEASURE_MODELS = {m.name: m for m in (specs.LLAMA_8B, specs.LLAMA_70B, specs.QWEN3_8B)}
+
+
+_MEASURE_CARDS = {h.name: h for h in (specs.H100_SXM, specs.H200_SXM, specs.A100_80GB,
+                                      specs.RTX_PRO_6000)}
+
+
+class UtilizationPanel(Panel):
+    """17 §9: the same measurement over two denominators; decode by MBU, prefill by MFU."""
+
+    title = "MBU and MFU from measured token rates (17 §9)"
+    controls = (
+        choice_control("model", "model", specs.LLAMA_8B.name, {n: n for n in _MEASURE_MODELS}),
+        choice_control("hardware", "GPU", specs.H100_SXM.name, {n: n for n in _MEASURE_CARDS}),
+        Control("decode_tok_s", "measured decode (tokens/s, whole batch)", "float",
+                float(ch17.DECODE_TOK_PER_S), 1.0, 20_000.0, 1.0),
+        Control("batch", "decode batch (sequences)", "int", 1, 1, 512, 1),
+        Control("context_tokens", "live KV per sequence (tokens)", "int", 0, 0, 32_000, 100),
+        Control("prefill_tok_s", "measured prefill (prompt tokens/s)", "float",
+                float(ch17.PREFILL_TOK_PER_S), 500.0, 100_000.0, 500.0),
+    )
+    main_control = "batch"
+    base_layout = {"height": 400}
+
+    def compute(self, *, model, hardware, decode_tok_s, batch, context_tokens,
+                prefill_tok_s) -> View:
+        m, hw = _MEASURE_MODELS[model], _MEASURE_CARDS[hardware]
+        dec = calc.decode_utilization(m, hw, decode_tok_s, batch=batch,
+                                      context_tokens=context_tokens)
+        pre = calc.prefill_utilization(m, hw, prefill_tok_s)
+        ceiling = decode_tok_s / dec["mbu"]
+        ratios = {"decode MBU": dec["mbu"], "decode MFU": dec["mfu"], "prefill MFU": pre["mfu"]}
+        traces, layout = utilization_traces(
+            ratios, {"measured": decode_tok_s, "memory-roof ceiling": ceiling},
+            bands={"decode MBU": ch17.HEALTHY_DECODE_MBU,
+                   "prefill MFU": ch17.STRONG_PREFILL_MFU})
+        numbers = {"decode_bytes_per_s": dec["bytes_per_s"], "decode_mbu_pct": 100 * dec["mbu"],
+                   "decode_flops_per_s": dec["flops_per_s"], "decode_mfu_pct": 100 * dec["mfu"],
+                   "headroom": dec["headroom"], "ceiling_tok_s": ceiling,
+                   "prefill_flops_per_s": pre["flops_per_s"], "prefill_mfu_pct": 100 * pre["mfu"]}
+        lo, hi = ch17.HEALTHY_DECODE_MBU
+        if dec["mbu"] > 1:
+            verdict = "above the memory roof: recheck the rate, batch or context"
+        elif dec["mbu"] >= lo:
+            verdict = "healthy: near the memory roof; only batch or fewer bytes help now"
+        else:
+            verdict = "low: suspect a small batch, unfused kernels or scattered KV (profile)"
+        text = (f"<b>decode</b>: {dec['bytes_per_s']:.3g} B/s -> MBU "
+                f"<b>{numbers['decode_mbu_pct']:.0f}%</b>; {dec['flops_per_s']:.3g} FLOP/s -> "
+                f"MFU {numbers['decode_mfu_pct']:.2g}%<br>"
+                f"headroom at most {dec['headroom']:.2f}x (ceiling {ceiling:,.0f} tok/s): "
+                f"{verdict}<br><b>prefill</b>: {pre['flops_per_s']:.3g} FLOP/s -> MFU "
+                f"<b>{numbers['prefill_mfu_pct']:.0f}%</b>")
+        return View(numbers=numbers, traces=traces, layout=layout, text=text)
+
+
+# --- §10 levers: quantization and speculative decoding ----------------------------------------
+
+def quantization_figure(rows, *, title: str = "Fewer bytes per weight, a higher decode ceiling "
+                                              "(17 §10)"):
+    """Batch-1 decode ceilings (tok/s) by weight format for each card.
+
+    ``rows``: dicts with hardware, format, tokens_per_s (``calc.quantization_ceiling``)."""
+    formats = list(dict.fromkeys(r["format"] for r in rows))
+    cards = list(dict.fromkeys(r["hardware"] for r in rows))
+    traces = []
+    for i, hw in enumerate(cards):
+        ys = [next(r["tokens_per_s"] for r in rows if r["hardware"] == hw and r["format"] == f)
+              for f in formats]
+        traces.append({"type": "bar", "x": formats, "y": ys, "name": hw,
+                       "text": [f"{y:,.0f}" for y in ys], "textposition": "outside",
+                       "marker": {"color": REQUEST_PALETTE[i % len(REQUEST_PALETTE)]},
+                       "cliponaxis": False})
+    layout = {"height": 400, "barmode": "group",
+              "xaxis": {"title": {"text": "weight format (bytes per parameter)"},
+                        "type": "category"},
+              "yaxis": {"title": {"text": "batch-1 decode ceiling (tokens/s)"}},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return _fig(traces, layout, title)
+
+
+def speculative_traces(distribution, simulated, curves, selected) -> tuple[list, dict]:
+    """Left: P(N = n tokens per target pass), exact (bars) and simulated (markers); right:
+    expected tokens per pass against the draft length for several acceptance rates.
+
+    ``distribution``/``simulated``: probabilities for n = 1 .. k+1; ``curves``: {alpha: (k list,
+    expected list)}; ``selected``: (k, expected) marked.
+    """
+    ns = list(range(1, len(distribution) + 1))
+    traces = [
+        {"type": "bar", "x": ns, "y": list(distribution), "name": "exact P(N = n)",
+         "marker": {"color": SERVING_COLORS["decode"]}},
+        {"type": "scatter", "mode": "markers", "x": ns, "y": list(simulated),
+         "name": "simulated rounds (rejection sampling, seeded)",
+         "marker": {"symbol": "diamond-open", "size": 12, "color": "black",
+                    "line": {"width": 2}}},
+    ]
+    for i, (alpha, (ks, es)) in enumerate(sorted(curves.items())):
+        traces.append({"type": "scatter", "mode": "lines", "x": list(ks), "y": list(es),
+                       "name": f"E[N], alpha = {alpha:g}", "xaxis": "x2", "yaxis": "y2",
+                       "line": {"color": REQUEST_PALETTE[i % len(REQUEST_PALETTE)]}})
+    traces.append({"type": "scatter", "mode": "markers", "x": [selected[0]], "y": [selected[1]],
+                   "name": "this setting", "xaxis": "x2", "yaxis": "y2",
+                   "marker": {"size": 12, "color": "black"}})
+    layout = {"xaxis": {"title": {"text": "tokens produced by one target pass (n)"},
+                        "domain": [0, 0.45], "dtick": 1},
+              "yaxis": {"title": {"text": "probability"}, "rangemode": "tozero"},
+              "xaxis2": {"title": {"text": "draft length k"}, "domain": [0.58, 1],
+                         "anchor": "y2", "dtick": 1},
+              "yaxis2": {"title": {"text": "expected tokens per target pass"}, "anchor": "x2",
+                         "rangemode": "tozero"},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return traces, layout
+
+
+_CURVE_ALPHAS = (0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+_DRAFT_LENGTHS = tuple(range(0, 11))
+
+
+@lru_cache(maxsize=64)
+def _expected_curve(alpha: float) -> tuple:
+    return _DRAFT_LENGTHS, tuple(calc.speculative_expected_tokens(alpha, k)
+                                 for k in _DRAFT_LENGTHS)
+
+
+class SpeculativeLeverPanel(Panel):
+    """17 §10: 1 + alpha + ... + alpha^k tokens per target pass, checked by simulation."""
+
+    title = "Speculative decoding: tokens per target pass (17 §10)"
+    controls = (
+        Control("acceptance", "acceptance rate alpha", "float", 0.7, 0.05, 1.0, 0.01),
+        Control("draft_len", "draft length k", "int", 4, 0, 10, 1),
+        Control("rounds", "simulated rounds", "int", 5000, 1000, 10_000, 1000),
+    )
+    main_control = "acceptance"
+    base_layout = {"height": 420}
+
+    def compute(self, *, acceptance, draft_len, rounds) -> View:
+        check = speculative_check(acceptance, draft_len, rounds)
+        curves = {a: _expected_curve(a) for a in _CURVE_ALPHAS}
+        curves[round(acceptance, 4)] = _expected_curve(round(acceptance, 4))
+        traces, layout = speculative_traces(check["distribution"], check["simulated"], curves,
+                                            (draft_len, check["expected"]))
+        terms = [calc.speculative_expected_tokens(acceptance, j)
+                 - calc.speculative_expected_tokens(acceptance, j - 1)
+                 for j in range(1, draft_len + 1)]
+        numbers = {"expected_tokens": check["expected"], "simulated_mean": check["sim_mean"],
+                   "terms": [1.0] + terms}
+        shown = " + ".join(f"{t:.3g}" for t in numbers["terms"])
+        text = (f"alpha = {acceptance:.2f}, k = {draft_len}: {shown} = "
+                f"<b>{check['expected']:.2f}</b> tokens per target pass<br>"
+                f"simulated over {rounds:,} rounds: {check['sim_mean']:.3f}<br>"
+                f"at most {check['expected']:.1f}x lower single-stream latency (draft and the "
+                f"wider pass taken as free)")
+        return View(numbers=numbers, traces=traces, layout=layout, text=text)
+
+
+# --- interview: what batch size? --------------------------------------------------------------
+
+def batch_window_traces(batches, step_s, tokens_per_s, *, slo_s: float, caps: dict,
+                        chosen=None) -> tuple[list, dict]:
+    """Decode step time (ITL) and throughput against batch, the ITL target as a horizontal line
+    and the KV-memory caps as vertical lines.
+
+    ``caps``: {label: batch}; ``chosen``: (batch, step_s) marked.
+    """
+    xs = list(batches)
+    step_ms = _ms(step_s)
+    top = max(max(step_ms), slo_s / units.ms) * 1.1
+    traces = [
+        {"type": "scatter", "mode": "lines", "x": xs, "y": step_ms,
+         "name": "decode step = ITL (memory roof)",
+         "line": {"color": SERVING_COLORS["read"], "width": 3}},
+        {"type": "scatter", "mode": "lines", "x": xs, "y": list(tokens_per_s),
+         "name": "throughput (tokens/s, right axis)", "yaxis": "y2",
+         "line": {"color": SERVING_COLORS["cap2"], "dash": "dot"}},
+        {"type": "scatter", "mode": "lines", "x": [xs[0], xs[-1]], "y": [slo_s / units.ms] * 2,
+         "name": "ITL target", "line": {"color": SERVING_COLORS["slo"], "dash": "dash"}},
+    ]
+    colours = (SERVING_COLORS["cap"], SERVING_COLORS["cap2"], SERVING_COLORS["comm"])
+    for i, (label, b) in enumerate(caps.items()):
+        if b >= 1:
+            traces.append({"type": "scatter", "mode": "lines", "x": [b, b], "y": [0, top],
+                           "name": f"{label}: {b:,}",
+                           "line": {"color": colours[i % len(colours)], "width": 2,
+                                    "dash": "dashdot" if i else "solid"}})
+    if chosen is not None and chosen[0] >= 1:
+        traces.append({"type": "scatter", "mode": "markers", "x": [chosen[0]],
+                       "y": [chosen[1] / units.ms], "name": f"run at batch {chosen[0]:,}",
+                       "marker": {"size": 13, "color": "black", "symbol": "star"}})
+    layout = {"xaxis": {"title": {"text": "batch (sequences decoding together)"},
+                        "type": "log"},
+              "yaxis": {"title": {"text": "decode step (ms)"}, "range": [0, top]},
+              "yaxis2": {"title": {"text": "tokens/s"}, "overlaying": "y", "side": "right",
+                         "rangemode": "tozero", "showgrid": False},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return traces, layout
+
+
+_BATCH_SWEEP = tuple(sorted({int(x) for x in np.geomspace(1, 4096, 49).round()}))
+
+
+class BatchSizePanel(Panel):
+    """Interview: the batch is pinned between the ITL target (ceiling) and KV memory (cap)."""
+
+    title = "What batch size should we run? (17, interview; §4-§5 arithmetic)"
+    controls = (
+        model_control(specs.LLAMA_8B.name, (specs.LLAMA_8B.name, specs.LLAMA_70B.name)),
+        card_control(),
+        choice_control("tp", "TP degree", 1, TP_DEGREES),
+        Control("itl_target_ms", "ITL target (ms, assumed)", "float",
+                calc.CH17_ASSUMED_ITL_TARGET_S / units.ms, 5.0, 100.0, 1.0),
+        Control("live_tokens", "live KV per sequence (tokens)", "int",
+                calc.CH17_CHAT_LIVE_TOKENS, 100, 32_000, 100),
+        Control("reservation_tokens", "worst-case reservation (tokens)", "int",
+                calc.CH17_LONG_CONTEXT_TOKENS, 1000, 32_000, 500),
+    )
+    main_control = "itl_target_ms"
+    base_layout = {"height": 460}
+
+    def compute(self, *, model, hardware, tp, itl_target_ms, live_tokens,
+                reservation_tokens) -> View:
+        m, hw = SERVING_MODELS[model], SERVING_CARDS[hardware]
+        reservation = max(reservation_tokens, live_tokens)
+        w = calc.batch_window(m, hw, tp=tp, live_tokens=live_tokens,
+                              reservation_tokens=reservation,
+                              itl_target_s=itl_target_ms * units.ms)
+        rows = [calc.tp_decode_step(m, hw, tp, batch=b, context_tokens=live_tokens)
+                for b in _BATCH_SWEEP]
+        caps = {"KV cap, paged (live tokens)": w["paged_cap"],
+                f"KV cap, {reservation:,}-token reservations": w["reserved_cap"]}
+        traces, layout = batch_window_traces(
+            _BATCH_SWEEP, [r["step_s"] for r in rows], [r["tokens_per_s"] for r in rows],
+            slo_s=itl_target_ms * units.ms, caps=caps,
+            chosen=(w["run_batch"], w["run_step_s"]))
+        numbers = {"itl_ceiling": w["itl_ceiling"], "paged_cap": w["paged_cap"],
+                   "reserved_cap": w["reserved_cap"], "run_batch": w["run_batch"],
+                   "binding": w["binding"], "run_step_ms": w["run_step_s"] / units.ms,
+                   "run_tokens_per_s": w["run_tokens_per_s"],
+                   "reserved_cap_step_ms": w["reserved_cap_step_s"] / units.ms,
+                   "paged_cap_step_ms": w["paged_cap_step_s"] / units.ms,
+                   "free_kv_GB": w["free_kv_bytes"] / units.GB}
+        text = (f"free KV: {numbers['free_kv_GB']:.0f} GB (TP {tp})<br>"
+                f"KV cap: <b>{w['paged_cap']:,}</b> paged, {w['reserved_cap']:,} with "
+                f"{reservation:,}-token reservations<br>"
+                f"ITL ceiling at {itl_target_ms:g} ms: <b>{w['itl_ceiling']:,}</b><br>"
+                f"run at <b>{w['run_batch']:,}</b> ({w['binding']} binds): step "
+                f"{numbers['run_step_ms']:.1f} ms, {numbers['run_tokens_per_s']:,.0f} tok/s")
+        return View(numbers=numbers, traces=traces, layout=layout, text=text)

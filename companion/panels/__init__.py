@@ -1,1 +1,0 @@
-"""Slider panels by topic; import them through ``companion.widgets``."""

@@ -1,0 +1,381 @@
+"""Measurements of the package's structure, shared by tests/test_architecture.py and the report.
+
+Each function reads source files (ast), imports nothing of the package but ``companion.chapters``
+and returns plain data, so ``python tests/architecture.py`` prints the figures of any checkout.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "companion"
+
+# Unit names a literal may be multiplied by (companion.units), folded into the literal's value.
+UNIT_NAMES = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "KB": 1e3, "MB": 1e6,
+              "GB": 1e9, "TB": 1e12, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "TFLOP": 1e12,
+              "GFLOP": 1e9}
+# Display scales by what an input measures (its name's suffix, or a dict key's): ms / us for
+# times, GiB / GB / MB / TB for sizes and rates, % for fractions, billions for params.
+_TIME = (1.0, 1e-3, 1e-6)
+_SIZE = (1.0, 2**30, 1e6, 1e9, 1e12)
+_FRACTION = (1.0, 0.01)
+DISPLAY_SCALES = (("_S", _TIME), ("_S_CASES", _TIME), ("_BYTES", _SIZE), ("_PER_S", _SIZE),
+                  ("_PARAMS", (1.0, 1e9)), ("_PROB", _FRACTION), ("EFFICIENCY", _FRACTION),
+                  ("_SHARE", _FRACTION), ("_SHARES", _FRACTION), ("_FRACTION", _FRACTION),
+                  ("ACCURACY", _FRACTION), ("_MBU", _FRACTION), ("_MFU", _FRACTION),
+                  ("ACCEPTANCE", _FRACTION))
+
+
+def display_scales(name: str) -> tuple:
+    """The scales a quantity called ``name`` is shown in (1 when the name says nothing)."""
+    upper = name.upper()
+    for suffix, scales in DISPLAY_SCALES:
+        if upper.endswith(suffix):
+            return scales
+    return (1.0,)
+
+
+def modules(root: Path = ROOT) -> dict[str, Path]:
+    """Dotted module name -> path, for every module of companion/."""
+    out = {}
+    for path in sorted((root / "companion").rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _walk(tree: ast.AST, deferred: bool):
+    """Every node of ``tree``; without ``deferred``, not those inside a function body (an
+    import there runs when the function is called, not when the module is imported)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if deferred or not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                  ast.Lambda)):
+                stack.append(child)
+
+
+def _imports(tree: ast.AST, name: str, known: dict,
+             deferred: bool = True) -> list[tuple[str, str, int]]:
+    """(imported module, imported name or "", line) of every companion import in a module,
+    at module level and (with ``deferred``) inside functions."""
+    found = []
+    package = name if known.get(name, Path()).name == "__init__.py" else name.rpartition(".")[0]
+    for node in _walk(tree, deferred):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1]
+                                + ([node.module] if node.module else []))
+            if not base.startswith("companion"):
+                continue
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                found.append((full if full in known else base,
+                              "" if full in known else alias.name, node.lineno))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("companion"):
+                    found.append((alias.name, "", node.lineno))
+    return found
+
+
+def import_graph(root: Path = ROOT, deferred: bool = False) -> dict[str, set[str]]:
+    """Module -> the companion modules it imports: when it is imported, or (``deferred``) also
+    inside its functions."""
+    known = modules(root)
+    graph = {}
+    for name, path in known.items():
+        graph[name] = {m for m, _, _ in _imports(ast.parse(path.read_text()), name, known,
+                                                 deferred)
+                       if m in known and m != name}
+    return graph
+
+
+def modules_in_cycles(root: Path = ROOT, deferred: bool = False) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each sorted: of the
+    imports that run when a module is imported, or (``deferred``) of all imports, those inside
+    functions included (a function-level import is how a module reaches one that imports it)."""
+    graph = import_graph(root, deferred)
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+    sys.setrecursionlimit(max(10_000, sys.getrecursionlimit()))
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            scc = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                scc.append(w)
+                if w == v:
+                    break
+            if len(scc) > 1:
+                out.append(sorted(scc))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+def private_imports(root: Path = ROOT) -> list[str]:
+    """"module:line imports name from other" for every private name (or private module)
+    imported from another module of the package."""
+    known = modules(root)
+    found = []
+    for name, path in known.items():
+        for module, imported, line in _imports(ast.parse(path.read_text()), name, known):
+            parts = module.split(".") + ([imported] if imported else [])
+            private = [p for p in parts if p.startswith("_") and not p.startswith("__")]
+            if private and module != name:
+                found.append(f"{name}:{line} imports {'.'.join(parts)}")
+    return found
+
+
+def largest_modules(root: Path = ROOT, n: int = 5) -> list[tuple[int, str]]:
+    sizes = [(len(p.read_text().splitlines()), name) for name, p in modules(root).items()]
+    return sorted(sizes, reverse=True)[:n]
+
+
+# --- façades ---------------------------------------------------------------------------------
+
+# façade -> the modules whose public names it must list (plots and widgets share theirs: a
+# figure is in plots, a panel in widgets; together they cover every explorer module)
+FACADE_HELPERS = {"companion.formulas.args", "companion.explorers.base",
+                  "companion.explorers.common", "companion.explorers.presets",
+                  "companion.explorers.static", "companion.explorers.static_image"}
+
+
+def facades(root: Path = ROOT) -> dict[tuple, list[str]]:
+    """(façade modules) -> the modules they cover."""
+    known = modules(root)
+
+    def under(package):
+        return [m for m in known if m.startswith(package + ".") and m not in FACADE_HELPERS]
+
+    return {("companion.calc",): under("companion.formulas"),
+            ("companion.sim",): under("companion.sim"),
+            ("companion.measure",): [m for m in under("companion.measure")
+                                     if not m.endswith("__main__")],
+            ("companion.plots", "companion.widgets"): under("companion.explorers")}
+
+
+def literal_all(tree: ast.Module) -> list[str] | None:
+    """The module's ``__all__`` if it is one literal list or tuple of strings, else None."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__"
+                                                for t in node.targets):
+            if isinstance(node.value, (ast.List, ast.Tuple)) and all(
+                    isinstance(e, ast.Constant) and isinstance(e.value, str)
+                    for e in node.value.elts):
+                return [e.value for e in node.value.elts]
+            return None
+    return None
+
+
+def facade_problems(root: Path = ROOT) -> list[str]:
+    """What keeps a façade from being explicit and complete: an ``__all__`` that is not a
+    literal, a star import or any statement but plain imports, a listed name it does not
+    import, a public name of a covered module it does not list."""
+    known = modules(root)
+    problems = []
+    for group, covered in facades(root).items():
+        listed = set()
+        for name in group:
+            tree = ast.parse(known[name].read_text())
+            names = literal_all(tree)
+            if names is None:
+                problems.append(f"{name}: __all__ is not a literal list of names")
+                continue
+            listed |= set(names)
+            imported = set()
+            for node in tree.body:
+                if isinstance(node, ast.ImportFrom):
+                    if any(a.name == "*" for a in node.names):
+                        problems.append(f"{name}:{node.lineno}: star import")
+                    imported |= {a.asname or a.name for a in node.names}
+                elif isinstance(node, ast.Import):
+                    imported |= {(a.asname or a.name).split(".")[0] for a in node.names}
+                elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+                          or isinstance(node, ast.Assign) and node.targets[0].id == "__all__"):
+                    problems.append(f"{name}:{node.lineno}: a statement other than imports")
+            problems += [f"{name}: lists {n} but does not import it" for n in names
+                         if n not in imported]
+        for module in covered:
+            names = literal_all(ast.parse(known[module].read_text()))
+            if names is None:
+                problems.append(f"{module}: __all__ is not a literal list of names")
+                continue
+            missing = [n for n in names if n not in listed]
+            if missing:
+                problems.append(f"{' / '.join(group)} do not list {module}'s {missing}")
+    return problems
+
+
+# --- chapter input literals ---------------------------------------------------------------------
+
+def _significant_digits(x: float) -> int:
+    if x == 0 or not math.isfinite(x):
+        return 0
+    mantissa = f"{abs(x):.12e}".split("e")[0].replace(".", "").rstrip("0")
+    return len(mantissa)
+
+
+def _power_of_two(x: float) -> bool:
+    if x <= 0:
+        return False
+    e = math.log2(x)
+    return abs(e - round(e)) < 1e-12
+
+
+def distinctive(x: float) -> bool:
+    """At least three significant digits and not a power of two (see companion.chapters)."""
+    return _significant_digits(x) >= 3 and not _power_of_two(abs(x))
+
+
+def _numbers(value, name: str):
+    """(number, the name that says its unit) of a value: a number, a tuple, a dict (whose str
+    keys name their values' units, e.g. "ttft_s")."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, (int, float)):
+        yield float(value), name
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _numbers(v, k if isinstance(k, str) and "_" in k else name)
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _numbers(v, name)
+
+
+def input_targets() -> dict[float, list[str]]:
+    """Distinctive values (in base and display units) -> the inputs they stand for."""
+    sys.path.insert(0, str(ROOT))
+    from companion.chapters import inputs
+
+    targets = defaultdict(list)
+    for item in inputs():
+        for x, unit_name in _numbers(item.value, item.name):
+            for scale in display_scales(unit_name):
+                shown = float(f"{x / scale:.12g}")
+                if distinctive(shown):
+                    targets[shown].append(f"ch{item.chapter}.{item.name}")
+    return targets
+
+
+def _fold(node):
+    """The number a literal expression stands for (unit products folded), or None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+            and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.Name) and node.id in UNIT_NAMES:
+        return float(UNIT_NAMES[node.id])
+    if isinstance(node, ast.Attribute) and node.attr in UNIT_NAMES \
+            and isinstance(node.value, ast.Name) and node.value.id == "units":
+        return float(UNIT_NAMES[node.attr])
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        x = _fold(node.operand)
+        return None if x is None else -x
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div, ast.Pow)):
+        a, b = _fold(node.left), _fold(node.right)
+        if a is None or b is None:
+            return None
+        try:
+            if isinstance(node.op, ast.Mult):
+                return a * b
+            return a / b if isinstance(node.op, ast.Div) else a ** b
+        except (ZeroDivisionError, OverflowError):
+            return None
+    return None
+
+
+def literals(path: Path):
+    """(line, value) of every number literal of a Python file, unit products folded, the
+    outermost foldable expression only."""
+    tree = ast.parse(path.read_text())
+    skip = set()
+    for node in ast.walk(tree):
+        if id(node) in skip or not isinstance(node, (ast.Constant, ast.BinOp, ast.UnaryOp)):
+            continue
+        x = _fold(node)
+        if x is None:
+            continue
+        skip.update(id(sub) for sub in ast.walk(node))
+        if isinstance(node, ast.Constant) or any(isinstance(s, ast.Constant)
+                                                 for s in ast.walk(node)):
+            yield node.lineno, x
+
+
+# A line may hold a number that equals an input by coincidence (a plot's 2% headroom 1.02, a
+# prompt-length variant 6144): it says so with this comment and the scan passes over it.
+IGNORE_MARK = "not a chapter input"
+
+
+def scanned_files(root: Path = ROOT) -> list[Path]:
+    """Where chapter inputs must not be typed again: the package outside companion/chapters/
+    and the code of the notebooks, solutions, exercises and dashboards."""
+    files = [p for p in sorted((root / "companion").rglob("*.py"))
+             if "chapters" not in p.relative_to(root).parts]
+    for folder in ("notebooks", "solutions", "exercises", "dashboards"):
+        files += sorted((root / folder).rglob("*.py"))
+    return files
+
+
+def repeated_inputs(root: Path = ROOT) -> list[str]:
+    """"file:line value (input names)" for every distinctive chapter input typed outside
+    companion/chapters/."""
+    targets = input_targets()
+    keys = sorted(targets)
+    found = []
+    for path in scanned_files(root):
+        source = path.read_text().splitlines()
+        for line, x in literals(path):
+            if not distinctive(x) or IGNORE_MARK in source[line - 1]:
+                continue
+            for t in keys:
+                if abs(x - t) <= 1e-9 * abs(t):
+                    found.append(f"{path.relative_to(root)}:{line} {x:g} "
+                                 f"({', '.join(sorted(set(targets[t])))})")
+                    break
+    return found
+
+
+if __name__ == "__main__":
+    root = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else ROOT
+    cycles = modules_in_cycles(root)
+    print("modules in import cycles:", sum(len(c) for c in cycles), cycles)
+    cycles = modules_in_cycles(root, deferred=True)
+    print("... counting imports inside functions too:", sum(len(c) for c in cycles), cycles)
+    private = private_imports(root)
+    print("private cross-module imports:", len(private))
+    for p in private:
+        print("  ", p)
+    print("largest modules:", largest_modules(root))
+    problems = facade_problems(root)
+    print("façade problems:", len(problems))
+    for p in problems:
+        print("  ", p)
+    rep = repeated_inputs(root)
+    print("chapter input literals outside companion/chapters/:", len(rep))
+    for r in rep:
+        print("  ", r)

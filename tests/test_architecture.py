@@ -1,0 +1,79 @@
+"""The package's structure, measured (issue 14): one home for each thing.
+
+The measurements are in tests/architecture.py (``python tests/architecture.py`` prints them
+for any checkout); each test here holds one property at its target and says what to do.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from companion import chapters
+from tests import architecture as arch
+
+MAX_LINES = 1000
+# the one function-level import that closes a loop: specs.model_from_hf_config (kept in specs,
+# where notebooks call it) delegates to companion.models, which builds specs.Model objects
+DEFERRED_CYCLES = [["companion.models", "companion.specs"]]
+
+
+def test_no_import_cycles():
+    assert arch.modules_in_cycles() == [], (
+        "modules that import each other at import time: move the shared code to a module "
+        "both import")
+
+
+def test_import_cycles_through_functions_are_only_the_known_one():
+    assert arch.modules_in_cycles(deferred=True) == DEFERRED_CYCLES
+
+
+def test_no_private_name_is_imported_from_another_module():
+    found = arch.private_imports()
+    assert not found, ("make the name public where it is shared (and list it in __all__), or "
+                       "move the code that needs it: " + "; ".join(found))
+
+
+def test_no_module_is_over_a_thousand_lines():
+    too_long = [(n, m) for n, m in arch.largest_modules(n=10) if n > MAX_LINES]
+    assert not too_long, f"split these modules by topic: {too_long}"
+
+
+def test_facades_are_literal_and_complete():
+    problems = arch.facade_problems()
+    assert not problems, "; ".join(problems)
+
+
+def test_chapter_inputs_are_typed_only_in_companion_chapters():
+    found = arch.repeated_inputs()
+    assert not found, ("import these from companion.chapters (or derive them), or mark a "
+                       f"coincidence with '# {arch.IGNORE_MARK}': " + "; ".join(found))
+
+
+def test_every_chapter_input_has_its_section_and_phrase():
+    items = chapters.inputs()
+    assert len(items) > 150
+    for item in items:
+        assert item.sections or item.exercises, f"{item.name}: no section in {item.where!r}"
+        assert item.quote or item.assumed, f"{item.name}: no chapter phrase"
+
+
+# the scan must see the values it exists for; a few the issue names, in base and display units
+@pytest.mark.parametrize("value, name", [
+    (6144.0, "ch8.SHARED_PREFIX_TOKENS"), (0.02626, "ch8.ROUND_B1_S"), (26.26, "ch8.ROUND_B1_S"),
+    (94.8, "ch8.PREFILL_ROUND_S"), (503.8e12, "ch8.RTX_PRO_6000_PEAK_FLOPS_PER_S"),
+    (989e12, "ch17.H100_PEAK_FLOPS_PER_S"), (3.35e12, "ch17.H100_BW_BYTES_PER_S")])
+def test_the_scan_knows_the_distinctive_inputs(value, name):
+    assert name in arch.input_targets()[value]
+
+
+@pytest.mark.parametrize("value", [16, 2048, 0.5, 6e-3, 1024, 100])
+def test_common_values_are_not_distinctive(value):
+    assert not arch.distinctive(value)
+
+
+def test_the_scan_finds_a_typed_input(tmp_path):
+    (tmp_path / "companion").mkdir()
+    (tmp_path / "companion" / "x.py").write_text(
+        "A = 6144\nB = 26.26 * ms\nC = 12 * GiB  # not a chapter input\nD = 2048\n")
+    found = arch.repeated_inputs(tmp_path)
+    assert [f.split()[0] for f in found] == ["companion/x.py:1", "companion/x.py:2"]

@@ -1,0 +1,93 @@
+"""companion.where: a section's notebook, formulas, simulator, explorers, figures, ledger
+entries, exercises and inputs, read off the code; and README.md's generated table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import companion
+from companion import ledger
+from companion.sections import cited_sections, section_key, section_table, sections, where
+from tools.make_section_table import BEGIN, END, with_table
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_8_3_4_lists_its_homes():
+    w = companion.where("8.3.4")
+    assert w.notebooks == ("notebooks/ch08_inference_optimization/08_3_kv_cache.py",)
+    assert {"calc.prefix_recompute_s", "calc.retention_break_even_hit_prob",
+            "calc.prefix_retention", "calc.cache_replay_hits"} <= set(w.formulas)
+    assert {"sim.replay_prefix_cache", "sim.PrefixCache"} <= set(w.simulator)
+    assert w.explorers == ("widgets.RetentionPanel",)
+    assert "plots.retention_bars_figure" in w.figures
+    assert w.exercises == ("8-4",)
+    assert "chapters.ch08.RETENTION_HIT_PROB" in w.inputs
+    # every ledger entry of the section, and only those
+    assert set(w.ledger) == {e.id for e in ledger.entries() if e.section == "8.3.4"}
+    assert len(w.ledger) >= 20
+
+
+def test_a_chapter_17_section_by_either_name():
+    assert where("17 §4") == where("17.4") == where("§4")
+    w = where("17.4")
+    assert w.notebooks == ("notebooks/ch17_performance/17_04_kv_sizing.py",)
+    assert {"calc.kv_by_context", "calc.tp_kv_capacity"} <= set(w.formulas)
+    assert w.explorers == ("widgets.KVSizingPanel",)
+    assert w.exercises == ("17-1", "17-2")
+
+
+@pytest.mark.parametrize("section, notebook, in_sim, exercise", [
+    ("8.2.2", "08_2_batching_and_scheduling", "sim.chapter_schedules", "8-2"),
+    ("17.3", "17_03_prefill_vs_decode", "sim.hol_scenario", "17-11"),
+    ("17.6", "17_06_batching_strategies", "sim.batching_trace_requests", "17-11"),
+    ("17.11", "17_11_interview_questions", "sim.itl_tail_trace", "17-10"),
+])
+def test_sections_reach_their_simulator_and_exercises(section, notebook, in_sim, exercise):
+    w = where(section)
+    assert [Path(n).stem for n in w.notebooks] == [notebook]
+    assert in_sim in w.simulator
+    assert exercise in w.exercises
+
+
+def test_a_section_includes_its_subsections():
+    whole, part = where("8.3"), where("8.3.4")
+    for kind in ("formulas", "simulator", "explorers", "figures", "ledger", "exercises"):
+        assert set(getattr(part, kind)) <= set(getattr(whole, kind)), kind
+
+
+def test_every_notebook_section_is_known_and_nothing_is_empty():
+    known = sections()
+    assert {"8.1", "8.6.3", "17.1", "17.10", "17.11"} <= set(known)
+    for s in known:
+        w = where(s)
+        assert w.notebooks, f"{s}: no notebook"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("(8.3.4)", {"8.3.4"}), ("8.2.2-8.2.4", {"8.2.2", "8.2.3", "8.2.4"}),
+    ("17 §3 and §6", {"17.3", "17.6"}), ("§6-§8", {"17.6", "17.7", "17.8"}),
+    ("8.4 ms and 8.5 bits", set()), ("design.md §4", set()), ("the interview", {"17.11"})])
+def test_citations(text, expected):
+    assert cited_sections(text) == expected
+
+
+@pytest.mark.parametrize("bad, error", [("8.x", ValueError), ("9.1", ValueError),
+                                        (834, TypeError), ("8.9.9", ValueError)])
+def test_bad_sections_are_named(bad, error):
+    with pytest.raises(error, match="section"):
+        where(bad)
+
+
+def test_section_keys():
+    assert section_key(" 17 § 4 ") == "17.4"
+    assert section_key("8.3") == "8.3"
+
+
+def test_readme_holds_the_current_section_table():
+    readme = (ROOT / "README.md").read_text()
+    assert BEGIN in readme and END in readme
+    assert with_table(readme, section_table()) == readme, (
+        "README.md's section table is stale: run `python tools/make_section_table.py`")
