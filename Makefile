@@ -64,10 +64,12 @@ setup: $(STAMP)
 setup-latest:
 	$(MAKE) setup LATEST=1
 
-## Recompile requirements.lock from pyproject.toml (keeps the current pins where they still
+## Recompile requirements.lock (and requirements-course.lock, the course check's JupyterHub +
+## nbgrader venv, held to the same pins) from pyproject.toml (keeps the current pins where they still
 ## fit; UPGRADE=1 moves every package to its newest release). uv lives in its own venv.
 UV_VERSION := 0.13.9
 LOCK_TOOLS := $(STATE)/lock-tools
+COURSE_LOCK := requirements-course.lock
 lock:
 	mkdir -p $(STATE)
 	test -x $(LOCK_TOOLS)/bin/uv || { $(PYTHON) -m venv $(LOCK_TOOLS) && \
@@ -75,6 +77,9 @@ lock:
 	$(LOCK_TOOLS)/bin/uv pip compile --quiet pyproject.toml --extra test --extra book --group install \
 	  --universal --python-version 3.11.5 --generate-hashes $(if $(UPGRADE),--upgrade) \
 	  --custom-compile-command "make lock" -o $(LOCK)
+	$(LOCK_TOOLS)/bin/uv pip compile --quiet pyproject.toml --extra course --group install \
+	  --universal --python-version 3.11.5 --generate-hashes -c $(LOCK) $(if $(UPGRADE),--upgrade) \
+	  --custom-compile-command "make lock" -o $(COURSE_LOCK)
 
 ## JupyterLab defaults owned by the project (no news prompt, no update check): an overrides.d
 ## file in the venv's app settings, which user settings still override.

@@ -93,3 +93,29 @@ def test_read_lock_keeps_the_alternative_whose_marker_holds_here(tmp_path):
     lock.write_text("docutils==0.22.4\ndocutils==0.23 ; python_full_version >= '3.1'\n")
     with pytest.raises(ValueError, match="pinned twice"):
         check_lock.read_lock(lock)
+
+
+COURSE_PINS = check_lock.read_lock(ROOT / "requirements-course.lock")
+
+
+def _course_requirements() -> list[Requirement]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    reqs = project["project"]["dependencies"] + project["project"]["optional-dependencies"]["course"]
+    return [Requirement(r) for r in reqs + project["dependency-groups"]["install"]]
+
+
+@pytest.mark.parametrize("req", _course_requirements(), ids=str)
+def test_the_course_lock_pins_every_course_dependency_within_its_specifier(req):
+    """tools/course_env.sh installs the course check's JupyterHub + nbgrader venv from it."""
+    name = canonicalize_name(req.name)
+    assert name in COURSE_PINS, f"{req} is not in requirements-course.lock: run `make lock`"
+    assert req.specifier.contains(COURSE_PINS[name][0], prereleases=True), (
+        f"requirements-course.lock pins {name}=={COURSE_PINS[name][0]}, outside {req}")
+
+
+def test_the_course_lock_agrees_with_the_main_lock_on_every_shared_package():
+    """`make lock` compiles it under the main lock as constraints, so the course venv runs the
+    notebooks on the same numpy, plotly and widgets the stored outputs were made with."""
+    differ = {name: (PINS[name][0], version) for name, (version, _) in COURSE_PINS.items()
+              if name in PINS and PINS[name][0] != version}
+    assert not differ, f"requirements.lock vs requirements-course.lock: {differ}; run `make lock`"

@@ -3,20 +3,22 @@
 # (the Makefile passes $(COURSE_ENV), default .state/course-env):
 #   $1/venv   JupyterHub + nbgrader + the companion (editable), one venv serving both the hub and
 #             the single-user servers on this one machine (TLJH and Z2JH keep them apart: deploy/)
-#   $1/proxy  configurable-http-proxy from npm, installed locally with the machine's node/npm
-# A stamp holds a hash of pyproject.toml and this script: when either changes, the venv is
-# rebuilt. Exit status 3 with a message on stderr when a prerequisite (python3 venv, node, npm)
+#   $1/proxy  configurable-http-proxy from npm, exactly deploy/proxy/package-lock.json (npm ci),
+#             installed locally with the machine's node/npm
+# Both come from committed locks (requirements-course.lock: `make lock`; deploy/proxy/). A stamp
+# holds a hash of the locks, pyproject.toml and this script: when one changes, the env is rebuilt. Exit status 3 with a message on stderr when a prerequisite (python3 venv, node, npm)
 # is missing, so callers can tell "cannot be set up here" from "setup broke".
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ENV_DIR="${1:?usage: tools/course_env.sh ENV_DIR}"
 PYTHON="${PYTHON:-python3}"
-CHP_VERSION="${CHP_VERSION:-5.3.0}"
+PROXY_LOCK="$ROOT/deploy/proxy"   # package.json + package-lock.json: the proxy and its tree
 mkdir -p "$ENV_DIR"
 ENV_DIR="$(cd "$ENV_DIR" && pwd)"
 STAMP="$ENV_DIR/.installed"
-WANT="$(cat "$ROOT/pyproject.toml" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16) chp-$CHP_VERSION"
+WANT="$(cat "$ROOT/pyproject.toml" "$ROOT/requirements-course.lock" "$PROXY_LOCK/package-lock.json" \
+         "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)"
 
 missing() { echo "course env: $1" >&2; exit 3; }
 command -v node >/dev/null || missing "node is not installed (apt-get install nodejs npm)"
@@ -32,13 +34,15 @@ fi
 echo "course env: creating $ENV_DIR (JupyterHub, nbgrader, companion; first run only)" >&2
 rm -rf "$ENV_DIR/venv" "$STAMP"
 "$PYTHON" -m venv "$ENV_DIR/venv"
-"$ENV_DIR/venv/bin/python" -m pip install -q --upgrade pip
-"$ENV_DIR/venv/bin/python" -m pip install -q -e "$ROOT[course]"
+# exactly the pins of requirements-course.lock (make lock; the same versions as
+# requirements.lock wherever both have a package), then the companion itself without deps
+"$ENV_DIR/venv/bin/python" -m pip install -q --require-hashes --no-deps -r "$ROOT/requirements-course.lock"
+"$ENV_DIR/venv/bin/python" -m pip install -q --no-deps --no-build-isolation --no-index -e "$ROOT"
 
 # npm's cache follows $npm_config_cache (the Makefile points it into .state); never global.
-mkdir -p "$ENV_DIR/proxy"
-npm install --prefix "$ENV_DIR/proxy" --no-audit --no-fund --loglevel=error \
-    "configurable-http-proxy@$CHP_VERSION" >&2
+rm -rf "$ENV_DIR/proxy" && mkdir -p "$ENV_DIR/proxy"
+cp "$PROXY_LOCK/package.json" "$PROXY_LOCK/package-lock.json" "$ENV_DIR/proxy/"
+npm ci --prefix "$ENV_DIR/proxy" --no-audit --no-fund --loglevel=error >&2
 "$ENV_DIR/proxy/node_modules/.bin/configurable-http-proxy" --version >/dev/null
 
 echo "$WANT" > "$STAMP"

@@ -25,7 +25,9 @@ fi
 if [ ! -x "$VENV/bin/nbgrader" ]; then
     echo "creating $VENV with nbgrader and the companion (first run only)"
     "$PYTHON" -m venv "$VENV"
-    "$VENV/bin/pip" install -q -e "$ROOT[instructor]"
+    # the course lock's pins (nbgrader among them, hash-checked), then the companion itself
+    "$VENV/bin/pip" install -q --require-hashes --no-deps -r "$ROOT/requirements-course.lock"
+    "$VENV/bin/pip" install -q --no-deps --no-build-isolation --no-index -e "$ROOT"
 fi
 START=$SECONDS          # the time reported below is the check's, not the venv's creation
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
