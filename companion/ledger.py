@@ -7,6 +7,11 @@ value lies within the printed rounding (half a unit in the last printed digit), 
 explicitly declared looser rounding, which must then carry a ``note`` saying why (significant
 figures, an unstated efficiency, a rounded intermediate, a slip in the chapter).
 
+An entry's ``status`` is "agrees" (within the printed rounding), "≈" (only within its declared
+looser rounding; ``reason`` gives the rounding and the note) or "disagrees" (an erratum).
+``table`` (plain text, for the section notebooks) and ``html_table`` (the ledger notebook) show
+it, in the entry's display unit (``display_number``: "3.35e12" B/s reads 3.35 TB/s).
+
 Entries live in the modules of ``companion.ledger_entries`` (one per chapter section), each
 exposing ``entries() -> list[Entry]``; this module collects them.
 """
