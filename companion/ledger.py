@@ -128,7 +128,8 @@ class Entry:
     def as_row(self) -> dict:
         return {"id": self.id, "section": self.section, "claim": self.claim,
                 "printed": self.printed, "unit": self.unit, "value": self.value,
-                "agrees": self.agrees, "note": self.note, "source": self.source}
+                "agrees": self.agrees, "status": self.status, "note": self.note,
+                "source": self.source}
 
 
 def entry(id: str, section: str, claim: str, printed: str, unit: str, value: float, *,
