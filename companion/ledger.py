@@ -7,6 +7,11 @@ value lies within the printed rounding (half a unit in the last printed digit), 
 explicitly declared looser rounding, which must then carry a ``note`` saying why (significant
 figures, an unstated efficiency, a rounded intermediate, a slip in the chapter).
 
+An entry's ``status`` is "agrees" (within the printed rounding), "≈" (only within its declared
+looser rounding; ``reason`` gives the rounding and the note) or "disagrees" (an erratum).
+``table`` (plain text, for the section notebooks) and ``html_table`` (the ledger notebook) show
+it, in the entry's display unit (``display_number``: "3.35e12" B/s reads 3.35 TB/s).
+
 Entries live in the modules of ``companion.ledger_entries`` (one per chapter section), each
 exposing ``entries() -> list[Entry]``; this module collects them.
 """
@@ -21,7 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 __all__ = ["Entry", "entry", "entries", "by_section", "sections", "disagreements", "table",
-           "printed_decimals"]
+           "html_table", "printed_decimals", "display_number"]
 
 _NUMBER = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?([eE][+-]?\d+)?$")
 
@@ -78,10 +83,53 @@ class Entry:
             return False
         return abs(self.error) <= self.tolerance * (1 + 1e-9) + 1e-12
 
+    @property
+    def printed_tolerance(self) -> float:
+        """Half a unit in the last printed digit: the tolerance of a plain "agrees"."""
+        return 0.5 * 10.0 ** (_exponent(self.printed) - printed_decimals(self.printed))
+
+    @property
+    def approximate(self) -> bool:
+        """Agrees only under the declared looser rounding, not at the printed one."""
+        return self.agrees and not abs(self.error) <= self.printed_tolerance * (1 + 1e-9) + 1e-12
+
+    @property
+    def status(self) -> str:
+        """"agrees" (within the printed rounding), "≈" (only within the declared, looser
+        rounding: ``reason`` says why) or "disagrees" (an erratum: the note works it out)."""
+        if not self.agrees:
+            return "disagrees"
+        return "≈" if self.approximate else "agrees"
+
+    @property
+    def reason(self) -> str:
+        """Why an entry is "≈" or "disagrees": the declared rounding and the note ("" for a
+        plain agreement)."""
+        if self.status == "agrees":
+            return ""
+        if self.status == "≈":
+            return f"agrees {self.rounding_text}, not at the printed rounding: {self.note}"
+        return self.note if self.note.lower().startswith("erratum") else f"Erratum: {self.note}"
+
+    @property
+    def rounding_text(self) -> str:
+        """The declared rounding in words, in the entry's display unit ("within 10 ms of the
+        printed 370", "to 2 significant figures (printed 260)")."""
+        chapter, scale, unit, _ = display_number(self.printed, self.unit)
+        printed = f"{chapter} {unit}"
+        if self.rounding == "printed":
+            return f"to the printed rounding of {printed}"
+        if self.rounding.startswith("within") and not self.rounding.endswith("%"):
+            return f"within {self.tolerance / scale:g} {unit} of the printed {printed}"
+        if self.rounding.startswith("within"):
+            return f"{self.rounding} of the printed {printed}"
+        return f"to {self.rounding} (printed {printed})"
+
     def as_row(self) -> dict:
         return {"id": self.id, "section": self.section, "claim": self.claim,
                 "printed": self.printed, "unit": self.unit, "value": self.value,
-                "agrees": self.agrees, "note": self.note, "source": self.source}
+                "agrees": self.agrees, "status": self.status, "note": self.note,
+                "source": self.source}
 
 
 def entry(id: str, section: str, claim: str, printed: str, unit: str, value: float, *,
@@ -164,28 +212,128 @@ def disagreements() -> list[Entry]:
     return [e for e in _collect() if not e.agrees]
 
 
-def _fmt_value(x: float, printed: str) -> str:
-    """One digit more than printed, so the reader sees how the rounding went; whole numbers
-    that the chapter prints as whole numbers stay whole."""
-    d = printed_decimals(printed)
-    if d == 0 and float(x).is_integer():
+_SI_UNITS = ("B", "B/s", "bytes", "bytes/s", "FLOP", "FLOP/s")
+_SI_PREFIXES = {3: "K", 6: "M", 9: "G", 12: "T", 15: "P"}
+_UNIT_WORDS = {"bytes": "B", "bytes/s": "B/s"}
+
+
+def display_number(printed: str, unit: str) -> tuple[str, float, str, int]:
+    """How the ledger shows an entry: ``(chapter's number, scale, unit, decimals)``.
+
+    A number printed with an exponent ("3.35e12" B/s, "128e12" FLOP) is shown in the SI unit
+    its size calls for ("3.35" TB/s, "128" TFLOP), with the printed digits kept; a unit without
+    SI prefixes keeps the exponent in the unit ("x 1e12"). Anything else is shown as printed.
+    A value in the entry's unit is displayed as ``value / scale`` with ``decimals`` digits (one
+    more than the chapter printed, so the reader sees how the rounding went)."""
+    pv = _parse_printed(printed)
+    if not isinstance(unit, str):
+        raise TypeError(f"unit: expected a string, got {type(unit).__name__}")
+    exp = _exponent(printed)
+    decimals = printed_decimals(printed)
+    if exp == 0:
+        return printed.strip(), 1.0, unit, decimals
+    magnitude = math.floor(math.log10(abs(pv))) if pv else 0
+    if unit in _SI_UNITS:
+        power = min(max(3 * (magnitude // 3), 0), 15)
+        base = _UNIT_WORDS.get(unit, unit)
+        shown_unit = (_SI_PREFIXES.get(power, "") + base) if power else base
+    else:
+        power, shown_unit = exp, f"x 1e{exp} {unit}"
+    scale = 10.0 ** power
+    shown_decimals = max(0, decimals + power - exp)
+    return f"{pv / scale:,.{shown_decimals}f}", scale, shown_unit, shown_decimals
+
+
+def _fmt_value(x: float, printed: str, unit: str = "") -> str:
+    """The companion's value in the entry's display unit, one digit more than printed; whole
+    numbers that the chapter prints as whole numbers stay whole."""
+    _, scale, _, d = display_number(printed, unit)
+    x = x / scale
+    plain_whole = printed_decimals(printed) == 0 and _exponent(printed) == 0
+    if d == 0 and plain_whole and float(x).is_integer():
         return f"{int(x):,}"
     return f"{x:,.{d + 1}f}"
 
 
-def table(prefix: str | None = None, *, ids=None) -> str:
-    """A plain-text "chapter says / companion computes" table for a section (or chosen ids)."""
-    rows = _collect() if prefix is None else by_section(prefix)
+def _rows(prefix: str | None, ids) -> list[Entry]:
+    rows = list(_collect()) if prefix is None else by_section(prefix)
     if ids is not None:
         wanted = list(ids)
         rows = [e for e in rows if e.id in wanted]
-    lines = [f"{'section':8} {'claim':48} {'chapter':>12} {'companion':>14} {'unit':8} ok"]
+    return rows
+
+
+_MARKS = {"agrees": "yes", "≈": "≈", "disagrees": "NO"}
+_CLAIM_WIDTH = 48
+
+
+def table(prefix: str | None = None, *, ids=None) -> str:
+    """A plain-text "chapter says / companion computes" table for a section (or chosen ids).
+
+    The ok column reads "yes" (agrees at the printed rounding), "≈" (agrees only within a
+    declared looser rounding) or "NO" (an erratum); "*" marks a note. Under the table each
+    "≈" and "NO" row gets its reason. Long claims wrap inside their column."""
+    import textwrap
+
+    rows = _rows(prefix, ids)
+    width = max([8] + [len(display_number(e.printed, e.unit)[2]) for e in rows])
+    lines = [f"{'section':8} {'claim':{_CLAIM_WIDTH}} {'chapter':>12} {'companion':>14} "
+             f"{'unit':{width}} ok"]
+    reasons = []
     for e in rows:
-        mark = "yes" if e.agrees else "NO"
-        if e.note:
+        chapter, _, unit, _ = display_number(e.printed, e.unit)
+        mark = _MARKS[e.status]
+        if e.status != "agrees":
+            reasons.append(e)
+            mark += f" [{len(reasons)}]"
+        elif e.note:
             mark += " *"
-        lines.append(f"{e.section:8} {e.claim[:48]:48} {e.printed:>12} "
-                     f"{_fmt_value(e.value, e.printed):>14} {e.unit[:8]:8} {mark}")
-    if any(e.note for e in rows):
+        claim = textwrap.wrap(e.claim, _CLAIM_WIDTH, break_on_hyphens=False) or [""]
+        lines.append(f"{e.section:8} {claim[0]:{_CLAIM_WIDTH}} {chapter:>12} "
+                     f"{_fmt_value(e.value, e.printed, e.unit):>14} {unit:{width}} {mark}")
+        lines += [f"{'':8} {more}" for more in claim[1:]]
+    for n, e in enumerate(reasons, 1):
+        lines += textwrap.wrap(f"[{n}] {e.id} {e.status}: {e.reason}", 96,
+                               subsequent_indent="    ", break_on_hyphens=False,
+                               break_long_words=False)
+    if any(e.note and e.status == "agrees" for e in rows):
         lines.append("* see the entry's note (ledger.by_section(...)[i].note)")
     return "\n".join(lines)
+
+
+_HTML_STATUS = {"agrees": ("agrees", "✓"), "≈": ("approximate", "≈"),
+                "disagrees": ("erratum", "✗ erratum")}
+
+
+def html_table(prefix: str | None = None, *, ids=None) -> str:
+    """The entries as one HTML table grouped by section: the full claim, the chapter's number
+    and the companion's in the entry's display unit (``display_number``), the verdict ("✓",
+    "≈" or "✗ erratum") and the note, visible in its row (for "≈" the declared rounding too).
+    Deterministic: the same entries give the same text (notebooks store it; nbval compares)."""
+    from html import escape
+
+    rows = _rows(prefix, ids)
+    out = ['<table class="companion-ledger">',
+           '<thead><tr><th style="text-align:left">claim</th><th>chapter</th><th>companion</th>'
+           '<th>unit</th><th>verdict</th><th style="text-align:left">note</th></tr></thead>',
+           "<tbody>"]
+    section = None
+    for e in rows:
+        if e.section != section:
+            section = e.section
+            out.append(f'<tr><th colspan="6" style="text-align:left">{escape(section)}</th></tr>')
+        chapter, _, unit, _ = display_number(e.printed, e.unit)
+        css, verdict = _HTML_STATUS[e.status]
+        if e.status == "≈":
+            note = f"<em>{escape(e.rounding_text)}:</em> {escape(e.note)}"
+        elif e.status == "disagrees":
+            note = f"<strong>{escape(e.reason)}</strong>"
+        else:
+            note = escape(e.note)
+        value = _fmt_value(e.value, e.printed, e.unit)
+        out.append(f'<tr class="{css}"><td style="text-align:left">{escape(e.claim)}</td>'
+                   f"<td>{escape(chapter)}</td><td>{escape(value)}</td>"
+                   f'<td style="white-space:nowrap">{escape(unit)}</td><td>{verdict}</td>'
+                   f'<td style="text-align:left">{note}</td></tr>')
+    out += ["</tbody>", "</table>"]
+    return "\n".join(out)

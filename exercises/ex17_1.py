@@ -19,8 +19,8 @@
 # token it has seen, so one token costs
 # $$k = 2 \times n_\text{layers} \times n_\text{KV heads} \times d_\text{head} \times
 # \text{bytes per value}$$
-# and a sequence of $L$ tokens costs $L k$. Under grouped-query attention (GQA) several query
-# heads share one K/V pair, so $n_\text{KV heads}$ is smaller than the query-head count; plain
+# and a sequence of $L$ tokens costs $L k$. Under grouped-query attention (GQA) a group of query
+# heads reads the same K/V pair, so $n_\text{KV heads}$ is smaller than the query-head count; plain
 # multi-head attention (MHA) would keep one K/V pair per query head.
 #
 # 1. **(a)** The KV bytes per token of the model below, in BF16.

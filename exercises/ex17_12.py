@@ -19,8 +19,8 @@
 # request reserved room for the longest sequence it might become. PagedAttention hands out
 # fixed-size blocks on demand instead; a sequence wastes at most the empty slots of its last
 # block, and sequences sharing a prefix point at the same blocks. Empty reservations are never
-# read, so both systems stream only live KV per step: what paging changes is how many
-# sequences share each pass over the weights.
+# read, so both systems stream only live KV per step: paging changes the batch size, the
+# number of sequences that ride along on every read of the weights.
 #
 # 1. **(a)** The KV a worst-case allocator reserves per request (max length), in GB, and
 #    **(b)** the share of it a short chat turn leaves empty, in %.

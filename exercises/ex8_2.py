@@ -25,7 +25,7 @@
 # 1. **(a)** By hand, with the round model below: how long is the first round, in which r0's
 #    and r1's prompts are prefilled together, and how long is the next round, one decode step
 #    for each of them? (ms)
-# 2. **(b)** How long is the round in which continuous batching admits r2 (ms), and what makes
+# 2. **(b)** How long is the round that brings r2 into the running batch (ms), and what makes
 #    it the longest output interval?
 # 3. **(c)** Split prompts into chunks of $c$ tokens: how many query-key pairs does the first
 #    chunk have, and how many the last chunk of r2's prompt?

@@ -21,31 +21,37 @@
 #
 # How to read a row:
 #
-# - **chapter** is the number exactly as printed, in the chapter's own unit (Chapter 8 mixes
-#   binary MiB/GiB for KV and memory budgets with decimal GB for bandwidth-side volumes;
-#   Chapter 17 writes "KB" for KiB in per-token sizes).
-# - **companion** is the recomputation, shown with one more digit than the chapter prints.
-# - **ok** is `yes` when the recomputation rounds to the printed number. A `*` means the entry
-#   carries a note: the chapter rounded an intermediate, quoted two significant figures, used
-#   an unstated measured efficiency, or slipped. The notes are listed at the end; they are the
-#   companion's errata sheet.
+# - **chapter** is the number as printed, in the chapter's own unit (Chapter 8 mixes binary
+#   MiB/GiB for KV and memory budgets with decimal GB for bandwidth-side volumes; Chapter 17
+#   writes "KB" for KiB in per-token sizes). A number the chapter writes with an exponent
+#   (`3.35e12` bytes per second) is shown in the matching SI unit (3.35 TB/s), digits kept.
+# - **companion** is the recomputation in the same unit, one digit finer than the chapter.
+# - **verdict**: ✓ when the recomputation rounds to the printed number; **≈** when it agrees
+#   only under a looser rounding that the entry declares (two significant figures, a rounded
+#   intermediate, an efficiency the chapter does not state), and the note says which and why;
+#   **✗ erratum** when the chapter's arithmetic cannot give its own number, and the note works
+#   it out both ways.
+# - **note** holds every remark; together they are the companion's errata sheet.
 #
-# Nothing in this table is typed in: every value is computed when the notebook runs, and the
-# test suite fails if an entry disagrees with the chapter without a note.
+# Nothing in these tables is typed in: every value is computed when the notebook runs, and the
+# test suite fails if an entry disagrees with the chapter without a note, or if a "≈" row
+# loses its reason.
 
 # %%
 from collections import Counter
+
+from IPython.display import HTML
 
 from companion import ledger
 
 entries = ledger.entries()
 by_chapter = Counter(e.section.split(".")[0] for e in entries)
+by_status = Counter(e.status for e in entries)
 print(f"{len(entries)} numbers re-derived: {by_chapter['8']} from Chapter 8, "
       f"{by_chapter['17']} from Chapter 17")
-print(f"agree at the printed rounding: {sum(e.agrees and e.rounding == 'printed' for e in entries)}")
-print(f"agree under a declared looser rounding (noted): "
-      f"{sum(e.agrees and e.rounding != 'printed' for e in entries)}")
-print(f"disagree (errata, noted): {sum(not e.agrees for e in entries)}")
+print(f"agree at the printed rounding: {by_status['agrees']}")
+print(f"agree only under a declared looser rounding (≈, with the reason): {by_status['≈']}")
+print(f"disagree (errata, noted): {by_status['disagrees']}")
 print(f"computed by a simulator rather than a closed form: "
       f"{sum(e.source == 'sim' for e in entries)}")
 
@@ -53,29 +59,21 @@ print(f"computed by a simulator rather than a closed form: "
 # ## Chapter 8, "Inference Optimization"
 
 # %%
-for section in ["8.1", "8.2", "8.3", "8.4", "8.5", "8.6"]:
-    print(ledger.table(section))
-    print()
+HTML(ledger.html_table("8"))
 
 # %% [markdown]
 # ## Chapter 17, "LLM Inference Performance"
 
 # %%
-for section in [f"17.{i}" for i in range(1, 11)]:
-    print(ledger.table(section))
-    print()
+HTML(ledger.html_table("17"))
 
 # %% [markdown]
-# ## Notes and errata
+# ## Errata
 #
-# Every entry with a note, grouped by section. Where the chapter's own arithmetic does not
-# reproduce at its printed rounding, the note works it both ways and says which reading gives
-# the printed number; the companion keeps the formula honest rather than bending it.
+# The rows where the chapter's own arithmetic does not give its printed number, gathered from
+# the tables above. Each note shows both readings and says which one the chapter used; the
+# companion keeps the formula and reports the slip rather than bending the formula to the
+# printed value.
 
 # %%
-for e in entries:
-    if e.note:
-        status = "agrees" if e.agrees else "DISAGREES"
-        print(f"[{e.section}] {e.claim}: chapter {e.printed} {e.unit}, companion "
-              f"{e.value:,.4g} ({status}; {e.rounding})")
-        print(f"    {e.note}")
+HTML(ledger.html_table(ids=[e.id for e in ledger.disagreements()]))

@@ -131,8 +131,8 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "kl_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# On NVLink, 160 x 5 µs = 0.8 ms against a 35 GB / 3.35 TB/s = 10.4 ms read: about 8%, a
-# step of 11.2 ms and ~89 tok/s for a model that fits no single card. Over PCIe the same 160
+# On NVLink, 160 x 5 µs = 0.8 ms against a $35\text{ GB} / 3.35\text{ TB/s} = 10.4$ ms read:
+# about 8%, a step of 11.2 ms and ~89 tok/s for a model that fits no single card. Over PCIe the same 160
 # collectives at ~25 µs cost 4 ms, ~38% of the read. That is the placement rule: TP talks every
 # layer of every token, so it stays inside the NVLink domain of one node.
 # ### END SOLUTION

@@ -114,8 +114,8 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "fi_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# 2.62 GB of KV takes ~3 ms over NVLink and ~52 ms over 400 Gb/s (50 GB/s) RDMA. Against a
-# TTFT already in the hundreds of milliseconds that is affordable, and shipping each layer's
+# 2.62 GB of KV takes ~3 ms over NVLink and ~52 ms over 400 Gb/s (50 GB/s) RDMA. Next to a
+# first-token time of several hundred milliseconds that is affordable, and shipping each layer's
 # 0.66 ms slice as soon as the prefill finishes that layer hides most of it. The same
 # arithmetic says when not to split: small models and short prompts gain nothing that chunked
 # prefill on a shared pool was not already giving.

@@ -74,7 +74,7 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ac_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# 1 + 0.7 + 0.49 + 0.343 + 0.240 = 2.77 tokens per pass: with a free draft, up to ~2.8x lower
+# $1 + 0.7 + 0.49 + 0.343 + 0.240 = 2.77$ tokens per pass: with a free draft, up to ~2.8x lower
 # single-stream latency. A fifth draft token adds only 0.7^5 = 0.17 tokens, and no draft length
 # can pass 1 / (1 - 0.7) = 3.3: the gains shrink geometrically.
 # ### END SOLUTION

@@ -17,8 +17,8 @@
 #
 # *Computation, sections 8.3.1-8.3.2.* A paged allocator gives a sequence of $L$ tokens
 # $\lceil L/p \rceil$ blocks of $p$ slots; only the tail block has unused slots,
-# $p\lceil L/p\rceil - L$ of them. Requests that share a prefix can point their block tables at
-# the same physical blocks, so the prefix is stored once.
+# $p\lceil L/p\rceil - L$ of them. Requests that share a prefix can map the first entries of their
+# block tables to one common set of physical blocks, so the prefix is stored once.
 #
 # 1. **(a)** Page the four sequences below with blocks of 2, 4 and 8 tokens. For each block
 #    size, list each sequence's unused tail slots, and give their sum and the total number of

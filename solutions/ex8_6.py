@@ -21,8 +21,8 @@
 # 1. **(a)** In q8_0 and in q4_0: the KV of the prompt and of a finished long request (MiB,
 #    16-token blocks), and how many finished long requests fit in the KV budget.
 # 2. **(b)** Read the per-question results of three KV/Q precision configurations below. How
-#    many questions does each answer correctly, and how many questions change correctness
-#    between "BF16 KV" and "FP8 KV + BF16 Q"? Which ones?
+#    many questions does each answer correctly, and how many questions flip from right to
+#    wrong or back when "BF16 KV" becomes "FP8 KV + BF16 Q"? Which ones?
 # 3. **(c)** Read the retry records. For the requests that end with a correct answer, add up
 #    the time of every attempt, and compare with counting only the final, successful attempt.
 #

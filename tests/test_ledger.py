@@ -79,3 +79,91 @@ def test_values_are_computed_not_copied(path):
 def test_table_renders():
     text = ledger.table("8.1")
     assert "chapter" in text and "companion" in text
+
+
+# --- rendering: "≈" with its reason, display units, the HTML table -------------------------------
+
+APPROXIMATE = [e for e in ENTRIES if e.approximate]
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_widened_agreement_is_not_a_plain_agreement():
+    ttft = ledger.entry("x", "17.6", "t", "370", "ms", 356.4, tol=15, note="rounded chunks")
+    assert ttft.agrees and ttft.approximate and ttft.status == "≈"
+    assert "within 15 ms of the printed 370 ms" in ttft.reason and "rounded chunks" in ttft.reason
+    # the same declared rounding, but the value rounds to the printed number: a plain agreement
+    close = ledger.entry("x", "17.6", "t", "370", "ms", 370.2, tol=15, note="rounded chunks")
+    assert close.status == "agrees" and not close.reason
+    wrong = ledger.entry("x", "17.6", "t", "370", "ms", 300.0, tol=15, note="a slip")
+    assert wrong.status == "disagrees" and "a slip" in wrong.reason
+
+
+def test_the_ledger_has_widened_entries_such_as_17_6_ttft():
+    ids = {e.id for e in APPROXIMATE}
+    assert {"17.6/ttft-ms", "17.6/sim-ttft-chunked-ms"} <= ids
+    assert len(APPROXIMATE) >= 20
+
+
+@pytest.mark.parametrize("e", APPROXIMATE, ids=lambda e: e.id)
+def test_every_widened_entry_renders_approx_and_its_reason(e):
+    text = ledger.table(ids=[e.id])
+    row = text.splitlines()[1]
+    assert row.rstrip().endswith("≈ [1]") and " yes" not in row
+    assert _flat(f"[1] {e.id} ≈: {e.reason}") in _flat(text)
+    assert _flat(e.note) in _flat(text)
+    html = ledger.html_table(ids=[e.id])
+    assert "<td>≈</td>" in html and "✓" not in html
+    from html import escape
+    assert escape(e.note) in html and escape(e.rounding_text) in html
+
+
+def test_the_decode_step_entry_is_not_labelled_as_the_iteration():
+    e = next(e for e in ENTRIES if e.id == "17.6/decode-step-ms")
+    assert "iteration" not in e.claim and "decode step" in e.claim
+
+
+@pytest.mark.parametrize("printed, unit, expected", [
+    ("3.35e12", "B/s", ("3.35", 1e12, "TB/s", 2)),
+    ("3.2e14", "FLOP/s", ("320", 1e12, "TFLOP/s", 0)),
+    ("128e12", "FLOP", ("128", 1e12, "TFLOP", 0)),
+    ("21.0e9", "B", ("21.0", 1e9, "GB", 1)),
+    ("6.95", "s", ("6.95", 1.0, "s", 2)),
+    ("16,381,470,720", "bytes", ("16,381,470,720", 1.0, "bytes", 0)),
+])
+def test_display_number_uses_si_units_for_exponent_prints(printed, unit, expected):
+    text, scale, shown_unit, decimals = ledger.display_number(printed, unit)
+    assert (text, shown_unit, decimals) == (expected[0], expected[2], expected[3])
+    assert scale == pytest.approx(expected[1])
+
+
+def test_values_render_with_sensible_digits():
+    text = ledger.table()
+    assert "3,350,000,000,000" not in text and ".000000" not in text
+    attainable = next(line for line in text.splitlines() if "min(989e12, 1 x 3.35e12)" in line)
+    assert "3.350" in attainable and "TFLOP/s" in attainable
+
+
+def test_html_table_has_every_full_claim_grouped_by_section():
+    from html import escape
+
+    html = ledger.html_table()
+    assert html == ledger.html_table()          # deterministic: nbval compares it
+    for e in ENTRIES:
+        assert escape(e.claim) in html, e.id   # never truncated
+    headers = [line for line in html.splitlines() if line.startswith('<tr><th colspan="6"')]
+    assert len(headers) == len(ledger.sections())
+    long_claim = max(ENTRIES, key=lambda e: len(e.claim))
+    assert len(long_claim.claim) > 48 and escape(long_claim.claim) in html
+    assert html.count("<strong>Erratum") == len(ledger.disagreements())
+
+
+def test_display_number_names_a_bad_argument():
+    with pytest.raises(TypeError, match="printed"):
+        ledger.display_number(3.35e12, "B/s")
+    with pytest.raises(ValueError, match="printed"):
+        ledger.display_number("about 3", "B/s")
+    with pytest.raises(TypeError, match="unit"):
+        ledger.display_number("3.35e12", None)
