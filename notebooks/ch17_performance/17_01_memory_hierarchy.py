@@ -277,11 +277,7 @@ _ = panel.reset()
 # Next: [17.2 Roofline](17_02_roofline.ipynb) places decode and prefill on this ratio.
 #
 # > **What you can now compute**
-# > - A card's ridge point $I^\star = \pi/\beta$, and from it whether a workload is memory- or
-# >   compute-bound ([Exercise 17-3](../../exercises/ex17_3.ipynb)).
-# > - The time to stream a given number of bytes from HBM, the floor under every decode step
-# >   ([Exercise 17-4](../../exercises/ex17_4.ipynb)).
-# > - How much slower NVLink and PCIe are than HBM, and why tensor parallelism stays on NVLink
-# >   ([Exercise 17-5](../../exercises/ex17_5.ipynb)).
-# > - Whether a model's weights fit on one card at all
-# >   ([Exercise 17-2](../../exercises/ex17_2.ipynb)).
+# > - A card's ridge point $I^\star = \pi/\beta$, and from it whether a workload is memory- or compute-bound ([Exercise 17-3](../../exercises/ex17_3.ipynb)).
+# > - The time to stream a given number of bytes from HBM, the floor under every decode step ([Exercise 17-4](../../exercises/ex17_4.ipynb)).
+# > - How much slower NVLink and PCIe are than HBM, and why tensor parallelism stays on NVLink ([Exercise 17-5](../../exercises/ex17_5.ipynb)).
+# > - Whether a model's weights fit on one card at all ([Exercise 17-2](../../exercises/ex17_2.ipynb)).

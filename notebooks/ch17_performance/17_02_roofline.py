@@ -300,11 +300,7 @@ _ = panel.reset()
 # Next: [17.3 Prefill vs decode](17_03_prefill_vs_decode.ipynb).
 #
 # > **What you can now compute**
-# > - The arithmetic intensity of decode at any batch and of prefill at any prompt length, and
-# >   which roof caps each ([Exercise 17-3](../../exercises/ex17_3.ipynb)).
-# > - The batch-1 decode ceiling in tokens per second from weight bytes and bandwidth
-# >   ([Exercise 17-4](../../exercises/ex17_4.ipynb)).
-# > - How the live KV cache drags the effective intensity of a batch down
-# >   ([Exercise 17-3](../../exercises/ex17_3.ipynb)).
-# > - What a smaller weight format does to that ceiling
-# >   ([Exercise 17-8](../../exercises/ex17_8.ipynb)).
+# > - The arithmetic intensity of decode at any batch and of prefill at any prompt length, and which roof caps each ([Exercise 17-3](../../exercises/ex17_3.ipynb)).
+# > - The batch-1 decode ceiling in tokens per second from weight bytes and bandwidth ([Exercise 17-4](../../exercises/ex17_4.ipynb)).
+# > - How the live KV cache drags the effective intensity of a batch down ([Exercise 17-3](../../exercises/ex17_3.ipynb)).
+# > - What a smaller weight format does to that ceiling ([Exercise 17-8](../../exercises/ex17_8.ipynb)).

@@ -278,12 +278,16 @@ bf = panel.update().numbers
 fp8 = panel.update(kv_bytes=1.0).numbers
 tp8_bf = panel.update(kv_bytes=2.0, tp=8).numbers
 tp8_fp8 = panel.update(kv_bytes=1.0, tp=8).numbers
+doubled = 2 * bf["max_sequences"]
+how = ("exactly twice" if fp8["max_sequences"] == doubled else
+       "a little more than twice" if fp8["max_sequences"] > doubled else "a little less than twice")
 answer(f"""
 At TP = 4 the FP8 cache takes the count from {bf['max_sequences']} to **{fp8['max_sequences']}**
-sequences: {'exactly' if fp8['max_sequences'] == 2 * bf['max_sequences'] else 'about'} twice,
-since each sequence halves ({bf['kv_per_sequence_GB']:.2f} -> {fp8['kv_per_sequence_GB']:.2f}
-GB) while the KV space stays {bf['free_kv_total_GB']:.0f} GB (the floor decides the last
-sequence). At TP = 8 the space grows to {tp8_bf['free_kv_total_GB']:.0f} GB: each GPU holds only
+sequences: {how}. Each sequence halves ({bf['kv_per_sequence_GB']:.2f} -> {fp8['kv_per_sequence_GB']:.2f}
+GB) while the KV space stays {bf['free_kv_total_GB']:.0f} GB, and the part of a sequence that the
+floor dropped at BF16 ({bf['free_kv_total_GB'] / bf['kv_per_sequence_GB'] - bf['max_sequences']:.2f})
+is worth {2 * (bf['free_kv_total_GB'] / bf['kv_per_sequence_GB'] - bf['max_sequences']):.2f} FP8
+sequences. At TP = 8 the space grows to {tp8_bf['free_kv_total_GB']:.0f} GB: each GPU holds only
 {tp8_bf['weights_per_gpu_GB']:.1f} GB of weights, so the total cache room is
 {8 * hw.mem_bytes / units.GB:.0f} GB of memory less the same {m70.weight_bytes / units.GB:.0f} GB of
 weights and eight reserves. The count becomes {tp8_bf['max_sequences']} (BF16) or
@@ -296,20 +300,25 @@ many bytes it needs.
 long8 = panel.update(model=m8.name, tp=1, kv_bytes=2.0, context_tokens=128_000).numbers
 answer(f"""
 One 128,000-token sequence of the 8B needs {long8['kv_per_sequence_GB']:.1f} GB, so the
-{long8['free_kv_total_GB']:.0f} GB of KV space holds **{long8['max_sequences']}** of them. A batch
-of {long8['max_sequences']} keeps batch-1 intensity near the memory roof's bottom: the lever of
-17.2 barely moves, and each step reads far more cache than weights.
+{long8['free_kv_total_GB']:.0f} GB of KV space holds **{long8['max_sequences']}** of them. With a batch of
+{long8['max_sequences']} the intensity cannot exceed {long8['max_sequences']} FLOP/byte, and each
+step reads more cache than weights, so 17.2's batching lever is practically gone: the card is
+full after a handful of requests.
 """, title="Worked answer 2")
 
 # %% tags=["remove-input"]
 h200 = specs.H200_SXM
 on_h200 = calc.tp_kv_capacity(m70, h200, tp=1)
+tp2_h200 = calc.tp_kv_capacity(m70, h200, tp=2)
+room = h200.mem_bytes - m70.weight_bytes - calc.CH17_RUNTIME_RESERVE_BYTES
 answer(f"""
-Yes: {m70.weight_bytes / units.GB:.0f} GB of weights is {on_h200['weights_over_memory']:.2f}x the
-H200's {h200.mem_bytes / units.GB:.0f} GB, so it fits, leaving
-**{on_h200['free_kv_bytes'] / units.GB:.0f} GB** for the cache after the 4 GB reserve: room for
-{on_h200['max_sequences']} sequences of 8,000 tokens. Compare TP = 4 on H100s: four times the
-cards for several times the cache.
+Only just, and not usefully: {m70.weight_bytes / units.GB:.0f} GB of weights is
+{on_h200['weights_over_memory']:.2f}x the H200's {h200.mem_bytes / units.GB:.0f} GB, so the weights
+alone squeeze in, but with the 4 GB runtime reserve the card is
+{-room / units.GB:.0f} GB short, and there is **no room for any cache**
+({on_h200['max_sequences']} sequences). Two H200s (TP = 2) leave
+{tp2_h200['free_kv_bytes'] / units.GB:.0f} GB of KV space, {tp2_h200['max_sequences']} sequences of
+8,000 tokens; four H100s leave {tp4['free_kv_bytes'] / units.GB:.0f} GB.
 """, title="Worked answer 3")
 
 # %% tags=["remove-input"]
@@ -318,8 +327,10 @@ $\\lfloor {cache / units.GB:.0f} / {gqa_row['kv_bytes_per_sequence'] / units.GB:
 **{int(cache // gqa_row['kv_bytes_per_sequence'])}**, against
 $8 \\times \\lfloor {cache / units.GB:.0f} / {mha['kv_bytes_per_sequence'] / units.GB:.2f} \\rfloor$
 = 8 × {mha['sequences']} = {8 * mha['sequences']}. Flooring first and multiplying afterwards
-loses the {cache / mha['kv_bytes_per_sequence'] - mha['sequences']:.2f} of an MHA sequence that
-remained, which is worth eight GQA sequences minus the rounding.
+throws away the {cache / mha['kv_bytes_per_sequence'] - mha['sequences']:.2f} of an MHA sequence
+left over, which is room for
+{8 * (cache / mha['kv_bytes_per_sequence'] - mha['sequences']):.1f} GQA sequences: the gap of
+{gqa_row['sequences'] - 8 * mha['sequences']} comes from there.
 """, title="Worked answer 4")
 
 # %% tags=["remove-input"]
@@ -328,10 +339,11 @@ cross_q = calc.kv_weight_crossover_tokens(q)
 answer(f"""
 Qwen3-8B's cache is bigger per token ({calc.kv_bytes_per_token(q) / units.KiB:.0f} KB against
 {calc.kv_bytes_per_token(m8) / units.KiB:.0f} KB: 36 layers, and its
-{q.n_kv_heads} KV heads of {q.head_dim}), and its weights are slightly larger
-({q.streamed_weight_bytes / units.GB:.1f} GB streamed against
-{m8.streamed_weight_bytes / units.GB:.0f} GB). The cache grows faster than the weights, so the
-crossover is **shorter**: {cross_q:,.0f} tokens against {cross:,.0f}.
+{q.n_kv_heads} KV heads of {q.head_dim}), and the weights it streams per step are
+{'smaller' if q.streamed_weight_bytes < m8.streamed_weight_bytes else 'larger'}
+({q.streamed_weight_bytes / units.GB:.1f} GB against {m8.streamed_weight_bytes / units.GB:.0f} GB).
+The crossover is weights over KV bytes per token, so it is
+**{'shorter' if cross_q < cross else 'longer'}**: {cross_q:,.0f} tokens against {cross:,.0f}.
 """, title="Worked answer 5")
 _ = panel.reset()
 
@@ -339,11 +351,7 @@ _ = panel.reset()
 # Next: [17.5 PagedAttention](17_05_paged_attention.ipynb).
 #
 # > **What you can now compute**
-# > - A model's KV bytes per token from its layers, KV heads, head dimension and precision, and
-# >   one sequence's cache at any context ([Exercise 17-1](../../exercises/ex17_1.ipynb)).
-# > - How much larger the cache would be without GQA, and how many sequences each design holds
-# >   ([Exercise 17-1](../../exercises/ex17_1.ipynb)).
-# > - The KV space left on a card after weights and reserve, and the number of sequences that
-# >   fit there, on one GPU or sharded over $g$ ([Exercise 17-2](../../exercises/ex17_2.ipynb)).
-# > - The decode step and token rate as the context grows, and the context where the cache
-# >   costs as much as the weights ([Exercise 17-4](../../exercises/ex17_4.ipynb)).
+# > - A model's KV bytes per token from its layers, KV heads, head dimension and precision, and one sequence's cache at any context ([Exercise 17-1](../../exercises/ex17_1.ipynb)).
+# > - How much larger the cache would be without GQA, and how many sequences each design holds ([Exercise 17-1](../../exercises/ex17_1.ipynb)).
+# > - The KV space left on a card after weights and reserve, and the number of sequences that fit there, on one GPU or sharded over $g$ ([Exercise 17-2](../../exercises/ex17_2.ipynb)).
+# > - The decode step and token rate as the context grows, and the context where the cache costs as much as the weights ([Exercise 17-4](../../exercises/ex17_4.ipynb)).
