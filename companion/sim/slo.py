@@ -46,7 +46,7 @@ def slo_run(rate_per_s: float, *, ttft_target_s: float = TTFT_P90_TARGET_S,
     """A Poisson stream at ``rate_per_s`` against 17 §3's targets (TTFT p90, ITL p99).
 
     Each of ``n_requests`` requests has ``prompt_tokens`` in and ``output_tokens`` out; the KV
-    pool is the card's memory less the weights and 17 §4's 4 GB reserve; rounds are timed by
+    pool is the card's memory less the weights and the chapter's 4 GB runtime reserve; rounds are timed by
     ``RooflineRoundTime`` with compute at ``prefill_efficiency`` of peak. ``policy``
     "continuous" runs each prompt's prefill whole in one round (next to the running decodes);
     "chunked" splits it into ``chunk_tokens`` pieces, one per round. Returns the

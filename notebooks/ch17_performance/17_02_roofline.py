@@ -233,6 +233,7 @@ for key in ("ridge_flop_per_byte", "decode_b1_intensity", "decode_b1_pct_of_peak
 #    card if the weights fitted?
 
 # %% tags=["remove-input"]
+_ = panel.reset()  # each answer starts from the chapter's setting
 b_weights = panel.update(batch=int(round(ridge))).numbers
 kv_room = hw.mem_bytes - m8.weight_bytes
 seq_bytes = calc.kv_bytes(m8, calc.CH17_LONG_CONTEXT_TOKENS, block_tokens=1)
@@ -248,6 +249,7 @@ hold the batch anyway: {kv_room / units.GB:.0f} GB beside the weights is room fo
 """, title="Worked answer 1")
 
 # %% tags=["remove-input"]
+_ = panel.reset()  # each answer starts from the chapter's setting
 bf16 = panel.update().numbers
 int8 = panel.update(weight_bytes=1.0).numbers
 answer(f"""
@@ -274,6 +276,7 @@ decode step; below the ridge a short prompt costs roughly a weight sweep whateve
 """, title="Worked answer 3")
 
 # %% tags=["remove-input"]
+_ = panel.reset()  # each answer starts from the chapter's setting
 h200 = panel.update(hardware=specs.H200_SXM.name, batch=1).numbers
 h100 = panel.update(batch=1).numbers
 answer(f"""
@@ -286,6 +289,7 @@ peak compute used rises only from {h100['decode_b1_pct_of_peak']:.2f}% to
 """, title="Worked answer 4")
 
 # %% tags=["remove-input"]
+_ = panel.reset()  # each answer starts from the chapter's setting
 s70 = panel.update(model=m70.name, batch=1).numbers
 answer(f"""
 The 70B's batch-1 intensity is still {s70['decode_b1_intensity']:.0f} FLOP/B: more parameters

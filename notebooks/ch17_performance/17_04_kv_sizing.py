@@ -31,7 +31,7 @@
 import numpy as np
 
 from companion import calc, ledger, plots, specs, units, widgets
-from companion.chapters.ch17 import CACHE_BYTES
+from companion.chapters.ch17 import CACHE_BYTES, LONGEST_CONTEXT_TOKENS
 from companion.display import answer, md
 
 hw, m8, m70 = specs.H100_SXM, specs.LLAMA_8B, specs.LLAMA_70B
@@ -263,7 +263,7 @@ _ = panel.reset()
 # 1. **Predict, then move.** With the 70B at TP = 4, guess whether an FP8 cache doubles the
 #    number of 8K sequences exactly, a bit less, or a bit more. Switch the KV to FP8 and check.
 #    Then go to TP = 8: how much of that gain comes from the weights, how much from the heads?
-# 2. Set the context to 128,000 tokens with the 8B on one H100. How many conversations fit, and
+# 2. Set the context to 128,000 tokens (the longest context of 17 §4) with the 8B on one H100. How many conversations fit, and
 #    what is left of 17.2's batching lever?
 # 3. Give the 70B an H200 (141 GB). Does it fit on one card now, and how much room is left for
 #    the cache?
@@ -297,7 +297,7 @@ many bytes it needs.
 """, title="Worked answer 1")
 
 # %% tags=["remove-input"]
-long8 = panel.update(model=m8.name, tp=1, kv_bytes=2.0, context_tokens=128_000).numbers
+long8 = panel.update(model=m8.name, tp=1, kv_bytes=2.0, context_tokens=LONGEST_CONTEXT_TOKENS).numbers
 answer(f"""
 One 128,000-token sequence of the 8B needs {long8['kv_per_sequence_GB']:.1f} GB, so the
 {long8['free_kv_total_GB']:.0f} GB of KV space holds **{long8['max_sequences']}** of them. With a batch of
