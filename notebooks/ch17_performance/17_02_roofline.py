@@ -278,7 +278,7 @@ decode step; below the ridge a short prompt costs roughly a weight sweep whateve
 # %% tags=["remove-input"]
 _ = panel.reset()  # each answer starts from the chapter's setting
 h200 = panel.update(hardware=specs.H200_SXM.name, batch=1).numbers
-h100 = panel.update(batch=1).numbers
+h100 = panel.update(hardware=hw.name, batch=1).numbers
 answer(f"""
 The ceiling **rises**, from {h100['decode_b1_tok_s']:.0f} to {h200['decode_b1_tok_s']:.0f} tok/s,
 by exactly the bandwidth ratio ({specs.H200_SXM.mem_bw_bytes_per_s / hw.mem_bw_bytes_per_s:.2f}x).
