@@ -268,7 +268,7 @@ def request_budget(ttft_s: float, output_tokens: int, itl_s: float) -> dict:
     """A request's wall clock: TTFT + output x ITL, and the share each phase takes (17 §3).
 
     66 ms + 250 x 6 ms = 1.57 s, 96% of it decode. This is the chapter's sum, with G intervals;
-    the first token already ends TTFT, so the exact count is G - 1 (8.1.3): pass
+    the first token already ends TTFT, so the exact count is G - 1 (as Chapter 8 counts): pass
     ``output_tokens - 1`` for it (1.56 s here; ``sim.slo_run`` reports both under load).
     """
     ttft = v.positive("ttft_s", ttft_s)
