@@ -46,7 +46,7 @@ from companion.explorers.ch17_parallelism import (
 from companion.explorers.ch17_roofline import (
     roofline_traces, roofline_layout, roofline_figure, request_budget_traces,
     hol_timeline_traces, hol_timeline_layout, hol_timeline_figure, ROOFLINE_X_RANGE,
-    ROOFLINE_Y_RANGE)
+    ROOFLINE_Y_RANGE, slo_cdf_traces, slo_cdf_layout)
 from companion.explorers.lab import (
     measured_roofline, measured_step_time, measured_utilization, measured_step_vs_bytes)
 from companion.explorers.moe import (
@@ -81,7 +81,8 @@ __all__ = [
     "placement_figure", "pool_sizing_traces", "kv_transfer_figure", "routing_traces",
     "roofline_traces", "roofline_layout", "roofline_figure", "request_budget_traces",
     "hol_timeline_traces", "hol_timeline_layout", "hol_timeline_figure", "ROOFLINE_X_RANGE",
-    "ROOFLINE_Y_RANGE", "measured_roofline", "measured_step_time", "measured_utilization",
+    "ROOFLINE_Y_RANGE", "slo_cdf_traces", "slo_cdf_layout",
+    "measured_roofline", "measured_step_time", "measured_utilization",
     "measured_step_vs_bytes", "moe_read_traces", "moe_read_figure", "PoolSnapshot",
     "snapshot_pool", "pipeline_grid", "SERVING_COLORS",
 ]

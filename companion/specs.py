@@ -279,6 +279,8 @@ class Hardware:
     l2_bytes: float | None = None
     source: str = ""
     extra: dict = field(default_factory=dict, compare=False)
+    # what peak_flops_per_s counts: tables that compare cards label every peak with it
+    peak_precision: str = "dense BF16"
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -291,6 +293,9 @@ class Hardware:
                 v.positive(name, getattr(self, name))
         if self.sm_count is not None:
             v.count("sm_count", self.sm_count)
+        if not isinstance(self.peak_precision, str) or not self.peak_precision:
+            raise TypeError(f"peak_precision: expected a non-empty string, "
+                            f"got {self.peak_precision!r}")
 
     def with_(self, **changes) -> "Hardware":
         """A copy with some fields changed (validated again).
@@ -423,7 +428,7 @@ GH200 = Hardware(
 
 M2_MAX = Hardware(
     "Apple M2 Max (96 GB)", mem_bytes=ch08.M2_MAX_MEM_BYTES, mem_bw_bytes_per_s=400e9,
-    peak_flops_per_s=13.6e12,
+    peak_flops_per_s=13.6e12, peak_precision="FP32",
     source="Ch. 8.4.1 (Experiment 8-7): 96 GB unified memory (decimal); Apple spec: 400 GB/s, "
            "38-core GPU ~13.6 FP32 TFLOP/s",
 )

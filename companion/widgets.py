@@ -36,7 +36,7 @@ from companion.explorers.ch17_memory import (
 from companion.explorers.ch17_parallelism import (
     TensorParallelPanel, PipelineBubblePanel, PlacementPanel, PoolSizingPanel, KVRoutingPanel)
 from companion.explorers.ch17_roofline import (
-    RooflinePanel, RequestBudgetPanel, HeadOfLinePanel)
+    RooflinePanel, RequestBudgetPanel, HeadOfLinePanel, SLOPanel)
 from companion.sim.scenarios import (
     timeline_scenario, stalled_interval_positions, chapter_schedules, batching_trace_requests,
     batching_trace, itl_tail_trace, CH17_STATIC_BATCH, CH17_STATIC_SHORTEST,
@@ -72,7 +72,8 @@ __all__ = [
     "SpeculativeLeverPanel", "BatchSizePanel", "MemoryHierarchyPanel", "KVSizingPanel",
     "PagedKVPanel", "TensorParallelPanel", "PipelineBubblePanel", "PlacementPanel",
     "PoolSizingPanel", "KVRoutingPanel", "RooflinePanel", "RequestBudgetPanel",
-    "HeadOfLinePanel", "timeline_scenario", "stalled_interval_positions", "chapter_schedules",
+    "HeadOfLinePanel", "SLOPanel",
+    "timeline_scenario", "stalled_interval_positions", "chapter_schedules",
     "batching_trace_requests", "batching_trace", "itl_tail_trace", "CH17_STATIC_BATCH",
     "CH17_STATIC_SHORTEST", "CH17_STATIC_LONGEST", "grow_sequences", "copy_on_write_steps",
     "branch_sharing_pool", "branch_sharing_steps", "decode_with_preemption",

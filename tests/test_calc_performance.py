@@ -22,22 +22,39 @@ FAST = settings(max_examples=40, deadline=None)
 # --- §1 -------------------------------------------------------------------------------------
 
 def test_memory_pyramid_rows_and_ratios():
-    rows = calc.memory_pyramid(HW)
-    assert [r["level"].split()[0] for r in rows] == ["Registers", "SRAM", "HBM", "NVLink", "PCIe"]
-    hbm = rows[2]
+    rows = {r["key"]: r for r in calc.memory_pyramid(HW)}
+    assert list(rows) == ["registers", "shared_l1", "l2", "hbm", "nvlink", "pcie"]
+    hbm = rows["hbm"]
     assert hbm["capacity_bytes"] == 80e9 and hbm["bandwidth_bytes_per_s"] == 3.35e12
-    printed(rows[1]["capacity_bytes"], "50", MB)            # ~50 MB L2
-    printed(rows[3]["hbm_over_level"], "3.7")               # NVLink 3.7x slower than HBM
+    printed(rows["l2"]["capacity_bytes"], "50", MB)         # ~50 MB L2
+    printed(rows["nvlink"]["hbm_over_level"], "3.7")        # NVLink 3.7x slower than HBM
     r = calc.bandwidth_ratios(HW)
     printed(r["hbm_over_nvlink"], "3.7")
     printed(r["nvlink_over_pcie"], "14")                     # 14x faster than PCIe
     assert r["hbm_over_pcie"] == pytest.approx(r["hbm_over_nvlink"] * r["nvlink_over_pcie"])
 
 
+def test_memory_pyramid_separates_per_sm_from_per_device():
+    rows = {r["key"]: r for r in calc.memory_pyramid(HW)}
+    # Hopper: 65,536 32-bit registers and 256 KiB of L1/shared memory in each of 132 SMs
+    # (NVIDIA H100 whitepaper); the chapter only says "KBs per SM"
+    for key in ("registers", "shared_l1"):
+        assert rows[key]["scope"] == "per SM" and "per SM" in rows[key]["level"]
+        assert rows[key]["capacity_bytes"] == 65_536 * 4
+        assert rows[key]["device_bytes"] == 132 * 65_536 * 4
+    for key in ("l2", "hbm"):
+        assert rows[key]["scope"] == "per device" and "per device" in rows[key]["level"]
+        assert rows[key]["device_bytes"] == rows[key]["capacity_bytes"]
+    # one SM's on-chip memory is KBs; all of the card's L2 is tens of MB
+    assert rows["shared_l1"]["capacity_bytes"] < rows["l2"]["capacity_bytes"] / 100
+
+
 def test_memory_pyramid_without_links():
-    rows = calc.memory_pyramid(RTX_PRO_6000)       # no NVLink, no SM count in the preset
-    assert rows[0]["capacity_bytes"] is None
-    assert rows[3]["bandwidth_bytes_per_s"] is None and rows[3]["hbm_over_level"] is None
+    rows = {r["key"]: r for r in calc.memory_pyramid(RTX_PRO_6000)}  # no NVLink, no SM count
+    assert rows["registers"]["capacity_bytes"] is None
+    assert rows["shared_l1"]["device_bytes"] is None
+    assert rows["nvlink"]["bandwidth_bytes_per_s"] is None
+    assert rows["nvlink"]["hbm_over_level"] is None
     with pytest.raises(ValueError, match="^hardware"):
         calc.bandwidth_ratios(RTX_PRO_6000)
 

@@ -50,7 +50,8 @@ def test_memory_hierarchy_figure_draws_the_pyramid():
     rows = calc.memory_pyramid(specs.H100_SXM)
     fig = plots.memory_hierarchy_figure(rows)
     capacity, _, bandwidth, _ = fig.data
-    assert list(capacity.y) == ["Registers", "SRAM (shared memory + L2)", "HBM"]
+    assert list(capacity.y) == ["Registers (per SM)", "Shared memory / L1 (per SM)",
+                                "L2 cache (per device)", "HBM (per device)"]
     assert capacity.x[-1] == 80                              # GB
     assert list(bandwidth.x) == [3350, 900, 64]             # GB/s: HBM, NVLink, PCIe
     assert fig.layout.xaxis.title.text and fig.layout.xaxis2.title.text

@@ -97,6 +97,10 @@ computes with the rounded 6 ms (§5 gives 6.1 ms)."""
 OUTPUT_TOKENS = 250
 """§3: "decode, 250 output tokens"."""
 
+TTFT_P90_TARGET_S = 0.5
+"""§3: "Representative chat SLOs — TTFT p90 under ~500 ms" (its ITL target is only "ITL p99
+under a few tens of ms"; the companion reads it as ``ITL_TARGET_S``)."""
+
 # --- §4-§5: KV sizing, PagedAttention --------------------------------------------------------------
 
 RUNTIME_RESERVE_BYTES = 4e9

@@ -11,7 +11,9 @@ length and weight / KV precision -> decode at batch 1, batched decode (weights o
 each sequence's KV), and prefill placed on the log-log roofline; the readout lists every
 plotted number), ``RequestBudgetPanel`` (17 §3: TTFT + output x ITL, and where the time goes),
 ``HeadOfLinePanel`` (17 §3: a long prompt admitted whole into a running decode batch, on the
-scheduler simulator through ``sim.scenarios.hol_scenario``, beside the chapter's closed form).
+scheduler simulator through ``sim.scenarios.hol_scenario``, beside the chapter's closed form),
+``SLOPanel`` (17 §3: TTFT and ITL percentiles of a simulated Poisson stream, ``sim.slo_run``,
+against a TTFT p90 and an ITL p99 target; ``slo_cdf_traces`` draws the two CDFs).
 """
 
 from __future__ import annotations
@@ -29,12 +31,14 @@ from companion.explorers.presets import HARDWARE_PRESETS, KV_PRECISION_BYTES, ha
 from companion.formulas.core import ridge_point
 from companion.sim.result import Result
 from companion.sim.scenarios import hol_scenario
+from companion.sim.slo import slo_run
 from companion.specs import Hardware
 
 __all__ = [
     "roofline_traces", "roofline_layout", "roofline_figure", "request_budget_traces",
     "hol_timeline_traces", "hol_timeline_layout", "hol_timeline_figure", "ROOFLINE_X_RANGE",
     "ROOFLINE_Y_RANGE", "RooflinePanel", "RequestBudgetPanel", "HeadOfLinePanel",
+    "slo_cdf_traces", "slo_cdf_layout", "SLOPanel",
 ]
 
 
@@ -409,3 +413,99 @@ class HeadOfLinePanel(Panel):
                 f"the decode step); the long prompt's TTFT "
                 f"{numbers['sim_long_ttft_ms']:,.0f} ms")
         return View(numbers=numbers, traces=traces, text=text)
+
+
+# --- §3: latency targets under load ------------------------------------------------------------
+
+_SLO_POLICIES = {"continuous batching (whole prefill)": "continuous",
+                 "chunked prefill": "chunked"}
+_SLO_QUANTILES = np.linspace(0.0, 1.0, 101)
+_PCT_COLORS = {"p50": "#6c757d", "p90": "#0b3d91", "p99": "#bc4b51"}
+
+
+def slo_cdf_traces(run: dict) -> list:
+    """Two CDF panels of an ``sim.slo_run`` result: TTFT (ms, x/y) and output intervals (ms,
+    log axis, x2/y2), each with its p50/p90/p99 marked and its target as a dashed line."""
+    traces = []
+    for key, pct, target, xa, ya, name in (
+            ("ttft_s", run["ttft_pct"], run["ttft_target_s"], "x", "y", "TTFT"),
+            ("itl_s", run["itl_pct"], run["itl_target_s"], "x2", "y2", "ITL")):
+        values = np.asarray(run[key]) / units.ms
+        # the CDF at 101 quantiles: the shape of every sample at a fixed size
+        xs = np.quantile(values, _SLO_QUANTILES, method="inverted_cdf")
+        traces.append({"type": "scatter", "mode": "lines", "x": xs.tolist(),
+                       "y": (100 * _SLO_QUANTILES).tolist(), "name": f"{name} CDF",
+                       "line": {"color": "#2d6a4f", "shape": "hv"}, "xaxis": xa, "yaxis": ya,
+                       "hovertemplate": "%{x:.4g} ms: %{y:.0f}% of them<extra></extra>"})
+        traces.append({"type": "scatter", "mode": "markers+text", "name": f"{name} percentiles",
+                       "x": [pct[p] / units.ms for p in _PCT_COLORS],
+                       "y": [float(p[1:]) for p in _PCT_COLORS], "text": list(_PCT_COLORS),
+                       "textposition": "middle left",
+                       "marker": {"size": 10, "color": list(_PCT_COLORS.values())},
+                       "xaxis": xa, "yaxis": ya})
+        traces.append({"type": "scatter", "mode": "lines", "name": f"{name} target",
+                       "x": [target / units.ms, target / units.ms], "y": [0, 100],
+                       "line": {"color": "#bc6c25", "dash": "dash"}, "xaxis": xa, "yaxis": ya})
+    return traces
+
+
+def slo_cdf_layout() -> dict:
+    return {
+        "showlegend": False,
+        "xaxis": {"title": {"text": "time to first token (ms)"}, "domain": [0, 0.46],
+                  "anchor": "y", "rangemode": "tozero"},
+        "yaxis": {"title": {"text": "requests at or below (%)"}, "range": [0, 101],
+                  "anchor": "x"},
+        "xaxis2": {"title": {"text": "interval between output tokens (ms, log)"},
+                   "type": "log", "domain": [0.54, 1], "anchor": "y2"},
+        "yaxis2": {"title": {"text": "intervals at or below (%)"}, "range": [0, 101],
+                   "anchor": "x2"},
+    }
+
+
+class SLOPanel(Panel):
+    """17 §3 live: TTFT p90 and ITL p99 of a simulated service against the two targets."""
+
+    title = "Latency targets under load (17 §3): TTFT p90 and ITL p99, simulated"
+    controls = (
+        Control("rate_per_s", "arrival rate λ (requests/s)", "float", 2.0, 0.5, 12.0, 0.5),
+        Control("ttft_target_ms", "TTFT p90 target (ms)", "float",
+                ch17.TTFT_P90_TARGET_S / units.ms, 50.0, 2000.0, 10.0),
+        Control("itl_target_ms", "ITL p99 target (ms)", "float",
+                ch17.ITL_TARGET_S / units.ms, 5.0, 200.0, 1.0),
+        Control("policy", "scheduler", "choice", "continuous", options=_SLO_POLICIES),
+    )
+    main_control = "rate_per_s"
+    base_layout = dict(slo_cdf_layout(), height=440)
+
+    def compute(self, *, rate_per_s, ttft_target_ms, itl_target_ms, policy) -> View:
+        run = slo_run(rate_per_s, ttft_target_s=ttft_target_ms * units.ms,
+                      itl_target_s=itl_target_ms * units.ms, policy=policy)
+        numbers = {f"ttft_{p}_ms": run["ttft_pct"][p] / units.ms for p in _PCT_COLORS}
+        numbers.update({f"itl_{p}_ms": run["itl_pct"][p] / units.ms for p in _PCT_COLORS})
+        numbers.update({
+            "ttft_ok": run["ttft_ok"], "itl_ok": run["itl_ok"], "slo_met": run["slo_met"],
+            "measured_mean_s": run["measured_mean_s"],
+            "intervals_mean_s": run["intervals_mean_s"],
+            "chapter_mean_s": run["chapter_mean_s"],
+            "completed": run["completed"],
+        })
+
+        def verdict(ok):
+            return "<b style='color:#2d6a4f'>met</b>" if ok else "<b style='color:#bc4b51'>missed</b>"
+
+        def row(name, key):
+            return " / ".join(f"{numbers[f'{key}_{p}_ms']:,.4g}" for p in _PCT_COLORS)
+
+        text = (f"{run['completed']} requests of {ch17.PROMPT_TOKENS:,} + {ch17.OUTPUT_TOKENS} "
+                f"tokens at {rate_per_s:g} req/s, {specs.LLAMA_8B.name} on "
+                f"{specs.H100_SXM.name} ({policy})<br>"
+                f"TTFT p50 / p90 / p99: {row('TTFT', 'ttft')} ms; p90 target "
+                f"{ttft_target_ms:g} ms {verdict(run['ttft_ok'])}<br>"
+                f"ITL p50 / p90 / p99: {row('ITL', 'itl')} ms; p99 target "
+                f"{itl_target_ms:g} ms {verdict(run['itl_ok'])}<br>"
+                f"SLO: {verdict(run['slo_met'])}. Mean request: simulated "
+                f"{run['measured_mean_s']:.3f} s = TTFT + (G - 1) ITL "
+                f"{run['intervals_mean_s']:.3f} s; TTFT + G ITL gives "
+                f"{run['chapter_mean_s']:.3f} s")
+        return View(numbers=numbers, traces=slo_cdf_traces(run), text=text)

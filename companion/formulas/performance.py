@@ -60,9 +60,12 @@ __all__ = [
     "quantization_ceiling",
 ]
 
-# Register file per SM: "KBs per SM, ~1 ns" (§1 pyramid); 256 KiB on Hopper (NVIDIA H100
-# whitepaper: 65,536 32-bit registers per SM). The Hardware presets carry no register field.
+# Per-SM on-chip memory, which the chapter gives only as "KBs per SM, ~1 ns" (§1 pyramid). Hopper
+# figures from the NVIDIA H100 whitepaper: a 256 KiB register file (65,536 32-bit registers) and
+# 256 KiB of combined L1 data cache / shared memory per SM (up to 228 KiB of it as shared
+# memory). The Hardware presets carry no such field, so a card without an SM count gets None.
 _REGISTER_BYTES_PER_SM = 256 * KiB
+_SHARED_L1_BYTES_PER_SM = 256 * KiB
 
 
 # --- argument helpers ------------------------------------------------------------------------
@@ -85,26 +88,44 @@ def _at_precision(model: Model, bytes_per_param) -> Model:
 def memory_pyramid(hardware: Hardware) -> list[dict]:
     """Rows of the memory pyramid (re-derived: the table is not printed in our copy of 17 §1).
 
-    Each row: level, capacity_bytes, bandwidth_bytes_per_s, latency_s (None where the chapter
-    gives no number), hbm_over_level (HBM bandwidth / this level's: NVLink 3.7x slower than HBM,
-    PCIe 14x slower than NVLink on the H100 SXM) and the chapter's wording.
+    Each row: key, level (its label, saying whether the capacity is per SM or per device),
+    scope ("per SM", "per device" or "link"), where, capacity_bytes (per SM for the per-SM
+    rows), device_bytes (the capacity summed over the card's SMs), bandwidth_bytes_per_s,
+    latency_s (None where the chapter gives no number), hbm_over_level (HBM bandwidth / this
+    level's: NVLink 3.7x slower than HBM, PCIe 14x slower than NVLink on the H100 SXM) and the
+    chapter's wording. The chapter's diagram joins shared memory and L2 into one "SRAM" box;
+    they are separate here because one is per SM and the other is shared by the whole card.
     """
     hw = _hardware(hardware)
-    registers = None if hw.sm_count is None else hw.sm_count * _REGISTER_BYTES_PER_SM
+
+    def per_sm(size):
+        return (None, None) if hw.sm_count is None else (size, hw.sm_count * size)
+
+    registers, registers_total = per_sm(_REGISTER_BYTES_PER_SM)
+    shared, shared_total = per_sm(_SHARED_L1_BYTES_PER_SM)
     rows = [
-        dict(level="Registers", where="inside each SM", capacity_bytes=registers,
+        dict(key="registers", level="Registers (per SM)", scope="per SM", where="inside each SM",
+             capacity_bytes=registers, device_bytes=registers_total,
              bandwidth_bytes_per_s=None, latency_s=REGISTER_LATENCY_S,
              text="KBs per SM, ~1 ns"),
-        dict(level="SRAM (shared memory + L2)", where="on the die", capacity_bytes=hw.l2_bytes,
+        dict(key="shared_l1", level="Shared memory / L1 (per SM)", scope="per SM",
+             where="inside each SM", capacity_bytes=shared, device_bytes=shared_total,
              bandwidth_bytes_per_s=None, latency_s=None,
-             text="~50 MB L2, tens of TB/s; four orders of magnitude too small for a model"),
-        dict(level="HBM", where="on the package", capacity_bytes=hw.mem_bytes,
+             text="on-die SRAM next to the arithmetic units (the tiles of FlashAttention)"),
+        dict(key="l2", level="L2 cache (per device)", scope="per device",
+             where="on the die, shared by all SMs", capacity_bytes=hw.l2_bytes,
+             device_bytes=hw.l2_bytes, bandwidth_bytes_per_s=None, latency_s=None,
+             text="~50 MB L2, tens of TB/s; far too small for a model"),
+        dict(key="hbm", level="HBM (per device)", scope="per device", where="on the package",
+             capacity_bytes=hw.mem_bytes, device_bytes=hw.mem_bytes,
              bandwidth_bytes_per_s=hw.mem_bw_bytes_per_s, latency_s=None,
              text="the capacity of every 'does it fit' question, the bandwidth of decode"),
-        dict(level="NVLink", where="other GPUs in the node", capacity_bytes=None,
+        dict(key="nvlink", level="NVLink", scope="link", where="other GPUs in the node",
+             capacity_bytes=None, device_bytes=None,
              bandwidth_bytes_per_s=hw.interconnect_bytes_per_s, latency_s=None,
              text="GPU-to-GPU inside a server: where tensor parallelism can live (§7)"),
-        dict(level="PCIe", where="host DRAM / NVMe", capacity_bytes=None,
+        dict(key="pcie", level="PCIe", scope="link", where="host DRAM / NVMe",
+             capacity_bytes=None, device_bytes=None,
              bandwidth_bytes_per_s=hw.host_link_bytes_per_s, latency_s=None,
              text="the general-purpose bus to the host"),
     ]
@@ -246,7 +267,9 @@ def prefill_compute_s(model: Model, hardware: Hardware, prompt_tokens: int, *,
 def request_budget(ttft_s: float, output_tokens: int, itl_s: float) -> dict:
     """A request's wall clock: TTFT + output x ITL, and the share each phase takes (17 §3).
 
-    66 ms + 250 x 6 ms = 1.57 s, 96% of it decode.
+    66 ms + 250 x 6 ms = 1.57 s, 96% of it decode. This is the chapter's sum, with G intervals;
+    the first token already ends TTFT, so the exact count is G - 1 (as Chapter 8 counts): pass
+    ``output_tokens - 1`` for it (1.56 s here; ``sim.slo_run`` reports both under load).
     """
     ttft = v.positive("ttft_s", ttft_s)
     g = v.tokens("output_tokens", output_tokens)

@@ -16,7 +16,7 @@ def entries() -> list[Entry]:
     hw = H100_SXM
     ratios = calc.bandwidth_ratios(hw)
     sweep_s = calc.memory_sweep_s(hw)
-    sram_bytes = calc.memory_pyramid(hw)[1]["capacity_bytes"]
+    sram_bytes = next(r for r in calc.memory_pyramid(hw) if r["key"] == "l2")["capacity_bytes"]
     return [
         entry("17.1/sram-orders-too-small", S,
               "SRAM is four orders of magnitude too small to hold a model", "4",

@@ -11,7 +11,8 @@ draft token survives, which request misses its deadline.
   block tables; ``kv_scenarios``: the chapters' paging examples by allocation;
 - ``speculative``: greedy draft verification and speculative (rejection) sampling (8.5);
 - ``workload`` and ``load``: arrivals and request columns; a service under load with admission
-  by KV space and deadline, cancellation, goodput and energy (8.6).
+  by KV space and deadline, cancellation, goodput and energy (8.6); ``slo``: 17 §3's TTFT and
+  ITL targets under load.
 
 Every public name of these modules is imported here by name (``from companion.sim import
 simulate, Request, RoundTimeModel``); a test checks that none is missing.
@@ -59,6 +60,8 @@ from companion.sim.workload import (
 from companion.sim.load import (
     RETRIEVAL_DEADLINE_S, KV_POLICIES, ServiceResult, run_service, goodput_sweep,
     nearest_rank_percentile)
+from companion.sim.slo import (
+    SLO_POLICIES, SLO_PERCENTILES, SLO_CHUNK_TOKENS, slo_run, CH17_TTFT_P90_TARGET_S, CH17_ITL_P99_TARGET_S)
 
 __all__ = [
     "Request", "POLICIES", "SchedulerConfig", "SchedulerBase", "check_requests",
@@ -85,5 +88,6 @@ __all__ = [
     "greedy_example", "VERIFICATION_WORDS", "MAX_DRAFT", "speculative_check", "RequestShape",
     "SHORT_REQUEST", "LONG_REQUEST", "Workload", "poisson_arrivals", "trace_arrivals",
     "workload", "seed_rng", "RETRIEVAL_DEADLINE_S", "KV_POLICIES", "ServiceResult",
-    "run_service", "goodput_sweep", "nearest_rank_percentile",
+    "run_service", "goodput_sweep", "nearest_rank_percentile", "SLO_POLICIES",
+    "SLO_PERCENTILES", "SLO_CHUNK_TOKENS", "slo_run", "CH17_TTFT_P90_TARGET_S", "CH17_ITL_P99_TARGET_S",
 ]

@@ -15,14 +15,15 @@
 # %% [markdown]
 # # Chapter 17, "LLM Inference Performance": assumptions, goals and the map
 #
-# Chapter 17 looks at LLM serving from the hardware up. Its thread is a single ratio: how many
-# floating-point operations a GPU can perform in the time it takes to read one byte from its
-# own memory. Generating tokens one at a time does far less work per byte than that, so the
-# chip mostly waits for memory. Almost every technique of a modern serving stack (batching,
-# paged KV memory, chunked prefill, tensor and pipeline parallelism, disaggregated prefill and
-# decode, quantization, speculative decoding) either raises the work done per byte read or
-# puts the idle arithmetic to use. The chapter derives each claim with arithmetic you can
-# redo; these notebooks redo it with the `companion` package and let you change the inputs.
+# Chapter 17 studies LLM serving from the silicon upwards, and one quotient carries the whole
+# argument: the arithmetic a GPU could do in the time one byte travels from its memory to its
+# cores. Producing tokens one at a time asks for far less arithmetic per byte than that, so the
+# card spends most of its time waiting for data. Read that way, the techniques of a serving
+# stack fall into two groups: those that make each fetched byte do more work (batching, paged
+# KV memory, quantization, speculative decoding) and those that organise the two phases of a
+# request around the waiting (chunked prefill, tensor and pipeline parallelism, separate
+# prefill and decode pools). Each claim comes with arithmetic; these notebooks redo that
+# arithmetic with the `companion` package and let you change every input.
 
 # %%
 from companion import calc, ledger, specs, units
@@ -70,27 +71,37 @@ for label, get in (
     print(f"{label:24} {get(m8):>12} {get(m70):>12}")
 
 # %% [markdown]
-# **Reading the chapter's units.** GB and MB are decimal (1e9, 1e6 bytes), like the vendor's
-# specs. A per-token size in "KB" is KiB (131,072 B is "128 KB"). "8K tokens" means 8,000
-# tokens, except the 8,192-token maximum length a worst-case reservation uses in §5. "50% of
-# peak" is 494.5 TFLOP/s. The chapter rounds the 8B to exactly 8e9 parameters, so its weights
-# are 16 GB.
+# **Reading the chapter's units.** GB and MB are decimal (1e9 and 1e6 bytes), as on a spec
+# sheet, but a per-token size written "KB" is in KiB. "8K tokens" means 8,000 tokens, except for
+# the 8,192-token maximum length that 17 §5's worst-case reservation uses. The chapter rounds
+# the 8B to exactly 8e9 parameters. The cell below shows what these conventions give.
 #
+# %% tags=["remove-input"]
+from companion.display import md
+
+md(f"""
+So the 8B's per-token cache of {calc.kv_bytes_per_token(m8):,} B is written
+"{calc.kv_bytes_per_token(m8) / units.KiB:.0f} KB", "50% of peak" means
+{calc.CH17_PREFILL_EFFICIENCY * hw.peak_flops_per_s / units.TFLOP:.1f} TFLOP/s, and the 8B's
+weights are {m8.weight_bytes / units.GB:.0f} GB.
+""")
+
+# %% [markdown]
 # ## What you should be able to do afterwards
 #
-# - Put prefill and decode on a roofline and explain, with numbers, why decoding one sequence
-#   uses about a third of a percent of the GPU's arithmetic.
-# - Compute a model's KV bytes per token from four numbers of its configuration and turn a
-#   card's free memory into a maximum number of concurrent sequences.
-# - Say which ideas PagedAttention takes from operating-system virtual memory and compute the
-#   batch and throughput they recover.
-# - Tell when continuous batching is enough and when a long prompt needs chunked prefill, and
-#   what that trade costs in time to first token.
-# - Choose tensor or pipeline parallelism from the communication each needs.
-# - Explain disaggregated prefill/decode pools and KV-aware routing as answers to the two
-#   phases having different bottlenecks.
-# - Read a profiler timeline and a per-kernel report, and say why "GPU util" from nvidia-smi
-#   misleads.
+# - Place prefill and decode on the roofline and show, with numbers, how little of the card's
+#   arithmetic a single decoding sequence can use.
+# - Work out a model's KV bytes per token from its configuration, and turn the memory left
+#   on a card into a maximum number of sequences running at once.
+# - Name the operating-system ideas behind PagedAttention and compute how much batch and
+#   throughput they win back.
+# - Decide when continuous batching suffices and when long prompts call for chunked prefill,
+#   and what that choice costs in time to first token.
+# - Pick tensor or pipeline parallelism by counting the bytes each must exchange.
+# - Explain separate prefill and decode pools, and routing by cached KV, as consequences of the
+#   two phases being limited by different resources.
+# - Read a profiler timeline and a per-kernel report, and explain why the "GPU util" figure
+#   of nvidia-smi is a poor guide.
 #
 # ## A first taste
 #
@@ -112,11 +123,11 @@ print(f"prefill of a {calc.CH17_PROMPT_TOKENS:,}-token prompt at 50% of peak: "
 #
 # | notebook | section | what you compute and explore |
 # |---|---|---|
-# | [17.1 Memory hierarchy](17_01_memory_hierarchy.ipynb) | §1 | the memory pyramid (re-derived), the 295 FLOP/byte ratio, the 24 ms full-memory sweep, other cards |
-# | [17.2 Roofline](17_02_roofline.ipynb) | §2 | decode at 1 FLOP/byte and 0.34% of peak, 4.78 ms and 209 tok/s, prefill at 33/66 ms, batching and the KV drag on intensity; the roofline explorer |
-# | [17.3 Prefill vs decode](17_03_prefill_vs_decode.ipynb) | §3 | TTFT, ITL, TPOT; the 1.57 s request budget; head-of-line blocking on the scheduler simulator |
-# | [17.4 KV sizing](17_04_kv_sizing.ipynb) | §4 | the KV formula, sizes by context (re-derived), 70B at TP = 4, the 8B's 57 sequences, GQA vs MHA vs MQA (re-derived), decode slowing with context |
-# | [17.5 PagedAttention](17_05_paged_attention.ipynb) | §5 | fragmentation, blocks and block tables on a real allocator, prefix sharing, 57 vs ~760 sequences and 3.6x throughput |
+# | [17.1 Memory hierarchy](17_01_memory_hierarchy.ipynb) | §1 | the memory pyramid per SM and per device (re-derived), the ridge ratio, the time to read the whole card, other cards |
+# | [17.2 Roofline](17_02_roofline.ipynb) | §2 | decode and prefill on the roofline, the batch-1 decode ceiling, prefill time, batching and the KV drag on intensity; the roofline explorer |
+# | [17.3 Prefill vs decode](17_03_prefill_vs_decode.ipynb) | §3 | TTFT, ITL, TPOT; a request's time budget (G or G - 1 intervals); head-of-line blocking on the scheduler simulator; TTFT and ITL percentiles against SLO targets under load |
+# | [17.4 KV sizing](17_04_kv_sizing.ipynb) | §4 | the KV formula, sizes by context (re-derived), the 70B over four GPUs, how many 8K sequences the 8B holds, GQA vs MHA vs MQA (re-derived), decode slowing with context |
+# | [17.5 PagedAttention](17_05_paged_attention.ipynb) | §5 | fragmentation, blocks and block tables on a real allocator, prefix sharing, the naive and paged batches and the throughput gain |
 # | [17.6 Batching strategies](17_06_batching_strategies.ipynb) | §6 | static vs continuous batching, chunked prefill and its ITL/TTFT trade |
 # | [17.7 Tensor and pipeline parallelism](17_07_parallelism.ipynb) | §7 | all-reduce traffic and latency, the pipeline bubble, placing a 405B model |
 # | [17.8 Disaggregation and routing](17_08_disaggregation_and_routing.ipynb) | §8 | sizing prefill and decode pools, shipping the KV cache, KV-aware routing |

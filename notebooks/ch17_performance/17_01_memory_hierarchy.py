@@ -15,116 +15,135 @@
 # %% [markdown]
 # # 17.1 The memory hierarchy: why serving is a bandwidth problem
 #
-# **The question.** A GPU advertises about a thousand trillion floating-point operations per
-# second. Why does generating text on it run at a tiny fraction of that? The short answer is
-# that the arithmetic units can only work on data that has been brought to them, and bringing
-# data from the GPU's main memory is slow compared with how fast they compute. This notebook
-# lays out the memory levels of the chapter's card, computes the one ratio the rest of
-# Chapter 17 keeps returning to, and lets you compare cards.
+# **The question.** The spec sheet of the chapter's card promises close to a thousand trillion
+# floating-point operations every second, yet a chatbot answering one user on it keeps its
+# arithmetic units idle almost all the time. Where does the speed go? Data has to travel to
+# the arithmetic before anything can be computed, and on this card the trip from main memory
+# is the slow part. Below we lay out the card's memory levels with their sizes, compute the one
+# ratio that the whole of Chapter 17 keeps coming back to, and compare six cards.
 #
 # [Chapter 17 overview](17_00_overview.ipynb) | next: [17.2 Roofline](17_02_roofline.ipynb)
 
 # %%
+import math
+
 from companion import calc, ledger, plots, specs, units, widgets
+from companion.display import answer, md
 
 hw = specs.H100_SXM
 
 # %% [markdown]
-# ## A GPU in three words: kernels, SMs, warps
+# ## Kernels, SMs and warps, briefly
 #
-# Everything a GPU does is a sequence of *kernels*: one function (a matrix multiply, a
-# softmax over some rows) launched over thousands of threads at once. The threads are spread
-# over *streaming multiprocessors* (SMs), each with its own arithmetic units, a slice of fast
-# on-chip memory and a scheduler; the chapter's H100 SXM has 132 of them. Threads run in
-# groups of 32 (a *warp*) that execute one instruction on 32 data lanes.
+# A GPU program is a chain of *kernels*. Each kernel is a single function (say, one matrix
+# product, or a softmax over a batch of rows) that thousands of threads run at the same time.
+# The hardware groups those threads onto *streaming multiprocessors* (SMs). Think of an SM as
+# a small self-contained factory: it has its own multipliers and adders, its own scratch
+# memory and its own dispatcher. Threads travel in bundles of 32, called *warps*, and a warp
+# issues one instruction that acts on 32 values at once.
 #
-# A CPU core copes with slow memory through big caches and by guessing ahead. A GPU copes by
-# keeping many warps resident on each SM: when one warp waits for memory, the scheduler
-# switches to another that is ready. That only works when there is plenty of independent
-# work in flight. Decoding one token for one user is the case where there is not (17 §1).
+# How does such a machine survive slow memory? Not the CPU way (big caches, guessing which
+# data comes next) but by juggling: an SM holds many warps at once, and whenever one of them
+# is waiting on a memory load, another one that has its data gets the arithmetic units. The
+# trick needs a crowd of independent work. Producing the next token for a single user is a
+# crowd of one, which is the situation 17 §1 warns about.
 
 # %%
 print(f"{hw.name}: {hw.sm_count} SMs, {hw.mem_bytes / units.GB:.0f} GB of HBM at "
       f"{hw.mem_bw_bytes_per_s / units.TB:.2f} TB/s, "
-      f"{hw.peak_flops_per_s / units.TFLOP:.0f} dense BF16 TFLOP/s")
+      f"{hw.peak_flops_per_s / units.TFLOP:.0f} TFLOP/s ({hw.peak_precision})")
 
 # %% [markdown]
-# ## The pyramid (re-derived)
+# ## The pyramid, level by level
 #
-# Each level of memory trades capacity for speed: registers and on-die SRAM (shared memory and
-# the L2 cache) are fast and tiny, HBM (the DRAM stacks on the GPU package) holds the model and
-# its caches, and links lead off the card to other GPUs (NVLink) or to the host (PCIe).
+# The chapter's pyramid table is not reproduced here; we rebuild it with `calc.memory_pyramid`
+# from the numbers in the chapter's diagram (17 §1: registers at about a nanosecond, about
+# 50 MB of L2, 80 GB of HBM at 3.35 TB/s, 900 GB/s of NVLink, 64 GB/s of PCIe) and the card
+# preset.
 #
-# *Our copy of the chapter lost the pyramid's table (a "truncated lines" gap), so the rows
-# below are re-derived* by `calc.memory_pyramid` from the chapter's own numbers: its diagram
-# ("KBs per SM, ~1 ns"; "~50 MB L2"; "80 GB @ 3.35 TB/s"; "NVLink ~900 GB/s"; "PCIe ~64 GB/s")
-# and the card preset. The register file is the one number the chapter gives only in words;
-# the companion takes the Hopper figure of 256 KiB per SM. "n/a" marks a cell the chapter
-# gives no number for (the L2's bandwidth is only "tens of TB/s").
+# Read the capacities with their scope. The two top levels live *inside every SM*: each of
+# the 132 SMs has its own register file and its own block of fast SRAM that serves as L1
+# cache and as programmer-managed shared memory. The chapter only says "KBs per SM"; the
+# companion takes Hopper's sizes from NVIDIA's H100 whitepaper (256 KiB of registers and
+# 256 KiB of L1/shared memory per SM). The L2 cache, by contrast, is a single pool *for the
+# whole device*, shared by all SMs, and so is the HBM. The last two rows are links off the
+# card, so they have a speed but no capacity. "n/a" marks a number the chapter does not give
+# (the L2's speed is only "tens of TB/s").
 
 # %%
 rows = calc.memory_pyramid(hw)
-print(f"{'level':28} {'capacity':>12} {'bandwidth':>12} {'HBM / level':>12}")
+
+
+def _size(b):
+    return "n/a" if b is None else units.fmt_bytes(b, "GB" if b >= units.GB else
+                                                   "MB" if b >= units.MB else "KiB")
+
+
+print(f"{'level':30} {'capacity':>10} {'whole card':>10} {'bandwidth':>12} {'HBM / level':>11}")
 for r in rows:
-    c = r["capacity_bytes"]
-    cap = "n/a" if c is None else units.fmt_bytes(c, "GB" if c >= units.GB else "MB")
     bw = ("n/a" if r["bandwidth_bytes_per_s"] is None
           else f"{r['bandwidth_bytes_per_s'] / units.GB:,.0f} GB/s")
     ratio = "" if r["hbm_over_level"] is None else f"{r['hbm_over_level']:.3g}x"
-    print(f"{r['level']:28} {cap:>12} {bw:>12} {ratio:>12}")
+    print(f"{r['level']:30} {_size(r['capacity_bytes']):>10} {_size(r['device_bytes']):>10} "
+          f"{bw:>12} {ratio:>11}")
 
 # %%
 plots.memory_hierarchy_figure(rows).show()
 
 # %% [markdown]
-# Two ratios between the rows matter later. NVLink is a few times slower than HBM, and PCIe
-# is more than ten times slower than NVLink. That second gap is why tensor parallelism, which
-# talks across GPUs many times per token, has to stay on NVLink inside one server (17 §7):
+# Look at the last column. Leaving HBM for NVLink costs a factor of a few, and leaving NVLink
+# for PCIe costs more than another factor of ten. Tensor parallelism (17 §7) exchanges data
+# between GPUs several times for every token, so it only pays on the fast link inside one
+# server; across PCIe it would spend more time talking than computing.
 
 # %%
 ratios = calc.bandwidth_ratios(hw)
-print(f"HBM / NVLink  = {ratios['hbm_over_nvlink']:.2f}x   (the chapter: 3.7x slower than HBM)")
-print(f"NVLink / PCIe = {ratios['nvlink_over_pcie']:.1f}x   (the chapter: 14x faster than PCIe)")
+print(f"HBM / NVLink  = {ratios['hbm_over_nvlink']:.2f}x")
+print(f"NVLink / PCIe = {ratios['nvlink_over_pcie']:.1f}x")
 
-# %% [markdown]
-# > **Erratum box: "four orders of magnitude too small".** The chapter says SRAM is four
-# > orders of magnitude too small to hold a model. Against the ~50 MB of L2 it names, the
-# > 70B's 140 GB of weights is about 2,800 times larger (3.4 orders) and the 8B's 16 GB about
-# > 320 times (2.5 orders). Four orders only appears if "SRAM" means one SM's shared memory
-# > (a few hundred KB against 16 GB), a figure the chapter does not state. Both readings say
-# > the same thing that matters: weights cannot stay on the die, so every decode step reads
-# > them from HBM again. The ledger keeps the honest number and the note:
-
-# %%
+# %% tags=["remove-input"]
 sram = {e.id: e for e in ledger.by_section("17.1")}["17.1/sram-orders-too-small"]
-print(f"chapter: {sram.printed} {sram.unit}; companion: {sram.value:.2f}")
-print(sram.note)
+level = {r["key"]: r for r in rows}
+l2, smem = level["l2"]["capacity_bytes"], level["shared_l1"]["capacity_bytes"]
+w70, w8 = specs.LLAMA_70B.weight_bytes, specs.LLAMA_8B.weight_bytes
+md(f"""
+> **Erratum: how many orders of magnitude?** 17 §1 puts the gap between on-die SRAM and a
+> model at four orders of magnitude. Measured against the L2 it names, the 70B's
+> {w70 / units.GB:.0f} GB of weights is {w70 / l2:,.0f} times larger
+> ({sram.value:.1f} orders) and the 8B's {w8 / units.GB:.0f} GB is {w8 / l2:,.0f} times larger
+> ({math.log10(w8 / l2):.1f} orders). Four orders appears only against a single SM's
+> {smem / units.KiB:.0f} KiB of shared memory ({math.log10(w8 / smem):.1f} orders for the 8B),
+> a size the chapter never gives. Either reading leads to the same design fact: the weights
+> cannot stay on the die, so each decode step fetches them from HBM again. The ledger keeps
+> the recomputed value with this note.
+""")
 
 # %% [markdown]
 # ## The ratio that runs the chapter
 #
-# Put the compute roof and the memory speed side by side. If the card can do $P$ FLOP/s and
-# read $\beta$ bytes/s from HBM, then in the time it takes to fetch one byte it could have done
+# Set the card's two headline numbers against each other. With a peak of $\pi$ FLOP/s and an
+# HBM bandwidth of $\beta$ bytes/s, the arithmetic the card can perform while one byte arrives
+# is
 #
-# $$ \frac{P}{\beta} \;\text{FLOP per byte}. $$
+# $$ I^\star = \frac{\pi}{\beta} \quad \text{FLOP per byte}. $$
 #
-# A workload that does fewer operations than that for each byte it reads leaves the
-# arithmetic units waiting: it is *memory-bound*, and its speed is set by bytes moved. One that
-# does more is *compute-bound*. This is the same reasoning as a service that reads from disk:
-# once the disk is saturated, more CPU does nothing. Section 17.2 turns the ratio into the
-# roofline's ridge point.
+# Picture a kitchen where one cook can chop far faster than the delivery van brings
+# vegetables. If a recipe needs only a little chopping per crate, the cook waits at the door
+# and the van sets the pace: that work is *memory-bound*. If a recipe needs a lot of chopping
+# per crate, the van waits for the cook: *compute-bound*. Any service that scans a disk
+# behaves the same way (17 §1 makes that comparison): once the disk is the bottleneck, faster
+# CPUs change nothing. 17.2 turns $I^\star$ into the corner of the roofline.
 
 # %%
 print(f"ridge = {hw.peak_flops_per_s / 1e12:g}e12 / {hw.mem_bw_bytes_per_s / 1e12:g}e12 = "
       f"{calc.ridge_point(hw):.0f} FLOP per byte")
 
 # %% [markdown]
-# A second number you can work out in your head: how long it takes just to read the whole
-# card once. A decode step reads roughly everything that is resident (weights plus the KV
-# cache of every running sequence), so this time is a floor under any step that touches the
-# whole memory, however fast the arithmetic is.
+# A second back-of-the-envelope number: how long does one pass over the whole memory take? A
+# decode step touches nearly everything resident (the weights and every running sequence's
+# KV cache), so this time bounds every such step from below, however many FLOP/s the card has:
 #
-# $$ t_{\text{sweep}} = \frac{\text{bytes}}{\beta}, \qquad
+# $$ t_{\text{sweep}} = \frac{\text{bytes read}}{\beta}, \qquad
 #    \text{steps per second} \le \frac{1}{t_{\text{sweep}}}. $$
 
 # %%
@@ -133,10 +152,20 @@ print(f"{hw.mem_bytes / units.GB:.0f} GB / {hw.mem_bw_bytes_per_s / units.TB:.2f
       f"{sweep_s / units.ms:.1f} ms -> at most {1 / sweep_s:.0f} full-memory steps per second")
 
 # %% [markdown]
-# The same hierarchy explains the design of the fastest attention kernels. FlashAttention
-# never writes the attention score matrix out to HBM: it works on tiles that fit in SRAM and
-# throws the scores away once used. It does some arithmetic twice to avoid the memory traffic,
-# and with a few hundred FLOPs available per byte that is a bargain (17 §1, §9).
+# ### What FlashAttention does with the hierarchy at inference
+#
+# Attention compares every query of a sequence with every key. Written naively, the kernel
+# would store the whole matrix of scores in HBM, read it back for the softmax, and read it
+# once more to weight the values: three trips through the slowest on-card level for data
+# that is thrown away right after. FlashAttention instead loads a block of queries and a
+# block of keys and values into an SM's shared memory, computes that tile of scores there,
+# folds it into a running softmax (keeping only a running maximum and sum per row), and moves
+# on to the next block. The score matrix never exists in HBM; the only HBM traffic is
+# reading $Q$, $K$, $V$ and writing the output. (The recomputation people associate with
+# FlashAttention belongs to training, where the backward pass rebuilds the scores instead of
+# storing them; an inference engine runs only the forward pass.) With hundreds of FLOPs of
+# headroom per byte, reorganising work to save HBM traffic is the pattern behind most fast
+# kernels (17 §1, §9).
 #
 # ## Chapter says / companion computes
 
@@ -146,28 +175,31 @@ print(ledger.table("17.1"))
 # %% [markdown]
 # ## Other cards
 #
-# The same two numbers for every hardware preset in the companion. Of these cards the H100
-# has the highest ridge: its compute outgrew its memory speed. The H200 and GH200 keep the
-# H100's compute but read memory faster, so they reach the compute roof at a lower intensity;
-# the A100 and the M2 Max have far less compute, so their ridges are lower still. A lower ridge
-# does not make decode faster (that is set by bandwidth alone); it only means less batching is
-# needed before the arithmetic units become the limit.
+# The same quantities for every hardware preset. Each peak is labelled with what it counts:
+# the NVIDIA cards' figures are dense BF16 tensor-core peaks, while the Apple M2 Max's is an
+# FP32 figure for its GPU (Apple publishes no BF16 matrix peak), so its ridge is not directly
+# comparable with the others. Two lessons hold regardless. Bandwidth alone sets how fast a
+# memory-bound step can go, so the card with the fastest memory wins decode even when its
+# compute is no larger. And the ridge says how much work per byte a workload needs before the
+# arithmetic becomes the limit; a card with a lower ridge needs less batching to get there.
 
 # %%
-print(f"{'card':28} {'memory':>8} {'bandwidth':>11} {'TFLOP/s':>8} {'ridge':>7} {'sweep':>9}")
+print(f"{'card':26} {'memory':>8} {'bandwidth':>11} {'peak TFLOP/s':>13} {'precision':>11} "
+      f"{'ridge':>6} {'sweep':>9}")
 for card in (specs.H100_SXM, specs.H200_SXM, specs.A100_80GB, specs.RTX_PRO_6000, specs.GH200,
              specs.M2_MAX):
-    print(f"{card.name:28} {card.mem_bytes / units.GB:6.0f} GB "
-          f"{card.mem_bw_bytes_per_s / units.GB:7,.0f} GB/s {card.peak_flops_per_s / units.TFLOP:8.1f} "
-          f"{calc.ridge_point(card):7.0f} {calc.memory_sweep_s(card) / units.ms:6.1f} ms")
+    print(f"{card.name:26} {card.mem_bytes / units.GB:6.0f} GB "
+          f"{card.mem_bw_bytes_per_s / units.GB:7,.0f} GB/s {card.peak_flops_per_s / units.TFLOP:13.1f} "
+          f"{card.peak_precision:>11} {calc.ridge_point(card):6.0f} "
+          f"{calc.memory_sweep_s(card) / units.ms:6.1f} ms")
 
 # %% [markdown]
 # ## Explorer: a card's hierarchy, ridge and sweep time
 #
-# Pick a card and the number of bytes one step must read (the chapter's setting: the whole
-# 80 GB). The top panels redraw that card's pyramid; the bottom bars compare the time to read
-# those bytes on every card, labelled with each card's ridge point. The "chapter's setting"
-# button restores the H100 and 80 GB.
+# Pick a card and how many bytes one step must read (the chapter's setting is the full
+# 80 GB). The upper panels redraw that card's pyramid; the lower bars compare, card by card,
+# how long reading those bytes takes, each labelled with its ridge point. The "chapter's
+# setting" button puts the H100 and 80 GB back.
 
 # %% tags=["nbval-ignore-output"]
 panel = widgets.MemoryHierarchyPanel()
@@ -182,17 +214,70 @@ for key in ("ridge_flop_per_byte", "full_sweep_ms", "full_sweeps_per_s", "hbm_ov
 # %% [markdown]
 # ## Try this
 #
-# 1. Switch the explorer to the H200. Its compute is the H100's, its bandwidth is higher:
-#    which way does the ridge move, and what does that mean for a memory-bound decode?
-# 2. Set "bytes read per step" to 16 GB (the 8B model's weights). How many steps per second
-#    can the H100 make at best? Keep the number: notebook 17.2 derives it as a token rate.
-# 3. The M2 Max has no NVLink or PCIe link in its preset: which rows of the pyramid go "n/a",
-#    and why does the ridge of a laptop chip come out so low?
-# 4. Compute by hand how many times the 70B's 140 GB of weights exceeds 50 MB, then check
-#    the ledger note above: which reading of "four orders of magnitude" do you find fair?
-#
-# **Practice problems.** The Chapter 17 practice set lives in
-# [the exercises folder](../../exercises/) (`ex17_*.ipynb`); for this section, look for the
-# problems on the ridge point of a card and the full-memory sweep time.
-#
+# 1. **Predict, then move.** The H200 has the H100's arithmetic and faster memory. Before you
+#    switch the explorer to it, write down which way its ridge moves and whether a
+#    memory-bound decode step gets faster or slower. Then switch and compare.
+# 2. Set "bytes read per step" to 16 GB, the 8B model's weights. At best, how many steps per
+#    second can the H100 make? Keep the answer: 17.2 finds it again as a token rate.
+# 3. Choose the M2 Max. Which rows of its pyramid show "n/a", and why does its ridge come out
+#    so low? Is the comparison with the H100 fair?
+# 4. **Predict, then move.** Guess how many times the 70B's weights outweigh the H100's L2
+#    (a thousand? a million?), then work it out and compare with the erratum above.
+
+# %% tags=["remove-input"]
+h100 = panel.update(hardware=specs.H100_SXM.name, sweep_gb=80).numbers
+h200 = panel.update(hardware=specs.H200_SXM.name, sweep_gb=80).numbers
+step16 = {name: calc.memory_sweep_s(card, specs.LLAMA_8B.weight_bytes)
+          for name, card in (("H100", specs.H100_SXM), ("H200", specs.H200_SXM))}
+answer(f"""
+The ridge moves **left**: {h200['ridge_flop_per_byte']:.0f} FLOP/byte on the H200 against
+{h100['ridge_flop_per_byte']:.0f} on the H100, because the same peak is divided by a larger
+bandwidth ({h200['bandwidth_GBs']:,.0f} against {h100['bandwidth_GBs']:,.0f} GB/s). A
+memory-bound step gets **faster**, by the bandwidth ratio alone: streaming the 8B's weights takes
+{step16['H200'] / units.ms:.2f} ms instead of {step16['H100'] / units.ms:.2f} ms. A lower ridge
+is not what speeds decode up; the faster memory is.
+""", title="Worked answer 1")
+
+# %% tags=["remove-input"]
+at16 = panel.update(hardware=specs.H100_SXM.name, sweep_gb=16).numbers
+answer(f"""
+Reading 16 GB at 3.35 TB/s takes {at16['sweep_ms']:.2f} ms, so the H100 can make at most
+**{at16['steps_per_s']:.0f} steps per second**. A batch-1 decode step of the 8B reads exactly its
+weights, so this is also its ceiling in tokens per second; 17.2 derives the same number from the
+roofline.
+""", title="Worked answer 2")
+
+# %% tags=["remove-input"]
+m2 = specs.M2_MAX
+missing = [r["level"] for r in calc.memory_pyramid(m2)
+           if r["capacity_bytes"] is None and r["bandwidth_bytes_per_s"] is None]
+answer(f"""
+The rows without any number are {", ".join(missing)}: the preset has no SM count (so no per-SM
+sizes), no L2 size and no NVLink or PCIe link (its memory is shared with the CPU). Its ridge is
+{calc.ridge_point(m2):.0f} FLOP/byte ({m2.peak_flops_per_s / units.TFLOP:.1f} TFLOP/s
+{m2.peak_precision} over {m2.mem_bw_bytes_per_s / units.GB:.0f} GB/s) against
+{calc.ridge_point(hw):.0f} for the H100. The comparison is only rough: the M2 Max's peak is an FP32
+figure, the H100's a dense BF16 tensor-core one. The bandwidth comparison, which is what decode
+cares about, is fair: {hw.mem_bw_bytes_per_s / m2.mem_bw_bytes_per_s:.1f} times in the H100's
+favour.
+""", title="Worked answer 3")
+
+# %% tags=["remove-input"]
+answer(f"""
+{w70 / units.GB:.0f} GB / {l2 / units.MB:.0f} MB = **{w70 / l2:,.0f}**, a few thousand, i.e.
+{math.log10(w70 / l2):.1f} orders of magnitude rather than four. Against one SM's
+{smem / units.KiB:.0f} KiB of shared memory the ratio is {w70 / smem:,.3g}
+({math.log10(w70 / smem):.1f} orders). Which reading is fair depends on what "SRAM" means: the
+chapter's diagram names the L2, so the L2 reading is the honest one, and it still says the model
+cannot live on the die.
+""", title="Worked answer 4")
+_ = panel.reset()
+
+# %% [markdown]
 # Next: [17.2 Roofline](17_02_roofline.ipynb) places decode and prefill on this ratio.
+#
+# > **What you can now compute**
+# > - A card's ridge point $I^\star = \pi/\beta$, and from it whether a workload is memory- or compute-bound ([Exercise 17-3](../../exercises/ex17_3.ipynb)).
+# > - The time to stream a given number of bytes from HBM, the floor under every decode step ([Exercise 17-4](../../exercises/ex17_4.ipynb)).
+# > - How much slower NVLink and PCIe are than HBM, and why tensor parallelism stays on NVLink ([Exercise 17-5](../../exercises/ex17_5.ipynb)).
+# > - Whether a model's weights fit on one card at all ([Exercise 17-2](../../exercises/ex17_2.ipynb)).

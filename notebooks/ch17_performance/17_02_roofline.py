@@ -15,11 +15,12 @@
 # %% [markdown]
 # # 17.2 Roofline: where decode and prefill sit
 #
-# **The question.** Before measuring anything, how fast *can* a workload run on a given card?
-# The roofline model answers it from two numbers you look up (peak compute, memory bandwidth)
-# and one you count (how much arithmetic the workload does per byte it reads). Placed on that
-# plot, decode at batch 1 lands at a third of a percent of the chip's peak, prefill of a
-# 2,048-token prompt on the compute roof, and batching is the way to move decode up.
+# **The question.** Without running a single benchmark, what is the fastest a workload could
+# possibly go on a given card? The roofline model answers with two numbers from the spec sheet
+# (peak compute, memory bandwidth) and one you work out by counting (arithmetic per byte
+# fetched). On that picture, decoding for a single user sits far down the sloped memory roof,
+# prefilling a 2,048-token prompt sits on the flat compute roof, and batching is the one way to
+# lift decode towards the corner.
 #
 # previous: [17.1 Memory hierarchy](17_01_memory_hierarchy.ipynb) |
 # [overview](17_00_overview.ipynb) | next: [17.3 Prefill vs decode](17_03_prefill_vs_decode.ipynb)
@@ -28,22 +29,23 @@
 from companion import calc, ledger, plots, specs, units, widgets
 from companion.chapters.ch17 import DECODE_TOK_PER_S
 from companion.chapters.ch17 import H100_SPARSE_PEAK_FLOPS_PER_S as SPARSE_PEAK_FLOPS_PER_S
+from companion.display import answer, md
 
-hw, m8 = specs.H100_SXM, specs.LLAMA_8B
+hw, m8, m70 = specs.H100_SXM, specs.LLAMA_8B, specs.LLAMA_70B
 
 # %% [markdown]
 # ## Two roofs and a ridge
 #
-# Call *arithmetic intensity* $I$ the FLOPs a workload performs per byte it moves from HBM.
-# With a peak of $P$ FLOP/s and a bandwidth of $\beta$ bytes/s, the work can never go faster
-# than either limit allows:
+# Count, for a piece of work, the floating-point operations it does and the bytes it has to
+# pull out of HBM; their quotient is its *arithmetic intensity* $I$ (FLOP per byte). A card
+# with peak $\pi$ FLOP/s and bandwidth $\beta$ bytes/s can deliver at most
 #
-# $$ \text{attainable}(I) = \min\left(P,\; I\,\beta\right). $$
+# $$ \text{attainable}(I) = \min\left(\pi,\; I\,\beta\right). $$
 #
-# On log-log axes this is a line rising with slope 1 (the memory roof: doubling the
-# intensity doubles the throughput) until it meets the flat compute roof at the *ridge point*
-# $I^* = P/\beta$, the ratio of 17.1. Left of the ridge you pay for bytes; right of it you pay
-# for arithmetic.
+# Plotted on log-log axes, the second term is a straight line of slope one: every doubling of
+# intensity doubles the throughput, because the same bytes now feed twice the work. It runs
+# into the horizontal line $\pi$ at the *ridge point* $I^\star = \pi/\beta$, the ratio of 17.1.
+# A workload left of the ridge is priced in bytes, one right of it in FLOPs.
 
 # %%
 ridge = calc.ridge_point(hw)
@@ -51,18 +53,18 @@ print(f"ridge = {hw.peak_flops_per_s / units.TFLOP:.0f} TFLOP/s / "
       f"{hw.mem_bw_bytes_per_s / units.TB:.2f} TB/s = {ridge:.0f} FLOP per byte")
 
 # %% [markdown]
-# > **Erratum box: the sparse TFLOPS figure.** The vendor's headline for the H100 is 1,979
-# > BF16 TFLOP/s, which counts 2:4 structured sparsity (two of every four weights zero and
-# > skipped). Served LLM weights are dense, so the dense 989 is the right numerator; the
-# > chapter is right that mixing them up is a 2x error. It then says the sparse figure
-# > *halves* the ridge and *doubles* the apparent MFU. Both directions are reversed: the ridge
-# > is peak over bandwidth, so a 2x larger peak *doubles* it, and MFU is achieved over peak,
-# > so a 2x larger denominator *halves* the MFU you report. Read either way, the advice stands:
-# > quote the dense peak.
+# > **Erratum: the sparse peak moves things the other way.** NVIDIA's headline H100 figure,
+# > 1,979 BF16 TFLOP/s, assumes 2:4 structured sparsity (half of each group of four weights is
+# > zero and skipped). Served LLM weights are dense, so the dense 989 belongs in the numerator,
+# > and 17 §2 is right that mixing the two is a factor-of-two mistake. But it states the
+# > consequences backwards: it says the sparse figure halves the ridge and doubles the MFU you
+# > would report. The ridge is peak over bandwidth, so a doubled peak *doubles* it; MFU divides
+# > the achieved rate by the peak, so a doubled peak *halves* it. The conclusion survives
+# > either way: quote the dense peak. The cell below checks both directions.
 
 # %%
 sparse = hw.with_(peak_flops_per_s=SPARSE_PEAK_FLOPS_PER_S)
-# 17 §9's decode measurement (146 tok/s on the 8B) as the achieved rate; any rate gives the same ratio
+# 17 §9's decode measurement on the 8B as the achieved rate; any rate gives the same ratio
 achieved = calc.decode_utilization(m8, hw, DECODE_TOK_PER_S)["flops_per_s"]
 print(f"ridge with the sparse peak: {calc.ridge_point(sparse):.0f} FLOP/B "
       f"({calc.ridge_point(sparse) / ridge:.2f}x the dense ridge)")
@@ -75,16 +77,14 @@ for e in ledger.by_section("17.2"):
 # %% [markdown]
 # ## Decode at batch 1: one FLOP per byte
 #
-# One new token passes through every weight once. A matrix multiply spends one multiply and
-# one add per weight, so the work is about $2N$ FLOPs for $N$ parameters (attention over the
-# cache adds more on long contexts; leaving it out only flatters decode). At batch 1 every
-# weight has to come from HBM again for every token: 16 GB do not fit in 50 MB of SRAM, so
-# nothing survives from one token to the next. In BF16 each weight is 2 bytes:
+# Producing one token means sending one activation vector through every weight of the model.
+# Each weight takes part in one multiply and one add, so a model with $N$ parameters costs
+# about $2N$ FLOPs per token (attention over the cache adds a little on long contexts; leaving
+# it out can only make decode look better). Nothing carries over between tokens: the weights
+# are thousands of times larger than the on-die memory, so each token has to fetch all of them
+# from HBM again. At 2 bytes per BF16 weight,
 #
 # $$ I_{\text{decode}} = \frac{2N\ \text{FLOP}}{2N\ \text{bytes}} = 1\ \text{FLOP/byte}. $$
-#
-# One, against a ridge of 295. The roofline then gives the attainable rate and the share of
-# the peak:
 
 # %%
 i_b1 = calc.decode_intensity(m8)
@@ -92,10 +92,13 @@ b1 = calc.roofline_point(i_b1, hw)
 print(f"intensity {i_b1:g} FLOP/byte -> attainable {b1['attainable_flops_per_s']:.3g} FLOP/s "
       f"= {100 * b1['fraction_of_peak']:.2f}% of peak ({b1['bound']}-bound)")
 
-# %% [markdown]
-# The same fact in the time domain, for the 8B model: streaming the weights takes about 300
-# times longer than the arithmetic on them. The 295 shows up again, now as microseconds
-# waiting per microsecond working; the ridge point is the same ratio measured in time.
+# %% tags=["remove-input"]
+md(f"""
+An intensity of one, against a ridge of {ridge:.0f}: decode at batch 1 can use at most
+{100 * b1['fraction_of_peak']:.2f}% of the card's arithmetic. The same fact reads more vividly
+as time. For the 8B, fetching the weights of one token takes hundreds of times longer than
+computing with them, and the ratio of the two times is the ridge point again.
+""")
 
 # %%
 split = calc.decode_time_split(m8, hw)
@@ -107,9 +110,9 @@ print(f"time to compute them {split['compute_s'] / units.us:.1f} µs")
 print(f"waiting : working    {split['wait_to_work']:.0f} : 1")
 
 # %% [markdown]
-# Why 2 bytes and not 4? Served models use 16-bit weights because on the memory roof bytes
-# *are* throughput: FP32 would double every byte count and halve the ceiling, and INT8 (17.10)
-# doubles it.
+# Because decode is priced in bytes, the storage format of the weights is a speed setting, not
+# only a memory one: 4-byte FP32 weights would double the bytes of every token, and 1-byte
+# INT8 weights (17.10) halve them.
 
 # %%
 for label, bpp in (("FP32", 4), ("BF16", 2), ("INT8", 1)):
@@ -120,14 +123,16 @@ for label, bpp in (("FP32", 4), ("BF16", 2), ("INT8", 1)):
 # %% [markdown]
 # ## Prefill: the prompt length is the intensity
 #
-# Prefill pushes the whole prompt through the model in one pass, so each weight read from HBM
-# is used for every prompt token before it is dropped. With $n$ prompt tokens:
+# Prefill handles the entire prompt in one forward pass. Each weight is fetched once and then
+# multiplied against all $n$ prompt tokens before the kernel moves on, so the bytes stay the
+# same while the FLOPs grow $n$-fold:
 #
 # $$ I_{\text{prefill}} \approx \frac{2N\,n}{2N} = n\ \text{FLOP/byte}. $$
 #
-# A 2,048-token prompt sits far right of the ridge: compute-bound. Its time is FLOPs over
-# the compute actually achieved; the chapter assumes 50% of peak as a realistic prefill (an
-# assumption it flags and reuses; 17.9 turns it into a measurable MFU).
+# A 2,048-token prompt is therefore far to the right of the ridge, and its time is set by the
+# FLOPs divided by the compute rate actually achieved. The chapter assumes 50% of peak for a
+# realistic prefill, says so, and keeps that assumption throughout; 17.9 shows how to measure
+# the real fraction (MFU).
 
 # %%
 n = calc.CH17_PROMPT_TOKENS
@@ -140,41 +145,43 @@ print(f"prompts shorter than ~{ridge / calc.prefill_intensity(m8, 1):.0f} tokens
       "memory roof")
 
 # %% [markdown]
-# ## Batching moves decode up the roof, and the KV cache drags it back
+# ## Batching lifts decode, and the KV cache pulls it back down
 #
-# Decoding $B$ sequences in the same pass lets each weight read serve $B$ tokens, so the
-# intensity grows to about $B$; the ridge is reached only near $B \approx 295$. But each
-# sequence's KV cache is its own and is read in full every step; it does not amortize. With
-# $P$ parameters, 2 bytes each, and $k_{\text{seq}}$ bytes of live cache per sequence:
+# Decode $b$ sequences in the same forward pass and every weight fetched from HBM now serves
+# $b$ tokens instead of one, so the intensity climbs to about $b$. Only a batch near the ridge
+# value would reach the compute roof. There is a catch: each sequence also has its own KV
+# cache, $L$ tokens of $k$ bytes each, and the step reads all of it. That part is private to
+# its sequence and does not get shared across the batch:
 #
-# $$ I_{\text{eff}} = \frac{B \cdot 2P}{2P + B\,k_{\text{seq}}}. $$
+# $$ I_{\text{eff}} = \frac{b \cdot 2N}{2N + b\,L\,k}. $$
 #
-# The chapter's two cases, the 8B at batch 64: short chats (600 live tokens each) and long
-# contexts (8,000 tokens each).
+# The chapter tries it on the 8B at $b = 64$, once with short chats (600 live tokens per
+# sequence) and once with long contexts (8,000 tokens each).
 
 # %%
 for L in (0, calc.CH17_CHAT_LIVE_TOKENS, calc.CH17_LONG_CONTEXT_TOKENS):
     step = calc.decode_vs_context(m8, hw, L, batch=64)
-    print(f"B = 64, {L:>5,} live tokens: KV {step['kv_bytes'] / 64 / units.GB:5.3f} GB each, "
+    print(f"b = 64, {L:>5,} live tokens: KV {step['kv_bytes'] / 64 / units.GB:5.3f} GB each, "
           f"bytes per step {step['step_bytes'] / units.GB:5.1f} GB, "
           f"intensity {calc.decode_intensity(m8, 64, L):4.1f} FLOP/byte")
 
 # %% [markdown]
-# Same batch, a quarter of the intensity once the caches are long: long-context serving is
-# bound by memory capacity *and* bandwidth. That is why 17.4 sizes the cache carefully and
-# 17.5 stops wasting it.
+# The batch did not change, yet long caches cut the intensity to a fraction of the short-chat
+# value. Serving long contexts runs into memory twice: the caches fill the card (capacity) and
+# reading them eats the step (bandwidth). 17.4 therefore sizes the cache exactly, and 17.5
+# stops allocating memory that holds nothing.
 #
 # ## The roofline, drawn from the numbers
 #
-# The chapter draws a schematic; here every point is computed (`calc.roofline_point` on the
-# intensities above): decode at batch 1, batch 64 with weights only, batch 64 with 600 and
-# with 8,000 live tokens per sequence, and prefill of the 2,048-token prompt.
+# The chapter sketches the plot by hand; here every marker is computed with
+# `calc.roofline_point`: decode at batch 1, decode at batch 64 with weights only, then with
+# 600 and with 8,000 live tokens per sequence, and the prefill of the 2,048-token prompt.
 
 # %%
 points = [dict(label="decode, batch 1", **b1)]
-for label, L in (("decode, B=64, weights only", 0),
-                 ("decode, B=64, 600 live tokens", calc.CH17_CHAT_LIVE_TOKENS),
-                 ("decode, B=64, 8,000 live tokens", calc.CH17_LONG_CONTEXT_TOKENS)):
+for label, L in (("decode, b=64, weights only", 0),
+                 ("decode, b=64, 600 live tokens", calc.CH17_CHAT_LIVE_TOKENS),
+                 ("decode, b=64, 8,000 live tokens", calc.CH17_LONG_CONTEXT_TOKENS)):
     points.append(dict(label=label, **calc.roofline_point(calc.decode_intensity(m8, 64, L), hw)))
 points.append(dict(label=f"prefill, {n:,}-token prompt",
                    **calc.roofline_point(calc.prefill_intensity(m8, n), hw)))
@@ -193,10 +200,10 @@ print(ledger.table("17.2"))
 # %% [markdown]
 # ## Explorer: move the points yourself
 #
-# Choose a card, a model, the decode batch, how many live KV tokens each sequence holds, the
-# prompt length of the prefill, and the precision of weights and KV. The four points move on
-# the chosen card's roofline (the H100's roof stays in grey for reference); the readout lists
-# every plotted number. "chapter's setting" puts back the H100, the 8B, batch 64, 600 live
+# Pick a card and a model, the decode batch, the live KV tokens per sequence, the prefill's
+# prompt length, and the storage precision of weights and KV. The four markers slide along the
+# chosen card's roofline (the H100's roof stays in grey for comparison), and the readout lists
+# every plotted number. "chapter's setting" restores the H100, the 8B, batch 64, 600 live
 # tokens, a 2,048-token prompt and BF16.
 
 # %% tags=["nbval-ignore-output"]
@@ -213,19 +220,91 @@ for key in ("ridge_flop_per_byte", "decode_b1_intensity", "decode_b1_pct_of_peak
 # %% [markdown]
 # ## Try this
 #
-# 1. In the explorer, raise the batch until batched decode (weights only) touches the ridge.
-#    Then set the live KV to 8,000 tokens: how large must the batch be now, and can it ever
-#    get there? (Notebook 17.4 answers with the card's memory.)
-# 2. Switch the weights to INT8: which points move, by how much, and why does prefill not
-#    get faster on the compute roof?
-# 3. Drop the prompt below 295 tokens. Which roof is prefill on now?
-# 4. Try the H200 with the 8B at batch 1: the ridge moves left, but what happens to the
-#    decode ceiling in tokens per second, and why?
-# 5. With the 70B, where does batch-1 decode sit, and what is its ceiling on one card (if it
-#    fitted)?
-#
-# **Practice problems.** In [the exercises folder](../../exercises/) (`ex17_*.ipynb`), the
-# Chapter 17 problems on placing a workload on the roofline, the batch-1 decode ceiling and
-# the effective intensity with KV reads practise this section.
-#
+# 1. Raise the batch until weights-only decode touches the ridge. Then set the live KV to
+#    8,000 tokens: how large must the batch be now, and could one card ever hold it? (17.4
+#    answers with the card's memory.)
+# 2. **Predict, then move.** Before switching the weights to INT8, predict which of the four
+#    markers move and in which direction. Then switch. Why does prefill gain nothing?
+# 3. Shorten the prompt below the ridge value. Which roof is prefill on now, and how long does
+#    it take?
+# 4. **Predict, then move.** On the H200 with the 8B at batch 1, the ridge moves left. Predict
+#    whether the batch-1 ceiling in tokens per second rises, falls or stays, then check.
+# 5. Switch to the 70B. Where does batch-1 decode sit, and what would its ceiling be on one
+#    card if the weights fitted?
+
+# %% tags=["remove-input"]
+_ = panel.reset()  # each answer starts from the chapter's setting
+b_weights = panel.update(batch=int(round(ridge))).numbers
+kv_room = hw.mem_bytes - m8.weight_bytes
+seq_bytes = calc.kv_bytes(m8, calc.CH17_LONG_CONTEXT_TOKENS, block_tokens=1)
+long_max = calc.decode_intensity(m8, 1024, calc.CH17_LONG_CONTEXT_TOKENS)
+answer(f"""
+Weights only, the intensity equals the batch, so the ridge is touched at a batch of about
+**{ridge:.0f}** (the readout shows {b_weights['decode_batch_weights_only_intensity']:.0f} FLOP/B
+there). With 8,000 live tokens per sequence the KV term grows with the batch as fast as the FLOPs
+do, so the intensity levels off near $2N/(Lk)$ = {2 * m8.n_params / seq_bytes:.1f} FLOP/B: even a
+batch of 1,024 reaches only {long_max:.1f}. The ridge is out of reach, and the card could not
+hold the batch anyway: {kv_room / units.GB:.0f} GB beside the weights is room for
+{int(kv_room // seq_bytes)} such caches before any reserve.
+""", title="Worked answer 1")
+
+# %% tags=["remove-input"]
+_ = panel.reset()  # each answer starts from the chapter's setting
+bf16 = panel.update().numbers
+int8 = panel.update(weight_bytes=1.0).numbers
+answer(f"""
+The three decode markers move **right**: halving the weight bytes doubles the batch-1 intensity
+({bf16['decode_b1_intensity']:.0f} -> {int8['decode_b1_intensity']:.0f} FLOP/B) and raises the
+ceiling from {bf16['decode_b1_tok_s']:.0f} to {int8['decode_b1_tok_s']:.0f} tok/s. The batched
+points move less once KV reads are part of the step ({bf16['decode_batch_with_kv_intensity']:.1f}
+-> {int8['decode_batch_with_kv_intensity']:.1f} FLOP/B), since the cache stays in BF16. Prefill's
+intensity doubles as well ({bf16['prefill_intensity']:,.0f} -> {int8['prefill_intensity']:,.0f}),
+but it was already on the flat compute roof, where fewer bytes buy nothing: its attainable rate
+stays at {int8['prefill_pct_of_peak']:.0f}% of peak. (Faster INT8 arithmetic would raise that
+roof; the BF16 peak used here does not count it.)
+""", title="Worked answer 2")
+
+# %% tags=["remove-input"]
+short = 128
+p_short = calc.roofline_point(calc.prefill_intensity(m8, short), hw)
+answer(f"""
+At {short} tokens the intensity is {p_short['intensity_flop_per_byte']:.0f} FLOP/B, below the
+ridge of {ridge:.0f}: prefill is now **{p_short['bound']}-bound**, reaching
+{100 * p_short['fraction_of_peak']:.0f}% of peak. Its time is set by reading the weights, about
+{calc.decode_vs_context(m8, hw, 0, batch=short)['step_s'] / units.ms:.1f} ms, the same as one
+decode step; below the ridge a short prompt costs roughly a weight sweep whatever its length.
+""", title="Worked answer 3")
+
+# %% tags=["remove-input"]
+_ = panel.reset()  # each answer starts from the chapter's setting
+h200 = panel.update(hardware=specs.H200_SXM.name, batch=1).numbers
+h100 = panel.update(hardware=hw.name, batch=1).numbers
+answer(f"""
+The ceiling **rises**, from {h100['decode_b1_tok_s']:.0f} to {h200['decode_b1_tok_s']:.0f} tok/s,
+by exactly the bandwidth ratio ({specs.H200_SXM.mem_bw_bytes_per_s / hw.mem_bw_bytes_per_s:.2f}x).
+Batch-1 decode sits on the memory roof, where only $\\beta$ matters; the ridge moving to
+{h200['ridge_flop_per_byte']:.0f} FLOP/B is a side effect of the same change, and the share of
+peak compute used rises only from {h100['decode_b1_pct_of_peak']:.2f}% to
+{h200['decode_b1_pct_of_peak']:.2f}%.
+""", title="Worked answer 4")
+
+# %% tags=["remove-input"]
+_ = panel.reset()  # each answer starts from the chapter's setting
+s70 = panel.update(model=m70.name, batch=1).numbers
+answer(f"""
+The 70B's batch-1 intensity is still {s70['decode_b1_intensity']:.0f} FLOP/B: more parameters
+mean more FLOPs *and* more bytes in the same ratio. Its step would stream
+{m70.streamed_weight_bytes / units.GB:.0f} GB, {s70['decode_b1_step_ms']:.1f} ms, for a ceiling of
+**{s70['decode_b1_tok_s']:.0f} tok/s**, if the weights fitted on one card; they do not
+({m70.weight_bytes / hw.mem_bytes:.2f}x its memory), which 17.4 and 17.7 deal with.
+""", title="Worked answer 5")
+_ = panel.reset()
+
+# %% [markdown]
 # Next: [17.3 Prefill vs decode](17_03_prefill_vs_decode.ipynb).
+#
+# > **What you can now compute**
+# > - The arithmetic intensity of decode at any batch and of prefill at any prompt length, and which roof caps each ([Exercise 17-3](../../exercises/ex17_3.ipynb)).
+# > - The batch-1 decode ceiling in tokens per second from weight bytes and bandwidth ([Exercise 17-4](../../exercises/ex17_4.ipynb)).
+# > - How the live KV cache drags the effective intensity of a batch down ([Exercise 17-3](../../exercises/ex17_3.ipynb)).
+# > - What a smaller weight format does to that ceiling ([Exercise 17-8](../../exercises/ex17_8.ipynb)).

@@ -15,61 +15,95 @@
 # %% [markdown]
 # # 17.3 Prefill and decode: two machines on one GPU
 #
-# **The question.** A request first reads its whole prompt (prefill), then writes its answer
-# one token at a time (decode). 17.2 put the two phases on opposite sides of the ridge. What
-# does that mean for the numbers a user sees, where does a request's time go, and what
-# happens when both phases share one GPU?
+# **The question.** Every request has two parts: the model first digests the whole prompt
+# (prefill), then writes the answer one token after another (decode). 17.2 placed the two on
+# opposite sides of the ridge. What does that split mean for the latencies a user feels, where
+# does the time of one request go, what goes wrong when both phases share a GPU, and how do
+# we check a latency target once many requests compete?
 #
 # previous: [17.2 Roofline](17_02_roofline.ipynb) | [overview](17_00_overview.ipynb) |
 # next: [17.4 KV sizing](17_04_kv_sizing.ipynb)
 
 # %%
-from companion import calc, ledger, plots, specs, units, widgets
+from companion import calc, ledger, plots, sim, specs, units, widgets
+from companion.chapters.ch17 import OUTPUT_TOKENS
+from companion.display import answer, md
 from companion.sim import scheduler as sched
 from companion.sim.scenarios import hol_scenario
 
-hw, m8 = specs.H100_SXM, specs.LLAMA_8B
+hw, m8, m70 = specs.H100_SXM, specs.LLAMA_8B, specs.LLAMA_70B
 
 # %% [markdown]
-# ## Three latency metrics
+# ## Three ways to time a stream
 #
-# - **TTFT**, time to first token: waiting in the queue plus the whole prefill. Nothing
-#   appears on the screen before it.
-# - **ITL**, inter-token latency: the gap between two consecutive streamed tokens, measured
-#   for every token. Users feel its spikes as stutter.
-# - **TPOT**, time per output token: the mean ITL over one response. A mean summarizes; the
-#   ITL distribution (its p99 in particular) is what diagnoses a problem.
+# - **TTFT** (time to first token) runs from the moment a request arrives until its first
+#   output token appears: time spent queued plus the full prefill. Until then the user sees
+#   a blank screen.
+# - **ITL** (inter-token latency) is the gap between two consecutive output tokens, one value
+#   per gap. A long gap is felt as the text freezing mid-sentence.
+# - **TPOT** (time per output token) averages the gaps of one response into a single number.
+#   An average hides the rare long gap, which is why problems are diagnosed from the
+#   distribution of ITL, and its high percentiles in particular (17 §3).
 #
-# ## A request's budget
+# ## Where one request's time goes
 #
-# The 8B model on the H100: a 2,048-token prompt takes about 66 ms to prefill at the 50% of
-# peak assumed in 17.2, and a healthy decode batch takes a step about every 6 ms (17.5 derives
-# 6.1 ms for 57 sequences of 600 live tokens). With 250 output tokens:
+# Take the 8B on the H100 with a 2,048-token prompt and 250 output tokens. Prefill is the
+# compute-bound pass of 17.2, run at the chapter's assumed 50% of peak; decode runs at a
+# healthy batch, whose step the chapter rounds to 6 ms (17.5 derives it). The request's wall
+# clock is
 #
 # $$ T = \text{TTFT} + G \cdot \text{ITL}, \qquad
 #    \text{decode share} = \frac{G \cdot \text{ITL}}{T}. $$
 
 # %%
+G = OUTPUT_TOKENS
 ttft_s = calc.prefill_compute_s(m8, hw, calc.CH17_PROMPT_TOKENS)
 step_17_5 = calc.paged_batch_gain(m8, hw)["naive"]["step_s"]
+itl_s = sched.CH17_HOL_DECODE_STEP_S
 print(f"TTFT (prefill of {calc.CH17_PROMPT_TOKENS:,} tokens at 50% of peak): "
       f"{ttft_s / units.ms:.0f} ms")
-print(f"a decode step at a healthy batch (17.5: 57 sequences of 600 tokens): "
-      f"{step_17_5 / units.ms:.1f} ms; the chapter uses ~{sched.CH17_HOL_DECODE_STEP_S / units.ms:g} ms")
-budget = calc.request_budget(ttft_s, 250, sched.CH17_HOL_DECODE_STEP_S)
-print(f"decode, 250 tokens: {budget['decode_s'] / units.ms:,.0f} ms; total {budget['total_s']:.2f} s; "
+print(f"decode step at a healthy batch (17.5's naive batch at 600 live tokens): "
+      f"{step_17_5 / units.ms:.1f} ms; the chapter rounds it to {itl_s / units.ms:g} ms")
+budget = calc.request_budget(ttft_s, G, itl_s)
+print(f"decode, {G} tokens: {budget['decode_s'] / units.ms:,.0f} ms; total {budget['total_s']:.2f} s; "
       f"decode share {100 * budget['decode_share']:.0f}%, prefill share "
       f"{100 * budget['prefill_share']:.0f}%")
 
+# %% tags=["remove-input"]
+md(f"""
+Almost all of the wall clock ({100 * budget['decode_share']:.0f}%) belongs to the phase that,
+at batch 1, uses well under one percent of the card's arithmetic (17.2). A shorter prompt can
+only win back the remaining {100 * budget['prefill_share']:.0f}%; the latency levers that count
+(17.10) act on decode.
+""")
+
+# %% tags=["remove-input"]
+exact = calc.request_budget(ttft_s, G - 1, itl_s)
+md(f"""
+> **Approximation: G or G - 1 intervals?** The budget above multiplies the step by all $G$
+> output tokens. But the first token arrives at the end of the prefill, so it is already inside
+> TTFT; after it come only $G - 1$ intervals, which is how 8.1.3 counts
+> ($T = \\text{{TTFT}} + \\sum_{{j=1}}^{{G-1}} \\text{{ITL}}_j$). The two readings:
+>
+> | reading | sum | total |
+> |---|---|---|
+> | 17 §3: $\\text{{TTFT}} + G \\cdot \\text{{ITL}}$ | {ttft_s / units.ms:.0f} + {G} × {itl_s / units.ms:g} ms | **{budget['total_s']:.3f} s** |
+> | 8.1.3: $\\text{{TTFT}} + (G-1) \\cdot \\text{{ITL}}$ | {ttft_s / units.ms:.0f} + {G - 1} × {itl_s / units.ms:g} ms | {exact['total_s']:.3f} s |
+>
+> The chapter's printed total (rounded to {budget['total_s']:.2f} s) comes from the first
+> reading; the exact count is one step ({itl_s / units.ms:g} ms) shorter and rounds to
+> {exact['total_s']:.2f} s. For long answers the difference is negligible, and the decode
+> share barely moves ({100 * budget['decode_share']:.1f}% against
+> {100 * exact['decode_share']:.1f}%); the ledger keeps the chapter's reading. The simulated
+> service further down confirms the exact count: its arrival-to-last-token time equals TTFT plus
+> $G - 1$ intervals.
+""")
+
 # %% [markdown]
-# Ninety-six percent of the wall clock is the phase that runs at a third of a percent of the
-# chip's arithmetic (17.2). Shortening the prompt attacks only the remaining 4%; the levers
-# that matter for latency (17.10) go after decode.
+# ## The two phases side by side
 #
-# ## The two phases side by side (re-derived)
-#
-# The chapter summarizes the contrast in a table our copy does not print; these rows are
-# re-derived from the formulas of 17.2 for the 8B on the H100.
+# The chapter's comparison table is not reproduced here; we rebuild its rows from the
+# formulas of 17.2 for the 8B on the H100.
 
 # %%
 i_prefill = calc.prefill_intensity(m8, calc.CH17_PROMPT_TOKENS)
@@ -91,17 +125,20 @@ for name, a, b in rows:
     print(f"{name:34} {a:34} {b:30}")
 
 # %% [markdown]
-# The last row is why the two phases do not scale on the same signal: longer documents raise
-# prefill demand, chattier sessions raise decode demand, and each can move without the other.
+# The last row matters for capacity planning. A product change that brings longer documents
+# loads prefill; one that makes sessions chattier loads decode. Either can happen alone, so
+# one scaling signal cannot serve both phases.
 #
 # ## Head-of-line blocking
 #
-# A serving GPU always holds a batch of running decodes, each wanting a short step every few
-# milliseconds, and a queue of arrivals, each wanting a prefill that is a long block of
-# compute. If the scheduler runs a whole prefill at once, every running decode waits for it.
-# The chapter's case: an 8,000-token prompt arrives while steps take about 6 ms.
+# Picture a single checkout lane where most customers buy one item but now and then someone
+# arrives with a full trolley. On a serving GPU the one-item customers are the running
+# decodes, each needing a short step every few milliseconds; the trolley is a new request's
+# prefill, one long block of compute. If the scheduler lets a whole prefill through at once,
+# every decode behind it waits. The chapter's case: an 8,000-token prompt arrives while the
+# decode step is about 6 ms.
 #
-# $$ t_{\text{stall}} = \frac{2N \cdot n}{0.5\,P}, \qquad
+# $$ t_{\text{stall}} = \frac{2N \cdot n}{0.5\,\pi}, \qquad
 #    \frac{\text{worst ITL}}{\text{step}} \approx \frac{t_{\text{stall}}}{\text{step}}. $$
 
 # %%
@@ -112,36 +149,62 @@ print(f"prefill FLOPs: {hol['prefill_flops'] / 1e12:.0f}e12; at 50% of peak: {ho
 # %% [markdown]
 # ### The stall on a simulated timeline
 #
-# The chapter states the stall; it prints no timeline. The figure below is **generated by the
+# The chapter gives the stall as arithmetic only. The timeline below is **generated by the
 # companion's scheduler simulator** (`companion.sim.scheduler`, continuous batching): four
-# requests are decoding with a 6 ms step, and the 8,000-token prompt arrives at a step
-# boundary and is admitted whole, in the same round as their next decode step. That round
-# lasts the decode step plus the prefill, so the worst gap between two tokens of a running
-# request is one step longer than the closed-form stall (and its ratio one higher): the
-# chapter counts the stall alone.
+# requests decode with a 6 ms step, and the 8,000-token prompt arrives on a step boundary
+# and is admitted whole, into the same round as their next decode step. That round takes the
+# step *plus* the prefill, so the worst gap a running request sees is one step longer than
+# the closed-form stall (and its ratio to the step one higher); the chapter counts the
+# prefill alone.
 
 # %%
 scenario = hol_scenario(m8, hw, calc.CH17_LONG_CONTEXT_TOKENS, sched.CH17_HOL_DECODE_STEP_S,
                         calc.CH17_PREFILL_EFFICIENCY, decode_batch=4)
-sim = scenario["simulated"]
-print(f"simulated smooth ITL: {sim['baseline_itl_s'] / units.ms:.1f} ms; worst ITL: "
-      f"{sim['worst_decode_itl_s'] / units.ms:.1f} ms "
-      f"({sim['worst_decode_itl_s'] / sim['baseline_itl_s']:.0f}x); "
-      f"the long prompt's TTFT: {sim['long_ttft_s'] / units.ms:.0f} ms")
-print(sim["result"].summary())
-plots.hol_timeline_figure(sim["result"]).show()
+hol_sim = scenario["simulated"]
+print(f"simulated smooth ITL: {hol_sim['baseline_itl_s'] / units.ms:.1f} ms; worst ITL: "
+      f"{hol_sim['worst_decode_itl_s'] / units.ms:.1f} ms "
+      f"({hol_sim['worst_decode_itl_s'] / hol_sim['baseline_itl_s']:.0f}x); "
+      f"the long prompt's TTFT: {hol_sim['long_ttft_s'] / units.ms:.0f} ms")
+print(hol_sim["result"].summary())
+plots.hol_timeline_figure(hol_sim["result"]).show()
 
 # %% [markdown]
-# One long prompt freezes every stream for a quarter of a second. In a latency histogram the
-# mean ITL hardly moves while the p99 jumps exactly when long prompts arrive, which is the
-# signature to look for (17.9).
+# A single long prompt makes every other stream stop for about a quarter of a second. In the
+# statistics this has a recognisable fingerprint: the average ITL hardly changes, while the
+# 99th percentile jumps exactly when long prompts come in (17.9 shows how to see it in a
+# profile).
 #
-# Neither priority order fixes it. "Decode first" means an arrival may wait behind decode
-# steps indefinitely and never get its first token (TTFT starves); "prefill first" is the
-# freeze above, as policy. The two answers in the rest of the chapter: split the prompt into
-# chunks that share each round with the decode steps (chunked prefill, 17.6), or put prefill
-# and decode on different GPUs (disaggregation, 17.8).
+# Reordering priorities does not cure it. Always running decode first can leave a new request
+# waiting indefinitely for its first token; always running prefill first is the freeze above,
+# made into a rule. The chapter's two remedies come later: cut the prompt into chunks that ride
+# along with the decode steps (chunked prefill, 17.6), or give prefill and decode separate GPUs
+# (disaggregation, 17.8).
 #
+# ## Latency targets under load: percentiles against an SLO
+#
+# A service-level objective (SLO) names a percentile and a bound. 17 §3 quotes typical chat
+# targets, “TTFT p90 under ~500 ms, ITL p99 under a few tens of ms” (17 §3), and checks them for
+# one request on an idle card. Percentiles here are by nearest rank: sort the values, and p90 is
+# the one 90% of the way up the list. Note what each target counts: TTFT has one value per
+# *request*, ITL one per *interval*, so a request of $G$ tokens contributes $G - 1$ ITL values
+# and a p99 of ITL can be set by one stall that hits every running stream at once.
+#
+# To see the targets under contention, the companion runs a **simulated** service (its own
+# model, not a chapter result): 200 requests of the chapter's shape (2,048 prompt tokens, 250
+# output tokens) arrive as a Poisson stream at rate $\lambda$ on the 8B and the H100, with
+# prefill at 50% of peak and the KV pool of 17.4. The ITL target is read as 20 ms (the
+# companion's reading of "a few tens of ms", shared with Exercise 17-10).
+
+# %%
+for rate in (1.0, 4.0, 8.0):
+    run = sim.slo_run(rate)
+    print(f"λ = {rate:>4} req/s: TTFT p50/p90/p99 = "
+          + " / ".join(f"{run['ttft_pct'][p] / units.ms:5.0f}" for p in ("p50", "p90", "p99"))
+          + " ms; ITL p50/p90/p99 = "
+          + " / ".join(f"{run['itl_pct'][p] / units.ms:5.1f}" for p in ("p50", "p90", "p99"))
+          + f" ms; SLO {'met' if run['slo_met'] else 'missed'}")
+
+# %% [markdown]
 # ## Chapter says / companion computes
 
 # %%
@@ -150,9 +213,9 @@ print(ledger.table("17.3"))
 # %% [markdown]
 # ## Explorer 1: a request's budget
 #
-# Change the prompt, the output length, the decode step and the prefill efficiency (and the
-# card or the model). The bar splits the request into TTFT and decode; the curve shows how the
-# decode share grows with the output length.
+# Change the prompt, the output length, the decode step and the prefill efficiency (or the
+# card and the model). The bar splits one request into TTFT and decode; the curve below shows
+# the decode share climbing as the output grows.
 
 # %% tags=["nbval-ignore-output"]
 budget_panel = widgets.RequestBudgetPanel()
@@ -164,9 +227,9 @@ print({k: round(v, 3) for k, v in budget_panel.update().numbers.items()})
 # %% [markdown]
 # ## Explorer 2: head-of-line blocking, simulated
 #
-# Change the long prompt, the step of the running batch, the prefill efficiency and how many
-# decodes are running. Each update re-runs the scheduler simulator on this small scenario;
-# the readout puts the closed form beside it.
+# Change the long prompt, the step of the running batch, the prefill efficiency and the
+# number of running decodes. Every change re-runs the scheduler simulator on this small
+# scenario, and the readout sets the closed form beside it.
 
 # %% tags=["nbval-ignore-output"]
 hol_panel = widgets.HeadOfLinePanel()
@@ -176,18 +239,115 @@ hol_panel.show()
 print({k: round(v, 2) for k, v in hol_panel.update().numbers.items()})
 
 # %% [markdown]
+# ## Explorer 3: TTFT and ITL percentiles against the targets
+#
+# Move the arrival rate and the two targets, and switch between continuous batching (each
+# prompt prefilled whole, in one round) and chunked prefill (512-token pieces). Left: the
+# distribution of TTFT over the requests; right: the distribution of every output interval
+# (log axis). Dots mark p50, p90 and p99, dashed lines the targets; the readout says whether
+# each target holds and adds up the mean request both ways (with $G$ and with $G - 1$
+# intervals).
+
+# %% tags=["nbval-ignore-output"]
+slo_panel = widgets.SLOPanel()
+slo_panel.show()
+
+# %%
+slo_numbers = slo_panel.update().numbers
+print({k: (v if isinstance(v, (bool, int)) else round(v, 2)) for k, v in slo_numbers.items()})
+
+# %% [markdown]
 # ## Try this
 #
-# 1. In explorer 1, set the output to 20 tokens (a classification-style reply). What share of
-#    the request is prefill now, and which lever would you reach for?
-# 2. In explorer 2, find the prompt length at which the stall equals 10 decode steps.
-# 3. Raise the prefill efficiency to 100%: how much of the stall goes away, and is that enough
-#    for an ITL target of a few tens of milliseconds?
-# 4. Use the 70B in explorer 2 (pretend it fits): how long is the freeze now?
-#
-# **Practice problems.** In [the exercises folder](../../exercises/) (`ex17_*.ipynb`), the
-# Chapter 17 problems on the request time budget (TTFT vs decode share) and on head-of-line
-# blocking by a long prompt practise this section; the chunked-prefill follow-up belongs to
-# 17.6.
-#
+# 1. In explorer 1, shorten the output to 20 tokens (a classification-style reply). What share
+#    of the request is prefill now, and which lever would you reach for first?
+# 2. **Predict, then move.** In explorer 2, guess the prompt length at which the stall lasts
+#    ten decode steps. Then move the prompt slider until the closed-form ratio reads 10.
+# 3. Raise the prefill efficiency to 100%. How much of the stall disappears, and does that
+#    meet an ITL target of 20 ms?
+# 4. **Predict, then move.** In explorer 3, raise the arrival rate step by step. Which target
+#    fails first, TTFT p90 or ITL p99, and at what rate? Write down your guess before moving.
+# 5. At the rate where ITL p99 fails, switch to chunked prefill. Which percentile improves,
+#    which one gets worse, and why?
+
+# %% tags=["remove-input"]
+short = budget_panel.update(output_tokens=20).numbers
+answer(f"""
+With 20 output tokens the decode part is 20 × 6 ms = {short['decode_ms']:.0f} ms against a TTFT
+of {short['ttft_ms']:.0f} ms, so prefill is **{short['prefill_share_pct']:.0f}%** of the request
+(it was {100 * budget['prefill_share']:.0f}% with {G} tokens). Now the prompt is the lever:
+a shorter prompt, a cached shared prefix (8.3), or faster prefill (a higher MFU, or more GPUs on
+it).
+""", title="Worked answer 1")
+_ = budget_panel.reset()
+
+# %% tags=["remove-input"]
+step = sched.CH17_HOL_DECODE_STEP_S
+# the stall is linear in n: 10 steps of compute at 50% of peak
+n10 = 10 * step * calc.CH17_PREFILL_EFFICIENCY * hw.peak_flops_per_s / (2 * m8.n_params)
+near = hol_panel.update(prompt_tokens=int(round(n10 / 256)) * 256).numbers
+answer(f"""
+The stall is linear in the prompt: $t = 2Nn/(0.5\\pi)$, so ten 6 ms steps need
+$n = 10 \\times 6\\,\\text{{ms}} \\times 0.5\\pi / 2N$ = **{n10:,.0f} tokens**. On the slider (steps
+of 256) the nearest setting, {int(round(n10 / 256)) * 256:,} tokens, reads a stall of
+{near['stall_ms']:.0f} ms = {near['worst_itl_over_step']:.1f} steps. A prompt under two thousand
+tokens already freezes the streams for ten steps, so a 2,048-token prompt does too.
+""", title="Worked answer 2")
+_ = hol_panel.reset()
+
+# %% tags=["remove-input"]
+half = hol_panel.update().numbers
+full = hol_panel.update(efficiency_pct=100).numbers
+answer(f"""
+The stall halves, from {half['stall_ms']:.0f} ms to {full['stall_ms']:.0f} ms
+({full['worst_itl_over_step']:.0f} steps instead of {half['worst_itl_over_step']:.0f}): the
+FLOPs are the same and now run at the full roof. That is still several times a 20 ms ITL target,
+and no real kernel reaches 100% of peak. Efficiency cannot fix head-of-line blocking; only
+splitting the prefill (17.6) or moving it elsewhere (17.8) can.
+""", title="Worked answer 3")
+_ = hol_panel.reset()
+
+# %% tags=["remove-input"]
+rates = [float(r) for r in range(1, 13)]
+runs = {r: slo_panel.update(rate_per_s=r).numbers for r in rates}
+first_itl = next((r for r in rates if not runs[r]["itl_ok"]), None)
+first_ttft = next((r for r in rates if not runs[r]["ttft_ok"]), None)
+ttft_note = (f"TTFT p90 only crosses 500 ms at {first_ttft:g} req/s" if first_ttft else
+             f"TTFT p90 stays under 500 ms all the way to {rates[-1]:g} req/s "
+             f"({runs[rates[-1]]['ttft_p90_ms']:.0f} ms there)")
+answer(f"""
+**ITL p99 fails first**, at {first_itl:g} req/s (p99 {runs[first_itl]['itl_p99_ms']:.0f} ms
+against the 20 ms target), while TTFT p90 is still {runs[first_itl]['ttft_p90_ms']:.0f} ms;
+{ttft_note}. Why ITL goes first: every whole prefill stalls *all* running streams for about
+{ttft_s / units.ms:.0f} ms, and once prefills arrive often enough that more than 1% of all
+intervals contain one, the p99 *is* a stall. TTFT degrades more gently, through queueing, until
+the card nears its prefill capacity.
+""", title="Worked answer 4")
+
+# %% tags=["remove-input"]
+whole = slo_panel.update(rate_per_s=first_itl, policy="continuous").numbers
+chunked = slo_panel.update(rate_per_s=first_itl, policy="chunked").numbers
+busy_whole = slo_panel.update(rate_per_s=8.0, policy="continuous").numbers
+busy_chunked = slo_panel.update(rate_per_s=8.0, policy="chunked").numbers
+answer(f"""
+At {first_itl:g} req/s, cutting each prefill into 512-token pieces takes ITL p99 from
+{whole['itl_p99_ms']:.1f} ms to **{chunked['itl_p99_ms']:.1f} ms**
+({'now within' if chunked['itl_ok'] else 'still above'} the 20 ms target): a stalled interval now
+holds one chunk, not a whole prompt. At this light load the price hardly shows (ITL p90
+{whole['itl_p90_ms']:.1f} -> {chunked['itl_p90_ms']:.1f} ms, TTFT p90
+{whole['ttft_p90_ms']:.0f} -> {chunked['ttft_p90_ms']:.0f} ms). At 8 req/s it does: ITL p90
+{busy_whole['itl_p90_ms']:.1f} -> {busy_chunked['itl_p90_ms']:.1f} ms, because many more
+intervals now carry a piece of someone's prefill, while p99 falls from
+{busy_whole['itl_p99_ms']:.0f} to {busy_chunked['itl_p99_ms']:.0f} ms. Chunking moves the pain
+from the tail into the middle of the distribution; 17.6 studies that trade.
+""", title="Worked answer 5")
+_ = slo_panel.reset()
+
+# %% [markdown]
 # Next: [17.4 KV sizing](17_04_kv_sizing.ipynb).
+#
+# > **What you can now compute**
+# > - A request's TTFT from its prompt and the prefill efficiency, and the share of its wall clock spent decoding ([Exercise 17-11](../../exercises/ex17_11.ipynb)).
+# > - The stall one unchunked long prompt imposes on every running stream, in milliseconds and in decode steps ([Exercise 17-11](../../exercises/ex17_11.ipynb)).
+# > - Whether a decode step meets an ITL target, and the largest batch that does ([Exercise 17-10](../../exercises/ex17_10.ipynb)).
+# > - The prompt tokens per second a stream of requests asks prefill to absorb ([Exercise 17-7](../../exercises/ex17_7.ipynb)).

@@ -15,39 +15,43 @@
 # %% [markdown]
 # # 17.4 The KV cache, sized honestly
 #
-# **The question.** 17.2 made the batch size the main lever on decode throughput. Every
-# sequence in a batch keeps its keys and values (the KV cache) in HBM, so the cache decides
-# how large the batch can be. How many bytes does one token cost, how many sequences fit on
-# a card, why does the 70B need several cards before it stores a single token, and how does
-# the cache slow decode down as a conversation grows?
+# **The question.** 17.2 showed that the batch is the main dial on decode throughput. But every
+# sequence in the batch keeps its own keys and values (the KV cache) in HBM, so memory decides
+# how far the dial turns. What does one token cost in bytes? How many sequences fit on a card?
+# Why must the 70B be split across cards before it can hold even one token of cache? And why
+# does a conversation slow down as it grows?
 #
 # previous: [17.3 Prefill vs decode](17_03_prefill_vs_decode.ipynb) |
 # [overview](17_00_overview.ipynb) | next: [17.5 PagedAttention](17_05_paged_attention.ipynb)
 #
-# A unit note: Chapter 17 writes GB and MB in decimal units but "KB" for a per-token size
-# means KiB (131,072 B is "128 KB"), and "8K" means 8,000 tokens. The companion follows it.
+# Units, as in the chapter: GB and MB are decimal, a per-token size quoted in "KB" is KiB,
+# and "8K tokens" means 8,000 tokens.
 
 # %%
 import numpy as np
 
 from companion import calc, ledger, plots, specs, units, widgets
+from companion.chapters.ch17 import CACHE_BYTES, LONGEST_CONTEXT_TOKENS
+from companion.display import answer, md
 
 hw, m8, m70 = specs.H100_SXM, specs.LLAMA_8B, specs.LLAMA_70B
 
 # %% [markdown]
-# ## The formula, term by term
+# ## Building the formula from what attention stores
 #
-# Attention keeps one key vector and one value vector per token (the factor 2), separately
-# in every layer (each layer attends on its own), one pair per *KV head*, each `head_dim`
-# numbers of `dtype_bytes` bytes:
+# Ask what a layer needs to remember about a past token so that later tokens can attend to
+# it: a key vector and a value vector (hence a factor 2). Each layer attends separately, so
+# each layer stores its own pair ($n_\text{layers}$). Within a layer there is one pair per
+# *KV head*, each $d_\text{head}$ numbers long, each number stored in a fixed number of bytes.
+# Multiply the four counts and the storage size:
 #
-# $$ k = 2 \times n_{\text{layers}} \times n_{\text{kv heads}} \times d_{\text{head}}
-#        \times \text{dtype bytes}, \qquad \text{KV}(L) = L \cdot k. $$
+# $$ k = 2 \cdot n_\text{layers} \cdot n_\text{kv} \cdot d_\text{head} \cdot
+#        \text{bytes per value}, \qquad \text{KV}(L) = L\,k. $$
 #
-# The KV-head count is a factor of its own because of grouped-query attention (GQA): several
-# query heads share one K/V pair, so $n_{\text{kv heads}}$ is smaller than the number of query
-# heads. Multi-query attention (MQA) is the extreme with one K/V pair for all heads. Both are
-# decided when the model is trained; their purpose shows up here, at serving time.
+# Why count KV heads and not attention heads? With grouped-query attention (GQA), a group of
+# query heads reads the same key/value pair, so $n_\text{kv}$ is deliberately smaller than the
+# number of query heads; multi-query attention (MQA) takes the idea to a single shared pair.
+# These are choices made before training, and this formula is where they pay off (17 §4).
 
 # %%
 for m in (m70, m8):
@@ -58,11 +62,11 @@ for m in (m70, m8):
           f"{seq / units.GB:.2f} GB")
 
 # %% [markdown]
-# ## KV size by context (re-derived)
+# ## KV size by context
 #
-# The cache grows linearly with the context. The chapter's table of sizes by context is
-# missing from our copy ("truncated lines"); the rows below are **re-derived** with
-# `calc.kv_by_context` for the 70B shape, reading "128K" as 128,000 tokens like "8K".
+# The chapter's table of cache sizes by context is not reproduced here; we rebuild it with
+# `calc.kv_by_context` for the 70B shape, from 1,000 to 128,000 tokens (reading "128K" as
+# 128,000, like "8K").
 
 # %%
 by_ctx = calc.kv_by_context(m70, hardware=hw)
@@ -73,18 +77,20 @@ for r in by_ctx:
 plots.kv_by_context_figure(by_ctx, capacity_bytes=hw.mem_bytes).show()
 
 # %% [markdown]
-# A single 128K-token conversation of the 70B takes more than half an H100 in cache alone.
-# In that regime a handful of requests fill the card, and the batching lever barely moves.
+# The cache is linear in the context, and the last bar is the striking one: a single
+# conversation of the longest context fills more than half of an H100 with its cache alone. At
+# such lengths a few requests occupy the whole card, and the batching dial of 17.2 hardly turns.
 #
-# ## The 70B does not fit one card; at TP = 4 it holds about 62 long sequences
+# ## The 70B needs several cards before it stores any cache
 #
-# Before any cache: 70e9 parameters x 2 bytes = 140 GB against 80 GB of HBM. Fitting the
-# model at all needs tensor parallelism (17.7). Split over 4 GPUs, each holds a quarter of
-# the weights, and the 8 KV heads split too (2 per GPU), so the cache shards along with them.
-# With the chapter's 4 GB per GPU held back for the runtime and activations:
+# Check the weights first: 70e9 parameters at 2 bytes each do not fit in 80 GB, whatever the
+# batch. Fitting the model at all is the first job of tensor parallelism (17.7). Split over
+# $g$ GPUs, each GPU holds $1/g$ of the weights, and the 8 KV heads divide among the GPUs as
+# well, so each GPU stores the cache of its own heads. With the chapter's reserve $R$ of 4 GB
+# per GPU for the runtime and activations, on cards of memory $M$:
 #
-# $$ \text{KV space} = p\,(M - W/p - R), \qquad
-#    \text{sequences} = \left\lfloor \frac{\text{KV space}}{L \cdot k} \right\rfloor. $$
+# $$ \text{KV space} = g\,\left(M - \frac{D_w}{g} - R\right), \qquad
+#    \text{sequences} = \left\lfloor \frac{\text{KV space}}{L\,k} \right\rfloor. $$
 
 # %%
 one = calc.tp_kv_capacity(m70, hw, tp=1)
@@ -98,7 +104,7 @@ print(f"TP = 4: weights {tp4['weight_bytes_per_gpu'] / units.GB:.0f} GB and "
       f"{tp4['max_sequences']} sequences of {calc.CH17_LONG_CONTEXT_TOKENS:,} tokens")
 
 # %% [markdown]
-# ## Max concurrency of the 8B on one H100
+# ## How many sequences the 8B holds on one H100
 
 # %%
 cap8 = calc.tp_kv_capacity(m8, hw)
@@ -111,18 +117,23 @@ print(f"free for KV       {cap8['free_kv_bytes'] / units.GB:.0f} GB")
 print(f"max concurrent    {cap8['max_sequences']} sequences")
 print(f"batch that reaches the ridge (17.2): ~{calc.ridge_point(hw) / calc.decode_intensity(m8):.0f}")
 
+# %% tags=["remove-input"]
+ridge_batch = calc.ridge_point(hw) / calc.decode_intensity(m8)
+md(f"""
+Even with every byte packed, the card holds {cap8['max_sequences']} worst-case 8K sequences,
+while decode would need a batch near {ridge_batch:.0f} to reach the ridge: roughly
+{ridge_batch / cap8['max_sequences']:.0f} times more. Memory runs out long before the batch
+stops paying, so decode stays memory-bound, and any byte shaved off the cache becomes room for
+another sequence, which becomes throughput.
+""")
+
 # %% [markdown]
-# A full card of worst-case 8K sequences holds 57, against the ~295 that decode would need to
-# reach the ridge. Even packed to the last byte, decode stays memory-bound: the batch runs
-# out of memory long before it runs out of usefulness, so every byte saved in the cache turns
-# into batch, and batch into throughput.
+# ## GQA, MHA and MQA on the same shape
 #
-# ## GQA, MHA and MQA (re-derived)
-#
-# The same 70B shape under three attention designs. The chapter's comparison table is not in
-# our copy; **re-derived** with `calc.attention_variants`: MHA keeps one K/V pair per query
-# head (64), GQA the model's 8, MQA a single one. "Sequences" counts 8,000-token sequences in
-# 80 GB of cache space.
+# The chapter's comparison table is not reproduced here; we rebuild it with
+# `calc.attention_variants`. The 70B shape gets three attention designs: MHA stores a K/V pair
+# for each of the 64 query heads, GQA the model's 8, MQA one. "Sequences" counts 8,000-token
+# sequences in 80 GB of cache space.
 
 # %%
 variants = calc.attention_variants(m70)
@@ -134,53 +145,67 @@ for r in variants:
           f"{r['reduction_vs_mha']:>6.0f}x")
 plots.attention_variants_figure(variants).show()
 
-# %% [markdown]
-# > **Erratum box: "twenty-four" sequences with GQA.** The chapter says a 70B with MHA holds
-# > three 8K conversations per 80 GB of cache and, with GQA's 8x reduction, twenty-four.
-# > Three is right (80 / 20.97 = 3.8, floored). Twenty-four is three times eight: it
-# > multiplies the already floored MHA count and loses the remainder. Dividing directly,
-# > 80 GB / 2.62 GB = 30.5, so GQA holds **30**. (Both 3 and 24 would come out of 64 GB of
-# > cache, a figure the chapter never states.) The 8x reduction itself is exact.
-
-# %%
+# %% tags=["remove-input"]
+by_design = {r["attention"]: r for r in variants}
+mha, gqa_row = by_design["MHA"], by_design["GQA"]
+cache = CACHE_BYTES
 gqa = {e.id: e for e in ledger.by_section("17.4")}["17.4/gqa-sequences"]
-print(f"chapter: {gqa.printed}; companion: {gqa.value:.0f}")
-print(gqa.note)
+md(f"""
+> **Erratum: GQA holds more than "twenty-four" sequences.** 17 §4 says the 70B with MHA holds
+> three 8K conversations in 80 GB of cache, and with GQA's 8x smaller cache, twenty-four. The
+> first count is right: {cache / units.GB:.0f} GB / {mha['kv_bytes_per_sequence'] / units.GB:.2f}
+> GB = {cache / mha['kv_bytes_per_sequence']:.1f}, rounded down to {mha['sequences']}. The second
+> multiplies that rounded-down count by 8 and so throws away the remainder. Dividing directly,
+> {cache / units.GB:.0f} GB / {gqa_row['kv_bytes_per_sequence'] / units.GB:.2f} GB =
+> {cache / gqa_row['kv_bytes_per_sequence']:.1f}, so GQA holds **{gqa_row['sequences']}**. The
+> 8x reduction itself is exact. The ledger records the chapter's {gqa.printed} against the
+> companion's {gqa.value:.0f}.
+""")
 
 # %% [markdown]
-# Quantizing the cache to FP8 halves `dtype_bytes` and buys another 2x from the same formula;
-# it stacks with GQA:
+# A serving-time knob works on the same formula: storing the cache in FP8 halves the bytes per
+# value, another factor of two that multiplies with GQA's.
 
 # %%
 print(f"70B KV per token: BF16 {calc.kv_bytes_per_token(m70, 2) / units.KiB:.0f} KB, "
       f"FP8 {calc.kv_bytes_per_token(m70, 1) / units.KiB:.0f} KB")
 
 # %% [markdown]
-# ## Decode slows down as the context grows
+# ## Decode gets slower as the context grows
 #
-# 17.2 derived a ceiling of 209 tokens/s from the weights alone; the chapter's earlier
-# KV-cache chapter derived about 102 tokens/s from the cache alone. A real step reads both:
+# Two decode ceilings are in play. 17.2 counted only the weights; the chapter's earlier
+# KV-cache chapter counted only the cache. Neither stream can be skipped, so a step pays for
+# both:
 #
-# $$ t_{\text{step}} = \frac{W + L \cdot k}{\beta}. $$
+# $$ t_{\text{step}} = \frac{D_w + L\,k}{\beta}. $$
 #
-# For the 8B at batch 1, at three context lengths:
+# The 8B at batch 1, at three context lengths:
 
 # %%
 for L in (1_000, 10_000, 100_000):
     r = calc.decode_vs_context(m8, hw, L)
     print(f"{L:>7,} tokens: {m8.weight_bytes / units.GB:.0f} + {r['kv_bytes'] / units.GB:.2f} GB = "
-          f"{r['step_bytes'] / units.GB:.1f} GB -> {r['step_s'] / units.ms:.1f} ms -> "
-          f"{r['tokens_per_s']:.0f} tok/s")
+          f"{r['step_bytes'] / units.GB:.1f} GB -> {r['step_s'] / units.ms:.2f} ms -> "
+          f"{r['tokens_per_s']:.1f} tok/s")
 cross = calc.kv_weight_crossover_tokens(m8)
 print(f"the cache costs as much bandwidth as the weights at {cross:,.0f} tokens")
 
+# %% tags=["remove-input"]
+entries = {e.id: e for e in ledger.by_section("17.4")}
+ten = calc.decode_vs_context(m8, hw, 10_000)
+ch00 = entries["17.4/ch00-cache-only-ceiling"]
+md(f"""
+(At 10,000 tokens the rate is {ten['tokens_per_s']:.1f} tokens/s; the chapter prints
+{entries['17.4/ctx10000-tok-s'].printed}, cutting off where rounding would go up; the ledger notes
+it. The cache-only ceiling the chapter quotes, about {ch00.printed} tokens/s, comes out with the
+70B's cache at 100,000 tokens read by itself; see the ledger note of `{ch00.id}`.)
+""")
+
 # %% [markdown]
-# (At 10,000 tokens the step is 5.17 ms, which gives 193.5 tokens/s; the chapter prints 193,
-# truncating where rounding gives 194; the ledger notes it.)
-#
-# > **Erratum box: "3,350 GB/ms".** The chapter divides by "3,350 GB/ms". The bandwidth is
-# > 3.35 TB/s = 3,350 GB/**s** = 3.35 GB/ms. Its quotients (4.8, 5.2, 8.7 ms here; 6.1 and
-# > 22.6 ms in 17.5) are right for GB/s, so only the unit label is wrong.
+# > **Erratum: "GB/ms" should be GB/s.** The chapter divides by "3,350 GB/ms". The bandwidth
+# > is 3.35 TB/s, which is 3,350 GB per *second* (or 3.35 GB per millisecond). The quotients it
+# > prints are the ones that GB/s gives, so only the unit label is wrong. The same label
+# > appears again in 17 §5.
 
 # %%
 for e in ledger.by_section("17.4") + ledger.by_section("17.5"):
@@ -188,11 +213,10 @@ for e in ledger.by_section("17.4") + ledger.by_section("17.5"):
         print(f"[{e.section}] chapter {e.printed} {e.unit}; companion {e.value:.2f} {e.unit}. {e.note}")
 
 # %% [markdown]
-# (The chapter's ~102 tokens/s reproduces with the 70B's cache at 100,000 tokens read on its
-# own; see the ledger note of `17.4/ch00-cache-only-ceiling`.) Short contexts: the weights
-# dominate and 17.2's ceiling holds. Past the crossover the cache dominates: one 122K-token
-# conversation doubles the cost of each of its tokens. This is the hardware reason long
-# conversations get slower, even once the memory to hold them is paid for.
+# At short contexts the weights are most of the bytes and 17.2's ceiling holds. Past the
+# crossover, the cache is most of the bytes; at the crossover itself, one conversation makes
+# each of its own tokens cost twice as much as at the start. That is the physical reason long
+# conversations slow down even after their memory has been found.
 
 # %%
 contexts = sorted({int(x) for x in np.geomspace(500, 300_000, 60)} | {1_000, 10_000, 100_000})
@@ -202,9 +226,9 @@ plots.context_step_figure(contexts, rows, weight_bytes=m8.streamed_weight_bytes,
                           marks=(1_000, 10_000, 100_000)).show()
 
 # %% [markdown]
-# The trap in "size the KV cache for model X" is the head count: using all 64 query heads
-# of a GQA model inflates the answer 8x. Name the formula, say whether the model uses GQA,
-# and substitute explicitly.
+# A classic interview trap hides in "size the KV cache for model X": plugging in all 64 query
+# heads of a GQA model makes the answer eight times too large. Write the formula down, say
+# whether the model uses GQA, and substitute each number visibly.
 #
 # ## Chapter says / companion computes
 
@@ -214,11 +238,11 @@ print(ledger.table("17.4"))
 # %% [markdown]
 # ## Explorer: size the cache and count the sequences
 #
-# Choose the model, the card, the context per sequence, the KV precision, the number of
+# Choose the model, the card, the context of each sequence, the KV precision, the number of
 # tensor-parallel GPUs and the runtime reserve. The bar shows one GPU's memory (weights,
-# reserve, the KV of the sequences that fit, what is left); the curve shows how the count
-# falls as the context grows. The chapter's setting is the 70B at TP = 4 with 8,000-token
-# sequences; switch the model to the 8B and TP to 1 for the 57.
+# reserve, the KV of the sequences that fit, what remains); the curve shows the count falling
+# as the context grows. The chapter's setting is the 70B at TP = 4 with 8,000-token sequences;
+# select the 8B and TP = 1 for the one-card case.
 
 # %% tags=["nbval-ignore-output"]
 panel = widgets.KVSizingPanel()
@@ -236,17 +260,98 @@ _ = panel.reset()
 # %% [markdown]
 # ## Try this
 #
-# 1. With the 70B at TP = 4, switch the KV to FP8. How many 8K sequences fit now? Then try
-#    TP = 8: how much of the gain comes from weights, how much from KV heads?
-# 2. Set the context to 128,000 tokens with the 8B on one H100: how many conversations fit,
-#    and what does that do to the batching lever of 17.2?
-# 3. Give the 70B to an H200 (141 GB): does it fit on one card now, and with how much room
-#    for KV?
-# 4. Re-derive the GQA erratum yourself: floor(80 / 2.62) against 8 x floor(80 / 20.97).
-# 5. With Qwen3-8B (36 layers), find the context where its cache equals its weights.
-#
-# **Practice problems.** In [the exercises folder](../../exercises/) (`ex17_*.ipynb`), the
-# Chapter 17 problems on sizing the KV cache of a model, max concurrency on one card and with
-# tensor parallelism, GQA vs MHA, and the context crossover practise this section.
-#
+# 1. **Predict, then move.** With the 70B at TP = 4, guess whether an FP8 cache doubles the
+#    number of 8K sequences exactly, a bit less, or a bit more. Switch the KV to FP8 and check.
+#    Then go to TP = 8: how much of that gain comes from the weights, how much from the heads?
+# 2. Set the context to 128,000 tokens (the longest context of 17 §4) with the 8B on one H100. How many conversations fit, and
+#    what is left of 17.2's batching lever?
+# 3. Give the 70B an H200 (141 GB). Does it fit on one card now, and how much room is left for
+#    the cache?
+# 4. Redo the GQA erratum yourself: 80 GB over one GQA sequence, floored, against eight times
+#    the floored MHA count.
+# 5. **Predict, then move.** Qwen3-8B has 36 layers to the 8B shape's 32. Predict whether the
+#    context where its cache equals its weights is longer or shorter, then select it in the
+#    explorer and read `kv_equals_weights_tokens`.
+
+# %% tags=["remove-input"]
+bf = panel.update().numbers
+fp8 = panel.update(kv_bytes=1.0).numbers
+tp8_bf = panel.update(kv_bytes=2.0, tp=8).numbers
+tp8_fp8 = panel.update(kv_bytes=1.0, tp=8).numbers
+doubled = 2 * bf["max_sequences"]
+how = ("exactly twice" if fp8["max_sequences"] == doubled else
+       "a little more than twice" if fp8["max_sequences"] > doubled else "a little less than twice")
+answer(f"""
+At TP = 4 the FP8 cache takes the count from {bf['max_sequences']} to **{fp8['max_sequences']}**
+sequences: {how}. Each sequence halves ({bf['kv_per_sequence_GB']:.2f} -> {fp8['kv_per_sequence_GB']:.2f}
+GB) while the KV space stays {bf['free_kv_total_GB']:.0f} GB, and the part of a sequence that the
+floor dropped at BF16 ({bf['free_kv_total_GB'] / bf['kv_per_sequence_GB'] - bf['max_sequences']:.2f})
+is worth {2 * (bf['free_kv_total_GB'] / bf['kv_per_sequence_GB'] - bf['max_sequences']):.2f} FP8
+sequences. At TP = 8 the space grows to {tp8_bf['free_kv_total_GB']:.0f} GB: each GPU holds only
+{tp8_bf['weights_per_gpu_GB']:.1f} GB of weights, so the total cache room is
+{8 * hw.mem_bytes / units.GB:.0f} GB of memory less the same {m70.weight_bytes / units.GB:.0f} GB of
+weights and eight reserves. The count becomes {tp8_bf['max_sequences']} (BF16) or
+{tp8_fp8['max_sequences']} (FP8). The gain is all memory: the heads (now
+{tp8_bf['kv_heads_per_gpu']:g} per GPU) only decide where each sequence's bytes live, not how
+many bytes it needs.
+""", title="Worked answer 1")
+
+# %% tags=["remove-input"]
+long8 = panel.update(model=m8.name, tp=1, kv_bytes=2.0, context_tokens=LONGEST_CONTEXT_TOKENS).numbers
+answer(f"""
+One 128,000-token sequence of the 8B needs {long8['kv_per_sequence_GB']:.1f} GB, so the
+{long8['free_kv_total_GB']:.0f} GB of KV space holds **{long8['max_sequences']}** of them. With a batch of
+{long8['max_sequences']} the intensity cannot exceed {long8['max_sequences']} FLOP/byte, and each
+step reads more cache than weights, so 17.2's batching lever is practically gone: the card is
+full after a handful of requests.
+""", title="Worked answer 2")
+
+# %% tags=["remove-input"]
+h200 = specs.H200_SXM
+on_h200 = calc.tp_kv_capacity(m70, h200, tp=1)
+tp2_h200 = calc.tp_kv_capacity(m70, h200, tp=2)
+room = h200.mem_bytes - m70.weight_bytes - calc.CH17_RUNTIME_RESERVE_BYTES
+answer(f"""
+Only just, and not usefully: {m70.weight_bytes / units.GB:.0f} GB of weights is
+{on_h200['weights_over_memory']:.2f}x the H200's {h200.mem_bytes / units.GB:.0f} GB, so the weights
+alone squeeze in, but with the 4 GB runtime reserve the card is
+{-room / units.GB:.0f} GB short, and there is **no room for any cache**
+({on_h200['max_sequences']} sequences). Two H200s (TP = 2) leave
+{tp2_h200['free_kv_bytes'] / units.GB:.0f} GB of KV space, {tp2_h200['max_sequences']} sequences of
+8,000 tokens; four H100s leave {tp4['free_kv_bytes'] / units.GB:.0f} GB.
+""", title="Worked answer 3")
+
+# %% tags=["remove-input"]
+answer(f"""
+$\\lfloor {cache / units.GB:.0f} / {gqa_row['kv_bytes_per_sequence'] / units.GB:.3f} \\rfloor$ =
+**{int(cache // gqa_row['kv_bytes_per_sequence'])}**, against
+$8 \\times \\lfloor {cache / units.GB:.0f} / {mha['kv_bytes_per_sequence'] / units.GB:.2f} \\rfloor$
+= 8 × {mha['sequences']} = {8 * mha['sequences']}. Flooring first and multiplying afterwards
+throws away the {cache / mha['kv_bytes_per_sequence'] - mha['sequences']:.2f} of an MHA sequence
+left over, which is room for
+{8 * (cache / mha['kv_bytes_per_sequence'] - mha['sequences']):.1f} GQA sequences: the gap of
+{gqa_row['sequences'] - 8 * mha['sequences']} comes from there.
+""", title="Worked answer 4")
+
+# %% tags=["remove-input"]
+q = specs.QWEN3_8B
+cross_q = calc.kv_weight_crossover_tokens(q)
+answer(f"""
+Qwen3-8B's cache is bigger per token ({calc.kv_bytes_per_token(q) / units.KiB:.0f} KB against
+{calc.kv_bytes_per_token(m8) / units.KiB:.0f} KB: 36 layers, and its
+{q.n_kv_heads} KV heads of {q.head_dim}), and the weights it streams per step are
+{'smaller' if q.streamed_weight_bytes < m8.streamed_weight_bytes else 'larger'}
+({q.streamed_weight_bytes / units.GB:.1f} GB against {m8.streamed_weight_bytes / units.GB:.0f} GB).
+The crossover is weights over KV bytes per token, so it is
+**{'shorter' if cross_q < cross else 'longer'}**: {cross_q:,.0f} tokens against {cross:,.0f}.
+""", title="Worked answer 5")
+_ = panel.reset()
+
+# %% [markdown]
 # Next: [17.5 PagedAttention](17_05_paged_attention.ipynb).
+#
+# > **What you can now compute**
+# > - A model's KV bytes per token from its layers, KV heads, head dimension and precision, and one sequence's cache at any context ([Exercise 17-1](../../exercises/ex17_1.ipynb)).
+# > - How much larger the cache would be without GQA, and how many sequences each design holds ([Exercise 17-1](../../exercises/ex17_1.ipynb)).
+# > - The KV space left on a card after weights and reserve, and the number of sequences that fit there, on one GPU or sharded over $g$ ([Exercise 17-2](../../exercises/ex17_2.ipynb)).
+# > - The decode step and token rate as the context grows, and the context where the cache costs as much as the weights ([Exercise 17-4](../../exercises/ex17_4.ipynb)).

@@ -15,61 +15,66 @@
 # %% [markdown]
 # # 17.5 PagedAttention: virtual memory for the KV cache
 #
-# **The question.** 17.4 counted sequences as if every allocated KV byte held a real token.
-# Before 2023 most did not: serving systems reserved each request's worst case up front. How
-# much memory did that waste, what does paging (borrowed from operating systems) change, and
-# how much throughput does the recovered memory buy?
+# **The question.** 17.4 counted sequences as though every reserved KV byte held a real token.
+# Until 2023 most serving systems did not work that way: each request was given room for its
+# worst case the moment it arrived. How much memory did that cost, what does paging (an idea
+# taken from operating systems) change, and how much throughput does the memory won back buy?
 #
 # previous: [17.4 KV sizing](17_04_kv_sizing.ipynb) | [overview](17_00_overview.ipynb) |
 # next: [17.6 Batching strategies](17_06_batching_strategies.ipynb)
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
+from companion.chapters.ch17 import CHAT_TURN_TOKENS, PREFIX_USERS
+from companion.display import answer, md
 
 hw, m8 = specs.H100_SXM, specs.LLAMA_8B
+k8 = calc.kv_bytes_per_token(m8)
 
 # %% [markdown]
-# ## The fragmentation problem
+# ## Reserving for the worst case
 #
-# Nobody knows in advance how long an answer will be: the model stops when it emits a stop
-# token, and users cancel. The attention kernels of the time wanted each sequence's cache in
-# one contiguous piece, and the only contiguous allocation that is always safe is the maximum
-# length, reserved when the request arrives. For the 8B with `max_len` = 8,192 and a chat turn
-# that uses 300 tokens:
+# When a request arrives, nobody can say how long its answer will be: generation ends when the
+# model happens to produce an end-of-sequence token, or when the user gives up. Older attention
+# kernels also insisted that a sequence's cache sit in one unbroken stretch of memory. Put the
+# two together and the only allocation that can never run out is one sized for the maximum
+# length, taken at arrival. Here is what that means for the 8B with a maximum of 8,192 tokens,
+# serving a chat turn that ends after 300 tokens:
 #
-# $$ \text{internal fragmentation} = 1 - \frac{\text{used}}{\text{reserved}}. $$
+# $$ \text{internal fragmentation} = 1 - \frac{\text{bytes used}}{\text{bytes reserved}}. $$
 
 # %%
-waste = calc.reservation_waste(m8, 300, max_len_tokens=calc.CH17_MAX_LEN_TOKENS)
-print(f"reserved {calc.CH17_MAX_LEN_TOKENS:,} x {calc.kv_bytes_per_token(m8):,} B = "
-      f"{waste['reserved_bytes'] / units.GB:.2f} GB; used 300 x {calc.kv_bytes_per_token(m8):,} B "
+waste = calc.reservation_waste(m8, CHAT_TURN_TOKENS, max_len_tokens=calc.CH17_MAX_LEN_TOKENS)
+print(f"reserved {calc.CH17_MAX_LEN_TOKENS:,} x {k8:,} B = "
+      f"{waste['reserved_bytes'] / units.GB:.2f} GB; used {CHAT_TURN_TOKENS} x {k8:,} B "
       f"= {waste['used_bytes'] / units.MB:.0f} MB; wasted {100 * waste['wasted_fraction']:.0f}%")
 
 # %% [markdown]
-# That is one of three ways pre-paging systems lost KV memory:
+# Nearly the whole reservation sits empty. That is the largest of three leaks the older
+# systems had (17 §5):
 #
-# - **internal fragmentation**: the unused tail of each worst-case reservation (by far the
-#   largest);
-# - **external fragmentation**: gaps between variable-sized contiguous slabs that no new
-#   request fits into, like a heap that never compacts;
-# - **duplication**: requests with the same system prompt or few-shot header each kept their
-#   own copy of its K/V.
+# - **internal fragmentation**: the empty tail of every worst-case reservation;
+# - **external fragmentation**: free memory chopped into gaps between reservations, none big
+#   enough for the next request (a heap that is never compacted);
+# - **duplication**: requests that begin with the same system prompt or few-shot examples, each
+#   storing its own identical copy of that prefix's keys and values.
 #
-# The vLLM paper measured 60-80% of KV memory wasted across the three. The card was short of
-# *usable* memory, and the batch, the main lever, was capped by the waste.
+# The vLLM authors measured that, on realistic traffic, the three together left most of the KV
+# memory unused (the chapter quotes 60-80%). Such a card did not lack memory; it lacked memory
+# it could use, and the batch was capped by the leaks.
 #
-# ## The fix: pages, page tables, allocation on demand
+# ## Pages, page tables, allocation when needed
 #
-# PagedAttention applies virtual memory to the cache:
+# PagedAttention manages the cache the way an operating system manages RAM:
 #
-# - KV memory is cut into fixed-size **blocks** of, say, 16 token slots (the pages);
-# - each sequence has a **block table** mapping its logical positions to whichever physical
-#   blocks it owns, in any order (the page table);
-# - a new block is taken only when the last one is full: allocation **on demand**, not on
-#   arrival.
+# - the KV memory is divided into equal **blocks**, for instance of 16 token slots (pages);
+# - each sequence owns a **block table**, a short list saying which physical block holds its
+#   tokens 0-15, which holds 16-31, and so on; the blocks can be anywhere (a page table);
+# - a sequence receives a new block only once its last one is full (demand paging).
 #
-# The attention kernel follows the block table the way a CPU's memory unit walks page
-# tables. The chapter's example, a sequence of 40 live tokens in 16-token blocks:
+# During attention the kernel looks up each block through the table, just as the address
+# translation hardware of a CPU resolves virtual pages. The chapter's example: a sequence with
+# 40 live tokens in 16-token blocks.
 
 # %%
 a = calc.block_fill(40, 16)
@@ -79,14 +84,14 @@ print(f"40 tokens, 16-token blocks: {a['blocks']} blocks; the last holds {a['las
 # %% [markdown]
 # ### The allocator, drawn from a real block manager
 #
-# Below, the same six requests arrive at one small KV pool of 1,024 token slots
-# (`companion.sim.kvcache.BlockManager`; a toy size so the blocks are visible; the chapter's
-# sizes are in the next cells). Top strip: the contiguous scheme, each request reserving a
-# `max_len` of 256 slots on arrival: four requests fit, E and F are turned away, and the
-# reserved tails stay empty (red outline). Bottom strip: 16-token blocks allocated as tokens
-# arrive. All six fit, each wastes less than one block, and because all sequences grow at the
-# same time their later blocks interleave in physical memory: the block tables, printed
-# below, map them back. Sequence A ends with 40 tokens, the chapter's example.
+# Six requests arrive at one small KV pool of 1,024 token slots
+# (`companion.sim.kvcache.BlockManager`, a toy size so that each block is visible; the
+# chapter's sizes come next). Top strip: the contiguous scheme, where each request reserves a
+# maximum of 256 slots on arrival. Four fit, E and F are refused, and the reserved tails stay
+# empty (red outline). Bottom strip: 16-token blocks handed out as tokens arrive. All six fit,
+# none wastes more than part of one block, and because the sequences grow side by side their
+# later blocks interleave in physical memory; the block tables printed below map them back.
+# Sequence A ends with 40 tokens, as in the chapter's example.
 
 # %%
 demo = widgets.allocator_demo()
@@ -102,51 +107,52 @@ print(f"paged pool: {paged.used_blocks} of {paged.num_blocks} blocks used; conti
 plots.allocator_figure(paged, naive).show()
 
 # %% [markdown]
-# With blocks, waste is at most one partly filled block per sequence, against a reservation
-# of about a gigabyte. Strictly the worst case is a last block holding one token (15 empty
-# slots); the chapter bounds it by a whole block, and both round to 2 MB:
+# With blocks, a sequence can lose at most the unfilled part of its last block, against a
+# reservation of about a gigabyte. Strictly the worst case is a last block with a single token
+# (15 empty slots); the chapter bounds it by a whole block, and both are about 2 MB:
 
 # %%
 worst = calc.paged_worst_waste(m8, 16)
-print(f"worst-case tail: {worst['tokens']} slots x {calc.kv_bytes_per_token(m8):,} B = "
+print(f"worst-case tail: {worst['tokens']} slots x {k8:,} B = "
       f"{worst['bytes'] / units.MB:.2f} MB (whole-block bound "
       f"{calc.kv_bytes(m8, 16, block_tokens=1) / units.MB:.2f} MB) vs "
       f"{waste['reserved_bytes'] / units.GB:.2f} GB reserved")
 print(f"a 1,024-token block can waste up to {calc.paged_worst_waste(m8, 1024)['tokens']:,} tokens")
 
 # %% [markdown]
-# The block size is the page-size trade-off again: small blocks bound the waste tightly but
-# make longer block tables and more scattered reads; large blocks read contiguously but let
-# the fragmentation back in. Implementations settled near 16 tokens.
+# Choosing the block size is the operating system's page-size dilemma. Tiny blocks waste almost
+# nothing but need long tables and scatter the reads; huge blocks read in long runs but bring
+# the empty tails back. Real engines settled on blocks of about 16 tokens.
 #
 # ## Sharing prefixes, copying on write
 #
-# Two more operating-system ideas come with the blocks. Sequences that start with the same
-# tokens point their block tables at the same physical blocks (**prefix sharing**: one copy
-# of a system prompt however many users share it), and a shared block is copied only when one
-# of them writes into it (**copy-on-write**, as after `fork`). A 2,000-token system prompt
-# shared by 100 concurrent users:
+# Blocks make two more operating-system tricks possible. Requests whose prompts start with the
+# same tokens can list the *same* physical blocks for that prefix in their tables, so a system
+# prompt is stored once no matter how many users send it (**prefix sharing**). And when one of
+# them needs to change a shared block, only then does it get a private copy (**copy-on-write**,
+# as a forked Unix process does). For 100 concurrent users of one 2,000-token system prompt:
 
 # %%
-share = calc.prefix_sharing_bytes(m8, 100, 2_000)
-print(f"naive: 100 x 2,000 x {calc.kv_bytes_per_token(m8):,} B = {share['naive_bytes'] / units.GB:.1f} GB "
+share = calc.prefix_sharing_bytes(m8, PREFIX_USERS, 2_000)
+print(f"naive: {PREFIX_USERS} x 2,000 x {k8:,} B = {share['naive_bytes'] / units.GB:.1f} GB "
       f"of identical bytes; paged: {share['shared_bytes'] / units.GB:.2f} GB")
 
 # %% [markdown]
-# When memory still runs out (a burst of long answers), the engine *preempts*: it frees a
-# sequence's blocks and later recomputes them, or restores a copy swapped out to host memory
-# over PCIe. A nonzero preemption rate means the KV budget, not the scheduler, is the limit.
+# If memory still runs out (say, many long answers at once), the engine *preempts*: it takes a
+# sequence's blocks away and later either recomputes them or brings back a copy it had moved to
+# host memory over PCIe. A nonzero preemption counter tells you the KV budget, not the
+# scheduler, is what limits the service.
 #
 # ## What it buys, in tokens per second
 #
-# Same card, same 60 GB of KV space as 17.4, a mixed workload averaging 600 live tokens per
-# sequence. The naive system holds as many sequences as 8,000-token reservations fit; the
-# paged one as many as their live bytes fit. Wasted space is not wasted traffic: both stream
-# only the live bytes each step. What changes is how many sequences share each pass over the
-# weights:
+# Same card and same KV space as 17.4, with a mixed workload whose sequences hold 600 live
+# tokens on average. The contiguous system fits as many sequences as worst-case reservations
+# allow; the paged one as many as their live bytes allow. Note that empty reservations are
+# never *read*: in both systems a decode step streams the weights plus the live KV only. The
+# gain comes from more sequences sharing each pass over the weights:
 #
-# $$ t_{\text{step}} = \frac{W + B \cdot L \cdot k}{\beta}, \qquad
-#    \text{throughput} = \frac{B}{t_{\text{step}}}. $$
+# $$ t_{\text{step}} = \frac{D_w + b\,L\,k}{\beta}, \qquad
+#    \text{throughput} = \frac{b}{t_{\text{step}}}. $$
 
 # %%
 gain = calc.paged_batch_gain(m8, hw, block_tokens=1)     # the chapter's arithmetic: live bytes
@@ -159,21 +165,48 @@ for label, row in (("naive", gain["naive"]), ("paged", gain["paged"]),
           f"{row['step_s'] / units.ms:4.1f} ms -> {row['tokens_per_s']:7,.0f} tok/s")
 print(f"batch x{gain['batch_gain']:.1f}, throughput x{gain['throughput_gain']:.1f}")
 
+# %% tags=["remove-input"]
+max_len = calc.paged_batch_gain(m8, hw, block_tokens=1, reservation_tokens=calc.CH17_MAX_LEN_TOKENS)
+naive_e = {e.id: e for e in ledger.by_section("17.5")}["17.5/naive-batch"]
+md(f"""
+> **Erratum: which reservation?** 17 §5 sizes the worst-case reservation at the 8B's maximum
+> length, {calc.CH17_MAX_LEN_TOKENS:,} tokens ({waste['reserved_bytes'] / units.GB:.2f} GB), but
+> its batch arithmetic then divides by 17.4's 8,000-token sequence
+> ({calc.kv_bytes(m8, calc.CH17_LONG_CONTEXT_TOKENS, block_tokens=1) / units.GB:.2f} GB). The two
+> readings give different naive batches:
+>
+> | reservation | per sequence | naive batch | step | tokens/s | paged gain |
+> |---|---|---|---|---|---|
+> | 8,000 tokens (the chapter's arithmetic) | {calc.kv_bytes(m8, calc.CH17_LONG_CONTEXT_TOKENS, block_tokens=1) / units.GB:.2f} GB | **{gain['naive']['batch']}** | {gain['naive']['step_s'] / units.ms:.2f} ms | {gain['naive']['tokens_per_s']:,.0f} | {gain['throughput_gain']:.2f}x |
+> | {calc.CH17_MAX_LEN_TOKENS:,} tokens (its own max_len) | {waste['reserved_bytes'] / units.GB:.2f} GB | **{max_len['naive']['batch']}** | {max_len['naive']['step_s'] / units.ms:.2f} ms | {max_len['naive']['tokens_per_s']:,.0f} | {max_len['throughput_gain']:.2f}x |
+>
+> The printed {naive_e.printed} sequences come from the 8,000-token reading; a reservation of
+> the stated maximum length fits {max_len['naive']['batch']}, which makes paging's advantage a
+> little larger. The companion follows the chapter's arithmetic by default
+> (`calc.paged_batch_gain(..., reservation_tokens=...)` takes either).
+""")
+
+# %% tags=["remove-input"]
+ledger_ids = {e.id: e for e in ledger.by_section("17.5")}
+md(f"""
+Thirteen times the batch buys {gain['throughput_gain']:.1f} times the throughput, not thirteen:
+the larger batch also makes each step heavier, as 17.2's intensity argument predicts. (The
+chapter rounds the paged batch to ~{ledger_ids['17.5/paged-batch'].printed} and computes with the
+rounded figure, so its step traffic and time, {ledger_ids['17.5/paged-traffic-GB'].printed} GB and
+{ledger_ids['17.5/paged-step-ms'].printed} ms, sit slightly below the floored batch's
+{gain['paged']['step_bytes'] / units.GB:.1f} GB and {gain['paged']['step_s'] / units.ms:.1f} ms;
+counting the 16-token block tails, {blocks['paged']['batch']} sequences fit. The ledger notes each.)
+The same numbers show the cost: the ITL grew from {gain['naive']['step_s'] / units.ms:.1f} ms to
+{gain['paged']['step_s'] / units.ms:.1f} ms. Throughput and per-token latency pull in opposite
+directions, which is why schedulers cap the batch at an ITL target rather than maximise tokens
+per second.
+""")
+
 # %% [markdown]
-# Thirteen times the batch gives 3.6 times the throughput, not thirteen: the bigger batch also
-# makes every step heavier, as 17.2's intensity argument predicts. (The chapter rounds the
-# paged batch to ~760 and multiplies that rounded figure, so it prints 75.7 GB and 22.6 ms
-# where the floored 762 gives 75.9 GB and 22.7 ms; counting the 16-token block tails, 752
-# sequences fit. The ledger notes each.) The same arithmetic shows the price: the ITL rose
-# from about 6 ms to about 23 ms. Throughput and per-token latency pull against each other,
-# which is why production schedulers cap the batch at an ITL target instead of maximising
-# tokens per second.
-#
 # ## Chapter says / companion computes
 #
-# (Some rows appear twice: once from the closed forms and once recomputed by actually
-# allocating blocks in `companion.sim.kvcache`; the ledger records the latter's source as
-# "sim".)
+# Some rows appear twice: once from the closed forms, once recomputed by allocating real
+# blocks in `companion.sim.kvcache` (source "sim").
 
 # %%
 print(ledger.table("17.5"))
@@ -182,10 +215,10 @@ print(ledger.table("17.5"))
 # ## Explorer: live tokens, block size and the reservation
 #
 # Change the mean live tokens per sequence, the block size and the contiguous reservation.
-# Left: sequences that fit in the KV space, contiguous (flat: it depends only on the
-# reservation) and paged (it grows as sequences get shorter). Right: the throughput/ITL
-# curve as the batch grows, with the two allocators' batches on it. The readout gives both
-# the chapter's live-bytes count and the count with block tails.
+# Left: how many sequences fit in the KV space, contiguous (flat, since it depends only on the
+# reservation) and paged (rising as sequences get shorter). Right: throughput against ITL as
+# the batch grows, with each allocator's batch marked. The readout gives the count with live
+# bytes only (the chapter's arithmetic) and with block tails.
 
 # %% tags=["nbval-ignore-output"]
 panel = widgets.PagedKVPanel()
@@ -201,20 +234,83 @@ for key in ("live_kv_MB", "naive_batch", "paged_batch", "paged_batch_blocks", "n
 # %% [markdown]
 # ## Try this
 #
-# 1. Set the block size to 1,024 tokens. How many sequences of 600 live tokens fit now, and
-#    how close is that to the contiguous scheme?
-# 2. Raise the mean live tokens to 8,000 (every sequence uses its whole reservation). What
-#    is left of paging's advantage, and why?
-# 3. Find the batch on the right-hand curve whose ITL is 10 ms. What throughput does that
-#    cap cost, compared with filling the card?
-# 4. In the allocator drawing, which request would the contiguous pool admit if A finished?
-#    Rerun `widgets.allocator_demo(max_len_tokens=128)`: what changes in the top strip?
-# 5. Work out the prefix-sharing saving for 1,000 users of a 6,000-token prompt.
+# 1. **Predict, then move.** Before setting the block size to 1,024 tokens, guess how many
+#    600-token sequences still fit: closer to the paged count or to the contiguous one? Then
+#    set it and compare.
+# 2. Raise the mean live tokens to 8,000, so every sequence fills its reservation. What is left
+#    of paging's advantage, and why?
+# 3. Find the batch on the right-hand curve whose step is 10 ms. How much throughput does that
+#    ITL cap give up compared with filling the card?
+# 4. In the allocator drawing, which waiting request would the contiguous pool admit if A
+#    finished? Then run `widgets.allocator_demo(max_len_tokens=128)`: what changes in the top
+#    strip?
+# 5. **Predict, then move.** Estimate, before computing, the bytes prefix sharing saves for
+#    1,000 users of a 6,000-token system prompt: tens of GB, hundreds, or thousands?
+
+# %% tags=["remove-input"]
+base = panel.update().numbers
+big = panel.update(block_tokens=1024).numbers
+answer(f"""
+With 1,024-token blocks every 600-token sequence occupies a whole block, so each holds 1,024
+slots: **{big['paged_batch_blocks']}** sequences fit (with 16-token blocks:
+{base['paged_batch_blocks']}; contiguous: {base['naive_batch']}). That is still far more than the
+contiguous scheme, because a block is an eighth of the 8,000-token reservation, but
+{100 * (1 - big['paged_batch_blocks'] / base['paged_batch_blocks']):.0f}% of the paged batch is
+gone: big blocks let internal fragmentation back in. (The live-bytes count,
+{big['paged_batch']}, ignores tails and does not change.)
+""", title="Worked answer 1")
+
+# %% tags=["remove-input"]
+full = panel.update(block_tokens=16, live_tokens=calc.CH17_LONG_CONTEXT_TOKENS).numbers
+answer(f"""
+At 8,000 live tokens per sequence the paged system fits **{full['paged_batch_blocks']}**
+sequences and the contiguous one {full['naive_batch']}: the advantage is gone
+(throughput gain {full['throughput_gain']:.2f}x). Paging recovers only the memory that
+reservations leave empty; when every sequence really uses its maximum, there is nothing to
+recover. Prefix sharing would still help if the prompts had a common start.
+""", title="Worked answer 2")
+_ = panel.reset()
+
+# %% tags=["remove-input"]
+cap10 = calc.itl_batch_ceiling(m8, hw, 10 * units.ms, calc.CH17_CHAT_LIVE_TOKENS)
+at10 = calc.decode_vs_context(m8, hw, calc.CH17_CHAT_LIVE_TOKENS, batch=cap10)
+answer(f"""
+The step is $(D_w + b L k)/\\beta$, which reaches 10 ms at a batch of **{cap10}**
+({at10['step_s'] / units.ms:.2f} ms). That batch makes {at10['tokens_per_s']:,.0f} tok/s against
+{gain['paged']['tokens_per_s']:,.0f} tok/s with the card full ({gain['paged']['batch']}
+sequences), so the 10 ms cap gives up
+{100 * (1 - at10['tokens_per_s'] / gain['paged']['tokens_per_s']):.0f}% of the throughput, in
+exchange for an ITL {gain['paged']['step_s'] / (10 * units.ms):.1f} times shorter.
+""", title="Worked answer 3")
+
+# %% tags=["remove-input"]
+small = widgets.allocator_demo(max_len_tokens=128)
+longest = max(prompt + output for _, prompt, output in widgets.ALLOCATOR_DEMO_SEQUENCES)
+answer(f"""
+When A finishes its reservation becomes one free slot of the maximum size, so the contiguous pool
+could take the next request that asks, such as **E**, into A's old place; F would still not fit.
+With `max_len_tokens=128` each reservation is half as large, so the same 1,024 slots hold twice
+as many: the contiguous pool now admits {len(small['admitted']['naive'])} of the six requests
+({len(small['rejected']['naive'])} turned away). That works only because the longest of these
+requests needs {longest} tokens; one that grew past 128 would have nowhere to go, which is why a
+contiguous system must reserve for the longest answer it allows.
+""", title="Worked answer 4")
+
+# %% tags=["remove-input"]
+big_share = calc.prefix_sharing_bytes(m8, 1_000, 6_000)
+answer(f"""
+Naive: 1,000 × 6,000 × {k8:,} B = **{big_share['naive_bytes'] / units.GB:,.0f} GB**, many times
+an H100's memory, so without sharing such a service could not run on one card at all. Shared:
+{big_share['shared_bytes'] / units.GB:.2f} GB, one copy. The saving,
+{(big_share['naive_bytes'] - big_share['shared_bytes']) / units.GB:,.0f} GB, is in the hundreds.
+""", title="Worked answer 5")
+
+# %% [markdown]
+# Next: [17.6 Batching strategies](17_06_batching_strategies.ipynb) (continuous batching relies
+# on exactly this allocate-at-any-time memory).
 #
-# **Practice problems.** In [the exercises folder](../../exercises/) (`ex17_*.ipynb`), the
-# Chapter 17 problems on internal fragmentation of worst-case reservations, block tables and
-# worst-case waste, prefix sharing, and the naive vs paged batch and throughput practise this
-# section.
-#
-# Next: [17.6 Batching strategies](17_06_batching_strategies.ipynb) (continuous batching
-# needs exactly this allocate-anytime memory).
+# > **What you can now compute**
+# > - The internal fragmentation of a worst-case reservation, and the worst-case waste of a paged sequence for a given block size ([Exercise 17-12](../../exercises/ex17_12.ipynb)).
+# > - The bytes prefix sharing saves when many requests start with the same prompt ([Exercise 17-12](../../exercises/ex17_12.ipynb)).
+# > - The naive and paged batch caps in a given KV space, and the step time and tokens per second each gives ([Exercise 17-12](../../exercises/ex17_12.ipynb)).
+# > - The batch to run between an ITL target and the KV memory ([Exercise 17-10](../../exercises/ex17_10.ipynb)).
