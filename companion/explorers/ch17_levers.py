@@ -404,7 +404,7 @@ def kernel_timeline_traces(timelines: dict, *, shown_layers: int = 2) -> tuple[l
     layout = {"barmode": "overlay",
               "xaxis": {"title": {"text": f"time from the round's first launch (µs; first "
                                           f"{shown_layers} layers)"}, "domain": [0, 0.68],
-                        "range": [0, 1.02 * end / units.us]},
+                        "range": [0, 1.02 * end / units.us]},  # not a chapter input
               "yaxis": {"type": "category", "categoryorder": "array",
                         "categoryarray": rows[::-1]},
               "xaxis2": {"domain": [0.78, 1], "anchor": "y2", "type": "category"},
