@@ -1,5 +1,5 @@
-"""Chapter 17's chapter-wide tables, re-derived from its formulas (17 §10, not printed in our
-copy): the levers indexed by symptom with their arithmetic, the mechanism -> lever map, and the
+"""Chapter 17's chapter-wide tables, re-derived from its formulas (17 §10; the chapter's tables
+are not reproduced here): the levers indexed by symptom with their arithmetic, the mechanism -> lever map, and the
 cheat sheet of headline numbers for any model and card.
 
 They draw on every section (the roofline of §2, the KV sizing of §4, paging of §5, chunking of
@@ -45,7 +45,7 @@ def _smallest_layout(model: Model, hardware: Hardware, reserve_bytes: float):
 def levers_table(model: Model, hardware: Hardware, *, large_model: Model = LLAMA_70B,
                  tp: int = TP) -> list[dict]:
     """The levers, indexed by symptom, with the quantity each changes and its arithmetic for this
-    model and card (re-derived: 17 §10's table is not printed in our copy).
+    model and card (re-derived from the formulas: 17 §10's table is not reproduced here).
 
     ``before``/``after`` are the chapter's arithmetic recomputed (None where the chapter gives
     none, or where the model does not fit one card so a single-GPU number means nothing).
@@ -141,7 +141,7 @@ def cheat_sheet(model: Model, hardware: Hardware, *,
                 reserve_bytes: float = CH17_RUNTIME_RESERVE_BYTES,
                 efficiency: float = CH17_PREFILL_EFFICIENCY) -> list[dict]:
     """The chapter's headline numbers re-derived for any model and card (17 §10's cheat sheet,
-    not printed in our copy). Rows: quantity, value (base units), unit, section."""
+    re-derived from the formulas). Rows: quantity, value (base units), unit, section."""
     m = _model(model)
     hw = _hardware(hardware)
     L = v.tokens("context_tokens", context_tokens, minimum=1)

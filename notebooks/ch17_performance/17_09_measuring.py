@@ -122,7 +122,7 @@ ui.figure().show()
 # reports *why that kernel is slow*. Its Speed of Light section shows the kernel's throughput
 # as a share of peak compute and of peak memory side by side, a roofline verdict for one
 # kernel, along with occupancy and achieved bandwidth. Use them in that order: the timeline
-# first, to find the kernel or gap that owns the time, then `ncu` on that kernel.
+# first, to find which kernel or gap is costing the time, and only then `ncu` for that kernel.
 
 # %% [markdown]
 # ## Reading a timeline: launches, kernels and the gaps between them
