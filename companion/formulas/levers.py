@@ -49,9 +49,9 @@ def levers_table(model: Model, hardware: Hardware, *, large_model: Model = LLAMA
 
     ``before``/``after`` are the chapter's arithmetic recomputed (None where the chapter gives
     none, or where the model does not fit one card so a single-GPU number means nothing).
-    The "does not fit one card" row is about ``large_model`` split over ``tp`` GPUs (the
-    chapter's 70B at TP = 4, 17 §4 and §7): a model that fits needs no split, so that row is
-    computed for the large model whatever ``model`` is.
+    The "does not fit one card" row is about ``large_model`` split over ``tp`` GPUs (by
+    default the chapter's own example of a split model, the 70B at TP = 4): a model that fits
+    needs no split, so that row is computed for the large model whatever ``model`` is.
     """
     m = _model(model)
     hw = _hardware(hardware)
