@@ -296,8 +296,10 @@ over NVLink takes {nvlink['step_s'] / units.ms:.2f} ms. TP = 8 over PCIe matches
 $\\text{{read}} + \\text{{wire}} + n_\\text{{coll}} T_\\text{{floor}}$ equals that, i.e. at a floor
 of ({nvlink['step_s'] / units.ms:.2f} - {pc8['read_s'] / units.ms:.2f} -
 {pc8['wire_s'] / units.ms:.3f}) ms / {n_coll} = {floor / units.us:.1f} µs per
-collective, against the {calc.CH17_COLLECTIVE_LATENCY_PCIE_S / units.us:g} µs the chapter
-assumes for PCIe.""", title="Worked answer 2")
+collective. Below that floor TP = 8 over PCIe is the faster of the two; at the
+{calc.CH17_COLLECTIVE_LATENCY_PCIE_S / units.us:g} µs the chapter assumes for PCIe it still
+wins per token, but it spends almost half of every step on collectives and ties up twice as
+many GPUs as TP = 4 does.""", title="Worked answer 2")
 
 # %% tags=["remove-input"]
 stages = 8
