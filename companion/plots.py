@@ -34,7 +34,7 @@ from companion.explorers.ch17_batching import (
     batch_slots, slot_gantt_traces, batching_gantt_figure, chunk_trade_traces)
 from companion.explorers.ch17_levers import (
     sm_share_figure, utilization_traces, quantization_figure, speculative_traces,
-    batch_window_traces)
+    batch_window_traces, kernel_timeline_traces, speed_of_light_traces)
 from companion.explorers.ch17_memory import (
     memory_hierarchy_traces, memory_hierarchy_layout, memory_hierarchy_figure,
     kv_by_context_figure, attention_variants_figure, context_step_traces, context_step_figure,
@@ -42,7 +42,8 @@ from companion.explorers.ch17_memory import (
     paged_tradeoff_layout, SEQ_COLORS)
 from companion.explorers.ch17_parallelism import (
     tp_step_traces, tp_step_figure, pipeline_traces, pipeline_figure, placement_traces,
-    placement_figure, pool_sizing_traces, kv_transfer_figure, routing_traces)
+    placement_figure, pool_sizing_traces, kv_transfer_figure, routing_traces, KV_LINKS,
+    disaggregation_diagram_traces)
 from companion.explorers.ch17_roofline import (
     roofline_traces, roofline_layout, roofline_figure, request_budget_traces,
     hol_timeline_traces, hol_timeline_layout, hol_timeline_figure, ROOFLINE_X_RANGE,
@@ -73,12 +74,14 @@ __all__ = [
     "expected_output_figure", "draft_cost_figure", "draft_mode_figure", "batch_slots",
     "slot_gantt_traces", "batching_gantt_figure", "chunk_trade_traces", "sm_share_figure",
     "utilization_traces", "quantization_figure", "speculative_traces", "batch_window_traces",
+    "kernel_timeline_traces", "speed_of_light_traces",
     "memory_hierarchy_traces", "memory_hierarchy_layout", "memory_hierarchy_figure",
     "kv_by_context_figure", "attention_variants_figure", "context_step_traces",
     "context_step_figure", "gpu_memory_traces", "allocator_traces", "allocator_figure",
     "paged_tradeoff_traces", "paged_tradeoff_layout", "SEQ_COLORS", "tp_step_traces",
     "tp_step_figure", "pipeline_traces", "pipeline_figure", "placement_traces",
     "placement_figure", "pool_sizing_traces", "kv_transfer_figure", "routing_traces",
+    "KV_LINKS", "disaggregation_diagram_traces",
     "roofline_traces", "roofline_layout", "roofline_figure", "request_budget_traces",
     "hol_timeline_traces", "hol_timeline_layout", "hol_timeline_figure", "ROOFLINE_X_RANGE",
     "ROOFLINE_Y_RANGE", "slo_cdf_traces", "slo_cdf_layout",

@@ -58,9 +58,23 @@ def _display(value, unit) -> str:
         return f"{value:.2f}x card"
     if unit in ("tok/s",):
         return f"{value:,.0f} tok/s"
+    if value == 0 and unit in _COUNT_UNITS:
+        return "none"                  # e.g. no sequence fits beside weights that do not fit
     if abs(value) >= 1e4:
         return f"{value:,.0f} {unit}"
-    return f"{value:,.4g} {unit}"
+    return f"{value:,.4g} {_singular(unit) if value == 1 else unit}"
+
+
+# units that count things: "0 sequences" reads as "none", "1 GPUs" as "1 GPU"
+_COUNT_UNITS = ("tokens", "GPUs", "sequences", "tokens per pass")
+
+
+def _singular(unit: str) -> str:
+    """``unit`` for exactly one thing: the plural "s" of its first word dropped."""
+    if unit not in _COUNT_UNITS:
+        return unit
+    first, _, rest = unit.partition(" ")
+    return " ".join(filter(None, (first[:-1], rest)))
 
 
 def levers_text(model, hardware) -> str:

@@ -30,11 +30,13 @@ from companion.explorers.ch08_speculative import (
 from companion.explorers.ch17_batching import (
     BatchingTracePanel, ChunkSizePanel)
 from companion.explorers.ch17_levers import (
-    UtilizationPanel, SpeculativeLeverPanel, BatchSizePanel)
+    UtilizationPanel, SpeculativeLeverPanel, BatchSizePanel, KernelTimelinePanel,
+    SpeedOfLightPanel)
 from companion.explorers.ch17_memory import (
     MemoryHierarchyPanel, KVSizingPanel, PagedKVPanel)
 from companion.explorers.ch17_parallelism import (
-    TensorParallelPanel, PipelineBubblePanel, PlacementPanel, PoolSizingPanel, KVRoutingPanel)
+    TensorParallelPanel, PipelineBubblePanel, PlacementPanel, PoolSizingPanel, KVRoutingPanel,
+    DisaggregationDiagramPanel)
 from companion.explorers.ch17_roofline import (
     RooflinePanel, RequestBudgetPanel, HeadOfLinePanel, SLOPanel)
 from companion.sim.scenarios import (
@@ -71,9 +73,10 @@ __all__ = [
     "DraftLengthPanel", "BatchingTracePanel", "ChunkSizePanel", "UtilizationPanel",
     "SpeculativeLeverPanel", "BatchSizePanel", "MemoryHierarchyPanel", "KVSizingPanel",
     "PagedKVPanel", "TensorParallelPanel", "PipelineBubblePanel", "PlacementPanel",
-    "PoolSizingPanel", "KVRoutingPanel", "RooflinePanel", "RequestBudgetPanel",
-    "HeadOfLinePanel", "SLOPanel",
-    "timeline_scenario", "stalled_interval_positions", "chapter_schedules",
+    "PoolSizingPanel", "KVRoutingPanel", "DisaggregationDiagramPanel", "KernelTimelinePanel",
+    "SpeedOfLightPanel", "RooflinePanel", "RequestBudgetPanel",
+    "HeadOfLinePanel", "SLOPanel", "timeline_scenario", "stalled_interval_positions",
+    "chapter_schedules",
     "batching_trace_requests", "batching_trace", "itl_tail_trace", "CH17_STATIC_BATCH",
     "CH17_STATIC_SHORTEST", "CH17_STATIC_LONGEST", "grow_sequences", "copy_on_write_steps",
     "branch_sharing_pool", "branch_sharing_steps", "decode_with_preemption",

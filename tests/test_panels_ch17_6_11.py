@@ -179,6 +179,12 @@ def test_text_tables_are_re_derived():
     assert "speculative decoding" in widgets.mechanism_map_text()
     sheet = widgets.cheat_sheet_text([M8, M70], H100)
     assert "57 sequences" in sheet and "320 KiB" in sheet and "209 tok/s" in sheet
+    # counts read as English: one GPU, one token per pass, and no sequence beside 70B weights
+    # that do not fit one card (the builders' singular and zero cases)
+    assert "1 GPU " in sheet and "1 GPUs" not in sheet and "0 sequences" not in sheet
+    assert "none" in sheet
+    assert "1 token per pass ->" in levers and "1 tokens" not in levers
+    assert "140 GB -> 35 GB" in levers                              # the 70B at TP = 4
 
 
 # --- interview ----------------------------------------------------------------------------------

@@ -226,6 +226,9 @@ PROMISED_SPEEDUP = 5
 HEALTHY_DECODE_MBU = (0.6, 0.8)
 """§9 checklist: "Aggregate MBU at 60-80%"."""
 
+SOL_DECODE_MEMORY_FRACTION = 0.8
+"""§9: "A decode matrix-vector kernel showing memory ~80%, compute ~5%"."""
+
 STRONG_PREFILL_MFU = (0.4, 0.6)
 """§9: "judge prefill by MFU (40-60% is strong"."""
 

@@ -32,10 +32,14 @@ from companion.explorers.presets import (
     choice_control,
     model_control,
 )
+from companion.sim.kernel_timeline import (BIG_KERNELS, KERNELS_PER_LAYER, LAUNCH_OVERHEAD_S,
+                                           decode_step_timeline, speed_of_light)
 from companion.sim.speculative import speculative_check
 
 __all__ = ["sm_share_figure", "utilization_traces", "quantization_figure", "speculative_traces",
-           "batch_window_traces", "UtilizationPanel", "SpeculativeLeverPanel", "BatchSizePanel"]
+           "batch_window_traces", "UtilizationPanel", "SpeculativeLeverPanel", "BatchSizePanel",
+           "kernel_timeline_traces", "KernelTimelinePanel", "speed_of_light_traces",
+           "SpeedOfLightPanel"]
 
 
 # --- §9 measuring: SM share, MBU and MFU ------------------------------------------------------
@@ -348,4 +352,176 @@ class BatchSizePanel(Panel):
                 f"ITL ceiling at {itl_target_ms:g} ms: <b>{w['itl_ceiling']:,}</b><br>"
                 f"run at <b>{w['run_batch']:,}</b> ({w['binding']} binds): step "
                 f"{numbers['run_step_ms']:.1f} ms, {numbers['run_tokens_per_s']:,.0f} tok/s")
+        return View(numbers=numbers, traces=traces, layout=layout, text=text)
+
+
+# --- §9 the Nsight pair: a decode round's kernel timeline, and Speed of Light ----------------
+
+_TIMELINE_MODELS = {m.name: m for m in (specs.LLAMA_8B, specs.QWEN3_8B)}
+_GRAPHS = {"off (eager: one launch per kernel)": False, "on (one graph replay per round)": True}
+_KERNEL_COLOURS = {"matmul": SERVING_COLORS["read"], "attention": SERVING_COLORS["warm"],
+                   "elementwise": SERVING_COLORS["cap2"], "launch": SERVING_COLORS["prefill"]}
+
+
+def _kernel_kind(name: str) -> str:
+    if name in ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head"):
+        return "matmul"
+    return "attention" if name == "attention" else "elementwise"
+
+
+def kernel_timeline_traces(timelines: dict, *, shown_layers: int = 2) -> tuple[list, dict]:
+    """Nsight-Systems-style rows (CPU launches, GPU kernels) for each timeline of
+    ``timelines`` ({label: StepTimeline}), zoomed on its first ``shown_layers`` layers, plus
+    a bar of each round's GPU busy time and gaps (right)."""
+    traces, n = [], len(timelines)
+    rows = []
+    for label in timelines:
+        rows += [f"{label} · CPU", f"{label} · GPU"]
+    seen, end = set(), 0.0
+    for label, tl in timelines.items():
+        for e in tl.events:
+            if not (0 <= e.layer < shown_layers or e.name == "cudaGraphLaunch"):
+                continue
+            end = max(end, e.end_s)
+            kind = "launch" if e.row == "CPU" else _kernel_kind(e.name)
+            traces.append({"type": "bar", "orientation": "h", "base": [e.start_s / units.us],
+                           "x": [(e.end_s - e.start_s) / units.us], "y": [f"{label} · {e.row}"],
+                           "marker": {"color": _KERNEL_COLOURS[kind],
+                                      "line": {"color": "white", "width": 0.5}},
+                           "name": kind, "legendgroup": kind, "showlegend": kind not in seen,
+                           "hovertemplate": f"{e.name} (layer {e.layer})<br>"
+                                            "%{base:.1f} µs + %{x:.2f} µs<extra></extra>"})
+            seen.add(kind)
+    labels = list(timelines)
+    traces.append({"type": "bar", "x": labels, "y": [timelines[k].gpu_busy_s / units.ms
+                                                      for k in labels],
+                   "name": "GPU busy", "xaxis": "x2", "yaxis": "y2",
+                   "marker": {"color": SERVING_COLORS["read"]}})
+    traces.append({"type": "bar", "x": labels, "y": [timelines[k].gaps_s / units.ms
+                                                      for k in labels],
+                   "name": "GPU idle (gaps)", "xaxis": "x2", "yaxis": "y2",
+                   "marker": {"color": SERVING_COLORS["idle"]}})
+    layout = {"barmode": "overlay",
+              "xaxis": {"title": {"text": f"time from the round's first launch (µs; first "
+                                          f"{shown_layers} layers)"}, "domain": [0, 0.68],
+                        "range": [0, 1.02 * end / units.us]},  # not a chapter input
+              "yaxis": {"type": "category", "categoryorder": "array",
+                        "categoryarray": rows[::-1]},
+              "xaxis2": {"domain": [0.78, 1], "anchor": "y2", "type": "category"},
+              "yaxis2": {"title": {"text": "whole round (ms)"}, "anchor": "x2",
+                         "rangemode": "tozero"},
+              "legend": {"orientation": "h", "y": -0.25}}
+    # the right panel stacks busy and idle; plotly stacks per axis only in "stack" mode, so the
+    # idle bar is drawn on top of the busy one by its base
+    traces[-1]["base"] = [timelines[k].gpu_busy_s / units.ms for k in labels]
+    return traces, layout
+
+
+class KernelTimelinePanel(Panel):
+    """17 §9: gaps between kernels when the CPU launches slower than the GPU runs, and CUDA
+    Graphs replaying the round as one launch. Launch costs are labelled assumptions."""
+
+    title = "A decode round as Nsight Systems draws it: launches, kernels, gaps (17 §9)"
+    controls = (
+        choice_control("model", "model", specs.LLAMA_8B.name, {n: n for n in _TIMELINE_MODELS}),
+        Control("batch", "batch (sequences)", "int", 1, 1, 256, 1),
+        Control("context_tokens", "live KV per sequence (tokens)", "int", 0, 0, 32_000, 100),
+        Control("layers", "layers (same width)", "int", specs.LLAMA_8B.n_layers, 1, 96, 1),
+        Control("kernels_per_layer", "kernels per layer (5 = fully fused)", "int",
+                KERNELS_PER_LAYER, 5, 24, 1),
+        Control("launch_us", "CPU cost per kernel launch (µs, assumed)", "float",
+                round(LAUNCH_OVERHEAD_S / units.us, 9), 0.0, 60.0, 1.0),
+        choice_control("graphs", "CUDA Graphs", False, _GRAPHS),
+    )
+    main_control = "launch_us"
+    base_layout = {"height": 460}
+
+    def compute(self, *, model, batch, context_tokens, layers, kernels_per_layer, launch_us,
+                graphs) -> View:
+        m = _TIMELINE_MODELS[model]
+        kw = dict(batch=batch, context_tokens=context_tokens, layers=layers,
+                  kernels_per_layer=kernels_per_layer, launch_overhead_s=launch_us * units.us)
+        eager = decode_step_timeline(m, specs.H100_SXM, cuda_graphs=False, **kw)
+        graphed = decode_step_timeline(m, specs.H100_SXM, cuda_graphs=True, **kw)
+        chosen = graphed if graphs else eager
+        shown = {"eager": eager, "CUDA Graphs": graphed}
+        traces, layout = kernel_timeline_traces(shown)
+        numbers = {"kernels": chosen.kernels, "launches": chosen.launches,
+                   "gpu_busy_ms": chosen.gpu_busy_s / units.ms, "step_ms": chosen.step_s / units.ms,
+                   "gaps_ms": chosen.gaps_s / units.ms, "idle_pct": 100 * chosen.idle_fraction,
+                   "eager_step_ms": eager.step_s / units.ms,
+                   "graph_step_ms": graphed.step_s / units.ms,
+                   "graph_speedup": eager.step_s / graphed.step_s,
+                   "memory_ms": chosen.memory_time_s / units.ms,
+                   "tokens_per_s": batch / chosen.step_s}
+        text = (f"<b>{'CUDA Graphs' if graphs else 'eager'}</b>: {chosen.kernels} kernels, "
+                f"{chosen.launches} launch{'es' if chosen.launches != 1 else ''}; round "
+                f"{numbers['step_ms']:.2f} ms = {numbers['gpu_busy_ms']:.2f} ms busy + "
+                f"<b>{numbers['gaps_ms']:.2f} ms of gaps ({numbers['idle_pct']:.0f}%)</b><br>"
+                f"eager {numbers['eager_step_ms']:.2f} ms vs graphs "
+                f"{numbers['graph_step_ms']:.2f} ms ({numbers['graph_speedup']:.2f}x); the "
+                f"roofline's memory time is {numbers['memory_ms']:.2f} ms")
+        return View(numbers=numbers, traces=traces, layout=layout, text=text)
+
+
+def speed_of_light_traces(sol: dict) -> tuple[list, dict]:
+    """Nsight-Compute-style Speed of Light bars (memory and compute throughput, % of peak) for
+    each kind of kernel in a decode layer, and for the whole round (its MBU and MFU)."""
+    merged: dict = {}
+    for r in sol["kernels"]:
+        name = r["name"] if r["name"] in BIG_KERNELS else "element-wise (each)"
+        merged.setdefault(name, r)
+    names = list(merged) + ["whole round (MBU / MFU)"]
+    memory = [merged[n]["memory_pct"] for n in merged] + [100 * sol["mbu"]]
+    compute = [merged[n]["compute_pct"] for n in merged] + [100 * sol["mfu"]]
+    traces = [
+        {"type": "bar", "orientation": "h", "y": names, "x": memory, "name": "memory throughput",
+         "marker": {"color": SERVING_COLORS["read"]},
+         "text": [f"{x:.1f}%" for x in memory], "textposition": "outside", "cliponaxis": False},
+        {"type": "bar", "orientation": "h", "y": names, "x": compute,
+         "name": "compute throughput", "marker": {"color": SERVING_COLORS["prefill"]},
+         "text": [f"{x:.2g}%" for x in compute], "textposition": "outside",
+         "cliponaxis": False},
+    ]
+    layout = {"barmode": "group", "xaxis": {"title": {"text": "% of the card's peak"},
+                                            "range": [0, 110]},
+              "yaxis": {"autorange": "reversed", "type": "category"},
+              "legend": {"orientation": "h", "y": -0.2}}
+    return traces, layout
+
+
+class SpeedOfLightPanel(Panel):
+    """17 §9: how to read a Speed of Light section, computed for the kernels of one decode
+    layer and for the whole round (its MBU and MFU)."""
+
+    title = "Reading Speed of Light: memory vs compute throughput per kernel (17 §9)"
+    controls = (
+        choice_control("model", "model", specs.LLAMA_8B.name, {n: n for n in _TIMELINE_MODELS}),
+        choice_control("hardware", "GPU", specs.H100_SXM.name, {n: n for n in _MEASURE_CARDS}),
+        Control("batch", "batch (sequences)", "int", 1, 1, 1024, 1),
+        Control("context_tokens", "live KV per sequence (tokens)", "int", 0, 0, 32_000, 100),
+        Control("roof_pct", "share of its roof each big kernel reaches (%)", "float",
+                100 * ch17.SOL_DECODE_MEMORY_FRACTION, 10.0, 100.0, 5.0),
+    )
+    main_control = "batch"
+    base_layout = {"height": 440}
+
+    def compute(self, *, model, hardware, batch, context_tokens, roof_pct) -> View:
+        m, hw = _TIMELINE_MODELS[model], _MEASURE_CARDS[hardware]
+        sol = speed_of_light(m, hw, batch=batch, context_tokens=context_tokens,
+                             roof_fraction=roof_pct / 100)
+        traces, layout = speed_of_light_traces(sol)
+        by_name = {r["name"]: r for r in sol["kernels"]}
+        mlp = by_name["gate_up_proj"]
+        numbers = {"mbu_pct": 100 * sol["mbu"], "mfu_pct": 100 * sol["mfu"],
+                   "round_ms": sol["round_s"] / units.ms, "tokens_per_s": sol["tokens_per_s"],
+                   "gate_up_memory_pct": mlp["memory_pct"],
+                   "gate_up_compute_pct": mlp["compute_pct"],
+                   "attention_memory_pct": by_name["attention"]["memory_pct"],
+                   "gate_up_time_share_pct": 100 * mlp["time_share"]}
+        bound = "memory" if mlp["memory_pct"] >= mlp["compute_pct"] else "compute"
+        text = (f"gate/up projection: memory <b>{mlp['memory_pct']:.0f}%</b>, compute "
+                f"<b>{mlp['compute_pct']:.2g}%</b> of peak: {bound}-bound<br>"
+                f"whole round {numbers['round_ms']:.2f} ms ({sol['tokens_per_s']:,.0f} tok/s): "
+                f"MBU {numbers['mbu_pct']:.0f}%, MFU {numbers['mfu_pct']:.2g}%")
         return View(numbers=numbers, traces=traces, layout=layout, text=text)

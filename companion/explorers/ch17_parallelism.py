@@ -15,6 +15,7 @@ and PCIe for TP = 1..8), ``PipelineBubblePanel`` (the stages x slots diagram and
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import numpy as np
@@ -39,7 +40,8 @@ from companion.formulas.parallelism import PIPE_PHASES
 __all__ = ["tp_step_traces", "tp_step_figure", "pipeline_traces", "pipeline_figure",
            "placement_traces", "placement_figure", "pool_sizing_traces", "kv_transfer_figure",
            "routing_traces", "TensorParallelPanel", "PipelineBubblePanel", "PlacementPanel",
-           "PoolSizingPanel", "KVRoutingPanel"]
+           "PoolSizingPanel", "KVRoutingPanel", "KV_LINKS", "disaggregation_diagram_traces",
+           "DisaggregationDiagramPanel"]
 
 
 # --- §7 tensor parallelism: what a decode step is made of -------------------------------------
@@ -500,4 +502,122 @@ class KVRoutingPanel(Panel):
                 f"<b>{numbers['warm_ms']:,.0f} ms</b> ({numbers['speedup']:.0f}x)<br>"
                 f"mean TTFT at {warm_share_pct:.0f}% warm: {numbers['mean_ms']:,.0f} ms "
                 f"(at {100 * weak:.0f}% warm: {numbers['mean_ms_at_30pct']:,.0f} ms)")
+        return View(numbers=numbers, traces=traces, layout=layout, text=text)
+
+
+# --- §8 the router and the two pools, drawn from the pool-sizing formulas ---------------------
+
+KV_LINKS = {"400 Gb RDMA (50 GB/s)": specs.RDMA_400G_BYTES_PER_S,
+            "PCIe Gen5 x16 (64 GB/s)": specs.PCIE_GEN5_X16_BYTES_PER_S,
+            "NVLink (900 GB/s)": specs.NVLINK_H100_BYTES_PER_S}
+
+
+def _pool_cells(n: int, x0: float, x1: float, y0: float, y1: float) -> tuple[list, list, float]:
+    """Centres of ``n`` squares in a grid filling the box, and a marker size for them."""
+    cols = max(1, math.ceil(math.sqrt(n * (x1 - x0) / (y1 - y0))))
+    rows = max(1, math.ceil(n / cols))
+    dx, dy = (x1 - x0) / cols, (y1 - y0) / rows
+    xs = [x0 + dx * (i % cols + 0.5) for i in range(n)]
+    ys = [y1 - dy * (i // cols + 0.5) for i in range(n)]
+    return xs, ys, max(4.0, min(28.0, 240 * min(dx, dy) / (x1 - x0 + y1 - y0)))
+
+
+def disaggregation_diagram_traces(pools: dict, flows: dict) -> tuple[list, dict]:
+    """Router, prefill pool, decode pool and the KV hop, with one square per GPU group.
+
+    ``pools``: prefill_groups, decode_groups (``calc.disaggregated_pools``); ``flows``: rate
+    (req/s), prompt_tok_s, output_tok_s, kv_bytes_s, ship_ms and link (label)."""
+    boxes = {"prefill": (3.2, 6.0, 3.4, 6.0), "decode": (6.6, 9.4, 0.2, 2.8)}
+    shapes = [
+        {"type": "rect", "x0": 0.0, "x1": 1.2, "y0": 2.5, "y1": 3.5, "line": {"width": 1.5},
+         "fillcolor": "#f2f2f2"},
+        {"type": "rect", "x0": 1.7, "x1": 2.9, "y0": 2.5, "y1": 3.5, "line": {"width": 1.5},
+         "fillcolor": "#e5f5ee"},
+    ]
+    tints = {"prefill": "#fdf3e1", "decode": "#eaf5fc"}
+    for kind, (x0, x1, y0, y1) in boxes.items():
+        shapes.append({"type": "rect", "x0": x0, "x1": x1, "y0": y0, "y1": y1,
+                       "line": {"color": SERVING_COLORS[kind], "width": 2},
+                       "fillcolor": tints[kind], "layer": "below"})
+    traces = []
+    for kind, key in (("prefill", "prefill_groups"), ("decode", "decode_groups")):
+        x0, x1, y0, y1 = boxes[kind]
+        xs, ys, size = _pool_cells(pools[key], x0 + 0.1, x1 - 0.1, y0 + 0.1, y1 - 0.45)
+        traces.append({"type": "scatter", "mode": "markers", "x": xs, "y": ys,
+                       "name": f"{kind} pool: {pools[key]} GPU groups",
+                       "marker": {"symbol": "square", "size": size,
+                                  "color": SERVING_COLORS[kind]},
+                       "hovertemplate": f"{kind} group<extra></extra>"})
+
+    def arrow(x, y, ax, ay, colour="black"):
+        return {"x": x, "y": y, "ax": ax, "ay": ay, "xref": "x", "yref": "y", "axref": "x",
+                "ayref": "y", "showarrow": True, "arrowhead": 3, "arrowwidth": 2,
+                "arrowcolor": colour, "text": "", "standoff": 2, "startstandoff": 2}
+
+    def label(x, y, text, colour="black"):
+        return {"x": x, "y": y, "text": text, "showarrow": False, "font": {"size": 11,
+                                                                          "color": colour}}
+
+    notes = [
+        {"x": 0.6, "y": 3.0, "text": f"requests<br>{flows['rate']:,.0f} req/s", "showarrow": False},
+        {"x": 2.3, "y": 3.0, "text": "router<br>(KV-aware)", "showarrow": False},
+        {"x": 4.6, "y": 5.8, "text": f"<b>prefill pool</b>: {pools['prefill_groups']} groups",
+         "showarrow": False},
+        {"x": 8.0, "y": 2.6, "text": f"<b>decode pool</b>: {pools['decode_groups']} groups",
+         "showarrow": False},
+        arrow(1.7, 3.0, 1.2, 3.0),
+        arrow(3.2, 4.4, 2.6, 3.5),
+        label(2.1, 4.3, f"{flows['prompt_tok_s']:,.0f}<br>prompt tok/s"),
+        arrow(6.9, 2.8, 5.6, 3.4, colour=SERVING_COLORS["comm"]),
+        label(7.9, 3.9, f"KV hop: {flows['kv_bytes_s'] / units.GB:,.1f} GB/s in all,<br>"
+                        f"{flows['ship_ms']:.0f} ms per request<br>({flows['link']})",
+              colour=SERVING_COLORS["comm"]),
+        arrow(6.6, 1.0, 2.6, 2.5, colour=SERVING_COLORS["warm"]),
+        label(3.9, 1.2, "a turn whose prefix is<br>already warm on a decode GPU",
+              colour=SERVING_COLORS["warm"]),
+        arrow(10.4, 1.5, 9.4, 1.5),
+        label(10.1, 0.6, f"{flows['output_tok_s']:,.0f}<br>output tok/s"),
+    ]
+    layout = {"shapes": shapes, "annotations": notes, "showlegend": True,
+              "xaxis": {"range": [-0.1, 10.9], "visible": False},
+              "yaxis": {"range": [-0.1, 6.3], "visible": False, "scaleanchor": None},
+              "legend": {"orientation": "h", "y": -0.05}}
+    return traces, layout
+
+
+class DisaggregationDiagramPanel(Panel):
+    """17 §8 as a picture: the router, the prefill pool, the KV hop and the decode pool, sized by
+    ``calc.disaggregated_pools`` and the KV transfer arithmetic."""
+
+    title = "Router, prefill pool, KV hop, decode pool (17 §8)"
+    controls = (
+        Control("request_rate", "request rate (req/s)", "float", 100.0, 1.0, 500.0, 1.0),
+        Control("mean_prompt_tokens", "mean prompt (tokens)", "int", 2000, 100, 32_000, 100),
+        Control("mean_output_tokens", "mean output (tokens)", "int", 250, 10, 4000, 10),
+        model_control(specs.LLAMA_70B.name, (specs.LLAMA_8B.name, specs.LLAMA_70B.name)),
+        choice_control("link", "KV link", "400 Gb RDMA (50 GB/s)", {k: k for k in KV_LINKS}),
+    )
+    main_control = "request_rate"
+    base_layout = {"height": 460}
+
+    def compute(self, *, request_rate, mean_prompt_tokens, mean_output_tokens, model,
+                link) -> View:
+        m = SERVING_MODELS[model]
+        pools = calc.disaggregated_pools(request_rate, mean_prompt_tokens, mean_output_tokens)
+        kv_request = calc.kv_bytes(m, mean_prompt_tokens, block_tokens=1)
+        ship = calc.kv_transfer_s(m, mean_prompt_tokens, KV_LINKS[link])
+        flows = {"rate": request_rate, "prompt_tok_s": pools["prompt_tok_per_s"],
+                 "output_tok_s": pools["output_tok_per_s"],
+                 "kv_bytes_s": request_rate * kv_request, "ship_ms": ship / units.ms,
+                 "link": link}
+        traces, layout = disaggregation_diagram_traces(pools, flows)
+        numbers = {"prefill_groups": pools["prefill_groups"],
+                   "decode_groups": pools["decode_groups"],
+                   "prefill_to_decode": pools["prefill_to_decode"],
+                   "kv_bytes_per_request": kv_request, "kv_GB_per_s": flows["kv_bytes_s"] / units.GB,
+                   "ship_ms": ship / units.ms}
+        text = (f"<b>{pools['prefill_groups']} prefill</b> and <b>{pools['decode_groups']} "
+                f"decode</b> groups (ratio {pools['prefill_to_decode']:.2g} : 1)<br>"
+                f"KV per mean request {kv_request / units.GB:.2f} GB, {ship / units.ms:.0f} ms "
+                f"over {link}; {flows['kv_bytes_s'] / units.GB:,.1f} GB/s between the pools")
         return View(numbers=numbers, traces=traces, layout=layout, text=text)

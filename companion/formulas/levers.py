@@ -1,5 +1,5 @@
-"""Chapter 17's chapter-wide tables, re-derived from its formulas (17 §10, not printed in our
-copy): the levers indexed by symptom with their arithmetic, the mechanism -> lever map, and the
+"""Chapter 17's chapter-wide tables, re-derived from its formulas (17 §10; the chapter's tables
+are not reproduced here): the levers indexed by symptom with their arithmetic, the mechanism -> lever map, and the
 cheat sheet of headline numbers for any model and card.
 
 They draw on every section (the roofline of §2, the KV sizing of §4, paging of §5, chunking of
@@ -13,19 +13,19 @@ import math
 
 from companion import validate as v
 from companion.chapters.ch17 import (CHUNK_TOKENS, INT8_BYTES_PER_PARAM, SPEC_ACCEPTANCE,
-                                     SPEC_DRAFT_LEN)
+                                     SPEC_DRAFT_LEN, TP)
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
 from companion.formulas.core import (kv_bytes, kv_bytes_per_token, ridge_point,
                                      speculative_expected_tokens)
-from companion.formulas.parallelism import parallel_layout
+from companion.formulas.parallelism import parallel_layout, weights_per_gpu_bytes
 from companion.formulas.performance import (CH17_LONG_CONTEXT_TOKENS, CH17_PREFILL_EFFICIENCY,
                                             CH17_PROMPT_TOKENS, CH17_RUNTIME_RESERVE_BYTES,
                                             chunked_prefill_trade, decode_intensity,
                                             decode_time_split, kv_weight_crossover_tokens,
                                             memory_sweep_s, paged_batch_gain, prefill_compute_s,
                                             quantization_ceiling, roofline_point, tp_kv_capacity)
-from companion.specs import Hardware, Model
+from companion.specs import LLAMA_70B, Hardware, Model
 
 __all__ = ["levers_table", "mechanism_lever_map", "cheat_sheet"]
 
@@ -42,20 +42,21 @@ def _smallest_layout(model: Model, hardware: Hardware, reserve_bytes: float):
         return None
 
 
-def _smallest_layout_weights_over_memory(model: Model, hardware: Hardware):
-    layout = _smallest_layout(model, hardware, CH17_RUNTIME_RESERVE_BYTES)
-    return None if layout is None else layout["weight_bytes_per_gpu"] / hardware.mem_bytes
-
-
-def levers_table(model: Model, hardware: Hardware) -> list[dict]:
+def levers_table(model: Model, hardware: Hardware, *, large_model: Model = LLAMA_70B,
+                 tp: int = TP) -> list[dict]:
     """The levers, indexed by symptom, with the quantity each changes and its arithmetic for this
-    model and card (re-derived: 17 §10's table is not printed in our copy).
+    model and card (re-derived from the formulas: 17 §10's table is not reproduced here).
 
     ``before``/``after`` are the chapter's arithmetic recomputed (None where the chapter gives
     none, or where the model does not fit one card so a single-GPU number means nothing).
+    The "does not fit one card" row is about ``large_model`` split over ``tp`` GPUs (by
+    default the chapter's own example of a split model, the 70B at TP = 4): a model that fits
+    needs no split, so that row is computed for the large model whatever ``model`` is.
     """
     m = _model(model)
     hw = _hardware(hardware)
+    big = _model(large_model, "large_model")
+    split = v.count("tp", tp)
     one_gpu = _fits_one_gpu(m, hw)
     paged = paged_batch_gain(m, hw) if one_gpu else None
     chunk = None
@@ -90,9 +91,10 @@ def levers_table(model: Model, hardware: Hardware) -> list[dict]:
              changes="KV bytes per token", section="§4", unit="B per token",
              before=kv_bf16, after=kv_fp8),
         dict(symptom="model does not fit one card", lever="tensor parallelism (in-node, NVLink)",
-             changes="weights per GPU (/ p), per-token latency (/ p)", section="§7",
-             unit="x card memory", before=m.weight_bytes / hw.mem_bytes,
-             after=_smallest_layout_weights_over_memory(m, hw)),
+             changes=f"weight bytes per GPU (/ p); {big.name.split(' (')[0]} at TP = {split}, "
+                     f"{hw.mem_bytes / 1e9:.0f} GB per card",
+             section="§7", unit="B", before=big.weight_bytes,
+             after=weights_per_gpu_bytes(big, split)),
         dict(symptom="TTFT and ITL SLOs keep fighting at fleet scale",
              lever="disaggregated prefill / decode pools", changes="interference (removed)",
              section="§8", unit=None, before=None, after=None),
@@ -139,7 +141,7 @@ def cheat_sheet(model: Model, hardware: Hardware, *,
                 reserve_bytes: float = CH17_RUNTIME_RESERVE_BYTES,
                 efficiency: float = CH17_PREFILL_EFFICIENCY) -> list[dict]:
     """The chapter's headline numbers re-derived for any model and card (17 §10's cheat sheet,
-    not printed in our copy). Rows: quantity, value (base units), unit, section."""
+    re-derived from the formulas). Rows: quantity, value (base units), unit, section."""
     m = _model(model)
     hw = _hardware(hardware)
     L = v.tokens("context_tokens", context_tokens, minimum=1)

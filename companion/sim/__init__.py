@@ -10,6 +10,8 @@ draft token survives, which request misses its deadline.
   eviction, preemption by recompute (8.3, 17 §5); ``paged_attention``: K and V read through
   block tables; ``kv_scenarios``: the chapters' paging examples by allocation;
 - ``speculative``: greedy draft verification and speculative (rejection) sampling (8.5);
+- ``kernel_timeline``: one decode round as CPU launches and GPU kernels, with and without CUDA
+  Graphs, and the Speed of Light each kernel would read (17 §9);
 - ``workload`` and ``load``: arrivals and request columns; a service under load with admission
   by KV space and deadline, cancellation, goodput and energy (8.6); ``slo``: 17 §3's TTFT and
   ITL targets under load.
@@ -54,6 +56,10 @@ from companion.sim.speculative import (
     residual_distribution, output_distribution, expected_tokens_per_round,
     tokens_per_round_distribution, SpeculativeRound, speculative_round, SpeculativeRuns,
     simulate_rounds, greedy_example, VERIFICATION_WORDS, MAX_DRAFT, speculative_check)
+from companion.sim.kernel_timeline import (
+    LAUNCH_OVERHEAD_S, GRAPH_LAUNCH_S, MIN_KERNEL_S, KERNELS_PER_LAYER, BIG_KERNELS, Kernel,
+    TimelineEvent, StepTimeline, layer_kernels, decode_step_timeline, round_timeline,
+    speed_of_light)
 from companion.sim.workload import (
     RequestShape, SHORT_REQUEST, LONG_REQUEST, Workload, poisson_arrivals, trace_arrivals,
     workload, seed_rng)
@@ -89,5 +95,9 @@ __all__ = [
     "SHORT_REQUEST", "LONG_REQUEST", "Workload", "poisson_arrivals", "trace_arrivals",
     "workload", "seed_rng", "RETRIEVAL_DEADLINE_S", "KV_POLICIES", "ServiceResult",
     "run_service", "goodput_sweep", "nearest_rank_percentile", "SLO_POLICIES",
-    "SLO_PERCENTILES", "SLO_CHUNK_TOKENS", "slo_run", "CH17_TTFT_P90_TARGET_S", "CH17_ITL_P99_TARGET_S",
+    "SLO_PERCENTILES", "SLO_CHUNK_TOKENS", "slo_run", "CH17_TTFT_P90_TARGET_S",
+    "CH17_ITL_P99_TARGET_S", "LAUNCH_OVERHEAD_S",
+    "GRAPH_LAUNCH_S", "MIN_KERNEL_S", "KERNELS_PER_LAYER", "BIG_KERNELS", "Kernel",
+    "TimelineEvent", "StepTimeline", "layer_kernels", "decode_step_timeline", "round_timeline",
+    "speed_of_light",
 ]

@@ -15,31 +15,35 @@
 # %% [markdown]
 # # 17.6 Batching strategies
 #
-# **The question.** Batching is the lever that moves decode up the roofline (17 §2). The
-# strategy question is narrower: *when* may a request join a running batch, and when may it
-# leave? Three answers have been used in turn, each removing the idle time of the one before:
-# static batching, continuous batching, and continuous batching with chunked prefill.
+# **The question.** 17 §2 showed that a bigger batch lifts decode up the memory roof. This
+# section asks a scheduling question instead: at which moments may a request enter a running
+# batch, and at which moments may it leave? Picture a restaurant. One policy seats a whole
+# party and clears the table only when the slowest eater is done; another re-seats each chair
+# the moment it frees up; a third also lets a newcomer order in small courses so the kitchen
+# never stalls everyone else. Those are static batching, continuous batching and chunked
+# prefill, in that order.
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
+from companion.display import answer, md
 from companion.sim import scenarios
 from companion.sim import scheduler as sched
 
 hw, m8 = specs.H100_SXM, specs.LLAMA_8B
 
 # %% [markdown]
-# ## Static batching: wait, pad, drain
+# ## Static batching: every chair waits for the slowest eater
 #
-# Static batching collects $n$ requests, runs them together until the *last* one has finished,
-# and only then admits anyone else. That was fine for workloads whose outputs all had about the
-# same length. Chat outputs vary by orders of magnitude and nobody knows a response's length in
-# advance, so the batch runs at the pace of its longest member while the slots of the members
-# that finished early produce nothing. Counting *slot-steps* (one slot for one decode step):
+# Under static batching a group of $b$ requests starts together and the group's slots are
+# released together, when the request with the longest output $G_i$ emits its last token.
+# Nobody predicts output lengths in advance, and in chat they differ enormously, so most slots
+# sit finished and empty for much of the run. Count *slot-steps* (one slot during one decode
+# step) to measure the waste:
 #
-# $$\text{run} = n \cdot \max_i g_i, \qquad \text{useful} = \sum_i g_i, \qquad
-# \text{utilization} = \frac{\sum_i g_i}{n \cdot \max_i g_i}.$$
+# $$\text{run} = b \cdot \max_i G_i, \qquad \text{useful} = \sum_i G_i, \qquad
+# \text{utilization} = \frac{\sum_i G_i}{b \cdot \max_i G_i}.$$
 #
-# The chapter's batch of 8 with outputs of 100, 200, ..., 800 tokens:
+# The chapter's example is a group of 8 whose outputs are 100, 200, ..., 800 tokens:
 
 # %%
 lengths = [100, 200, 300, 400, 500, 600, 700, 800]
@@ -52,31 +56,40 @@ run, useful = one_batch.slot_steps()
 print(f"the same batch on the companion's scheduler simulator: {run:,} run, {useful:,} useful "
       f"({100 * one_batch.utilization():.2f}%)")
 
+# %% tags=["remove-input"]
+md(f"""Only {100 * static['utilization']:.0f}% of the slot-steps produce a token: the rest are
+padding, slots kept busy by requests that have already finished. The closed form and the
+simulator agree exactly, because the simulator counts the same slot-steps. The waste has a
+second face that utilization hides: a request that arrives just after the group starts must
+wait until the 800-token member is done before it can even be prefilled. The blocking of
+17 §3 reappears, this time at the edge of the group.""")
+
 # %% [markdown]
-# Nearly half of the decode capacity goes to padding. There is a second cost the utilization
-# number hides: a request arriving while the batch runs waits for the whole batch to drain,
-# seconds behind an 800-token answer. That is head-of-line blocking again, at the batch
-# boundary.
+# ## Continuous batching: re-seat a chair at every token
 #
-# ## Continuous batching: the decode step is the scheduling unit
+# A decode step is short (milliseconds) and identical for every sequence in it: one forward
+# pass, one token each. That makes the end of every step a safe moment to change who is in
+# the batch. Continuous batching (called iteration-level scheduling in the Orca paper) does
+# exactly that: after each step the scheduler drops the sequences that emitted their end token
+# and pulls waiting requests into the freed slots. The length mix stops mattering: while the
+# queue holds work, no slot idles.
 #
-# Every sequence in a decode batch does the same thing each step: one forward pass, one token.
-# So the token boundary is a natural preemption point every few milliseconds. Continuous
-# batching (the Orca paper's *iteration-level scheduling*) uses it: after every step, finished
-# sequences leave and waiting ones join. A slot freed at token 100 serves a new user at token
-# 101, so the batch stays full as long as anyone is waiting, whatever the length mix, and a new
-# arrival waits at most one step for admission instead of a whole drain.
+# The admission delay shrinks too, but with a condition. A newcomer joins at the next step
+# boundary **only if a slot is free and the KV pool can give it blocks for its prompt**. When
+# the batch is at its slot cap, or the pool is full, it waits for a running sequence to finish
+# (or for the scheduler to preempt one), just as under static batching, only for one sequence
+# rather than a whole group.
 #
-# This needs memory that can be handed out at any moment, which is why it ships together with
-# paged KV (17 §5): a scheduler admitting a sequence mid-flight cannot first find a contiguous
-# gigabyte for it.
+# That condition is why continuous batching and paged KV (17 §5) arrive as a pair: if a
+# sequence could only be admitted into a contiguous region sized for its worst case, the pool
+# would rarely have room at the moment a slot frees.
 #
-# The chapter argues this with a small diagram. Below, the companion's scheduler simulator runs
-# one queue of 24 requests (three batches' worth of the chapter's output mix, in a shuffled
-# order, 256-token prompts, all waiting at time 0) through 8 slots under both policies. The
-# round time is the chapter's: a 6.1 ms decode step plus the prefill of any prompt tokens in
-# the round at 50% of peak. **These timelines are generated by the companion's simulator**;
-# the chapter prints no trace.
+# The chapter makes the point with a small diagram. Here the companion's scheduler simulator
+# replays one queue (the chapter's output mix three times over, shuffled, each
+# with a 256-token prompt, all waiting at time 0) through 8 slots, once per policy. A round
+# takes the chapter's 6.1 ms decode step plus the prefill of any prompt tokens admitted in it,
+# at 50% of peak. **The timelines come from the companion's simulator**; the chapter shows no
+# such trace.
 
 # %%
 requests = widgets.batching_trace_requests()
@@ -93,32 +106,36 @@ plots.batching_gantt_figure({"static: a group runs until its longest member fini
                              "continuous: a freed slot is refilled at the next step":
                                  trace["continuous"]}).show()
 
+# %% tags=["remove-input"]
+speedup = trace["static"].makespan_s / trace["continuous"].makespan_s
+md(f"""Read each row as one slot; a coloured bar is a request occupying it (its letter inside)
+and grey is a slot with nothing to do. The static run shows a staircase of grey after each
+group, the same {100 * static['utilization']:.0f}% utilization three times over. The
+continuous run keeps its rows coloured until the queue is empty and finishes the same work
+{speedup:.2f}x sooner; requests also see their first token earlier, a gain the utilization
+figure does not record. The grey at the very end of the continuous run is not padding: the
+queue is empty, so there is nobody to seat.""")
+
 # %% [markdown]
-# Each bar is one request in one slot (its letter inside), grey is a slot producing nothing.
-# Under static batching every group leaves a staircase of idle slots behind its longest member,
-# and each group has the same 56% utilization; under continuous batching the slots stay full
-# until the queue runs dry, and the same work finishes sooner. The waiting requests get their
-# first token sooner too, which the utilization number does not show. (The grey tail of the
-# continuous run is not padding: nobody is left to admit.)
+# ## Chunked prefill: serve a long prompt in courses
 #
-# ## Chunked prefill: the knob and its trade
-#
-# Continuous batching still lets one thing freeze the batch. A newcomer joins with its whole
-# prompt, and the step that carries that prefill takes as long as the prefill: for an
-# 8,000-token prompt on the 8B, about a quarter of a second during which every running
-# sequence waits (17 §3). *Chunked prefill* (the Sarathi line of work, now a standard engine
-# option) cuts the prompt into chunks of $c$ tokens and runs one chunk per step, next to the
-# normal decode work:
+# One event can still freeze a continuously batched GPU: a newcomer with a long prompt. Its
+# whole prefill rides in one step, and every running sequence waits for that step, as computed
+# in 17 §3 for an 8,000-token prompt. *Chunked prefill* (from the Sarathi papers; today an
+# ordinary engine setting) cuts the prompt into pieces of $c$ tokens and adds one piece to each
+# step, next to the usual decode work. With $n$ prompt tokens and the prefill running at half
+# of the peak $\pi$:
 #
 # $$\text{chunks} = \left\lceil \frac{n}{c} \right\rceil, \qquad
-# t_\text{chunk} = \frac{2P\,c}{0.5\ \text{peak}}, \qquad
-# t_\text{iter} = t_\text{step} + t_\text{chunk}, \qquad
-# \text{TTFT} \approx \text{chunks} \times t_\text{iter}.$$
+# T_\text{chunk} = \frac{2N\,c}{0.5\,\pi}, \qquad
+# T_r = T_\text{step} + T_\text{chunk}, \qquad
+# \text{TTFT} \approx \text{chunks} \times T_r.$$
 #
-# The worst output interval of the running batch falls from the whole prefill to one
-# iteration; the long prompt's own first token arrives later, since its prefill is now spread
-# over many steps that also carry everyone else's decode work. (Engines usually express the
-# same idea as a token budget per step, covering decode tokens plus prefill-chunk tokens.)
+# The running batch now never waits longer than one such round $T_r$. The long prompt pays:
+# its prefill is spread over many rounds, each of which also carries everyone else's decode
+# work, so its first token comes later than if it had had the GPU to itself. (Many engines
+# phrase the same rule as a budget of tokens per step, shared by decode tokens and prefill
+# chunks.)
 
 # %%
 step_s = calc.paged_batch_gain(m8, hw, block_tokens=1)["naive"]["step_s"]
@@ -143,16 +160,22 @@ print(f"  512-token chunks: worst decode ITL {chunked['worst_decode_itl_s'] / un
 chunk_panel = widgets.ChunkSizePanel()
 chunk_panel.figure().show()
 
-# %% [markdown]
-# Left: the closed form across chunk sizes (lines) and the simulator at 512 tokens (diamonds).
-# Right: the output intervals of one running request while the long prompt is admitted,
-# simulated: one quarter-second gap without chunking, a run of ~23 ms steps with it.
-#
-# > **Rounding box: "16 chunks x 23 ms ≈ 370 ms".** The chapter multiplies the *rounded*
-# > iteration (23 ms) by 16. With the unrounded 22.7 ms iteration the closed form gives about
-# > 363 ms; and since 8,000 = 15 x 512 + 320, the last chunk is shorter, which the simulator
-# > charges at its own size (about 356 ms). All three readings round to the chapter's "+40%"
-# > TTFT penalty to one significant figure; none changes the trade. The ledger's notes:
+# %% tags=["remove-input"]
+exact_tail = 8000 - (trade["chunks"] - 1) * 512
+md(f"""On the left, the closed form over a range of chunk sizes (lines) with the simulator's
+result at 512 tokens (diamonds). On the right, the gaps between one running request's tokens
+while the long prompt is admitted, simulated: a single gap of
+{whole['worst_decode_itl_s'] / units.ms:.0f} ms without chunking, a steady run of
+{chunked['worst_decode_itl_s'] / units.ms:.0f} ms steps with it.
+
+> **Rounding box: the chapter's TTFT of the chunked prompt.** The chapter multiplies
+> {trade['chunks']} chunks by an iteration already rounded to whole milliseconds. Unrounded,
+> the iteration is {trade['iteration_s'] / units.ms:.1f} ms and the product
+> {trade['ttft_s'] / units.ms:.0f} ms. The last chunk holds only {exact_tail} tokens, and the
+> simulator charges it at that size: {chunked['long_ttft_s'] / units.ms:.0f} ms. Each reading
+> rounds to the chapter's penalty of about {100 * trade['ttft_increase']:.0f}% at one
+> significant figure, so the trade is the same whichever you take. The ledger's notes
+> follow.""")
 
 # %%
 for e in ledger.by_section("17.6"):
@@ -160,16 +183,17 @@ for e in ledger.by_section("17.6"):
         print(f"[{e.id}] chapter {e.printed} {e.unit}, companion {e.value:.1f}\n    {e.note}")
 
 # %% [markdown]
-# Chunked prefill deliberately makes prefill less efficient (each chunk re-reads the weights
-# that one monolithic prefill would read once) to protect a latency objective: smooth over
-# fast, the usual soft-real-time trade. Small chunks suit streaming chat, large chunks suit
-# long-document workloads where TTFT matters more. When no chunk size satisfies both sides,
-# that is the case for separate prefill and decode machines (17 §8).
+# Notice what chunking gives up: every chunk streams the full set of weights again, reads a
+# single prefill would have done once, so the prefill becomes less efficient on purpose. That
+# is a deliberate purchase of steadiness with speed, the usual bargain of soft real-time
+# systems. Smaller chunks keep chat streams smooth; larger chunks suit long documents whose
+# users care most about the first token. When no chunk size meets both objectives at once,
+# the next step is to give prefill and decode separate GPUs (17 §8).
 #
-# ## The three strategies as one decision (re-derived)
+# ## The three strategies side by side (re-derived)
 #
-# The chapter closes the section with a decision table that is missing from our copy; this is
-# `calc.batching_decision_table()`, rebuilt from the section's arithmetic.
+# The chapter closes the section with a decision table; the table is not reproduced here. We
+# rebuild it from the section's arithmetic with `calc.batching_decision_table()`.
 
 # %%
 print(widgets.decision_table_text())
@@ -177,9 +201,9 @@ print(widgets.decision_table_text())
 # %% [markdown]
 # ## Chapter says / companion computes
 #
-# The closed-form entries first, then the simulator's (marked `sim` in the ledger). `*` marks
-# a note: the simulated whole-prompt step includes the 6.1 ms decode step next to the
-# prefill, and the TTFT entries differ in how they round, as in the box above.
+# First the closed forms, then the simulator's entries (marked `sim` in the ledger). A `*`
+# flags a note: the simulated whole-prompt step contains the decode step as well as the
+# prefill, and the TTFT entries round differently, as the box above explains.
 
 # %%
 print(ledger.table("17.6"))
@@ -187,10 +211,10 @@ print(ledger.table("17.6"))
 # %% [markdown]
 # ## Explorer: static vs continuous on a simulated queue
 #
-# The queue length, the number of slots, the spread of output lengths, the prompt length and
-# the gap between arrivals. With one group (8 requests, 8 slots) and no gap, continuous
-# batching has nothing to refill a slot with; add requests or spread the arrivals to see the
-# difference open up.
+# Controls: the queue length, the number of slots, the shortest and longest outputs, the
+# prompt length and the spacing of arrivals. One group that exactly fills the slots, arriving
+# all at once, gives continuous batching nothing to refill with; lengthen the queue or space
+# the arrivals and the two policies part ways.
 
 # %% tags=["nbval-ignore-output"]
 trace_panel = widgets.BatchingTracePanel()
@@ -205,8 +229,9 @@ for p in ("static", "continuous"):
 # %% [markdown]
 # ## Explorer: the chunk-size knob
 #
-# Chunk size, prompt length, the running batch's decode step and the prefill efficiency. The
-# readout gives the chapter's closed form and the simulator's result for the same setting.
+# Controls: the chunk size, the prompt length, the decode step of the running batch and the
+# prefill efficiency. The readout puts the closed form next to the simulator at the same
+# setting.
 
 # %% tags=["nbval-ignore-output"]
 chunk_panel.show()
@@ -222,19 +247,85 @@ _ = chunk_panel.reset()
 # %% [markdown]
 # ## Try this
 #
-# - In the batching explorer, set the shortest and longest outputs equal. What utilization
-#   does static batching reach, and is continuous batching still faster?
-# - Keep the chapter's mix but spread arrivals 200 ms apart. Which policy's *worst* TTFT
-#   suffers more, and why?
-# - Find the chunk size at which the closed-form TTFT penalty reaches 100%. What worst ITL does
-#   it buy?
-# - With a 30 ms decode step (a big, long-context batch), how much does chunking still help
-#   the worst ITL? Explain with the formula for $t_\text{iter}$.
-# - For a 32,000-token prompt, which chunk size keeps the worst ITL under 30 ms, and what TTFT
-#   does the long prompt pay?
-#
-# **Practice problems.** The Chapter 17 practice problems in
-# [the exercises folder](../../exercises/) include static-batch utilization, continuous
-# batching on a queue and the chunked-prefill ITL/TTFT trade. Previous:
-# [17.5 PagedAttention](17_05_paged_attention.ipynb); next:
+# 1. **Predict, then move.** In the batching explorer, make the shortest and the longest
+#    output both 450 tokens. Write down the static utilization you expect, then move the
+#    sliders. Does continuous batching still finish first?
+# 2. Keep the chapter's output mix but space the arrivals 200 ms apart. How does each
+#    policy's *worst* TTFT change, and why so differently?
+# 3. In the chunk-size explorer, shrink the chunk until the closed-form TTFT penalty reaches
+#    100%. Which chunk size is that, and what worst ITL do you get for it?
+# 4. **Predict, then move.** Set the decode step to 30 ms (a large batch with long contexts).
+#    Will chunking still improve the worst ITL by about the same factor? Predict from the
+#    formula for $T_r$, then move the slider.
+# 5. For a 32,000-token prompt, which is the largest multiple of 32 tokens whose chunks keep the
+#    worst ITL under 30 ms, and what TTFT does the long prompt then pay?
+
+# %% tags=["remove-input"]
+even = trace_panel.update(shortest=450, longest=450).numbers
+_ = trace_panel.reset()
+answer(f"""With every output the same length no slot ever finishes early, so the static
+utilization is {even['static_utilization_pct']:.0f}% (the closed form for the first group:
+{even['first_group_utilization_pct']:.0f}%). Continuous batching has no padding left to remove:
+it finishes at {even['continuous_makespan_s']:.2f} s against {even['static_makespan_s']:.2f} s
+for static batching. Its advantage came from the spread of lengths, not from the policy
+itself.""", title="Worked answer 1")
+
+# %% tags=["remove-input"]
+base = trace_panel.update().numbers
+spaced = trace_panel.update(arrival_gap_ms=200).numbers
+_ = trace_panel.reset()
+answer(f"""Both worst cases improve, because TTFT counts from each request's own arrival and
+the late arrivals no longer queue behind everyone from time 0. But static batching gains
+little: {base['static_max_ttft_s']:.2f} s becomes {spaced['static_max_ttft_s']:.2f} s, while
+continuous batching drops from {base['continuous_max_ttft_s']:.2f} s to
+{spaced['continuous_max_ttft_s']:.2f} s. A request that misses a static group waits for that
+whole group to drain, however early a slot in it became free; under continuous batching it
+waits only until the next slot frees.""", title="Worked answer 2")
+
+# %% tags=["remove-input"]
+sizes = range(32, 8193, 32)
+# from 512 tokens down: the first chunk size whose closed-form penalty reaches 100%
+doubling = max(c for c in range(32, 513, 32)
+               if calc.chunked_prefill_trade(m8, hw, 8000, c, step_s)["ttft_increase"] >= 1.0)
+at_doubling = calc.chunked_prefill_trade(m8, hw, 8000, doubling, step_s)
+answer(f"""The penalty grows as chunks shrink, because every round also carries the
+{step_s / units.ms:.1f} ms decode step, and more chunks mean more such steps. Stepping down
+from 512 in multiples of 32 tokens, the penalty first reaches 100% at {doubling} tokens:
+{at_doubling['chunks']} rounds of {at_doubling['iteration_s'] / units.ms:.1f} ms give a TTFT of
+{at_doubling['ttft_s'] / units.ms:.0f} ms, {100 * at_doubling['ttft_increase']:.0f}% above the
+dedicated {at_doubling['dedicated_s'] / units.ms:.0f} ms. The worst ITL it buys is
+{at_doubling['iteration_s'] / units.ms:.1f} ms, against {trade['iteration_s'] / units.ms:.1f} ms
+with 512-token chunks: the nearer the chunk's time gets to the decode step, the less ITL each
+further cut saves and the more TTFT it costs.""", title="Worked answer 3")
+
+# %% tags=["remove-input"]
+slow = calc.chunked_prefill_trade(m8, hw, 8000, 512, 30 * units.ms)
+answer(f"""No. The stall without chunking is the prefill plus the step,
+{slow['dedicated_s'] / units.ms:.0f} ms, and with chunking it is the step plus one chunk,
+{slow['iteration_s'] / units.ms:.1f} ms: a {slow['itl_improvement']:.1f}x improvement instead of
+{trade['itl_improvement']:.1f}x. In $T_r = T_\\text{{step}} + T_\\text{{chunk}}$ the part that
+chunking shrinks is only $T_\\text{{chunk}}$; when the step itself is long, it sets the floor of
+the worst ITL.""", title="Worked answer 4")
+
+# %% tags=["remove-input"]
+fits = [c for c in sizes if calc.chunked_prefill_trade(m8, hw, 32_000, c, step_s)["iteration_s"]
+        < 30 * units.ms]
+best = calc.chunked_prefill_trade(m8, hw, 32_000, max(fits), step_s)
+answer(f"""The round must satisfy $T_\\text{{step}} + T_\\text{{chunk}} < 30$ ms, so the chunk
+may take at most {30 - step_s / units.ms:.1f} ms. The largest multiple of 32 that fits is
+{max(fits)} tokens ({best['chunk_s'] / units.ms:.1f} ms per chunk, rounds of
+{best['iteration_s'] / units.ms:.1f} ms). The long prompt needs {best['chunks']} such rounds:
+a TTFT of {best['ttft_s'] / units.ms:,.0f} ms, against {best['dedicated_s'] / units.ms:,.0f} ms
+if it had the GPU to itself ({100 * best['ttft_increase']:+.0f}%). The chunk limit does not
+depend on the prompt length; only the number of rounds does.""", title="Worked answer 5")
+
+# %% [markdown]
+# Previous: [17.5 PagedAttention](17_05_paged_attention.ipynb); next:
 # [17.7 Tensor and pipeline parallelism](17_07_parallelism.ipynb).
+#
+# > **What you can now compute**
+# >
+# > - The worst ITL and the long prompt's TTFT for a given chunk size, and the chunk size that meets an ITL bound ([Exercise 17-11](../../exercises/ex17_11.ipynb))
+# > - How long a long prefill stalls a running batch when it is not chunked ([Exercise 17-11](../../exercises/ex17_11.ipynb))
+# > - How many sequences a continuously batched, paged KV pool can keep decoding at once, and the throughput that buys ([Exercise 17-12](../../exercises/ex17_12.ipynb))
+# > - The batch to run when an ITL target and KV memory both limit it ([Exercise 17-10](../../exercises/ex17_10.ipynb))

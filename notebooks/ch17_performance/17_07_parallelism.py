@@ -15,55 +15,55 @@
 # %% [markdown]
 # # 17.7 Tensor and pipeline parallelism
 #
-# **The question.** A 70B model in BF16 needs 140 GB for its weights alone, and an H100 SXM
-# holds 80 GB (17 §4). Splitting the model over several GPUs is therefore not an optimization
-# but the price of admission. There are two ways to cut it, and each one moves different bytes
-# between the GPUs at a different rhythm. Which cut goes where, and what does it cost per
-# token?
+# **The question.** The 70B shape's BF16 weights are larger than an H100 SXM's 80 GB of HBM
+# (17 §4), so before any question of speed the model has to be split across GPUs. There are
+# two natural places to cut, and they generate very different traffic between the GPUs. Which
+# cut belongs on which link, and what does each add to the time of one token?
 #
-# Adding replicas (the same whole model on more GPUs behind a load balancer) does not answer
-# this question. Replicas multiply request throughput once a model fits, but every replica
-# still has to fit the model and still streams all of its weights for every token. Tensor and
-# pipeline parallelism split *one copy* of the model, which is why they need communication.
+# A tempting shortcut is to add replicas: more GPUs, each holding the whole model, behind a
+# load balancer. Replicas raise requests per second for a model that already fits, but they
+# help neither a model that fits nowhere nor the time of a single token, since each replica
+# still streams every weight per step by itself. Tensor and pipeline parallelism instead
+# divide *one* copy of the model among GPUs, and dividing is what forces them to talk.
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
+from companion.display import answer, md
 
 hw = specs.H100_SXM
 m70, m405 = specs.LLAMA_70B, specs.LLAMA_405B
 
 # %% [markdown]
-# ## Tensor parallelism: every GPU holds a slice of every matrix
+# ## Tensor parallelism: each GPU owns a slice of every matrix
 #
-# With tensor parallelism (TP) over $p$ GPUs, each weight matrix is cut into $p$ pieces and
-# every GPU works on its piece of every layer, in lockstep, for every token. The trick that
-# keeps communication small is to pair the matrices: the first matrix of a pair is cut by
-# columns, so each GPU produces a slice of the intermediate vector that it can feed straight
-# into its own rows of the second matrix, cut by rows. What comes out of the pair is a
-# *partial sum* on every GPU, and the next layer needs the full sum everywhere. That is an
-# **all-reduce**: a collective operation after which every GPU holds the sum of everyone's
-# contributions.
+# Tensor parallelism (TP) over $g$ GPUs gives each GPU $1/g$ of every weight matrix, and all
+# $g$ GPUs take part in every layer of every token. Communication stays small thanks to how
+# the matrices are paired. Split the first matrix of a pair by its output columns: each GPU
+# then holds a slice of the intermediate vector, which is exactly the input its share of the
+# second matrix (split by rows) needs. The pair's output, though, is only a *partial sum* on
+# each GPU, and the next block needs the complete vector on all of them. Combining partial
+# sums so that every GPU ends up holding the total is an **all-reduce**.
 #
-# A transformer layer has two such pairs (attention ending in its output projection, the MLP
-# ending in its down projection), so decoding one token costs $2 n_\text{layers}$ all-reduces.
-# Each one carries a single activation vector of the hidden width $h$. A ring all-reduce makes
-# every GPU send (and receive) $2(p-1)/p$ times the vector. Per token and per GPU:
+# Each transformer layer contains two pairs (attention up to its output projection, the MLP up
+# to its down projection), hence $2 n_\text{layers}$ all-reduces per token. Each moves one
+# activation vector of width $d_\text{model}$; in a ring all-reduce every GPU sends and receives
+# $2(g-1)/g$ of that vector. Per token and per GPU:
 #
-# $$\text{activation} = h \times 2\ \text{B}, \qquad
-# \text{ring bytes} = \frac{2(p-1)}{p}\,\text{activation}, \qquad
-# N_\text{coll} = 2\,n_\text{layers}.$$
+# $$\text{activation} = d_\text{model} \times 2\ \text{B}, \qquad
+# \text{ring bytes} = \frac{2(g-1)}{g}\,\text{activation}, \qquad
+# n_\text{coll} = 2\,n_\text{layers}.$$
 #
-# The bytes turn out to be trivial; what is not trivial is that each collective is a
-# synchronization with a fixed floor (launch plus link latency) of a few microseconds,
-# whatever its size. A decode step therefore costs its share of the weight (and KV) reads plus
-# the collectives:
+# The volume turns out to be negligible. What matters is that every all-reduce is a
+# synchronisation point with a fixed cost (kernel launch plus link latency, a few
+# microseconds) no matter how few bytes it carries. One decode step then costs each GPU's
+# share of the reads plus the collectives:
 #
-# $$t_\text{step} = \underbrace{\frac{D_w + B\,L\,k}{p\,\beta}}_{\text{each GPU reads }1/p}
-# \; + \; N_\text{coll}\left(t_\text{floor} + \frac{B \cdot \text{ring bytes}}
-# {\text{link}}\right).$$
+# $$T_\text{step} = \underbrace{\frac{D_w + b\,L\,k}{g\,\beta}}_{\text{each GPU reads }1/g}
+# \; + \; n_\text{coll}\left(T_\text{floor} + \frac{b \cdot \text{ring bytes}}
+# {\beta_\text{link}}\right).$$
 #
-# The first term is why TP exists: it is the only split that divides per-token latency by $p$.
-# The second term is why TP lives on NVLink, inside one server.
+# The first term is TP's reason to exist: no other split cuts the time of one token by $g$.
+# The second term explains where TP lives: on NVLink, inside one server.
 
 # %%
 traffic = calc.tp_allreduce_traffic(m70, 4)
@@ -87,22 +87,26 @@ print(f"  collectives over PCIe       {pcie['comm_s'] / units.ms:.2f} ms "
       f"(overhead {100 * pcie['overhead']:.1f}%)")
 
 # %% [markdown]
-# The figure stacks one decode step for TP = 1, 2, 4, 8 over both links. The read (blue)
-# shrinks as $1/p$; the collective latency (red) does not shrink at all, since the number of
-# collectives depends on the layers, not on $p$. Over PCIe, by TP = 8 the collectives cost
-# nearly as much as the reads they were meant to shrink. (TP = 1 is drawn for the 70B only as
-# the arithmetic limit: it does not fit one card.)
+# The next figure stacks one decode step for TP = 1, 2, 4 and 8 on each link. The read (blue)
+# falls as $1/g$. The collective latency (red) stays put, because the number of all-reduces
+# is set by the layer count, not by $g$. On PCIe at TP = 8 the collectives come close to
+# costing what the reads they shortened used to. (The 70B at TP = 1 is drawn only as the
+# arithmetic limit; it does not fit on one card.)
 
 # %%
 rows = widgets.tp_layout_rows(m70, hw)
 plots.tp_step_figure(rows, selected="TP 4 · NVLink").show()
 
-# %% [markdown]
-# > **Erratum box: "3.8 MB" per token.** The chapter multiplies 160 collectives by 24 "KB" and
-# > writes 3.8 MB. The 24 is KiB (2 x 3/4 x 16,384 B), so the product is 3.93 MB in decimal
-# > units, or 3.75 MiB; 3.8 comes from treating 3,840 "KB" as if a KB were 1,000 bytes. Both
-# > readings give a wire time of about 4 µs on NVLink, so the conclusion stands. The ledger's
-# > note:
+# %% tags=["remove-input"]
+ring_kib = traffic["ring_bytes"] / units.KiB
+md(f"""> **Erratum box: the bytes per token of the TP = 4 step.** The chapter multiplies
+> {traffic['collectives']} collectives by {ring_kib:.0f} "KB" per collective. That
+> {ring_kib:.0f} is in KiB ($2 \\times 3/4 \\times 16{{,}}384$ B), so the product is
+> {traffic['bytes_per_token'] / units.MB:.2f} MB in decimal units, or
+> {traffic['bytes_per_token'] / units.MiB:.2f} MiB. The chapter's figure is what one gets by
+> treating the product in "KB" as thousands of bytes. Either way the wire time on NVLink is a
+> few microseconds ({nvlink['wire_s'] / units.us:.1f} µs here), so the argument does not
+> change. The ledger's note follows.""")
 
 # %%
 for e in ledger.by_section("17.7"):
@@ -110,30 +114,31 @@ for e in ledger.by_section("17.7"):
         print(f"{e.claim}: chapter {e.printed} {e.unit}, companion {e.value:.3f}\n  {e.note}")
 
 # %% [markdown]
-# ## Pipeline parallelism: every GPU holds a run of whole layers
+# ## Pipeline parallelism: each GPU owns a run of whole layers
 #
-# Pipeline parallelism (PP) cuts the layer stack instead: with $p$ stages, each GPU holds a
-# contiguous block of $n_\text{layers}/p$ layers, and a token's activation walks from stage to
-# stage. Between two stages only one activation vector crosses, once per token, so PP barely
-# cares how fast the link is. That is what lets it span servers.
+# Pipeline parallelism (PP) slices the model the other way: with $S$ stages, each GPU keeps
+# $n_\text{layers}/S$ consecutive layers, and a token's activation is passed from one stage to
+# the next. Only that one vector crosses each boundary, once per token, so the speed of the
+# link hardly matters, which is why PP is the split that can span servers.
 #
-# Its cost is idle time. Feed the pipe one unit of work and only one stage is ever busy. Split
-# the batch into $m$ microbatches and send them in back to back: stage $s$ (counting from 0)
-# works on microbatch $j$ in time slot $s + j$. The last stage starts only in slot $p-1$ (the
-# pipe *fills*), the first stage is done after slot $m-1$ (the pipe *drains*), so the whole
-# run takes $m + p - 1$ slots, in each of which a stage is either busy or idle. Each stage is
-# busy in $m$ of them, so the idle share, the **bubble**, is
+# What PP costs is waiting. Give the pipe a single unit of work and only one stage is busy at
+# any moment. Cut the batch into $M$ microbatches and inject them one after another: stage
+# $s$ (from 0) handles microbatch $j$ in time slot $s + j$. The last stage first has work in
+# slot $S-1$ (the pipe is *filling*); the first stage runs out after slot $M-1$ (the pipe is
+# *draining*); the run lasts $M + S - 1$ slots. Every stage is busy in $M$ of them, so the idle
+# share, called the **bubble**, is
 #
-# $$\text{bubble} = \frac{(m + p - 1) - m}{m + p - 1} = \frac{p - 1}{m + p - 1}.$$
+# $$\text{bubble} = \frac{(M + S - 1) - M}{M + S - 1} = \frac{S - 1}{M + S - 1}.$$
 #
-# It shrinks only when microbatches greatly outnumber stages, that is, under heavy traffic.
-# PP never shortens a single stream: one token still passes through every layer in sequence.
+# Only many more microbatches than stages make it small, which in serving means plenty of
+# concurrent traffic. And PP never speeds up one stream: a token still visits every layer one
+# after another.
 
 # %%
 for mb in (16, 64):
     pp = calc.pp_stages(m70, 4, mb)
-    print(f"70B, p = 4 stages of {pp['layers_per_stage']:g} layers, {pp['boundaries']} "
-          f"boundaries of {pp['handoff_bytes'] / units.KiB:.0f} KiB; m = {mb}: "
+    print(f"70B, S = 4 stages of {pp['layers_per_stage']:g} layers, {pp['boundaries']} "
+          f"boundaries of {pp['handoff_bytes'] / units.KiB:.0f} KiB; M = {mb}: "
           f"{pp['total_slots']} slots, bubble {100 * pp['bubble']:.1f}%")
 grid = plots.pipeline_grid(4, 16)
 print(f"diagram: {grid['busy_cells']} busy and {grid['idle_cells']} idle stage-slots of "
@@ -145,17 +150,17 @@ plots.pipeline_figure(grid, bubble_curves=curves,
                       selected=(16, calc.pipeline_bubble(4, 16))).show()
 
 # %% [markdown]
-# In the diagram each cell is one stage-step; the number is the microbatch being processed.
-# The orange triangle is the fill, the purple one the drain; grey cells are the bubble. Count
-# them: $p(p-1)$ idle cells out of $p(m+p-1)$, the formula above.
+# Each cell of the diagram is one stage during one slot, labelled with the microbatch it is
+# working on. Orange is the filling triangle, purple the draining one, grey the bubble. Count
+# the grey cells: $S(S-1)$ of $S(M+S-1)$, which is the formula above.
 #
-# ## Choosing and combining: the 405B placement
+# ## Choosing and combining: where does the 405B go?
 #
-# The rule that follows from the two costs: use TP as far as the NVLink domain reaches
-# (typically the 8 GPUs of a server), and add PP stages across servers only if one server is
-# still too small. `calc.parallel_layout` applies it literally: try TP = 1, 2, 4, 8 on one
-# node, then keep TP at the node's width and add whole nodes as pipeline stages, until the
-# weights per GPU plus the runtime reserve fit the card.
+# The two costs give a rule of thumb: stretch TP across the whole NVLink domain (usually one
+# server's 8 GPUs), and add PP stages, one server each, only when a full server is still too
+# small. `calc.parallel_layout` follows that rule literally: it tries TP = 1, 2, 4, 8 inside a
+# node, then keeps TP at the node's width and adds nodes as pipeline stages until each GPU's
+# weights plus the runtime reserve fit on the card.
 
 # %%
 print(f"405B in BF16: {m405.weight_bytes / units.GB:,.0f} GB of weights")
@@ -171,17 +176,20 @@ cands = widgets.placement_candidates(m405)
 plots.placement_figure(cands, hw.mem_bytes - calc.CH17_RUNTIME_RESERVE_BYTES,
                        chosen="TP 8 x PP 2").show()
 
-# %% [markdown]
-# Within each of the two servers, 8 GPUs run TP over NVLink (two all-reduces per layer);
-# between the servers a single activation crosses per token.
-#
-# > **Erratum box: the layer labels of the 405B figure.** The chapter's drawing of this
-# > two-node layout labels the stages "layers 1-40" and "layers 41-80", an 80-layer stack.
-# > That is the 70B's depth. Read literally, the figure describes a 70B split over two
-# > nodes, which the arithmetic above shows is not needed (the 70B fits on one node with
-# > TP = 2 or 4). Read as intended, it is the 405B, whose public configuration has 126 layers,
-# > so each stage holds 63 of them (layers 1-63 and 64-126). The placement arithmetic
-# > (810 GB, ~51 GB per GPU) does not depend on the layer count and is unaffected.
+# %% tags=["remove-input"]
+half = calc.pp_stages(m405, 2, 1)["layers_per_stage"]
+md(f"""So the 405B runs as two servers: inside each, 8 GPUs do TP over NVLink (two
+all-reduces per layer); between them, one activation per token crosses the network.
+
+> **Erratum box: the layer labels of the 405B drawing.** The chapter's diagram of this
+> two-server layout labels its stages with the halves of an 80-layer stack, which is the
+> 70B's depth. Taken literally it shows a 70B split across two servers, and the arithmetic
+> above says the 70B needs no second server (it fits one node at TP = 2 or 4). Taken as
+> intended it shows the 405B, whose public configuration has {m405.n_layers} layers, so each
+> stage holds {half:g} of them (layers 1-{half:g} and {half + 1:g}-{m405.n_layers}). The
+> weight arithmetic ({m405.weight_bytes / units.GB:,.0f} GB, about
+> {calc.weights_per_gpu_bytes(m405, 8, 2) / units.GB:.0f} GB per GPU) does not involve the
+> layer count and stands.""")
 
 # %%
 print(f"405B shape: {m405.n_layers} layers; two stages of "
@@ -193,8 +201,8 @@ for e in ledger.by_section("17.7"):
 # %% [markdown]
 # ## Chapter says / companion computes
 #
-# Every number of 17 §7, recomputed (`*` marks an entry with a note; the only disagreement
-# is the figure's layer labels above).
+# Every number in 17 §7, recomputed. A `*` flags an entry with a note; the only disagreement
+# is the diagram's layer labels discussed above.
 
 # %%
 print(ledger.table("17.7"))
@@ -202,10 +210,9 @@ print(ledger.table("17.7"))
 # %% [markdown]
 # ## Explorer: a tensor-parallel decode step
 #
-# Pick the model, the card and the TP degree; grow the batch or the context to see the reads
-# take over again; move the collective floors to see where NVLink's advantage comes from. The
-# readout gives the highlighted layout's numbers, the chapter's 0.8 ms floor and 11.2 ms step
-# at the defaults.
+# Choose the model, the card and the TP degree. Raise the batch or the context and the reads
+# grow back; move the two collective floors to see where NVLink's lead comes from. At the
+# defaults the readout reproduces the chapter's TP = 4 step.
 
 # %% tags=["nbval-ignore-output"]
 tp_panel = widgets.TensorParallelPanel()
@@ -220,8 +227,8 @@ print(f"read {n['read_ms']:.2f} ms + floor {n['nvlink_latency_ms']:.2f} ms = ste
 # %% [markdown]
 # ## Explorer: the pipeline diagram
 #
-# Stages and microbatches. Watch the grey corners: they keep their size while the busy middle
-# grows with $m$.
+# Stages and microbatches. The grey corners keep their size while the busy middle grows with
+# $M$.
 
 # %% tags=["nbval-ignore-output"]
 pipe_panel = widgets.PipelineBubblePanel()
@@ -230,17 +237,17 @@ pipe_panel.show()
 # %%
 for m in (16, 64):
     n = pipe_panel.update(microbatches=m).numbers
-    print(f"p = 4, m = {m}: {n['slots']} slots, {n['idle_cells']} idle cells, bubble "
+    print(f"S = 4, M = {m}: {n['slots']} slots, {n['idle_cells']} idle cells, bubble "
           f"{n['bubble_pct']:.1f}%")
 _ = pipe_panel.reset()
 
 # %% [markdown]
 # ## Explorer: where does a model fit?
 #
-# Model size, weight format, GPU memory and the runtime reserve; ask for KV room per GPU too.
-# The bars are the weights each GPU holds in each candidate layout, the dashed line what a
-# card can give them. (The explored model borrows the depth and width of the nearest reference
-# shape; only the pipeline stages depend on them.)
+# Model size, weight format, GPU memory and runtime reserve, and optionally some KV space per
+# GPU. Each bar is the weight bytes one GPU holds in a candidate layout; the dashed line is
+# what a card can spare for them. (The explored model takes the depth and width of the
+# closest reference shape; only the pipeline stages depend on those.)
 
 # %% tags=["nbval-ignore-output"]
 place_panel = widgets.PlacementPanel()
@@ -254,19 +261,86 @@ print(f"{n['weights_GB']:,.0f} GB -> {n['layout']} ({n['gpus']} GPUs), "
 # %% [markdown]
 # ## Try this
 #
-# - In the TP explorer, set the batch to 64 and the context to 8,000 tokens. Does the
-#   collective overhead still matter? Why does it shrink as a share of the step?
-# - With TP = 8 over PCIe, what share of the step is collectives? Find the PCIe floor (µs) at
-#   which TP = 8 over PCIe is no faster than TP = 4 over NVLink.
-# - In the pipeline explorer, what microbatch count brings the bubble of 8 stages under 5%?
-#   How many requests in flight does that imply if each microbatch is 4 sequences?
-# - Place the 405B in FP8 instead of BF16. How many GPUs now? And on an H200-sized card
-#   (141 GB)?
-# - Ask the placement explorer for 20 GB of KV per GPU for the 70B. Which TP degree does it
-#   pick, and how does that match 17 §4's choice of TP = 4?
-#
-# **Practice problems.** The Chapter 17 practice problems in
-# [the exercises folder](../../exercises/) include the TP communication arithmetic, the
-# pipeline bubble and the TP x PP placement of a large model. Previous:
-# [17.6 Batching strategies](17_06_batching_strategies.ipynb); next:
+# 1. **Predict, then move.** In the TP explorer, set the batch to 64 and the context to 8,000
+#    tokens. Will the NVLink collective overhead, as a share of the step, go up or down?
+#    Predict, then move the sliders and explain.
+# 2. At TP = 8 over PCIe, what share of the step do the collectives take? Below which PCIe
+#    floor (µs per collective) would TP = 8 over PCIe match TP = 4 over NVLink?
+# 3. How many microbatches bring the bubble of an 8-stage pipeline under 5%? If each
+#    microbatch holds 4 sequences, how many sequences must be in flight?
+# 4. Place the 405B in FP8 rather than BF16. How many GPUs does it need now, and how many on a
+#    card with 141 GB (an H200)?
+# 5. **Predict, then move.** Ask the placement explorer for 20 GB of KV per GPU for the 70B.
+#    Predict the TP degree first, then compare the result with the TP = 4 that 17 §4 uses.
+
+# %% tags=["remove-input"]
+light = tp_panel.update().numbers
+heavy = tp_panel.update(batch=64, context_tokens=8000).numbers
+_ = tp_panel.reset()
+answer(f"""Down. With 64 sequences of 8,000 tokens each GPU reads its quarter of the weights
+*and* of a large KV cache, so the read grows from {light['read_ms']:.1f} ms to
+{heavy['read_ms']:.1f} ms, while the {light['collectives']} collectives still cost about the
+same floor ({heavy['nvlink_latency_ms']:.2f} ms; the payload grows with the batch but stays
+tiny on NVLink). The overhead falls from {light['nvlink_overhead_pct']:.1f}% to
+{heavy['nvlink_overhead_pct']:.1f}% of the step: a fixed cost shrinks in relative terms when
+the variable cost grows.""", title="Worked answer 1")
+
+# %% tags=["remove-input"]
+pc8 = calc.tp_decode_step(m70, hw, 8, collective_latency_s=calc.CH17_COLLECTIVE_LATENCY_PCIE_S,
+                          link_bytes_per_s=specs.PCIE_GEN5_X16_BYTES_PER_S)
+n_coll = calc.tp_allreduce_traffic(m70, 8)["collectives"]
+floor = (nvlink["step_s"] - pc8["read_s"] - pc8["wire_s"]) / n_coll
+answer(f"""At TP = 8 over PCIe the collectives take {pc8['comm_s'] / units.ms:.2f} ms of a
+{pc8['step_s'] / units.ms:.2f} ms step, {100 * pc8['comm_s'] / pc8['step_s']:.0f}% of it. TP = 4
+over NVLink takes {nvlink['step_s'] / units.ms:.2f} ms. TP = 8 over PCIe matches it when
+$\\text{{read}} + \\text{{wire}} + n_\\text{{coll}} T_\\text{{floor}}$ equals that, i.e. at a floor
+of ({nvlink['step_s'] / units.ms:.2f} - {pc8['read_s'] / units.ms:.2f} -
+{pc8['wire_s'] / units.ms:.3f}) ms / {n_coll} = {floor / units.us:.1f} µs per
+collective. Below that floor TP = 8 over PCIe is the faster of the two; at the
+{calc.CH17_COLLECTIVE_LATENCY_PCIE_S / units.us:g} µs the chapter assumes for PCIe it still
+wins per token, but it spends almost half of every step on collectives and ties up twice as
+many GPUs as TP = 4 does.""", title="Worked answer 2")
+
+# %% tags=["remove-input"]
+stages = 8
+need = next(m for m in range(1, 10_000) if calc.pipeline_bubble(stages, m) < 0.05)
+answer(f"""$(S-1)/(M+S-1) < 0.05$ with $S = {stages}$ needs $M + 7 > 140$, so
+$M = {need}$ microbatches (bubble {100 * calc.pipeline_bubble(stages, need):.2f}%; one fewer
+gives {100 * calc.pipeline_bubble(stages, need - 1):.2f}%). That is beyond the explorer's
+slider, which is the point: at 4 sequences per microbatch, {4 * need} sequences must be in
+flight to keep an 8-stage pipe busy, traffic only a large fleet sees.""",
+       title="Worked answer 3")
+
+# %% tags=["remove-input"]
+fp8 = place_panel.update(bytes_per_param=1.0).numbers
+h200 = place_panel.update(bytes_per_param=1.0, gpu_mem_gb=141).numbers
+bf16_h200 = place_panel.update(bytes_per_param=2.0, gpu_mem_gb=141).numbers
+_ = place_panel.reset()
+answer(f"""In FP8 the 405B's weights are {fp8['weights_GB']:,.0f} GB: {fp8['layout']}, i.e.
+{fp8['gpus']} GPUs at {fp8['weights_per_gpu_GB']:.1f} GB each, so one server suffices. On a
+141 GB card the FP8 model needs {h200['layout']} ({h200['gpus']} GPUs,
+{h200['weights_per_gpu_GB']:.1f} GB each), and even the BF16 model fits in
+{bf16_h200['layout']} ({bf16_h200['gpus']} GPUs). Halving the bytes per weight, or growing the
+card, removes the pipeline stage and with it the bubble.""", title="Worked answer 4")
+
+# %% tags=["remove-input"]
+kv70 = place_panel.update(params_b=m70.n_params / 1e9, min_kv_gb=20).numbers
+no_kv = place_panel.update(min_kv_gb=0.0).numbers
+_ = place_panel.reset()
+answer(f"""Without KV room the 70B's smallest layout is {no_kv['layout']}
+({no_kv['weights_per_gpu_GB']:.1f} GB of weights per GPU). Asking for 20 GB of KV per GPU
+pushes it to {kv70['layout']}: {kv70['weights_per_gpu_GB']:.1f} GB of weights and
+{kv70['free_per_gpu_GB']:.1f} GB free per GPU. That is the chapter's TP = 4 of 17 §4: it picks
+four GPUs not because the weights need them but because the KV cache does.""",
+       title="Worked answer 5")
+
+# %% [markdown]
+# Previous: [17.6 Batching strategies](17_06_batching_strategies.ipynb); next:
 # [17.8 Disaggregated serving and KV-aware routing](17_08_disaggregation_and_routing.ipynb).
+#
+# > **What you can now compute**
+# >
+# > - The all-reduce bytes and collective count of one TP decode token, and why the latency floor, not the bytes, sets its cost ([Exercise 17-5](../../exercises/ex17_5.ipynb))
+# > - A TP decode step over NVLink or PCIe and its communication overhead ([Exercise 17-5](../../exercises/ex17_5.ipynb))
+# > - The pipeline bubble for $S$ stages and $M$ microbatches, and the $M$ a target needs ([Exercise 17-6](../../exercises/ex17_6.ipynb))
+# > - The smallest TP x PP layout that fits a model's weights on a card ([Exercise 17-6](../../exercises/ex17_6.ipynb))

@@ -15,36 +15,39 @@
 # %% [markdown]
 # # 17.8 Disaggregated serving and KV-aware routing
 #
-# **The question.** Prefill is a large block of arithmetic; decode is a long trickle of
-# memory reads (17 §2-§3). Chunked prefill (17 §6) lets both share one GPU politely. At fleet
-# scale there is a stronger option: give each phase its own pool of GPUs. How many GPUs does
-# each pool need, what does moving a request's KV cache between them cost, and once KV caches
-# live on particular machines, where should the next request of a conversation go?
+# **The question.** Prefill is one big burst of arithmetic, decode a long series of small
+# memory-bound steps (17 §2-§3). Chunked prefill (17 §6) lets the two take turns on one GPU.
+# A large fleet can go further and give each phase GPUs of its own. That raises three
+# questions this notebook answers with numbers: how large must each pool be, what does it cost
+# to move a request's KV cache from one pool to the other, and, once caches sit on particular
+# machines, which machine should receive a conversation's next turn?
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
 from companion.chapters.ch17 import LONGEST_CONTEXT_TOKENS
+from companion.display import answer, md
 
 hw = specs.H100_SXM
 m8, m70 = specs.LLAMA_8B, specs.LLAMA_70B
 
 # %% [markdown]
-# ## Two pools, two bottlenecks
+# ## Two pools, sized by two divisions
 #
-# In a disaggregated deployment a request is first prefilled on a *prefill pool*, in one
-# uninterrupted compute-bound pass; the KV cache it produces is then shipped to a *decode
-# pool*, which streams the answer from it. Nothing long ever runs in front of a decode step,
-# so the head-of-line stall of 17 §3 cannot happen, and each pool can be scaled on its own
-# signal: the prefill pool when TTFT degrades, the decode pool when ITL does.
+# Follow one request through a disaggregated deployment. A router hands it to a GPU of the
+# *prefill pool*, which runs the whole prompt in one pass with no decode work beside it. The
+# KV cache that pass produces is copied to a GPU of the *decode pool*, which then produces the
+# answer token by token. Because no prompt is ever prefilled on a decode GPU, the stall of
+# 17 §3 has no way to occur there. And each pool can grow on its own evidence: add prefill
+# GPUs when TTFT slips, decode GPUs when ITL does.
 #
-# Sizing becomes two independent divisions. With request rate $\lambda$, mean prompt
-# $\bar P$ and mean output $\bar G$, and a measured capacity per GPU group of $C_p$ prompt
-# tokens/s for prefill and $C_d$ output tokens/s for decode (at the ITL target):
+# Sizing is then two separate divisions. Let requests arrive at rate $\lambda$ with mean
+# prompt $\bar n$ and mean output $\bar G$, and let one GPU group sustain $C_p$ prompt tokens/s
+# of prefill and $C_d$ output tokens/s of decode (at the ITL target):
 #
-# $$N_\text{prefill} = \left\lceil \frac{\lambda \bar P}{C_p} \right\rceil, \qquad
-# N_\text{decode} = \left\lceil \frac{\lambda \bar G}{C_d} \right\rceil.$$
+# $$g_\text{prefill} = \left\lceil \frac{\lambda \bar n}{C_p} \right\rceil, \qquad
+# g_\text{decode} = \left\lceil \frac{\lambda \bar G}{C_d} \right\rceil.$$
 #
-# The capacities are the chapter's representative values; a real deployment measures its own.
+# The capacities below are the chapter's illustrative ones; a real fleet measures its own.
 
 # %%
 pools = calc.disaggregated_pools(100, 2000, 250)
@@ -59,18 +62,44 @@ for label, prompt, output in (("longer documents (prompt x 2)", 4000, 250),
 widgets.PoolSizingPanel().figure().show()
 
 # %% [markdown]
-# A longer-document workload grows only the prefill pool; a chattier one only the decode pool.
-# A fleet of identical GPUs serving both phases has one size to choose; two pools have two.
-# The DistServe paper phrases the benefit as **goodput**: requests per second that meet both
-# the TTFT and the ITL objective, rather than raw tokens per second.
+# ## The picture: router, pools and the KV hop
 #
-# ## The price of the hop: shipping the KV cache
+# The chapter draws the deployment as a flowchart. Here the same picture is computed: one
+# square per GPU group, from `calc.disaggregated_pools`, and the KV traffic between the pools
+# from 17 §4's bytes per token times the mean prompt, shipped over the chosen link. A turn
+# whose prefix is already cached on a decode GPU can skip the prefill pool (the green arrow;
+# see KV-aware routing below). Move the arrival rate or the request mix in the explorer and
+# the squares and flows are redrawn.
+
+# %% tags=["nbval-ignore-output"]
+diagram = widgets.DisaggregationDiagramPanel()
+diagram.show()
+
+# %% tags=["remove-input"]
+d = diagram.update().numbers
+d8k = diagram.update(mean_prompt_tokens=8000).numbers
+_ = diagram.reset()
+md(f"""At the chapter's traffic the diagram holds {d['prefill_groups']} prefill and
+{d['decode_groups']} decode groups. Each mean request hands over
+{d['kv_bytes_per_request'] / units.GB:.2f} GB of 70B KV, {d['ship_ms']:.0f} ms over RDMA, and
+the pools exchange {d['kv_GB_per_s']:.0f} GB/s in all. With 8,000-token prompts the prefill
+pool grows to {d8k['prefill_groups']} groups, the decode pool stays at {d8k['decode_groups']},
+and each hop takes {d8k['ship_ms']:.0f} ms.""")
+
+# %% [markdown]
+# Each workload change moves one pool only: longer documents enlarge the prefill pool,
+# chattier sessions the decode pool. A single shared fleet has just one number to tune, two
+# pools have two, which is the whole point. The DistServe paper measures the benefit as
+# **goodput**, the rate of requests that meet *both* their TTFT and their ITL objective,
+# rather than tokens per second.
 #
-# The decode worker needs the request's whole KV cache before it can emit the second token.
-# Its size is 17 §4's formula, and its transfer time is bytes over link bandwidth:
+# ## The cost of the hop: moving the KV cache
 #
-# $$t_\text{ship} = \frac{2\, n_\text{layers}\, n_\text{kv}\, d_\text{head} \cdot 2\ \text{B}
-# \cdot L}{\text{link bandwidth}}.$$
+# The decode GPU can emit the second token only once it holds the request's entire KV cache.
+# Its size comes from 17 §4, and moving it takes its bytes over the link's bandwidth:
+#
+# $$T_\text{ship} = \frac{L\,k}{\beta_\text{link}}, \qquad
+# k = 2\, n_\text{layers}\, n_\text{kv}\, d_\text{head} \cdot 2\ \text{B}.$$
 
 # %%
 L = calc.CH17_LONG_CONTEXT_TOKENS
@@ -87,33 +116,34 @@ marks = {label: (L, calc.kv_transfer_s(m70, L, bw)) for label, bw in links.items
 plots.kv_transfer_figure(contexts, curves, marks=marks).show()
 
 # %% [markdown]
-# (RDMA is the network card writing directly into the other machine's memory, with no CPU copy
-# on either side.) Tens of milliseconds are affordable against a TTFT of hundreds, and engines
-# hide most of it by sending layer by layer while prefill is still computing the later layers.
-# The same arithmetic says when disaggregating is a bad idea: small models, short prompts, or a
-# fleet too small to keep two pools busy independently. Below roughly one node, share the GPUs
-# (with chunked prefill); at fleet scale, split them.
+# (RDMA means the network card writes straight into the other server's memory, without a
+# CPU copy at either end.) A few tens of milliseconds is a modest addition to a TTFT measured
+# in hundreds, and engines overlap most of it with the prefill by sending each layer's KV as
+# soon as that layer is done. Read the other way, the same numbers say when splitting does not
+# pay: a small model, short prompts, or too few GPUs to keep two pools busy on their own. A
+# deployment of about one server is better off sharing GPUs with chunked prefill; a fleet
+# gains from the split.
 #
 # ## KV-aware routing
 #
-# Once KV caches are objects that live on particular workers, *where* a request lands
-# matters. A multi-turn conversation re-sends its whole history every turn: turn $t$'s prompt
-# is turn $t-1$'s conversation plus one new message. With a first turn of $F$ tokens and $T$
-# more per turn,
+# With caches living on specific GPUs, the choice of GPU for a request starts to matter. In a
+# multi-turn conversation every turn re-sends the entire history: the prompt of turn $t$ is
+# everything up to turn $t-1$ plus one new message. If the first turn brings $n_1$ tokens and
+# each later turn adds $\Delta n$,
 #
-# $$L_t = F + (t - 1)\,T.$$
+# $$L_t = n_1 + (t - 1)\,\Delta n.$$
 #
-# A *cold* worker (one that never saw this conversation) must prefill all $L_t$ tokens; a
-# *warm* worker, which still holds the previous turn's KV blocks, prefills only the $T$ new
-# ones (17 §5's prefix sharing points the new sequence at the resident blocks). With 17 §2's
-# prefill cost of $2P$ FLOPs per token at 50% of peak:
+# A *cold* worker, one that has not seen this conversation, must prefill all $L_t$ tokens. A
+# *warm* worker still holds the earlier turns' KV blocks and prefills just the $\Delta n$ new
+# ones (the prefix sharing of 17 §5 maps the new sequence onto blocks already resident). At
+# 17 §2's cost of $2N$ FLOPs per prefilled token and half of the peak $\pi$:
 #
-# $$\text{TTFT}_\text{cold} = \frac{2P\,L_t}{0.5\,\text{peak}}, \qquad
-# \text{TTFT}_\text{warm} = \frac{2P\,T}{0.5\,\text{peak}}, \qquad
-# \frac{\text{cold}}{\text{warm}} = \frac{L_t}{T}.$$
+# $$\text{TTFT}_\text{cold} = \frac{2N\,L_t}{0.5\,\pi}, \qquad
+# \text{TTFT}_\text{warm} = \frac{2N\,\Delta n}{0.5\,\pi}, \qquad
+# \frac{\text{cold}}{\text{warm}} = \frac{L_t}{\Delta n}.$$
 #
-# The ratio grows linearly with the turn number. The chapter evaluates it for a reference agent
-# (6,000 tokens up front, 1,200 per turn) at turn 20, on the 8B.
+# The ratio rises by one with every turn. The chapter works it out for its reference agent
+# (6,000 tokens in the first turn, 1,200 per later turn) at turn 20, on the 8B.
 
 # %%
 r = calc.kv_routing_ttft(m8, hw, 20)
@@ -130,17 +160,22 @@ for share in calc.CH17_ROUTER_WARM_SHARES:
     print(f"router landing {100 * share:.0f}% of turn-20 requests warm: mean TTFT "
           f"{mean / units.ms:.0f} ms")
 
-# %% [markdown]
-# A router that lands 90% of turns on the warm worker beats one that manages 30% by more TTFT
-# than any kernel optimization in the chapter. That is why the router, the least GPU-specific
-# part of the stack, counts as a performance component (llm-d and NVIDIA Dynamo both ship one
-# that scores workers by prefix overlap).
-#
-# The catch is a familiar distributed-systems tension: prefix affinity fights load balance.
-# Pin every conversation to its warm worker and a few hot conversations overload one GPU while
-# others idle; balance perfectly and every move costs a full re-prefill. Real routers score
-# both (overlap and current load), and the KV cache becomes distributed state with placement
-# and eviction problems, like a sticky-session tier or a sharded cache.
+# %% tags=["remove-input"]
+good, poor = (calc.routed_mean_ttft_s(r["cold_s"], r["warm_s"], s)
+              for s in calc.CH17_ROUTER_WARM_SHARES)
+md(f"""Going from a router that lands {100 * calc.CH17_ROUTER_WARM_SHARES[1]:.0f}% of turns on a
+warm worker to one that lands {100 * calc.CH17_ROUTER_WARM_SHARES[0]:.0f}% cuts the mean TTFT at
+turn 20 from {poor / units.ms:.0f} ms to {good / units.ms:.0f} ms, a bigger saving than any
+kernel improvement in the chapter. So the router, the part of the stack that knows least about
+GPUs, is a performance component; llm-d and NVIDIA Dynamo each include one that ranks workers
+by how much of the prompt's prefix they already hold.
+
+The difficulty is an old one from distributed systems: affinity and load balance pull in
+opposite directions. Always sending a conversation to its warm worker lets a few busy
+conversations swamp one GPU while others idle; spreading load evenly throws away the cached
+prefix at every move. Practical routers weigh both signals, prefix overlap and current load,
+and the KV cache becomes distributed state that needs placement and eviction policies, much
+like sticky sessions or a sharded cache.""")
 
 # %% [markdown]
 # ## Chapter says / companion computes
@@ -151,8 +186,8 @@ print(ledger.table("17.8"))
 # %% [markdown]
 # ## Explorer: sizing the two pools
 #
-# Request rate, the request mix and the per-group capacities. The step lines show how many
-# groups each pool needs as traffic grows; the dot is the current workload.
+# Request rate, request mix and per-group capacities. The step lines give each pool's group
+# count as traffic grows; the dot marks the current workload.
 
 # %% tags=["nbval-ignore-output"]
 pool_panel = widgets.PoolSizingPanel()
@@ -166,8 +201,8 @@ print(f"{n['prefill_groups']} prefill and {n['decode_groups']} decode groups "
 # %% [markdown]
 # ## Explorer: cold vs warm worker, turn by turn
 #
-# The turn, the conversation's shape, the share of turns the router lands warm, the prefill
-# efficiency and the model. The dashed line is the mean TTFT at the chosen warm share.
+# The turn, the shape of the conversation, the share of turns the router lands warm, the
+# prefill efficiency and the model. The dashed line is the mean TTFT at the chosen share.
 
 # %% tags=["nbval-ignore-output"]
 route_panel = widgets.KVRoutingPanel()
@@ -181,19 +216,84 @@ print(f"turn 20: cold {n['cold_ms']:.0f} ms, warm {n['warm_ms']:.1f} ms ({n['spe
 # %% [markdown]
 # ## Try this
 #
-# - Double the mean prompt in the pool explorer, then double the mean output instead. Which
-#   pool moves each time, and what happens to the ratio?
-# - At what request rate does the decode pool need its eleventh group? Read it off the step
-#   line, then check it with `calc.disaggregated_pools`.
-# - Ship an 8,000-token 8B request instead of the 70B one. How long does RDMA take now, and
-#   against what TTFT would you compare it?
-# - In the routing explorer, at which turn does a cold worker cross a 500 ms TTFT target? What
-#   warm share keeps the mean under it at turn 40?
-# - Switch the routing model to the 70B shape (prefilled at the same 50% of one H100's peak,
-#   which it would not fit: read it as per-GPU work). How does the ratio change, and why not?
-#
-# **Practice problems.** The Chapter 17 practice problems in
-# [the exercises folder](../../exercises/) include sizing disaggregated pools, the KV transfer
-# over NVLink vs RDMA, and the cold vs warm TTFT of a multi-turn conversation. Previous:
-# [17.7 Tensor and pipeline parallelism](17_07_parallelism.ipynb); next:
+# 1. **Predict, then move.** In the pool explorer or the diagram, first double the mean
+#    prompt, then instead double the mean output. Predict which pool grows each time and what
+#    happens to the ratio, then move the sliders.
+# 2. At which request rate does the decode pool need an eleventh group? Read it off the step
+#    line, then confirm with `calc.disaggregated_pools`.
+# 3. Ship an 8,000-token request of the 8B instead of the 70B. How long does RDMA take, and
+#    which TTFT should you compare that with?
+# 4. In the routing explorer, from which turn on does a cold worker miss a 500 ms TTFT target?
+#    At turn 40, what share of warm landings keeps the mean under 500 ms?
+# 5. **Predict, then move.** Switch the routing model to the 70B shape (still prefilled at half
+#    of one H100's peak, which it would not fit: read the times as per-GPU work). Will the
+#    cold-to-warm ratio change? Predict, then switch.
+
+# %% tags=["remove-input"]
+base = pool_panel.reset().numbers
+long_docs = pool_panel.update(mean_prompt_tokens=4000).numbers
+_ = pool_panel.reset()
+chatty = pool_panel.update(mean_output_tokens=500).numbers
+_ = pool_panel.reset()
+answer(f"""Doubling the prompt doubles the prompt demand and only the prefill pool:
+{long_docs['prefill_groups']} prefill and {long_docs['decode_groups']} decode groups, a ratio
+of {long_docs['prefill_to_decode']:g} : 1. Doubling the output leaves prefill alone and
+doubles decode: {chatty['prefill_groups']} and {chatty['decode_groups']}, a ratio of
+{chatty['prefill_to_decode']:g} : 1 (the default is {base['prefill_to_decode']:g} : 1). Each
+pool follows its own token stream.""", title="Worked answer 1")
+
+# %% tags=["remove-input"]
+rate = next(x for x in range(1, 1000)
+            if calc.disaggregated_pools(x, 2000, 250)["decode_groups"] >= 11)
+at = calc.disaggregated_pools(rate, 2000, 250)
+below = calc.disaggregated_pools(rate - 1, 2000, 250)
+answer(f"""The decode pool needs $\\lceil 250\\lambda / C_d \\rceil$ groups, which exceeds ten as
+soon as $250\\lambda$ passes ten groups' capacity. In whole requests per second that happens
+at {rate} req/s: {at['output_tok_per_s']:,.0f} output tok/s need {at['decode_groups']}
+groups, while {rate - 1} req/s ({below['output_tok_per_s']:,.0f} tok/s) still fit in
+{below['decode_groups']}. The step line jumps just past the chapter's rate of 100 req/s,
+because 100 req/s fills ten groups exactly.""", title="Worked answer 2")
+
+# %% tags=["remove-input"]
+ship8 = calc.kv_transfer_s(m8, 8000, specs.RDMA_400G_BYTES_PER_S)
+ship70 = calc.kv_transfer_s(m70, 8000, specs.RDMA_400G_BYTES_PER_S)
+prefill8 = calc.prefill_compute_s(m8, hw, 8000)
+answer(f"""The 8B's KV for 8,000 tokens is {calc.kv_bytes(m8, 8000, block_tokens=1) / units.GB:.2f}
+GB, so RDMA needs {ship8 / units.ms:.0f} ms, against {ship70 / units.ms:.0f} ms for the 70B
+(same KV heads and head size, {m8.n_layers} layers instead of {m70.n_layers}). Compare it with the TTFT the
+prefill itself produces, {prefill8 / units.ms:.0f} ms for this prompt at half of peak: the hop
+adds about {100 * ship8 / prefill8:.0f}% if it is not overlapped with the prefill, less if it
+is sent layer by layer.""", title="Worked answer 3")
+
+# %% tags=["remove-input"]
+cross = next(t for t in range(1, 200) if calc.kv_routing_ttft(m8, hw, t)["cold_s"] > 0.5)
+at40 = calc.kv_routing_ttft(m8, hw, 40)
+share40 = (at40["cold_s"] - 0.5) / (at40["cold_s"] - at40["warm_s"])
+answer(f"""The cold TTFT grows by one turn's prefill per turn and first exceeds 500 ms at turn
+{cross} ({calc.kv_routing_ttft(m8, hw, cross)['cold_s'] / units.ms:.0f} ms). At turn 40 a cold
+worker needs {at40['cold_s'] / units.ms:,.0f} ms and a warm one {at40['warm_s'] / units.ms:.0f}
+ms. The mean $s\\,T_\\text{{warm}} + (1-s)\\,T_\\text{{cold}}$ stays under 500 ms when
+$s \\ge (T_\\text{{cold}} - 500\\ \\text{{ms}})/(T_\\text{{cold}} - T_\\text{{warm}})$ =
+{100 * share40:.0f}% of turns landing warm.""", title="Worked answer 4")
+
+# %% tags=["remove-input"]
+small = route_panel.reset().numbers
+big = route_panel.update(model=m70.name).numbers
+_ = route_panel.reset()
+answer(f"""No. Both TTFTs scale with the parameter count $N$, so the 70B's are about
+{big['cold_ms'] / small['cold_ms']:.1f}x longer (cold {big['cold_ms']:,.0f} ms, warm
+{big['warm_ms']:.0f} ms at turn 20) but their ratio is still {big['speedup']:.0f}x, the same
+$L_t/\\Delta n$ as for the 8B ({small['speedup']:.0f}x): the model cancels out of the
+ratio. What the larger model changes is the absolute saving per warm landing.""",
+       title="Worked answer 5")
+
+# %% [markdown]
+# Previous: [17.7 Tensor and pipeline parallelism](17_07_parallelism.ipynb); next:
 # [17.9 Measuring it](17_09_measuring.ipynb).
+#
+# > **What you can now compute**
+# >
+# > - The prefill and decode pool sizes for a request rate and mix, and how each moves with the workload ([Exercise 17-7](../../exercises/ex17_7.ipynb))
+# > - The time to ship one request's KV cache over NVLink, PCIe or RDMA ([Exercise 17-7](../../exercises/ex17_7.ipynb))
+# > - The cold and warm TTFT of a conversation's turn $t$ and their ratio ([Exercise 17-13](../../exercises/ex17_13.ipynb))
+# > - The mean TTFT a router achieves for a given share of warm landings ([Exercise 17-13](../../exercises/ex17_13.ipynb))

@@ -15,25 +15,27 @@
 # %% [markdown]
 # # 17.9 Measuring it: utilization, MBU and MFU
 #
-# **The question.** Everything so far was derived. On a live system you must check the
-# derivations against measurements. Which numbers tell you how close a deployment is to what
-# the hardware allows, and which popular number does not?
+# **The question.** Every number so far came from a formula. A running deployment has to be
+# checked against those formulas with measurements. Which measurements say how far a system
+# sits from what its hardware permits, and which widely watched gauge says almost nothing?
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
 from companion.chapters.ch17 import DECODE_TOK_PER_S, PREFILL_TOK_PER_S
+from companion.display import answer, md
 
 hw = specs.H100_SXM
 m8 = specs.LLAMA_8B
 
 # %% [markdown]
-# ## What "GPU util" measures
+# ## What "GPU util" actually counts
 #
-# The utilization that `nvidia-smi` reports is *kernel residency*: the fraction of the sampling
-# window during which at least one kernel was running on the GPU. It does not say how many of
-# the 132 SMs that kernel used, nor whether those SMs were computing or waiting for memory. A
-# kernel that occupies a single SM and never exits reads as fully utilized, while at most one
-# SM's worth of arithmetic is in use:
+# The utilization figure of `nvidia-smi` is *kernel residency*: the share of its sampling
+# window in which at least one kernel was present on the GPU. It does not record how many of
+# the 132 SMs that kernel occupied, or whether those SMs did arithmetic or sat waiting for
+# memory. Think of a shop whose "open" sign is lit all day while one of its 132 counters is
+# staffed. A kernel parked on a single SM for the whole window reads as fully busy, yet it
+# can use at most one SM's share of the chip:
 #
 # $$\text{compute in use} \le \frac{\text{SMs busy}}{\text{SMs on the chip}}.$$
 
@@ -48,27 +50,28 @@ sms = list(range(1, hw.sm_count + 1))
 plots.sm_share_figure(sms, [calc.sm_share(s, hw) for s in sms]).show()
 
 # %% [markdown]
-# So "utilization is high, we need more GPUs" is the wrong conclusion from that gauge; for
-# batch-1 decode the fix is a larger batch, which costs nothing. The memory gauge misleads
-# too: engines such as vLLM reserve most of HBM for their KV pool at start-up, so "memory used"
-# reads nearly full whether the pool holds one sequence or hundreds. The engine's own counters
-# (KV-pool occupancy, preemptions) answer that question instead.
+# Batch-1 decode is exactly this case: the gauge reads close to full while the arithmetic
+# units are almost idle. Concluding "we are out of GPU, buy more" would be wrong; raising the
+# batch, which costs nothing, is the remedy. The memory gauge has its own blind spot: an
+# engine such as vLLM claims most of HBM for its KV pool when it starts, so "memory used" is
+# near the top whether one sequence or hundreds are live. Ask the engine's own counters
+# (occupancy of the KV pool, preemptions) instead.
 #
-# ## Two ratios that mean something
+# ## Two ratios worth computing
 #
-# Both start from a throughput you measured and the model's fixed constants.
+# Both divide something implied by a measured token rate by the card's peak.
 #
-# - **MFU** (model FLOPs utilization): the FLOPs your token rate implies over the dense peak,
-#   $\text{MFU} = \dfrac{\text{tok/s} \times 2P}{\text{peak FLOP/s}}$.
-# - **MBU** (model bandwidth utilization): the bytes your decode must stream per second over
-#   peak bandwidth. Each decode step reads the weights once for the whole batch of $B$ and
-#   each sequence's $L$ tokens of KV, so per output token
-#   $\text{MBU} = \dfrac{\text{tok/s} \times (D_w / B + L\,k)}{\text{bandwidth}}$.
+# - **MFU** (model FLOPs utilization): the arithmetic the token rate implies, over the dense
+#   peak $\pi$: $\text{MFU} = \dfrac{\text{tok/s} \times 2N}{\pi}$.
+# - **MBU** (model bandwidth utilization): the bytes the decode must move per second, over the
+#   bandwidth $\beta$. A step reads the weights once for all $b$ sequences and each sequence's
+#   $L$ tokens of KV, so per output token
+#   $\text{MBU} = \dfrac{\text{tok/s} \times (D_w / b + L\,k)}{\beta}$.
 #
-# The phase decides which ratio is the verdict. Decode lives on the memory roof, so MBU says
-# how close it is to its ceiling, and $1/\text{MBU}$ bounds any further speed-up a kernel could
-# bring. Prefill lives on the compute roof, so MFU is its verdict. Quoting the other ratio for
-# a phase is the measurement version of quoting sparse TFLOPS.
+# Which ratio to trust depends on the phase. Decode runs against the memory roof, so MBU tells
+# how close it is to its limit, and $1/\text{MBU}$ caps what any faster kernel could still
+# gain. Prefill runs against the compute roof, so MFU is the one to read there. Judging a
+# phase by the other ratio is like advertising a card by its sparse TFLOP/s.
 
 # %%
 dec = calc.decode_utilization(m8, hw, DECODE_TOK_PER_S)
@@ -81,58 +84,148 @@ print(f"  headroom at most 1 / MBU = {dec['headroom']:.2f}x "
 print("prefill, 8B, measured 20,000 prompt tok/s:")
 print(f"  FLOP/s  {pre['flops_per_s']:.3g} -> MFU {100 * pre['mfu']:.1f}%")
 
-# %% [markdown]
-# One measurement, two opposite verdicts: the decode is healthy (about 70% of the bandwidth it
-# could use) even though its MFU looks catastrophic, and no kernel can make it more than about
-# 1.4x faster: a promised 5x has to come from a lever that changes the workload (batch,
-# quantization). The prefill runs at about a third of peak, inside the range where profiling
-# for the remaining headroom is worth it (40-60% counts as strong).
+# %% tags=["remove-input"]
+md(f"""The same decode measurement gets two opposite grades. Against bandwidth it is in good
+shape, {100 * dec['mbu']:.0f}% of what the memory system can deliver, while its MFU of
+{100 * dec['mfu']:.2f}% looks alarming and means nothing for this phase. No kernel can make
+this decode more than {dec['headroom']:.1f}x faster; anyone promising 5x must change the
+workload itself (a bigger batch, fewer bytes per weight). The prefill reaches
+{100 * pre['mfu']:.0f}% of peak: respectable, with enough left below the 40-60% range counted
+as strong that profiling it pays.""")
 
 # %%
 ui = widgets.UtilizationPanel()
 ui.figure().show()
 
 # %% [markdown]
-# ## The standing dashboard
+# ## The always-on dashboard
 #
-# Before any profiler, the chapter's list of always-on metrics, restated: tokens/s for prefill
-# and decode *separately*; TTFT p50/p90 and ITL p50/p99 (the tails hold the diagnoses: p99 ITL
-# jumping when long prompts arrive is head-of-line blocking); MBU and MFU from those rates
-# (two multiplications each); KV-pool occupancy and preemptions per minute from the engine
-# (occupancy pinned at 100% with preemptions rising means the batch is capped by memory); and
-# the batch size per iteration (if it never reaches its cap while requests wait, something
-# upstream is the limit).
+# Profilers are for investigations; a dashboard is for every day, and it should make the two
+# ratios computable at any moment. What belongs on it (17 §9 lists the same items):
 #
-# ## The profiler pair, in one paragraph
+# - token rates for prefill and for decode, never merged into one number;
+# - TTFT at p50 and p90, ITL at p50 and p99; the tails carry the diagnosis (a p99 ITL that
+#   jumps whenever long prompts arrive is the blocking of 17 §3);
+# - MBU and MFU, each two multiplications away from those rates;
+# - how full the engine's KV pool is, and how often it preempts a sequence (a full pool with
+#   rising preemptions means memory, not the scheduler, caps the batch);
+# - the batch size of each iteration (if it stays below its cap while requests queue, the
+#   limit is somewhere upstream).
 #
-# Nsight Systems (`nsys`) draws the whole timeline: kernels, copies, NCCL collectives and CPU
-# threads on one time axis. It answers *where the wall clock went*: gaps between kernels while
-# the CPU is busy (launch overhead; CUDA Graphs remove it), collectives that do not overlap
-# compute under TP, host work on the critical path. Nsight Compute (`ncu`) replays one kernel
-# and tells *why that kernel is slow*: its Speed of Light section gives the kernel's share of
-# peak compute and of peak memory throughput side by side, a per-kernel roofline verdict,
-# plus occupancy and achieved bandwidth. The order matters: `nsys` first to find the kernel or
-# gap that owns the time, then `ncu` on that kernel.
+# ## The two Nsight profilers
 #
-# ## What a healthy decode profile looks like (a checklist)
+# Nsight Systems (`nsys`) records a timeline of the whole process: kernels, memory copies,
+# NCCL collectives and CPU threads against one clock. Read it for *where the time went*:
+# stretches where the GPU row is empty although the CPU thread is working (launch overhead,
+# which CUDA Graphs remove), collectives that do not overlap computation under TP, host work that the GPU waits
+# for. Nsight Compute (`ncu`) re-runs a single kernel many times under instrumentation and
+# reports *why that kernel is slow*. Its Speed of Light section shows the kernel's throughput
+# as a share of peak compute and of peak memory side by side, a roofline verdict for one
+# kernel, along with occupancy and achieved bandwidth. Use them in that order: the timeline
+# first, to find which kernel or gap is costing the time, and only then `ncu` for that kernel.
+
+# %% [markdown]
+# ## Reading a timeline: launches, kernels and the gaps between them
 #
-# Our paraphrase of the chapter's list, as questions to ask of a trace:
+# What would `nsys` show for one decode round? The companion cannot run a profiler for you,
+# but it can lay out the round its simulator charges as kernels
+# (`companion.sim.decode_step_timeline`). Each layer runs five big kernels (the QKV, output,
+# gate/up and down projections, and attention), each lasting its roofline time, so together
+# they take exactly the simulator's round time $(D_w + b\,L\,k)/\beta$; the other kernels of
+# the layer (norms, rotary embedding, KV write, residual adds, activation) are tiny and take a
+# minimum kernel time. The CPU row issues the launches.
 #
-# 1. **Is the GPU row dense?** Idle gaps between kernels should be a few percent of a step at
-#    most; if not, check that CUDA Graphs are really on.
-# 2. **Is the step a handful of big kernels?** Attention and the large matrix-vector products
-#    should dominate, not thousands of tiny kernels.
-# 3. **Do those kernels sit on the memory roof?** Speed of Light: memory throughput high
-#    (roughly 60-80% or more), compute low. For decode that is correct; do not "fix" it.
-# 4. **Is the whole-step MBU in the 60-80% band?** Around 20% points at a batch that is too
-#    small, unfused kernels or scattered KV reads.
+# **Assumptions, not chapter numbers.** The chapter gives no launch costs, so these are
+# labelled inputs you can change: 20 µs of CPU time per kernel launch from an eager Python
+# framework, 20 µs to replay a captured CUDA graph, 2 µs for the shortest kernel, 12 kernels
+# per layer when nothing is fused. Set them to what your own trace shows.
+#
+# Without graphs a kernel cannot start before the CPU has launched it. While kernels are
+# longer than launches the CPU runs ahead and the GPU row stays solid; when a stretch of tiny
+# kernels comes along, the GPU finishes them faster than the CPU can issue them, and gaps
+# open. A CUDA graph records the round once and replays it with a single launch, so the
+# kernels run back to back.
+
+# %%
+timeline_panel = widgets.KernelTimelinePanel()
+tl = timeline_panel.update().numbers
+print(f"8B, batch 1: {tl['kernels']} kernels; eager round {tl['eager_step_ms']:.2f} ms "
+      f"({tl['gaps_ms']:.2f} ms of it gaps, {tl['idle_pct']:.0f}%), with CUDA Graphs "
+      f"{tl['graph_step_ms']:.2f} ms; roofline memory time {tl['memory_ms']:.2f} ms")
+timeline_panel.figure().show()
+
+# %% [markdown]
+# Top two rows: the round under CUDA Graphs (one launch, then solid GPU work). Bottom two:
+# the eager round, where the CPU's launches (orange) set the pace and the GPU row breaks up
+# into slivers with white between them. Only the first two layers are drawn; the bars on the
+# right compare whole rounds.
+#
+# The companion's scheduler simulator can hand over a round of its own schedule: below, a
+# round from the middle of the continuous-batching trace of 17 §6, whose batch and cached
+# context become the timeline's.
+
+# %%
+from companion.sim import batching_trace, batching_trace_requests, round_timeline
+
+schedule = batching_trace(batching_trace_requests())["continuous"]
+for graphs in (False, True):
+    r = round_timeline(schedule, 40, m8, hw, cuda_graphs=graphs)
+    print(f"simulated round 40, batch {r.batch}, {r.context_tokens} cached tokens each, "
+          f"graphs {'on ' if graphs else 'off'}: {r.step_s * 1e3:.2f} ms, "
+          f"{100 * r.idle_fraction:.1f}% idle")
+
+# %% [markdown]
+# ## Reading a Speed of Light section
+#
+# Nsight Compute's Speed of Light section gives two bars per kernel: the throughput it reached
+# as a share of the card's peak *memory* bandwidth and as a share of its peak *compute*. The
+# larger bar says which roof the kernel is pressing against; its length says how close it
+# gets. The companion computes the same two bars for each kernel of a decode layer
+# (`companion.sim.speed_of_light`), assuming each big kernel reaches a given share of its roof
+# (by default the 80% memory of the chapter's decode example in 17 §9), and for the whole
+# round it reports the round's MBU and MFU from `calc.decode_utilization`, the ratios above.
+
+# %%
+sol_panel = widgets.SpeedOfLightPanel()
+sol = sol_panel.update().numbers
+sol_panel.figure().show()
+
+# %% tags=["remove-input"]
+big = sol_panel.update(batch=512).numbers
+_ = sol_panel.reset()
+md(f"""At batch 1 every projection reads about {sol['gate_up_memory_pct']:.0f}% of peak memory
+throughput and about {sol['gate_up_compute_pct']:.2f}% of peak compute: memory-bound, and
+correctly so. Do not try to "fix" the low compute bar of a decode kernel. The element-wise
+kernels show almost nothing on either bar: they are too small to load the chip, which is why
+fusing them away matters more than tuning them. The whole round lands at an MBU of
+{sol['mbu_pct']:.0f}% (inside the healthy band) and an MFU of {sol['mfu_pct']:.2f}%. At a
+batch of 512 one read of the weights serves 512 rows, more FLOPs per byte than the ridge
+point: the projection's compute bar rises to {big['gate_up_compute_pct']:.0f}% and its memory
+bar falls to {big['gate_up_memory_pct']:.0f}%, so the kernel now presses against the compute
+roof, and the round's MFU is {big['mfu_pct']:.0f}%. On a prefill matrix multiply
+the compute bar should be the long one; a prefill kernel whose bars look like a decode
+kernel's points at a problem.""")
+
+# %% [markdown]
+# ## A checklist for a healthy decode trace
+#
+# Our restatement of the chapter's list, as questions to put to a trace:
+#
+# 1. **Is the GPU row solid?** The empty time between kernels should be a few percent of a
+#    step at most; more suggests CUDA Graphs are off or not taking effect.
+# 2. **Do a few large kernels own the step?** Attention and the big matrix-vector products
+#    should dominate, not a swarm of tiny kernels.
+# 3. **Are those kernels memory-bound in Speed of Light?** Memory throughput high (roughly 60-80%
+#    or above), compute low. For decode that is the right shape; leave it alone.
+# 4. **Is the MBU of the whole step in the 60-80% band?** Numbers near 20% point at a small
+#    batch, unfused kernels or scattered KV reads.
 # 5. **Under TP, are the collectives hidden?** NCCL time should overlap compute or stay under
 #    about a tenth of the step.
-# 6. **Is the batch at a real limit?** It should sit at the KV-memory cap or the ITL limit,
-#    not at a default nobody raised.
+# 6. **Is the batch pressed against a real limit?** It should sit at the KV-memory cap or the
+#    ITL limit, not at a default nobody raised.
 #
-# Measure it yourself: the [lab notebook](../lab/measure_it_yourself.ipynb) times decode steps
-# on your own machine, computes your MBU and places the result on a roofline.
+# To do it yourself, the [lab notebook](../lab/measure_it_yourself.ipynb) times decode steps
+# on your machine, computes your MBU and places the result on a roofline.
 
 # %% [markdown]
 # ## Chapter says / companion computes
@@ -143,10 +236,10 @@ print(ledger.table("17.9"))
 # %% [markdown]
 # ## Explorer: MBU and MFU of your measurement
 #
-# Type in a measured decode rate (for the whole batch) and a measured prefill rate, choose the
-# model and card, and give the batch and live context of the decode measurement (they change
-# the bytes each token costs). The shaded bands are the chapter's healthy ranges: 60-80% MBU
-# for decode, 40-60% MFU for prefill. The right panel sets the measured rate against the
+# Enter a measured decode rate (for the whole batch) and a measured prefill rate, pick the
+# model and the card, and give the batch and live context of the decode measurement (they
+# change how many bytes each token costs). The shaded bands are the healthy ranges: 60-80% MBU
+# for decode, 40-60% MFU for prefill. The right panel compares the measured rate with the
 # memory-roof ceiling it implies (measured / MBU).
 
 # %% tags=["nbval-ignore-output"]
@@ -164,20 +257,107 @@ print(f"17 §5's naive batch (57 sequences, 600 live tokens) at its computed cei
 _ = ui.reset()
 
 # %% [markdown]
+# ## Explorer: the kernel timeline
+#
+# Model, batch, context, the number of layers, the kernels per layer (fusion), the assumed
+# CPU cost per launch and CUDA Graphs on or off.
+
+# %% tags=["nbval-ignore-output"]
+timeline_panel.show()
+
+# %% [markdown]
+# ## Explorer: Speed of Light
+#
+# Model, card, batch, context and the share of its roof each big kernel reaches.
+
+# %% tags=["nbval-ignore-output"]
+sol_panel.show()
+
+# %% [markdown]
 # ## Try this
 #
-# - A colleague reports 150 tok/s for the 70B shape at batch 1 on one H100. Put it in the
-#   explorer. What does an MBU above 100% tell you about the measurement?
-# - At batch 64 and 8,000 live tokens per sequence, which measured rate would be a healthy 70%
-#   MBU? Compare it with the weights-only answer at the same batch.
-# - Switch the card to an H200 with the 8B's 146 tok/s. Is the deployment still healthy?
-# - Your prefill MFU reads 30%. List three causes (the chapter's closing interview answer
-#   names several) that the ratio alone cannot tell apart, and the profiler view that would.
-# - Run the [lab notebook](../lab/measure_it_yourself.ipynb) and put your own machine's MBU
-#   into the explorer's bands.
-#
-# **Practice problems.** The Chapter 17 practice problems in
-# [the exercises folder](../../exercises/) include MBU and MFU from measured rates and the
-# nvidia-smi utilization trap. Previous:
-# [17.8 Disaggregated serving and KV-aware routing](17_08_disaggregation_and_routing.ipynb);
+# 1. **Predict, then move.** A colleague reports 150 tok/s for the 70B shape at batch 1 on one
+#    H100. Before entering it, predict whether the MBU will be plausible; then enter it. What
+#    does an MBU above 100% say about the measurement?
+# 2. At batch 64 with 8,000 live tokens per sequence, which measured rate would be a healthy
+#    70% MBU? Compare it with the answer if you ignored the KV reads.
+# 3. **Predict, then move.** Keep the 8B's 146 tok/s but switch the card to an H200. Will the
+#    deployment still look healthy? Predict, then switch.
+# 4. Your prefill MFU reads 30%. Name three causes the ratio alone cannot tell apart, and for
+#    two of them compute how much they cost.
+# 5. In the timeline explorer (eager, 8B), from which launch cost on do gaps take more than 1%
+#    of the round at batch 1? And at batch 64 with 8,000 cached tokens per sequence?
+
+# %% tags=["remove-input"]
+seventy = ui.update(model=specs.LLAMA_70B.name, decode_tok_s=150).numbers
+_ = ui.reset()
+answer(f"""At batch 1 every token streams all {specs.LLAMA_70B.weight_bytes / units.GB:.0f} GB of
+the 70B's weights, so 150 tok/s would need {seventy['decode_bytes_per_s'] / 1e12:.1f} TB/s:
+an MBU of {seventy['decode_mbu_pct']:.0f}%. The memory roof allows
+{seventy['ceiling_tok_s']:.0f} tok/s on one card. A number above 100% is a measurement error or a different setup: the
+model does not even fit one H100, so the rate was measured across several GPUs (divide by
+them), with a larger batch, or with quantized weights.""", title="Worked answer 1")
+
+# %% tags=["remove-input"]
+probe = calc.decode_utilization(m8, hw, 1000.0, batch=64, context_tokens=8000)
+healthy = 0.7 * 1000.0 / probe["mbu"]
+weights_only = calc.decode_utilization(m8, hw, 1000.0, batch=64, context_tokens=0)
+healthy_w = 0.7 * 1000.0 / weights_only["mbu"]
+answer(f"""MBU is proportional to the rate, so scale any probe: at 64 sequences of 8,000
+tokens, each token costs $D_w/64 + L\\,k$ bytes, and 70% MBU is {healthy:,.0f} tok/s for the
+batch. Ignoring the KV reads (weights only) you would expect {healthy_w:,.0f} tok/s, about
+{healthy_w / healthy:.0f}x more: at this context the KV cache, not the weights, is what each
+step streams.""", title="Worked answer 2")
+
+# %% tags=["remove-input"]
+h200 = ui.update(hardware=specs.H200_SXM.name).numbers
+_ = ui.reset()
+answer(f"""The same 146 tok/s on an H200 is only {h200['decode_mbu_pct']:.0f}% MBU, below the
+60-80% band: the bigger bandwidth raises the ceiling to {h200['ceiling_tok_s']:.0f} tok/s,
+so the same rate now leaves {h200['headroom']:.2f}x on the table. A rate is healthy or not
+only relative to the card it runs on.""", title="Worked answer 3")
+
+# %% tags=["remove-input"]
+attn = calc.attention_flops(m8, 8000)
+mat = calc.matrix_flops(m8, 8000)
+short = calc.roofline_point(calc.prefill_intensity(m8, 128), hw)
+answer(f"""Three causes with the same symptom: (a) attention work that MFU does not count, for
+an 8,000-token prompt {attn / 1e12:.0f} TFLOP next to {mat / 1e12:.0f} TFLOP of matrix work
+({100 * attn / mat:.0f}% extra); (b) short prompts that never leave the memory roof, a
+128-token prompt reaching at most {100 * short['fraction_of_peak']:.0f}% of peak; (c) time
+between kernels (launches, normalizations, chunking that splits the prefill on purpose). The
+timeline (`nsys`) separates (c) from the rest; `ncu`'s Speed of Light on the big matrix
+multiplies separates a kernel that is slow from a kernel that is fine but waits.""",
+       title="Worked answer 4")
+
+# %% tags=["remove-input"]
+def gap_onset(**kw):
+    for half in range(0, 121):                  # 0 to 60 µs, the slider's range
+        n = timeline_panel.update(launch_us=half / 2, **kw).numbers
+        if n["idle_pct"] > 1:
+            return half / 2, n
+    return None, None
+
+
+onset1, n1 = gap_onset()
+onset64, n64 = gap_onset(batch=64, context_tokens=8000)
+_ = timeline_panel.reset()
+answer(f"""Gaps open once launches outrun the kernels on average, so the onset sits near the
+round's GPU time divided by its kernel count. At batch 1 that happens at {onset1:.1f} µs per
+launch ({n1['kernels']} kernels in {n1['gpu_busy_ms']:.2f} ms of GPU work). At batch 64 with
+8,000 cached tokens the attention kernels read a large KV cache, the GPU work grows to
+{n64['gpu_busy_ms']:.2f} ms and the onset moves to {onset64:.1f} µs (both searched in steps of
+0.5 µs). Bigger rounds hide launch overhead, which is why small, short-context batches gain
+most from CUDA Graphs.""", title="Worked answer 5")
+
+
+# %% [markdown]
+# Previous: [17.8 Disaggregated serving and KV-aware routing](17_08_disaggregation_and_routing.ipynb);
 # next: [17.10 The levers, ranked](17_10_levers.ipynb).
+#
+# > **What you can now compute**
+# >
+# > - The MBU and MFU of a measured decode or prefill rate, and which one judges the phase ([Exercise 17-4](../../exercises/ex17_4.ipynb))
+# > - The headroom left to a decode, $1/\text{MBU}$, and the ceiling it implies ([Exercise 17-4](../../exercises/ex17_4.ipynb))
+# > - The most arithmetic a kernel on some of the SMs can use, whatever `nvidia-smi` says ([Exercise 17-4](../../exercises/ex17_4.ipynb))
+# > - Where decode and prefill sit on the roofline, and so which ratio to read ([Exercise 17-3](../../exercises/ex17_3.ipynb))

@@ -15,32 +15,33 @@
 # %% [markdown]
 # # 17.10 The levers, ranked
 #
-# **The question.** A performance problem arrives as a symptom (throughput is low, p99 ITL
-# spikes, the model does not fit). Which lever answers which symptom, how much does each one
-# buy, and in what order should you pull them?
+# **The question.** Performance trouble shows up as a symptom: throughput is poor, p99 ITL
+# spikes, the model will not fit. Which lever treats which symptom, how much does each buy,
+# and in which order should they be tried?
 #
-# The chapter indexes its answers by symptom in a table, and closes with a
-# mechanism-to-lever map and a cheat sheet. None of the three is printed in our copy of the
-# chapter, so this notebook **re-derives all three** from the companion's formulas. Two of
-# the levers get their arithmetic worked in full: weight quantization and speculative decoding.
+# The chapter answers with three tables: the levers by symptom, a map from mechanism to
+# lever, and a cheat sheet of headline numbers. None of the three is reproduced here; we
+# rebuild all of them from the companion's formulas. Two levers get their arithmetic in full
+# first: weight quantization and speculative decoding.
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
+from companion.display import answer, md
 
 hw = specs.H100_SXM
 m8 = specs.LLAMA_8B
 
 # %% [markdown]
-# ## Quantization: fewer bytes per weight, a higher ceiling
+# ## Quantization: a lighter load on the memory roof
 #
-# On the memory roof a decode step costs bytes, not FLOPs (17 §2): at batch 1 the step time
-# is the weight bytes over the bandwidth. Storing each weight in one byte (INT8 or FP8) instead
-# of two, while still computing in higher precision, halves those bytes:
+# At batch 1 a decode step is memory-bound (17 §2): its time is the bytes of the weights over
+# the bandwidth $\beta$. Keeping each weight in one byte (INT8 or FP8) instead of two, while
+# doing the arithmetic at higher precision, halves those bytes, so the step halves and the
+# ceiling doubles. With $N$ parameters of $s$ bytes each:
 #
-# $$t_\text{token} = \frac{P \times b_\text{weight}}{\beta}, \qquad
-# \text{ceiling} = \frac{1}{t_\text{token}}, \qquad
-# \text{intensity} = \frac{2P}{P\,b_\text{weight}} = \frac{2}{b_\text{weight}}\
-# \text{FLOP/byte}.$$
+# $$T_\text{token} = \frac{N s}{\beta}, \qquad
+# \text{ceiling} = \frac{1}{T_\text{token}}, \qquad
+# I = \frac{2N}{N s} = \frac{2}{s}\ \text{FLOP/byte}.$$
 
 # %%
 q = calc.quantization_ceiling(m8, hw, 1)
@@ -57,16 +58,17 @@ for r in rows:
 plots.quantization_figure(rows).show()
 
 # %% [markdown]
-# Weights-only quantization is the safe first step; quantizing the KV cache or the
-# activations are separate and harder decisions. It is also the first lever in the list that
-# can change the model's answers, so the 2x is only free once your evaluations say so.
+# Quantizing only the weights is the cautious first move; compressing the KV cache or the
+# activations are further, riskier choices. It is also the first lever on the list that can
+# alter what the model says, so the doubling counts as free only after your own evaluations
+# agree.
 #
-# ## Speculative decoding: use the idle arithmetic
+# ## Speculative decoding: put the idle arithmetic to work
 #
-# A batch-1 decode step leaves more than 99% of the arithmetic idle. Speculative decoding spends
-# some of it: a small draft model proposes $k$ tokens, and the large model checks all of them
-# in one forward pass. Because that pass sits on the memory roof, scoring $k+1$ positions reads
-# the same weights as scoring one, so it costs (almost) the same time:
+# A batch-1 decode step uses well under 1% of the card's arithmetic. Speculative decoding
+# spends some of that slack: a small draft model guesses $m$ tokens, and the large model
+# scores all of them in a single forward pass. That pass is memory-bound, so scoring $m+1$
+# positions streams the same weights as scoring one and takes (almost) the same time:
 
 # %%
 k = 4
@@ -77,57 +79,61 @@ print(f"target pass over 1 position: {one / units.ms:.3f} ms; over {k + 1} posit
       f"ridge {calc.ridge_point(hw):.0f})")
 
 # %% [markdown]
-# If each drafted token is accepted with probability $\alpha$, independently, the pass emits
-# the accepted prefix plus one token of its own. It yields at least $j+1$ tokens exactly when
-# the first $j$ drafts are all accepted, probability $\alpha^j$, so the expected output per
-# target pass is
+# Suppose each drafted token survives with probability $\alpha$, independently of the others.
+# The pass keeps the accepted prefix and adds one token of its own. It produces at least $j+1$
+# tokens exactly when the first $j$ guesses all survive, which has probability $\alpha^j$.
+# Summing those tail probabilities gives the expected output of one target pass:
 #
-# $$E[N] = \sum_{j=0}^{k} P(N \ge j + 1) = 1 + \alpha + \alpha^2 + \dots + \alpha^k.$$
+# $$\mathbb{E}[X] = \sum_{j=0}^{m} P(X \ge j + 1) = 1 + \alpha + \alpha^2 + \dots + \alpha^m.$$
 #
-# The simulator (`companion.sim.speculative`, rejection sampling on a two-symbol vocabulary
-# tuned so a draft token is accepted with probability $\alpha$) checks the formula round by
-# round.
+# The simulator (`companion.sim.speculative`: rejection sampling over a two-symbol vocabulary,
+# tuned so that a draft token is accepted with probability $\alpha$) checks the formula one
+# round at a time.
 
 # %%
 alpha = 0.7
 terms = [calc.speculative_expected_tokens(alpha, j) - calc.speculative_expected_tokens(alpha, j - 1)
          for j in range(1, k + 1)]
 expected = calc.speculative_expected_tokens(alpha, k)
-print("E[N] = 1 + " + " + ".join(f"{t:.3f}" for t in terms) + f" = {expected:.2f} tokens per pass")
+print("E[X] = 1 + " + " + ".join(f"{t:.3f}" for t in terms) + f" = {expected:.2f} tokens per pass")
 check = widgets.speculative_check(alpha, k, 5000)
-print(f"exact P(N = n), n = 1..{k + 1}: " + ", ".join(f"{p:.3f}" for p in check["distribution"]))
+print(f"exact P(X = n), n = 1..{k + 1}: " + ", ".join(f"{p:.3f}" for p in check["distribution"]))
 print(f"simulated over 5,000 seeded rounds: " + ", ".join(f"{p:.3f}" for p in check["simulated"])
       + f"; mean {check['sim_mean']:.3f}")
 spec_panel = widgets.SpeculativeLeverPanel()
 spec_panel.figure().show()
 
+# %% tags=["remove-input"]
+md(f"""At $\\alpha = {alpha}$ and $m = {k}$ one target pass yields {expected:.2f} tokens on
+average, which is where the chapter's "up to" speed-up for one stream comes from. It is an
+upper bound because the draft model takes time too and the wider pass is not quite free.
+The bargain is plain: more total arithmetic (a second model, and guesses that are thrown
+away) in exchange for lower latency. On a decode GPU whose arithmetic sits idle that is a
+good deal; on a prefill pool that is already compute-bound it is a bad one.""")
+
 # %% [markdown]
-# With $\alpha = 0.7$ and $k = 4$, one pass produces about 2.8 tokens, hence the chapter's
-# "up to ~2.8x" lower single-stream latency: "up to" because the draft model's own time and the
-# slightly wider pass are not free. The trade is explicit: more total compute (a whole extra
-# model, plus rejected drafts) for less latency. That is right on a decode machine whose
-# arithmetic is idle, and wrong on a prefill pool that is already compute-bound.
-#
 # ## The levers table (re-derived)
 #
 # One row per symptom: the lever, the quantity it changes, and the chapter's arithmetic
-# recomputed for the 8B on an H100 SXM (where a lever has a number in the chapter). Generated
-# by `calc.levers_table`; the chapter's own table is missing from our copy.
+# recomputed for the 8B on an H100 SXM wherever the chapter gives a number. The row for a
+# model too large for one card is computed for the 70B at TP = 4, the chapter's own example
+# (17 §4, §7). Built by `calc.levers_table`.
 
 # %%
 print(widgets.levers_text(m8, hw))
 
 # %% [markdown]
-# **Order of operations.** Measure first (MBU/MFU, the ITL distribution, KV-pool occupancy and
-# preemptions; 17 §9). Then take the structural wins a modern engine gives by default, but
-# confirm them: paged KV and continuous batching. Then scheduling policy: chunked prefill and
-# the per-iteration token budget. Only then the levers that cost quality, hardware or
-# complexity: quantization, a different parallel layout, disaggregation. Each step changes the
-# numbers the next one starts from, which is why the order is fixed.
+# **In which order.** First measure (MBU and MFU, the ITL distribution, KV-pool occupancy and
+# preemptions; 17 §9). Next make sure the engine really gives you what it should by default:
+# paged KV and continuous batching. Then tune the scheduler: chunked prefill and the token
+# budget per step. Last come the levers with a price in answer quality, money or operational
+# effort: quantization, a different parallel layout, disaggregation. Each step shifts the
+# numbers the next one starts from, so the order is not arbitrary.
 #
 # ## The mechanism-to-lever map (re-derived)
 #
-# The chapter in one table: cover the right column and try to regenerate it from the left.
+# The whole chapter in one table. Cover the right-hand column and try to rebuild it from the
+# left.
 
 # %%
 print(widgets.mechanism_map_text())
@@ -135,10 +141,11 @@ print(widgets.mechanism_map_text())
 # %% [markdown]
 # ## Cheat sheet (re-derived)
 #
-# The chapter's headline numbers for its two model shapes on an H100 SXM, from
-# `calc.cheat_sheet` (spec-sheet peaks, BF16, 50% of peak for prefill, 4 GB runtime reserve,
-# 8,000-token sequences). Re-run it with your own card before quoting any of them: the last
-# cell of this notebook does it for an H200.
+# Headline numbers for both model shapes on an H100 SXM, from `calc.cheat_sheet`: spec-sheet
+# peaks, BF16, prefill at half of peak, a 4 GB runtime reserve, 8,000-token sequences. Redo
+# it for your own card before quoting any of them; a cell below does it for an H200. A dash
+# marks a quantity that does not exist for that model (no single-card number for a model
+# that needs several cards).
 
 # %%
 print(widgets.cheat_sheet_text([m8, specs.LLAMA_70B], hw))
@@ -152,19 +159,19 @@ print(ledger.table("17.10"))
 # %% [markdown]
 # ## Explorer: speculative decoding
 #
-# The acceptance rate, the draft length and the number of simulated rounds. Left: how many
-# tokens one target pass produces (bars exact, diamonds simulated); right: the expectation
-# against the draft length. Notice how little a longer draft buys once $\alpha^k$ is small.
+# The acceptance rate, the draft length and the number of simulated rounds. Left: the tokens
+# one target pass produces (bars exact, diamonds simulated); right: the expectation against
+# the draft length. A longer draft adds little once $\alpha^m$ is small.
 
 # %% tags=["nbval-ignore-output"]
 spec_panel.show()
 
 # %%
 n = spec_panel.update().numbers
-print(f"alpha 0.7, k 4: {n['expected_tokens']:.2f} expected, {n['simulated_mean']:.3f} simulated")
+print(f"alpha 0.7, m 4: {n['expected_tokens']:.2f} expected, {n['simulated_mean']:.3f} simulated")
 for a in (0.5, 0.9):
     n = spec_panel.update(acceptance=a).numbers
-    print(f"alpha {a}, k 4: {n['expected_tokens']:.2f} expected")
+    print(f"alpha {a}, m 4: {n['expected_tokens']:.2f} expected")
 _ = spec_panel.reset()
 
 # %%
@@ -173,19 +180,83 @@ print(widgets.cheat_sheet_text([m8, specs.LLAMA_70B], specs.H200_SXM))
 # %% [markdown]
 # ## Try this
 #
-# - What acceptance rate makes $k = 8$ worth 0.5 tokens per pass more than $k = 4$? Use the
-#   explorer, then solve $\alpha^5 + \dots + \alpha^8 = 0.5$.
-# - With $\alpha = 0.7$, the draft costs 10% of a target pass per drafted token. Is $k = 4$
-#   still the best draft length? (Tokens per unit of time, not per pass.)
-# - Quantize the 8B to INT4 (0.5 B per weight). What ceiling does the memory roof allow, and
-#   how close is the decode intensity to the ridge?
-# - Compare the cheat sheet on the H100 and the H200. Which rows change, and which cannot
-#   (and why)?
-# - Pick a symptom from the levers table you have seen in practice. Which measurement from
-#   17 §9 would have confirmed it before you pulled the lever?
-#
-# **Practice problems.** The Chapter 17 practice problems in
-# [the exercises folder](../../exercises/) include the quantization ceiling, the speculative
-# expectation and choosing a lever from a symptom. Previous:
-# [17.9 Measuring it](17_09_measuring.ipynb); next:
+# 1. Which acceptance rate makes $m = 8$ worth half a token per pass more than $m = 4$? Try it
+#    in the explorer, then solve $\alpha^5 + \dots + \alpha^8 = 0.5$.
+# 2. **Predict, then move.** With $\alpha = 0.7$, suppose each drafted token costs a tenth of a
+#    target pass. Predict whether $m = 4$ is still the best draft length (count tokens per
+#    unit of time, not per pass), then move the draft-length slider and compare.
+# 3. Quantize the 8B to INT4 (half a byte per weight). Which ceiling does the memory roof
+#    allow, and how close does the decode intensity get to the ridge?
+# 4. **Predict, then move.** Compare the cheat sheet on the H100 and the H200. Predict which
+#    rows change and which cannot, then compare the two printouts.
+# 5. Redo the levers table's "does not fit one card" row for TP = 8 instead of 4: the weights
+#    per GPU, and the decode step from 17 §7.
+
+# %% tags=["remove-input"]
+def extra(a):
+    return calc.speculative_expected_tokens(a, 8) - calc.speculative_expected_tokens(a, 4)
+
+
+lo, hi = 0.0, 1.0
+for _ in range(60):                      # bisection: extra() grows with alpha
+    mid = (lo + hi) / 2
+    lo, hi = (mid, hi) if extra(mid) < 0.5 else (lo, mid)
+answer(f"""The extra tokens of $m = 8$ over $m = 4$ are $\\alpha^5 + \\alpha^6 + \\alpha^7 +
+\\alpha^8$, which grows with $\\alpha$. Bisection puts the half-token point at $\\alpha \\approx$
+{lo:.3f}: there $m = 4$ gives {calc.speculative_expected_tokens(lo, 4):.2f} and $m = 8$
+{calc.speculative_expected_tokens(lo, 8):.2f} tokens per pass. Below that rate the four extra
+guesses together add less than half a token.""", title="Worked answer 1")
+
+# %% tags=["remove-input"]
+cost = 0.1
+rate = {m: calc.speculative_expected_tokens(0.7, m) / (1 + cost * m) for m in range(0, 11)}
+best = max(rate, key=rate.get)
+answer(f"""A round now takes $1 + 0.1m$ target-pass times and yields $\\mathbb{{E}}[X]$ tokens, so
+the rate is $\\mathbb{{E}}[X]/(1 + 0.1m)$ tokens per pass-time: {rate[4]:.2f} at $m = 4$,
+{rate[3]:.2f} at $m = 3$, {rate[5]:.2f} at $m = 5$. The best draft length is $m$ = {best}
+({rate[best]:.2f}; no drafting gives {rate[0]:.2f}). Per pass, longer always looks better;
+per unit of time, each extra guess has to pay for its own draft cost, and at
+$\\alpha^m$ small it no longer does.""", title="Worked answer 2")
+
+# %% tags=["remove-input"]
+int4 = calc.quantization_ceiling(m8, hw, 0.5)
+answer(f"""At half a byte per weight the 8B streams {int4['weight_bytes'] / units.GB:.0f} GB per
+token: {int4['step_s'] / units.ms:.2f} ms, a ceiling of {int4['tokens_per_s']:.0f} tok/s
+({int4['speedup']:g}x BF16). The intensity rises to {int4['intensity_flop_per_byte']:g}
+FLOP/byte, still about {calc.ridge_point(hw) / int4['intensity_flop_per_byte']:.0f}x below the
+ridge of {calc.ridge_point(hw):.0f}: batch-1 decode stays firmly memory-bound however small the
+weights get.""", title="Worked answer 3")
+
+# %% tags=["remove-input"]
+h100 = {r["quantity"]: r["value"] for r in calc.cheat_sheet(m8, specs.H100_SXM)}
+h200 = {r["quantity"]: r["value"] for r in calc.cheat_sheet(m8, specs.H200_SXM)}
+same = [q for q in h100 if h100[q] == h200[q]]
+moved = [q for q in h100 if h100[q] != h200[q]]
+answer(f"""For the 8B, {len(moved)} of {len(h100)} rows move: {", ".join(moved)}. The rows that
+stay put depend only on the model or on the dense peak, which the two cards share:
+{", ".join(same)}. The H200 has the same dense peak but more bandwidth and memory, so the ridge falls (from {h100['ridge point']:.0f} to
+{h200['ridge point']:.0f} FLOP/byte) and every memory-bound figure improves; the KV bytes
+per token are fixed by the architecture.""", title="Worked answer 4")
+
+# %% tags=["remove-input"]
+row4 = next(r for r in calc.levers_table(m8, hw) if "tensor" in r["lever"])
+row8 = next(r for r in calc.levers_table(m8, hw, tp=8) if "tensor" in r["lever"])
+step4 = calc.tp_decode_step(specs.LLAMA_70B, hw, 4)
+step8 = calc.tp_decode_step(specs.LLAMA_70B, hw, 8)
+answer(f"""At TP = 8 each GPU holds {row8['after'] / units.GB:.1f} GB of the 70B's weights
+(TP = 4: {row4['after'] / units.GB:.0f} GB). The batch-1 step becomes
+{step8['step_s'] / units.ms:.2f} ms ({step8['read_s'] / units.ms:.2f} ms of reads plus
+{step8['comm_s'] / units.ms:.2f} ms of collectives) against {step4['step_s'] / units.ms:.2f}
+ms at TP = 4: twice the GPUs buy {step4['step_s'] / step8['step_s']:.2f}x, because the
+collective floor does not shrink with the degree.""", title="Worked answer 5")
+
+# %% [markdown]
+# Previous: [17.9 Measuring it](17_09_measuring.ipynb); next:
 # [Interview questions, worked](17_11_interview_questions.ipynb).
+#
+# > **What you can now compute**
+# >
+# > - The batch-1 decode ceiling for any bytes per weight, and its intensity against the ridge ([Exercise 17-8](../../exercises/ex17_8.ipynb))
+# > - The expected tokens per target pass of speculative decoding for $\alpha$ and $m$ ([Exercise 17-9](../../exercises/ex17_9.ipynb))
+# > - Whether a longer draft still pays once the draft's own cost is counted ([Exercise 17-9](../../exercises/ex17_9.ipynb))
+# > - The batch an ITL target and KV memory allow, the starting point of the levers ([Exercise 17-10](../../exercises/ex17_10.ipynb))

@@ -15,18 +15,20 @@
 # %% [markdown]
 # # Chapter 17: the interview questions, worked live
 #
-# The chapter closes with eight questions an interviewer asks about inference performance and
-# the shape of a good answer to each. Every good answer there is a derivation, so this notebook
-# restates each question in our own words and works its arithmetic with `companion` calls,
-# next to the chapter's printed numbers from the ledger. Read a question, try the derivation
-# on paper, then run the cell.
+# Chapter 17 ends with eight questions that interviewers put to candidates about inference
+# performance, each with a sketch of a strong answer. What makes those answers strong is that
+# each one is a short derivation. Here every question is restated in our words and its
+# arithmetic is done by `companion`, with the chapter's printed numbers beside it from the
+# ledger. Treat each section as a drill: read the question, derive the answer on paper, then
+# run the cell and compare.
 #
-# All numbers assume the chapter's setting: an H100 SXM (80 GB, 3.35 TB/s, 989 dense BF16
-# TFLOP/s, 900 GB/s NVLink), the 8B and 70B Llama-3 shapes, BF16, prefill at 50% of peak.
+# The setting is the chapter's throughout: an H100 SXM (80 GB, 3.35 TB/s, 989 dense BF16
+# TFLOP/s, 900 GB/s NVLink), the 8B and 70B Llama-3 shapes in BF16, prefill at 50% of peak.
 
 # %%
 from companion import calc, ledger, specs, units, widgets
 from companion.chapters.ch17 import DECODE_TOK_PER_S, PREFILL_TOK_PER_S
+from companion.display import answer, md
 
 hw = specs.H100_SXM
 m8, m70, m405 = specs.LLAMA_8B, specs.LLAMA_70B, specs.LLAMA_405B
@@ -34,13 +36,14 @@ m8, m70, m405 = specs.LLAMA_8B, specs.LLAMA_70B, specs.LLAMA_405B
 # %% [markdown]
 # ## 1. Show why decode is limited by memory bandwidth
 #
-# Producing one token multiplies the activation through every weight once: one multiply and
-# one add per parameter, 2 FLOPs. At batch 1 each 2-byte weight has to come in from HBM for
-# that token alone (16 GB do not fit in ~50 MB of on-chip SRAM), so decode does 1 FLOP per
-# byte. The chip can do $989/3.35 \approx 295$ FLOPs per byte before memory stops being the
-# limit, so the roofline caps decode at $1 \times$ bandwidth, a third of a percent of peak.
-# Batching $B$ sequences lets one weight read serve $B$ tokens, but each sequence's KV cache is
-# its own and is read every step, so long contexts pull the intensity back down.
+# Count both sides of one token. Each parameter takes part in one multiply and one add, so a
+# token costs $2N$ FLOPs. At batch 1 each weight is fetched from HBM for this token alone
+# (the weights are gigabytes, the on-chip SRAM tens of megabytes), so the token moves $2N$
+# bytes: one FLOP per byte. The card could do $I^\star = \pi/\beta$ FLOPs per byte before
+# memory stopped being the limit, a few hundred, so decode runs at the bandwidth times one
+# FLOP per byte, a tiny fraction of peak. A batch of $b$ lets one fetch of a weight serve $b$
+# tokens; the catch is the KV cache, which belongs to one sequence and is read at every step,
+# so long contexts drag the intensity back toward one.
 
 # %%
 ridge = calc.ridge_point(hw)
@@ -57,11 +60,12 @@ print(ledger.table(ids=["17.2/ridge", "17.2/decode-intensity-b1", "17.2/attainab
 # %% [markdown]
 # ## 2. Size the KV cache of a 70B model at an 8K context
 #
-# Two tensors (K and V) x 80 layers x 8 KV heads x 128 values x 2 bytes per token. The trap is
-# the head count: the 70B uses grouped-query attention with 8 KV heads for its 64 query heads;
-# plugging in 64 inflates the answer eightfold. Then the capacity point: the weights alone are
-# 140 GB, so the model is split over GPUs before it stores a single token, and at TP = 4 the
-# memory left on four cards holds about sixty 8K conversations.
+# Per token, multiply: K and V, times the layers, times the KV heads, times the head size,
+# times 2 bytes. The pitfall is the head count: the 70B has 64 query heads but only 8 KV heads
+# (grouped-query attention), and using 64 makes the answer eight times too large. A good
+# answer then turns to capacity: the BF16 weights alone exceed a card, so the model is split
+# over GPUs before any KV exists, and the question becomes how many long conversations the
+# memory left on four cards can hold.
 
 # %%
 per_token = calc.kv_bytes_per_token(m70)
@@ -82,13 +86,13 @@ print(ledger.table(ids=["17.4/70b-kv-per-token-KB", "17.4/70b-kv-8k-GB", "17.4/g
 # %% [markdown]
 # ## 3. "nvidia-smi says 95% busy, yet throughput is poor"
 #
-# The gauge counts the share of time *some* kernel was resident, not how much of the chip it
-# used or whether it computed or waited. Batch-1 decode keeps a kernel resident almost all the
-# time while doing a third of a percent of the possible arithmetic. The useful ratios are MBU
-# for decode and MFU for prefill. High MBU: the decode is honestly at its memory roof, and the
-# levers are batch and bytes (quantization). Low MBU too: profile, `nsys` for gaps and
-# serialization, then `ncu` on the dominant kernel. The usual root cause is a batch that is too
-# small, often because KV memory caps it.
+# That gauge only says that *some* kernel was on the GPU during the sample; it knows nothing of
+# how many SMs worked or whether they computed or waited for memory (17 §9). A batch-1 decode
+# reads as almost fully busy while using a sliver of the arithmetic. Compute the ratios that
+# do mean something: MBU for decode, MFU for prefill. If MBU is high, the decode is simply at
+# its memory limit and only a bigger batch or fewer bytes per weight help. If MBU is low as
+# well, profile: the `nsys` timeline for gaps and serialised work, then `ncu` on the kernel
+# that dominates. Most often the batch is too small, and KV memory is what keeps it small.
 
 # %%
 print(f"1 of {hw.sm_count} SMs busy all the time: util 100%, compute <= "
@@ -103,13 +107,14 @@ print(ledger.table(ids=["17.9/sm-share", "17.3/decode-fraction-of-peak", "17.9/d
 # %% [markdown]
 # ## 4. Tensor or pipeline parallelism?
 #
-# TP cuts every matrix and pays two all-reduces per layer, per token: 160 small, latency-bound
-# collectives on an 80-layer model. That needs NVLink and keeps TP inside one server; in return
-# it divides per-token latency by $p$ and lets a model larger than one card exist at all. PP
-# cuts the layer stack, sends one small activation per stage boundary, crosses servers easily,
-# but idles a $(p-1)/(m+p-1)$ share of the time unless many microbatches keep the pipe full, and
-# never speeds up a single stream. The usual layout: TP up to the edge of the NVLink domain,
-# PP across servers on top. A 405B in BF16 is 810 GB: TP 8 x PP 2 over two servers.
+# Contrast what each one sends and how often (17 §7). TP slices every matrix and must
+# all-reduce twice per layer for every token: many small collectives, each with a fixed
+# latency floor, so it wants NVLink and stays within a server; its reward is a per-token time
+# divided by $g$, and a model too big for one card becomes runnable. PP slices the layer
+# stack and passes one activation across each stage boundary, cheap enough to cross servers;
+# its price is the bubble $(S-1)/(M+S-1)$, paid unless many microbatches are in flight, and it
+# never makes a single stream faster. The usual answer combines them: TP across the NVLink
+# domain, PP stages across servers only when one server is not enough, as for the 405B.
 
 # %%
 traffic = calc.tp_allreduce_traffic(m70, 4)
@@ -127,13 +132,13 @@ print(ledger.table(ids=["17.7/collectives", "17.7/latency-floor-ms", "17.7/bubbl
 # %% [markdown]
 # ## 5. "Our p99 ITL is terrible but the mean looks fine"
 #
-# Head-of-line blocking: a long prompt's prefill runs as one block in front of everybody's
-# ~6 ms decode step, so every running stream waits about a quarter of a second for one token.
-# It happens only when long prompts arrive, so the median does not move and the mean moves a
-# little, while p99 explodes. Confirm by correlating ITL spikes with the sizes of arriving
-# prompts; fix with chunked prefill and a per-step token budget, accepting a bounded TTFT cost;
-# if the fleet is big and the two objectives keep fighting, split prefill and decode (17 §8)
-# and optimize goodput.
+# Think about which intervals are slow. When a long prompt is admitted whole, its prefill sits
+# in one step, and every running stream waits that step out: one interval many times the
+# usual decode step (17 §3). Such steps are rare, so the median interval is untouched and the
+# mean rises a little, but the 99th percentile is exactly those stalls. To confirm, line up
+# the ITL spikes with the arrival of long prompts. The remedy is chunked prefill with a token
+# budget per step, paying a bounded TTFT cost (17 §6); a large fleet whose two objectives
+# still collide can separate prefill and decode (17 §8) and track goodput.
 #
 # The trace below is **generated by the companion's scheduler simulator**: 8 chat streams of
 # 500 tokens while six 8,000-token prompts arrive, 0.4 s apart.
@@ -154,12 +159,13 @@ print(ledger.table(ids=["17.3/hol-stall-ms", "17.3/hol-worst-itl-x", "17.6/itera
 # %% [markdown]
 # ## 6. Raise throughput without buying GPUs
 #
-# In order: check that the engine really pages its KV and batches continuously (the 2-4x class
-# of win, easy to lose to a misconfiguration); raise the concurrency until KV memory or the ITL
-# target stops you (question 7); quantize the weights to 8 bits, which halves the bytes per
-# token and doubles the decode ceiling; for multi-turn traffic, add prefix caching with
-# KV-aware routing so conversations stop re-prefilling. Each step is the same argument: more
-# FLOPs per HBM byte, or fewer bytes per token.
+# Work down a list, cheapest first. Verify that paged KV and continuous batching are really on,
+# since a configuration slip can quietly lose the largest win available. Then raise the
+# number of concurrent sequences until KV memory or the ITL target says stop (question 7).
+# Then store the weights in 8 bits, halving what each decode step streams. For conversational
+# traffic, cache prefixes and route turns to the worker that holds them, so history is not
+# prefilled again and again. All four are one roofline idea: make each byte fetched from HBM
+# serve more arithmetic, or fetch fewer bytes per token.
 
 # %%
 gain = calc.paged_batch_gain(m8, hw, block_tokens=1)
@@ -177,13 +183,13 @@ print(ledger.table(ids=["17.5/throughput-gain", "17.10/int8-speedup", "17.8/rout
 # %% [markdown]
 # ## 7. What batch size should we run?
 #
-# Not a free parameter: two computable limits pin it. From above, the ITL objective: every
-# extra sequence adds its KV stream to each step, so the step (the ITL) grows with the batch
-# (17 §5: batch 57 -> 760 took the step from 6 to 23 ms). From the side, KV memory: free HBM
-# over the per-sequence cache; for the 8B with worst-case 8K reservations, 60 GB / 1.05 GB
-# gives 57, and paged KV raises that cap by charging each sequence only what it uses. Run at
-# the smaller of the two, then confirm on real traffic: sweep the batch, keep the largest
-# that holds p99 ITL; the knee of that curve is where the KV pool fills.
+# The batch is set by two limits you can compute, and you run at the smaller one. The ITL
+# target bounds it because each added sequence adds its KV reads to every step, so the step,
+# which is the ITL, lengthens with the batch (17 §5 computes how much). KV memory bounds it
+# because the free HBM divided by each sequence's cache is the most sequences that fit; with
+# worst-case reservations that cap is low, and paged KV lifts it by charging each sequence only
+# what it uses. Then check on live traffic: sweep the batch and keep the largest value that
+# still meets the p99 ITL target; where the curve bends, the KV pool has filled.
 #
 # The chapter gives no ITL number for this question; the companion assumes 20 ms ("a few tens
 # of ms" in 17 §3; one definition, `companion.chapters.ch17.ITL_TARGET_S`, also Exercise 17-10's)
@@ -226,13 +232,13 @@ _ = batch_panel.reset()
 # %% [markdown]
 # ## 8. "Prefill should be compute-bound, so why is our MFU only 30%?"
 #
-# MFU counts only the model's matrix FLOPs, and a real prefill spends time elsewhere: the
-# attention kernels (quadratic in the prompt, not in MFU's numerator), normalizations, the
-# launches between kernels. Scheduling adds its own losses: chunked prefill splits the work on
-# purpose, and prompts shorter than the ridge point (about 295 tokens) never leave the memory
-# roof. 30-50% is the normal range; to find the specific gap, run `ncu` on the dominant
-# kernels: if the big matrix multiplies each show high compute Speed of Light, the time is lost
-# *between* kernels.
+# MFU's numerator holds only the model's matrix FLOPs, so any time spent on other work lowers
+# it: attention, which grows with the square of the prompt and is not in the numerator,
+# normalisations, and the launch gaps between kernels. The scheduler adds losses of its own:
+# chunked prefill breaks the work up deliberately, and prompts shorter than the ridge point in
+# tokens stay on the memory roof. A value between a third and a half of peak is ordinary. To
+# locate the loss, run `ncu` on the dominant kernels: if each large matrix multiply shows high
+# compute Speed of Light, the time is being lost *between* kernels.
 
 # %%
 print(f"measured 20,000 prompt tok/s: MFU {100 * pre['mfu']:.0f}%")
@@ -249,15 +255,84 @@ print(ledger.table(ids=["17.9/prefill-mfu", "17.2/prefill-memory-bound-below"]))
 # %% [markdown]
 # ## Try this
 #
-# - Question 2 for the 405B shape (126 layers, 8 KV heads): KV per token, an 8K sequence, and
-#   how many fit in the TP 8 x PP 2 layout's free memory.
-# - Question 5: in `widgets.itl_tail_trace`, send the long prompts every 2 s instead of 0.4 s.
-#   What happens to p99, and why is that worse news for monitoring?
-# - Question 7: in the explorer, move the 8B to TP = 2. Which limit moves, and by how much?
-# - Question 7 again: at what ITL target does the ITL ceiling, not KV memory, become binding
-#   for 600-token chats on one H100?
-# - Question 8: at what prompt length does attention add as many FLOPs as the matrices?
+# 1. Question 2 for the 405B shape (126 layers, 8 KV heads): the KV per token, one 8K
+#    sequence, and how many such sequences fit in the TP 8 x PP 2 layout's free memory.
+# 2. **Predict, then move.** Question 5: in `widgets.itl_tail_trace`, send the long prompts
+#    every 2 s instead of every 0.4 s. Predict what happens to the p99 ITL and to the mean,
+#    then run it. Why is that worse news for monitoring?
+# 3. **Predict, then move.** Question 7: in the explorer, put the 8B on TP = 2. Predict which
+#    limit moves, and roughly by how much, then move the control.
+# 4. Question 7 again: from which ITL target down does the ITL ceiling, not KV memory, decide
+#    the batch for 600-token chats on one H100?
+# 5. Question 8: at what prompt length does attention cost as many FLOPs as the matrices?
+
+# %% tags=["remove-input"]
+m405_kv = calc.kv_bytes_per_token(m405)
+seq405 = calc.kv_bytes(m405, 8000, block_tokens=1)
+lay405 = calc.parallel_layout(m405, hw)
+free405 = lay405["free_kv_bytes_per_gpu"] * lay405["gpus"]
+answer(f"""Same formula, other shape: {m405_kv:,} B = {m405_kv / units.KiB:.0f} KiB per token
+({m405.n_layers} layers instead of 80), so an 8,000-token sequence holds
+{seq405 / units.GB:.2f} GB. TP {lay405['tp']} x PP {lay405['pp']} leaves
+{lay405['free_kv_bytes_per_gpu'] / units.GB:.1f} GB free on each of {lay405['gpus']} GPUs,
+{free405 / units.GB:.0f} GB in all, which holds {int(free405 // seq405)} such sequences (the
+cache shards over both the TP group and the stages, so the pool is the sum).""",
+       title="Worked answer 1")
+
+# %% tags=["remove-input"]
+often = widgets.itl_tail_trace(None)
+rare = widgets.itl_tail_trace(None, long_every_s=2.0)
+answer(f"""With long prompts every 0.4 s: p99 {often['itl_p99_s'] / units.ms:.1f} ms, mean
+{often['itl_mean_s'] / units.ms:.1f} ms, median {often['itl_p50_s'] / units.ms:.1f} ms. Every
+2 s: p99 {rare['itl_p99_s'] / units.ms:.1f} ms, mean {rare['itl_mean_s'] / units.ms:.1f} ms,
+median {rare['itl_p50_s'] / units.ms:.1f} ms. The stalls are just as long when they happen,
+but fewer intervals contain one, so the summary statistics look healthier while users still
+hit the same freezes. A dashboard of means (or even p99 over a quiet window) can hide a
+problem that the maximum ITL, or the ITL correlated with prompt arrivals, shows at once.""",
+       title="Worked answer 2")
+
+# %% tags=["remove-input"]
+one_gpu = batch_panel.reset().numbers
+two_gpu = batch_panel.update(tp=2).numbers
+_ = batch_panel.reset()
+answer(f"""Both limits move. Each GPU now reads half of the weights and half of each KV cache,
+so the step at a given batch shortens and the ITL ceiling rises from {one_gpu['itl_ceiling']}
+to {two_gpu['itl_ceiling']} sequences. Two cards also hold twice the memory but the weights
+only once, so the paged KV cap grows from {one_gpu['paged_cap']} to {two_gpu['paged_cap']}
+(the reserved cap from {one_gpu['reserved_cap']} to {two_gpu['reserved_cap']}). The batch to
+run goes from {one_gpu['run_batch']} to {two_gpu['run_batch']} ({two_gpu['binding']}
+binds).""", title="Worked answer 3")
+
+# %% tags=["remove-input"]
+targets = [t / 2 for t in range(14, 201)]            # 7 to 100 ms in 0.5 ms steps
+windows = {t: calc.batch_window(m8, hw, itl_target_s=t * units.ms) for t in targets}
+edge = max(t for t, w in windows.items() if w["binding"] == "ITL target")
+w_edge = calc.batch_window(m8, hw, itl_target_s=edge * units.ms)
+answer(f"""The paged KV cap for 600-token chats is {w_edge['paged_cap']} sequences whatever
+the target. The ITL ceiling grows with the target and stays below that cap up to about
+{edge:.1f} ms (searched in half-millisecond steps; ceiling {w_edge['itl_ceiling']} there), so
+for every target up to that value the ITL limit decides the batch. The chapter's assumed
+{calc.CH17_ASSUMED_ITL_TARGET_S / units.ms:g} ms target is well inside that range: for short
+chats on one H100 it is the latency target, not memory, that sets the batch.""",
+       title="Worked answer 4")
+
+# %% tags=["remove-input"]
+n_tok = next(n for n in range(1, 1_000_000, 16)
+             if calc.attention_flops(m8, n) >= calc.matrix_flops(m8, n))
+answer(f"""Matrix FLOPs grow linearly with the prompt ($2N$ per token) and causal attention
+quadratically (pairs of tokens), so they cross once. Stepping in 16-token steps, attention
+first matches the matrices at about {n_tok:,} tokens for the 8B
+({calc.attention_flops(m8, n_tok) / 1e12:.0f} vs {calc.matrix_flops(m8, n_tok) / 1e12:.0f}
+TFLOP). Below a few thousand tokens attention is a small correction to MFU; at very long
+prompts it dominates the prefill.""", title="Worked answer 5")
+
+# %% [markdown]
+# Back to [17.10 The levers, ranked](17_10_levers.ipynb).
 #
-# **Practice problems.** The Chapter 17 practice problems in
-# [the exercises folder](../../exercises/) are built from these questions and the sections'
-# worked examples. Back to [17.10 The levers, ranked](17_10_levers.ipynb).
+# > **What you can now compute**
+# >
+# > - Why batch-1 decode sits on the memory roof, from the FLOPs and bytes of one token ([Exercise 17-3](../../exercises/ex17_3.ipynb))
+# > - The KV bytes of a model at a context, and how many sequences the free memory holds ([Exercise 17-1](../../exercises/ex17_1.ipynb))
+# > - The cost of TP collectives and the PP bubble for a placement ([Exercise 17-5](../../exercises/ex17_5.ipynb))
+# > - The batch to run between the ITL ceiling and the KV caps ([Exercise 17-10](../../exercises/ex17_10.ipynb))
+# > - What the ITL tail of a long-prompt stall looks like, and what chunking trades for it ([Exercise 17-11](../../exercises/ex17_11.ipynb))

@@ -47,7 +47,7 @@ EXAMPLES = {
                                context_tokens=1000, bytes_per_param=2),
     "prefill_utilization": dict(model=LLAMA_8B, hardware=H100_SXM, prompt_tokens_per_s=20000.0),
     "quantization_ceiling": dict(model=LLAMA_8B, hardware=H100_SXM, bytes_per_param=1),
-    "levers_table": dict(model=LLAMA_8B, hardware=H100_SXM),
+    "levers_table": dict(model=LLAMA_8B, hardware=H100_SXM, large_model=LLAMA_70B, tp=4),
     "mechanism_lever_map": dict(),
     "cheat_sheet": dict(model=LLAMA_8B, hardware=H100_SXM, context_tokens=8000,
                         prompt_tokens=2048, reserve_bytes=4e9, efficiency=0.5),
