@@ -76,7 +76,7 @@ for name, value in numbers.items():
 # | [8.0 Overview](ch08_inference_optimization/08_0_overview.ipynb) | the running example and the question the chapter builds toward |
 # | [8.1 Request lifecycle](ch08_inference_optimization/08_1_request_lifecycle.ipynb) | where a request's time goes; what memory an instance must hold |
 # | [8.2 Batching and scheduling](ch08_inference_optimization/08_2_batching_and_scheduling.ipynb) | why batching helps decode; static vs continuous vs chunked scheduling |
-# | [8.3 KV cache](ch08_inference_optimization/08_3_kv_cache.ipynb) | paging, sharing, copy-on-write, prefix reuse, what to keep in cache |
+# | [8.3 KV cache](ch08_inference_optimization/08_3_kv_cache.ipynb) | paging, sharing, copy-on-write, prefix reuse, organising a context, what to keep in cache |
 # | [8.4 Compression and offloading](ch08_inference_optimization/08_4_compression_and_offloading.ipynb) | quantised weights and KV, offloading over a link |
 # | [8.5 Speculative decoding](ch08_inference_optimization/08_5_speculative_decoding.ipynb) | drafts, verification, and when they pay |
 # | [8.6 Load and configuration](ch08_inference_optimization/08_6_load_and_configuration.ipynb) | goodput under load; the 16-request configuration choice |

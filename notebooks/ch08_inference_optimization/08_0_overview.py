@@ -149,7 +149,7 @@ print(f"long requests that fit: {independent} with independent contexts, {shared
 # |---|---|---|
 # | [8.1 Request lifecycle](08_1_request_lifecycle.ipynb) | 8.1 | the timeline of one request against the deadline (Figure 8-2), TTFT and output intervals, the memory budget, KV per token and how many requests fit |
 # | [8.2 Batching and scheduling](08_2_batching_and_scheduling.ipynb) | 8.2 | weight reuse, bytes read per output token vs batch (Figures 8-3, 8-4), the decode roofline, LoRA, fixed vs continuous vs chunked batching on a simulator, pair counts (Figure 8-8), token budget and graph padding |
-# | [8.3 KV cache management](08_3_kv_cache.ipynb) | 8.3 | paged blocks and block tables, branch sharing and copy-on-write, prefix reuse, eviction vs recomputation |
+# | [8.3 KV cache management](08_3_kv_cache.ipynb) | 8.3 | paged blocks and block tables, branch sharing and copy-on-write, prefix reuse, how to organise an agent's context, DeepSeek V4.1's state tiers, eviction vs recomputation |
 # | [8.4 Compression and offloading](08_4_compression_and_offloading.ipynb) | 8.4 | quantized weights and KV, byte layouts of q8_0/q4_0, weight offloading and prefetch |
 # | [8.5 Speculative decoding](08_5_speculative_decoding.ipynb) | 8.5 | draft and verify, expected tokens per round, draft cost crossovers |
 # | [8.6 Load and configuration](08_6_load_and_configuration.ipynb) | 8.6 | queueing and admission, goodput, the comparison of schemes A-E, Amdahl over a task |
