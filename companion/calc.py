@@ -47,7 +47,8 @@ from companion.formulas.kv_management import (
     kv_blocks_needed, kv_tail_waste_tokens, PagedAllocation, paged_allocation,
     shared_prefix_blocks_saved, BranchSharing, branch_block_sharing, prefix_shared_kv_bytes,
     CopyOnWrite, copy_on_write, reusable_prefix_tokens, RestorePoint, hybrid_restore_point,
-    snapshot_storage_bytes, long_term_cache_fraction, link_transfer_s, prefix_recompute_s,
+    snapshot_storage_bytes, long_term_cache_fraction, decode_kv_read_bytes, SwaRestore,
+    swa_restore_plan, stacked_window_reach_tokens, link_transfer_s, prefix_recompute_s,
     retention_break_even_hit_prob, PrefixRetention, prefix_retention, CacheReplay,
     cache_replay_hits)
 from companion.formulas.compression import (
@@ -119,7 +120,8 @@ __all__ = [
     "shared_prefix_blocks_saved", "BranchSharing", "branch_block_sharing",
     "prefix_shared_kv_bytes", "CopyOnWrite", "copy_on_write", "reusable_prefix_tokens",
     "RestorePoint", "hybrid_restore_point", "snapshot_storage_bytes",
-    "long_term_cache_fraction", "link_transfer_s", "prefix_recompute_s",
+    "long_term_cache_fraction", "decode_kv_read_bytes", "SwaRestore", "swa_restore_plan",
+    "stacked_window_reach_tokens", "link_transfer_s", "prefix_recompute_s",
     "retention_break_even_hit_prob", "PrefixRetention", "prefix_retention", "CacheReplay",
     "cache_replay_hits", "QUANT_CODE_BITS", "QuantLayout", "quant_group_layout",
     "quant_format_layout", "memory_headroom_bytes", "encode_q8_0_group", "decode_q8_0_group",

@@ -20,7 +20,7 @@ from companion.explorers.ch08_compression import (
     RetryCostPanel)
 from companion.explorers.ch08_kv import (
     PagingPanel, BranchSharingPanel, SharedPrefixCapacityPanel, SnapshotSpacingPanel,
-    RetentionPanel)
+    ContextOrganisationPanel, RetentionPanel)
 from companion.explorers.ch08_lifecycle import (
     KVCapacityPanel, RequestTimelinePanel, MemoryBudgetPanel)
 from companion.explorers.ch08_serving import (
@@ -67,6 +67,7 @@ __all__ = [
     "BudgetSweepPanel", "SWEEP_BUDGETS", "QuantizedFitPanel", "CompressedReadPanel",
     "OffloadPanel", "CompressTransferPanel", "RetryCostPanel", "PagingPanel",
     "BranchSharingPanel", "SharedPrefixCapacityPanel", "SnapshotSpacingPanel",
+    "ContextOrganisationPanel",
     "RetentionPanel", "KVCapacityPanel", "RequestTimelinePanel", "MemoryBudgetPanel",
     "AdmissionPanel", "SchemePanel", "AmdahlPanel", "SCHEME_SETS", "AMDAHL_FRACTIONS",
     "GreedyVerificationPanel", "RejectionSamplingPanel", "SpeculativeLatencyPanel",

@@ -349,3 +349,71 @@ def test_ledger_entries_of_8_3():
         if e.rounding != "printed":
             assert e.note, e.id
     assert all(e.agrees for e in entries)
+
+
+# --- 8.3.3: context organisation and DeepSeek V4.1's state tiers -------------------------------
+
+def test_decode_kv_read_bytes_sums_each_step_by_hand():
+    k = calc.kv_bytes_per_token(QWEN3_8B)
+    # three steps after a 10-token context read 10, 11 and 12 tokens' KV
+    assert calc.decode_kv_read_bytes(QWEN3_8B, 10, 3) == (10 + 11 + 12) * k
+    assert calc.decode_kv_read_bytes(QWEN3_8B, 10, 0) == 0
+    assert calc.decode_kv_read_bytes(QWEN3_8B, 0, 1) == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 5000), st.integers(0, 300))
+def test_decode_kv_read_bytes_closed_form_matches_the_step_sum(L, g):
+    by_step = sum(calc.kv_bytes_at_context(QWEN3_8B, L + j) for j in range(g))
+    assert calc.decode_kv_read_bytes(QWEN3_8B, L, g) == by_step
+
+
+def test_decode_kv_read_bytes_with_a_sliding_window_caps_each_step():
+    import dataclasses
+    # every layer slides over 64 tokens: each step reads at most 63 cached tokens per layer
+    windowed = dataclasses.replace(QWEN3_8B, sliding_window=64)
+    per_token = calc.kv_bytes_per_token(windowed)
+    assert calc.decode_kv_read_bytes(windowed, 1000, 5) == 5 * 63 * per_token
+    # the window fills up during the steps: 60, 61, 62, 63, 63 tokens
+    assert calc.decode_kv_read_bytes(windowed, 60, 5) == (60 + 61 + 62 + 63 + 63) * per_token
+
+
+def test_swa_restore_plan_three_cases():
+    w = km.DEEPSEEK_REPLAY_WINDOW_TOKENS
+    both = calc.swa_restore_plan(8192, 1024, global_kv_hit=True, encoder_swa_hit=True)
+    assert (both.encoder_tokens, both.encoder_replay_tokens, both.prefix_recomputed_tokens) == (
+        1024, 0, 0)
+    assert both.decoder_replay_tokens == w and both.decoder_state_approximate
+    assert not both.encoder_state_approximate
+    only_kv = calc.swa_restore_plan(8192, 1024, global_kv_hit=True, encoder_swa_hit=False)
+    assert (only_kv.encoder_tokens, only_kv.encoder_replay_tokens) == (1024 + w, w)
+    assert only_kv.encoder_state_approximate
+    cold = calc.swa_restore_plan(8192, 1024, global_kv_hit=False, encoder_swa_hit=False)
+    assert (cold.encoder_tokens, cold.prefix_recomputed_tokens) == (8192 + 1024, 8192)
+    assert not cold.encoder_state_approximate
+    # a prefix shorter than the window is replayed whole
+    short = calc.swa_restore_plan(50, 10, global_kv_hit=True, encoder_swa_hit=False)
+    assert short.encoder_replay_tokens == 50 and short.decoder_replay_tokens == 60
+    with pytest.raises(ValueError, match="encoder_swa_hit"):
+        calc.swa_restore_plan(10, 1, global_kv_hit=False, encoder_swa_hit=True)
+
+
+def test_stacked_window_reach():
+    # one layer sees 127 earlier tokens; two layers see 127 more through the first
+    assert calc.stacked_window_reach_tokens(1, 128) == 127
+    assert calc.stacked_window_reach_tokens(2, 128) == 254
+    assert calc.stacked_window_reach_tokens(km.DEEPSEEK_DECODER_LAYERS) == 20 * 127
+
+
+def test_deepseek_long_term_storage_is_an_eighth():
+    # 8.3.3: "about 1/2 x 1/4 = 1/8 of the original"
+    assert calc.long_term_cache_fraction(km.DEEPSEEK_SWA_SHARE,
+                                         km.DEEPSEEK_GLOBAL_KV_FRACTION) == pytest.approx(1 / 8)
+
+
+def test_decode_kv_read_bytes_from_an_empty_context_through_the_window():
+    import dataclasses
+    windowed = dataclasses.replace(QWEN3_8B, sliding_window=4)
+    per_token = calc.kv_bytes_per_token(windowed)
+    # 0, 1, 2, 3, 3, 3 cached tokens before each of six steps
+    assert calc.decode_kv_read_bytes(windowed, 0, 6) == 12 * per_token

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from companion import calc, plots, units, widgets
+from companion import calc, plots, specs, units, widgets
 from companion.sim import kv_scenarios as kvp
 from companion.sim.kv_scenarios import prefix_tree
 from tests.printed import rounds_to as near
@@ -263,3 +263,43 @@ def test_steps_figure_slider_shows_one_step_at_a_time():
         assert all(fig.data[i].name in ("block tables", "physical pool") or fig.data[i].showlegend
                    for i in shown)
         assert sum(1 for i in shown if fig.data[i].name == "physical pool") == 1
+
+
+# --- 8.3.3 context organisation ------------------------------------------------------------------
+
+def test_context_organisation_is_the_chapters_example():
+    opts = {o.name: o for o in kvp.context_organisation()}
+    k = calc.kv_bytes_per_token(specs.QWEN3_8B)
+    # 8.3.3: appending a 1K tool result to an 8K context reuses the 8K prefix and processes
+    # only the new part; rewriting the leading instructions loses the reuse; summarising to 2K
+    # and appending 1K leaves a 3K context
+    assert (opts["append"].reusable_tokens, opts["append"].prefill_tokens) == (8192, 1024)
+    assert (opts["rewrite"].reusable_tokens, opts["rewrite"].prefill_tokens) == (0, 9216)
+    assert opts["rewrite"].context_tokens == opts["append"].context_tokens == 9216
+    s = opts["summarise"]
+    assert (s.context_tokens, s.reusable_tokens, s.summary_tokens) == (3072, 0, 2048)
+    assert s.kv_read_per_step_bytes == 3072 * k
+    # writing the summary: 2048 steps over the 8K history, step j reading 8192 + j tokens
+    assert s.summary_kv_read_bytes == k * sum(8192 + j for j in range(2048))
+    assert opts["append"].kv_read_over_output_bytes == k * sum(9216 + j for j in range(256))
+
+
+def test_context_rewrite_keeps_only_whole_blocks_before_the_edit():
+    opts = {o.name: o for o in kvp.context_organisation(rewrite_at_tokens=100)}
+    assert opts["rewrite"].reusable_tokens == 96          # six full 16-token blocks
+    with pytest.raises(ValueError, match="rewrite_at_tokens"):
+        kvp.context_organisation(history_tokens=64, rewrite_at_tokens=64)
+
+
+def test_context_organisation_panel():
+    panel = widgets.ContextOrganisationPanel()
+    n = panel.update().numbers
+    assert (n["append_reusable_tokens"], n["rewrite_reusable_tokens"]) == (8192, 0)
+    assert n["summarise_context_tokens"] == 3072
+    # the summary's reads are repaid once the per-step saving (6144 tokens of KV) has covered
+    # them: ceil(sum(8192 + j, j < 2048) / 6144)
+    assert n["summary_repaid_after_tokens"] == -(-sum(8192 + j for j in range(2048)) // 6144)
+    # at() answers a what-if without moving the panel
+    longer = panel.at(history_tokens=32768).numbers
+    assert longer["summary_repaid_after_tokens"] < n["summary_repaid_after_tokens"]
+    assert panel.params["history_tokens"] == 8192

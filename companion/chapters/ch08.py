@@ -249,6 +249,33 @@ DEEPSEEK_SWA_SHARE = 1 / 2
 DEEPSEEK_GLOBAL_KV_FRACTION = 1 / 4
 """8.3.3: "further compresses the global KV to about a quarter"."""
 
+CANCEL_CALL_S = 1.6e-3
+"""8.3.2, footnote 29: "the cancellation call returned in about 1.6 ms"."""
+
+CANCEL_RELEASE_S = 31e-3
+"""8.3.2, footnote 29: "were not released until about 31 ms"."""
+
+CANCEL_RELEASED_BLOCKS = 104
+"""8.3.2, footnote 29: "the corresponding 104 blocks"."""
+
+DEEPSEEK_REPLAY_WINDOW_TOKENS = 128
+"""8.3.3: "the encoder replays up to the most recent 128 tokens of the cached prefix"."""
+
+DEEPSEEK_SWA_LAYERS = 40
+"""8.3.3: "the 40 layers of SWA resident during generation"."""
+
+DEEPSEEK_DECODER_LAYERS = 20
+"""8.3.3: "passing it through the 20 decoder layers"."""
+
+CONTEXT_HISTORY_TOKENS = 8192
+"""8.3.3: "Suppose there is already an 8K-token context"."""
+
+CONTEXT_TOOL_RESULT_TOKENS = 1024
+"""8.3.3: "the next round appends a 1K tool result"."""
+
+CONTEXT_SUMMARY_TOKENS = 2048
+"""8.3.3: "summarize the history down to 2K and then append 1K"."""
+
 RETENTION_HIT_PROB = 0.5
 """8.3.4: "At a 50% hit probability"."""
 

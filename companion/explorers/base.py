@@ -117,6 +117,11 @@ class Panel:
             for value in c.corners():
                 yield dict(base, **{c.name: value})
 
+    def at(self, **params) -> View:
+        """The view at the chapter's setting with ``params`` changed, leaving the panel's own
+        settings and figure alone (a worked answer's "what if", computed by the panel)."""
+        return self.compute(**{**self.defaults(), **self.check(**params)})
+
     def update(self, **params) -> View:
         """Recompute for changed parameters and refresh the figure/readout if shown."""
         self.params.update(self.check(**params))

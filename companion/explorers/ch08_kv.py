@@ -12,7 +12,8 @@ colours, no timestamps, no randomness.
 Panels: ``PagingPanel`` (block size and lengths -> waste and table entries),
 ``BranchSharingPanel`` (references vs physical blocks), ``SharedPrefixCapacityPanel``
 (864 + 324 b MiB, 35 requests), ``SnapshotSpacingPanel`` (hybrid-state snapshots: recompute vs
-storage), ``RetentionPanel`` (Figure 8-22: which prefixes a cache should keep).
+storage), ``ContextOrganisationPanel`` (append, rewrite the start or summarise: reuse now, KV
+read later), ``RetentionPanel`` (Figure 8-22: which prefixes a cache should keep).
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import plotly_go as _go
 from companion.formulas import kv_management as km
 from companion.sim.kv_scenarios import (
+    CONTEXT_OPTIONS,
     SEQUENCE_NAMES,
     PoolSnapshot,
     branch_sharing_pool,
+    context_organisation,
     grow_sequences,
     snapshot_pool,
 )
@@ -39,7 +42,8 @@ __all__ = [
     "block_pool_layout", "block_pool_figure", "block_pool_steps_figure", "prefix_tree_figure",
     "pool_usage_figure", "retention_bars_traces", "retention_bars_figure", "SEQUENCE_COLORS",
     "PagingPanel",
-    "BranchSharingPanel", "SharedPrefixCapacityPanel", "SnapshotSpacingPanel", "RetentionPanel",
+    "BranchSharingPanel", "SharedPrefixCapacityPanel", "SnapshotSpacingPanel",
+    "ContextOrganisationPanel", "RetentionPanel",
 ]
 
 
@@ -559,14 +563,14 @@ class BranchSharingPanel(Panel):
 
     title = "Branch sharing: table entries vs physical blocks (8.3.2)"
     controls = (
-        Control("branches", "branches n", "int", km.BRANCH_EXPERIMENT_BRANCHES, 1, 8, 1),
-        Control("shared_blocks", "common-prefix blocks s", "int",
+        Control("branches", "branches n_br", "int", km.BRANCH_EXPERIMENT_BRANCHES, 1, 8, 1),
+        Control("shared_blocks", "common-prefix blocks B_s", "int",
                 km.BRANCH_EXPERIMENT_SHARED_BLOCKS, 0, 200, 1),
-        Control("private_blocks", "private blocks per branch q", "int",
+        Control("private_blocks", "private blocks per branch B_p", "int",
                 km.BRANCH_EXPERIMENT_PRIVATE_BLOCKS, 0, 40, 1),
     )
     main_control = "branches"
-    base_layout = _pool_and_sweep_layout("branches n", "blocks")
+    base_layout = _pool_and_sweep_layout("branches n_br", "blocks")
 
     def compute(self, *, branches, shared_blocks, private_blocks) -> View:
         share = calc.branch_block_sharing(branches, shared_blocks, private_blocks)
@@ -767,6 +771,95 @@ class SnapshotSpacingPanel(Panel):
         return View(numbers=numbers, traces=traces, text=text)
 
 
+# --- 8.3.3 organising an agent's context -------------------------------------------------------
+
+_CONTEXT_LABELS = {"append": "append the tool result", "rewrite": "rewrite the instructions",
+                   "summarise": "summarise, then append"}
+_LATER_STEPS = np.unique(np.linspace(0, 4096, 65).astype(int))
+
+
+class ContextOrganisationPanel(Panel):
+    """8.3.3: continue an 8K context with a 1K tool result by appending it, by rewriting the
+    leading instructions, or by summarising the history to 2K first; Qwen3-8B, prefix-cache
+    reuse in 16-token blocks, and the KV that later decode steps read."""
+
+    title = "Organising the context: reuse now, KV read later (8.3.3)"
+    controls = (
+        Control("output_tokens", "later output tokens G (tokens)", "int", km.OUTPUT_TOKENS, 1,
+                4096, 1),
+        Control("history_tokens", "cached history (tokens)", "int",
+                km.CONTEXT_HISTORY_TOKENS, 1024, 65536, 1024),
+        Control("appended_tokens", "appended tool result (tokens)", "int",
+                km.CONTEXT_TOOL_RESULT_TOKENS, 0, 8192, 128),
+        Control("summary_tokens", "summary length (tokens)", "int", km.CONTEXT_SUMMARY_TOKENS,
+                128, 8192, 128),
+        Control("rewrite_at_tokens", "rewrite starts at token (position)", "int", 0, 0, 8192, 16),
+    )
+    main_control = "output_tokens"
+    base_layout = {
+        "height": 460, "barmode": "stack",
+        "xaxis": {"domain": [0, 0.38], "anchor": "y"},
+        "yaxis": {"title": {"text": "tokens this round"}, "anchor": "x", "rangemode": "tozero"},
+        "xaxis2": {"domain": [0.5, 1], "anchor": "y2",
+                   "title": {"text": "later output tokens (tokens)"}},
+        "yaxis2": {"title": {"text": "KV read by later decode steps (GiB)"}, "anchor": "x2",
+                   "rangemode": "tozero"},
+        "legend": {"orientation": "h", "y": -0.22},
+    }
+
+    def compute(self, *, output_tokens, history_tokens, appended_tokens, summary_tokens,
+                rewrite_at_tokens) -> View:
+        rewrite_at = min(rewrite_at_tokens, history_tokens - 1)
+        kw = dict(history_tokens=history_tokens, appended_tokens=appended_tokens,
+                  summary_tokens=summary_tokens, rewrite_at_tokens=rewrite_at)
+        options = {o.name: o for o in context_organisation(output_tokens=output_tokens, **kw)}
+        names = [_CONTEXT_LABELS[n] for n in CONTEXT_OPTIONS]
+        bars = (("reused from the prefix cache", "reusable_tokens", SHARED_COLOR),
+                ("prefilled now", "prefill_tokens", SEQUENCE_COLORS[5]),
+                ("generated first (the summary)", "summary_tokens", SEQUENCE_COLORS[1]))
+        traces = [{"type": "bar", "x": names, "y": [getattr(options[n], key)
+                                                    for n in CONTEXT_OPTIONS],
+                   "name": label, "marker": {"color": color}}
+                  for label, key, color in bars]
+        m = specs.QWEN3_8B
+        for i, name in enumerate(CONTEXT_OPTIONS):
+            L = options[name].context_tokens
+            reads = [calc.decode_kv_read_bytes(m, L, int(g)) / units.GiB for g in _LATER_STEPS]
+            traces.append({"type": "scatter", "mode": "lines", "x": _LATER_STEPS.tolist(),
+                           "y": reads, "xaxis": "x2", "yaxis": "y2",
+                           "name": f"{_CONTEXT_LABELS[name]} (L = {L:,})",
+                           "line": {"color": SEQUENCE_COLORS[i]}})
+        traces.append({"type": "scatter", "mode": "markers", "xaxis": "x2", "yaxis": "y2",
+                       "x": [output_tokens] * 3, "name": f"G = {output_tokens:,}",
+                       "y": [options[n].kv_read_over_output_bytes / units.GiB
+                             for n in CONTEXT_OPTIONS],
+                       "marker": {"size": 10, "color": "#333333"}})
+        append, summ = options["append"], options["summarise"]
+        saving_per_step = append.kv_read_per_step_bytes - summ.kv_read_per_step_bytes
+        numbers = {"output_tokens": output_tokens}
+        for name, o in options.items():
+            numbers.update({f"{name}_reusable_tokens": o.reusable_tokens,
+                            f"{name}_prefill_tokens": o.prefill_tokens,
+                            f"{name}_context_tokens": o.context_tokens,
+                            f"{name}_step_read_MiB": o.kv_read_per_step_bytes / units.MiB,
+                            f"{name}_later_read_GiB": o.kv_read_over_output_bytes / units.GiB})
+        numbers["summary_pass_read_GiB"] = summ.summary_kv_read_bytes / units.GiB
+        # later steps after which the summary's smaller reads repay the reads of writing it
+        numbers["summary_repaid_after_tokens"] = (
+            math.ceil(summ.summary_kv_read_bytes / saving_per_step) if saving_per_step > 0
+            else math.inf)
+        text = "<br>".join(
+            f"{_CONTEXT_LABELS[n]}: reuse <b>{o.reusable_tokens:,}</b>, prefill "
+            f"<b>{o.prefill_tokens:,}</b>, then {o.kv_read_per_step_bytes / units.MiB:,.0f} MiB "
+            f"per step, {o.kv_read_over_output_bytes / units.GiB:,.1f} GiB over {output_tokens:,}"
+            for n, o in options.items())
+        repaid = numbers["summary_repaid_after_tokens"]
+        text += (f"<br>writing the summary reads {numbers['summary_pass_read_GiB']:,.0f} GiB; "
+                 + (f"repaid after {repaid:,} later tokens" if repaid != math.inf
+                    else "never repaid"))
+        return View(numbers=numbers, traces=traces, text=text)
+
+
 # --- 8.3.4 retention economics (Figure 8-22) ---------------------------------------------------
 
 _SWEEP_HIT = np.linspace(0.0, 1.0, 51)
@@ -774,7 +867,7 @@ _SWEEP_HIT = np.linspace(0.0, 1.0, 51)
 
 class RetentionPanel(Panel):
     """8.3.4 / Figure 8-22: keep one large prefix A or several small prefixes B in the same cache
-    space? V_h = p_h (T_r - T_f) - T_m for each, on the RTX PRO 6000 with Qwen3-8B."""
+    space? V = rho (T_rec - T_f) - T_m for each, on the RTX PRO 6000 with Qwen3-8B."""
 
     title = "Which prefixes should the cache keep? (8.3.4, Figure 8-22)"
     controls = (

@@ -12,8 +12,11 @@ from typing import NamedTuple
 from companion import validate as v
 from companion.chapters.ch08 import (  # noqa: F401
     BLOCK_TOKENS, BRANCH_EXPERIMENT_BRANCHES, BRANCH_EXPERIMENT_PRIVATE_BLOCKS,
-    BRANCH_EXPERIMENT_SHARED_BLOCKS, COW_EXAMPLE_BLOCK_TOKENS, COW_EXAMPLE_BRANCHES,
-    COW_EXAMPLE_SHARED_TOKENS, DEEPSEEK_GLOBAL_KV_FRACTION, DEEPSEEK_SWA_SHARE,
+    BRANCH_EXPERIMENT_SHARED_BLOCKS, CANCEL_CALL_S, CANCEL_RELEASE_S, CANCEL_RELEASED_BLOCKS,
+    CONTEXT_HISTORY_TOKENS, CONTEXT_SUMMARY_TOKENS, CONTEXT_TOOL_RESULT_TOKENS,
+    COW_EXAMPLE_BLOCK_TOKENS, COW_EXAMPLE_BRANCHES,
+    COW_EXAMPLE_SHARED_TOKENS, DEEPSEEK_DECODER_LAYERS, DEEPSEEK_GLOBAL_KV_FRACTION,
+    DEEPSEEK_REPLAY_WINDOW_TOKENS, DEEPSEEK_SWA_LAYERS, DEEPSEEK_SWA_SHARE,
     EXERCISE_8_3_BATCHES, EXERCISE_8_3_BLOCK_SIZES, HYBRID_MATCHED_TOKENS,
     HYBRID_SNAPSHOT_MIB_PER_CARD, HYBRID_SNAPSHOT_POSITIONS, KV_BUDGET_BYTES, LONG_BATCH,
     LONG_PROMPT_TOKENS, OUTPUT_TOKENS, PAGING_EXAMPLE_BLOCK_TOKENS, PAGING_EXAMPLE_LENGTHS,
@@ -23,7 +26,9 @@ from companion.chapters.ch08 import (  # noqa: F401
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
 from companion.formulas.core import (cache_retention_value, held_tokens, measured_prefill_mfu,
-                                     kv_bytes, kv_tokens_allocated, prefill_flops)
+                                     kv_bytes, kv_bytes_at_context, kv_bytes_per_token,
+                                     kv_tokens_allocated,
+                                     prefill_flops)
 from companion.specs import QWEN3_8B, RTX_PRO_6000, Hardware, Model
 
 __all__ = [
@@ -35,7 +40,8 @@ __all__ = [
     "copy_on_write",
     # 8.3.3 prefix reuse, hybrid-state snapshots, tiered caches
     "reusable_prefix_tokens", "RestorePoint", "hybrid_restore_point", "snapshot_storage_bytes",
-    "long_term_cache_fraction",
+    "long_term_cache_fraction", "decode_kv_read_bytes", "SwaRestore", "swa_restore_plan",
+    "stacked_window_reach_tokens",
     # 8.3.4 retention economics
     "link_transfer_s", "prefix_recompute_s", "retention_break_even_hit_prob", "PrefixRetention",
     "prefix_retention", "CacheReplay", "cache_replay_hits",
@@ -256,6 +262,97 @@ def long_term_cache_fraction(local_state_share: float, global_kv_fraction: float
     share = v.probability("local_state_share", local_state_share)
     frac = v.number("global_kv_fraction", global_kv_fraction, positive=True)
     return (1.0 - share) * frac
+
+
+def decode_kv_read_bytes(model: Model, context_tokens: int, output_tokens: int, *,
+                         bytes_per_value: float = 2) -> float:
+    """KV bytes the next ``output_tokens`` decode steps read after a context of L tokens (8.3.3).
+
+    Step j (j = 0 ... G - 1) attends over the L + j tokens cached before it, so without
+    sliding windows the G steps read k (G L + G (G - 1) / 2) bytes: a longer context costs on
+    every later step, which is why organising the context changes more than the prefill.
+    Sliding-window layers cap each step's read (``kv_bytes_at_context``).
+    """
+    L = v.tokens("context_tokens", context_tokens)
+    g = v.tokens("output_tokens", output_tokens)
+    b = v.positive("bytes_per_value", bytes_per_value)
+    if g == 0:
+        return 0
+    per_token = kv_bytes_per_token(model, b)
+    if kv_bytes_at_context(model, L + g - 1, bytes_per_value=b) == (L + g - 1) * per_token:
+        # no window is reached by the last step, so every step reads L + j whole tokens
+        return _as_whole(per_token * (g * L + g * (g - 1) // 2))
+    return sum(kv_bytes_at_context(model, L + j, bytes_per_value=b) for j in range(g))
+
+
+def _as_whole(x: float):
+    return int(round(x)) if abs(x - round(x)) < 1e-6 else x
+
+
+class SwaRestore(NamedTuple):
+    """What a CED model (encoder and decoder with sliding-window state) recomputes to continue
+    a cached prefix (8.3.3): tokens through the encoder (replayed prefix + new suffix), tokens
+    replayed through the decoder, and whether each rebuilt local state is approximate."""
+
+    encoder_replay_tokens: int    # cached-prefix tokens re-run to rebuild the encoder SWA
+    encoder_tokens: int           # all tokens the encoder processes this round
+    decoder_replay_tokens: int    # last tokens of the prompt run through the decoder layers
+    prefix_recomputed_tokens: int # prefix tokens recomputed from scratch (global KV missed)
+    encoder_state_approximate: bool
+    decoder_state_approximate: bool
+
+
+def swa_restore_plan(prefix_tokens: int, suffix_tokens: int, *, global_kv_hit: bool,
+                     encoder_swa_hit: bool,
+                     window_tokens: int = DEEPSEEK_REPLAY_WINDOW_TOKENS) -> SwaRestore:
+    """DeepSeek V4.1's three cases for continuing a cached prefix of ``prefix_tokens`` with
+    ``suffix_tokens`` new ones (8.3.3).
+
+    - global KV and encoder SWA both cached: the encoder only processes the suffix;
+    - only the global KV cached: the encoder replays the last min(window, prefix) prefix tokens
+      with the suffix, rebuilding its SWA from a window boundary (an approximation);
+    - global KV missed: the whole prefix is recomputed with the suffix.
+
+    In every case the decoder replays the last min(window, prompt) tokens to rebuild its own
+    SWA, which is never cached, so the decoder's local state is always approximate.
+    """
+    prefix = v.tokens("prefix_tokens", prefix_tokens)
+    suffix = v.tokens("suffix_tokens", suffix_tokens)
+    global_hit = v.boolean("global_kv_hit", global_kv_hit)
+    swa_hit = v.boolean("encoder_swa_hit", encoder_swa_hit)
+    window = v.count("window_tokens", window_tokens)
+    if swa_hit and not global_hit:
+        raise ValueError("encoder_swa_hit: the encoder SWA is reused only together with the "
+                         "global KV (set global_kv_hit=True or encoder_swa_hit=False)")
+    if not global_hit:
+        replay, recomputed = 0, prefix
+    elif swa_hit:
+        replay, recomputed = 0, 0
+    else:
+        replay, recomputed = min(window, prefix), 0
+    return SwaRestore(
+        encoder_replay_tokens=replay,
+        encoder_tokens=recomputed + replay + suffix,
+        decoder_replay_tokens=min(window, prefix + suffix),
+        prefix_recomputed_tokens=recomputed,
+        encoder_state_approximate=replay > 0,
+        decoder_state_approximate=prefix + suffix > 0,
+    )
+
+
+def stacked_window_reach_tokens(layers: int,
+                                window_tokens: int = DEEPSEEK_REPLAY_WINDOW_TOKENS) -> int:
+    """Earlier tokens that the top of ``layers`` stacked sliding-window layers still depends on.
+
+    Each layer sees the previous layer's outputs for the last ``window_tokens`` positions (its
+    own included), so the reach grows by window - 1 per layer: layers x (window - 1). A replay
+    of only the last window rebuilds the state without that older history, which is why 8.3.3
+    calls the rebuilt state approximate. Twenty decoder layers with a 128-token window reach
+    back 2540 tokens.
+    """
+    n = v.count("layers", layers)
+    w = v.count("window_tokens", window_tokens)
+    return n * (w - 1)
 
 
 # --- 8.3.4 retention economics ---------------------------------------------------------------

@@ -21,7 +21,7 @@ from companion.chapters.ch17 import (BIG_BLOCK_TOKENS, CHAT_LIVE_TOKENS as LIVE_
                                      PREFIX_TOKENS as SYSTEM_PROMPT_TOKENS, PREFIX_USERS as USERS,
                                      RUNTIME_RESERVE_BYTES, SEQUENCE_A_TOKENS as SEQ_A_TOKENS)
 from companion.ledger import Entry, entry
-from companion.sim.kv_scenarios import fill_kv_pool, page_sequences
+from companion.sim.kv_scenarios import context_organisation, fill_kv_pool, page_sequences
 from companion.sim.kvcache import BlockManager
 from companion.specs import LLAMA_8B, QWEN3_8B, RTX_PRO_6000, H100_SXM
 from companion.units import GB, GiB, MB, MiB
@@ -169,5 +169,21 @@ def entries() -> list[Entry]:
                    "blocks each sequence holds 608 slots and 752 fit."),
         entry("17.5/sim-batch-ratio", "17.5", "paged / naive batch", "13", "x",
               live.admitted / naive.admitted, source=S),
+    ]
+
+    # --- 8.3.3: context organisation, replayed through a PrefixCache ------------------------
+    organised = {o.name: o for o in context_organisation()}
+    out += [
+        entry("8.3.3/sim-context-append-reused", "8.3.3",
+              "appending a 1K tool result: the 8K prefix is reused", "8192", "tokens",
+              organised["append"].reusable_tokens, source=S,
+              note="Printed as 8K: at most the original 8K prefix can be reused."),
+        entry("8.3.3/sim-context-append-processed", "8.3.3",
+              "appending a 1K tool result: only the new part is processed", "1024", "tokens",
+              organised["append"].prefill_tokens, source=S, note="Printed as 1K."),
+        entry("8.3.3/sim-context-rewrite-reused", "8.3.3",
+              "rewriting the leading instructions: nothing after them is reused", "0",
+              "tokens", organised["rewrite"].reusable_tokens, source=S,
+              note="The chapter says the following content can no longer be reused."),
     ]
     return out

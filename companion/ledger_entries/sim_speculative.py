@@ -20,7 +20,7 @@ from companion.sim.speculative import (acceptance_rate, expected_tokens_per_roun
 
 # Figure 8-29: four draft tokens, the third one differs from the target's choice (token ids
 # are arbitrary labels).
-FIG_8_29_DRAFT = (101, 102, 103, 104)
+FIG_8_29_DRAFT = (101, 102, 103, 104)  # not a chapter input (token labels)
 FIG_8_29_TARGET = (101, 102, 999, 105, 106)
 
 # 8.5.4: K7 and K15 rounds in which only the first draft token is accepted.

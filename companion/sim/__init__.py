@@ -50,7 +50,8 @@ from companion.sim.kv_scenarios import (
     PagingReport, page_sequences, PoolFill, fill_kv_pool, TreeNode, PrefixTree, prefix_tree,
     PoolSnapshot, snapshot_pool, SEQUENCE_NAMES, grow_sequences, copy_on_write_steps,
     branch_sharing_pool, branch_sharing_steps, decode_with_preemption, multi_turn_inputs,
-    replay_prefix_cache, ALLOCATOR_DEMO_SEQUENCES, allocator_demo)
+    replay_prefix_cache, CONTEXT_OPTIONS, ContextOption, context_organisation,
+    ALLOCATOR_DEMO_SEQUENCES, allocator_demo)
 from companion.sim.speculative import (
     GreedyVerification, verify_greedy, acceptance_probabilities, acceptance_rate,
     residual_distribution, output_distribution, expected_tokens_per_round,
@@ -87,7 +88,7 @@ __all__ = [
     "TreeNode", "PrefixTree", "prefix_tree", "PoolSnapshot", "snapshot_pool", "SEQUENCE_NAMES",
     "grow_sequences", "copy_on_write_steps", "branch_sharing_pool", "branch_sharing_steps",
     "decode_with_preemption", "multi_turn_inputs", "replay_prefix_cache",
-    "ALLOCATOR_DEMO_SEQUENCES", "allocator_demo", "GreedyVerification", "verify_greedy",
+    "CONTEXT_OPTIONS", "ContextOption", "context_organisation", "ALLOCATOR_DEMO_SEQUENCES", "allocator_demo", "GreedyVerification", "verify_greedy",
     "acceptance_probabilities", "acceptance_rate", "residual_distribution",
     "output_distribution", "expected_tokens_per_round", "tokens_per_round_distribution",
     "SpeculativeRound", "speculative_round", "SpeculativeRuns", "simulate_rounds",

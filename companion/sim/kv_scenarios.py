@@ -14,6 +14,8 @@ the explorers' readouts show.
   recompute through ``BlockManager.make_room``/``resume``, 8.3.2's 1 GiB vs 2 GiB),
   ``multi_turn_inputs`` and ``replay_prefix_cache`` (a generated multi-turn agent's inputs for
   Figure 8-17 and their replay through a ``PrefixCache``, 8.3.3-8.3.4);
+* ``context_organisation``: appending, rewriting the start or summarising an agent's context,
+  replayed through a ``PrefixCache`` (8.3.3);
 * ``allocator_demo``: the same arrivals in a contiguous and a paged pool (17 §5).
 """
 
@@ -25,8 +27,8 @@ import numpy as np
 
 from companion import validate as val
 from companion.chapters import ch08
-from companion.formulas.core import held_tokens
-from companion.formulas.kv_management import kv_blocks_needed
+from companion.formulas.core import held_tokens, kv_bytes, kv_bytes_at_context
+from companion.formulas.kv_management import decode_kv_read_bytes, kv_blocks_needed
 from companion.sim.kvcache import BlockManager, OutOfBlocks, PrefixCache
 from companion.specs import QWEN3_8B, Model
 
@@ -35,6 +37,7 @@ __all__ = ["PagingReport", "page_sequences", "PoolFill", "fill_kv_pool", "TreeNo
            "grow_sequences",
            "copy_on_write_steps", "branch_sharing_pool", "branch_sharing_steps",
            "decode_with_preemption", "multi_turn_inputs", "replay_prefix_cache",
+           "CONTEXT_OPTIONS", "ContextOption", "context_organisation",
            "ALLOCATOR_DEMO_SEQUENCES", "allocator_demo"]
 
 
@@ -628,6 +631,93 @@ def replay_prefix_cache(inputs, num_blocks: int, *, block_tokens: int = 16,
     total = sum(len(s) for s in seqs)
     return {"input_tokens": total, "hit_tokens": sum(hits), "hits": hits,
             "reprocessed_tokens": total - sum(hits), "evicted_blocks": cache.evicted_blocks}
+
+
+# --- 8.3.3: organising an agent's context ------------------------------------------------------
+
+CONTEXT_OPTIONS = ("append", "rewrite", "summarise")
+
+
+@dataclass(frozen=True)
+class ContextOption:
+    """One way to continue a cached context into the next round (8.3.3).
+
+    ``reusable_tokens`` are served by the prefix cache (whole blocks); ``prefill_tokens`` are
+    computed now; ``summary_tokens`` are generated first, one decode step each, to write a
+    summary (only when summarising), reading ``summary_kv_read_bytes`` of the old context's KV.
+    Later decode steps attend over ``context_tokens``: the first reads
+    ``kv_read_per_step_bytes``, the next ``output_tokens`` together read
+    ``kv_read_over_output_bytes``.
+    """
+
+    name: str
+    context_tokens: int
+    reusable_tokens: int
+    prefill_tokens: int
+    summary_tokens: int
+    summary_kv_read_bytes: float
+    kv_bytes: float
+    kv_read_per_step_bytes: float
+    kv_read_over_output_bytes: float
+
+
+def context_organisation(model: Model = QWEN3_8B, *,
+                         history_tokens: int = ch08.CONTEXT_HISTORY_TOKENS,
+                         appended_tokens: int = ch08.CONTEXT_TOOL_RESULT_TOKENS,
+                         summary_tokens: int = ch08.CONTEXT_SUMMARY_TOKENS,
+                         rewrite_at_tokens: int = 0,
+                         output_tokens: int = ch08.OUTPUT_TOKENS,
+                         block_tokens: int = ch08.BLOCK_TOKENS,
+                         bytes_per_value: float = 2) -> tuple[ContextOption, ...]:
+    """Three ways to continue a cached ``history_tokens`` context with ``appended_tokens`` new
+    ones (a tool result), each replayed through a ``PrefixCache`` (8.3.3):
+
+    - ``append``: history + new tokens; the whole history is a cached prefix;
+    - ``rewrite``: the instructions are edited from position ``rewrite_at_tokens`` on (0: the
+      very first token), so only the blocks before that position match, although every later
+      token is the same text;
+    - ``summarise``: the model first writes a ``summary_tokens`` summary of the history (decode
+      steps over the cached history), then the context becomes summary + new tokens, none of
+      it cached.
+
+    Token ids are synthetic (distinct integers): only where two sequences differ matters.
+    """
+    m = val.instance("model", model, Model)
+    history = val.count("history_tokens", history_tokens)
+    appended = val.tokens("appended_tokens", appended_tokens)
+    summary = val.count("summary_tokens", summary_tokens)
+    rewrite_at = val.tokens("rewrite_at_tokens", rewrite_at_tokens)
+    if rewrite_at >= history:
+        raise ValueError(f"rewrite_at_tokens: {rewrite_at} is not inside the "
+                         f"{history}-token history (0 to {history - 1})")
+    g = val.tokens("output_tokens", output_tokens)
+    p = val.count("block_tokens", block_tokens)
+    kw = dict(bytes_per_value=bytes_per_value)
+    old = list(range(history))
+    new_ids = list(range(history, history + appended))
+    fresh = history + appended                     # ids no cached sequence contains
+    edited = old[:rewrite_at] + [fresh] + old[rewrite_at + 1:]
+    summary_ids = list(range(fresh + 1, fresh + 1 + summary))
+    contexts = {"append": old + new_ids, "rewrite": edited + new_ids,
+                "summarise": summary_ids + new_ids}
+    options = []
+    for name in CONTEXT_OPTIONS:
+        tokens = contexts[name]
+        mgr = BlockManager(2 * kv_blocks_needed(max(len(old), len(tokens)), p) + 1, p)
+        cache = PrefixCache(mgr)
+        cache.admit("previous round", old)
+        cache.finish("previous round", old)
+        hit = cache.admit("this round", tokens)
+        writes = summary if name == "summarise" else 0
+        L = len(tokens)
+        options.append(ContextOption(
+            name=name, context_tokens=L, reusable_tokens=hit, prefill_tokens=L - hit,
+            summary_tokens=writes,
+            summary_kv_read_bytes=decode_kv_read_bytes(m, history, writes, **kw),
+            kv_bytes=kv_bytes(m, L, block_tokens=p, **kw),
+            kv_read_per_step_bytes=kv_bytes_at_context(m, L, **kw),
+            kv_read_over_output_bytes=decode_kv_read_bytes(m, L, g, **kw)))
+    return tuple(options)
 
 
 # --- 17 §5: the allocator demo, contiguous reservations vs paged blocks ----------------------

@@ -65,11 +65,11 @@ print(f"{'weight reuse at batch 1':34} {calc.weight_reuse_intensity(1):.0f} FLOP
 # %% [markdown]
 # ## The instance: 32 GiB of the card
 #
-# The chapter does not give the model the whole card. Its instance gets 32 GiB: the weights
-# take about 15.3 GiB, 12 GiB is set aside for the KV cache (the keys and values every
-# request keeps for its context), and what is left, about 4.7 GiB, goes to activations,
-# the buffers that CUDA-graph replay keeps, and other workspace. Section 8.1.2 writes this as
-# $M_w + M_{KV} + M_a + M_u \le C$.
+# The chapter does not give the model the whole card. Its instance gets 32 GiB, and three
+# claims share it: the resident weights, a 12 GiB pool for the KV cache (the keys and values
+# every request keeps for its context), and whatever remains for activations, the buffers
+# that CUDA-graph replay keeps, and other workspace. Section 8.1.2 writes the rule as
+# $M_w + M_{KV} + M_a + M_u \le C$; the cell below splits the instance that way.
 
 # %%
 instance = calc.memory_budget(bt.INSTANCE_MEM_BYTES, model.weight_bytes, bt.KV_BUDGET_BYTES)
@@ -100,17 +100,23 @@ print(f"{'completion deadline (s)':22} {serving.DEADLINE_S:>20g} {serving.DEADLI
 # %% [markdown]
 # How tight is that deadline? A short request measured alone on this card (Experiment 8-1)
 # waits 0.1 s in the queue (an assumption of the chapter), needs 0.096 s to read its prompt
-# and return the first token, then returns the other 255 tokens one every 26.5 ms:
+# and return the first token, then returns each of the remaining tokens 26.5 ms after the
+# previous one:
 
 # %%
 alone_s = calc.lifecycle_request_time_s(bt.QUEUE_S, bt.PREFILL_S, bt.CLIENT_ITL_S, short_g)
 print(f"short request alone: {alone_s:.2f} s, margin to the deadline "
       f"{serving.DEADLINE_S - alone_s:.2f} s")
 
+# %% tags=["remove-input"]
+from companion.display import md
+
+margin_s = serving.DEADLINE_S - alone_s
+md(f"""That leaves about {margin_s / units.ms:.0f} ms of slack, less than one other request's
+{bt.PREFILL_S / units.ms:.0f} ms prefill: a single foreign prefill slipped in between two of its
+tokens already breaks the deadline (notebook 8.1 shows it).""")
+
 # %% [markdown]
-# Fifty milliseconds of slack: one other request's prefill slipped in between two of its
-# tokens already breaks the deadline (notebook 8.1 shows it).
-#
 # ## The question the chapter builds toward
 #
 # Sixteen long requests arrive at the same moment. Which configuration of the instance
@@ -141,15 +147,16 @@ print(f"long requests that fit: {independent} with independent contexts, {shared
 #
 # | notebook | section | what you compute and explore |
 # |---|---|---|
-# | [8.1 Request lifecycle](08_1_request_lifecycle.ipynb) | 8.1 | the 6.95 s timeline of one request (Figure 8-2), TTFT and output intervals, the memory budget, KV per token and how many requests fit |
+# | [8.1 Request lifecycle](08_1_request_lifecycle.ipynb) | 8.1 | the timeline of one request against the deadline (Figure 8-2), TTFT and output intervals, the memory budget, KV per token and how many requests fit |
 # | [8.2 Batching and scheduling](08_2_batching_and_scheduling.ipynb) | 8.2 | weight reuse, bytes read per output token vs batch (Figures 8-3, 8-4), the decode roofline, LoRA, fixed vs continuous vs chunked batching on a simulator, pair counts (Figure 8-8), token budget and graph padding |
-# | [8.3 KV cache management](08_3_kv_cache.ipynb) | 8.3 | paged blocks and block tables, branch sharing and copy-on-write, prefix reuse, eviction vs recomputation |
+# | [8.3 KV cache management](08_3_kv_cache.ipynb) | 8.3 | paged blocks and block tables, branch sharing and copy-on-write, prefix reuse, how to organise an agent's context, DeepSeek V4.1's state tiers, eviction vs recomputation |
 # | [8.4 Compression and offloading](08_4_compression_and_offloading.ipynb) | 8.4 | quantized weights and KV, byte layouts of q8_0/q4_0, weight offloading and prefetch |
 # | [8.5 Speculative decoding](08_5_speculative_decoding.ipynb) | 8.5 | draft and verify, expected tokens per round, draft cost crossovers |
 # | [8.6 Load and configuration](08_6_load_and_configuration.ipynb) | 8.6 | queueing and admission, goodput, the comparison of schemes A-E, Amdahl over a task |
 #
 # Every number the chapter prints is re-derived in the [ledger](../ledger.ipynb), with notes
-# where the chapter rounds oddly or slips.
+# where the chapter rounds oddly or slips. The symbols in the formulas keep one meaning
+# throughout; the [notation page](../notation.ipynb) lists them.
 #
 # **Exercises** (open them in order; each checks your answers without revealing them):
 # [8-1](../../exercises/ex8_1.ipynb) read volume vs batch,

@@ -84,7 +84,7 @@ plots.request_timeline_figure([alone, busy], deadline_s=serving.DEADLINE_S).show
 #
 # $$\mathrm{TTFT} = t_1 - t_a, \qquad \mathrm{ITL}_j = t_{j+1} - t_j \ (j = 1, \dots, G-1),$$
 #
-# $$T_\text{request} = \mathrm{TTFT} + \sum_{j=1}^{G-1} \mathrm{ITL}_j = t_G - t_a.$$
+# $$T = \mathrm{TTFT} + \sum_{j=1}^{G-1} \mathrm{ITL}_j = t_G - t_a.$$
 #
 # TTFT is *not* one of the intervals: $G$ tokens have $G - 1$ intervals. The companion computes
 # all three from the emission times above.
@@ -139,7 +139,7 @@ plots.memory_budget_figure([("32 GiB instance", instance)]).show()
 #
 # Every token of context keeps a key and a value vector for every KV head of every layer:
 #
-# $$k = 2 \times n_\text{layers} \times n_\text{KV heads} \times d_\text{head} \times
+# $$k = 2 \times n_\text{layers} \times n_\text{kv} \times d_\text{head} \times
 # s_\text{value} = 2 \times 36 \times 8 \times 128 \times 2\ \text{B}.$$
 
 # %%
@@ -154,10 +154,11 @@ print(f"sixteen long prompts: {16 * calc.kv_bytes(model, long_p) / units.GiB:.0f
 # %% [markdown]
 # ### Reserve for the end of generation, in whole blocks
 #
-# KV keeps growing during decode. The first output token comes out of prefill; the next 255
-# each need the previous output fed back, so the request finally holds prompt + 255 tokens
-# (the last output is returned, never fed back). The allocator hands out 16-token blocks, so
-# that count rounds up to a multiple of 16. Admitting a request only when its *final*
+# KV keeps growing during decode. The first output token comes out of prefill; every later
+# one is produced by feeding the previous output back in, which writes that output's KV. The
+# very last output is returned but never fed back, so a finished request holds its prompt plus
+# $G - 1$ outputs. The allocator hands out 16-token blocks, so that count rounds up to a
+# multiple of 16. Admitting a request only when its *final*
 # reservation fits means it can never run out of memory halfway through its answer.
 
 # %%
@@ -236,17 +237,92 @@ _ = timeline.reset()
 # %% [markdown]
 # ## Try this
 #
-# - In the timeline explorer, how short must the queue be for the request to survive one
-#   inserted prefill? What if the output interval were the engine's 26.26 ms instead of the
-#   client's 26.5 ms?
-# - Double the output to 512 tokens. Which part of the timeline dominates now, and what
-#   interval would the 7 s deadline require?
-# - In the memory explorer, set the prompt to 8192 tokens. How many long requests fit? Switch
-#   the KV format to FP8: what doubles, and what does not?
-# - Set the block size to 256 tokens. For the short request, how much of the reservation is
-#   now padding? (Compare 8.3.1's waste formula.)
-# - Pick the Chapter 17 70B shape. Does the instance even hold its weights?
+# 1. **Predict, then move.** Put one other request's prefill into the timeline explorer. Guess
+#    how much shorter the queue has to be for the answer to make the deadline again, then drag
+#    the queue slider down until it does. Does the engine's 26.26 ms interval, in place of the
+#    client's 26.5 ms, rescue it without touching the queue?
+# 2. Ask for 512 output tokens instead of 256. Which phase of the timeline now dominates, and
+#    what output interval would still finish inside the 7 s deadline?
+# 3. **Predict, then move.** In the memory explorer, set the prompt to 8192 tokens and note how
+#    many requests fit. Before switching the KV format to FP8, write down which readouts you
+#    expect to double and which to stay put; then switch and check.
+# 4. Use 256-token blocks. How many of the short request's reserved slots are padding? Then
+#    let it generate 300 tokens instead of 256 and compare with 16-token blocks (8.3.1 bounds
+#    the padding by one block).
+# 5. Pick the 70B shape of Chapter 17. Does the 32 GiB instance even hold its weights?
+
+# %% tags=["remove-input"]
+from companion.display import answer, md
+
+ms = units.ms
+one = timeline.at(inserted_prefills=1)
+queue_needed_ms = (bt.QUEUE_S + one.numbers["margin_s"]) / ms
+engine = timeline.at(inserted_prefills=1, interval_ms=bt.ROUND_B1_S / ms)
+answer(f"""With one prefill inserted the request ends at {one.numbers['request_time_s']:.3f} s,
+{-one.numbers['margin_s'] * 1000:.0f} ms past the deadline. Every millisecond taken off the
+queue moves the whole timeline left by a millisecond, so the queue has to drop from
+{bt.QUEUE_S / ms:.0f} ms to about {queue_needed_ms:.0f} ms. The engine's shorter interval saves
+{(bt.CLIENT_ITL_S - bt.ROUND_B1_S) / ms:.2f} ms on each of the {short_g - 1} intervals, which
+brings the request to {engine.numbers['request_time_s']:.3f} s: it
+{'meets' if engine.numbers['meets_deadline'] else 'still misses'} the deadline
+(margin {engine.numbers['margin_s'] * 1000:+.0f} ms).""", title="Worked answer 1")
+
+# %% tags=["remove-input"]
+long_answer = timeline.at(output_tokens=2 * short_g)
+decode_s = long_answer.numbers["request_time_s"] - long_answer.numbers["ttft_s"]
+needed_interval = (serving.DEADLINE_S - long_answer.numbers["ttft_s"]) / (2 * short_g - 1)
+answer(f"""With {2 * short_g} tokens the request takes {long_answer.numbers['request_time_s']:.2f} s:
+{decode_s:.2f} s of it are the {2 * short_g - 1} output intervals and only
+{long_answer.numbers['ttft_s']:.3f} s come before the first token, so decode is almost the whole
+story. To finish within {serving.DEADLINE_S:g} s, each interval may last at most
+(deadline - TTFT) / (G - 1) = {needed_interval / ms:.1f} ms, about half of today's
+{bt.CLIENT_ITL_S / ms:g} ms.""", title="Worked answer 2")
+
+# %% tags=["remove-input"]
+bf16 = memory.at(prompt_tokens=long_p).numbers
+fp8 = memory.at(prompt_tokens=long_p, kv_precision=1.0).numbers
+answer(f"""At {long_p:,} prompt tokens each request reserves {bf16['reserved_MiB']:,.0f} MiB, and
+{bf16['requests_that_fit']} of them fit in the pool. FP8 stores each key and value in one byte
+instead of two: the KV per token falls from {bf16['kv_per_token_KiB']:.0f} to
+{fp8['kv_per_token_KiB']:.0f} KiB, every request reserves {fp8['reserved_MiB']:,.0f} MiB, and the
+count becomes {fp8['requests_that_fit']}, twice as many up to rounding. What does not move: the
+tokens held ({fp8['held_tokens']:,}), the slots reserved in blocks ({fp8['allocated_tokens']:,}),
+the weights ({fp8['weights_GiB']:.1f} GiB) and the slack left for activations.""",
+       title="Worked answer 3")
+
+# %% tags=["remove-input"]
+def padding(**params):
+    n = memory.at(**params).numbers
+    return n["allocated_tokens"] - n["held_tokens"], n
+
+
+pad_256, big = padding(block_tokens=256)
+pad_300_256, big_300 = padding(block_tokens=256, output_tokens=300)
+pad_300_16, small_300 = padding(output_tokens=300)
+answer(f"""Only {pad_256} slot: the short request holds {big['held_tokens']:,} tokens at the end,
+one short of a multiple of 256 ({big['allocated_tokens']:,}), so large blocks happen to cost
+nothing here. With 300 outputs it holds {big_300['held_tokens']:,} tokens: 256-token blocks
+reserve {big_300['allocated_tokens']:,} slots, {pad_300_256} of them padding
+({pad_300_256 / big_300['allocated_tokens']:.0%}), while 16-token blocks pad only
+{pad_300_16}. Both stay below one block, as 8.3.1's bound says; the pool admits
+{big_300['requests_that_fit']} such requests with 256-token blocks and
+{small_300['requests_that_fit']} with 16-token ones.""", title="Worked answer 4")
+
+# %% tags=["remove-input"]
+seventy = memory.at(model=specs.LLAMA_70B.name).numbers
+answer(f"""No. The 70B shape's BF16 weights alone take {seventy['weights_GiB']:.0f} GiB, so with
+the {bt.KV_BUDGET_BYTES / units.GiB:.0f} GiB KV pool the instance is short by
+{-seventy['left_for_activations_GiB']:.0f} GiB before a single activation. Its KV is also
+{seventy['kv_per_token_KiB']:.0f} KiB per token, so the same pool would hold only
+{seventy['requests_that_fit']} short requests anyway. Such a model needs several cards, which
+Chapter 17 §7 takes up.""", title="Worked answer 5")
+
+# %% [markdown]
+# **Exercises.** 8.1 has no exercise of its own; its numbers feed the exercises below.
+# Next: [8.2 Batching and scheduling](08_2_batching_and_scheduling.ipynb).
 #
-# **Exercises.** 8.1 has no exercise of its own; its numbers feed
-# [Exercise 8-1](../../exercises/ex8_1.ipynb) (read volume vs batch, and how many requests
-# the KV pool admits). Next: [8.2 Batching and scheduling](08_2_batching_and_scheduling.ipynb).
+# > **What you can now compute**
+# > - the KV bytes per token of a model from its layers, KV heads and head size, and a request's reservation in whole blocks ([Exercise 8-1](../../exercises/ex8_1.ipynb))
+# > - how many requests a KV pool admits when each reserves its KV for the whole answer ([Exercise 8-3](../../exercises/ex8_3.ipynb))
+# > - a request's TTFT, output intervals and end-to-end time from its phases, and what an inserted prefill does to them ([Exercise 8-2](../../exercises/ex8_2.ipynb))
+# > - whether weights, KV pool and workspace fit an instance's memory ([Exercise 8-9](../../exercises/ex8_9.ipynb))

@@ -39,9 +39,9 @@ long_p, _ = bt.CHAPTER_REQUEST_TYPES["Long context"]
 # %% [markdown]
 # ## 8.2.1 One read of the weights, many rows of work
 #
-# In a matrix product $Y = XW$ every element of $W$ is multiplied with every row of $X$. During
+# In a matrix product $Y = X\mathbf{W}$ every element of the weight matrix $\mathbf{W}$ is multiplied with every row of $X$. During
 # decode each running request contributes one row (its newest token), so $b$ requests make a
-# $b$-row $X$. If $W$ is read once per round, the work done per byte of weights grows with $b$:
+# $b$-row $X$. If $\mathbf{W}$ is read once per round, the work done per byte of weights grows with $b$:
 #
 # $$I_\text{weight} \approx \frac{2b}{s_w}\ \text{FLOP per byte}$$
 #
@@ -60,9 +60,9 @@ print(f"ridge point of the {hw.name}: {calc.ridge_point(hw):.0f} FLOP per byte")
 # ### Sharing the base model across fine-tunes: LoRA
 #
 # Batching needs every row to use the same weights. LoRA keeps the base weights fixed and adds
-# to a projection $W$ a low-rank correction $BA$ ($A$ is $r \times d_\text{in}$, $B$ is
-# $d_\text{out} \times r$), so many tasks can share one base model, each with a small adapter of
-# $r(d_\text{in} + d_\text{out})$ values per adapted projection per layer. The base matrices
+# to a projection $\mathbf{W}$ a low-rank correction $BA$ ($A$ is $R \times d_\text{in}$, $B$ is
+# $d_\text{out} \times R$, for a rank $R$), so many tasks can share one base model, each with a small adapter of
+# $R(d_\text{in} + d_\text{out})$ values per adapted projection per layer. The base matrices
 # stay shared across the whole batch; the adapter products are grouped by adapter, and
 # requests spread over many adapters leave few rows per group.
 
@@ -117,13 +117,13 @@ print(f"64 short requests after one decode step: {resident / units.GB:.1f} GB re
 # %% [markdown]
 # ### From bytes to time: the decode roofline
 #
-# Let $F$ be the FLOPs of one request's decode step, $P$ the peak FLOP/s and $\beta$ the
+# Let $F$ be the FLOPs of one request's decode step, $\pi$ the peak FLOP/s and $\beta$ the
 # bandwidth. A round cannot be faster than its compute or its reads:
 #
-# $$T_\text{step} \approx \max\left(\frac{bF}{P},\ \frac{D_w + bLk}{\beta}\right).$$
+# $$T_r \approx \max\left(\frac{bF}{\pi},\ \frac{D_w + bLk}{\beta}\right).$$
 #
-# Each added request adds $F/P$ of compute time and $Lk/\beta$ of read time. Only if the first
-# is larger does compute ever catch up with the reads, at $b = (D_w/\beta)/(F/P - Lk/\beta)$.
+# Each added request adds $F/\pi$ of compute time and $Lk/\beta$ of read time. Only if the first
+# is larger does compute ever catch up with the reads, at $b = (D_w/\beta)/(F/\pi - Lk/\beta)$.
 # For Qwen3-8B on this card that needs a context shorter than a few hundred tokens:
 
 # %%
@@ -157,8 +157,8 @@ plots.decode_step_figure(
 # small round is a nearly fixed overhead (kernels submitted one by one, host work; 8.6.3
 # measures it), which a larger batch spreads over more tokens. The batch sweep's quoted
 # endpoints (measurements, Qwen3-8B, 2K in, 256 out) are consistent with a simple timeline:
-# if $b$ requests each take $\mathrm{TTFT} + 255\,\mathrm{ITL}$, they deliver about
-# $256\,b / (\mathrm{TTFT} + 255\,\mathrm{ITL})$ tokens per second.
+# if $b$ requests each take $\mathrm{TTFT} + (G-1)\,\mathrm{ITL}$ for $G$ outputs, they deliver
+# about $G\,b / (\mathrm{TTFT} + (G-1)\,\mathrm{ITL})$ tokens per second.
 
 # %%
 print(f"{'batch':>5} {'measured tok/s':>15} {'TTFT':>8} {'ITL':>8} {'b G / T_request':>16}")
@@ -178,9 +178,9 @@ print(f"batch 64 vs 1: throughput x{measured[1]['tokens_per_s'] / measured[0]['t
 # ### Weights from a separate fast memory (Figure 8-4)
 #
 # Suppose the weights were served from an independent read-only memory fast enough to keep up,
-# so HBM only has to deliver the KV: the HBM read per output token drops from $W/B + K$ to $K$.
+# so HBM only has to deliver the KV: the HBM read per output token drops from $D_w/b + Lk$ to $Lk$.
 # The gap between the two curves is exactly the weight read that batching used to amortize,
-# and it shrinks as $1/B$: the bigger the batch, the less there is left to win.
+# and it shrinks as $1/b$: the bigger the batch, the less there is left to win.
 
 # %%
 reads_hbm = calc.read_bytes_curve(d_w, batches, long_p, k)
@@ -296,7 +296,7 @@ for key, value in schedule.update().numbers.items():
 # A chunk of $c$ new tokens on $h$ cached ones: the $i$-th new token attends to $h + i$ keys,
 # so the chunk has
 #
-# $$N_\text{pair} = \sum_{i=1}^{c} (h + i) = ch + \frac{c(c+1)}{2}$$
+# $$\text{pairs}(c, h) = \sum_{i=1}^{c} (h + i) = ch + \frac{c(c+1)}{2}$$
 #
 # causal query-key pairs. Figure 8-8 draws them as area: a rectangle for the old context
 # (it widens as $h$ grows) and a triangle inside the chunk (fixed for a fixed $c$). The two
@@ -332,8 +332,8 @@ plots.chunk_cost_figure(pairs, rounds,
 # the measured CUDA-event medians; its growth from chunk to chunk comes from the pairs alone.)
 #
 # Smaller chunks are not free either: every chunk runs the whole model, so every chunk reads
-# all the weights again. Splitting a 256-token block into two 128-token chunks reads each
-# layer's FFN twice:
+# all the weights again. Take 256 prompt tokens: run as one chunk, each layer's FFN weights are
+# read once; run as two halves of 128, they are read twice:
 
 # %%
 ffn = calc.ffn_weight_bytes_per_layer(model)
@@ -451,24 +451,109 @@ print(ledger.table("8.2"))
 # %% [markdown]
 # ## Try this
 #
-# - In the batch explorer, switch to an 8K context. Where is $b_\text{KV}$ now, and how many
-#   8K requests does the 12 GiB pool admit? Is it the memory or the read volume that stops the
-#   batch first?
-# - Put the weights in ROM. Does the batch still reduce the HBM bytes per output token? Then
-#   shorten the context below a few hundred tokens: which roofline term wins?
-# - Try the H100 SXM and the 70B shape. How does the ridge point move, and does decode ever
-#   become compute-bound?
-# - In the schedule explorer, shrink the chunk to 512 tokens. What happens to r0's longest
-#   interval and to the total time? Now raise the budget to 16384 with 8192-token chunks: which
-#   policy does chunked prefill turn into?
-# - Allow three or four requests to run. Does fixed batching still lose to continuous?
-# - With graphs for every power of two, find a permitted interval where a slightly longer
-#   target adds no token at all, then one where it doubles the rows.
-# - In the sweep explorer, space the arrivals 400 ms apart. Does the budget still matter?
-#
-# **Exercises.** [Exercise 8-1](../../exercises/ex8_1.ipynb): read volume per output token for
-# 2K and 8K at batches 1 to 64, $b_\text{KV}$, and whether capacity stops the batch first.
-# [Exercise 8-2](../../exercises/ex8_2.ipynb): the four requests by hand, the pair counts,
-# and choosing a token budget from a replay (there, generated by the simulator).
+# 1. **Predict, then move.** In the batch explorer, switch the context to 8K. Will
+#    $b_\text{KV}$ move up or down, and by roughly what factor? Move the slider and compare, then
+#    check how many 8K requests the 12 GiB pool admits: does memory or the read volume stop the
+#    batch first?
+# 2. Serve the weights from ROM. Does a bigger batch still cut the HBM bytes per output token?
+#    Then shorten the context to 128 tokens and push the batch to 256: which roofline term wins?
+# 3. Try the H100 SXM with the 70B shape. Where does the ridge point move, and does decode ever
+#    become compute-bound at a 2K context?
+# 4. **Predict, then move.** In the schedule explorer, shrink the chunk to 512 tokens. Predict
+#    what happens to r0's longest interval and to the total time before you move it. Then raise
+#    the budget to 16384 with 8192-token chunks: which policy has chunked prefill turned into?
+# 5. Let up to four requests run at once. Does fixed batching still lose to continuous?
+# 6. With graphs captured for every power of two, find a permitted interval where a slightly
+#    longer target adds no row at all, and one where a small step doubles the rows executed.
+# 7. **Predict, then move.** In the sweep explorer, space the arrivals 400 ms apart. Will the
+#    budget still matter? Write down your guess, then move the arrival slider.
+
+# %% tags=["remove-input"]
+from companion.display import answer, md
+
+two_k = decode.at().numbers
+eight_k = decode.at(context_tokens=long_p).numbers
+answer(f"""$b_\\text{{KV}} = \\lceil D_w/(Lk)\\rceil$ falls as the context grows: from
+{two_k['b_KV']} at 2K to {eight_k['b_KV']} at 8K, about a quarter, because four times the context
+means four times the KV per request. The pool admits {eight_k['requests_fit_12GiB']} requests of
+{long_p:,} + 256 tokens, so at 8K memory stops the batch
+{'before' if eight_k['requests_fit_12GiB'] < eight_k['b_KV'] else 'after'} the KV reads reach
+the weight read.""", title="Worked answer 1")
+
+# %% tags=["remove-input"]
+rom = [decode.at(weights_in_hbm=False, batch=b).numbers["read_per_token_GiB"] for b in (1, 64)]
+tiny = decode.at(context_tokens=128, batch=256).numbers
+answer(f"""No: with the weights in ROM, HBM delivers only each request's own KV, so the bytes
+per output token stay at {rom[0]:.4f} GiB at batch 1 and {rom[1]:.4f} GiB at batch 64. The batch
+still matters for how busy the matrix units are. At a 128-token context each request adds
+more compute time than read time (that holds below about
+{tiny['compute_bound_below_context']:.0f} tokens), so compute does catch up, but only at
+$b \\approx$ {tiny['compute_catchup_batch']:,.0f}: at batch 256 the roofline round is still
+{tiny['bound']}-bound ({tiny['bound_step_ms']:.2f} ms).""", title="Worked answer 2")
+
+# %% tags=["remove-input"]
+h100 = decode.at(model=specs.LLAMA_70B.name, hardware=specs.H100_SXM.name).numbers
+catch = h100["compute_catchup_batch"]
+answer(f"""The H100 SXM's ridge point is {calc.ridge_point(specs.H100_SXM):.0f} FLOP per byte
+against {calc.ridge_point(hw):.0f} for the RTX PRO 6000. For the 70B shape at 2K, compute per
+request overtakes its KV read only below {h100['compute_bound_below_context']:.0f} tokens of
+context, so at 2K compute catches up with the reads at
+{'no batch at all' if catch == float('inf') else f'b = {catch:,.0f}'}; the round at batch 16
+is {h100['bound']}-bound.""", title="Worked answer 3")
+
+# %% tags=["remove-input"]
+default = schedule.at().numbers
+small = schedule.at(chunk_tokens=512).numbers
+whole = schedule.at(chunk_tokens=8192, token_budget=16384).numbers
+answer(f"""With 512-token chunks r0's longest interval drops from
+{default['longest_interval_ms']:.0f} ms to {small['longest_interval_ms']:.0f} ms, while the total
+grows from {default['total_ms']:.0f} ms to {small['total_ms']:.0f} ms: more rounds, each paying
+the fixed cost again. With 8192-token chunks and a 16384 budget the whole 8K prompt fits one
+round, so chunked prefill behaves like plain continuous batching: total
+{whole['total_ms']:.0f} ms and longest interval {whole['longest_interval_ms']:.0f} ms, against
+{whole['continuous_total_ms']:.0f} ms and {whole['continuous_longest_interval_ms']:.0f} ms for
+continuous.""", title="Worked answer 4")
+
+# %% tags=["remove-input"]
+four = schedule.at(max_running=4).numbers
+answer(f"""Yes, on total time: with four slots fixed batching takes
+{four['static_total_ms']:.0f} ms against {four['continuous_total_ms']:.0f} ms for continuous
+(with two slots: {default['static_total_ms']:.0f} and {default['continuous_total_ms']:.0f} ms).
+The price of continuous batching grows instead: more running requests share the round that
+carries r2's whole prefill, and the longest output interval becomes
+{four['continuous_longest_interval_ms']:.0f} ms (two slots:
+{default['continuous_longest_interval_ms']:.0f} ms), while fixed batching keeps every interval
+at {four['static_longest_interval_ms']:.0f} ms.""", title="Worked answer 5")
+
+# %% tags=["remove-input"]
+grid = range(27, 301)
+executed = {t: budget.at(graphs="pow2", itl_target_ms=float(t)).numbers["rows_executed"]
+            for t in grid}
+flat = next(t for t in grid if t + 1 in executed and executed[t + 1] == executed[t])
+jump = next(t for t in grid if t + 1 in executed and executed[t + 1] >= 2 * executed[t])
+answer(f"""Scanning the permitted interval in 1 ms steps: from {flat} to {flat + 1} ms the GPU runs
+the same {executed[flat]:,} rows (the extra millisecond buys tokens only up to the same captured
+graph), while from {jump} to {jump + 1} ms the executed rows jump from {executed[jump]:,} to
+{executed[jump + 1]:,}, because the row count just crossed a power of two.""",
+       title="Worked answer 6")
+
+# %% tags=["remove-input"]
+spaced = budget_sweep.at(interarrival_ms=400.0).numbers
+close = budget_sweep.at().numbers
+answer(f"""Far less. With arrivals every 80 ms the largest budget that keeps the longest interval
+under 50 ms is {close['largest_budget_within_target']:,} tokens and the least queueing needs
+{close['budget_with_least_queueing']:,}; 400 ms apart, a prompt is usually finished before the
+next arrives, so the sweep gives {spaced['largest_budget_within_target']:,} and
+{spaced['budget_with_least_queueing']:,}, and later arrivals hardly queue at any budget. The
+budget trades intervals against queueing only while prompts overlap.""",
+       title="Worked answer 7")
+
+# %% [markdown]
 # Previous: [8.1 Request lifecycle](08_1_request_lifecycle.ipynb).
 # Next: [8.3 KV cache management](08_3_kv_cache.ipynb).
+#
+# > **What you can now compute**
+# > - the bytes a decode round reads per output token, $D_w/b + Lk$, and the batch $b_\text{KV}$ where KV reads reach the weight read ([Exercise 8-1](../../exercises/ex8_1.ipynb))
+# > - whether the KV pool or the read volume stops a batch first ([Exercise 8-1](../../exercises/ex8_1.ipynb))
+# > - a mixed round's time from the fitted fixed, per-token and per-pair costs, and the causal pairs of a prefill chunk ([Exercise 8-2](../../exercises/ex8_2.ipynb))
+# > - the largest token budget (and chunk) that keeps the output interval under a target ([Exercise 8-2](../../exercises/ex8_2.ipynb))

@@ -24,8 +24,8 @@
 # Four mechanisms answer it, one per subsection: **paging** (8.3.1), **reference-counted
 # sharing with copy-on-write** (8.3.2), **prefix reuse across requests** (8.3.3) and a
 # **cache policy** that weighs keeping state against recomputing it (8.3.4). The running
-# example is the chapter's: Qwen3-8B (144 KiB of KV per token) on an RTX PRO 6000, 12 GiB for
-# KV, long requests of 8192 input and 256 output tokens whose first 6144 tokens are the same
+# example is the chapter's: Qwen3-8B (its KV per token is worked out in 8.1.2) on an RTX PRO
+# 6000, 12 GiB for KV, long requests of 8192 input and 256 output tokens whose first 6144 tokens are the same
 # system prompt ([overview](08_0_overview.ipynb)).
 #
 # The drawings below are made by the companion's paged-KV simulator,
@@ -34,6 +34,8 @@
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
+from companion.chapters import ch08
+from companion.display import answer, md
 from companion.formulas import kv_management as km
 from companion.sim import kv_scenarios as kvp
 from companion.sim.kv_scenarios import fill_kv_pool, prefix_tree
@@ -110,10 +112,11 @@ for title, mgr in cases:
     plots.block_pool_figure(snap, title=title, columns=4 if mgr.block_tokens > 8 else 8,
                             height=340).show()
 
-# %% [markdown]
-# Paging takes the unused space from 22 slots to 10 (the tails 3, 3, 3, 1, each under $p$);
-# sharing then removes a *different* waste, the second copy of identical context. Both counts
-# come out of the simulator's allocation and agree with the closed forms:
+# %% tags=["remove-input"]
+md(f"""Paging takes the unused space from {alloc.reserved_unused_tokens} slots to
+{alloc.unused_tokens} (tails of {', '.join(map(str, alloc.tail_waste_per_sequence))}, each under
+$p$); sharing then removes a *different* waste, the second copy of identical context. Both
+counts come out of the simulator's allocation and agree with the closed forms:""")
 
 # %%
 print(ledger.table("8.3.1"))
@@ -166,12 +169,20 @@ plots.block_pool_steps_figure(steps, title="Copy-on-write of a shared tail block
                               slot_level=True, columns=7).show()
 
 # %% [markdown]
-# **Counting branches.** With $n$ branches that share a prefix of $s$ blocks and own $q$
-# private blocks each, the tables hold $n(s + q)$ references but only $s + nq$ blocks exist.
-# The chapter's four-branch experiment (95 shared and 9 private blocks per branch):
-#
-# $$4\,(95 + 9) = 416 \text{ references}, \qquad 95 + 4 \times 9 = 131 \text{ physical blocks}.$$
-#
+# **Counting branches.** With $n_\text{br}$ branches that share a prefix of $B_s$ blocks and
+# own $B_p$ private blocks each, the tables hold $n_\text{br}(B_s + B_p)$ references but only
+# $B_s + n_\text{br} B_p$ blocks exist.
+# The chapter's four-branch experiment has 95 shared and 9 private blocks per branch:
+
+# %% tags=["remove-input"]
+share = calc.branch_block_sharing(km.BRANCH_EXPERIMENT_BRANCHES, km.BRANCH_EXPERIMENT_SHARED_BLOCKS,
+                                  km.BRANCH_EXPERIMENT_PRIVATE_BLOCKS)
+n_br, b_s, b_p = (km.BRANCH_EXPERIMENT_BRANCHES, km.BRANCH_EXPERIMENT_SHARED_BLOCKS,
+                  km.BRANCH_EXPERIMENT_PRIVATE_BLOCKS)
+md(f"""$${n_br}\\,({b_s} + {b_p}) = {share.references} \\text{{ references}}, \\qquad
+{b_s} + {n_br} \\times {b_p} = {share.physical_blocks} \\text{{ physical blocks}}.$$""")
+
+# %% [markdown]
 # Below, the simulator replays it: the prefix is prefilled once, forked into four branches,
 # and then the branches take turns writing their private blocks (three each per step), so
 # their blocks interleave in the pool. Only the private part grows with the number of
@@ -197,7 +208,7 @@ print(ledger.table(ids=["8.3.2/cow-copied-tokens", "8.3.2/branch-references",
 #
 # The top half is the simulator's pool at the end (each branch's private blocks written in one
 # go, so they lie together); the bottom half sweeps the number of branches: independent
-# storage grows by $s + q$ per branch, shared storage by $q$.
+# storage grows by $B_s + B_p$ per branch, shared storage by $B_p$.
 
 # %% tags=["nbval-ignore-output"]
 branching = widgets.BranchSharingPanel()
@@ -212,12 +223,24 @@ print(f"{numbers['references']} references, {numbers['physical_blocks']} physica
 # %% [markdown]
 # ### The shared prefix as capacity
 #
-# Apply the same idea to the 16 long requests. The 6144-token prefix is stored once
-# (864 MiB). Each request privately holds the rest of its prompt plus its outputs fed back,
-# $8192 - 6144 + 255 = 2303$ tokens, which 16-token blocks round to 2304 (324 MiB). Once
-# every request has finished generating:
+# Apply the same idea to the 16 long requests. The 6144-token prefix is stored once; each
+# request privately holds the rest of its prompt and every output that was fed back. With
+# $n$ prompt tokens, $G$ outputs and a shared prefix of $n_s$ tokens, a finished batch of $b$
+# requests holds
 #
-# $$M_{KV}(b) = 864 + 324\,b \ \text{MiB} \quad\text{instead of}\quad 1188\,b \ \text{MiB}.$$
+# $$M_{KV}(b) = n_s k + b\,(n - n_s + G - 1)\,k \quad\text{instead of}\quad b\,(n + G - 1)\,k,$$
+#
+# with each private part rounded up to whole 16-token blocks.
+
+# %% tags=["remove-input"]
+private = calc.held_tokens(km.LONG_PROMPT_TOKENS, km.OUTPUT_TOKENS) - km.SHARED_PREFIX_TOKENS
+prefix_mib = calc.kv_bytes(model, km.SHARED_PREFIX_TOKENS) / MiB
+private_mib = calc.kv_bytes(model, private) / MiB
+whole_mib = calc.kv_bytes(model, calc.held_tokens(km.LONG_PROMPT_TOKENS, km.OUTPUT_TOKENS)) / MiB
+md(f"""For the chapter's request the prefix takes {prefix_mib:,.0f} MiB once; the private part
+is {private:,} tokens, rounded to {calc.kv_tokens_allocated(private, km.BLOCK_TOKENS):,} in
+blocks ({private_mib:,.0f} MiB). So $M_{{KV}}(b) = {prefix_mib:,.0f} + {private_mib:,.0f}\\,b$ MiB
+with sharing and ${whole_mib:,.0f}\\,b$ MiB without.""")
 
 # %%
 prefix = km.SHARED_PREFIX_TOKENS
@@ -258,12 +281,12 @@ print(f"b = 16: {numbers['shared_MiB']:,.0f} MiB shared, {numbers['independent_M
 # So cancellation has two phases: the call itself only stops scheduling new work for the
 # request (cheap), and the blocks are freed after the in-flight work has completed. The
 # chapter's measurement (8.3.2, footnote 29) shows the gap: the cancel call returned after
-# about 1.6 ms, the request's 104 blocks were released after about 31 ms. Those times are
-# measurements; the block bookkeeping of the two phases looks like this:
+# about 1.6 ms, the request's 104 blocks were released after about 31 ms, some twenty times
+# later. Those times are measurements; the block bookkeeping of the two phases looks like this:
 
 # %%
 pool = BlockManager(256, km.BLOCK_TOKENS)
-pool.allocate("cancelled", 104 * km.BLOCK_TOKENS)   # a request holding 104 blocks
+pool.allocate("cancelled", ch08.CANCEL_RELEASED_BLOCKS * km.BLOCK_TOKENS)
 print(f"before the cancel call:            {pool.free_blocks} free blocks")
 # phase 1: the scheduler marks the request cancelled and stops scheduling it; the round
 # already submitted still reads its blocks, so nothing is freed yet
@@ -381,11 +404,13 @@ for label, blocks, noise in (("400-block pool, no other traffic", 400, 0),
 # positions where it saved a **snapshot** of the recurrent state, and must recompute from the
 # latest snapshot at or before the match:
 #
-# $$\text{restore from } s^* = \max\{s_i \le m\}, \qquad \text{recompute } m - s^* \text{ tokens}.$$
+# $$\text{restore from } s^* = \max\{s_i \le n_\text{match}\}, \qquad \text{recompute } n_\text{match} - s^* \text{ tokens},$$
 #
-# The chapter's example: a match up to token 10,752 with snapshots at 4096 and 8192 restores
-# from 8192 and recomputes 2560 tokens. Each snapshot of its hybrid model (KDA, split over 8
-# cards) costs about 53.6 MiB per card, so snapshot density trades recomputation for memory.
+# where $n_\text{match}$ is the matched length and $s_i$ are the snapshot positions.
+#
+# The chapter's example matches up to token 10,752 with snapshots at 4096 and 8192. Each
+# snapshot of its hybrid model (KDA, split over 8 cards) costs about 53.6 MiB per card, so
+# snapshot density trades recomputation for memory.
 
 # %%
 point = calc.hybrid_restore_point(km.HYBRID_MATCHED_TOKENS, km.HYBRID_SNAPSHOT_POSITIONS)
@@ -397,11 +422,13 @@ for n in (2, 32):
 print(f"DeepSeek V4.1's long-term cache relative to V4's: "
       f"{calc.long_term_cache_fraction(km.DEEPSEEK_SWA_SHARE, km.DEEPSEEK_GLOBAL_KV_FRACTION)}")
 
-# %% [markdown]
-# (The printed 107 and 1714 MiB come from an unrounded snapshot size; 53.6 MiB as printed
-# gives 107.2 and 1715.2, see the ledger notes.) The explorer spaces snapshots evenly: with
-# one every 4096 tokens over a 10,752-token context there are two; over 131,072 tokens there
-# would be 32.
+# %% tags=["remove-input"]
+md(f"""The chapter's storage figures for two and for 32 snapshots are a little below what the
+rounded 53.6 MiB gives ({calc.snapshot_storage_bytes(km.HYBRID_SNAPSHOT_MIB_PER_CARD * MiB, 2) / MiB:,.1f}
+and {calc.snapshot_storage_bytes(km.HYBRID_SNAPSHOT_MIB_PER_CARD * MiB, 32) / MiB:,.1f} MiB):
+it multiplied an unrounded size, as the ledger notes explain. The explorer spaces snapshots
+evenly: one every 4096 tokens gives {km.HYBRID_MATCHED_TOKENS // 4096} of them over the
+10,752-token context and {131072 // 4096} over a 128K-token one.""")
 
 # %% tags=["nbval-ignore-output"]
 snapshots = widgets.SnapshotSpacingPanel()
@@ -415,6 +442,121 @@ for context in (km.HYBRID_MATCHED_TOKENS, 131072):
           f"{numbers['recompute_tokens']:,} tokens")
 _ = snapshots.reset()
 
+# %% [markdown]
+# ### Organising the context: append, rewrite, or summarise?
+#
+# Prefix reuse is not only something the engine finds; the application decides it too, by how
+# it lays out the next round's input. Take the situation 8.3.3 sketches: an agent has an 8K
+# context in the cache, and a tool has just returned 1K tokens. Three ways to go on:
+#
+# - **append** the tool result at the end;
+# - **rewrite** the instructions at the start (a new date, a changed rule), keeping every later
+#   token word for word;
+# - **summarise** the history into 2K tokens first, then append the tool result to the summary.
+#
+# Each choice is judged on three counts: how much of the input the prefix cache still serves,
+# how many tokens must be computed now, and how much KV every *later* decode step has to read
+# (the context it attends over). The companion replays each option through the simulator's
+# `PrefixCache` (full 16-token blocks) for Qwen3-8B; the later reads are summed over the next
+# $G$ output tokens, step $j$ reading the $L + j$ tokens cached before it.
+
+# %%
+options = kvp.context_organisation()
+print(f"{'option':10} {'context L':>10} {'reused':>7} {'prefill':>8} {'summary':>8} "
+      f"{'KV per step':>12} {'KV over next G':>15}")
+for o in options:
+    print(f"{o.name:10} {o.context_tokens:>10,} {o.reusable_tokens:>7,} {o.prefill_tokens:>8,} "
+          f"{o.summary_tokens:>8,} {o.kv_read_per_step_bytes / MiB:>8,.0f} MiB "
+          f"{o.kv_read_over_output_bytes / GiB:>11,.1f} GiB")
+
+# %% tags=["remove-input"]
+by_name = {o.name: o for o in options}
+append, rewrite, summarise = by_name["append"], by_name["rewrite"], by_name["summarise"]
+per_step_saving = append.kv_read_per_step_bytes - summarise.kv_read_per_step_bytes
+md(f"""Appending keeps the whole {append.reusable_tokens:,}-token history as a cached prefix and
+computes only the {append.prefill_tokens:,} new tokens. Rewriting the start gives the same final
+context, word for word after the first edit, yet the cache serves {rewrite.reusable_tokens} of it:
+every token's KV depends on what came before, so all {rewrite.prefill_tokens:,} tokens are
+prefilled again. Summarising makes the context {append.context_tokens / summarise.context_tokens:.0f}
+times shorter, so each later step reads {summarise.kv_read_per_step_bytes / MiB:,.0f} MiB of KV
+instead of {append.kv_read_per_step_bytes / MiB:,.0f} MiB. It pays for that twice: nothing of the
+new context is cached ({summarise.prefill_tokens:,} tokens to prefill), and writing the summary
+is {summarise.summary_tokens:,} decode steps over the old history, which read
+{summarise.summary_kv_read_bytes / GiB:,.0f} GiB of KV by themselves. Only after about
+{-(-summarise.summary_kv_read_bytes // per_step_saving):,.0f} later output tokens have the
+smaller reads paid back the reads of writing it, and that is before counting the time of those
+sequential steps. Which option wins depends on how long the conversation goes on.""")
+
+# %% [markdown]
+# **Explorer.** The bars are this round's tokens for each option; the lines are the KV that
+# later decode steps read as the answer grows, with the chosen $G$ marked. Move the rewrite
+# position to see that an edit costs everything *after* it (stable text first, changing text
+# last), and stretch the history to see when a summary starts to pay.
+
+# %% tags=["nbval-ignore-output"]
+organise = widgets.ContextOrganisationPanel()
+organise.show()
+
+# %%
+numbers = organise.update().numbers
+print(f"G = {numbers['output_tokens']}: later reads "
+      + ", ".join(f"{name} {numbers[f'{name}_later_read_GiB']:,.1f} GiB"
+                  for name in ("append", "rewrite", "summarise"))
+      + f"; the summary is repaid after {numbers['summary_repaid_after_tokens']:,} tokens")
+
+# %% [markdown]
+# ### Three kinds of state, three lifetimes: DeepSeek V4.1
+#
+# A model that mixes global attention with sliding-window attention (SWA) holds state of
+# different kinds, and they need not live equally long. The DeepSeek V4.1 deployment that
+# 8.3.3 describes keeps three tiers apart:
+#
+# | state | what it is | where it lives, and for how long |
+# |---|---|---|
+# | global KV | one entry per token for the global-attention layers | the long-term prefix cache, reusable across rounds |
+# | encoder SWA | the encoder's sliding-window state | host DRAM, kept for a short while so the next round can continue from it |
+# | decoder SWA | the decoder's sliding-window state | on the accelerator, during this round's generation only; never cached |
+#
+# When the next round arrives, what must be recomputed depends on which tiers are still there.
+# The companion's `calc.swa_restore_plan` gives the three cases, here for the same 8K cached
+# prefix and 1K of new input as above:
+
+# %%
+window = km.DEEPSEEK_REPLAY_WINDOW_TOKENS
+history_tokens, new_tokens = km.CONTEXT_HISTORY_TOKENS, km.CONTEXT_TOOL_RESULT_TOKENS
+cases = (("global KV and encoder SWA cached", True, True),
+         ("only global KV cached", True, False),
+         ("nothing cached", False, False))
+print(f"{'case':34} {'encoder tokens':>15} {'prefix re-run':>14} {'decoder replay':>15} "
+      f"{'approximate state':>18}")
+for label, global_hit, swa_hit in cases:
+    plan = calc.swa_restore_plan(history_tokens, new_tokens, global_kv_hit=global_hit,
+                                 encoder_swa_hit=swa_hit)
+    approx = [name for name, flag in (("encoder", plan.encoder_state_approximate),
+                                      ("decoder", plan.decoder_state_approximate)) if flag]
+    print(f"{label:34} {plan.encoder_tokens:>15,} "
+          f"{plan.encoder_replay_tokens + plan.prefix_recomputed_tokens:>14,} "
+          f"{plan.decoder_replay_tokens:>15,} {' + '.join(approx):>18}")
+
+# %% tags=["remove-input"]
+reach = calc.stacked_window_reach_tokens(km.DEEPSEEK_DECODER_LAYERS, window)
+fraction = calc.long_term_cache_fraction(km.DEEPSEEK_SWA_SHARE, km.DEEPSEEK_GLOBAL_KV_FRACTION)
+md(f"""Every round ends its prefill the same way: the last {window} tokens of the prompt are run
+through the {km.DEEPSEEK_DECODER_LAYERS} decoder layers to rebuild the decoder's window state,
+so even a full cache hit costs a short replay.
+
+**Why a replay gives only an approximate state.** One SWA layer looks back {window - 1} tokens,
+but it looks at the *previous layer's* outputs, which themselves looked back {window - 1}
+tokens. Stacked {km.DEEPSEEK_DECODER_LAYERS} deep, the top layer's state still depends on
+inputs up to {reach:,} tokens back, about {reach / window:.0f} windows. A replay that starts
+{window} tokens before the end cuts those older dependencies off, so the rebuilt state differs
+from the one an uninterrupted run would hold, and the new suffix's KV and SWA inherit that
+difference (8.3.3 cites the technical report's section 3.2.2 for this).
+
+**What the tiers save.** In V4 the SWA state made up about half of the long-term cache. V4.1
+keeps SWA out of it and compresses the global KV to about a quarter, so the long-term cache
+needs (1 - 1/2) x 1/4 = 1/{1 / fraction:.0f} of V4's volume ({fraction:.1%}).""")
+
 # %%
 print(ledger.table("8.3.3"))
 
@@ -422,34 +564,33 @@ print(ledger.table("8.3.3"))
 # ## 8.3.4 Keep, evict, swap out, or recompute?
 #
 # Keeping a finished request's prefix costs cache space and some maintenance; it pays off only
-# if the prefix comes back. Let $p_h$ be the probability that it is used again, $T_r$ the time
+# if the prefix comes back. Let $\rho$ be the probability that it is used again, $T_\text{rec}$ the time
 # to recompute it by prefill, $T_f$ the time to fetch it back from wherever it is kept, and
-# $T_m$ the upkeep (here: writing it out to host memory once). A hit saves $T_r - T_f$, so the
+# $T_m$ the upkeep (here: writing it out to host memory once). A hit saves $T_\text{rec} - T_f$, so the
 # expected net saving is
 #
-# $$V_h = p_h\,(T_r - T_f) - T_m, \qquad \text{worth keeping when } p_h > \frac{T_m}{T_r - T_f}.$$
+# $$V = \rho\,(T_\text{rec} - T_f) - T_m, \qquad \text{worth keeping when } \rho > \frac{T_m}{T_\text{rec} - T_f}.$$
 #
-# For the 6144-token prefix A on the RTX PRO 6000: $T_r$ is its prefill FLOPs at the batch-1
-# prefill efficiency of Experiment 8-1 (printed "62%", the measured 62.2% is used), $T_f$ and
-# $T_m$ are one transfer of its 864 MiB over the host link at its nominal rate.
+# For the 6144-token prefix A on the RTX PRO 6000: $T_\text{rec}$ is its prefill FLOPs at the batch-1
+# prefill efficiency of Experiment 8-1 (the chapter rounds it to “62%” (8.3.4); the measured
+# 62.2% is used), $T_f$ and $T_m$ are one transfer of its KV over the host link at its
+# nominal rate.
 
 # %%
 for link_name, link in (("PCIe Gen5 x16", specs.PCIE_GEN5_X16_BYTES_PER_S),
                         ("PCIe Gen4 x16", specs.PCIE_GEN4_X16_BYTES_PER_S)):
     a = calc.prefix_retention(model, specs.RTX_PRO_6000, prefix, hit_prob=km.RETENTION_HIT_PROB,
                               efficiency=km.RECOMPUTE_EFFICIENCY, link_bytes_per_s=link)
-    print(f"{link_name} ({link / units.GB:.0f} GB/s): T_r {a.recompute_s / ms:.1f} ms, "
+    print(f"{link_name} ({link / units.GB:.0f} GB/s): T_rec {a.recompute_s / ms:.1f} ms, "
           f"T_f = T_m {a.fetch_s / ms:.1f} ms, a hit saves {a.saving_per_hit_s / ms:.2f} ms, "
-          f"V_h(50%) {a.value_s / ms:.1f} ms, break-even {100 * a.break_even_hit_prob:.1f}%")
+          f"V(50%) {a.value_s / ms:.1f} ms, break-even {100 * a.break_even_hit_prob:.1f}%")
 
 # %% [markdown]
-# (Over Gen5 a hit saves 293.75 ms; the chapter prints 293.7, the difference of the rounded
-# 307.9 and 14.2.)
 #
 # ### Figure 8-22: one large prefix or several small ones?
 #
-# Being worth keeping is not the same as deserving the space. The same 864 MiB holds either
-# prefix A or three 2048-token prefixes B (288 MiB each). Prefill cost grows faster than
+# Being worth keeping is not the same as deserving the space. The space prefix A takes holds
+# exactly three 2048-token prefixes B instead. Prefill cost grows faster than
 # linearly with length (attention pairs grow with the square), so the long prefix saves more
 # per byte:
 
@@ -457,10 +598,10 @@ for link_name, link in (("PCIe Gen5 x16", specs.PCIE_GEN5_X16_BYTES_PER_S),
 gen5 = dict(hit_prob=km.RETENTION_HIT_PROB, efficiency=km.RECOMPUTE_EFFICIENCY)
 a = calc.prefix_retention(model, specs.RTX_PRO_6000, prefix, **gen5)
 b = calc.prefix_retention(model, specs.RTX_PRO_6000, km.PREFIX_B_TOKENS, **gen5)
-print(f"A: {a.kv_bytes / MiB:,.0f} MiB, V_h {a.value_s / ms:.1f} ms, "
+print(f"A: {a.kv_bytes / MiB:,.0f} MiB, V {a.value_s / ms:.1f} ms, "
       f"{a.value_s_per_byte * MiB / ms:.3f} ms per MiB")
-print(f"B: {b.kv_bytes / MiB:,.0f} MiB, T_r {b.recompute_s / ms:.1f} ms, T_f {b.fetch_s / ms:.1f} ms, "
-      f"V_h {b.value_s / ms:.1f} ms, {b.value_s_per_byte * MiB / ms:.3f} ms per MiB")
+print(f"B: {b.kv_bytes / MiB:,.0f} MiB, T_rec {b.recompute_s / ms:.1f} ms, T_f {b.fetch_s / ms:.1f} ms, "
+      f"V {b.value_s / ms:.1f} ms, {b.value_s_per_byte * MiB / ms:.3f} ms per MiB")
 print(f"prefill of {prefix} tokens / {km.PREFIX_B_TOKENS} tokens: "
       f"{a.recompute_s / b.recompute_s:.2f}x")
 plots.retention_bars_figure(
@@ -503,23 +644,128 @@ _ = retention.reset()
 # %% [markdown]
 # ## Try this
 #
-# - In the paging explorer, set all four lengths to a multiple of the block size. Where did
-#   the waste go? Now set $p = 16$: how many table entries are left, and how much waste?
-# - Give A and B 7 tokens in common instead of 8 (with $p = 4$). Why does sharing save only
-#   one block now?
-# - In the copy-on-write steps, which block would be copied if B wrote first instead of A?
-# - In the branch explorer, with 95 shared blocks, how many private blocks per branch make
-#   sharing save less than half?
-# - In the capacity explorer, how long must the shared prefix be for 16 long requests to fit
-#   in 6 GiB?
-# - Make snapshots four times denser. How much storage does that cost for a 131,072-token
-#   context, and how much recomputation does it save for the 10,752-token match?
-# - In the retention explorer, lower the hit probability of A until three B's win. Then
-#   switch the link to 32 GB/s: does the crossing move? (Exercise 8-4 asks for it exactly.)
-# - Raise the recompute efficiency to 100%: which term of $V_h$ changes, and does the ranking
-#   per MiB change?
-#
-# **Exercises.** [Exercise 8-3](../../exercises/ex8_3.ipynb) (block size, tail waste, table
-# entries and shared-prefix capacity) and [Exercise 8-4](../../exercises/ex8_4.ipynb) (which
-# prefixes a limited cache should keep). Next:
+# 1. In the paging explorer, make all four lengths multiples of the block size. Where did the
+#    waste go? Then set $p = 16$ (lengths back at the chapter's): how many table entries are
+#    left, and how much waste?
+# 2. **Predict, then move.** Let A and B have 7 tokens in common instead of 8 (with $p = 4$).
+#    Guess how many blocks sharing saves now before you move the slider, and explain the answer.
+# 3. In the branch explorer, keep the 95 shared blocks and push the private blocks per branch
+#    to the slider's end. Does sharing still save more than half of the independent storage?
+#    How many private blocks would it take to fall below half?
+# 4. **Predict, then move.** In the capacity explorer, shrink the KV budget to 6 GiB. How long
+#    must the shared prefix be for 16 long requests to fit? Guess, then drag the prefix slider.
+# 5. Make the snapshots four times denser. What does that cost in storage for a 128K-token
+#    context, and how much recomputation does it save for the 10,752-token match?
+# 6. **Predict, then move.** In the retention explorer, lower A's hit probability until three
+#    B's win. Before switching the link to 32 GB/s, predict whether the crossing moves up or
+#    down. (Exercise 8-4 asks for it exactly.)
+# 7. Raise the recompute efficiency to 100%. Which term of $V$ changes, and does the ranking
+#    per MiB change?
+# 8. **Predict, then move.** In the context explorer, grow the cached history to 32K tokens
+#    (tool result and summary as before). Will the summary be repaid sooner or later than at
+#    8K? Guess, then move the history slider and read the repayment point.
+
+# %% tags=["remove-input"]
+aligned = paging.at(len_a=8, len_b=12, len_c=4, len_d=16).numbers
+coarse = paging.at(block_tokens=16).numbers
+answer(f"""With lengths 8, 12, 4 and 16 every sequence ends exactly on a block boundary, so the tail
+waste is {aligned['tail_waste']} and the {aligned['allocated_tokens']} allocated slots all hold
+tokens. Back at the chapter's lengths with $p = 16$, each sequence needs a single block: the
+tables hold {coarse['table_entries']} entries, but the tails waste {coarse['tail_waste']}, in all
+{coarse['unused_tokens']} slots, as many as reserving 16 slots each did.""",
+       title="Worked answer 1")
+
+# %% tags=["remove-input"]
+eight = paging.at().numbers
+seven = paging.at(shared_ab_tokens=7).numbers
+answer(f"""Only whole blocks can be shared read-only: 8 common tokens fill
+{eight['shared_blocks']} blocks of 4, but 7 fill just {seven['shared_blocks']}. The second block
+would hold the last three common tokens *and* the first token where A and B differ, so it
+cannot be one block for both: each keeps its own copy. Sharing then saves {seven['shared_blocks'] * p} slots instead of
+{eight['shared_blocks'] * p} ({seven['allocated_with_sharing_tokens']} slots allocated in
+all).""", title="Worked answer 2")
+
+# %% tags=["remove-input"]
+n_br, b_s = km.BRANCH_EXPERIMENT_BRANCHES, km.BRANCH_EXPERIMENT_SHARED_BLOCKS
+slider_end = branching.at(private_blocks=40).numbers
+half = next(q for q in range(1, 10 * b_s)
+            if calc.branch_block_sharing(n_br, b_s, q).saved_fraction < 0.5)
+at_half = calc.branch_block_sharing(n_br, b_s, half)
+answer(f"""Sharing saves the {n_br - 1} extra copies of the prefix, $(n_\\text{{br}} - 1)B_s$
+blocks out of $n_\\text{{br}}(B_s + B_p)$. At the slider's end, 40 private blocks per branch, it
+still saves {slider_end['saved_pct']:.1f}%. The closed form goes further: the saving drops below
+half once $B_p$ reaches {half} ({100 * at_half.saved_fraction:.1f}% saved,
+{at_half.physical_blocks} physical blocks for {at_half.references} references), that is once
+each branch's private part is about half as long as the shared prefix.""", title="Worked answer 3")
+
+# %% tags=["remove-input"]
+needed = next(x for x in range(0, km.LONG_PROMPT_TOKENS + 1, 256)
+              if capacity.at(kv_budget_gib=6.0, shared_prefix_tokens=x)
+              .numbers["fit_shared"] >= km.LONG_BATCH)
+row = capacity.at(kv_budget_gib=6.0, shared_prefix_tokens=needed).numbers
+answer(f"""Sixteen private parts plus one prefix must fit in 6 GiB. Scanning the prefix in steps
+of 256 tokens, the first length that admits {km.LONG_BATCH} requests is {needed:,} tokens: each
+request then privately holds {row['private_tokens']:,} tokens ({row['private_MiB']:,.0f} MiB),
+and the {km.LONG_BATCH} of them take {row['shared_GiB']:.2f} GiB with the prefix. Without
+sharing, only {row['fit_independent']} fit.""", title="Worked answer 4")
+
+# %% tags=["remove-input"]
+spacing = km.HYBRID_SNAPSHOT_POSITIONS[0]
+sparse = snapshots.at(context_tokens=131072).numbers
+dense = snapshots.at(context_tokens=131072, spacing_tokens=spacing // 4).numbers
+answer(f"""One snapshot every {spacing // 4:,} tokens instead of {spacing:,} means
+{dense['snapshots']} snapshots over 131,072 tokens instead of {sparse['snapshots']}:
+{dense['storage_MiB']:,.1f} MiB per card instead of {sparse['storage_MiB']:,.1f}. The
+{km.HYBRID_MATCHED_TOKENS:,}-token match then restores from {dense['restore_from']:,} and
+recomputes {dense['recompute_tokens']:,} tokens instead of {sparse['recompute_tokens']:,}.""",
+       title="Worked answer 5")
+
+# %% tags=["remove-input"]
+fast = retention.at().numbers
+slow = retention.at(link_gb_per_s=32.0).numbers
+shift = slow["a_beats_b_above_pct"] - fast["a_beats_b_above_pct"]
+answer(f"""Three B's beat one A once A's hit probability falls below
+{fast['a_beats_b_above_pct']:.1f}% (B's staying at 50%). On a 32 GB/s link every transfer takes
+twice as long: A's fetch goes from {fast['fetch_a_ms']:.1f} to {slow['fetch_a_ms']:.1f} ms and
+each B's from {fast['fetch_b_ms']:.1f} to {slow['fetch_b_ms']:.1f} ms. Yet the crossing barely
+moves ({'down' if shift < 0 else 'up'} to {slow['a_beats_b_above_pct']:.1f}%): either way the
+same bytes go over the link, so the slower link takes nearly the same time from both choices.
+It changes whether keeping anything pays (A's break-even rises to
+{slow['break_even_a_pct']:.1f}%) far more than which prefix to keep.""",
+       title="Worked answer 6")
+
+# %% tags=["remove-input"]
+full = retention.at(efficiency_pct=100.0).numbers
+ranking = ("stays" if (full['a_per_MiB_ms'] > full['b_per_MiB_ms'])
+           == (fast['a_per_MiB_ms'] > fast['b_per_MiB_ms']) else "flips")
+answer(f"""Only $T_\\text{{rec}}$ changes: recomputing A takes {full['recompute_a_ms']:.1f} ms
+instead of {fast['recompute_a_ms']:.1f} ms, and B {full['recompute_b_ms']:.1f} ms instead of
+{fast['recompute_b_ms']:.1f} ms, while fetching and writing out stay at
+{full['fetch_a_ms']:.1f} ms for A. Every hit saves less, so both values fall: per MiB, A now
+saves {full['a_per_MiB_ms']:.3f} ms and B {full['b_per_MiB_ms']:.3f} ms (at the measured
+efficiency {fast['a_per_MiB_ms']:.3f} and {fast['b_per_MiB_ms']:.3f}). The ranking {ranking}:
+A's prefill still costs {full['recompute_a_ms'] / full['recompute_b_ms']:.2f} times B's for three
+times the tokens, because attention pairs grow with the square of the length.""", title="Worked answer 7")
+
+# %% tags=["remove-input"]
+long_history = organise.at(history_tokens=32768).numbers
+short_history = organise.at().numbers
+answer(f"""Sooner. With a 32K history, writing the 2K summary reads more KV
+({long_history['summary_pass_read_GiB']:,.0f} GiB instead of
+{short_history['summary_pass_read_GiB']:,.0f} GiB), but every later step now saves the difference
+between a {long_history['append_context_tokens']:,}-token and a
+{long_history['summarise_context_tokens']:,}-token context, which grew faster still. The summary
+is repaid after {long_history['summary_repaid_after_tokens']:,} later tokens instead of
+{short_history['summary_repaid_after_tokens']:,}: the longer the history, the better summarising
+looks, as long as the summary keeps what the agent needs.""", title="Worked answer 8")
+
+# %% [markdown]
+# **Exercises.** [Exercise 8-3](../../exercises/ex8_3.ipynb) practises 8.3.1-8.3.2 and
+# [Exercise 8-4](../../exercises/ex8_4.ipynb) 8.3.3-8.3.4. Next:
 # [8.4 Compression and offloading](08_4_compression_and_offloading.ipynb).
+#
+# > **What you can now compute**
+# > - the blocks, tail waste and block-table entries of paged sequences for a block size ([Exercise 8-3](../../exercises/ex8_3.ipynb))
+# > - the physical blocks and KV bytes of requests that share a prefix, and how many of them fit a pool ([Exercise 8-3](../../exercises/ex8_3.ipynb))
+# > - how many prompt tokens a cached prefix saves, and where a hybrid model must restart ([Exercise 8-4](../../exercises/ex8_4.ipynb))
+# > - the expected saving $V$ of keeping a prefix and which prefixes a limited cache should hold ([Exercise 8-4](../../exercises/ex8_4.ipynb))

@@ -24,6 +24,11 @@ EXAMPLES = {
                              hit_prob=0.5, efficiency=0.622, link_bytes_per_s=64e9,
                              maintain_transfers=1, block_tokens=16, bytes_per_value=2),
     "cache_replay_hits": dict(input_tokens=19_556, hit_tokens=16_304),
+    "decode_kv_read_bytes": dict(model=QWEN3_8B, context_tokens=9216, output_tokens=256,
+                                 bytes_per_value=2),
+    "swa_restore_plan": dict(prefix_tokens=8192, suffix_tokens=1024, global_kv_hit=True,
+                             encoder_swa_hit=False, window_tokens=128),
+    "stacked_window_reach_tokens": dict(layers=20, window_tokens=128),
 }
 
 ALLOW = {
@@ -45,4 +50,6 @@ ALLOW = {
                                       "target_value_s": ["zero", "negative"]},
     "prefix_retention": {"hit_prob": ["zero"], "maintain_transfers": ["zero"]},
     "cache_replay_hits": {"hit_tokens": ["zero"]},
+    "decode_kv_read_bytes": {"context_tokens": ["zero"], "output_tokens": ["zero"]},
+    "swa_restore_plan": {"prefix_tokens": ["zero"], "suffix_tokens": ["zero"]},
 }

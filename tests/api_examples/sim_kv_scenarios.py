@@ -16,6 +16,9 @@ EXAMPLES = {
     "multi_turn_inputs": dict(common_tokens=206, branch_rounds=4, extend_rounds=3, seed=1),
     "replay_prefix_cache": dict(inputs=[[1, 2, 3, 4] * 8, [1, 2, 3, 4] * 8 + [5, 6]],
                                 num_blocks=32, block_tokens=4, interfering_tokens=8, seed=1),
+    "context_organisation": dict(model=QWEN3_8B, history_tokens=512, appended_tokens=64,
+                                 summary_tokens=128, rewrite_at_tokens=40, output_tokens=16,
+                                 block_tokens=16, bytes_per_value=2),
     "allocator_demo": dict(block_tokens=16, max_len_tokens=256, pool_tokens=1024,
                            sequences=[("A", 24, 16), ("B", 100, 20)]),
 }
@@ -28,4 +31,6 @@ ALLOW = {
     "branch_sharing_steps": {"shared_blocks": ["zero"], "private_blocks": ["zero"]},
     "multi_turn_inputs": {"extend_rounds": ["zero"], "seed": ["zero"]},
     "replay_prefix_cache": {"interfering_tokens": ["zero"], "seed": ["zero"]},
+    "context_organisation": {"appended_tokens": ["zero"], "rewrite_at_tokens": ["zero"],
+                             "output_tokens": ["zero"]},
 }
