@@ -253,30 +253,30 @@ def precision_grid_traces(results) -> tuple[list, dict]:
     runs = sorted({it.question for it in results.items})
     labels = {it.task: f"task {it.task} ({it.label})" for it in results.items}
     width = (1 - _GRID_GAP * (len(configs) - 1)) / len(configs)
-    traces, layout = [], {"height": 430, "margin": {"t": 90, "l": 150}, "annotations": []}
+    traces, layout = [], {"height": 430, "margin": {"t": 60, "l": 150}}
     for c, config in enumerate(configs):
         grid = {(it.task, it.question): it.correct[c] for it in results.items}
         z = [[int(grid[t, q]) for q in runs] for t in tasks]
         ax = "" if c == 0 else str(c + 1)
-        traces.append({"type": "heatmap", "z": z, "x": [f"run {q}" for q in runs],
-                       "y": [labels[t] for t in tasks], "xaxis": f"x{ax}", "yaxis": f"y{ax}",
+        # numeric axes with tick labels: the book's PNG renderer then places cells exactly
+        traces.append({"type": "heatmap", "z": z, "x": runs, "y": tasks,
+                       "xaxis": f"x{ax}", "yaxis": f"y{ax}",
                        "zmin": -0.5, "zmax": 1.5, "colorscale": discrete_colorscale(GRID_COLORS),
                        "showscale": False, "xgap": 2, "ygap": 2, "name": config,
-                       "text": [["right" if v else "wrong" for v in row] for row in z],
-                       "hovertemplate": config + ", %{y}, %{x}: %{text}<extra></extra>"})
+                       "text": [[f"{labels[t]}, run {q}: {'right' if v else 'wrong'}"
+                                 for q, v in zip(runs, row)] for t, row in zip(tasks, z)],
+                       "hovertemplate": config + ", %{text}<extra></extra>"})
         left = c * (width + _GRID_GAP)
-        layout[f"xaxis{ax}"] = {"domain": [round(left, 6), round(left + width, 6)],
-                                "anchor": f"y{ax}", "title": {"text": "run"}, "side": "bottom"}
-        layout[f"yaxis{ax}"] = {"anchor": f"x{ax}", "autorange": "reversed",
-                                "showticklabels": c == 0, "title": {"text": "task" if c == 0
-                                                                     else ""}}
-        if c:
-            layout[f"yaxis{ax}"]["matches"] = "y"
         right = sum(sum(row) for row in z)
-        layout["annotations"].append(
-            {"text": f"<b>{config}</b><br>{right} of {len(tasks) * len(runs)} right",
-             "xref": "paper", "yref": "paper", "x": left + width / 2, "y": 1.0,
-             "xanchor": "center", "yanchor": "bottom", "showarrow": False})
+        # the configuration and its total sit in the axis title, which every renderer places
+        title = f"<b>{config}</b>: {right}/{len(tasks) * len(runs)} right<br>run"
+        layout[f"xaxis{ax}"] = {"domain": [round(left, 6), round(left + width, 6)],
+                                "anchor": f"y{ax}", "title": {"text": title},
+                                "tickvals": runs, "ticktext": [str(q) for q in runs]}
+        layout[f"yaxis{ax}"] = {"anchor": f"x{ax}", "autorange": "reversed",
+                                "tickvals": tasks, "ticktext": [labels[t] for t in tasks],
+                                "showticklabels": c == 0,
+                                "title": {"text": "task" if c == 0 else ""}}
     return traces, layout
 
 
