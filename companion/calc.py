@@ -65,12 +65,13 @@ from companion.formulas.speculative import (
     speculative_expected_rounds, speculative_request_time, verification_flops,
     verification_extra_flops, speculative_latency_per_token, draft_cost_crossover,
     prep_break_even_tokens, effective_read_bandwidth, draft_forward_time,
-    draft_generation_time, draft_round_time, draft_length_table, best_draft_length,
-    marginal_draft_gain, draft_extension_helps)
+    draft_generation_time, speculative_round_stages, draft_round_time, draft_length_table,
+    best_draft_length, marginal_draft_gain, draft_extension_helps)
 from companion.formulas.serving import (
     requests_in_system, admit_request, effective_throughput, completion_throughput,
     response_losses, fractional_change, prefill_token_rate, gpu_seconds_per_request,
-    round_read_bytes, read_time_at_mbu, decode_efficiency_table, round_time_from_reads,
+    round_read_bytes, read_time_at_mbu, decode_efficiency_table, prefill_efficiency_row,
+    round_time_from_reads,
     prefix_shifted_round_s, Scheme, SchemeResult, SCHEMES, scheme_result, compare_schemes,
     best_scheme, chapter_schemes, instance_kv_budget_bytes, schemes_for_model,
     per_qualifying_result, staged_task_time, staged_task_speedup, staged_break_even_s)
@@ -136,11 +137,13 @@ __all__ = [
     "speculative_request_time", "verification_flops", "verification_extra_flops",
     "speculative_latency_per_token", "draft_cost_crossover", "prep_break_even_tokens",
     "effective_read_bandwidth", "draft_forward_time", "draft_generation_time",
+    "speculative_round_stages",
     "draft_round_time", "draft_length_table", "best_draft_length", "marginal_draft_gain",
     "draft_extension_helps", "requests_in_system", "admit_request", "effective_throughput",
     "completion_throughput", "response_losses", "fractional_change", "prefill_token_rate",
     "gpu_seconds_per_request", "round_read_bytes", "read_time_at_mbu",
-    "decode_efficiency_table", "round_time_from_reads", "prefix_shifted_round_s", "Scheme",
+    "decode_efficiency_table", "prefill_efficiency_row", "round_time_from_reads",
+    "prefix_shifted_round_s", "Scheme",
     "SchemeResult", "SCHEMES", "scheme_result", "compare_schemes", "best_scheme",
     "chapter_schemes", "instance_kv_budget_bytes", "schemes_for_model",
     "per_qualifying_result", "staged_task_time", "staged_task_speedup", "staged_break_even_s",

@@ -18,7 +18,8 @@ from companion.explorers.ch08_batching import (
     token_budget_figure, budget_sweep_figure)
 from companion.explorers.ch08_compression import (
     byte_layout_traces, byte_layout_figure, bits_per_value_figure, memory_stack_traces,
-    memory_stack_layout, memory_stack_figure, interval_fit_figure, LAYOUT_COLORS)
+    memory_stack_layout, memory_stack_figure, interval_fit_figure, LAYOUT_COLORS,
+    precision_grid_traces, precision_grid_figure)
 from companion.explorers.ch08_kv import (
     block_pool_traces, block_pool_legend_html, block_pool_layout, block_pool_figure,
     block_pool_steps_figure, prefix_tree_figure, pool_usage_figure, retention_bars_traces,
@@ -29,7 +30,8 @@ from companion.explorers.ch08_serving import (
     littles_law_figure, goodput_figure, scheme_plane_figure, scheme_time_figure, amdahl_figure,
     energy_per_result_figure)
 from companion.explorers.ch08_speculative import (
-    greedy_verification_figure, expected_output_figure, draft_cost_figure, draft_mode_figure)
+    greedy_verification_figure, expected_output_figure, draft_cost_figure, draft_mode_figure,
+    round_stages_figure)
 from companion.explorers.ch17_batching import (
     batch_slots, slot_gantt_traces, batching_gantt_figure, chunk_trade_traces)
 from companion.explorers.ch17_levers import (
@@ -64,14 +66,16 @@ __all__ = [
     "schedule_gantt_figure", "pair_area_figure", "chunk_cost_figure", "graph_padding_figure",
     "token_budget_figure", "budget_sweep_figure", "byte_layout_traces", "byte_layout_figure",
     "bits_per_value_figure", "memory_stack_traces", "memory_stack_layout",
-    "memory_stack_figure", "interval_fit_figure", "LAYOUT_COLORS", "block_pool_traces",
+    "memory_stack_figure", "interval_fit_figure", "LAYOUT_COLORS", "precision_grid_traces",
+    "precision_grid_figure", "block_pool_traces",
     "block_pool_legend_html", "block_pool_layout", "block_pool_figure",
     "block_pool_steps_figure", "prefix_tree_figure", "pool_usage_figure",
     "retention_bars_traces", "retention_bars_figure", "SEQUENCE_COLORS",
     "request_timeline_figure", "memory_budget_figure", "kv_capacity_figure",
     "littles_law_figure", "goodput_figure", "scheme_plane_figure", "scheme_time_figure",
     "amdahl_figure", "energy_per_result_figure", "greedy_verification_figure",
-    "expected_output_figure", "draft_cost_figure", "draft_mode_figure", "batch_slots",
+    "expected_output_figure", "draft_cost_figure", "draft_mode_figure", "round_stages_figure",
+    "batch_slots",
     "slot_gantt_traces", "batching_gantt_figure", "chunk_trade_traces", "sm_share_figure",
     "utilization_traces", "quantization_figure", "speculative_traces", "batch_window_traces",
     "kernel_timeline_traces", "speed_of_light_traces",

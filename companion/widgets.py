@@ -17,7 +17,7 @@ from companion.explorers.ch08_batching import (
     SWEEP_BUDGETS)
 from companion.explorers.ch08_compression import (
     QuantizedFitPanel, CompressedReadPanel, OffloadPanel, CompressTransferPanel,
-    RetryCostPanel)
+    RetryCostPanel, PrecisionGridPanel)
 from companion.explorers.ch08_kv import (
     PagingPanel, BranchSharingPanel, SharedPrefixCapacityPanel, SnapshotSpacingPanel,
     ContextOrganisationPanel, RetentionPanel)
@@ -26,7 +26,8 @@ from companion.explorers.ch08_lifecycle import (
 from companion.explorers.ch08_serving import (
     AdmissionPanel, SchemePanel, AmdahlPanel, SCHEME_SETS, AMDAHL_FRACTIONS)
 from companion.explorers.ch08_speculative import (
-    GreedyVerificationPanel, RejectionSamplingPanel, SpeculativeLatencyPanel, DraftLengthPanel)
+    GreedyVerificationPanel, RejectionSamplingPanel, SpeculativeLatencyPanel, DraftLengthPanel,
+    RoundStagesPanel)
 from companion.explorers.ch17_batching import (
     BatchingTracePanel, ChunkSizePanel)
 from companion.explorers.ch17_levers import (
@@ -65,13 +66,14 @@ from companion.chapters.ch08 import (
 __all__ = [
     "DecodeBatchPanel", "ChunkedPrefillPanel", "TokenBudgetPanel", "SchedulePanel",
     "BudgetSweepPanel", "SWEEP_BUDGETS", "QuantizedFitPanel", "CompressedReadPanel",
-    "OffloadPanel", "CompressTransferPanel", "RetryCostPanel", "PagingPanel",
+    "OffloadPanel", "CompressTransferPanel", "RetryCostPanel", "PrecisionGridPanel", "PagingPanel",
     "BranchSharingPanel", "SharedPrefixCapacityPanel", "SnapshotSpacingPanel",
     "ContextOrganisationPanel",
     "RetentionPanel", "KVCapacityPanel", "RequestTimelinePanel", "MemoryBudgetPanel",
     "AdmissionPanel", "SchemePanel", "AmdahlPanel", "SCHEME_SETS", "AMDAHL_FRACTIONS",
     "GreedyVerificationPanel", "RejectionSamplingPanel", "SpeculativeLatencyPanel",
-    "DraftLengthPanel", "BatchingTracePanel", "ChunkSizePanel", "UtilizationPanel",
+    "DraftLengthPanel", "RoundStagesPanel", "BatchingTracePanel", "ChunkSizePanel",
+    "UtilizationPanel",
     "SpeculativeLeverPanel", "BatchSizePanel", "MemoryHierarchyPanel", "KVSizingPanel",
     "PagedKVPanel", "TensorParallelPanel", "PipelineBubblePanel", "PlacementPanel",
     "PoolSizingPanel", "KVRoutingPanel", "DisaggregationDiagramPanel", "KernelTimelinePanel",

@@ -151,8 +151,8 @@ for p in points:
 plots.roofline_figure(card, points, title=f"{model.name} on the {card.name}").show()
 
 # %% [markdown]
-# Under uniform routing, a batch of $b$ tokens over $E$ experts with $k$ chosen per token
-# touches $E\,(1-(1-k/E)^b)$ distinct experts per layer. At small batch the weight read grows
+# Under uniform routing, a batch of $b$ tokens over $E$ experts with $r$ chosen per token
+# touches $E\,(1-(1-r/E)^b)$ distinct experts per layer. At small batch the weight read grows
 # with the batch almost as fast as the batch itself, so the read per output token falls more
 # slowly than a dense model's $D_w/b$; once every expert is read, it falls like a dense model's
 # again. Real routers are skewed, so fewer experts are touched than this and the catch-up comes
@@ -183,8 +183,8 @@ plots.moe_read_figure(rows, label=model.name).show()
 # | bytes read per decode round (weights, touched experts, KV) | B's measured 27.35 ms round, moved by what that table predicts for the new read |
 # | verification FLOPs of the draft's rows | the draft's memory, prefill share and 3 tokens per round (a Qwen3-8B draft) |
 #
-# The round-time table includes about 17.6 ms of per-round overhead that the chapter traces to
-# launching kernels one by one; a model with many more layers launches more kernels, which
+# The round-time table includes a large per-round overhead (about two thirds of a batch-1
+# round) that the chapter traces to launching kernels one by one; a model with many more layers launches more kernels, which
 # this transfer does not see. The draft column is an assumption: your model needs a draft of
 # its own, whose size and acceptance decide scheme D.
 
@@ -210,7 +210,8 @@ print(f"\nleast GPU time per on-time answer: {best or 'no scheme meets both limi
 #   the mixture-of-experts example: which one gains more from batch 1 to batch 16, and why?
 # - Paste a Gemma-2 or Mistral-7B-v0.1 config and look at the KV at 32K tokens: how much of the
 #   cache do the sliding-window layers save?
-# - `models.load("deepseek-v3")` keeps a 576-value latent per layer: compare its KV per token
-#   with Qwen3-8B's (8.4.2 points to this comparison).
+# - `models.load("deepseek-v3")` keeps one compressed latent vector per layer and token instead
+#   of keys and values per head: compare its KV per token with Qwen3-8B's (8.4.2 points to
+#   this comparison).
 # - In section 4, change the tokens per round of scheme D (`schemes["D"].with_(tokens_per_round=2)`)
 #   to see how much the comparison rests on the draft's acceptance.

@@ -86,6 +86,24 @@ def test_experiment_8_1_table():
     assert r(100 * mfu_shared) == 58
 
 
+def test_experiment_8_1_prefill_row():
+    rows = calc.prefill_efficiency_row()
+    assert [x["batch"] for x in rows] == [1, 4, 16, 64]
+    # the chapter's row prints 62% 61% 61% 58%: batch 1 computed from 94.8 ms, the rest measured
+    assert [r(100 * x["mfu"]) for x in rows] == [62, 61, 61, 58]
+    assert [x["source"] for x in rows] == ["computed", "measured", "measured", "measured"]
+    assert r(rows[0]["flops"] / 1e12, 2) == 29.69                      # ledger note, 8.6.3
+    assert rows[0]["prefill_s"] == 94.8 * MS
+    # b prompts are b times the work; the implied time is that work at the measured efficiency
+    for x in rows[1:]:
+        assert x["flops"] == pytest.approx(x["batch"] * rows[0]["flops"])
+        assert x["prefill_s"] == pytest.approx(x["flops"] / (x["mfu"] * 503.8e12))
+    assert rows[3]["prefill_s"] > 60 * rows[0]["prefill_s"]        # less efficient per token
+    with pytest.raises(ValueError, match=r"^batches\[0\]"):
+        calc.prefill_efficiency_row(batches=[8])
+    with pytest.raises(TypeError, match="^prefill_s"):
+        calc.prefill_efficiency_row(prefill_s=[0.1])
+
 def test_round_time_interpolation():
     rows = calc.decode_efficiency_table()
     for row in rows:

@@ -118,6 +118,24 @@ def test_draft_forward_and_serial_vs_parallel():
         calc.draft_generation_time(fwd, 4, parallel="yes")
 
 
+
+def test_four_stage_round_adds_up_to_the_chapter_rounds():
+    fwd = calc.draft_forward_time(2.10e9, calc.effective_read_bandwidth(
+        calc.round_read_bytes(QWEN3_8B, 1, 2048), ROUND_S))
+    for draft, per_token in ((calc.draft_generation_time(fwd, 4), 13.5),
+                             (calc.draft_generation_time(fwd, 4, parallel=True), 9.9)):
+        stages = calc.speculative_round_stages(draft, ROUND_S)
+        assert [s["stage"] for s in stages] == ["draft generation", "verification preparation",
+                                                "target verification", "output determination"]
+        assert stages[0]["start_s"] == 0 and stages[2]["duration_s"] == ROUND_S
+        for before, after in zip(stages, stages[1:]):
+            assert after["start_s"] == before["end_s"]     # one after another, no overlap
+        assert r(stages[-1]["end_s"] / 3 / MS, 1) == per_token   # 8.5.3: 3 tokens per round
+    padded = calc.speculative_round_stages(3.57 * MS, ROUND_S, prep_s=0.5 * MS, decide_s=0.2 * MS)
+    assert padded[-1]["end_s"] == pytest.approx((3.57 + 26.26 + 0.5 + 0.2) * MS)
+    with pytest.raises(ValueError, match="^verify_s"):
+        calc.speculative_round_stages(3.57 * MS, 0.0)
+
 # --- 8.5.4 / Exercise 8-7 --------------------------------------------------------------------
 
 def test_padded_draft_timing_makes_five_cost_like_eight():

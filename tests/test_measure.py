@@ -193,6 +193,29 @@ def test_fit_with_bandwidth_fixed_reproduces_8_6_3_overhead():
     assert round(fit.fixed_s * 1e3, 1) == 17.6
 
 
+def test_fit_problems_flag_noise_cache_and_impossible_bandwidth():
+    bytes_read = np.linspace(2e8, 8e8, 7)
+    clean = M.fit_step_time(bytes_read, 0.0172 + bytes_read / 25e9)
+    assert clean.r_squared == pytest.approx(1.0)
+    assert M.fit_problems(clean, bytes_read, cache_bytes=32 * 2**20, peak_bytes_per_s=30e9) == []
+    # noise far larger than the slope's effect: the line explains little
+    rng = np.random.default_rng(7)
+    noisy_steps = 0.0172 + bytes_read / 25e9 + 0.02 * rng.standard_normal(len(bytes_read))
+    noisy = M.fit_step_time(bytes_read, np.abs(noisy_steps))
+    assert noisy.r_squared < 0.8
+    assert any("explains" in p for p in M.fit_problems(noisy, bytes_read))
+    # reads that fit in the cache measure the cache
+    small = np.linspace(0, 4e6, 4)
+    in_cache = M.fit_step_time(small, 1e-3 + small / 50e9)
+    assert any("cache" in p for p in M.fit_problems(in_cache, small, cache_bytes=32 * 2**20))
+    # 8.6.3's free fit gives a bandwidth several times the card's 1792 GB/s spec
+    rounds = [15.44e9, 16.34e9, 19.97e9, 34.46e9]
+    free = M.fit_step_time(rounds, [26.26e-3, 26.62e-3, 27.44e-3, 29.63e-3])
+    assert any("beyond the peak" in p for p in M.fit_problems(free, rounds,
+                                                                peak_bytes_per_s=1792e9))
+    with pytest.raises(TypeError, match="^fit"):
+        M.fit_problems("not a fit", rounds)
+
 def test_fit_errors_name_the_parameter():
     with pytest.raises(ValueError, match="step_s"):
         M.fit_step_time([1e8, 2e8], [0.01])

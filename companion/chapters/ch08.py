@@ -397,6 +397,13 @@ INDEX_BUILD_S = 2.0
 DFLASH_DRAFT_TOKENS = 7
 """8.5.2: DFlash "generates 7 draft tokens per round and verifies 8 positions"."""
 
+DFLASH_VERIFY_ROUND_S = 15.2e-3
+"""8.5.2: DFlash's round "with a median latency of 15.2 ms" (Experiment 8-5, measured)."""
+
+DFLASH_PLAIN_STEP_S = 16.9e-3
+"""8.5.2: "comparable to the 16.9 ms of one ordinary decode step under the same
+configuration" (Experiment 8-5, measured)."""
+
 DFLASH_DRAFT_WEIGHT_BYTES = 2.10e9
 """8.5.3: "its weights are about 1.95 GiB (2.10 GB)"."""
 
@@ -461,6 +468,10 @@ GOODPUT_CB_REQ_PER_S = {1: 0.90, 4: 1.02, 16: 0.60}
 EXP81_ROUND_S = (ROUND_B1_S, 26.62e-3, ROUND_B16_S, 29.63e-3)
 """8.6.3 table: "Measured decode round 26.26 ms 26.62 ms 27.44 ms 29.63 ms" at batch 1, 4, 16,
 64 (2K context, no shared prefix)."""
+
+EXP81_PREFILL_MFU_MEASURED = {4: 0.61, 16: 0.61, 64: 0.58}
+"""8.6.3 table: "Prefill compute efficiency 62% 61% 61% 58%": the batch-4, 16 and 64 values,
+measured (the chapter gives no prefill times for them; batch 1's 62% follows from 94.8 ms)."""
 
 SHARED_PREFILL_S = 2.04
 """8.6.3: "processes 32,768 new tokens in 2.04 s" (8K input, first 6K cached, batch 16)."""

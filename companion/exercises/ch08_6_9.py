@@ -144,7 +144,8 @@ def _params_8_7(seed: int) -> dict:
                                     "verify_s": ch08.EXERCISE_8_7_VERIFY_S,
                                     "draft_s": ch08.EXERCISE_8_7_PER_DRAFT_S},
                       {"a": (0.6, 0.7, 0.8, 0.85, 0.9),
-                       "verify_s": (16.9 * units.ms, 20.0 * units.ms, ch08.EXERCISE_8_7_VERIFY_S),
+                       "verify_s": (ch08.DFLASH_PLAIN_STEP_S, 20.0 * units.ms,
+                                    ch08.EXERCISE_8_7_VERIFY_S),
                        "draft_s": (2.0 * units.ms, ch08.EXERCISE_8_7_PER_DRAFT_S,
                                    5.0 * units.ms)})
     return {"acceptance": chosen["a"], "verify_s": chosen["verify_s"],

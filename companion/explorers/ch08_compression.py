@@ -4,12 +4,15 @@ Panels: ``QuantizedFitPanel`` (8.4.1: the M2 Max holding a Q2_K Qwen3-235B-A22B 
 ``CompressedReadPanel`` (8.4.2: dT = dD / beta - T_c), ``OffloadPanel`` (8.4.3: memory freed by
 offloading FFN weights vs the copy every decode round), ``CompressTransferPanel`` (8.4.3:
 compress before moving only if R_dec > B / (1 - r)), ``RetryCostPanel`` (8.4.4: the time to a
-correct answer counts the failed attempts too).
+correct answer counts the failed attempts too), ``PrecisionGridPanel`` (8.4.4, Figure 8-28:
+which task fails in which run under each KV/Q precision, for the companion's generated records).
 
 Figures (from the former figures module):
 
 Figures of 8.4: byte layouts of grouped formats (Figure 8-23 and Q2_K), what fits in memory
-after loading quantised weights, the H100 BF16/FP8 interval fits and their crossover.
+after loading quantised weights, the H100 BF16/FP8 interval fits and their crossover, and the
+task-by-run correctness grids of 8.4.4 (its three figures, the last Figure 8-28; from
+generated records).
 
 Builders take results computed by ``companion.calc`` and return plotly figures; the
 ``*_traces`` helpers return plain trace/layout dicts shared with the explorers in
@@ -23,15 +26,18 @@ import numpy as np
 from companion import calc, specs, units
 from companion import validate as v
 from companion.explorers.base import Control, Panel, View
+from companion.explorers.common import discrete_colorscale
 from companion.explorers.common import plotly_go as _go
+from companion.exercises import data_ch08
 from companion.formulas import compression as cm
 from companion.formulas import kv_management as km
 
 __all__ = [
     "byte_layout_traces", "byte_layout_figure", "bits_per_value_figure", "memory_stack_traces",
     "memory_stack_layout", "memory_stack_figure", "interval_fit_figure", "LAYOUT_COLORS",
+    "precision_grid_traces", "precision_grid_figure",
     "QuantizedFitPanel", "CompressedReadPanel", "OffloadPanel",
-    "CompressTransferPanel", "RetryCostPanel",
+    "CompressTransferPanel", "RetryCostPanel", "PrecisionGridPanel",
 ]
 
 
@@ -231,6 +237,85 @@ def interval_fit_figure(contexts, fits, *, crossover_tokens=None, marks=(), titl
 
 _Q2K_FILE_BYTES = cm.Q2K_FILE_PAYLOAD_BYTES + cm.Q2K_FILE_METADATA_BYTES + cm.Q2K_FILE_HEADER_BYTES
 _KV_FORMATS = {"BF16": "bf16", "FP8": "fp8", "q8_0": "q8_0", "q4_0": "q4_0"}
+
+
+# --- 8.4.4, the three grids ending with Figure 8-28: task x run correctness --------------
+
+GRID_COLORS = ("#d55e00", "#009e73")      # wrong, correct (Okabe-Ito vermillion, green)
+_GRID_GAP = 0.06
+
+
+def precision_grid_traces(results) -> tuple[list, dict]:
+    """One heatmap per precision configuration: tasks (rows) x runs (columns), green where
+    the answer was right (8.4.4). ``results``: a ``data_ch08.PrecisionResults``."""
+    configs = list(results.configs)
+    tasks = sorted({it.task for it in results.items})
+    runs = sorted({it.question for it in results.items})
+    labels = {it.task: f"task {it.task} ({it.label})" for it in results.items}
+    width = (1 - _GRID_GAP * (len(configs) - 1)) / len(configs)
+    traces, layout = [], {"height": 430, "margin": {"t": 60, "l": 150}}
+    for c, config in enumerate(configs):
+        grid = {(it.task, it.question): it.correct[c] for it in results.items}
+        z = [[int(grid[t, q]) for q in runs] for t in tasks]
+        ax = "" if c == 0 else str(c + 1)
+        # numeric axes with tick labels: the book's PNG renderer then places cells exactly
+        traces.append({"type": "heatmap", "z": z, "x": runs, "y": tasks,
+                       "xaxis": f"x{ax}", "yaxis": f"y{ax}",
+                       "zmin": -0.5, "zmax": 1.5, "colorscale": discrete_colorscale(GRID_COLORS),
+                       "showscale": False, "xgap": 2, "ygap": 2, "name": config,
+                       "text": [[f"{labels[t]}, run {q}: {'right' if v else 'wrong'}"
+                                 for q, v in zip(runs, row)] for t, row in zip(tasks, z)],
+                       "hovertemplate": config + ", %{text}<extra></extra>"})
+        left = c * (width + _GRID_GAP)
+        right = sum(sum(row) for row in z)
+        # the configuration and its total sit in the axis title, which every renderer places
+        title = f"<b>{config}</b>: {right}/{len(tasks) * len(runs)} right<br>run"
+        layout[f"xaxis{ax}"] = {"domain": [round(left, 6), round(left + width, 6)],
+                                "anchor": f"y{ax}", "title": {"text": title},
+                                "tickvals": runs, "ticktext": [str(q) for q in runs]}
+        layout[f"yaxis{ax}"] = {"anchor": f"x{ax}", "autorange": "reversed",
+                                "tickvals": tasks, "ticktext": [labels[t] for t in tasks],
+                                "showticklabels": c == 0,
+                                "title": {"text": "task" if c == 0 else ""}}
+    return traces, layout
+
+
+def precision_grid_figure(results, *, title: str = "Task by run, per precision "
+                          "(generated records, not the chapter's measurements)"):
+    """8.4.4's three grids (the last is Figure 8-28) side by side (``precision_grid_traces``)."""
+    traces, layout = precision_grid_traces(results)
+    layout.update(template="plotly_white", title={"text": title})
+    return _go().Figure(data=traces, layout=layout)
+
+
+class PrecisionGridPanel(Panel):
+    """The task x run grids of 8.4.4 for one seed of the companion's generated precision
+    records, with the tasks whose result differs between configurations named."""
+
+    title = "Which task fails where: BF16 KV, FP8 KV, FP8 KV + BF16 Q (8.4.4, generated records)"
+    controls = (Control("seed", "record seed (0: the exercise's records; a number, no unit)",
+                        "int", 0, 0, 20, 1),)
+    main_control = "seed"
+
+    def compute(self, *, seed) -> View:
+        results = data_ch08.precision_results(seed)
+        traces, layout = precision_grid_traces(results)
+        configs = list(results.configs)
+        totals = {config: sum(it.correct[c] for it in results.items)
+                  for c, config in enumerate(configs)}
+        per_task = {}
+        for it in results.items:
+            per_task.setdefault(it.task, [0] * len(configs))
+            for c in range(len(configs)):
+                per_task[it.task][c] += it.correct[c]
+        differ = sorted(t for t, counts in per_task.items() if len(set(counts)) > 1)
+        numbers = {"totals": totals, "tasks_that_differ": differ, "runs": len(results.items)}
+        listed = ", ".join(f"{k}: <b>{n}</b>/{len(results.items)}" for k, n in totals.items())
+        moved = ", ".join(f"task {t} ({'/'.join(str(x) for x in per_task[t])})" for t in differ)
+        text = (f"right answers: {listed}<br>tasks whose count changes between configurations "
+                f"(right runs per configuration): {moved or 'none'}<br>"
+                f"generated by the companion (seeded numpy FP8 emulation), not measured")
+        return View(numbers=numbers, traces=traces, layout=layout, text=text)
 
 
 class QuantizedFitPanel(Panel):

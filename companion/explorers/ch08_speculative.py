@@ -5,6 +5,8 @@
 frequencies against the target p (seeded), and tokens per round against the exact law.
 ``SpeculativeLatencyPanel``: acceptance, draft length, draft and verification cost ->
 latency per token, the draft-cost crossover (Figure 8-32), a request's time with an index.
+``RoundStagesPanel``: one round's four stages (8.5.3) as a timeline, serial against parallel
+drafting, with the latency per output token of each.
 ``DraftLengthPanel``: Exercise 8-7's serial-draft setting, T_m = T_v + t_d g ceil(m / g),
 the best draft length and the marginal condition dT / dN < T / N.
 
@@ -35,11 +37,12 @@ from companion.explorers.common import to_ms as _ms
 from companion.formulas import speculative as sp
 from companion.sim import speculative as sim
 from companion.sim.speculative import MAX_DRAFT, VERIFICATION_WORDS, greedy_example
+from companion.specs import QWEN3_8B
 
 __all__ = [
     "greedy_verification_figure", "expected_output_figure",
-    "draft_cost_figure", "draft_mode_figure", "GreedyVerificationPanel",
-    "RejectionSamplingPanel", "SpeculativeLatencyPanel", "DraftLengthPanel",
+    "draft_cost_figure", "draft_mode_figure", "round_stages_figure", "GreedyVerificationPanel",
+    "RejectionSamplingPanel", "SpeculativeLatencyPanel", "DraftLengthPanel", "RoundStagesPanel",
 ]
 
 
@@ -73,7 +76,7 @@ DRAFT_COST_LAYOUT = {"height": 440,
                      "legend": {"orientation": "h", "y": -0.25}}
 DRAFT_LENGTH_LAYOUT = {"height": 420,
                        "xaxis": {"title": {"text": "draft length m (tokens)"}, "dtick": 1},
-                       "yaxis": {"title": {"text": "latency per output token T_m / E[N_m] "
+                       "yaxis": {"title": {"text": "latency per output token T_m / E[X_m] "
                                                    "(ms)"}},
                        "legend": {"orientation": "h", "y": -0.25}}
 
@@ -195,8 +198,8 @@ def rejection_sampling_traces(symbols, target, draft, sampled, exact_output=None
 
 def expected_output_figure(acceptances, curves, *, points=(),
                            title: str = "Expected tokens per round vs acceptance (8.5.2, 8.5.4)"):
-    """E[N] = 1 + a + ... + a^m against the per-position acceptance a, one curve per draft
-    length. ``curves``: {m: E[N] over ``acceptances``}; ``points``: (a, E[N], label) markers."""
+    """E[X] = 1 + a + ... + a^m against the per-position acceptance a, one curve per draft
+    length. ``curves``: {m: E[X] over ``acceptances``}; ``points``: (a, E[X], label) markers."""
     xs = list(acceptances)
     traces = [{"type": "scatter", "mode": "lines", "x": xs, "y": list(ys),
                "name": f"draft length m = {m}", "line": {"color": CURVE_COLORS[i % 6],
@@ -211,7 +214,7 @@ def expected_output_figure(acceptances, curves, *, points=(),
     layout = {"height": 420,
               "xaxis": {"title": {"text": "acceptance a per position (probability)"},
                         "range": [0, 1]},
-              "yaxis": {"title": {"text": "expected tokens per round E[N] (tokens)"},
+              "yaxis": {"title": {"text": "expected tokens per round E[X] (tokens)"},
                         "rangemode": "tozero"},
               "legend": {"orientation": "h", "y": -0.25}}
     return _fig(traces, layout, title)
@@ -248,8 +251,8 @@ def draft_cost_traces(draft_s, curves, plain_round_s: float, crossovers=(), curr
 
 def draft_cost_figure(draft_s, curves, plain_round_s: float, *, crossovers=(), current=None,
                       title: str = "Figure 8-32: how much a draft may cost (8.5.2)"):
-    """Figure 8-32: (T_verify + T_draft) / E[N] against T_draft, with plain decode and the
-    crossovers E[N] T_plain - T_verify."""
+    """Figure 8-32: (T_verify + T_draft) / E[X] against T_draft, with plain decode and the
+    crossovers E[X] T_plain - T_verify."""
     traces, layout = draft_cost_traces(draft_s, curves, plain_round_s, crossovers, current)
     return _fig(traces, layout, title)
 
@@ -260,16 +263,16 @@ def draft_mode_figure(rows, *, plain_round_s: float | None = None,
                       title: str = "Serial vs parallel drafting, per output token (8.5.3)"):
     """Stacked bars of draft and verification time per output token (ms).
 
-    ``rows``: dicts with label, draft_s (per round), verify_s (per round), tokens (E[N]).
+    ``rows``: dicts with label, draft_s (per round), verify_s (per round), tokens (E[X]).
     """
     labels = [r["label"] for r in rows]
     draft = [r["draft_s"] / r["tokens"] / units.ms for r in rows]
     verify = [r["verify_s"] / r["tokens"] / units.ms for r in rows]
     total = [d + w for d, w in zip(draft, verify)]
     traces = [
-        {"type": "bar", "x": labels, "y": verify, "name": "verification / E[N]",
+        {"type": "bar", "x": labels, "y": verify, "name": "verification / E[X]",
          "marker": {"color": "#0072b2"}},
-        {"type": "bar", "x": labels, "y": draft, "name": "draft generation / E[N]",
+        {"type": "bar", "x": labels, "y": draft, "name": "draft generation / E[X]",
          "marker": {"color": "#e69f00"}, "text": [f"{t:.1f} ms" for t in total],
          "textposition": "outside"},
     ]
@@ -284,6 +287,44 @@ def draft_mode_figure(rows, *, plain_round_s: float | None = None,
                         "rangemode": "tozero"},
               "legend": {"orientation": "h", "y": -0.25}}
     return _fig(traces, layout, title)
+
+
+STAGE_COLORS = {"draft generation": "#e69f00", "verification preparation": "#cc79a7",
+                "target verification": "#0072b2", "output determination": "#009e73"}
+ROUND_STAGES_LAYOUT = {"height": 360, "barmode": "overlay",
+                       "xaxis": {"title": {"text": "time within one round (ms)"},
+                                 "rangemode": "tozero"},
+                       "yaxis": {"title": {"text": "drafting method"}, "autorange": "reversed"},
+                       "legend": {"orientation": "h", "y": -0.3}}
+
+
+def round_stages_traces(rows, *, plain_round_s: float | None = None) -> list:
+    """Horizontal timeline bars, one trace per stage, one bar row per drafting method.
+
+    ``rows``: {label: stages of ``calc.speculative_round_stages``}; times shown in ms.
+    """
+    labels = list(rows)
+    traces = []
+    for stage, color in STAGE_COLORS.items():
+        parts = [next(p for p in rows[label] if p["stage"] == stage) for label in labels]
+        traces.append({"type": "bar", "orientation": "h", "name": stage, "y": labels,
+                       "x": [p["duration_s"] / units.ms for p in parts],
+                       "base": [p["start_s"] / units.ms for p in parts],
+                       "marker": {"color": color},
+                       "hovertemplate": stage + ": %{x:.2f} ms<extra></extra>"})
+    if plain_round_s is not None:
+        traces.append({"type": "scatter", "mode": "lines", "name":
+                       f"one plain decode round ({plain_round_s / units.ms:.2f} ms)",
+                       "x": [plain_round_s / units.ms] * 2, "y": [labels[0], labels[-1]],
+                       "line": {"color": PLAIN_COLOR, "dash": "dash"}})
+    return traces
+
+
+def round_stages_figure(rows, *, plain_round_s: float | None = None,
+                        title: str = "One speculative round, stage by stage (8.5.3)"):
+    """The four stages of a round as a timeline per drafting method (``round_stages_traces``)."""
+    return _fig(round_stages_traces(rows, plain_round_s=plain_round_s), ROUND_STAGES_LAYOUT,
+                title)
 
 
 # --- 8.5.4 / Exercise 8-7: draft length and shape padding -------------------------------------
@@ -390,7 +431,7 @@ class RejectionSamplingPanel(Panel):
                    "simulated_share_A": float(sampled[0]), "target_share_A": p_a,
                    "emitted_tokens": int(len(emitted))}
         text = (f"acceptance a = &Sigma; min(p, q) = <b>{acceptance:.3f}</b><br>"
-                f"E[N] = 1 + a + ... + a<sup>{draft_len}</sup> = <b>{expected:.2f}</b> tokens "
+                f"E[X] = 1 + a + ... + a<sup>{draft_len}</sup> = <b>{expected:.2f}</b> tokens "
                 f"per round; simulated {runs.mean_tokens:.2f}<br>"
                 f"emitted A: {sampled[0]:.3f} simulated ({len(emitted):,} tokens), "
                 f"{exact[0]:.3f} exact, vs p(A) = {p_a:.2f}<br><i>seeded: seed {seed}</i>")
@@ -403,7 +444,7 @@ _CHAPTER_DRAFTS = (("AAAA (a = 1/4)", 0.25), ("BBBB (a = 3/4)", 0.75))
 
 
 class SpeculativeLatencyPanel(Panel):
-    """Latency per output token (T_verify + T_draft) / E[N] against plain decode, the largest
+    """Latency per output token (T_verify + T_draft) / E[X] against plain decode, the largest
     draft cost that still pays (Figure 8-32), and one request's time after a one-off index."""
 
     title = "Latency per token and the draft-cost crossover (8.5.2, Figure 8-32)"
@@ -454,7 +495,7 @@ class SpeculativeLatencyPanel(Panel):
                    "break_even_tokens": break_even}
         pays = "pays" if crossover > draft else "<b>does not pay</b>"
         be = "never" if math.isinf(break_even) else f"{break_even:,.0f} tokens"
-        text = (f"E[N] = <b>{n:.2f}</b> tokens per round<br>"
+        text = (f"E[X] = <b>{n:.2f}</b> tokens per round<br>"
                 f"latency per token: <b>{latency / units.ms:.2f} ms</b> vs plain "
                 f"{plain_ms:.2f} ms ({plain / latency:.2f}x)<br>"
                 f"draft may cost up to <b>{crossover / units.ms:.1f} ms</b> per round "
@@ -465,13 +506,66 @@ class SpeculativeLatencyPanel(Panel):
         return View(numbers=numbers, traces=traces, text=text)
 
 
+# --- 8.5.3: the four stages of a round ---------------------------------------------------------
+
+class RoundStagesPanel(Panel):
+    """One round's four stages (draft generation, verification preparation, target verification,
+    output determination) for a serial and a parallel drafter of the same network (8.5.3)."""
+
+    title = "The four stages of a speculative round: serial vs parallel drafting (8.5.3)"
+    controls = (
+        Control("draft_tokens", "draft tokens per round m (tokens)", "int", 4, 1, MAX_DRAFT, 1),
+        Control("tokens_per_round", "tokens emitted per round E[X] (tokens)", "float",
+                float(ch08.DFLASH_TOKENS_PER_ROUND), 1.0, MAX_DRAFT + 1.0, 0.05),
+        Control("draft_gb", "draft network weights (GB)", "float",
+                units.to_unit(sp.DFLASH_DRAFT_WEIGHT_BYTES, "GB"), 0.1, 16.0, 0.05),
+        Control("prep_ms", "verification preparation (ms)", "float", 0.0, 0.0, 10.0, 0.1),
+        Control("decide_ms", "output determination (ms)", "float", 0.0, 0.0, 10.0, 0.1),
+    )
+    main_control = "draft_tokens"
+    base_layout = ROUND_STAGES_LAYOUT
+
+    def compute(self, *, draft_tokens, tokens_per_round, draft_gb, prep_ms, decide_ms) -> View:
+        plain = sp.DECODE_ROUND_S_BATCH1_2K
+        bandwidth = calc.effective_read_bandwidth(
+            calc.round_read_bytes(QWEN3_8B, 1, ch08.SHORT_PROMPT_TOKENS), plain)
+        forward = calc.draft_forward_time(draft_gb * units.GB, bandwidth)
+        # a round emits at most m + 1 tokens, whatever the slider says
+        tokens = min(tokens_per_round, draft_tokens + 1.0)
+        rows, per_token = {}, {}
+        for label, parallel in ((f"serial: {draft_tokens} draft passes", False),
+                                ("parallel: one draft pass", True)):
+            draft = calc.draft_generation_time(forward, draft_tokens, parallel=parallel)
+            rows[label] = calc.speculative_round_stages(draft, plain, prep_s=prep_ms * units.ms,
+                                                        decide_s=decide_ms * units.ms)
+            per_token[label] = calc.speculative_latency_per_token(
+                rows[label][-1]["end_s"], tokens)
+        serial, parallel = (per_token[k] for k in rows)
+        numbers = {"draft_pass_ms": forward / units.ms, "tokens_per_round": tokens,
+                   "serial_round_ms": rows[next(iter(rows))][-1]["end_s"] / units.ms,
+                   "parallel_round_ms": rows[list(rows)[1]][-1]["end_s"] / units.ms,
+                   "serial_ms_per_token": serial / units.ms,
+                   "parallel_ms_per_token": parallel / units.ms,
+                   "plain_ms_per_token": plain / units.ms}
+        capped = (f" (capped at m + 1 = {draft_tokens + 1})" if tokens < tokens_per_round
+                  else "")
+        text = (f"one draft pass: <b>{forward / units.ms:.2f} ms</b> "
+                f"({draft_gb:.2f} GB at the batch-1 read rate)<br>"
+                f"rounds: serial {numbers['serial_round_ms']:.2f} ms, parallel "
+                f"{numbers['parallel_round_ms']:.2f} ms, over E[X] = {tokens:.2f}{capped}<br>"
+                f"per output token: serial <b>{serial / units.ms:.1f} ms</b>, parallel "
+                f"<b>{parallel / units.ms:.1f} ms</b>, plain decode {plain / units.ms:.2f} ms")
+        return View(numbers=numbers, traces=round_stages_traces(rows, plain_round_s=plain),
+                    text=text)
+
+
 # --- 8.5.4 / Exercise 8-7: draft length and padding --------------------------------------------
 
 _LENGTHS = list(range(0, 17))
 
 
 class DraftLengthPanel(Panel):
-    """Latency per token T_m / E[N_m] for serial drafts of length m, with the draft's positions
+    """Latency per token T_m / E[X_m] for serial drafts of length m, with the draft's positions
     padded to groups of g, and the marginal test for the length under study (8.5.4)."""
 
     title = "Draft length, shape padding and the marginal condition (8.5.4, Exercise 8-7)"
@@ -510,7 +604,7 @@ class DraftLengthPanel(Panel):
                    "extension_helps": gain["helps"], "best_draft_len": best_padded,
                    "best_draft_len_ungrouped": best_plain}
         verdict = "helps" if gain["helps"] else "<b>does not help</b>"
-        text = (f"m = {draft_len}, g = {group}: E[N] = {row['expected_tokens']:.3f}, "
+        text = (f"m = {draft_len}, g = {group}: E[X] = {row['expected_tokens']:.3f}, "
                 f"T = {row['round_s'] / units.ms:.1f} ms, "
                 f"<b>{row['latency_per_token_s'] / units.ms:.2f} ms/token</b><br>"
                 f"going from m = {draft_len - 1} to {draft_len}: dT = "

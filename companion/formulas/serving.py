@@ -15,7 +15,8 @@ from companion.chapters.ch08 import (  # noqa: F401
     AMDAHL_DECODE_S, AMDAHL_FACTOR, AMDAHL_TASK_S, CLIENT_ITL_S as SHORT_INTERVAL_S, DEADLINE_S,
     DFLASH_DRAFT_TOKENS, DFLASH_PEAK_AFTER_MIB, DFLASH_PEAK_BEFORE_MIB, DFLASH_TOKENS_PER_ROUND,
     DFLASH_TTFT_AFTER_S, DFLASH_TTFT_BEFORE_S, ENERGY_PER_GOOD_J, EX88_DECODE_FACTOR,
-    EX88_PREP_S, EX88_STAGE_S, EXP81_BATCHES, EXP81_ROUND_S, GOODPUT_CB_REQ_PER_S,
+    EX88_PREP_S, EX88_STAGE_S, EXP81_BATCHES, EXP81_PREFILL_MFU_MEASURED, EXP81_ROUND_S,
+    GOODPUT_CB_REQ_PER_S,
     INSTANCE_MEM_BYTES, KV_BUDGET_BYTES as EXAMPLE_KV_BUDGET_BYTES, LITTLE_ARRIVAL_RATE_PER_S,
     LITTLE_RESIDENCE_S,
     LONG_BATCH as EXAMPLE_BATCH, LONG_PROMPT_TOKENS as EXAMPLE_PROMPT_TOKENS,
@@ -42,7 +43,7 @@ __all__ = [
     "requests_in_system", "admit_request", "effective_throughput",
     "completion_throughput", "response_losses", "fractional_change", "prefill_token_rate",
     "gpu_seconds_per_request", "round_read_bytes", "read_time_at_mbu",
-    "decode_efficiency_table", "round_time_from_reads",
+    "decode_efficiency_table", "prefill_efficiency_row", "round_time_from_reads",
     "prefix_shifted_round_s",
     "Scheme", "SchemeResult", "SCHEMES", "scheme_result", "compare_schemes", "best_scheme",
     "chapter_schemes", "instance_kv_budget_bytes", "schemes_for_model",
@@ -218,6 +219,44 @@ def decode_efficiency_table(model: Model = QWEN3_8B, hardware: Hardware = RTX_PR
         read_s = read_time_at_mbu(read, hardware)
         rows.append(dict(batch=b, read_bytes=read, read_s=read_s, round_s=r, mbu=read_s / r,
                          gap_s=r - read_s))
+    return rows
+
+
+def prefill_efficiency_row(model: Model = QWEN3_8B, hardware: Hardware = RTX_PRO_6000,
+                           batches=EXP81_BATCHES, context_tokens: int = EXP81_CONTEXT_TOKENS,
+                           prefill_s=None, measured_mfu=None) -> list[dict]:
+    """The prefill row of Experiment 8-1's efficiency table, one dict per batch size (8.6.3).
+
+    Each batch prefills b prompts of ``context_tokens`` (2048, nothing cached): ``flops`` =
+    b x (layer matrices + causal attention), 29.69 TFLOP per prompt. Where a prefill time is
+    known (``prefill_s``: {batch: seconds}; by default batch 1's 94.8 ms of footnote 5) the MFU
+    is computed from it (62.2%, printed 62%) and ``source`` is "computed"; elsewhere the MFU is
+    the chapter's measured value (``measured_mfu``: {batch: fraction}, by default 61/61/58%),
+    ``source`` is "measured", and ``prefill_s`` is the time that efficiency implies.
+    """
+    bs = v.sequence("batches", batches)
+    known = ({1: PREFILL_S_BATCH1_2K} if prefill_s is None
+             else v.instance("prefill_s", prefill_s, dict, "a dict {batch: seconds}"))
+    measured = (EXP81_PREFILL_MFU_MEASURED if measured_mfu is None
+                else v.instance("measured_mfu", measured_mfu, dict, "a dict {batch: fraction}"))
+    per_prompt = prefill_flops(_model(model), v.tokens("context_tokens", context_tokens,
+                                                       minimum=1))
+    rows = []
+    for i, b in enumerate(bs):
+        b = v.count(f"batches[{i}]", b)
+        flops = b * per_prompt
+        if b in known:
+            t = v.positive(f"prefill_s[{b}]", known[b])
+            mfu = measured_prefill_mfu(model, hardware, b, context_tokens, 0, t)
+            source = "computed"
+        elif b in measured:
+            mfu = v.probability(f"measured_mfu[{b}]", measured[b], open_low=True)
+            t = time_at_mfu(flops, hardware, mfu)
+            source = "measured"
+        else:
+            raise ValueError(f"batches[{i}]: batch {b} has neither a prefill time (prefill_s) "
+                             "nor a measured efficiency (measured_mfu)")
+        rows.append(dict(batch=b, flops=flops, mfu=mfu, prefill_s=t, source=source))
     return rows
 
 

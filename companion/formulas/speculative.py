@@ -14,7 +14,8 @@ import numbers
 from companion import validate as v
 # the chapter's inputs of 8.5 (companion.chapters.ch08), also read as sp.X
 from companion.chapters.ch08 import (  # noqa: F401
-    DFLASH_DRAFT_TOKENS, DFLASH_DRAFT_WEIGHT_BYTES, DRAFT_LEN_LATENCY_S, DRAFT_LEN_OF,
+    DFLASH_DRAFT_TOKENS, DFLASH_DRAFT_WEIGHT_BYTES, DFLASH_PLAIN_STEP_S, DFLASH_VERIFY_ROUND_S,
+    DRAFT_LEN_LATENCY_S, DRAFT_LEN_OF,
     DRAFT_QUERY_S, INDEX_BUILD_S, MEAN_ROUND_EXAMPLE_S, MEAN_ROUND_EXAMPLE_TOKENS,
     OUTPUT_TOKENS as TOY_OUTPUT_TOKENS, ROUND_B1_S as DECODE_ROUND_S_BATCH1_2K,
     TOY_DRAFT_ALWAYS_A, TOY_DRAFT_ALWAYS_B, TOY_DRAFT_LEN, TOY_TARGET_PROBS)
@@ -28,7 +29,8 @@ __all__ = [
     "speculative_output_distribution", "speculative_expected_rounds", "speculative_request_time",
     "verification_flops", "verification_extra_flops", "speculative_latency_per_token",
     "draft_cost_crossover", "prep_break_even_tokens", "effective_read_bandwidth",
-    "draft_forward_time", "draft_generation_time", "draft_round_time", "draft_length_table",
+    "draft_forward_time", "draft_generation_time", "speculative_round_stages",
+    "draft_round_time", "draft_length_table",
     "best_draft_length", "marginal_draft_gain", "draft_extension_helps",
 ]
 
@@ -148,10 +150,10 @@ def speculative_expected_rounds(output_tokens: int, acceptance,
                                 draft_len: int | None = None) -> float:
     """Exact expected number of rounds until ``output_tokens`` tokens are out (8.5.2).
 
-    The last round is cut off at the target length, so this is not G / E[N]: with
+    The last round is cut off at the target length, so this is not G / E[X]: with
     R(g) = expected rounds for g tokens still to go, R(g <= 0) = 0 and
     R(g) = 1 + sum_k P(N = k) R(g - k). For G = 256 and BBBB (a = 3/4, m = 4): 84.39 rounds,
-    against 256 / 3.05 = 83.91. Wald's identity bounds it: G / E[N] <= R(G) < (G + m) / E[N].
+    against 256 / 3.05 = 83.91. Wald's identity bounds it: G / E[X] <= R(G) < (G + m) / E[X].
     """
     g_total = v.tokens("output_tokens", output_tokens, minimum=1)
     dist = speculative_output_distribution(acceptance, draft_len)
@@ -169,7 +171,7 @@ def speculative_request_time(output_tokens: int, round_s: float, acceptance,
     """Time for one request's G tokens: prep_s + rounds x round_s seconds (8.5.2).
 
     ``exact_rounds`` uses ``speculative_expected_rounds`` (the last round cut off at G: 4.22 s
-    for the 256-token BBBB request after a 2 s index); False uses G / E[N] (4.21 s). With
+    for the 256-token BBBB request after a 2 s index); False uses G / E[X] (4.21 s). With
     draft_len = 0 it is plain decode: G x round_s (256 x 26.26 ms = 6.72 s).
     """
     g = v.tokens("output_tokens", output_tokens, minimum=1)
@@ -212,7 +214,7 @@ def verification_extra_flops(model: Model, positions: int, context_tokens: int,
 
 def speculative_latency_per_token(verify_s: float, expected_tokens: float,
                                   draft_s: float = 0.0) -> float:
-    """Average latency per output token: (T_verify + T_draft) / E[N] seconds (8.5.2-8.5.3).
+    """Average latency per output token: (T_verify + T_draft) / E[X] seconds (8.5.2-8.5.3).
 
     (26.26 + 0.1) / 1.33 = 19.8 ms (AAAA) and / 3.05 = 8.64 ms (BBBB); serial drafting
     (4 x 3.57 + 26.26) / 3 = 13.5 ms, parallel (3.57 + 26.26) / 3 = 9.9 ms.
@@ -225,9 +227,9 @@ def speculative_latency_per_token(verify_s: float, expected_tokens: float,
 
 def draft_cost_crossover(verify_s: float, expected_tokens: float,
                          plain_round_s: float | None = None) -> float:
-    """Largest draft cost per round that still beats plain decode: E[N] T_plain - T_verify (8.5.2).
+    """Largest draft cost per round that still beats plain decode: E[X] T_plain - T_verify (8.5.2).
 
-    A round must take less than E[N] plain rounds. With T_verify = T_plain = 26.26 ms:
+    A round must take less than E[X] plain rounds. With T_verify = T_plain = 26.26 ms:
     AAAA leaves 8.7 ms for the draft, BBBB 53.9 ms (Figure 8-32). Negative: never pays.
     """
     t = v.positive("verify_s", verify_s)
@@ -279,6 +281,32 @@ def draft_generation_time(forward_s: float, draft_tokens: int, parallel: bool = 
     return f if parallel else m * f
 
 
+SPECULATIVE_STAGES = ("draft generation", "verification preparation", "target verification",
+                      "output determination")
+
+
+def speculative_round_stages(draft_s: float, verify_s: float, prep_s: float = 0.0,
+                             decide_s: float = 0.0) -> list[dict]:
+    """One speculative round as its four stages in order, each with start and duration (8.5.3).
+
+    The stages run one after another: draft generation (``draft_s``: m passes one at a time,
+    or one parallel pass, see ``draft_generation_time``), verification preparation (placing
+    the draft tokens into the target's batch, ``prep_s``), the target's verification pass
+    (``verify_s``) and output determination (comparing, rolling back, sampling, ``decide_s``).
+    The chapter times only the first and the third and counts the other two as zero: serial
+    4 x 3.57 + 26.26 = 40.54 ms per round, parallel 3.57 + 26.26 = 29.83 ms. Returns dicts with
+    ``stage``, ``start_s``, ``duration_s`` and ``end_s``; the last ``end_s`` is the round time.
+    """
+    durations = (v.nonnegative("draft_s", draft_s), v.nonnegative("prep_s", prep_s),
+                 v.positive("verify_s", verify_s), v.nonnegative("decide_s", decide_s))
+    stages, start = [], 0.0
+    for name, duration in zip(SPECULATIVE_STAGES, durations):
+        stages.append(dict(stage=name, start_s=start, duration_s=duration,
+                           end_s=start + duration))
+        start += duration
+    return stages
+
+
 # --- draft length (8.5.4, Exercise 8-7) ------------------------------------------------------
 
 def draft_round_time(draft_len: int, verify_s: float, per_draft_s: float, group: int = 1) -> float:
@@ -296,7 +324,7 @@ def draft_round_time(draft_len: int, verify_s: float, per_draft_s: float, group:
 
 def draft_length_table(acceptance: float, draft_lens, verify_s: float, per_draft_s: float,
                        group: int = 1) -> list[dict]:
-    """For each draft length m: E[N_m], T_m and T_m / E[N_m] (seconds per token) (Ex. 8-7).
+    """For each draft length m: E[X_m], T_m and T_m / E[X_m] (seconds per token) (Ex. 8-7).
 
     Rows are dicts with keys draft_len, expected_tokens, round_s, latency_per_token_s.
     """

@@ -17,6 +17,7 @@ and then turns the numbers into the chapters' quantities:
 
   hardware_from_measurement   a companion.specs.Hardware for "this machine"
   fit_step_time               least squares of step_s = fixed_s + bytes_read / bandwidth
+  fit_problems                why such a fit's bandwidth should not be believed (noise, cache)
   analyze_sweep               MBU / MFU per point, where the step stops being flat, and the
                               ridge-point prediction of that batch (17 §2)
   save_measurement / load_measurement / compare_measurements   JSON files a class can pool
@@ -38,7 +39,8 @@ from companion.measure.probes import (
     STREAM_KERNELS, FULL_SIZES, FAST_SIZES, fast_mode, machine_info, stream_probe,
     matmul_probe, gpu_probe, scaled_decode_model, decode_sweep, measure)
 from companion.measure.analysis import (
-    hardware_from_measurement, StepTimeFit, fit_step_time, SweepAnalysis, analyze_sweep,
+    hardware_from_measurement, StepTimeFit, fit_step_time, fit_problems, SweepAnalysis,
+    analyze_sweep,
     save_measurement, load_measurement, compare_measurements, comparison_text)
 
 __all__ = [
@@ -46,7 +48,7 @@ __all__ = [
     "BandwidthResult", "MatmulResult", "SweepPoint", "DecodeSweep", "Measurement",
     "STREAM_KERNELS", "FULL_SIZES", "FAST_SIZES", "fast_mode", "machine_info", "stream_probe",
     "matmul_probe", "gpu_probe", "scaled_decode_model", "decode_sweep", "measure",
-    "hardware_from_measurement", "StepTimeFit", "fit_step_time", "SweepAnalysis",
+    "hardware_from_measurement", "StepTimeFit", "fit_step_time", "fit_problems", "SweepAnalysis",
     "analyze_sweep", "save_measurement", "load_measurement", "compare_measurements",
     "comparison_text",
 ]

@@ -26,7 +26,8 @@ from companion.measure.records import (
 from companion.specs import Hardware
 from companion.units import GB, GFLOP, MiB
 
-__all__ = ["hardware_from_measurement", "StepTimeFit", "fit_step_time", "SweepAnalysis",
+__all__ = ["hardware_from_measurement", "StepTimeFit", "fit_step_time", "fit_problems",
+           "SweepAnalysis",
            "analyze_sweep", "save_measurement", "load_measurement", "compare_measurements",
            "comparison_text"]
 
@@ -84,6 +85,9 @@ class StepTimeFit:
     bandwidth_fitted: bool
     n_points: int
     rms_residual_s: float
+    # share of the step times' variance the line explains (1: every point on it; NaN when the
+    # step times do not vary)
+    r_squared: float = float("nan")
 
     def predict(self, bytes_read) -> np.ndarray:
         return self.fixed_s + np.asarray(bytes_read, dtype=float) / self.bandwidth_bytes_per_s
@@ -125,8 +129,45 @@ def fit_step_time(bytes_read, step_s, *, bandwidth_bytes_per_s: float | None = N
                              "or pass bandwidth_bytes_per_s")
         bw, fixed, fitted = 1.0 / float(slope), float(fixed), True
     residual = y - (fixed + x / bw)
+    spread = float(np.var(y))
+    r2 = 1.0 - float(np.mean(residual**2)) / spread if spread > 0 else float("nan")
     return StepTimeFit(fixed_s=fixed, bandwidth_bytes_per_s=bw, bandwidth_fitted=fitted,
-                       n_points=len(x), rms_residual_s=float(np.sqrt(np.mean(residual**2))))
+                       n_points=len(x), rms_residual_s=float(np.sqrt(np.mean(residual**2))),
+                       r_squared=r2)
+
+
+def fit_problems(fit: StepTimeFit, bytes_read, *, cache_bytes: float | None = None,
+                 peak_bytes_per_s: float | None = None, min_r_squared: float = 0.8) -> list[str]:
+    """Why a step-time fit's bandwidth should not be believed; an empty list when none applies.
+
+    Three checks, each a sentence in the list: the line explains less than ``min_r_squared``
+    of the step times' variance (noise or a wrong model); the largest read fits in the
+    last-level cache (``cache_bytes``), so the slope measures the cache, not DRAM; the fitted
+    bandwidth exceeds ``peak_bytes_per_s`` by half again (8.6.3's free fit, which returns
+    several times the card's spec, fails this one). A fit with the bandwidth held fixed is
+    judged on the first two only.
+    """
+    fit = v.instance("fit", fit, StepTimeFit, "a companion.measure.StepTimeFit")
+    x = _float_array("bytes_read", bytes_read, min_len=1, positive=False)
+    floor = v.probability("min_r_squared", min_r_squared, open_low=True)
+    problems = []
+    if not np.isfinite(fit.r_squared) or fit.r_squared < floor:
+        share = "none" if not np.isfinite(fit.r_squared) else f"{max(fit.r_squared, 0.0):.0%}"
+        problems.append(f"the line explains {share} of the variation in step time (R^2 below "
+                        f"{floor:g}): noise or another cost hides the slope")
+    if cache_bytes is not None:
+        cache = v.positive("cache_bytes", cache_bytes)
+        if x.max() <= cache:
+            problems.append(f"the largest read ({x.max() / 1e6:.1f} MB) fits in the "
+                            f"{cache / MiB:.0f} MiB last-level cache, so the slope is a cache "
+                            "rate, not a memory bandwidth")
+    if peak_bytes_per_s is not None:
+        peak = v.positive("peak_bytes_per_s", peak_bytes_per_s)
+        if fit.bandwidth_fitted and fit.bandwidth_bytes_per_s > 1.5 * peak:
+            problems.append(f"the fitted bandwidth ({fit.bandwidth_bytes_per_s / 1e9:.4g} GB/s) "
+                            f"is beyond the peak ({peak / 1e9:.4g} GB/s): the model's terms do "
+                            "not simply add up")
+    return problems
 
 
 @dataclass(frozen=True, eq=False)

@@ -206,7 +206,7 @@ def _position_acceptances(p, q, draft_len) -> list[float]:
 
 
 def expected_tokens_per_round(p, q, draft_len: int) -> float:
-    """E[N] = 1 + sum_j prod_{i<=j} a_i with a_i = sum_x min(p_i, q_i) from the distributions.
+    """E[X] = 1 + sum_j prod_{i<=j} a_i with a_i = sum_x min(p_i, q_i) from the distributions.
 
     Two symbols, p = (1/4, 3/4), draft length 4: AAAA 1.33, BBBB 3.05 (8.5.2); 17 §10's
     alpha = 0.7, k = 4: 2.77. Per-position rows of p (m+1) and q (m) are allowed.
@@ -331,7 +331,7 @@ class SpeculativeRuns:
 
     @property
     def mean_tokens(self) -> float:
-        """Monte Carlo estimate of E[N]."""
+        """Monte Carlo estimate of E[X]."""
         return float(self.tokens_per_round.mean())
 
     @property
@@ -357,7 +357,7 @@ def simulate_rounds(p, q, draft_len: int, n_rounds: int, *, seed: int = 0,
     """Run ``n_rounds`` independent speculative-sampling rounds with drafts of length m.
 
     Vectorised with numpy: a few hundred thousand rounds take a fraction of a second. The mean
-    of ``tokens_per_round`` estimates E[N] (1.33 for AAAA, 3.05 for BBBB, 8.5.2).
+    of ``tokens_per_round`` estimates E[X] (1.33 for AAAA, 3.05 for BBBB, 8.5.2).
     """
     m = v.integer("draft_len", draft_len, minimum=0)
     pp, qq = _positions(p, q, m)

@@ -29,6 +29,8 @@
 import numpy as np
 
 from companion import calc, ledger, plots, specs, units, widgets
+from companion.display import answer, md
+from companion.exercises import data_ch08
 from companion.formulas import compression as cm
 from companion.formulas import kv_management as km
 
@@ -38,15 +40,16 @@ MiB, GiB, GB, ms = units.MiB, units.GiB, units.GB, units.ms
 # %% [markdown]
 # ## 8.4.1 Grouped quantization and its metadata
 #
-# A quantized tensor is cut into groups of $g$ values. Each value is stored as a short integer
-# code of $b$ bits; each group also stores a little metadata (a scale, sometimes a minimum) that
-# turns codes back into approximate values when they are used. One group therefore takes
+# A quantized tensor is cut into groups of $n_\text{grp}$ values. Each value is stored as a
+# short integer code of $w$ bits; each group also stores a little metadata (a scale, sometimes a
+# minimum) that turns codes back into approximate values when they are used. One group
+# therefore takes
 #
-# $$\text{group bytes} = \frac{g\,b}{8} + m, \qquad
-# \text{bits per value} = \frac{8 \times \text{group bytes}}{g},$$
+# $$\text{group bytes} = \frac{n_\text{grp}\,w}{8} + M_\text{meta}, \qquad
+# \text{bits per value} = \frac{8 \times \text{group bytes}}{n_\text{grp}},$$
 #
-# and the metadata's share $m / \text{group bytes}$ grows as $b$ shrinks: the codes get
-# smaller, the scale does not. GGML's Q2_K (2-bit codes in groups of 256 with 20 bytes of
+# and the metadata's share $M_\text{meta} / \text{group bytes}$ grows as $w$ shrinks: the
+# codes get smaller, the scale does not. GGML's Q2_K (2-bit codes in groups of 256 with 20 bytes of
 # scales and minimums) and the two formats the chapter uses for KV, q8_0 and q4_0 (groups of
 # 32 with one 2-byte scale):
 
@@ -97,12 +100,15 @@ rows.append(("UD-Q2_K_XL alone", [("weight file", xl_bytes / GiB, "weights"),
 plots.memory_stack_figure(rows, specs.M2_MAX.mem_bytes / GiB,
                           title="M2 Max, 96 GB: weights, metadata, reserve, KV, headroom").show()
 
-# %% [markdown]
-# A 2.16 GiB difference between two files of the same model decides whether even one 8K
-# request fits, and a 32K context does not fit at all. On unified memory the file is mapped
-# into the address space and its pages are brought in only when touched, so "not fitting"
-# shows up as pages being read in again and again rather than as an error: the cure is fewer
-# bytes (a smaller format) or bringing in only what is needed when it is needed (8.4.3).
+# %% tags=["remove-input"]
+md(f"""
+Two files of the same model differ by {(xl_bytes - file_bytes) / GiB:.2f} GiB, and that
+difference decides whether even one 8K request fits; a 32K context fits with neither. On
+unified memory the file is mapped into the address space and a page is brought in only when
+it is touched, so "not fitting" shows up as the same pages being read in over and over, not as
+an error. The cures are fewer bytes (a smaller format) or bringing in only what is needed, when
+it is needed (8.4.3).
+""")
 
 # %%
 print(ledger.table("8.4.1"))
@@ -165,9 +171,9 @@ plots.byte_layout_figure(group_rows, title="Figure 8-23: the same 32 values in t
 # %% [markdown]
 # ### KV per format and what fits in 12 GiB
 #
-# The scale is per group, so the metadata grows with the KV itself: q8_0 averages 8.5 bits per
-# value and q4_0 4.5, not 8 and 4. A finished long request reserves 8448 token slots
-# (8192 + 255 rounded to 16-token blocks), 1188 MiB in BF16:
+# Each group carries its own scale, so the metadata grows with the KV itself: both formats
+# cost half a bit per value more than their code width (the B/value column). A finished long
+# request holds the KV of its prompt plus all but the last of its outputs:
 
 # %%
 held = calc.held_tokens(km.LONG_PROMPT_TOKENS, km.OUTPUT_TOKENS)
@@ -182,11 +188,17 @@ for f in ("bf16", "fp8", "q8_0", "q4_0"):
     print(f"{f:6} {per_value:8.4f} {kv_in / MiB:6,.0f} MiB {kv_end / MiB:8,.3f} MiB "
           f"{16 * kv_end / GiB:8.2f} GiB {n:14}")
 
+# %% tags=["remove-input"]
+q8_16 = 16 * calc.kv_quantized_bytes(model, held, "q8_0")
+shared_16 = calc.scheme_result(calc.SCHEMES["B"]).memory_bytes
+md(f"""
+A finished long request holds {held:,} tokens of KV. Sixteen independent ones fit in 12 GiB in
+q8_0 ({q8_16 / GiB:.2f} GiB), as they do in BF16 with the prefix stored once
+({shared_16 / GiB:.2f} GiB, 8.3.2): compression shrinks every byte, sharing removes duplicate
+bytes, and the two can be combined.
+""")
+
 # %% [markdown]
-# Sixteen independent long requests fit in 12 GiB in q8_0 (9.86 GiB), as they do in BF16 with
-# the prefix shared (5.91 GiB, 8.3.2): compression shrinks every byte, sharing removes
-# duplicate bytes, and the two combine.
-#
 # ### Reading less, converting more
 #
 # Compressed KV is read faster, but the codes must be turned back into numbers the attention
@@ -195,9 +207,10 @@ for f in ("bf16", "fp8", "q8_0", "q4_0"):
 #
 # $$\Delta T = \frac{\Delta D}{\beta} - T_c .$$
 #
-# For an 8K context, q8_0 reads 540 MiB less. The effective bandwidth is the one measured in
-# Experiment 8-1's read-bound batch-64 round, 34.46 GB in 29.63 ms, i.e. about 1.16 TB/s
-# (printed as "65%" of 1792 GB/s; the measured 64.9% is what reproduces 0.487 ms).
+# For an 8K context, q8_0 leaves a sizeable slice of the BF16 cache unread. The effective
+# bandwidth is the one Experiment 8-1's read-bound batch-64 round reached (its bytes over its
+# measured 29.63 ms). The chapter rounds that share of the 1792 GB/s peak to "65%" (8.4.2);
+# the unrounded share is the one that reproduces its time saving.
 
 # %%
 saved = calc.kv_bytes(model, cm.CONTEXT_8K_TOKENS) - calc.kv_quantized_bytes(
@@ -226,22 +239,22 @@ _ = reads.reset()
 # %% [markdown]
 # ### The H100 crossover between BF16 and FP8 KV
 #
-# An early evaluation of Llama-3.1-8B on an H100 fitted straight lines to the output interval
-# (footnote 15): BF16 $6.44 + 4.37\times10^{-5}L$ ms, FP8 $6.58 + 2.37\times10^{-5}L$ ms. FP8
-# pays 0.14 ms more per step for its conversion and saves $2\times10^{-5}$ ms per context
-# token, so the lines cross at $0.14 / (2\times10^{-5}) = 7000$ tokens: below it BF16 is
-# faster, above it FP8.
+# An early evaluation of Llama-3.1-8B on an H100 fitted a straight line to the output interval
+# of each KV format (footnote 15): BF16 $6.44 + 4.37\times10^{-5}L$ ms, FP8
+# $6.58 + 2.37\times10^{-5}L$ ms. The FP8 line starts higher and climbs more slowly, so the two
+# cross where the difference of the intercepts equals the difference of the slopes times $L$:
+# below that context BF16 is faster, above it FP8.
 
 # %%
-fits = {"BF16": (cm.BF16_INTERVAL_FIXED_S, cm.BF16_INTERVAL_PER_TOKEN_S),
+fits_h100 = {"BF16": (cm.BF16_INTERVAL_FIXED_S, cm.BF16_INTERVAL_PER_TOKEN_S),
         "FP8": (cm.FP8_INTERVAL_FIXED_S, cm.FP8_INTERVAL_PER_TOKEN_S)}
-crossover = calc.interval_crossover_tokens(*fits["BF16"], *fits["FP8"])
+crossover = calc.interval_crossover_tokens(*fits_h100["BF16"], *fits_h100["FP8"])
 contexts = list(range(0, 32769, 512))
 lines = {f"{name} KV: {a / ms:.2f} + {b / ms:.2e} L ms": [calc.fitted_interval_s(a, b, L) / ms
                                                           for L in contexts]
-         for name, (a, b) in fits.items()}
-marks = [(f"{name} {L // 1024}K", L, calc.fitted_interval_s(*fits[name], L) / ms)
-         for name in fits for L in cm.FIT_CONTEXTS]
+         for name, (a, b) in fits_h100.items()}
+marks = [(f"{name} {L // 1024}K", L, calc.fitted_interval_s(*fits_h100[name], L) / ms)
+         for name in fits_h100 for L in cm.FIT_CONTEXTS]
 for name, L, t in marks:
     print(f"{name}: {t:.2f} ms")
 print(f"crossover: {crossover:,.0f} tokens")
@@ -249,11 +262,27 @@ plots.interval_fit_figure(contexts, lines, crossover_tokens=crossover, marks=mar
                           title="Llama-3.1-8B on H100: fitted output interval, BF16 vs FP8 KV"
                           ).show()
 
+# %% tags=["remove-input"]
+gap_s = cm.FP8_INTERVAL_FIXED_S - cm.BF16_INTERVAL_FIXED_S
+md(f"""
+**What the fit shows, and what it does not.** Over the contexts the fit covers, the FP8 step is
+the slower one at short context and the faster one at long context, and the fitted lines cross near
+{crossover:,.0f} tokens. The slope difference has a clear reading: FP8 stores one byte per KV
+value instead of two, so each extra context token costs less to read. The intercept difference
+({gap_s / ms:.2f} ms per step) is a *fitted term*: it is each line extrapolated to $L = 0$,
+a context nobody measured, and it absorbs everything that does not grow with $L$. The chapter
+reads it as conversion time; the fit cannot tell conversion apart from a different attention
+kernel on the FP8 path, other launch or synchronisation costs, or the fit's own error (the
+footnote gives no residuals). Telling them apart takes kernel-level timings, or a fit that
+adds a term for each suspected cost. The crossover itself does not depend on that
+interpretation, as long as it lies inside the range of contexts that were measured.
+""")
+
 # %% [markdown]
 # The same bookkeeping compares state *representations*: at an 8K context DeepSeek V4.1 keeps
 # 6.953 MiB of global history and 2.578 MiB of effective sliding-window state, V4 30.521 MiB in
-# total. The window is a fixed cost, so the gap is smaller than the 3.95x of the global history
-# alone:
+# total. The window costs the same whatever the history, so the overall gap is smaller than the
+# ratio of the global histories alone:
 
 # %%
 v41 = cm.DEEPSEEK_V41_GLOBAL_MIB + cm.DEEPSEEK_V41_SWA_MIB
@@ -265,14 +294,14 @@ print(ledger.table("8.4.2"))
 #
 # Offloading keeps some weights in host memory and copies each set to the accelerator just
 # before its layer runs; the space it frees holds more KV. The chapter offloads the FFN of one
-# layer in four: 9 of Qwen3-8B's 36 layers, 288 MiB each (three $4096 \times 12288$ BF16
-# matrices). The copies need landing space on the accelerator, a **prefetch buffer** per set
+# layer in four: 9 of Qwen3-8B's 36 layers, each set being three $4096 \times 12288$ BF16
+# matrices. The copies need landing space on the accelerator, a **prefetch buffer** per set
 # in flight, which eats into the saving.
 #
 # Prefetching has two ordering rules: a layer may not compute before its weights have
 # arrived, and a buffer may not be overwritten while the layer using it still computes. With
 # one buffer, copy and compute take turns; with two, the next layer's copy overlaps the current
-# layer's compute, at the price of another 288 MiB.
+# layer's compute, at the price of a second buffer.
 
 # %%
 for buffers in (1, 2):
@@ -286,12 +315,11 @@ for buffers in (1, 2):
           f"complete request(s) (1188 MiB)")
 
 # %% [markdown]
-# The price is paid every decode round: all 2592 MiB (2.72 GB) cross the host link again for
-# each new token. However well copies overlap with compute, a round cannot be shorter than the
-# copy:
+# The price is paid every decode round: every offloaded byte $D_\text{off}$ crosses the host
+# link again for each new token. However well the copies overlap with compute, a round cannot
+# be shorter than its copy:
 #
-# $$T_\text{copy} \ge \frac{2.72\ \text{GB}}{64\ \text{GB/s}} \approx 42.5\ \text{ms}
-# \;>\; 26.26\ \text{ms of compute per round}.$$
+# $$T_r \ge T_\text{copy} = \frac{D_\text{off}}{\beta_\text{link}}.$$
 
 # %%
 offloaded = calc.ffn_offload(model, cm.OFFLOAD_EVERY_N_LAYERS, 1).offloaded_bytes
@@ -304,9 +332,15 @@ for name, link in (("PCIe Gen5 x16", specs.PCIE_GEN5_X16_BYTES_PER_S),
           f"round); {cm.OFFLOAD_BATCH} requests get at most {c.tokens_per_s:.0f} tokens/s; "
           f"{cm.DECODE_ROUNDS} rounds copy for {c.total_copy_s:.2f} s")
 
-# %% [markdown]
-# Over PCIe, copying alone takes 10.8 s of the 7 s budget; over NVLink-C2C it fits inside the
-# compute rounds. Prefetching changes *when* the bytes move, never *how many*.
+# %% tags=["remove-input"]
+pcie = calc.offload_copy_bound(offloaded, specs.PCIE_GEN5_X16_BYTES_PER_S, cm.BATCH1_ROUND_S,
+                               batch=cm.OFFLOAD_BATCH, rounds=cm.DECODE_ROUNDS)
+md(f"""
+Over PCIe each round's copy ({pcie.copy_s / ms:.1f} ms) is longer than the round's compute,
+and over a whole answer the copying alone ({pcie.total_copy_s:.1f} s) overruns the 7 s budget;
+over NVLink-C2C it hides inside the compute rounds. Prefetching changes *when* the bytes move,
+never *how many*.
+""")
 
 # %% tags=["nbval-ignore-output"]
 offload = widgets.OffloadPanel()
@@ -323,15 +357,13 @@ _ = offload.reset()
 # %% [markdown]
 # ### Compress before moving?
 #
-# Sending $S$ bytes compressed to $rS$ shortens the transfer, but the receiver must decompress
-# them at some rate $R_\text{dec}$ (in original bytes per second):
+# Sending $V$ bytes compressed to a fraction $f_c$ of their size shortens the transfer, but the
+# receiver must decompress them at some rate $R_\text{dec}$ (in original bytes per second):
 #
-# $$\frac{rS}{B} + \frac{S}{R_\text{dec}} < \frac{S}{B}
-# \iff R_\text{dec} > \frac{B}{1 - r}.$$
+# $$\frac{f_c V}{\beta_\text{link}} + \frac{V}{R_\text{dec}} < \frac{V}{\beta_\text{link}}
+# \iff R_\text{dec} > \frac{\beta_\text{link}}{1 - f_c}.$$
 #
-# 96 MiB compressed to a quarter over PCIe Gen5 takes 0.39 ms instead of 1.57 ms; keeping that
-# saving needs a decompressor faster than 64 / 0.75 = 85.3 GB/s. The faster the link, the
-# harder it is for decompression to keep up.
+# The chapter's example sends 96 MiB compressed to a quarter:
 
 # %%
 size, r = cm.COMPRESS_EXAMPLE_BYTES, cm.COMPRESS_EXAMPLE_FRACTION
@@ -342,6 +374,16 @@ for name, link in (("PCIe Gen5 x16", specs.PCIE_GEN5_X16_BYTES_PER_S),
     print(f"{name}: raw {direct / ms:.2f} ms, compressed transfer {moved / ms:.2f} ms "
           f"(saves {(direct - moved) / ms:.2f} ms) if decompression beats "
           f"{calc.min_decompress_bytes_per_s(link, r) / GB:.1f} GB/s")
+
+# %% tags=["remove-input"]
+pcie_link = specs.PCIE_GEN5_X16_BYTES_PER_S
+md(f"""
+Over PCIe Gen5 the compressed transfer takes
+{calc.compress_then_transfer_s(size, r, pcie_link) / ms:.2f} ms instead of
+{calc.link_transfer_s(size, pcie_link) / ms:.2f} ms, and keeping that saving needs a
+decompressor faster than {calc.min_decompress_bytes_per_s(pcie_link, r) / GB:.1f} GB/s. The
+faster the link, the harder it is for decompression to keep up.
+""")
 
 # %% tags=["nbval-ignore-output"]
 transfer = widgets.CompressTransferPanel()
@@ -373,12 +415,47 @@ print(ledger.table("8.4.3"))
 # - In one recorded case, two retries fixed a wrong answer but added about 2.0 s of generation
 #   and 92 tokens.
 #
+# ### The grids, from generated records
+#
+# The chapter's figures lay the eight tasks out in the same order for each configuration (the
+# last of them is Figure 8-28), so that one reads a *column* across figures rather than a total.
+# The chapter's own records are not printed; the companion generates its own with the same
+# design (eight tasks, four runs each, three precision configurations), from a seeded retrieval
+# computation in numpy with FP8 emulated bit by bit (`companion.exercises.data_ch08`). They are
+# Exercise 8-6's given data. **Every cell below is generated, not measured**; the pattern to look
+# for is the chapter's, not its exact cells.
+
+# %%
+records = data_ch08.precision_results(0)
+for c, config in enumerate(records.configs):
+    right = sum(it.correct[c] for it in records.items)
+    print(f"{config:16}: {right} of {len(records.items)} right (generated)")
+plots.precision_grid_figure(records).show()
+
+# %% tags=["remove-input"]
+grid = widgets.PrecisionGridPanel().update(seed=0).numbers
+md(f"""
+Totals alone would say the two FP8 configurations behave alike here
+({', '.join(f'{k}: {v}' for k, v in grid['totals'].items())}). The rows say more: the tasks
+whose count of right runs changes between configurations are
+{', '.join(str(t) for t in grid['tasks_that_differ'])}, and a task that fails in every run of
+one configuration is a systematic effect of that precision, not noise. Move the seed below to
+see how often equal totals hide different failing tasks.
+""")
+
+# %% tags=["nbval-ignore-output"]
+precision_panel = widgets.PrecisionGridPanel()
+precision_panel.show()
+
+# %% [markdown]
+# ### Retries
+#
 # **Retry accounting.** The time to a correct answer is every attempt, the failed ones
 # included, plus each check; timing only the final, successful generation flatters a
 # configuration that is fast but often wrong. If each attempt passes independently with
-# probability $p$ (an assumption for exploring, not part of the measurements), a retry loop
-# costs on average $(T + T_\text{check}) / p$. Taking the chapter's short request (about
-# 6.95 s alone, 8.1.1) as one attempt:
+# probability $P_\text{ok}$ (an assumption for exploring, not part of the measurements), a
+# retry loop costs on average $(T + T_\text{check}) / P_\text{ok}$. Taking the chapter's short
+# request of 8.1.1, run alone, as one attempt:
 
 # %%
 t = calc.SHORT_REQUEST_S
@@ -397,10 +474,13 @@ print(f"B 10% faster per attempt: A {n['expected_a_s']:.2f} s, B {n['expected_b_
       f"B wins: {n['b_wins']}")
 _ = retry.reset()
 
-# %% [markdown]
-# The two capacity routes of this chapter end up side by side: 16 independent long requests in
-# q8_0 need 9.86 GiB, the same 16 in BF16 with the prefix shared 5.91 GiB. Which one to run
-# also depends on conversion time, generation time and retries, which section 8.6 adds up.
+# %% tags=["remove-input"]
+md(f"""
+The two capacity routes of this chapter end up side by side: sixteen independent long
+requests in q8_0 need {q8_16 / GiB:.2f} GiB, the same sixteen in BF16 with the prefix shared
+{shared_16 / GiB:.2f} GiB. Which to run also depends on conversion time, generation time and
+retries, which section 8.6 adds up.
+""")
 
 # %%
 print(ledger.table("8.4.4"))
@@ -408,21 +488,117 @@ print(ledger.table("8.4.4"))
 # %% [markdown]
 # ## Try this
 #
-# - In the M2 Max explorer, switch the KV format to q4_0. How long a context fits with the
-#   Q2_K file now? And with the UD-Q2_K_XL file?
-# - Q2_K spends about 24% of its bytes on metadata. With the same 20 bytes of metadata per
-#   group, how large would groups have to be for metadata to fall under 10%?
-# - In the compressed-read explorer, find the context length below which q8_0 cannot pay for
-#   0.2 ms of conversion. Does q4_0 move it much?
-# - On the H100 fit, how long must the context be for FP8 to save a full millisecond per step?
-# - In the offload explorer, how many FFN layers can move over PCIe Gen5 before the copy no
-#   longer hides behind the 26.26 ms round? What link would carry all nine within it?
-# - In the transfer explorer, set the link to NVLink-C2C (450 GB/s). How fast must
-#   decompression be now?
-# - In the retry explorer, how much faster must the less accurate format's attempts be to
-#   break even?
+# 1. **Predict, then move.** In the M2 Max explorer, switch the KV format to q4_0. Guess first:
+#    does one 8K request now fit next to the Q2_K file? Then find the longest context that
+#    fits one request.
+# 2. Q2_K spends about a quarter of its bytes on metadata. Keeping its 20 bytes of metadata per
+#    group, how many values would a group need for metadata to fall under 10%?
+# 3. In the compressed-read explorer, find the context length below which q8_0 cannot pay for
+#    0.2 ms of conversion. Does q4_0 move it much?
+# 4. **Predict, then move.** On the H100 fit, guess how long the context must be for FP8 KV to
+#    save a full millisecond per step, then compute it from the two lines.
+# 5. In the offload explorer, how many FFN layers can move over PCIe Gen5 before the copy no
+#    longer hides behind the batch-1 round? What link would carry all nine within it?
+# 6. In the retry explorer, how much faster must the less accurate format's attempts be to
+#    break even with the more accurate one?
+
+# %% tags=["remove-input"]
+fitting_contexts = []
+for ctx in range(1024, 65537, 1024):
+    n4 = fit.update(kv_format="q4_0", context_tokens=ctx).numbers
+    if n4["requests_that_fit"] >= 1:
+        fitting_contexts.append(ctx)
+at_8k = fit.update(kv_format="q4_0", context_tokens=cm.CONTEXT_8K_TOKENS).numbers
+_ = fit.reset()
+answer(f"""
+With q4_0 KV an 8K request needs {at_8k['kv_per_request_GiB']:.2f} GiB and
+{at_8k['requests_that_fit']} request(s) of that length fit beside the Q2_K file. Scanning the
+context in steps of 1024 tokens, the longest that still fits one request is
+{max(fitting_contexts) if fitting_contexts else 0:,} tokens: q4_0's KV is {18 / 64:.0%} of BF16's (18 bytes per 32
+values instead of 64), so the headroom stretches several times further.
+""", title="Worked answer 1")
+
+# %% tags=["remove-input"]
+q2k = layouts["Q2_K"]
+bytes_per_value = q2k.code_bytes / q2k.group_values
+# metadata share m / (n b_c + m) < 0.1  <=>  n > 9 m / b_c
+needed = 9 * q2k.metadata_bytes / bytes_per_value
+answer(f"""
+Today {q2k.metadata_fraction:.1%} of a Q2_K group is metadata. A group of $n$ values has
+$n \\cdot {bytes_per_value:g}$ bytes of codes plus {q2k.metadata_bytes:g} bytes of metadata;
+the share falls under 10% when $n > 9 \\times {q2k.metadata_bytes:g} / {bytes_per_value:g} =$
+{needed:.0f} values, about {needed / q2k.group_values:.1f} times today's groups of
+{q2k.group_values}. Larger groups share one scale among more values, which costs accuracy:
+that is the trade the format designers made.
+""", title="Worked answer 2")
+
+# %% tags=["remove-input"]
+def break_even_context(fmt):
+    for ctx in range(512, 131073, 512):
+        if reads.update(context_tokens=ctx, kv_format=fmt).numbers["net_saving_ms"] >= 0:
+            return ctx
+    return None
+
+
+even_q8, even_q4 = break_even_context("q8_0"), break_even_context("q4_0")
+_ = reads.reset()
+answer(f"""
+Scanning in steps of 512 tokens with 0.2 ms of conversion, q8_0 starts to pay at about
+{even_q8:,} tokens of context and q4_0 at about {even_q4:,}. q4_0 saves more bytes per token
+(it drops about three quarters of the BF16 cache where q8_0 drops about half), so it breaks
+even at a shorter context, but not dramatically: the conversion is a fixed cost per step, and
+the saving grows only linearly with the context.
+""", title="Worked answer 3")
+
+# %% tags=["remove-input"]
+(a_bf, b_bf), (a_fp, b_fp) = fits_h100["BF16"], fits_h100["FP8"]
+one_ms = (1 * ms + (a_fp - a_bf)) / (b_bf - b_fp)
+answer(f"""
+FP8 saves $(a_\\text{{BF16}} + b_\\text{{BF16}}L) - (a_\\text{{FP8}} + b_\\text{{FP8}}L)$
+per step. Setting that to 1 ms gives
+$L = (1\\ \\text{{ms}} + a_\\text{{FP8}} - a_\\text{{BF16}}) / (b_\\text{{BF16}} - b_\\text{{FP8}})
+\\approx$ {one_ms:,.0f} tokens, far beyond the crossover at {crossover:,.0f}: a thousand
+tokens of context make FP8 only {(b_bf - b_fp) * 1000 / ms:.2f} ms per step faster, so a whole
+millisecond needs a very long context (an extrapolation, if the fitted data stop short of it).
+""", title="Worked answer 4")
+
+# %% tags=["remove-input"]
+hidden = [layers for layers in range(1, 37)
+          if offload.update(layers=layers, prefetch_buffers=1).numbers["copy_ms"]
+          <= cm.BATCH1_ROUND_S / ms]
+nine = calc.ffn_offload(model, cm.OFFLOAD_EVERY_N_LAYERS, 1).offloaded_bytes
+_ = offload.reset()
+answer(f"""
+Each layer's FFN set takes {calc.ffn_weight_bytes_per_layer(model) / MiB:.0f} MiB, and over
+PCIe Gen5 the copy stays within the {cm.BATCH1_ROUND_S / ms:.2f} ms round for up to
+{max(hidden) if hidden else 0} layers. Carrying all nine sets in one round needs at least
+{nine / cm.BATCH1_ROUND_S / GB:.0f} GB/s: more than PCIe Gen5 gives, less than NVLink-C2C's
+{specs.NVLINK_C2C_BYTES_PER_S / GB:.0f} GB/s.
+""", title="Worked answer 5")
+
+# %% tags=["remove-input"]
+even_factor = None
+for factor in np.arange(1.0, 0.0, -0.01):
+    n = retry.update(speed_factor_b=float(factor)).numbers
+    if n["expected_b_s"] <= n["expected_a_s"]:
+        even_factor = float(factor)
+        break
+_ = retry.reset()
+answer(f"""
+With attempts that pass independently, the expected time is the attempt time over its success
+rate, so the less accurate format breaks even when its attempts take at most the ratio of the
+two success rates: {cm.ACCURACY_FP8_KV / cm.ACCURACY_BF16_KV:.3f} of the other's time. The
+explorer agrees (scanning the speed factor down in steps of 0.01, B first ties or wins at
+{even_factor:.2f}): its attempts must be about {1 - cm.ACCURACY_FP8_KV / cm.ACCURACY_BF16_KV:.0%}
+faster.
+""", title="Worked answer 6")
+
+# %% [markdown]
+# > **What you can now compute**
+# >
+# > - Bits per value and the metadata share of a grouped format, and what a quantized file leaves for KV ([Exercise 8-6](../../exercises/ex8_6.ipynb)).
+# > - The bytes a compressed KV cache saves per step, and whether they pay for a conversion cost ([Exercise 8-6](../../exercises/ex8_6.ipynb)).
+# > - The memory that offloading FFN weights frees net of prefetch buffers, and the copy it adds to every round ([Exercise 8-5](../../exercises/ex8_5.ipynb)).
+# > - The expected time to a correct answer when failed attempts and checks are counted, and which tasks differ between precisions ([Exercise 8-6](../../exercises/ex8_6.ipynb)).
 #
-# **Exercises.** [Exercise 8-5](../../exercises/ex8_5.ipynb) (capacity freed by offloading vs
-# the copy it adds) and [Exercise 8-6](../../exercises/ex8_6.ipynb) (KV compression,
-# correctness item by item, and the real cost of retries). Next:
-# [8.5 Speculative decoding](08_5_speculative_decoding.ipynb).
+# Next: [8.5 Speculative decoding](08_5_speculative_decoding.ipynb).

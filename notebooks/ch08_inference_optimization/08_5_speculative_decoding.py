@@ -15,55 +15,76 @@
 # %% [markdown]
 # # 8.5 Speculative decoding: several tokens per target pass
 #
-# **The question.** Decode emits one token per pass of the target model, and on this card a
-# pass costs about the same whether it checks one position or a handful. Can a cheap guess
-# of the next few tokens let one pass settle several of them, *without* changing what the
-# target model would have produced, and when does the guessing cost more than it saves?
+# **The question.** Plain decode pays one full pass of the target model for every token, and
+# on this card a pass over a handful of positions costs hardly more than a pass over one. So
+# suppose something cheap guesses the next few tokens and the target checks all the guesses
+# in a single pass: how many tokens does a pass then settle, does the text stay the target's
+# own, and at what price of guessing does the trick stop paying?
 #
-# Earlier sections made each pass cheaper per token by sharing it between requests (8.2) or
-# by storing and reading less (8.3, 8.4). Speculation attacks the *number* of sequential
-# passes a single request needs. This notebook follows Chapter 8's running example: Qwen3-8B
-# on one RTX PRO 6000, where a plain decode round at batch 1 with a 2K context takes
-# 26.26 ms ([overview](08_0_overview.ipynb)).
+# Batching (8.2) and smaller state (8.3, 8.4) make each pass cheaper per token by sharing or
+# shrinking what it reads. Speculation leaves the pass alone and cuts how many passes one
+# request needs in sequence. The setting is the running example, Qwen3-8B on one RTX PRO 6000,
+# where a batch-1 decode round on a 2K context costs 26.26 ms
+# ([overview](08_0_overview.ipynb)).
 
 # %%
 import numpy as np
 
 from companion import calc, ledger, plots, specs, units, widgets
+from companion.display import answer, md
 from companion.formulas import serving as sv
 from companion.formulas import speculative as sp
 from companion.sim import speculative as sim
 
 model, card = specs.QWEN3_8B, specs.RTX_PRO_6000
 plain_round_s = sp.DECODE_ROUND_S_BATCH1_2K
+ms = units.ms
 
 # %% [markdown]
 # ## 8.5.1 Draft, verify, roll back
 #
-# A round has two halves. A *drafter* (anything cheap: a lookup in the text seen so far, a
-# small network, extra heads on the model) proposes $m$ tokens. The target model then runs
-# **one** pass over those $m$ positions plus one more. Because attention is causal, that
-# single pass yields the target's own choice at every position, each computed as if the
-# draft tokens before it were the true history.
+# Each round has a guesser and a judge. The *drafter* can be anything inexpensive (a search
+# for a repeat in the text so far, a small network, extra prediction heads) and proposes $m$
+# tokens. The target then runs **one** pass over those $m$ positions plus one. Causal attention
+# makes that single pass answer $m + 1$ questions at once: at each position it gives the
+# target's own next token, assuming the draft before that position were real history.
 #
-# With greedy decoding (always take the most likely token) the rule is a left-to-right scan:
+# Under greedy decoding (take the most likely token) the verdict is a scan from the left:
 #
-# - while the draft agrees with the target's choice, keep the draft token;
-# - at the first disagreement, emit the *target's* token instead and stop;
-# - throw away every later draft token, even ones the target happened to agree with: they
-#   were verified on a history that contained the rejected token, so their verdicts mean
-#   nothing;
-# - if all $m$ agree, the pass also produced the target's choice *after* the last draft
-#   token, a free bonus.
+# - a draft token that equals the target's pick is kept;
+# - at the first one that differs, the target's pick is emitted in its place and the scan ends;
+# - every draft token after that point is dropped, even where it happens to match: its check
+#   assumed a history that contained the rejected token, so the check proves nothing;
+# - when all $m$ match, the same pass has also computed the token that follows the draft, and
+#   it is emitted as a bonus.
 #
-# Either way a round emits between 1 and $m + 1$ tokens, and the output is exactly what plain
-# greedy decode would have written. The KV entries of discarded positions are dropped (the
-# sequence length is reset to the confirmed output), and so is any sampler or grammar state
-# that had advanced past it.
+# A round therefore emits at least 1 and at most $m + 1$ tokens. The KV rows written for the
+# dropped positions are discarded (the sequence length goes back to the confirmed output), and
+# so is any sampler or grammar state that had moved past it.
 #
+# **Same text as plain greedy decode, up to rounding.** The argument above says the output is
+# the token-by-token greedy output, and that holds in exact arithmetic. A real engine computes
+# the verification pass as one matrix product over $m + 1$ rows, where plain decode computes
+# one row; kernels choose tiles, split reductions and order the additions differently for
+# different row counts (and batch sizes), so the logits can differ in their last bits. Where
+# the two best tokens are almost tied, such a difference can change which one wins, and from
+# there the two texts part ways. Both are faithful greedy decodes of the same model to within
+# floating-point rounding; neither is "the" exact one. The cell below shows the mechanism on
+# two float32 logits built from the same three contributions added in two orders.
+
+# %%
+contributions = [np.float32(1e8), np.float32(1.0), np.float32(-1e8)]   # one logit's terms
+rival = np.float32(0.5)                                                 # the runner-up's logit
+orders = {"large terms first": (contributions[0] + contributions[1]) + contributions[2],
+          "cancel first": (contributions[0] + contributions[2]) + contributions[1]}
+for name, logit in orders.items():
+    winner = "token A" if logit > rival else "token B"
+    print(f"{name:18}: logit of A = {float(logit):g}, of B = {float(rival):g} -> argmax {winner}")
+
+# %% [markdown]
 # Figure 8-29's case is a 4-token draft whose third token is wrong. The companion's verifier
-# (`companion.sim.speculative.verify_greedy`) runs it on a toy sentence; note position 4,
-# where the target's choice *matches* the draft and the token is still discarded.
+# (`companion.sim.speculative.verify_greedy`) runs it on a toy sentence; look at position 4,
+# where the target agrees with the draft and the token is dropped all the same.
 
 # %%
 ver = widgets.greedy_example(draft_len=4, first_mismatch=3)
@@ -79,7 +100,7 @@ plots.greedy_verification_figure(ver, words=words).show()
 # %% [markdown]
 # ### Explorer: step through a verification
 #
-# Move the first mismatch (set it to $m + 1$ for a draft that matches completely) and read
+# Move the first mismatch (put it at $m + 1$ for a draft that matches everywhere) and reveal
 # the verdicts one position at a time with the step slider.
 
 # %% tags=["nbval-ignore-output"]
@@ -90,41 +111,41 @@ verify_panel.show()
 print(verify_panel.update().numbers)
 
 # %% [markdown]
-# ### Sampling instead of greedy: accept with $\min(1, p/q)$
+# ### Sampling instead of greedy: accept with $\min(1, p_\theta/q)$
 #
-# When the target *samples* from its distribution $p$ rather than taking the maximum, "does
-# the draft agree?" has no yes/no answer. The fix is a coin flip per draft token. The drafter
-# samples $x$ from its own distribution $q$; the verifier accepts it with probability
+# When the target *samples* from its distribution $p_\theta$ instead of taking the top token,
+# "does the draft agree?" is no longer a yes-or-no question, and a coin flip takes its place.
+# The drafter samples $x$ from its own distribution $q$, and the verifier keeps it with
+# probability $\min\!\big(1, p_\theta(x)/q(x)\big)$.
 #
-# $$\alpha(x) = \min\!\left(1, \frac{p(x)}{q(x)}\right).$$
+# Drafting $x$ and keeping it then happens with probability
+# $q(x)\min(1, p_\theta(x)/q(x)) = \min(p_\theta(x), q(x))$, never more than the target would
+# give $x$. Where the drafter proposes $x$ too rarely there is a shortfall
+# $[p_\theta(x) - q(x)]_+$, and after a rejection the verifier samples from exactly that
+# shortfall, normalised. Adding the two ways $x$ can come out,
 #
-# The chance of drafting $x$ *and* accepting it is $q(x)\,\alpha(x) = \min(p(x), q(x))$:
-# never more than the target wants. Where $q$ under-proposes $x$ there is a shortfall
-# $[p(x) - q(x)]_+$, and on a rejection the verifier draws from exactly that shortfall,
-# normalised. Summing the two routes,
+# $$P(\text{emit } x) = \min(p_\theta, q)(x) + \Big(1 - \sum_y \min(p_\theta, q)(y)\Big)
+# \frac{[p_\theta(x) - q(x)]_+}{\sum_y [p_\theta(y) - q(y)]_+} = p_\theta(x),$$
 #
-# $$P(\text{emit } x) = \min(p, q)(x) + \Big(1 - \sum_y \min(p, q)(y)\Big)
-# \frac{[p(x) - q(x)]_+}{\sum_y [p(y) - q(y)]_+} = p(x),$$
+# since $\sum_y [p_\theta - q]_+ = 1 - \sum_y \min(p_\theta, q)$. Whatever the drafter does, the
+# emitted tokens follow the target; the drafter only sets how often its tokens survive,
+# $\alpha = \sum_x \min(p_\theta(x), q(x))$.
 #
-# because $\sum_y [p - q]_+ = 1 - \sum_y \min(p, q)$. The output distribution is the
-# target's whatever the drafter does; the drafter only decides how often tokens are accepted,
-# $a = \sum_x \min(p(x), q(x))$.
-#
-# The chapter's toy has two symbols with $p(A) = 1/4$, $p(B) = 3/4$ and two extreme drafters:
-# one that always says A, one that always says B.
+# The chapter's toy has two symbols, $p_\theta(A) = 1/4$ and $p_\theta(B) = 3/4$, and two
+# extreme drafters: one always proposes A, the other always B.
 
 # %%
 for label, q in (("always A", sp.TOY_DRAFT_ALWAYS_A), ("always B", sp.TOY_DRAFT_ALWAYS_B)):
     a = calc.speculative_acceptance_rate(sp.TOY_TARGET_PROBS, q)
     residual = calc.speculative_residual_distribution(sp.TOY_TARGET_PROBS, q)
     out = sim.output_distribution(sp.TOY_TARGET_PROBS, q)
-    print(f"draft {label}: accepted with a = {a:.2f}; after a rejection resample from "
+    print(f"draft {label}: accepted with alpha = {a:.2f}; after a rejection resample from "
           f"(A, B) = ({residual[0]:.0f}, {residual[1]:.0f}); emitted (A, B) = "
           f"({out[0]:.2f}, {out[1]:.2f})")
 
 # %% [markdown]
 # The same check by simulation: 20,000 seeded rounds of four-token drafts from the "always A"
-# drafter, every emitted token counted.
+# drafter, counting every token that comes out.
 
 # %%
 runs = sim.simulate_rounds(sp.TOY_TARGET_PROBS, sp.TOY_DRAFT_ALWAYS_A, sp.TOY_DRAFT_LEN,
@@ -137,9 +158,10 @@ print(f"{len(emitted):,} tokens emitted in {runs.n_rounds:,} rounds; share of A 
 # %% [markdown]
 # ### Explorer: any target, any drafter
 #
-# Set the target's $p(A)$ and the drafter's $q(A)$. The left panel compares the frequency of
-# emitted symbols (simulated, seeded) with $p$; the right panel shows how many tokens a round
-# yields. Move $q$ far from $p$: the left bars barely move, the right ones collapse towards 1.
+# Set the target's $p_\theta(A)$ and the drafter's $q(A)$. On the left, how often each symbol
+# is emitted (simulated, seeded) next to $p_\theta$; on the right, how many tokens a round
+# yields. Pull $q$ away from $p_\theta$: the left bars hardly move while the right ones pile up
+# at 1.
 
 # %% tags=["nbval-ignore-output"]
 sampling_panel = widgets.RejectionSamplingPanel()
@@ -148,7 +170,7 @@ sampling_panel.show()
 # %%
 for q_a in (1.0, 0.0):
     n = sampling_panel.update(q_a=q_a).numbers
-    print(f"q(A) = {q_a}: acceptance {n['acceptance']:.2f}, E[N] {n['expected_tokens']:.2f} "
+    print(f"q(A) = {q_a}: acceptance {n['acceptance']:.2f}, E[X] {n['expected_tokens']:.2f} "
           f"(simulated {n['simulated_tokens_per_round']:.2f}), emitted A share "
           f"{n['simulated_share_A']:.3f} vs p(A) {n['target_share_A']}")
 _ = sampling_panel.reset()
@@ -158,34 +180,35 @@ _ = sampling_panel.reset()
 #
 # ### Average over tokens, not over rounds
 #
-# Rounds now emit different numbers of tokens, so "latency per token" must be total time over
-# total tokens, $\bar t = \sum_r T_r / \sum_r N_r$. Averaging each round's own $T_r / N_r$
-# gives a round that produced one token as much weight as one that produced five. The
-# chapter's two 1.5 ms rounds emitting 1 and 5 tokens:
+# Now rounds differ in how many tokens $X_r$ they emit, so the latency per token has to be
+# total time over total tokens, $\bar t = \sum_r T_r / \sum_r X_r$. Averaging each round's own
+# ratio $T_r / X_r$ instead lets a round that produced one token count as much as one that
+# produced five. The chapter's pair of rounds, equally long, emitting 1 and 5 tokens:
 
 # %%
 times, toks = sp.MEAN_ROUND_EXAMPLE_S, sp.MEAN_ROUND_EXAMPLE_TOKENS
-print(f"total time / total tokens: {calc.mean_latency_per_token(times, toks) / units.ms:.1f} ms "
+print(f"total time / total tokens: {calc.mean_latency_per_token(times, toks) / ms:.1f} ms "
       f"per token")
-print(f"mean of per-round ratios:  {calc.unweighted_round_latency(times, toks) / units.ms:.1f} ms "
+print(f"mean of per-round ratios:  {calc.unweighted_round_latency(times, toks) / ms:.1f} ms "
       f"per token (wrong)")
 
 # %% [markdown]
 # ### Expected output of a round
 #
-# Let $a_j$ be the chance that draft token $j$ is accepted given that tokens $1..j-1$ were.
-# A round emits at least $k + 1$ tokens exactly when the first $k$ draft tokens all pass, so
+# Write $a_i$ for the chance that draft token $i$ survives given that tokens $1..i-1$ did. A
+# round emits more than $j$ tokens exactly when its first $j$ draft tokens all survive, and
+# summing those tail probabilities gives
 #
-# $$\mathbb E[N_m] = \sum_{k \ge 0} P(N > k) = 1 + \sum_{j=1}^{m} \prod_{i=1}^{j} a_i,$$
+# $$\mathbb E[X] = \sum_{j \ge 0} P(X > j) = 1 + \sum_{j=1}^{m} \prod_{i=1}^{j} a_i,$$
 #
-# and with the same $a$ at every position, $1 + a + a^2 + \dots + a^m$. The toy's drafters
-# give $a = 1/4$ (AAAA) and $a = 3/4$ (BBBB) at $m = 4$:
+# which for a constant rate $\alpha$ is $1 + \alpha + \alpha^2 + \dots + \alpha^m$. The toy
+# drafters have $\alpha = 1/4$ (AAAA) and $\alpha = 3/4$ (BBBB) at $m = 4$:
 
 # %%
 en = {label: calc.speculative_expected_tokens(a, sp.TOY_DRAFT_LEN)
       for label, a in (("AAAA", 0.25), ("BBBB", 0.75))}
 for label, value in en.items():
-    print(f"{label}: E[N] = {value:.4f} tokens per round")
+    print(f"{label}: E[X] = {value:.4f} tokens per round")
 acceptances = np.linspace(0, 1, 51).tolist()
 curves = {m: [calc.speculative_expected_tokens(a, m) for a in acceptances] for m in (1, 2, 4, 8)}
 plots.expected_output_figure(
@@ -194,35 +217,63 @@ plots.expected_output_figure(
             (0.75, en["BBBB"], f"BBBB {en['BBBB']:.2f}")]).show()
 
 # %% [markdown]
-# Each curve saturates at $m + 1$ only as $a \to 1$: at modest acceptance a longer draft adds
-# terms $a^j$ that are already small.
+# A curve reaches its ceiling $m + 1$ only as $\alpha \to 1$. At middling acceptance, making
+# the draft longer only adds powers $\alpha^j$ that are already small.
 #
 # ### The price of verifying more positions
 #
-# A verification pass over 5 positions reads the same weights and KV as a plain decode step;
-# only the matrix work grows, by 4 more rows. At the batch-1 prefill efficiency measured in
-# Experiment 8-1 that is a fraction of a millisecond, so the chapter counts a verification
-# round as a plain round.
+# Verifying 5 positions reads exactly the weights and KV that a plain step reads; only the
+# matrix work grows, by 4 extra rows. Priced at the batch-1 prefill efficiency of
+# Experiment 8-1, that is a small fraction of a round, which is why the chapter counts a
+# verification round as a plain one:
 
 # %%
 extra = calc.verification_extra_flops(model, sp.TOY_DRAFT_LEN + 1, sv.EXP81_CONTEXT_TOKENS)
 mfu_b1 = calc.measured_prefill_mfu(model, card, 1, sv.EXP81_CONTEXT_TOKENS, 0,
                                    sv.PREFILL_S_BATCH1_2K)
 print(f"4 extra rows: {extra / units.GFLOP:.1f} GFLOP, at {mfu_b1:.1%} of peak "
-      f"{calc.time_at_mfu(extra, card, mfu_b1) / units.ms:.2f} ms, against a "
-      f"{plain_round_s / units.ms:.2f} ms round")
+      f"{calc.time_at_mfu(extra, card, mfu_b1) / ms:.2f} ms, against a "
+      f"{plain_round_s / ms:.2f} ms round")
+
+# %% [markdown]
+# **A measurement that says the same (Experiment 8-5).** DFlash drafts 7 tokens per round, so
+# its target verifies 8 positions in one pass. In that experiment's own setup the measured
+# median round and the median plain decode step compare as follows; the estimate beside them
+# prices the 7 extra rows the way the previous cell priced 4.
+
+# %%
+dflash_positions = sp.DFLASH_DRAFT_TOKENS + 1
+extra_dflash = calc.verification_extra_flops(model, dflash_positions, sv.EXP81_CONTEXT_TOKENS)
+extra_dflash_s = calc.time_at_mfu(extra_dflash, card, mfu_b1)
+ratio = sp.DFLASH_VERIFY_ROUND_S / sp.DFLASH_PLAIN_STEP_S
+print(f"measured: DFlash round {sp.DFLASH_VERIFY_ROUND_S / ms:.1f} ms vs plain step "
+      f"{sp.DFLASH_PLAIN_STEP_S / ms:.1f} ms -> ratio {ratio:.2f}")
+print(f"estimate: {dflash_positions - 1} extra rows = {extra_dflash / units.GFLOP:.0f} GFLOP, "
+      f"{extra_dflash_s / ms:.2f} ms at {mfu_b1:.1%} of peak")
+
+# %% tags=["remove-input"]
+md(f"""
+The verifying round came out no longer than the plain step (the medians even put it
+{1 - ratio:.0%} lower), although it checks {dflash_positions} positions instead of one. A
+difference of that size between two medians says "no measurable extra cost", not "verifying
+is faster". The estimate agrees: the extra rows would take about {extra_dflash_s / ms:.1f} ms
+even if nothing overlapped, small next to either time, because at batch 1 the pass is paced by
+reading weights and a few more rows ride along. Experiment 8-5's plain step
+({sp.DFLASH_PLAIN_STEP_S / ms:.1f} ms) is not Experiment 8-1's ({plain_round_s / ms:.2f} ms):
+the two ran under different engine settings, so compare within one experiment, never across.
+""")
 
 # %% [markdown]
 # ### Latency per token and how much a draft may cost (Figure 8-32)
 #
-# One round costs the verification $T_v$ plus the draft $T_d$ and yields $\mathbb E[N]$
-# tokens on average, so
+# A round costs the verification $T_v$ plus the draft $T_d$ and yields $\mathbb E[X]$ tokens on
+# average:
 #
-# $$\bar t_\text{spec} = \frac{T_v + T_d}{\mathbb E[N]}.$$
+# $$\bar t_\text{spec} = \frac{T_v + T_d}{\mathbb E[X]}.$$
 #
-# It beats plain decode when $T_v + T_d < \mathbb E[N]\,T_\text{plain}$, that is when the
-# draft costs less than $\mathbb E[N]\,T_\text{plain} - T_v$ per round. With a context-lookup
-# drafter (0.1 ms per query) and $T_v = T_\text{plain} = 26.26$ ms:
+# That beats plain decode when $T_v + T_d < \mathbb E[X]\,T_\text{plain}$, so the draft may
+# cost at most $\mathbb E[X]\,T_\text{plain} - T_v$ per round. With a drafter that looks up
+# the context (0.1 ms per query) and $T_v = T_\text{plain} = 26.26$ ms:
 
 # %%
 query_s = sp.DRAFT_QUERY_S
@@ -230,29 +281,34 @@ crossover = {}
 for label, value in en.items():
     latency = calc.speculative_latency_per_token(plain_round_s, value, query_s)
     crossover[label] = calc.draft_cost_crossover(plain_round_s, value)
-    print(f"{label}: ({(plain_round_s + query_s) / units.ms:.2f} ms) / {value:.2f} = "
-          f"{latency / units.ms:.2f} ms per token; the draft may cost up to "
-          f"{crossover[label] / units.ms:.1f} ms per round")
-draft_axis = [0.0, 70 * units.ms]
+    print(f"{label}: ({(plain_round_s + query_s) / ms:.2f} ms) / {value:.2f} = "
+          f"{latency / ms:.2f} ms per token; the draft may cost up to "
+          f"{crossover[label] / ms:.1f} ms per round")
+draft_axis = [0.0, 70 * ms]
 plots.draft_cost_figure(
     draft_axis,
-    {f"{label} (E[N] = {value:.2f})":
+    {f"{label} (E[X] = {value:.2f})":
      [calc.speculative_latency_per_token(plain_round_s, value, d) for d in draft_axis]
      for label, value in en.items()},
     plain_round_s, crossovers=list(crossover.items())).show()
 
+# %% tags=["remove-input"]
+md(f"""
+Even the weak AAAA drafter comes out ahead here: a rejected round still emits one token and
+costs barely more than a plain step. With AAAA's acceptance a drafter may spend up to
+{crossover['AAAA'] / ms:.1f} ms per round before it loses; BBBB's acceptance leaves room for
+{crossover['BBBB'] / ms:.1f} ms.
+""")
+
 # %% [markdown]
-# Even the poor AAAA drafter wins here, because a rejected round still emits one token and
-# costs barely more than a plain step. A drafter that needs more than 8.7 ms per round would
-# lose with AAAA's acceptance, while BBBB's could afford almost 54 ms.
-#
 # ### A one-off preparation, and the tail of a request
 #
-# Building the lookup index takes 2 s before the first round. BBBB saves
-# $T_\text{plain} - \bar t_\text{spec}$ per output token, so the index pays for itself after
-# $2\ \text{s} / (26.26 - 8.64)\ \text{ms}$ tokens. For a whole 256-token request the
-# companion counts the expected number of rounds exactly: the last round stops at token 256,
-# so it is slightly more than $256 / \mathbb E[N]$ (`calc.speculative_expected_rounds`).
+# The lookup index costs 2 s to build before the first round. Each output token then saves
+# $T_\text{plain} - \bar t_\text{spec}$, so the index has paid for itself after
+# $T_\text{prep} / (T_\text{plain} - \bar t_\text{spec})$ tokens. For a whole 256-token request
+# the companion counts the expected number of rounds exactly: the last round is cut off at
+# token 256, so slightly more rounds are needed than $256 / \mathbb E[X]$
+# (`calc.speculative_expected_rounds`).
 
 # %%
 lat_b = calc.speculative_latency_per_token(plain_round_s, en["BBBB"], query_s)
@@ -266,15 +322,15 @@ for exact in (True, False):
     t = calc.speculative_request_time(G, plain_round_s + query_s, 0.75, sp.TOY_DRAFT_LEN,
                                       prep_s=sp.INDEX_BUILD_S, exact_rounds=exact)
     how = (f"exact expected rounds {rounds:.2f}" if exact
-           else f"{G} / E[N] = {G / en['BBBB']:.2f} rounds")
+           else f"{G} / E[X] = {G / en['BBBB']:.2f} rounds")
     print(f"2 s index + BBBB ({how}): {t:.3f} s")
 
 # %% [markdown]
 # ### Explorer: acceptance, draft length and draft cost
 #
-# The dashed line is plain decode; the curves are latency per token as the draft gets more
-# expensive; crosses mark where speculation stops paying. The chapter's setting is BBBB with a
-# 0.1 ms lookup and a 2 s index.
+# The dashed line is plain decode; each curve is the latency per token as the draft grows more
+# expensive; the crosses mark where speculation stops paying. The chapter's setting is BBBB
+# with a 0.1 ms lookup and a 2 s index.
 
 # %% tags=["nbval-ignore-output"]
 latency_panel = widgets.SpeculativeLatencyPanel()
@@ -283,21 +339,28 @@ latency_panel.show()
 # %%
 for label, a in (("BBBB", 0.75), ("AAAA", 0.25)):
     n = latency_panel.update(acceptance=a).numbers
-    print(f"{label}: E[N] {n['expected_tokens']:.2f}, {n['latency_per_token_ms']:.2f} ms/token, "
+    print(f"{label}: E[X] {n['expected_tokens']:.2f}, {n['latency_per_token_ms']:.2f} ms/token, "
           f"crossover {n['crossover_ms']:.1f} ms, 256 tokens with the index "
           f"{n['request_s']:.2f} s (plain {n['plain_request_s']:.2f} s)")
 _ = latency_panel.reset()
 
 # %% [markdown]
-# ## 8.5.3 Where drafts come from: serial vs parallel drafting
+# ## 8.5.3 Where drafts come from: the four stages of a round
 #
-# A lookup drafter costs almost nothing per round but needs an index; a draft *network*
-# costs its own forward passes and memory for its weights and KV. A network that writes its
-# draft one token at a time pays $m$ forward passes per round; one that emits the whole block
-# in a single pass (DFlash-style) pays one.
+# A lookup drafter costs next to nothing per round but needs its index; a draft *network*
+# costs forward passes of its own plus memory for its weights and KV. Splitting a round into
+# four stages, one after another, makes drafters comparable term by term:
 #
-# At batch 1 everything is read-bound, so a forward pass of the 2.10 GB draft network takes
-# its weight bytes over the bandwidth the target actually achieves (15.44 GB in 26.26 ms):
+# 1. **draft generation**: $m$ passes of a network that writes one token per pass, or a
+#    single pass for one that writes the whole block at once (DFlash-style);
+# 2. **verification preparation**: putting the draft tokens and their positions into the
+#    target's batch;
+# 3. **target verification**: the one pass of the target over $m + 1$ positions;
+# 4. **output determination**: comparing, rolling back and, when sampling, resampling.
+#
+# The chapter puts times on stages 1 and 3 only and takes 2 and 4 as negligible. At batch 1
+# every pass is read-bound, so a pass of the 2.10 GB draft network takes its bytes over the
+# bandwidth the target really reaches in a batch-1 round:
 
 # %%
 read_b1 = calc.round_read_bytes(model, 1, sv.EXP81_CONTEXT_TOKENS)
@@ -305,8 +368,17 @@ bw = calc.effective_read_bandwidth(read_b1, plain_round_s)
 fwd = calc.draft_forward_time(sp.DFLASH_DRAFT_WEIGHT_BYTES, bw)
 serial = calc.draft_generation_time(fwd, 4)
 parallel = calc.draft_generation_time(fwd, 4, parallel=True)
-print(f"batch-1 read {read_b1 / units.GB:.2f} GB in {plain_round_s / units.ms:.2f} ms: "
-      f"{bw / units.GB:.0f} GB/s; one draft pass {fwd / units.ms:.2f} ms")
+print(f"batch-1 read {read_b1 / units.GB:.2f} GB in {plain_round_s / ms:.2f} ms: "
+      f"{bw / units.GB:.0f} GB/s; one draft pass {fwd / ms:.2f} ms")
+stages = {"serial: 4 draft passes": calc.speculative_round_stages(serial, plain_round_s),
+          "parallel: one draft pass": calc.speculative_round_stages(parallel, plain_round_s)}
+for label, parts in stages.items():
+    print(f"{label:25} " + ", ".join(f"{p['stage']} {p['duration_s'] / ms:.2f} ms"
+                                     for p in parts)
+          + f" -> round {parts[-1]['end_s'] / ms:.2f} ms")
+plots.round_stages_figure(stages, plain_round_s=plain_round_s).show()
+
+# %%
 rows = [dict(label="serial, 3 tokens/round", draft_s=serial, verify_s=plain_round_s, tokens=3),
         dict(label="parallel, 3 tokens/round", draft_s=parallel, verify_s=plain_round_s,
              tokens=3),
@@ -314,43 +386,63 @@ rows = [dict(label="serial, 3 tokens/round", draft_s=serial, verify_s=plain_roun
              tokens=2)]
 for r in rows:
     t = calc.speculative_latency_per_token(r["verify_s"], r["tokens"], r["draft_s"])
-    print(f"{r['label']:26} draft {r['draft_s'] / units.ms:5.2f} ms + verify "
-          f"{r['verify_s'] / units.ms:.2f} ms over {r['tokens']} tokens = {t / units.ms:.1f} ms/token")
+    print(f"{r['label']:26} draft {r['draft_s'] / ms:5.2f} ms + verify "
+          f"{r['verify_s'] / ms:.2f} ms over {r['tokens']} tokens = {t / ms:.1f} ms/token")
 plots.draft_mode_figure(rows, plain_round_s=plain_round_s).show()
 
+# %% tags=["remove-input"]
+md(f"""
+(The chapter prints the serial draft as four times its *rounded* single pass; four unrounded
+passes give {serial / ms:.2f} ms. The per-token results agree at one decimal.)
+
+Drafting in parallel saves {(serial - parallel) / ms:.1f} ms per round. If its drafts survive
+less often, though (2 tokens per round instead of 3), it ends up *slower* than the serial
+drafter: the round got shorter, but it is now shared by fewer tokens.
+""")
+
 # %% [markdown]
-# (The chapter prints the serial draft as 14.28 ms, four times the *rounded* 3.57 ms; the
-# unrounded pass gives 14.29 ms. The per-token results are the same at one decimal.)
+# ### Explorer: the four stages, serial against parallel
 #
-# Parallel drafting saves about 10.7 ms per round, but if its drafts are accepted less often
-# (2 tokens per round instead of 3) it ends up *slower* than the serial drafter: the saving
-# per round is spread over fewer tokens.
-#
+# The same network drafting one token per pass or all at once. Lengthen the draft and the
+# serial bar stretches while the parallel one stays put; lower $\mathbb E[X]$ (how many tokens
+# a round emits, capped at $m + 1$) and both per-token latencies rise; give stages 2 and 4 a
+# cost to see how much the chapter's "negligible" assumption matters.
+
+# %% tags=["nbval-ignore-output"]
+stages_panel = widgets.RoundStagesPanel()
+stages_panel.show()
+
+# %%
+n = stages_panel.update().numbers
+print(f"m = 4, E[X] = 3: serial {n['serial_ms_per_token']:.1f} ms/token, parallel "
+      f"{n['parallel_ms_per_token']:.1f} ms/token")
+
+# %% [markdown]
 # ## 8.5.4 How long should a draft be?
 #
-# Lengthening the draft from $m - 1$ to $m$ adds $\Delta N = \prod_{i \le m} a_i$ expected
-# tokens and some time $\Delta T$. With the round at $T$ and $N$ tokens, the longer draft
-# lowers the latency per token exactly when
+# Going from a draft of $m - 1$ tokens to $m$ adds $\Delta X = \prod_{i \le m} a_i$ expected
+# tokens and some time $\Delta T$. With the round at $T$ and $X$ tokens, the longer draft lowers
+# the latency per token exactly when
 #
-# $$\frac{T + \Delta T}{N + \Delta N} < \frac{T}{N} \iff \frac{\Delta T}{\Delta N} <
-# \frac{T}{N}:$$
+# $$\frac{T + \Delta T}{X + \Delta X} < \frac{T}{X} \iff \frac{\Delta T}{\Delta X} <
+# \frac{T}{X}:$$
 #
-# the *marginal* cost of the extra expected output must be below the current *average*. Since
-# $\Delta N$ shrinks geometrically while $\Delta T$ stays constant (or jumps), the condition
-# eventually fails. Jumps come from fixed execution shapes: if the engine runs drafts or
-# verification in padded groups (8 rows, then 16), the step past a group boundary pays for a
-# whole group.
+# what the extra expected token costs *at the margin* must be below what a token costs *on
+# average* now. $\Delta X$ shrinks geometrically while $\Delta T$ stays flat (or jumps), so
+# sooner or later the test fails. The jumps come from fixed execution shapes: an engine that
+# runs drafts or verification in padded groups (8 rows, then 16) pays for a whole new group
+# at the first position past a boundary.
 #
-# The chapter's measurements with DFlash at concurrency 1 make the point (footnote 23): plain
-# decode 90.0 ms, a 7-token draft (K7) 30.6 ms, a 15-token draft (K15) 29.4 ms. When a round
-# accepts only one draft token, the verifier discards the rest:
+# Measurements with DFlash at concurrency 1 show the diminishing return (footnote 23): plain
+# decode 90.0 ms, a 7-token draft (K7) 30.6 ms, a 15-token draft (K15) 29.4 ms. In a round that
+# keeps only one draft token, the rest of a long draft is thrown away:
 
 # %%
 lat = sp.DRAFT_LEN_LATENCY_S
-print(f"measured medians: plain {lat['plain'] / units.ms:.1f} ms, K7 {lat['K7'] / units.ms:.1f} "
-      f"ms, K15 {lat['K15'] / units.ms:.1f} ms (measurements, footnote 23)")
-print(f"plain -> K7 saves {(lat['plain'] - lat['K7']) / units.ms:.1f} ms; K7 -> K15 another "
-      f"{(lat['K7'] - lat['K15']) / units.ms:.1f} ms")
+print(f"measured medians: plain {lat['plain'] / ms:.1f} ms, K7 {lat['K7'] / ms:.1f} "
+      f"ms, K15 {lat['K15'] / ms:.1f} ms (measurements, footnote 23)")
+print(f"plain -> K7 saves {(lat['plain'] - lat['K7']) / ms:.1f} ms; K7 -> K15 another "
+      f"{(lat['K7'] - lat['K15']) / ms:.1f} ms")
 for name, m in sp.DRAFT_LEN_OF.items():
     out, dropped = calc.verification_outcome(m, 1)
     print(f"{name} accepting one draft token: {out} outputs, {dropped} draft tokens discarded")
@@ -358,11 +450,11 @@ for name, m in sp.DRAFT_LEN_OF.items():
 # %% [markdown]
 # ### Explorer: draft length with a serial drafter (Exercise 8-7's setting)
 #
-# Exercise 8-7 rounds 8.5.3's numbers to $T_v = 26.3$ ms and $t_d = 3.6$ ms per draft token,
-# so a serial draft of length $m$ takes $T_m = 26.3 + 3.6\,m$ ms. The "groups of g" slider
-# pads the draft positions to whole groups, $T_m = 26.3 + 3.6\,g\lceil m/g \rceil$ ms. Work
-# the exercise by hand first; then use the explorer to check your table and to see the
-# marginal test at each length.
+# Exercise 8-7 rounds 8.5.3's figures to $T_v = 26.3$ ms and $t_d = 3.6$ ms per draft token,
+# so a serial draft of length $m$ makes a round of $T_m = 26.3 + 3.6\,m$ ms. The "groups of g"
+# slider pads the draft positions to whole groups, $T_m = 26.3 + 3.6\,g\lceil m/g \rceil$ ms.
+# Work the exercise by hand first, then check your table here and read the marginal test at
+# each length.
 
 # %% tags=["nbval-ignore-output"]
 length_panel = widgets.DraftLengthPanel()
@@ -370,15 +462,15 @@ length_panel.show()
 
 # %%
 n = length_panel.update().numbers
-print(f"m = 4, g = 1: E[N] {n['expected_tokens']:.3f}, T {n['round_ms']:.1f} ms, "
-      f"{n['latency_per_token_ms']:.2f} ms/token; dT/dN {n['marginal_ms_per_token']:.1f} ms vs "
-      f"T/N {n['current_ms_per_token']:.2f} ms -> helps: {n['extension_helps']}")
+print(f"m = 4, g = 1: E[X] {n['expected_tokens']:.3f}, T {n['round_ms']:.1f} ms, "
+      f"{n['latency_per_token_ms']:.2f} ms/token; dT/dX {n['marginal_ms_per_token']:.1f} ms vs "
+      f"T/X {n['current_ms_per_token']:.2f} ms -> helps: {n['extension_helps']}")
 
 # %% [markdown]
-# Concurrency changes the picture too. At batch 1 the verifier's extra rows use compute that
-# would otherwise idle; in a busy batch, plain decode already shares each weight read across
-# many requests, and the drafter's passes and memory compete with them. The draft model's KV
-# must also be budgeted when deciding how many requests to admit (8.3, and the schemes of
+# Concurrency changes the picture as well. At batch 1 the verifier's extra rows run on compute
+# that would otherwise sit idle; in a full batch, plain decode already spreads each weight read
+# over many requests, and the drafter's passes and memory compete with them. The draft's own
+# KV also has to be budgeted when deciding how many requests to admit (8.3, and the schemes of
 # [8.6](08_6_load_and_configuration.ipynb)).
 #
 # ## Chapter says / companion computes
@@ -392,17 +484,129 @@ print(ledger.table("8.5"))
 # %% [markdown]
 # ## Try this
 #
-# 1. In the rejection-sampling explorer, set $q(A) = p(A)$. What is the acceptance, and what
-#    is $\mathbb E[N]$ at $m = 4$? Now move only $q$: which of the two panels changes?
-# 2. With a target of $p(A) = 0.5$, which drafter maximises acceptance? Predict it from
-#    $a = \sum_x \min(p, q)$ before moving the slider.
-# 3. In the latency explorer, set the draft cost to 10 ms. For which acceptances does
-#    speculation still beat plain decode at $m = 4$? What about at $m = 1$?
+# 1. **Predict, then move.** In the rejection-sampling explorer, set $q(A) = p_\theta(A)$.
+#    Write down the acceptance and $\mathbb E[X]$ at $m = 4$ before you look. Then move only
+#    $q(A)$ to 0.5: which of the two panels changes?
+# 2. For a target with $p_\theta(A) = 0.5$, which drafter $q(A)$ maximises the acceptance,
+#    and what does a drafter that always proposes A get? Work it out from
+#    $\alpha = \sum_x \min(p_\theta, q)$, then check with the slider.
+# 3. **Predict, then move.** In the latency explorer, set the draft cost to 10 ms. Guess the
+#    smallest acceptance that still beats plain decode at $m = 4$, then find it; is the answer
+#    at $m = 1$ higher or lower?
 # 4. Raise the one-off preparation to 5 s and shorten the request to 128 tokens. Is the index
 #    still worth building for the BBBB drafter?
-# 5. In the draft-length explorer, set the padding to groups of 4 and compare $m = 4$ with
-#    $m = 5$: what are $\Delta T$ and $\Delta N$, and does the marginal test pass? Then lower
-#    $t_d$ until $m = 8$ becomes the best length.
+# 5. In the draft-length explorer, pad to groups of 4 and compare $m = 4$ with $m = 5$: what
+#    are $\Delta T$ and $\Delta X$, and does the marginal test pass? Then lower $t_d$ until
+#    $m = 8$ becomes the best length.
+# 6. **Predict, then move.** In the four-stage explorer, which drafter wins at $m = 8$ with
+#    $\mathbb E[X] = 3$, and by how much? Then find the $\mathbb E[X]$ at which the parallel
+#    drafter with 8 draft tokens is no faster than the serial one at its chapter setting.
+
+# %% tags=["remove-input"]
+p_a = sp.TOY_TARGET_PROBS[0]
+same = sampling_panel.update(q_a=p_a).numbers
+moved = sampling_panel.update(q_a=0.5).numbers
+_ = sampling_panel.reset()
+answer(f"""
+With $q = p_\\theta$ every proposal is kept: the acceptance is {same['acceptance']:.2f} and
+$\\mathbb E[X] = 1 + 1 + 1 + 1 + 1 =$ {same['expected_tokens']:.0f} tokens per round. At
+$q(A) = 0.5$ the acceptance drops to $\\min(0.25, 0.5) + \\min(0.75, 0.5) =$
+{moved['acceptance']:.2f} and $\\mathbb E[X]$ to {moved['expected_tokens']:.2f}: only the right
+panel changes. The emitted share of A stays at the target's {p_a} (simulated
+{moved['simulated_share_A']:.3f}), because rejection sampling corrects whatever the drafter
+gets wrong.
+""", title="Worked answer 1")
+
+# %% tags=["remove-input"]
+target = (0.5, 0.5)
+by_q = {q_a: calc.speculative_acceptance_rate(target, (q_a, 1 - q_a))
+        for q_a in (0.0, 0.25, 0.5, 0.75, 1.0)}
+best_q = max(by_q, key=by_q.get)
+answer(f"""
+$\\alpha = \\min(0.5, q_A) + \\min(0.5, 1 - q_A)$ is largest when both minima are the full
+0.5, which happens only at $q(A) =$ {best_q}: acceptance {by_q[best_q]:.2f}. Away from it the
+acceptance falls linearly: {', '.join(f'q(A) = {q:g}: {a:.2f}' for q, a in by_q.items())}. An
+always-A drafter keeps half its tokens, so at $m = 4$ it still emits
+{calc.speculative_expected_tokens(by_q[1.0], 4):.2f} tokens per round.
+""", title="Worked answer 2")
+
+# %% tags=["remove-input"]
+def least_paying_acceptance(draft_s, m, verify_s=plain_round_s):
+    """The smallest acceptance (to 0.001) at which the round beats plain decode."""
+    for a in np.linspace(0, 1, 1001):
+        if calc.draft_cost_crossover(verify_s, calc.speculative_expected_tokens(a, m)) > draft_s:
+            return float(a)
+    return None
+
+
+draft_10 = 10 * ms
+a_m4, a_m1 = least_paying_acceptance(draft_10, 4), least_paying_acceptance(draft_10, 1)
+needed = (plain_round_s + draft_10) / plain_round_s
+answer(f"""
+A round now costs {(plain_round_s + draft_10) / ms:.2f} ms, so it must emit more than
+{needed:.3f} tokens on average to beat plain decode. At $m = 4$ that takes an acceptance of
+about {a_m4:.3f} (the curve $1 + \\alpha + \\dots + \\alpha^4$ crosses {needed:.3f} there); at
+$m = 1$ only $1 + \\alpha$ is available, so it needs about {a_m1:.3f}: a *higher* acceptance,
+because a one-token draft cannot make up for a poor rate with extra positions.
+""", title="Worked answer 3")
+
+# %% tags=["remove-input"]
+short = latency_panel.update(prep_s=5.0, output_tokens=128).numbers
+_ = latency_panel.reset()
+answer(f"""
+With 5 s of preparation the index pays for itself only after
+{short['break_even_tokens']:.0f} output tokens, {'more' if short['break_even_tokens'] > 128 else 'fewer'} than the 128 the request writes. The
+request takes {short['request_s']:.2f} s with speculation against
+{short['plain_request_s']:.2f} s plain: {'still worth it' if short['request_s'] < short['plain_request_s'] else 'not worth building for one request'}.
+An index reused across many requests (a shared document, a long conversation) spreads the
+5 s over all of them, which changes the verdict.
+""", title="Worked answer 4")
+
+# %% tags=["remove-input"]
+g4 = length_panel.update(group=4, draft_len=5).numbers
+t_d = None
+for step in np.arange(3.6, -0.01, -0.1):
+    if length_panel.update(group=1, draft_len=8, per_draft_ms=float(step)).numbers[
+            "best_draft_len_ungrouped"] == 8:
+        t_d = float(step)
+        break
+_ = length_panel.reset()
+answer(f"""
+With groups of 4, $m = 5$ opens a second group: $\\Delta T =$ {g4['added_ms']:.1f} ms buys
+$\\Delta X =$ {g4['added_tokens']:.3f} tokens, a marginal {g4['marginal_ms_per_token']:.1f} ms
+per token against an average of {g4['current_ms_per_token']:.2f} ms, so the test
+{'passes' if g4['extension_helps'] else 'fails'}. Without padding, $m = 8$ becomes the best
+length once $t_d$ drops to about {t_d:.1f} ms per draft token (scanning down from 3.6 ms in
+steps of 0.1 ms).
+""", title="Worked answer 5")
+
+# %% tags=["remove-input"]
+at8 = stages_panel.update(draft_tokens=8).numbers
+chapter = stages_panel.update(draft_tokens=4).numbers
+even = None
+for x in np.arange(3.0, 1.0 - 1e-9, -0.05):
+    if stages_panel.update(draft_tokens=8, tokens_per_round=float(x)).numbers[
+            "parallel_ms_per_token"] >= chapter["serial_ms_per_token"]:
+        even = float(x)
+        break
+_ = stages_panel.reset()
+answer(f"""
+At $m = 8$ the serial drafter spends {8 * at8['draft_pass_ms']:.1f} ms drafting, so its round
+is {at8['serial_round_ms']:.1f} ms against the parallel {at8['parallel_round_ms']:.1f} ms: over
+3 tokens that is {at8['serial_ms_per_token']:.1f} against {at8['parallel_ms_per_token']:.1f} ms
+per token, the parallel drafter ahead by
+{at8['serial_ms_per_token'] - at8['parallel_ms_per_token']:.1f} ms. The serial drafter at the
+chapter's setting ($m = 4$, 3 tokens) runs at {chapter['serial_ms_per_token']:.1f} ms per
+token; the parallel one with 8 draft tokens falls to that speed once its rounds emit about
+{even:.2f} tokens (scanning down in steps of 0.05).
+""", title="Worked answer 6")
+
+# %% [markdown]
+# > **What you can now compute**
+# >
+# > - The expected tokens per round $\mathbb E[X]$ from per-position acceptances, and the latency per token it buys ([Exercise 8-7](../../exercises/ex8_7.ipynb)).
+# > - The largest draft cost per round that still beats plain decode, and the output length after which a one-off preparation pays back ([Exercise 8-8](../../exercises/ex8_8.ipynb)).
+# > - A round's four stages for a serial and a parallel drafter, from the draft network's bytes and the batch-1 read rate ([Exercise 8-7](../../exercises/ex8_7.ipynb)).
+# > - Whether one more draft position helps, from the marginal test $\Delta T / \Delta X < T / X$, with and without padded groups ([Exercise 8-7](../../exercises/ex8_7.ipynb)).
 #
-# **Exercise:** [Exercise 8-7](../../exercises/ex8_7.ipynb) (which draft length minimises the
-# latency per token, with and without padding to groups of 4).
+# Next: [8.6 Load and configuration](08_6_load_and_configuration.ipynb).

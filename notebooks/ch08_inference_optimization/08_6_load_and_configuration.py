@@ -28,6 +28,7 @@
 import numpy as np
 
 from companion import calc, ledger, plots, specs, units, widgets
+from companion.display import answer, md
 from companion.formulas import serving as sv
 from companion.sim import load
 
@@ -37,10 +38,10 @@ model, card = specs.QWEN3_8B, specs.RTX_PRO_6000
 # ## 8.6.1 How many requests are in the system: Little's law
 #
 # In a steady state, count the requests present at each moment and average over time. Each
-# request contributes its own time in the system, so over a long window of length $W$ with
-# $\lambda W$ arrivals,
+# request contributes its own time in the system, so over a long window of length
+# $T_\text{obs}$ with $\lambda T_\text{obs}$ arrivals,
 #
-# $$\bar n = \frac{\sum_i T_i}{W} = \lambda\,\bar T .$$
+# $$\bar n_\text{sys} = \frac{\sum_i T_i}{T_\text{obs}} = \lambda\,\bar T .$$
 #
 # No assumption about the arrival pattern or the service order is needed. It tells us how
 # much *state* the instance must hold: every request present (queued, computing or paused
@@ -120,10 +121,10 @@ print(f"finish {n['finish_s']:.2f} s, admitted: {n['admitted']}, may wait at mos
 # ## 8.6.2 Effective throughput: count only answers that served someone
 #
 # A service loses work in two ways: answers that are wrong, and answers that are right but
-# late. Over an observation window $T_\text{obs}$, with $Q_i = 1$ for a correct answer and
-# $D_i = 1$ for one completed on time,
+# late. Over an observation window $T_\text{obs}$, with $C_i = 1$ for a correct answer and
+# $O_i = 1$ for one completed on time,
 #
-# $$R_\text{good} = \frac{\sum_i Q_i D_i}{T_\text{obs}}, \qquad
+# $$R_\text{good} = \frac{\sum_i C_i O_i}{T_\text{obs}}, \qquad
 # R_\text{done} = \frac{\#\text{completed}}{T_\text{obs}}.$$
 #
 # The gap between completion throughput $R_\text{done}$ and effective throughput
@@ -192,9 +193,10 @@ plots.goodput_figure(sweep_rates, series).show()
 #
 # Measured rounds turn into speeds: prefill speed $r_P$ in new input tokens per second, decode
 # speed $r_D$ in completed decode calls per second (a round advancing $b$ requests completes
-# $b$ calls). A request with $L$ new input tokens and $G$ outputs then occupies the card for
+# $b$ calls). A request with $n_\text{new}$ new (uncached) input tokens and $G$ outputs then
+# occupies the card for
 #
-# $$t_\text{GPU} = \frac{L}{r_P} + \frac{G - 1}{r_D}\ \text{GPU-seconds}.$$
+# $$t_\text{GPU} = \frac{n_\text{new}}{r_P} + \frac{G - 1}{r_D}\ \text{GPU-seconds}.$$
 #
 # The sharing configuration of the example (8K prompts, the first 6K cached, batch 16) is
 # exactly one of Experiment 8-1's measurements: 32,768 new tokens prefilled in 2.04 s, then
@@ -216,9 +218,12 @@ print(f"t_GPU = {new_tokens} / r_P + {sv.EXAMPLE_OUTPUT_TOKENS - 1} / r_D = {t_g
 # %% [markdown]
 # Without a measurement, estimate a stage from the spec sheet and an efficiency: prefill from
 # its FLOPs over peak compute times MFU, a decode round from the bytes it reads over peak
-# bandwidth times MBU. Experiment 8-1's table gives the efficiencies; the companion re-derives
-# the bytes read per round ($D_w + b L k$ at $L = 2048$) and the read time at 1792 GB/s, and
-# divides by the measured rounds:
+# bandwidth times MBU. Experiment 8-1's table gives both efficiencies. The companion re-derives
+# the decode rows (bytes read per round, $D_w + b L k$ at $L = 2048$, their read time at
+# 1792 GB/s, and that time over the measured round) and the prefill row: the FLOPs of $b$
+# prompts of 2048 tokens, and their share of peak where the chapter gives a prefill time (batch
+# 1, from the 94.8 ms of footnote 5). For the other batches the chapter gives only the measured
+# efficiency; the companion shows it and the prefill time it implies.
 
 # %%
 print(f"{'batch':>5} {'read/round':>11} {'at 1792 GB/s':>13} {'measured':>9} {'MBU':>5} "
@@ -228,6 +233,13 @@ for row in table:
     print(f"{row['batch']:>5} {row['read_bytes'] / units.GB:8.2f} GB {row['read_s'] / units.ms:10.2f} "
           f"ms {row['round_s'] / units.ms:6.2f} ms {row['mbu']:5.0%} "
           f"{row['gap_s'] / units.ms:5.1f} ms")
+prefill_row = calc.prefill_efficiency_row()
+print(f"\n{'batch':>5} {'prefill work':>13} {'MFU':>5} {'prefill time':>13}  source")
+for row in prefill_row:
+    how = ("computed from the measured time" if row["source"] == "computed"
+           else "measured MFU (8.6.3); the time it implies")
+    print(f"{row['batch']:>5} {row['flops'] / units.TFLOP:8.1f} TFLOP {row['mfu']:5.0%} "
+          f"{row['prefill_s']:11.3f} s  {how}")
 first, last = table[0], table[-1]
 print(f"\nbatch {first['batch']} -> {last['batch']}: "
       f"{last['read_bytes'] / first['read_bytes']:.2f}x the bytes, "
@@ -236,8 +248,10 @@ print(f"\nbatch {first['batch']} -> {last['batch']}: "
 # %% [markdown]
 # More than twice the bytes, barely more time: most of a batch-1 round is the nearly fixed
 # gap in the last column, the cost of launching kernels one by one from the host (this
-# experiment ran without CUDA Graphs). "Efficiency" rises with batch because that overhead is
-# amortised over more bytes, not because memory got faster.
+# experiment ran without CUDA Graphs). Decode "efficiency" rises with batch because that
+# overhead is amortised over more bytes, not because memory got faster. Prefill is the
+# opposite case: its work is large matrix products from the start, so its efficiency hardly
+# moves with batch, and even drifts down a little as longer batched prefills run.
 #
 # ### The design problem: sixteen long requests, 12 GiB, 7 s
 #
@@ -250,7 +264,7 @@ print(f"\nbatch {first['batch']} -> {last['batch']}: "
 # | A | BF16, every request keeps its own full context | the baseline |
 # | B | BF16, the common prefix stored once and already cached | prefill only 2048 new tokens each |
 # | C | q8_0 KV (34 bytes per 32 values), no sharing | a smaller cache, but the full prefill |
-# | D | B plus a DFlash draft network (7 drafts, 8 positions verified) | 3 tokens per round, +3188 MiB, +9.4% prefill |
+# | D | B plus a DFlash draft network (7 drafts, 8 positions verified) | 3 tokens per round; the draft's extra peak memory and prefill, as measured in Experiment 8-5 |
 #
 # The companion computes each one from the chapter's rules (`calc.scheme_result`):
 # memory is the KV held at the end of generation in whole 16-token blocks (the prefix once
@@ -272,11 +286,15 @@ print(f"\nA would need {results['A'].memory_mib:,.0f} MiB; B {results['B'].memor
 print(f"feasible, least GPU time per qualifying result: "
       f"{calc.best_scheme([calc.SCHEMES[k] for k in 'ABCD'])}")
 
-# %% [markdown]
-# A runs out of memory; B and C fit but are late (B spends 6.97 s on 255 decode rounds alone,
-# C loses the shared prefill); D fits and finishes in 4.56 s because it needs only 85 rounds.
-# On this card a decode round barely depends on batch or context, so the only big lever on
-# the generation time is the *number of rounds*. Figure 8-35 puts both checks on one plane:
+# %% tags=["remove-input"]
+A, B, C, D = (results[k] for k in "ABCD")
+md(f"""
+A runs out of memory; B and C fit but are late (B spends {B.decode_s:.2f} s on its {B.rounds}
+decode rounds alone, C loses the shared prefill); D fits and finishes in {D.total_s:.2f} s
+because it needs only {D.rounds} rounds. On this card a decode round barely depends on batch or
+context, so the one big lever on the generation time is the *number of rounds*. Figure 8-35
+puts both checks on one plane:
+""")
 
 # %%
 plots.scheme_plane_figure(results, sv.EXAMPLE_KV_BUDGET_BYTES, sv.DEADLINE_S).show()
@@ -302,10 +320,7 @@ for name in "BD":
 # %% [markdown]
 # ### When memory shrinks or the answers get shorter
 #
-# Halve the budget to 6 GiB: D (9.02 GiB) no longer fits and B (5.91 GiB) fits but is still
-# late, so no scheme qualifies. Keep 12 GiB but cut the output to 16 tokens: now both B and D
-# finish in time, and D's draft barely helps (its extra prefill eats most of the ten rounds
-# it saves).
+# Two variants of the design problem: half the memory budget, or much shorter answers.
 
 # %%
 small = calc.compare_schemes([calc.SCHEMES[k] for k in "ABCD"],
@@ -318,6 +333,14 @@ print(f"16 tokens: B {b.prefill_s:.2f} + {b.rounds} x {b.round_ms:.2f} ms = {b.t
       f"D {d.prefill_s:.2f} + {d.rounds} x {d.round_ms:.2f} ms = {d.total_s:.2f} s; "
       f"D faster by {b.total_s - d.total_s:.2f} s, its prefill longer by "
       f"{d.prefill_s - b.prefill_s:.2f} s")
+
+# %% tags=["remove-input"]
+md(f"""
+At 6 GiB, D ({small['D'].memory_gib:.2f} GiB) no longer fits and B
+({small['B'].memory_gib:.2f} GiB) fits but is still late, so no scheme qualifies. At 12 GiB with
+16-token answers both B and D finish in time, and D's draft barely helps: its longer prefill
+eats most of the {b.rounds - d.rounds} rounds it saves.
+""")
 
 # %% [markdown]
 # ### Explorer: the configuration plane (Figure 8-35 live)
@@ -348,7 +371,8 @@ _ = schemes.reset()
 # An agent task is more than decode: prefill, tool calls and waiting stay as they were. If
 # decode is a fraction $f$ of the task and becomes $s$ times faster,
 #
-# $$S_\text{task} = \frac{1}{(1 - f) + f/s} \;\xrightarrow{s \to \infty}\; \frac{1}{1 - f}.$$
+# $$\text{speedup}_\text{task} = \frac{1}{(1 - f) + f/s}
+# \;\xrightarrow{s \to \infty}\; \frac{1}{1 - f}.$$
 #
 # A one-off cost added to make decode faster (say, building a draft index) adds to the
 # denominator and can cancel the gain.
@@ -377,9 +401,9 @@ print(amdahl.update().numbers)
 # %% [markdown]
 # ## Energy per qualifying result
 #
-# Energy follows the same accounting as GPU time: total energy over the window divided by
-# the number of qualifying results, $E_\text{obs} / N_g$, and wrong or late answers still
-# cost their joules. For scheme D the card's power cap bounds it (computed above). The
+# Energy follows the same accounting as GPU time: the energy spent over the window divided by
+# the number of qualifying results, $\text{energy}_\text{obs} / n_\text{good}$, and wrong or
+# late answers still cost their joules. For scheme D the card's power cap bounds it (computed above). The
 # chapter's Experiment 8-9 **measured** GPU plus CPU-package energy on a real service; those
 # numbers are quoted here, not recomputed:
 
@@ -423,15 +447,99 @@ print(ledger.table("8.6"))
 #
 # 1. In the admission explorer, raise the output to 300 tokens. How short must the output
 #    interval become for the request to be admitted again?
-# 2. In the configuration explorer, lower D's tokens per round until it misses the deadline.
-#    How good must the drafts be for D to qualify?
+# 2. **Predict, then move.** In the configuration explorer, lower D's tokens per round until
+#    it misses the deadline. Guess the threshold first: how good must the drafts be for D to
+#    qualify?
 # 3. Shrink the shared prefix. At what prefix length does B stop fitting in 12 GiB, and what
 #    happens to D?
-# 4. Set the deadline to 10 s. Which schemes qualify now, and which costs the least GPU time
-#    per qualifying result?
+# 4. **Predict, then move.** Set the deadline to 10 s. Before moving it, guess which schemes
+#    qualify now; then check which costs the least GPU time per qualifying result.
 # 5. In the Amdahl explorer, with decode at 50% of the task and a 4x speedup, how much added
 #    preparation makes the change pointless? Compare with the break-even the readout prints.
-#
-# **Exercises:** [Exercise 8-8](../../exercises/ex8_8.ipynb) (stage speedups and draft
-# preparation in a 100 s task) and [Exercise 8-9](../../exercises/ex8_9.ipynb) (scheme E:
-# memory, time and GPU-seconds per qualifying result, and the 6 GiB and 16-token variants).
+
+# %% tags=["remove-input"]
+long_output = 300
+need_ms = None
+for interval in np.arange(sv.SHORT_INTERVAL_S / units.ms, 0.9, -0.1):
+    if admission.update(output_tokens=long_output, interval_ms=float(interval)).numbers[
+            "admitted"]:
+        need_ms = float(interval)
+        break
+budget_s = sv.DEADLINE_S - sv.SHORT_QUEUE_S - sv.SHORT_PREFILL_S
+_ = admission.reset()
+answer(f"""
+The request has {budget_s:.3f} s for its {long_output - 1} output intervals after the queue and
+the prefill, so each may last at most {budget_s / (long_output - 1) * 1e3:.2f} ms. The explorer
+(scanning the interval down in steps of 0.1 ms) first admits it at {need_ms:.1f} ms, against
+the measured {sv.SHORT_INTERVAL_S / units.ms:.1f} ms: the engine would need a faster round
+(a smaller batch, CUDA Graphs) or the request a shorter answer.
+""", title="Worked answer 1")
+
+# %% tags=["remove-input"]
+steps = round((sv.DFLASH_VERIFY_POSITIONS - 1) / 0.1)
+qualifies = [x for x in (round(1.0 + 0.1 * i, 1) for i in range(steps + 1))
+             if schemes.update(d_tokens_per_round=x).numbers["D_feasible"]]
+threshold = min(qualifies) if qualifies else None
+at_threshold = schemes.update(d_tokens_per_round=float(threshold)).numbers
+_ = schemes.reset()
+answer(f"""
+D must finish {sv.EXAMPLE_OUTPUT_TOKENS - 1} outputs after the first within the deadline,
+after a prefill of {results['D'].prefill_s:.2f} s. Scanning the tokens per round in steps of
+0.1, D first qualifies at {threshold:.1f} tokens per round, finishing in
+{at_threshold['D_total_s']:.2f} s. Below that, its rounds are too many; the memory check does
+not move, because the draft's memory does not depend on how well its drafts are accepted.
+""", title="Worked answer 2")
+
+# %% tags=["remove-input"]
+prefixes = list(range(sv.EXAMPLE_PREFIX_TOKENS, -1, -128))
+b_stops = next((pfx for pfx in prefixes
+                if not schemes.update(shared_prefix_tokens=pfx).numbers["B_memory_GiB"]
+                * units.GiB <= sv.EXAMPLE_KV_BUDGET_BYTES), None)
+d_stops = next((pfx for pfx in prefixes
+                if not schemes.update(shared_prefix_tokens=pfx).numbers["D_feasible"]), None)
+at_b = schemes.update(shared_prefix_tokens=b_stops).numbers if b_stops is not None else None
+_ = schemes.reset()
+first = "D stops qualifying first" if d_stops > b_stops else "B stops fitting first"
+answer(f"""
+Each request's private part grows as the shared prefix shrinks, so every scheme that shares
+needs more memory, and its prefill more work. Scanning down from {sv.EXAMPLE_PREFIX_TOKENS}
+tokens in steps of 128: D stops qualifying at a prefix of {d_stops} tokens (it carries the
+draft's memory on top of B's, and its prefill grows with the uncached part), and B stops
+fitting 12 GiB at {b_stops} tokens ({at_b['B_memory_GiB']:.2f} GiB), so {first}. B never
+qualified anyway: its {results['B'].rounds} rounds alone overrun the deadline, whatever the
+prefix.
+""", title="Worked answer 3")
+
+# %% tags=["remove-input"]
+ten = schemes.update(deadline_s=10.0).numbers
+_ = schemes.reset()
+ok = [k for k in "ABCD" if ten[f"{k}_feasible"]]
+answer(f"""
+With 10 s, the schemes that fit and finish are {', '.join(ok)}: B's
+{ten['B_total_s']:.2f} s now makes it, C's {ten['C_total_s']:.2f} s still does not, and A
+still lacks memory. The least GPU time per qualifying result is **{ten['best']}**'s,
+{ten[f"{ten['best']}_gpu_s_per_result"]:.3f} GPU-s
+(B: {ten['B_gpu_s_per_result']:.3f} GPU-s): fewer rounds beat the draft's longer prefill.
+""", title="Worked answer 4")
+
+# %% tags=["remove-input"]
+half = amdahl.update(decode_fraction=0.5, factor=4.0, prep_s=0.0).numbers
+stages_50 = [sv.AMDAHL_TASK_S * 0.5, sv.AMDAHL_TASK_S * 0.5]
+saved = stages_50[1] - stages_50[1] / 4.0
+_ = amdahl.reset()
+answer(f"""
+A 4x faster decode turns the {stages_50[1]:g} s of decode into {stages_50[1] / 4:g} s, saving
+{saved:g} s of the {sv.AMDAHL_TASK_S:g} s task. Any preparation longer than that saving makes
+the change pointless; the readout's break-even says the same,
+{half['break_even_prep_s']:.1f} s. Without preparation the task speeds up
+{half['speedup']:.2f}x, short of the {1 / (1 - 0.5):.0f}x that even an infinitely fast decode
+would give when decode is half the task.
+""", title="Worked answer 5")
+
+# %% [markdown]
+# > **What you can now compute**
+# >
+# > - The requests an instance holds from the arrival rate and the time each spends, and whether a queued request can still make its deadline ([Exercise 8-9](../../exercises/ex8_9.ipynb)).
+# > - Effective throughput, counting only answers that are correct and on time ([Exercise 8-9](../../exercises/ex8_9.ipynb)).
+# > - GPU-seconds per request from measured prefill and decode speeds, and a configuration's memory, time and GPU time per qualifying result ([Exercise 8-9](../../exercises/ex8_9.ipynb)).
+# > - The speedup of a whole task when one stage gets faster, and the preparation time that cancels it ([Exercise 8-8](../../exercises/ex8_8.ipynb)).

@@ -50,12 +50,13 @@
 #
 # **So the prediction is:** the step time stays flat while the weight read dominates, and
 # starts to grow with b once b / 2 passes the ridge, at b of about 2 x ridge. On an H100 in
-# BF16 that is b of about 295; on a CPU it may be ten or twenty. Batching stops being free
-# much sooner on a machine with so little compute per byte.
+# BF16 the same reasoning gives a batch of a few hundred (the first cell below prints it); on
+# a CPU it may be ten or twenty. Batching stops being free much sooner on a machine with so
+# little compute per byte.
 #
-# **And the real step is slower than the roofline.** 8.6.3's batch-1 round took 26.26 ms for
-# a read that needs 8.62 ms at spec bandwidth: a fixed cost per round (kernel launches, host
-# scheduling) sat on top. A CPU has its own fixed costs (Python, thread hand-offs, and the BLAS
+# **And the real step is slower than the roofline.** 8.6.3's batch-1 round took 26.26 ms,
+# about three times what its read needs at spec bandwidth (section 7 recomputes both): a
+# fixed cost per round (kernel launches, host scheduling) sat on top. A CPU has its own fixed costs (Python, thread hand-offs, and the BLAS
 # choosing a different kernel for one row than for several), which the fits below separate.
 
 # %%
@@ -66,6 +67,7 @@ from pathlib import Path
 from companion import calc, plots, specs
 from companion import measure as ms
 from companion.chapters import ch08
+from companion.display import md
 
 FAST = ms.fast_mode()   # COMPANION_FAST=1 (tests, notebook execution): tiny sizes, seconds
 REFERENCE = Path("measurements") / "reference_2core_epyc.json"
@@ -79,9 +81,19 @@ for gpu in (specs.H100_SXM, specs.RTX_PRO_6000):
 #
 # `ms.measure()` runs every probe. Full sizes take about half a minute on a quiet 2-core
 # machine (two to four times that if other programs are busy on it). With
-# `COMPANION_FAST=1` everything is shrunk to run in a second or two on one thread: the arrays
-# then fit in cache, so those numbers check the plumbing, not the machine (the stored outputs
-# of this notebook were made that way). What it runs:
+# `COMPANION_FAST=1` everything is shrunk to run in a second or two on one thread.
+#
+# > **What fast mode can and cannot show.** The stored outputs of this notebook were made in
+# > fast mode (that is how the test suite runs it). Fast mode shows that every probe, fit and
+# > figure works on this machine, and the *shape* of the tables. It cannot show this machine's
+# > memory bandwidth (its arrays fit in the last-level cache, so the probes time the cache),
+# > nor a trustworthy fitted slope or knee (each step lasts a millisecond or two, so timing
+# > jitter is as large as the effects being fitted). Where a fit below cannot be trusted, the
+# > notebook says so and why, computed from the fit itself. For numbers that mean something,
+# > run it with full sizes (unset `COMPANION_FAST`), or read section 6, which analyses a
+# > full-size run stored with the notebook.
+#
+# What it runs:
 #
 # * **Bandwidth, STREAM-style** (`stream_probe`): copy, scale, add and triad on three float64
 #   arrays of 4 x the last-level cache each, so every byte comes from DRAM. Bytes are counted
@@ -172,8 +184,8 @@ print(f"bandwidth: the H100 has {specs.H100_SXM.mem_bw_bytes_per_s / hw.mem_bw_b
 #
 # `decode_sweep` builds a stack of transformer layers with Qwen3-8B's proportions, every width
 # divided by 4 (hidden 1024, 8 query heads and 2 KV heads of 128, FFN 3072, so about 48 MB of
-# float32 weights per layer; 4 layers, about 193 MB, several times the last-level cache, so
-# every step streams its weights from DRAM). One step multiplies b activation rows through Q,
+# float32 weights per layer; 4 layers, several times the last-level cache, so every step
+# streams its weights from DRAM; fast mode uses one layer at a smaller scale). One step multiplies b activation rows through Q,
 # K, V, attends each request's queries over its own cached keys and values (a separate KV
 # array per request, `context_tokens` long, so the KV read grows as b x L), then O and the
 # MLP. It counts bytes read as the chapter does, D(b, L) = D_w + b L k (8.2.1), and FLOP as
@@ -218,7 +230,7 @@ plots.measured_step_time(analysis).show()
 # of it they climb along the red dotted line, the fitted compute line (the step's FLOP over an
 # effective compute rate, plus the fixed cost). The green dashed line is the roofline bound
 # with no fixed cost at all; the gap between it and the points is this machine's version of
-# 8.6.3's 17.6 ms overhead.
+# 8.6.3's per-round overhead.
 #
 # On a CPU you may also see batch 1 well *below* the read line and batch 2 jump up. That is
 # not the roofline: with one row the BLAS uses a matrix-vector kernel that streams memory
@@ -244,8 +256,9 @@ plots.measured_utilization(analysis).show()
 # often has the best MBU of all (the matrix-vector kernel again). And over the flat stretch
 # (batch 2 to about 8 on the reference machine below) MBU creeps up: the step time barely moves while a little more KV
 # is read, so the fixed cost is spread over more bytes. That is the effect 8.6.3 reports on
-# the RTX PRO 6000, where MBU climbs from 33% to 65% between batch 1 and 64; on the GPU it
-# continues for far longer, because the compute limit is tens of times further away.
+# the RTX PRO 6000, where MBU roughly doubles between batch 1 and 64 (section 7); on the GPU
+# it continues for far longer, because the compute limit is tens of times further away.
+# (In fast mode these curves are mostly noise; section 6 shows them for a full-size run.)
 
 # %% [markdown]
 # ## 4. Fitting the bandwidth the step really gets: a context sweep
@@ -273,10 +286,54 @@ print(f"attention streams the cache at {kv_fit.bandwidth_bytes_per_s / hw.mem_bw
       f" of the measured bandwidth; the weight read alone would take {weights_s * 1e3:.2f} ms")
 plots.measured_step_vs_bytes(ctx, kv_fit).show()
 
+# %% tags=["nbval-ignore-output", "remove-input"]
+problems = ms.fit_problems(kv_fit, ctx.kv_bytes, cache_bytes=info["last_level_cache_bytes"],
+                           peak_bytes_per_s=hw.mem_bw_bytes_per_s)
+if problems:
+    md(f"""
+**Do not read a bandwidth off this fit.** {'; '.join(p[0].upper() + p[1:] for p in problems)}.
+{'This run used fast sizes, which is expected to fail these checks: ' if FAST else ''}the fitted
+{kv_fit.bandwidth_bytes_per_s / 1e9:.2f} GB/s is whatever the noise made of the slope. The
+full-size reference run below gives a fit that passes them.
+""")
+else:
+    md(f"""
+This fit passes the companion's checks (R² {kv_fit.r_squared:.2f}, reads beyond the cache, a
+bandwidth below the measured peak): the attention streams the cache at
+{kv_fit.bandwidth_bytes_per_s / 1e9:.2f} GB/s, {kv_fit.bandwidth_bytes_per_s / hw.mem_bw_bytes_per_s:.0%}
+of the bandwidth STREAM measured.
+""")
+
 # %% [markdown]
-# Each request's cache is its own small matrix product per KV head, and small products stream
-# memory worse than one big one: the KV slope usually shows a lower bandwidth than the weight
-# read gets. On a GPU the same effect is why attention kernels for decode are written with
+# The same fit on the full-size reference run that is stored with this notebook (section 6
+# loads all of it); it prints the same on every machine:
+
+# %%
+ref = ms.load_measurement(REFERENCE)
+ref_hw = ms.hardware_from_measurement(ref, dtype=ref.batch_sweep.dtype)
+ref_ctx = ref.context_sweep
+ref_fit = ms.fit_step_time(ref_ctx.kv_bytes, ref_ctx.step_median_s)
+ref_problems = ms.fit_problems(ref_fit, ref_ctx.kv_bytes,
+                               cache_bytes=ref.machine["last_level_cache_bytes"],
+                               peak_bytes_per_s=ref_hw.mem_bw_bytes_per_s)
+print(f"reference, batch {ref_ctx.points[0].batch}: KV read 0 to "
+      f"{ref_ctx.kv_bytes.max() / 1e6:.0f} MB per step; fit {ref_fit.fixed_s * 1e3:.2f} ms + "
+      f"KV bytes / {ref_fit.bandwidth_bytes_per_s / 1e9:.2f} GB/s, R^2 {ref_fit.r_squared:.3f}")
+print("checks: " + ("passed" if not ref_problems else "; ".join(ref_problems)))
+plots.measured_step_vs_bytes(ref_ctx, ref_fit).show()
+
+# %% tags=["remove-input"]
+share = ref_fit.bandwidth_bytes_per_s / ref_hw.mem_bw_bytes_per_s
+md(f"""
+In the reference run the line explains {ref_fit.r_squared:.0%} of the variation, and the cache
+is streamed at {ref_fit.bandwidth_bytes_per_s / 1e9:.1f} GB/s,
+{'only ' if share < 0.5 else ''}{share:.0%} of what STREAM measured on the same machine.
+""")
+
+# %% [markdown]
+# Why the KV slope comes out low: each request's cache is its own small matrix product per KV
+# head, and small products stream memory worse than one big one, so the KV read gets a lower
+# bandwidth than the weight read. On a GPU the same effect is why attention kernels for decode are written with
 # special care; in the chapter's terms, this raises the per-request read cost L k / beta and
 # pushes the ridge batch further out (17 §2, "the KV cache does not amortize").
 
@@ -305,8 +362,6 @@ print(f"saved {saved} ({saved.stat().st_size / 1024:.0f} KiB), loads back identi
 # with your own numbers above.
 
 # %%
-ref = ms.load_measurement(REFERENCE)
-ref_hw = ms.hardware_from_measurement(ref, dtype=ref.batch_sweep.dtype)
 ref_analysis = ms.analyze_sweep(ref.batch_sweep, ref_hw)
 ref_blas = ", ".join(f"{b['internal_api']} {b['version']}" for b in ref.machine["blas"]
                      if b.get("user_api") == "blas")
@@ -348,8 +403,8 @@ print(f"the same reasoning for an H100 in BF16 (2 bytes): b = "
 # * **The fitted roofs cross before the ridge batch.** The compute line's rate is what
 #   decode actually gets, below the square-matmul peak: skinny products, the attention's many
 #   small products and thread hand-offs all run slower than one big product.
-# * **Both corrections are small next to the hardware gap.** The same reasoning puts an H100
-#   in BF16 flat up to a batch of about 295, and this CPU's decode leaves flat in the tens.
+# * **Both corrections are small next to the hardware gap.** The same reasoning keeps an H100
+#   in BF16 flat up to a batch of a few hundred, and this CPU's decode leaves flat in the tens.
 
 # %%
 plots.measured_roofline(ref_hw, analysis=ref_analysis,
@@ -394,15 +449,24 @@ for b, nbytes, t in zip(ROUND_BATCH, ROUND_READ_BYTES, ROUND_MEASURED_S):
 free = ms.fit_step_time(ROUND_READ_BYTES, ROUND_MEASURED_S)
 print(f"free fit: {free.fixed_s * 1e3:.1f} ms + bytes / {free.bandwidth_bytes_per_s / 1e12:.1f} TB/s"
       f" (the card's spec is {card.mem_bw_bytes_per_s / 1e12:.3f} TB/s)")
+print("checks: " + ("passed" if not (p := ms.fit_problems(
+    free, ROUND_READ_BYTES, peak_bytes_per_s=card.mem_bw_bytes_per_s)) else "; ".join(p)))
 
-# %% [markdown]
-# The MBU column reproduces 8.6.3's 33%, 34%, 41%, 65%, and the overhead column its "about
-# 17.6 ms" at batch 1. But the overhead is not constant: it shrinks from 17.6 ms to about
-# 10 ms as the batch grows, and the free fit answers with a bandwidth more than three times
-# the card's spec, which is physically impossible. The model "fixed cost plus bytes over bandwidth"
-# assumes the two add up; in that engine the host-side cost partly overlaps the reads, so the
-# sum overstates the round and the slope understates the per-byte cost. A fit is only as good
-# as its model: check the fitted bandwidth against the datasheet before believing it.
+# %% tags=["remove-input"]
+mbus = [calc.mbu(nbytes / t, card) for nbytes, t in zip(ROUND_READ_BYTES, ROUND_MEASURED_S)]
+overheads = [t - nbytes / card.mem_bw_bytes_per_s
+             for nbytes, t in zip(ROUND_READ_BYTES, ROUND_MEASURED_S)]
+md(f"""
+The MBU column is 8.6.3's efficiency row ({', '.join(f'{u:.0%}' for u in mbus)}), and the
+overhead column its batch-1 gap of {overheads[0] * 1e3:.1f} ms. But the overhead is not
+constant: it shrinks to {overheads[-1] * 1e3:.1f} ms as the batch grows, and the free fit
+answers with a bandwidth {free.bandwidth_bytes_per_s / card.mem_bw_bytes_per_s:.1f} times the
+card's spec, which is physically impossible. The model "fixed cost plus bytes over bandwidth"
+assumes the two add up; in that engine the host-side cost partly overlaps the reads, so the sum
+overstates the round and the slope understates the per-byte cost. A fit is only as good as its
+model: check the fitted bandwidth against the datasheet before believing it (here
+`ms.fit_problems` does).
+""")
 
 # %% [markdown]
 # ## Try this

@@ -3,7 +3,8 @@
 import tempfile
 from pathlib import Path
 
-from companion.measure import compare_measurements, hardware_from_measurement, load_measurement
+from companion.measure import (compare_measurements, fit_step_time, hardware_from_measurement,
+                               load_measurement)
 from companion.specs import QWEN3_8B
 
 TARGET = "companion.measure"
@@ -27,6 +28,9 @@ EXAMPLES = {
     "measure": dict(fast=True, label="api example", model=QWEN3_8B, gpu=False),
     "hardware_from_measurement": dict(measurement=_REF, device="cpu", dtype="float32"),
     "fit_step_time": dict(bytes_read=[1e8, 2e8, 3e8], step_s=[0.011, 0.021, 0.031]),
+    "fit_problems": dict(fit=fit_step_time([1e8, 2e8, 3e8], [0.011, 0.021, 0.032]),
+                         bytes_read=[1e8, 2e8, 3e8], cache_bytes=32 * 2**20,
+                         peak_bytes_per_s=20e9, min_r_squared=0.8),
     "analyze_sweep": dict(sweep=_REF.batch_sweep,
                           hardware=hardware_from_measurement(_REF, dtype="float32"),
                           tolerance=0.5),
