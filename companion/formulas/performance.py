@@ -42,7 +42,7 @@ __all__ = [
     "memory_pyramid", "bandwidth_ratios", "memory_sweep_s",
     # §2 roofline
     "decode_intensity", "prefill_intensity", "roofline_point", "roofline_points",
-    "decode_time_split",
+    "decode_time_split", "decode_ridge_batch",
     # §3 two phases
     "prefill_compute_s", "request_budget", "head_of_line_stall",
     # §4 KV sizing
@@ -160,6 +160,33 @@ def decode_intensity(model: Model, batch: int = 1, context_tokens: int = 0, *,
     L = v.tokens("context_tokens", context_tokens)
     v.positive("kv_bytes_per_value", kv_bytes_per_value)
     return _pass_intensity(m, b, L, kv_bytes_per_value)
+
+
+def decode_ridge_batch(model: Model, hardware: Hardware, *,
+                       bytes_per_param: float | None = None) -> float:
+    """Decode batch (weights only, no KV) whose intensity reaches the card's ridge (17 §2).
+
+    A dense model's intensity grows as B x its batch-1 intensity, so B = ridge / I(1): about
+    295 for the 8B shape in BF16 on an H100. An MoE's grows more slowly, since each added
+    sequence also brings experts no other one touched (D_w(B) rises with B): the smallest
+    whole B with ``decode_intensity(model, B) >= ridge`` (found by bisection; Qwen3-30B-A3B
+    needs several times the dense model's batch).
+    """
+    m = _at_precision(_model(model), bytes_per_param)
+    ridge = ridge_point(_hardware(hardware))
+    dense = ridge / _pass_intensity(m, 1, 0, 2)
+    if not m.is_moe:
+        return dense
+    # D_w(B) <= D_w: at B = dense x D_w / D_w(1) the intensity is past the ridge
+    lo = max(1, math.floor(dense))
+    hi = max(lo, math.ceil(dense * m.streamed_weight_bytes / moe_streamed_weight_bytes(m, 1)))
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _pass_intensity(m, mid, 0, 2) >= ridge:
+            hi = mid
+        else:
+            lo = mid + 1
+    return float(lo)
 
 
 def prefill_intensity(model: Model, prompt_tokens: int, *,

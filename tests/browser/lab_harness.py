@@ -598,6 +598,12 @@ def dropdown(root, label: str):
         "label.widget-label", has_text=re.compile(f"^{re.escape(label)}$")))
 
 
+def text_box(root, label: str):
+    """The ipywidgets Textarea labelled ``label`` inside ``root``."""
+    return root.locator(".widget-textarea", has=root.page.locator(
+        "label.widget-label", has_text=re.compile(f"^{re.escape(label)}$")))
+
+
 def slider_value(control, slider_locator):
     """The value a slider's readout shows, as the control's type."""
     text = slider_locator.locator(".widget-readout").inner_text().strip().replace(",", "")
@@ -681,6 +687,9 @@ def check_controls(root, panel_cls) -> list[str]:
         if c.kind == "choice":
             if dropdown(root, c.label).count() != 1:
                 missing.append(f"dropdown {c.label!r}")
+        elif c.kind == "text":
+            if text_box(root, c.label).count() != 1:
+                missing.append(f"text box {c.label!r}")
         else:
             s = slider(root, c.label)
             if s.count() != 1 or s.locator(".noUi-handle").count() != 1:
