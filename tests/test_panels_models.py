@@ -254,3 +254,16 @@ def test_roofline_shows_an_moe_lagging_then_catching_up():
     # a dense model draws no asymptotes (its sweep is both)
     plain = panel.update(model=specs.LLAMA_8B.name).traces
     assert len(plain) == len(view.traces) and plain[-2]["x"] == [] == plain[-3]["x"]
+
+
+def test_a_sliding_window_caps_the_kv_a_decode_step_reads():
+    # Mistral-7B-v0.1: 32 layers, 8 KV heads of 128, window 4096 -> each layer keeps 4095
+    m, hw = models.load("mistral-7b-v0.1"), specs.H100_SXM
+    held = 32 * 4095 * 2 * 8 * 128 * 2
+    parts = calc.decode_step_parts(m, hw, 8, 32_768)
+    assert parts.read_s * hw.mem_bw_bytes_per_s == pytest.approx(
+        m.streamed_weight_bytes + 8 * held)
+    # the roofline's "with KV" point reads the same bytes
+    flops = calc.matrix_flops(m, 8, include_lm_head=True)
+    assert calc.decode_intensity(m, 8, 32_768) == pytest.approx(
+        flops / (m.streamed_weight_bytes + 8 * held))

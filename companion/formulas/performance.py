@@ -26,7 +26,8 @@ from companion.chapters.ch17 import (
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
 from companion.formulas.core import (attainable_flops, decode_step_parts, decode_step_time,
-                                     kv_bytes, kv_bytes_per_token, matrix_flops, max_concurrent,
+                                     kv_bytes, kv_bytes_at_context, kv_bytes_per_token,
+                                     matrix_flops, max_concurrent,
                                      mbu, mfu, moe_streamed_weight_bytes,
                                      read_bytes_per_output_token, ridge_point,
                                      static_batch_utilization)
@@ -141,6 +142,9 @@ def _pass_intensity(model: Model, tokens: int, kv_tokens: int, kv_bytes_per_valu
     """FLOP per HBM byte of one pass: 2 P x tokens / (weight bytes + KV bytes read)."""
     flops = matrix_flops(model, tokens, include_lm_head=True)
     k = kv_bytes_per_token(model, kv_bytes_per_value)
+    if kv_tokens and model.sliding_window is not None:
+        # sliding-window layers keep at most W - 1 tokens: the KV per context token, averaged
+        k = kv_bytes_at_context(model, kv_tokens, bytes_per_value=kv_bytes_per_value) / kv_tokens
     # read_bytes_per_output_token gives D_w / b + L k per token; x b is the pass's bytes
     # an MoE reads the experts these tokens touch (all of D_w for a dense model)
     weights = moe_streamed_weight_bytes(model, tokens)

@@ -680,6 +680,24 @@ def move_and_verify(page, root, panel_cls, params: dict, name: str, *, drag_to=N
     return new_params
 
 
+def paste_and_verify(page, root, panel_cls, params: dict, name: str, text: str, *,
+                     make=None, timeout_s: float = 60) -> dict:
+    """Paste ``text`` into the text box of control ``name`` as a reader would (fill, then
+    leave the box: it applies on blur), then wait until the page shows what companion
+    computes with it. Returns the new parameters."""
+    control = next(c for c in panel_cls.controls if c.name == name)
+    box = text_box(root, control.label).locator("textarea")
+    box.scroll_into_view_if_needed()
+    box.fill(text)
+    box.press("Tab")
+    new_params = dict(params, **{name: text})
+    after = expected_for(panel_cls, new_params, make)
+    assert after["text"] != expected_for(panel_cls, params, make)["text"], (
+        f"pasting into {name} must change the readout")
+    wait_for_state(page, root, after, timeout_s=timeout_s, what=f"text pasted into {name}")
+    return new_params
+
+
 def check_controls(root, panel_cls) -> list[str]:
     """Every control of ``panel_cls`` has its slider (with a noUi handle) or dropdown."""
     missing = []
