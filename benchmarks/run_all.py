@@ -61,8 +61,8 @@ for name, cls in sorted(vars(widgets).items()):
     panel.show()                      # a live FigureWidget, as in the notebook
     times = []
     for c in cls.controls:
-        if c.kind == "choice":
-            values = list(c.options.values())
+        if c.kind in ("choice", "text"):   # a text box: its example texts
+            values = list((c.options or {}).values())
         elif c.kind == "int":
             values = sorted({int(round(x)) for x in np.linspace(c.min, c.max, 15)})
         else:

@@ -79,7 +79,8 @@ from companion.formulas.performance import (
     CH17_PREFILL_EFFICIENCY, CH17_RUNTIME_RESERVE_BYTES, CH17_LONG_CONTEXT_TOKENS,
     CH17_MAX_LEN_TOKENS, CH17_CHAT_LIVE_TOKENS, CH17_PROMPT_TOKENS, CH17_SMOOTH_ITL_S,
     CH17_KV_TABLE_CONTEXTS, memory_pyramid, bandwidth_ratios, memory_sweep_s, decode_intensity,
-    prefill_intensity, roofline_point, roofline_points, decode_time_split, prefill_compute_s,
+    prefill_intensity, roofline_point, roofline_points, decode_time_split, decode_ridge_batch,
+    prefill_compute_s,
     request_budget, head_of_line_stall, kv_by_context, attention_variants, tp_kv_capacity,
     decode_vs_context, kv_weight_crossover_tokens, reservation_waste, block_fill,
     paged_worst_waste, prefix_sharing_bytes, paged_batch_gain, static_batch_slot_steps,
@@ -97,7 +98,8 @@ from companion.formulas.parallelism import (
 from companion.formulas.levers import (
     levers_table, mechanism_lever_map, cheat_sheet)
 from companion.formulas.moe import (
-    moe_weight_read_per_token, moe_read_curve, active_params, decode_flops_per_token)
+    moe_weight_read_per_token, moe_read_curve, active_params, decode_flops_per_token,
+    moe_kv_crossover_batch)
 
 __all__ = [
     "kv_bytes_per_token", "kv_tokens_allocated", "kv_bytes", "kv_bytes_at_context",
@@ -151,7 +153,8 @@ __all__ = [
     "CH17_MAX_LEN_TOKENS", "CH17_CHAT_LIVE_TOKENS", "CH17_PROMPT_TOKENS", "CH17_SMOOTH_ITL_S",
     "CH17_KV_TABLE_CONTEXTS", "memory_pyramid", "bandwidth_ratios", "memory_sweep_s",
     "decode_intensity", "prefill_intensity", "roofline_point", "roofline_points",
-    "decode_time_split", "prefill_compute_s", "request_budget", "head_of_line_stall",
+    "decode_time_split", "decode_ridge_batch", "prefill_compute_s", "request_budget",
+    "head_of_line_stall",
     "kv_by_context", "attention_variants", "tp_kv_capacity", "decode_vs_context",
     "kv_weight_crossover_tokens", "reservation_waste", "block_fill", "paged_worst_waste",
     "prefix_sharing_bytes", "paged_batch_gain", "static_batch_slot_steps",
@@ -166,5 +169,5 @@ __all__ = [
     "placement_model", "placement_candidates", "disaggregated_pools", "kv_transfer_s",
     "kv_routing_ttft", "routed_mean_ttft_s", "itl_batch_ceiling", "batch_window",
     "levers_table", "mechanism_lever_map", "cheat_sheet", "moe_weight_read_per_token",
-    "moe_read_curve", "active_params", "decode_flops_per_token",
+    "moe_read_curve", "active_params", "decode_flops_per_token", "moe_kv_crossover_batch",
 ]

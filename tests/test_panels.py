@@ -32,8 +32,10 @@ def test_update_at_every_corner(cls):
 @pytest.mark.parametrize("cls", PANELS, ids=lambda c: c.__name__)
 def test_controls_are_sane(cls):
     for c in cls.controls:
-        assert c.label and c.kind in ("int", "float", "choice")
-        if c.kind != "choice":
+        assert c.label and c.kind in ("int", "float", "choice", "text")
+        if c.kind == "text":
+            assert isinstance(c.default, str), c.name
+        elif c.kind != "choice":
             assert c.min <= c.default <= c.max, c.name
         else:
             assert c.default in c.options.values(), c.name
@@ -44,7 +46,7 @@ def test_bad_parameter_is_named(cls):
     panel = cls()
     with pytest.raises(TypeError, match="no_such_control"):
         panel.update(no_such_control=1)
-    numeric = [c for c in cls.controls if c.kind != "choice"]
+    numeric = [c for c in cls.controls if c.kind in ("int", "float")]
     if numeric:
         c = numeric[0]
         with pytest.raises(ValueError, match=c.name):

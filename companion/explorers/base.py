@@ -32,7 +32,9 @@ __all__ = ["Control", "View", "Panel"]
 
 @dataclass(frozen=True)
 class Control:
-    """One slider or dropdown. ``kind``: "int", "float" or "choice" (``options``: label -> value)."""
+    """One slider, dropdown or text box. ``kind``: "int", "float", "choice" (``options``:
+    label -> value) or "text" (a string the reader pastes or types, such as a config.json;
+    ``options``, label -> text, are examples that ``corners`` tries besides the default)."""
 
     name: str
     label: str
@@ -51,6 +53,8 @@ class Control:
             if isinstance(value, str) and value in self.options:
                 return self.options[value]
             raise ValueError(f"{self.name}: expected one of {list(self.options)}, got {value!r}")
+        if self.kind == "text":
+            return v.instance(self.name, value, str, "text (a string)")
         if self.kind == "int":
             x = v.integer(self.name, value, minimum=None)
         else:
@@ -63,6 +67,8 @@ class Control:
     def corners(self) -> list:
         if self.kind == "choice":
             return list(self.options.values())
+        if self.kind == "text":
+            return [self.default, *(self.options or {}).values()]
         return [self.min, self.default, self.max]
 
 
@@ -190,6 +196,10 @@ class Panel:
         if control.kind == "choice":
             return w.Dropdown(options=list(control.options.items()), value=value,
                               description=control.label, style=style, layout=layout)
+        if control.kind == "text":  # applied when the box loses focus, not on every keystroke
+            return w.Textarea(value=value, description=control.label, continuous_update=False,
+                              placeholder="a path to config.json, or its text pasted here",
+                              style=style, layout=w.Layout(width="420px", height="4.5em"))
         cls = w.IntSlider if control.kind == "int" else w.FloatSlider
         kwargs = dict(value=value, min=control.min, max=control.max, description=control.label,
                       continuous_update=True, style=style, layout=layout)

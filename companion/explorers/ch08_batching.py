@@ -36,8 +36,7 @@ from companion.chapters.ch08 import BATCH_SWEEP_MEASURED
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import PHASE_COLORS
 from companion.explorers.common import titled_figure as _fig
-from companion.explorers.presets import CH08_MODELS as MODELS
-from companion.explorers.presets import KV_PRECISIONS
+from companion.explorers.presets import CH08_MODELS, KV_PRECISIONS, ModelMenu, config_control
 from companion.formulas import batching as bt
 from companion.formulas import serving
 from companion.sim.scenarios import (
@@ -468,6 +467,8 @@ def budget_sweep_figure(budgets, longest_itl_s, queue_s, *, interval_target_s=No
 
 HARDWARE = {h.name: h for h in (specs.RTX_PRO_6000, specs.H100_SXM, specs.H200_SXM,
                                 specs.A100_80GB)}
+# Chapter 8's models, then the shelf (MoE ones among them)
+MODELS = ModelMenu(CH08_MODELS)
 
 _BATCHES = np.unique(np.geomspace(1, 256, 48).round().astype(int)).tolist()
 
@@ -485,8 +486,7 @@ class DecodeBatchPanel(Panel):
 
     title = "Batching decode: bytes per output token and round time (8.2.1)"
     controls = (
-        Control("model", "model", "choice", specs.QWEN3_8B.name,
-                options={name: name for name in MODELS}),
+        MODELS.control(specs.QWEN3_8B.name),
         Control("hardware", "accelerator", "choice", specs.RTX_PRO_6000.name,
                 options={name: name for name in HARDWARE}),
         Control("context_tokens", "context L (tokens)", "int", 2048, 128, 131072, 128),
@@ -494,6 +494,7 @@ class DecodeBatchPanel(Panel):
         Control("weights_in_hbm", "weights served from", "choice", True,
                 options={"HBM (conventional)": True, "independent ROM (Figure 8-4)": False}),
         Control("batch", "batch b (requests)", "int", 16, 1, 256, 1),
+        config_control(),
     )
     main_control = "batch"
     base_layout = {
@@ -508,18 +509,22 @@ class DecodeBatchPanel(Panel):
     }
 
     def compute(self, *, model, hardware, context_tokens, kv_precision, weights_in_hbm,
-                batch) -> View:
-        m, hw = MODELS[model], HARDWARE[hardware]
-        d_w = m.streamed_weight_bytes
-        k = calc.kv_bytes_per_token(m, kv_precision)
+                batch, config_json) -> View:
+        (m, source), hw = MODELS.pick(model, config_json), HARDWARE[hardware]
         L = context_tokens
-        reads = calc.read_bytes_curve(d_w, _BATCHES, L, k)
-        rom = calc.read_bytes_curve(d_w, _BATCHES, L, k, weights_in_hbm=False)
-        b_kv = calc.kv_crossover_batch(d_w, L, k)
+        # one sequence's KV read per step (sliding layers keep at most their window)
+        kv = calc.kv_bytes_at_context(m, L, bytes_per_value=kv_precision)
+        # weights read per output token: D_w / b, or for an MoE D_w(b) / b (experts touched)
+        moe = calc.moe_read_curve(m, _BATCHES)
+        reads = np.array([r["weight_read_per_token_bytes"] for r in moe]) + kv
+        rom = np.full(len(_BATCHES), float(kv))
+        b_kv = calc.moe_kv_crossover_batch(m, L, bytes_per_value=kv_precision)
         label = f"L = {L:,}"
-        traces = read_volume_traces(_BATCHES, {label: (reads, L * k)}, rom_curves={label: rom},
+        traces = read_volume_traces(_BATCHES, {label: (reads, kv)}, rom_curves={label: rom},
                                     crossovers={label: b_kv})
-        here = calc.read_bytes_per_output_token(d_w, batch, L, k) if weights_in_hbm else L * k
+        traces.append(_every_expert_trace(m, kv))
+        at_b = calc.moe_read_curve(m, [batch])[0]
+        here = at_b["weight_read_per_token_bytes"] + kv if weights_in_hbm else kv
         traces.append({"type": "scatter", "mode": "markers", "x": [batch],
                        "y": [here / units.GiB], "name": f"b = {batch}",
                        "marker": {"size": 12, "color": "black", "symbol": "circle-open",
@@ -527,7 +532,7 @@ class DecodeBatchPanel(Panel):
 
         kw = dict(bytes_per_value=kv_precision, weights_in_hbm=weights_in_hbm)
         curve = calc.decode_step_time_curve(m, hw, _BATCHES, L, **kw)
-        chapter = _measurement_traces_apply(model, hardware, L, kv_precision, weights_in_hbm)
+        chapter = _measurement_traces_apply(m.name, hardware, L, kv_precision, weights_in_hbm)
         fitted = ([calc.mixed_round_time_s(b, L, 0) for b in _BATCHES] if chapter else None)
         sweep = BATCH_SWEEP_MEASURED
         measured_round = {"batch": serving.EXP81_BATCHES, "s": serving.EXP81_ROUND_S,
@@ -550,8 +555,9 @@ class DecodeBatchPanel(Panel):
         fit = calc.max_concurrent(bt.KV_BUDGET_BYTES, m, L, 256, bytes_per_value=kv_precision)
         numbers = {
             "read_per_token_GiB": here / units.GiB,
-            "weight_share_GiB": (d_w / batch if weights_in_hbm else 0.0) / units.GiB,
-            "kv_share_GiB": L * k / units.GiB,
+            "weight_share_GiB": (at_b["weight_read_per_token_bytes"] if weights_in_hbm
+                                 else 0.0) / units.GiB,
+            "kv_share_GiB": kv / units.GiB,
             "b_KV": b_kv,
             "requests_fit_12GiB": fit,
             "bound_step_ms": parts.step_s / units.ms,
@@ -570,8 +576,40 @@ class DecodeBatchPanel(Panel):
                 f"b_KV = {b_kv}; requests whose KV fits 12 GiB (256 out): {fit}<br>"
                 f"roofline round: {numbers['bound_step_ms']:.2f} ms ({parts.bound}-bound), "
                 f"at most {numbers['bound_tokens_per_s']:,.0f} tok/s<br>"
-                f"compute catches up with reads at: {catch}")
+                f"compute catches up with reads at: {catch}" + _moe_lines(m, at_b, numbers)
+                + source)
         return View(numbers=numbers, traces=traces, text=text)
+
+
+def _every_expert_trace(m, kv) -> dict:
+    """For an MoE, the read if each step read every expert (a dense model of the same size,
+    D_w / b + KV); empty for a dense model, so the trace count stays fixed."""
+    xs, ys = ([], []) if not m.is_moe else (
+        _BATCHES, [m.streamed_weight_bytes / b / units.GiB + kv / units.GiB for b in _BATCHES])
+    return {"type": "scatter", "mode": "lines", "x": xs, "y": ys,
+            "name": "if every expert were read (a dense model of the same size)",
+            "showlegend": m.is_moe, "line": {"color": "#7f7f7f", "dash": "longdash", "width": 2},
+            "hovertemplate": "b=%{x}: %{y:.3f} GiB<extra>all experts</extra>"}
+
+
+def _moe_lines(m, at_b, numbers) -> str:
+    """The readout's MoE lines: experts a batch touches and what batching saves so far; fills
+    ``numbers`` with them (NaN-free: a dense model gets no MoE entries)."""
+    if not m.is_moe:
+        return ""
+    b = at_b["batch"]
+    one = calc.moe_read_curve(m, [1])[0]
+    saved = one["weight_read_per_token_bytes"] / at_b["weight_read_per_token_bytes"]
+    numbers.update({"experts_touched": at_b["experts_touched"],
+                    "weights_read_per_step_GiB": at_b["weight_read_bytes"] / units.GiB,
+                    "weight_read_cut_vs_b1": saved})
+    return (f"<br>MoE: {m.n_experts} experts per layer, {m.experts_per_token} per token; a "
+            f"batch of {b} touches <b>{at_b['experts_touched']:.1f}</b> per layer (uniform "
+            f"routing), so a step reads {numbers['weights_read_per_step_GiB']:.2f} of "
+            f"{m.streamed_weight_bytes / units.GiB:.2f} GiB of weights<br>"
+            f"weight read per token is {saved:.2f}x smaller than at b = 1 (a dense model: "
+            f"{b}x); skewed routing touches fewer experts, so it reads less")
+
 
 
 class ChunkedPrefillPanel(Panel):

@@ -21,8 +21,7 @@ from companion.chapters import ch08
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import PHASE_COLORS
 from companion.explorers.common import plotly_go as _go
-from companion.explorers.presets import CH08_MODELS as MODELS
-from companion.explorers.presets import KV_PRECISIONS
+from companion.explorers.presets import CH08_MODELS, KV_PRECISIONS, ModelMenu, config_control
 from companion.formulas import batching as bt
 from companion.formulas import serving
 from companion.sim.scenarios import stalled_interval_positions, timeline_scenario
@@ -31,6 +30,9 @@ __all__ = [
     "request_timeline_figure", "memory_budget_figure", "kv_capacity_figure",
     "RequestTimelinePanel", "MemoryBudgetPanel", "KVCapacityPanel",
 ]
+
+# the models the 8.1.2 panels offer: Chapter 8's presets, then the shelf
+MODELS = ModelMenu(CH08_MODELS)
 
 
 MEMORY_COLORS = {
@@ -285,8 +287,7 @@ class MemoryBudgetPanel(Panel):
 
     title = "Memory budget and KV capacity (8.1.2)"
     controls = (
-        Control("model", "model", "choice", specs.QWEN3_8B.name,
-                options={name: name for name in MODELS}),
+        MODELS.control(specs.QWEN3_8B.name),
         Control("kv_precision", "KV format", "choice", 2.0, options=KV_PRECISIONS),
         Control("prompt_tokens", "prompt (tokens)", "int", 2048, 16, 131072, 16),
         Control("output_tokens", "output (tokens)", "int", 256, 1, 8192, 1),
@@ -295,6 +296,7 @@ class MemoryBudgetPanel(Panel):
                 bt.KV_BUDGET_BYTES / units.GiB, 0.5, 80.0, 0.5),
         Control("instance_gib", "instance memory C (GiB)", "float",
                 bt.INSTANCE_MEM_BYTES / units.GiB, 8.0, 89.0, 0.5),
+        config_control(),
     )
     main_control = "prompt_tokens"
     base_layout = {
@@ -308,8 +310,8 @@ class MemoryBudgetPanel(Panel):
     }
 
     def compute(self, *, model, kv_precision, prompt_tokens, output_tokens, block_tokens,
-                kv_budget_gib, instance_gib) -> View:
-        m = MODELS[model]
+                kv_budget_gib, instance_gib, config_json) -> View:
+        m, source = MODELS.pick(model, config_json)
         pool = kv_budget_gib * units.GiB
         kw = dict(block_tokens=block_tokens, bytes_per_value=kv_precision)
         budget = calc.memory_budget(instance_gib * units.GiB, m.weight_bytes, pool)
@@ -355,7 +357,8 @@ class MemoryBudgetPanel(Panel):
                 f"{numbers['those_at_the_end_MiB']:,.0f} MiB)<br>"
                 f"weights {numbers['weights_GiB']:.1f} GiB + KV {kv_budget_gib:g} GiB in "
                 f"{instance_gib:g} GiB: {fits}, "
-                f"{numbers['left_for_activations_GiB']:+.1f} GiB left for activations/graphs")
+                f"{numbers['left_for_activations_GiB']:+.1f} GiB left for activations/graphs"
+                + source)
         return View(numbers=numbers, traces=traces, text=text)
 
 
@@ -370,8 +373,7 @@ class KVCapacityPanel(Panel):
 
     title = "KV capacity: requests that fit in the budget (8.1.2, 8.3.2)"
     controls = (
-        Control("model", "model", "choice", specs.QWEN3_8B.name,
-                options={name: name for name in MODELS}),
+        MODELS.control(specs.QWEN3_8B.name),
         Control("precision", "KV format", "choice", 2.0, options=KV_PRECISIONS),
         Control("prompt_tokens", "prompt (tokens)", "int", ch08.LONG_PROMPT_TOKENS, 256, 65536,
                 256),
@@ -381,6 +383,7 @@ class KVCapacityPanel(Panel):
         Control("block_tokens", "block size (tokens)", "int", ch08.BLOCK_TOKENS, 1, 256, 1),
         Control("kv_budget_gib", "KV budget (GiB)", "float",
                 units.to_unit(ch08.KV_BUDGET_BYTES, "GiB"), 1.0, 80.0, 0.5),
+        config_control(),
     )
     main_control = "prompt_tokens"
     base_layout = {
@@ -390,8 +393,8 @@ class KVCapacityPanel(Panel):
     }
 
     def compute(self, *, model, precision, prompt_tokens, output_tokens, shared_prefix_tokens,
-                block_tokens, kv_budget_gib) -> View:
-        m = MODELS[model]
+                block_tokens, kv_budget_gib, config_json) -> View:
+        m, source = MODELS.pick(model, config_json)
         budget = kv_budget_gib * units.GiB
         # a request always keeps at least one private token (its newest), so cap the prefix
         prefix = min(shared_prefix_tokens, prompt_tokens - 1)
@@ -419,7 +422,7 @@ class KVCapacityPanel(Panel):
                 f"after {output_tokens} outputs (reserved): "
                 f"{numbers['after_generation_MiB']:,.0f} MiB<br>"
                 f"fit in {kv_budget_gib:g} GiB: <b>{n_ind}</b> independent, "
-                f"<b>{n_shared}</b> with a {prefix:,}-token shared prefix")
+                f"<b>{n_shared}</b> with a {prefix:,}-token shared prefix" + source)
         traces = [
             {"type": "scatter", "x": _CAPACITY_PROMPTS.tolist(), "y": independent,
              "mode": "lines", "name": "independent contexts", "line": {"shape": "hv"}},

@@ -26,11 +26,13 @@ from companion.explorers.common import titled_figure as _fig
 from companion.explorers.common import to_ms as _ms
 from companion.explorers.presets import (
     SERVING_CARDS,
-    SERVING_MODELS,
+    SERVING_MENU,
     TP_DEGREES,
+    ModelMenu,
     card_control,
     choice_control,
     model_control,
+    source_line,
 )
 from companion.sim.kernel_timeline import (BIG_KERNELS, KERNELS_PER_LAYER, LAUNCH_OVERHEAD_S,
                                            decode_step_timeline, speed_of_light)
@@ -102,7 +104,8 @@ def utilization_traces(ratios: dict, rates: dict, *, bands=None) -> tuple[list, 
     return traces, layout
 
 
-_MEASURE_MODELS = {m.name: m for m in (specs.LLAMA_8B, specs.LLAMA_70B, specs.QWEN3_8B)}
+_MEASURE_MODELS = ModelMenu({m.name: m for m in (specs.LLAMA_8B, specs.LLAMA_70B,
+                                                 specs.QWEN3_8B)})
 
 
 _MEASURE_CARDS = {h.name: h for h in (specs.H100_SXM, specs.H200_SXM, specs.A100_80GB,
@@ -114,7 +117,7 @@ class UtilizationPanel(Panel):
 
     title = "MBU and MFU from measured token rates (17 §9)"
     controls = (
-        choice_control("model", "model", specs.LLAMA_8B.name, {n: n for n in _MEASURE_MODELS}),
+        _MEASURE_MODELS.control(specs.LLAMA_8B.name),
         choice_control("hardware", "GPU", specs.H100_SXM.name, {n: n for n in _MEASURE_CARDS}),
         Control("decode_tok_s", "measured decode (tokens/s, whole batch)", "float",
                 float(ch17.DECODE_TOK_PER_S), 1.0, 20_000.0, 1.0),
@@ -154,7 +157,7 @@ class UtilizationPanel(Panel):
                 f"MFU {numbers['decode_mfu_pct']:.2g}%<br>"
                 f"headroom at most {dec['headroom']:.2f}x (ceiling {ceiling:,.0f} tok/s): "
                 f"{verdict}<br><b>prefill</b>: {pre['flops_per_s']:.3g} FLOP/s -> MFU "
-                f"<b>{numbers['prefill_mfu_pct']:.0f}%</b>")
+                f"<b>{numbers['prefill_mfu_pct']:.0f}%</b>" + source_line(m))
         return View(numbers=numbers, traces=traces, layout=layout, text=text)
 
 
@@ -326,7 +329,7 @@ class BatchSizePanel(Panel):
 
     def compute(self, *, model, hardware, tp, itl_target_ms, live_tokens,
                 reservation_tokens) -> View:
-        m, hw = SERVING_MODELS[model], SERVING_CARDS[hardware]
+        m, hw = SERVING_MENU[model], SERVING_CARDS[hardware]
         reservation = max(reservation_tokens, live_tokens)
         w = calc.batch_window(m, hw, tp=tp, live_tokens=live_tokens,
                               reservation_tokens=reservation,
@@ -351,7 +354,8 @@ class BatchSizePanel(Panel):
                 f"{reservation:,}-token reservations<br>"
                 f"ITL ceiling at {itl_target_ms:g} ms: <b>{w['itl_ceiling']:,}</b><br>"
                 f"run at <b>{w['run_batch']:,}</b> ({w['binding']} binds): step "
-                f"{numbers['run_step_ms']:.1f} ms, {numbers['run_tokens_per_s']:,.0f} tok/s")
+                f"{numbers['run_step_ms']:.1f} ms, {numbers['run_tokens_per_s']:,.0f} tok/s"
+                + source_line(m))
         return View(numbers=numbers, traces=traces, layout=layout, text=text)
 
 

@@ -25,7 +25,16 @@ from companion import validate as v
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import titled_figure as _fig
-from companion.explorers.presets import HARDWARE_PRESETS, KV_PRECISION_BYTES, hardware_control
+from companion.explorers.presets import (
+    HARDWARE_PRESETS,
+    KV_PRECISION_BYTES,
+    ModelMenu,
+    blank_traces,
+    config_control,
+    hardware_control,
+    kv_per_token_text,
+    source_line,
+)
 
 __all__ = [
     "memory_hierarchy_traces", "memory_hierarchy_layout", "memory_hierarchy_figure",
@@ -454,8 +463,8 @@ class MemoryHierarchyPanel(Panel):
 
 # --- §4 KV sizing ----------------------------------------------------------------------------
 
-_KV_MODELS = {m.name: m for m in (specs.LLAMA_70B, specs.LLAMA_8B, specs.LLAMA_405B,
-                                  specs.QWEN3_8B)}
+_KV_MODELS = ModelMenu({m.name: m for m in (specs.LLAMA_70B, specs.LLAMA_8B, specs.LLAMA_405B,
+                                            specs.QWEN3_8B)})
 _TP = {"1": 1, "2": 2, "4": 4, "8": 8}
 _CONTEXT_SWEEP = np.unique(np.geomspace(256, 131_072, 41).astype(int))
 
@@ -465,8 +474,7 @@ class KVSizingPanel(Panel):
 
     title = "KV cache, sized honestly (17 §4): how many sequences fit"
     controls = (
-        Control("model", "model", "choice", specs.LLAMA_70B.name,
-                options={name: name for name in _KV_MODELS}),
+        _KV_MODELS.control(specs.LLAMA_70B.name),
         hardware_control(),
         Control("context_tokens", "context per sequence (tokens)", "int",
                 calc.CH17_LONG_CONTEXT_TOKENS, 100, ch17.LONGEST_CONTEXT_TOKENS, 100),
@@ -474,6 +482,7 @@ class KVSizingPanel(Panel):
         Control("tp", "tensor-parallel GPUs", "choice", 4, options=_TP),
         Control("reserve_gb", "runtime reserve per GPU (GB)", "float",
                 calc.CH17_RUNTIME_RESERVE_BYTES / units.GB, 0.0, 20.0, 0.5),
+        config_control(),
     )
     main_control = "context_tokens"
     base_layout = {
@@ -487,8 +496,9 @@ class KVSizingPanel(Panel):
         "legend": {"orientation": "h", "y": -0.22},
     }
 
-    def compute(self, *, model, hardware, context_tokens, kv_bytes, tp, reserve_gb) -> View:
-        m, hw = _KV_MODELS[model], HARDWARE_PRESETS[hardware]
+    def compute(self, *, model, hardware, context_tokens, kv_bytes, tp, reserve_gb,
+                config_json) -> View:
+        (m, source), hw = _KV_MODELS.pick(model, config_json), HARDWARE_PRESETS[hardware]
         reserve = reserve_gb * units.GB
         kw = dict(tp=tp, reserve_bytes=reserve, bytes_per_value=kv_bytes)
         cap = calc.tp_kv_capacity(m, hw, context_tokens=context_tokens, **kw)
@@ -531,8 +541,8 @@ class KVSizingPanel(Panel):
         heads = numbers["kv_heads_per_gpu"]
         head_note = ("" if float(heads).is_integer() and heads >= 1 else
                      " (TP above the KV-head count replicates heads: not modelled)")
-        text = (f"<b>{m.name}</b>: 2 x {m.n_layers} layers x {m.n_kv_heads} KV heads x "
-                f"{m.head_dim} x {kv_bytes:g} B = <b>{per_token:,.0f} B</b> = "
+        text = (f"<b>{m.name}</b>: {kv_per_token_text(m, kv_bytes)} = "
+                f"<b>{per_token:,.0f} B</b> = "
                 f"{numbers['kv_per_token_KB']:,.4g} KB per token<br>"
                 f"one {context_tokens:,}-token sequence: <b>{numbers['kv_per_sequence_GB']:,.3g} "
                 f"GB</b> ({100 * numbers['sequence_over_card']:.3g}% of one card)<br>"
@@ -540,13 +550,13 @@ class KVSizingPanel(Panel):
                 f"the card; at TP {tp}: {numbers['weights_per_gpu_GB']:,.4g} GB and "
                 f"{heads:g} KV heads per GPU{head_note}<br>{verdict}<br>"
                 f"a sequence's KV equals the weights at "
-                f"{numbers['kv_equals_weights_tokens']:,.0f} tokens")
+                f"{numbers['kv_equals_weights_tokens']:,.0f} tokens" + source)
         return View(numbers=numbers, traces=traces, text=text)
 
 
 # --- §5 PagedAttention -----------------------------------------------------------------------
 
-_PAGED_MODELS = {m.name: m for m in (specs.LLAMA_8B, specs.QWEN3_8B)}
+_PAGED_MODELS = ModelMenu({m.name: m for m in (specs.LLAMA_8B, specs.QWEN3_8B)})
 _LIVE_SWEEP = np.unique(np.geomspace(16, 32_768, 41).astype(int))
 
 
@@ -555,8 +565,7 @@ class PagedKVPanel(Panel):
 
     title = "What PagedAttention buys (17 §5): batch, step time and throughput"
     controls = (
-        Control("model", "model", "choice", specs.LLAMA_8B.name,
-                options={name: name for name in _PAGED_MODELS}),
+        _PAGED_MODELS.control(specs.LLAMA_8B.name),
         hardware_control(),
         Control("live_tokens", "mean live tokens per sequence", "int",
                 calc.CH17_CHAT_LIVE_TOKENS, 16, 8000, 8),
@@ -579,6 +588,17 @@ class PagedKVPanel(Panel):
 
     def compute(self, *, model, hardware, live_tokens, block_tokens, reservation_tokens) -> View:
         m, hw = _PAGED_MODELS[model], HARDWARE_PRESETS[hardware]
+        free = hw.mem_bytes - m.weight_bytes - calc.CH17_RUNTIME_RESERVE_BYTES
+        if free <= 0:   # a shelf model too large for one card: say so, draw nothing
+            chapter = self.compute(**dict(self.defaults(), hardware=hardware,
+                                          live_tokens=live_tokens, block_tokens=block_tokens,
+                                          reservation_tokens=reservation_tokens))
+            return View(numbers={"fits": False}, traces=blank_traces(chapter.traces),
+                        text=(f"<b>{m.name}</b>: {m.weight_bytes / units.GB:,.0f} GB of weights "
+                              f"+ the {calc.CH17_RUNTIME_RESERVE_BYTES / units.GB:g} GB reserve "
+                              f"leave no KV space on one {hw.name} "
+                              f"({hw.mem_bytes / units.GB:,.0f} GB): this panel is one card; "
+                              "17 §7 shards such a model" + source_line(m)))
         live = min(live_tokens, reservation_tokens)
         kw = dict(live_tokens=live, reservation_tokens=reservation_tokens)
         # the chapter divides the KV space by live bytes alone (no block tail): block 1
@@ -646,5 +666,5 @@ class PagedKVPanel(Panel):
                 f"tok/s ({numbers['throughput_gain']:.2g}x)<br>"
                 f"worst-case tail per sequence: {block_tokens - 1} slots = "
                 f"{numbers['worst_waste_MB']:,.3g} MB; this workload's tail: "
-                f"{numbers['tail_empty_slots']} empty slots")
+                f"{numbers['tail_empty_slots']} empty slots" + source_line(m))
         return View(numbers=numbers, traces=traces, text=text)

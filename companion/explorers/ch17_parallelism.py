@@ -28,12 +28,13 @@ from companion.explorers.common import titled_figure as _fig
 from companion.explorers.common import to_ms as _ms
 from companion.explorers.presets import (
     SERVING_CARDS,
-    SERVING_MODELS,
+    SERVING_MENU,
     TP_DEGREES,
     WEIGHT_FORMATS,
     card_control,
     choice_control,
     model_control,
+    source_line,
 )
 from companion.formulas.parallelism import PIPE_PHASES
 
@@ -101,7 +102,7 @@ class TensorParallelPanel(Panel):
 
     def compute(self, *, model, hardware, tp, batch, context_tokens, nvlink_latency_us,
                 pcie_latency_us) -> View:
-        m, hw = SERVING_MODELS[model], SERVING_CARDS[hardware]
+        m, hw = SERVING_MENU[model], SERVING_CARDS[hardware]
         rows = calc.tp_layout_rows(m, hw, batch=batch, context_tokens=context_tokens,
                               nvlink_latency_s=nvlink_latency_us * units.us,
                               pcie_latency_s=pcie_latency_us * units.us)
@@ -134,7 +135,7 @@ class TensorParallelPanel(Panel):
                 f"<b>{numbers['step_ms']:.2f} ms</b>, {numbers['tokens_per_s']:,.0f} tok/s, "
                 f"overhead {numbers['nvlink_overhead_pct']:.0f}%<br>"
                 f"over PCIe: {numbers['pcie_comm_ms']:.2f} ms of collectives, overhead "
-                f"{numbers['pcie_overhead_pct']:.0f}%")
+                f"{numbers['pcie_overhead_pct']:.0f}%" + source_line(m))
         return View(numbers=numbers, traces=traces, layout=layout, text=text)
 
 
@@ -451,7 +452,7 @@ def _routing_curves(model: str, first_turn_tokens: int, tokens_per_turn: int,
                     efficiency: float) -> tuple:
     """Cold and warm TTFT (s) for every turn of ``_TURNS`` (cached while the turn and the warm
     share move)."""
-    rows = [calc.kv_routing_ttft(SERVING_MODELS[model], specs.H100_SXM, t,
+    rows = [calc.kv_routing_ttft(SERVING_MENU[model], specs.H100_SXM, t,
                                  first_turn_tokens=first_turn_tokens,
                                  tokens_per_turn=tokens_per_turn, efficiency=efficiency)
             for t in _TURNS]
@@ -479,7 +480,7 @@ class KVRoutingPanel(Panel):
 
     def compute(self, *, turn, first_turn_tokens, tokens_per_turn, warm_share_pct,
                 efficiency_pct, model) -> View:
-        m, eff, share = SERVING_MODELS[model], efficiency_pct / 100, warm_share_pct / 100
+        m, eff, share = SERVING_MENU[model], efficiency_pct / 100, warm_share_pct / 100
         kw = dict(first_turn_tokens=first_turn_tokens, tokens_per_turn=tokens_per_turn,
                   efficiency=eff)
         cold, warm = _routing_curves(model, first_turn_tokens, tokens_per_turn, eff)
@@ -501,7 +502,8 @@ class KVRoutingPanel(Panel):
                 f"</b>; warm: {numbers['warm_TFLOP']:,.1f} TFLOP -> "
                 f"<b>{numbers['warm_ms']:,.0f} ms</b> ({numbers['speedup']:.0f}x)<br>"
                 f"mean TTFT at {warm_share_pct:.0f}% warm: {numbers['mean_ms']:,.0f} ms "
-                f"(at {100 * weak:.0f}% warm: {numbers['mean_ms_at_30pct']:,.0f} ms)")
+                f"(at {100 * weak:.0f}% warm: {numbers['mean_ms_at_30pct']:,.0f} ms)"
+                + source_line(m))
         return View(numbers=numbers, traces=traces, layout=layout, text=text)
 
 

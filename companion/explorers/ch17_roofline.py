@@ -27,7 +27,14 @@ from companion import validate as v
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import plotly_go as _go
-from companion.explorers.presets import HARDWARE_PRESETS, KV_PRECISION_BYTES, hardware_control
+from companion.explorers.presets import (
+    HARDWARE_PRESETS,
+    KV_PRECISION_BYTES,
+    ModelMenu,
+    config_control,
+    hardware_control,
+    source_line,
+)
 from companion.formulas.core import ridge_point
 from companion.sim.result import Result
 from companion.sim.scenarios import hol_scenario
@@ -220,16 +227,15 @@ def hol_timeline_figure(result, *, title: str = "Head-of-line blocking (17 §3):
     return _go().Figure(data=hol_timeline_traces(res), layout=layout)
 
 
-_MODELS = {m.name: m for m in (specs.LLAMA_8B, specs.LLAMA_70B, specs.LLAMA_405B,
-                               specs.QWEN3_8B)}
+_MODELS = ModelMenu({m.name: m for m in (specs.LLAMA_8B, specs.LLAMA_70B, specs.LLAMA_405B,
+                                         specs.QWEN3_8B)})
 # bytes per stored weight (17 §2's FP32 aside, BF16 as served, §10's INT8/FP8, a 4-bit format)
 _WEIGHT_BYTES = {"FP32 (4 B)": 4.0, "BF16 (2 B)": 2.0, "INT8 / FP8 (1 B)": 1.0,
                  "INT4 (0.5 B)": 0.5}
 
 
 def _model_choice():
-    return Control("model", "model", "choice", specs.LLAMA_8B.name,
-                   options={name: name for name in _MODELS})
+    return _MODELS.control(specs.LLAMA_8B.name)
 
 
 class RooflinePanel(Panel):
@@ -246,13 +252,14 @@ class RooflinePanel(Panel):
                 16, 32_768, 16),
         Control("weight_bytes", "weight precision", "choice", 2.0, options=_WEIGHT_BYTES),
         Control("kv_bytes", "KV precision", "choice", 2.0, options=KV_PRECISION_BYTES),
+        config_control(),
     )
     main_control = "batch"
     base_layout = dict(roofline_layout(), height=560)
 
     def compute(self, *, hardware, model, batch, context_tokens, prompt_tokens, weight_bytes,
-                kv_bytes) -> View:
-        hw, m = HARDWARE_PRESETS[hardware], _MODELS[model]
+                kv_bytes, config_json) -> View:
+        hw, (m, source) = HARDWARE_PRESETS[hardware], _MODELS.pick(model, config_json)
         kw = dict(bytes_per_param=weight_bytes)
         i_b1 = calc.decode_intensity(m, 1, **kw)
         i_weights = calc.decode_intensity(m, batch, **kw)
@@ -285,7 +292,7 @@ class RooflinePanel(Panel):
             "wait_to_work": split["wait_to_work"],
             "decode_batch_step_ms": step["step_s"] / units.ms,
             "decode_batch_tok_s": step["tokens_per_s"],
-            "batch_to_reach_ridge": ridge / i_b1,
+            "batch_to_reach_ridge": calc.decode_ridge_batch(m, hw, **kw),
         })
         rows = "".join(
             f"<tr><td>{p['label']}</td><td align='right'>{p['intensity_flop_per_byte']:,.3g}"
@@ -301,9 +308,65 @@ class RooflinePanel(Panel):
                 f"{numbers['wait_to_work']:,.0f} : 1<br>"
                 f"batch {batch}: {numbers['decode_batch_step_ms']:.3g} ms per step = "
                 f"{numbers['decode_batch_tok_s']:,.0f} tok/s; a batch of "
-                f"~{numbers['batch_to_reach_ridge']:,.0f} reaches the ridge (weights only)")
+                f"~{numbers['batch_to_reach_ridge']:,.0f} reaches the ridge (weights only)"
+                + _moe_sweep_lines(m, hw, batch, i_b1, numbers, kw) + source)
         traces = roofline_traces(hw, points, reference=specs.H100_SXM)
+        # the batch sweep under the workload points (which stay the last trace, on top)
+        traces[-1:-1] = _decode_sweep_traces(m, hw, i_b1, kw)
         return View(numbers=numbers, traces=traces, text=text)
+
+
+_SWEEP_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+def _decode_sweep_traces(m, hw, i_b1, kw) -> list:
+    """Batched decode (weights only) as B doubles from 1 to 1024, and for an MoE its two
+    asymptotes: B x I(1) (only the k experts of one token read: where it starts) and
+    B x I(1) x D_w(1) / D_w (every expert read: where it ends). In between, each added
+    sequence brings experts of its own and the intensity grows more slowly than B; once all
+    are read it grows as B again. Three traces always (the asymptotes empty for a dense model,
+    whose sweep is both)."""
+    pts = [calc.roofline_point(calc.decode_intensity(m, b, **kw), hw) for b in _SWEEP_BATCHES]
+    xs = list(_SWEEP_BATCHES)
+    traces = [{"type": "scatter", "mode": "lines+markers",
+               "name": "decode as B doubles (1 to 1,024)",
+               "x": [p["intensity_flop_per_byte"] for p in pts],
+               "y": [p["attainable_flops_per_s"] / units.TFLOP for p in pts], "customdata": xs,
+               "hovertemplate": "B=%{customdata}: %{x:.3g} FLOP/B<extra>this model</extra>",
+               "line": {"color": "#009e73", "width": 1.5}, "marker": {"size": 6}}]
+    every = (calc.moe_streamed_weight_bytes(m, 1) / m.streamed_weight_bytes
+             if m.is_moe else 1.0)
+    for scale, name, dash in ((1.0, "MoE asymptote: each token's own experts only", "dot"),
+                              (every, "MoE asymptote: every expert read", "dash")):
+        line = ([calc.roofline_point(b * i_b1 * scale, hw) for b in _SWEEP_BATCHES]
+                if m.is_moe else [])
+        traces.append({"type": "scatter", "mode": "lines", "showlegend": m.is_moe,
+                       "name": name, "x": [p["intensity_flop_per_byte"] for p in line],
+                       "y": [p["attainable_flops_per_s"] / units.TFLOP for p in line],
+                       "customdata": xs if m.is_moe else [],
+                       "hovertemplate": "B=%{customdata}: %{x:.3g} FLOP/B<extra></extra>",
+                       "line": {"color": "#7f7f7f", "dash": dash, "width": 1.5}})
+    return traces
+
+
+def _moe_sweep_lines(m, hw, batch, i_b1, numbers, kw) -> str:
+    """Readout lines for an MoE: experts a batch touches, its intensity against a dense
+    model's at the same batch, and the ridge batch of each (adds them to ``numbers``)."""
+    if not m.is_moe:
+        return ""
+    touched = calc.expected_experts_touched(m.n_experts, m.experts_per_token, batch)
+    i_batch = calc.decode_intensity(m, batch, **kw)
+    dense_ridge = calc.ridge_point(hw) / i_b1
+    numbers.update({"experts_touched": touched, "moe_over_dense_intensity":
+                    i_batch / (batch * i_b1), "dense_batch_to_reach_ridge": dense_ridge})
+    return (f"<br>MoE ({m.n_experts} experts, {m.experts_per_token} per token): batch {batch} "
+            f"touches <b>{touched:.1f}</b> experts per layer under uniform routing, so its "
+            f"intensity is {100 * numbers['moe_over_dense_intensity']:.0f}% of a dense model's "
+            f"at that batch; the ridge needs B ~ {numbers['batch_to_reach_ridge']:,.0f} "
+            f"instead of ~{dense_ridge:,.0f} (skewed routing touches fewer experts: sooner)"
+            f"<br>once every expert is read, intensity grows with B again, along the lower "
+            f"grey line: each token computes through {m.experts_per_token} of "
+            f"{m.n_experts} experts but the step reads all of them")
 
 
 # --- §3: a request's time budget --------------------------------------------------------------
@@ -363,7 +426,7 @@ class RequestBudgetPanel(Panel):
                 f"<b>{numbers['decode_ms']:,.0f} ms</b><br>"
                 f"total <b>{numbers['total_s']:.3g} s</b>, "
                 f"<b>{numbers['decode_share_pct']:.0f}%</b> of it decode "
-                f"(prefill {numbers['prefill_share_pct']:.0f}%)")
+                f"(prefill {numbers['prefill_share_pct']:.0f}%)" + source_line(m))
         return View(numbers=numbers, traces=traces, text=text)
 
 
@@ -411,7 +474,7 @@ class HeadOfLinePanel(Panel):
                 f"<b>{numbers['sim_worst_itl_ms']:,.0f} ms</b> "
                 f"({numbers['sim_worst_over_baseline']:,.0f}x: the stalled round also runs "
                 f"the decode step); the long prompt's TTFT "
-                f"{numbers['sim_long_ttft_ms']:,.0f} ms")
+                f"{numbers['sim_long_ttft_ms']:,.0f} ms" + source_line(m))
         return View(numbers=numbers, traces=traces, text=text)
 
 

@@ -94,6 +94,8 @@ def control_values(control, steps: int = DEFAULT_STEPS, include=()) -> list:
 
 
 def _label(control, value) -> str:
+    if control.kind == "text":  # a pasted config cannot be precomputed: say where to paste it
+        return (f"{len(value):,} characters given" if value else "empty") + f" ({MOVE_ME})"
     if control.kind == "choice":
         return next(label for label, v in control.options.items() if v == value)
     if control.kind == "int":

@@ -294,9 +294,12 @@ def decode_step_parts(model: Model, hardware: Hardware, batch: int, context_toke
     L = v.tokens("context_tokens", context_tokens)
     F = flops_per_token_or_default(m, flops_per_token)
     k = kv_bytes_per_token(m, bytes_per_value)
+    # each sequence's KV: L k, or what sliding-window layers keep of it (at most W - 1 tokens)
+    kv = (L * k if m.sliding_window is None
+          else kv_bytes_at_context(m, L, bytes_per_value=bytes_per_value))
     weights = _streamed_bytes_at_batch(m, b) if weights_in_hbm else 0.0
     return StepTimeParts(compute_s=b * F / hw.peak_flops_per_s,
-                         read_s=(weights + b * L * k) / hw.mem_bw_bytes_per_s)
+                         read_s=(weights + b * kv) / hw.mem_bw_bytes_per_s)
 
 
 def decode_step_time(model: Model, hardware: Hardware, batch: int, context_tokens: int, *,

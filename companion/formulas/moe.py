@@ -23,13 +23,17 @@ Base units in and out (bytes, FLOP, tokens).
 
 from __future__ import annotations
 
+import math
+
 from companion import validate as v
 from companion.formulas.args import model_arg as _model
-from companion.formulas.core import expected_experts_touched, moe_streamed_weight_bytes
+from companion.formulas.core import (expected_experts_touched, kv_bytes_at_context,
+                                     moe_streamed_weight_bytes)
 from companion.specs import Model
 
 __all__ = [
     "moe_weight_read_per_token", "moe_read_curve", "active_params", "decode_flops_per_token",
+    "moe_kv_crossover_batch",
 ]
 
 
@@ -73,3 +77,29 @@ def decode_flops_per_token(model: Model) -> float:
     """Matrix FLOPs of one new token through every read-once matrix: 2 x active streamed
     params (the F of 8.2.1's roofline; for an MoE only the k chosen experts compute)."""
     return 2.0 * _model(model).active_streamed_params
+
+
+def moe_kv_crossover_batch(model: Model, context_tokens: int, *, bytes_per_value: float = 2) -> int:
+    """Smallest batch whose KV reads reach the weight reads they share: D_w(b) <= b KV(L).
+
+    8.2.1's b_KV for any model. KV(L) is one sequence's cache at context L
+    (``kv_bytes_at_context``: sliding layers keep at most W - 1 tokens). A dense model without
+    windows gives ceil(D_w / (L k)), ``kv_crossover_batch`` (51 for Qwen3-8B at 2K). An MoE's
+    D_w(b) grows with b (the experts the batch touches), so its KV reads catch up sooner than
+    those of a dense model of the same total size: D_w(b) / b falls monotonically, and the
+    smallest b is found by bisection.
+    """
+    m = _model(model)
+    L = v.tokens("context_tokens", context_tokens, minimum=1)
+    kv = kv_bytes_at_context(m, L, bytes_per_value=bytes_per_value)
+    dense_bound = max(1, math.ceil(m.streamed_weight_bytes / kv))
+    if not m.is_moe:
+        return dense_bound
+    lo, hi = 1, dense_bound
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if moe_streamed_weight_bytes(m, mid) <= mid * kv:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo

@@ -26,7 +26,8 @@ from companion.chapters.ch17 import (
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
 from companion.formulas.core import (attainable_flops, decode_step_parts, decode_step_time,
-                                     kv_bytes, kv_bytes_per_token, matrix_flops, max_concurrent,
+                                     kv_bytes, kv_bytes_at_context, kv_bytes_per_token,
+                                     matrix_flops, max_concurrent,
                                      mbu, mfu, moe_streamed_weight_bytes,
                                      read_bytes_per_output_token, ridge_point,
                                      static_batch_utilization)
@@ -42,7 +43,7 @@ __all__ = [
     "memory_pyramid", "bandwidth_ratios", "memory_sweep_s",
     # §2 roofline
     "decode_intensity", "prefill_intensity", "roofline_point", "roofline_points",
-    "decode_time_split",
+    "decode_time_split", "decode_ridge_batch",
     # §3 two phases
     "prefill_compute_s", "request_budget", "head_of_line_stall",
     # §4 KV sizing
@@ -162,6 +163,9 @@ def _pass_intensity(model: Model, tokens: int, kv_tokens: int, kv_bytes_per_valu
     """FLOP per HBM byte of one pass: 2 P x tokens / (weight bytes + KV bytes read)."""
     flops = matrix_flops(model, tokens, include_lm_head=True)
     k = kv_bytes_per_token(model, kv_bytes_per_value)
+    if kv_tokens and model.sliding_window is not None:
+        # sliding-window layers keep at most W - 1 tokens: the KV per context token, averaged
+        k = kv_bytes_at_context(model, kv_tokens, bytes_per_value=kv_bytes_per_value) / kv_tokens
     # read_bytes_per_output_token gives D_w / b + L k per token; x b is the pass's bytes
     # an MoE reads the experts these tokens touch (all of D_w for a dense model)
     weights = moe_streamed_weight_bytes(model, tokens)
@@ -181,6 +185,33 @@ def decode_intensity(model: Model, batch: int = 1, context_tokens: int = 0, *,
     L = v.tokens("context_tokens", context_tokens)
     v.positive("kv_bytes_per_value", kv_bytes_per_value)
     return _pass_intensity(m, b, L, kv_bytes_per_value)
+
+
+def decode_ridge_batch(model: Model, hardware: Hardware, *,
+                       bytes_per_param: float | None = None) -> float:
+    """Decode batch (weights only, no KV) whose intensity reaches the card's ridge (17 §2).
+
+    A dense model's intensity grows as B x its batch-1 intensity, so B = ridge / I(1): about
+    295 for the 8B shape in BF16 on an H100. An MoE's grows more slowly, since each added
+    sequence also brings experts no other one touched (D_w(B) rises with B): the smallest
+    whole B with ``decode_intensity(model, B) >= ridge`` (found by bisection; Qwen3-30B-A3B
+    needs several times the dense model's batch).
+    """
+    m = _at_precision(_model(model), bytes_per_param)
+    ridge = ridge_point(_hardware(hardware))
+    dense = ridge / _pass_intensity(m, 1, 0, 2)
+    if not m.is_moe:
+        return dense
+    # D_w(B) <= D_w: at B = dense x D_w / D_w(1) the intensity is past the ridge
+    lo = max(1, math.floor(dense))
+    hi = max(lo, math.ceil(dense * m.streamed_weight_bytes / moe_streamed_weight_bytes(m, 1)))
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _pass_intensity(m, mid, 0, 2) >= ridge:
+            hi = mid
+        else:
+            lo = mid + 1
+    return float(lo)
 
 
 def prefill_intensity(model: Model, prompt_tokens: int, *,

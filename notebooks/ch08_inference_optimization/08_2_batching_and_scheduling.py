@@ -210,6 +210,40 @@ for key, value in decode.update().numbers.items():
     print(f"{key:30} {value:,.3f}" if isinstance(value, float) else f"{key:30} {value}")
 
 # %% [markdown]
+# ### The same explorer with a mixture of experts
+#
+# The model menu also lists the shelf of real `config.json` files (each readout ends with the
+# file's source), and the text box takes your own, as a path or pasted text. Pick an MoE such
+# as Qwen3-30B-A3B. One token passes through only $k$ of a layer's $E$ experts, but a decode
+# step serves the whole batch, and the batch needs every expert any of its tokens chose. If
+# routing is uniform, $b$ tokens leave an expert unchosen with probability $(1-k/E)^b$, so a
+# layer streams $E\,(1-(1-k/E)^b)$ experts. While that count still grows almost in step with
+# $b$, each added request drags in weights of its own and the read per token barely falls; once
+# nearly every expert is touched, the MoE amortizes like a dense model and its curve bends
+# down onto the grey one (every expert read). A real router prefers some experts, so a batch
+# touches fewer distinct ones than the uniform count: the MoE reads less than this curve shows,
+# and the full-amortization regime starts at a larger batch.
+#
+# **Predict, then move.** Select "shelf: Qwen3-30B-A3B" and move the batch from 1 to 8. A
+# dense model would now read an eighth of the weights per output token. Guess the MoE's factor
+# first, then read it off the readout; then try 64.
+
+# %% tags=["remove-input"]
+from companion.display import answer  # noqa: E402  (this cell stands alone for easy merges)
+
+moe_panel = widgets.DecodeBatchPanel(model="qwen3-30b-a3b")  # a second panel: the one
+moe_at = {b: moe_panel.update(batch=b).numbers for b in (1, 8, 64)}  # above stays as it is
+answer(f"At a batch of 8 the step touches {moe_at[8]['experts_touched']:.1f} experts per "
+       f"layer instead of the {moe_at[1]['experts_touched']:.0f} one token uses, so it streams {moe_at[8]['weights_read_per_step_GiB']:.1f} GiB of "
+       f"weights where one token needed {moe_at[1]['weights_read_per_step_GiB']:.1f} GiB. The "
+       f"weight read per output token falls only {moe_at[8]['weight_read_cut_vs_b1']:.1f}x, "
+       f"not 8x. At 64 the batch touches {moe_at[64]['experts_touched']:.0f} experts per layer, "
+       f"close to all of them: from there on every added request shares weights that are "
+       f"already read, and the cut, {moe_at[64]['weight_read_cut_vs_b1']:.0f}x so far, grows "
+       f"almost as fast as the batch, as a dense model's does.",
+       title="Worked answer: an MoE's batch")
+
+# %% [markdown]
 # ## 8.2.2 Fixed batches and continuous batching
 #
 # A batch is made of *slots*, one row each. With **fixed (static) batching** a group of

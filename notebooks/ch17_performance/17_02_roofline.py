@@ -218,6 +218,47 @@ for key in ("ridge_flop_per_byte", "decode_b1_intensity", "decode_b1_pct_of_peak
     print(f"{key:36} {numbers[key]:,.4g}")
 
 # %% [markdown]
+# ### A mixture of experts on the roofline
+#
+# The model menu continues past the chapter's shapes with the shelf of real `config.json`
+# files, and the text box reads your own (a path or the pasted JSON). The green line is
+# batched decode as $B$ doubles from 1 to 1,024; for an MoE the dotted grey line shows where
+# a dense model with the same batch-1 intensity would be. The two start together, because one
+# token reads exactly the experts it computes with. Then they part: the FLOPs still grow with
+# every sequence, but so do the bytes, since under uniform routing a layer with $E$ experts,
+# $k$ per token, streams $E\,(1-(1-k/E)^B)$ of them for $B$ tokens. Only when that count
+# nears $E$ do the bytes stop growing; from there the intensity climbs in step with $B$ again,
+# but along the lower grey line, since each step now reads every expert while each token
+# computes through only its own $k$. A skewed router (some experts much more popular than others) touches fewer
+# distinct experts per batch, so the real points sit somewhat to the right of the green line.
+#
+# **Predict, then move.** Select "shelf: Qwen3-30B-A3B" with the chapter's batch. Will the
+# batch that reaches the ridge be closer to the dense model's, or several times larger? Write
+# your guess, then read both batches off the readout.
+
+# %% tags=["remove-input"]
+from companion.display import answer  # noqa: E402  (this cell stands alone for easy merges)
+
+from companion import models  # noqa: E402
+
+moe = models.load("qwen3-30b-a3b")
+moe_roof = widgets.RooflinePanel(model="qwen3-30b-a3b").update().numbers
+answer(f"At the chapter's batch of {widgets.RooflinePanel().params['batch']} the MoE touches "
+       f"{moe_roof['experts_touched']:.1f} experts per layer, so its weights-only intensity "
+       f"is {moe_roof['decode_batch_weights_only_intensity']:.3g} FLOP/B, "
+       f"{100 * moe_roof['moe_over_dense_intensity']:.0f}% of what a dense model reaches at "
+       f"that batch. A dense model would reach the ridge near B = "
+       f"{moe_roof['dense_batch_to_reach_ridge']:,.0f}; the MoE needs about "
+       f"{moe_roof['batch_to_reach_ridge']:,.0f}, "
+       f"{moe_roof['batch_to_reach_ridge'] / moe_roof['dense_batch_to_reach_ridge']:.1f} times "
+       f"as many sequences. Long before that batch every expert is read, so a step streams "
+       f"all {moe.streamed_params / 1e9:.1f} B read-once parameters while each sequence "
+       f"computes through only {moe.active_streamed_params / 1e9:.1f} B of them: the "
+       f"intensity stays at that share of B, and B must grow by the inverse, "
+       f"{moe.streamed_params / moe.active_streamed_params:.1f}x.",
+       title="Worked answer: an MoE's ridge batch")
+
+# %% [markdown]
 # ## Try this
 #
 # 1. Raise the batch until weights-only decode touches the ridge. Then set the live KV to

@@ -9,4 +9,5 @@ EXAMPLES = {
     "moe_read_curve": dict(model=MOE, batches=[1, 4, 16, 64]),
     "active_params": dict(model=MOE),
     "decode_flops_per_token": dict(model=MOE),
+    "moe_kv_crossover_batch": dict(model=MOE, context_tokens=2048, bytes_per_value=2),
 }

@@ -13,6 +13,7 @@ EXAMPLES = {
     "roofline_points": dict(model=LLAMA_8B, hardware=H100_SXM, batch=64, context_tokens=600,
                             prompt_tokens=2048, bytes_per_param=2),
     "decode_time_split": dict(model=LLAMA_8B, hardware=H100_SXM, bytes_per_param=2),
+    "decode_ridge_batch": dict(model=LLAMA_8B, hardware=H100_SXM, bytes_per_param=2),
     "prefill_compute_s": dict(model=LLAMA_8B, hardware=H100_SXM, prompt_tokens=2048,
                               efficiency=0.5),
     "request_budget": dict(ttft_s=0.066, output_tokens=250, itl_s=0.006),

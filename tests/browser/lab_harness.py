@@ -598,6 +598,12 @@ def dropdown(root, label: str):
         "label.widget-label", has_text=re.compile(f"^{re.escape(label)}$")))
 
 
+def text_box(root, label: str):
+    """The ipywidgets Textarea labelled ``label`` inside ``root``."""
+    return root.locator(".widget-textarea", has=root.page.locator(
+        "label.widget-label", has_text=re.compile(f"^{re.escape(label)}$")))
+
+
 def slider_value(control, slider_locator):
     """The value a slider's readout shows, as the control's type."""
     text = slider_locator.locator(".widget-readout").inner_text().strip().replace(",", "")
@@ -674,6 +680,24 @@ def move_and_verify(page, root, panel_cls, params: dict, name: str, *, drag_to=N
     return new_params
 
 
+def paste_and_verify(page, root, panel_cls, params: dict, name: str, text: str, *,
+                     make=None, timeout_s: float = 60) -> dict:
+    """Paste ``text`` into the text box of control ``name`` as a reader would (fill, then
+    leave the box: it applies on blur), then wait until the page shows what companion
+    computes with it. Returns the new parameters."""
+    control = next(c for c in panel_cls.controls if c.name == name)
+    box = text_box(root, control.label).locator("textarea")
+    box.scroll_into_view_if_needed()
+    box.fill(text)
+    box.press("Tab")
+    new_params = dict(params, **{name: text})
+    after = expected_for(panel_cls, new_params, make)
+    assert after["text"] != expected_for(panel_cls, params, make)["text"], (
+        f"pasting into {name} must change the readout")
+    wait_for_state(page, root, after, timeout_s=timeout_s, what=f"text pasted into {name}")
+    return new_params
+
+
 def check_controls(root, panel_cls) -> list[str]:
     """Every control of ``panel_cls`` has its slider (with a noUi handle) or dropdown."""
     missing = []
@@ -681,6 +705,9 @@ def check_controls(root, panel_cls) -> list[str]:
         if c.kind == "choice":
             if dropdown(root, c.label).count() != 1:
                 missing.append(f"dropdown {c.label!r}")
+        elif c.kind == "text":
+            if text_box(root, c.label).count() != 1:
+                missing.append(f"text box {c.label!r}")
         else:
             s = slider(root, c.label)
             if s.count() != 1 or s.locator(".noUi-handle").count() != 1:

@@ -7,8 +7,9 @@ the kernel is idle; no error output, no "Error displaying widget"; every figure 
 notebook has is rendered again (scrolled into view, as a reader would); the explorer shows
 every control; its readout and its figure's ``gd.data`` equal the panel's ``update()``
 computed here, headless, first at the chapter's setting, then after ArrowRight on a focused
-slider handle, then after dragging another handle with the mouse, and again after the
-"chapter's setting" button. No request may leave 127.0.0.1.
+slider handle, then after dragging another handle with the mouse, then (where the panel
+has one) after a config.json is pasted into its text box (a bad one: the readout names the
+field), and again after the "chapter's setting" button. No request may leave 127.0.0.1.
 Screenshots go to artifacts/screenshots/.
 """
 
@@ -35,19 +36,22 @@ class Explorer:
     panel: str             # its class in companion.widgets
     key: str               # control moved by ArrowRight on its focused handle
     drag: tuple | None = None   # (control, fraction of its track): dragged with the mouse
+    paste: tuple | None = None  # (text control, label of one of its example texts): pasted
 
 
 CH08 = "notebooks/ch08_inference_optimization"
 CH17 = "notebooks/ch17_performance"
 EXPLORERS = [
     Explorer("8.1-capacity", f"{CH08}/08_1_request_lifecycle.ipynb", "memory",
-             "MemoryBudgetPanel", key="prompt_tokens", drag=("kv_budget_gib", 0.3)),
+             "MemoryBudgetPanel", key="prompt_tokens", drag=("kv_budget_gib", 0.3),
+             paste=("config_json", "missing hidden_size")),
     Explorer("8.2-schedule", f"{CH08}/08_2_batching_and_scheduling.ipynb", "schedule",
              "SchedulePanel", key="chunk_tokens", drag=("long_prompt_tokens", 0.6)),
     Explorer("8.6-schemes", f"{CH08}/08_6_load_and_configuration.ipynb", "schemes",
              "SchemePanel", key="output_tokens", drag=("d_tokens_per_round", 0.35)),
     Explorer("17.2-roofline", f"{CH17}/17_02_roofline.ipynb", "panel", "RooflinePanel",
-             key="batch", drag=("context_tokens", 0.2)),
+             key="batch", drag=("context_tokens", 0.2),
+             paste=("config_json", "Qwen3-30B-A3B (MoE)")),
 ]
 
 
@@ -117,6 +121,11 @@ def test_notebook_runs_and_explorer_follows_its_slider(spec, lab, browsing):
             name, fraction = spec.drag
             params = H.move_and_verify(page, root, panel_cls, params, name, drag_to=fraction)
             clock.mark(f"drag of {name} to {params[name]}: page == companion")
+        if spec.paste:   # a config.json pasted into the text box (a bad one: its error)
+            name, example = spec.paste
+            text = controls[name].options[example]
+            params = H.paste_and_verify(page, root, panel_cls, params, name, text)
+            clock.mark(f"pasted {example} into {name}: page == companion")
         H.screenshot(root, f"{shot}_3_explorer_after")
 
         # the "chapter's setting" button puts everything back
@@ -124,7 +133,7 @@ def test_notebook_runs_and_explorer_follows_its_slider(spec, lab, browsing):
         H.wait_for_state(page, root, at_defaults, what="after the chapter's-setting button")
         defaults = panel_cls().defaults()
         for name, control in controls.items():
-            if control.kind != "choice":  # the readout rounds to the slider's step
+            if control.kind in ("int", "float"):  # the readout rounds to the slider's step
                 shown = H.slider_value(control, H.slider(root, control.label))
                 assert abs(shown - defaults[name]) <= control.step / 2, (name, shown)
         assert not H.page_problems(page, H.ACTIVE)
