@@ -62,16 +62,34 @@
 # | $N_a$ | parameters a token activates in a mixture-of-experts model | parameters | 8.4.1 | [8.4](ch08_inference_optimization/08_4_compression_and_offloading.ipynb) |
 # | $E$, $r$ | experts in one MoE layer; experts each token is sent to (top-$r$) | experts | 8.4.1 | [8.4](ch08_inference_optimization/08_4_compression_and_offloading.ipynb) |
 # | $W$ | length of a sliding attention window | tokens | 8.4.2 | [8.4](ch08_inference_optimization/08_4_compression_and_offloading.ipynb) |
+# | $n_\text{grp}$, $w$, $M_\text{meta}$ | values in one quantization group; bits of each value's code; metadata bytes per group (scale, offset) | -, bits, bytes | 8.4.3 | [8.4](ch08_inference_optimization/08_4_compression_and_offloading.ipynb) |
+# | $D_\text{off}$, $D$ | weight or KV bytes kept off the card and copied in every round; bytes sent over a link | bytes | 8.4.5 | [8.4](ch08_inference_optimization/08_4_compression_and_offloading.ipynb) |
+# | $\beta_\text{link}$ | bandwidth of the link between two memories (PCIe, NVLink, network) | bytes/s | 8.4.5, 17 §7-§8 | [8.4](ch08_inference_optimization/08_4_compression_and_offloading.ipynb) |
+# | $f_c$, $R_\text{dec}$ | size after compression as a fraction of the original; decompression rate | -, bytes/s | 8.4.5 | [8.4](ch08_inference_optimization/08_4_compression_and_offloading.ipynb) |
+# | $P_\text{ok}$ | probability that one attempt succeeds (an assumption for exploring retries) | - | 8.4.4 | [8.4](ch08_inference_optimization/08_4_compression_and_offloading.ipynb) |
 # | $m$ | draft length: tokens proposed in one round | tokens | 8.5 | [8.5](ch08_inference_optimization/08_5_speculative_decoding.ipynb) |
 # | $q(x)$, $p_\theta(x)$ | the draft model's and the target model's next-token distributions | - | 8.5.1 | [8.5](ch08_inference_optimization/08_5_speculative_decoding.ipynb) |
 # | $a_i$, $\alpha$ | probability that draft position $i$ is accepted given the earlier ones were; one acceptance rate for all positions | - | 8.5.2 | [8.5](ch08_inference_optimization/08_5_speculative_decoding.ipynb) |
 # | $X$, $\mathbb{E}[X]$ | tokens one speculative round emits; their expected number | tokens | 8.5.2 | [8.5](ch08_inference_optimization/08_5_speculative_decoding.ipynb) |
+# | $X_r$ | tokens round $r$ actually emitted (one draw of $X$) | tokens | 8.5.2 | [8.5](ch08_inference_optimization/08_5_speculative_decoding.ipynb) |
 # | $\lambda$ | rate at which requests arrive | requests/s | 8.6.1 | [8.6](ch08_inference_optimization/08_6_load_and_configuration.ipynb) |
+# | $n_\text{new}$ | input tokens of a request that are not already cached | tokens | 8.6.1 | [8.6](ch08_inference_optimization/08_6_load_and_configuration.ipynb) |
+# | $T_\text{obs}$, $\bar n_\text{sys}$ | length of an observation window; mean number of requests in the system ($\lambda \bar T$) | s, requests | 8.6.1 | [8.6](ch08_inference_optimization/08_6_load_and_configuration.ipynb) |
+# | $\kappa_i$, $\tau_i$ | 1 if request $i$ was answered correctly; 1 if it finished on time | - | 8.6.2 | [8.6](ch08_inference_optimization/08_6_load_and_configuration.ipynb) |
+# | $R_\text{good}$, $R_\text{done}$ | requests per second that were correct and on time; completed per second | requests/s | 8.6.2 | [8.6](ch08_inference_optimization/08_6_load_and_configuration.ipynb) |
 # | $\pi$ | peak dense compute of one card | FLOP/s | 17 §1-§2 | [17 §2](ch17_performance/17_02_roofline.ipynb) |
 # | $\beta$ | memory bandwidth of one card | bytes/s | 17 §1-§2 | [17 §2](ch17_performance/17_02_roofline.ipynb) |
 # | $I$, $I^\star$ | arithmetic intensity; the ridge point $I^\star = \pi/\beta$ | FLOP/byte | 17 §2 | [17 §2](ch17_performance/17_02_roofline.ipynb) |
+# | $s$ | bytes that store one parameter (2 for BF16, 1 for FP8) | bytes | 17 §4 | [17 §4](ch17_performance/17_04_kv_sizing.ipynb) |
+# | $G_i$ | output tokens of request $i$ in a static batch (the longest decides when it is released) | tokens | 17 §6 | [17 §6](ch17_performance/17_06_batching_strategies.ipynb) |
 # | $g$ | GPUs in one tensor-parallel group (the TP degree) | GPUs | 17 §7 | [17 §7](ch17_performance/17_07_parallelism.ipynb) |
 # | $S$, $M$ | pipeline stages; microbatches in flight | - | 17 §7 | [17 §7](ch17_performance/17_07_parallelism.ipynb) |
+# | $d_\text{model}$ | width of the hidden state (the activation vector one token carries between layers) | values | 17 §7 | [17 §7](ch17_performance/17_07_parallelism.ipynb) |
+# | $n_\text{coll}$, $T_\text{floor}$ | collectives per step ($2\,n_\text{layers}$ for tensor parallelism); fixed latency of one collective | -, s | 17 §7 | [17 §7](ch17_performance/17_07_parallelism.ipynb) |
+# | $\mu_p$, $\mu_d$ | prefill tokens/s and decode tokens/s one GPU group sustains | tokens/s | 17 §8 | [17 §8](ch17_performance/17_08_disaggregation_and_routing.ipynb) |
+# | $g_\text{prefill}$, $g_\text{decode}$ | GPU groups in the prefill pool and in the decode pool | groups | 17 §8 | [17 §8](ch17_performance/17_08_disaggregation_and_routing.ipynb) |
+# | $T_\text{ship}$ | time to move a request's KV from the prefill pool to the decode pool, $L k / \beta_\text{link}$ | s | 17 §8 | [17 §8](ch17_performance/17_08_disaggregation_and_routing.ipynb) |
+# | $n_1$, $\Delta n$, $L_t$ | tokens of a conversation's first turn; tokens each later turn adds; context at turn $t$ | tokens | 17 §8 | [17 §8](ch17_performance/17_08_disaggregation_and_routing.ipynb) |
 # | $u$ | utilization, as a fraction: MBU (of bandwidth) or MFU (of compute) | - | 17 §9 | [17 §9](ch17_performance/17_09_measuring.ipynb) |
 
 # %% [markdown]

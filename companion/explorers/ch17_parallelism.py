@@ -604,7 +604,7 @@ class DisaggregationDiagramPanel(Panel):
 
     def compute(self, *, request_rate, mean_prompt_tokens, mean_output_tokens, model,
                 link) -> View:
-        m = SERVING_MODELS[model]
+        m = SERVING_MENU[model]
         pools = calc.disaggregated_pools(request_rate, mean_prompt_tokens, mean_output_tokens)
         kv_request = calc.kv_bytes(m, mean_prompt_tokens, block_tokens=1)
         ship = calc.kv_transfer_s(m, mean_prompt_tokens, KV_LINKS[link])

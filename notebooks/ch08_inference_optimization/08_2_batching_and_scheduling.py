@@ -214,10 +214,10 @@ for key, value in decode.update().numbers.items():
 #
 # The model menu also lists the shelf of real `config.json` files (each readout ends with the
 # file's source), and the text box takes your own, as a path or pasted text. Pick an MoE such
-# as Qwen3-30B-A3B. One token passes through only $k$ of a layer's $E$ experts, but a decode
+# as Qwen3-30B-A3B. One token passes through only $r$ of a layer's $E$ experts, but a decode
 # step serves the whole batch, and the batch needs every expert any of its tokens chose. If
-# routing is uniform, $b$ tokens leave an expert unchosen with probability $(1-k/E)^b$, so a
-# layer streams $E\,(1-(1-k/E)^b)$ experts. While that count still grows almost in step with
+# routing is uniform, $b$ tokens leave an expert unchosen with probability $(1-r/E)^b$, so a
+# layer streams $E\,(1-(1-r/E)^b)$ experts. While that count still grows almost in step with
 # $b$, each added request drags in weights of its own and the read per token barely falls; once
 # nearly every expert is touched, the MoE amortizes like a dense model and its curve bends
 # down onto the grey one (every expert read). A real router prefers some experts, so a batch

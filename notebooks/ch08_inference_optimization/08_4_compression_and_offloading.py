@@ -357,10 +357,10 @@ _ = offload.reset()
 # %% [markdown]
 # ### Compress before moving?
 #
-# Sending $V$ bytes compressed to a fraction $f_c$ of their size shortens the transfer, but the
+# Sending $D$ bytes compressed to a fraction $f_c$ of their size shortens the transfer, but the
 # receiver must decompress them at some rate $R_\text{dec}$ (in original bytes per second):
 #
-# $$\frac{f_c V}{\beta_\text{link}} + \frac{V}{R_\text{dec}} < \frac{V}{\beta_\text{link}}
+# $$\frac{f_c D}{\beta_\text{link}} + \frac{D}{R_\text{dec}} < \frac{D}{\beta_\text{link}}
 # \iff R_\text{dec} > \frac{\beta_\text{link}}{1 - f_c}.$$
 #
 # The chapter's example sends 96 MiB compressed to a quarter:

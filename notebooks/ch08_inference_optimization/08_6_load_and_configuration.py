@@ -121,10 +121,10 @@ print(f"finish {n['finish_s']:.2f} s, admitted: {n['admitted']}, may wait at mos
 # ## 8.6.2 Effective throughput: count only answers that served someone
 #
 # A service loses work in two ways: answers that are wrong, and answers that are right but
-# late. Over an observation window $T_\text{obs}$, with $C_i = 1$ for a correct answer and
-# $O_i = 1$ for one completed on time,
+# late. Over an observation window $T_\text{obs}$, with $\kappa_i = 1$ for a correct answer and
+# $\tau_i = 1$ for one completed on time,
 #
-# $$R_\text{good} = \frac{\sum_i C_i O_i}{T_\text{obs}}, \qquad
+# $$R_\text{good} = \frac{\sum_i \kappa_i \tau_i}{T_\text{obs}}, \qquad
 # R_\text{done} = \frac{\#\text{completed}}{T_\text{obs}}.$$
 #
 # The gap between completion throughput $R_\text{done}$ and effective throughput

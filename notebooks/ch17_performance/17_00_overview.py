@@ -24,6 +24,9 @@
 # request around the waiting (chunked prefill, tensor and pipeline parallelism, separate
 # prefill and decode pools). Each claim comes with arithmetic; these notebooks redo that
 # arithmetic with the `companion` package and let you change every input.
+#
+# Every symbol keeps one meaning in all the notebooks of both chapters; the
+# [notation page](../notation.ipynb) lists them with their units.
 
 # %%
 from companion import calc, ledger, specs, units

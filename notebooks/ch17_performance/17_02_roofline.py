@@ -222,14 +222,14 @@ for key in ("ridge_flop_per_byte", "decode_b1_intensity", "decode_b1_pct_of_peak
 #
 # The model menu continues past the chapter's shapes with the shelf of real `config.json`
 # files, and the text box reads your own (a path or the pasted JSON). The green line is
-# batched decode as $B$ doubles from 1 to 1,024; for an MoE the dotted grey line shows where
+# batched decode as $b$ doubles from 1 to 1,024; for an MoE the dotted grey line shows where
 # a dense model with the same batch-1 intensity would be. The two start together, because one
 # token reads exactly the experts it computes with. Then they part: the FLOPs still grow with
 # every sequence, but so do the bytes, since under uniform routing a layer with $E$ experts,
-# $k$ per token, streams $E\,(1-(1-k/E)^B)$ of them for $B$ tokens. Only when that count
-# nears $E$ do the bytes stop growing; from there the intensity climbs in step with $B$ again,
+# $r$ per token, streams $E\,(1-(1-r/E)^b)$ of them for $b$ tokens. Only when that count
+# nears $E$ do the bytes stop growing; from there the intensity climbs in step with $b$ again,
 # but along the lower grey line, since each step now reads every expert while each token
-# computes through only its own $k$. A skewed router (some experts much more popular than others) touches fewer
+# computes through only its own $r$. A skewed router (some experts much more popular than others) touches fewer
 # distinct experts per batch, so the real points sit somewhat to the right of the green line.
 #
 # **Predict, then move.** Select "shelf: Qwen3-30B-A3B" with the chapter's batch. Will the
@@ -247,14 +247,14 @@ answer(f"At the chapter's batch of {widgets.RooflinePanel().params['batch']} the
        f"{moe_roof['experts_touched']:.1f} experts per layer, so its weights-only intensity "
        f"is {moe_roof['decode_batch_weights_only_intensity']:.3g} FLOP/B, "
        f"{100 * moe_roof['moe_over_dense_intensity']:.0f}% of what a dense model reaches at "
-       f"that batch. A dense model would reach the ridge near B = "
+       f"that batch. A dense model would reach the ridge near $b$ = "
        f"{moe_roof['dense_batch_to_reach_ridge']:,.0f}; the MoE needs about "
        f"{moe_roof['batch_to_reach_ridge']:,.0f}, "
        f"{moe_roof['batch_to_reach_ridge'] / moe_roof['dense_batch_to_reach_ridge']:.1f} times "
        f"as many sequences. Long before that batch every expert is read, so a step streams "
        f"all {moe.streamed_params / 1e9:.1f} B read-once parameters while each sequence "
        f"computes through only {moe.active_streamed_params / 1e9:.1f} B of them: the "
-       f"intensity stays at that share of B, and B must grow by the inverse, "
+       f"intensity stays at that share of $b$, and $b$ must grow by the inverse, "
        f"{moe.streamed_params / moe.active_streamed_params:.1f}x.",
        title="Worked answer: an MoE's ridge batch")
 

@@ -86,10 +86,10 @@ plots.kv_by_context_figure(by_ctx, capacity_bytes=hw.mem_bytes).show()
 # Check the weights first: 70e9 parameters at 2 bytes each do not fit in 80 GB, whatever the
 # batch. Fitting the model at all is the first job of tensor parallelism (17.7). Split over
 # $g$ GPUs, each GPU holds $1/g$ of the weights, and the 8 KV heads divide among the GPUs as
-# well, so each GPU stores the cache of its own heads. With the chapter's reserve $R$ of 4 GB
-# per GPU for the runtime and activations, on cards of memory $M$:
+# well, so each GPU stores the cache of its own heads. With the chapter's reserve $M_u$ of 4 GB
+# per GPU for the runtime and activations, on cards of capacity $C$:
 #
-# $$ \text{KV space} = g\,\left(M - \frac{D_w}{g} - R\right), \qquad
+# $$ \text{KV space} = g\,\left(C - \frac{D_w}{g} - M_u\right), \qquad
 #    \text{sequences} = \left\lfloor \frac{\text{KV space}}{L\,k} \right\rfloor. $$
 
 # %%

@@ -41,11 +41,11 @@ m8, m70 = specs.LLAMA_8B, specs.LLAMA_70B
 # GPUs when TTFT slips, decode GPUs when ITL does.
 #
 # Sizing is then two separate divisions. Let requests arrive at rate $\lambda$ with mean
-# prompt $\bar n$ and mean output $\bar G$, and let one GPU group sustain $C_p$ prompt tokens/s
-# of prefill and $C_d$ output tokens/s of decode (at the ITL target):
+# prompt $\bar n$ and mean output $\bar G$, and let one GPU group sustain $\mu_p$ prompt tokens/s
+# of prefill and $\mu_d$ output tokens/s of decode (at the ITL target):
 #
-# $$g_\text{prefill} = \left\lceil \frac{\lambda \bar n}{C_p} \right\rceil, \qquad
-# g_\text{decode} = \left\lceil \frac{\lambda \bar G}{C_d} \right\rceil.$$
+# $$g_\text{prefill} = \left\lceil \frac{\lambda \bar n}{\mu_p} \right\rceil, \qquad
+# g_\text{decode} = \left\lceil \frac{\lambda \bar G}{\mu_d} \right\rceil.$$
 #
 # The capacities below are the chapter's illustrative ones; a real fleet measures its own.
 
@@ -247,7 +247,7 @@ rate = next(x for x in range(1, 1000)
             if calc.disaggregated_pools(x, 2000, 250)["decode_groups"] >= 11)
 at = calc.disaggregated_pools(rate, 2000, 250)
 below = calc.disaggregated_pools(rate - 1, 2000, 250)
-answer(f"""The decode pool needs $\\lceil 250\\lambda / C_d \\rceil$ groups, which exceeds ten as
+answer(f"""The decode pool needs $\\lceil 250\\lambda / \\mu_d \\rceil$ groups, which exceeds ten as
 soon as $250\\lambda$ passes ten groups' capacity. In whole requests per second that happens
 at {rate} req/s: {at['output_tok_per_s']:,.0f} output tok/s need {at['decode_groups']}
 groups, while {rate - 1} req/s ({below['output_tok_per_s']:,.0f} tok/s) still fit in
