@@ -29,13 +29,15 @@ from companion.explorers.presets import (
     SERVING_MENU,
     TP_DEGREES,
     ModelMenu,
+    blank_traces,
     card_control,
     choice_control,
     model_control,
     source_line,
 )
 from companion.sim.kernel_timeline import (BIG_KERNELS, KERNELS_PER_LAYER, LAUNCH_OVERHEAD_S,
-                                           decode_step_timeline, speed_of_light)
+                                           decode_step_timeline, speed_of_light,
+                                           timeline_unsupported)
 from companion.sim.speculative import speculative_check
 
 __all__ = ["sm_share_figure", "utilization_traces", "quantization_figure", "speculative_traces",
@@ -361,7 +363,7 @@ class BatchSizePanel(Panel):
 
 # --- §9 the Nsight pair: a decode round's kernel timeline, and Speed of Light ----------------
 
-_TIMELINE_MODELS = {m.name: m for m in (specs.LLAMA_8B, specs.QWEN3_8B)}
+_TIMELINE_MODELS = ModelMenu({m.name: m for m in (specs.LLAMA_8B, specs.QWEN3_8B)})
 _GRAPHS = {"off (eager: one launch per kernel)": False, "on (one graph replay per round)": True}
 _KERNEL_COLOURS = {"matmul": SERVING_COLORS["read"], "attention": SERVING_COLORS["warm"],
                    "elementwise": SERVING_COLORS["cap2"], "launch": SERVING_COLORS["prefill"]}
@@ -421,13 +423,21 @@ def kernel_timeline_traces(timelines: dict, *, shown_layers: int = 2) -> tuple[l
     return traces, layout
 
 
+def _unsupported_view(panel: Panel, m, problem: str) -> View:
+    """What the timeline panels draw for a model they cannot lay out: the chapter's traces
+    emptied (the shown figure keeps its traces) and a readout that says why."""
+    chapter = panel.compute(**panel.defaults())
+    return View(numbers={"supported": False}, traces=blank_traces(chapter.traces),
+                layout=chapter.layout, text=f"<b>{problem}</b>" + source_line(m))
+
+
 class KernelTimelinePanel(Panel):
     """17 §9: gaps between kernels when the CPU launches slower than the GPU runs, and CUDA
     Graphs replaying the round as one launch. Launch costs are labelled assumptions."""
 
     title = "A decode round as Nsight Systems draws it: launches, kernels, gaps (17 §9)"
     controls = (
-        choice_control("model", "model", specs.LLAMA_8B.name, {n: n for n in _TIMELINE_MODELS}),
+        _TIMELINE_MODELS.control(specs.LLAMA_8B.name),
         Control("batch", "batch (sequences)", "int", 1, 1, 256, 1),
         Control("context_tokens", "live KV per sequence (tokens)", "int", 0, 0, 32_000, 100),
         Control("layers", "layers (same width)", "int", specs.LLAMA_8B.n_layers, 1, 96, 1),
@@ -443,6 +453,8 @@ class KernelTimelinePanel(Panel):
     def compute(self, *, model, batch, context_tokens, layers, kernels_per_layer, launch_us,
                 graphs) -> View:
         m = _TIMELINE_MODELS[model]
+        if problem := timeline_unsupported(m):
+            return _unsupported_view(self, m, problem)
         kw = dict(batch=batch, context_tokens=context_tokens, layers=layers,
                   kernels_per_layer=kernels_per_layer, launch_overhead_s=launch_us * units.us)
         eager = decode_step_timeline(m, specs.H100_SXM, cuda_graphs=False, **kw)
@@ -464,7 +476,7 @@ class KernelTimelinePanel(Panel):
                 f"<b>{numbers['gaps_ms']:.2f} ms of gaps ({numbers['idle_pct']:.0f}%)</b><br>"
                 f"eager {numbers['eager_step_ms']:.2f} ms vs graphs "
                 f"{numbers['graph_step_ms']:.2f} ms ({numbers['graph_speedup']:.2f}x); the "
-                f"roofline's memory time is {numbers['memory_ms']:.2f} ms")
+                f"roofline's memory time is {numbers['memory_ms']:.2f} ms" + source_line(m))
         return View(numbers=numbers, traces=traces, layout=layout, text=text)
 
 
@@ -500,7 +512,7 @@ class SpeedOfLightPanel(Panel):
 
     title = "Reading Speed of Light: memory vs compute throughput per kernel (17 §9)"
     controls = (
-        choice_control("model", "model", specs.LLAMA_8B.name, {n: n for n in _TIMELINE_MODELS}),
+        _TIMELINE_MODELS.control(specs.LLAMA_8B.name),
         choice_control("hardware", "GPU", specs.H100_SXM.name, {n: n for n in _MEASURE_CARDS}),
         Control("batch", "batch (sequences)", "int", 1, 1, 1024, 1),
         Control("context_tokens", "live KV per sequence (tokens)", "int", 0, 0, 32_000, 100),
@@ -512,6 +524,8 @@ class SpeedOfLightPanel(Panel):
 
     def compute(self, *, model, hardware, batch, context_tokens, roof_pct) -> View:
         m, hw = _TIMELINE_MODELS[model], _MEASURE_CARDS[hardware]
+        if problem := timeline_unsupported(m):
+            return _unsupported_view(self, m, problem)
         sol = speed_of_light(m, hw, batch=batch, context_tokens=context_tokens,
                              roof_fraction=roof_pct / 100)
         traces, layout = speed_of_light_traces(sol)
@@ -527,5 +541,5 @@ class SpeedOfLightPanel(Panel):
         text = (f"gate/up projection: memory <b>{mlp['memory_pct']:.0f}%</b>, compute "
                 f"<b>{mlp['compute_pct']:.2g}%</b> of peak: {bound}-bound<br>"
                 f"whole round {numbers['round_ms']:.2f} ms ({sol['tokens_per_s']:,.0f} tok/s): "
-                f"MBU {numbers['mbu_pct']:.0f}%, MFU {numbers['mfu_pct']:.2g}%")
+                f"MBU {numbers['mbu_pct']:.0f}%, MFU {numbers['mfu_pct']:.2g}%" + source_line(m))
         return View(numbers=numbers, traces=traces, layout=layout, text=text)

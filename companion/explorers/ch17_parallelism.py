@@ -621,5 +621,6 @@ class DisaggregationDiagramPanel(Panel):
         text = (f"<b>{pools['prefill_groups']} prefill</b> and <b>{pools['decode_groups']} "
                 f"decode</b> groups (ratio {pools['prefill_to_decode']:.2g} : 1)<br>"
                 f"KV per mean request {kv_request / units.GB:.2f} GB, {ship / units.ms:.0f} ms "
-                f"over {link}; {flows['kv_bytes_s'] / units.GB:,.1f} GB/s between the pools")
+                f"over {link}; {flows['kv_bytes_s'] / units.GB:,.1f} GB/s between the pools"
+                + source_line(m))
         return View(numbers=numbers, traces=traces, layout=layout, text=text)

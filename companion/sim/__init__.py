@@ -60,7 +60,7 @@ from companion.sim.speculative import (
 from companion.sim.kernel_timeline import (
     LAUNCH_OVERHEAD_S, GRAPH_LAUNCH_S, MIN_KERNEL_S, KERNELS_PER_LAYER, BIG_KERNELS, Kernel,
     TimelineEvent, StepTimeline, layer_kernels, decode_step_timeline, round_timeline,
-    speed_of_light)
+    speed_of_light, timeline_unsupported)
 from companion.sim.workload import (
     RequestShape, SHORT_REQUEST, LONG_REQUEST, Workload, poisson_arrivals, trace_arrivals,
     workload, seed_rng)
@@ -100,5 +100,5 @@ __all__ = [
     "CH17_ITL_P99_TARGET_S", "LAUNCH_OVERHEAD_S",
     "GRAPH_LAUNCH_S", "MIN_KERNEL_S", "KERNELS_PER_LAYER", "BIG_KERNELS", "Kernel",
     "TimelineEvent", "StepTimeline", "layer_kernels", "decode_step_timeline", "round_timeline",
-    "speed_of_light",
+    "speed_of_light", "timeline_unsupported",
 ]

@@ -33,7 +33,7 @@ from companion.specs import Hardware, Model
 
 __all__ = ["LAUNCH_OVERHEAD_S", "GRAPH_LAUNCH_S", "MIN_KERNEL_S", "KERNELS_PER_LAYER",
            "BIG_KERNELS", "Kernel", "TimelineEvent", "StepTimeline", "layer_kernels",
-           "decode_step_timeline", "round_timeline", "speed_of_light"]
+           "decode_step_timeline", "round_timeline", "speed_of_light", "timeline_unsupported"]
 
 LAUNCH_OVERHEAD_S = 20e-6
 """Assumed host cost of issuing one kernel from an eager Python framework (the CUDA driver's
@@ -105,15 +105,22 @@ class StepTimeline:
         return [e for e in self.events if e.row == row]
 
 
+def timeline_unsupported(m: Model) -> str:
+    """Why the kernel timeline cannot draw ``m`` ("" when it can): it needs a dense layer whose
+    hidden size and head count are known."""
+    if m.hidden_size is None or m.n_heads is None:
+        return (f"{m.name} has no hidden_size / n_heads; the kernel timeline needs a dense "
+                "shape with both")
+    if m.n_experts:
+        return f"{m.name} is a mixture of experts; the kernel timeline models dense layers only"
+    return ""
+
+
 def _matrix_shares(m: Model) -> dict:
     """Parameters of one layer's four matrix groups (attention projections from the shape, the
     MLP as the rest of the layer; gate/up is two of its three matrices)."""
-    if m.hidden_size is None or m.n_heads is None:
-        raise ValueError(f"model: {m.name} has no hidden_size / n_heads; the kernel timeline "
-                         f"needs a dense shape with both")
-    if m.n_experts:
-        raise ValueError(f"model: {m.name} is a mixture of experts; the kernel timeline "
-                         f"models dense layers only")
+    if problem := timeline_unsupported(m):
+        raise ValueError(f"model: {problem}")
     per_layer = m.layer_params / m.n_layers      # layer_params covers all transformer blocks
     q = m.hidden_size * m.n_heads * m.head_dim
     kv = 2 * m.hidden_size * m.n_kv_heads * m.head_dim
