@@ -85,18 +85,27 @@ def new_page(browser):
 
 # --- one move ----------------------------------------------------------------------------------
 
-def one_move(page, root, key: str, timeout_s: float = 30) -> dict:
-    """Press ``key`` on the focused slider handle; return the page-side times of the move.
+def thread_time(cdp) -> float:
+    """CPU seconds the page's main thread has used (Chromium's ThreadTime metric)."""
+    metrics = cdp.send("Performance.getMetrics")["metrics"]
+    return next(m["value"] for m in metrics if m["name"] == "ThreadTime")
+
+
+def one_move(page, cdp, root, key: str, timeout_s: float = 30) -> dict:
+    """Press ``key`` on the focused slider handle; return the page-side times of the move and
+    the page's main-thread CPU time over it (settling included, so a slight overestimate).
     (The keyboard goes to the focused element: no actionability checks run in the page.)"""
     start = page.evaluate("() => performance.now()")
     before = root.evaluate("r => window.__probe.watch(r)")
+    cpu = thread_time(cdp)
     page.keyboard.press(key)
     page.wait_for_function(SETTLED_JS, arg=400, timeout=timeout_s * 1000, polling=100)
+    cpu = thread_time(cdp) - cpu
     rec = page.evaluate("""start => { const P = window.__probe; P.unwatch();
         const after = x => x.t >= start;
         return {frames: P.frames(), ws: P.ws.filter(after), plotly: P.plotly.filter(after),
                 inputs: P.inputs.filter(after)}; }""", start)
-    rec["before"] = before
+    rec["before"], rec["page_cpu_ms"] = before, 1e3 * cpu
     return rec
 
 
@@ -120,7 +129,7 @@ def analyse(rec: dict) -> dict | None:
     t_figure = figure[0]["t"] if figure else None
     calls = [c["t"] for c in rec["plotly"] if t_figure is not None and c["t"] >= t_figure]
     t_plotly = calls[0] if calls else None
-    return {"total": t_end - t_in, "t_in": t_in, "t_send": msg["t"], "t_figure": t_figure,
+    return {"total": t_end - t_in, "page_cpu": rec["page_cpu_ms"], "t_in": t_in, "t_send": msg["t"], "t_figure": t_figure,
             "t_plotly": t_plotly, "t_end": t_end,
             "messages_in": len([m for m in replies if m.get("type") == "comm_msg"]),
             "messages_out": len(sent),
@@ -152,7 +161,7 @@ def run_notebook(page, lab, notebook: str) -> int:
     return n_code
 
 
-def bench_explorer(page, lab, probe, cell_index: int, variable: str, panel: str,
+def bench_explorer(page, cdp, lab, probe, cell_index: int, variable: str, panel: str,
                    moves: int) -> dict:
     from companion import widgets
 
@@ -173,7 +182,7 @@ def bench_explorer(page, lab, probe, cell_index: int, variable: str, panel: str,
     probe.take_log(variable)
     results = []
     for i in range(moves + 1):  # the first move warms up (first react, caches) and is dropped
-        rec = analyse(one_move(page, root, keys[i % 2]))
+        rec = analyse(one_move(page, cdp, root, keys[i % 2]))
         results.append(rec)
     kernel = probe.take_log(variable)
     results, kernel = results[1:], kernel[1:]
@@ -188,6 +197,10 @@ def bench_explorer(page, lab, probe, cell_index: int, variable: str, panel: str,
     for move, k in rows:
         for name, ms in breakdown(move, k).items():
             segments[name].append(ms)
+        segments["page CPU"].append(move["page_cpu"])
+        if k:
+            segments["kernel CPU"].append(1e3 * (k.get("compute_cpu_s", 0)
+                                                 + k.get("apply_cpu_s", 0)))
     calls = Counter()
     for m in good:
         calls.update(m["plotly_calls"])
@@ -210,23 +223,27 @@ def bench_latency(browser, lab, notebooks, moves: int, profile: bool) -> list[di
             probe = KernelProbe(lab.env["JUPYTER_RUNTIME_DIR"], kernel_id_for(lab, notebook))
             try:
                 shown = probe.instrument()
+                cdp = page.context.new_cdp_session(page)
+                cdp.send("Performance.enable")
                 for index, variable in explorer_cells(lab, notebook):
                     if variable not in shown:
                         continue
-                    cdp = None
                     if profile:
-                        cdp = page.context.new_cdp_session(page)
                         cdp.send("Profiler.enable")
                         cdp.send("Profiler.setSamplingInterval", {"interval": 200})
                         cdp.send("Profiler.start")
-                        page_t0 = page.evaluate("() => performance.now()")
-                    r = bench_explorer(page, lab, probe, index, variable, shown[variable],
-                                       moves)
+                        page_t0 = page.evaluate(CLOCK_MARK_JS)
+                    try:
+                        r = bench_explorer(page, cdp, lab, probe, index, variable,
+                                           shown[variable], moves)
+                    except Exception as exc:  # e.g. a figure that never rendered: say so
+                        r = {"variable": variable, "panel": shown[variable],
+                             "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
                     r["notebook"] = Path(notebook).stem
-                    if cdp is not None:
+                    if profile:
                         r["profile"] = summarise_profile(cdp.send("Profiler.stop")["profile"],
-                                                         r["windows"], page_t0)
-                        cdp.detach()
+                                                         r.get("windows", []), page_t0)
+                        cdp.send("Profiler.disable")
                     results.append(r)
                     print_row(r)
             finally:
@@ -237,18 +254,28 @@ def bench_latency(browser, lab, notebooks, moves: int, profile: bool) -> list[di
     return results
 
 
-def summarise_profile(profile: dict, windows, page_t0: float, top: int = 14):
+# a named busy loop: its first sample in the profile ties the profile's clock to the page's
+CLOCK_MARK_JS = """() => { const mark = function __probeClockMark() {
+    const t = performance.now(); while (performance.now() - t < 20) {} return t; };
+    return mark(); }"""
+
+
+def summarise_profile(profile: dict, windows, page_t_mark: float, top: int = 14):
     """Self time per move (ms) by script and by function, largest first, from a CDP CPU
-    profile, counting only samples inside the moves' [keydown, repaint] windows (the page's
-    clock is matched to the profile's at its start, to a few ms)."""
+    profile, counting only samples inside the moves' [keydown, repaint] windows."""
     nodes = {n["id"]: n for n in profile["nodes"]}
-    offset_us = profile["startTime"] - page_t0 * 1e3
+    times, t = [], profile["startTime"]
+    for dt in profile["timeDeltas"]:
+        t += dt
+        times.append(t)
+    mark = next((ts for node_id, ts in zip(profile["samples"], times)
+                 if nodes[node_id]["callFrame"].get("functionName") == "__probeClockMark"),
+                None)
+    offset_us = (mark if mark is not None else profile["startTime"]) - page_t_mark * 1e3
     spans = [((a * 1e3) + offset_us, (b * 1e3) + offset_us) for a, b in windows]
     by_function: Counter = Counter()
     by_script: Counter = Counter()
-    t = profile["startTime"]
-    for node_id, dt in zip(profile["samples"], profile["timeDeltas"]):
-        t += dt
+    for node_id, t, dt in zip(profile["samples"], times, profile["timeDeltas"]):
         if not any(a <= t <= b for a, b in spans):
             continue
         frame = nodes[node_id]["callFrame"]
@@ -263,17 +290,23 @@ def summarise_profile(profile: dict, windows, page_t0: float, top: int = 14):
 
 
 SEGMENTS = ("slider", "compute", "apply", "transport", "front end", "render")
+CPU = ("kernel CPU", "page CPU")
 
 
 def print_header() -> None:
     print(f"  {'explorer':44s} {'moves':>5s} {'median':>7s} {'p95':>7s}   "
-          + " ".join(f"{s:>9s}" for s in SEGMENTS) + "   msgs  plotly calls / move", flush=True)
+          + " ".join(f"{s:>9s}" for s in SEGMENTS) + " |" + " ".join(f"{s:>10s}" for s in CPU)
+          + "   msgs  plotly calls / move", flush=True)
 
 
 def print_row(r: dict) -> None:
+    if "error" in r:
+        print(f"  {r['notebook']}:{r['variable']:30s} FAILED: {r['error'][:150]}", flush=True)
+        return
     name = f"{r['notebook']}:{r['variable']} ({r['control']})"
     flag = "" if r["median"] < 50 and r["p95"] < 80 else "  <-- over 50/80 ms"
-    segs = " ".join(f"{r['segments'].get(s, float('nan')):9.1f}" for s in SEGMENTS)
+    segs = (" ".join(f"{r['segments'].get(s, float('nan')):9.1f}" for s in SEGMENTS) + " |"
+            + " ".join(f"{r['segments'].get(s, float('nan')):10.1f}" for s in CPU))
     calls = ", ".join(f"{k} {v:.1f}" for k, v in sorted(r["plotly_calls"].items()))
     print(f"  {name[:44]:44s} {r['measured']:5d} {r['median']:7.1f} {r['p95']:7.1f}   {segs}"
           f"   {r['messages_in']:4.0f}  {calls}{flag}", flush=True)

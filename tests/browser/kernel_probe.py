@@ -19,7 +19,7 @@ from pathlib import Path
 INSTRUMENT = r'''
 def __probe_instrument():
     import time
-    from companion.panels._base import Panel
+    from companion.explorers.base import Panel
     found = {}
     for name, obj in list(get_ipython().user_ns.items()):
         if not isinstance(obj, Panel) or getattr(obj, "_ui", None) is None:
@@ -31,15 +31,15 @@ def __probe_instrument():
         compute, apply = obj.compute, obj._apply
 
         def timed_compute(_f=compute, _log=log, **params):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.thread_time()
             view = _f(**params)
-            _log.append(("compute", t, time.perf_counter()))
+            _log.append(("compute", time.perf_counter() - t, time.thread_time() - c))
             return view
 
         def timed_apply(view, _f=apply, _log=log):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.thread_time()
             _f(view)
-            _log.append(("apply", t, time.perf_counter()))
+            _log.append(("apply", time.perf_counter() - t, time.thread_time() - c))
 
         obj.compute, obj._apply = timed_compute, timed_apply
     return found
@@ -91,14 +91,15 @@ class KernelProbe:
         return self.evaluate(INSTRUMENT, "__import__('json').dumps(__probe_instrument())")
 
     def take_log(self, variable: str) -> list[dict]:
-        """The panel's updates since the last call: [{compute_s, apply_s}], oldest first;
-        clears the record."""
+        """The panel's updates since the last call, oldest first: wall and CPU seconds of
+        compute and apply ({compute_s, compute_cpu_s, apply_s, apply_cpu_s}); clears the
+        record."""
         code = (f"__probe_out = {variable}._probe_log[:]\n"
                 f"del {variable}._probe_log[:]")
         raw = self.evaluate(code, "__import__('json').dumps(__probe_out)")
         updates, current = [], {}
-        for kind, start, end in raw:
-            current[f"{kind}_s"] = end - start
+        for kind, wall, cpu in raw:
+            current[f"{kind}_s"], current[f"{kind}_cpu_s"] = wall, cpu
             if kind == "apply":
                 updates.append(current)
                 current = {}

@@ -114,9 +114,17 @@
     let dirty = true, last = null;
     const until = now() + ms;
     const mark = () => { dirty = true; };
+    // light on purpose: the readout's text, and plotly's own "drawn" event (observing the
+    // figure's SVG would queue a record for each of the thousands of attributes a redraw sets)
     const observer = new MutationObserver(mark);
-    observer.observe(root, { subtree: true, childList: true, characterData: true,
-                             attributes: true });
+    const readout = root.querySelector(".widget-html-content");
+    if (readout) observer.observe(readout, { subtree: true, childList: true, characterData: true });
+    const gd = root.querySelector(".js-plotly-plot");
+    if (gd && gd.on) gd.on("plotly_afterplot", mark);
+    const done = () => {
+      observer.disconnect();
+      if (gd && gd.removeListener) gd.removeListener("plotly_afterplot", mark);
+    };
     const frame = (ts) => {
       if (dirty) {
         dirty = false;
@@ -124,7 +132,7 @@
         if (sig !== last) { P._frames.push({ t: now(), sig }); last = sig; }
       }
       if (now() < until && !P._stop) requestAnimationFrame(frame);
-      else observer.disconnect();
+      else done();
     };
     P._stop = false;
     requestAnimationFrame(frame);
