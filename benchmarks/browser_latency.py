@@ -17,6 +17,18 @@ latency  For every explorer of the 17 §2, 8.6 and 8.1 notebooks: Run All, then 
 open     For each notebook: page open -> first stored figure drawn; Run All -> first live
          explorer (its figure drawn by the kernel's widget), and Run All -> last cell done.
 
+Where the time went (profiles and this table, issue 16). With plotly's FigureWidget an
+update was several comm messages (restyle, relayout, and the page answering each with the
+figure's data and layout), plotly.py's validation of every change in the kernel, and a ~5 MB
+JavaScript module per widget: 64-82 ms median in the page. The explorers now draw through
+``companion.explorers.figure_widget.PlotlyFigure``: the kernel sends one figure message per
+move (plus the slider echo and the readout: "msgs" is 3), the page calls ``Plotly.react`` once
+per animation frame with the newest state ("plotly calls"), and the kernel's share (compute +
+apply, rounding included) is a few ms of CPU. What is left is plotly.js drawing in the page
+("render"), which on a shared 2-core machine grows with the load average: compare "page CPU"
+(main-thread CPU per move, settling and the probe's own per-frame signatures included) with
+the wall-clock columns before reading the medians as the page's own cost.
+
 usage: python benchmarks/browser_latency.py [latency] [open] [--moves N] [--profile]
                                             [--notebooks a.ipynb,b.ipynb]
 """
