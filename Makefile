@@ -160,7 +160,7 @@ handout: $(STAMP)
 
 ## Print the benchmark figures (nothing is asserted).
 bench: $(STAMP)
-	$(PY) benchmarks/run_all.py
+	$(PY) benchmarks/run_all.py $(ARGS)
 
 clean:
 	rm -rf .venv .venv-latest $(STATE)

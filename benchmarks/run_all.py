@@ -3,11 +3,14 @@
 
 Sections (all by default; name some to run only those):
   import      `import companion` / `import companion.calc` in a fresh interpreter (median of 7)
-  panels      every explorer's update latency inside a Jupyter kernel: recompute + FigureWidget
+  panels      every explorer's update latency inside a Jupyter kernel: recompute + figure
               update, over a sweep of each slider (median and 95th percentile)
   sim         the simulator benchmark scripts benchmarks/bench_sim_*.py
   notebooks   time to execute each notebook on a fresh kernel
-  browser     JupyterLab start to first rendered notebook in headless Chromium (if available)
+  browser     real JupyterLab + headless Chromium (if available): slider step -> repainted
+              explorer for the 17 §2, 8.6 and 8.1 explorers with where the time goes, and
+              open -> first figure / Run All -> first live explorer per notebook
+              (benchmarks/browser_latency.py; about 10 minutes on a quiet machine)
   suite       the whole test suite (`make test`'s pytest command)
 
 usage: python benchmarks/run_all.py [section ...]
@@ -58,7 +61,7 @@ for name, cls in sorted(vars(widgets).items()):
     if not (inspect.isclass(cls) and issubclass(cls, Panel) and cls is not Panel):
         continue
     panel = cls()
-    panel.show()                      # a live FigureWidget, as in the notebook
+    panel.show()                      # a live figure widget, as in the notebook
     times = []
     for c in cls.controls:
         if c.kind in ("choice", "text"):   # a text box: its example texts
@@ -143,13 +146,11 @@ def bench_notebooks() -> None:
 
 
 def bench_browser() -> None:
-    header("JupyterLab start to first rendered notebook (headless Chromium)")
-    script = ROOT / "tests" / "browser" / "lab_timing.py"
-    if not script.exists():
-        print("  (no browser harness yet)")
-        return
-    out = subprocess.run([PY, str(script)], capture_output=True, text=True, cwd=ROOT)
-    print(out.stdout.rstrip() or out.stderr[-2000:])
+    header("explorers and notebooks in a real browser (JupyterLab, headless Chromium)")
+    print(f"  load average {os.getloadavg()[0]:.2f} (1 min) before; the machine should be quiet",
+          flush=True)
+    # output streams straight through: the table grows row by row
+    subprocess.run([PY, str(ROOT / "benchmarks" / "browser_latency.py")], cwd=ROOT)
 
 
 def bench_suite() -> None:

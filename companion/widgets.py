@@ -2,8 +2,9 @@
 
 Each panel's ``update(**params)`` is a plain function that a test can call headless across
 its slider ranges; ``show()`` builds the ipywidgets UI (sliders, a reset-to-the-chapter's-setting
-button, a readout and a plotly FigureWidget). ipywidgets is imported only by the topic modules
-under ``companion.explorers``, never by ``import companion``.
+button, a readout and a live plotly figure, ``companion.explorers.figure_widget``). ipywidgets
+is imported only by the topic modules under ``companion.explorers``, never by
+``import companion``.
 
 A façade: each panel is imported from the explorer module of its topic; the scenario, table
 and formula helpers the notebooks call as ``widgets.X`` are imported from their homes in

@@ -163,7 +163,8 @@ def largest_modules(root: Path = ROOT, n: int = 5) -> list[tuple[int, str]]:
 # figure is in plots, a panel in widgets; together they cover every explorer module)
 FACADE_HELPERS = {"companion.formulas.args", "companion.explorers.base",
                   "companion.explorers.common", "companion.explorers.presets",
-                  "companion.explorers.static", "companion.explorers.static_image"}
+                  "companion.explorers.static", "companion.explorers.static_image",
+                  "companion.explorers.figure_widget"}
 
 
 def facades(root: Path = ROOT) -> dict[tuple, list[str]]:

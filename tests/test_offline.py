@@ -6,8 +6,8 @@ outputs must not load scripts, styles, fonts or modules from an external URL (``
 hosts), markdown cells must not embed external images, and every plotly figure must be
 stored as ``application/vnd.plotly.v1+json`` (rendered by the JupyterLab extension inside the
 plotly wheel), never as the HTML renderer's output that loads plotly.js from a CDN. The Voila
-template of the lecture dashboard is scanned too. (The browser tests check the same thing
-live: no request leaves 127.0.0.1.)
+template of the lecture dashboard and the companion widgets' own ES modules are scanned too.
+(The browser tests check the same thing live: no request leaves 127.0.0.1.)
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ NOTEBOOKS = sorted(p for d in FOLDERS for p in (ROOT / d).rglob("*.ipynb")
                    if ".ipynb_checkpoints" not in p.parts)
 TEMPLATES = sorted(p for p in (ROOT / "dashboards").rglob("*")
                    if p.is_file() and p.suffix in (".j2", ".html", ".css", ".js", ".json"))
+# the front-end modules the companion's own widgets send to the page
+WIDGET_MODULES = sorted((ROOT / "companion").rglob("*.js"))
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 # an external URL: http(s):// or protocol-relative //host
@@ -137,6 +139,16 @@ def test_plotly_figures_are_stored_as_the_plotly_mimetype(ipynb):
 
 @pytest.mark.parametrize("path", TEMPLATES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_dashboard_template_loads_nothing_from_outside(path):
+    problems = external_loads(path.read_text())
+    assert not problems, "\n".join(problems)
+
+
+def test_there_are_widget_modules():
+    assert WIDGET_MODULES
+
+
+@pytest.mark.parametrize("path", WIDGET_MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_widget_module_loads_nothing_from_outside(path):
     problems = external_loads(path.read_text())
     assert not problems, "\n".join(problems)
 

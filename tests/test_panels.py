@@ -6,8 +6,9 @@ import math
 
 import pytest
 
-from companion import widgets
+from companion import display, widgets
 from companion.explorers.base import Panel
+from tests.figure_helpers import plotly_json_equal
 
 PANELS = sorted((obj for obj in vars(widgets).values()
                  if inspect.isclass(obj) and issubclass(obj, Panel) and obj is not Panel),
@@ -60,7 +61,7 @@ def test_shown_panel_updates_its_figure_and_resets(cls):
     panel = cls()
     ui = panel.show()
     assert ui is not None
-    before = [tuple(t.y) if getattr(t, "y", None) is not None else None for t in panel._fig.data]
+    before = _shown_y(panel)
     text_before = panel._readout.value
     changed = False
     for c in cls.controls:
@@ -68,8 +69,7 @@ def test_shown_panel_updates_its_figure_and_resets(cls):
             if value == panel.params[c.name]:
                 continue
             panel._widgets[c.name].value = value  # as a user would, through the widget
-            after = [tuple(t.y) if getattr(t, "y", None) is not None else None
-                     for t in panel._fig.data]
+            after = _shown_y(panel)
             changed |= after != before or panel._readout.value != text_before
         if changed:
             break
@@ -80,13 +80,41 @@ def test_shown_panel_updates_its_figure_and_resets(cls):
     _assert_shown_equals_static(panel)
 
 
+def _shown_y(panel):
+    return [t.get("y") for t in panel._fig.to_plotly_json()["data"]]
+
+
 def _assert_shown_equals_static(panel):
-    # Panel._apply sends only what changed; the result must still be exactly figure(view)
+    # what the page receives (and hands to Plotly.react) is exactly figure(view)'s JSON as
+    # every figure reaches a notebook: floats rounded (companion.display)
+    shown = panel._fig.to_plotly_json()
+    static = display.round_figure_json(panel.figure())
+    assert plotly_json_equal(shown, static)
+
+
+@pytest.mark.parametrize("cls", PANELS, ids=lambda c: c.__name__)
+def test_page_gets_the_validated_figure_at_every_corner(cls):
+    # PlotlyFigure sends the panel's trace and layout dicts as they are, without plotly.py's
+    # validation; that is only right while they are already in plotly's canonical form (no
+    # magic underscores, no shorthand titles, no numpy scalars that JSON would refuse). The
+    # template, the costly part of validating, is compared once per panel.
     import plotly.graph_objects as go
 
-    shown = json.loads(go.Figure(panel._fig).to_json())
-    static = json.loads(panel.figure().to_json())
-    assert shown == static
+    from companion.explorers.figure_widget import figure_json
+
+    panel = cls()
+    for i, params in enumerate(panel.corners()):
+        view = panel.update(**params)
+        layout = panel._layout(view)
+        sent = figure_json(view.traces, layout)
+        if i == 0:
+            static = display.round_figure_json(panel.figure(view))
+        else:
+            sent["layout"].pop("template")
+            layout.pop("template")
+            static = display.round_figure_json(go.Figure(data=view.traces, layout=layout))
+            static["layout"].pop("template")  # plotly.py adds its default one
+        assert plotly_json_equal(sent, static), f"{cls.__name__} at {params}"
 
 
 def test_capacity_panel_defaults_are_the_chapters_setting():

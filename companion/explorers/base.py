@@ -5,12 +5,12 @@ unit in its label) and implements ``compute(**params) -> View``: pure, headless,
 only from ``companion.calc``/``companion.sim`` calls. Everything else is shared here:
 
 - ``update(**params)`` validates the parameters against the controls, recomputes, and, if the
-  UI exists, updates the FigureWidget in place (one ``batch_update``) and the readout. It is a
+  UI exists, sends the figure its new state (one message) and updates the readout. It is a
   plain function: tests call it at the corners of every range, the benchmark times it.
 - ``figure(view)`` builds a static plotly figure (what a stored notebook output shows).
 - ``show()`` builds sliders/dropdowns, a "chapter's setting" reset button, the readout and a
-  ``plotly.graph_objects.FigureWidget`` (layout passed to the constructor so that front ends
-  that connect later, such as Voila, get it).
+  live figure (``companion.explorers.figure_widget.PlotlyFigure``: plotly.js redraws it with
+  ``Plotly.react``; the shown figure is always ``figure(view)``).
 
 ipywidgets and plotly are imported lazily, inside methods, so ``import companion.widgets``
 stays cheap until a panel is shown.
@@ -21,8 +21,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from companion import validate as v
 from companion.explorers.common import plotly_go
@@ -159,32 +157,12 @@ class Panel:
         return static_figure(self, control=control, steps=steps)
 
     def _apply(self, view: View) -> None:
-        """Refresh the shown figure: send plotly only the trace and layout properties that
-        changed since the last view (plotly validates everything it is sent, so resending
-        unchanged styles and arrays would dominate an update); replace all traces when their
-        number or types changed. A property the new view no longer sets is reset (None), and a
-        layout key it drops falls back to what ``_layout`` gives without it (base layout,
-        title), so the shown figure always equals ``figure(view)``."""
-        fig, last = self._fig, self._last_view
-        same_shape = (last is not None and len(fig.data) == len(view.traces) == len(last.traces)
-                      and all(t.type == d.get("type", "scatter")
-                              for t, d in zip(fig.data, view.traces)))
-        with fig.batch_update():
-            if same_shape:
-                for trace, old, new in zip(fig.data, last.traces, view.traces):
-                    changed = _changed(old, new)
-                    if changed:
-                        trace.update(changed, overwrite=True)
-            else:
-                fig.data = ()
-                fig.add_traces(list(view.traces))
-            layout = (self._layout(view) if last is None
-                      else _changed(self._layout(last), self._layout(view)))
-            if layout:
-                fig.update_layout(layout, overwrite=True)
+        """Refresh the shown figure and readout: the figure gets ``figure(view)``'s whole
+        plotly JSON in one message (a few KB; the page's ``Plotly.react`` redraws only what
+        differs), so it never depends on what was shown before."""
+        self._fig.update(view.traces, self._layout(view))
         if self._readout is not None:
             self._readout.value = view.text
-        self._last_view = view
 
     # --- UI -------------------------------------------------------------------------------
     def _widget_for(self, control: Control):
@@ -213,10 +191,10 @@ class Panel:
         """The explorer: controls, a reset button, the readout and a live figure."""
         import ipywidgets as w
 
-        go = plotly_go()
+        from companion.explorers.figure_widget import PlotlyFigure
+
         view = self.compute(**self.params)
-        self._fig = go.FigureWidget(data=view.traces, layout=self._layout(view))
-        self._last_view = view
+        self._fig = PlotlyFigure(view.traces, self._layout(view))
         # the readout may shrink and scroll; the controls keep their width so that every
         # slider's value stays visible next to a long readout
         self._readout = w.HTML(value=view.text, layout=w.Layout(flex="1 1 auto", min_width="0",
@@ -248,28 +226,3 @@ class Panel:
         return self.update(**defaults)
 
     _readout = None
-    _last_view = None
-
-
-def _changed(old: dict, new: dict) -> dict:
-    """The top-level properties of ``new`` that differ from ``old``; None for the ones it drops
-    (plotly then resets them)."""
-    changed = {k: val for k, val in new.items() if k not in old or not _same(old[k], val)}
-    changed.update({k: None for k in old.keys() - new.keys()})
-    return changed
-
-
-def _same(a, b) -> bool:
-    """Whether two trace/layout property values are equal (numpy arrays, nested dicts, lists)."""
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        a, b = np.asarray(a), np.asarray(b)
-        if a.shape != b.shape or a.dtype.kind != b.dtype.kind:
-            return False
-        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
-        return True  # NaN placeholders
-    return type(a) is type(b) and a == b

@@ -1,26 +1,123 @@
 """Figure helpers the explorer modules share: plotly imported on first use (with the rounding
 renderer of ``companion.display``), a titled figure in the companion's template, seconds to
 milliseconds for an axis, stacked subplots, and the Chapter 17 §6-§10 palettes. The panels'
-presets and controls are in ``companion.explorers.presets``."""
+presets and controls are in ``companion.explorers.presets``.
+
+The figures the companion builds are plotly ``Figure``s of a subclass that, in a Jupyter kernel
+where plotly would use its plain mimetype renderer, puts the rounding renderer's bundle
+(``display.figure_mimebundle``) into the notebook itself. plotly's renderer module imports
+nbformat only to check its version, and nbformat imports jsonschema, whose format checkers
+build an RFC 3987 grammar with Lark at import: seconds of CPU (30 s on a loaded 2-core
+machine) before a notebook's first figure appears. Anywhere else (a renderer chosen by the user
+or by ``PLOTLY_RENDERER``, VS Code, Colab, a terminal, ``make execute``'s PNG renderer, any
+``show(...)`` argument) plotly's own renderers show them, with the rounding one installed.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
+
 from companion import units
 
-__all__ = ["plotly_go", "titled_figure", "to_ms", "stacked_axes", "PHASE_COLORS",
+__all__ = ["plotly_go", "plain_mimetype_default", "titled_figure", "to_ms", "stacked_axes", "PHASE_COLORS",
            "SERVING_COLORS", "REQUEST_PALETTE", "discrete_colorscale"]
+
+
+# environments in which plotly picks a renderer other than its plain mimetype one
+# (plotly/io/_renderers.py, "Set default renderer")
+_OTHER_RENDERER_ENV = ("PLOTLY_RENDERER", "COLAB_NOTEBOOK_ID", "AZURE_NOTEBOOKS_HOST",
+                       "VSCODE_PID", "NTERACT_EXE", "COCALC_PROJECT_ID",
+                       "DATABRICKS_RUNTIME_VERSION")
+_RENDERERS_MODULE = "plotly.io._renderers"
+_graph_objects = None
 
 
 def plotly_go():
     """``plotly.graph_objects``, imported only when a figure is built (``import companion``
-    stays free of plotting libraries), with the companion's rounding renderer installed so
-    that the figure reaches a notebook with CPU-independent numbers (``companion.display``)."""
-    import plotly.graph_objects as go
+    stays free of plotting libraries), with ``Figure`` replaced by the companion's subclass
+    (every other name is plotly's own), whose figures reach a notebook with CPU-independent
+    numbers (``companion.display``). If plotly's renderer module is already loaded, the
+    rounding renderer is installed there too (cheap then)."""
+    global _graph_objects
+    if _graph_objects is None:
+        import plotly.graph_objects as go
 
+        _graph_objects = _GraphObjects(go, _figure_class(go))
+    if _RENDERERS_MODULE in sys.modules:
+        from companion import display
+
+        display.install()
+    return _graph_objects
+
+
+class _GraphObjects:
+    """plotly.graph_objects with the companion's ``Figure``; other names are looked up in
+    plotly (lazily, as plotly itself imports them)."""
+
+    def __init__(self, go, figure):
+        self._go, self.Figure = go, figure
+
+    def __getattr__(self, name):
+        return getattr(self._go, name)
+
+
+def plain_mimetype_default() -> bool:
+    """Whether plotly would show a figure here with its (rounding) plain mimetype renderer,
+    decided without importing plotly's renderer module: inside an ipykernel kernel, no
+    environment that plotly gives another renderer, no static outputs being written, and (if
+    the renderer module is loaded, because someone configured plotly) a default that is
+    exactly the rounding ``plotly_mimetype`` renderer."""
+    from companion import display
+    from companion.explorers.static_image import static_outputs_enabled
+
+    if static_outputs_enabled():
+        return False  # make execute adds a PNG renderer: plotly's machinery merges the bundle
+    if _RENDERERS_MODULE in sys.modules:
+        renderers = sys.modules[_RENDERERS_MODULE].renderers
+        display.install()
+        name = display.RENDERER_PREFIX + "plotly_mimetype"
+        return renderers.default == name and not renderers[name].config
+    if any(os.environ.get(name) for name in _OTHER_RENDERER_ENV) or os.path.exists(
+            "/kaggle/input"):
+        return False
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return (shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+            and type(shell).__module__.startswith("ipykernel."))
+
+
+def _figure_class(go):
     from companion import display
 
-    display.install()
-    return go
+    class Figure(go.Figure):
+        """plotly's Figure; in a Jupyter kernel it shows itself with the rounding renderer's
+        bundle without importing plotly's renderer module (see ``companion.explorers.common``);
+        elsewhere exactly as plotly does, with the rounding renderer installed."""
+
+        def _repr_mimebundle_(self, include=None, exclude=None, validate=True, **kwargs):
+            if kwargs or not plain_mimetype_default():
+                display.install()
+                return super()._repr_mimebundle_(include, exclude, validate, **kwargs)
+            return display.figure_mimebundle(self)
+
+        def _ipython_display_(self):
+            if not plain_mimetype_default():
+                display.install()
+                return super()._ipython_display_()
+            from IPython.display import display as ipython_display
+
+            ipython_display(display.figure_mimebundle(self), raw=True)
+
+        def show(self, *args, **kwargs):
+            if args or kwargs or not plain_mimetype_default():
+                display.install()
+                return super().show(*args, **kwargs)
+            return self._ipython_display_()
+
+    Figure.__module__ = __name__
+    Figure.__qualname__ = "Figure"
+    return Figure
 
 
 def titled_figure(traces, layout: dict, title: str):

@@ -1,4 +1,4 @@
-"""Shared machinery of the browser tests and of ``lab_timing.py``.
+"""Shared machinery of the browser tests and of ``benchmarks/browser_latency.py``.
 
 A real JupyterLab (or Voila) server on 127.0.0.1 with a random free port and a random token,
 every Jupyter/IPython/matplotlib/Chromium side file in a scratch folder, headless Chromium
@@ -531,9 +531,12 @@ def _same(a, b, rtol: float = 1e-9) -> bool:
 
 def expected_state(view) -> dict:
     """What the page must show for a ``View`` computed headless: readout text and trace data."""
+    from companion import display
+
     traces = []
     for t in view.traces:
-        t = t if isinstance(t, dict) else t.to_plotly_json()
+        # rounded as every figure the companion displays (the live figure widget's too)
+        t = display.round_floats(t if isinstance(t, dict) else t.to_plotly_json())
         traces.append({k: _decode(t[k]) for k in DATA_KEYS if k in t}
                       | {"type": t.get("type", "scatter")})
     return {"text": html_text(view.text), "data": traces}

@@ -1,0 +1,456 @@
+#!/usr/bin/env python
+"""How fast the explorers answer in a real browser, and how long a notebook takes to open.
+
+Real JupyterLab on 127.0.0.1 (the browser tests' harness: random port and token, settings in a
+temporary folder) and headless Chromium. Nothing is asserted; `make bench` prints the tables.
+
+latency  For every explorer of the 17 §2, 8.6 and 8.1 notebooks: Run All, then MOVES single
+         arrow-key steps of one slider (right and left in turn, each after the previous one has
+         settled). Timed inside the page (tests/browser/page_probe.js) from the slider's keydown
+         to the first animation frame that shows the new readout and figure; split into
+           slider -> message   keydown until the slider's comm message leaves the page
+           kernel compute      the panel's compute() in the kernel (tests/browser/kernel_probe.py)
+           kernel figure       the panel's _apply(): figure + readout refresh, serialisation
+           transport           the rest of the time until the figure's message is back
+           front end           that message's arrival until plotly.js is called
+           render              plotly.js call until the frame that shows the final state
+open     For each notebook: page open -> first stored figure drawn; Run All -> first live
+         explorer (its figure drawn by the kernel's widget), and Run All -> last cell done.
+
+Where the time went (profiles and this table, issue 16). With plotly's FigureWidget an
+update was several comm messages (restyle, relayout, and the page answering each with the
+figure's data and layout), plotly.py's validation of every change in the kernel, and a ~5 MB
+JavaScript module per widget: 64-82 ms median in the page. The explorers now draw through
+``companion.explorers.figure_widget.PlotlyFigure``: the kernel sends one figure message per
+move (plus the slider echo and the readout: "msgs" is 3), the page calls ``Plotly.react`` once
+per animation frame with the newest state ("plotly calls"), and the kernel's share (compute +
+apply, rounding included) is a few ms of CPU. What is left is plotly.js drawing in the page
+("render"), which on a shared 2-core machine grows with the load average: compare "page CPU"
+(main-thread CPU per move, settling and the probe's own per-frame signatures included) with
+the wall-clock columns before reading the medians as the page's own cost.
+
+usage: python benchmarks/browser_latency.py [latency] [open] [--moves N] [--profile]
+                                            [--notebooks a.ipynb,b.ipynb]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BROWSER = ROOT / "tests" / "browser"
+sys.path.insert(0, str(BROWSER))
+import lab_harness as H  # noqa: E402
+from kernel_probe import KernelProbe, kernel_id_for  # noqa: E402
+
+PROBE_JS = (BROWSER / "page_probe.js").read_text()
+CH08 = "notebooks/ch08_inference_optimization"
+CH17 = "notebooks/ch17_performance"
+LATENCY_NOTEBOOKS = [f"{CH17}/17_02_roofline.ipynb", f"{CH08}/08_6_load_and_configuration.ipynb",
+                     f"{CH08}/08_1_request_lifecycle.ipynb"]
+# the slider each explorer's benchmark moves: one whose step changes readout and figure
+MOVED = {"RooflinePanel": "batch", "AdmissionPanel": "output_tokens",
+         "SchemePanel": "output_tokens", "AmdahlPanel": "decode_fraction",
+         "MemoryBudgetPanel": "prompt_tokens", "RequestTimelinePanel": "output_tokens",
+         "KVCapacityPanel": "prompt_tokens"}
+OPEN_NOTEBOOKS = (["notebooks/START_HERE.ipynb"]
+                  + sorted(str(p.relative_to(ROOT)) for d in (CH08, CH17)
+                           for p in (ROOT / d).glob("*.ipynb")))
+# a stored figure is on screen: drawn by plotly.js, or (outputs written by `make execute` carry
+# a PNG) the PNG that plotly's JupyterLab renderer shows until the pointer enters the figure
+STORED_FIGURE = (".jp-RenderedPlotly .main-svg", ".jp-RenderedPlotly img.plot-img[src]")
+SHOWS = re.compile(r"^(\w+)\.show\(\)\s*$", re.M)
+SETTLED_JS = """ms => { const f = window.__probe.frames();
+    return f.length > 0 && performance.now() - f[f.length - 1].t > ms; }"""
+
+
+def percentile(values, q):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def explorer_cells(lab, notebook: str) -> list[tuple[int, str]]:
+    """(code cell index, variable) of every cell that ends with ``<variable>.show()``."""
+    nb = lab.api("GET", f"/api/contents/{notebook}?content=1")["content"]
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    out = []
+    for i, cell in enumerate(code):
+        m = SHOWS.search("".join(cell["source"]))
+        if m:
+            out.append((i, m.group(1)))
+    return out
+
+
+def new_page(browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.add_init_script(PROBE_JS)
+    page.set_default_timeout(180_000)
+    return page
+
+
+# --- one move ----------------------------------------------------------------------------------
+
+def thread_time(cdp) -> float:
+    """CPU seconds the page's main thread has used (Chromium's ThreadTime metric)."""
+    metrics = cdp.send("Performance.getMetrics")["metrics"]
+    return next(m["value"] for m in metrics if m["name"] == "ThreadTime")
+
+
+def one_move(page, cdp, root, key: str, timeout_s: float = 30) -> dict:
+    """Press ``key`` on the focused slider handle; return the page-side times of the move and
+    the page's main-thread CPU time over it (settling included, so a slight overestimate).
+    (The keyboard goes to the focused element: no actionability checks run in the page.)"""
+    start = page.evaluate("() => performance.now()")
+    before = root.evaluate("r => window.__probe.watch(r)")
+    cpu = thread_time(cdp)
+    page.keyboard.press(key)
+    page.wait_for_function(SETTLED_JS, arg=400, timeout=timeout_s * 1000, polling=100)
+    cpu = thread_time(cdp) - cpu
+    rec = page.evaluate("""start => { const P = window.__probe; P.unwatch();
+        const after = x => x.t >= start;
+        return {frames: P.frames(), ws: P.ws.filter(after), plotly: P.plotly.filter(after),
+                inputs: P.inputs.filter(after)}; }""", start)
+    rec["before"], rec["page_cpu_ms"] = before, 1e3 * cpu
+    return rec
+
+
+def analyse(rec: dict) -> dict | None:
+    """Page-side segments of one move (ms), or None when the move showed nothing new."""
+    frames = [f for f in rec["frames"] if f["sig"] != rec["before"]]
+    keydowns = [i["t"] for i in rec["inputs"] if i["type"] == "keydown"]
+    if not frames or not keydowns:
+        return None
+    t_in = keydowns[0]
+    final = frames[-1]["sig"]
+    t_end = next(f["t"] for f in frames if f["sig"] == final)
+    sent = [m for m in rec["ws"] if m["dir"] == "out" and m.get("type") == "comm_msg"
+            and m["t"] >= t_in]
+    if not sent:
+        return None
+    msg = sent[0]
+    replies = [m for m in rec["ws"] if m["dir"] == "in" and m.get("parent") == msg["id"]]
+    figure = [m for m in replies if m.get("type") == "comm_msg" and m.get("method") == "update"
+              and m.get("keys") and set(m["keys"]) - {"value"}]
+    t_figure = figure[0]["t"] if figure else None
+    calls = [c["t"] for c in rec["plotly"] if t_figure is not None and c["t"] >= t_figure]
+    t_plotly = calls[0] if calls else None
+    return {"total": t_end - t_in, "page_cpu": rec["page_cpu_ms"], "t_in": t_in, "t_send": msg["t"], "t_figure": t_figure,
+            "t_plotly": t_plotly, "t_end": t_end,
+            "messages_in": len([m for m in replies if m.get("type") == "comm_msg"]),
+            "messages_out": len(sent),
+            "plotly_calls": Counter(c["name"] for c in rec["plotly"]
+                                    if c["t"] >= t_in and c["t"] <= t_end)}
+
+
+def breakdown(move: dict, kernel: dict | None) -> dict:
+    """Segments (ms) that add up to the total."""
+    compute = 1e3 * kernel.get("compute_s", 0.0) if kernel else float("nan")
+    apply = 1e3 * kernel.get("apply_s", 0.0) if kernel else float("nan")
+    seg = {"slider": move["t_send"] - move["t_in"], "compute": compute, "apply": apply}
+    if move["t_figure"] is not None:
+        seg["transport"] = move["t_figure"] - move["t_send"] - compute - apply
+        if move["t_plotly"] is not None:
+            seg["front end"] = move["t_plotly"] - move["t_figure"]
+            seg["render"] = move["t_end"] - move["t_plotly"]
+    return seg
+
+
+# --- latency -----------------------------------------------------------------------------------
+
+def run_notebook(page, lab, notebook: str) -> int:
+    n_code = H.open_notebook(page, lab, notebook)
+    H.run_all_cells(page, n_code)
+    problems = H.page_problems(page, H.ACTIVE)
+    if problems:
+        raise RuntimeError(f"{notebook}: " + "; ".join(problems))
+    return n_code
+
+
+def bench_explorer(page, cdp, lab, probe, cell_index: int, variable: str, panel: str,
+                   moves: int) -> dict:
+    from companion import widgets
+
+    cls = getattr(widgets, panel)
+    control = next(c for c in cls.controls if c.name == MOVED[panel])
+    cells = page.locator(f"{H.ACTIVE} .jp-CodeCell")
+    root = cells.nth(cell_index).locator(".jp-OutputArea")
+    root.scroll_into_view_if_needed()
+    H.wait_figures_rendered(page, root, 1)
+    slider = H.slider(root, control.label)
+    handle = slider.locator(".noUi-handle")
+    handle.scroll_into_view_if_needed()
+    handle.focus()
+    value = H.slider_value(control, slider)
+    # move away from the end of the range the default sits at, then back, in turn
+    keys = (["ArrowLeft", "ArrowRight"] if value + control.step > control.max
+            else ["ArrowRight", "ArrowLeft"])
+    probe.take_log(variable)
+    results = []
+    for i in range(moves + 1):  # the first move warms up (first react, caches) and is dropped
+        rec = analyse(one_move(page, cdp, root, keys[i % 2]))
+        results.append(rec)
+    kernel = probe.take_log(variable)
+    results, kernel = results[1:], kernel[1:]
+    good = [r for r in results if r is not None]
+    rows = []
+    for j, move in enumerate(results):
+        if move is None:
+            continue
+        rows.append((move, kernel[j] if j < len(kernel) else None))
+    totals = [m["total"] for m, _ in rows]
+    segments = defaultdict(list)
+    for move, k in rows:
+        for name, ms in breakdown(move, k).items():
+            segments[name].append(ms)
+        segments["page CPU"].append(move["page_cpu"])
+        if k:
+            segments["kernel CPU"].append(1e3 * (k.get("compute_cpu_s", 0)
+                                                 + k.get("apply_cpu_s", 0)))
+    calls = Counter()
+    for m in good:
+        calls.update(m["plotly_calls"])
+    return {"variable": variable, "panel": panel, "control": control.name,
+            "moves": len(results), "measured": len(totals), "updates": len(kernel),
+            "median": statistics.median(totals) if totals else float("nan"),
+            "p95": percentile(totals, 0.95) if totals else float("nan"),
+            "segments": {k: statistics.median(v) for k, v in segments.items()},
+            "messages_in": statistics.median(m["messages_in"] for m in good) if good else 0,
+            "windows": [(m["t_in"], m["t_end"]) for m in good],
+            "plotly_calls": {k: v / max(1, len(good)) for k, v in calls.items()}}
+
+
+def bench_latency(browser, lab, notebooks, moves: int, profile: bool) -> list[dict]:
+    results = []
+    for notebook in notebooks:
+        page = new_page(browser)
+        try:
+            run_notebook(page, lab, notebook)
+            probe = KernelProbe(lab.env["JUPYTER_RUNTIME_DIR"], kernel_id_for(lab, notebook))
+            try:
+                shown = probe.instrument()
+                cdp = page.context.new_cdp_session(page)
+                cdp.send("Performance.enable")
+                for index, variable in explorer_cells(lab, notebook):
+                    if variable not in shown:
+                        continue
+                    if profile:
+                        cdp.send("Profiler.enable")
+                        cdp.send("Profiler.setSamplingInterval", {"interval": 200})
+                        cdp.send("Profiler.start")
+                        page_t0 = page.evaluate(CLOCK_MARK_JS)
+                    try:
+                        r = bench_explorer(page, cdp, lab, probe, index, variable,
+                                           shown[variable], moves)
+                    except Exception as exc:  # e.g. a figure that never rendered: say so
+                        r = {"variable": variable, "panel": shown[variable],
+                             "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
+                    r["notebook"] = Path(notebook).stem
+                    if profile:
+                        r["profile"] = summarise_profile(cdp.send("Profiler.stop")["profile"],
+                                                         r.get("windows", []), page_t0)
+                        cdp.send("Profiler.disable")
+                    results.append(r)
+                    print_row(r)
+            finally:
+                probe.close()
+        finally:
+            shutdown(lab, notebook)
+            page.close()
+    return results
+
+
+# a named busy loop: its first sample in the profile ties the profile's clock to the page's
+CLOCK_MARK_JS = """() => { const mark = function __probeClockMark() {
+    const t = performance.now(); while (performance.now() - t < 20) {} return t; };
+    return mark(); }"""
+
+
+def summarise_profile(profile: dict, windows, page_t_mark: float, top: int = 14):
+    """Self time per move (ms) by script and by function, largest first, from a CDP CPU
+    profile, counting only samples inside the moves' [keydown, repaint] windows."""
+    nodes = {n["id"]: n for n in profile["nodes"]}
+    times, t = [], profile["startTime"]
+    for dt in profile["timeDeltas"]:
+        t += dt
+        times.append(t)
+    mark = next((ts for node_id, ts in zip(profile["samples"], times)
+                 if nodes[node_id]["callFrame"].get("functionName") == "__probeClockMark"),
+                None)
+    offset_us = (mark if mark is not None else profile["startTime"]) - page_t_mark * 1e3
+    spans = [((a * 1e3) + offset_us, (b * 1e3) + offset_us) for a, b in windows]
+    by_function: Counter = Counter()
+    by_script: Counter = Counter()
+    for node_id, t, dt in zip(profile["samples"], times, profile["timeDeltas"]):
+        if not any(a <= t <= b for a, b in spans):
+            continue
+        frame = nodes[node_id]["callFrame"]
+        url = frame.get("url", "")
+        script = url.rsplit("/", 1)[-1].split("?")[0][:36] or frame.get("functionName")
+        name = frame.get("functionName") or "(anonymous)"
+        by_function[f"{name} [{script}:{frame.get('lineNumber', 0) + 1}]"] += dt
+        by_script[script] += dt
+    n = max(1, len(windows))
+    return {"by_script": [(k, v / 1e3 / n) for k, v in by_script.most_common(top)],
+            "by_function": [(k, v / 1e3 / n) for k, v in by_function.most_common(top)]}
+
+
+SEGMENTS = ("slider", "compute", "apply", "transport", "front end", "render")
+CPU = ("kernel CPU", "page CPU")
+
+
+def print_header() -> None:
+    print(f"  {'explorer':44s} {'moves':>5s} {'median':>7s} {'p95':>7s}   "
+          + " ".join(f"{s:>9s}" for s in SEGMENTS) + " |" + " ".join(f"{s:>10s}" for s in CPU)
+          + "   msgs  plotly calls / move", flush=True)
+
+
+def print_row(r: dict) -> None:
+    if "error" in r:
+        print(f"  {r['notebook']}:{r['variable']:30s} FAILED: {r['error'][:150]}", flush=True)
+        return
+    name = f"{r['notebook']}:{r['variable']} ({r['control']})"
+    flag = "" if r["median"] < 50 and r["p95"] < 80 else "  <-- over 50/80 ms"
+    segs = (" ".join(f"{r['segments'].get(s, float('nan')):9.1f}" for s in SEGMENTS) + " |"
+            + " ".join(f"{r['segments'].get(s, float('nan')):10.1f}" for s in CPU))
+    calls = ", ".join(f"{k} {v:.1f}" for k, v in sorted(r["plotly_calls"].items()))
+    print(f"  {name[:44]:44s} {r['measured']:5d} {r['median']:7.1f} {r['p95']:7.1f}   {segs}"
+          f"   {r['messages_in']:4.0f}  {calls}{flag}", flush=True)
+    for kind, rows in r.get("profile", {}).items():
+        print(f"      page CPU per move {kind.replace('_', ' ')}:")
+        for what, ms in rows:
+            print(f"      {ms:8.2f} ms  {what}")
+
+
+# --- opening a notebook ------------------------------------------------------------------------
+
+def bench_open(browser, lab, notebooks) -> list[dict]:
+    rows = []
+    for notebook in notebooks:
+        page = new_page(browser)
+        row = {"notebook": notebook}
+        try:
+            t0 = time.perf_counter()
+            page.goto(lab.notebook_url(notebook))
+            page.wait_for_selector(f"{H.ACTIVE} .jp-Cell", state="attached")
+            first = page.locator(", ".join(f"{H.ACTIVE} {s}" for s in STORED_FIGURE)).first
+            try:
+                first.wait_for(state="attached", timeout=60_000)
+                row["open_to_first_figure"] = time.perf_counter() - t0
+            except Exception:
+                row["open_to_first_figure"] = None  # the notebook stores no figure
+            page.wait_for_selector(f'{H.ACTIVE} .jp-Notebook-ExecutionIndicator'
+                                   '[data-status="idle"]')
+            n_code = lab.code_cell_count(notebook)
+            page.wait_for_function("([sel, n]) => document.querySelectorAll(sel).length === n",
+                                   arg=[f"{H.ACTIVE} .jp-CodeCell", n_code])
+            explorers = explorer_cells(lab, notebook)
+            H._menu(page, "Edit", "Clear Outputs of All Cells")
+            page.wait_for_function(H.NO_PROMPT_NUMBERED, arg=H.PROMPTS, timeout=30_000)
+            t1 = time.perf_counter()
+            H._menu(page, "Run", "Run All Cells")
+            if explorers:
+                index = explorers[0][0]
+                cell = page.locator(f"{H.ACTIVE} .jp-CodeCell").nth(index)
+                prompt = cell.locator(".jp-InputArea-prompt")
+                # follow the run like a reader: show the explorer's cell once it has run
+                page.wait_for_function("el => /\\[\\d+\\]/.test(el.textContent)",
+                                       arg=prompt.element_handle(), polling=50)
+                cell.scroll_into_view_if_needed()
+                cell.locator(".js-plotly-plot:not(.jp-RenderedPlotly) .main-svg").first.wait_for(
+                    state="attached")
+                row["run_all_to_first_explorer"] = time.perf_counter() - t1
+            page.wait_for_function(H.ALL_DONE_OR_ERROR,
+                                   arg=[H.PROMPTS, f"{H.ACTIVE} {H.ERROR_OUTPUT}", n_code],
+                                   timeout=240_000, polling=100)
+            row["run_all_done"] = time.perf_counter() - t1
+            row["cells"] = n_code
+        except Exception as exc:  # report and go on with the next notebook
+            row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
+        finally:
+            shutdown(lab, notebook)
+            page.close()
+        print_open_row(row)
+        rows.append(row)
+    return rows
+
+
+def print_open_row(row: dict) -> None:
+    def s(key):
+        v = row.get(key)
+        return f"{v:8.2f}" if isinstance(v, float) else f"{'-':>8s}"
+
+    note = f"  {row['error']}" if "error" in row else ""
+    flag = ("  <-- over 5 s" if isinstance(row.get("run_all_to_first_explorer"), float)
+            and row["run_all_to_first_explorer"] > 5 else "")
+    print(f"  {row['notebook'].replace('notebooks/', ''):58s} {s('open_to_first_figure')} "
+          f"{s('run_all_to_first_explorer')} {s('run_all_done')}{flag}{note}", flush=True)
+
+
+def shutdown(lab, notebook: str) -> None:
+    for s in lab.api("GET", "/api/sessions"):
+        if s["path"] == notebook:
+            lab.api("DELETE", f"/api/sessions/{s['id']}", timeout_s=30)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sections", nargs="*", default=["latency", "open"],
+                        choices=["latency", "open"])
+    parser.add_argument("--moves", type=int, default=24)
+    parser.add_argument("--profile", action="store_true",
+                        help="sample the page's JavaScript while moving and print the top")
+    parser.add_argument("--notebooks", help="comma-separated notebooks (default: per section)")
+    parser.add_argument("--json", help="write the results to this file")
+    args = parser.parse_args(argv)
+    missing = H.playwright_missing() or (None if H.find_chromium() else "no Chromium found")
+    if missing:
+        print(f"  (skipped: {missing})")
+        return 0
+    from playwright.sync_api import sync_playwright
+
+    chosen = args.notebooks.split(",") if args.notebooks else None
+    out = {"load_average_before": os.getloadavg()}
+    t_start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench-browser-") as state:
+        lab = H.LabServer(Path(state))
+        lab.start()
+        try:
+            with sync_playwright() as p:
+                browser = H.launch_browser(p, H.find_chromium())
+                try:
+                    if "latency" in args.sections:
+                        print(f"  slider step -> repainted explorer, ms (median of {args.moves} "
+                              "moves; segments are medians)", flush=True)
+                        print_header()
+                        out["latency"] = bench_latency(browser, lab, chosen or LATENCY_NOTEBOOKS,
+                                                       args.moves, args.profile)
+                    if "open" in args.sections:
+                        print(f"\n  {'opening a notebook, s':58s} {'1st fig':>8s} "
+                              f"{'explorer':>8s} {'all done':>8s}", flush=True)
+                        print("  (open -> first stored figure; Run All -> first live "
+                              "explorer; Run All -> done)")
+                        out["open"] = bench_open(browser, lab, chosen or OPEN_NOTEBOOKS)
+                finally:
+                    browser.close()
+        finally:
+            lab.stop()
+    out["load_average_after"] = os.getloadavg()
+    out["seconds"] = time.perf_counter() - t_start
+    print(f"\n  load average before {out['load_average_before'][0]:.2f}, after "
+          f"{out['load_average_after'][0]:.2f} (1 min); took {out['seconds']:.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

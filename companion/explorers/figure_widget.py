@@ -1,0 +1,156 @@
+"""A light plotly figure widget for the explorers: one message per update, one ``Plotly.react``.
+
+plotly's ``FigureWidget`` validates every change in Python, sends several comm messages per
+update (restyle, relayout, their resets), makes the front end answer each with the figure's
+full data and layout (``_js2py_traceDeltas``, ``_js2py_layoutDelta``) and ships its ~5 MB
+JavaScript module, plotly.js included, with every widget. Under load, anywidget's 2 s
+model-initialisation timeout then leaves it blank or deaf to its sliders.
+``PlotlyFigure`` keeps the same picture with far less:
+
+- The figure lives in a plain ipywidgets model (``_FigureState``, no JavaScript of its own):
+  its plotly JSON as UTF-8 bytes (one binary buffer, no second JSON escaping), and the
+  template apart, since it rarely changes. An update is one ``update`` message carrying the
+  new JSON; nothing comes back.
+- The view is an anywidget with a small ES module (``figure_widget.js``, a few KB): it finds
+  the state model through anywidget's ``host.getModel`` and calls ``Plotly.react`` once per
+  animation frame with the newest state, so figures that arrive faster than the page draws
+  are dropped, not queued. Nothing it needs goes through the anywidget model after its
+  creation, so that model's initialisation timeout cannot leave the figure deaf.
+- plotly.js comes from the installed plotly package, offline: a page that already has the
+  same plotly.js version (JupyterLab's plotly renderer publishes ``window.Plotly``) uses it;
+  otherwise the page loads the copy that ``_PlotlyLibrary``, one model per kernel, carries
+  (``plotly.offline.get_plotlyjs()``), once per page whatever the number of figures.
+
+What the front end receives is exactly ``figure(view)``'s plotly JSON with every float
+rounded as ``companion.display`` rounds every figure (``to_plotly_json()`` gives it back,
+decoded), because the panels' trace and layout dicts are already in plotly's canonical form;
+``tests/test_panels.py`` checks that for every panel at every corner, so a panel that leans on
+plotly.py's validation (magic underscores, shorthand titles) fails there.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import anywidget
+import ipywidgets
+import numpy as np
+import traitlets
+
+from companion import display
+
+__all__ = ["PlotlyFigure", "figure_json"]
+
+_ESM = Path(__file__).with_name("figure_widget.js")
+
+
+class _FigureState(ipywidgets.Widget):
+    """The shown figure: plotly JSON (UTF-8) of data + layout, and of the layout's template.
+    A core ipywidgets model, so its updates reach the page whatever anywidget's runtime does."""
+
+    figure = traitlets.Bytes(b'{"data": [], "layout": {}}').tag(sync=True)
+    template = traitlets.Bytes(b"null").tag(sync=True)
+
+
+class _PlotlyLibrary(ipywidgets.Widget):
+    """plotly.js of the installed plotly package, sent to the page once per kernel."""
+
+    version = traitlets.Unicode().tag(sync=True)
+    source = traitlets.Bytes().tag(sync=True)
+
+
+_library: _PlotlyLibrary | None = None
+
+
+def _plotly_library() -> _PlotlyLibrary:
+    global _library
+    if _library is None or _library.comm is None:  # first use, or closed (Widget.close_all)
+        from plotly.offline import get_plotlyjs, get_plotlyjs_version
+
+        _library = _PlotlyLibrary(version=get_plotlyjs_version(),
+                                  source=get_plotlyjs().encode("utf-8"))
+    return _library
+
+
+class PlotlyFigure(anywidget.AnyWidget):
+    """A plotly figure drawn by plotly.js in the page and redrawn with ``Plotly.react``.
+
+    ``PlotlyFigure(data, layout)`` shows the traces (plotly trace dicts) and layout;
+    ``update(data, layout)`` replaces both in one message; ``to_plotly_json()`` is the figure
+    as the page receives it (template included)."""
+
+    _esm = _ESM
+    state = anywidget.WidgetTrait().tag(sync=True)
+    library = anywidget.WidgetTrait().tag(sync=True)
+
+    def __init__(self, data=(), layout=None, **kwargs):
+        state = _FigureState()
+        state.figure, state.template = _encode_figure(list(data), dict(layout or {}))
+        super().__init__(state=state, library=_plotly_library(), **kwargs)
+
+    def update(self, data, layout) -> None:
+        figure, template = _encode_figure(list(data), dict(layout))
+        with self.state.hold_sync():  # one message, whatever changed
+            self.state.template = template
+            self.state.figure = figure
+
+    def to_plotly_json(self) -> dict:
+        figure = json.loads(self.state.figure)
+        template = json.loads(self.state.template)
+        if template is not None:
+            figure["layout"]["template"] = template
+        return figure
+
+    def close(self) -> None:
+        self.state.close()
+        super().close()
+
+
+def figure_json(data, layout) -> dict:
+    """The plotly JSON that ``PlotlyFigure(data, layout)`` sends (template expanded, floats
+    rounded to ``display.SIGNIFICANT_DIGITS``)."""
+    figure, template = _encode_figure(list(data), dict(layout))
+    out = json.loads(figure)
+    if json.loads(template) is not None:
+        out["layout"]["template"] = json.loads(template)
+    return out
+
+
+def _encode_figure(data: list, layout: dict) -> tuple[bytes, bytes]:
+    # the same rounding as every figure the companion displays: what the page draws does not
+    # depend on the CPU's SIMD path either (round_floats also turns numpy arrays into lists)
+    template = layout.pop("template", None)
+    figure = _dumps(display.round_floats({"data": data, "layout": layout}))
+    return figure, (_template_json(template) if isinstance(template, str)
+                    else _dumps(display.round_floats(template)))
+
+
+@lru_cache(maxsize=8)
+def _template_json(name: str) -> bytes:
+    """A named template ("plotly_white") as plotly.js needs it: the full template object,
+    which is what plotly.py puts in a figure's JSON."""
+    import plotly.io as pio
+
+    return _dumps(display.round_floats(pio.templates[name].to_plotly_json()))
+
+
+# plotly's JSON encoder writes NaN and infinities as null (JSON has no NaN); so do we
+_NON_FINITE = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)')
+
+
+def _dumps(obj) -> bytes:
+    text = json.dumps(obj, default=_default, separators=(",", ":"), ensure_ascii=False)
+    if "NaN" in text or "Infinity" in text:
+        text = _NON_FINITE.sub(lambda m: "null" if m.group(1) else m.group(0), text)
+    return text.encode("utf-8")
+
+
+def _default(value):
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"figure data: {type(value).__name__} is not JSON serialisable")

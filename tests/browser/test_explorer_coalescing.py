@@ -1,0 +1,103 @@
+"""While a slider is dragged, the explorer follows the hand: intermediate values are dropped,
+never queued, and the last value always wins.
+
+In JupyterLab, on the roofline explorer of tests/browser/many_explorers.py: a burst of
+ArrowRight presses on the focused handle, then a mouse drag across the track. The page counts
+the values the slider passed through (page_probe.js is not needed: a MutationObserver on the
+slider's readout), the kernel counts the updates it computed (tests/browser/kernel_probe.py).
+After each burst the explorer must show exactly what ``companion`` computes for the slider's
+final value, and it must have computed fewer updates than the slider took values.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import lab_harness as H
+import many_explorers as M
+from kernel_probe import KernelProbe, kernel_id_for
+
+pytestmark = pytest.mark.browser
+
+COUNT_VALUES_JS = """el => {
+    const seen = [el.textContent];
+    const obs = new MutationObserver(() => {
+        if (el.textContent !== seen[seen.length - 1]) seen.push(el.textContent); });
+    obs.observe(el, {subtree: true, childList: true, characterData: true});
+    window.__sliderValues = seen; window.__sliderObserver = obs; }"""
+TAKE_VALUES_JS = "() => { window.__sliderObserver.disconnect(); return window.__sliderValues; }"
+
+
+@pytest.fixture(scope="module")
+def notebook():
+    return M.write_notebook(M.EXPLORERS[:1])
+
+
+def test_a_burst_of_moves_ends_on_the_last_value(lab, browsing, notebook):
+    page = browsing.page
+    spec = M.EXPLORERS[0]
+    control = next(c for c in spec.cls.controls if c.name == spec.key)
+    try:
+        n_code = H.open_notebook(page, lab, notebook)
+        H.run_all_cells(page, n_code)
+        root = M.explorer_roots(page, H.ACTIVE).first
+        root.scroll_into_view_if_needed()
+        params = spec.make().params
+        H.wait_for_state(page, root, H.expected_for(spec.cls, params, spec.make))
+        probe = KernelProbe(lab.env["JUPYTER_RUNTIME_DIR"], kernel_id_for(lab, notebook))
+        try:
+            assert probe.instrument() == {spec.variable: spec.panel}
+            slider = H.slider(root, control.label)
+            readout = slider.locator(".widget-readout")
+
+            def burst(move) -> tuple[int, int]:
+                probe.take_log(spec.variable)
+                readout.evaluate(COUNT_VALUES_JS)
+                move()
+                final = H.slider_value(control, slider)
+                H.wait_for_state(page, root, H.expected_for(spec.cls, dict(params, **{
+                    spec.key: final}), spec.make), what=f"after the burst, {spec.key}={final}")
+                page.wait_for_timeout(500)  # nothing more may arrive after the last value
+                H.wait_for_state(page, root, H.expected_for(spec.cls, dict(params, **{
+                    spec.key: final}), spec.make), timeout_s=1, what="still the last value")
+                values = len(page.evaluate(TAKE_VALUES_JS)) - 1
+                computed = len(probe.take_log(spec.variable))
+                params[spec.key] = final
+                print(f"{spec.key}: {values} slider values, {computed} updates computed")
+                return values, computed
+
+            def keys():
+                handle = slider.locator(".noUi-handle")
+                handle.focus()
+                for _ in range(30):
+                    page.keyboard.press("ArrowRight")
+
+            values, computed = burst(keys)
+            assert values == 30, f"the slider took {values} values for 30 key presses"
+            assert 1 <= computed < values, (computed, values)
+
+            values, computed = burst(lambda: _fast_drag(page, slider, 0.9))
+            assert values >= 10, f"the drag passed through only {values} values"
+            assert 1 <= computed < values, (computed, values)
+        finally:
+            probe.close()
+        assert not H.page_problems(page, H.ACTIVE)
+        browsing.assert_offline()
+    finally:
+        for s in lab.api("GET", "/api/sessions"):
+            if s["path"] == notebook:
+                lab.api("DELETE", f"/api/sessions/{s['id']}", timeout_s=30)
+
+
+def _fast_drag(page, slider, fraction: float, steps: int = 60) -> None:
+    """Drag the handle to ``fraction`` of the track in ``steps`` mouse moves, as fast as the
+    browser takes them."""
+    slider.scroll_into_view_if_needed()
+    page.wait_for_timeout(150)
+    track = slider.locator(".noUi-target").bounding_box()
+    handle = slider.locator(".noUi-handle").bounding_box()
+    y = handle["y"] + handle["height"] / 2
+    page.mouse.move(handle["x"] + handle["width"] / 2, y)
+    page.mouse.down()
+    page.mouse.move(track["x"] + fraction * track["width"], y, steps=steps)
+    page.mouse.up()
