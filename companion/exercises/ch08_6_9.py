@@ -195,7 +195,7 @@ def _mistakes_8_7(g: dict) -> dict:
         dist = calc.speculative_output_distribution(a, m)
         per_round_mean = sum(p * t / k for k, p in enumerate(dist, start=1))
         hints[f"a-m{m}"] = [
-            (n - 1, "a round always yields the target's own token: E[N] starts at 1"),
+            (n - 1, "a round always yields the target's own token: E[X] starts at 1"),
             (calc.speculative_expected_tokens(a, m - 1),
              "sum the survival products up to a^m, one term per draft position"),
             (m + 1, "that is the most a round can yield; weight each count by its probability"),
@@ -206,7 +206,7 @@ def _mistakes_8_7(g: dict) -> dict:
             (per_round_mean / units.ms,
              "divide the round time by the expected output: averaging per-round latencies "
              "weighs a one-token round like a long one"),
-            (t / m / units.ms, "divide by the tokens a round outputs, E[N], not the draft "
+            (t / m / units.ms, "divide by the tokens a round outputs, E[X], not the draft "
                                "length"),
         ]
     n5 = calc.speculative_expected_tokens(a, 5)

@@ -206,7 +206,7 @@ def speculative_traces(distribution, simulated, curves, selected) -> tuple[list,
     ]
     for i, (alpha, (ks, es)) in enumerate(sorted(curves.items())):
         traces.append({"type": "scatter", "mode": "lines", "x": list(ks), "y": list(es),
-                       "name": f"E[N], alpha = {alpha:g}", "xaxis": "x2", "yaxis": "y2",
+                       "name": f"E[X], alpha = {alpha:g}", "xaxis": "x2", "yaxis": "y2",
                        "line": {"color": REQUEST_PALETTE[i % len(REQUEST_PALETTE)]}})
     traces.append({"type": "scatter", "mode": "markers", "x": [selected[0]], "y": [selected[1]],
                    "name": "this setting", "xaxis": "x2", "yaxis": "y2",

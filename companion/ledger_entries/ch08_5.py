@@ -13,7 +13,7 @@ S1, S2, S3, S4 = "8.5.1", "8.5.2", "8.5.3", "8.5.4"
 
 
 def _toy_expected_tokens(draft_probs) -> float:
-    """E[N] of the two-symbol toy: acceptance from p and q, four draft tokens (8.5.1-8.5.2)."""
+    """E[X] of the two-symbol toy: acceptance from p and q, four draft tokens (8.5.1-8.5.2)."""
     a = calc.speculative_acceptance_rate(SP.TOY_TARGET_PROBS, draft_probs)
     return calc.speculative_expected_tokens(a, SP.TOY_DRAFT_LEN)
 
@@ -33,7 +33,7 @@ def entries() -> list[Entry]:
     add(entry("8.5.1/fig8-29-outputs", S1,
               "Figure 8-29: 4 drafts, third diverges -> outputs kept", "3", "tokens", outputs))
 
-    # --- 8.5.2: averaging, E[N], verification cost ----------------------------------------
+    # --- 8.5.2: averaging, E[X], verification cost ----------------------------------------
     times, toks = SP.MEAN_ROUND_EXAMPLE_S, SP.MEAN_ROUND_EXAMPLE_TOKENS
     add(entry("8.5.2/mean-example-total-ms", S2, "two 1.5 ms rounds: total time", "3", "ms",
               sum(times) / ms))
@@ -48,12 +48,12 @@ def entries() -> list[Entry]:
 
     en_a = _toy_expected_tokens(SP.TOY_DRAFT_ALWAYS_A)
     en_b = _toy_expected_tokens(SP.TOY_DRAFT_ALWAYS_B)
-    add(entry("8.5.2/EN-AAAA", S2, "E[N] = 1 + a + ... + a^4, draft AAAA (a = 1/4)", "1.33",
+    add(entry("8.5.2/EN-AAAA", S2, "E[X] = 1 + a + ... + a^4, draft AAAA (a = 1/4)", "1.33",
               "tokens", en_a,
               note="a = sum_x min(p(x), q(x)) = 1/4 for p = (1/4, 3/4), q = always A; "
-                   "E[N] = 1.3320."))
-    add(entry("8.5.2/EN-BBBB", S2, "E[N], draft BBBB (a = 3/4)", "3.05", "tokens", en_b,
-              note="a = 3/4 for a draft that always proposes B; E[N] = 3.0508."))
+                   "E[X] = 1.3320."))
+    add(entry("8.5.2/EN-BBBB", S2, "E[X], draft BBBB (a = 3/4)", "3.05", "tokens", en_b,
+              note="a = 3/4 for a draft that always proposes B; E[X] = 3.0508."))
 
     positions = calc.verification_outcome(SP.TOY_DRAFT_LEN, SP.TOY_DRAFT_LEN)[0]
     add(entry("8.5.2/verify-positions", S2, "positions verified for a 4-token draft", "5",
@@ -90,7 +90,7 @@ def entries() -> list[Entry]:
               lat_b / ms))
     add(entry("8.5.2/crossover-AAAA-ms", S2, "largest draft query cost that still pays, AAAA",
               "8.7", "ms", calc.draft_cost_crossover(verify_s, en_a) / ms,
-              note="E[N] x 26.26 - 26.26 = 0.332 x 26.26 = 8.72 ms (Figure 8-32)."))
+              note="E[X] x 26.26 - 26.26 = 0.332 x 26.26 = 8.72 ms (Figure 8-32)."))
     add(entry("8.5.2/crossover-BBBB-ms", S2, "largest draft query cost that still pays, BBBB",
               "53.9", "ms", calc.draft_cost_crossover(verify_s, en_b) / ms,
               note="2.0508 x 26.26 = 53.85 ms (Figure 8-32)."))
@@ -110,7 +110,7 @@ def entries() -> list[Entry]:
               exact,
               note=f"Exact expected rounds until 256 tokens are out, the last round cut off "
                    f"(R(g) = 1 + sum_k P(N=k) R(g-k)): {rounds:.2f} rounds x 26.36 ms + 2 s = "
-                   f"{exact:.3f} s. Dividing instead, 256 / E[N] = {256 / en_b:.2f} rounds gives "
+                   f"{exact:.3f} s. Dividing instead, 256 / E[X] = {256 / en_b:.2f} rounds gives "
                    f"{naive:.3f} s, which would print 4.21."))
 
     # --- 8.5.3: draft sources, serial vs parallel ------------------------------------------
