@@ -116,7 +116,7 @@ def test_front_page_sidebar_and_search(server, reader):
     nav = page.locator("nav.bd-docs-nav")
     nav.wait_for()
     for caption in ("Chapter 8 · Inference Optimization", "Chapter 17 · LLM Inference Performance",
-                    "Exercises", "Lab"):
+                    "Exercises", "Lab and your own model", "Start"):
         assert nav.get_by_text(caption, exact=True).count() == 1, caption
     links = {a.split("#")[0] for a in nav.locator("a").evaluate_all(
         "els => els.map(e => e.getAttribute('href'))")}
