@@ -104,9 +104,14 @@ def test_only_measure_reads_companion_fast_or_the_environment():
         if "COMPANION_FAST" in text or re.search(r"\bos\.environ\b|\bgetenv\(", text):
             readers[str(path.relative_to(PACKAGE))] = True
     # besides measure's probes, only the static-output switch that `make execute` sets for the
-    # book (COMPANION_STATIC_OUTPUTS, read by explorers/static_image.py) is read
-    assert "COMPANION_FAST" not in (PACKAGE / "explorers/static_image.py").read_text()
-    assert sorted(readers) == ["explorers/static_image.py", "measure/probes.py"]
+    # book (COMPANION_STATIC_OUTPUTS, read by explorers/static_image.py) and the variables by
+    # which plotly picks another renderer (Colab, VS Code, ...: explorers/common.py decides as
+    # plotly would how a figure shows itself) are read: both change how a figure is displayed,
+    # never a number
+    for display_only in ("explorers/static_image.py", "explorers/common.py"):
+        assert "COMPANION_FAST" not in (PACKAGE / display_only).read_text()
+    assert sorted(readers) == ["explorers/common.py", "explorers/static_image.py",
+                               "measure/probes.py"]
     # inside measure/probes.py, fast_mode() reads it, and only measure() asks fast_mode(), to choose
     # the probe sizes (and the thread count the probes run on)
     source = (PACKAGE / "measure" / "probes.py").read_text()

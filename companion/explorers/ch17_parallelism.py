@@ -582,7 +582,7 @@ def disaggregation_diagram_traces(pools: dict, flows: dict) -> tuple[list, dict]
     ]
     layout = {"shapes": shapes, "annotations": notes, "showlegend": True,
               "xaxis": {"range": [-0.1, 10.9], "visible": False},
-              "yaxis": {"range": [-0.1, 6.3], "visible": False, "scaleanchor": None},
+              "yaxis": {"range": [-0.1, 6.3], "visible": False},
               "legend": {"orientation": "h", "y": -0.05}}
     return traces, layout
 
