@@ -182,9 +182,10 @@ plots.hol_timeline_figure(hol_sim["result"]).show()
 #
 # ## Latency targets under load: percentiles against an SLO
 #
-# A service-level objective (SLO) names a percentile and a bound. 17 §3 quotes typical chat
-# targets, “TTFT p90 under ~500 ms, ITL p99 under a few tens of ms” (17 §3), and checks them for
-# one request on an idle card. Percentiles here are by nearest rank: sort the values, and p90 is
+# A service-level objective (SLO) names a percentile and a bound. For a chat service, 17 §3
+# asks that nine requests in ten see their first token within about half a second, and that
+# all but one in a hundred of the gaps between tokens stay within some tens of milliseconds;
+# it checks both for one request on an idle card. Percentiles here are by nearest rank: sort the values, and p90 is
 # the one 90% of the way up the list. Note what each target counts: TTFT has one value per
 # *request*, ITL one per *interval*, so a request of $G$ tokens contributes $G - 1$ ITL values
 # and a p99 of ITL can be set by one stall that hits every running stream at once.
