@@ -440,7 +440,9 @@ def _data_dir():
 
 @lru_cache(maxsize=1)
 def shelf_sources() -> dict:
-    """Where each shelf config came from: {key: {"model", "card", "vendored_from", ...}}."""
+    """Where each shelf config came from: {key: {"model", "hf_repo", "note", ...}} with either
+    "vendored_from" (a byte-for-byte copy of config.json in a public repository) or
+    "transcribed_from" (written back field for field from a faithful copy held as code)."""
     return json.loads((_data_dir() / "SOURCES.json").read_text(encoding="utf-8"))["configs"]
 
 
@@ -463,10 +465,12 @@ def _load(key: str, bytes_per_param: float) -> Model:
         warnings.simplefilter("ignore", ConfigFieldWarning)
         m = model_from_hf_config(shelf_config(key), name=meta["model"],
                                  bytes_per_param=bytes_per_param)
-    vend = meta["vendored_from"]
+    # say how the file reached the shelf: a transcription is not the original bytes
+    how, origin = (("copied from", meta["vendored_from"]) if "vendored_from" in meta
+                   else ("transcribed from", meta["transcribed_from"]))
     return m.with_(source=f"{meta['model']} config.json (Hugging Face repository "
-                          f"{meta['hf_repo']}), copied from {vend['repo']}:{vend['path']} at "
-                          f"{vend['commit'][:12]}")
+                          f"{meta['hf_repo']}), {how} {origin['repo']}:{origin['path']} at "
+                          f"{origin['commit'][:12]}")
 
 
 def load(key: str, *, bytes_per_param: float = 2.0) -> Model:
