@@ -36,8 +36,8 @@ def quiet(cfg, **kw):
 def test_shelf_has_the_issue_and_chapter_models():
     want = {"qwen3-8b", "qwen3-30b-a3b", "qwen3-235b-a22b", "llama-2-7b", "llama-3.1-8b",
             "llama-3.1-70b", "llama-3.1-405b", "qwen2.5-7b-instruct", "mistral-7b-v0.1",
-            "mixtral-8x7b-v0.1", "phi-3-mini-4k-instruct", "gemma-2b", "deepseek-v2-lite",
-            "deepseek-v3"}
+            "mixtral-8x7b-v0.1", "phi-3-mini-4k-instruct", "gemma-2b", "gemma-2-2b",
+            "gemma-3-1b-it", "deepseek-v2-lite", "deepseek-v3"}
     assert want <= set(SHELF)
     assert set(REFERENCE["models"]) == set(SHELF), "rerun tools/reference_counts.py"
 
@@ -45,11 +45,18 @@ def test_shelf_has_the_issue_and_chapter_models():
 @pytest.mark.parametrize("key", SHELF)
 def test_every_shelf_config_records_where_it_came_from(key):
     meta = models.shelf_sources()[key]
-    vend = meta["vendored_from"]
-    assert meta["hf_repo"].count("/") == 1 and vend["repo"].count("/") == 1
-    assert len(vend["commit"]) == 40 and vend["path"].endswith(".json")
+    # a byte copy of a config.json, or a transcription of a copy kept as code (said as such)
+    assert ("vendored_from" in meta) != ("transcribed_from" in meta)
+    origin = meta.get("vendored_from") or meta["transcribed_from"]
+    assert meta["hf_repo"].count("/") == 1 and origin["repo"].count("/") == 1
+    assert len(origin["commit"]) == 40
     m = models.load(key)
-    assert meta["hf_repo"] in m.source and vend["commit"][:12] in m.source
+    assert meta["hf_repo"] in m.source and origin["commit"][:12] in m.source
+    if "vendored_from" in meta:
+        assert origin["path"].endswith(".json") and "copied from" in m.source
+    else:
+        assert origin["variable"] and "not a byte copy" in origin["kind"]
+        assert len(origin["value_last_changed_in"]) == 40 and "transcribed from" in m.source
 
 
 def test_shelf_and_load_give_the_same_models():
@@ -111,6 +118,10 @@ def test_published_sizes_the_issue_quotes():
     assert round(models.load("mixtral-8x7b-v0.1").active_params / 1e9, 1) == 12.9
     v3 = models.load("deepseek-v3")
     assert round(v3.n_params / 1e9) == 671 and 37e9 < v3.active_params < 38e9
+    # the model cards' exact counts: Gemma-2-2B (not the 3.20 B of a reader that unties the
+    # embeddings and keeps two norms per layer) and the text-only Gemma 3 1B
+    assert models.load("gemma-2-2b").n_params == 2_614_341_888
+    assert models.load("gemma-3-1b-it").n_params == 999_885_952
 
 
 def test_qwen3_8b_from_the_shelf_reproduces_the_chapter_preset():
@@ -160,6 +171,20 @@ def test_sliding_window_caps_the_cache():
     assert calc.kv_bytes_at_context(mistral, 32_768) == 4095 * per_token  # W - 1 kept
     phi = models.load("phi-3-mini-4k-instruct")
     assert calc.kv_bytes_at_context(phi, 4096) == 2046 * calc.kv_bytes_per_token(phi)
+
+
+def test_real_gemma_windows_cap_their_sliding_layers():
+    # Gemma-2-2B: 26 layers, every other one slides over 4096 tokens; 4 KV heads x 256 wide
+    g2 = models.load("gemma-2-2b")
+    per_layer_token = 2 * 4 * 256 * 2            # K and V, KV heads, head_dim, BF16 bytes
+    assert calc.kv_bytes_per_token(g2) == 26 * per_layer_token
+    assert calc.kv_bytes_at_context(g2, 32_768) == (13 * 32_768 + 13 * 4095) * per_layer_token
+    # Gemma 3 1B: 26 layers, every 6th global (4 of them), the rest slide over 512; 1 KV head
+    g3 = models.load("gemma-3-1b-it")
+    per_layer_token = 2 * 1 * 256 * 2
+    assert g3.layer_types.count("full_attention") == 4
+    assert calc.kv_bytes_at_context(g3, 32_768) == (4 * 32_768 + 22 * 511) * per_layer_token
+    assert calc.kv_bytes_at_context(g3, 500) == 26 * 500 * per_layer_token  # inside the window
 
 
 def test_alternating_windows_halve_the_long_context_cache():
