@@ -208,8 +208,10 @@ print(f"\nleast GPU time per on-time answer: {best or 'no scheme meets both limi
 #
 # - Paste a dense model's config (Llama, Qwen2.5, Mistral) and compare its roofline points with
 #   the mixture-of-experts example: which one gains more from batch 1 to batch 16, and why?
-# - Paste a Gemma-2 or Mistral-7B-v0.1 config and look at the KV at 32K tokens: how much of the
-#   cache do the sliding-window layers save?
+# - In section 1, set `model = models.load("gemma-2-2b")` (every second layer keeps 4,096
+#   tokens) or `models.load("gemma-3-1b-it")` (five layers in six keep 512) instead of reading
+#   the pasted text, and look at the KV at 32K tokens: how much of the cache do the
+#   sliding-window layers save?
 # - `models.load("deepseek-v3")` keeps one compressed latent vector per layer and token instead
 #   of keys and values per head: compare its KV per token with Qwen3-8B's (8.4.2 points to
 #   this comparison).
