@@ -160,9 +160,12 @@ class Panel:
         """Refresh the shown figure and readout: the figure gets ``figure(view)``'s whole
         plotly JSON in one message (a few KB; the page's ``Plotly.react`` redraws only what
         differs), so it never depends on what was shown before."""
-        self._fig.update(view.traces, self._layout(view))
+        # the readout's message first: the page applies it (a little HTML) before the figure's
+        # message starts plotly.js, so both show in the same frame instead of the readout
+        # waiting behind the redraw
         if self._readout is not None:
             self._readout.value = view.text
+        self._fig.update(view.traces, self._layout(view))
 
     # --- UI -------------------------------------------------------------------------------
     def _widget_for(self, control: Control):

@@ -4,8 +4,10 @@
 // the figure's plotly JSON and its template, as UTF-8 bytes) and `library` (a core model with
 // plotly.js from the kernel's plotly package). Updates arrive on `state`, never on the
 // anywidget model, so anywidget's model-initialisation timeout cannot make the figure deaf.
-// Each change schedules one Plotly.react for the next animation frame, with the newest state:
-// figures that arrive faster than the page draws are skipped, never queued.
+// A change is drawn at once when the page has not drawn this figure in the current frame;
+// changes that arrive while a frame's draw is still on screen wait for the next animation
+// frame and only the newest state is drawn: figures that arrive faster than the page draws
+// are skipped, never queued.
 
 const CONFIG = { editSelection: false }; // what plotly's FigureWidget passes
 const decoder = new TextDecoder("utf-8");
@@ -55,8 +57,28 @@ async function modelFor(ref, model, host) {
   return model.widget_manager.get_model(String(ref).replace(/^anywidget:/, ""));
 }
 
+// Tick labels past the figure's edge are left alone ("allow") instead of plotly's default
+// "hide past div", which measures every tick label again once per label on each redraw
+// (Drawing.bBox in _adjustTickLabelsOverflow): most of an axis's redraw time, for a label
+// that the figure's margins keep inside anyway.
+function withDrawingDefaults(layout) {
+  const out = Object.assign({}, layout);
+  for (const key of Object.keys(out)) {
+    if (/^[xy]axis\d*$/.test(key) && out[key] && out[key].ticklabeloverflow === undefined) {
+      out[key] = Object.assign({ ticklabeloverflow: "allow" }, out[key]);
+    }
+  }
+  for (const key of ["xaxis", "yaxis"]) {
+    if (!out[key]) out[key] = { ticklabeloverflow: "allow" };
+  }
+  return out;
+}
+
 async function render({ model, el, host }) {
   el.classList.add("companion-plotly-figure");
+  // a redraw stays inside the figure: the notebook around it is not laid out or painted
+  // again (the figure's height comes from plotly's own size, so no size containment)
+  el.style.contain = "layout paint style";
   const [state, library] = await Promise.all([
     modelFor(model.get("state"), model, host),
     modelFor(model.get("library"), model, host),
@@ -72,21 +94,37 @@ async function render({ model, el, host }) {
     return () => {};
   }
   let template = parse(state.get("template"));
-  let frame = 0, drawn = false, removed = false;
+  let frame = 0, drawn = false, removed = false, drewThisFrame = false;
 
   const draw = () => {
     frame = 0;
     if (removed) return;
     if (!el.isConnected) { frame = requestAnimationFrame(draw); return; } // not attached yet
     const figure = parse(state.get("figure"));
-    const layout = template ? Object.assign({}, figure.layout, { template }) : figure.layout;
+    const layout = withDrawingDefaults(template ? Object.assign({}, figure.layout, { template })
+                                                : figure.layout);
     if (drawn) Plotly.react(gd, figure.data, layout, CONFIG);
     else Plotly.newPlot(gd, figure.data, layout, CONFIG);
     drawn = true;
+    // until the next frame starts, a further change waits for it (coalescing)
+    drewThisFrame = true;
+    requestAnimationFrame(() => { drewThisFrame = false; });
   };
-  const schedule = () => { if (!frame && !removed) frame = requestAnimationFrame(draw); };
-  const onTemplate = () => { template = parse(state.get("template")); schedule(); };
-  state.on("change:figure", schedule);
+  const schedule = () => {
+    if (frame || removed) return;
+    if (drawn && !drewThisFrame) draw();  // idle: draw now, not a frame later
+    else frame = requestAnimationFrame(draw);
+  };
+  // a message that carries figure and template fires one event per key: both land in one
+  // schedule() once the message's handlers are done (a microtask, so no frame is lost)
+  let queued = false;
+  const changed = () => {
+    if (queued) return;
+    queued = true;
+    queueMicrotask(() => { queued = false; schedule(); });
+  };
+  const onTemplate = () => { template = parse(state.get("template")); changed(); };
+  state.on("change:figure", changed);
   state.on("change:template", onTemplate);
 
   // the figure fills the output's width (layout.width is never set): follow its size
@@ -102,7 +140,7 @@ async function render({ model, el, host }) {
   return () => {
     removed = true;
     if (frame) cancelAnimationFrame(frame);
-    state.off("change:figure", schedule);
+    state.off("change:figure", changed);
     state.off("change:template", onTemplate);
     resize.disconnect();
     Plotly.purge(gd);

@@ -12,16 +12,23 @@ model-initialisation timeout then leaves it blank or deaf to its sliders.
   template apart, since it rarely changes. An update is one ``update`` message carrying the
   new JSON; nothing comes back.
 - The view is an anywidget with a small ES module (``figure_widget.js``, a few KB): it finds
-  the state model through anywidget's ``host.getModel`` and calls ``Plotly.react`` once per
-  animation frame with the newest state, so figures that arrive faster than the page draws
-  are dropped, not queued. Nothing it needs goes through the anywidget model after its
-  creation, so that model's initialisation timeout cannot leave the figure deaf.
+  the state model through anywidget's ``host.getModel`` and calls ``Plotly.react`` as soon as
+  a figure arrives; a figure that arrives before the next animation frame waits for it, and
+  only the newest is drawn, so figures that arrive faster than the page draws are dropped,
+  not queued. Nothing it needs goes through the anywidget model after its creation, so that
+  model's initialisation timeout cannot leave the figure deaf.
+- What a redraw costs in the page (issue 16, measured by ``make bench``): the figure's
+  element is CSS-contained (``layout paint style``), so a redraw does not lay out or paint
+  the notebook around it again, and every axis is drawn with ``ticklabeloverflow: "allow"``
+  unless the figure says otherwise, which spares plotly.js a measurement of every tick label
+  per tick label on each redraw; a label past the figure's edge is clipped instead of hidden.
 - plotly.js comes from the installed plotly package, offline: a page that already has the
   same plotly.js version (JupyterLab's plotly renderer publishes ``window.Plotly``) uses it;
   otherwise the page loads the copy that ``_PlotlyLibrary``, one model per kernel, carries
   (``plotly.offline.get_plotlyjs()``), once per page whatever the number of figures.
 
-What the front end receives is exactly ``figure(view)``'s plotly JSON with every float
+What the front end receives (and draws, but for that axis default) is exactly
+``figure(view)``'s plotly JSON with every float
 rounded as ``companion.display`` rounds every figure (``to_plotly_json()`` gives it back,
 decoded), because the panels' trace and layout dicts are already in plotly's canonical form;
 ``tests/test_panels.py`` checks that for every panel at every corner, so a panel that leans on
