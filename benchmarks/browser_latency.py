@@ -406,7 +406,7 @@ def shutdown(lab, notebook: str) -> None:
             lab.api("DELETE", f"/api/sessions/{s['id']}", timeout_s=30)
 
 
-def main(argv: list[str]) -> int:
+def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     # no choices= here: Python 3.11's argparse checks a list default against them and refuses
     # an empty command line (bpo-9625), so the sections are checked below
@@ -421,6 +421,11 @@ def main(argv: list[str]) -> int:
     unknown = sorted(set(args.sections) - {"latency", "open"})
     if unknown:
         parser.error(f"sections: unknown {unknown}; choose from latency, open")
+    return args
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
     missing = H.playwright_missing() or (None if H.find_chromium() else "no Chromium found")
     if missing:
         print(f"  (skipped: {missing})")
