@@ -85,7 +85,7 @@ CONFIG_TEXT = """
 }
 """
 model = models.model_from_hf_config(CONFIG_TEXT, name=json.loads(CONFIG_TEXT).get(
-    "_name_or_path", "pasted model (Qwen3-30B-A3B)"))
+    "_name_or_path", "your pasted model"))
 
 print(f"{model.name}: {model.attention_type} attention, {model.n_layers} layers")
 print(f"  parameters: {model.n_params:,.0f} ({model.n_params / 1e9:.2f} B); a token passes "
