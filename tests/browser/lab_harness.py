@@ -436,15 +436,29 @@ def run_all_cells(page, n_code: int, timeout_ms: int = 240_000) -> None:
     try:
         page.wait_for_function(SOME_PROMPT_STARTED, arg=PROMPTS, timeout=15_000, polling=250)
     except Exception:
-        # seen once on a loaded machine, right after the server started: Run All queued
-        # nothing; the notebook never ran, so running it again hides no companion failure
+        # seen on a loaded machine, right after the server started: Run All queued nothing,
+        # or JupyterLab lost the notebook's kernel and asks which one to start; the notebook
+        # never ran, so answering as a reader would and running it again hides no companion
+        # failure
         print("Run All Cells started nothing within 15 s; trying once more", flush=True)
+        if accept_kernel_dialog(page):
+            print("(JupyterLab asked for a kernel: accepted its preferred one)", flush=True)
         _menu(page, "Run", "Run All Cells")
         page.wait_for_function(SOME_PROMPT_STARTED, arg=PROMPTS, timeout=15_000, polling=250)
     page.wait_for_function(ALL_DONE_OR_ERROR, arg=[PROMPTS, f"{ACTIVE} {ERROR_OUTPUT}", n_code],
                            timeout=timeout_ms, polling=250)
     page.wait_for_selector(f'{ACTIVE} .jp-Notebook-ExecutionIndicator[data-status="idle"]',
                            timeout=timeout_ms)
+
+
+def accept_kernel_dialog(page) -> bool:
+    """Accept JupyterLab's "Select Kernel" dialog (its preferred kernel) if one is open."""
+    dialog = page.locator(".jp-Dialog").filter(has_text="Select Kernel")
+    if not dialog.count():
+        return False
+    dialog.first.locator("button.jp-mod-accept").click()
+    dialog.first.wait_for(state="detached", timeout=30_000)
+    return True
 
 
 def page_problems(page, scope: str = "") -> list[str]:

@@ -2,7 +2,9 @@
 
 Written at test time under artifacts/ (git-ignored, inside the server's root) from EXPLORERS:
 one code cell per explorer, built exactly as ``make()`` builds it here, so the test can ask
-``companion`` headless what each one must show.
+``companion`` headless what each one must show. Each test module writes its own file: the
+browser test modules run side by side under xdist (one Lab server per worker, one folder), so a
+shared file would be rewritten under the other test's open notebook.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from dataclasses import dataclass
 
 import lab_harness as H
 
-NOTEBOOK = "artifacts/browser/many_explorers.ipynb"
+FOLDER = "artifacts/browser"
 
 
 @dataclass(frozen=True)
@@ -43,8 +45,9 @@ EXPLORERS = [
 ]
 
 
-def write_notebook(specs=EXPLORERS) -> str:
-    """Write the notebook (relative to the repository root) and return its path."""
+def write_notebook(name: str, specs=EXPLORERS) -> str:
+    """Write the notebook ``artifacts/browser/<name>.ipynb`` and return that path (relative to
+    the repository root)."""
     import nbformat
 
     cells = [nbformat.v4.new_markdown_cell("Several explorers at once (browser tests).")]
@@ -54,10 +57,11 @@ def write_notebook(specs=EXPLORERS) -> str:
             f"{s.variable} = widgets.{s.panel}({s.kwargs})\n{s.variable}.show()"))
     nb = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": {
         "name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}})
-    path = H.ROOT / NOTEBOOK
+    notebook = f"{FOLDER}/{name}.ipynb"
+    path = H.ROOT / notebook
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, path)
-    return NOTEBOOK
+    return notebook
 
 
 def explorer_roots(page, scope: str = "body"):

@@ -30,7 +30,7 @@ TAKE_VALUES_JS = "() => { window.__sliderObserver.disconnect(); return window.__
 
 @pytest.fixture(scope="module")
 def notebook():
-    return M.write_notebook(M.EXPLORERS[:1])
+    return M.write_notebook("coalescing", M.EXPLORERS[:1])
 
 
 def test_a_burst_of_moves_ends_on_the_last_value(lab, browsing, notebook):

@@ -38,7 +38,7 @@ def cpu_burners():
 
 @pytest.fixture(scope="module")
 def notebook():
-    return M.write_notebook()
+    return M.write_notebook("explorers_under_load")
 
 
 def _check_all(page, roots) -> None:
