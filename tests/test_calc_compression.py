@@ -153,29 +153,41 @@ def _half_rounding_error(d: float) -> float:
     return max(d * 2**-11, 2**-25)
 
 
+def _ggml_refuses(x_max: float, divisor: int) -> bool:
+    """Whether ggml's float32 arithmetic makes 1/d overflow for d = x_max / divisor (q8_0
+    divides by 127, q4_0 by 8), where its quantizer is undefined and the encoder refuses."""
+    d = np.float32(x_max) / np.float32(divisor)
+    with np.errstate(over="ignore", divide="ignore"):
+        return bool(d != 0 and not np.isfinite(np.float32(1.0) / d))
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.floats(-100, 100, allow_nan=False), min_size=32, max_size=32))
 @example([0.0] * 31 + [1e-5])    # CI's counterexample: a subnormal half scale
 @example([0.0] * 31 + [1e-40])   # 1/d overflows float32: refused
+@example([0.0] * 31 + [127 * 2.0**-127])  # d = 2^-127, below FLT_MIN but 1/d still finite
+@example([0.0] * 31 + [1e-44])   # q8_0's d rounds to 0 (accepted), q4_0's 1/d overflows
 def test_q8_0_and_q4_0_round_trip_within_half_a_step(values):
     x = np.asarray(values)
     x_max = float(np.abs(x.astype(np.float32)).max())
-    if 0 < x_max / 127 < 2.0**-126:
-        # 1/d would overflow float32, where ggml's quantizer is undefined: refused by name
-        # (test_ggml_codecs covers the exact boundary)
-        with pytest.raises(ValueError, match="values"):
-            calc.encode_q8_0_group(x)
-        return
-    q8, q4 = calc.encode_q8_0_group(x), calc.encode_q4_0_group(x)
-    assert len(q8) == calc.quant_format_layout("q8_0").group_bytes == 34
-    assert len(q4) == calc.quant_format_layout("q4_0").group_bytes == 18
     d8, d4 = x_max / 127, x_max / 8
     # half a quantisation step, the scale's rounding to half precision times the largest code,
     # and as much again for float32 inputs and ggml's float32 1/d (each relative 2^-23 or less)
     slack8 = 127 * (_half_rounding_error(d8) + d8 * 2**-11)
     slack4 = 8 * (_half_rounding_error(d4) + d4 * 2**-11)
-    assert np.abs(calc.decode_q8_0_group(q8) - x).max() <= d8 / 2 + slack8 + 1e-9
-    assert np.abs(calc.decode_q4_0_group(q4) - x).max() <= d4 + slack4 + 1e-9
+    for encode, decode, divisor, bound, size in (
+            (calc.encode_q8_0_group, calc.decode_q8_0_group, 127, d8 / 2 + slack8, 34),
+            (calc.encode_q4_0_group, calc.decode_q4_0_group, 8, d4 + slack4, 18)):
+        if _ggml_refuses(x_max, divisor):
+            # refused by name (test_ggml_codecs covers the exact boundary)
+            with pytest.raises(ValueError, match="values"):
+                encode(x)
+            continue
+        block = encode(x)
+        assert len(block) == size
+        assert np.abs(decode(block) - x).max() <= bound + 1e-9
+    assert calc.quant_format_layout("q8_0").group_bytes == 34
+    assert calc.quant_format_layout("q4_0").group_bytes == 18
 
 
 @pytest.mark.parametrize("top", [1e-5, 2e-4, 1e-3])
