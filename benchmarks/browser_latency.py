@@ -146,9 +146,14 @@ def analyse(rec: dict) -> dict | None:
     figure = [m for m in replies if m.get("type") == "comm_msg" and m.get("method") == "update"
               and m.get("keys") and set(m["keys"]) - {"value"}]
     t_figure = figure[0]["t"] if figure else None
-    calls = [c["t"] for c in rec["plotly"] if t_figure is not None and c["t"] >= t_figure]
+    # shown from the page's lookahead: the final state was on screen before the kernel's
+    # figure arrived (figure_widget.js drew a kept figure in the keydown's task)
+    from_lookahead = t_figure is None or t_figure > t_end
+    t_from = t_in if from_lookahead else t_figure
+    calls = [c["t"] for c in rec["plotly"] if c["t"] >= t_from and c["t"] <= t_end]
     t_plotly = calls[0] if calls else None
-    return {"total": t_end - t_in, "page_cpu": rec["page_cpu_ms"], "t_in": t_in, "t_send": msg["t"], "t_figure": t_figure,
+    return {"total": t_end - t_in, "page_cpu": rec["page_cpu_ms"], "t_in": t_in,
+            "t_send": msg["t"], "t_figure": t_figure, "from_lookahead": from_lookahead,
             "t_plotly": t_plotly, "t_end": t_end,
             "messages_in": len([m for m in replies if m.get("type") == "comm_msg"]),
             "messages_out": len(sent),
@@ -157,15 +162,25 @@ def analyse(rec: dict) -> dict | None:
 
 
 def breakdown(move: dict, kernel: dict | None) -> dict:
-    """Segments (ms) that add up to the total."""
+    """Segments (ms) that add up to the total: slider, [compute, apply, transport,] front end,
+    render; a step shown from lookahead did not wait for the kernel's three."""
     compute = 1e3 * kernel.get("compute_s", 0.0) if kernel else float("nan")
     apply = 1e3 * kernel.get("apply_s", 0.0) if kernel else float("nan")
-    seg = {"slider": move["t_send"] - move["t_in"], "compute": compute, "apply": apply}
-    if move["t_figure"] is not None:
+    seg = {"slider": move["t_send"] - move["t_in"]}
+    if move["from_lookahead"]:
+        t_from = move["t_send"]
+    elif move["t_figure"] is not None:
+        t_from = move["t_figure"]
+        seg["compute"], seg["apply"] = compute, apply
         seg["transport"] = move["t_figure"] - move["t_send"] - compute - apply
-        if move["t_plotly"] is not None:
-            seg["front end"] = move["t_plotly"] - move["t_figure"]
-            seg["render"] = move["t_end"] - move["t_plotly"]
+    else:
+        return seg
+    if move["t_plotly"] is not None:
+        seg["front end"] = move["t_plotly"] - t_from
+        seg["render"] = move["t_end"] - move["t_plotly"]
+    else:  # a figure drawn ahead of time was swapped in: no plotly.js call in the move
+        seg["front end"] = 0.0
+        seg["render"] = move["t_end"] - t_from
     return seg
 
 
@@ -181,7 +196,7 @@ def run_notebook(page, lab, notebook: str) -> int:
 
 
 def bench_explorer(page, cdp, lab, probe, cell_index: int, variable: str, panel: str,
-                   moves: int) -> dict:
+                   moves: int, lookahead: bool = True) -> dict:
     from companion import widgets
 
     cls = getattr(widgets, panel)
@@ -195,14 +210,19 @@ def bench_explorer(page, cdp, lab, probe, cell_index: int, variable: str, panel:
     handle.scroll_into_view_if_needed()
     handle.focus()
     value = H.slider_value(control, slider)
-    # move away from the end of the range the default sits at, then back, in turn
-    keys = (["ArrowLeft", "ArrowRight"] if value + control.step > control.max
-            else ["ArrowRight", "ArrowLeft"])
+    # a reader stepping through the range: half the moves away from the end of the range the
+    # default sits at, then as many back (the first move warms up and is dropped)
+    away, back = (("ArrowLeft", "ArrowRight") if value + control.step > control.max
+                  else ("ArrowRight", "ArrowLeft"))
+    keys = [away] * (moves // 2 + 1) + [back] * (moves - moves // 2)
+    # the page-wide switch figure_widget.js reads: off, every step waits for the kernel
+    page.evaluate(f"() => {{ window.companionLookahead = {str(lookahead).lower()}; }}")
     probe.take_log(variable)
     results = []
-    for i in range(moves + 1):  # the first move warms up (first react, caches) and is dropped
-        rec = analyse(one_move(page, cdp, root, keys[i % 2]))
+    for key in keys:
+        rec = analyse(one_move(page, cdp, root, key))
         results.append(rec)
+    page.evaluate("() => { delete window.companionLookahead; }")
     kernel = probe.take_log(variable)
     results, kernel = results[1:], kernel[1:]
     good = [r for r in results if r is not None]
@@ -224,6 +244,8 @@ def bench_explorer(page, cdp, lab, probe, cell_index: int, variable: str, panel:
     for m in good:
         calls.update(m["plotly_calls"])
     return {"variable": variable, "panel": panel, "control": control.name,
+            "path": "lookahead" if lookahead else "kernel",
+            "ahead": sum(m["from_lookahead"] for m in good) / max(1, len(good)),
             "moves": len(results), "measured": len(totals), "updates": len(kernel),
             "median": statistics.median(totals) if totals else float("nan"),
             "p95": percentile(totals, 0.95) if totals else float("nan"),
@@ -233,7 +255,10 @@ def bench_explorer(page, cdp, lab, probe, cell_index: int, variable: str, panel:
             "plotly_calls": {k: v / max(1, len(good)) for k, v in calls.items()}}
 
 
-def bench_latency(browser, lab, notebooks, moves: int, profile: bool) -> list[dict]:
+def bench_latency(browser, lab, notebooks, moves: int, profile: bool,
+                  paths=(True, False)) -> list[dict]:
+    """Each explorer's steps with the page's lookahead (as a reader gets them), then with it
+    switched off (every step through the kernel)."""
     results = []
     for notebook in notebooks:
         page = new_page(browser)
@@ -252,19 +277,21 @@ def bench_latency(browser, lab, notebooks, moves: int, profile: bool) -> list[di
                         cdp.send("Profiler.setSamplingInterval", {"interval": 200})
                         cdp.send("Profiler.start")
                         page_t0 = page.evaluate(CLOCK_MARK_JS)
-                    try:
-                        r = bench_explorer(page, cdp, lab, probe, index, variable,
-                                           shown[variable], moves)
-                    except Exception as exc:  # e.g. a figure that never rendered: say so
-                        r = {"variable": variable, "panel": shown[variable],
-                             "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
-                    r["notebook"] = Path(notebook).stem
+                    for lookahead in paths:
+                        try:
+                            r = bench_explorer(page, cdp, lab, probe, index, variable,
+                                               shown[variable], moves, lookahead)
+                        except Exception as exc:  # e.g. a figure that never rendered: say so
+                            r = {"variable": variable, "panel": shown[variable],
+                                 "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
+                        r["notebook"] = Path(notebook).stem
+                        results.append(r)
+                        print_row(r)
                     if profile:
                         r["profile"] = summarise_profile(cdp.send("Profiler.stop")["profile"],
                                                          r.get("windows", []), page_t0)
                         cdp.send("Profiler.disable")
-                    results.append(r)
-                    print_row(r)
+                        print_profile(r)
             finally:
                 probe.close()
         finally:
@@ -313,7 +340,8 @@ CPU = ("kernel CPU", "page CPU")
 
 
 def print_header() -> None:
-    print(f"  {'explorer':44s} {'moves':>5s} {'median':>7s} {'p95':>7s}   "
+    print(f"  {'explorer':40s} {'path':>9s} {'moves':>5s} {'median':>7s} {'p95':>7s} "
+          f"{'ahead':>6s}  "
           + " ".join(f"{s:>9s}" for s in SEGMENTS) + " |" + " ".join(f"{s:>10s}" for s in CPU)
           + "   msgs  plotly calls / move", flush=True)
 
@@ -327,8 +355,12 @@ def print_row(r: dict) -> None:
     segs = (" ".join(f"{r['segments'].get(s, float('nan')):9.1f}" for s in SEGMENTS) + " |"
             + " ".join(f"{r['segments'].get(s, float('nan')):10.1f}" for s in CPU))
     calls = ", ".join(f"{k} {v:.1f}" for k, v in sorted(r["plotly_calls"].items()))
-    print(f"  {name[:44]:44s} {r['measured']:5d} {r['median']:7.1f} {r['p95']:7.1f}   {segs}"
+    print(f"  {name[:40]:40s} {r['path']:>9s} {r['measured']:5d} {r['median']:7.1f} "
+          f"{r['p95']:7.1f} {100 * r['ahead']:5.0f}%  {segs}"
           f"   {r['messages_in']:4.0f}  {calls}{flag}", flush=True)
+
+
+def print_profile(r: dict) -> None:
     for kind, rows in r.get("profile", {}).items():
         print(f"      page CPU per move {kind.replace('_', ' ')}:")
         for what, ms in rows:

@@ -127,3 +127,71 @@ def test_capacity_panel_defaults_are_the_chapters_setting():
     short = widgets.KVCapacityPanel().update(prompt_tokens=2048, shared_prefix_tokens=0)
     assert (short.numbers["after_prefill_MiB"], short.numbers["after_generation_MiB"],
             short.numbers["independent_requests"]) == (288, 324, 37)
+
+
+def _widget_state(panel) -> list:
+    # what the page's control models hold, in the panel's control order
+    return [panel._widgets[c.name].index if c.kind == "choice" else panel._widgets[c.name].value
+            for c in panel.controls]
+
+
+@pytest.mark.parametrize("cls", PANELS, ids=lambda c: c.__name__)
+def test_lookahead_offers_exactly_what_the_kernel_then_sends(cls):
+    # the page shows a lookahead figure instead of waiting for the kernel's (figure_widget.js):
+    # that is only right if the figure, readout and key offered for a step are the ones the
+    # kernel sends when the reader takes that step
+    panel = cls()
+    panel.LOOKAHEAD_BUDGET_S = math.inf  # this test checks what is offered, not when
+    panel.show()
+    state = panel._fig.state
+    assert json.loads(state.key) == _widget_state(panel)
+    steppable = [c for c in cls.controls if c.kind in ("int", "float", "choice")]
+    for position, c in ((cls.controls.index(c), c) for c in steppable):
+        widget = panel._widgets[c.name]
+        start = widget.index if c.kind == "choice" else widget.value
+        # one step, as the page's arrow key would take it
+        if c.kind == "choice":
+            widget.index = start + 1 if start + 1 < len(c.options) else start - 1
+        else:
+            up = start + widget.step
+            widget.value = up if up <= widget.max else start - widget.step
+        assert json.loads(state.key) == _widget_state(panel), c.name
+        offered = json.loads(state.ahead)
+        assert offered, f"{cls.__name__}: nothing offered after moving {c.name}"
+        for entry in offered:
+            assert [k for i, k in enumerate(entry["key"]) if i != position] == \
+                [k for i, k in enumerate(_widget_state(panel)) if i != position]
+            if c.kind == "choice":
+                widget.index = entry["key"][position]
+            else:
+                widget.value = entry["key"][position]
+            assert json.loads(state.key) == entry["key"], (cls.__name__, c.name)
+            assert (state.digest, state.readout) == (entry["digest"], entry["readout"]), \
+                (cls.__name__, c.name, entry["key"][position])
+            assert json.loads(state.figure) == entry["figure"]
+        panel.reset()
+
+
+def test_lookahead_is_skipped_when_the_kernel_was_slow():
+    panel = widgets.RooflinePanel()
+    panel.show()
+    panel.LOOKAHEAD_BUDGET_S = 0.0
+    panel._widgets["batch"].value = panel._widgets["batch"].value + 1
+    assert panel._fig.state.ahead == b"[]"
+    panel.LOOKAHEAD_BUDGET_S = math.inf
+    panel._widgets["batch"].value = panel._widgets["batch"].value + 1
+    assert len(json.loads(panel._fig.state.ahead)) == 2
+
+
+def test_reset_puts_every_widget_back_dropdowns_included():
+    # reset() once unobserved every "value" observer, ipywidgets' own dropdown value -> index
+    # link among them: the kernel was back at the chapter's model while the page's dropdown
+    # still showed the reader's
+    panel = widgets.BatchSizePanel()
+    panel.show()
+    model = panel._widgets["model"]
+    model.index = 1
+    panel.reset()
+    assert model.index == 0 and model.value == panel.defaults()["model"]
+    model.index = 1  # and the controls still drive the figure afterwards
+    assert json.loads(panel._fig.state.key)[0] == 1

@@ -19,6 +19,7 @@ stays cheap until a panel is shown.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,7 +166,71 @@ class Panel:
         # waiting behind the redraw
         if self._readout is not None:
             self._readout.value = view.text
-        self._fig.update(view.traces, self._layout(view))
+        self._fig.update(view.traces, self._layout(view), key=self._widget_key(self.params),
+                         readout_html=view.text)
+
+    # --- lookahead (figure_widget.PlotlyFigure.follow) -------------------------------------
+    # a move that took the kernel longer than this gets no lookahead: the next move would wait
+    # behind it
+    LOOKAHEAD_BUDGET_S = 0.030
+
+    def _widget_key(self, params: dict) -> list:
+        """``params`` as the page's control models hold them: a slider's or text box's value,
+        a dropdown's option index (the figure's key for the page's lookahead)."""
+        key = []
+        for c in self.controls:
+            value = params[c.name]
+            if c.kind == "choice":
+                key.append(list(c.options.values()).index(value))
+            elif c.kind == "int":
+                key.append(int(value))
+            elif c.kind == "float":
+                key.append(float(value))
+            else:
+                key.append(str(value))
+        return key
+
+    def _neighbours(self, name: str) -> list:
+        """The values one step either side of control ``name``'s, as its widget steps (arrow
+        keys), inside its range."""
+        control = next(c for c in self.controls if c.name == name)
+        value = self.params[name]
+        if control.kind == "choice":
+            values = list(control.options.values())
+            i = values.index(value)
+            return [values[j] for j in (i - 1, i + 1) if 0 <= j < len(values)]
+        if control.kind not in ("int", "float"):
+            return []
+        widget = self._widgets[name]
+        out = []
+        for x in (value - widget.step, value + widget.step):
+            x = int(x) if control.kind == "int" else round(x, 12)
+            if widget.min <= x <= widget.max:
+                out.append(x)
+        return out
+
+    def _lookahead(self, name: str) -> None:
+        """Offer the page the figures one step either side of control ``name``."""
+        entries = []
+        for value in self._neighbours(name):
+            params = {**self.params, name: value}
+            try:
+                # the class's compute, not an instance's wrapper of it (the browser tests'
+                # kernel probe counts the updates the reader asked for)
+                view = type(self).compute(self, **params)
+            except Exception:  # noqa: BLE001 - that step reports its error when it is taken
+                continue
+            entries.append((self._widget_key(params), view.traces, self._layout(view), view.text))
+        self._fig.lookahead(entries)
+
+    def _moved(self, name: str, value) -> None:
+        """A control moved in the page: update, then (if that was quick) look ahead."""
+        if self._resetting:
+            return
+        start = time.perf_counter()
+        self.update(**{name: value})
+        if time.perf_counter() - start <= self.LOOKAHEAD_BUDGET_S:
+            self._lookahead(name)
 
     # --- UI -------------------------------------------------------------------------------
     def _widget_for(self, control: Control):
@@ -197,18 +262,18 @@ class Panel:
         from companion.explorers.figure_widget import PlotlyFigure
 
         view = self.compute(**self.params)
-        self._fig = PlotlyFigure(view.traces, self._layout(view))
+        self._fig = PlotlyFigure(view.traces, self._layout(view),
+                                 key=self._widget_key(self.params), readout_html=view.text)
         # the readout may shrink and scroll; the controls keep their width so that every
         # slider's value stays visible next to a long readout
         self._readout = w.HTML(value=view.text, layout=w.Layout(flex="1 1 auto", min_width="0",
                                                                 overflow="auto"))
         self._widgets = {c.name: self._widget_for(c) for c in self.controls}
-
-        def on_change(change, name):
-            self.update(**{name: change["new"]})
+        self._fig.follow([(self._widgets[c.name], "index" if c.kind == "choice" else "value")
+                          for c in self.controls], self._readout)
 
         for name, widget in self._widgets.items():
-            widget.observe(lambda ch, n=name: on_change(ch, n), names="value")
+            widget.observe(lambda ch, n=name: self._moved(n, ch["new"]), names="value")
         reset = w.Button(description="chapter's setting", icon="undo",
                          tooltip="Restore the chapter's values")
         reset.on_click(lambda _: self.reset())
@@ -222,10 +287,15 @@ class Panel:
         """Back to the chapter's setting (the controls' defaults)."""
         defaults = self.defaults()
         if self._ui is not None:
-            for name, widget in self._widgets.items():
-                widget.unobserve_all("value")
-                widget.value = defaults[name]
-                widget.observe(lambda ch, n=name: self.update(**{n: ch["new"]}), names="value")
+            # the widgets follow without updating the figure once per control (a dropdown's
+            # own value -> index observer must stay: unobserving "value" left its index behind)
+            self._resetting = True
+            try:
+                for name, widget in self._widgets.items():
+                    widget.value = defaults[name]
+            finally:
+                self._resetting = False
         return self.update(**defaults)
 
     _readout = None
+    _resetting = False

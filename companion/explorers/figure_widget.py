@@ -27,6 +27,17 @@ model-initialisation timeout then leaves it blank or deaf to its sliders.
   otherwise the page loads the copy that ``_PlotlyLibrary``, one model per kernel, carries
   (``plotly.offline.get_plotlyjs()``), once per page whatever the number of figures.
 
+- Lookahead (issue 16: a slider step answered without waiting for the kernel). A panel
+  tells the figure which control models it depends on (``follow``) and labels each figure with
+  its key, the controls' values as the page's models hold them. After a move, the panel sends
+  the figures one step either side of the moved control (``lookahead``); the page keeps those
+  and the last figures it drew, a few per explorer, keyed that way. When the reader's next step
+  lands on a kept key, the page draws that figure and readout at once, in the task of the
+  keydown. The kernel still computes the step and sends its figure; an identical figure
+  (same digest) is not drawn again. A kept figure is one the kernel computed for exactly those
+  values (``compute`` is a pure function of the controls), so what is shown does not change,
+  only when.
+
 What the front end receives (and draws, but for that axis default) is exactly
 ``figure(view)``'s plotly JSON with every float
 rounded as ``companion.display`` rounds every figure (``to_plotly_json()`` gives it back,
@@ -37,6 +48,7 @@ plotly.py's validation (magic underscores, shorthand titles) fails there.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from functools import lru_cache
@@ -60,6 +72,13 @@ class _FigureState(ipywidgets.Widget):
 
     figure = traitlets.Bytes(b'{"data": [], "layout": {}}').tag(sync=True)
     template = traitlets.Bytes(b"null").tag(sync=True)
+    # for the lookahead: what this figure was computed for (JSON: the followed controls'
+    # values, "null" when unknown), a digest of figure + template, and the readout's HTML
+    key = traitlets.Unicode("null").tag(sync=True)
+    digest = traitlets.Unicode("").tag(sync=True)
+    readout = traitlets.Unicode("").tag(sync=True)
+    # figures the page may need next: JSON list of {key, digest, readout, figure}
+    ahead = traitlets.Bytes(b"[]").tag(sync=True)
 
 
 class _PlotlyLibrary(ipywidgets.Widget):
@@ -92,17 +111,44 @@ class PlotlyFigure(anywidget.AnyWidget):
     _esm = _ESM
     state = anywidget.WidgetTrait().tag(sync=True)
     library = anywidget.WidgetTrait().tag(sync=True)
+    # the lookahead's inputs (see ``follow``): widget references ("anywidget:<model id>"), the
+    # state attribute the page reads from each, and the readout an arriving figure goes with
+    controls = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    control_attrs = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    readout = anywidget.WidgetTrait().tag(sync=True)
 
-    def __init__(self, data=(), layout=None, **kwargs):
+    def __init__(self, data=(), layout=None, *, key=None, readout_html: str = "", **kwargs):
         state = _FigureState()
-        state.figure, state.template = _encode_figure(list(data), dict(layout or {}))
+        _set_figure(state, list(data), dict(layout or {}), key, readout_html)
         super().__init__(state=state, library=_plotly_library(), **kwargs)
 
-    def update(self, data, layout) -> None:
-        figure, template = _encode_figure(list(data), dict(layout))
+    def follow(self, controls, readout=None) -> None:
+        """Let the page answer from its kept figures: ``controls`` is a list of (widget,
+        attribute) pairs in the order of the figures' keys ("value" for a slider or text box,
+        "index" for a dropdown), ``readout`` the HTML widget whose text goes with each figure."""
+        with self.hold_sync():
+            self.readout = readout
+            self.control_attrs = [attr for _, attr in controls]
+            self.controls = [f"anywidget:{widget.model_id}" for widget, _ in controls]
+
+    def update(self, data, layout, *, key=None, readout_html: str = "") -> None:
+        """Show a new figure (one message); ``key`` (a list of the followed controls' values)
+        and ``readout_html`` label it for the page's lookahead."""
         with self.state.hold_sync():  # one message, whatever changed
-            self.state.template = template
-            self.state.figure = figure
+            _set_figure(self.state, list(data), dict(layout), key, readout_html)
+
+    def lookahead(self, entries) -> None:
+        """Offer the page figures it may need next: (key, data, layout, readout_html) each.
+        Only figures with the shown figure's template are sent (the page draws them with it)."""
+        parts = []
+        for key, data, layout, readout_html in entries:
+            figure, template = _encode_figure(list(data), dict(layout))
+            if template != self.state.template:
+                continue
+            head = json.dumps({"key": key, "digest": _digest(figure, template),
+                               "readout": readout_html}, separators=(",", ":"))
+            parts.append(head[:-1].encode() + b',"figure":' + figure + b"}")
+        self.state.ahead = b"[" + b",".join(parts) + b"]"
 
     def to_plotly_json(self) -> dict:
         figure = json.loads(self.state.figure)
@@ -124,6 +170,19 @@ def figure_json(data, layout) -> dict:
     if json.loads(template) is not None:
         out["layout"]["template"] = json.loads(template)
     return out
+
+
+def _set_figure(state: _FigureState, data: list, layout: dict, key, readout_html: str) -> None:
+    figure, template = _encode_figure(data, layout)
+    state.template = template
+    state.figure = figure
+    state.key = json.dumps(key, separators=(",", ":"))
+    state.digest = _digest(figure, template)
+    state.readout = readout_html
+
+
+def _digest(figure: bytes, template: bytes) -> str:
+    return hashlib.blake2b(figure + b"\0" + template, digest_size=8).hexdigest()
 
 
 def _encode_figure(data: list, layout: dict) -> tuple[bytes, bytes]:

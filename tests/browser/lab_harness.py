@@ -452,13 +452,22 @@ def run_all_cells(page, n_code: int, timeout_ms: int = 240_000) -> None:
 
 
 def accept_kernel_dialog(page) -> bool:
-    """Accept JupyterLab's "Select Kernel" dialog (its preferred kernel) if one is open."""
+    """Accept JupyterLab's "Select Kernel" dialog (its preferred kernel) if one is open.
+    On a loaded machine Lab may ask again right after the first answer (a CI run saw the
+    dialog still there 30 s after its accept click), so it answers until none is left."""
     dialog = page.locator(".jp-Dialog").filter(has_text="Select Kernel")
-    if not dialog.count():
-        return False
-    dialog.first.locator("button.jp-mod-accept").click()
-    dialog.first.wait_for(state="detached", timeout=30_000)
-    return True
+    deadline = time.monotonic() + 60
+    accepted = False
+    while dialog.count():
+        if time.monotonic() > deadline:
+            raise TimeoutError('JupyterLab kept asking "Select Kernel" for 60 s')
+        try:
+            dialog.first.locator("button.jp-mod-accept").click(timeout=10_000)
+            accepted = True
+        except Exception:  # noqa: BLE001 - detached or re-rendered under the click: look again
+            pass
+        page.wait_for_timeout(500)
+    return accepted
 
 
 def page_problems(page, scope: str = "") -> list[str]:

@@ -121,6 +121,8 @@
     if (readout) observer.observe(readout, { subtree: true, childList: true, characterData: true });
     const gd = root.querySelector(".js-plotly-plot");
     if (gd && gd.on) gd.on("plotly_afterplot", mark);
+    // a figure drawn ahead of time is swapped in whole (companion's figure_widget.js)
+    if (gd && gd.parentNode) observer.observe(gd.parentNode, { childList: true });
     const done = () => {
       observer.disconnect();
       if (gd && gd.removeListener) gd.removeListener("plotly_afterplot", mark);
