@@ -369,6 +369,13 @@ def print_profile(r: dict) -> None:
 
 # --- opening a notebook ------------------------------------------------------------------------
 
+LIVE_FIGURE = ".jp-CodeCell .js-plotly-plot:not(.jp-RenderedPlotly) .main-svg"
+FIRST_EXPLORER_JS = """sel => { window.__firstExplorer = null;
+    const look = () => { if (document.querySelector(sel)) window.__firstExplorer = performance.now();
+                         else requestAnimationFrame(look); };
+    requestAnimationFrame(look); }"""
+
+
 def bench_open(browser, lab, notebooks) -> list[dict]:
     rows = []
     for notebook in notebooks:
@@ -392,8 +399,14 @@ def bench_open(browser, lab, notebooks) -> list[dict]:
             explorers = explorer_cells(lab, notebook)
             H._menu(page, "Edit", "Clear Outputs of All Cells")
             page.wait_for_function(H.NO_PROMPT_NUMBERED, arg=H.PROMPTS, timeout=30_000)
-            t1 = time.perf_counter()
+            # timed inside the page, from the pointerdown on "Run All Cells" (the probe records
+            # it) to the first animation frame with a live explorer's figure drawn: the
+            # harness's own menu navigation and polling round trips are not the reader's wait
+            page.evaluate(FIRST_EXPLORER_JS, f"{H.ACTIVE} {LIVE_FIGURE}")
+            t_before = page.evaluate("() => performance.now()")
             H._menu(page, "Run", "Run All Cells")
+            t_click = page.evaluate("""t => Math.max(...window.__probe.inputs
+                .filter(i => i.type === 'pointerdown' && i.t >= t).map(i => i.t))""", t_before)
             if explorers:
                 index = explorers[0][0]
                 cell = page.locator(f"{H.ACTIVE} .jp-CodeCell").nth(index)
@@ -402,13 +415,13 @@ def bench_open(browser, lab, notebooks) -> list[dict]:
                 page.wait_for_function("el => /\\[\\d+\\]/.test(el.textContent)",
                                        arg=prompt.element_handle(), polling=50)
                 cell.scroll_into_view_if_needed()
-                cell.locator(".js-plotly-plot:not(.jp-RenderedPlotly) .main-svg").first.wait_for(
-                    state="attached")
-                row["run_all_to_first_explorer"] = time.perf_counter() - t1
+                page.wait_for_function("() => window.__firstExplorer !== null", polling=100)
+                row["run_all_to_first_explorer"] = (
+                    page.evaluate("() => window.__firstExplorer") - t_click) / 1e3
             page.wait_for_function(H.ALL_DONE_OR_ERROR,
                                    arg=[H.PROMPTS, f"{H.ACTIVE} {H.ERROR_OUTPUT}", n_code],
-                                   timeout=240_000, polling=100)
-            row["run_all_done"] = time.perf_counter() - t1
+                                   timeout=240_000, polling=50)
+            row["run_all_done"] = (page.evaluate("() => performance.now()") - t_click) / 1e3
             row["cells"] = n_code
         except Exception as exc:  # report and go on with the next notebook
             row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
