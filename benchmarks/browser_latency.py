@@ -4,34 +4,39 @@
 Real JupyterLab on 127.0.0.1 (the browser tests' harness: random port and token, settings in a
 temporary folder) and headless Chromium. Nothing is asserted; `make bench` prints the tables.
 
-latency  For every explorer of the 17 §2, 8.6 and 8.1 notebooks: Run All, then MOVES single
-         arrow-key steps of one slider (right and left in turn, each after the previous one has
-         settled). Timed inside the page (tests/browser/page_probe.js) from the slider's keydown
-         to the first animation frame that shows the new readout and figure; split into
+latency  For every explorer of the 17 §2, 8.6 and 8.1 notebooks: Run All, then MOVES + 1
+         arrow-key steps of one slider (the first warms up and is dropped): half away from the
+         end of the range the default sits at, then as many back, each after the previous one
+         has settled. Twice: as a reader gets them ("lookahead" rows), and with the page's
+         lookahead switched off (window.companionLookahead = false: "kernel" rows, every step
+         waits for the kernel's figure). Timed inside the page (tests/browser/page_probe.js)
+         from the slider's keydown to the first animation frame that shows the new readout and
+         figure; "ahead" is the share of steps shown before the kernel's figure arrived. Split:
            slider -> message   keydown until the slider's comm message leaves the page
            kernel compute      the panel's compute() in the kernel (tests/browser/kernel_probe.py)
            kernel figure       the panel's _apply(): figure + readout refresh, serialisation
            transport           the rest of the time until the figure's message is back
-           front end           that message's arrival until plotly.js is called
-           render              plotly.js call until the frame that shows the final state
+           front end           from that message (kernel rows) or from the slider's message
+                               (lookahead rows) until plotly.js is called; 0 when no call
+           render              plotly.js call, or a swap of a figure drawn ahead of time,
+                               until the frame that shows the final state
 open     For each notebook: page open -> first stored figure drawn; Run All -> first live
-         explorer (its figure drawn by the kernel's widget), and Run All -> last cell done.
+         explorer (its figure drawn by the kernel's widget), and Run All -> last cell done,
+         both timed inside the page from the pointerdown on "Run All Cells".
 
 Where the time went (profiles and this table, issue 16). With plotly's FigureWidget an
-update was several comm messages (restyle, relayout, and the page answering each with the
-figure's data and layout), plotly.py's validation of every change in the kernel, and a ~5 MB
-JavaScript module per widget: 64-82 ms median in the page. The explorers now draw through
-``companion.explorers.figure_widget.PlotlyFigure``: the kernel sends one figure message per
-move (plus the slider echo and the readout, sent before the figure: "msgs" is 3), the page
-calls ``Plotly.react`` as soon as the figure arrives, at most once per animation frame with the
-newest state ("plotly calls"), and the kernel's share (compute + apply, rounding included) is a
-few ms of CPU. The figure's element is CSS-contained and its axes skip plotly's tick-label
-overflow pass, which took the 17 §2 roofline from 107-123 ms to 67-70 ms median on this 2-core
-machine (A/B runs, same session). What is left: plotly.js's full redraw of the figure (every
-data change redraws axes, legend and traces: 25-40 ms of "render" in JupyterLab) and the
-page's own frames while the messages travel ("transport", about 20 ms, of which the kernel
-round trip is about 5). On a shared machine both grow with the load average: compare "page
-CPU" (main-thread CPU per move, settling and the probe's own per-frame signatures included)
+update was several comm messages, plotly.py's validation of every change in the kernel, and
+a ~5 MB JavaScript module per widget: 64-82 ms median in the page. The explorers now draw
+through ``companion.explorers.figure_widget.PlotlyFigure``: one figure message per move, one
+``Plotly.react`` per frame at most, a CSS-contained element and axes without plotly's
+tick-label overflow pass: 58-105 ms median. Two costs were left, each about half: plotly.js's
+full redraw (any data change redraws axes, legend and traces: 25-70 ms in JupyterLab) and the
+kernel round trip with the page's own frames around it (about 25-30 ms, of which the kernel's
+network round trip is about 5). Lookahead removes both from a step: after each move the
+kernel offers the figures one step either side, the page draws them into detached divs while
+it is idle, and a step that lands on one swaps that div in (about 20 ms, mostly the frame).
+On a shared machine everything grows with the load average: compare "page CPU" (main-thread
+CPU per move, settling, drawing ahead and the probe's own per-frame signatures included)
 with the wall-clock columns before reading the medians as the page's own cost.
 
 usage: python benchmarks/browser_latency.py [latency] [open] [--moves N] [--profile]

@@ -11,6 +11,9 @@ only from ``companion.calc``/``companion.sim`` calls. Everything else is shared 
 - ``show()`` builds sliders/dropdowns, a "chapter's setting" reset button, the readout and a
   live figure (``companion.explorers.figure_widget.PlotlyFigure``: plotly.js redraws it with
   ``Plotly.react``; the shown figure is always ``figure(view)``).
+- After a reader's move, the panel offers the page the views one step either side of the
+  moved control (``_lookahead``), so that the next step shows without waiting for the kernel.
+  That needs ``compute`` to be a pure function of the controls' values, as it is here.
 
 ipywidgets and plotly are imported lazily, inside methods, so ``import companion.widgets``
 stays cheap until a panel is shown.
