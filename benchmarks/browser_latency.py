@@ -9,7 +9,9 @@ latency  For every explorer of the 17 §2, 8.6 and 8.1 notebooks: Run All, then 
          end of the range the default sits at, then as many back, each after the previous one
          has settled. Twice: as a reader gets them ("lookahead" rows), and with the page's
          lookahead switched off (window.companionLookahead = false: "kernel" rows, every step
-         waits for the kernel's figure). Timed inside the page (tests/browser/page_probe.js)
+         waits for the kernel's figure). Then MOVES / 2 jumps of five steps (PageUp/PageDown,
+         away from that end: "jump" rows), which nothing offered ahead: the kernel's figure
+         and a full plotly.js redraw each time, as for a drag or another control's first move. Timed inside the page (tests/browser/page_probe.js)
          from the slider's keydown to the first animation frame that shows the new readout and
          figure; "ahead" is the share of steps shown before the kernel's figure arrived. Split:
            slider -> message   keydown until the slider's comm message leaves the page
@@ -201,7 +203,10 @@ def run_notebook(page, lab, notebook: str) -> int:
 
 
 def bench_explorer(page, cdp, lab, probe, cell_index: int, variable: str, panel: str,
-                   moves: int, lookahead: bool = True) -> dict:
+                   moves: int, path: str = "lookahead") -> dict:
+    """``path``: "lookahead" (arrow-key steps as a reader gets them), "kernel" (the same with
+    the page's lookahead off) or "jump" (PageUp/PageDown: five steps, away from the end of the
+    range the default sits at, never offered ahead: the kernel and a full redraw each time)."""
     from companion import widgets
 
     cls = getattr(widgets, panel)
@@ -219,9 +224,13 @@ def bench_explorer(page, cdp, lab, probe, cell_index: int, variable: str, panel:
     # default sits at, then as many back (the first move warms up and is dropped)
     away, back = (("ArrowLeft", "ArrowRight") if value + control.step > control.max
                   else ("ArrowRight", "ArrowLeft"))
-    keys = [away] * (moves // 2 + 1) + [back] * (moves - moves // 2)
+    if path == "jump":
+        keys = [away.replace("ArrowRight", "PageUp").replace("ArrowLeft", "PageDown")] * (
+            moves + 1)
+    else:
+        keys = [away] * (moves // 2 + 1) + [back] * (moves - moves // 2)
     # the page-wide switch figure_widget.js reads: off, every step waits for the kernel
-    page.evaluate(f"() => {{ window.companionLookahead = {str(lookahead).lower()}; }}")
+    page.evaluate(f"() => {{ window.companionLookahead = {str(path != 'kernel').lower()}; }}")
     probe.take_log(variable)
     results = []
     for key in keys:
@@ -249,7 +258,7 @@ def bench_explorer(page, cdp, lab, probe, cell_index: int, variable: str, panel:
     for m in good:
         calls.update(m["plotly_calls"])
     return {"variable": variable, "panel": panel, "control": control.name,
-            "path": "lookahead" if lookahead else "kernel",
+            "path": path,
             "ahead": sum(m["from_lookahead"] for m in good) / max(1, len(good)),
             "moves": len(results), "measured": len(totals), "updates": len(kernel),
             "median": statistics.median(totals) if totals else float("nan"),
@@ -261,9 +270,9 @@ def bench_explorer(page, cdp, lab, probe, cell_index: int, variable: str, panel:
 
 
 def bench_latency(browser, lab, notebooks, moves: int, profile: bool,
-                  paths=(True, False)) -> list[dict]:
-    """Each explorer's steps with the page's lookahead (as a reader gets them), then with it
-    switched off (every step through the kernel)."""
+                  paths=("lookahead", "kernel", "jump")) -> list[dict]:
+    """Each explorer's steps with the page's lookahead (as a reader gets them), with it
+    switched off (every step through the kernel), then jumps of five steps (half as many)."""
     results = []
     for notebook in notebooks:
         page = new_page(browser)
@@ -282,10 +291,11 @@ def bench_latency(browser, lab, notebooks, moves: int, profile: bool,
                         cdp.send("Profiler.setSamplingInterval", {"interval": 200})
                         cdp.send("Profiler.start")
                         page_t0 = page.evaluate(CLOCK_MARK_JS)
-                    for lookahead in paths:
+                    for path in paths:
                         try:
                             r = bench_explorer(page, cdp, lab, probe, index, variable,
-                                               shown[variable], moves, lookahead)
+                                               shown[variable],
+                                               moves // 2 if path == "jump" else moves, path)
                         except Exception as exc:  # e.g. a figure that never rendered: say so
                             r = {"variable": variable, "panel": shown[variable],
                                  "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
@@ -356,7 +366,8 @@ def print_row(r: dict) -> None:
         print(f"  {r['notebook']}:{r['variable']:30s} FAILED: {r['error'][:150]}", flush=True)
         return
     name = f"{r['notebook']}:{r['variable']} ({r['control']})"
-    flag = "" if r["median"] < 50 and r["p95"] < 80 else "  <-- over 50/80 ms"
+    flag = ("" if r["path"] != "lookahead" or r["median"] < 50 and r["p95"] < 80
+            else "  <-- over 50/80 ms")
     segs = (" ".join(f"{r['segments'].get(s, float('nan')):9.1f}" for s in SEGMENTS) + " |"
             + " ".join(f"{r['segments'].get(s, float('nan')):10.1f}" for s in CPU))
     calls = ", ".join(f"{k} {v:.1f}" for k, v in sorted(r["plotly_calls"].items()))
