@@ -297,7 +297,8 @@ async function render({ model, el, host }) {
   controls.forEach((m, i) => m.on(`change:${attrs[i]}`, onControl));
   if (readout) readout.on("change:value", onReadout);
 
-  // the figure fills the output's width (layout.width is never set): follow its size
+  // the figure fills the output's width (layout.width is set only while a figure drawn
+  // ahead of time is shown): follow its size
   let width = 0;
   const resize = new ResizeObserver((entries) => {
     const w = entries[entries.length - 1].contentRect.width;
