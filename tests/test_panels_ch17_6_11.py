@@ -253,3 +253,20 @@ def test_every_axis_has_a_title(name):
 def test_bad_input_names_the_parameter(call, name):
     with pytest.raises((ValueError, TypeError), match=name):
         call()
+
+
+def test_tensor_parallel_panel_flags_a_kv_cache_it_cannot_split():
+    # Gemma-3-1B-it has 1 KV head: at TP 4 each GPU keeps a copy. Its 2.0 GB of BF16 weights
+    # are 0.5 GB per GPU (the readout once rounded that to "0 GB").
+    panel = widgets.TensorParallelPanel()
+    view = panel.update(model="gemma-3-1b-it", tp=4)
+    assert view.numbers["kv_replicated"]
+    assert "0.5 GB of weights per GPU" in view.text
+    assert "more than the model's 1 KV head" in view.text
+    # DeepSeek-V3's MLA latent is shared by all 128 heads: replicated at any TP > 1
+    view = panel.update(model="deepseek-v3", tp=8)
+    assert view.numbers["kv_replicated"] and "MLA" in view.text
+    # the chapter's 70B at TP 4 splits its 8 KV heads 2 per GPU: no note
+    view = panel.update(**panel.defaults())
+    assert not view.numbers["kv_replicated"] and "more than the model" not in view.text
+    assert "35 GB of weights per GPU" in view.text

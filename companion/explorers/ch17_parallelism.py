@@ -123,10 +123,14 @@ class TensorParallelPanel(Panel):
             "pcie_overhead_pct": 100 * pc["overhead"],
             "weights_per_gpu_GB": cap["weight_bytes_per_gpu"] / units.GB,
             "fits": bool(cap["fits"]),
+            # past tp = KV heads (or at any tp > 1 with MLA's one shared latent) the KV cache is
+            # copied on every GPU rather than split: the closed forms here assume a split
+            "kv_replicated": tp > 1 and (m.kv_lora_rank is not None or tp > m.n_kv_heads),
         }
         fit = "fits" if cap["fits"] else "<b>does not fit</b>"
-        text = (f"<b>{m.name}, TP {tp}</b>: {numbers['weights_per_gpu_GB']:.0f} GB of weights "
-                f"per GPU ({fit} with the 4 GB reserve)<br>"
+        per_gpu = numbers["weights_per_gpu_GB"]
+        text = (f"<b>{m.name}, TP {tp}</b>: {per_gpu:.{1 if per_gpu < 10 else 0}f} GB of "
+                f"weights per GPU ({fit} with the 4 GB reserve)<br>"
                 f"{numbers['collectives']} all-reduces per token, "
                 f"{numbers['ring_KiB']:.0f} KiB each on the ring, "
                 f"{numbers['bytes_per_token_MB']:.2f} MB per token<br>"
@@ -135,8 +139,23 @@ class TensorParallelPanel(Panel):
                 f"<b>{numbers['step_ms']:.2f} ms</b>, {numbers['tokens_per_s']:,.0f} tok/s, "
                 f"overhead {numbers['nvlink_overhead_pct']:.0f}%<br>"
                 f"over PCIe: {numbers['pcie_comm_ms']:.2f} ms of collectives, overhead "
-                f"{numbers['pcie_overhead_pct']:.0f}%" + source_line(m))
+                f"{numbers['pcie_overhead_pct']:.0f}%" + _kv_split_note(m, tp) + source_line(m))
         return View(numbers=numbers, traces=traces, layout=layout, text=text)
+
+
+def _kv_split_note(m, tp: int) -> str:
+    """A readout line when tensor parallelism cannot split the KV cache across the GPUs."""
+    if tp == 1:
+        return ""
+    if m.kv_lora_rank is not None:
+        return ("<br><i>MLA keeps one compressed latent per token for all heads: at TP "
+                f"{tp} every GPU holds the whole KV cache, not 1/{tp} of it</i>")
+    if tp > m.n_kv_heads:
+        heads = f"{m.n_kv_heads} KV head" + ("s" if m.n_kv_heads > 1 else "")
+        return (f"<br><i>TP {tp} is more than the model's {heads}: each GPU keeps a copy of a "
+                f"head instead of a share, so KV per GPU stops shrinking past TP "
+                f"{m.n_kv_heads}</i>")
+    return ""
 
 
 # --- §7 pipeline parallelism: stages x time slots ---------------------------------------------
