@@ -445,10 +445,35 @@ def run_all_cells(page, n_code: int, timeout_ms: int = 240_000) -> None:
             print("(JupyterLab asked for a kernel: accepted its preferred one)", flush=True)
         _menu(page, "Run", "Run All Cells")
         page.wait_for_function(SOME_PROMPT_STARTED, arg=PROMPTS, timeout=15_000, polling=250)
-    page.wait_for_function(ALL_DONE_OR_ERROR, arg=[PROMPTS, f"{ACTIVE} {ERROR_OUTPUT}", n_code],
-                           timeout=timeout_ms, polling=250)
+    try:
+        page.wait_for_function(ALL_DONE_OR_ERROR,
+                               arg=[PROMPTS, f"{ACTIVE} {ERROR_OUTPUT}", n_code],
+                               timeout=timeout_ms, polling=250)
+    except Exception as exc:  # say where the run stood: which prompts, the kernel, dialogs
+        raise AssertionError(f"Run All did not finish in {timeout_ms / 1e3:.0f} s: "
+                             f"{run_state(page)}") from exc
     page.wait_for_selector(f'{ACTIVE} .jp-Notebook-ExecutionIndicator[data-status="idle"]',
                            timeout=timeout_ms)
+
+
+RUN_STATE_JS = """([sel, active]) => {
+    const prompts = [...document.querySelectorAll(sel)].map(p => p.textContent.trim());
+    const kernel = document.querySelector(active + ' .jp-Notebook-ExecutionIndicator');
+    return {prompts, kernel: kernel && kernel.getAttribute('data-status'),
+            dialogs: [...document.querySelectorAll('.jp-Dialog')].map(d => d.innerText.slice(0, 200)),
+            status: (document.querySelector('#jp-main-statusbar') || {}).innerText || ''}; }"""
+
+
+def run_state(page) -> str:
+    """Where a notebook's run stands, for a failure message: each code cell's prompt (by
+    position), the kernel's execution state, open dialogs and the status bar."""
+    try:
+        state = page.evaluate(RUN_STATE_JS, [PROMPTS, ACTIVE])
+    except Exception as exc:  # noqa: BLE001 - a dead page: say so
+        return f"(page unreadable: {exc})"
+    prompts = " ".join(f"{i}:{p or '[ ]'}" for i, p in enumerate(state["prompts"]))
+    return (f"prompts {prompts}; kernel {state['kernel']}; dialogs {state['dialogs']}; "
+            f"status bar {state['status'][:200]!r}")
 
 
 def accept_kernel_dialog(page) -> bool:
