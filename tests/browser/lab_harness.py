@@ -295,6 +295,13 @@ class LabServer(Server):
         nb = self.api("GET", f"/api/contents/{path}?content=1")
         return sum(c["cell_type"] == "code" for c in nb["content"]["cells"])
 
+    def shutdown_notebook(self, path: str) -> None:
+        """Delete ``path``'s session (its kernel goes with it), so that the next test or
+        benchmark starts on a quiet server."""
+        for s in self.api("GET", "/api/sessions"):
+            if s["path"] == path:
+                self.api("DELETE", f"/api/sessions/{s['id']}", timeout_s=30)
+
 
 class VoilaServer(Server):
     """``voila <notebook>`` with the offline lab template and the extension denylist."""

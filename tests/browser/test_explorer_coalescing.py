@@ -84,9 +84,7 @@ def test_a_burst_of_moves_ends_on_the_last_value(lab, browsing, notebook):
         assert not H.page_problems(page, H.ACTIVE)
         browsing.assert_offline()
     finally:
-        for s in lab.api("GET", "/api/sessions"):
-            if s["path"] == notebook:
-                lab.api("DELETE", f"/api/sessions/{s['id']}", timeout_s=30)
+        lab.shutdown_notebook(notebook)
 
 
 def _fast_drag(page, slider, fraction: float, steps: int = 60) -> None:

@@ -55,9 +55,7 @@ def test_a_step_from_lookahead_is_the_kernels_figure_early(lab, browsing, notebo
         assert not H.page_problems(page, H.ACTIVE)
         browsing.assert_offline()
     finally:
-        for s in lab.api("GET", "/api/sessions"):
-            if s["path"] == notebook:
-                lab.api("DELETE", f"/api/sessions/{s['id']}", timeout_s=30)
+        lab.shutdown_notebook(notebook)
 
 
 def _check(page, root, spec, probe) -> None:

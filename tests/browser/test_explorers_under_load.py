@@ -58,9 +58,7 @@ def test_lab_explorers_render_and_follow_under_load(lab, browsing, notebook, cpu
         _check_all(page, M.explorer_roots(page, H.ACTIVE))
         assert not browsing.log.external, browsing.log.external[:5]
     finally:
-        for s in lab.api("GET", "/api/sessions"):
-            if s["path"] == notebook:
-                lab.api("DELETE", f"/api/sessions/{s['id']}", timeout_s=30)
+        lab.shutdown_notebook(notebook)
 
 
 def test_voila_explorers_render_and_follow_under_load(chromium, tmp_path, browsing, notebook,

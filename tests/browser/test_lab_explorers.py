@@ -140,6 +140,4 @@ def test_notebook_runs_and_explorer_follows_its_slider(spec, lab, browsing):
         browsing.assert_offline()
         clock.mark("reset button restored the chapter's setting; no external request")
     finally:
-        for s in lab.api("GET", "/api/sessions"):
-            if s["path"] == spec.notebook:
-                lab.api("DELETE", f"/api/sessions/{s['id']}", timeout_s=30)
+        lab.shutdown_notebook(spec.notebook)
