@@ -286,12 +286,12 @@ def bench_latency(browser, lab, notebooks, moves: int, profile: bool,
                 for index, variable in explorer_cells(lab, notebook):
                     if variable not in shown:
                         continue
-                    if profile:
-                        cdp.send("Profiler.enable")
-                        cdp.send("Profiler.setSamplingInterval", {"interval": 200})
-                        cdp.send("Profiler.start")
-                        page_t0 = page.evaluate(CLOCK_MARK_JS)
                     for path in paths:
+                        if profile:  # one profile per row: its moves' windows select samples
+                            cdp.send("Profiler.enable")
+                            cdp.send("Profiler.setSamplingInterval", {"interval": 200})
+                            cdp.send("Profiler.start")
+                            page_t0 = page.evaluate(CLOCK_MARK_JS)
                         try:
                             r = bench_explorer(page, cdp, lab, probe, index, variable,
                                                shown[variable],
@@ -300,17 +300,18 @@ def bench_latency(browser, lab, notebooks, moves: int, profile: bool,
                             r = {"variable": variable, "panel": shown[variable],
                                  "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
                         r["notebook"] = Path(notebook).stem
+                        if profile:
+                            r["profile"] = summarise_profile(
+                                cdp.send("Profiler.stop")["profile"], r.get("windows", []),
+                                page_t0)
+                            cdp.send("Profiler.disable")
                         results.append(r)
                         print_row(r)
-                    if profile:
-                        r["profile"] = summarise_profile(cdp.send("Profiler.stop")["profile"],
-                                                         r.get("windows", []), page_t0)
-                        cdp.send("Profiler.disable")
                         print_profile(r)
             finally:
                 probe.close()
         finally:
-            shutdown(lab, notebook)
+            lab.shutdown_notebook(notebook)
             page.close()
     return results
 
@@ -442,7 +443,7 @@ def bench_open(browser, lab, notebooks) -> list[dict]:
         except Exception as exc:  # report and go on with the next notebook
             row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
         finally:
-            shutdown(lab, notebook)
+            lab.shutdown_notebook(notebook)
             page.close()
         print_open_row(row)
         rows.append(row)
@@ -459,12 +460,6 @@ def print_open_row(row: dict) -> None:
             and row["run_all_to_first_explorer"] > 5 else "")
     print(f"  {row['notebook'].replace('notebooks/', ''):58s} {s('open_to_first_figure')} "
           f"{s('run_all_to_first_explorer')} {s('run_all_done')}{flag}{note}", flush=True)
-
-
-def shutdown(lab, notebook: str) -> None:
-    for s in lab.api("GET", "/api/sessions"):
-        if s["path"] == notebook:
-            lab.api("DELETE", f"/api/sessions/{s['id']}", timeout_s=30)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
