@@ -694,10 +694,28 @@ def press_right(slider_locator, times: int = 1) -> None:
         handle.press("ArrowRight")
 
 
+STILL_JS = """el => new Promise(resolve => {
+    // resolves once the element's viewport position is the same over two animation frames
+    let last = null;
+    const look = () => {
+        const r = el.getBoundingClientRect();
+        const now = [r.x, r.y, r.width, r.height].join();
+        if (now === last) resolve(true);
+        else { last = now; requestAnimationFrame(() => requestAnimationFrame(look)); }
+    };
+    look(); })"""
+
+
+def scroll_to_still(locator) -> None:
+    """Scroll ``locator`` into view and wait until it stops moving (bounding boxes are
+    viewport coordinates: a smooth scroll or a late layout would move the pointer's target)."""
+    locator.scroll_into_view_if_needed()
+    locator.evaluate(STILL_JS)
+
+
 def drag(page, slider_locator, fraction: float) -> None:
     """Drag the handle with the mouse to ``fraction`` of the track (0 = left end)."""
-    slider_locator.scroll_into_view_if_needed()
-    page.wait_for_timeout(150)  # bounding boxes are viewport coordinates: let scrolling settle
+    scroll_to_still(slider_locator)
     track = slider_locator.locator(".noUi-target").bounding_box()
     handle = slider_locator.locator(".noUi-handle").bounding_box()
     y = handle["y"] + handle["height"] / 2
