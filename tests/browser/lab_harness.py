@@ -384,10 +384,26 @@ def launch_browser(playwright, chromium: str):
                                       args=CHROMIUM_ARGS)
 
 
-def _menu(page, top: str, item: str) -> None:
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{re.escape(top)}$")).click()
-    page.locator(".lm-Menu-itemLabel",
-                 has_text=re.compile(f"^{re.escape(item)}$")).click()
+def _menu(page, top: str, item: str, timeout_s: float = 60) -> None:
+    """Click ``top`` > ``item`` in JupyterLab's menu bar, once the item is enabled. A command
+    such as Run All Cells is disabled until the notebook is the current widget with its
+    kernel, and clicking a disabled item does nothing: on a loaded machine the menu can open
+    before that, so the menu is closed and opened again (which re-reads the command's state)
+    until the item is enabled."""
+    label = re.compile(f"^{re.escape(item)}$")
+    deadline = time.monotonic() + timeout_s
+    while True:
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{re.escape(top)}$")).click()
+        entry = page.locator(".lm-Menu-item", has=page.locator(".lm-Menu-itemLabel",
+                                                                has_text=label))
+        entry.wait_for(state="visible")
+        if "lm-mod-disabled" not in (entry.get_attribute("class") or "").split():
+            entry.click()
+            return
+        page.keyboard.press("Escape")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"menu {top} > {item} stayed disabled for {timeout_s:.0f} s")
+        page.wait_for_timeout(250)
 
 
 ACTIVE = ".jp-NotebookPanel:not(.lm-mod-hidden)"
@@ -436,22 +452,19 @@ ALL_DONE_OR_ERROR = """([sel, err, n]) => { const ps = [...document.querySelecto
 
 def run_all_cells(page, n_code: int, timeout_ms: int = 240_000) -> None:
     """Edit > Clear Outputs of All Cells, Run > Run All Cells, then wait until every prompt is
-    numbered and the kernel is idle (stored prompts would otherwise look finished)."""
+    numbered and the kernel is idle (stored prompts would otherwise look finished). Where
+    JupyterLab asks which kernel to use, it is answered as a reader would (its preferred
+    kernel); nothing is clicked twice."""
     _menu(page, "Edit", "Clear Outputs of All Cells")
     page.wait_for_function(NO_PROMPT_NUMBERED, arg=PROMPTS, timeout=30_000)
     _menu(page, "Run", "Run All Cells")
-    try:
-        page.wait_for_function(SOME_PROMPT_STARTED, arg=PROMPTS, timeout=15_000, polling=250)
-    except Exception:
-        # seen on a loaded machine, right after the server started: Run All queued nothing,
-        # or JupyterLab lost the notebook's kernel and asks which one to start; the notebook
-        # never ran, so answering as a reader would and running it again hides no companion
-        # failure
-        print("Run All Cells started nothing within 15 s; trying once more", flush=True)
+    deadline = time.monotonic() + 60
+    while not page.evaluate(SOME_PROMPT_STARTED, PROMPTS):
         if accept_kernel_dialog(page):
-            print("(JupyterLab asked for a kernel: accepted its preferred one)", flush=True)
-        _menu(page, "Run", "Run All Cells")
-        page.wait_for_function(SOME_PROMPT_STARTED, arg=PROMPTS, timeout=15_000, polling=250)
+            print('(JupyterLab asked "Select Kernel": accepted its preferred one)', flush=True)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Run All Cells started no cell within 60 s: {run_state(page)}")
+        page.wait_for_timeout(250)
     try:
         page.wait_for_function(ALL_DONE_OR_ERROR,
                                arg=[PROMPTS, f"{ACTIVE} {ERROR_OUTPUT}", n_code],
