@@ -454,17 +454,33 @@ def run_all_cells(page, n_code: int, timeout_ms: int = 240_000) -> None:
     """Edit > Clear Outputs of All Cells, Run > Run All Cells, then wait until every prompt is
     numbered and the kernel is idle (stored prompts would otherwise look finished). Where
     JupyterLab asks which kernel to use, it is answered as a reader would (its preferred
-    kernel); nothing is clicked twice."""
+    kernel).
+
+    One known JupyterLab behaviour is met as a reader meets it: in the full browser suite on a
+    loaded machine, a Run All on a freshly written notebook sometimes executes no cell at all
+    (the prompts stay empty, the kernel idle, no dialog: JupyterLab's CodeCell.execute returns
+    early when the session has no kernel connection yet), seen in 2 of 2 suite runs here and
+    never in a test run alone. Then, and only then, nothing of the companion has run, so Run
+    All is clicked once more, as the reader would, and the harness says so; a run that starts
+    no cell after that fails, with where the page stood."""
     _menu(page, "Edit", "Clear Outputs of All Cells")
     page.wait_for_function(NO_PROMPT_NUMBERED, arg=PROMPTS, timeout=30_000)
-    _menu(page, "Run", "Run All Cells")
-    deadline = time.monotonic() + 60
-    while not page.evaluate(SOME_PROMPT_STARTED, PROMPTS):
-        if accept_kernel_dialog(page):
-            print('(JupyterLab asked "Select Kernel": accepted its preferred one)', flush=True)
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Run All Cells started no cell within 60 s: {run_state(page)}")
-        page.wait_for_timeout(250)
+    for attempt in (1, 2):
+        _menu(page, "Run", "Run All Cells")
+        deadline = time.monotonic() + (15 if attempt == 1 else 60)
+        while not page.evaluate(SOME_PROMPT_STARTED, PROMPTS):
+            if accept_kernel_dialog(page):
+                print('(JupyterLab asked "Select Kernel": accepted its preferred one)', flush=True)
+            if time.monotonic() > deadline:
+                break
+            page.wait_for_timeout(250)
+        else:
+            break
+        if attempt == 2:
+            raise AssertionError(f"Run All Cells started no cell, twice: {run_state(page)}")
+        assert page.evaluate(NO_PROMPT_NUMBERED, PROMPTS)  # nothing ran: clicking again is safe
+        print(f"Run All Cells executed no cell within 15 s ({run_state(page)}); clicking it "
+              "once more", flush=True)
     try:
         page.wait_for_function(ALL_DONE_OR_ERROR,
                                arg=[PROMPTS, f"{ACTIVE} {ERROR_OUTPUT}", n_code],
