@@ -22,6 +22,19 @@ latency  For every explorer of the 17 §2, 8.6 and 8.1 notebooks: Run All, then 
                                (lookahead rows) until plotly.js is called; 0 when no call
            render              plotly.js call, or a swap of a figure drawn ahead of time,
                                until the frame that shows the final state
+drag     Then, per explorer, a pointer drag of that slider (Playwright mouse moves, DRAG_HZ a
+         second as a mouse reports them): a first drag to the left end of the track (not
+         measured), then from there to the right end in DRAG_S and back in DRAG_S. For every
+         pointer move that changes the slider's value (the slider's readout right after the
+         move), the lag until the first animation frame that shows that value's figure and
+         readout, as the kernel computes them, or those of a value the hand reached after it
+         (the page skipped this one and caught up: "exact" is the share that showed the move's
+         own value); the figure's updates per second and the largest gap between two over the
+         drag; whether the figure at the end is the handle's value. Twice: as a reader gets it
+         ("drag") and with figure_widget.js's drag handling switched off (window.companionDrag
+         = false: "drag-off", the behaviour before it), so that one run compares both on the
+         same machine load. (A move that the page holds up holds Playwright up too: "move" is
+         the median time one mouse move took, and the positions follow the clock.)
 open     For each notebook: page open -> first stored figure drawn; Run All -> first live
          explorer (its figure drawn by the kernel's widget), and Run All -> last cell done,
          both timed inside the page from the pointerdown on "Run All Cells".
@@ -43,6 +56,7 @@ with the wall-clock columns before reading the medians as the page's own cost.
 
 usage: python benchmarks/browser_latency.py [latency] [open] [--moves N] [--profile]
                                             [--notebooks a.ipynb,b.ipynb]
+                                            [--paths lookahead,kernel,jump,drag-off,drag]
 """
 
 from __future__ import annotations
