@@ -31,9 +31,9 @@ drag     Then, per explorer, a pointer drag of that slider (Playwright mouse mov
          (the page skipped this one and caught up: "exact" is the share that showed the move's
          own value); the figure's updates per second and the largest gap between two over the
          drag; whether the figure at the end is the handle's value. Twice: as a reader gets it
-         ("drag") and with figure_widget.js's drag handling switched off (window.companionDrag
-         = false: "drag-off", the behaviour before it), so that one run compares both on the
-         same machine load. (A move that the page holds up holds Playwright up too: "move" is
+         ("drag") and with the drag handling switched off ("drag-off", the behaviour before it:
+         window.companionDrag = false for figure_widget.js, and the panel's
+         LOOKAHEAD_AFTER_JUMP_S = None), so that one run compares both on the same load. (A move that the page holds up holds Playwright up too: "move" is
          the median time one mouse move took, and the positions follow the clock.)
 open     For each notebook: page open -> first stored figure drawn; Run All -> first live
          explorer (its figure drawn by the kernel's widget), and Run All -> last cell done,
@@ -584,12 +584,18 @@ def bench_drag(page, cdp, lab, probe, cell_index: int, variable: str, panel: str
     root.evaluate("r => window.__probe.watch(r)")
     page.wait_for_function(SETTLED_JS, arg=600, timeout=60_000, polling=100)
     probe.take_log(variable)
-    # the page-wide switch figure_widget.js reads: off, a drag is drawn as any other update
-    page.evaluate(f"() => {{ window.companionDrag = {str(label != 'drag-off').lower()}; }}")
+    # drag-off: the page-wide switch figure_widget.js reads (a drag is drawn as any other
+    # update) and the panel's (its lookahead follows every move at once, as after a step)
+    off = label == "drag-off"
+    page.evaluate(f"() => {{ window.companionDrag = {str(not off).lower()}; }}")
+    if off:
+        probe.evaluate(f"{variable}.LOOKAHEAD_AFTER_JUMP_S = None", "'null'")
     try:
         rec = drag_once(page, cdp, root, slider, control)
     finally:
         page.evaluate("() => { delete window.companionDrag; }")
+        if off:
+            probe.evaluate(f"del {variable}.LOOKAHEAD_AFTER_JUMP_S", "'null'")
     kernel = probe.take_log(variable)
     values = sorted({_value(control, e["value"]) for e in rec["pointer"]}
                     | {_value(control, rec["final"])})
