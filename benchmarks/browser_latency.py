@@ -459,8 +459,7 @@ def _value(control, text: str):
 def drag_once(page, cdp, root, slider, control) -> dict:
     """Drag the handle from the left end of the track to the right end in DRAG_S, then back,
     with DRAG_HZ pointer moves a second; returns the page's pointer events, frames and CPU."""
-    slider.scroll_into_view_if_needed()
-    page.wait_for_timeout(150)  # bounding boxes are viewport coordinates: let scrolling settle
+    H.scroll_to_still(slider)
     track = slider.locator(".noUi-target").bounding_box()
     handle = slider.locator(".noUi-handle").bounding_box()
     y = handle["y"] + handle["height"] / 2

@@ -9,8 +9,9 @@ figures, an unstated efficiency, a rounded intermediate, a slip in the chapter).
 
 An entry's ``status`` is "agrees" (within the printed rounding), "≈" (only within its declared
 looser rounding; ``reason`` gives the rounding and the note) or "disagrees" (an erratum).
-``table`` (plain text, for the section notebooks) and ``html_table`` (the ledger notebook) show
-it, in the entry's display unit (``display_number``: "3.35e12" B/s reads 3.35 TB/s).
+``show`` (the section notebooks: one folded table, each printed number once), ``table`` (plain
+text) and ``html_table`` (the ledger notebook: every entry) show it, in the entry's display unit
+(``display_number``: "3.35e12" B/s reads 3.35 TB/s).
 
 Entries live in the modules of ``companion.ledger_entries`` (one per chapter section), each
 exposing ``entries() -> list[Entry]``; this module collects them.
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 __all__ = ["Entry", "entry", "entries", "by_section", "sections", "disagreements", "table",
-           "html_table", "printed_decimals", "display_number"]
+           "html_table", "show", "folded_rows", "printed_decimals", "display_number"]
 
 _NUMBER = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?([eE][+-]?\d+)?$")
 
@@ -337,3 +338,118 @@ def html_table(prefix: str | None = None, *, ids=None) -> str:
                    f'<td style="text-align:left">{note}</td></tr>')
     out += ["</tbody>", "</table>"]
     return "\n".join(out)
+
+
+# --- the section notebooks' view: each printed number once, folded -------------------------------
+
+_SOURCE_WORDS = {"calc": "closed form", "sim": "simulator"}
+
+
+def folded_rows(prefix: str | None = None, *, ids=None) -> list[list[Entry]]:
+    """The entries of ``prefix`` (or ``ids``) with each printed number once: a simulator entry
+    joins the closed-form entry of the same section that prints the same number in the same
+    unit (the first such one not yet joined, in ledger order), so a claim that both the formula
+    and the simulator re-derive is one row checked two ways. Every entry lands in exactly one
+    group; each group's first entry is the one its row shows."""
+    rows = _rows(prefix, ids)
+    groups: list[list[Entry]] = []
+    open_calc: dict[tuple, list[list[Entry]]] = {}
+    for e in rows:
+        if e.source == "calc":
+            groups.append([e])
+            open_calc.setdefault((e.section, e.printed, e.unit), []).append(groups[-1])
+    for e in rows:
+        if e.source != "sim":
+            continue
+        waiting = open_calc.get((e.section, e.printed, e.unit), [])
+        partner = next((g for g in waiting if len(g) == 1), None)
+        if partner is None:
+            groups.append([e])
+        else:
+            partner.append(e)
+    order = {e.id: i for i, e in enumerate(rows)}
+    groups.sort(key=lambda g: order[g[0].id])
+    return groups
+
+
+class LedgerView:
+    """What ``show`` returns: in JupyterLab and the book an HTML table folded under a one-line
+    summary (open when it holds an erratum); as plain text the summary alone."""
+
+    def __init__(self, groups: list[list[Entry]], label: str):
+        self.groups = groups
+        self.label = label
+
+    def _counts(self) -> dict[str, int]:
+        counts = {"agrees": 0, "≈": 0, "disagrees": 0}
+        for g in self.groups:
+            counts[_group_status(g)] += 1
+        return counts
+
+    def summary(self) -> str:
+        c = self._counts()
+        n = len(self.groups)
+        parts = [f"{c['agrees']} at the printed rounding"]
+        if c["≈"]:
+            parts.append(f"{c['≈']} only at a looser, stated rounding")
+        if c["disagrees"]:
+            parts.append(f"{c['disagrees']} errat{'a' if c['disagrees'] > 1 else 'um'}")
+        twice = sum(len(g) > 1 for g in self.groups)
+        also = f": {twice} of the numbers by the simulator as well" if twice else ""
+        return (f"Ledger, {self.label}: {n} printed number{'s' if n != 1 else ''} re-derived, "
+                f"{', '.join(parts)} ({sum(len(g) for g in self.groups)} checks{also})")
+
+    def __repr__(self) -> str:
+        return (self.summary() + ". The table opens under this line in JupyterLab and the book; "
+                "ledger.ipynb lists every entry.")
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        c = self._counts()
+        out = [f'<details class="companion-ledger"{" open" if c["disagrees"] else ""}>',
+               f"<summary>{escape(self.summary())}</summary>",
+               '<table class="companion-ledger">',
+               '<thead><tr><th style="text-align:left">claim</th><th>chapter</th>'
+               '<th>companion</th><th>unit</th><th>verdict</th><th>checked by</th>'
+               '<th style="text-align:left">note</th></tr></thead>', "<tbody>"]
+        for g in self.groups:
+            e = g[0]
+            chapter, _, unit, _ = display_number(e.printed, e.unit)
+            css, verdict = _HTML_STATUS[_group_status(g)]
+            notes = []
+            for member in g:
+                if member.status == "disagrees":
+                    notes.append(f"<strong>{escape(member.reason)}</strong>")
+                elif member.status == "≈":
+                    notes.append(f"<em>{escape(member.rounding_text)}:</em> {escape(member.note)}")
+                elif member.note and member.note not in [m.note for m in g[:g.index(member)]]:
+                    notes.append(escape(member.note))
+            values = sorted({_fmt_value(m.value, m.printed, m.unit) for m in g})
+            by = " + ".join(_SOURCE_WORDS[m.source] for m in g)
+            out.append(f'<tr class="{css}"><td style="text-align:left">{escape(e.claim)}</td>'
+                       f"<td>{escape(chapter)}</td><td>{escape(' / '.join(values))}</td>"
+                       f'<td style="white-space:nowrap">{escape(unit)}</td><td>{verdict}</td>'
+                       f'<td style="white-space:nowrap">{escape(by)}</td>'
+                       f'<td style="text-align:left">{" ".join(notes)}</td></tr>')
+        out += ["</tbody>", "</table>", "</details>"]
+        return "\n".join(out)
+
+
+def _group_status(group: list[Entry]) -> str:
+    statuses = {e.status for e in group}
+    for worst in ("disagrees", "≈"):
+        if worst in statuses:
+            return worst
+    return "agrees"
+
+
+def show(prefix: str | None = None, *, ids=None, label: str | None = None) -> LedgerView:
+    """The section notebooks' ledger listing: ``folded_rows`` as one table folded under its
+    summary (errata keep it open), each note in its row, so nothing repeats on the page."""
+    groups = folded_rows(prefix, ids=ids)
+    if not groups:
+        raise ValueError(f"ledger.show: no entry for {prefix if ids is None else ids!r}")
+    if label is None:
+        label = f"section {prefix}" if prefix else "selected claims"
+    return LedgerView(groups, label)

@@ -44,6 +44,9 @@ def adversarial_blocks() -> np.ndarray:
     rng = np.random.default_rng(12)
     blocks = [
         np.zeros(32),                                    # all-zero group
+        np.full(32, -0.0),                               # all negative zeros (gguf: d = +0.0)
+        np.r_[-0.0, np.zeros(31)],                       # zeros led by a negative zero
+        np.r_[0.0, np.full(31, -0.0)],                   # zeros led by a positive zero
         np.full(32, -3.0),                               # every value the negative maximum
         np.r_[-7.5, rng.uniform(-7, 7, 31)],             # a negative maximum first
         np.r_[rng.uniform(-1, 1, 31), -2.0],             # a negative maximum last
@@ -66,6 +69,15 @@ def adversarial_blocks() -> np.ndarray:
 def test_adversarial_blocks_match_ggml(fmt):
     blocks = adversarial_blocks()
     assert np.array_equal(ours(fmt, blocks), reference(fmt, blocks))
+
+
+def test_a_block_of_negative_zeros_writes_gguf_scale_bytes():
+    # gguf takes the first value of largest magnitude with its sign, -0.0 here, so its q4_0
+    # scale is -0.0 / -8 = +0.0; ggml's C loop (max starts at +0.0f) would give -0.0
+    block = np.full((1, 32), -0.0, dtype=np.float32)
+    for fmt in sorted(ENCODERS):
+        assert ours(fmt, block)[0].tobytes() == reference(fmt, block)[0].tobytes(), fmt
+    assert ours("q4_0", block)[0, :2].tobytes() == b"\x00\x00"
 
 
 @pytest.mark.parametrize("fmt", sorted(ENCODERS))
@@ -92,11 +104,6 @@ boundary = st.sampled_from([0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 1.5, 2.5, 7.5, 8.0,
            lambda t: [t[0] * k / 16 for k in t[1]]))
 def test_property_any_block_matches_ggml(values):
     block = np.array([values], dtype=np.float32)
-    if np.abs(block).max() == 0 and np.signbit(block).any():
-        # ggml's C loop starts from max = +0.0, gguf's Python takes the stored -0.0: only the
-        # q4_0 scale's sign bit of an all-zero block differs; we follow the C reference
-        assert ours("q4_0", block)[0, :2].tobytes() == np.float16(-0.0).tobytes()
-        return
     for fmt in ENCODERS:
         try:
             got = ours(fmt, block)

@@ -1,7 +1,9 @@
 """The ledger: every printed number re-derived; a disagreement must carry a note."""
 
 import ast
+import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -167,3 +169,63 @@ def test_display_number_names_a_bad_argument():
         ledger.display_number("about 3", "B/s")
     with pytest.raises(TypeError, match="unit"):
         ledger.display_number("3.35e12", None)
+
+
+# --- the section notebooks' folded view ----------------------------------------------------------
+
+def test_folded_rows_keep_every_entry_once_and_join_only_a_formula_with_its_simulation():
+    groups = ledger.folded_rows()
+    ids = [e.id for g in groups for e in g]
+    assert sorted(ids) == sorted(e.id for e in ENTRIES)          # nothing lost, nothing twice
+    joined = [g for g in groups if len(g) > 1]
+    assert joined, "no claim is checked by both the closed form and the simulator"
+    for calc_entry, *rest in joined:
+        assert len(rest) == 1 and calc_entry.source == "calc" and rest[0].source == "sim"
+        sim_entry = rest[0]
+        assert (calc_entry.section, calc_entry.printed, calc_entry.unit) == (
+            sim_entry.section, sim_entry.printed, sim_entry.unit)
+
+
+def test_a_folded_section_shows_each_printed_number_once():
+    # 8.3.1's eleven numbers are each re-derived by the closed form and by the simulator: the
+    # plain table lists 22 rows, the folded view one row per number, checked two ways
+    view = ledger.show("8.3.1")
+    assert len(ledger.by_section("8.3.1")) == 2 * len(view.groups)
+    html = view._repr_html_()
+    assert html.startswith('<details class="companion-ledger">')     # folded, no erratum
+    assert html.count("<tr class=") == len(view.groups)
+    assert html.count("closed form + simulator") == len(view.groups)
+    assert "11 printed numbers re-derived" in repr(view)
+
+
+def test_a_folded_section_with_an_erratum_opens_and_says_so():
+    errata = {e.section for e in ledger.disagreements()}
+    section = sorted(errata)[0]
+    view = ledger.show(section)
+    assert view._repr_html_().startswith('<details class="companion-ledger" open>')
+    n = sum(e.status == "disagrees" for e in ledger.by_section(section))
+    assert f"{n} errat" in view.summary()
+    assert view._repr_html_().count("<strong>Erratum") >= 1
+
+
+def test_show_names_what_it_could_not_find():
+    with pytest.raises(ValueError, match="ledger.show: no entry"):
+        ledger.show(ids=["no/such-entry"])
+
+
+SECTION_NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("ch*/*.ipynb"))
+
+
+@pytest.mark.parametrize("path", SECTION_NOTEBOOKS, ids=lambda p: p.stem)
+def test_section_notebooks_fold_their_ledger_listings(path):
+    # the plain table's note footnote and its column header must not appear in a section
+    # notebook: its listings are folded views (the full ledger stays in ledger.ipynb)
+    nb = json.loads(path.read_text())
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            text = "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", ""))
+            assert "see the entry's note" not in text, path.name
+            assert not re.search(r"^section\s+claim\s+chapter", text, re.M), path.name
+            html = "".join(out.get("data", {}).get("text/html", ""))
+            if 'class="companion-ledger"' in html:
+                assert html.startswith('<details class="companion-ledger"'), path.name

@@ -72,3 +72,14 @@ def test_summary_counts_skips_by_reason(tmp_path):
     assert lines[-2].startswith("BROWSER TESTS SKIPPED: 2 browser test(s) did not run "
                                 "(no Chromium found)")
     assert run_tests.skipped(tmp_path / "absent.xml") == []
+
+
+def test_property_tests_draw_from_a_fixed_seed_in_the_suite():
+    # tests/conftest.py: make test must not pass or fail by the luck of hypothesis's draw
+    import os
+
+    from hypothesis import settings
+
+    if os.environ.get("HYPOTHESIS_PROFILE", "suite") == "suite":
+        assert settings.default.derandomize is True
+        assert settings.default.database is None

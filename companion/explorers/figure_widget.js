@@ -250,11 +250,16 @@ async function render({ model, el, host }) {
   const currentKey = () => controls.map((m, i) => m.get(attrs[i]));
   const stillAsked = () => asked && performance.now() < asked.until;
 
+  // what a test or a benchmark can wait for instead of guessing a time: how many figures the
+  // kernel has sent this view, and how many offers of figures ahead (data attributes of el)
+  let kernelFigures = 0, aheadOffers = 0;
+
   // the kernel's figure (one message may carry figure, template, key...: one event per key,
   // gathered in a microtask so that they make one draw)
   let queued = false;
   const fromKernel = () => {
     queued = false;
+    el.dataset.companionKernelFigures = String(++kernelFigures);
     const key = JSON.parse(state.get("key"));
     const bytes = state.get("figure");
     const target = { key, digest: state.get("digest"), readout: state.get("readout"),
@@ -273,6 +278,7 @@ async function render({ model, el, host }) {
   };
   const onTemplate = () => { template = parse(state.get("template")); changed(); };
   const onAhead = () => {
+    el.dataset.companionAheadOffers = String(++aheadOffers);
     const offered = [];
     for (const entry of parse(state.get("ahead")) || []) {
       const figure = entry.figure;

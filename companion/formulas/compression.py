@@ -185,13 +185,15 @@ def encode_q4_0_group(values) -> bytes:
     nibble of byte j. 18 bytes (8.4.2).
 
     Bit-exact with ggml's reference quantizer (quantize_row_q4_0_ref): float32 inputs, d and
-    1/d in float32. An all-zero block has d = 0 and every code 8 (the value 0).
+    1/d in float32. An all-zero block has d = 0 (signed as gguf signs it) and every code 8
+    (the value 0).
     """
     x = _float32_group("q4_0", values)
-    i = int(np.argmax(np.abs(x)))
-    # ggml starts from max = 0.0f and takes a value only when strictly larger in magnitude, so
-    # a block of zeros (even -0.0) keeps +0.0 and stores d = -0.0
-    m = x[i] if x[i] != 0 else np.float32(0.0)
+    # the value of largest magnitude, with its sign, the first one on a tie, as gguf's
+    # quantize_blocks takes it. In a block of zeros that is x[0], so a leading -0.0 gives
+    # d = +0.0: gguf's bytes. (ggml's C loop starts from max = +0.0f and would store d = -0.0
+    # there; the two references differ only in that sign bit, and the codes are the same.)
+    m = x[int(np.argmax(np.abs(x)))]
     d = m / np.float32(-8)
     q = np.minimum(15, np.trunc(x * _reciprocal_scale(d) + np.float32(8.5))).astype(np.uint8)
     half = x.size // 2

@@ -195,7 +195,7 @@ print(f"shared prefix: {calc.kv_bytes(model, bt.SHARED_PREFIX_TOKENS) / units.Mi
 # [ledger](../ledger.ipynb)).
 
 # %%
-print(ledger.table("8.1"))
+ledger.show("8.1")
 
 # %% [markdown]
 # ## Explorer: memory budget and KV capacity

@@ -480,7 +480,7 @@ for key, value in budget_sweep.update().numbers.items():
 # medians) are inputs, not entries.
 
 # %%
-print(ledger.table("8.2"))
+ledger.show("8.2")
 
 # %% [markdown]
 # ## Try this

@@ -119,7 +119,7 @@ $p$); sharing then removes a *different* waste, the second copy of identical con
 counts come out of the simulator's allocation and agree with the closed forms:""")
 
 # %%
-print(ledger.table("8.3.1"))
+ledger.show("8.3.1")
 
 # %% [markdown]
 # ### Explorer: block size and lengths
@@ -198,10 +198,11 @@ plots.block_pool_steps_figure(steps, title="Four branches over a 95-block prefix
                               slot_level=False, columns=20, height=460).show()
 
 # %%
-print(ledger.table(ids=["8.3.2/cow-copied-tokens", "8.3.2/branch-references",
-                        "8.3.2/branch-physical-blocks", "8.3.2/branch-independent-blocks",
-                        "8.3.2/branch-saved-pct", "8.3.2/branch-private-blocks",
-                        "8.3.2/sim-branch-references", "8.3.2/sim-branch-physical-blocks"]))
+ledger.show(ids=["8.3.2/cow-copied-tokens", "8.3.2/branch-references",
+                 "8.3.2/branch-physical-blocks", "8.3.2/branch-independent-blocks",
+                 "8.3.2/branch-saved-pct", "8.3.2/branch-private-blocks",
+                 "8.3.2/sim-branch-references", "8.3.2/sim-branch-physical-blocks"],
+            label="8.3.2, four branches of one prompt")
 
 # %% [markdown]
 # ### Explorer: branches, prefix and private blocks
@@ -330,12 +331,13 @@ plots.pool_usage_figure(runs, title="Generated: four requests decoding in a 1 Gi
 # next to what the others will still grow by; resuming it earlier would just preempt it again.
 
 # %%
-print(ledger.table(ids=["8.3.2/shared-prefix-kv-MiB", "8.3.2/private-tokens",
-                        "8.3.2/private-tokens-allocated", "8.3.2/private-kv-MiB",
-                        "8.3.2/batch-kv-shared-MiB", "8.3.2/long-request-kv-MiB",
-                        "8.3.2/batch-kv-independent-MiB", "8.3.2/batch-kv-shared-GiB",
-                        "8.3.2/capacity-independent", "8.3.2/capacity-shared",
-                        "8.3.2/sim-capacity-shared"]))
+ledger.show(ids=["8.3.2/shared-prefix-kv-MiB", "8.3.2/private-tokens",
+                 "8.3.2/private-tokens-allocated", "8.3.2/private-kv-MiB",
+                 "8.3.2/batch-kv-shared-MiB", "8.3.2/long-request-kv-MiB",
+                 "8.3.2/batch-kv-independent-MiB", "8.3.2/batch-kv-shared-GiB",
+                 "8.3.2/capacity-independent", "8.3.2/capacity-shared",
+                 "8.3.2/sim-capacity-shared"],
+            label="8.3.2, a shared system prompt")
 
 # %% [markdown]
 # ## 8.3.3 Prefix reuse across requests
@@ -558,7 +560,7 @@ keeps SWA out of it and compresses the global KV to about a quarter, so the long
 needs (1 - 1/2) x 1/4 = 1/{1 / fraction:.0f} of V4's volume ({fraction:.1%}).""")
 
 # %%
-print(ledger.table("8.3.3"))
+ledger.show("8.3.3")
 
 # %% [markdown]
 # ## 8.3.4 Keep, evict, swap out, or recompute?
@@ -621,7 +623,7 @@ plots.retention_bars_figure(
 replay = calc.cache_replay_hits(km.REPLAY_INPUT_TOKENS, km.REPLAY_HIT_TOKENS_6GIB)
 print(f"6 GiB pool: {replay.reprocessed_tokens:,} tokens reprocessed, hit ratio "
       f"{100 * replay.hit_ratio:.0f}%")
-print(ledger.table("8.3.4"))
+ledger.show("8.3.4")
 
 # %% [markdown]
 # ### Explorer: what should the cache keep?

@@ -111,7 +111,7 @@ it is needed (8.4.3).
 """)
 
 # %%
-print(ledger.table("8.4.1"))
+ledger.show("8.4.1")
 
 # %% tags=["nbval-ignore-output"]
 fit = widgets.QuantizedFitPanel()
@@ -287,7 +287,7 @@ interpretation, as long as it lies inside the range of contexts that were measur
 # %%
 v41 = cm.DEEPSEEK_V41_GLOBAL_MIB + cm.DEEPSEEK_V41_SWA_MIB
 print(f"V4.1: {v41:.3f} MiB; V4 / V4.1 = {cm.DEEPSEEK_V4_TOTAL_MIB / v41:.2f}x")
-print(ledger.table("8.4.2"))
+ledger.show("8.4.2")
 
 # %% [markdown]
 # ## 8.4.3 Weight offloading, prefetch, and the copy every round
@@ -395,7 +395,7 @@ for rate in (50, 100):
     print(f"decompressing at {rate} GB/s: {n['with_decompression_ms']:.2f} ms vs raw "
           f"{n['direct_ms']:.2f} ms: compression {'wins' if n['compression_wins'] else 'loses'}")
 _ = transfer.reset()
-print(ledger.table("8.4.3"))
+ledger.show("8.4.3")
 
 # %% [markdown]
 # ## 8.4.4 Capacity and speed under a quality constraint
@@ -483,7 +483,7 @@ retries, which section 8.6 adds up.
 """)
 
 # %%
-print(ledger.table("8.4.4"))
+ledger.show("8.4.4")
 
 # %% [markdown]
 # ## Try this

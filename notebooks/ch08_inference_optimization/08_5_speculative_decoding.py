@@ -479,7 +479,7 @@ print(f"m = 4, g = 1: E[X] {n['expected_tokens']:.3f}, T {n['round_ms']:.1f} ms,
 # an entry with a note in the [ledger](../ledger.ipynb)).
 
 # %%
-print(ledger.table("8.5"))
+ledger.show("8.5")
 
 # %% [markdown]
 # ## Try this

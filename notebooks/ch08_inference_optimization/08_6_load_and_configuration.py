@@ -440,7 +440,7 @@ for label, rows in sweeps.items():
 # [ledger](../ledger.ipynb)). Measured throughputs and energies are inputs, not entries.
 
 # %%
-print(ledger.table("8.6"))
+ledger.show("8.6")
 
 # %% [markdown]
 # ## Try this

@@ -170,7 +170,7 @@ print(f"{hw.mem_bytes / units.GB:.0f} GB / {hw.mem_bw_bytes_per_s / units.TB:.2f
 # ## Chapter says / companion computes
 
 # %%
-print(ledger.table("17.1"))
+ledger.show("17.1")
 
 # %% [markdown]
 # ## Other cards

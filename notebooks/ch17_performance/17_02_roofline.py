@@ -195,7 +195,7 @@ plots.roofline_figure(hw, points).show()
 # ## Chapter says / companion computes
 
 # %%
-print(ledger.table("17.2"))
+ledger.show("17.2")
 
 # %% [markdown]
 # ## Explorer: move the points yourself

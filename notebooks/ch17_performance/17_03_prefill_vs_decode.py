@@ -209,7 +209,7 @@ for rate in (1.0, 4.0, 8.0):
 # ## Chapter says / companion computes
 
 # %%
-print(ledger.table("17.3"))
+ledger.show("17.3")
 
 # %% [markdown]
 # ## Explorer 1: a request's budget

@@ -233,7 +233,7 @@ plots.context_step_figure(contexts, rows, weight_bytes=m8.streamed_weight_bytes,
 # ## Chapter says / companion computes
 
 # %%
-print(ledger.table("17.4"))
+ledger.show("17.4")
 
 # %% [markdown]
 # ## Explorer: size the cache and count the sequences

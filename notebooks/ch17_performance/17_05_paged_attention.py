@@ -209,7 +209,7 @@ per second.
 # blocks in `companion.sim.kvcache` (source "sim").
 
 # %%
-print(ledger.table("17.5"))
+ledger.show("17.5")
 
 # %% [markdown]
 # ## Explorer: live tokens, block size and the reservation

@@ -206,7 +206,7 @@ print(widgets.decision_table_text())
 # prefill, and the TTFT entries round differently, as the box above explains.
 
 # %%
-print(ledger.table("17.6"))
+ledger.show("17.6")
 
 # %% [markdown]
 # ## Explorer: static vs continuous on a simulated queue

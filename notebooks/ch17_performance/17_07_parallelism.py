@@ -205,7 +205,7 @@ for e in ledger.by_section("17.7"):
 # is the diagram's layer labels discussed above.
 
 # %%
-print(ledger.table("17.7"))
+ledger.show("17.7")
 
 # %% [markdown]
 # ## Explorer: a tensor-parallel decode step

@@ -181,7 +181,7 @@ like sticky sessions or a sharded cache.""")
 # ## Chapter says / companion computes
 
 # %%
-print(ledger.table("17.8"))
+ledger.show("17.8")
 
 # %% [markdown]
 # ## Explorer: sizing the two pools

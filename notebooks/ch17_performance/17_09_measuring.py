@@ -231,7 +231,7 @@ kernel's points at a problem.""")
 # ## Chapter says / companion computes
 
 # %%
-print(ledger.table("17.9"))
+ledger.show("17.9")
 
 # %% [markdown]
 # ## Explorer: MBU and MFU of your measurement

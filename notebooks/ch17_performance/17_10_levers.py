@@ -154,7 +154,7 @@ print(widgets.cheat_sheet_text([m8, specs.LLAMA_70B], hw))
 # ## Chapter says / companion computes
 
 # %%
-print(ledger.table("17.10"))
+ledger.show("17.10")
 
 # %% [markdown]
 # ## Explorer: speculative decoding

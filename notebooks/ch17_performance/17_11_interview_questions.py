@@ -53,9 +53,9 @@ print(f"ridge {ridge:.0f} FLOP/byte; batch-1 decode {calc.decode_intensity(m8):g
 for L in (0, 600, 8000):
     print(f"batch 64, {L:>5} live tokens per sequence: intensity "
           f"{calc.decode_intensity(m8, 64, L):.0f} FLOP/byte")
-print(ledger.table(ids=["17.2/ridge", "17.2/decode-intensity-b1", "17.2/attainable-b1",
-                        "17.2/fraction-of-peak", "17.2/batch-intensity-64",
-                        "17.2/chat-intensity", "17.2/long-intensity"]))
+ledger.show(ids=["17.2/ridge", "17.2/decode-intensity-b1", "17.2/attainable-b1",
+                 "17.2/fraction-of-peak", "17.2/batch-intensity-64",
+                 "17.2/chat-intensity", "17.2/long-intensity"], label="this answer's numbers")
 
 # %% [markdown]
 # ## 2. Size the KV cache of a 70B model at an 8K context
@@ -79,9 +79,9 @@ cap = calc.tp_kv_capacity(m70, hw, tp=4)
 print(f"weights {m70.weight_bytes / units.GB:.0f} GB ({cap['weights_over_memory']:.2f}x a card); "
       f"TP 4: {cap['free_kv_bytes_per_gpu'] / units.GB:.0f} GB free per GPU, "
       f"{cap['free_kv_bytes'] / units.GB:.0f} GB in all -> {cap['max_sequences']} sequences of 8,000")
-print(ledger.table(ids=["17.4/70b-kv-per-token-KB", "17.4/70b-kv-8k-GB", "17.4/gqa-reduction",
-                        "17.4/70b-weights-GB", "17.4/tp4-sequences",
-                        "17.4/interview-about-sixty"]))
+ledger.show(ids=["17.4/70b-kv-per-token-KB", "17.4/70b-kv-8k-GB", "17.4/gqa-reduction",
+                 "17.4/70b-weights-GB", "17.4/tp4-sequences",
+                 "17.4/interview-about-sixty"], label="this answer's numbers")
 
 # %% [markdown]
 # ## 3. "nvidia-smi says 95% busy, yet throughput is poor"
@@ -101,8 +101,8 @@ dec = calc.decode_utilization(m8, hw, DECODE_TOK_PER_S)
 pre = calc.prefill_utilization(m8, hw, PREFILL_TOK_PER_S)
 print(f"8B decode at 146 tok/s: MBU {100 * dec['mbu']:.0f}% (healthy), MFU "
       f"{100 * dec['mfu']:.2f}% (irrelevant); prefill at 20,000 tok/s: MFU {100 * pre['mfu']:.0f}%")
-print(ledger.table(ids=["17.9/sm-share", "17.3/decode-fraction-of-peak", "17.9/decode-mbu",
-                        "17.9/decode-mfu", "17.9/prefill-mfu"]))
+ledger.show(ids=["17.9/sm-share", "17.3/decode-fraction-of-peak", "17.9/decode-mbu",
+                 "17.9/decode-mfu", "17.9/prefill-mfu"], label="this answer's numbers")
 
 # %% [markdown]
 # ## 4. Tensor or pipeline parallelism?
@@ -126,8 +126,9 @@ print(f"PP bubble, p = 4: m = 16 -> {100 * calc.pipeline_bubble(4, 16):.1f}%, m 
 lay = calc.parallel_layout(m405, hw)
 print(f"405B: {m405.weight_bytes / units.GB:.0f} GB -> TP {lay['tp']} x PP {lay['pp']} = "
       f"{lay['gpus']} GPUs at {lay['weight_bytes_per_gpu'] / units.GB:.1f} GB each")
-print(ledger.table(ids=["17.7/collectives", "17.7/latency-floor-ms", "17.7/bubble-16",
-                        "17.7/405b-weights-GB", "17.7/405b-gpus", "17.7/405b-tp8pp2-GB"]))
+ledger.show(ids=["17.7/collectives", "17.7/latency-floor-ms", "17.7/bubble-16",
+                 "17.7/405b-weights-GB", "17.7/405b-gpus", "17.7/405b-tp8pp2-GB"],
+            label="this answer's numbers")
 
 # %% [markdown]
 # ## 5. "Our p99 ITL is terrible but the mean looks fine"
@@ -153,8 +154,8 @@ for label, chunk in (("whole prompts", None), ("512-token chunks", 512)):
           f"{t['itl_mean_s'] / units.ms:5.1f} ms, p99 {t['itl_p99_s'] / units.ms:5.1f} ms "
           f"({t['intervals']:,} intervals); long prompts' mean TTFT "
           f"{t['long_ttft_mean_s'] / units.ms:.0f} ms")
-print(ledger.table(ids=["17.3/hol-stall-ms", "17.3/hol-worst-itl-x", "17.6/iteration-ms",
-                        "17.6/itl-improvement", "17.6/ttft-increase"]))
+ledger.show(ids=["17.3/hol-stall-ms", "17.3/hol-worst-itl-x", "17.6/iteration-ms",
+                 "17.6/itl-improvement", "17.6/ttft-increase"], label="this answer's numbers")
 
 # %% [markdown]
 # ## 6. Raise throughput without buying GPUs
@@ -178,7 +179,8 @@ print(f"INT8 weights: ceiling {q['baseline_tokens_per_s']:.0f} -> {q['tokens_per
       f"({q['speedup']:g}x)")
 print(f"KV-aware routing, turn 20: TTFT {route['cold_s'] / units.ms:.0f} -> "
       f"{route['warm_s'] / units.ms:.0f} ms ({route['speedup']:.0f}x)")
-print(ledger.table(ids=["17.5/throughput-gain", "17.10/int8-speedup", "17.8/routing-gain"]))
+ledger.show(ids=["17.5/throughput-gain", "17.10/int8-speedup", "17.8/routing-gain"],
+            label="this answer's numbers")
 
 # %% [markdown]
 # ## 7. What batch size should we run?
@@ -204,9 +206,9 @@ print(f"decode step at {w['reserved_cap']}: {w['reserved_cap_step_s'] / units.ms
 print(f"ITL ceiling at {calc.CH17_ASSUMED_ITL_TARGET_S / units.ms:g} ms: {w['itl_ceiling']}; "
       f"run at {w['run_batch']} ({w['binding']} binds),"
       f" {w['run_tokens_per_s']:,.0f} tok/s")
-print(ledger.table(ids=["17.4/8b-free-GB", "17.4/8b-kv-8k-GB", "17.4/8b-max-concurrent",
-                        "17.5/paged-batch", "17.5/interview-step-6ms",
-                        "17.5/interview-step-23ms"]))
+ledger.show(ids=["17.4/8b-free-GB", "17.4/8b-kv-8k-GB", "17.4/8b-max-concurrent",
+                 "17.5/paged-batch", "17.5/interview-step-6ms",
+                 "17.5/interview-step-23ms"], label="this answer's numbers")
 
 # %% [markdown]
 # ### Explorer: the batch-size window
@@ -250,7 +252,8 @@ for n_tok in (128, 256, 2048):
     point = calc.roofline_point(calc.prefill_intensity(m8, n_tok), hw)
     print(f"{n_tok:5}-token prompt: intensity {calc.prefill_intensity(m8, n_tok):,.0f} FLOP/byte, "
           f"{point['bound']}-bound, at most {100 * point['fraction_of_peak']:.0f}% of peak")
-print(ledger.table(ids=["17.9/prefill-mfu", "17.2/prefill-memory-bound-below"]))
+ledger.show(ids=["17.9/prefill-mfu", "17.2/prefill-memory-bound-below"],
+            label="this answer's numbers")
 
 # %% [markdown]
 # ## Try this

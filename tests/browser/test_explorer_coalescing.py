@@ -11,6 +11,8 @@ final value, and it must have computed fewer updates than the slider took values
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 import lab_harness as H
@@ -26,6 +28,26 @@ COUNT_VALUES_JS = """el => {
     obs.observe(el, {subtree: true, childList: true, characterData: true});
     window.__sliderValues = seen; window.__sliderObserver = obs; }"""
 TAKE_VALUES_JS = "() => { window.__sliderObserver.disconnect(); return window.__sliderValues; }"
+SENT_CODE = """
+__sent = [0]
+{v}._fig.state.observe(lambda change: __sent.__setitem__(0, __sent[0] + 1), names="digest")
+"""
+SENT_EXPR = "__import__('json').dumps(__sent[0])"
+KERNEL_VALUE = "__import__('json').dumps({v}.params[{k!r}])"
+FIGURES_JS = "el => Number(el.dataset.companionKernelFigures || 0)"
+
+
+def _kernel_figures(root) -> int:
+    """How many figures the page's view has received from the kernel (figure_widget.js)."""
+    return root.locator(".companion-plotly-figure").first.evaluate(FIGURES_JS)
+
+
+def _wait(condition, what: str, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} within {timeout_s:.0f} s")
+        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
@@ -50,16 +72,29 @@ def test_a_burst_of_moves_ends_on_the_last_value(lab, browsing, notebook):
             slider = H.slider(root, control.label)
             readout = slider.locator(".widget-readout")
 
+            # every figure the kernel sends carries a new digest: count them kernel-side
+            probe.evaluate(SENT_CODE.format(v=spec.variable), "'null'")
+
             def burst(move) -> tuple[int, int]:
                 probe.take_log(spec.variable)
                 readout.evaluate(COUNT_VALUES_JS)
+                sent_before = probe.evaluate("", SENT_EXPR)
+                shown_before = _kernel_figures(root)
                 move()
                 final = H.slider_value(control, slider)
-                H.wait_for_state(page, root, H.expected_for(spec.cls, dict(params, **{
-                    spec.key: final}), spec.make), what=f"after the burst, {spec.key}={final}")
-                page.wait_for_timeout(500)  # nothing more may arrive after the last value
-                H.wait_for_state(page, root, H.expected_for(spec.cls, dict(params, **{
-                    spec.key: final}), spec.make), timeout_s=1, what="still the last value")
+                expected = H.expected_for(spec.cls, dict(params, **{spec.key: final}), spec.make)
+                H.wait_for_state(page, root, expected, what=f"after the burst, {spec.key}={final}")
+                # nothing may arrive after the last value: wait until the kernel has taken the
+                # final value (it takes messages in order) and the page has received every
+                # figure the kernel sent, then the page must still show the final value
+                _wait(lambda: probe.evaluate("", KERNEL_VALUE.format(v=spec.variable,
+                                                                      k=spec.key)) == final,
+                      f"the kernel never took {spec.key}={final}")
+                sent = probe.evaluate("", SENT_EXPR) - sent_before
+                _wait(lambda: _kernel_figures(root) - shown_before >= sent,
+                      f"the page did not receive the kernel's {sent} figures")
+                assert _kernel_figures(root) - shown_before == sent
+                H.wait_for_state(page, root, expected, timeout_s=1, what="still the last value")
                 values = len(page.evaluate(TAKE_VALUES_JS)) - 1
                 computed = len(probe.take_log(spec.variable))
                 params[spec.key] = final
@@ -90,8 +125,7 @@ def test_a_burst_of_moves_ends_on_the_last_value(lab, browsing, notebook):
 def _fast_drag(page, slider, fraction: float, steps: int = 60) -> None:
     """Drag the handle to ``fraction`` of the track in ``steps`` mouse moves, as fast as the
     browser takes them."""
-    slider.scroll_into_view_if_needed()
-    page.wait_for_timeout(150)
+    H.scroll_to_still(slider)
     track = slider.locator(".noUi-target").bounding_box()
     handle = slider.locator(".noUi-handle").bounding_box()
     y = handle["y"] + handle["height"] / 2

@@ -2,12 +2,16 @@
 kernel has answered, and the same pixels as a redraw.
 
 In JupyterLab, on three explorers of tests/browser/many_explorers.py. After a first step (the
-kernel answers it and offers the steps either side, which the page draws ahead of time), the
-kernel's updates are made slow (2 s: the panel instance's compute is wrapped; the lookahead
-uses the class's), and the next steps must show companion's figure and readout within 1 s:
-only a figure offered ahead can do that. The step's figure must stay after the kernel's own
-answer arrives, and must be pixel-identical to plotly.js drawing the same figure from scratch
-in the same place (figure_widget.js draws ahead of time in a detached div at the shown width).
+kernel answers it and offers the steps either side, which the page keeps), the kernel's
+updates are held: the panel instance's compute waits until the test lets it go (a file the
+test creates; the lookahead uses the class's compute). The next step must then show
+companion's figure and readout while the kernel is still held, so only a figure offered ahead
+can show it, and the page must have received no figure from the kernel meanwhile. Once the
+kernel is let go and its answer has reached the page, the step's figure must still be shown,
+and must be pixel-identical to plotly.js drawing the same figure from scratch in the same place
+(figure_widget.js draws ahead of time in a detached div at the shown width). Nothing here
+waits for a fixed time: every wait is for a condition (the counts figure_widget.js keeps on
+its element: figures from the kernel, offers of figures ahead).
 
 Then the same slider is dragged with the mouse (Playwright's pointer moves, held while
 figures arrive: figure_widget.js then draws each in the next animation frame and nothing ahead
@@ -16,6 +20,8 @@ figure and readout for the handle's value, pixel-identical to a redraw from scra
 """
 
 from __future__ import annotations
+
+import time
 
 import pytest
 
@@ -26,18 +32,20 @@ from kernel_probe import KernelProbe, kernel_id_for
 pytestmark = pytest.mark.browser
 
 SPECS = [s for s in M.EXPLORERS if s.variable in ("roofline", "memory", "timeline")]
-SLOW_S = 2.0
 
-SLOW_CODE = """
-import time as __t
-def __slow(_f={v}.compute, **params):
-    __t.sleep({s})
+HOLD_CODE = """
+import os as __os, time as __t
+def __held(_f={v}.compute, _gate={gate!r}, **params):
+    deadline = __t.monotonic() + 300   # never hang a kernel past a failed test
+    while not __os.path.exists(_gate) and __t.monotonic() < deadline:
+        __t.sleep(0.01)
     return _f(**params)
-{v}.compute = __slow
+{v}.compute = __held
 """
 REDRAW_JS = """gd => { const layout = Object.assign({}, gd.layout); delete layout.width;
     return window.Plotly.newPlot(gd, gd.data, layout, {editSelection: false}).then(() =>
         new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))); }"""
+COUNT_JS = "(el, name) => Number(el.dataset[name] || 0)"
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +53,7 @@ def notebook():
     return M.write_notebook("lookahead", SPECS)
 
 
-def test_a_step_from_lookahead_is_the_kernels_figure_early(lab, browsing, notebook):
+def test_a_step_from_lookahead_is_the_kernels_figure_early(lab, browsing, notebook, tmp_path):
     page = browsing.page
     try:
         n_code = H.open_notebook(page, lab, notebook)
@@ -54,7 +62,7 @@ def test_a_step_from_lookahead_is_the_kernels_figure_early(lab, browsing, notebo
         probe = KernelProbe(lab.env["JUPYTER_RUNTIME_DIR"], kernel_id_for(lab, notebook))
         try:
             for i, spec in enumerate(SPECS):
-                _check(page, roots.nth(i), spec, probe)
+                _check(page, roots.nth(i), spec, probe, tmp_path / f"let-{spec.variable}-go")
                 _check_drag(page, roots.nth(i), spec)
         finally:
             probe.close()
@@ -64,7 +72,22 @@ def test_a_step_from_lookahead_is_the_kernels_figure_early(lab, browsing, notebo
         lab.shutdown_notebook(notebook)
 
 
-def _check(page, root, spec, probe) -> None:
+def _count(root, name: str) -> int:
+    """A count figure_widget.js keeps on the view's element (companionKernelFigures,
+    companionAheadOffers)."""
+    return root.locator(".companion-plotly-figure").first.evaluate(
+        COUNT_JS, name)
+
+
+def _wait_count_above(page, root, name: str, n: int, what: str, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while _count(root, name) <= n:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: {name} stayed at {n} for {timeout_s:.0f} s")
+        page.wait_for_timeout(50)
+
+
+def _check(page, root, spec, probe, gate) -> None:
     control = next(c for c in spec.cls.controls if c.name == spec.key)
     root.scroll_into_view_if_needed()
     H.wait_figures_rendered(page, root, 1)
@@ -74,33 +97,47 @@ def _check(page, root, spec, probe) -> None:
     slider = H.slider(root, control.label)
     handle = slider.locator(".noUi-handle")
 
-    def step(key: str, timeout_s: float, what: str) -> None:
+    def step(key: str, what: str) -> None:
         handle.focus()
         page.keyboard.press(key)
         value = H.slider_value(control, slider)
         params[spec.key] = value
         H.wait_for_state(page, root, H.expected_for(spec.cls, params, spec.make),
-                         timeout_s=timeout_s, what=f"{spec.variable}: {what}, {spec.key}={value}")
+                         what=f"{spec.variable}: {what}, {spec.key}={value}")
+
+    def held_step(key: str, what: str) -> None:
+        """A step while the kernel is held: shown from lookahead, nothing from the kernel;
+        then the kernel is let go and its answer must arrive and change nothing."""
+        gate.unlink(missing_ok=True)
+        before = _count(root, "companionKernelFigures")
+        step(key, f"{what}, the kernel held")
+        assert _count(root, "companionKernelFigures") == before, (
+            f"{spec.variable}: the page got a figure from the held kernel")
+        assert root.locator(".js-plotly-plot").count() == 1
+        gate.touch()
+        _wait_count_above(page, root, "companionKernelFigures", before,
+                          f"{spec.variable}: the kernel's answer after it was let go")
+        H.wait_for_state(page, root, H.expected_for(spec.cls, params, spec.make), timeout_s=5,
+                         what=f"{spec.variable}: still that step after the kernel's answer")
 
     # the test checks what is offered, not whether this loaded machine's kernel was quick
     # enough to offer it (Panel.LOOKAHEAD_BUDGET_S: a CI run's first step took over 30 ms)
     probe.evaluate(f"{spec.variable}.LOOKAHEAD_BUDGET_S = float('inf')", "'null'")
-    step("ArrowRight", 60, "a first step, through the kernel")
-    page.wait_for_timeout(1500)  # the page draws the offered steps when it is idle
-    probe.evaluate(SLOW_CODE.format(v=spec.variable, s=SLOW_S), "'null'")
+    offers = _count(root, "companionAheadOffers")
+    step("ArrowRight", "a first step, through the kernel")
+    _wait_count_above(page, root, "companionAheadOffers", offers,
+                      f"{spec.variable}: the steps either side offered after the first step")
+    gate.touch()
+    probe.evaluate(HOLD_CODE.format(v=spec.variable, gate=str(gate)), "'null'")
     try:
-        step("ArrowRight", 1.0, f"a step from lookahead while the kernel takes {SLOW_S} s")
-        assert root.locator(".js-plotly-plot").count() == 1
-        page.wait_for_timeout(1000 * (SLOW_S + 1))  # the kernel's answer has come
-        H.wait_for_state(page, root, H.expected_for(spec.cls, params, spec.make), timeout_s=1,
-                         what=f"{spec.variable}: still that step after the kernel's answer")
+        held_step("ArrowRight", "a step from lookahead")
         gd = root.locator(".js-plotly-plot")
         shown = gd.screenshot()
         gd.evaluate(REDRAW_JS)
         assert gd.screenshot() == shown, f"{spec.variable}: a redraw shows other pixels"
-        step("ArrowLeft", 1.0, "a step back, also from lookahead")
-        page.wait_for_timeout(1000 * (SLOW_S + 1))
+        held_step("ArrowLeft", "a step back, also from lookahead")
     finally:
+        gate.touch()  # a held kernel answers nothing else
         probe.evaluate(f"del {spec.variable}.compute, {spec.variable}.LOOKAHEAD_BUDGET_S",
                        "'null'")
 
@@ -117,8 +154,7 @@ def _check_drag(page, root, spec) -> None:
     control = next(c for c in spec.cls.controls if c.name == spec.key)
     root.scroll_into_view_if_needed()
     slider = H.slider(root, control.label)
-    slider.scroll_into_view_if_needed()
-    page.wait_for_timeout(150)  # bounding boxes are viewport coordinates: let scrolling settle
+    H.scroll_to_still(slider)
     track = slider.locator(".noUi-target").bounding_box()
     handle = slider.locator(".noUi-handle").bounding_box()
     y = handle["y"] + handle["height"] / 2
