@@ -22,6 +22,19 @@ latency  For every explorer of the 17 §2, 8.6 and 8.1 notebooks: Run All, then 
                                (lookahead rows) until plotly.js is called; 0 when no call
            render              plotly.js call, or a swap of a figure drawn ahead of time,
                                until the frame that shows the final state
+drag     Then, per explorer, a pointer drag of that slider (Playwright mouse moves, DRAG_HZ a
+         second as a mouse reports them): a first drag to the left end of the track (not
+         measured), then from there to the right end in DRAG_S and back in DRAG_S. For every
+         pointer move that changes the slider's value (the slider's readout right after the
+         move), the lag until the first animation frame that shows that value's figure and
+         readout, as the kernel computes them, or those of a value the hand reached after it
+         (the page skipped this one and caught up: "exact" is the share that showed the move's
+         own value); the figure's updates per second and the largest gap between two over the
+         drag; whether the figure at the end is the handle's value. Twice: as a reader gets it
+         ("drag") and with the drag handling switched off ("drag-off", the behaviour before it:
+         window.companionDrag = false for figure_widget.js, and the panel's
+         LOOKAHEAD_AFTER_JUMP_S = None), so that one run compares both on the same load. (A move that the page holds up holds Playwright up too: "move" is
+         the median time one mouse move took, and the positions follow the clock.)
 open     For each notebook: page open -> first stored figure drawn; Run All -> first live
          explorer (its figure drawn by the kernel's widget), and Run All -> last cell done,
          both timed inside the page from the pointerdown on "Run All Cells".
@@ -43,6 +56,7 @@ with the wall-clock columns before reading the medians as the page's own cost.
 
 usage: python benchmarks/browser_latency.py [latency] [open] [--moves N] [--profile]
                                             [--notebooks a.ipynb,b.ipynb]
+                                            [--paths lookahead,kernel,jump,drag-off,drag]
 """
 
 from __future__ import annotations
@@ -269,11 +283,15 @@ def bench_explorer(page, cdp, lab, probe, cell_index: int, variable: str, panel:
             "plotly_calls": {k: v / max(1, len(good)) for k, v in calls.items()}}
 
 
+PATHS = ("lookahead", "kernel", "jump", "drag-off", "drag")
+
+
 def bench_latency(browser, lab, notebooks, moves: int, profile: bool,
-                  paths=("lookahead", "kernel", "jump")) -> list[dict]:
+                  paths=PATHS) -> list[dict]:
     """Each explorer's steps with the page's lookahead (as a reader gets them), with it
-    switched off (every step through the kernel), then jumps of five steps (half as many)."""
-    results = []
+    switched off (every step through the kernel), then jumps of five steps (half as many),
+    then a pointer drag there and back (printed in a table of its own, at the end)."""
+    results, drags = [], []
     for notebook in notebooks:
         page = new_page(browser)
         try:
@@ -293,9 +311,14 @@ def bench_latency(browser, lab, notebooks, moves: int, profile: bool,
                             cdp.send("Profiler.start")
                             page_t0 = page.evaluate(CLOCK_MARK_JS)
                         try:
-                            r = bench_explorer(page, cdp, lab, probe, index, variable,
-                                               shown[variable],
-                                               moves // 2 if path == "jump" else moves, path)
+                            if path.startswith("drag"):
+                                r = bench_drag(page, cdp, lab, probe, index, variable,
+                                               shown[variable], path)
+                            else:
+                                r = bench_explorer(page, cdp, lab, probe, index, variable,
+                                                   shown[variable],
+                                                   moves // 2 if path == "jump" else moves,
+                                                   path)
                         except Exception as exc:  # e.g. a figure that never rendered: say so
                             r = {"variable": variable, "panel": shown[variable],
                                  "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
@@ -306,13 +329,28 @@ def bench_latency(browser, lab, notebooks, moves: int, profile: bool,
                                 page_t0)
                             cdp.send("Profiler.disable")
                         results.append(r)
-                        print_row(r)
-                        print_profile(r)
+                        if path.startswith("drag"):
+                            drags.append(r)
+                        else:
+                            print_row(r)
+                            print_profile(r)
             finally:
                 probe.close()
         finally:
             lab.shutdown_notebook(notebook)
             page.close()
+    if drags:
+        print(f"\n  pointer drag across the slider, {DRAG_S:.0f} s end to end and back, "
+              f"{DRAG_HZ} moves/s: lag from each pointer move that changes the value to the "
+              "first frame showing its figure and readout (ms; or a value reached after it: "
+              "'exact' is the share that showed the move's own value), figure updates per "
+              "second, the largest gap between two (ms), the figure at the end is the "
+              "handle's ('end'), the kernel's updates, page main-thread CPU ms per s",
+              flush=True)
+        print_drag_header()
+        for r in drags:
+            print_drag_row(r)
+            print_profile(r)
     return results
 
 
@@ -382,6 +420,210 @@ def print_profile(r: dict) -> None:
         print(f"      page CPU per move {kind.replace('_', ' ')}:")
         for what, ms in rows:
             print(f"      {ms:8.2f} ms  {what}")
+
+
+# --- a pointer drag ----------------------------------------------------------------------------
+
+DRAG_S = 2.0     # one way, end to end (then as long back)
+DRAG_HZ = 60     # pointer moves per second, as a mouse reports them
+# every pointer move, after the slider has handled it (a listener on window sees the event
+# last): its time stamp and the value the slider's readout then shows
+POINTER_JS = """slider => { window.__drag = [];
+    const readout = slider.querySelector('.widget-readout');
+    window.__dragListener = e => window.__drag.push(
+        {t: e.timeStamp, type: e.type, value: readout.textContent});
+    for (const type of ['pointerdown', 'pointermove', 'pointerup'])
+        window.addEventListener(type, window.__dragListener); }"""
+POINTER_OFF_JS = """() => { for (const type of ['pointerdown', 'pointermove', 'pointerup'])
+    window.removeEventListener(type, window.__dragListener); return window.__drag; }"""
+# what the kernel computes for each value the hand passed: readout HTML and rounded traces
+EXPECTED_CODE = r'''
+def __probe_expected(variable, name, values):
+    import json
+    from companion import display
+    panel = get_ipython().user_ns[variable]
+    out = []
+    for value in values:
+        view = type(panel).compute(panel, **{**panel.params, name: value})
+        out.append([view.text, display.round_floats(view.traces)])
+    return json.dumps(out)
+'''
+SIGNATURE_KEYS = ("type", "x", "y", "text", "base", "width", "name")  # page_probe.js signature()
+
+
+def _value(control, text: str):
+    text = text.strip().replace(",", "")
+    return int(float(text)) if control.kind == "int" else float(text)
+
+
+def drag_once(page, cdp, root, slider, control) -> dict:
+    """Drag the handle from the left end of the track to the right end in DRAG_S, then back,
+    with DRAG_HZ pointer moves a second; returns the page's pointer events, frames and CPU."""
+    H.scroll_to_still(slider)
+    track = slider.locator(".noUi-target").bounding_box()
+    handle = slider.locator(".noUi-handle").bounding_box()
+    y = handle["y"] + handle["height"] / 2
+    left, right = track["x"], track["x"] + track["width"]
+    page.evaluate(POINTER_JS, slider.element_handle())
+    root.evaluate("r => window.__probe.watch(r, 60000, true)")
+    cpu = thread_time(cdp)
+    page.mouse.move(handle["x"] + handle["width"] / 2, y)
+    page.mouse.down()
+    t0, move_s = time.perf_counter(), []
+    while True:  # positions follow the clock: a move that the page holds up is not made up
+        elapsed = time.perf_counter() - t0
+        if elapsed >= 2 * DRAG_S:
+            break
+        f = elapsed / DRAG_S if elapsed < DRAG_S else 2 - elapsed / DRAG_S
+        t_move = time.perf_counter()
+        page.mouse.move(left + f * (right - left), y)
+        move_s.append(time.perf_counter() - t_move)
+        time.sleep(max(0.0, (int(elapsed * DRAG_HZ) + 1) / DRAG_HZ - (time.perf_counter() - t0)))
+    page.mouse.move(left, y)
+    page.mouse.up()
+    page.wait_for_function(SETTLED_JS, arg=600, timeout=60_000, polling=100)
+    cpu = thread_time(cdp) - cpu
+    pointer = page.evaluate(POINTER_OFF_JS)
+    frames = page.evaluate("() => { window.__probe.unwatch(); return window.__probe.frames(); }")
+    plotly = page.evaluate("t => window.__probe.plotly.filter(c => c.t >= t)", pointer[0]["t"])
+    return {"pointer": pointer, "frames": frames, "plotly": plotly, "page_cpu_ms": 1e3 * cpu,
+            "move_ms": 1e3 * statistics.median(move_s),
+            "final": slider.locator(".widget-readout").inner_text()}
+
+
+def _shown_state(sig: str) -> dict:
+    text, data, _ = json.loads(sig)
+    return {"text": text, "data": None if data is None else [
+        {k: v for k, v in zip(SIGNATURE_KEYS, t)} for t in data]}
+
+
+def _expected_states(probe, variable: str, name: str, values: list) -> dict:
+    probe.evaluate(EXPECTED_CODE, "'null'")
+    raw = probe.evaluate("", f"__probe_expected({variable!r}, {name!r}, {values!r})")
+    out = {}
+    for value, (text, traces) in zip(values, raw):
+        out[value] = {"text": H.html_text(text), "data": [
+            {k: H._decode(t[k]) for k in SIGNATURE_KEYS[1:] if k in t}
+            | {"type": t.get("type", "scatter")} for t in traces]}
+    return out
+
+
+def analyse_drag(rec: dict, control, expected: dict) -> dict:
+    """Per value-changing pointer event, the lag until a frame shows that value's figure and
+    readout, or a value the hand reached after it (the page caught up past it); figure updates
+    per second and the largest gap between two, over the drag."""
+    events, last = [], None
+    for e in rec["pointer"]:
+        value = _value(control, e["value"])
+        if value != last:
+            events.append((e["t"], value))
+            last = value
+    by_text = defaultdict(list)
+    for value, state in expected.items():
+        by_text[state["text"]].append(value)
+
+    def shows(sig):
+        shown = _shown_state(sig)
+        text = H.html_text(shown["text"] or "")
+        for value in by_text.get(text, []):
+            if shown["data"] is not None and not H.state_differences(shown, expected[value]):
+                return value
+        return None
+
+    frames = [(f["t"], shows(f["sig"]), json.loads(f["sig"])[1]) for f in rec["frames"]]
+    t_first, t_last = rec["pointer"][0]["t"], rec["pointer"][-1]["t"]
+    lags, exact = [], 0
+    for i, (t, value) in enumerate(events[1:], start=1):
+        reached = set()
+        lag = None
+        j = i
+        for t_f, shown, _ in frames:
+            if t_f < t:
+                continue
+            while j < len(events) and events[j][0] <= t_f:
+                reached.add(events[j][1])
+                j += 1
+            if shown is not None and (shown == value or shown in reached):
+                lag = t_f - t
+                exact += shown == value
+                break
+        lags.append(lag if lag is not None else frames[-1][0] - t if frames else float("nan"))
+    # figure updates: frames whose figure data changed, inside the drag
+    updates, previous = [], None
+    for t_f, _, data in frames:
+        if data != previous and t_first <= t_f <= t_last:
+            updates.append(t_f)
+        previous = data
+    marks = [t_first] + updates + [t_last]
+    duration_s = (t_last - t_first) / 1e3
+    final = _value(control, rec["final"])
+    return {"events": len(lags), "median": statistics.median(lags) if lags else float("nan"),
+            "p95": percentile(lags, 0.95) if lags else float("nan"),
+            "exact": exact / max(1, len(lags)), "updates_per_s": len(updates) / duration_s,
+            "max_gap": max(b - a for a, b in zip(marks, marks[1:])),
+            "duration_s": duration_s, "moves": len(rec["pointer"]),
+            "end_ok": bool(frames) and frames[-1][1] == final, "final": final,
+            "page_cpu_per_s": rec["page_cpu_ms"] / duration_s, "move_ms": rec["move_ms"],
+            "plotly_calls": dict(Counter(c["name"] for c in rec["plotly"]))}
+
+
+def bench_drag(page, cdp, lab, probe, cell_index: int, variable: str, panel: str,
+               label: str = "drag") -> dict:
+    """A pointer drag of the moved slider: from the left end of its track to the right end and
+    back (DRAG_S each way), after a first drag to the left end that is not measured."""
+    from companion import widgets
+
+    cls = getattr(widgets, panel)
+    control = next(c for c in cls.controls if c.name == MOVED[panel])
+    root = page.locator(f"{H.ACTIVE} .jp-CodeCell").nth(cell_index).locator(".jp-OutputArea")
+    root.scroll_into_view_if_needed()
+    H.wait_figures_rendered(page, root, 1)
+    slider = H.slider(root, control.label)
+    H.drag(page, slider, 0.0)
+    root.evaluate("r => window.__probe.watch(r)")
+    page.wait_for_function(SETTLED_JS, arg=600, timeout=60_000, polling=100)
+    probe.take_log(variable)
+    # drag-off: the page-wide switch figure_widget.js reads (a drag is drawn as any other
+    # update) and the panel's (its lookahead follows every move at once, as after a step)
+    off = label == "drag-off"
+    page.evaluate(f"() => {{ window.companionDrag = {str(not off).lower()}; }}")
+    if off:
+        probe.evaluate(f"{variable}.LOOKAHEAD_AFTER_JUMP_S = None", "'null'")
+    try:
+        rec = drag_once(page, cdp, root, slider, control)
+    finally:
+        page.evaluate("() => { delete window.companionDrag; }")
+        if off:
+            probe.evaluate(f"del {variable}.LOOKAHEAD_AFTER_JUMP_S", "'null'")
+    kernel = probe.take_log(variable)
+    values = sorted({_value(control, e["value"]) for e in rec["pointer"]}
+                    | {_value(control, rec["final"])})
+    r = analyse_drag(rec, control, _expected_states(probe, variable, control.name, values))
+    r.update(variable=variable, panel=panel, control=control.name, path=label,
+             kernel_updates=len(kernel), windows=[(rec["pointer"][0]["t"],
+                                                   rec["pointer"][-1]["t"])])
+    return r
+
+
+def print_drag_header() -> None:
+    print(f"  {'explorer':40s} {'path':>9s} {'moves':>5s} {'values':>6s} {'lag med':>7s} "
+          f"{'p95':>7s} {'exact':>6s} {'upd/s':>6s} {'max gap':>7s} {'end':>4s} "
+          f"{'kernel':>6s} {'page CPU':>8s} {'move':>6s}  plotly calls", flush=True)
+
+
+def print_drag_row(r: dict) -> None:
+    if "error" in r:
+        print(f"  {r['notebook']}:{r['variable']:30s} FAILED: {r['error'][:150]}", flush=True)
+        return
+    name = f"{r['notebook']}:{r['variable']} ({r['control']})"
+    flag = ("" if r["median"] < 33 and r["p95"] < 50 and r["updates_per_s"] >= 30
+            and r["end_ok"] else "  <-- off target (33/50 ms, 30/s)")
+    calls = ", ".join(f"{k} {v}" for k, v in sorted(r["plotly_calls"].items()))
+    print(f"  {name[:40]:40s} {r['path']:>9s} {r['moves']:5d} {r['events']:6d} "
+          f"{r['median']:7.1f} {r['p95']:7.1f} {100 * r['exact']:5.0f}% "
+          f"{r['updates_per_s']:6.1f} {r['max_gap']:7.0f} {'ok' if r['end_ok'] else 'NO':>4s} "
+          f"{r['kernel_updates']:6d} {r['page_cpu_per_s']:6.0f}/s {r['move_ms']:6.1f}  "
+          f"{calls}{flag}", flush=True)
 
 
 # --- opening a notebook ------------------------------------------------------------------------
@@ -472,6 +714,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="sample the page's JavaScript while moving and print the top")
     parser.add_argument("--notebooks", help="comma-separated notebooks (default: per section)")
     parser.add_argument("--json", help="write the results to this file")
+    parser.add_argument("--paths", default=",".join(PATHS),
+                        help=f"latency rows to run per explorer (default: {','.join(PATHS)})")
     args = parser.parse_args(argv)
     args.sections = args.sections or ["latency", "open"]
     unknown = sorted(set(args.sections) - {"latency", "open"})
@@ -503,7 +747,8 @@ def main(argv: list[str]) -> int:
                               "moves; segments are medians)", flush=True)
                         print_header()
                         out["latency"] = bench_latency(browser, lab, chosen or LATENCY_NOTEBOOKS,
-                                                       args.moves, args.profile)
+                                                       args.moves, args.profile,
+                                                       tuple(args.paths.split(",")))
                     if "open" in args.sections:
                         print(f"\n  {'opening a notebook, s':58s} {'1st fig':>8s} "
                               f"{'explorer':>8s} {'all done':>8s}", flush=True)

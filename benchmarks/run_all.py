@@ -8,8 +8,9 @@ Sections (all by default; name some to run only those):
   sim         the simulator benchmark scripts benchmarks/bench_sim_*.py
   notebooks   time to execute each notebook on a fresh kernel
   browser     real JupyterLab + headless Chromium (if available): slider step -> repainted
-              explorer for the 17 §2, 8.6 and 8.1 explorers with where the time goes, and
-              open -> first figure / Run All -> first live explorer per notebook
+              explorer for the 17 §2, 8.6 and 8.1 explorers with where the time goes, a
+              pointer drag across each one's slider (lag, updates per second, largest gap),
+              and open -> first figure / Run All -> first live explorer per notebook
               (benchmarks/browser_latency.py; about 10 minutes on a quiet machine)
   suite       the whole test suite (`make test`'s pytest command)
 

@@ -183,6 +183,31 @@ def test_lookahead_is_skipped_when_the_kernel_was_slow():
     assert len(json.loads(panel._fig.state.ahead)) == 2
 
 
+def test_lookahead_after_a_jump_waits_and_is_dropped_when_the_reader_moves_on():
+    # a drag sends values many steps apart, each once the kernel is idle: the lookahead for a
+    # value the hand has left would only hold up the next one
+    import asyncio
+
+    panel = widgets.RooflinePanel()
+    panel.LOOKAHEAD_BUDGET_S = math.inf
+    panel.show()
+    slider = panel._widgets["batch"]
+    at = [c.name for c in panel.controls].index("batch")
+    ahead = lambda: sorted(e["key"][at] for e in json.loads(panel._fig.state.ahead))  # noqa: E731
+
+    async def moves():
+        slider.value = 100                       # a jump: nothing offered yet
+        assert ahead() == []
+        slider.value = 200                       # the hand moves on: 100's lookahead dropped
+        await asyncio.sleep(3 * panel.LOOKAHEAD_AFTER_JUMP_S)
+        assert ahead() == [199, 201]             # and 200's, once the hand has stopped
+        slider.value = 201                       # one step: offered at once
+        assert ahead() == [200, 202]
+
+    asyncio.run(moves())
+    assert panel._pending_lookahead is None
+
+
 def test_reset_puts_every_widget_back_dropdowns_included():
     # reset() once unobserved every "value" observer, ipywidgets' own dropdown value -> index
     # link among them: the kernel was back at the chapter's model while the page's dropdown

@@ -14,6 +14,7 @@ only from ``companion.calc``/``companion.sim`` calls. Everything else is shared 
 - After a reader's move, the panel offers the page the views one step either side of the
   moved control (``_lookahead``), so that the next step shows without waiting for the kernel.
   That needs ``compute`` to be a pure function of the controls' values, as it is here.
+  After a jump (a drag, a PageUp) that lookahead waits until the reader stops there.
 
 ipywidgets and plotly are imported lazily, inside methods, so ``import companion.widgets``
 stays cheap until a panel is shown.
@@ -30,6 +31,16 @@ from companion import validate as v
 from companion.explorers.common import plotly_go
 
 __all__ = ["Control", "View", "Panel"]
+
+
+def _running_loop():
+    """The event loop running this thread's code (a Jupyter kernel's), or None."""
+    import asyncio
+
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -226,14 +237,45 @@ class Panel:
             entries.append((self._widget_key(params), view.traces, self._layout(view), view.text))
         self._fig.lookahead(entries)
 
+    # after a move of more than one step (a drag, a PageUp), the lookahead waits this long and
+    # is dropped if another move comes first: while a slider is dragged, the page sends its next
+    # value only once the kernel is idle, and neighbours of a value the hand has already left
+    # are not worth that wait (None: look ahead at once, as after a step)
+    LOOKAHEAD_AFTER_JUMP_S: float | None = 0.05
+    _pending_lookahead = None
+
+    def _one_step(self, name: str, previous, value) -> bool:
+        control = next(c for c in self.controls if c.name == name)
+        if control.kind not in ("int", "float") or previous is None:
+            return True
+        return abs(value - previous) <= self._widgets[name].step * (1 + 1e-9)
+
     def _moved(self, name: str, value) -> None:
-        """A control moved in the page: update, then (if that was quick) look ahead."""
+        """A control moved in the page: update, then (if that was quick) look ahead: at once
+        after one step, a little later after a jump (unless the reader moves on first)."""
         if self._resetting:
             return
+        previous = self.params.get(name)
+        if self._pending_lookahead is not None:
+            self._pending_lookahead.cancel()
+            self._pending_lookahead = None
         start = time.perf_counter()
         self.update(**{name: value})
-        if time.perf_counter() - start <= self.LOOKAHEAD_BUDGET_S:
+        if time.perf_counter() - start > self.LOOKAHEAD_BUDGET_S:
+            return
+        delay = self.LOOKAHEAD_AFTER_JUMP_S
+        loop = _running_loop() if delay is not None else None
+        if loop is None or self._one_step(name, previous, value):
             self._lookahead(name)
+            return
+        params = dict(self.params)
+
+        def later():
+            self._pending_lookahead = None
+            if self.params == params and self._fig is not None:
+                self._lookahead(name)
+
+        self._pending_lookahead = loop.call_later(delay, later)
 
     # --- UI -------------------------------------------------------------------------------
     def _widget_for(self, control: Control):

@@ -25,6 +25,27 @@ const CONFIG = { editSelection: false }; // what plotly's FigureWidget passes
 const KEPT = 16;        // figures kept per view for the lookahead (a few KB to ~100 KB each)
 const STALE_MS = 3000;  // how long the kernel may take to confirm a step shown from lookahead
 const PREPARED = 3;     // figures drawn ahead of time per view (detached graph divs)
+// A pointer held down on the page (a slider being dragged): the figures the kernel sends
+// are drawn in the next animation frame, not in their message's task, so that the page
+// first reads the kernel's "idle" (ipywidgets sends the slider's next value only then) and
+// the kernel computes the next figure while plotly.js draws this one; nothing is drawn ahead
+// of time (the offered neighbours of a value the hand has already left) until it is let go.
+// window.companionDrag = false: neither (make bench's "drag, before" rows).
+const POINTER = (globalThis.__companionPointer = globalThis.__companionPointer || (() => {
+  const p = { down: false, listeners: new Set() };
+  const set = (down) => {
+    if (p.down === down) return;
+    p.down = down;
+    for (const f of p.listeners) f(down);
+  };
+  globalThis.addEventListener("pointerdown", () => set(true), true);
+  for (const type of ["pointerup", "pointercancel"]) {
+    globalThis.addEventListener(type, () => set(false), true);
+  }
+  globalThis.addEventListener("blur", () => set(false));
+  return p;
+})());
+const dragging = () => POINTER.down && globalThis.companionDrag !== false;
 const idle = globalThis.requestIdleCallback
   ? (f) => globalThis.requestIdleCallback(f, { timeout: 300 })
   : (f) => setTimeout(f, 30);
@@ -165,7 +186,7 @@ async function render({ model, el, host }) {
   };
   const schedule = () => {
     if (frame || removed) return;
-    if (drawn && !drewThisFrame) draw();  // idle: draw now, not a frame later
+    if (drawn && !drewThisFrame && !dragging()) draw();  // idle: draw now, not a frame later
     else frame = requestAnimationFrame(draw);
   };
   const show = (target) => { next = target; schedule(); };
@@ -194,6 +215,7 @@ async function render({ model, el, host }) {
   const prepareNext = () => {
     preparing = false;
     if (removed) return;
+    if (dragging()) { held = true; return; } // drawn ahead once the pointer is let go
     if (!drawn || next || frame) { prepareSoon(); return; } // the shown figure comes first
     const entry = toPrepare.shift();
     if (!entry) return;
@@ -209,6 +231,9 @@ async function render({ model, el, host }) {
     }
     if (toPrepare.length) prepareSoon();
   };
+  let held = false; // drawing ahead waits for the pointer to be let go
+  const onPointer = (down) => { if (!down && held) { held = false; prepareSoon(); } };
+  POINTER.listeners.add(onPointer);
   const prepareSoon = () => {
     if (preparing || removed) return;
     preparing = true;
@@ -320,6 +345,7 @@ async function render({ model, el, host }) {
 
   return () => {
     removed = true;
+    POINTER.listeners.delete(onPointer);
     if (frame) cancelAnimationFrame(frame);
     state.off("change:figure", changed);
     state.off("change:digest", changed);

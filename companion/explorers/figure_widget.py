@@ -37,6 +37,13 @@ model-initialisation timeout then leaves it blank or deaf to its sliders.
   (same digest) is not drawn again. A kept figure is one the kernel computed for exactly those
   values (``compute`` is a pure function of the controls), so what is shown does not change,
   only when.
+- A drag (issue 26: a pointer held on the page). ipywidgets sends a slider's next value only
+  once the kernel is idle again, so while a pointer is held the page draws each figure from
+  the kernel in the next animation frame instead of in its message's task: it reads the
+  kernel's idle first, and the kernel computes the next value's figure while plotly.js draws
+  this one. Nothing is drawn ahead of time until the pointer is let go, and the panel offers
+  the neighbours of a value reached by a jump only once the hand has stopped there
+  (``Panel.LOOKAHEAD_AFTER_JUMP_S``). ``make bench``'s drag rows measure it.
 
 What the front end receives (and draws, but for that axis default) is exactly
 ``figure(view)``'s plotly JSON with every float

@@ -8,7 +8,9 @@
 //   window.__probe.inputs   keydown / pointerdown / input events (capture phase): {t, type}
 //   window.__probe.watch(root) / .frames(): per animation frame, when something under root
 //                           changed, the time and a signature of what is shown (readout text,
-//                           figure data and the layout keys a panel changes)
+//                           figure data and the layout keys a panel changes); watch(root, ms,
+//                           true) takes the signature every frame (a drag: the shown graph
+//                           div may be replaced or redrawn many times while it is watched)
 (() => {
   if (window.__probe) return;
   const P = (window.__probe = { ws: [], plotly: [], inputs: [], _frames: [] });
@@ -109,7 +111,7 @@
       : null;
     return JSON.stringify([readout ? readout.textContent : null, data, lay]);
   }
-  P.watch = (root, ms = 30000) => {
+  P.watch = (root, ms = 30000, everyFrame = false) => {
     P._frames = [];
     let dirty = true, last = null;
     const until = now() + ms;
@@ -127,8 +129,19 @@
       observer.disconnect();
       if (gd && gd.removeListener) gd.removeListener("plotly_afterplot", mark);
     };
+    // every frame, cheaply: which graph div is shown, plotly's last processed data (a new
+    // array after every plotly.js call that changes the figure) and the readout's text
+    let token = [];
+    const changedSince = () => {
+      const g = root.querySelector(".js-plotly-plot");
+      const r = root.querySelector(".widget-html-content");
+      const now = [g, g && g._fullData, r && r.textContent];
+      const changed = now.some((x, i) => x !== token[i]);
+      token = now;
+      return changed;
+    };
     const frame = (ts) => {
-      if (dirty) {
+      if (dirty || (everyFrame && changedSince())) {
         dirty = false;
         const sig = signature(root);
         if (sig !== last) { P._frames.push({ t: now(), sig }); last = sig; }

@@ -12,6 +12,11 @@ and must be pixel-identical to plotly.js drawing the same figure from scratch in
 (figure_widget.js draws ahead of time in a detached div at the shown width). Nothing here
 waits for a fixed time: every wait is for a condition (the counts figure_widget.js keeps on
 its element: figures from the kernel, offers of figures ahead).
+
+Then the same slider is dragged with the mouse (Playwright's pointer moves, held while
+figures arrive: figure_widget.js then draws each in the next animation frame and nothing ahead
+of time): still held, and again after it is let go, the explorer must show companion's
+figure and readout for the handle's value, pixel-identical to a redraw from scratch.
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ def test_a_step_from_lookahead_is_the_kernels_figure_early(lab, browsing, notebo
         try:
             for i, spec in enumerate(SPECS):
                 _check(page, roots.nth(i), spec, probe, tmp_path / f"let-{spec.variable}-go")
+                _check_drag(page, roots.nth(i), spec)
         finally:
             probe.close()
         assert not H.page_problems(page, H.ACTIVE)
@@ -134,3 +140,40 @@ def _check(page, root, spec, probe, gate) -> None:
         gate.touch()  # a held kernel answers nothing else
         probe.evaluate(f"del {spec.variable}.compute, {spec.variable}.LOOKAHEAD_BUDGET_S",
                        "'null'")
+
+
+def _same_as_a_redraw(root, what: str) -> None:
+    gd = root.locator(".js-plotly-plot")
+    assert gd.count() == 1, f"{what}: {gd.count()} graph divs shown"
+    shown = gd.screenshot()
+    gd.evaluate(REDRAW_JS)
+    assert gd.screenshot() == shown, f"{what}: a redraw shows other pixels"
+
+
+def _check_drag(page, root, spec) -> None:
+    control = next(c for c in spec.cls.controls if c.name == spec.key)
+    root.scroll_into_view_if_needed()
+    slider = H.slider(root, control.label)
+    H.scroll_to_still(slider)
+    track = slider.locator(".noUi-target").bounding_box()
+    handle = slider.locator(".noUi-handle").bounding_box()
+    y = handle["y"] + handle["height"] / 2
+    page.mouse.move(handle["x"] + handle["width"] / 2, y)
+    page.mouse.down()
+    held = True
+    try:
+        for fraction in (0.3, 0.7):  # held at 0.3 of the track, then let go at 0.7
+            page.mouse.move(track["x"] + fraction * track["width"], y, steps=20)
+            value = H.slider_value(control, slider)
+            params = dict(spec.make().params, **{spec.key: value})
+            if fraction == 0.7:
+                page.mouse.up()
+                held = False
+            what = f"{spec.variable}: dragged to {spec.key}={value}" + (
+                ", pointer held" if held else ", let go")
+            H.wait_for_state(page, root, H.expected_for(spec.cls, params, spec.make),
+                             timeout_s=60, what=what)
+            _same_as_a_redraw(root, what)
+    finally:
+        if held:
+            page.mouse.up()
