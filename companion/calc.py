@@ -85,7 +85,9 @@ from companion.formulas.performance import (
     decode_vs_context, kv_weight_crossover_tokens, reservation_waste, block_fill,
     paged_worst_waste, prefix_sharing_bytes, paged_batch_gain, static_batch_slot_steps,
     chunked_prefill_trade, chunk_trade_sweep, batching_decision_table, sm_share,
-    decode_utilization, prefill_utilization, quantization_ceiling)
+    decode_utilization, prefill_utilization, quantization_ceiling, fused_step_parts,
+    fused_ridge_tokens, fused_chunked_prefill, decode_throughput_ceiling, fused_chunk_sweep,
+    decode_batch_for_step)
 from companion.formulas.parallelism import (
     CH17_COLLECTIVE_LATENCY_NVLINK_S, CH17_COLLECTIVE_LATENCY_PCIE_S,
     CH17_ALLREDUCES_PER_LAYER, CH17_PREFILL_TOK_PER_S_PER_GROUP,
@@ -160,6 +162,8 @@ __all__ = [
     "prefix_sharing_bytes", "paged_batch_gain", "static_batch_slot_steps",
     "chunked_prefill_trade", "chunk_trade_sweep", "batching_decision_table", "sm_share",
     "decode_utilization", "prefill_utilization", "quantization_ceiling",
+    "fused_step_parts", "fused_ridge_tokens", "fused_chunked_prefill", "decode_throughput_ceiling",
+    "fused_chunk_sweep", "decode_batch_for_step",
     "CH17_COLLECTIVE_LATENCY_NVLINK_S", "CH17_COLLECTIVE_LATENCY_PCIE_S",
     "CH17_ALLREDUCES_PER_LAYER", "CH17_PREFILL_TOK_PER_S_PER_GROUP",
     "CH17_DECODE_TOK_PER_S_PER_GROUP", "CH17_AGENT_FIRST_TURN_TOKENS",
