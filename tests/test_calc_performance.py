@@ -309,6 +309,26 @@ def test_batching_decision_table():
     rows = calc.batching_decision_table()
     assert [r["strategy"] for r in rows] == ["static", "continuous", "chunked prefill"]
     assert all(r["fits"] and r["costs"] for r in rows)
+    # the chapter's printed numbers, reached through the computed cells
+    assert "56% utilization" in rows[0]["costs"]
+    assert "~260 ms for 8,000 tokens" in rows[1]["costs"]          # 259 ms at 2 s.f.
+    assert "~260 -> ~23 ms (11x)" in rows[2]["fixes"]
+    assert "~+40% as the chapter prices it" in rows[2]["costs"]
+
+
+def test_batching_decision_table_follows_its_inputs():
+    base = calc.batching_decision_table()
+    even = calc.batching_decision_table(output_lengths=[450] * 8)
+    assert "100% utilization" in even[0]["costs"] and even[0]["costs"] != base[0]["costs"]
+    long = calc.batching_decision_table(prompt_tokens=32_000)
+    assert long[1]["costs"] != base[1]["costs"] and "32,000 tokens" in long[1]["costs"]
+    assert long[1]["values"]["stall_s"] == pytest.approx(4 * base[1]["values"]["stall_s"])
+    small = calc.batching_decision_table(chunk_tokens=128)
+    assert small[2]["fixes"] != base[2]["fixes"] and small[2]["costs"] != base[2]["costs"]
+    assert small[2]["values"]["ttft_increase"] > base[2]["values"]["ttft_increase"]
+    from companion import tables
+    assert tables.decision_table_markdown(chunk_tokens=128) != tables.decision_table_markdown()
+    assert tables.decision_table_text(chunk_tokens=128) != tables.decision_table_text()
 
 
 # --- §9 -------------------------------------------------------------------------------------

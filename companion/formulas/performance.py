@@ -573,6 +573,7 @@ def decode_throughput_ceiling(model: Model, hardware: Hardware, *,
     m = _model(model)
     hw = _hardware(hardware)
     L = v.tokens("live_tokens", live_tokens, minimum=1)
+    v.positive("kv_bytes_per_value", kv_bytes_per_value)
     per_seq = L * kv_bytes_per_token(m, kv_bytes_per_value)
     out = dict(ceiling_tokens_per_s=hw.mem_bw_bytes_per_s / per_seq,
                half_ceiling_batch=m.streamed_weight_bytes / per_seq,
@@ -686,22 +687,68 @@ def fused_chunk_sweep(prompt_tokens: int, *, decode_batch: int, decode_context_t
             "unchunked_s": rows[0]["unchunked_s"], "alone_s": rows[0]["alone_s"]}
 
 
-def batching_decision_table() -> list[dict]:
-    """The three batching strategies as one decision (re-derived: 17 §6's table is not printed)."""
+_STATIC_EXAMPLE = (100, 200, 300, 400, 500, 600, 700, 800)   # 17 §6's output lengths
+
+
+def batching_decision_table(model: Model = LLAMA_8B, hardware: Hardware = H100_SXM, *,
+                            output_lengths=_STATIC_EXAMPLE,
+                            prompt_tokens: int = CH17_LONG_CONTEXT_TOKENS,
+                            chunk_tokens: int = 512, decode_step_s: float | None = None,
+                            efficiency: float = CH17_PREFILL_EFFICIENCY) -> list[dict]:
+    """The three batching strategies as one decision (re-derived: 17 §6's table is not printed).
+
+    Every number in a cell is computed from the arguments: the static row's utilization
+    (``static_batch_slot_steps``), the continuous row's stall (``prefill_compute_s`` of the long
+    prompt), the chunked row's worst ITL before -> after and TTFT penalty
+    (``chunked_prefill_trade``, the chapter's closed form), with the fused-pass penalty
+    (``fused_chunked_prefill``) beside it. ``decode_step_s`` defaults to 17 §5's naive batch
+    step (6.1 ms). Each row also carries the numbers under ``values``.
+    """
+    m = _model(model)
+    hw = _hardware(hardware)
+    if decode_step_s is None:
+        decode_step_s = paged_batch_gain(m, hw, block_tokens=1)["naive"]["step_s"]
+    lengths = [v.tokens(f"output_lengths[{i}]", g, minimum=1)
+               for i, g in enumerate(v.sequence("output_lengths", output_lengths))]
+    static = static_batch_slot_steps(lengths)
+    stall = prefill_compute_s(m, hw, prompt_tokens, efficiency=efficiency)
+    trade = chunked_prefill_trade(m, hw, prompt_tokens, chunk_tokens, decode_step_s,
+                                  efficiency=efficiency)
+    batch = decode_batch_for_step(m, hw, decode_step_s)
+    fused = fused_chunked_prefill(m, hw, prompt_tokens, chunk_tokens, decode_batch=batch,
+                                  decode_context_tokens=CH17_CHAT_LIVE_TOKENS,
+                                  efficiency=efficiency)
+    ms = 1e-3
+
+    def about(x):           # the chapter's "~260 ms", "~23 ms": two significant figures
+        return f"~{float(f'{x:.2g}'):,.0f}"
+    span = f"{min(lengths)}..{max(lengths)}"
     return [
         dict(strategy="static", joins="only when the whole batch has drained",
              fixes="nothing: the translation-era default",
-             costs="padding (56% utilization for outputs 100..800) and batch-drain queueing",
-             fits="offline jobs with similar, predictable output lengths"),
+             costs=f"padding ({100 * static['utilization']:.0f}% utilization for outputs "
+                   f"{span}) and batch-drain queueing",
+             fits="offline jobs with similar, predictable output lengths",
+             values=dict(utilization=static["utilization"])),
         dict(strategy="continuous", joins="at every token boundary (iteration-level, Orca)",
              fixes="padding and batch-boundary queueing; needs paged KV (§5)",
-             costs="a long prefill still freezes every in-flight decode (~260 ms for 8,000 tokens)",
-             fits="the default for online serving with short prompts"),
+             costs=f"a long prefill still freezes every in-flight decode ({about(stall / ms)} ms "
+                   f"for {prompt_tokens:,} tokens)",
+             fits="the default for online serving with short prompts",
+             values=dict(stall_s=stall)),
         dict(strategy="chunked prefill", joins="at token boundaries, prompts in fixed chunks",
-             fixes="head-of-line blocking: worst ITL ~260 -> ~23 ms (11x)",
-             costs="TTFT of the long prompt (~+40%) and weights re-read per chunk",
+             fixes=f"head-of-line blocking: worst ITL {about(trade['dedicated_s'] / ms)} -> "
+                   f"{about(trade['iteration_s'] / ms)} ms ({trade['itl_improvement']:.0f}x) in "
+                   f"{chunk_tokens}-token chunks",
+             costs=f"TTFT of the long prompt (~{100 * trade['ttft_increase']:+.0f}% as the "
+                   f"chapter prices it, ~{100 * fused['ttft_increase']:+.0f}% as one fused "
+                   f"pass per round) and weights re-read per chunk",
              fits="mixed long prompts and streaming chat on shared GPUs; the knob is the "
-                  "per-iteration token budget"),
+                  "per-iteration token budget",
+             values=dict(dedicated_s=trade["dedicated_s"], iteration_s=trade["iteration_s"],
+                         itl_improvement=trade["itl_improvement"],
+                         ttft_increase=trade["ttft_increase"],
+                         fused_ttft_increase=fused["ttft_increase"])),
     ]
 
 
