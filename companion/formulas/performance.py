@@ -25,7 +25,7 @@ from companion.chapters.ch17 import (
     SMOOTH_ITL_S as CH17_SMOOTH_ITL_S)
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
-from companion.formulas.core import (attainable_flops, attention_flops_per_pair, attention_pairs, decode_step_parts, decode_step_time,
+from companion.formulas.core import (attainable_flops, flops_per_token_or_default, attention_flops_per_pair, attention_pairs, decode_step_parts, decode_step_time,
                                      kv_bytes, kv_bytes_at_context, kv_bytes_per_token,
                                      matrix_flops, max_concurrent,
                                      mbu, mfu, moe_streamed_weight_bytes,
@@ -568,7 +568,8 @@ def decode_throughput_ceiling(model: Model, hardware: Hardware, *,
     own KV read and the shared weight read is already amortised. Half the ceiling is reached
     at b = D_w / (L k), the batch whose KV reads equal the weight read. With ``batch``, also
     that batch's throughput and its share of the ceiling. 8B, 600 live tokens, H100 SXM:
-    ceiling ~42,600 tok/s, half of it at b ~203.
+    ceiling ~42,600 tok/s, half of it at b ~203. ``compute_ceiling_tokens_per_s`` is the
+    compute roof, peak / F (61,800 tok/s there); for short contexts it is the lower one.
     """
     m = _model(model)
     hw = _hardware(hardware)
@@ -577,7 +578,9 @@ def decode_throughput_ceiling(model: Model, hardware: Hardware, *,
     per_seq = L * kv_bytes_per_token(m, kv_bytes_per_value)
     out = dict(ceiling_tokens_per_s=hw.mem_bw_bytes_per_s / per_seq,
                half_ceiling_batch=m.streamed_weight_bytes / per_seq,
-               kv_bytes_per_sequence=per_seq)
+               kv_bytes_per_sequence=per_seq,
+               # the other roof: b F / peak per step caps throughput at peak / F
+               compute_ceiling_tokens_per_s=hw.peak_flops_per_s / flops_per_token_or_default(m))
     if batch is not None:
         b = v.count("batch", batch)
         rate = b * hw.mem_bw_bytes_per_s / (m.streamed_weight_bytes + b * per_seq)
