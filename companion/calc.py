@@ -66,7 +66,8 @@ from companion.formulas.speculative import (
     verification_extra_flops, speculative_latency_per_token, draft_cost_crossover,
     prep_break_even_tokens, effective_read_bandwidth, draft_forward_time,
     draft_generation_time, speculative_round_stages, draft_round_time, draft_length_table,
-    best_draft_length, marginal_draft_gain, draft_extension_helps)
+    best_draft_length, marginal_draft_gain, draft_extension_helps, verification_ridge_batch,
+    verification_under_load, draft_kv_budget)
 from companion.formulas.serving import (
     requests_in_system, admit_request, effective_throughput, completion_throughput,
     response_losses, fractional_change, prefill_token_rate, gpu_seconds_per_request,
@@ -143,7 +144,8 @@ __all__ = [
     "effective_read_bandwidth", "draft_forward_time", "draft_generation_time",
     "speculative_round_stages",
     "draft_round_time", "draft_length_table", "best_draft_length", "marginal_draft_gain",
-    "draft_extension_helps", "requests_in_system", "admit_request", "effective_throughput",
+    "draft_extension_helps", "verification_ridge_batch", "verification_under_load",
+    "draft_kv_budget", "requests_in_system", "admit_request", "effective_throughput",
     "completion_throughput", "response_losses", "fractional_change", "prefill_token_rate",
     "gpu_seconds_per_request", "round_read_bytes", "read_time_at_mbu",
     "decode_efficiency_table", "prefill_efficiency_row", "round_time_from_reads",
