@@ -69,6 +69,15 @@ MiB, GiB, ms = units.MiB, units.GiB, units.ms
 # reverse. (vLLM's PagedAttention brought this operating-system idea to the KV cache in 2023;
 # see 8.3.1.)
 #
+# **PagedAttention is not FlashAttention.** The names sound alike and both work in blocks, but
+# they solve different problems and an engine usually runs both. PagedAttention is about
+# *where the cache lives*: the attention kernel follows each sequence's block table to gather
+# keys and values from scattered physical blocks, so memory can be handed out a block at a
+# time. FlashAttention is about *how attention is computed*: it tiles the score computation so
+# that the large intermediate score matrix never has to be written to HBM, keeping partial
+# results in on-chip memory. One changes the allocator's layout, the other the kernel's
+# arithmetic and memory traffic; a paged FlashAttention kernel does both at once (8.3.1).
+#
 # **Worked example.** Four sequences A, B, C, D hold 9, 13, 5 and 15 tokens and may each grow
 # to 16. Reserving 16 slots each, paging with $p = 4$, and paging where A and B also share
 # their identical first 8 tokens:
@@ -573,6 +582,17 @@ ledger.show("8.3.3")
 
 # %% [markdown]
 # ## 8.3.4 Keep, evict, swap out, or recompute?
+#
+# The section's title names four separate decisions a cache manager makes, and it helps to
+# keep them apart:
+#
+# - **admission**: should this prefix enter the cache at all once its request finishes?
+# - **eviction**: when space runs short, which cached prefix goes first?
+# - **swap-out**: instead of dropping it, move its KV to host memory and fetch it back later;
+# - **recomputation**: drop it entirely and rebuild it by prefill if it is ever needed again.
+#
+# The value below answers admission (and, compared between prefixes, eviction order); its
+# $T_f$ and $T_m$ are the swap-out path and $T_\text{rec}$ is the recomputation path.
 #
 # Keeping a finished request's prefix costs cache space and some maintenance; it pays off only
 # if the prefix comes back. Let $\rho$ be the probability that it is used again, $T_\text{rec}$ the time

@@ -348,7 +348,23 @@ _ = latency_panel.reset()
 # ## 8.5.3 Where drafts come from: the four stages of a round
 #
 # A lookup drafter costs next to nothing per round but needs its index; a draft *network*
-# costs forward passes of its own plus memory for its weights and KV. Splitting a round into
+# costs forward passes of its own plus memory for its weights and KV. The chapter lists four
+# sources of drafts (8.5.3), which differ in what the drafter sees and what it costs:
+#
+# - **context lookup**: copy a span that already appeared in the prompt or the output; no
+#   network at all, only an index to build and query;
+# - **an independent small model**: a separate, smaller language model drafting token by
+#   token, with its own weights and its own KV cache to keep in memory;
+# - **EAGLE-style heads**: a light prediction network that reads the *target's* hidden states
+#   (its intermediate features) rather than the raw tokens, so it can be small and still agree
+#   with the target often; it runs token by token, like a small model, but has no separate
+#   full stack of layers;
+# - **multi-token-prediction (MTP) heads**: extra output heads trained together with the
+#   model itself to predict the next few tokens, so the drafts come from the model's own
+#   training rather than a bolted-on drafter; only models released with such heads have them.
+#
+# DFlash, the chapter's running example, is a separate draft network that writes a whole block
+# of draft tokens in one pass. Splitting a round into
 # four stages, one after another, makes drafters comparable term by term:
 #
 # 1. **draft generation**: $m$ passes of a network that writes one token per pass, or a

@@ -107,6 +107,14 @@ print(f"paged pool: {paged.used_blocks} of {paged.num_blocks} blocks used; conti
 plots.allocator_figure(paged, naive).show()
 
 # %% [markdown]
+# **What this drawing cannot show.** Every contiguous reservation above has the same size, so a
+# freed reservation always fits the next request exactly: the top strip shows internal
+# fragmentation (the empty tails) but never external fragmentation. That needs reservations of
+# different sizes. Picture a pool where a large and a small reservation sit side by side and
+# the small one finishes: the gap it leaves is free memory, yet a later request that needs a
+# large reservation cannot use it, even if the free gaps together would be enough. With fixed
+# blocks that situation cannot arise, because any free block serves any sequence.
+#
 # With blocks, a sequence can lose at most the unfilled part of its last block, against a
 # reservation of about a gigabyte. Strictly the worst case is a last block with a single token
 # (15 empty slots); the chapter bounds it by a whole block, and both are about 2 MB:
