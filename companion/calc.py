@@ -66,7 +66,8 @@ from companion.formulas.speculative import (
     verification_extra_flops, speculative_latency_per_token, draft_cost_crossover,
     prep_break_even_tokens, effective_read_bandwidth, draft_forward_time,
     draft_generation_time, speculative_round_stages, draft_round_time, draft_length_table,
-    best_draft_length, marginal_draft_gain, draft_extension_helps)
+    best_draft_length, marginal_draft_gain, draft_extension_helps, verification_ridge_batch,
+    verification_under_load, draft_kv_budget)
 from companion.formulas.serving import (
     requests_in_system, admit_request, effective_throughput, completion_throughput,
     response_losses, fractional_change, prefill_token_rate, gpu_seconds_per_request,
@@ -85,7 +86,9 @@ from companion.formulas.performance import (
     decode_vs_context, kv_weight_crossover_tokens, reservation_waste, block_fill,
     paged_worst_waste, prefix_sharing_bytes, paged_batch_gain, static_batch_slot_steps,
     chunked_prefill_trade, chunk_trade_sweep, batching_decision_table, sm_share,
-    decode_utilization, prefill_utilization, quantization_ceiling)
+    decode_utilization, prefill_utilization, quantization_ceiling, fused_step_parts,
+    fused_ridge_tokens, fused_chunked_prefill, decode_throughput_ceiling, fused_chunk_sweep,
+    decode_batch_for_step)
 from companion.formulas.parallelism import (
     CH17_COLLECTIVE_LATENCY_NVLINK_S, CH17_COLLECTIVE_LATENCY_PCIE_S,
     CH17_ALLREDUCES_PER_LAYER, CH17_PREFILL_TOK_PER_S_PER_GROUP,
@@ -141,7 +144,8 @@ __all__ = [
     "effective_read_bandwidth", "draft_forward_time", "draft_generation_time",
     "speculative_round_stages",
     "draft_round_time", "draft_length_table", "best_draft_length", "marginal_draft_gain",
-    "draft_extension_helps", "requests_in_system", "admit_request", "effective_throughput",
+    "draft_extension_helps", "verification_ridge_batch", "verification_under_load",
+    "draft_kv_budget", "requests_in_system", "admit_request", "effective_throughput",
     "completion_throughput", "response_losses", "fractional_change", "prefill_token_rate",
     "gpu_seconds_per_request", "round_read_bytes", "read_time_at_mbu",
     "decode_efficiency_table", "prefill_efficiency_row", "round_time_from_reads",
@@ -160,6 +164,8 @@ __all__ = [
     "prefix_sharing_bytes", "paged_batch_gain", "static_batch_slot_steps",
     "chunked_prefill_trade", "chunk_trade_sweep", "batching_decision_table", "sm_share",
     "decode_utilization", "prefill_utilization", "quantization_ceiling",
+    "fused_step_parts", "fused_ridge_tokens", "fused_chunked_prefill", "decode_throughput_ceiling",
+    "fused_chunk_sweep", "decode_batch_for_step",
     "CH17_COLLECTIVE_LATENCY_NVLINK_S", "CH17_COLLECTIVE_LATENCY_PCIE_S",
     "CH17_ALLREDUCES_PER_LAYER", "CH17_PREFILL_TOK_PER_S_PER_GROUP",
     "CH17_DECODE_TOK_PER_S_PER_GROUP", "CH17_AGENT_FIRST_TURN_TOKENS",

@@ -14,7 +14,7 @@ import textwrap
 from companion import calc, units
 from companion import validate as v
 
-__all__ = ["text_table", "decision_table_text", "levers_text", "mechanism_map_text",
+__all__ = ["text_table", "markdown_table", "decision_table_text", "decision_table_markdown", "levers_text", "mechanism_map_text",
            "cheat_sheet_text"]
 
 
@@ -34,12 +34,31 @@ def text_table(headers, rows, widths) -> str:
     return "\n".join(lines)
 
 
-def decision_table_text() -> str:
-    """``calc.batching_decision_table()`` as a plain-text table (17 §6, re-derived)."""
+_DECISION_HEADERS = ("strategy", "who may join, when", "fixes", "costs", "fits")
+
+
+def decision_table_text(**inputs) -> str:
+    """``calc.batching_decision_table(**inputs)`` as a plain-text table (17 §6, re-derived)."""
     rows = [(r["strategy"], r["joins"], r["fixes"], r["costs"], r["fits"])
-            for r in calc.batching_decision_table()]
-    return text_table(("strategy", "who may join, when", "fixes", "costs", "fits"), rows,
-                      (11, 22, 24, 26, 24))
+            for r in calc.batching_decision_table(**inputs)]
+    return text_table(_DECISION_HEADERS, rows, (11, 22, 24, 26, 24))
+
+
+def markdown_table(headers, rows) -> str:
+    """A Markdown (pipe) table; a ``|`` inside a cell is escaped."""
+    def cell(x):
+        return str(x).replace("|", "\\|")
+    lines = ["| " + " | ".join(cell(h) for h in headers) + " |",
+             "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def decision_table_markdown(**inputs) -> str:
+    """``calc.batching_decision_table(**inputs)`` as a Markdown table, for ``display.md``."""
+    rows = [(r["strategy"], r["joins"], r["fixes"], r["costs"], r["fits"])
+            for r in calc.batching_decision_table(**inputs)]
+    return markdown_table(_DECISION_HEADERS, rows)
 
 
 def _display(value, unit) -> str:

@@ -52,7 +52,7 @@ from companion.sim.kv_scenarios import (
 from companion.sim.speculative import (
     greedy_example, VERIFICATION_WORDS, speculative_check)
 from companion.tables import (
-    decision_table_text, levers_text, mechanism_map_text, cheat_sheet_text)
+    decision_table_text, decision_table_markdown, levers_text, mechanism_map_text, cheat_sheet_text)
 from companion.formulas.batching import (
     chapter_batch_sweep, SHORT_REQUEST_S)
 from companion.formulas.performance import (
@@ -85,7 +85,7 @@ __all__ = [
     "CH17_STATIC_SHORTEST", "CH17_STATIC_LONGEST", "grow_sequences", "copy_on_write_steps",
     "branch_sharing_pool", "branch_sharing_steps", "decode_with_preemption",
     "multi_turn_inputs", "replay_prefix_cache", "allocator_demo", "ALLOCATOR_DEMO_SEQUENCES",
-    "greedy_example", "VERIFICATION_WORDS", "speculative_check", "decision_table_text",
+    "greedy_example", "VERIFICATION_WORDS", "speculative_check", "decision_table_text", "decision_table_markdown",
     "levers_text", "mechanism_map_text", "cheat_sheet_text", "chapter_batch_sweep",
     "SHORT_REQUEST_S", "chunk_trade_sweep", "tp_layout_rows", "placement_model",
     "placement_candidates", "chapter_schemes", "BATCH_SWEEP_MEASURED",

@@ -309,6 +309,26 @@ def test_batching_decision_table():
     rows = calc.batching_decision_table()
     assert [r["strategy"] for r in rows] == ["static", "continuous", "chunked prefill"]
     assert all(r["fits"] and r["costs"] for r in rows)
+    # the chapter's printed numbers, reached through the computed cells
+    assert "56% utilization" in rows[0]["costs"]
+    assert "~260 ms for 8,000 tokens" in rows[1]["costs"]          # 259 ms at 2 s.f.
+    assert "~260 -> ~23 ms (11x)" in rows[2]["fixes"]
+    assert "~+40% as the chapter prices it" in rows[2]["costs"]
+
+
+def test_batching_decision_table_follows_its_inputs():
+    base = calc.batching_decision_table()
+    even = calc.batching_decision_table(output_lengths=[450] * 8)
+    assert "100% utilization" in even[0]["costs"] and even[0]["costs"] != base[0]["costs"]
+    long = calc.batching_decision_table(prompt_tokens=32_000)
+    assert long[1]["costs"] != base[1]["costs"] and "32,000 tokens" in long[1]["costs"]
+    assert long[1]["values"]["stall_s"] == pytest.approx(4 * base[1]["values"]["stall_s"])
+    small = calc.batching_decision_table(chunk_tokens=128)
+    assert small[2]["fixes"] != base[2]["fixes"] and small[2]["costs"] != base[2]["costs"]
+    assert small[2]["values"]["ttft_increase"] > base[2]["values"]["ttft_increase"]
+    from companion import tables
+    assert tables.decision_table_markdown(chunk_tokens=128) != tables.decision_table_markdown()
+    assert tables.decision_table_text(chunk_tokens=128) != tables.decision_table_text()
 
 
 # --- §9 -------------------------------------------------------------------------------------
@@ -447,3 +467,101 @@ def test_step_grows_with_context(context, batch):
     b = calc.decode_vs_context(M8, HW, context + 1, batch=batch)
     assert b["step_s"] >= a["step_s"]
     assert a["tokens_per_s"] == pytest.approx(batch / a["step_s"])
+
+
+# --- §6 and §5, the fuller models (issue 24): references the companion did not write ---------
+
+CHAT = calc.CH17_CHAT_LIVE_TOKENS
+
+
+def test_fused_pass_is_the_rooflines_own_max():
+    # at the full roof the pass takes FLOPs / attainable(FLOPs / bytes): the roofline of 17 §2
+    from companion.formulas.core import attainable_flops
+    for c, h, b, L in ((512, 0, 57, 600), (512, 7680, 57, 600), (32, 0, 57, 600),
+                       (0, 0, 760, 600), (736, 31_264, 8, 2000)):
+        p = calc.fused_step_parts(M8, HW, chunk_tokens=c, history_tokens=h, decode_batch=b,
+                                  decode_context_tokens=L, efficiency=1.0)
+        ref = p["flops"] / attainable_flops(p["flops"] / p["bytes"], HW)
+        assert p["step_s"] == pytest.approx(ref, rel=1e-12)
+        assert p["bound"] == ("compute" if p["flops"] / p["bytes"] > HW.peak_flops_per_s
+                              / HW.mem_bw_bytes_per_s else "memory")
+
+
+def test_fused_pass_flops_from_a_real_config():
+    # Llama-3.1-8B's config.json as shipped, counted by hand: q and o are hidden x hidden, k and
+    # v hidden x (kv heads x head dim), the MLP three hidden x intermediate matrices; attention
+    # is QK^T plus PV, 2 x 2 x head dim FLOPs per pair per query head per layer
+    import json
+    from pathlib import Path
+
+    from companion import models
+    cfg = json.loads((Path(calc.__file__).parent / "data" / "hf_configs" /
+                      "llama-3.1-8b.json").read_text())
+    h, i, n = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"]
+    heads, kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    d = h // heads
+    layer_matrices = n * (2 * h * h + 2 * h * kv * d + 3 * h * i)
+    per_pair = 4 * d * heads * n
+    c, hist, b, L = 512, 7680, 57, 600
+    pairs = c * hist + c * (c + 1) // 2 + b * (L + 1)
+    expected = 2 * layer_matrices * (c + b) + per_pair * pairs
+    m = models.load("llama-3.1-8b")
+    p = calc.fused_step_parts(m, HW, chunk_tokens=c, history_tokens=hist, decode_batch=b,
+                              decode_context_tokens=L)
+    assert p["flops"] == pytest.approx(expected, rel=2e-4)       # norms: a few 1e-5 of params
+    no_attn = calc.fused_step_parts(m, HW, chunk_tokens=c, history_tokens=hist, decode_batch=b,
+                                    decode_context_tokens=L, attention=False)
+    assert no_attn["flops"] == pytest.approx(2 * layer_matrices * (c + b), rel=2e-4)
+
+
+def test_fused_chunked_prefill_at_the_chapters_setting():
+    step = calc.paged_batch_gain(M8, HW, block_tokens=1)["naive"]["step_s"]
+    b = calc.decode_batch_for_step(M8, HW, step)
+    assert b == 57                                               # 17 §5's naive batch
+    f = calc.fused_chunked_prefill(M8, HW, 8000, 512, decode_batch=b, decode_context_tokens=CHAT)
+    chapter = calc.chunked_prefill_trade(M8, HW, 8000, 512, step)
+    # the first chunk's pass: 2 x 8e9 x (512 + 57) / 494.5e12 plus its own attention, ~18 ms,
+    # against the chapter's 6.1 + 16.6 ~ 23 ms
+    assert 2 * 8e9 * 569 / 494.5e12 < f["first_itl_s"] < 19 * ms
+    printed(chapter["iteration_s"], "23", ms)                   # the chapter's stays as printed
+    assert 0.09 < f["ttft_increase"] < 0.15 < 0.35 < chapter["ttft_increase"]
+    assert f["memory_bound_chunks"] == 0
+
+
+def test_fused_ridge_and_memory_bound_chunks():
+    printed(calc.fused_ridge_tokens(M8, HW, efficiency=1.0), "295")   # the 17 §2 ridge
+    assert calc.fused_ridge_tokens(M8, HW, efficiency=1.0) == pytest.approx(
+        calc.ridge_point(HW))
+    half = calc.fused_ridge_tokens(M8, HW)
+    assert half == pytest.approx(989e12 / 3.35e12 / 2)
+    # a pass below the ridge is memory-bound: a 32-token chunk beside 57 decode tokens
+    f = calc.fused_chunked_prefill(M8, HW, 8000, 32, decode_batch=57, decode_context_tokens=CHAT)
+    assert f["memory_bound_chunks"] > 0
+    assert f["first_itl_s"] == pytest.approx(
+        (16e9 + (57 * CHAT + 32) * 131_072) / 3.35e12, rel=1e-9)
+
+
+def test_attention_grows_with_the_position_in_a_long_prompt():
+    kw = dict(decode_batch=57, decode_context_tokens=CHAT)
+    f = calc.fused_chunked_prefill(M8, HW, 32_000, 736, **kw)
+    # the last full 736-token chunk (the 44th holds the 352-token rest) costs ~2x the first
+    assert 1.8 < f["iteration_s"][-2] / f["iteration_s"][0] < 2.1
+    flat = calc.fused_chunked_prefill(M8, HW, 32_000, 736, attention=False, **kw)
+    assert 1.4 < f["ttft_s"] / flat["ttft_s"] < 1.6                 # about half again
+    assert max(flat["iteration_s"]) == pytest.approx(min(flat["iteration_s"][:-1]), rel=0.01)
+
+
+def test_decode_throughput_ceiling():
+    c = calc.decode_throughput_ceiling(M8, HW, batch=760)
+    assert c["ceiling_tokens_per_s"] == pytest.approx(3.35e12 / (600 * 131_072))
+    assert c["half_ceiling_batch"] == pytest.approx(16e9 / (600 * 131_072))
+    # the roofline's own step (decode_vs_context: max of compute and read) at that batch
+    half = round(c["half_ceiling_batch"])
+    rate = calc.decode_vs_context(M8, HW, 600, batch=half)["tokens_per_s"]
+    assert rate == pytest.approx(c["ceiling_tokens_per_s"] / 2, rel=0.005)
+    big = calc.decode_vs_context(M8, HW, 600, batch=100_000)["tokens_per_s"]
+    assert 0.99 * c["ceiling_tokens_per_s"] < big < c["ceiling_tokens_per_s"]
+    # 17 §5's paged batch (~760) sits below the ceiling; its throughput is the chapter's
+    paged = calc.paged_batch_gain(M8, HW, block_tokens=1)["paged"]
+    assert c["tokens_per_s"] == pytest.approx(paged["tokens_per_s"], rel=1e-3)
+    assert c["share_of_ceiling"] < 0.8

@@ -257,3 +257,41 @@ def test_ledger_entries_of_8_5_agree_and_are_prefixed():
         assert e.agrees or e.note, e.id
         if e.rounding != "printed":
             assert e.note, e.id
+
+
+# --- 8.5.4 under load (issue 24 item 1b): references the companion did not write --------------
+
+def test_verification_ridge_batch_on_the_rtx_pro_6000():
+    from companion.specs import QWEN3_8B, RTX_PRO_6000
+    b = calc.verification_ridge_batch(QWEN3_8B, RTX_PRO_6000, 4)
+    # BF16: one row of read-once matrices is 2 FLOP per 2 bytes, so b (m + 1) rows reach the
+    # ridge 503.8e12 / 1792e9 = 281 FLOP/byte at b = 281 / 5
+    assert b == pytest.approx(503.8e12 / 1792e9 / 5)
+    assert math.floor(b) == 56
+
+
+def test_verification_under_load_is_the_rooflines_max():
+    from companion.formulas.core import attainable_flops, kv_bytes_per_token
+    from companion.specs import QWEN3_8B, RTX_PRO_6000
+    m, hw = QWEN3_8B, RTX_PRO_6000
+    for b, d, L in ((1, 4, 2048), (56, 4, 0), (128, 4, 0), (128, 4, 512), (64, 7, 128)):
+        r = calc.verification_under_load(m, hw, b, d, L)
+        n_bytes = m.streamed_weight_bytes + b * L * kv_bytes_per_token(m)
+        flops = b * calc.verification_flops(m, d + 1, L)
+        assert r["verify_s"] == pytest.approx(flops / attainable_flops(flops / n_bytes, hw))
+        assert (r["bound"] == "compute") == (b > r["compute_bound_from_batch"])
+    # below the ridge the extra rows are free; past it they cost time
+    assert calc.verification_under_load(m, hw, 56, 4, 0)["verify_over_plain"] == 1.0
+    assert calc.verification_under_load(m, hw, 64, 4, 0)["verify_over_plain"] > 1.1
+    # with 2,048 tokens of live KV per request the read grows as fast as the compute
+    assert math.isinf(calc.verification_under_load(m, hw, 64, 4, 2048)["compute_bound_from_batch"])
+
+
+def test_draft_weights_come_out_of_the_kv_budget():
+    from companion.specs import QWEN3_8B
+    from companion.units import GiB, MiB
+    r = calc.draft_kv_budget(12 * GiB, 2.10e9, QWEN3_8B, 2048, 256)
+    assert r["kv_left_bytes"] == pytest.approx(12 * GiB - 2.10e9)
+    # a short request holds 2,303 tokens = 144 blocks of 16 x 144 KiB = 324 MiB (8.1.2)
+    assert r["requests_before"] == 12 * 1024 // 324 == 37
+    assert r["requests_after"] == int((12 * GiB - 2.10e9) // (324 * MiB)) == 31

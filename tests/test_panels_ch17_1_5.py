@@ -271,3 +271,19 @@ def test_paging_wastes_less_than_a_block_and_admits_at_least_as_many(seqs, block
     for sid in paged.sequences:
         assert 0 <= paged.tail_unused(sid) < block
     assert len(demo["admitted"]["paged"]) >= len(demo["admitted"]["naive"])
+
+
+def test_paged_panel_draws_the_throughput_ceiling():
+    panel = widgets.PagedKVPanel()
+    view = panel.update()
+    n = view.numbers
+    assert n["ceiling_tok_s"] == pytest.approx(3.35e12 / (600 * 131_072))    # beta / (L k)
+    assert n["half_ceiling_batch"] == pytest.approx(16e9 / (600 * 131_072))  # D_w / (L k)
+    assert n["paged_tok_s"] < n["ceiling_tok_s"] < n["compute_ceiling_tok_s"]
+    assert n["paged_share_of_ceiling_pct"] == pytest.approx(
+        100 * n["paged_tok_s"] / n["ceiling_tok_s"], rel=1e-3)
+    names = [t.get("name", "") for t in view.traces]
+    assert any(x.startswith("ceiling beta / (L k)") for x in names)
+    longer = panel.update(live_tokens=2400).numbers
+    assert longer["ceiling_tok_s"] == pytest.approx(n["ceiling_tok_s"] / 4)
+    _ = panel.reset()

@@ -270,3 +270,20 @@ def test_tensor_parallel_panel_flags_a_kv_cache_it_cannot_split():
     view = panel.update(**panel.defaults())
     assert not view.numbers["kv_replicated"] and "more than the model" not in view.text
     assert "35 GB of weights per GPU" in view.text
+
+
+def test_chunk_panel_draws_the_fused_model_beside_the_chapters():
+    panel = widgets.ChunkSizePanel()
+    view = panel.update()
+    names = [t.get("name", "") for t in view.traces]
+    assert any(n.startswith("worst ITL, fused pass") for n in names)
+    assert any(n.startswith("TTFT, fused pass") for n in names)
+    n = view.numbers
+    assert n["fused_decode_batch"] == 57                           # 17 §5's naive batch, 6.1 ms
+    assert n["fused_first_itl_ms"] < 19 < 22 < n["iteration_ms"]   # ~18 vs ~23 ms
+    assert n["fused_ttft_increase_pct"] < 15 < 35 < n["ttft_increase_pct"]
+    small = panel.update(chunk_tokens=32).numbers
+    assert small["fused_memory_bound_chunks"] == small["chunks"]   # below the ridge
+    long = panel.update(prompt_tokens=32_000, chunk_tokens=736).numbers
+    assert long["fused_worst_itl_ms"] > 1.8 * long["fused_first_itl_ms"]
+    _ = panel.reset()

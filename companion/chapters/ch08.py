@@ -388,6 +388,10 @@ MEAN_ROUND_EXAMPLE_S = (1.5 * ms, 1.5 * ms)
 MEAN_ROUND_EXAMPLE_TOKENS = (1, 5)
 """8.5.2: "output 1 and 5 tokens respectively"."""
 
+PREEMPTION_EXTRA_TOKENS = 1805
+"""8.3.2: one preemption with a 1 GiB KV pool, "scheduling 1805 more tokens than normal
+execution" (measured; the workload is not printed)."""
+
 DRAFT_QUERY_S = 0.1 * ms
 """8.5.2: "Adding the 0.1 ms for querying the draft"."""
 

@@ -87,6 +87,12 @@ BATCH = 64
 CHAT_LIVE_TOKENS = 600
 """§2, §5: "short chats (600 live tokens" / "a mixed workload averaging 600 live tokens"."""
 
+VLLM_GAIN_LOW = 2.0
+"""§5: "inside the 2-4x the vLLM paper reported" (throughput over the systems it compared)."""
+
+VLLM_GAIN_HIGH = 4.0
+"""§5: "inside the 2-4x the vLLM paper reported" (the top of that range)."""
+
 LONG_CONTEXT_TOKENS = 8_000
 """§2, §4: "long contexts (8,000 tokens" / "8K taken as 8,000 tokens"."""
 

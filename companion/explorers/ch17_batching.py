@@ -7,7 +7,8 @@ and TTFT against the chunk size, closed form beside the simulator).
 Panels: ``BatchingTracePanel`` (one queue under static and continuous batching on the
 scheduler simulator: slot Gantt charts, utilization, makespan, TTFT; the queue comes from
 ``sim.scenarios.batching_trace_requests``), ``ChunkSizePanel`` (``calc.chunked_prefill_trade``
-and ``calc.chunk_trade_sweep`` beside ``sim.long_prompt_interference``).
+and ``calc.chunk_trade_sweep`` beside ``sim.long_prompt_interference``, with the fuller
+``calc.fused_chunk_sweep`` dotted: one pass per iteration, weights read once, attention counted).
 """
 
 from __future__ import annotations
@@ -201,13 +202,16 @@ class BatchingTracePanel(Panel):
 
 # --- §6 chunked prefill: worst ITL and TTFT against the chunk size ----------------------------
 
-def chunk_trade_traces(sweep: dict, selected: dict, *, itl_timelines=None) -> tuple[list, dict]:
+def chunk_trade_traces(sweep: dict, selected: dict, *, itl_timelines=None,
+                       fused: dict | None = None) -> tuple[list, dict]:
     """Chunked prefill's trade against the chunk size, closed form (lines) and simulator (markers),
     and optionally the simulated output intervals of one in-flight decode (right panel).
 
     ``sweep``: chunk_tokens, iteration_s, ttft_s (closed form per chunk size) and the unchunked
     dedicated_s; ``selected``: chunk_tokens, closed-form iteration_s / ttft_s, simulated
     sim_itl_s / sim_ttft_s. ``itl_timelines``: {label: (token times s, intervals s)}.
+    ``fused``: the fuller model's sweep (``calc.fused_chunk_sweep``: one forward pass per
+    iteration, weights read once, attention counted), drawn dotted beside the closed form.
     """
     xs = [int(c) for c in sweep["chunk_tokens"]]
     ded = sweep["dedicated_s"] / units.ms
@@ -219,6 +223,18 @@ def chunk_trade_traces(sweep: dict, selected: dict, *, itl_timelines=None) -> tu
         {"type": "scatter", "mode": "lines", "x": xs, "y": _ms(sweep["ttft_s"]),
          "name": "long prompt's TTFT, closed form (chunks x iteration)",
          "line": {"color": SERVING_COLORS["prefill"], "width": 3}},
+    ]
+    if fused is not None:
+        fx = [int(x) for x in fused["chunk_tokens"]]
+        traces += [
+            {"type": "scatter", "mode": "lines", "x": fx, "y": _ms(fused["worst_itl_s"]),
+             "name": "worst ITL, fused pass (weights once, attention counted)",
+             "line": {"color": SERVING_COLORS["decode"], "width": 2, "dash": "dot"}},
+            {"type": "scatter", "mode": "lines", "x": fx, "y": _ms(fused["ttft_s"]),
+             "name": "TTFT, fused pass (sum of the chunk passes)",
+             "line": {"color": SERVING_COLORS["prefill"], "width": 2, "dash": "dot"}},
+        ]
+    traces += [
         {"type": "scatter", "mode": "lines", "x": [xs[0], xs[-1]], "y": [ded, ded],
          "name": "unchunked: whole prefill (stall and TTFT)",
          "line": {"color": SERVING_COLORS["comm"], "dash": "dash"}},
@@ -257,7 +273,11 @@ def _unchunked(prompt_tokens: int, decode_step_s: float, efficiency: float) -> t
     sweep = calc.chunk_trade_sweep(prompt_tokens, decode_step_s, efficiency=efficiency)
     rt = StepPlusPrefillRoundTime.from_hardware(m, hw, decode_step_s=decode_step_s,
                                                       mfu=efficiency)
-    return sweep, long_prompt_interference(prompt_tokens, None, round_time=rt)
+    batch = calc.decode_batch_for_step(m, hw, decode_step_s)
+    fused = calc.fused_chunk_sweep(prompt_tokens, decode_batch=batch,
+                                   decode_context_tokens=calc.CH17_CHAT_LIVE_TOKENS,
+                                   efficiency=efficiency, model=m, hardware=hw)
+    return sweep, long_prompt_interference(prompt_tokens, None, round_time=rt), batch, fused
 
 
 class ChunkSizePanel(Panel):
@@ -281,7 +301,11 @@ class ChunkSizePanel(Panel):
         step, eff = decode_step_ms * units.ms, efficiency_pct / 100
         trade = calc.chunked_prefill_trade(m, hw, prompt_tokens, chunk_tokens, step,
                                            efficiency=eff)
-        sweep, whole = _unchunked(prompt_tokens, step, eff)
+        sweep, whole, batch, fused_sweep = _unchunked(prompt_tokens, step, eff)
+        fused = calc.fused_chunked_prefill(m, hw, prompt_tokens, chunk_tokens,
+                                           decode_batch=batch,
+                                           decode_context_tokens=calc.CH17_CHAT_LIVE_TOKENS,
+                                           efficiency=eff)
         rt = StepPlusPrefillRoundTime.from_hardware(m, hw, decode_step_s=step, mfu=eff)
         chunked = long_prompt_interference(prompt_tokens, chunk_tokens, round_time=rt)
         timelines = {}
@@ -293,7 +317,8 @@ class ChunkSizePanel(Panel):
         selected = {"chunk_tokens": chunk_tokens, "iteration_s": trade["iteration_s"],
                     "ttft_s": trade["ttft_s"], "sim_itl_s": chunked["worst_decode_itl_s"],
                     "sim_ttft_s": chunked["long_ttft_s"]}
-        traces, layout = chunk_trade_traces(sweep, selected, itl_timelines=timelines)
+        traces, layout = chunk_trade_traces(sweep, selected, itl_timelines=timelines,
+                                            fused=fused_sweep)
         numbers = {
             "chunks": trade["chunks"], "chunk_ms": trade["chunk_s"] / units.ms,
             "iteration_ms": trade["iteration_s"] / units.ms,
@@ -304,6 +329,13 @@ class ChunkSizePanel(Panel):
             "sim_ttft_ms": chunked["long_ttft_s"] / units.ms,
             "sim_unchunked_worst_itl_ms": whole["worst_decode_itl_s"] / units.ms,
             "sim_unchunked_ttft_ms": whole["long_ttft_s"] / units.ms,
+            "fused_decode_batch": batch,
+            "fused_first_itl_ms": fused["first_itl_s"] / units.ms,
+            "fused_worst_itl_ms": fused["worst_itl_s"] / units.ms,
+            "fused_ttft_ms": fused["ttft_s"] / units.ms,
+            "fused_alone_ms": fused["alone_s"] / units.ms,
+            "fused_ttft_increase_pct": 100 * fused["ttft_increase"],
+            "fused_memory_bound_chunks": fused["memory_bound_chunks"],
         }
         text = (f"<b>closed form</b>: {numbers['chunks']} chunks of "
                 f"{numbers['chunk_ms']:.1f} ms; iteration {numbers['iteration_ms']:.1f} ms<br>"
@@ -313,5 +345,12 @@ class ChunkSizePanel(Panel):
                 f"dedicated ({numbers['ttft_increase_pct']:+.0f}%)<br>"
                 f"<b>simulated</b>: worst ITL {numbers['sim_worst_itl_ms']:.1f} ms (unchunked "
                 f"{numbers['sim_unchunked_worst_itl_ms']:.0f} ms), TTFT "
-                f"{numbers['sim_ttft_ms']:.0f} ms")
+                f"{numbers['sim_ttft_ms']:.0f} ms<br>"
+                f"<b>fused pass</b> ({batch} decode sequences of "
+                f"{calc.CH17_CHAT_LIVE_TOKENS} tokens, attention counted): first chunk "
+                f"{numbers['fused_first_itl_ms']:.1f} ms, worst {numbers['fused_worst_itl_ms']:.1f}"
+                f" ms; TTFT {numbers['fused_ttft_ms']:.0f} ms vs {numbers['fused_alone_ms']:.0f}"
+                f" ms alone ({numbers['fused_ttft_increase_pct']:+.0f}%); "
+                f"{numbers['fused_memory_bound_chunks']} of {numbers['chunks']} passes "
+                f"memory-bound")
         return View(numbers=numbers, traces=traces, layout=layout, text=text)

@@ -650,6 +650,26 @@ class PagedKVPanel(Panel):
         traces += paged_tradeoff_traces(batches.tolist(), [s["step_s"] for s in steps],
                                         [s["tokens_per_s"] for s in steps], marks,
                                         xaxis="x2", yaxis="y2")
+        # the fuller reading: throughput flattens at beta / (L k); half of it at b = D_w / (L k)
+        ceil = calc.decode_throughput_ceiling(m, hw, live_tokens=live,
+                                              batch=max(paged["batch"], 1))
+        half_b = max(1, round(ceil["half_ceiling_batch"]))
+        half = calc.decode_vs_context(m, hw, live, batch=half_b)
+        x_end = max(s["step_s"] for s in steps) / units.ms
+        traces += [
+            {"type": "scatter", "mode": "lines", "x": [0, x_end],
+             "y": [ceil["ceiling_tokens_per_s"]] * 2, "xaxis": "x2", "yaxis": "y2",
+             "name": "ceiling beta / (L k): each extra sequence adds its own KV read",
+             "line": {"color": SEQ_COLORS[2], "dash": "dot"}},
+            {"type": "scatter", "mode": "markers", "x": [half["step_s"] / units.ms],
+             "y": [half["tokens_per_s"]], "xaxis": "x2", "yaxis": "y2",
+             "name": f"half the ceiling: b = D_w / (L k) = {half_b:,}",
+             "marker": {"symbol": "diamond", "size": 11, "color": SEQ_COLORS[2]}},
+        ]
+        numbers.update(ceiling_tok_s=ceil["ceiling_tokens_per_s"],
+                       compute_ceiling_tok_s=ceil["compute_ceiling_tokens_per_s"],
+                       half_ceiling_batch=ceil["half_ceiling_batch"],
+                       paged_share_of_ceiling_pct=100 * ceil["share_of_ceiling"])
         clipped = ("" if live == live_tokens
                    else f" (clipped to the {reservation_tokens:,} reserved)")
         text = (f"live KV per sequence: {live:,} tokens{clipped} = "
@@ -664,6 +684,9 @@ class PagedKVPanel(Panel):
                 f"{numbers['paged_step_ms']:.3g} ms; throughput "
                 f"<b>{numbers['naive_tok_s']:,.0f}</b> vs <b>{numbers['paged_tok_s']:,.0f}</b> "
                 f"tok/s ({numbers['throughput_gain']:.2g}x)<br>"
+                f"ceiling beta / (L k) = {numbers['ceiling_tok_s']:,.0f} tok/s, half of it at "
+                f"b = {numbers['half_ceiling_batch']:,.0f}; paged reaches "
+                f"{numbers['paged_share_of_ceiling_pct']:.0f}% of it<br>"
                 f"worst-case tail per sequence: {block_tokens - 1} slots = "
                 f"{numbers['worst_waste_MB']:,.3g} MB; this workload's tail: "
                 f"{numbers['tail_empty_slots']} empty slots" + source_line(m))

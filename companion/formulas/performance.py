@@ -25,7 +25,7 @@ from companion.chapters.ch17 import (
     SMOOTH_ITL_S as CH17_SMOOTH_ITL_S)
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
-from companion.formulas.core import (attainable_flops, decode_step_parts, decode_step_time,
+from companion.formulas.core import (attainable_flops, flops_per_token_or_default, attention_flops_per_pair, attention_pairs, decode_step_parts, decode_step_time,
                                      kv_bytes, kv_bytes_at_context, kv_bytes_per_token,
                                      matrix_flops, max_concurrent,
                                      mbu, mfu, moe_streamed_weight_bytes,
@@ -51,10 +51,11 @@ __all__ = [
     "kv_weight_crossover_tokens",
     # §5 paging
     "reservation_waste", "block_fill", "paged_worst_waste", "prefix_sharing_bytes",
-    "paged_batch_gain",
+    "paged_batch_gain", "decode_throughput_ceiling",
     # §6 batching
     "static_batch_slot_steps", "chunked_prefill_trade", "chunk_trade_sweep",
-    "batching_decision_table",
+    "batching_decision_table", "fused_step_parts", "fused_ridge_tokens", "fused_chunked_prefill",
+    "fused_chunk_sweep", "decode_batch_for_step",
     # §9 measurement
     "sm_share", "decode_utilization", "prefill_utilization",
     # §10 levers
@@ -557,6 +558,37 @@ def paged_batch_gain(model: Model, hardware: Hardware, *,
                                  if naive["batch"] else math.inf))
 
 
+def decode_throughput_ceiling(model: Model, hardware: Hardware, *,
+                              live_tokens: int = CH17_CHAT_LIVE_TOKENS, batch=None,
+                              kv_bytes_per_value: float = 2) -> dict:
+    """Where batching stops paying on the memory roof (17 §5, the fuller reading).
+
+    A decode step streams D_w + b L k bytes, so throughput b beta / (D_w + b L k) rises with b
+    but flattens at the ceiling beta / (L k): past some batch each extra sequence brings its
+    own KV read and the shared weight read is already amortised. Half the ceiling is reached
+    at b = D_w / (L k), the batch whose KV reads equal the weight read. With ``batch``, also
+    that batch's throughput and its share of the ceiling. 8B, 600 live tokens, H100 SXM:
+    ceiling ~42,600 tok/s, half of it at b ~203. ``compute_ceiling_tokens_per_s`` is the
+    compute roof, peak / F (61,800 tok/s there); for short contexts it is the lower one.
+    """
+    m = _model(model)
+    hw = _hardware(hardware)
+    L = v.tokens("live_tokens", live_tokens, minimum=1)
+    v.positive("kv_bytes_per_value", kv_bytes_per_value)
+    per_seq = L * kv_bytes_per_token(m, kv_bytes_per_value)
+    out = dict(ceiling_tokens_per_s=hw.mem_bw_bytes_per_s / per_seq,
+               half_ceiling_batch=m.streamed_weight_bytes / per_seq,
+               kv_bytes_per_sequence=per_seq,
+               # the other roof: b F / peak per step caps throughput at peak / F
+               compute_ceiling_tokens_per_s=hw.peak_flops_per_s / flops_per_token_or_default(m))
+    if batch is not None:
+        b = v.count("batch", batch)
+        rate = b * hw.mem_bw_bytes_per_s / (m.streamed_weight_bytes + b * per_seq)
+        out.update(batch=b, tokens_per_s=rate,
+                   share_of_ceiling=rate / out["ceiling_tokens_per_s"])
+    return out
+
+
 # --- §6 batching strategies ------------------------------------------------------------------
 
 def static_batch_slot_steps(output_lengths) -> dict:
@@ -621,23 +653,198 @@ def chunk_trade_sweep(prompt_tokens: int, decode_step_s: float, *,
             "dedicated_s": rows[0]["dedicated_s"]}
 
 
-def batching_decision_table() -> list[dict]:
-    """The three batching strategies as one decision (re-derived: 17 §6's table is not printed)."""
+def decode_batch_for_step(model: Model, hardware: Hardware, decode_step_s: float, *,
+                          live_tokens: int = CH17_CHAT_LIVE_TOKENS,
+                          bytes_per_value: float = 2) -> int:
+    """The smallest whole decode batch whose memory-bound step (D_w + b L k) / beta reaches
+    ``decode_step_s`` (0 when the step is no longer than the weight read alone).
+
+    6.1 ms with 600 live tokens on the 8B / H100 SXM: 57 sequences, the naive batch of 17 §5.
+    """
+    m = _model(model)
+    hw = _hardware(hardware)
+    step = v.positive("decode_step_s", decode_step_s)
+    L = v.tokens("live_tokens", live_tokens, minimum=1)
+    per_seq = L * kv_bytes_per_token(m, bytes_per_value)
+    return max(0, math.ceil((step * hw.mem_bw_bytes_per_s - m.streamed_weight_bytes) / per_seq
+                            - 1e-9))
+
+
+def fused_chunk_sweep(prompt_tokens: int, *, decode_batch: int, decode_context_tokens: int,
+                      efficiency: float = CH17_PREFILL_EFFICIENCY, attention: bool = True,
+                      chunk_sizes=None, model: Model = LLAMA_8B,
+                      hardware: Hardware = H100_SXM) -> dict:
+    """``fused_chunked_prefill`` over the chunk sizes of ``chunk_trade_sweep``: arrays
+    chunk_tokens, worst_itl_s, ttft_s, and the scalars unchunked_s and alone_s."""
+    n = v.tokens("prompt_tokens", prompt_tokens, minimum=1)
+    sizes = (_CHUNK_SWEEP.tolist() if chunk_sizes is None else
+             [v.tokens(f"chunk_sizes[{i}]", c, minimum=1)
+              for i, c in enumerate(v.sequence("chunk_sizes", chunk_sizes))])
+    sizes = sorted({min(c, n) for c in sizes})
+    rows = [fused_chunked_prefill(model, hardware, n, c, decode_batch=decode_batch,
+                                  decode_context_tokens=decode_context_tokens,
+                                  efficiency=efficiency, attention=attention) for c in sizes]
+    return {"chunk_tokens": np.array(sizes),
+            "worst_itl_s": np.array([r["worst_itl_s"] for r in rows]),
+            "ttft_s": np.array([r["ttft_s"] for r in rows]),
+            "unchunked_s": rows[0]["unchunked_s"], "alone_s": rows[0]["alone_s"]}
+
+
+_STATIC_EXAMPLE = (100, 200, 300, 400, 500, 600, 700, 800)   # 17 §6's output lengths
+
+
+def batching_decision_table(model: Model = LLAMA_8B, hardware: Hardware = H100_SXM, *,
+                            output_lengths=_STATIC_EXAMPLE,
+                            prompt_tokens: int = CH17_LONG_CONTEXT_TOKENS,
+                            chunk_tokens: int = 512, decode_step_s: float | None = None,
+                            efficiency: float = CH17_PREFILL_EFFICIENCY) -> list[dict]:
+    """The three batching strategies as one decision (re-derived: 17 §6's table is not printed).
+
+    Every number in a cell is computed from the arguments: the static row's utilization
+    (``static_batch_slot_steps``), the continuous row's stall (``prefill_compute_s`` of the long
+    prompt), the chunked row's worst ITL before -> after and TTFT penalty
+    (``chunked_prefill_trade``, the chapter's closed form), with the fused-pass penalty
+    (``fused_chunked_prefill``) beside it. ``decode_step_s`` defaults to 17 §5's naive batch
+    step (6.1 ms). Each row also carries the numbers under ``values``.
+    """
+    m = _model(model)
+    hw = _hardware(hardware)
+    if decode_step_s is None:
+        decode_step_s = paged_batch_gain(m, hw, block_tokens=1)["naive"]["step_s"]
+    lengths = [v.tokens(f"output_lengths[{i}]", g, minimum=1)
+               for i, g in enumerate(v.sequence("output_lengths", output_lengths))]
+    static = static_batch_slot_steps(lengths)
+    stall = prefill_compute_s(m, hw, prompt_tokens, efficiency=efficiency)
+    trade = chunked_prefill_trade(m, hw, prompt_tokens, chunk_tokens, decode_step_s,
+                                  efficiency=efficiency)
+    batch = decode_batch_for_step(m, hw, decode_step_s)
+    fused = fused_chunked_prefill(m, hw, prompt_tokens, chunk_tokens, decode_batch=batch,
+                                  decode_context_tokens=CH17_CHAT_LIVE_TOKENS,
+                                  efficiency=efficiency)
+    ms = 1e-3
+
+    def about(x):           # the chapter's "~260 ms", "~23 ms": two significant figures
+        return f"~{float(f'{x:.2g}'):,.0f}"
+    span = f"{min(lengths)}..{max(lengths)}"
     return [
         dict(strategy="static", joins="only when the whole batch has drained",
              fixes="nothing: the translation-era default",
-             costs="padding (56% utilization for outputs 100..800) and batch-drain queueing",
-             fits="offline jobs with similar, predictable output lengths"),
+             costs=f"padding ({100 * static['utilization']:.0f}% utilization for outputs "
+                   f"{span}) and batch-drain queueing",
+             fits="offline jobs with similar, predictable output lengths",
+             values=dict(utilization=static["utilization"])),
         dict(strategy="continuous", joins="at every token boundary (iteration-level, Orca)",
              fixes="padding and batch-boundary queueing; needs paged KV (§5)",
-             costs="a long prefill still freezes every in-flight decode (~260 ms for 8,000 tokens)",
-             fits="the default for online serving with short prompts"),
+             costs=f"a long prefill still freezes every in-flight decode ({about(stall / ms)} ms "
+                   f"for {prompt_tokens:,} tokens)",
+             fits="the default for online serving with short prompts",
+             values=dict(stall_s=stall)),
         dict(strategy="chunked prefill", joins="at token boundaries, prompts in fixed chunks",
-             fixes="head-of-line blocking: worst ITL ~260 -> ~23 ms (11x)",
-             costs="TTFT of the long prompt (~+40%) and weights re-read per chunk",
+             fixes=f"head-of-line blocking: worst ITL {about(trade['dedicated_s'] / ms)} -> "
+                   f"{about(trade['iteration_s'] / ms)} ms ({trade['itl_improvement']:.0f}x) in "
+                   f"{chunk_tokens}-token chunks",
+             costs=f"TTFT of the long prompt (~{100 * trade['ttft_increase']:+.0f}% as the "
+                   f"chapter prices it, ~{100 * fused['ttft_increase']:+.0f}% as one fused "
+                   f"pass per round) and weights re-read per chunk",
              fits="mixed long prompts and streaming chat on shared GPUs; the knob is the "
-                  "per-iteration token budget"),
+                  "per-iteration token budget",
+             values=dict(dedicated_s=trade["dedicated_s"], iteration_s=trade["iteration_s"],
+                         itl_improvement=trade["itl_improvement"],
+                         ttft_increase=trade["ttft_increase"],
+                         fused_ttft_increase=fused["ttft_increase"])),
     ]
+
+
+# --- §6, the fuller model: decode tokens and a prompt chunk in one forward pass ---------------
+# The chapter prices a chunked iteration as decode step + chunk compute: two passes, the
+# weights read for the decode and the chunk priced by compute alone, attention left out. An
+# engine runs the batch's decode tokens and the chunk as one forward pass, so the weights are
+# read once, and the pass costs the roofline's max over everything it reads and computes.
+
+def fused_step_parts(model: Model, hardware: Hardware, *, chunk_tokens: int = 0,
+                     history_tokens: int = 0, decode_batch: int = 0,
+                     decode_context_tokens: int = 0,
+                     efficiency: float = CH17_PREFILL_EFFICIENCY, attention: bool = True,
+                     bytes_per_value: float = 2) -> dict:
+    """One forward pass carrying ``decode_batch`` decode tokens and a ``chunk_tokens`` chunk
+    whose prompt already holds ``history_tokens`` cached tokens, on the roofline (17 §6, fuller).
+
+    bytes = D_w + (b L + h + c) k: the weights once, each decode sequence's KV, the chunk's
+    cached prefix and the chunk's own new KV. FLOPs = 2 N (c + b) for the layer matrices plus,
+    with ``attention``, (c h + c(c+1)/2 + b (L+1)) pairs x ``attention_flops_per_pair``. Time =
+    max(bytes / beta, FLOPs / (efficiency x peak)): the roofline's max over the whole pass, the
+    compute at the same fraction of peak as the chapter's prefill and the reads at full
+    bandwidth as in its decode step. Returns bytes, flops, memory_s, compute_s, step_s, bound.
+    """
+    m = _model(model)
+    hw = _hardware(hardware)
+    c = v.tokens("chunk_tokens", chunk_tokens)
+    h = v.tokens("history_tokens", history_tokens)
+    b = v.tokens("decode_batch", decode_batch)
+    L = v.tokens("decode_context_tokens", decode_context_tokens)
+    e = _efficiency(efficiency)
+    k = kv_bytes_per_token(m, bytes_per_value)
+    n_bytes = m.streamed_weight_bytes + (b * L + h + c) * k
+    flops = matrix_flops(m, c + b)
+    if attention:
+        flops += attention_flops_per_pair(m) * (attention_pairs(c, h) + b * (L + 1))
+    memory_s = n_bytes / hw.mem_bw_bytes_per_s
+    compute_s = flops / (e * hw.peak_flops_per_s)
+    return dict(bytes=n_bytes, flops=flops, memory_s=memory_s, compute_s=compute_s,
+                step_s=max(memory_s, compute_s),
+                bound="compute" if compute_s > memory_s else "memory")
+
+
+def fused_ridge_tokens(model: Model, hardware: Hardware, *,
+                       efficiency: float = CH17_PREFILL_EFFICIENCY) -> float:
+    """Tokens per pass at which computing them takes as long as reading the weights once:
+    D_w / beta = 2 N t / (efficiency x peak), so t = ridge x efficiency x D_w / (2 N).
+
+    8B on an H100 SXM: 295 FLOP/byte x 1 FLOP/byte-per-token = ~295 tokens at the full roof;
+    at 50% of peak ~148. Below it a pass (chunk plus decode tokens) is memory-bound, so pricing
+    the chunk by compute alone undercounts it.
+    """
+    m = _model(model)
+    hw = _hardware(hardware)
+    e = _efficiency(efficiency)
+    return (e * hw.peak_flops_per_s * m.streamed_weight_bytes
+            / (hw.mem_bw_bytes_per_s * matrix_flops(m, 1)))
+
+
+def fused_chunked_prefill(model: Model, hardware: Hardware, prompt_tokens: int,
+                          chunk_tokens: int, *, decode_batch: int, decode_context_tokens: int,
+                          efficiency: float = CH17_PREFILL_EFFICIENCY, attention: bool = True,
+                          bytes_per_value: float = 2) -> dict:
+    """Chunked prefill with each chunk fused into the batch's decode pass (17 §6, fuller model).
+
+    Chunk i (c_i new tokens on h_i = i c cached ones) rides in a pass priced by
+    ``fused_step_parts``; the worst ITL of the running batch is the slowest pass, the long
+    prompt's TTFT the sum of its passes. The unchunked reference is the whole prompt in one
+    pass with the same decode batch (its stall and its TTFT), and ``alone_s`` the prompt with
+    the GPU to itself, the chapter's "dedicated" prefill. Returns chunks, iteration_s (array,
+    per chunk), worst_itl_s, first_itl_s, ttft_s, unchunked_s, alone_s, ttft_increase (over
+    alone_s, as the chapter's), itl_improvement (unchunked over worst), memory_bound_chunks and
+    decode_step_s (the decode pass alone on the same roofline).
+    """
+    m = _model(model)
+    n = v.tokens("prompt_tokens", prompt_tokens, minimum=1)
+    c = v.tokens("chunk_tokens", chunk_tokens, minimum=1)
+    kw = dict(decode_batch=decode_batch, decode_context_tokens=decode_context_tokens,
+              efficiency=efficiency, attention=attention, bytes_per_value=bytes_per_value)
+    starts = range(0, n, c)
+    parts = [fused_step_parts(m, hardware, chunk_tokens=min(c, n - s), history_tokens=s, **kw)
+             for s in starts]
+    iteration = np.array([p["step_s"] for p in parts])
+    unchunked = fused_step_parts(m, hardware, chunk_tokens=n, **kw)["step_s"]
+    alone = fused_step_parts(m, hardware, chunk_tokens=n, efficiency=efficiency,
+                             attention=attention, bytes_per_value=bytes_per_value)["step_s"]
+    ttft = float(iteration.sum())
+    return dict(chunks=len(parts), iteration_s=iteration, worst_itl_s=float(iteration.max()),
+                first_itl_s=float(iteration[0]), ttft_s=ttft, unchunked_s=unchunked,
+                alone_s=alone, ttft_increase=ttft / alone - 1.0,
+                itl_improvement=unchunked / float(iteration.max()),
+                memory_bound_chunks=sum(p["bound"] == "memory" for p in parts),
+                decode_step_s=fused_step_parts(m, hardware, **kw)["step_s"])
 
 
 # --- §9 measuring it -------------------------------------------------------------------------

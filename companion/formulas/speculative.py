@@ -32,6 +32,7 @@ __all__ = [
     "draft_forward_time", "draft_generation_time", "speculative_round_stages",
     "draft_round_time", "draft_length_table",
     "best_draft_length", "marginal_draft_gain", "draft_extension_helps",
+    "verification_ridge_batch", "verification_under_load", "draft_kv_budget",
 ]
 
 
@@ -385,3 +386,82 @@ def marginal_draft_gain(acceptance, draft_len: int, verify_s: float, per_draft_s
     return dict(added_s=added_s, added_tokens=added_tokens, marginal_s_per_token=marginal,
                 current_s_per_token=t_prev / n_prev,
                 helps=draft_extension_helps(t_prev, n_prev, added_s, added_tokens))
+
+
+# --- 8.5.4 under load: where verification stops being free (the fuller model) ----------------
+# The chapter argues at batch 1, where the m extra verification rows ride on compute that sits
+# idle while the weights stream. With b requests in the batch a verification pass computes
+# b (m + 1) rows; once that reaches the card's ridge the pass is compute-bound and every extra
+# row costs time. The draft network's weights also live in the memory the KV budget is cut
+# from.
+
+def verification_ridge_batch(model: Model, hardware, draft_len: int) -> float:
+    """Batch at which a verification pass of b (m + 1) rows per step reaches the ridge (8.5.4).
+
+    Rows computed = read-once FLOPs / bytes: 2 P (m + 1) b / D_w = ridge, so
+    b = ridge x D_w / (2 P (m + 1)) (weights only; live KV would push it later). Qwen3-8B
+    BF16 on the RTX PRO 6000 at m = 4: 281 FLOP/byte / 5 rows = ~56 requests.
+    """
+    from companion.formulas.args import hardware_arg, model_arg
+    m = model_arg(model)
+    hw = hardware_arg(hardware)
+    d = v.tokens("draft_len", draft_len)
+    per_row = matrix_flops(m, 1, include_lm_head=True) / m.streamed_weight_bytes
+    return hw.peak_flops_per_s / hw.mem_bw_bytes_per_s / (per_row * (d + 1))
+
+
+def verification_under_load(model: Model, hardware, batch: int, draft_len: int,
+                            context_tokens: int, *, bytes_per_value: float = 2) -> dict:
+    """A verification pass of b requests x (m + 1) rows beside a plain decode step, both on the
+    roofline (``core.decode_step_parts`` with F = the pass's FLOPs per request) (8.5.4, fuller).
+
+    F counts each row's matrices and its attention over the context (``verification_flops``).
+    Returns plain_s, verify_s, verify_over_plain (1 while the pass stays memory-bound, then
+    rising towards m + 1), bound ("memory"/"compute"), ridge_batch (weights only) and
+    compute_bound_from_batch: the batch from which the pass is compute-bound with each
+    request's live KV read too (inf when the KV read grows as fast as the compute: at 2,048
+    tokens of Qwen3-8B on the RTX PRO 6000 with m = 4 it never is).
+    """
+    from companion.formulas.args import hardware_arg, model_arg
+    from companion.formulas.core import decode_step_parts
+    m = model_arg(model)
+    hw = hardware_arg(hardware)
+    b = v.count("batch", batch)
+    d = v.tokens("draft_len", draft_len)
+    L = v.tokens("context_tokens", context_tokens)
+    from companion.formulas.core import kv_bytes_per_token
+    plain_f = verification_flops(m, 1, L)               # one row: matrices + its attention
+    verify_f = verification_flops(m, d + 1, L)          # m + 1 rows per request
+    plain = decode_step_parts(m, hw, b, L, bytes_per_value=bytes_per_value,
+                              flops_per_token=plain_f)
+    verify = decode_step_parts(m, hw, b, L, bytes_per_value=bytes_per_value,
+                               flops_per_token=verify_f)
+    # compute-bound once b F_v / peak >= (D_w + b L k) / beta; never if F_v / peak <= L k / beta
+    per_req_read = L * kv_bytes_per_token(m, bytes_per_value) / hw.mem_bw_bytes_per_s
+    per_req_compute = verify_f / hw.peak_flops_per_s
+    weight_read = m.streamed_weight_bytes / hw.mem_bw_bytes_per_s
+    from_batch = (weight_read / (per_req_compute - per_req_read)
+                  if per_req_compute > per_req_read else math.inf)
+    return dict(plain_s=plain.step_s, verify_s=verify.step_s,
+                verify_over_plain=verify.step_s / plain.step_s, bound=verify.bound,
+                ridge_batch=verification_ridge_batch(m, hw, d),
+                compute_bound_from_batch=from_batch)
+
+
+def draft_kv_budget(kv_budget_bytes: float, draft_weight_bytes: float, model: Model,
+                    prompt_tokens: int, output_tokens: int, *, block_tokens: int = 16) -> dict:
+    """What a draft network resident beside the target takes from the KV budget (8.5.4).
+
+    The draft's weights come out of the budget: budget - draft bytes is left for KV, and
+    ``core.max_concurrent`` counts the requests that fit before and after. DFlash's 2.10 GB
+    drafter in 8.1's 12 GiB budget leaves ~10.04 GiB.
+    """
+    from companion.formulas.core import max_concurrent
+    budget = v.positive("kv_budget_bytes", kv_budget_bytes)
+    draft = v.nonnegative("draft_weight_bytes", draft_weight_bytes)
+    left = max(budget - draft, 0.0)
+    kw = dict(block_tokens=block_tokens)
+    before = max_concurrent(budget, model, prompt_tokens, output_tokens, **kw)
+    after = max_concurrent(left, model, prompt_tokens, output_tokens, **kw)
+    return dict(kv_left_bytes=left, draft_share=draft / budget, requests_before=before,
+                requests_after=after)

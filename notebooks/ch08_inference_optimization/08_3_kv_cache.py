@@ -69,6 +69,15 @@ MiB, GiB, ms = units.MiB, units.GiB, units.ms
 # reverse. (vLLM's PagedAttention brought this operating-system idea to the KV cache in 2023;
 # see 8.3.1.)
 #
+# **PagedAttention is not FlashAttention.** The names sound alike and both work in blocks, but
+# they solve different problems and an engine usually runs both. PagedAttention is about
+# *where the cache lives*: the attention kernel follows each sequence's block table to gather
+# keys and values from scattered physical blocks, so memory can be handed out a block at a
+# time. FlashAttention is about *how attention is computed*: it tiles the score computation so
+# that the large intermediate score matrix never has to be written to HBM, keeping partial
+# results in on-chip memory. One changes the allocator's layout, the other the kernel's
+# arithmetic and memory traffic; a paged FlashAttention kernel does both at once (8.3.1).
+#
 # **Worked example.** Four sequences A, B, C, D hold 9, 13, 5 and 15 tokens and may each grow
 # to 16. Reserving 16 slots each, paging with $p = 4$, and paging where A and B also share
 # their identical first 8 tokens:
@@ -288,14 +297,15 @@ print(f"b = 16: {numbers['shared_MiB']:,.0f} MiB shared, {numbers['independent_M
 # %%
 pool = BlockManager(256, km.BLOCK_TOKENS)
 pool.allocate("cancelled", ch08.CANCEL_RELEASED_BLOCKS * km.BLOCK_TOKENS)
-print(f"before the cancel call:            {pool.free_blocks} free blocks")
+held_free = pool.free_blocks
 # phase 1: the scheduler marks the request cancelled and stops scheduling it; the round
 # already submitted still reads its blocks, so nothing is freed yet
-print(f"after the call (round in flight):  {pool.free_blocks} free blocks")
+print(f"from the cancel call until the in-flight round ends: {held_free} free blocks "
+      f"(the call itself frees nothing)")
 # phase 2: the in-flight round has completed; now the references can be dropped
 released = pool.free("cancelled")
-print(f"after the round completes:         {pool.free_blocks} free blocks "
-      f"({len(released)} released)")
+print(f"after the round completes: {pool.free_blocks} free blocks ({len(released)} released, "
+      f"{pool.free_blocks - held_free} more than during the call)")
 
 # %% [markdown]
 # ### Preemption by recompute
@@ -307,7 +317,7 @@ print(f"after the round completes:         {pool.free_blocks} free blocks "
 # bought with repeated computation. (The alternative, swapping the blocks to host memory, buys
 # it with transfers instead; 8.3.4.)
 #
-# The chapter observed one preemption with a 1 GiB KV pool, costing 1805 extra scheduled
+# The chapter observed one preemption with a 1 GiB KV pool, costing extra scheduled
 # tokens, and none with 2 GiB (8.3.2, footnote 9); its workload is not printed. A **generated**
 # example with the simulator: four requests of 1536 prompt tokens each generate 512 tokens in
 # lockstep; the most recently admitted request is preempted when the pool runs dry, and
@@ -323,6 +333,14 @@ for gib in (1, 2):
     runs.append(dict(run, label=f"{gib} GiB pool"))
 plots.pool_usage_figure(runs, title="Generated: four requests decoding in a 1 GiB vs a 2 GiB "
                         "KV pool").show()
+
+# %% tags=["remove-input"]
+one_gib = runs[0]
+md(f"""The generated 1 GiB run recomputes {one_gib['recomputed_tokens']:,} tokens, within a few
+of the chapter's {ch08.PREEMPTION_EXTRA_TOKENS:,} extra scheduled tokens. That closeness is a
+coincidence: the chapter's workload is not printed, and this one (four requests, lengths chosen
+to force one preemption) is the companion's own. Its recomputed tokens are the preempted
+request's context when it was dropped, which depends entirely on the lengths chosen here.""")
 
 # %% [markdown]
 # In the 1 GiB pool the blocks in use climb to the pool size, drop when the most recently
@@ -565,6 +583,17 @@ ledger.show("8.3.3")
 # %% [markdown]
 # ## 8.3.4 Keep, evict, swap out, or recompute?
 #
+# The section's title names four separate decisions a cache manager makes, and it helps to
+# keep them apart:
+#
+# - **admission**: should this prefix enter the cache at all once its request finishes?
+# - **eviction**: when space runs short, which cached prefix goes first?
+# - **swap-out**: instead of dropping it, move its KV to host memory and fetch it back later;
+# - **recomputation**: drop it entirely and rebuild it by prefill if it is ever needed again.
+#
+# The value below answers admission (and, compared between prefixes, eviction order); its
+# $T_f$ and $T_m$ are the swap-out path and $T_\text{rec}$ is the recomputation path.
+#
 # Keeping a finished request's prefix costs cache space and some maintenance; it pays off only
 # if the prefix comes back. Let $\rho$ be the probability that it is used again, $T_\text{rec}$ the time
 # to recompute it by prefill, $T_f$ the time to fetch it back from wherever it is kept, and
@@ -574,11 +603,12 @@ ledger.show("8.3.3")
 # $$V = \rho\,(T_\text{rec} - T_f) - T_m, \qquad \text{worth keeping when } \rho > \frac{T_m}{T_\text{rec} - T_f}.$$
 #
 # For the 6144-token prefix A on the RTX PRO 6000: $T_\text{rec}$ is its prefill FLOPs at the batch-1
-# prefill efficiency of Experiment 8-1 (the chapter rounds it to “62%” (8.3.4); the measured
-# 62.2% is used), $T_f$ and $T_m$ are one transfer of its KV over the host link at its
-# nominal rate.
+# prefill efficiency of Experiment 8-1 (the chapter rounds it to whole percent in 8.3.4; the
+# unrounded measured value, printed below, is used), $T_f$ and $T_m$ are one transfer of its KV
+# over the host link at its nominal rate.
 
 # %%
+print(f"prefill efficiency used (measured, Experiment 8-1): {100 * km.RECOMPUTE_EFFICIENCY:.2f}%")
 for link_name, link in (("PCIe Gen5 x16", specs.PCIE_GEN5_X16_BYTES_PER_S),
                         ("PCIe Gen4 x16", specs.PCIE_GEN4_X16_BYTES_PER_S)):
     a = calc.prefix_retention(model, specs.RTX_PRO_6000, prefix, hit_prob=km.RETENTION_HIT_PROB,
@@ -701,15 +731,39 @@ half once $B_p$ reaches {half} ({100 * at_half.saved_fraction:.1f}% saved,
 each branch's private part is about half as long as the shared prefix.""", title="Worked answer 3")
 
 # %% tags=["remove-input"]
-needed = next(x for x in range(0, km.LONG_PROMPT_TOKENS + 1, 256)
-              if capacity.at(kv_budget_gib=6.0, shared_prefix_tokens=x)
-              .numbers["fit_shared"] >= km.LONG_BATCH)
+import math
+
+held = km.LONG_PROMPT_TOKENS + km.OUTPUT_TOKENS - 1          # tokens a request holds at the end
+k_tok = calc.kv_bytes_per_token(model)
+budget6 = 6 * GiB          # not a chapter input: the budget this question sets
+x_smooth = (km.LONG_BATCH * held * k_tok - budget6) / ((km.LONG_BATCH - 1) * k_tok)
+pool_blocks = int(budget6 // (km.BLOCK_TOKENS * k_tok))
+prefix_blocks = math.ceil(math.ceil(x_smooth) / km.BLOCK_TOKENS)
+private_blocks = (pool_blocks - prefix_blocks) // km.LONG_BATCH
+needed = held - km.BLOCK_TOKENS * private_blocks
+fits_at = calc.max_concurrent(budget6, model, km.LONG_PROMPT_TOKENS, km.OUTPUT_TOKENS,
+                              shared_prefix_tokens=needed)
+fits_below = calc.max_concurrent(budget6, model, km.LONG_PROMPT_TOKENS, km.OUTPUT_TOKENS,
+                                 shared_prefix_tokens=needed - 1)
+assert fits_at >= km.LONG_BATCH > fits_below       # the closed form is the exact threshold
 row = capacity.at(kv_budget_gib=6.0, shared_prefix_tokens=needed).numbers
-answer(f"""Sixteen private parts plus one prefix must fit in 6 GiB. Scanning the prefix in steps
-of 256 tokens, the first length that admits {km.LONG_BATCH} requests is {needed:,} tokens: each
-request then privately holds {row['private_tokens']:,} tokens ({row['private_MiB']:,.0f} MiB),
-and the {km.LONG_BATCH} of them take {row['shared_GiB']:.2f} GiB with the prefix. Without
-sharing, only {row['fit_independent']} fit.""", title="Worked answer 4")
+answer(f"""Sixteen private parts plus one prefix must fit in $B$ = 6 GiB. Each request holds
+$H = {km.LONG_PROMPT_TOKENS:,} + {km.OUTPUT_TOKENS} - 1 = {held:,}$ tokens, of which a prefix of
+$x$ is shared, at $k = {k_tok:,}$ B per token.
+
+1. Ignoring block rounding, $x\\,k + {km.LONG_BATCH}\\,(H - x)\\,k \\le B$ gives
+   $x \\ge ({km.LONG_BATCH} H k - B) / ({km.LONG_BATCH - 1}\\,k) = {x_smooth:,.1f}$ tokens.
+2. With {km.BLOCK_TOKENS}-token blocks the pool holds $\\lfloor B / ({km.BLOCK_TOKENS} k) \\rfloor
+   = {pool_blocks:,}$ blocks. A prefix of about that length takes {prefix_blocks} blocks, which
+   leaves $\\lfloor ({pool_blocks:,} - {prefix_blocks}) / {km.LONG_BATCH} \\rfloor =
+   {private_blocks}$ blocks, {km.BLOCK_TOKENS * private_blocks:,} tokens, for each private part.
+3. So the prefix must cover $x \\ge {held:,} - {km.BLOCK_TOKENS * private_blocks:,} =$
+   **{needed:,} tokens**. At that length {fits_at} requests fit; one token shorter, {fits_below}.
+
+Each request then privately holds {row['private_tokens']:,} tokens ({row['private_MiB']:,.0f}
+MiB), and the {km.LONG_BATCH} of them take {row['shared_GiB']:.2f} GiB with the prefix. (A scan
+in steps of 256 tokens would stop at the next multiple above the threshold, a slight
+overestimate.) Without sharing, only {row['fit_independent']} fit.""", title="Worked answer 4")
 
 # %% tags=["remove-input"]
 spacing = km.HYBRID_SNAPSHOT_POSITIONS[0]

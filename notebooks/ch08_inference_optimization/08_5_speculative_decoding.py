@@ -348,7 +348,23 @@ _ = latency_panel.reset()
 # ## 8.5.3 Where drafts come from: the four stages of a round
 #
 # A lookup drafter costs next to nothing per round but needs its index; a draft *network*
-# costs forward passes of its own plus memory for its weights and KV. Splitting a round into
+# costs forward passes of its own plus memory for its weights and KV. The chapter lists four
+# sources of drafts (8.5.3), which differ in what the drafter sees and what it costs:
+#
+# - **context lookup**: copy a span that already appeared in the prompt or the output; no
+#   network at all, only an index to build and query;
+# - **an independent small model**: a separate, smaller language model drafting token by
+#   token, with its own weights and its own KV cache to keep in memory;
+# - **EAGLE-style heads**: a light prediction network that reads the *target's* hidden states
+#   (its intermediate features) rather than the raw tokens, so it can be small and still agree
+#   with the target often; it runs token by token, like a small model, but has no separate
+#   full stack of layers;
+# - **multi-token-prediction (MTP) heads**: extra output heads trained together with the
+#   model itself to predict the next few tokens, so the drafts come from the model's own
+#   training rather than a bolted-on drafter; only models released with such heads have them.
+#
+# DFlash, the chapter's running example, is a separate draft network that writes a whole block
+# of draft tokens in one pass. Splitting a round into
 # four stages, one after another, makes drafters comparable term by term:
 #
 # 1. **draft generation**: $m$ passes of a network that writes one token per pass, or a
@@ -370,6 +386,9 @@ serial = calc.draft_generation_time(fwd, 4)
 parallel = calc.draft_generation_time(fwd, 4, parallel=True)
 print(f"batch-1 read {read_b1 / units.GB:.2f} GB in {plain_round_s / ms:.2f} ms: "
       f"{bw / units.GB:.0f} GB/s; one draft pass {fwd / ms:.2f} ms")
+print(f"that is {bw / card.mem_bw_bytes_per_s:.2f} of the card's "
+      f"{card.mem_bw_bytes_per_s / units.GB:,.0f} GB/s (about a third): the draft pass is priced "
+      f"at the rate a batch-1 round really reaches, not at the data-sheet bandwidth")
 stages = {"serial: 4 draft passes": calc.speculative_round_stages(serial, plain_round_s),
           "parallel: one draft pass": calc.speculative_round_stages(parallel, plain_round_s)}
 for label, parts in stages.items():
@@ -434,13 +453,15 @@ print(f"m = 4, E[X] = 3: serial {n['serial_ms_per_token']:.1f} ms/token, paralle
 # at the first position past a boundary.
 #
 # Measurements with DFlash at concurrency 1 show the diminishing return (footnote 23): plain
-# decode 90.0 ms, a 7-token draft (K7) 30.6 ms, a 15-token draft (K15) 29.4 ms. In a round that
-# keeps only one draft token, the rest of a long draft is thrown away:
+# decode, a 7-token draft (K7) and a 15-token draft (K15). The three times below are medians of
+# the **whole** run of a short extraction task (end to end, per request), not per-token or
+# per-round times, so they compare the configurations but cannot be divided by a token count.
+# In a round that keeps only one draft token, the rest of a long draft is thrown away:
 
 # %%
 lat = sp.DRAFT_LEN_LATENCY_S
-print(f"measured medians: plain {lat['plain'] / ms:.1f} ms, K7 {lat['K7'] / ms:.1f} "
-      f"ms, K15 {lat['K15'] / ms:.1f} ms (measurements, footnote 23)")
+print(f"measured end-to-end medians of a short request: plain {lat['plain'] / ms:.1f} ms, "
+      f"K7 {lat['K7'] / ms:.1f} ms, K15 {lat['K15'] / ms:.1f} ms (footnote 23)")
 print(f"plain -> K7 saves {(lat['plain'] - lat['K7']) / ms:.1f} ms; K7 -> K15 another "
       f"{(lat['K7'] - lat['K15']) / ms:.1f} ms")
 for name, m in sp.DRAFT_LEN_OF.items():
@@ -469,10 +490,60 @@ print(f"m = 4, g = 1: E[X] {n['expected_tokens']:.3f}, T {n['round_ms']:.1f} ms,
 # %% [markdown]
 # Concurrency changes the picture as well. At batch 1 the verifier's extra rows run on compute
 # that would otherwise sit idle; in a full batch, plain decode already spreads each weight read
-# over many requests, and the drafter's passes and memory compete with them. The draft's own
-# KV also has to be budgeted when deciding how many requests to admit (8.3, and the schemes of
-# [8.6](08_6_load_and_configuration.ipynb)).
+# over many requests, and the drafter's passes and memory compete with them. The chapter
+# leaves this qualitative. The companion puts numbers on both halves below.
 #
+# ## Where this model breaks: verification under load
+#
+# A verification pass of $b$ requests computes $b\,(m+1)$ rows. While that pass stays under
+# the card's ridge it is paced by its reads, and the extra rows are free; past the ridge every
+# row costs compute time. With the weights alone the ridge is reached at
+# $b = \text{ridge} \cdot D_w / (2P\,(m+1))$ (`calc.verification_ridge_batch`); each
+# request's live KV adds reads as well, which pushes that batch out
+# (`calc.verification_under_load`, the roofline's max of the whole pass, attention per row
+# counted). The draft network's weights also sit in the memory the KV budget comes from
+# (`calc.draft_kv_budget`).
+
+# %%
+from companion.chapters import ch08
+
+m_draft = 4
+ridge_b = calc.verification_ridge_batch(model, card, m_draft)
+print(f"m = {m_draft}: weights-only ridge at b = {ridge_b:.1f} requests "
+      f"({ridge_b * (m_draft + 1):.0f} rows per pass)")
+print(f"{'context':>8} {'compute-bound from b':>21} {'verify / plain at b = 64':>25} "
+      f"{'at b = 128':>11}")
+for L in (0, 128, 512, sv.EXP81_CONTEXT_TOKENS):
+    r64 = calc.verification_under_load(model, card, 64, m_draft, L)
+    r128 = calc.verification_under_load(model, card, 128, m_draft, L)
+    start = r64["compute_bound_from_batch"]
+    print(f"{L:>8,} {'never' if np.isinf(start) else f'{start:.0f}':>21} "
+          f"{r64['verify_over_plain']:>24.2f}x {r128['verify_over_plain']:>10.2f}x")
+draft_kv = {n_tok: calc.draft_kv_budget(ch08.KV_BUDGET_BYTES, sp.DFLASH_DRAFT_WEIGHT_BYTES, model,
+                                        n_tok, ch08.OUTPUT_TOKENS)
+            for n_tok in (ch08.SHORT_PROMPT_TOKENS, ch08.LONG_PROMPT_TOKENS)}
+for n_tok, r in draft_kv.items():
+    print(f"{n_tok:,}-token prompts: {r['requests_before']} requests fit in "
+          f"{ch08.KV_BUDGET_BYTES / units.GiB:.0f} GiB, {r['requests_after']} once the "
+          f"{sp.DFLASH_DRAFT_WEIGHT_BYTES / units.GiB:.2f} GiB drafter is resident")
+
+# %% tags=["remove-input"]
+short = draft_kv[ch08.SHORT_PROMPT_TOKENS]
+r_long = calc.verification_under_load(model, card, 128, m_draft, sv.EXP81_CONTEXT_TOKENS)
+md(f"""> **Where this model breaks: free verification.** The batch-1 argument holds up to about
+> {ridge_b:.0f} requests at a draft of {m_draft} when contexts are short; past that, a pass of
+> 128 requests with almost no context costs
+> {calc.verification_under_load(model, card, 128, m_draft, 0)['verify_over_plain']:.1f}x a plain
+> step. Long contexts hide it: at {sv.EXP81_CONTEXT_TOKENS:,} tokens each request's KV read
+> grows as fast as its verification compute, so the pass never turns compute-bound on this card
+> ({r_long['verify_over_plain']:.2f}x at 128 requests). Memory is the tighter limit here: the
+> drafter takes {100 * short['draft_share']:.0f}% of the
+> {ch08.KV_BUDGET_BYTES / units.GiB:.0f} GiB budget, so {short['requests_before']} short requests
+> become {short['requests_after']}, and the budget runs out long before the ridge batch. So
+> on this instance speculative decoding is charged in memory first, and only a larger KV
+> budget with short contexts would meet the compute wall.""")
+
+# %% [markdown]
 # ## Chapter says / companion computes
 #
 # Every number of 8.5, recomputed (`ok` compares at the chapter's printed rounding; `*` marks
@@ -608,5 +679,12 @@ token; the parallel one with 8 draft tokens falls to that speed once its rounds 
 # > - The largest draft cost per round that still beats plain decode, and the output length after which a one-off preparation pays back ([Exercise 8-8](../../exercises/ex8_8.ipynb)).
 # > - A round's four stages for a serial and a parallel drafter, from the draft network's bytes and the batch-1 read rate ([Exercise 8-7](../../exercises/ex8_7.ipynb)).
 # > - Whether one more draft position helps, from the marginal test $\Delta T / \Delta X < T / X$, with and without padded groups ([Exercise 8-7](../../exercises/ex8_7.ipynb)).
+# >
+# > **Assumptions this notebook made.** Acceptance is a fixed probability per position
+# > (independent of the text and of the position, except where a list of acceptances is given);
+# > rounds are timed at batch 1 on a 2,048-token context, where every pass is read-bound; the
+# > draft network runs at the read rate the target reaches, and stages 2 and 4 of a round cost
+# > nothing unless a slider says so; the under-load numbers are roofline bounds at the card's
+# > data-sheet peak and bandwidth, with every request at the same context.
 #
 # Next: [8.6 Load and configuration](08_6_load_and_configuration.ipynb).

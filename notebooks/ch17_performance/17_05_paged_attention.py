@@ -107,6 +107,14 @@ print(f"paged pool: {paged.used_blocks} of {paged.num_blocks} blocks used; conti
 plots.allocator_figure(paged, naive).show()
 
 # %% [markdown]
+# **What this drawing cannot show.** Every contiguous reservation above has the same size, so a
+# freed reservation always fits the next request exactly: the top strip shows internal
+# fragmentation (the empty tails) but never external fragmentation. That needs reservations of
+# different sizes. Picture a pool where a large and a small reservation sit side by side and
+# the small one finishes: the gap it leaves is free memory, yet a later request that needs a
+# large reservation cannot use it, even if the free gaps together would be enough. With fixed
+# blocks that situation cannot arise, because any free block serves any sequence.
+#
 # With blocks, a sequence can lose at most the unfilled part of its last block, against a
 # reservation of about a gigabyte. Strictly the worst case is a last block with a single token
 # (15 empty slots); the chapter bounds it by a whole block, and both are about 2 MB:
@@ -200,6 +208,42 @@ The same numbers show the cost: the ITL grew from {gain['naive']['step_s'] / uni
 {gain['paged']['step_s'] / units.ms:.1f} ms. Throughput and per-token latency pull in opposite
 directions, which is why schedulers cap the batch at an ITL target rather than maximise tokens
 per second.
+""")
+
+# %% tags=["remove-input"]
+from companion.chapters import ch17
+ceil = calc.decode_throughput_ceiling(m8, hw, live_tokens=calc.CH17_CHAT_LIVE_TOKENS,
+                                      batch=gain["paged"]["batch"])
+naive_share = calc.decode_throughput_ceiling(m8, hw, live_tokens=calc.CH17_CHAT_LIVE_TOKENS,
+                                             batch=gain["naive"]["batch"])["share_of_ceiling"]
+doubled = calc.decode_throughput_ceiling(m8, hw, live_tokens=calc.CH17_CHAT_LIVE_TOKENS,
+                                         batch=2 * gain["paged"]["batch"])
+long_ceil = calc.decode_throughput_ceiling(m8, hw, live_tokens=calc.CH17_LONG_CONTEXT_TOKENS)
+md(f"""
+> **Where this model breaks: "more batch, more throughput".** The step formula above has a
+> limit the batch arithmetic hides. Throughput is $b\\beta / (D_w + b L k)$: as $b$ grows the
+> weight read is shared more thinly, but each sequence still brings its own $L k$ bytes, so the
+> curve flattens at the ceiling $\\beta / (L k)$ and reaches half of it at $b = D_w / (L k)$,
+> the batch whose KV reads equal one weight read. At {calc.CH17_CHAT_LIVE_TOKENS} live tokens
+> on the H100 that ceiling is **{ceil['ceiling_tokens_per_s']:,.0f} tok/s**, half of it at
+> b = {ceil['half_ceiling_batch']:.0f}. The naive batch runs at
+> {100 * naive_share:.0f}% of the ceiling and the paged one at
+> {100 * ceil['share_of_ceiling']:.0f}%; doubling the paged batch again would add only
+> {100 * (doubled['tokens_per_s'] / ceil['tokens_per_s'] - 1):.0f}% while doubling the ITL's
+> KV part. This is why the batch gain and the throughput gain part ways, and why the gain
+> shrinks as contexts grow: at {calc.CH17_LONG_CONTEXT_TOKENS:,} live tokens the ceiling is
+> {long_ceil['ceiling_tokens_per_s']:,.0f} tok/s, half of it at
+> b = {long_ceil['half_ceiling_batch']:.1f}. The compute roof,
+> {ceil['compute_ceiling_tokens_per_s']:,.0f} tok/s for this model, binds first only for
+> contexts short enough that $\\beta / (L k)$ exceeds it. The explorer below draws the
+> ceiling (dotted) and its half-way batch.
+>
+> **The published range.** The chapter places its {gain['throughput_gain']:.1f}x inside the
+> {ch17.VLLM_GAIN_LOW:.0f}-{ch17.VLLM_GAIN_HIGH:.0f}x throughput gain the vLLM paper reported
+> over the serving systems it compared against. That range is a measurement on real traffic
+> (with fragmentation, sharing and scheduling effects together), while the {gain['throughput_gain']:.1f}x here
+> is arithmetic on one mean context; the agreement says the mechanism is the right one, not
+> that every workload lands at this figure.
 """)
 
 # %% [markdown]
@@ -314,3 +358,10 @@ an H100's memory, so without sharing such a service could not run on one card at
 # > - The bytes prefix sharing saves when many requests start with the same prompt ([Exercise 17-12](../../exercises/ex17_12.ipynb)).
 # > - The naive and paged batch caps in a given KV space, and the step time and tokens per second each gives ([Exercise 17-12](../../exercises/ex17_12.ipynb)).
 # > - The batch to run between an ITL target and the KV memory ([Exercise 17-10](../../exercises/ex17_10.ipynb)).
+# >
+# > **Assumptions this notebook made.** Every sequence holds the same mean number of live
+# > tokens (a distribution of lengths would fit a different count); a decode step streams the
+# > weights and the live KV at the full HBM bandwidth with no attention-kernel or scheduling
+# > overhead; the KV space is what the weights and a fixed runtime reserve leave; the block
+# > tail is ignored in the chapter's arithmetic and counted only where a line says so; the
+# > toy allocator's requests arrive in a fixed order with known lengths.

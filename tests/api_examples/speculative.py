@@ -1,4 +1,4 @@
-from companion.specs import QWEN3_8B
+from companion.specs import QWEN3_8B, RTX_PRO_6000
 
 EXAMPLES = {
     "mean_latency_per_token": dict(round_times_s=[1.5e-3, 1.5e-3], round_tokens=[1, 5]),
@@ -30,9 +30,19 @@ EXAMPLES = {
                                 per_draft_s=3.6e-3, group=4),
     "draft_extension_helps": dict(round_s=40.7e-3, expected_tokens=3.05, added_s=14.4e-3,
                                   added_tokens=0.237),
+    "verification_ridge_batch": dict(model=QWEN3_8B, hardware=RTX_PRO_6000, draft_len=4),
+    "verification_under_load": dict(model=QWEN3_8B, hardware=RTX_PRO_6000, batch=64, draft_len=4,
+                                    context_tokens=512, bytes_per_value=2),
+    "draft_kv_budget": dict(kv_budget_bytes=12 * 2**30, draft_weight_bytes=2.10e9,
+                            model=QWEN3_8B, prompt_tokens=2048, output_tokens=256,
+                            block_tokens=16),
 }
 
 ALLOW = {
+    # a draft of length 0, an empty context and a drafter with no weights are meaningful
+    "verification_ridge_batch": {"draft_len": ["zero"]},
+    "verification_under_load": {"draft_len": ["zero"], "context_tokens": ["zero"]},
+    "draft_kv_budget": {"draft_weight_bytes": ["zero"], "prompt_tokens": ["zero"]},
     # a draft that never matches, zero accepted tokens, a free draft are all meaningful
     "verification_outcome": {"accepted": ["zero"]},
     "speculative_output_distribution": {"acceptance": ["zero"], "draft_len": ["zero"]},
