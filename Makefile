@@ -167,12 +167,12 @@ lite-tools: $(LITE_STAMP)
 lite: $(LITE_STAMP)
 	$(LITE_TOOLS)/bin/python tools/lite_build.py
 
-## Recompile lite/tools.lock from lite/tools.in (held to requirements.lock's pins).
+## Recompile lite/tools.lock from lite/tools.in.
 lite-lock:
 	test -x $(LOCK_TOOLS)/bin/uv || { $(PYTHON) -m venv $(LOCK_TOOLS) && \
 	  $(LOCK_TOOLS)/bin/pip install -q uv==$(UV_VERSION); }
 	$(LOCK_TOOLS)/bin/uv pip compile --quiet lite/tools.in --universal --python-version 3.11.5 \
-	  --generate-hashes -c $(LOCK) --custom-compile-command "make lite-lock" -o lite/tools.lock
+	  --generate-hashes --custom-compile-command "make lite-lock" -o lite/tools.lock
 
 ## A PDF of the exercises with a chosen seed's data: make handout SEED=3 -> build/handout-seed3.pdf
 SEED ?= 0

@@ -231,15 +231,22 @@ def main(argv: list[str]) -> int:
     out = Path(args.out)
     if out.exists():
         shutil.rmtree(out)
+    # a fresh build each time: doit's record of earlier builds would skip the config patches
+    for db in state.glob(".jupyterlite.doit.db*"):
+        db.unlink()
     jupyter = str(Path(python).parent / "jupyter")
     run([jupyter, "lite", "build", "--lite-dir", str(lite_dir), "--contents", str(state / "content"),
          "--output-dir", str(out), "--no-sourcemaps", "--no-unused-shared-packages"],
         cwd=state)
-    # the site's front door opens START_HERE in the lab (JupyterLab's ?path= of the lab app)
-    (out / "index.html").write_text(
-        '<!doctype html><meta charset="utf-8"><title>LLM inference companion (live)</title>\n'
-        f'<meta http-equiv="refresh" content="0; url=lab/index.html?path={START}">\n'
-        f'<a href="lab/index.html?path={START}">Open the companion</a>\n')
+    # the site's front door opens START_HERE in the lab (the lab app's ?path=). The root
+    # index.html also carries the site's config script that every app page reads, so only its
+    # redirect (to the bare lab) is replaced
+    index = out / "index.html"
+    html = index.read_text()
+    module = "await import('./config-utils.js');"
+    if module not in html:
+        raise BuildError("JupyterLite's root index.html changed: no config-utils import to replace")
+    index.write_text(html.replace(module, f"window.location.replace('lab/index.html?path={START}');"))
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     print(f"lite: {out} built in {time.monotonic() - t0:.0f} s, {size / 2**20:.0f} MiB", file=sys.stderr)
     return 0
