@@ -36,7 +36,7 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with=nbval_sanitize.cfg
 NOTEBOOK_DIRS := notebooks solutions exercises dashboards
 
 .PHONY: setup setup-latest lock lab dashboard test test-fast test-dispatch execute exercises \
-        bench nbgrader-check course-env course-check book handout clean
+        bench nbgrader-check course-env course-check book handout lite lite-tools lite-lock clean
 
 ifeq ($(LATEST),1)
 # the unpinned path: newest releases that pyproject.toml allows (may fail; see README)
@@ -152,6 +152,27 @@ book: $(STAMP)
 	rm -rf $(BOOK_OUT)
 	$(VENV)/bin/sphinx-build -b html -q -W --keep-going -c book -d $(BOOK_DOCTREES) . $(BOOK_OUT)
 	@echo "book: $(BOOK_OUT)/index.html"
+
+## The whole companion as an offline JupyterLite site in build/lite/ (Pyodide kernel, nothing
+## installed by the reader; serve the folder with any static web server). Its tools live in their
+## own venv from lite/tools.lock; what the site serves is pinned in lite/artefacts.json.
+LITE_TOOLS := $(STATE)/lite-tools
+LITE_STAMP := $(LITE_TOOLS)/.installed
+$(LITE_STAMP): lite/tools.lock
+	mkdir -p $(STATE)
+	test -x $(LITE_TOOLS)/bin/python || $(PYTHON) -m venv $(LITE_TOOLS)
+	$(LITE_TOOLS)/bin/python -m pip install -q --require-hashes --no-deps -r lite/tools.lock
+	touch $@
+lite-tools: $(LITE_STAMP)
+lite: $(LITE_STAMP)
+	$(LITE_TOOLS)/bin/python tools/lite_build.py
+
+## Recompile lite/tools.lock from lite/tools.in.
+lite-lock:
+	test -x $(LOCK_TOOLS)/bin/uv || { $(PYTHON) -m venv $(LOCK_TOOLS) && \
+	  $(LOCK_TOOLS)/bin/pip install -q uv==$(UV_VERSION); }
+	$(LOCK_TOOLS)/bin/uv pip compile --quiet lite/tools.in --universal --python-version 3.11.5 \
+	  --generate-hashes --custom-compile-command "make lite-lock" -o lite/tools.lock
 
 ## A PDF of the exercises with a chosen seed's data: make handout SEED=3 -> build/handout-seed3.pdf
 SEED ?= 0

@@ -415,9 +415,9 @@ class RejectionSamplingPanel(Panel):
         p, q = [p_a, 1.0 - p_a], [q_a, 1.0 - q_a]
         runs = sim.simulate_rounds(p, q, draft_len, rounds, seed=seed)
         emitted = runs.emitted_tokens()
-        sampled = np.bincount(emitted, minlength=2)[:2] / len(emitted)
+        sampled = np.bincount(np.asarray(emitted).astype(np.intp), minlength=2)[:2] / len(emitted)
         exact = sim.output_distribution(p, q)
-        per_round = np.bincount(runs.tokens_per_round, minlength=draft_len + 2)[1:] / rounds
+        per_round = np.bincount(runs.tokens_per_round.astype(np.intp), minlength=draft_len + 2)[1:] / rounds
         per_round_exact = sim.tokens_per_round_distribution(p, q, draft_len)
         acceptance = calc.speculative_acceptance_rate(p, q)
         expected = calc.speculative_expected_tokens(acceptance, draft_len)

@@ -622,7 +622,7 @@ def columns_from_blocks(n: int, mixed: np.ndarray, stretches: np.ndarray) -> dic
         for c, name in enumerate(ROUND_COLUMNS, start=1):
             cols[name][mixed[:, 0]] = mixed[:, c]
     if len(stretches):
-        lengths = stretches[:, 1]
+        lengths = stretches[:, 1].astype(np.intp)   # np.repeat counts: intp (int32 on wasm32)
         offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
         local = np.arange(lengths.sum()) - np.repeat(offsets, lengths)
         pos = np.repeat(stretches[:, 0], lengths) + local

@@ -222,7 +222,7 @@ class BlockManager:
             ref[blocks] = 0          # no block is shared: every count is 1, all go back
             released = blocks
         else:
-            counts = ref.take(blocks)
+            counts = ref[blocks]     # (not ref.take: its indices must be intp, int32 on wasm32)
             counts -= 1
             ref[blocks] = counts
             released = blocks[counts == 0]

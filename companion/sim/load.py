@@ -774,7 +774,7 @@ class _Service:
         if unfinished:   # cannot happen: every request is admitted or dropped eventually
             raise RuntimeError(f"service: requests {unfinished[:5]} never left the system")
         status = np.array(self.status, dtype=str)
-        emitted = np.bincount(seg_owner, weights=seg_emitted, minlength=n).astype(np.int64)
+        emitted = np.bincount(seg_owner.astype(np.intp), weights=seg_emitted, minlength=n).astype(np.int64)
         # first token: the owner's first segment; finish: its last segment's last token
         has = seg_emitted > 0
         idx = np.nonzero(has)[0]

