@@ -19,7 +19,8 @@
 # $$V_h = p_h\,(T_r - T_f) - T_m ,$$
 # where $T_r$ recomputes it by prefill, $T_f$ fetches it back from host memory and $T_m$
 # maintains the cache (here: one swap-out, as long as a fetch). The cache below has room for
-# exactly one long prefix A, or for several independent shorter B prefixes.
+# exactly one long prefix A, or for several independent shorter B prefixes; each has its own
+# hit probability (given below; seed 0 uses the chapter's one value for all).
 #
 # 1. **(a)** Over PCIe Gen5: $T_r$ and $T_f$ of prefix A (ms, prefill FLOPs at the efficiency
 #    given), the expected saving of keeping A, and of keeping all the B prefixes (ms).
@@ -45,7 +46,7 @@ print(f"{model.name} on the {hw.name}: peak {hw.peak_flops_per_s / 1e12:g} TFLOP
       f"{given['efficiency']:.1%} of it (Experiment 8-1, printed 62%)")
 print(f"cache {given['cache_bytes'] / units.MiB:g} MiB; prefix A {given['a_tokens']} tokens; "
       f"{given['b_count']} B prefixes of {given['b_tokens']} tokens; hit probability "
-      f"{given['hit_prob']:.0%} for every prefix")
+      f"{given['hit_prob']:.0%} for A, {given['b_hit_prob']:.0%} for each B prefix")
 print(f"links: Gen5 {given['gen5_link_bytes_per_s'] / units.GB:g} GB/s, "
       f"Gen4 {given['gen4_link_bytes_per_s'] / units.GB:g} GB/s per direction")
 

@@ -662,9 +662,9 @@ def _also_accepted_17_6(g: dict) -> dict:
     if not _bubble_on_target_17_6(g):
         return {}
     m = _microbatches_for(g["stages"], g["target_bubble"])
-    return {"f-m-needed": [(m + 1, f"one more than needed: at {m} the bubble equals the "
-                                   f"target exactly, which meets it; floating point can put "
-                                   f"it a hair above")]}
+    return {"f-m-needed": [(m + 1, "one more than needed: with one microbatch fewer the "
+                                   "bubble equals the target exactly, which meets it, though "
+                                   "floating point can put it a hair above")]}
 
 
 EXERCISE_17_6 = register(Exercise(
