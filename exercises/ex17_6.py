@@ -33,6 +33,11 @@
 #    **(i)** the GPUs in the smallest layout that fits when TP fills the node first and whole
 #    nodes are added as PP stages; **(j)** the weights per GPU in that layout, in GB.
 #
+# (g) is the same at every seed: the 405B model and the 8-GPU node are fixed, while the card and
+# the reserve, and with them (h)-(j), change. If a seed would give an unfair variant (a tie, an
+# empty list, a zero count, an answer on a rounding edge), `grading.params` moves to the next
+# seed and prints why.
+#
 # Your given data come from `grading.params("17-6", SEED)`. Seed 0 is the chapter's own data
 # (the 70B shape at p = 4 with m = 16 and 64, the 405B on H100 SXMs), plus a 5% bubble target
 # of ours; your instructor may give you another seed.

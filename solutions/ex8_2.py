@@ -34,6 +34,11 @@
 #    *later arrivals are admitted as soon as possible*; then name the time cost that decides
 #    each choice.
 #
+# The second question of (b) has the same answer at every seed: which round runs longest follows
+# from how continuous batching admits a long prompt, not from the numbers. If a seed would give
+# an unfair variant (a tie, an empty list, a zero count, an answer on a rounding edge),
+# `grading.params` moves to the next seed and prints why.
+#
 # Your given data come from `grading.params("8-2", SEED)`. Seed 0 is the chapter's own data;
 # your instructor may give you another seed.
 
