@@ -574,17 +574,18 @@ _STAGES_17_6 = [(specs.LLAMA_70B, 2), (specs.LLAMA_70B, 4), (specs.LLAMA_70B, 8)
 def _params_17_6(seed: int) -> dict:
     c = _variant("17-6", seed,
                  dict(stages=(specs.LLAMA_70B, PP_STAGES_7), micro=PP_MICROBATCHES_7,
-                      target=PP_TARGET_BUBBLE, hw=H100, reserve=RESERVE_BYTES),
+                      target=PP_TARGET_BUBBLE, hw=H100, reserve=RESERVE_BYTES, node=8),
                  # targets for which (p - 1)(1/target - 1) is never whole for p <= 8: at 2%, 5%
                  # or 10% the bubble at the answer would equal the target exactly at every p
                  dict(stages=_STAGES_17_6, micro=((8, 32), (16, 64), (12, 48), (32, 128)),
-                      target=(0.045, 0.055, 0.065, 0.085), hw=CARDS, reserve=(2e9, 4e9, 6e9)))
+                      target=(0.045, 0.055, 0.065, 0.085), hw=CARDS, reserve=(2e9, 4e9, 6e9),
+                      node=(4, 8)))
     model, stages = c["stages"]
     big = specs.LLAMA_405B
     return dict(model=model, n_layers=model.n_layers, hidden_size=model.hidden_size,
                 stages=stages, microbatches=c["micro"], target_bubble=c["target"],
                 big_model=big, big_weight_bytes=big.weight_bytes, hardware=c["hw"],
-                gpus_per_node=8, reserve_bytes=c["reserve"])
+                gpus_per_node=c["node"], reserve_bytes=c["reserve"])
 
 
 def _microbatches_for(stages: int, target: float) -> int:
