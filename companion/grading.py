@@ -39,7 +39,7 @@ from typing import Callable
 from companion import units
 
 __all__ = ["Part", "Exercise", "CheckResult", "NotYetCorrect", "register", "exercises", "params",
-           "check", "checks", "parts", "describe"]
+           "resolve_seed", "screen_answers", "check", "checks", "parts", "describe"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,14 @@ class Exercise:
     solve: Callable[[dict], dict]
     # part -> list of (wrong value, hint) for the mistakes students actually make
     mistakes: Callable[[dict], dict] = field(default=lambda given: {})
+    # the conditions a variant must meet to be a fair exercise, in words (``describe`` lists
+    # them), and the screen that tests them: seed -> why that seed fails, or None. Without a
+    # screen of its own an exercise gets :func:`screen_answers` on its solved answers.
+    conditions: tuple[str, ...] = ()
+    screen: Callable[[int], str | None] | None = None
+    # part -> list of (value, note): other readings of the statement that are also accepted,
+    # each with the note that names how it differs from the stated one
+    also_accepted: Callable[[dict], dict] = field(default=lambda given: {})
 
     def part(self, name: str) -> Part:
         for p in self.parts:
@@ -112,6 +120,8 @@ def register(exercise: Exercise) -> Exercise:
     _REGISTRY[exercise.id] = exercise
     _ORIGIN[exercise.id] = origin
     _solved.cache_clear()
+    _resolve.cache_clear()
+    _also_accepted.cache_clear()
     return exercise
 
 
@@ -161,9 +171,81 @@ def _seed(seed) -> int:
     return int(seed)
 
 
+# --- the variant screen ----------------------------------------------------------------------
+
+# How far a seed may move before the screen gives up (a bug in an exercise, not a rare variant).
+SCREEN_MAX_STEPS = 50
+GENERIC_CONDITIONS = (
+    "every count the exercise asks for (an exact part) is at least 1",
+    "every numeric answer is finite and, for a relative tolerance, not zero",
+)
+
+
+def screen_answers(ex: Exercise, answers: dict) -> str | None:
+    """The conditions every exercise shares, on the solved answers of one variant: why they
+    fail, or None (parts missing from ``answers`` are not screened). A count (kind "exact")
+    must be at least 1; a number graded with a relative
+    tolerance must be finite and non-zero (a relative tolerance of zero accepts only zero)."""
+    for p in ex.parts:
+        if p.name not in answers:      # a screen that solves only some parts
+            continue
+        x = answers[p.name]
+        if p.kind == "exact" and int(round(x)) < 1:
+            return f"({p.name}) {p.quantity} would be {int(round(x))}"
+        if p.kind == "rel" and (not math.isfinite(float(x)) or float(x) == 0):
+            return f"({p.name}) {p.quantity} would be {x!r}"
+    return None
+
+
+def _screen(ex: Exercise, seed: int) -> str | None:
+    if ex.screen is not None:
+        return ex.screen(seed)
+    given = ex.make_params(seed)
+    return screen_answers(ex, ex.solve(given))
+
+
+@lru_cache(maxsize=4096)
+def _resolve(exercise_id: str, seed: int) -> tuple[int, str]:
+    """(the seed actually used, a note saying why it moved, or ""): the first seed from ``seed``
+    on whose variant passes the exercise's screen. Seed 0 is the chapter's data and never
+    moves."""
+    ex = _exercise(exercise_id)
+    if seed == 0:
+        return 0, ""
+    why = None
+    for used in range(seed, seed + SCREEN_MAX_STEPS):
+        reason = _screen(ex, used)
+        if reason is None:
+            if used == seed:
+                return seed, ""
+            return used, f"seed {seed} -> {used}: {why} at {seed}"
+        if why is None:
+            why = reason
+    raise RuntimeError(f"screen: exercise {exercise_id} found no fair variant in seeds {seed}-"
+                       f"{seed + SCREEN_MAX_STEPS - 1}; first reason: {why}")
+
+
+def resolve_seed(exercise_id: str, seed: int = 0) -> tuple[int, str]:
+    """The seed whose variant ``params``/``check`` use for ``seed``, and the note when it moved
+    (``seed 17 -> 19: no request was retried at 17``)."""
+    return _resolve(_exercise(exercise_id).id, _seed(seed))
+
+
 def params(exercise_id: str, seed: int = 0) -> dict:
-    """The given data of an exercise: seed 0 is the chapter's, other seeds a variant."""
-    return dict(_exercise(exercise_id).make_params(_seed(seed)))
+    """The given data of an exercise: seed 0 is the chapter's, other seeds a variant.
+
+    A seed whose variant fails the exercise's screen (an empty answer set, a tie the grader would
+    break one way, a zero count, an answer on a rounding edge, an optimum at the edge of the
+    offered range) moves to the next seed that passes; ``given["seed"]`` is the seed used and
+    ``given["seed_note"]`` says why it moved (it is also printed)."""
+    ex = _exercise(exercise_id)
+    used, note = resolve_seed(exercise_id, seed)
+    given = dict(ex.make_params(used))
+    given["seed"] = used
+    if note:
+        given["seed_note"] = note
+        print(f"Exercise {ex.id}, {note}; your given data are those of seed {used}.")
+    return given
 
 
 def parts(exercise_id: str) -> list[str]:
@@ -177,6 +259,8 @@ def describe(exercise_id: str) -> str:
     for p in ex.parts:
         unit = f" [{p.unit}]" if p.unit else ""
         lines.append(f"  ({p.name}) {p.quantity}{unit}, {p.points} point(s)")
+    lines.append("  A variant is used only if:")
+    lines += [f"    - {c}" for c in GENERIC_CONDITIONS + ex.conditions]
     return "\n".join(lines)
 
 
@@ -185,8 +269,14 @@ def _solved(exercise_id: str, seed: int) -> tuple[dict, dict, dict]:
     """(given, answers, mistakes) of one exercise variant, computed once: ``check`` is called
     once per part, and the solvers can be simulations."""
     ex = _exercise(exercise_id)
-    given = ex.make_params(seed)
+    given = ex.make_params(_resolve(exercise_id, seed)[0])
     return given, ex.solve(given), ex.mistakes(given)
+
+
+@lru_cache(maxsize=512)
+def _also_accepted(exercise_id: str, seed: int) -> dict:
+    ex = _exercise(exercise_id)
+    return ex.also_accepted(_solved(exercise_id, seed)[0])
 
 
 # --- reading an answer -----------------------------------------------------------------------
@@ -400,6 +490,9 @@ def _judge(ex: Exercise, p: Part, seed: int, value) -> CheckResult:
         ok = _close(value, float(expected), p)
     if ok:
         return CheckResult(True, f"({p.name}) correct: {p.quantity}.")
+    for other, note in _also_accepted(ex.id, seed).get(p.name, []):
+        if (value == other if p.kind in ("bool", "choice") else _close(value, float(other), p)):
+            return CheckResult(True, f"({p.name}) correct: {p.quantity} ({note}).")
     hint = _hint(value, expected, p, mistakes.get(p.name, []))
     unit = f" (in {p.unit})" if p.unit else ""
     return CheckResult(False, f"({p.name}) not yet: {p.quantity}{unit} is off. Hint: {hint}.")

@@ -28,6 +28,11 @@
 # 3. **(c)** If all the copying must fit in the time budget below, what one-way bandwidth is
 #    needed at least? (GB/s)
 #
+# The two yes/no questions of (b) come out the same at every seed: the two links' bandwidths lie
+# far apart, and they decide, not the layer count or the lengths. If a seed would give an unfair
+# variant (a tie, an empty list, a zero count, an answer on a rounding edge), `grading.params`
+# moves to the next seed and prints why.
+#
 # Your given data come from `grading.params("8-5", SEED)`. Seed 0 is the chapter's own data;
 # your instructor may give you another seed.
 

@@ -28,6 +28,11 @@
 #    marginal cost $\Delta T/\Delta N$ of going from 4 to 5, and decide whether that step helps
 #    ($\Delta T/\Delta N < T/N$).
 #
+# The decision at the end of (c) comes out the same at every seed offered: with groups of 4, the
+# fifth draft position always pays for a whole new group. If a seed would give an unfair variant
+# (a tie, an empty list, a zero count, an answer on a rounding edge), `grading.params` moves to
+# the next seed and prints why.
+#
 # Your given data come from `grading.params("8-7", SEED)`. Seed 0 is the chapter's own data;
 # your instructor may give you another seed.
 

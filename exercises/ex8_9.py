@@ -32,6 +32,12 @@
 #    E's finish in time, what is E's effective throughput over the common observation window
 #    (req/s), and which scheme serves more correct answers in time?
 #
+# Within the ranges the seeds draw from, E's memory in (a), the best scheme in (a), (b) and (c),
+# B's late count and the better scheme in (d) are the same at every seed: the schemes' structure
+# decides them; the times and counts around them change. If a seed would give an unfair variant
+# (a tie, an empty list, a zero count, an answer on a rounding edge), `grading.params` moves to
+# the next seed and prints why.
+#
 # Your given data come from `grading.params("8-9", SEED)`. Seed 0 is the chapter's own data;
 # your instructor may give you another seed.
 

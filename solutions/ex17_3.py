@@ -35,6 +35,11 @@
 # 4. **(i)** Prefill intensity of the given prompt and **(j)** which roof caps it.
 # 5. **(k)** The smallest whole batch at which weights-only decode reaches the ridge.
 #
+# (b) and (g) come out the same at every seed: they follow from the bytes per weight and from how
+# decode's KV reads grow with the context, not from the card or the model. If a seed would give
+# an unfair variant (a tie, an empty list, a zero count, an answer on a rounding edge),
+# `grading.params` moves to the next seed and prints why.
+#
 # Your given data come from `grading.params("17-3", SEED)`. Seed 0 is the chapter's own data
 # (8B on the H100 SXM, B = 64, 600 and 8,000 live tokens, a 2,048-token prompt); your
 # instructor may give you another seed.

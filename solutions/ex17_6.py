@@ -28,10 +28,15 @@
 #    across one boundary per token (one activation vector, 2 bytes per value).
 # 2. **(d)**, **(e)** The bubble, in %, for each of the two microbatch counts.
 # 3. **(f)** The fewest microbatches that bring the bubble to the target or below.
-# 4. For the 405B model on the given card, 8 GPUs per node: **(g)** weights per GPU at TP = 8
-#    on one node, in GB; **(h)** does that fit with the reserve? (`True`/`False`);
+# 4. For the 405B model on the given card, with the given GPUs per node (8 at seed 0):
+#    **(g)** weights per GPU at TP over one whole node, in GB; **(h)** does that fit with the reserve? (`True`/`False`);
 #    **(i)** the GPUs in the smallest layout that fits when TP fills the node first and whole
 #    nodes are added as PP stages; **(j)** the weights per GPU in that layout, in GB.
+#
+# The 405B model is fixed; the node size (4 or 8 GPUs), the card and the reserve change with
+# the seed, and with them (g)-(j). If a seed would give an unfair variant (a tie, an
+# empty list, a zero count, an answer on a rounding edge), `grading.params` moves to the next
+# seed and prints why.
 #
 # Your given data come from `grading.params("17-6", SEED)`. Seed 0 is the chapter's own data
 # (the 70B shape at p = 4 with m = 16 and 64, the 405B on H100 SXMs), plus a 5% bubble target

@@ -29,6 +29,11 @@
 # 3. **(c)** Keep each request's total length fixed but move one full private block into the
 #    common prefix. How many fewer physical blocks do 8, 16 and 32 requests need?
 #
+# For a given batch, (c) has the same answer at every seed: it follows from counting blocks, not
+# from the lengths or the model. If a seed would give an unfair variant (a tie, an empty list, a
+# zero count, an answer on a rounding edge), `grading.params` moves to the next seed and prints
+# why.
+#
 # Your given data come from `grading.params("8-3", SEED)`. Seed 0 is the chapter's own data;
 # your instructor may give you another seed.
 

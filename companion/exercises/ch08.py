@@ -12,7 +12,7 @@ from companion.exercises import data_ch08
 from companion.exercises.variants import pick, rng_for
 from companion.exercises.variants import variant as _variant
 from companion.formulas import compression, kv_management
-from companion.grading import Exercise, Part, register
+from companion.grading import Exercise, Part, register, screen_answers
 from companion.sim import kv_scenarios, scheduler
 
 
@@ -275,9 +275,62 @@ def _mistakes_8_2(g: dict) -> dict:
     }
 
 
-register(Exercise(
+# budgets whose later arrivals' mean queueing differ by less than this share are a tie
+_TIE_8_2 = 1e-9
+# the replay table prints times to 0.1 ms: a longest interval closer than this to the target,
+# or a queueing time closer than this to the quickest, could not be told apart in the table
+_EDGE_8_2_S = 0.1 * units.ms
+
+
+def _tied_queue_8_2(g: dict) -> list[int]:
+    """Budgets that queue later arrivals exactly as little as the quickest (every prompt fits
+    in one chunk at each of them, so the schedule is the same)."""
+    rows = g["replay"].rows
+    best = min(r.queue_later_mean_s for r in rows)
+    return [r.token_budget for r in rows
+            if abs(r.queue_later_mean_s - best) <= _TIE_8_2 * max(best, 1e-12)]
+
+
+def _screen_8_2(seed: int) -> str | None:
+    g = _params_8_2(seed)
+    rows, target = g["replay"].rows, g["itl_target_s"]
+    meets = [r for r in rows if r.max_itl_s < target]
+    if not meets:
+        return "no token budget meets the interval goal"
+    if len(meets) == len(rows):
+        return "every token budget meets the interval goal"
+    edge = [r.token_budget for r in rows if abs(r.max_itl_s - target) < _EDGE_8_2_S]
+    if edge:
+        return (f"budget {edge[0]}'s longest interval is within 0.1 ms of the interval goal")
+    best = min(r.queue_later_mean_s for r in rows)
+    tied = set(_tied_queue_8_2(g))
+    near = [r.token_budget for r in rows if r.token_budget not in tied
+            and r.queue_later_mean_s - best < _EDGE_8_2_S]
+    if near:
+        return f"budget {near[0]} queues within 0.1 ms of the quickest budget"
+    return screen_answers(EXERCISE_8_2, _solve_8_2(g))
+
+
+def _also_accepted_8_2(g: dict) -> dict:
+    tied = _tied_queue_8_2(g)
+    quickest = _solve_8_2(g)["d-budget-queue"]
+    return {"d-budget-queue": [
+        (b, f"{len(tied)} budgets queue later arrivals identically here (every prompt fits in "
+            f"one chunk at each), so each of them is the quickest")
+        for b in tied if b != quickest]}
+
+
+EXERCISE_8_2 = register(Exercise(
     id="8-2", title="Prefill chunk size from an output-interval target", section="8.2.2-8.2.4",
     parts=_parts_8_2(), make_params=_params_8_2, solve=_solve_8_2, mistakes=_mistakes_8_2,
+    conditions=(
+        "at least one token budget of the replay meets the interval goal and at least one "
+        "misses it, and no budget's longest interval lies within 0.1 ms (the table's "
+        "rounding) of the goal",
+        "budgets that queue later arrivals identically are all accepted in (d); no other "
+        "budget queues within 0.1 ms of the quickest",
+    ),
+    screen=_screen_8_2, also_accepted=_also_accepted_8_2,
 ))
 
 
@@ -333,6 +386,21 @@ def _shared_blocks_8_3(g: dict, batch: int, prefix: int) -> int:
 
 
 def _solve_8_3(g: dict) -> dict:
+    out = _solve_ab_8_3(g)
+    for b in g["batches"]:
+        prefix = g["shared_prefix_tokens"]
+        out[f"c-saved-b{b}"] = (_shared_blocks_8_3(g, b, prefix)
+                                - _shared_blocks_8_3(g, b, prefix + g["block_tokens"]))
+    return out
+
+
+def _screen_8_3(seed: int) -> str | None:
+    """(a) and (b) only, so that the screen does not page every batch twice: (c) saves
+    b - 1 blocks for a batch of b >= 2 at every seed (8.3.2)."""
+    return screen_answers(EXERCISE_8_3, _solve_ab_8_3(_params_8_3(seed)))
+
+
+def _solve_ab_8_3(g: dict) -> dict:
     out = {}
     for p in g["block_sizes"]:
         rep = kv_scenarios.page_sequences(g["lengths"], p)
@@ -345,9 +413,6 @@ def _solve_8_3(g: dict) -> dict:
         out[f"b-shared-b{b}"] = calc.prefix_shared_kv_bytes(
             g["model"], b, g["prompt_tokens"], g["output_tokens"],
             shared_prefix_tokens=g["shared_prefix_tokens"], **kw) / units.MiB
-        prefix = g["shared_prefix_tokens"]
-        out[f"c-saved-b{b}"] = (_shared_blocks_8_3(g, b, prefix)
-                                - _shared_blocks_8_3(g, b, prefix + g["block_tokens"]))
     return out
 
 
@@ -392,9 +457,10 @@ def _mistakes_8_3(g: dict) -> dict:
     return hints
 
 
-register(Exercise(
+EXERCISE_8_3 = register(Exercise(
     id="8-3", title="KV block size and prefix sharing", section="8.3.1-8.3.2",
     parts=_parts_8_3(), make_params=_params_8_3, solve=_solve_8_3, mistakes=_mistakes_8_3,
+    screen=_screen_8_3,
 ))
 
 
@@ -412,9 +478,17 @@ _PREFIXES_8_4 = [_CHAPTER_PREFIXES_8_4, (ch08.SHARED_PREFIX_TOKENS, 3072),
 
 
 def _params_8_4(seed: int) -> dict:
+    return dict(_decision_params_8_4(seed), replay=data_ch08.agent_cache_replay(seed))
+
+
+def _decision_params_8_4(seed: int) -> dict:
+    """The given data of (a)-(c), without the replay of (d)."""
     chosen = _variant("8-4", seed, {"prefixes": _CHAPTER_PREFIXES_8_4,
                                      "hit": ch08.RETENTION_HIT_PROB},
-                      {"prefixes": _PREFIXES_8_4, "hit": (0.3, 0.4, 0.5, 0.6, 0.7)})
+                      # B's hit probability: A's (as in 8.3.4), or higher, as shorter prefixes
+                      # shared by more requests can be; at equal rates A always wins
+                      {"prefixes": _PREFIXES_8_4, "hit": (0.3, 0.4, 0.5, 0.6, 0.7),
+                       "b_more": (0.0, 0.0, 0.2, 0.3)})
     a_tokens, b_tokens = chosen["prefixes"]
     model, hw = specs.QWEN3_8B, specs.RTX_PRO_6000
     cache = calc.kv_bytes(model, a_tokens)
@@ -423,11 +497,11 @@ def _params_8_4(seed: int) -> dict:
         "a_tokens": a_tokens, "b_tokens": b_tokens,
         "b_count": int(cache // calc.kv_bytes(model, b_tokens)),
         "hit_prob": chosen["hit"],
+        "b_hit_prob": round(chosen["hit"] + chosen.get("b_more", 0.0), 2),
         # Experiment 8-1's batch-1 prefill efficiency: 62.2% of peak, printed "62%" (8.3.4)
         "efficiency": kv_management.RECOMPUTE_EFFICIENCY,
         "gen5_link_bytes_per_s": specs.PCIE_GEN5_X16_BYTES_PER_S,
         "gen4_link_bytes_per_s": specs.PCIE_GEN4_X16_BYTES_PER_S,
-        "replay": data_ch08.agent_cache_replay(seed),
     }
 
 
@@ -457,26 +531,15 @@ def _parts_8_4() -> tuple[Part, ...]:
 
 
 def _retention_8_4(g: dict, tokens: int, link: str):
-    return calc.prefix_retention(g["model"], g["hardware"], tokens, hit_prob=g["hit_prob"],
+    """Keeping prefix A (``tokens == a_tokens``, A's hit probability) or one B prefix (B's)."""
+    hit = g["hit_prob"] if tokens == g["a_tokens"] else g["b_hit_prob"]
+    return calc.prefix_retention(g["model"], g["hardware"], tokens, hit_prob=hit,
                                  efficiency=g["efficiency"],
                                  link_bytes_per_s=g[f"{link}_link_bytes_per_s"])
 
 
 def _solve_8_4(g: dict) -> dict:
-    out = {}
-    for prefix, link in (("a", "gen5"), ("c", "gen4")):
-        a = _retention_8_4(g, g["a_tokens"], link)
-        b = _retention_8_4(g, g["b_tokens"], link)
-        b_total = g["b_count"] * b.value_s
-        if prefix == "a":
-            out["a-recompute-A"] = a.recompute_s / units.ms
-            out["a-fetch-A"] = a.fetch_s / units.ms
-        out[f"{prefix}-value-A"] = a.value_s / units.ms
-        out[f"{prefix}-value-B"] = b_total / units.ms
-        out[f"{prefix}-keep"] = "A" if a.value_s >= b_total else "B"
-        threshold = calc.retention_break_even_hit_prob(a.recompute_s, a.fetch_s, a.maintain_s,
-                                                       target_value_s=b_total)
-        out["b-threshold" if prefix == "a" else "c-threshold"] = 100 * threshold
+    out = _solve_decision_8_4(g)
     rounds = g["replay"].rounds
     total = sum(r.input_tokens for r in rounds)
     out["d-prefix-ratio"] = 100 * sum(r.common_prefix_tokens for r in rounds) / total
@@ -491,6 +554,44 @@ def _solve_8_4(g: dict) -> dict:
     out["d-why-small"] = "other requests evict the prefix"
     out["d-why-gap"] = ("only whole blocks are reused" if evicted_large == 0
                         else "other requests evict the prefix")
+    return out
+
+
+def _screen_8_4(seed: int) -> str | None:
+    """(a)-(c) only, so that the screen does not replay the cache. (d) cannot degenerate by
+    construction of ``data_ch08.agent_cache_replay``: at least 3 x 2500 tokens of other requests
+    come between two rounds, more than the 1 GiB pool's 7281 tokens, so the small pool's
+    reprocessed count is the whole input (> 0), while at most 4 x 3500 tokens stay far below the
+    6 GiB pool, which keeps hits."""
+    g = _decision_params_8_4(seed)
+    out = _solve_decision_8_4(g)
+    for prefix, link, key in (("a", "Gen5", "b-threshold"), ("c", "Gen4", "c-threshold")):
+        a, b = out[f"{prefix}-value-A"], out[f"{prefix}-value-B"]
+        if abs(a - b) <= 0.01 * max(abs(a), abs(b)):
+            return f"keeping A and keeping the B prefixes save within 1% of each other ({link})"
+        if not 0 < out[key] < 100:
+            return f"the break-even hit probability over {link} is outside 0-100%"
+        if abs(out[key] - 100 * g["hit_prob"]) < 1.0:
+            return (f"A's hit probability is within one percentage point of the break-even "
+                    f"over {link}")
+    return None
+
+
+def _solve_decision_8_4(g: dict) -> dict:
+    out = {}
+    for prefix, link in (("a", "gen5"), ("c", "gen4")):
+        a = _retention_8_4(g, g["a_tokens"], link)
+        b = _retention_8_4(g, g["b_tokens"], link)
+        b_total = g["b_count"] * b.value_s
+        if prefix == "a":
+            out["a-recompute-A"] = a.recompute_s / units.ms
+            out["a-fetch-A"] = a.fetch_s / units.ms
+        out[f"{prefix}-value-A"] = a.value_s / units.ms
+        out[f"{prefix}-value-B"] = b_total / units.ms
+        out[f"{prefix}-keep"] = "A" if a.value_s >= b_total else "B"
+        threshold = calc.retention_break_even_hit_prob(a.recompute_s, a.fetch_s, a.maintain_s,
+                                                       target_value_s=b_total)
+        out["b-threshold" if prefix == "a" else "c-threshold"] = 100 * threshold
     return out
 
 
@@ -558,6 +659,12 @@ def _mistakes_8_4(g: dict) -> dict:
 register(Exercise(
     id="8-4", title="Which prefixes a limited cache should keep", section="8.3.3-8.3.4",
     parts=_parts_8_4(), make_params=_params_8_4, solve=_solve_8_4, mistakes=_mistakes_8_4,
+    conditions=(
+        "keeping A and keeping the B prefixes save more than 1% apart, over Gen5 and Gen4",
+        "each break-even hit probability lies strictly between 0 and 100%, and A's hit "
+        "probability is more than one percentage point away from it",
+    ),
+    screen=_screen_8_4,
 ))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 
 from companion import calc, specs, units
 from companion.chapters import ch08
@@ -9,7 +10,7 @@ from companion.exercises import data_ch08
 from companion.exercises.variants import pick, rng_for
 from companion.exercises.variants import variant as _variant
 from companion.formulas import serving
-from companion.grading import Exercise, Part, register
+from companion.grading import Exercise, Part, register, screen_answers
 
 
 # --- Exercise 8-6: KV compression, answer correctness and retries (8.4.2, 8.4.4) ----------------
@@ -126,10 +127,30 @@ def _mistakes_8_6(g: dict) -> dict:
     return hints
 
 
-register(Exercise(
+def _screen_8_6(seed: int) -> str | None:
+    g = _params_8_6(seed)
+    done = [a for a in _attempts_by_request_8_6(g["retries"]).values() if a[-1].correct]
+    if not any(len(a) > 1 for a in done):
+        return ("no request that ends with a correct answer was retried, so (c) would compare "
+                "a number with itself")
+    answers = _solve_8_6(g)
+    if answers["b-changed"] == 0:
+        return ("no question changes between BF16 KV and FP8 KV + BF16 Q, so the list in (b) "
+                "would be empty")
+    return screen_answers(EXERCISE_8_6, answers)
+
+
+EXERCISE_8_6 = register(Exercise(
     id="8-6", title="KV compression: capacity, correctness and retry cost",
     section="8.4.2, 8.4.4",
     parts=_parts_8_6(), make_params=_params_8_6, solve=_solve_8_6, mistakes=_mistakes_8_6,
+    conditions=(
+        "at least one question changes between BF16 KV and FP8 KV + BF16 Q (the list in (b) "
+        "is not empty)",
+        "at least one request that ends with a correct answer needed a retry (the two sums of "
+        "(c) differ)",
+    ),
+    screen=_screen_8_6,
 ))
 
 
@@ -459,8 +480,30 @@ def _mistakes_8_9(g: dict) -> dict:
     return hints
 
 
+def _also_accepted_8_9(g: dict) -> dict:
+    """E's times with the rounds not rounded up, (G - 1) / tokens per round: where E yields a
+    fractional number of tokens per round (2.5) this differs from whole rounds by more than
+    the 0.1% tolerance. Both readings are accepted; the note names the difference."""
+    e = _schemes_8_9(g)[-1]
+    out = {}
+    for key, part, output in (("a", "a-total-E", g["output_tokens"]),
+                              ("c", "c-total-E-short", g["short_output_tokens"])):
+        res = calc.scheme_result(e, **_scheme_kwargs_8_9(g, output_tokens=output))
+        exact_rounds = calc.held_tokens(0, output) / g["e_tokens_per_round"]
+        if math.isclose(exact_rounds, res.rounds, rel_tol=1e-12):
+            continue
+        unrounded = res.total_s - (res.rounds - exact_rounds) * res.round_s
+        note = (f"accepted with {exact_rounds:g} rounds, not rounded up; a batch runs whole "
+                f"rounds, {res.rounds}, which the stated answer counts")
+        out[part] = [(unrounded, note)]
+        if key == "a" and math.isfinite(res.gpu_s_per_result):
+            out["a-gpu-E"] = [(res.gpu_s_per_result * unrounded / res.total_s, note)]
+    return out
+
+
 register(Exercise(
     id="8-9", title="Scheme E: GPU time per qualifying result under memory and deadline limits",
     section="8.6.2-8.6.3",
     parts=_parts_8_9(), make_params=_params_8_9, solve=_solve_8_9, mistakes=_mistakes_8_9,
+    also_accepted=_also_accepted_8_9,
 ))

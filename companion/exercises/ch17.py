@@ -22,7 +22,7 @@ from companion.exercises.variants import ms as _ms
 from companion.exercises.variants import pct as _pct
 from companion.exercises.variants import pick, rng_for
 from companion.exercises.variants import variant as _variant
-from companion.grading import Exercise, Part, register
+from companion.grading import Exercise, Part, register, screen_answers
 
 # --- models beyond the presets -----------------------------------------------------------------
 
@@ -574,15 +574,18 @@ _STAGES_17_6 = [(specs.LLAMA_70B, 2), (specs.LLAMA_70B, 4), (specs.LLAMA_70B, 8)
 def _params_17_6(seed: int) -> dict:
     c = _variant("17-6", seed,
                  dict(stages=(specs.LLAMA_70B, PP_STAGES_7), micro=PP_MICROBATCHES_7,
-                      target=PP_TARGET_BUBBLE, hw=H100, reserve=RESERVE_BYTES),
+                      target=PP_TARGET_BUBBLE, hw=H100, reserve=RESERVE_BYTES, node=8),
+                 # targets for which (p - 1)(1/target - 1) is never whole for p <= 8: at 2%, 5%
+                 # or 10% the bubble at the answer would equal the target exactly at every p
                  dict(stages=_STAGES_17_6, micro=((8, 32), (16, 64), (12, 48), (32, 128)),
-                      target=(0.02, 0.05, 0.1), hw=CARDS, reserve=(2e9, 4e9, 6e9)))
+                      target=(0.045, 0.055, 0.065, 0.085), hw=CARDS, reserve=(2e9, 4e9, 6e9),
+                      node=(4, 8)))
     model, stages = c["stages"]
     big = specs.LLAMA_405B
     return dict(model=model, n_layers=model.n_layers, hidden_size=model.hidden_size,
                 stages=stages, microbatches=c["micro"], target_bubble=c["target"],
                 big_model=big, big_weight_bytes=big.weight_bytes, hardware=c["hw"],
-                gpus_per_node=8, reserve_bytes=c["reserve"])
+                gpus_per_node=c["node"], reserve_bytes=c["reserve"])
 
 
 def _microbatches_for(stages: int, target: float) -> int:
@@ -638,7 +641,34 @@ def _mistakes_17_6(g: dict) -> dict:
     }
 
 
-register(Exercise(
+def _bubble_on_target_17_6(g: dict) -> bool:
+    """Does the bubble at the answer equal the target exactly, (p - 1)(1/target - 1) whole?"""
+    edge = (g["stages"] - 1) * (1 / g["target_bubble"] - 1)
+    return abs(edge - round(edge)) < 1e-6
+
+
+def _screen_17_6(seed: int) -> str | None:
+    g = _params_17_6(seed)
+    # seed 0 keeps the chapter's 5% at p = 4, exactly on the edge: both m and m + 1 are
+    # accepted there (_also_accepted_17_6); no other seed may sit on it
+    if seed and _bubble_on_target_17_6(g):
+        return ("the bubble at the fewest microbatches equals the target exactly, a "
+                "floating-point knife edge")
+    return screen_answers(EXERCISE_17_6, _solve_17_6(g))
+
+
+def _also_accepted_17_6(g: dict) -> dict:
+    # seed 0 keeps the chapter's 5% with p = 4: 57 microbatches give exactly 3/60 = 5%, which
+    # meets the target; a floating-point comparison can land one microbatch higher
+    if not _bubble_on_target_17_6(g):
+        return {}
+    m = _microbatches_for(g["stages"], g["target_bubble"])
+    return {"f-m-needed": [(m + 1, "one more than needed: with one microbatch fewer the "
+                                   "bubble equals the target exactly, which meets it, though "
+                                   "floating point can put it a hair above")]}
+
+
+EXERCISE_17_6 = register(Exercise(
     id="17-6", title="The pipeline bubble, and where TP stops and PP starts", section="17 §7",
     parts=(
         Part("a-layers", "layers per stage", "layers", "rel", 0.001),
@@ -656,6 +686,10 @@ register(Exercise(
         Part("j-layout-per-gpu", "weights per GPU in that layout", "GB", "rel", 0.005),
     ),
     make_params=_params_17_6, solve=_solve_17_6, mistakes=_mistakes_17_6,
+    conditions=("the bubble at the fewest microbatches is below the target, not equal to it "
+                "(seed 0 keeps the chapter's 5%, where it is equal: one microbatch more is "
+                "accepted there)",),
+    screen=_screen_17_6, also_accepted=_also_accepted_17_6,
 ))
 
 

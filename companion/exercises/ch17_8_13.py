@@ -20,7 +20,7 @@ from companion.exercises.variants import ms as _ms
 from companion.exercises.variants import pct as _pct
 from companion.exercises.variants import pick, rng_for
 from companion.exercises.variants import variant as _variant
-from companion.grading import Exercise, Part, register
+from companion.grading import Exercise, Part, register, screen_answers
 
 
 # --- 17-8: the quantization ceiling (17 §10) ---------------------------------------------------
@@ -108,7 +108,8 @@ def _params_17_9(seed: int) -> dict:
     c = _variant("17-9", seed,
                  dict(alpha=SPEC_ACCEPTANCE, k=SPEC_DRAFT_LEN, model=specs.LLAMA_8B, hw=H100,
                       draft=DRAFT_PARAMS_9),
-                 dict(alpha=(0.5, 0.6, 0.7, 0.8, 0.9), k=(2, 3, 4, 5, 6),
+                 # at 0.9 the lowest latency lies at or past 8 draft tokens for every draft
+                 dict(alpha=(0.5, 0.6, 0.7, 0.75, 0.8), k=(2, 3, 4, 5, 6),
                       model=(specs.LLAMA_8B, SHAPE_14B), hw=CARDS,
                       draft=(0.5e9, 1e9, 1.5e9)))
     m = c["model"]
@@ -162,7 +163,29 @@ def _mistakes_17_9(g: dict) -> dict:
     }
 
 
-register(Exercise(
+def _screen_17_9(seed: int) -> str | None:
+    g = _params_17_9(seed)
+    a = g["acceptance"]
+    verify_s, per_draft_s = _spec_times(g)
+    rows = calc.draft_length_table(a, g["draft_lens"], verify_s, per_draft_s)
+    latency = {r["draft_len"]: r["latency_per_token_s"] for r in rows}
+    best = min(latency, key=latency.get)
+    lens = sorted(latency)
+    if best in (lens[0], lens[-1]):
+        return (f"the lowest latency per token is at draft length {best}, the edge of "
+                f"{lens[0]}-{lens[-1]}, so the true optimum may lie outside the range")
+    second = min(v for k, v in latency.items() if k != best)
+    if second - latency[best] <= 0.001 * latency[best]:
+        return "two draft lengths give latencies per token within 0.1% of each other"
+    k = g["draft_len"]
+    here, longer = calc.draft_length_table(a, [k, k + 1], verify_s, per_draft_s)
+    if abs(here["latency_per_token_s"] - longer["latency_per_token_s"]) <= (
+            0.001 * here["latency_per_token_s"]):
+        return f"draft lengths {k} and {k + 1} give latencies per token within 0.1%"
+    return screen_answers(EXERCISE_17_9, _solve_17_9(g))
+
+
+EXERCISE_17_9 = register(Exercise(
     id="17-9", title="Speculative decoding: expected tokens and the draft's cost",
     section="17 §10",
     parts=(
@@ -180,6 +203,12 @@ register(Exercise(
              kind="bool"),
     ),
     make_params=_params_17_9, solve=_solve_17_9, mistakes=_mistakes_17_9,
+    conditions=(
+        "the draft length with the lowest latency per token lies strictly inside 1-8, and no "
+        "other length comes within 0.1% of it",
+        "k and k + 1 draft tokens differ in latency per token by more than 0.1%",
+    ),
+    screen=_screen_17_9,
 ))
 
 
@@ -429,8 +458,6 @@ def _mistakes_17_12(g: dict) -> dict:
                                  reserve_bytes=g["reserve_bytes"])
     return {
         "b-waste": [(100 - s["b-waste"], "waste is the unused share: 1 - used / reserved")],
-        "c-worst-paged": [(p * k / units.MB, "the last block holds at least one token: at most "
-                                             "block - 1 slots sit empty")],
         "f-gain": [(gain["batch_gain"], "that is the batch gain; each step is heavier at the "
                                         "larger batch, so compare tokens per second")],
         "d-naive-tok-s": [(gain["naive"]["batch"] * hw.mem_bw_bytes_per_s
@@ -460,6 +487,13 @@ register(Exercise(
              0.005),
     ),
     make_params=_params_17_12, solve=_solve_17_12, mistakes=_mistakes_17_12,
+    also_accepted=lambda g: {"c-worst-paged": [(
+        g["block_tokens"] * g["kv_bytes_per_token"] / units.MB,
+        f"the chapter's reading, one whole block: {g['block_tokens']} x "
+        f"{g['kv_bytes_per_token']:,.0f} B = {g['block_tokens'] * g['kv_bytes_per_token']:,.0f} B"
+        f" (that is {g['block_tokens'] * g['kv_bytes_per_token'] / units.MiB:g} MiB, "
+        f"{g['block_tokens'] * g['kv_bytes_per_token'] / units.MB:.3g} MB); strictly the last "
+        f"block holds at least one token, so at most {g['block_tokens'] - 1} slots sit empty")]},
 ))
 
 

@@ -20,6 +20,7 @@ from companion.chapters.ch17 import (BIG_BLOCK_TOKENS, CHAT_LIVE_TOKENS as LIVE_
                                      MAX_LEN_TOKENS as MAX_LEN_TOKENS_17,
                                      PREFIX_TOKENS as SYSTEM_PROMPT_TOKENS, PREFIX_USERS as USERS,
                                      RUNTIME_RESERVE_BYTES, SEQUENCE_A_TOKENS as SEQ_A_TOKENS)
+from companion.exercises.data_ch08 import agent_cache_replay
 from companion.ledger import Entry, entry
 from companion.sim.kv_scenarios import context_organisation, fill_kv_pool, page_sequences
 from companion.sim.kvcache import BlockManager
@@ -185,5 +186,28 @@ def entries() -> list[Entry]:
               "rewriting the leading instructions: nothing after them is reused", "0",
               "tokens", organised["rewrite"].reusable_tokens, source=S,
               note="The chapter says the following content can no longer be reused."),
+    ]
+
+    # --- 8.3.4: Exercise 8-4's seed-0 agent replay (12 rounds) through a PrefixCache -------
+    replay = agent_cache_replay(0)
+    total = sum(r.input_tokens for r in replay.rounds)
+    large = sum(r.hit_tokens_large for r in replay.rounds)
+    small = sum(r.hit_tokens_small for r in replay.rounds)
+    built = ("Exercise 8-4's seed-0 record: the companion's agent trace with its turn and "
+             "reply sizes built (data_ch08._built_plan) to the printed input and 6 GiB hit "
+             "totals; the hits are those the PrefixCache replay serves with the other "
+             "requests in between.")
+    out += [
+        entry("8.3.4/sim-replay-input-tokens", "8.3.4", "12 rounds of agent input contain",
+              "19,556", "tokens", total, source=S, note=built),
+        entry("8.3.4/sim-replay-hits-6GiB", "8.3.4", "a 6 GiB pool hits", "16,304", "tokens",
+              large, source=S, note=built),
+        entry("8.3.4/sim-replay-hit-ratio-6GiB", "8.3.4", "hit ratio with the 6 GiB pool",
+              "83.4", "%", 100 * large / total, source=S,
+              note="16,304 / 19,556; " + built),
+        entry("8.3.4/sim-replay-reprocessed-6GiB", "8.3.4", "6 GiB pool: tokens reprocessed",
+              "3,252", "tokens", total - large, source=S, note=built),
+        entry("8.3.4/sim-replay-hits-1GiB", "8.3.4", "a 1 GiB pool has no hits", "0", "tokens",
+              small, source=S, note=built),
     ]
     return out
