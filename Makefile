@@ -35,8 +35,9 @@ export PYTHONHASHSEED          := 0
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with=nbval_sanitize.cfg
 NOTEBOOK_DIRS := notebooks solutions exercises dashboards
 
-.PHONY: setup setup-latest lock lab dashboard test test-fast test-dispatch execute exercises \
-        bench nbgrader-check course-env course-check book handout lite lite-tools lite-lock clean
+.PHONY: setup setup-latest lock lab fresh-copy dashboard test test-fast test-dispatch execute \
+        exercises bench nbgrader-check course-env course-check book handout lite lite-tools \
+        lite-lock clean
 
 ifeq ($(LATEST),1)
 # the unpinned path: newest releases that pyproject.toml allows (may fail; see README)
@@ -89,9 +90,22 @@ $(LAB_OVERRIDES): jupyter/lab-overrides.json | $(STAMP)
 	cp $< $@
 
 LAB_FLAGS := --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
+# Jupyter refuses to start as root without --allow-root; root is the normal case in Docker, on
+# cloud VMs and lab machines, so the flag is added exactly when the effective uid is 0
+ROOT_FLAG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
+## A student's working copy (git-ignored): notebooks/ and exercises/ as in the repository, so
+## JupyterLab's saves never touch a tracked file (tools/work_copy.py). `make lab` creates it and
+## adds files new since; `make fresh-copy` moves it aside to $(WORK).old-<date> and starts anew.
+WORK ?= my-work
+
 ## Set everything up and open the companion in JupyterLab (LAB_ARGS: extra server flags).
 lab: $(STAMP) $(LAB_OVERRIDES)
-	$(VENV)/bin/jupyter lab --notebook-dir=. $(LAB_FLAGS) $(LAB_ARGS) notebooks/START_HERE.ipynb
+	$(PY) tools/work_copy.py $(WORK)
+	$(VENV)/bin/jupyter lab --notebook-dir=$(WORK) $(LAB_FLAGS) $(ROOT_FLAG) $(LAB_ARGS) \
+	  $(WORK)/notebooks/START_HERE.ipynb
+
+fresh-copy: $(STAMP)
+	$(PY) tools/work_copy.py --fresh $(WORK)
 
 ## The lecture dashboard (8.6 scheme comparison + 17 §2 roofline) as a standalone page, offline.
 dashboard: $(STAMP)
@@ -184,4 +198,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/run_all.py $(ARGS)
 
 clean:
-	rm -rf .venv .venv-latest $(STATE)
+	rm -rf .venv .venv-latest $(STATE)   # never $(WORK): a student's work stays

@@ -19,11 +19,16 @@ entry is "not yet answered" too instead of a KeyError in the check cell. A check
 checks in ``with grading.checks():``: every part is graded, each prints its line, and at the
 end of the block :class:`NotYetCorrect` (an AssertionError, so nbgrader gives the cell no
 points) names the parts not answered yet and those not yet right. Jupyter shows it as that one
-message, without a traceback.
+message, without a traceback. When every part is right, the block says so in one line.
+
+Inside IPython (JupyterLab, nbgrader's kernel) each verdict line is displayed as coloured
+HTML (green correct, amber not yet answered, red not yet right) with the same words as its
+``text/plain``; elsewhere (a script, a terminal, GitHub's view) it is printed as plain text.
 """
 
 from __future__ import annotations
 
+import html
 import importlib
 import math
 import numbers
@@ -477,7 +482,7 @@ def check(exercise_id: str, part: str, answer, seed: int = 0, *, key=_NO_KEY,
     if _COLLECTING:
         _COLLECTING[-1].append(result)
     if not quiet:
-        print(result.message)
+        _show(result.message, _state(result))
     return result
 
 
@@ -536,6 +541,46 @@ def _verdict(results: list[CheckResult]) -> str:
     return "\n".join(lines)
 
 
+def _all_correct(results: list[CheckResult]) -> str:
+    """One line per exercise of a block whose every part is right."""
+    lines = []
+    for eid in dict.fromkeys(r.exercise for r in results):
+        n = sum(r.exercise == eid for r in results)
+        lines.append(f"Exercise {eid}: all {n} part{'s' * (n != 1)} of this cell correct."
+                     if n > 1 else f"Exercise {eid}: this cell's part is correct.")
+    return "\n".join(lines)
+
+
+# --- how a verdict looks -------------------------------------------------------------------------
+
+# state -> (text colour, background, mark); the words alone carry the verdict (plain text)
+_STYLE = {"ok": ("#1a7f37", "#e9f6ec", "\u2713"),        # check mark
+          "open": ("#7a5300", "#fff6de", "\u2026"),      # ellipsis: not answered yet
+          "off": ("#b42318", "#fdeceb", "\u2717")}       # ballot x
+
+
+def _state(result: CheckResult) -> str:
+    return "ok" if result.ok else ("off" if result.answered else "open")
+
+
+def _verdict_html(text: str, state: str) -> str:
+    colour, background, mark = _STYLE[state]
+    return (f'<div class="companion-verdict companion-verdict-{state}" style="color:{colour};'
+            f'background:{background};border-left:4px solid {colour};padding:2px 8px;'
+            f'margin:2px 0;white-space:pre-wrap">{mark} {html.escape(text)}</div>')
+
+
+def _show(text: str, state: str) -> None:
+    """Print ``text``, or inside IPython display it as coloured HTML with ``text`` as the
+    plain-text form (what a terminal, nbconvert's text and GitHub's view show)."""
+    ipython = sys.modules.get("IPython")          # never imported here just for this
+    if ipython is None or ipython.get_ipython() is None:
+        print(text)
+        return
+    from IPython.display import display
+    display({"text/plain": text, "text/html": _verdict_html(text, state)}, raw=True)
+
+
 class _CheckBlock:
     def __enter__(self) -> list[CheckResult]:
         self.results: list[CheckResult] = []
@@ -550,6 +595,8 @@ class _CheckBlock:
         if exc_type is None:
             if not all(self.results):
                 raise NotYetCorrect(_verdict(self.results), self.results)
+            if self.results:
+                _show(_all_correct(self.results), "ok")
             return False
         if issubclass(exc_type, NameError):
             # the kernel restarted, or the answer cell's first line (which defines the answer
@@ -563,7 +610,7 @@ class _CheckBlock:
 def checks() -> _CheckBlock:
     """``with checks():`` around a check cell's ``check`` calls: every part is graded and prints
     its message, then the block raises :class:`NotYetCorrect` naming the parts not answered yet
-    and those not yet right (nothing when all are correct). A NameError inside the block (the
+    and those not yet right, or, when all are correct, says so in one line. A NameError inside the block (the
     answer cells have not run) becomes a NotYetCorrect that says to run them.
     """
     return _CheckBlock()

@@ -11,8 +11,12 @@
   KeyError, IndexError, TypeError or NameError; answered from the top down to the middle, the
   answered parts pass and the rest are named; with one answer (or one entry of an answer dict)
   removed from a cell, that cell grades the others and names the missing one;
-* the stored outputs of exercises/ (written by nbclient through a real kernel) show that one
-  message, with no traceback frames.
+* the stored exercises/ open clean (issue 23): their unanswered cells are stored as not run,
+  so a student sees the question and empty answers, no traceback and no banner; a copy run
+  through a real kernel (nbclient) shows each check's message, coloured, then NotYetCorrect as
+  one line with no traceback frames;
+* a block whose every part is right says so; verdicts are coloured HTML inside IPython, with
+  the same words as plain text, and plain printed text elsewhere.
 """
 
 from __future__ import annotations
@@ -20,8 +24,11 @@ from __future__ import annotations
 import ast
 import contextlib
 import copy
+import html
 import importlib.util
 import io
+import json
+import re
 from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
@@ -320,22 +327,104 @@ def test_issue_example_8_3_b_with_only_batch_8_filled():
         "(b-indep-b32), (b-shared-b32).")
 
 
-# --- stored outputs: what Jupyter shows ---------------------------------------------------------
+# --- stored outputs: what a student opens, and what a real kernel shows ----------------------
 
 @pytest.mark.parametrize("path", SOLUTION_FILES, ids=IDS)
-def test_stored_exercise_outputs_show_messages_not_tracebacks(path):
+def test_stored_exercises_open_clean(path):
+    """The question, the given data and empty answer cells: the unanswered cells are stored
+    as not run, and nothing stored is an error, a traceback or a "not yet" line."""
     nb = nbformat.read(ROOT / "exercises" / f"{path.stem}.ipynb", as_version=4)
+    unrun = 0
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
+        text = json.dumps(cell.outputs)
+        assert not [o for o in cell.outputs if o.output_type == "error"], cell.source
+        assert not [o for o in cell.outputs if o.get("name") == "stderr"], cell.source
+        for banned in ("Traceback", "NotYetCorrect", "NotImplementedError", "not yet"):
+            assert banned not in text, (banned, cell.source)
+        if _role(cell) in ("answer", "check"):
+            assert "raises-exception" in cell.metadata.get("tags", []), cell.source
+            assert cell.outputs == [] and cell.execution_count is None, cell.source
+            unrun += 1
+    assert unrun >= 2, path.name
+
+
+KERNEL_EXERCISES = ["ex8_3", "ex17_1"]
+
+
+@pytest.mark.parametrize("stem", KERNEL_EXERCISES)
+def test_a_real_kernel_shows_blank_checks_as_one_message_in_colour(stem, tmp_path):
+    """A copy of the stored exercise, run by nbclient through a real kernel as Run All runs it:
+    each check cell shows each part's "not yet answered" line (coloured HTML with the same
+    plain text) and then NotYetCorrect as one line, with no traceback frames."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(ROOT / "exercises" / f"{stem}.ipynb", as_version=4)
+    NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=False,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    checks = [c for c in nb.cells if c.cell_type == "code" and _role(c) == "check"]
+    assert checks
+    for cell in checks:
         errors = [o for o in cell.outputs if o.output_type == "error"]
-        role = _role(cell)
-        if role == "check":
-            assert len(errors) == 1 and errors[0].ename == "NotYetCorrect", cell.source
-            # IPython rendered the exception with its _render_traceback_: no frames
-            assert errors[0].traceback == [f"NotYetCorrect: {errors[0].evalue}"]
-            assert "not yet answered:" in errors[0].evalue
-        elif role == "answer":
-            assert [e.ename for e in errors] == ["NotImplementedError"], cell.source
-        else:
-            assert not errors, cell.source
+        assert len(errors) == 1 and errors[0].ename == "NotYetCorrect", cell.source
+        assert errors[0].traceback == [f"NotYetCorrect: {errors[0].evalue}"]
+        assert "not yet answered:" in errors[0].evalue
+        lines = [o for o in cell.outputs if o.output_type == "display_data"]
+        assert lines, cell.source
+        for line in lines:
+            plain, rich = line.data["text/plain"], line.data["text/html"]
+            assert "not yet answered" in plain
+            assert "companion-verdict-open" in rich and html.escape(plain) in rich
+    assert not (ROOT / "exercises" / f"{stem}.ipynb").read_text().count('"ename"')
+
+
+# --- how verdicts look: colour in IPython, plain text elsewhere ---------------------------------
+
+def test_a_block_with_every_part_right_says_so(capsys):
+    right = {b: _answer("8-3", f"b-indep-b{b}") for b in (8, 16)}
+    with grading.checks():
+        for b in (8, 16):
+            grading.check("8-3", f"b-indep-b{b}", right, key=b)
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "Exercise 8-3: all 2 parts of this cell correct."
+    with grading.checks():
+        grading.check("8-3", "b-indep-b8", right[8], quiet=True)
+    assert capsys.readouterr().out == "Exercise 8-3: this cell's part is correct.\n"
+
+
+def test_verdicts_are_coloured_html_inside_ipython_and_plain_text_outside(capsys, monkeypatch):
+    import IPython
+    from IPython.core.interactiveshell import InteractiveShell
+
+    right = _answer("8-3", "b-indep-b8")
+    shown = []
+    shell = InteractiveShell.instance()
+    try:
+        monkeypatch.setattr(IPython.display, "display",
+                            lambda obj, raw=False: shown.append((obj, raw)))
+        with pytest.raises(grading.NotYetCorrect):
+            with grading.checks():
+                grading.check("8-3", "b-indep-b8", right)
+                grading.check("8-3", "b-indep-b16", right)        # answered, off
+                grading.check("8-3", "b-indep-b32", None)         # not answered
+        with grading.checks():
+            grading.check("8-3", "b-indep-b8", right)
+    finally:
+        InteractiveShell.clear_instance()
+    assert capsys.readouterr().out == ""
+    states = [re.search(r"companion-verdict-(\w+)", obj["text/html"]).group(1)
+              for obj, raw in shown]
+    assert states == ["ok", "off", "open", "ok", "ok"]
+    colours = [re.search(r"color:(#\w+)", obj["text/html"]).group(1) for obj, _ in shown]
+    assert len(set(colours[:3])) == 3, colours
+    for obj, raw in shown:
+        assert raw and html.escape(obj["text/plain"]) in obj["text/html"]
+    assert shown[-1][0]["text/plain"] == "Exercise 8-3: this cell's part is correct."
+    # outside IPython: the same words, printed
+    with pytest.raises(grading.NotYetCorrect):
+        with grading.checks():
+            grading.check("8-3", "b-indep-b8", right)
+            grading.check("8-3", "b-indep-b16", right)
+            grading.check("8-3", "b-indep-b32", None)
+    assert capsys.readouterr().out.splitlines() == [obj["text/plain"] for obj, _ in shown[:3]]

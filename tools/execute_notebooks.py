@@ -12,6 +12,13 @@ It sets COMPANION_STATIC_OUTPUTS=1 for the kernels: then every plotly figure's o
 holds a PNG (GitHub's view, print) and every explorer's output also holds its static figure
 (the book), see companion/explorers/static.py. A kernel of a student or of nbval writes neither.
 
+A cell tagged ``raises-exception`` (an exercise's empty answer cells and the check cells that
+need them) runs, so that the cells after it see the same kernel, but is stored as not run: no
+outputs, no prompt number. A student opening an exercise sees the question and empty answers,
+not a traceback or a red "not yet" banner; nbval runs such a cell without comparing its
+outputs (it has no reference), and tests/test_unfinished_answers.py runs its own copies to
+check what it prints.
+
 usage: python tools/execute_notebooks.py [paths or folders ...]   (default: every notebook)
 """
 
@@ -75,6 +82,8 @@ def execute(py: Path) -> float:
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = merge_adjacent_streams(cell.outputs)
+            if "raises-exception" in cell.metadata.get("tags", []):
+                cell.outputs, cell.execution_count = [], None
     # jupytext gives every cell a fresh random id; stable ids keep re-execution diffs to
     # what actually changed
     for index, cell in enumerate(nb.cells):

@@ -11,7 +11,8 @@ generate_assignment does to a source notebook:
 - ``### BEGIN HIDDEN TESTS`` ... ``### END HIDDEN TESTS`` blocks are removed;
 - outputs are dropped, and the unanswered cells (the emptied answers and the checks that
   need them) are tagged ``raises-exception``, so the executed copy and nbval accept that
-  they fail until a student answers.
+  they fail until a student answers; the executor stores those cells as not run (no
+  traceback, no banner: the student sees the question and empty answer cells).
 
 The nbgrader metadata stays on every cell, so the exercises also import into nbgrader.
 usage: python tools/make_exercises.py [--check]   (--check: compare, write nothing; exit 1 if stale)

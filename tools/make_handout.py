@@ -64,12 +64,13 @@ def with_seed(py: Path, seed: int):
 
 
 def executed(nb, path: Path):
-    """``nb`` run top to bottom; errors of the unanswered cells dropped."""
+    """``nb`` run top to bottom; the unanswered cells (tagged raises-exception) shown empty, as
+    in exercises/."""
     NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=False,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs = [o for o in cell.outputs if o.get("output_type") != "error"]
+        if cell.cell_type == "code" and "raises-exception" in cell.metadata.get("tags", []):
+            cell.outputs, cell.execution_count = [], None
     nb.metadata.pop("widgets", None)
     return nb
 

@@ -10,9 +10,10 @@
 - Offline: plotly.min.js (from the installed plotly package) and a MathJax 3 subset (from the
   sphinx-mathjax-offline package) are copied into ``_static``; no page loads anything from
   another host.
-- Exercises: an unanswered check cell stores the error it raises; the book shows one line in
-  its place instead of the traceback. The notebooks' links to the exercises *folder* (which
-  JupyterLab opens as a file browser) point at the book's list of exercises instead.
+- Exercises: their unanswered cells are stored as not run (tools/execute_notebooks.py), so a
+  page shows the question and empty answer cells. The notebooks' links to the exercises
+  *folder* (which JupyterLab opens as a file browser) point at the book's list of exercises
+  instead.
 """
 
 from __future__ import annotations
@@ -81,23 +82,6 @@ def explorer_html(explorer: dict, layout: dict, div_id: str, figure_html: str) -
             f'</div>{figure_html}</div>')
 
 
-class QuietUnansweredChecks(SphinxPostTransform):
-    """In exercises, replace the traceback an unanswered cell stores by one line."""
-
-    default_priority = 5
-
-    def run(self, **kwargs):
-        if not self.env.docname.startswith("exercises/"):
-            return
-        for node in list(self.document.findall(nodes.literal_block)):
-            if "traceback" in node.get("classes", []):
-                note = nodes.paragraph(
-                    text="(This cell raises an error until the cells above it are answered: "
-                         "open the notebook in JupyterLab to work on it.)",
-                    classes=["companion-unanswered"])
-                node.replace_self(note)
-
-
 class ExercisesFolderLinks(SphinxPostTransform):
     """A link to the ``exercises/`` folder -> the exercises list of the book's front page
     (before MyST's resolver, priority 9, would report it missing)."""
@@ -142,7 +126,6 @@ def setup(app):
     app.add_js_file(PLOTLY_JS)
     app.add_js_file("companion_explorer.js")
     app.config.mathjax_path = MATHJAX_ENTRY
-    app.add_post_transform(QuietUnansweredChecks)
     app.add_post_transform(ExercisesFolderLinks)
     app.connect("build-finished", copy_assets)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,13 +1,18 @@
-"""`make lab` opens straight into notebooks/START_HERE.ipynb, with no first-run dialog over it.
+"""`make lab` opens straight into START_HERE.ipynb, with no first-run dialog over it, for root
+and non-root alike, in the student's working copy (never the tracked notebooks).
 
 The real `make lab` starts the real JupyterLab (fresh state: no user settings, no workspace,
-as on a new clone; the server flags a headless test needs come through LAB_ARGS), Chromium
+as on a new clone; the server flags a headless test needs come through LAB_ARGS, and
+--allow-root is not among them: run as root, as CI and this machine run, the test shows that
+`make lab` itself adds it; `make -n lab` as an unprivileged user shows it does not), Chromium
 opens the URL of the redirect file the server writes for the user's browser, and the first screen must be START_HERE as the active tab,
 with no dialog and no notification toast (JupyterLab's "notified about official Jupyter
 news?" prompt is a toast) during the first seconds. The control runs the same command
 without the project's settings file (an empty app settings dir; the server flags stay, so
-nothing is fetched) and must see the news prompt, so the check would catch its return. Screenshots go to
-artifacts/screenshots/.
+nothing is fetched) and must see the news prompt, so the check would catch its return.
+`make lab` first creates the working copy (WORK, here a scratch folder) and opens its
+START_HERE; a second run keeps the student's edits and adds only files missing from it.
+Screenshots go to artifacts/screenshots/.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ class MakeLab(H.LabServer):
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "MFLAGS"))}
         super().__init__(state, env)
         self.project_settings = project_settings
+        self.work = self.state / "my-work"
         # autosave off so that opening the notebook can never rewrite it (the one user
         # setting written; the first-run prompts are what is under test)
         H._write_json(self.state / "lab-user-settings" / "@jupyterlab" / "docmanager-extension"
@@ -50,9 +56,9 @@ class MakeLab(H.LabServer):
 
     def command(self) -> list[str]:
         args = [f"--no-browser --ip=127.0.0.1 --port={self.port}",
-                f"--IdentityProvider.token={self.token} --allow-root --ServerApp.port_retries=0",
+                f"--IdentityProvider.token={self.token} --ServerApp.port_retries=0",
                 f"--FileCheckpoints.checkpoint_dir={self.state / 'checkpoints'}"]
-        cmd = ["make", "--no-print-directory", "lab", f"STATE={self.state}"]
+        cmd = ["make", "--no-print-directory", "lab", f"STATE={self.state}", f"WORK={self.work}"]
         if not self.project_settings:
             empty = self.state / "no-app-settings"
             empty.mkdir(parents=True, exist_ok=True)
@@ -134,8 +140,12 @@ def make_lab(chromium, tmp_path):
 
 
 def test_make_lab_opens_start_here_with_no_dialog(browser, make_lab):
-    seen = first_screen(browser, make_lab(), "make_lab_first_screen")
+    server = make_lab()
+    seen = first_screen(browser, server, "make_lab_first_screen")
     assert seen["url"].endswith("/lab/tree/" + START_HERE), seen["url"]
+    # the server's root is the working copy, which holds what the repository has
+    assert (server.work / START_HERE).is_file() and (server.work / "exercises/ex8_3.ipynb").is_file()
+    assert str(server.work) in server.log_tail(400), "the server does not serve the working copy"
     assert seen["tab"].strip() == "START_HERE.ipynb", seen
     assert seen["tabs"] == [seen["tab"]], f"other tabs open: {seen['tabs']}"
     assert not seen["dialogs"], f"a dialog covers the notebook: {seen['dialogs']}"
@@ -148,3 +158,38 @@ def test_control_without_project_settings_shows_the_news_prompt(browser, make_la
     does appear, so its absence there is the project's doing and the detection works."""
     seen = first_screen(browser, make_lab(project_settings=False), "make_lab_control_no_settings")
     assert any("news" in t.lower() for t in seen["toasts"] + seen["dialogs"]), json.dumps(seen)
+
+
+def test_make_lab_runs_as_root_without_a_flag():
+    """CI and this machine run as root: the browser tests above then start `make lab` with no
+    --allow-root in LAB_ARGS. The flag is `make lab`'s own doing, and only for root."""
+    dry = ["make", "--no-print-directory", "-n", "lab", "WORK=/tmp/unused"]
+    root_cmd = subprocess.run(dry, cwd=H.ROOT, capture_output=True, text=True, check=True).stdout
+    lab_line = next(line for line in root_cmd.splitlines() if "jupyter lab" in line)
+    assert ("--allow-root" in lab_line) == (os.geteuid() == 0), lab_line
+    if os.geteuid() == 0:
+        # the same dry run as an unprivileged user: no --allow-root
+        nobody = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                 *dry], cwd=H.ROOT, capture_output=True, text=True)
+        assert nobody.returncode == 0, nobody.stderr
+        lab_line = next(line for line in nobody.stdout.splitlines() if "jupyter lab" in line)
+        assert "--allow-root" not in lab_line, lab_line
+
+
+def test_second_make_lab_keeps_the_students_work(browser, make_lab):
+    """A student's edit survives the next `make lab`; a file deleted from the copy comes back."""
+    server = make_lab()
+    first_screen(browser, server, "make_lab_first_screen_again")
+    server.stop()
+    mine = server.work / START_HERE
+    mine.write_text(mine.read_text().replace("Start here", "Start here (my notes)", 1))
+    (server.work / "exercises/ex8_3.ipynb").unlink()
+    again = MakeLab(server.state)
+    again.start(timeout_s=180)
+    try:
+        assert "Start here (my notes)" in mine.read_text()
+        assert (server.work / "exercises/ex8_3.ipynb").read_bytes() == \
+            (H.ROOT / "exercises/ex8_3.ipynb").read_bytes()
+    finally:
+        leftovers = again.stop()
+    assert not leftovers, leftovers
