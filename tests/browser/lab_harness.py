@@ -765,15 +765,24 @@ def scroll_to_still(locator) -> None:
     locator.evaluate(STILL_JS)
 
 
-def drag(page, slider_locator, fraction: float) -> None:
-    """Drag the handle with the mouse to ``fraction`` of the track (0 = left end)."""
+def grab_handle(page, slider_locator) -> tuple[dict, float]:
+    """Scroll the slider into view until it is still, put the mouse on its handle and press;
+    returns the track's bounding box and the pointer's y (move along the track, then
+    ``page.mouse.up()``)."""
     scroll_to_still(slider_locator)
     track = slider_locator.locator(".noUi-target").bounding_box()
     handle = slider_locator.locator(".noUi-handle").bounding_box()
     y = handle["y"] + handle["height"] / 2
     page.mouse.move(handle["x"] + handle["width"] / 2, y)
     page.mouse.down()
-    page.mouse.move(track["x"] + fraction * track["width"], y, steps=6)
+    return track, y
+
+
+def drag(page, slider_locator, fraction: float, steps: int = 6) -> None:
+    """Drag the handle with the mouse to ``fraction`` of the track (0 = left end) in
+    ``steps`` pointer moves."""
+    track, y = grab_handle(page, slider_locator)
+    page.mouse.move(track["x"] + fraction * track["width"], y, steps=steps)
     page.mouse.up()
 
 

@@ -125,11 +125,4 @@ def test_a_burst_of_moves_ends_on_the_last_value(lab, browsing, notebook):
 def _fast_drag(page, slider, fraction: float, steps: int = 60) -> None:
     """Drag the handle to ``fraction`` of the track in ``steps`` mouse moves, as fast as the
     browser takes them."""
-    H.scroll_to_still(slider)
-    track = slider.locator(".noUi-target").bounding_box()
-    handle = slider.locator(".noUi-handle").bounding_box()
-    y = handle["y"] + handle["height"] / 2
-    page.mouse.move(handle["x"] + handle["width"] / 2, y)
-    page.mouse.down()
-    page.mouse.move(track["x"] + fraction * track["width"], y, steps=steps)
-    page.mouse.up()
+    H.drag(page, slider, fraction, steps=steps)

@@ -154,12 +154,7 @@ def _check_drag(page, root, spec) -> None:
     control = next(c for c in spec.cls.controls if c.name == spec.key)
     root.scroll_into_view_if_needed()
     slider = H.slider(root, control.label)
-    H.scroll_to_still(slider)
-    track = slider.locator(".noUi-target").bounding_box()
-    handle = slider.locator(".noUi-handle").bounding_box()
-    y = handle["y"] + handle["height"] / 2
-    page.mouse.move(handle["x"] + handle["width"] / 2, y)
-    page.mouse.down()
+    track, y = H.grab_handle(page, slider)
     held = True
     try:
         for fraction in (0.3, 0.7):  # held at 0.3 of the track, then let go at 0.7
