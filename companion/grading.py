@@ -486,17 +486,19 @@ def check(exercise_id: str, part: str, answer, seed: int = 0, *, key=_NO_KEY,
     return result
 
 
+def _matches(value, expected, p: Part) -> bool:
+    if p.kind in ("bool", "choice"):
+        return value == expected
+    return _close(value, float(expected), p)
+
+
 def _judge(ex: Exercise, p: Part, seed: int, value) -> CheckResult:
     given, expected_all, mistakes = _solved(ex.id, seed)
     expected = expected_all[p.name]
-    if p.kind in ("bool", "choice"):
-        ok = value == expected
-    else:
-        ok = _close(value, float(expected), p)
-    if ok:
+    if _matches(value, expected, p):
         return CheckResult(True, f"({p.name}) correct: {p.quantity}.")
     for other, note in _also_accepted(ex.id, seed).get(p.name, []):
-        if (value == other if p.kind in ("bool", "choice") else _close(value, float(other), p)):
+        if _matches(value, other, p):
             return CheckResult(True, f"({p.name}) correct: {p.quantity} ({note}).")
     hint = _hint(value, expected, p, mistakes.get(p.name, []))
     unit = f" (in {p.unit})" if p.unit else ""

@@ -306,6 +306,18 @@ _HTML_STATUS = {"agrees": ("agrees", "✓"), "≈": ("approximate", "≈"),
                 "disagrees": ("erratum", "✗ erratum")}
 
 
+def _note_html(e: Entry) -> str:
+    """An entry's note as the HTML tables show it: an erratum's reason in bold, a looser
+    rounding named before its note, else the note as it is."""
+    from html import escape
+
+    if e.status == "≈":
+        return f"<em>{escape(e.rounding_text)}:</em> {escape(e.note)}"
+    if e.status == "disagrees":
+        return f"<strong>{escape(e.reason)}</strong>"
+    return escape(e.note)
+
+
 def html_table(prefix: str | None = None, *, ids=None) -> str:
     """The entries as one HTML table grouped by section: the full claim, the chapter's number
     and the companion's in the entry's display unit (``display_number``), the verdict ("✓",
@@ -325,12 +337,7 @@ def html_table(prefix: str | None = None, *, ids=None) -> str:
             out.append(f'<tr><th colspan="6" style="text-align:left">{escape(section)}</th></tr>')
         chapter, _, unit, _ = display_number(e.printed, e.unit)
         css, verdict = _HTML_STATUS[e.status]
-        if e.status == "≈":
-            note = f"<em>{escape(e.rounding_text)}:</em> {escape(e.note)}"
-        elif e.status == "disagrees":
-            note = f"<strong>{escape(e.reason)}</strong>"
-        else:
-            note = escape(e.note)
+        note = _note_html(e)
         value = _fmt_value(e.value, e.printed, e.unit)
         out.append(f'<tr class="{css}"><td style="text-align:left">{escape(e.claim)}</td>'
                    f"<td>{escape(chapter)}</td><td>{escape(value)}</td>"
@@ -418,13 +425,11 @@ class LedgerView:
             chapter, _, unit, _ = display_number(e.printed, e.unit)
             css, verdict = _HTML_STATUS[_group_status(g)]
             notes = []
-            for member in g:
-                if member.status == "disagrees":
-                    notes.append(f"<strong>{escape(member.reason)}</strong>")
-                elif member.status == "≈":
-                    notes.append(f"<em>{escape(member.rounding_text)}:</em> {escape(member.note)}")
-                elif member.note and member.note not in [m.note for m in g[:g.index(member)]]:
-                    notes.append(escape(member.note))
+            for i, member in enumerate(g):
+                # a plain note that an earlier member of the row already carries is not repeated
+                if member.status != "agrees" or (
+                        member.note and member.note not in [m.note for m in g[:i]]):
+                    notes.append(_note_html(member))
             values = sorted({_fmt_value(m.value, m.printed, m.unit) for m in g})
             by = " + ".join(_SOURCE_WORDS[m.source] for m in g)
             out.append(f'<tr class="{css}"><td style="text-align:left">{escape(e.claim)}</td>'

@@ -448,15 +448,6 @@ ALL_DONE_OR_ERROR = """([sel, err, n]) => { const ps = [...document.querySelecto
     return ps.length === n && ps.every(p => /\\[\\d+\\]/.test(p.textContent)); }"""
 
 
-PROGRESS_JS = """([sel, err, active]) => {
-    const ps = [...document.querySelectorAll(sel)].map(p => p.textContent);
-    const kernel = document.querySelector(active + ' .jp-Notebook-ExecutionIndicator');
-    return {n: ps.length, done: ps.filter(p => /\\[\\d+\\]/.test(p)).length,
-            queued: ps.filter(p => /\\[\\*\\]/.test(p)).length,
-            error: !!document.querySelector(err),
-            kernel: kernel && kernel.getAttribute('data-status')}; }"""
-
-
 def run_all_cells(page, n_code: int, timeout_ms: int = 240_000) -> None:
     """Edit > Clear Outputs of All Cells, Run > Run All Cells, then wait until every prompt is
     numbered and the kernel is idle (stored prompts would otherwise look finished). Where
@@ -495,7 +486,7 @@ def _wait_run_all(page, n_code: int, timeout_ms: int) -> bool:
     while True:
         if accept_kernel_dialog(page):
             print('(JupyterLab asked "Select Kernel": accepted its preferred one)', flush=True)
-        p = page.evaluate(PROGRESS_JS, [PROMPTS, f"{ACTIVE} {ERROR_OUTPUT}", ACTIVE])
+        p = _progress(page)
         if p["error"]:
             return True  # Run All stops at an error: the test reports it (page_problems)
         if p["n"] == n_code and p["done"] == n_code:
@@ -513,6 +504,15 @@ def _wait_run_all(page, n_code: int, timeout_ms: int) -> bool:
             raise AssertionError(f"Run All did not finish in {timeout_ms / 1e3:.0f} s: "
                                  f"{run_state(page)}")
         page.wait_for_timeout(250)
+
+
+def _progress(page) -> dict:
+    """How far a Run All has come: code cells, numbered, queued, an error shown, the kernel."""
+    state = page.evaluate(RUN_STATE_JS, [PROMPTS, ACTIVE])
+    prompts = state["prompts"]
+    return {"n": len(prompts), "done": sum(bool(re.search(r"\[\d+\]", p)) for p in prompts),
+            "queued": sum("[*]" in p for p in prompts), "kernel": state["kernel"],
+            "error": page.locator(f"{ACTIVE} {ERROR_OUTPUT}").count() > 0}
 
 
 RUN_STATE_JS = """([sel, active]) => {
@@ -712,6 +712,25 @@ def wait_for_state(page, root, expected: dict, timeout_s: float = 60, what: str 
             raise AssertionError(f"{what}: the page does not show what companion computes "
                                  f"after {timeout_s:.0f} s:\n" + "\n".join(diffs[:12]))
         page.wait_for_timeout(200)
+
+
+VIEW_COUNT_JS = "(el, name) => Number(el.dataset[name] || 0)"
+
+
+def view_count(root, name: str) -> int:
+    """A count figure_widget.js keeps on the explorer view under ``root`` (data attributes of
+    its element): companionKernelFigures, the figures received from the kernel, and
+    companionAheadOffers, the offers of figures ahead."""
+    return root.locator(".companion-plotly-figure").first.evaluate(VIEW_COUNT_JS, name)
+
+
+def wait_until(condition, what: str, timeout_s: float = 120) -> None:
+    """Poll ``condition()`` until it holds; AssertionError naming ``what`` past the timeout."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout_s:.0f} s")
+        time.sleep(0.05)
 
 
 def slider(root, label: str):

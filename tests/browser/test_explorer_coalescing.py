@@ -11,8 +11,6 @@ final value, and it must have computed fewer updates than the slider took values
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 import lab_harness as H
@@ -34,20 +32,7 @@ __sent = [0]
 """
 SENT_EXPR = "__import__('json').dumps(__sent[0])"
 KERNEL_VALUE = "__import__('json').dumps({v}.params[{k!r}])"
-FIGURES_JS = "el => Number(el.dataset.companionKernelFigures || 0)"
-
-
-def _kernel_figures(root) -> int:
-    """How many figures the page's view has received from the kernel (figure_widget.js)."""
-    return root.locator(".companion-plotly-figure").first.evaluate(FIGURES_JS)
-
-
-def _wait(condition, what: str, timeout_s: float = 120) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} within {timeout_s:.0f} s")
-        time.sleep(0.05)
+FIGURES = "companionKernelFigures"
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +64,7 @@ def test_a_burst_of_moves_ends_on_the_last_value(lab, browsing, notebook):
                 probe.take_log(spec.variable)
                 readout.evaluate(COUNT_VALUES_JS)
                 sent_before = probe.evaluate("", SENT_EXPR)
-                shown_before = _kernel_figures(root)
+                shown_before = H.view_count(root, FIGURES)
                 move()
                 final = H.slider_value(control, slider)
                 expected = H.expected_for(spec.cls, dict(params, **{spec.key: final}), spec.make)
@@ -87,13 +72,12 @@ def test_a_burst_of_moves_ends_on_the_last_value(lab, browsing, notebook):
                 # nothing may arrive after the last value: wait until the kernel has taken the
                 # final value (it takes messages in order) and the page has received every
                 # figure the kernel sent, then the page must still show the final value
-                _wait(lambda: probe.evaluate("", KERNEL_VALUE.format(v=spec.variable,
-                                                                      k=spec.key)) == final,
-                      f"the kernel never took {spec.key}={final}")
+                H.wait_until(lambda: probe.evaluate("", KERNEL_VALUE.format(
+                    v=spec.variable, k=spec.key)) == final, f"the kernel taking {spec.key}={final}")
                 sent = probe.evaluate("", SENT_EXPR) - sent_before
-                _wait(lambda: _kernel_figures(root) - shown_before >= sent,
-                      f"the page did not receive the kernel's {sent} figures")
-                assert _kernel_figures(root) - shown_before == sent
+                H.wait_until(lambda: H.view_count(root, FIGURES) - shown_before >= sent,
+                             f"the page receiving the kernel's {sent} figures")
+                assert H.view_count(root, FIGURES) - shown_before == sent
                 H.wait_for_state(page, root, expected, timeout_s=1, what="still the last value")
                 values = len(page.evaluate(TAKE_VALUES_JS)) - 1
                 computed = len(probe.take_log(spec.variable))

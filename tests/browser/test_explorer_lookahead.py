@@ -21,8 +21,6 @@ figure and readout for the handle's value, pixel-identical to a redraw from scra
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 import lab_harness as H
@@ -45,7 +43,6 @@ def __held(_f={v}.compute, _gate={gate!r}, **params):
 REDRAW_JS = """gd => { const layout = Object.assign({}, gd.layout); delete layout.width;
     return window.Plotly.newPlot(gd, gd.data, layout, {editSelection: false}).then(() =>
         new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))); }"""
-COUNT_JS = "(el, name) => Number(el.dataset[name] || 0)"
 
 
 @pytest.fixture(scope="module")
@@ -72,19 +69,8 @@ def test_a_step_from_lookahead_is_the_kernels_figure_early(lab, browsing, notebo
         lab.shutdown_notebook(notebook)
 
 
-def _count(root, name: str) -> int:
-    """A count figure_widget.js keeps on the view's element (companionKernelFigures,
-    companionAheadOffers)."""
-    return root.locator(".companion-plotly-figure").first.evaluate(
-        COUNT_JS, name)
-
-
-def _wait_count_above(page, root, name: str, n: int, what: str, timeout_s: float = 120) -> None:
-    deadline = time.monotonic() + timeout_s
-    while _count(root, name) <= n:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: {name} stayed at {n} for {timeout_s:.0f} s")
-        page.wait_for_timeout(50)
+def _wait_count_above(root, name: str, n: int, what: str) -> None:
+    H.wait_until(lambda: H.view_count(root, name) > n, f"{what}: {name} above {n}")
 
 
 def _check(page, root, spec, probe, gate) -> None:
@@ -109,13 +95,13 @@ def _check(page, root, spec, probe, gate) -> None:
         """A step while the kernel is held: shown from lookahead, nothing from the kernel;
         then the kernel is let go and its answer must arrive and change nothing."""
         gate.unlink(missing_ok=True)
-        before = _count(root, "companionKernelFigures")
+        before = H.view_count(root, "companionKernelFigures")
         step(key, f"{what}, the kernel held")
-        assert _count(root, "companionKernelFigures") == before, (
+        assert H.view_count(root, "companionKernelFigures") == before, (
             f"{spec.variable}: the page got a figure from the held kernel")
         assert root.locator(".js-plotly-plot").count() == 1
         gate.touch()
-        _wait_count_above(page, root, "companionKernelFigures", before,
+        _wait_count_above(root, "companionKernelFigures", before,
                           f"{spec.variable}: the kernel's answer after it was let go")
         H.wait_for_state(page, root, H.expected_for(spec.cls, params, spec.make), timeout_s=5,
                          what=f"{spec.variable}: still that step after the kernel's answer")
@@ -123,9 +109,9 @@ def _check(page, root, spec, probe, gate) -> None:
     # the test checks what is offered, not whether this loaded machine's kernel was quick
     # enough to offer it (Panel.LOOKAHEAD_BUDGET_S: a CI run's first step took over 30 ms)
     probe.evaluate(f"{spec.variable}.LOOKAHEAD_BUDGET_S = float('inf')", "'null'")
-    offers = _count(root, "companionAheadOffers")
+    offers = H.view_count(root, "companionAheadOffers")
     step("ArrowRight", "a first step, through the kernel")
-    _wait_count_above(page, root, "companionAheadOffers", offers,
+    _wait_count_above(root, "companionAheadOffers", offers,
                       f"{spec.variable}: the steps either side offered after the first step")
     gate.touch()
     probe.evaluate(HOLD_CODE.format(v=spec.variable, gate=str(gate)), "'null'")
