@@ -612,7 +612,7 @@ class _CheckBlock:
 def checks() -> _CheckBlock:
     """``with checks():`` around a check cell's ``check`` calls: every part is graded and prints
     its message, then the block raises :class:`NotYetCorrect` naming the parts not answered yet
-    and those not yet right, or, when all are correct, says so in one line. A NameError inside the block (the
-    answer cells have not run) becomes a NotYetCorrect that says to run them.
+    and those not yet right, or, when all are correct, says so in one line. A NameError inside
+    the block (the answer cells have not run) becomes a NotYetCorrect that says to run them.
     """
     return _CheckBlock()

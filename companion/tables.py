@@ -14,8 +14,8 @@ import textwrap
 from companion import calc, units
 from companion import validate as v
 
-__all__ = ["text_table", "markdown_table", "decision_table_text", "decision_table_markdown", "levers_text", "mechanism_map_text",
-           "cheat_sheet_text"]
+__all__ = ["text_table", "markdown_table", "decision_table_text", "decision_table_markdown",
+           "levers_text", "mechanism_map_text", "cheat_sheet_text"]
 
 
 def _wrap(text: str, width: int) -> list[str]:
@@ -37,11 +37,14 @@ def text_table(headers, rows, widths) -> str:
 _DECISION_HEADERS = ("strategy", "who may join, when", "fixes", "costs", "fits")
 
 
+def _decision_rows(**inputs) -> list[tuple]:
+    return [(r["strategy"], r["joins"], r["fixes"], r["costs"], r["fits"])
+            for r in calc.batching_decision_table(**inputs)]
+
+
 def decision_table_text(**inputs) -> str:
     """``calc.batching_decision_table(**inputs)`` as a plain-text table (17 §6, re-derived)."""
-    rows = [(r["strategy"], r["joins"], r["fixes"], r["costs"], r["fits"])
-            for r in calc.batching_decision_table(**inputs)]
-    return text_table(_DECISION_HEADERS, rows, (11, 22, 24, 26, 24))
+    return text_table(_DECISION_HEADERS, _decision_rows(**inputs), (11, 22, 24, 26, 24))
 
 
 def markdown_table(headers, rows) -> str:
@@ -56,9 +59,7 @@ def markdown_table(headers, rows) -> str:
 
 def decision_table_markdown(**inputs) -> str:
     """``calc.batching_decision_table(**inputs)`` as a Markdown table, for ``display.md``."""
-    rows = [(r["strategy"], r["joins"], r["fixes"], r["costs"], r["fits"])
-            for r in calc.batching_decision_table(**inputs)]
-    return markdown_table(_DECISION_HEADERS, rows)
+    return markdown_table(_DECISION_HEADERS, _decision_rows(**inputs))
 
 
 def _display(value, unit) -> str:

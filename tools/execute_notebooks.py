@@ -69,6 +69,14 @@ def merge_adjacent_streams(outputs: list) -> list:
     return merged
 
 
+def store_unanswered_as_not_run(nb) -> None:
+    """Empty the outputs and prompt numbers of the cells tagged ``raises-exception`` (an
+    exercise's unanswered cells): they ran, but a reader sees them as not run."""
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "raises-exception" in cell.metadata.get("tags", []):
+            cell.outputs, cell.execution_count = [], None
+
+
 def execute(py: Path) -> float:
     config = load_jupytext_config(str(py))
     nb = jupytext.read(py, config=config)
@@ -82,8 +90,7 @@ def execute(py: Path) -> float:
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = merge_adjacent_streams(cell.outputs)
-            if "raises-exception" in cell.metadata.get("tags", []):
-                cell.outputs, cell.execution_count = [], None
+    store_unanswered_as_not_run(nb)
     # jupytext gives every cell a fresh random id; stable ids keep re-execution diffs to
     # what actually changed
     for index, cell in enumerate(nb.cells):

@@ -25,12 +25,13 @@ from companion.chapters.ch17 import (
     SMOOTH_ITL_S as CH17_SMOOTH_ITL_S)
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
-from companion.formulas.core import (attainable_flops, flops_per_token_or_default, attention_flops_per_pair, attention_pairs, decode_step_parts, decode_step_time,
-                                     kv_bytes, kv_bytes_at_context, kv_bytes_per_token,
-                                     matrix_flops, max_concurrent,
+from companion.formulas.core import (attainable_flops, attention_flops_per_pair,
+                                     attention_pairs, decode_step_parts, decode_step_time,
+                                     flops_per_token_or_default, kv_bytes, kv_bytes_at_context,
+                                     kv_bytes_per_token, matrix_flops, max_concurrent,
                                      mbu, mfu, moe_streamed_weight_bytes,
                                      read_bytes_per_output_token, ridge_point,
-                                     static_batch_utilization)
+                                     static_batch_utilization, time_at_mfu)
 from companion.specs import H100_SXM, LLAMA_8B, Hardware, Model
 from companion.units import KiB
 
@@ -789,7 +790,7 @@ def fused_step_parts(model: Model, hardware: Hardware, *, chunk_tokens: int = 0,
     if attention:
         flops += attention_flops_per_pair(m) * (attention_pairs(c, h) + b * (L + 1))
     memory_s = n_bytes / hw.mem_bw_bytes_per_s
-    compute_s = flops / (e * hw.peak_flops_per_s)
+    compute_s = time_at_mfu(flops, hw, e)
     return dict(bytes=n_bytes, flops=flops, memory_s=memory_s, compute_s=compute_s,
                 step_s=max(memory_s, compute_s),
                 bound="compute" if compute_s > memory_s else "memory")
