@@ -53,7 +53,7 @@ from companion.formulas.kv_management import (
     cache_replay_hits)
 from companion.formulas.compression import (
     QUANT_CODE_BITS, QuantLayout, quant_group_layout, quant_format_layout,
-    memory_headroom_bytes, encode_q8_0_group, decode_q8_0_group, encode_q4_0_group,
+    q2k_file_bytes, memory_headroom_bytes, encode_q8_0_group, decode_q8_0_group, encode_q4_0_group,
     decode_q4_0_group, kv_format_bytes_per_value, kv_quantized_bytes, max_concurrent_kv_format,
     compressed_read_saving_s, fitted_interval_s, interval_crossover_tokens,
     ffn_weight_bytes_per_layer, FfnOffload, ffn_offload, OffloadCopy, offload_copy_bound,
@@ -77,11 +77,8 @@ from companion.formulas.serving import (
     best_scheme, chapter_schemes, instance_kv_budget_bytes, schemes_for_model,
     per_qualifying_result, staged_task_time, staged_task_speedup, staged_break_even_s)
 from companion.formulas.performance import (
-    CH17_PREFILL_EFFICIENCY, CH17_RUNTIME_RESERVE_BYTES, CH17_LONG_CONTEXT_TOKENS,
-    CH17_MAX_LEN_TOKENS, CH17_CHAT_LIVE_TOKENS, CH17_PROMPT_TOKENS, CH17_SMOOTH_ITL_S,
-    CH17_KV_TABLE_CONTEXTS, memory_pyramid, bandwidth_ratios, memory_sweep_s, decode_intensity,
-    prefill_intensity, roofline_point, roofline_points, decode_time_split, decode_ridge_batch,
-    prefill_compute_s,
+    memory_pyramid, bandwidth_ratios, memory_sweep_s, decode_intensity, prefill_intensity,
+    roofline_point, roofline_points, decode_time_split, decode_ridge_batch, prefill_compute_s,
     request_budget, head_of_line_stall, kv_by_context, attention_variants, tp_kv_capacity,
     decode_vs_context, kv_weight_crossover_tokens, reservation_waste, block_fill,
     paged_worst_waste, prefix_sharing_bytes, paged_batch_gain, static_batch_slot_steps,
@@ -90,14 +87,10 @@ from companion.formulas.performance import (
     fused_ridge_tokens, fused_chunked_prefill, decode_throughput_ceiling, fused_chunk_sweep,
     decode_batch_for_step)
 from companion.formulas.parallelism import (
-    CH17_COLLECTIVE_LATENCY_NVLINK_S, CH17_COLLECTIVE_LATENCY_PCIE_S,
-    CH17_ALLREDUCES_PER_LAYER, CH17_PREFILL_TOK_PER_S_PER_GROUP,
-    CH17_DECODE_TOK_PER_S_PER_GROUP, CH17_AGENT_FIRST_TURN_TOKENS, CH17_AGENT_TOKENS_PER_TURN,
-    CH17_ROUTER_WARM_SHARES, CH17_ASSUMED_ITL_TARGET_S, tp_allreduce_traffic, tp_decode_step,
-    tp_layout_rows, pp_stages, PIPE_PHASES, pipeline_grid, weights_per_gpu_bytes,
-    layout_candidates, parallel_layout, placement_model, placement_candidates,
-    disaggregated_pools, kv_transfer_s, kv_routing_ttft, routed_mean_ttft_s, itl_batch_ceiling,
-    batch_window)
+    tp_allreduce_traffic, tp_decode_step, tp_layout_rows, pp_stages, PIPE_PHASES, pipeline_grid,
+    weights_per_gpu_bytes, layout_candidates, parallel_layout, placement_model,
+    placement_candidates, disaggregated_pools, kv_transfer_s, kv_routing_ttft, routed_mean_ttft_s,
+    itl_batch_ceiling, batch_window)
 from companion.formulas.levers import (
     levers_table, mechanism_lever_map, cheat_sheet)
 from companion.formulas.moe import (
@@ -130,7 +123,7 @@ __all__ = [
     "stacked_window_reach_tokens", "link_transfer_s", "prefix_recompute_s",
     "retention_break_even_hit_prob", "PrefixRetention", "prefix_retention", "CacheReplay",
     "cache_replay_hits", "QUANT_CODE_BITS", "QuantLayout", "quant_group_layout",
-    "quant_format_layout", "memory_headroom_bytes", "encode_q8_0_group", "decode_q8_0_group",
+    "quant_format_layout", "q2k_file_bytes", "memory_headroom_bytes", "encode_q8_0_group", "decode_q8_0_group",
     "encode_q4_0_group", "decode_q4_0_group", "kv_format_bytes_per_value",
     "kv_quantized_bytes", "max_concurrent_kv_format", "compressed_read_saving_s",
     "fitted_interval_s", "interval_crossover_tokens", "ffn_weight_bytes_per_layer",
@@ -153,9 +146,7 @@ __all__ = [
     "SchemeResult", "SCHEMES", "scheme_result", "compare_schemes", "best_scheme",
     "chapter_schemes", "instance_kv_budget_bytes", "schemes_for_model",
     "per_qualifying_result", "staged_task_time", "staged_task_speedup", "staged_break_even_s",
-    "CH17_PREFILL_EFFICIENCY", "CH17_RUNTIME_RESERVE_BYTES", "CH17_LONG_CONTEXT_TOKENS",
-    "CH17_MAX_LEN_TOKENS", "CH17_CHAT_LIVE_TOKENS", "CH17_PROMPT_TOKENS", "CH17_SMOOTH_ITL_S",
-    "CH17_KV_TABLE_CONTEXTS", "memory_pyramid", "bandwidth_ratios", "memory_sweep_s",
+    "memory_pyramid", "bandwidth_ratios", "memory_sweep_s",
     "decode_intensity", "prefill_intensity", "roofline_point", "roofline_points",
     "decode_time_split", "decode_ridge_batch", "prefill_compute_s", "request_budget",
     "head_of_line_stall",
@@ -166,10 +157,6 @@ __all__ = [
     "decode_utilization", "prefill_utilization", "quantization_ceiling",
     "fused_step_parts", "fused_ridge_tokens", "fused_chunked_prefill", "decode_throughput_ceiling",
     "fused_chunk_sweep", "decode_batch_for_step",
-    "CH17_COLLECTIVE_LATENCY_NVLINK_S", "CH17_COLLECTIVE_LATENCY_PCIE_S",
-    "CH17_ALLREDUCES_PER_LAYER", "CH17_PREFILL_TOK_PER_S_PER_GROUP",
-    "CH17_DECODE_TOK_PER_S_PER_GROUP", "CH17_AGENT_FIRST_TURN_TOKENS",
-    "CH17_AGENT_TOKENS_PER_TURN", "CH17_ROUTER_WARM_SHARES", "CH17_ASSUMED_ITL_TARGET_S",
     "tp_allreduce_traffic", "tp_decode_step", "tp_layout_rows", "pp_stages", "PIPE_PHASES",
     "pipeline_grid", "weights_per_gpu_bytes", "layout_candidates", "parallel_layout",
     "placement_model", "placement_candidates", "disaggregated_pools", "kv_transfer_s",

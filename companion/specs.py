@@ -436,11 +436,6 @@ M2_MAX = Hardware(
 HARDWARE = {h.name: h for h in (RTX_PRO_6000, H100_SXM, H200_SXM, A100_80GB, GH200, M2_MAX)}
 
 # Links the chapters state (defined in companion.chapters), under the names the notebooks use
-PCIE_GEN5_X16_BYTES_PER_S = ch08.PCIE_GEN5_X16_BYTES_PER_S   # per direction
-PCIE_GEN4_X16_BYTES_PER_S = ch08.PCIE_GEN4_X16_BYTES_PER_S   # per direction
-NVLINK_C2C_BYTES_PER_S = ch08.NVLINK_C2C_BYTES_PER_S         # per direction
-NVLINK_H100_BYTES_PER_S = ch17.H100_NVLINK_BYTES_PER_S
-RDMA_400G_BYTES_PER_S = ch17.RDMA_400G_BYTES_PER_S          # 400 Gb/s
 
 
 # --- Hugging Face config.json --------------------------------------------------------------

@@ -61,8 +61,6 @@ from companion.formulas.parallelism import (
     tp_layout_rows, placement_model, placement_candidates)
 from companion.formulas.serving import (
     chapter_schemes)
-from companion.chapters.ch08 import (
-    BATCH_SWEEP_MEASURED)
 
 __all__ = [
     "DecodeBatchPanel", "ChunkedPrefillPanel", "TokenBudgetPanel", "SchedulePanel",
@@ -88,5 +86,5 @@ __all__ = [
     "greedy_example", "VERIFICATION_WORDS", "speculative_check", "decision_table_text", "decision_table_markdown",
     "levers_text", "mechanism_map_text", "cheat_sheet_text", "chapter_batch_sweep",
     "SHORT_REQUEST_S", "chunk_trade_sweep", "tp_layout_rows", "placement_model",
-    "placement_candidates", "chapter_schemes", "BATCH_SWEEP_MEASURED",
+    "placement_candidates", "chapter_schemes", 
 ]

@@ -32,7 +32,7 @@
 import json
 
 from companion import calc, models, plots, specs, units
-from companion.formulas import serving as sv
+from companion.chapters import ch08
 
 card = specs.RTX_PRO_6000
 
@@ -112,7 +112,7 @@ for note in model.notes:
 # no budget at all).
 
 # %%
-instance = sv.INSTANCE_MEM_BYTES
+instance = ch08.INSTANCE_MEM_BYTES
 if calc.instance_kv_budget_bytes(model, instance_bytes=instance) <= 0:
     instance = card.mem_bytes
 budget = max(0.0, calc.instance_kv_budget_bytes(model, instance_bytes=instance))
@@ -192,7 +192,7 @@ plots.moe_read_figure(rows, label=model.name).show()
 schemes = calc.schemes_for_model(model)
 results = calc.compare_schemes(list(schemes.values()), model=model, hardware=card,
                                kv_budget_bytes=budget if budget > 0 else 1.0)
-print(f"KV budget {units.fmt_bytes(budget, 'GiB', 2)}, deadline {sv.DEADLINE_S:g} s")
+print(f"KV budget {units.fmt_bytes(budget, 'GiB', 2)}, deadline {ch08.DEADLINE_S:g} s")
 print(f"{'scheme':>6} {'memory':>10} {'prefill':>8} {'round':>9} {'rounds':>6} {'total':>8}  verdict")
 for name, r in results.items():
     verdict = ("fits and finishes" if r.feasible else

@@ -14,10 +14,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from companion import calc
+from companion.chapters import ch08
 from companion.formulas import compression as cm
 from companion.ledger_entries import ch08_4
-from companion.specs import (M2_MAX, NVLINK_C2C_BYTES_PER_S, PCIE_GEN5_X16_BYTES_PER_S,
-                             QWEN3_8B, QWEN3_235B_A22B, RTX_PRO_6000)
+from companion.specs import M2_MAX, QWEN3_8B, QWEN3_235B_A22B, RTX_PRO_6000
 from companion.units import GB, GiB, MiB, ms
 
 M = QWEN3_8B
@@ -51,11 +51,11 @@ def test_metadata_share_rises_as_bits_fall():
 
 
 def test_m2_max_example():
-    file_bytes = cm.Q2K_FILE_PAYLOAD_BYTES + cm.Q2K_FILE_METADATA_BYTES + cm.Q2K_FILE_HEADER_BYTES
+    file_bytes = calc.q2k_file_bytes()
     assert file_bytes == 85_691_002_112
     assert round(file_bytes / GiB, 2) == 79.81
-    assert round(cm.Q2K_FILE_PAYLOAD_BYTES / GiB, 2) == 64.43
-    assert round(cm.Q2K_FILE_METADATA_BYTES / GiB, 2) == 15.37
+    assert round(ch08.Q2K_FILE_PAYLOAD_BYTES / GiB, 2) == 64.43
+    assert round(ch08.Q2K_FILE_METADATA_BYTES / GiB, 2) == 15.37
     reserve = 8 * GiB
     assert round(calc.memory_headroom_bytes(M2_MAX.mem_bytes, reserve, 0) / GiB, 2) == 81.41
     left = calc.memory_headroom_bytes(M2_MAX.mem_bytes, reserve, file_bytes)
@@ -120,8 +120,8 @@ def test_compressed_read_saving():
 
 
 def test_bf16_fp8_fits():
-    bf16 = (cm.BF16_INTERVAL_FIXED_S, cm.BF16_INTERVAL_PER_TOKEN_S)
-    fp8 = (cm.FP8_INTERVAL_FIXED_S, cm.FP8_INTERVAL_PER_TOKEN_S)
+    bf16 = (ch08.BF16_INTERVAL_FIXED_S, ch08.BF16_INTERVAL_PER_TOKEN_S)
+    fp8 = (ch08.FP8_INTERVAL_FIXED_S, ch08.FP8_INTERVAL_PER_TOKEN_S)
     assert round(calc.interval_crossover_tokens(*bf16, *fp8)) == 7000
     assert round(calc.fitted_interval_s(*bf16, 2048) / ms, 2) == 6.53
     assert round(calc.fitted_interval_s(*fp8, 2048) / ms, 2) == 6.63
@@ -139,9 +139,9 @@ def test_fits_meet_at_the_crossover(a1, b1, a2, b2):
 
 
 def test_deepseek_state_totals():
-    total = cm.DEEPSEEK_V41_GLOBAL_MIB + cm.DEEPSEEK_V41_SWA_MIB
+    total = ch08.DEEPSEEK_V41_GLOBAL_MIB + ch08.DEEPSEEK_V41_SWA_MIB
     assert round(total, 3) == 9.531
-    assert round(cm.DEEPSEEK_V4_TOTAL_MIB / total, 2) == 3.20
+    assert round(ch08.DEEPSEEK_V4_TOTAL_MIB / total, 2) == 3.20
 
 
 # --- 8.4.2 GGML's q8_0 / q4_0 groups (Figure 8-23) ------------------------------------------
@@ -248,13 +248,13 @@ def test_ffn_offload_by_layer_count():
 def test_offload_copy_per_round():
     copy = 2592 * MiB
     assert round(copy / GB, 2) == 2.72
-    pcie = calc.offload_copy_bound(copy, PCIE_GEN5_X16_BYTES_PER_S, 26.26e-3, batch=4,
+    pcie = calc.offload_copy_bound(copy, ch08.PCIE_GEN5_X16_BYTES_PER_S, 26.26e-3, batch=4,
                                    rounds=255)
     assert round(pcie.copy_s / ms, 1) == 42.5
     assert not pcie.copy_hidden
     assert round(pcie.tokens_per_s) == 94
     assert round(pcie.total_copy_s, 1) == 10.8
-    c2c = calc.offload_copy_bound(copy, NVLINK_C2C_BYTES_PER_S, 26.26e-3, rounds=255)
+    c2c = calc.offload_copy_bound(copy, ch08.NVLINK_C2C_BYTES_PER_S, 26.26e-3, rounds=255)
     assert round(c2c.copy_s / ms, 1) == 6.0
     assert round(c2c.total_copy_s, 2) == 1.54
     assert c2c.copy_hidden and c2c.round_s == 26.26e-3
@@ -264,7 +264,7 @@ def test_offload_copy_per_round():
 
 def test_compress_before_transfer():
     size = 96 * MiB
-    link = PCIE_GEN5_X16_BYTES_PER_S
+    link = ch08.PCIE_GEN5_X16_BYTES_PER_S
     direct = calc.link_transfer_s(size, link)
     compressed = calc.compress_then_transfer_s(size, 1 / 4, link)
     assert round(direct / ms, 2) == 1.57

@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion import calc
+from companion.chapters import ch08
 from companion.formulas import kv_management as km
 from companion.ledger_entries import ch08_3
-from companion.specs import (PCIE_GEN4_X16_BYTES_PER_S, PCIE_GEN5_X16_BYTES_PER_S, QWEN3_8B,
-                             RTX_PRO_6000)
+from companion.specs import QWEN3_8B, RTX_PRO_6000
 from companion.units import GB, GiB, MiB, ms
 
 M = QWEN3_8B
@@ -45,12 +45,12 @@ def test_paging_worked_example():
     (8, (7, 3, 3, 1), 14, 2 + 2 + 1 + 2),
 ])
 def test_exercise_8_3_block_sizes(p, waste, total, entries):
-    alloc = calc.paged_allocation(km.PAGING_EXAMPLE_LENGTHS, p)
+    alloc = calc.paged_allocation(ch08.PAGING_EXAMPLE_LENGTHS, p)
     assert alloc.tail_waste_per_sequence == waste
     assert alloc.unused_tokens == total
     assert alloc.table_entries == entries
-    assert [calc.kv_tail_waste_tokens(L, p) for L in km.PAGING_EXAMPLE_LENGTHS] == list(waste)
-    assert sum(calc.kv_blocks_needed(L, p) for L in km.PAGING_EXAMPLE_LENGTHS) == entries
+    assert [calc.kv_tail_waste_tokens(L, p) for L in ch08.PAGING_EXAMPLE_LENGTHS] == list(waste)
+    assert sum(calc.kv_blocks_needed(L, p) for L in ch08.PAGING_EXAMPLE_LENGTHS) == entries
 
 
 def test_paging_edges():
@@ -247,7 +247,7 @@ def _retention(tokens, link):
 
 
 def test_prefix_A_over_pcie_gen5():
-    a = _retention(6144, PCIE_GEN5_X16_BYTES_PER_S)
+    a = _retention(6144, ch08.PCIE_GEN5_X16_BYTES_PER_S)
     assert a.kv_bytes / MiB == 864
     assert round(a.kv_bytes / GB, 3) == 0.906
     assert round(calc.prefill_flops(M, 6144) / 1e12, 1) == 96.5
@@ -263,15 +263,15 @@ def test_prefix_A_over_pcie_gen5():
 
 
 def test_prefix_A_over_pcie_gen4():
-    a = _retention(6144, PCIE_GEN4_X16_BYTES_PER_S)
+    a = _retention(6144, ch08.PCIE_GEN4_X16_BYTES_PER_S)
     assert round(a.fetch_s / ms, 1) == 28.3
     assert round(a.saving_per_hit_s / ms, 1) == 279.6
     assert round(100 * a.break_even_hit_prob, 1) == 10.1
 
 
 def test_prefix_B_and_figure_8_22():
-    a = _retention(6144, PCIE_GEN5_X16_BYTES_PER_S)
-    b = _retention(2048, PCIE_GEN5_X16_BYTES_PER_S)
+    a = _retention(6144, ch08.PCIE_GEN5_X16_BYTES_PER_S)
+    b = _retention(2048, ch08.PCIE_GEN5_X16_BYTES_PER_S)
     assert b.kv_bytes / MiB == 288
     assert round(b.recompute_s / ms, 1) == 94.7
     assert round(b.fetch_s / ms, 1) == 4.7
@@ -284,8 +284,8 @@ def test_prefix_B_and_figure_8_22():
 
 def test_exercise_8_4_threshold_and_gen4():
     # Gen5 by hand: (3 x 40.29 + 14.16) / 293.75 = 46.0%; Gen4: (3 x 33.21 + 28.31) / 279.60 = 45.8%
-    for link, expected_pct, a_wins_at_half in ((PCIE_GEN5_X16_BYTES_PER_S, 46.0, True),
-                                               (PCIE_GEN4_X16_BYTES_PER_S, 45.8, True)):
+    for link, expected_pct, a_wins_at_half in ((ch08.PCIE_GEN5_X16_BYTES_PER_S, 46.0, True),
+                                               (ch08.PCIE_GEN4_X16_BYTES_PER_S, 45.8, True)):
         a, b = _retention(6144, link), _retention(2048, link)
         threshold = calc.retention_break_even_hit_prob(a.recompute_s, a.fetch_s, a.maintain_s,
                                                        target_value_s=3 * b.value_s)
@@ -322,14 +322,14 @@ def test_retention_edges():
                               hit_prob=0.5, efficiency=0.622)
     # the hardware's own host link is the default
     assert calc.prefix_retention(M, RTX_PRO_6000, 6144, hit_prob=0.5, efficiency=0.622) \
-        == _retention(6144, PCIE_GEN5_X16_BYTES_PER_S)
+        == _retention(6144, ch08.PCIE_GEN5_X16_BYTES_PER_S)
 
 
 @FAST
 @given(p1=st.floats(0, 1), p2=st.floats(0, 1), tokens=st.integers(16, 16_384))
 def test_retention_value_grows_with_hit_probability(p1, p2, tokens):
     lo, hi = sorted((p1, p2))
-    kw = dict(efficiency=0.622, link_bytes_per_s=PCIE_GEN5_X16_BYTES_PER_S)
+    kw = dict(efficiency=0.622, link_bytes_per_s=ch08.PCIE_GEN5_X16_BYTES_PER_S)
     v_lo = calc.prefix_retention(M, RTX_PRO_6000, tokens, hit_prob=lo, **kw).value_s
     v_hi = calc.prefix_retention(M, RTX_PRO_6000, tokens, hit_prob=hi, **kw).value_s
     assert v_lo <= v_hi + 1e-15
@@ -379,7 +379,7 @@ def test_decode_kv_read_bytes_with_a_sliding_window_caps_each_step():
 
 
 def test_swa_restore_plan_three_cases():
-    w = km.DEEPSEEK_REPLAY_WINDOW_TOKENS
+    w = ch08.DEEPSEEK_REPLAY_WINDOW_TOKENS
     both = calc.swa_restore_plan(8192, 1024, global_kv_hit=True, encoder_swa_hit=True)
     assert (both.encoder_tokens, both.encoder_replay_tokens, both.prefix_recomputed_tokens) == (
         1024, 0, 0)
@@ -402,13 +402,13 @@ def test_stacked_window_reach():
     # one layer sees 127 earlier tokens; two layers see 127 more through the first
     assert calc.stacked_window_reach_tokens(1, 128) == 127
     assert calc.stacked_window_reach_tokens(2, 128) == 254
-    assert calc.stacked_window_reach_tokens(km.DEEPSEEK_DECODER_LAYERS) == 20 * 127
+    assert calc.stacked_window_reach_tokens(ch08.DEEPSEEK_DECODER_LAYERS) == 20 * 127
 
 
 def test_deepseek_long_term_storage_is_an_eighth():
     # 8.3.3: "about 1/2 x 1/4 = 1/8 of the original"
-    assert calc.long_term_cache_fraction(km.DEEPSEEK_SWA_SHARE,
-                                         km.DEEPSEEK_GLOBAL_KV_FRACTION) == pytest.approx(1 / 8)
+    assert calc.long_term_cache_fraction(ch08.DEEPSEEK_SWA_SHARE,
+                                         ch08.DEEPSEEK_GLOBAL_KV_FRACTION) == pytest.approx(1 / 8)
 
 
 def test_decode_kv_read_bytes_from_an_empty_context_through_the_window():

@@ -5,8 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion import calc
-from companion.specs import (H100_SXM, LLAMA_8B, LLAMA_70B, LLAMA_405B, NVLINK_H100_BYTES_PER_S,
-                             PCIE_GEN5_X16_BYTES_PER_S, RDMA_400G_BYTES_PER_S, RTX_PRO_6000)
+from companion.chapters import ch08, ch17
+from companion.specs import H100_SXM, LLAMA_8B, LLAMA_70B, LLAMA_405B, RTX_PRO_6000
 from companion.units import GB, KiB, ms, us
 from tests.printed import assert_printed as printed
 
@@ -35,7 +35,7 @@ def test_tp4_decode_step_on_nvlink_and_pcie():
     assert nv["step_s"] / ms == pytest.approx(11.2, abs=0.06)   # 10.45 + 0.80 (+ 4 us wire)
     assert nv["tokens_per_s"] == pytest.approx(90, abs=5)        # "~90 tok/s"
     pcie = calc.tp_decode_step(M70, HW, 4, collective_latency_s=25e-6,
-                               link_bytes_per_s=PCIE_GEN5_X16_BYTES_PER_S)
+                               link_bytes_per_s=ch08.PCIE_GEN5_X16_BYTES_PER_S)
     printed(pcie["comm_s"], "4", ms)
     assert 100 * pcie["overhead"] == pytest.approx(40, abs=5)    # "~40% overhead"
 
@@ -101,8 +101,8 @@ def test_pool_sizing():
 
 
 def test_kv_transfer():
-    printed(calc.kv_transfer_s(M70, 8000, NVLINK_H100_BYTES_PER_S), "3", ms)
-    printed(calc.kv_transfer_s(M70, 8000, RDMA_400G_BYTES_PER_S), "52", ms)
+    printed(calc.kv_transfer_s(M70, 8000, ch17.H100_NVLINK_BYTES_PER_S), "3", ms)
+    printed(calc.kv_transfer_s(M70, 8000, ch17.RDMA_400G_BYTES_PER_S), "52", ms)
     assert calc.kv_transfer_s(M70, 0, 50e9) == 0
 
 
@@ -156,7 +156,7 @@ def test_layout_fits_and_follows_tp_first(reserve, kv):
 @given(rate=st.floats(0.1, 1000), prompt=st.floats(1, 1e5), out=st.floats(1, 1e4))
 def test_pools_cover_demand(rate, prompt, out):
     p = calc.disaggregated_pools(rate, prompt, out)
-    cap_p, cap_d = calc.CH17_PREFILL_TOK_PER_S_PER_GROUP, calc.CH17_DECODE_TOK_PER_S_PER_GROUP
+    cap_p, cap_d = ch17.PREFILL_TOK_PER_S_PER_GROUP, ch17.DECODE_TOK_PER_S_PER_GROUP
     assert p["prefill_groups"] * cap_p >= p["prompt_tok_per_s"] * (1 - 1e-9)
     assert (p["prefill_groups"] - 1) * cap_p < p["prompt_tok_per_s"]
     assert p["decode_groups"] * cap_d >= p["output_tok_per_s"] * (1 - 1e-9)
@@ -167,7 +167,7 @@ def test_pools_cover_demand(rate, prompt, out):
 def test_routing_gain_grows_every_turn(turn):
     a = calc.kv_routing_ttft(M8, HW, turn)
     b = calc.kv_routing_ttft(M8, HW, turn + 1)
-    assert b["context_tokens"] - a["context_tokens"] == calc.CH17_AGENT_TOKENS_PER_TURN
+    assert b["context_tokens"] - a["context_tokens"] == ch17.AGENT_TOKENS_PER_TURN
     if turn > 1:
         assert b["speedup"] > a["speedup"]
 
@@ -191,7 +191,7 @@ def test_routers_of_section_8_at_turn_20():
     # 932 ms cold, 39 ms warm: 90% warm -> ~128 ms, 30% warm -> ~664 ms (from the printed inputs)
     r = calc.kv_routing_ttft(M8, HW, 20)
     good, weak = (calc.routed_mean_ttft_s(r["cold_s"], r["warm_s"], h)
-                  for h in calc.CH17_ROUTER_WARM_SHARES)
+                  for h in ch17.ROUTER_WARM_SHARES)
     assert good == pytest.approx(0.9 * 0.039 + 0.1 * 0.932, abs=1e-3)
     assert weak == pytest.approx(0.3 * 0.039 + 0.7 * 0.932, abs=1e-3)
 

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion import calc
+from companion.chapters import ch17
 from companion.specs import A100_80GB, H100_SXM, H200_SXM, LLAMA_8B, LLAMA_70B, RTX_PRO_6000
 from companion.units import GB, KiB, MB, ms, us
 from tests.printed import assert_printed as printed
@@ -153,7 +154,7 @@ def test_kv_per_token_and_sequence():
     printed(rows[0]["kv_bytes"], "2.62", GB)
     assert rows[1]["fraction_of_memory"] > 0.5        # "more than half an H100's memory"
     default = calc.kv_by_context(M70)
-    assert [r["context_tokens"] for r in default] == list(calc.CH17_KV_TABLE_CONTEXTS)
+    assert [r["context_tokens"] for r in default] == list(ch17.KV_TABLE_CONTEXTS)
     assert "fraction_of_memory" not in default[0]
 
 
@@ -471,7 +472,7 @@ def test_step_grows_with_context(context, batch):
 
 # --- §6 and §5, the fuller models (issue 24): references the companion did not write ---------
 
-CHAT = calc.CH17_CHAT_LIVE_TOKENS
+CHAT = ch17.CHAT_LIVE_TOKENS
 
 
 def test_fused_pass_is_the_rooflines_own_max():

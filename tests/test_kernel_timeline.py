@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from companion import calc, specs, widgets
-from companion.chapters.ch17 import HEALTHY_DECODE_MBU
+from companion.chapters import ch17
 from companion.sim import (BIG_KERNELS, batching_trace, batching_trace_requests,
                            decode_step_timeline, layer_kernels, round_timeline, speed_of_light)
 
@@ -86,7 +86,7 @@ def test_speed_of_light_reads_the_chapters_decode_kernel():
     assert mlp["compute_pct"] < 5                  # §9: "compute ~5%" or less at batch 1
     util = calc.decode_utilization(M8, H100, sol["tokens_per_s"], batch=1)
     assert sol["mbu"] == pytest.approx(util["mbu"]) and sol["mfu"] == pytest.approx(util["mfu"])
-    lo, hi = HEALTHY_DECODE_MBU
+    lo, hi = ch17.HEALTHY_DECODE_MBU
     assert lo <= sol["mbu"] <= hi                  # the whole step lands in §9's healthy band
     ideal = speed_of_light(M8, H100, roof_fraction=1.0)
     assert next(r for r in ideal["kernels"] if r["name"] == "down_proj")["memory_pct"] == \

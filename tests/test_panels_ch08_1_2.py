@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion import calc, plots, specs, units, widgets
-from companion.formulas import batching as bt
+from companion.chapters import ch08
 from tests.printed import rounds_to as printed
 
 
@@ -41,7 +41,7 @@ def test_each_inserted_prefill_adds_its_time_once(inserted, tokens, stall_ms):
                                               inserted_prefill_ms=stall_ms).numbers
     applied = min(inserted, tokens - 1)
     assert n["inserted_prefills_applied"] == applied
-    base = calc.lifecycle_request_time_s(bt.QUEUE_S, bt.PREFILL_S, bt.CLIENT_ITL_S, tokens)
+    base = calc.lifecycle_request_time_s(ch08.QUEUE_S, ch08.PREFILL_S, ch08.CLIENT_ITL_S, tokens)
     assert n["request_time_s"] == pytest.approx(base + applied * stall_ms * units.ms, rel=1e-9)
     assert printed(n["ttft_s"], "0.196")
 
@@ -101,13 +101,13 @@ def test_timeline_figure_draws_figure_8_2():
 
 
 def test_memory_and_capacity_figures():
-    budget = calc.memory_budget(bt.INSTANCE_MEM_BYTES, specs.QWEN3_8B.weight_bytes,
-                                bt.KV_BUDGET_BYTES)
+    budget = calc.memory_budget(ch08.INSTANCE_MEM_BYTES, specs.QWEN3_8B.weight_bytes,
+                                ch08.KV_BUDGET_BYTES)
     fig = plots.memory_budget_figure([("instance", budget)])
     rest = [t for t in fig.data if t.name.startswith("left for")][0]
     assert printed(rest.x[0], "4.7")
-    rows = calc.kv_capacity_table(specs.QWEN3_8B, bt.KV_BUDGET_BYTES)
-    fig = plots.kv_capacity_figure(rows, bt.KV_BUDGET_BYTES)
+    rows = calc.kv_capacity_table(specs.QWEN3_8B, ch08.KV_BUDGET_BYTES)
+    fig = plots.kv_capacity_figure(rows, ch08.KV_BUDGET_BYTES)
     assert [round(y) for y in fig.data[1].y] == [324, 1188]
     assert "37 fit" in fig.data[1].text[0] and "10 fit" in fig.data[1].text[1]
 
@@ -220,7 +220,7 @@ def test_pair_area_figure_is_figure_8_8():
 
 
 def test_graph_padding_and_token_budget():
-    shapes = bt.CHAPTER_CAPTURED_SHAPES
+    shapes = ch08.CAPTURED_SHAPES
     fig = plots.graph_padding_figure([16, 17, 18], [calc.padded_rows(r, shapes)
                                                     for r in (16, 17, 18)],
                                      captured_shapes=shapes)

@@ -11,7 +11,7 @@ from companion.chapters import ch08
 from companion.exercises import data_ch08
 from companion.exercises.variants import pick, rng_for
 from companion.exercises.variants import variant as _variant
-from companion.formulas import compression, kv_management
+from companion.formulas import kv_management
 from companion.grading import Exercise, Part, register, screen_answers
 from companion.sim import kv_scenarios, scheduler
 
@@ -137,9 +137,9 @@ def _params_8_2(seed: int) -> dict:
     requests = (("r0", 0.0, s, chosen["r0_out"]), ("r1", 0.0, s, 2), ("r2", 0.020, L, 2),
                 ("r3", 0.030, s, 4))
     return {
-        "fixed_s": scheduler.ROUND_FIXED_S, "per_token_s": scheduler.ROUND_PER_TOKEN_S,
-        "per_pair_s": scheduler.ROUND_PER_PAIR_S, "requests": requests,
-        "max_running": scheduler.CHAPTER_8_2_2_MAX_RUNNING,
+        "fixed_s": ch08.ROUND_FIXED_S, "per_token_s": ch08.ROUND_PER_TOKEN_S,
+        "per_pair_s": ch08.ROUND_PER_PAIR_S, "requests": requests,
+        "max_running": ch08.SCHEDULE_EXAMPLE_MAX_RUNNING,
         "chunk_tokens": chosen["chunk"], "itl_target_s": chosen["itl_ms"] * units.ms,
         "replay": data_ch08.budget_replay(seed),
     }
@@ -336,8 +336,6 @@ EXERCISE_8_2 = register(Exercise(
 
 # --- Exercise 8-3: block size, paging waste and prefix sharing (8.3.1-8.3.2) -------------------
 
-BLOCK_SIZES_8_3 = ch08.EXERCISE_8_3_BLOCK_SIZES
-BATCHES_8_3 = ch08.EXERCISE_8_3_BATCHES
 _SHAPES_8_3 = [  # (prompt, shared prefix, output): prefixes are whole 16-token blocks
     (ch08.LONG_PROMPT_TOKENS, ch08.SHARED_PREFIX_TOKENS, ch08.OUTPUT_TOKENS), (4096, 3072, 256),
     (16384, 12288, 256), (8192, 4096, 128)]
@@ -345,7 +343,7 @@ _SHAPES_8_3 = [  # (prompt, shared prefix, output): prefixes are whole 16-token 
 
 def _params_8_3(seed: int) -> dict:
     if seed == 0:
-        lengths, model, shape = kv_management.PAGING_EXAMPLE_LENGTHS, specs.QWEN3_8B, _SHAPES_8_3[0]
+        lengths, model, shape = ch08.PAGING_EXAMPLE_LENGTHS, specs.QWEN3_8B, _SHAPES_8_3[0]
     else:
         rng = rng_for("8-3", seed)
         lengths = [int(x) for x in rng.integers(3, 21, size=4)]
@@ -354,26 +352,27 @@ def _params_8_3(seed: int) -> dict:
         model = pick(rng, _MODELS_8_1)
         shape = pick(rng, _SHAPES_8_3)
     prompt, prefix, output = shape
-    return {"lengths": tuple(lengths), "block_sizes": BLOCK_SIZES_8_3, "model": model,
+    return {"lengths": tuple(lengths), "block_sizes": ch08.EXERCISE_8_3_BLOCK_SIZES,
+            "model": model,
             "kv_bytes_per_token": calc.kv_bytes_per_token(model), "prompt_tokens": prompt,
             "shared_prefix_tokens": prefix, "output_tokens": output, "block_tokens": 16,
-            "batches": BATCHES_8_3}
+            "batches": ch08.EXERCISE_8_3_BATCHES}
 
 
 def _parts_8_3() -> tuple[Part, ...]:
     parts = []
-    for p in BLOCK_SIZES_8_3:
+    for p in ch08.EXERCISE_8_3_BLOCK_SIZES:
         parts.append(Part(f"a-p{p}-unused", f"unused slots in the tail blocks, summed "
                                             f"(p = {p})", "tokens", "exact"))
         parts.append(Part(f"a-p{p}-entries", f"block-table entries, summed (p = {p})", "blocks",
                           "exact"))
-    for b in BATCHES_8_3:
+    for b in ch08.EXERCISE_8_3_BATCHES:
         parts.append(Part(f"b-indep-b{b}", f"KV of {b} finished long requests, independent",
                           "MiB"))
-    for b in BATCHES_8_3:
+    for b in ch08.EXERCISE_8_3_BATCHES:
         parts.append(Part(f"b-shared-b{b}", f"KV of {b} finished long requests, shared prefix",
                           "MiB"))
-    for b in BATCHES_8_3:
+    for b in ch08.EXERCISE_8_3_BATCHES:
         parts.append(Part(f"c-saved-b{b}", f"physical blocks saved for {b} requests when one "
                                            f"private block joins the prefix", "blocks", "exact"))
     return tuple(parts)
@@ -500,8 +499,8 @@ def _decision_params_8_4(seed: int) -> dict:
         "b_hit_prob": round(chosen["hit"] + chosen.get("b_more", 0.0), 2),
         # Experiment 8-1's batch-1 prefill efficiency: 62.2% of peak, printed "62%" (8.3.4)
         "efficiency": kv_management.RECOMPUTE_EFFICIENCY,
-        "gen5_link_bytes_per_s": specs.PCIE_GEN5_X16_BYTES_PER_S,
-        "gen4_link_bytes_per_s": specs.PCIE_GEN4_X16_BYTES_PER_S,
+        "gen5_link_bytes_per_s": ch08.PCIE_GEN5_X16_BYTES_PER_S,
+        "gen4_link_bytes_per_s": ch08.PCIE_GEN4_X16_BYTES_PER_S,
     }
 
 
@@ -679,9 +678,9 @@ def _params_8_5(seed: int) -> dict:
     return {
         "model": specs.QWEN3_8B, "every_n_layers": chosen["every"], "buffer_sets": (1, 2),
         "prompt_tokens": chosen["prompt"], "output_tokens": chosen["output"],
-        "pcie_link_bytes_per_s": specs.PCIE_GEN5_X16_BYTES_PER_S,
-        "c2c_link_bytes_per_s": specs.NVLINK_C2C_BYTES_PER_S,
-        "compute_round_s": compression.BATCH1_ROUND_S, "copy_budget_s": chosen["budget_s"],
+        "pcie_link_bytes_per_s": ch08.PCIE_GEN5_X16_BYTES_PER_S,
+        "c2c_link_bytes_per_s": ch08.NVLINK_C2C_BYTES_PER_S,
+        "compute_round_s": ch08.ROUND_B1_S, "copy_budget_s": chosen["budget_s"],
     }
 
 

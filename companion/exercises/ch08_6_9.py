@@ -9,7 +9,6 @@ from companion.chapters import ch08
 from companion.exercises import data_ch08
 from companion.exercises.variants import pick, rng_for
 from companion.exercises.variants import variant as _variant
-from companion.formulas import serving
 from companion.grading import Exercise, Part, register, screen_answers
 
 
@@ -156,7 +155,6 @@ EXERCISE_8_6 = register(Exercise(
 
 # --- Exercise 8-7: the draft length with the lowest latency per token (8.5.2-8.5.4) -------------
 
-DRAFT_LENS_8_7 = ch08.EXERCISE_8_7_DRAFT_LENS
 
 
 def _params_8_7(seed: int) -> dict:
@@ -170,18 +168,18 @@ def _params_8_7(seed: int) -> dict:
                        "draft_s": (2.0 * units.ms, ch08.EXERCISE_8_7_PER_DRAFT_S,
                                    5.0 * units.ms)})
     return {"acceptance": chosen["a"], "verify_s": chosen["verify_s"],
-            "per_draft_s": chosen["draft_s"], "draft_lens": DRAFT_LENS_8_7,
+            "per_draft_s": chosen["draft_s"], "draft_lens": ch08.EXERCISE_8_7_DRAFT_LENS,
             "group": ch08.EXERCISE_8_7_GROUP}
 
 
 def _parts_8_7() -> tuple[Part, ...]:
     parts = [Part(f"a-m{m}", f"expected tokens per round, draft length {m}", "tokens", "rel",
-                  0.002) for m in DRAFT_LENS_8_7]
+                  0.002) for m in ch08.EXERCISE_8_7_DRAFT_LENS]
     parts += [Part(f"b-m{m}", f"average latency per output token, draft length {m}", "ms")
-              for m in DRAFT_LENS_8_7]
+              for m in ch08.EXERCISE_8_7_DRAFT_LENS]
     parts += [
         Part("b-best", "draft length with the lowest latency per token", kind="choice",
-             options=DRAFT_LENS_8_7),
+             options=ch08.EXERCISE_8_7_DRAFT_LENS),
         Part("c-m5", "latency per output token at draft length 5, grouped drafting", "ms"),
         Part("c-marginal", "added time per added expected token, going from 4 to 5 (grouped)",
              "ms"),
@@ -260,7 +258,7 @@ STAGES_8_8 = ("prefill", "decode", "tool")
 
 def _params_8_8(seed: int) -> dict:
     if seed == 0:
-        stages, factor, prep = serving.EX88_STAGE_S, serving.EX88_DECODE_FACTOR, serving.EX88_PREP_S
+        stages, factor, prep = ch08.EX88_STAGE_S, ch08.EX88_DECODE_FACTOR, ch08.EX88_PREP_S
     else:
         rng = rng_for("8-8", seed)
         prefill = pick(rng, [10.0, 15.0, 20.0, 25.0])
@@ -336,18 +334,18 @@ LOAD_CHOICES_8_9 = ("B", "E")
 
 def _params_8_9(seed: int) -> dict:
     chosen = _variant("8-9", seed,
-                      {"deadline": serving.DEADLINE_S, "e_tokens": 2.0, "lookup_ms": 0.1,
+                      {"deadline": ch08.DEADLINE_S, "e_tokens": 2.0, "lookup_ms": 0.1,
                        "small_gib": 6, "short": 16, "rate": data_ch08.LOAD_ARRIVAL_RATE_PER_S},
                       {"deadline": (7.0, 7.5, 8.0), "e_tokens": (2.0, 2.5),
                        "lookup_ms": (0.1, 0.2, 0.5), "small_gib": (6, 7, 8),
                        "short": (16, 24, 32), "rate": (4.0, 6.0, 8.0)})
     lookup_s = chosen["lookup_ms"] * units.ms
     return {
-        "kv_budget_bytes": serving.EXAMPLE_KV_BUDGET_BYTES, "deadline_s": chosen["deadline"],
-        "output_tokens": serving.EXAMPLE_OUTPUT_TOKENS, "batch": serving.EXAMPLE_BATCH,
-        "prompt_tokens": serving.EXAMPLE_PROMPT_TOKENS,
-        "shared_prefix_tokens": serving.EXAMPLE_PREFIX_TOKENS,
-        "shared_prefill_s": serving.SHARED_PREFILL_S, "shared_round_s": serving.SHARED_ROUND_S,
+        "kv_budget_bytes": ch08.KV_BUDGET_BYTES, "deadline_s": chosen["deadline"],
+        "output_tokens": ch08.OUTPUT_TOKENS, "batch": ch08.LONG_BATCH,
+        "prompt_tokens": ch08.LONG_PROMPT_TOKENS,
+        "shared_prefix_tokens": ch08.SHARED_PREFIX_TOKENS,
+        "shared_prefill_s": ch08.SHARED_PREFILL_S, "shared_round_s": ch08.SHARED_ROUND_S,
         "e_tokens_per_round": chosen["e_tokens"], "lookup_s": lookup_s,
         "small_kv_budget_bytes": chosen["small_gib"] * units.GiB,
         "short_output_tokens": chosen["short"],

@@ -66,36 +66,12 @@ CARDS = [specs.H100_SXM, specs.H200_SXM, specs.A100_80GB]
 # --- the chapter's inputs (companion.chapters.ch17), reused as seed 0 -------------------------
 
 H100 = specs.H100_SXM
-CONTEXT_8K = ch17.LONG_CONTEXT_TOKENS              # §4: "8K taken as 8,000 tokens"
-RESERVE_BYTES = ch17.RUNTIME_RESERVE_BYTES         # §4: 4 GB runtime + activations reserve
-CHAT_LIVE_TOKENS = ch17.CHAT_LIVE_TOKENS           # §2, §5: 600 live tokens per sequence
-PROMPT_TOKENS = ch17.PROMPT_TOKENS                 # §2: the 2,048-token prompt
-EFFICIENCY = ch17.PREFILL_EFFICIENCY               # §2: 50% of peak for prefill
-SMOOTH_ITL_S = ch17.SMOOTH_ITL_S                   # §3: a decode step every ~6 ms
-CACHE_BYTES_4 = ch17.CACHE_BYTES                   # §4: "per 80 GB of cache space"
-BATCH_2 = ch17.BATCH                               # §2: B = 64
-DECODE_TOK_PER_S_9 = ch17.DECODE_TOK_PER_S         # §9: measured batch-1 decode, tok/s
-PREFILL_TOK_PER_S_9 = ch17.PREFILL_TOK_PER_S       # §9: loaded-endpoint prefill, tok/s
-PROMISED_SPEEDUP_9 = ch17.PROMISED_SPEEDUP         # §9: "a promised 5x kernel win"
-TP_7 = ch17.TP                                     # §7: the 70B at TP = 4
-PP_STAGES_7 = ch17.PP_STAGES                       # §7: p = 4
-PP_MICROBATCHES_7 = ch17.PP_MICROBATCHES           # §7: m = 16 and m = 64
-PCIE_BYTES_PER_S = ch17.H100_PCIE_BYTES_PER_S      # assumptions: 64 GB/s PCIe Gen5 x16
-REQUEST_RATE_8 = ch17.REQUEST_RATE_PER_S           # §8: 100 req/s
 MEAN_PROMPT_8, MEAN_OUTPUT_8 = ch17.MEAN_PROMPT_TOKENS, ch17.MEAN_OUTPUT_TOKENS
 RDMA_GBIT_PER_S = round(ch17.RDMA_400G_BYTES_PER_S * 8 / 1e9)   # §8: 400 Gb RDMA
 SPEC_ACCEPTANCE, SPEC_DRAFT_LEN = ch17.SPEC_ACCEPTANCE, ch17.SPEC_DRAFT_LEN
-OUTPUT_TOKENS_3 = ch17.OUTPUT_TOKENS               # §3: 250 output tokens
-LONG_PROMPT_3 = ch17.LONG_CONTEXT_TOKENS           # §3: the 8,000-token prompt
-CHUNK_TOKENS_6 = ch17.CHUNK_TOKENS                 # §6: 512-token chunks
-MAX_LEN_5 = ch17.MAX_LEN_TOKENS                    # §5: max_len 8,192 reservation
-CHAT_TURN_TOKENS_5 = ch17.CHAT_TURN_TOKENS         # §5: a chat turn using 300 tokens
 PREFIX_TOKENS_5, PREFIX_USERS_5 = ch17.PREFIX_TOKENS, ch17.PREFIX_USERS
-AGENT_TURN_8 = ch17.ROUTING_TURN                   # §8: turn 20 of the reference agent
-HIT_RATES_8 = ch17.ROUTER_WARM_SHARES              # §8: 90% versus 30% of turns warm
 
 # Assumptions for parts the chapter does not quantify (stated in the given data and notebooks):
-ITL_TARGET_S_10 = ch17.ITL_TARGET_S   # the interview's ITL target, one definition (assumed)
 DRAFT_PARAMS_9 = 1e9         # a 1e9-parameter BF16 draft model for 17-9's draft-cost parts
 PP_TARGET_BUBBLE = 0.05      # a 5% bubble target for 17-6
 
@@ -116,7 +92,8 @@ _MODELS_17_1 = [specs.LLAMA_70B, specs.LLAMA_405B, HF_MODELS["llama-3-8b"], HF_M
 
 def _params_17_1(seed: int) -> dict:
     c = _variant("17-1", seed,
-                 dict(model=specs.LLAMA_70B, context=CONTEXT_8K, cache=CACHE_BYTES_4),
+                 dict(model=specs.LLAMA_70B, context=ch17.LONG_CONTEXT_TOKENS,
+                      cache=ch17.CACHE_BYTES),
                  dict(model=_MODELS_17_1, context=(4_000, 8_000, 16_000, 32_000),
                       cache=(40e9, 60e9, 80e9)))
     m = c["model"]
@@ -210,8 +187,8 @@ _LAYOUTS_17_2 = [(specs.H100_SXM, specs.LLAMA_70B, 4), (specs.H100_SXM, specs.LL
 
 def _params_17_2(seed: int) -> dict:
     c = _variant("17-2", seed,
-                 dict(layout=(H100, specs.LLAMA_70B, TP_7), small=specs.LLAMA_8B,
-                      context=CONTEXT_8K, reserve=RESERVE_BYTES),
+                 dict(layout=(H100, specs.LLAMA_70B, ch17.TP), small=specs.LLAMA_8B,
+                      context=ch17.LONG_CONTEXT_TOKENS, reserve=ch17.RUNTIME_RESERVE_BYTES),
                  dict(layout=_LAYOUTS_17_2, small=ROUND_SMALL,
                       context=(4_000, 8_000, 16_000, 32_000), reserve=(2e9, 4e9, 6e9)))
     hw, big, tp = c["layout"]
@@ -293,8 +270,8 @@ CARDS_17_3 = [specs.H100_SXM, specs.H200_SXM, specs.A100_80GB, specs.RTX_PRO_600
 
 def _params_17_3(seed: int) -> dict:
     c = _variant("17-3", seed,
-                 dict(hw=H100, model=specs.LLAMA_8B, batch=BATCH_2, short=CHAT_LIVE_TOKENS,
-                      long=CONTEXT_8K, prompt=PROMPT_TOKENS),
+                 dict(hw=H100, model=specs.LLAMA_8B, batch=ch17.BATCH, short=ch17.CHAT_LIVE_TOKENS,
+                      long=ch17.LONG_CONTEXT_TOKENS, prompt=ch17.PROMPT_TOKENS),
                  dict(hw=CARDS_17_3, model=ROUND_SMALL, batch=(16, 32, 64, 128),
                       short=(300, 600, 1_000, 2_000), long=(4_000, 8_000, 16_000, 32_000),
                       prompt=(128, 256, 512, 2_048, 8_192)))
@@ -386,8 +363,8 @@ register(Exercise(
 def _params_17_4(seed: int) -> dict:
     if seed == 0:
         m, hw, b, L = specs.LLAMA_8B, H100, 1, 0
-        decode_rate, prefill_rate, promised = DECODE_TOK_PER_S_9, PREFILL_TOK_PER_S_9, \
-            PROMISED_SPEEDUP_9
+        decode_rate, prefill_rate, promised = ch17.DECODE_TOK_PER_S, ch17.PREFILL_TOK_PER_S, \
+            ch17.PROMISED_SPEEDUP
     else:
         rng = rng_for("17-4", seed)
         m, hw = pick(rng, ROUND_SMALL), pick(rng, CARDS)
@@ -467,16 +444,16 @@ _LAYOUTS_17_5 = [(specs.LLAMA_70B, specs.H100_SXM, 2), (specs.LLAMA_70B, specs.H
 
 def _params_17_5(seed: int) -> dict:
     c = _variant("17-5", seed,
-                 dict(layout=(specs.LLAMA_70B, H100, TP_7),
-                      nvlink_lat=calc.CH17_COLLECTIVE_LATENCY_NVLINK_S,
-                      pcie_lat=calc.CH17_COLLECTIVE_LATENCY_PCIE_S),
+                 dict(layout=(specs.LLAMA_70B, H100, ch17.TP),
+                      nvlink_lat=ch17.COLLECTIVE_LATENCY_NVLINK_S,
+                      pcie_lat=ch17.COLLECTIVE_LATENCY_PCIE_S),
                  dict(layout=_LAYOUTS_17_5, nvlink_lat=(3e-6, 5e-6, 8e-6),
                       pcie_lat=(15e-6, 25e-6, 40e-6)))
     m, hw, tp = c["layout"]
     return dict(model=m, hardware=hw, tp=tp, hidden_size=m.hidden_size, n_layers=m.n_layers,
                 weight_bytes=m.weight_bytes, bytes_per_value=2,
                 nvlink_bytes_per_s=hw.interconnect_bytes_per_s,
-                nvlink_latency_s=c["nvlink_lat"], pcie_bytes_per_s=PCIE_BYTES_PER_S,
+                nvlink_latency_s=c["nvlink_lat"], pcie_bytes_per_s=ch17.H100_PCIE_BYTES_PER_S,
                 pcie_latency_s=c["pcie_lat"])
 
 
@@ -573,8 +550,9 @@ _STAGES_17_6 = [(specs.LLAMA_70B, 2), (specs.LLAMA_70B, 4), (specs.LLAMA_70B, 8)
 
 def _params_17_6(seed: int) -> dict:
     c = _variant("17-6", seed,
-                 dict(stages=(specs.LLAMA_70B, PP_STAGES_7), micro=PP_MICROBATCHES_7,
-                      target=PP_TARGET_BUBBLE, hw=H100, reserve=RESERVE_BYTES, node=8),
+                 dict(stages=(specs.LLAMA_70B, ch17.PP_STAGES), micro=ch17.PP_MICROBATCHES,
+                      target=PP_TARGET_BUBBLE, hw=H100, reserve=ch17.RUNTIME_RESERVE_BYTES,
+                      node=8),
                  # targets for which (p - 1)(1/target - 1) is never whole for p <= 8: at 2%, 5%
                  # or 10% the bubble at the answer would equal the target exactly at every p
                  dict(stages=_STAGES_17_6, micro=((8, 32), (16, 64), (12, 48), (32, 128)),
@@ -697,10 +675,10 @@ EXERCISE_17_6 = register(Exercise(
 
 def _params_17_7(seed: int) -> dict:
     c = _variant("17-7", seed,
-                 dict(rate=REQUEST_RATE_8, prompt=MEAN_PROMPT_8, output=MEAN_OUTPUT_8,
-                      pcap=calc.CH17_PREFILL_TOK_PER_S_PER_GROUP,
-                      dcap=calc.CH17_DECODE_TOK_PER_S_PER_GROUP, model=specs.LLAMA_70B,
-                      context=CONTEXT_8K, hw=H100, rdma=RDMA_GBIT_PER_S),
+                 dict(rate=ch17.REQUEST_RATE_PER_S, prompt=MEAN_PROMPT_8, output=MEAN_OUTPUT_8,
+                      pcap=ch17.PREFILL_TOK_PER_S_PER_GROUP,
+                      dcap=ch17.DECODE_TOK_PER_S_PER_GROUP, model=specs.LLAMA_70B,
+                      context=ch17.LONG_CONTEXT_TOKENS, hw=H100, rdma=RDMA_GBIT_PER_S),
                  dict(rate=(40, 60, 100, 150, 250), prompt=(800, 1_500, 2_000, 3_000, 6_000),
                       output=(150, 250, 400, 700), pcap=(8_000, 10_000, 12_000, 16_000),
                       dcap=(1_800, 2_500, 3_000, 4_000),

@@ -10,11 +10,10 @@ from __future__ import annotations
 import math
 
 from companion import calc, specs, units
+from companion.chapters import ch17
 from companion.exercises.ch17 import (
-    AGENT_TURN_8, CHAT_LIVE_TOKENS, CHAT_TURN_TOKENS_5, CHUNK_TOKENS_6, CONTEXT_8K,
-    DRAFT_PARAMS_9, EFFICIENCY, H100, HIT_RATES_8, ITL_TARGET_S_10, LONG_PROMPT_3, MAX_LEN_5,
-    OUTPUT_TOKENS_3, PREFIX_TOKENS_5, PREFIX_USERS_5, PROMPT_TOKENS, RESERVE_BYTES, SHAPE_14B,
-    SMOOTH_ITL_S, SPEC_ACCEPTANCE, SPEC_DRAFT_LEN, CARDS, CARDS_17_3, ROUND_SMALL)
+    DRAFT_PARAMS_9, H100, PREFIX_TOKENS_5, PREFIX_USERS_5, SHAPE_14B, SPEC_ACCEPTANCE,
+    SPEC_DRAFT_LEN, CARDS, CARDS_17_3, ROUND_SMALL)
 from companion.exercises.variants import gb as _gb
 from companion.exercises.variants import ms as _ms
 from companion.exercises.variants import pct as _pct
@@ -30,7 +29,7 @@ _FORMATS_17_8 = ("int8", "fp8", "q8_0", "q4_0")
 
 def _params_17_8(seed: int) -> dict:
     c = _variant("17-8", seed,
-                 dict(model=specs.LLAMA_8B, hw=H100, fmt="int8", context=CONTEXT_8K),
+                 dict(model=specs.LLAMA_8B, hw=H100, fmt="int8", context=ch17.LONG_CONTEXT_TOKENS),
                  dict(model=ROUND_SMALL, hw=CARDS_17_3, fmt=_FORMATS_17_8,
                       context=(4_000, 8_000, 16_000, 32_000)))
     m = c["model"]
@@ -228,8 +227,9 @@ def _memory_bound_live(m, hw, options, rng) -> int:
 
 def _params_17_10(seed: int) -> dict:
     if seed == 0:
-        m, hw, live, reservation = specs.LLAMA_8B, H100, CHAT_LIVE_TOKENS, CONTEXT_8K
-        reserve, target = RESERVE_BYTES, ITL_TARGET_S_10
+        m, hw, live, reservation = (specs.LLAMA_8B, H100, ch17.CHAT_LIVE_TOKENS,
+                                    ch17.LONG_CONTEXT_TOKENS)
+        reserve, target = ch17.RUNTIME_RESERVE_BYTES, ch17.ITL_TARGET_S
     else:
         rng = rng_for("17-10", seed)
         m, hw = pick(rng, ROUND_SMALL), pick(rng, CARDS)
@@ -327,9 +327,11 @@ register(Exercise(
 
 def _params_17_11(seed: int) -> dict:
     c = _variant("17-11", seed,
-                 dict(model=specs.LLAMA_8B, hw=H100, eff=EFFICIENCY, prompt=PROMPT_TOKENS,
-                      output=OUTPUT_TOKENS_3, step=SMOOTH_ITL_S, long=LONG_PROMPT_3,
-                      chunk=CHUNK_TOKENS_6),
+                 dict(model=specs.LLAMA_8B, hw=H100, eff=ch17.PREFILL_EFFICIENCY,
+                      prompt=ch17.PROMPT_TOKENS,
+                      output=ch17.OUTPUT_TOKENS, step=ch17.SMOOTH_ITL_S,
+                      long=ch17.LONG_CONTEXT_TOKENS,
+                      chunk=ch17.CHUNK_TOKENS),
                  dict(model=ROUND_SMALL, hw=CARDS, eff=(0.4, 0.5, 0.6),
                       prompt=(1_024, 2_048, 4_096), output=(150, 250, 500),
                       step=(4e-3, 6e-3, 8e-3, 10e-3), long=(4_000, 8_000, 16_000, 32_000),
@@ -408,8 +410,8 @@ register(Exercise(
 
 def _params_17_12(seed: int) -> dict:
     c = _variant("17-12", seed,
-                 dict(model=specs.LLAMA_8B, hw=H100, max_len=MAX_LEN_5,
-                      used=CHAT_TURN_TOKENS_5, block=16, reservation=CONTEXT_8K,
+                 dict(model=specs.LLAMA_8B, hw=H100, max_len=ch17.MAX_LEN_TOKENS,
+                      used=ch17.CHAT_TURN_TOKENS, block=16, reservation=ch17.LONG_CONTEXT_TOKENS,
                       prefix=PREFIX_TOKENS_5, users=PREFIX_USERS_5),
                  dict(model=ROUND_SMALL, hw=CARDS, max_len=(4_096, 8_192, 16_384),
                       used=(200, 300, 500, 1_000), block=(8, 16, 32),
@@ -417,12 +419,13 @@ def _params_17_12(seed: int) -> dict:
                       users=(20, 50, 100, 200)))
     m = c["model"]
     if seed == 0:
-        c["live"] = CHAT_LIVE_TOKENS
+        c["live"] = ch17.CHAT_LIVE_TOKENS
     else:   # keep the paged step on the memory roof, where the chapter's step formula holds
         c["live"] = _memory_bound_live(m, c["hw"], [400, 600, 1_000, 2_000],
                                        rng_for("17-12/live", seed))
     return dict(model=m, hardware=c["hw"], weight_bytes=m.weight_bytes,
-                kv_bytes_per_token=calc.kv_bytes_per_token(m), reserve_bytes=RESERVE_BYTES,
+                kv_bytes_per_token=calc.kv_bytes_per_token(m),
+                reserve_bytes=ch17.RUNTIME_RESERVE_BYTES,
                 max_len_tokens=c["max_len"], used_tokens=c["used"], block_tokens=c["block"],
                 live_tokens=c["live"], reservation_tokens=c["reservation"],
                 prefix_tokens=c["prefix"], users=c["users"])
@@ -501,9 +504,10 @@ register(Exercise(
 
 def _params_17_13(seed: int) -> dict:
     c = _variant("17-13", seed,
-                 dict(model=specs.LLAMA_8B, hw=H100, eff=EFFICIENCY, turn=AGENT_TURN_8,
-                      first=calc.CH17_AGENT_FIRST_TURN_TOKENS,
-                      per_turn=calc.CH17_AGENT_TOKENS_PER_TURN, hits=HIT_RATES_8),
+                 dict(model=specs.LLAMA_8B, hw=H100, eff=ch17.PREFILL_EFFICIENCY,
+                      turn=ch17.ROUTING_TURN,
+                      first=ch17.AGENT_FIRST_TURN_TOKENS,
+                      per_turn=ch17.AGENT_TOKENS_PER_TURN, hits=ch17.ROUTER_WARM_SHARES),
                  dict(model=ROUND_SMALL, hw=CARDS, eff=(0.4, 0.5, 0.6),
                       turn=(5, 10, 20, 30), first=(2_000, 4_000, 6_000),
                       per_turn=(400, 800, 1_200, 2_000),

@@ -33,19 +33,10 @@ from typing import NamedTuple
 import numpy as np
 
 from companion import validate as v
-from companion.chapters.ch08 import (CACHE_POOLS_BYTES, REPLAY_HIT_TOKENS_6GIB,
-                                     REPLAY_INPUT_TOKENS, REPLAY_INTERARRIVAL_S, REPLAY_REQUESTS,
-                                     REPLAY_ROUNDS)
+from companion.chapters import ch08
 from companion.exercises.variants import pick, rng_for
 from companion.formulas.batching import lifecycle_request_time_s
 from companion.formulas.core import kv_bytes_per_token
-from companion.formulas.serving import (DEADLINE_S, EXAMPLE_BATCH, EXAMPLE_KV_BUDGET_BYTES,
-                                        EXAMPLE_OUTPUT_TOKENS, EXAMPLE_PREFIX_TOKENS,
-                                        EXAMPLE_PROMPT_TOKENS, LOOKUP_QUERY_S,
-                                        LOOKUP_TOKENS_PER_ROUND, PREFILL_S_BATCH1_2K,
-                                        QUALITY_CORRECT, QUALITY_RESPONSES, SHARED_PREFILL_S,
-                                        SHARED_ROUND_S)
-from companion.formulas.speculative import DECODE_ROUND_S_BATCH1_2K
 from companion.sim.kvcache import BlockManager, PrefixCache
 from companion.sim.load import Workload, poisson_arrivals, run_service
 from companion.sim.round_time import StepPlusPrefillRoundTime
@@ -101,13 +92,14 @@ class BudgetReplay(NamedTuple):
 def _budget_replay(seed: int) -> BudgetReplay:
     rng = rng_for("data:8-2", seed)
     prompts = tuple(int(x) * 128 for x in rng.integers(*_REPLAY_PROMPT_STEPS,
-                                                       size=REPLAY_REQUESTS))
-    gap = REPLAY_INTERARRIVAL_S if seed == 0 else pick(rng, _REPLAY_INTERARRIVAL_VARIANTS_S)
-    rows = token_budget_sweep(REPLAY_TOKEN_BUDGETS, n_requests=REPLAY_REQUESTS,
+                                                       size=ch08.REPLAY_REQUESTS))
+    gap = ch08.REPLAY_INTERARRIVAL_S if seed == 0 else pick(rng, _REPLAY_INTERARRIVAL_VARIANTS_S)
+    rows = token_budget_sweep(REPLAY_TOKEN_BUDGETS, n_requests=ch08.REPLAY_REQUESTS,
                               interarrival_s=gap, prompt_tokens=list(prompts),
-                              output_tokens=_REPLAY_OUTPUT_TOKENS, max_running=REPLAY_REQUESTS)
+                              output_tokens=_REPLAY_OUTPUT_TOKENS,
+                              max_running=ch08.REPLAY_REQUESTS)
     return BudgetReplay(prompt_tokens=prompts, interarrival_s=gap,
-                        output_tokens=_REPLAY_OUTPUT_TOKENS, max_running=REPLAY_REQUESTS,
+                        output_tokens=_REPLAY_OUTPUT_TOKENS, max_running=ch08.REPLAY_REQUESTS,
                         rows=tuple(BudgetRow(**row) for row in rows))
 
 
@@ -173,7 +165,7 @@ def _agent_plan(rng: np.random.Generator) -> _AgentPlan:
     system = int(rng.integers(*_SYSTEM_TOKENS))
     summary_at = int(rng.integers(*_SUMMARY_ROUND))
     summary, turns, others, replies = 0, [], [], []
-    for k in range(REPLAY_ROUNDS):
+    for k in range(ch08.REPLAY_ROUNDS):
         if k == summary_at:
             summary = int(rng.integers(*_SUMMARY_TOKENS))
         turns.append(int(rng.integers(*_TURN_TOKENS)))
@@ -195,7 +187,7 @@ def _agent_trace(plan: _AgentPlan):
     system = fresh(plan.system)
     history = np.zeros(0, dtype=np.int64)
     inputs, others = [], []
-    for k in range(REPLAY_ROUNDS):
+    for k in range(ch08.REPLAY_ROUNDS):
         if k == plan.summary_at:
             history = fresh(plan.summary)          # a summary replaces the history
         history = np.concatenate((history, fresh(plan.turns[k])))
@@ -211,14 +203,14 @@ def _plan_totals(plan: _AgentPlan, block: int) -> tuple[int, int]:
     extends the previous one (the summary round keeps only the system prompt), and a pool that
     never evicts serves the previous input's whole blocks. The replay's simulator must agree."""
     lengths, history = [], 0
-    for k in range(REPLAY_ROUNDS):
+    for k in range(ch08.REPLAY_ROUNDS):
         if k == plan.summary_at:
             history = plan.summary
         history += plan.turns[k]
         lengths.append(plan.system + history)
         history += plan.replies[k]
     hits = sum(block * ((plan.system if k == plan.summary_at else lengths[k - 1]) // block)
-               for k in range(1, REPLAY_ROUNDS))
+               for k in range(1, ch08.REPLAY_ROUNDS))
     return sum(lengths), hits
 
 
@@ -241,7 +233,7 @@ def _built_plan(plan: _AgentPlan, input_tokens: int, hit_tokens: int, block: int
         # (which adds input but no hits); move by a token in the direction that helps
         sizes, (lo, hi) = ((turns, _TURN_TOKENS) if rng.random() < 0.5
                            else (replies, _REPLY_TOKENS))
-        k = int(rng.integers(REPLAY_ROUNDS))
+        k = int(rng.integers(ch08.REPLAY_ROUNDS))
         step = -1 if total > input_tokens else 1
         if sizes[k] + step < lo or sizes[k] + step >= hi:
             continue
@@ -282,9 +274,9 @@ def _agent_cache_replay(seed: int) -> AgentCacheReplay:
     plan = _agent_plan(rng)
     if seed == 0:
         # the chapter's replay (8.3.3): 19,556 input tokens, 16,304 of them hit in 6 GiB
-        plan = _built_plan(plan, REPLAY_INPUT_TOKENS, REPLAY_HIT_TOKENS_6GIB, block)
+        plan = _built_plan(plan, ch08.REPLAY_INPUT_TOKENS, ch08.REPLAY_HIT_TOKENS_6GIB, block)
     inputs, others, summary_at = _agent_trace(plan)
-    large, small = (_replay_hits(inputs, others, pool, block) for pool in CACHE_POOLS_BYTES)
+    large, small = (_replay_hits(inputs, others, pool, block) for pool in ch08.CACHE_POOLS_BYTES)
     rounds = []
     for k, agent in enumerate(inputs):
         rounds.append(ReplayRound(
@@ -292,7 +284,7 @@ def _agent_cache_replay(seed: int) -> AgentCacheReplay:
             common_prefix_tokens=_common_prefix(inputs[k - 1], agent) if k else 0,
             hit_tokens_large=large[k], hit_tokens_small=small[k],
             other_requests=len(others[k]), other_tokens=int(sum(o.size for o in others[k]))))
-    return AgentCacheReplay(pool_bytes=CACHE_POOLS_BYTES, block_tokens=block,
+    return AgentCacheReplay(pool_bytes=ch08.CACHE_POOLS_BYTES, block_tokens=block,
                             summarized_round=summary_at + 1, rounds=tuple(rounds))
 
 
@@ -464,13 +456,13 @@ def _retry_records(seed: int) -> RetryRecords:
             for k in range(1, RETRY_MAX_ATTEMPTS + 1):
                 tokens = int(rng.integers(*_RETRY_OUTPUT_TOKENS))
                 ok = bool(rng.random() < p)
-                time_s = lifecycle_request_time_s(0.0, PREFILL_S_BATCH1_2K,
-                                                  DECODE_ROUND_S_BATCH1_2K, tokens)
+                time_s = lifecycle_request_time_s(0.0, ch08.PREFILL_ROUND_S,
+                                                  ch08.ROUND_B1_S, tokens)
                 attempts.append(RetryAttempt(request, t, k, tokens, time_s, ok))
                 if ok:
                     break
     return RetryRecords(success_prob=prob, max_attempts=RETRY_MAX_ATTEMPTS,
-                        prefill_s=PREFILL_S_BATCH1_2K, round_s=DECODE_ROUND_S_BATCH1_2K,
+                        prefill_s=ch08.PREFILL_ROUND_S, round_s=ch08.ROUND_B1_S,
                         attempts=tuple(attempts))
 
 
@@ -489,7 +481,6 @@ def retry_records(seed: int = 0) -> RetryRecords:
 LOAD_REQUESTS = 32
 LOAD_PROBLEMS = 8                       # 8.6.2: "the same eight questions"
 LOAD_ARRIVAL_RATE_PER_S = 6.0           # the companion's choice: a burst above what B or E sustains
-LOAD_MAX_RUNNING = EXAMPLE_BATCH        # 16 requests at a time, as the comprehensive example
 
 
 class LoadRecord(NamedTuple):
@@ -528,38 +519,38 @@ def _scheme_load_runs(seed: int, deadline_s: float, e_tokens_per_round: float, l
     # The same problems answered by the same BF16 target model: speculative decoding keeps the
     # target's output, so a problem is right or wrong under B and E alike. Each problem is right
     # with the retrieval experiment's measured share (294 of 336 responses, 8.6.2).
-    problem_ok = rng.random(LOAD_PROBLEMS) < QUALITY_CORRECT / QUALITY_RESPONSES
+    problem_ok = rng.random(LOAD_PROBLEMS) < ch08.QUALITY_CORRECT / ch08.QUALITY_RESPONSES
     problems = np.arange(LOAD_REQUESTS) % LOAD_PROBLEMS
     correct = [bool(problem_ok[p]) for p in problems]
     # Prefill speed of Experiment 8-1's shared-prefix batch: 16 x 2048 new tokens in 2.04 s.
-    prefill_token_s = SHARED_PREFILL_S / (EXAMPLE_BATCH
-                                          * (EXAMPLE_PROMPT_TOKENS - EXAMPLE_PREFIX_TOKENS))
+    prefill_token_s = ch08.SHARED_PREFILL_S / (ch08.LONG_BATCH
+                                          * (ch08.LONG_PROMPT_TOKENS - ch08.SHARED_PREFIX_TOKENS))
     block_bytes = 16 * kv_bytes_per_token(QWEN3_8B)
     runs = []
-    for name, round_s, per_round in (("B", SHARED_ROUND_S, 1.0),
-                                     ("E", SHARED_ROUND_S + lookup_s, e_tokens_per_round)):
+    for name, round_s, per_round in (("B", ch08.SHARED_ROUND_S, 1.0),
+                                     ("E", ch08.SHARED_ROUND_S + lookup_s, e_tokens_per_round)):
         # The scheduler emits one token per request per round; E's round of `per_round` tokens
         # is simulated as `per_round` equal sub-rounds, so KV grows token by token as it does.
         step = StepPlusPrefillRoundTime(round_s / per_round, prefill_token_s)
-        work = Workload(arrivals, EXAMPLE_PROMPT_TOKENS, EXAMPLE_OUTPUT_TOKENS,
-                        prefix_tokens=EXAMPLE_PREFIX_TOKENS, deadline_s=deadline_s,
+        work = Workload(arrivals, ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS,
+                        prefix_tokens=ch08.SHARED_PREFIX_TOKENS, deadline_s=deadline_s,
                         correct=correct)
-        res = run_service(work, policy="continuous", max_running=LOAD_MAX_RUNNING,
-                          round_time=step, kv_budget_bytes=EXAMPLE_KV_BUDGET_BYTES)
+        res = run_service(work, policy="continuous", max_running=ch08.LONG_BATCH,
+                          round_time=step, kv_budget_bytes=ch08.KV_BUDGET_BYTES)
         records = tuple(LoadRecord(int(i) + 1, int(problems[i]) + 1, float(res.arrival_s[i]),
                                    float(res.first_token_s[i]), float(res.finish_s[i]),
                                    bool(res.correct[i])) for i in range(LOAD_REQUESTS))
         runs.append(SchemeRun(name, round_s, per_round, records,
                               float(res.kv_used_blocks.max(initial=0)) * block_bytes,
                               float(res.busy_s)))
-    return SchemeLoadExperiment(arrival_rate_per_s, deadline_s, EXAMPLE_KV_BUDGET_BYTES,
-                                EXAMPLE_PROMPT_TOKENS, EXAMPLE_PREFIX_TOKENS,
-                                EXAMPLE_OUTPUT_TOKENS, tuple(runs))
+    return SchemeLoadExperiment(arrival_rate_per_s, deadline_s, ch08.KV_BUDGET_BYTES,
+                                ch08.LONG_PROMPT_TOKENS, ch08.SHARED_PREFIX_TOKENS,
+                                ch08.OUTPUT_TOKENS, tuple(runs))
 
 
-def scheme_load_runs(seed: int = 0, *, deadline_s: float = DEADLINE_S,
-                     e_tokens_per_round: float = LOOKUP_TOKENS_PER_ROUND,
-                     lookup_s: float = LOOKUP_QUERY_S,
+def scheme_load_runs(seed: int = 0, *, deadline_s: float = ch08.DEADLINE_S,
+                     e_tokens_per_round: float = ch08.LOOKUP_TOKENS_PER_ROUND,
+                     lookup_s: float = ch08.LOOKUP_QUERY_S,
                      arrival_rate_per_s: float = LOAD_ARRIVAL_RATE_PER_S) -> SchemeLoadExperiment:
     """Generated per-request records of schemes B and E on one seeded arrival trace (Ex. 8-9).
 

@@ -32,13 +32,10 @@ import numpy as np
 
 from companion import calc, specs, units
 from companion.chapters import ch08
-from companion.chapters.ch08 import BATCH_SWEEP_MEASURED
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import PHASE_COLORS
 from companion.explorers.common import titled_figure as _fig
 from companion.explorers.presets import CH08_MODELS, KV_PRECISIONS, ModelMenu, config_control
-from companion.formulas import batching as bt
-from companion.formulas import serving
 from companion.sim.scenarios import (
     TOKEN_BUDGETS,
     chapter_schedule,
@@ -476,7 +473,8 @@ _BATCHES = np.unique(np.geomspace(1, 256, 48).round().astype(int)).tolist()
 def _measurement_traces_apply(model, hardware, context_tokens, kv_precision, weights_in_hbm):
     """Experiment 8-1's measurements belong to one setting: Qwen3-8B, RTX PRO 6000, 2K, BF16."""
     return (model == specs.QWEN3_8B.name and hardware == specs.RTX_PRO_6000.name
-            and context_tokens == BATCH_SWEEP_MEASURED["context_tokens"] and kv_precision == 2.0
+            and context_tokens == ch08.BATCH_SWEEP_MEASURED["context_tokens"]
+            and kv_precision == 2.0
             and weights_in_hbm)
 
 
@@ -534,8 +532,8 @@ class DecodeBatchPanel(Panel):
         curve = calc.decode_step_time_curve(m, hw, _BATCHES, L, **kw)
         chapter = _measurement_traces_apply(m.name, hardware, L, kv_precision, weights_in_hbm)
         fitted = ([calc.mixed_round_time_s(b, L, 0) for b in _BATCHES] if chapter else None)
-        sweep = BATCH_SWEEP_MEASURED
-        measured_round = {"batch": serving.EXP81_BATCHES, "s": serving.EXP81_ROUND_S,
+        sweep = ch08.BATCH_SWEEP_MEASURED
+        measured_round = {"batch": ch08.EXP81_BATCHES, "s": ch08.EXP81_ROUND_S,
                           "label": "Experiment 8-1: measured decode round (engine)"}
         measured_itl = {"batch": sweep["batch"], "s": sweep["itl_s"],
                         "label": "batch sweep: measured mean output interval (client)"}
@@ -552,7 +550,7 @@ class DecodeBatchPanel(Panel):
                        "marker": {"size": 12, "color": "black", "symbol": "circle-open",
                                   "line": {"width": 3}}})
         catchup = calc.compute_catchup_batch(m, hw, L, **kw)
-        fit = calc.max_concurrent(bt.KV_BUDGET_BYTES, m, L, 256, bytes_per_value=kv_precision)
+        fit = calc.max_concurrent(ch08.KV_BUDGET_BYTES, m, L, 256, bytes_per_value=kv_precision)
         numbers = {
             "read_per_token_GiB": here / units.GiB,
             "weight_share_GiB": (at_b["weight_read_per_token_bytes"] if weights_in_hbm

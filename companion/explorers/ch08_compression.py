@@ -25,12 +25,12 @@ import numpy as np
 
 from companion import calc, specs, units
 from companion import validate as v
+from companion.chapters import ch08
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import discrete_colorscale
 from companion.explorers.common import plotly_go as _go
 from companion.exercises import data_ch08
 from companion.formulas import compression as cm
-from companion.formulas import kv_management as km
 
 __all__ = [
     "byte_layout_traces", "byte_layout_figure", "bits_per_value_figure", "memory_stack_traces",
@@ -235,7 +235,7 @@ def interval_fit_figure(contexts, fits, *, crossover_tokens=None, marks=(), titl
 
 # --- 8.4.1: what fits after loading quantised weights ------------------------------------------
 
-_Q2K_FILE_BYTES = cm.Q2K_FILE_PAYLOAD_BYTES + cm.Q2K_FILE_METADATA_BYTES + cm.Q2K_FILE_HEADER_BYTES
+_Q2K_FILE_BYTES = calc.q2k_file_bytes()
 _KV_FORMATS = {"BF16": "bf16", "FP8": "fp8", "q8_0": "q8_0", "q4_0": "q4_0"}
 
 
@@ -326,12 +326,12 @@ class QuantizedFitPanel(Panel):
     controls = (
         Control("weight_file", "weight file", "choice", "Q2_K",
                 options={"Q2_K (79.81 GiB)": "Q2_K", "UD-Q2_K_XL (81.97 GiB)": "UD-Q2_K_XL"}),
-        Control("context_tokens", "context per request (tokens)", "int", cm.CONTEXT_8K_TOKENS,
+        Control("context_tokens", "context per request (tokens)", "int", ch08.LONG_PROMPT_TOKENS,
                 1024, 65536, 1024),
         Control("requests", "requests", "int", 1, 1, 16, 1),
         Control("kv_format", "KV format", "choice", "bf16", options=_KV_FORMATS),
         Control("reserve_gib", "system and workspace reserve (GiB)", "float",
-                cm.M2_SYSTEM_RESERVE_BYTES / units.GiB, 0.0, 24.0, 0.5),
+                ch08.M2_SYSTEM_RESERVE_BYTES / units.GiB, 0.0, 24.0, 0.5),
         Control("memory_gb", "unified memory (GB)", "float", specs.M2_MAX.mem_bytes / units.GB,
                 64.0, 192.0, 1.0),
     )
@@ -342,7 +342,8 @@ class QuantizedFitPanel(Panel):
                 memory_gb) -> View:
         big = specs.QWEN3_235B_A22B
         mem, reserve = memory_gb * units.GB, reserve_gib * units.GiB
-        file_bytes = _Q2K_FILE_BYTES if weight_file == "Q2_K" else cm.UD_Q2K_XL_FILE_GIB * units.GiB
+        file_bytes = (_Q2K_FILE_BYTES if weight_file == "Q2_K"
+                      else ch08.UD_Q2K_XL_FILE_GIB * units.GiB)
         kv_one = calc.kv_quantized_bytes(big, context_tokens, kv_format, block_tokens=1)
         kv_all = requests * kv_one
         left = calc.memory_headroom_bytes(mem, reserve, file_bytes)
@@ -359,9 +360,9 @@ class QuantizedFitPanel(Panel):
         }
         G = units.GiB
         if weight_file == "Q2_K":
-            weights = [("codes + unquantised floats", cm.Q2K_FILE_PAYLOAD_BYTES / G, "weights"),
-                       ("quantisation metadata", cm.Q2K_FILE_METADATA_BYTES / G, "codes"),
-                       ("header and padding", cm.Q2K_FILE_HEADER_BYTES / G, "header")]
+            weights = [("codes + unquantised floats", ch08.Q2K_FILE_PAYLOAD_BYTES / G, "weights"),
+                       ("quantisation metadata", ch08.Q2K_FILE_METADATA_BYTES / G, "codes"),
+                       ("header and padding", ch08.Q2K_FILE_HEADER_BYTES / G, "header")]
         else:
             weights = [("UD-Q2_K_XL file (no breakdown given)", file_bytes / G, "weights")]
         rows = [(weight_file, weights + [("system reserve", reserve / G, "reserve"),
@@ -392,13 +393,13 @@ class CompressedReadPanel(Panel):
 
     title = "Does a compressed KV read pay for its conversion? (8.4.2)"
     controls = (
-        Control("context_tokens", "context (tokens)", "int", cm.CONTEXT_8K_TOKENS, 512, 131072,
+        Control("context_tokens", "context (tokens)", "int", ch08.LONG_PROMPT_TOKENS, 512, 131072,
                 512),
         Control("kv_format", "compressed format", "choice", "q8_0", options=_READ_FORMATS),
         Control("bandwidth_tb_per_s", "effective read bandwidth (TB/s)", "float",
                 _BETA_TB_PER_S, 0.2, 5.0, 0.01),
         Control("conversion_ms", "added conversion time T_c (ms)", "float",
-                cm.CONVERSION_S_CASES[0] / units.ms, 0.0, 2.0, 0.01),
+                ch08.CONVERSION_S_CASES[0] / units.ms, 0.0, 2.0, 0.01),
     )
     main_control = "context_tokens"
     base_layout = {
@@ -450,9 +451,9 @@ class CompressedReadPanel(Panel):
 # --- 8.4.3: weight offload and the per-round copy ----------------------------------------------
 
 _SWEEP_LINK_GB = np.geomspace(8, 1000, 61)
-_LINKS = (("PCIe Gen4 x16", specs.PCIE_GEN4_X16_BYTES_PER_S),
-          ("PCIe Gen5 x16", specs.PCIE_GEN5_X16_BYTES_PER_S),
-          ("NVLink-C2C", specs.NVLINK_C2C_BYTES_PER_S))
+_LINKS = (("PCIe Gen4 x16", ch08.PCIE_GEN4_X16_BYTES_PER_S),
+          ("PCIe Gen5 x16", ch08.PCIE_GEN5_X16_BYTES_PER_S),
+          ("NVLink-C2C", ch08.NVLINK_C2C_BYTES_PER_S))
 
 
 class OffloadPanel(Panel):
@@ -462,14 +463,14 @@ class OffloadPanel(Panel):
     title = "Weight offload: memory freed vs copy per decode round (8.4.3)"
     controls = (
         Control("layers", "FFN layers offloaded (of 36)", "int",
-                specs.QWEN3_8B.n_layers // cm.OFFLOAD_EVERY_N_LAYERS, 0, 36, 1),
+                specs.QWEN3_8B.n_layers // ch08.OFFLOAD_EVERY_N_LAYERS, 0, 36, 1),
         Control("prefetch_buffers", "prefetch buffer sets", "int", 1, 0, 4, 1),
         Control("link_gb_per_s", "host link (GB/s per direction)", "float",
-                specs.PCIE_GEN5_X16_BYTES_PER_S / units.GB, 8.0, 1000.0, 1.0),
-        Control("batch", "requests per round", "int", cm.OFFLOAD_BATCH, 1, 64, 1),
+                ch08.PCIE_GEN5_X16_BYTES_PER_S / units.GB, 8.0, 1000.0, 1.0),
+        Control("batch", "requests per round", "int", ch08.OFFLOAD_BATCH, 1, 64, 1),
         Control("compute_round_ms", "decode round without copying (ms)", "float",
-                cm.BATCH1_ROUND_S / units.ms, 5.0, 100.0, 0.01),
-        Control("output_tokens", "output tokens per request", "int", km.OUTPUT_TOKENS, 2, 2048,
+                ch08.ROUND_B1_S / units.ms, 5.0, 100.0, 0.01),
+        Control("output_tokens", "output tokens per request", "int", ch08.OUTPUT_TOKENS, 2, 2048,
                 1),
     )
     main_control = "layers"
@@ -491,8 +492,8 @@ class OffloadPanel(Panel):
         rounds = output_tokens - 1
         compute_s = compute_round_ms * units.ms
         net = max(plan.net_saved_bytes, 0.0)
-        extra_inputs = calc.max_concurrent(net, m, km.LONG_PROMPT_TOKENS, 1)
-        extra_complete = calc.max_concurrent(net, m, km.LONG_PROMPT_TOKENS, output_tokens)
+        extra_inputs = calc.max_concurrent(net, m, ch08.LONG_PROMPT_TOKENS, 1)
+        extra_complete = calc.max_concurrent(net, m, ch08.LONG_PROMPT_TOKENS, output_tokens)
         if plan.offloaded_bytes > 0:
             copy = calc.offload_copy_bound(plan.offloaded_bytes, link_gb_per_s * units.GB,
                                            compute_s, batch=batch, rounds=rounds)
@@ -565,12 +566,12 @@ class CompressTransferPanel(Panel):
 
     title = "Compress before moving? (8.4.3)"
     controls = (
-        Control("size_mib", "data moved (MiB)", "float", cm.COMPRESS_EXAMPLE_BYTES / units.MiB,
+        Control("size_mib", "data moved (MiB)", "float", ch08.COMPRESS_EXAMPLE_BYTES / units.MiB,
                 1.0, 4096.0, 1.0),
         Control("compressed_fraction", "compressed size r (fraction of S)", "float",
-                cm.COMPRESS_EXAMPLE_FRACTION, 0.05, 0.95, 0.01),
+                ch08.COMPRESS_EXAMPLE_FRACTION, 0.05, 0.95, 0.01),
         Control("link_gb_per_s", "link (GB/s per direction)", "float",
-                specs.PCIE_GEN5_X16_BYTES_PER_S / units.GB, 8.0, 1000.0, 1.0),
+                ch08.PCIE_GEN5_X16_BYTES_PER_S / units.GB, 8.0, 1000.0, 1.0),
         Control("decompress_gb_per_s", "decompression rate R_dec (GB/s of output)", "float",
                 100.0, 1.0, 10000.0, 1.0),
     )
@@ -639,11 +640,11 @@ class RetryCostPanel(Panel):
     controls = (
         Control("attempt_s", "one attempt, format A (s)", "float", calc.SHORT_REQUEST_S, 0.5,
                 30.0, 0.05),
-        Control("accuracy_a", "accuracy of A (BF16 KV: 28/32)", "float", cm.ACCURACY_BF16_KV,
+        Control("accuracy_a", "accuracy of A (BF16 KV: 28/32)", "float", ch08.ACCURACY_BF16_KV,
                 0.5, 1.0, 0.005),
         Control("speed_factor_b", "attempt time of B relative to A", "float", 1.0, 0.5, 1.5,
                 0.01),
-        Control("accuracy_b", "accuracy of B (FP8 KV: 26/32)", "float", cm.ACCURACY_FP8_KV,
+        Control("accuracy_b", "accuracy of B (FP8 KV: 26/32)", "float", ch08.ACCURACY_FP8_KV,
                 0.5, 1.0, 0.005),
         Control("check_s", "checking one answer (s)", "float", 0.0, 0.0, 10.0, 0.1),
     )

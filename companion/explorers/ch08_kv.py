@@ -24,6 +24,7 @@ import numpy as np
 
 from companion import calc, specs, units
 from companion import validate as v
+from companion.chapters import ch08
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import plotly_go as _go
 from companion.formulas import kv_management as km
@@ -489,16 +490,16 @@ class PagingPanel(Panel):
 
     title = "Paged allocation: block tables, tail waste and table entries (8.3.1)"
     controls = (
-        Control("block_tokens", "block size p (tokens)", "int", km.PAGING_EXAMPLE_BLOCK_TOKENS,
+        Control("block_tokens", "block size p (tokens)", "int", ch08.PAGING_EXAMPLE_BLOCK_TOKENS,
                 1, 16, 1),
-        Control("len_a", "length of A (tokens)", "int", km.PAGING_EXAMPLE_LENGTHS[0], 1, 48, 1),
-        Control("len_b", "length of B (tokens)", "int", km.PAGING_EXAMPLE_LENGTHS[1], 1, 48, 1),
-        Control("len_c", "length of C (tokens)", "int", km.PAGING_EXAMPLE_LENGTHS[2], 1, 48, 1),
-        Control("len_d", "length of D (tokens)", "int", km.PAGING_EXAMPLE_LENGTHS[3], 1, 48, 1),
+        Control("len_a", "length of A (tokens)", "int", ch08.PAGING_EXAMPLE_LENGTHS[0], 1, 48, 1),
+        Control("len_b", "length of B (tokens)", "int", ch08.PAGING_EXAMPLE_LENGTHS[1], 1, 48, 1),
+        Control("len_c", "length of C (tokens)", "int", ch08.PAGING_EXAMPLE_LENGTHS[2], 1, 48, 1),
+        Control("len_d", "length of D (tokens)", "int", ch08.PAGING_EXAMPLE_LENGTHS[3], 1, 48, 1),
         Control("max_tokens", "reserved maximum per sequence (tokens)", "int",
-                km.PAGING_EXAMPLE_MAX_TOKENS, 1, 64, 1),
+                ch08.PAGING_EXAMPLE_MAX_TOKENS, 1, 64, 1),
         Control("shared_ab_tokens", "tokens A and B have in common", "int",
-                km.PAGING_EXAMPLE_SHARED_TOKENS, 0, 48, 1),
+                ch08.PAGING_EXAMPLE_SHARED_TOKENS, 0, 48, 1),
     )
     main_control = "block_tokens"
     base_layout = _pool_and_sweep_layout("block size p (tokens)", "slots / entries (4 sequences)")
@@ -563,11 +564,11 @@ class BranchSharingPanel(Panel):
 
     title = "Branch sharing: table entries vs physical blocks (8.3.2)"
     controls = (
-        Control("branches", "branches n_br", "int", km.BRANCH_EXPERIMENT_BRANCHES, 1, 8, 1),
+        Control("branches", "branches n_br", "int", ch08.BRANCH_EXPERIMENT_BRANCHES, 1, 8, 1),
         Control("shared_blocks", "common-prefix blocks B_s", "int",
-                km.BRANCH_EXPERIMENT_SHARED_BLOCKS, 0, 200, 1),
+                ch08.BRANCH_EXPERIMENT_SHARED_BLOCKS, 0, 200, 1),
         Control("private_blocks", "private blocks per branch B_p", "int",
-                km.BRANCH_EXPERIMENT_PRIVATE_BLOCKS, 0, 40, 1),
+                ch08.BRANCH_EXPERIMENT_PRIVATE_BLOCKS, 0, 40, 1),
     )
     main_control = "branches"
     base_layout = _pool_and_sweep_layout("branches n_br", "blocks")
@@ -623,14 +624,14 @@ class SharedPrefixCapacityPanel(Panel):
 
     title = "Shared-prefix capacity: M_KV = prefix + b x private (8.3.2)"
     controls = (
-        Control("batch", "requests b", "int", km.LONG_BATCH, 1, 64, 1),
-        Control("prompt_tokens", "prompt (tokens)", "int", km.LONG_PROMPT_TOKENS, 512, 32768,
+        Control("batch", "requests b", "int", ch08.LONG_BATCH, 1, 64, 1),
+        Control("prompt_tokens", "prompt (tokens)", "int", ch08.LONG_PROMPT_TOKENS, 512, 32768,
                 256),
-        Control("output_tokens", "output (tokens)", "int", km.OUTPUT_TOKENS, 1, 4096, 1),
+        Control("output_tokens", "output (tokens)", "int", ch08.OUTPUT_TOKENS, 1, 4096, 1),
         Control("shared_prefix_tokens", "shared prefix (tokens)", "int",
-                km.SHARED_PREFIX_TOKENS, 0, 32768, 256),
-        Control("block_tokens", "block size (tokens)", "int", km.BLOCK_TOKENS, 1, 256, 1),
-        Control("kv_budget_gib", "KV budget (GiB)", "float", km.KV_BUDGET_BYTES / units.GiB,
+                ch08.SHARED_PREFIX_TOKENS, 0, 32768, 256),
+        Control("block_tokens", "block size (tokens)", "int", ch08.BLOCK_TOKENS, 1, 256, 1),
+        Control("kv_budget_gib", "KV budget (GiB)", "float", ch08.KV_BUDGET_BYTES / units.GiB,
                 1.0, 80.0, 0.5),
     )
     main_control = "shared_prefix_tokens"
@@ -711,14 +712,15 @@ class SnapshotSpacingPanel(Panel):
 
     title = "Hybrid-state snapshots: recompute vs storage (8.3.3)"
     controls = (
-        Control("spacing_tokens", "snapshot every (tokens)", "int", km.HYBRID_SNAPSHOT_POSITIONS[0],
+        Control("spacing_tokens", "snapshot every (tokens)", "int",
+                ch08.HYBRID_SNAPSHOT_POSITIONS[0],
                 256, 32768, 256),
-        Control("matched_tokens", "matched prefix (tokens)", "int", km.HYBRID_MATCHED_TOKENS,
+        Control("matched_tokens", "matched prefix (tokens)", "int", ch08.HYBRID_MATCHED_TOKENS,
                 0, 131072, 128),
         Control("context_tokens", "context kept in snapshots (tokens)", "int",
-                km.HYBRID_MATCHED_TOKENS, 256, 262144, 256),
+                ch08.HYBRID_MATCHED_TOKENS, 256, 262144, 256),
         Control("snapshot_mib", "one snapshot per card (MiB)", "float",
-                km.HYBRID_SNAPSHOT_MIB_PER_CARD, 1.0, 200.0, 0.1),
+                ch08.HYBRID_SNAPSHOT_MIB_PER_CARD, 1.0, 200.0, 0.1),
     )
     main_control = "spacing_tokens"
     base_layout = {
@@ -785,13 +787,13 @@ class ContextOrganisationPanel(Panel):
 
     title = "Organising the context: reuse now, KV read later (8.3.3)"
     controls = (
-        Control("output_tokens", "later output tokens G (tokens)", "int", km.OUTPUT_TOKENS, 1,
+        Control("output_tokens", "later output tokens G (tokens)", "int", ch08.OUTPUT_TOKENS, 1,
                 4096, 1),
         Control("history_tokens", "cached history (tokens)", "int",
-                km.CONTEXT_HISTORY_TOKENS, 1024, 65536, 1024),
+                ch08.CONTEXT_HISTORY_TOKENS, 1024, 65536, 1024),
         Control("appended_tokens", "appended tool result (tokens)", "int",
-                km.CONTEXT_TOOL_RESULT_TOKENS, 0, 8192, 128),
-        Control("summary_tokens", "summary length (tokens)", "int", km.CONTEXT_SUMMARY_TOKENS,
+                ch08.CONTEXT_TOOL_RESULT_TOKENS, 0, 8192, 128),
+        Control("summary_tokens", "summary length (tokens)", "int", ch08.CONTEXT_SUMMARY_TOKENS,
                 128, 8192, 128),
         Control("rewrite_at_tokens", "rewrite starts at token (position)", "int", 0, 0, 8192, 16),
     )
@@ -871,15 +873,15 @@ class RetentionPanel(Panel):
 
     title = "Which prefixes should the cache keep? (8.3.4, Figure 8-22)"
     controls = (
-        Control("hit_prob_a", "hit probability of A", "float", km.RETENTION_HIT_PROB, 0.0, 1.0,
+        Control("hit_prob_a", "hit probability of A", "float", ch08.RETENTION_HIT_PROB, 0.0, 1.0,
                 0.01),
-        Control("hit_prob_b", "hit probability of each B", "float", km.RETENTION_HIT_PROB,
+        Control("hit_prob_b", "hit probability of each B", "float", ch08.RETENTION_HIT_PROB,
                 0.0, 1.0, 0.01),
         Control("link_gb_per_s", "host link (GB/s per direction)", "float",
-                specs.PCIE_GEN5_X16_BYTES_PER_S / units.GB, 4.0, 450.0, 1.0),
-        Control("prefix_a_tokens", "prefix A (tokens)", "int", km.SHARED_PREFIX_TOKENS, 256,
+                ch08.PCIE_GEN5_X16_BYTES_PER_S / units.GB, 4.0, 450.0, 1.0),
+        Control("prefix_a_tokens", "prefix A (tokens)", "int", ch08.SHARED_PREFIX_TOKENS, 256,
                 32768, 256),
-        Control("prefix_b_tokens", "prefix B (tokens)", "int", km.PREFIX_B_TOKENS, 256, 32768,
+        Control("prefix_b_tokens", "prefix B (tokens)", "int", ch08.PREFIX_B_TOKENS, 256, 32768,
                 256),
         Control("cache_mib", "cache space (MiB)", "float", 864.0, 36.0, 8192.0, 36.0),
         Control("efficiency_pct", "recompute at % of BF16 peak", "float",

@@ -22,8 +22,6 @@ from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import PHASE_COLORS
 from companion.explorers.common import plotly_go as _go
 from companion.explorers.presets import CH08_MODELS, KV_PRECISIONS, ModelMenu, config_control
-from companion.formulas import batching as bt
-from companion.formulas import serving
 from companion.sim.scenarios import stalled_interval_positions, timeline_scenario
 
 __all__ = [
@@ -223,17 +221,17 @@ class RequestTimelinePanel(Panel):
 
     title = "One request's timeline against its deadline (8.1.1, Figure 8-2)"
     controls = (
-        Control("queue_ms", "queue before admission (ms)", "float", bt.QUEUE_S / units.ms,
+        Control("queue_ms", "queue before admission (ms)", "float", ch08.QUEUE_S / units.ms,
                 0.0, 3000.0, 10.0),
-        Control("prefill_ms", "prefill + first token (ms)", "float", bt.PREFILL_S / units.ms,
+        Control("prefill_ms", "prefill + first token (ms)", "float", ch08.PREFILL_S / units.ms,
                 5.0, 3000.0, 1.0),
-        Control("interval_ms", "output interval (ms)", "float", bt.CLIENT_ITL_S / units.ms,
+        Control("interval_ms", "output interval (ms)", "float", ch08.CLIENT_ITL_S / units.ms,
                 5.0, 100.0, 0.5),
         Control("output_tokens", "output (tokens)", "int", 256, 1, 1024, 1),
         Control("inserted_prefills", "other requests' prefills inserted", "int", 0, 0, 40, 1),
         Control("inserted_prefill_ms", "each inserted prefill (ms)", "float",
-                bt.PREFILL_S / units.ms, 5.0, 3000.0, 1.0),
-        Control("deadline_s", "deadline (s)", "float", serving.DEADLINE_S, 1.0, 30.0, 0.5),
+                ch08.PREFILL_S / units.ms, 5.0, 3000.0, 1.0),
+        Control("deadline_s", "deadline (s)", "float", ch08.DEADLINE_S, 1.0, 30.0, 0.5),
     )
     main_control = "inserted_prefills"
     base_layout = timeline_layout(["alone", "with inserted prefills"])
@@ -293,9 +291,9 @@ class MemoryBudgetPanel(Panel):
         Control("output_tokens", "output (tokens)", "int", 256, 1, 8192, 1),
         Control("block_tokens", "KV block (tokens)", "int", 16, 1, 256, 1),
         Control("kv_budget_gib", "KV pool M_KV (GiB)", "float",
-                bt.KV_BUDGET_BYTES / units.GiB, 0.5, 80.0, 0.5),
+                ch08.KV_BUDGET_BYTES / units.GiB, 0.5, 80.0, 0.5),
         Control("instance_gib", "instance memory C (GiB)", "float",
-                bt.INSTANCE_MEM_BYTES / units.GiB, 8.0, 89.0, 0.5),
+                ch08.INSTANCE_MEM_BYTES / units.GiB, 8.0, 89.0, 0.5),
         config_control(),
     )
     main_control = "prompt_tokens"

@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from companion import calc, units
+from companion.chapters import ch08
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import titled_figure as _fig
 from companion.formulas import serving as sv
@@ -301,15 +302,15 @@ class AdmissionPanel(Panel):
 
     title = "Admission by deadline and Little's law (8.6.1)"
     controls = (
-        Control("queue_s", "time already queued (s)", "float", sv.SHORT_QUEUE_S, 0.0, 3.0, 0.01),
-        Control("prefill_s", "prefill + first token (s)", "float", sv.SHORT_PREFILL_S, 0.01, 3.0,
+        Control("queue_s", "time already queued (s)", "float", ch08.QUEUE_S, 0.0, 3.0, 0.01),
+        Control("prefill_s", "prefill + first token (s)", "float", ch08.PREFILL_S, 0.01, 3.0,
                 0.001),
-        Control("interval_ms", "output interval (ms)", "float", sv.SHORT_INTERVAL_S / units.ms,
+        Control("interval_ms", "output interval (ms)", "float", ch08.CLIENT_ITL_S / units.ms,
                 1.0, 100.0, 0.1),
-        Control("output_tokens", "output (tokens)", "int", sv.SHORT_OUTPUT_TOKENS, 1, 1024, 1),
-        Control("deadline_s", "deadline (s)", "float", sv.DEADLINE_S, 1.0, 30.0, 0.1),
+        Control("output_tokens", "output (tokens)", "int", ch08.OUTPUT_TOKENS, 1, 1024, 1),
+        Control("deadline_s", "deadline (s)", "float", ch08.DEADLINE_S, 1.0, 30.0, 0.1),
         Control("arrival_rate", "arrival rate (requests/s)", "float",
-                sv.LITTLE_ARRIVAL_RATE_PER_S, 0.0, 32.0, 0.5),
+                ch08.LITTLE_ARRIVAL_RATE_PER_S, 0.0, 32.0, 0.5),
     )
     main_control = "output_tokens"
     base_layout = ADMISSION_LAYOUT
@@ -355,17 +356,17 @@ class SchemePanel(Panel):
     title = "Which configuration serves 16 long requests? (8.6.3, Figure 8-35)"
     controls = (
         Control("kv_budget_gib", "KV + auxiliary budget (GiB)", "float",
-                sv.EXAMPLE_KV_BUDGET_BYTES / units.GiB, 2.0, 32.0, 0.5),
+                ch08.KV_BUDGET_BYTES / units.GiB, 2.0, 32.0, 0.5),
         Control("output_tokens", "output per request (tokens)", "int",
-                sv.EXAMPLE_OUTPUT_TOKENS, 2, 1024, 1),
-        Control("deadline_s", "deadline (s)", "float", sv.DEADLINE_S, 1.0, 30.0, 0.1),
+                ch08.OUTPUT_TOKENS, 2, 1024, 1),
+        Control("deadline_s", "deadline (s)", "float", ch08.DEADLINE_S, 1.0, 30.0, 0.1),
         Control("d_tokens_per_round", "D: tokens per round (acceptance)", "float",
-                float(sv.DFLASH_TOKENS_PER_ROUND), 1.0, float(sv.DFLASH_VERIFY_POSITIONS),
+                float(ch08.DFLASH_TOKENS_PER_ROUND), 1.0, float(sv.DFLASH_VERIFY_POSITIONS),
                 0.1),
         Control("e_tokens_per_round", "E: tokens per round (lookup draft)", "float",
-                float(sv.LOOKUP_TOKENS_PER_ROUND), 1.0, 5.0, 0.1),
+                float(ch08.LOOKUP_TOKENS_PER_ROUND), 1.0, 5.0, 0.1),
         Control("shared_prefix_tokens", "shared prefix (tokens)", "int",
-                sv.EXAMPLE_PREFIX_TOKENS, 0, sv.EXAMPLE_PROMPT_TOKENS - 128, 128),
+                ch08.SHARED_PREFIX_TOKENS, 0, ch08.LONG_PROMPT_TOKENS - 128, 128),
         Control("schemes", "schemes", "choice", "ABCD", options=SCHEME_SETS),
     )
     main_control = "kv_budget_gib"
@@ -424,9 +425,9 @@ class AmdahlPanel(Panel):
     controls = (
         Control("decode_fraction", "decode fraction f of the task", "float", 0.5, 0.0, 1.0,
                 0.01),
-        Control("factor", "decode speedup s (x)", "float", sv.AMDAHL_FACTOR, 1.0, 64.0, 0.5),
+        Control("factor", "decode speedup s (x)", "float", ch08.AMDAHL_FACTOR, 1.0, 64.0, 0.5),
         Control("prep_s", "added preparation (s)", "float", 0.0, 0.0, 60.0, 0.5),
-        Control("task_s", "original task time (s)", "float", sv.AMDAHL_TASK_S, 10.0, 1000.0,
+        Control("task_s", "original task time (s)", "float", ch08.AMDAHL_TASK_S, 10.0, 1000.0,
                 10.0),
     )
     main_control = "decode_fraction"

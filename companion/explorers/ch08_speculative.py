@@ -34,7 +34,6 @@ from companion.chapters import ch08
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import titled_figure as _fig
 from companion.explorers.common import to_ms as _ms
-from companion.formulas import speculative as sp
 from companion.sim import speculative as sim
 from companion.sim.speculative import MAX_DRAFT, VERIFICATION_WORDS, greedy_example
 from companion.specs import QWEN3_8B
@@ -402,9 +401,9 @@ class RejectionSamplingPanel(Panel):
 
     title = "Rejection sampling on two symbols (8.5.1-8.5.2), simulated"
     controls = (
-        Control("p_a", "target p(A)", "float", sp.TOY_TARGET_PROBS[0], 0.0, 1.0, 0.01),
-        Control("q_a", "draft q(A)", "float", sp.TOY_DRAFT_ALWAYS_A[0], 0.0, 1.0, 0.01),
-        Control("draft_len", "draft length m (tokens)", "int", sp.TOY_DRAFT_LEN, 0, 8, 1),
+        Control("p_a", "target p(A)", "float", ch08.TOY_TARGET_PROBS[0], 0.0, 1.0, 0.01),
+        Control("q_a", "draft q(A)", "float", ch08.TOY_DRAFT_ALWAYS_A[0], 0.0, 1.0, 0.01),
+        Control("draft_len", "draft length m (tokens)", "int", ch08.TOY_DRAFT_LEN, 0, 8, 1),
         Control("rounds", "simulated rounds", "int", 4000, 100, 20000, 100),
         Control("seed", "random seed", "int", 0, 0, 99, 1),
     )
@@ -450,16 +449,16 @@ class SpeculativeLatencyPanel(Panel):
     title = "Latency per token and the draft-cost crossover (8.5.2, Figure 8-32)"
     controls = (
         Control("acceptance", "acceptance a per position", "float", 0.75, 0.0, 1.0, 0.01),
-        Control("draft_len", "draft length m (tokens)", "int", sp.TOY_DRAFT_LEN, 0, 12, 1),
+        Control("draft_len", "draft length m (tokens)", "int", ch08.TOY_DRAFT_LEN, 0, 12, 1),
         Control("draft_ms", "draft cost per round (ms)", "float",
-                sp.DRAFT_QUERY_S / units.ms, 0.0, 100.0, 0.1),
+                ch08.DRAFT_QUERY_S / units.ms, 0.0, 100.0, 0.1),
         Control("verify_ms", "verification round (ms)", "float",
-                sp.DECODE_ROUND_S_BATCH1_2K / units.ms, 5.0, 60.0, 0.01),
+                ch08.ROUND_B1_S / units.ms, 5.0, 60.0, 0.01),
         Control("plain_ms", "plain decode round (ms)", "float",
-                sp.DECODE_ROUND_S_BATCH1_2K / units.ms, 5.0, 60.0, 0.01),
+                ch08.ROUND_B1_S / units.ms, 5.0, 60.0, 0.01),
         Control("prep_s", "one-off preparation, e.g. index build (s)", "float",
-                sp.INDEX_BUILD_S, 0.0, 10.0, 0.1),
-        Control("output_tokens", "request output (tokens)", "int", sp.TOY_OUTPUT_TOKENS,
+                ch08.INDEX_BUILD_S, 0.0, 10.0, 0.1),
+        Control("output_tokens", "request output (tokens)", "int", ch08.OUTPUT_TOKENS,
                 1, 1024, 1),
     )
     main_control = "acceptance"
@@ -475,14 +474,14 @@ class SpeculativeLatencyPanel(Panel):
                                                draft_len, prep_s=prep_s)
         plain_s = calc.speculative_request_time(output_tokens, plain, 0.0, 0)
         break_even = calc.prep_break_even_tokens(prep_s, plain, latency)
-        refs = [(label, calc.speculative_expected_tokens(a, sp.TOY_DRAFT_LEN))
+        refs = [(label, calc.speculative_expected_tokens(a, ch08.TOY_DRAFT_LEN))
                 for label, a in _CHAPTER_DRAFTS]
         mine = f"this setting (a = {acceptance:.2f}, m = {draft_len})"
         crossings = [(label, calc.draft_cost_crossover(verify, en, plain)) for label, en in refs]
         crossings.append(("this setting", crossover))
         x_max = max(60 * units.ms, 1.15 * max(c for _, c in crossings), 1.2 * draft)
         xs = [0.0, x_max]
-        curves = {f"{label}, m = {sp.TOY_DRAFT_LEN}":
+        curves = {f"{label}, m = {ch08.TOY_DRAFT_LEN}":
                   [calc.speculative_latency_per_token(verify, en, d) for d in xs]
                   for label, en in refs}
         curves[mine] = [calc.speculative_latency_per_token(verify, n, d) for d in xs]
@@ -518,7 +517,7 @@ class RoundStagesPanel(Panel):
         Control("tokens_per_round", "tokens emitted per round E[X] (tokens)", "float",
                 float(ch08.DFLASH_TOKENS_PER_ROUND), 1.0, MAX_DRAFT + 1.0, 0.05),
         Control("draft_gb", "draft network weights (GB)", "float",
-                units.to_unit(sp.DFLASH_DRAFT_WEIGHT_BYTES, "GB"), 0.1, 16.0, 0.05),
+                units.to_unit(ch08.DFLASH_DRAFT_WEIGHT_BYTES, "GB"), 0.1, 16.0, 0.05),
         Control("prep_ms", "verification preparation (ms)", "float", 0.0, 0.0, 10.0, 0.1),
         Control("decide_ms", "output determination (ms)", "float", 0.0, 0.0, 10.0, 0.1),
     )
@@ -526,7 +525,7 @@ class RoundStagesPanel(Panel):
     base_layout = ROUND_STAGES_LAYOUT
 
     def compute(self, *, draft_tokens, tokens_per_round, draft_gb, prep_ms, decide_ms) -> View:
-        plain = sp.DECODE_ROUND_S_BATCH1_2K
+        plain = ch08.ROUND_B1_S
         bandwidth = calc.effective_read_bandwidth(
             calc.round_read_bytes(QWEN3_8B, 1, ch08.SHORT_PROMPT_TOKENS), plain)
         forward = calc.draft_forward_time(draft_gb * units.GB, bandwidth)

@@ -275,7 +275,7 @@ def _unchunked(prompt_tokens: int, decode_step_s: float, efficiency: float) -> t
                                                       mfu=efficiency)
     batch = calc.decode_batch_for_step(m, hw, decode_step_s)
     fused = calc.fused_chunk_sweep(prompt_tokens, decode_batch=batch,
-                                   decode_context_tokens=calc.CH17_CHAT_LIVE_TOKENS,
+                                   decode_context_tokens=ch17.CHAT_LIVE_TOKENS,
                                    efficiency=efficiency, model=m, hardware=hw)
     return sweep, long_prompt_interference(prompt_tokens, None, round_time=rt), batch, fused
 
@@ -285,13 +285,13 @@ class ChunkSizePanel(Panel):
 
     title = "Chunked prefill: the chunk-size knob (17 §6, 8B on an H100 SXM)"
     controls = (
-        Control("prompt_tokens", "long prompt (tokens)", "int", calc.CH17_LONG_CONTEXT_TOKENS,
+        Control("prompt_tokens", "long prompt (tokens)", "int", ch17.LONG_CONTEXT_TOKENS,
                 1000, 32_000, 250),
         Control("chunk_tokens", "chunk size (tokens)", "int", 512, 32, 8192, 32),
         Control("decode_step_ms", "decode step of the running batch (ms)", "float",
                 ch17.DECODE_STEP_S / units.ms, 1.0, 30.0, 0.1),
         Control("efficiency_pct", "prefill at % of peak", "float",
-                100 * calc.CH17_PREFILL_EFFICIENCY, 10.0, 100.0, 5.0),
+                100 * ch17.PREFILL_EFFICIENCY, 10.0, 100.0, 5.0),
     )
     main_control = "chunk_tokens"
     base_layout = {"height": 480}
@@ -304,7 +304,7 @@ class ChunkSizePanel(Panel):
         sweep, whole, batch, fused_sweep = _unchunked(prompt_tokens, step, eff)
         fused = calc.fused_chunked_prefill(m, hw, prompt_tokens, chunk_tokens,
                                            decode_batch=batch,
-                                           decode_context_tokens=calc.CH17_CHAT_LIVE_TOKENS,
+                                           decode_context_tokens=ch17.CHAT_LIVE_TOKENS,
                                            efficiency=eff)
         rt = StepPlusPrefillRoundTime.from_hardware(m, hw, decode_step_s=step, mfu=eff)
         chunked = long_prompt_interference(prompt_tokens, chunk_tokens, round_time=rt)
@@ -347,7 +347,7 @@ class ChunkSizePanel(Panel):
                 f"{numbers['sim_unchunked_worst_itl_ms']:.0f} ms), TTFT "
                 f"{numbers['sim_ttft_ms']:.0f} ms<br>"
                 f"<b>fused pass</b> ({batch} decode sequences of "
-                f"{calc.CH17_CHAT_LIVE_TOKENS} tokens, attention counted): first chunk "
+                f"{ch17.CHAT_LIVE_TOKENS} tokens, attention counted): first chunk "
                 f"{numbers['fused_first_itl_ms']:.1f} ms, worst {numbers['fused_worst_itl_ms']:.1f}"
                 f" ms; TTFT {numbers['fused_ttft_ms']:.0f} ms vs {numbers['fused_alone_ms']:.0f}"
                 f" ms alone ({numbers['fused_ttft_increase_pct']:+.0f}%); "

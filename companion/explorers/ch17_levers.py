@@ -320,11 +320,11 @@ class BatchSizePanel(Panel):
         card_control(),
         choice_control("tp", "TP degree", 1, TP_DEGREES),
         Control("itl_target_ms", "ITL target (ms, assumed)", "float",
-                calc.CH17_ASSUMED_ITL_TARGET_S / units.ms, 5.0, 100.0, 1.0),
+                ch17.ITL_TARGET_S / units.ms, 5.0, 100.0, 1.0),
         Control("live_tokens", "live KV per sequence (tokens)", "int",
-                calc.CH17_CHAT_LIVE_TOKENS, 100, 32_000, 100),
+                ch17.CHAT_LIVE_TOKENS, 100, 32_000, 100),
         Control("reservation_tokens", "worst-case reservation (tokens)", "int",
-                calc.CH17_LONG_CONTEXT_TOKENS, 1000, 32_000, 500),
+                ch17.LONG_CONTEXT_TOKENS, 1000, 32_000, 500),
     )
     main_control = "itl_target_ms"
     base_layout = {"height": 460}

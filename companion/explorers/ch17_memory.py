@@ -477,11 +477,11 @@ class KVSizingPanel(Panel):
         _KV_MODELS.control(specs.LLAMA_70B.name),
         hardware_control(),
         Control("context_tokens", "context per sequence (tokens)", "int",
-                calc.CH17_LONG_CONTEXT_TOKENS, 100, ch17.LONGEST_CONTEXT_TOKENS, 100),
+                ch17.LONG_CONTEXT_TOKENS, 100, ch17.LONGEST_CONTEXT_TOKENS, 100),
         Control("kv_bytes", "KV precision", "choice", 2.0, options=KV_PRECISION_BYTES),
         Control("tp", "tensor-parallel GPUs", "choice", 4, options=_TP),
         Control("reserve_gb", "runtime reserve per GPU (GB)", "float",
-                calc.CH17_RUNTIME_RESERVE_BYTES / units.GB, 0.0, 20.0, 0.5),
+                ch17.RUNTIME_RESERVE_BYTES / units.GB, 0.0, 20.0, 0.5),
         config_control(),
     )
     main_control = "context_tokens"
@@ -568,10 +568,10 @@ class PagedKVPanel(Panel):
         _PAGED_MODELS.control(specs.LLAMA_8B.name),
         hardware_control(),
         Control("live_tokens", "mean live tokens per sequence", "int",
-                calc.CH17_CHAT_LIVE_TOKENS, 16, 8000, 8),
+                ch17.CHAT_LIVE_TOKENS, 16, 8000, 8),
         Control("block_tokens", "block size (tokens)", "int", 16, 1, 1024, 1),
         Control("reservation_tokens", "contiguous reservation per request (tokens)", "int",
-                calc.CH17_LONG_CONTEXT_TOKENS, 1024, 32_768, 64),
+                ch17.LONG_CONTEXT_TOKENS, 1024, 32_768, 64),
     )
     main_control = "block_tokens"
     base_layout = {
@@ -588,14 +588,14 @@ class PagedKVPanel(Panel):
 
     def compute(self, *, model, hardware, live_tokens, block_tokens, reservation_tokens) -> View:
         m, hw = _PAGED_MODELS[model], HARDWARE_PRESETS[hardware]
-        free = hw.mem_bytes - m.weight_bytes - calc.CH17_RUNTIME_RESERVE_BYTES
+        free = hw.mem_bytes - m.weight_bytes - ch17.RUNTIME_RESERVE_BYTES
         if free <= 0:   # a shelf model too large for one card: say so, draw nothing
             chapter = self.compute(**dict(self.defaults(), hardware=hardware,
                                           live_tokens=live_tokens, block_tokens=block_tokens,
                                           reservation_tokens=reservation_tokens))
             return View(numbers={"fits": False}, traces=blank_traces(chapter.traces),
                         text=(f"<b>{m.name}</b>: {m.weight_bytes / units.GB:,.0f} GB of weights "
-                              f"+ the {calc.CH17_RUNTIME_RESERVE_BYTES / units.GB:g} GB reserve "
+                              f"+ the {ch17.RUNTIME_RESERVE_BYTES / units.GB:g} GB reserve "
                               f"leave no KV space on one {hw.name} "
                               f"({hw.mem_bytes / units.GB:,.0f} GB): this panel is one card; "
                               "17 §7 shards such a model" + source_line(m)))

@@ -21,6 +21,7 @@ from functools import lru_cache
 import numpy as np
 
 from companion import calc, specs, units
+from companion.chapters import ch08
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import REQUEST_PALETTE, SERVING_COLORS, discrete_colorscale
@@ -93,9 +94,9 @@ class TensorParallelPanel(Panel):
         Control("batch", "batch (sequences)", "int", 1, 1, 256, 1),
         Control("context_tokens", "live KV per sequence (tokens)", "int", 0, 0, 32_000, 500),
         Control("nvlink_latency_us", "NVLink collective floor (µs)", "float",
-                calc.CH17_COLLECTIVE_LATENCY_NVLINK_S / units.us, 1.0, 20.0, 0.5),
+                ch17.COLLECTIVE_LATENCY_NVLINK_S / units.us, 1.0, 20.0, 0.5),
         Control("pcie_latency_us", "PCIe collective floor (µs)", "float",
-                calc.CH17_COLLECTIVE_LATENCY_PCIE_S / units.us, 5.0, 100.0, 1.0),
+                ch17.COLLECTIVE_LATENCY_PCIE_S / units.us, 5.0, 100.0, 1.0),
     )
     main_control = "tp"
     base_layout = {"height": 460}
@@ -296,7 +297,7 @@ class PlacementPanel(Panel):
         Control("gpu_mem_gb", "GPU memory (GB)", "float", specs.H100_SXM.mem_bytes / units.GB, 16.0,
                 288.0, 1.0),
         Control("reserve_gb", "runtime reserve per GPU (GB)", "float",
-                calc.CH17_RUNTIME_RESERVE_BYTES / units.GB, 0.0, 40.0, 1.0),
+                ch17.RUNTIME_RESERVE_BYTES / units.GB, 0.0, 40.0, 1.0),
         Control("min_kv_gb", "KV space wanted per GPU (GB)", "float", 0.0, 0.0, 80.0, 1.0),
         choice_control("gpus_per_node", "GPUs per node (NVLink domain)", 8, {"4": 4, "8": 8}),
     )
@@ -434,9 +435,9 @@ class PoolSizingPanel(Panel):
         Control("mean_prompt_tokens", "mean prompt (tokens)", "int", 2000, 100, 32_000, 100),
         Control("mean_output_tokens", "mean output (tokens)", "int", 250, 10, 4000, 10),
         Control("prefill_capacity", "prefill capacity per group (tok/s)", "float",
-                float(calc.CH17_PREFILL_TOK_PER_S_PER_GROUP), 1000.0, 50_000.0, 500.0),
+                float(ch17.PREFILL_TOK_PER_S_PER_GROUP), 1000.0, 50_000.0, 500.0),
         Control("decode_capacity", "decode capacity per group (tok/s)", "float",
-                float(calc.CH17_DECODE_TOK_PER_S_PER_GROUP), 250.0, 20_000.0, 250.0),
+                float(ch17.DECODE_TOK_PER_S_PER_GROUP), 250.0, 20_000.0, 250.0),
     )
     main_control = "request_rate"
     base_layout = {"height": 420}
@@ -485,13 +486,13 @@ class KVRoutingPanel(Panel):
     controls = (
         Control("turn", "turn", "int", 20, 1, 60, 1),
         Control("first_turn_tokens", "first turn (tokens, system + tools)", "int",
-                calc.CH17_AGENT_FIRST_TURN_TOKENS, 500, 32_000, 500),
+                ch17.AGENT_FIRST_TURN_TOKENS, 500, 32_000, 500),
         Control("tokens_per_turn", "added per turn (tokens)", "int",
-                calc.CH17_AGENT_TOKENS_PER_TURN, 100, 8000, 100),
+                ch17.AGENT_TOKENS_PER_TURN, 100, 8000, 100),
         Control("warm_share_pct", "turns the router lands warm (%)", "float",
-                100 * calc.CH17_ROUTER_WARM_SHARES[0], 0.0, 100.0, 5.0),
+                100 * ch17.ROUTER_WARM_SHARES[0], 0.0, 100.0, 5.0),
         Control("efficiency_pct", "prefill at % of peak", "float",
-                100 * calc.CH17_PREFILL_EFFICIENCY, 10.0, 100.0, 5.0),
+                100 * ch17.PREFILL_EFFICIENCY, 10.0, 100.0, 5.0),
         model_control(specs.LLAMA_8B.name, (specs.LLAMA_8B.name, specs.LLAMA_70B.name)),
     )
     main_control = "turn"
@@ -509,7 +510,7 @@ class KVRoutingPanel(Panel):
             _TURNS, cold, warm, mixed_s=mixed,
             mixed_label=f"mean with {warm_share_pct:.0f}% of turns warm",
             selected=(turn, r["cold_s"], r["warm_s"]))
-        weak = calc.CH17_ROUTER_WARM_SHARES[1]
+        weak = ch17.ROUTER_WARM_SHARES[1]
         mean_s = calc.routed_mean_ttft_s(r["cold_s"], r["warm_s"], share)
         weak_mean_s = calc.routed_mean_ttft_s(r["cold_s"], r["warm_s"], weak)
         numbers = {"context_tokens": r["context_tokens"], "cold_TFLOP": r["cold_flops"] / 1e12,
@@ -528,9 +529,9 @@ class KVRoutingPanel(Panel):
 
 # --- §8 the router and the two pools, drawn from the pool-sizing formulas ---------------------
 
-KV_LINKS = {"400 Gb RDMA (50 GB/s)": specs.RDMA_400G_BYTES_PER_S,
-            "PCIe Gen5 x16 (64 GB/s)": specs.PCIE_GEN5_X16_BYTES_PER_S,
-            "NVLink (900 GB/s)": specs.NVLINK_H100_BYTES_PER_S}
+KV_LINKS = {"400 Gb RDMA (50 GB/s)": ch17.RDMA_400G_BYTES_PER_S,
+            "PCIe Gen5 x16 (64 GB/s)": ch08.PCIE_GEN5_X16_BYTES_PER_S,
+            "NVLink (900 GB/s)": ch17.H100_NVLINK_BYTES_PER_S}
 
 
 def _pool_cells(n: int, x0: float, x1: float, y0: float, y1: float) -> tuple[list, list, float]:

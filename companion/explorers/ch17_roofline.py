@@ -247,8 +247,8 @@ class RooflinePanel(Panel):
         _model_choice(),
         Control("batch", "decode batch B (sequences)", "int", ch17.BATCH, 1, 1024, 1),
         Control("context_tokens", "live KV per sequence (tokens)", "int",
-                calc.CH17_CHAT_LIVE_TOKENS, 0, ch17.LONGEST_CONTEXT_TOKENS, 100),
-        Control("prompt_tokens", "prefill prompt (tokens)", "int", calc.CH17_PROMPT_TOKENS,
+                ch17.CHAT_LIVE_TOKENS, 0, ch17.LONGEST_CONTEXT_TOKENS, 100),
+        Control("prompt_tokens", "prefill prompt (tokens)", "int", ch17.PROMPT_TOKENS,
                 16, 32_768, 16),
         Control("weight_bytes", "weight precision", "choice", 2.0, options=_WEIGHT_BYTES),
         Control("kv_bytes", "KV precision", "choice", 2.0, options=KV_PRECISION_BYTES),
@@ -381,13 +381,13 @@ class RequestBudgetPanel(Panel):
     controls = (
         hardware_control(),
         _model_choice(),
-        Control("prompt_tokens", "prompt (tokens)", "int", calc.CH17_PROMPT_TOKENS, 16,
+        Control("prompt_tokens", "prompt (tokens)", "int", ch17.PROMPT_TOKENS, 16,
                 32_768, 16),
         Control("output_tokens", "output (tokens)", "int", 250, 1, 4096, 1),
         Control("itl_ms", "ITL: one decode step (ms)", "float",
                 ch17.SMOOTH_ITL_S / units.ms, 1.0, 100.0, 0.1),
         Control("efficiency_pct", "prefill at % of peak", "float",
-                100 * calc.CH17_PREFILL_EFFICIENCY, 5.0, 100.0, 1.0),
+                100 * ch17.PREFILL_EFFICIENCY, 5.0, 100.0, 1.0),
     )
     main_control = "prompt_tokens"
     base_layout = {
@@ -439,12 +439,12 @@ class HeadOfLinePanel(Panel):
     controls = (
         hardware_control(),
         _model_choice(),
-        Control("prompt_tokens", "long prompt (tokens)", "int", calc.CH17_LONG_CONTEXT_TOKENS,
+        Control("prompt_tokens", "long prompt (tokens)", "int", ch17.LONG_CONTEXT_TOKENS,
                 256, 32_000, 256),
         Control("step_ms", "in-flight decode step (ms)", "float",
                 ch17.SMOOTH_ITL_S / units.ms, 1.0, 50.0, 0.1),
         Control("efficiency_pct", "prefill at % of peak", "float",
-                100 * calc.CH17_PREFILL_EFFICIENCY, 5.0, 100.0, 1.0),
+                100 * ch17.PREFILL_EFFICIENCY, 5.0, 100.0, 1.0),
         Control("decode_batch", "in-flight decodes (rows drawn)", "int", 4, 1, 12, 1),
     )
     main_control = "prompt_tokens"

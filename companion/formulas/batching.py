@@ -15,13 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from companion import validate as v
+from companion.chapters import ch08
 # the chapter's inputs, also read as bt.X by the notebooks and the ledger
-from companion.chapters.ch08 import (  # noqa: F401
-    CAPTURED_SHAPES as CHAPTER_CAPTURED_SHAPES, CHAPTER_REQUEST_TYPES, CLIENT_ITL_S,
-    FIRST_CHUNK_MEDIAN_S, INSTANCE_MEM_BYTES, KV_BUDGET_BYTES, LAST_CHUNK_MEDIAN_S, PREFILL_S,
-    QUEUE_S, ROUND_B1_S, ROUND_B16_S, ROUND_FIXED_S, ROUND_PER_PAIR_S, ROUND_PER_TOKEN_S,
-    SHARED_PREFIX_TOKENS, EXP81_BATCHES, SHORT_PROMPT_TOKENS, LONG_PROMPT_TOKENS,
-    BATCH_SWEEP_MEASURED, OUTPUT_TOKENS)
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
 from companion.formulas.core import (attention_pairs, decode_step_parts, held_tokens, kv_bytes,
@@ -156,8 +151,9 @@ def decode_tokens_per_s(tokens_per_round: int, round_s: float) -> float:
 
 # the chapter's short request alone (8.1.1): 0.1 s queue + 0.096 s prefill + 255 client
 # intervals of 26.5 ms, about 6.95 s (8.4.4 takes it as one attempt)
-SHORT_REQUEST_S = request_time_s(token_emission_times(QUEUE_S, PREFILL_S, CLIENT_ITL_S,
-                                                      OUTPUT_TOKENS))
+SHORT_REQUEST_S = request_time_s(token_emission_times(ch08.QUEUE_S, ch08.PREFILL_S,
+                                                      ch08.CLIENT_ITL_S,
+                                                      ch08.OUTPUT_TOKENS))
 
 
 # --- 8.1.2: memory budget and KV capacity -----------------------------------------------------
@@ -242,7 +238,7 @@ def kv_capacity_table(model: Model, kv_budget_bytes: float, requests: Mapping | 
     (2048, 256) and long (8192, 256) requests.
     """
     if requests is None:
-        requests = CHAPTER_REQUEST_TYPES
+        requests = ch08.CHAPTER_REQUEST_TYPES
     if not isinstance(requests, Mapping):
         raise TypeError(f"requests: expected a mapping name -> (prompt_tokens, output_tokens), "
                         f"got {type(requests).__name__}")
@@ -319,8 +315,8 @@ def read_bytes_curve(weight_bytes: float, batches, context_tokens: int,
     return np.full(len(bs), float(L * k))
 
 
-def read_volume_table(weight_bytes: float, kv_bytes_per_token: float, batches=EXP81_BATCHES,
-                      contexts=(SHORT_PROMPT_TOKENS, LONG_PROMPT_TOKENS)) -> list[dict]:
+def read_volume_table(weight_bytes: float, kv_bytes_per_token: float, batches=ch08.EXP81_BATCHES,
+                      contexts=(ch08.SHORT_PROMPT_TOKENS, ch08.LONG_PROMPT_TOKENS)) -> list[dict]:
     """Exercise 8-1 (a): per-output-token reads for each context and batch, as rows.
 
     Each row: context_tokens, batch, weight_bytes_per_token (D_w / b), kv_read_bytes_per_token
@@ -432,7 +428,7 @@ def chapter_batch_sweep() -> list[dict]:
     (``lifecycle_request_time_s`` with no queue): what b requests finishing together would
     deliver. The quoted values are rounded medians, so the two agree only roughly.
     """
-    d = BATCH_SWEEP_MEASURED
+    d = ch08.BATCH_SWEEP_MEASURED
     g = d["output_tokens"]
     rows = []
     for b, thr, ttft, itl in zip(d["batch"], d["tokens_per_s"], d["ttft_s"], d["itl_s"]):
@@ -529,8 +525,9 @@ def _mixed_round_s(b: int, L: int, c: int, h: int, model: tuple, shapes) -> floa
 
 
 def mixed_round_time_s(decode_requests: int, context_tokens: int, new_tokens: int,
-                       history_tokens: int = 0, *, fixed_s: float = ROUND_FIXED_S,
-                       per_token_s: float = ROUND_PER_TOKEN_S, per_pair_s: float = ROUND_PER_PAIR_S,
+                       history_tokens: int = 0, *, fixed_s: float = ch08.ROUND_FIXED_S,
+                       per_token_s: float = ch08.ROUND_PER_TOKEN_S,
+                       per_pair_s: float = ch08.ROUND_PER_PAIR_S,
                        captured_shapes=None) -> float:
     """One round's time: fixed + per_token x rows + per_pair x pairs (8.2.2 model, 8.2.4).
 
@@ -548,9 +545,9 @@ def mixed_round_time_s(decode_requests: int, context_tokens: int, new_tokens: in
 
 
 def token_budget_for_itl(itl_target_s: float, decode_requests: int, context_tokens: int,
-                         history_tokens: int = 0, *, fixed_s: float = ROUND_FIXED_S,
-                         per_token_s: float = ROUND_PER_TOKEN_S,
-                         per_pair_s: float = ROUND_PER_PAIR_S, captured_shapes=None) -> int:
+                         history_tokens: int = 0, *, fixed_s: float = ch08.ROUND_FIXED_S,
+                         per_token_s: float = ch08.ROUND_PER_TOKEN_S,
+                         per_pair_s: float = ch08.ROUND_PER_PAIR_S, captured_shapes=None) -> int:
     """Most new prompt tokens a round can add while its time stays <= the ITL target (8.2.4).
 
     Step 1: the permitted output interval bounds the round time. Step 2: solve

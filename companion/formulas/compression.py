@@ -14,16 +14,8 @@ from typing import NamedTuple
 import numpy as np
 
 from companion import validate as v
+from companion.chapters import ch08
 # the chapter's inputs of 8.4 (companion.chapters.ch08), also read as cm.X
-from companion.chapters.ch08 import (  # noqa: F401
-    ACCURACY_BF16_KV, ACCURACY_FP8_KV, BF16_INTERVAL_FIXED_S, BF16_INTERVAL_PER_TOKEN_S,
-    COMPRESS_EXAMPLE_BYTES, COMPRESS_EXAMPLE_FRACTION, CONTEXT_32K_TOKENS, CONVERSION_S_CASES,
-    COPY_BUDGET_S, DEEPSEEK_V4_TOTAL_MIB, DEEPSEEK_V41_GLOBAL_MIB, DEEPSEEK_V41_SWA_MIB,
-    EXP81_BATCHES, EXP81_ROUND_S, FIT_CONTEXTS, FP8_INTERVAL_FIXED_S, FP8_INTERVAL_PER_TOKEN_S,
-    LONG_PROMPT_TOKENS as CONTEXT_8K_TOKENS, M2_SYSTEM_RESERVE_BYTES, OFFLOAD_BATCH,
-    OFFLOAD_EVERY_N_LAYERS, OUTPUT_TOKENS, Q2K_FILE_HEADER_BYTES, Q2K_FILE_METADATA_BYTES,
-    Q2K_FILE_PAYLOAD_BYTES, ROUND_B1_S as BATCH1_ROUND_S, SHORT_PROMPT_TOKENS,
-    UD_Q2K_XL_FILE_GIB)
 from companion.formulas.args import model_arg as _model
 from companion.formulas.core import (QUANT_FORMATS, kv_bytes, kv_bytes_per_token, max_concurrent)
 from companion.formulas.kv_management import link_transfer_s
@@ -89,6 +81,11 @@ def quant_format_layout(fmt: str) -> QuantLayout:
     # a format without a listed code width is taken as plain (no metadata)
     code_bits = QUANT_CODE_BITS.get(f, 8 * group_bytes / group)
     return quant_group_layout(group, code_bits, group_bytes - group * code_bits / 8)
+
+
+def q2k_file_bytes() -> int:
+    """Bytes of 8.4.1's Q2_K file of Qwen3-235B-A22B: codes and floats + metadata + header."""
+    return ch08.Q2K_FILE_PAYLOAD_BYTES + ch08.Q2K_FILE_METADATA_BYTES + ch08.Q2K_FILE_HEADER_BYTES
 
 
 def memory_headroom_bytes(mem_bytes: float, reserved_bytes: float, weight_bytes: float,
@@ -431,6 +428,7 @@ def expected_time_to_correct_s(attempt_s: float, success_prob: float,
 # 8.4.2's read-bound effective bandwidth (about 1.16 TB/s, "65%" of peak) is Experiment 8-1's
 # batch-64 round (8.6.3): D_w + 64 x 2048 x k bytes (printed 34.46 GB) read in 29.63 ms.
 MEASURED_READ_BYTES = (QWEN3_8B.streamed_weight_bytes
-                       + EXP81_BATCHES[-1] * SHORT_PROMPT_TOKENS * kv_bytes_per_token(QWEN3_8B))
-MEASURED_ROUND_S = EXP81_ROUND_S[-1]
-DECODE_ROUNDS = OUTPUT_TOKENS - 1          # 256 outputs: 255 forward passes after the first
+                       + ch08.EXP81_BATCHES[-1] * ch08.SHORT_PROMPT_TOKENS
+                       * kv_bytes_per_token(QWEN3_8B))
+MEASURED_ROUND_S = ch08.EXP81_ROUND_S[-1]
+DECODE_ROUNDS = ch08.OUTPUT_TOKENS - 1          # 256 outputs: 255 forward passes after the first

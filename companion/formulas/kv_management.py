@@ -10,19 +10,7 @@ import math
 from typing import NamedTuple
 
 from companion import validate as v
-from companion.chapters.ch08 import (  # noqa: F401
-    BLOCK_TOKENS, BRANCH_EXPERIMENT_BRANCHES, BRANCH_EXPERIMENT_PRIVATE_BLOCKS,
-    BRANCH_EXPERIMENT_SHARED_BLOCKS, CANCEL_CALL_S, CANCEL_RELEASE_S, CANCEL_RELEASED_BLOCKS,
-    CONTEXT_HISTORY_TOKENS, CONTEXT_SUMMARY_TOKENS, CONTEXT_TOOL_RESULT_TOKENS,
-    COW_EXAMPLE_BLOCK_TOKENS, COW_EXAMPLE_BRANCHES,
-    COW_EXAMPLE_SHARED_TOKENS, DEEPSEEK_DECODER_LAYERS, DEEPSEEK_GLOBAL_KV_FRACTION,
-    DEEPSEEK_REPLAY_WINDOW_TOKENS, DEEPSEEK_SWA_LAYERS, DEEPSEEK_SWA_SHARE,
-    EXERCISE_8_3_BATCHES, EXERCISE_8_3_BLOCK_SIZES, HYBRID_MATCHED_TOKENS,
-    HYBRID_SNAPSHOT_MIB_PER_CARD, HYBRID_SNAPSHOT_POSITIONS, KV_BUDGET_BYTES, LONG_BATCH,
-    LONG_PROMPT_TOKENS, OUTPUT_TOKENS, PAGING_EXAMPLE_BLOCK_TOKENS, PAGING_EXAMPLE_LENGTHS,
-    PAGING_EXAMPLE_MAX_TOKENS, PAGING_EXAMPLE_SHARED_TOKENS, PREFILL_ROUND_S, PREFIX_B_COUNT,
-    PREFIX_B_TOKENS, REPLAY_HIT_TOKENS_6GIB, REPLAY_INPUT_TOKENS, RETENTION_HIT_PROB,
-    SHARED_PREFIX_TOKENS, SHORT_PROMPT_TOKENS)
+from companion.chapters import ch08
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
 from companion.formulas.core import (cache_retention_value, held_tokens, measured_prefill_mfu,
@@ -304,7 +292,7 @@ class SwaRestore(NamedTuple):
 
 def swa_restore_plan(prefix_tokens: int, suffix_tokens: int, *, global_kv_hit: bool,
                      encoder_swa_hit: bool,
-                     window_tokens: int = DEEPSEEK_REPLAY_WINDOW_TOKENS) -> SwaRestore:
+                     window_tokens: int = ch08.DEEPSEEK_REPLAY_WINDOW_TOKENS) -> SwaRestore:
     """DeepSeek V4.1's three cases for continuing a cached prefix of ``prefix_tokens`` with
     ``suffix_tokens`` new ones (8.3.3).
 
@@ -341,7 +329,7 @@ def swa_restore_plan(prefix_tokens: int, suffix_tokens: int, *, global_kv_hit: b
 
 
 def stacked_window_reach_tokens(layers: int,
-                                window_tokens: int = DEEPSEEK_REPLAY_WINDOW_TOKENS) -> int:
+                                window_tokens: int = ch08.DEEPSEEK_REPLAY_WINDOW_TOKENS) -> int:
     """Earlier tokens that the top of ``layers`` stacked sliding-window layers still depends on.
 
     Each layer sees the previous layer's outputs for the last ``window_tokens`` positions (its
@@ -467,5 +455,5 @@ def cache_replay_hits(input_tokens: int, hit_tokens: int) -> CacheReplay:
 # 8.3.4: the recomputation runs at the batch-1 prefill MFU of Experiment 8-1, derived from its
 # measured 2048-token prefill (94.8 ms, footnote 5): 62.16%, which the chapter prints as "62%".
 # (Its 307.9 ms needs 62.2%; the ledger's 8.3.4 entries say so.)
-RECOMPUTE_EFFICIENCY = measured_prefill_mfu(QWEN3_8B, RTX_PRO_6000, 1, SHORT_PROMPT_TOKENS, 0,
-                                            PREFILL_ROUND_S)
+RECOMPUTE_EFFICIENCY = measured_prefill_mfu(QWEN3_8B, RTX_PRO_6000, 1, ch08.SHORT_PROMPT_TOKENS, 0,
+                                            ch08.PREFILL_ROUND_S)

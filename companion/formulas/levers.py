@@ -12,19 +12,16 @@ from __future__ import annotations
 import math
 
 from companion import validate as v
-from companion.chapters.ch17 import (CHUNK_TOKENS, INT8_BYTES_PER_PARAM, SPEC_ACCEPTANCE,
-                                     SPEC_DRAFT_LEN, TP)
+from companion.chapters import ch17
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
 from companion.formulas.core import (kv_bytes, kv_bytes_per_token, ridge_point,
                                      speculative_expected_tokens)
 from companion.formulas.parallelism import parallel_layout, weights_per_gpu_bytes
-from companion.formulas.performance import (CH17_LONG_CONTEXT_TOKENS, CH17_PREFILL_EFFICIENCY,
-                                            CH17_PROMPT_TOKENS, CH17_RUNTIME_RESERVE_BYTES,
-                                            chunked_prefill_trade, decode_intensity,
-                                            decode_time_split, kv_weight_crossover_tokens,
-                                            memory_sweep_s, paged_batch_gain, prefill_compute_s,
-                                            quantization_ceiling, roofline_point, tp_kv_capacity)
+from companion.formulas.performance import (
+    chunked_prefill_trade, decode_intensity, decode_time_split, kv_weight_crossover_tokens,
+    memory_sweep_s, paged_batch_gain, prefill_compute_s, quantization_ceiling, roofline_point,
+    tp_kv_capacity)
 from companion.specs import LLAMA_70B, Hardware, Model
 
 __all__ = ["levers_table", "mechanism_lever_map", "cheat_sheet"]
@@ -43,7 +40,7 @@ def _smallest_layout(model: Model, hardware: Hardware, reserve_bytes: float):
 
 
 def levers_table(model: Model, hardware: Hardware, *, large_model: Model = LLAMA_70B,
-                 tp: int = TP) -> list[dict]:
+                 tp: int = ch17.TP) -> list[dict]:
     """The levers, indexed by symptom, with the quantity each changes and its arithmetic for this
     model and card (re-derived from the formulas: 17 §10's table is not reproduced here).
 
@@ -61,10 +58,10 @@ def levers_table(model: Model, hardware: Hardware, *, large_model: Model = LLAMA
     paged = paged_batch_gain(m, hw) if one_gpu else None
     chunk = None
     if one_gpu:
-        chunk = chunked_prefill_trade(m, hw, CH17_LONG_CONTEXT_TOKENS, CHUNK_TOKENS,
+        chunk = chunked_prefill_trade(m, hw, ch17.LONG_CONTEXT_TOKENS, ch17.CHUNK_TOKENS,
                                       paged["naive"]["step_s"])
-    quant = quantization_ceiling(m, hw, INT8_BYTES_PER_PARAM)
-    spec = speculative_expected_tokens(SPEC_ACCEPTANCE, SPEC_DRAFT_LEN)
+    quant = quantization_ceiling(m, hw, ch17.INT8_BYTES_PER_PARAM)
+    spec = speculative_expected_tokens(ch17.SPEC_ACCEPTANCE, ch17.SPEC_DRAFT_LEN)
     kv_fp8 = kv_bytes_per_token(m, 1)
     kv_bf16 = kv_bytes_per_token(m, 2)
     return [
@@ -136,10 +133,10 @@ def mechanism_lever_map() -> list[dict]:
 
 
 def cheat_sheet(model: Model, hardware: Hardware, *,
-                context_tokens: int = CH17_LONG_CONTEXT_TOKENS,
-                prompt_tokens: int = CH17_PROMPT_TOKENS,
-                reserve_bytes: float = CH17_RUNTIME_RESERVE_BYTES,
-                efficiency: float = CH17_PREFILL_EFFICIENCY) -> list[dict]:
+                context_tokens: int = ch17.LONG_CONTEXT_TOKENS,
+                prompt_tokens: int = ch17.PROMPT_TOKENS,
+                reserve_bytes: float = ch17.RUNTIME_RESERVE_BYTES,
+                efficiency: float = ch17.PREFILL_EFFICIENCY) -> list[dict]:
     """The chapter's headline numbers re-derived for any model and card (17 §10's cheat sheet,
     re-derived from the formulas). Rows: quantity, value (base units), unit, section."""
     m = _model(model)
@@ -168,9 +165,11 @@ def cheat_sheet(model: Model, hardware: Hardware, *,
         (f"max concurrent {L}-token sequences, one card", cap["max_sequences"], "sequences",
          "§4"),
         ("KV = weights crossover context", kv_weight_crossover_tokens(m), "tokens", "§4"),
-        ("INT8 batch-1 decode ceiling", quantization_ceiling(m, hw, INT8_BYTES_PER_PARAM)["tokens_per_s"], "tok/s",
+        ("INT8 batch-1 decode ceiling",
+         quantization_ceiling(m, hw, ch17.INT8_BYTES_PER_PARAM)["tokens_per_s"], "tok/s",
          "§10"),
-        ("speculative tokens per pass (k=4, alpha=0.7)", speculative_expected_tokens(SPEC_ACCEPTANCE, SPEC_DRAFT_LEN),
+        ("speculative tokens per pass (k=4, alpha=0.7)",
+         speculative_expected_tokens(ch17.SPEC_ACCEPTANCE, ch17.SPEC_DRAFT_LEN),
          "tokens", "§10"),
     ]
     layout = _smallest_layout(m, hw, reserve)

@@ -14,32 +14,17 @@ from __future__ import annotations
 import math
 
 from companion import validate as v
+from companion.chapters import ch17
 # the chapter's inputs (companion.chapters.ch17), exported as calc.CH17_X for the notebooks
-from companion.chapters.ch17 import (
-    AGENT_FIRST_TURN_TOKENS as CH17_AGENT_FIRST_TURN_TOKENS,
-    AGENT_TOKENS_PER_TURN as CH17_AGENT_TOKENS_PER_TURN,
-    ALLREDUCES_PER_LAYER as CH17_ALLREDUCES_PER_LAYER,
-    COLLECTIVE_LATENCY_NVLINK_S as CH17_COLLECTIVE_LATENCY_NVLINK_S,
-    COLLECTIVE_LATENCY_PCIE_S as CH17_COLLECTIVE_LATENCY_PCIE_S,
-    DECODE_TOK_PER_S_PER_GROUP as CH17_DECODE_TOK_PER_S_PER_GROUP,
-    ITL_TARGET_S as CH17_ASSUMED_ITL_TARGET_S,
-    PREFILL_TOK_PER_S_PER_GROUP as CH17_PREFILL_TOK_PER_S_PER_GROUP,
-    ROUTER_WARM_SHARES as CH17_ROUTER_WARM_SHARES)
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
 from companion.formulas.core import (kv_bytes, kv_bytes_per_token, matrix_flops,
                                      moe_streamed_weight_bytes, pipeline_bubble)
-from companion.formulas.performance import (CH17_CHAT_LIVE_TOKENS, CH17_LONG_CONTEXT_TOKENS,
-                                            CH17_PREFILL_EFFICIENCY, CH17_RUNTIME_RESERVE_BYTES,
-                                            prefill_compute_s, tp_kv_capacity)
+from companion.formulas.performance import prefill_compute_s, tp_kv_capacity
 from companion.specs import LLAMA_8B, LLAMA_70B, LLAMA_405B, Hardware, Model
 
 __all__ = [
     # inputs the chapter states
-    "CH17_COLLECTIVE_LATENCY_NVLINK_S", "CH17_COLLECTIVE_LATENCY_PCIE_S",
-    "CH17_ALLREDUCES_PER_LAYER", "CH17_PREFILL_TOK_PER_S_PER_GROUP",
-    "CH17_DECODE_TOK_PER_S_PER_GROUP", "CH17_AGENT_FIRST_TURN_TOKENS",
-    "CH17_AGENT_TOKENS_PER_TURN", "CH17_ROUTER_WARM_SHARES", "CH17_ASSUMED_ITL_TARGET_S",
     # §7 tensor / pipeline parallelism and placement
     "tp_allreduce_traffic", "tp_decode_step", "tp_layout_rows", "pp_stages", "PIPE_PHASES",
     "pipeline_grid", "weights_per_gpu_bytes", "layout_candidates", "parallel_layout",
@@ -70,13 +55,13 @@ def tp_allreduce_traffic(model: Model, tp: int, *, bytes_per_value: float = 2) -
     b = v.positive("bytes_per_value", bytes_per_value)
     activation = _hidden(m) * b
     ring = 2 * (p - 1) / p * activation
-    collectives = CH17_ALLREDUCES_PER_LAYER * m.n_layers
+    collectives = ch17.ALLREDUCES_PER_LAYER * m.n_layers
     return dict(activation_bytes=activation, ring_bytes=ring, collectives=collectives,
                 bytes_per_token=collectives * ring)
 
 
 def tp_decode_step(model: Model, hardware: Hardware, tp: int, *,
-                   collective_latency_s: float = CH17_COLLECTIVE_LATENCY_NVLINK_S,
+                   collective_latency_s: float = ch17.COLLECTIVE_LATENCY_NVLINK_S,
                    link_bytes_per_s: float | None = None, batch: int = 1,
                    context_tokens: int = 0, bytes_per_value: float = 2) -> dict:
     """A TP decode step: each GPU reads 1/p of the weights and KV, then pays its collectives.
@@ -114,8 +99,8 @@ def tp_decode_step(model: Model, hardware: Hardware, tp: int, *,
 
 def tp_layout_rows(model, hardware, *, degrees=(1, 2, 4, 8), batch: int = 1,
                    context_tokens: int = 0,
-                   nvlink_latency_s: float = CH17_COLLECTIVE_LATENCY_NVLINK_S,
-                   pcie_latency_s: float = CH17_COLLECTIVE_LATENCY_PCIE_S) -> list[dict]:
+                   nvlink_latency_s: float = ch17.COLLECTIVE_LATENCY_NVLINK_S,
+                   pcie_latency_s: float = ch17.COLLECTIVE_LATENCY_PCIE_S) -> list[dict]:
     """``tp_decode_step`` for each TP degree over NVLink and over PCIe (TP 1 once):
     dicts with label, tp, link, read_s, latency_s, wire_s, step_s, overhead, tokens_per_s."""
     hw = _hardware(hardware)
@@ -220,7 +205,7 @@ def layout_candidates(gpus_per_node: int = 8, max_pp: int = 16) -> list[tuple[in
 
 
 def parallel_layout(model: Model, hardware: Hardware, *,
-                    reserve_bytes: float = CH17_RUNTIME_RESERVE_BYTES, gpus_per_node: int = 8,
+                    reserve_bytes: float = ch17.RUNTIME_RESERVE_BYTES, gpus_per_node: int = 8,
                     max_nodes: int = 16, min_kv_bytes_per_gpu: float = 0.0) -> dict:
     """The smallest layout that fits, by the chapter's rule: TP first, inside the node (17 §7).
 
@@ -278,8 +263,8 @@ def placement_candidates(model, *, gpus_per_node: int = 8, max_pp: int = 4) -> l
 
 def disaggregated_pools(request_rate_per_s: float, mean_prompt_tokens: float,
                         mean_output_tokens: float, *,
-                        prefill_tok_per_s_per_group: float = CH17_PREFILL_TOK_PER_S_PER_GROUP,
-                        decode_tok_per_s_per_group: float = CH17_DECODE_TOK_PER_S_PER_GROUP
+                        prefill_tok_per_s_per_group: float = ch17.PREFILL_TOK_PER_S_PER_GROUP,
+                        decode_tok_per_s_per_group: float = ch17.DECODE_TOK_PER_S_PER_GROUP
                         ) -> dict:
     """Prefill and decode pool sizes as two independent divisions, rounded up (17 §8).
 
@@ -314,9 +299,9 @@ def kv_transfer_s(model: Model, context_tokens: int, link_bytes_per_s: float, *,
 
 
 def kv_routing_ttft(model: Model, hardware: Hardware, turn: int, *,
-                    first_turn_tokens: int = CH17_AGENT_FIRST_TURN_TOKENS,
-                    tokens_per_turn: int = CH17_AGENT_TOKENS_PER_TURN,
-                    efficiency: float = CH17_PREFILL_EFFICIENCY) -> dict:
+                    first_turn_tokens: int = ch17.AGENT_FIRST_TURN_TOKENS,
+                    tokens_per_turn: int = ch17.AGENT_TOKENS_PER_TURN,
+                    efficiency: float = ch17.PREFILL_EFFICIENCY) -> dict:
     """TTFT of a multi-turn conversation's turn on a cold versus a warm (prefix-holding) worker.
 
     Context at turn t: first + (t - 1) x per_turn; cold re-prefills all of it, warm only the new
@@ -387,10 +372,10 @@ def itl_batch_ceiling(model: Model, hardware: Hardware, itl_target_s: float,
 
 
 def batch_window(model: Model, hardware: Hardware, *, tp: int = 1,
-                 live_tokens: int = CH17_CHAT_LIVE_TOKENS,
-                 reservation_tokens: int = CH17_LONG_CONTEXT_TOKENS,
-                 itl_target_s: float = CH17_ASSUMED_ITL_TARGET_S,
-                 reserve_bytes: float = CH17_RUNTIME_RESERVE_BYTES) -> dict:
+                 live_tokens: int = ch17.CHAT_LIVE_TOKENS,
+                 reservation_tokens: int = ch17.LONG_CONTEXT_TOKENS,
+                 itl_target_s: float = ch17.ITL_TARGET_S,
+                 reserve_bytes: float = ch17.RUNTIME_RESERVE_BYTES) -> dict:
     """The interview's batch-size window: the ITL ceiling, the KV caps and the batch to run.
 
     KV cap with paged KV: free KV / (live tokens x k); with worst-case reservations: free KV /

@@ -16,13 +16,8 @@ import math
 import numpy as np
 
 from companion import validate as v
+from companion.chapters import ch17
 # the chapter's inputs (companion.chapters.ch17), exported as calc.CH17_X for the notebooks
-from companion.chapters.ch17 import (
-    CACHE_BYTES, CHAT_LIVE_TOKENS as CH17_CHAT_LIVE_TOKENS,
-    KV_TABLE_CONTEXTS as CH17_KV_TABLE_CONTEXTS, LONG_CONTEXT_TOKENS as CH17_LONG_CONTEXT_TOKENS,
-    MAX_LEN_TOKENS as CH17_MAX_LEN_TOKENS, PREFILL_EFFICIENCY as CH17_PREFILL_EFFICIENCY,
-    PROMPT_TOKENS as CH17_PROMPT_TOKENS, REGISTER_LATENCY_S, RUNTIME_RESERVE_BYTES as CH17_RUNTIME_RESERVE_BYTES,
-    SMOOTH_ITL_S as CH17_SMOOTH_ITL_S)
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
 from companion.formulas.core import (attainable_flops, attention_flops_per_pair,
@@ -37,9 +32,6 @@ from companion.units import KiB
 
 __all__ = [
     # inputs the chapter states (17 §2-§6, §9-§10)
-    "CH17_PREFILL_EFFICIENCY", "CH17_RUNTIME_RESERVE_BYTES", "CH17_LONG_CONTEXT_TOKENS",
-    "CH17_MAX_LEN_TOKENS", "CH17_CHAT_LIVE_TOKENS", "CH17_PROMPT_TOKENS", "CH17_SMOOTH_ITL_S",
-    "CH17_KV_TABLE_CONTEXTS",
     # §1 memory hierarchy
     "memory_pyramid", "bandwidth_ratios", "memory_sweep_s",
     # §2 roofline
@@ -109,7 +101,7 @@ def memory_pyramid(hardware: Hardware) -> list[dict]:
     rows = [
         dict(key="registers", level="Registers (per SM)", scope="per SM", where="inside each SM",
              capacity_bytes=registers, device_bytes=registers_total,
-             bandwidth_bytes_per_s=None, latency_s=REGISTER_LATENCY_S,
+             bandwidth_bytes_per_s=None, latency_s=ch17.REGISTER_LATENCY_S,
              text="KBs per SM, ~1 ns"),
         dict(key="shared_l1", level="Shared memory / L1 (per SM)", scope="per SM",
              where="inside each SM", capacity_bytes=shared, device_bytes=shared_total,
@@ -243,8 +235,8 @@ def roofline_point(intensity_flop_per_byte: float, hardware: Hardware) -> dict:
 
 
 def roofline_points(model: Model, hardware: Hardware, *, batch: int = 64,
-                    context_tokens: int = CH17_CHAT_LIVE_TOKENS,
-                    prompt_tokens: int = CH17_PROMPT_TOKENS,
+                    context_tokens: int = ch17.CHAT_LIVE_TOKENS,
+                    prompt_tokens: int = ch17.PROMPT_TOKENS,
                     bytes_per_param: float | None = None) -> list[dict]:
     """The chapter's roofline plot as points: decode at batch 1, batched decode, prefill (17 §2).
 
@@ -284,7 +276,7 @@ def decode_time_split(model: Model, hardware: Hardware, *,
 # --- §3 prefill and decode are two machines --------------------------------------------------
 
 def prefill_compute_s(model: Model, hardware: Hardware, prompt_tokens: int, *,
-                      efficiency: float = CH17_PREFILL_EFFICIENCY) -> float:
+                      efficiency: float = ch17.PREFILL_EFFICIENCY) -> float:
     """Prefill seconds: 2 x params x n / (efficiency x peak), attention ignored as in 17 §2.
 
     2,048 tokens of the 8B: 32.8 TFLOP, 33 ms at the full roof, 66 ms at 50% (17 §2); 8,000
@@ -314,7 +306,7 @@ def request_budget(ttft_s: float, output_tokens: int, itl_s: float) -> dict:
 
 
 def head_of_line_stall(model: Model, hardware: Hardware, prompt_tokens: int, step_s: float, *,
-                       efficiency: float = CH17_PREFILL_EFFICIENCY) -> dict:
+                       efficiency: float = ch17.PREFILL_EFFICIENCY) -> dict:
     """What one unchunked prefill does to in-flight decodes: stall time and worst ITL / step.
 
     8,000-token prompt on the 8B: 128e12 FLOP, 259 ms at 50% of peak, ~43x a 6 ms step (17 §3).
@@ -329,7 +321,7 @@ def head_of_line_stall(model: Model, hardware: Hardware, prompt_tokens: int, ste
 
 # --- §4 the KV cache, sized honestly ---------------------------------------------------------
 
-def kv_by_context(model: Model, context_tokens=CH17_KV_TABLE_CONTEXTS,
+def kv_by_context(model: Model, context_tokens=ch17.KV_TABLE_CONTEXTS,
                   hardware: Hardware | None = None, *, bytes_per_value: float = 2) -> list[dict]:
     """KV bytes of one sequence at each context length (re-derived: 17 §4's table is not printed).
 
@@ -361,8 +353,9 @@ def _sequences_that_fit(kv_budget_bytes: float, model: Model, context_tokens: in
                           bytes_per_value=bytes_per_value)
 
 
-def attention_variants(model: Model, *, context_tokens: int = CH17_LONG_CONTEXT_TOKENS,
-                       cache_bytes: float = CACHE_BYTES, bytes_per_value: float = 2) -> list[dict]:
+def attention_variants(model: Model, *, context_tokens: int = ch17.LONG_CONTEXT_TOKENS,
+                       cache_bytes: float = ch17.CACHE_BYTES,
+                       bytes_per_value: float = 2) -> list[dict]:
     """The same shape under MHA, GQA and MQA (re-derived: 17 §4's table is not printed).
 
     KV heads = query heads (MHA), the model's own (GQA), 1 (MQA). For the 70B shape (64 query
@@ -387,8 +380,8 @@ def attention_variants(model: Model, *, context_tokens: int = CH17_LONG_CONTEXT_
 
 
 def tp_kv_capacity(model: Model, hardware: Hardware, *, tp: int = 1,
-                   context_tokens: int = CH17_LONG_CONTEXT_TOKENS,
-                   reserve_bytes: float = CH17_RUNTIME_RESERVE_BYTES,
+                   context_tokens: int = ch17.LONG_CONTEXT_TOKENS,
+                   reserve_bytes: float = ch17.RUNTIME_RESERVE_BYTES,
                    bytes_per_value: float = 2) -> dict:
     """KV space and max concurrency when weights shard over ``tp`` GPUs (17 §4).
 
@@ -451,7 +444,7 @@ def kv_weight_crossover_tokens(model: Model, *, batch: int = 1,
 # --- §5 PagedAttention -----------------------------------------------------------------------
 
 def reservation_waste(model: Model, used_tokens: int, *,
-                      max_len_tokens: int = CH17_MAX_LEN_TOKENS,
+                      max_len_tokens: int = ch17.MAX_LEN_TOKENS,
                       bytes_per_value: float = 2) -> dict:
     """Internal fragmentation of a worst-case contiguous reservation: 1 - used / reserved (17 §5).
 
@@ -518,10 +511,10 @@ def _batch_row(model: Model, hardware: Hardware, batch: int, live_tokens: int,
 
 
 def paged_batch_gain(model: Model, hardware: Hardware, *,
-                     live_tokens: int = CH17_CHAT_LIVE_TOKENS,
-                     reservation_tokens: int = CH17_LONG_CONTEXT_TOKENS, block_tokens: int = 16,
+                     live_tokens: int = ch17.CHAT_LIVE_TOKENS,
+                     reservation_tokens: int = ch17.LONG_CONTEXT_TOKENS, block_tokens: int = 16,
                      kv_budget_bytes: float | None = None,
-                     reserve_bytes: float = CH17_RUNTIME_RESERVE_BYTES,
+                     reserve_bytes: float = ch17.RUNTIME_RESERVE_BYTES,
                      kv_bytes_per_value: float = 2) -> dict:
     """Batch and throughput with worst-case reservations versus paged blocks (17 §5).
 
@@ -560,7 +553,7 @@ def paged_batch_gain(model: Model, hardware: Hardware, *,
 
 
 def decode_throughput_ceiling(model: Model, hardware: Hardware, *,
-                              live_tokens: int = CH17_CHAT_LIVE_TOKENS, batch=None,
+                              live_tokens: int = ch17.CHAT_LIVE_TOKENS, batch=None,
                               kv_bytes_per_value: float = 2) -> dict:
     """Where batching stops paying on the memory roof (17 §5, the fuller reading).
 
@@ -605,7 +598,7 @@ def static_batch_slot_steps(output_lengths) -> dict:
 
 def chunked_prefill_trade(model: Model, hardware: Hardware, prompt_tokens: int,
                           chunk_tokens: int, decode_step_s: float, *,
-                          efficiency: float = CH17_PREFILL_EFFICIENCY) -> dict:
+                          efficiency: float = ch17.PREFILL_EFFICIENCY) -> dict:
     """Chunked prefill's ITL/TTFT trade, the chapter's closed form (17 §6).
 
     chunks = ceil(n / c); iteration = decode step + one chunk's prefill; worst ITL falls from
@@ -636,7 +629,7 @@ _CHUNK_SWEEP = np.unique(np.geomspace(32, 32_768, 41).round().astype(int))
 
 
 def chunk_trade_sweep(prompt_tokens: int, decode_step_s: float, *,
-                      efficiency: float = CH17_PREFILL_EFFICIENCY, chunk_sizes=None,
+                      efficiency: float = ch17.PREFILL_EFFICIENCY, chunk_sizes=None,
                       model: Model = LLAMA_8B, hardware: Hardware = H100_SXM) -> dict:
     """``chunked_prefill_trade`` over chunk sizes (default: 32 .. 32,768, log-spaced, cut
     at the prompt): arrays chunk_tokens, chunks, iteration_s, ttft_s and the dedicated_s."""
@@ -655,7 +648,7 @@ def chunk_trade_sweep(prompt_tokens: int, decode_step_s: float, *,
 
 
 def decode_batch_for_step(model: Model, hardware: Hardware, decode_step_s: float, *,
-                          live_tokens: int = CH17_CHAT_LIVE_TOKENS,
+                          live_tokens: int = ch17.CHAT_LIVE_TOKENS,
                           bytes_per_value: float = 2) -> int:
     """The smallest whole decode batch whose memory-bound step (D_w + b L k) / beta reaches
     ``decode_step_s`` (0 when the step is no longer than the weight read alone).
@@ -672,7 +665,7 @@ def decode_batch_for_step(model: Model, hardware: Hardware, decode_step_s: float
 
 
 def fused_chunk_sweep(prompt_tokens: int, *, decode_batch: int, decode_context_tokens: int,
-                      efficiency: float = CH17_PREFILL_EFFICIENCY, attention: bool = True,
+                      efficiency: float = ch17.PREFILL_EFFICIENCY, attention: bool = True,
                       chunk_sizes=None, model: Model = LLAMA_8B,
                       hardware: Hardware = H100_SXM) -> dict:
     """``fused_chunked_prefill`` over the chunk sizes of ``chunk_trade_sweep``: arrays
@@ -696,9 +689,9 @@ _STATIC_EXAMPLE = (100, 200, 300, 400, 500, 600, 700, 800)   # 17 §6's output l
 
 def batching_decision_table(model: Model = LLAMA_8B, hardware: Hardware = H100_SXM, *,
                             output_lengths=_STATIC_EXAMPLE,
-                            prompt_tokens: int = CH17_LONG_CONTEXT_TOKENS,
+                            prompt_tokens: int = ch17.LONG_CONTEXT_TOKENS,
                             chunk_tokens: int = 512, decode_step_s: float | None = None,
-                            efficiency: float = CH17_PREFILL_EFFICIENCY) -> list[dict]:
+                            efficiency: float = ch17.PREFILL_EFFICIENCY) -> list[dict]:
     """The three batching strategies as one decision (re-derived: 17 §6's table is not printed).
 
     Every number in a cell is computed from the arguments: the static row's utilization
@@ -720,7 +713,7 @@ def batching_decision_table(model: Model = LLAMA_8B, hardware: Hardware = H100_S
                                   efficiency=efficiency)
     batch = decode_batch_for_step(m, hw, decode_step_s)
     fused = fused_chunked_prefill(m, hw, prompt_tokens, chunk_tokens, decode_batch=batch,
-                                  decode_context_tokens=CH17_CHAT_LIVE_TOKENS,
+                                  decode_context_tokens=ch17.CHAT_LIVE_TOKENS,
                                   efficiency=efficiency)
     ms = 1e-3
 
@@ -765,7 +758,7 @@ def batching_decision_table(model: Model = LLAMA_8B, hardware: Hardware = H100_S
 def fused_step_parts(model: Model, hardware: Hardware, *, chunk_tokens: int = 0,
                      history_tokens: int = 0, decode_batch: int = 0,
                      decode_context_tokens: int = 0,
-                     efficiency: float = CH17_PREFILL_EFFICIENCY, attention: bool = True,
+                     efficiency: float = ch17.PREFILL_EFFICIENCY, attention: bool = True,
                      bytes_per_value: float = 2) -> dict:
     """One forward pass carrying ``decode_batch`` decode tokens and a ``chunk_tokens`` chunk
     whose prompt already holds ``history_tokens`` cached tokens, on the roofline (17 §6, fuller).
@@ -797,7 +790,7 @@ def fused_step_parts(model: Model, hardware: Hardware, *, chunk_tokens: int = 0,
 
 
 def fused_ridge_tokens(model: Model, hardware: Hardware, *,
-                       efficiency: float = CH17_PREFILL_EFFICIENCY) -> float:
+                       efficiency: float = ch17.PREFILL_EFFICIENCY) -> float:
     """Tokens per pass at which computing them takes as long as reading the weights once:
     D_w / beta = 2 N t / (efficiency x peak), so t = ridge x efficiency x D_w / (2 N).
 
@@ -814,7 +807,7 @@ def fused_ridge_tokens(model: Model, hardware: Hardware, *,
 
 def fused_chunked_prefill(model: Model, hardware: Hardware, prompt_tokens: int,
                           chunk_tokens: int, *, decode_batch: int, decode_context_tokens: int,
-                          efficiency: float = CH17_PREFILL_EFFICIENCY, attention: bool = True,
+                          efficiency: float = ch17.PREFILL_EFFICIENCY, attention: bool = True,
                           bytes_per_value: float = 2) -> dict:
     """Chunked prefill with each chunk fused into the batch's decode pass (17 §6, fuller model).
 

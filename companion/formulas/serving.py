@@ -10,23 +10,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from companion import validate as v
+from companion.chapters import ch08
 # The chapter's inputs (companion.chapters.ch08), also read as serving.X by notebooks and ledger
-from companion.chapters.ch08 import (  # noqa: F401
-    AMDAHL_DECODE_S, AMDAHL_FACTOR, AMDAHL_TASK_S, CLIENT_ITL_S as SHORT_INTERVAL_S, DEADLINE_S,
-    DFLASH_DRAFT_TOKENS, DFLASH_PEAK_AFTER_MIB, DFLASH_PEAK_BEFORE_MIB, DFLASH_TOKENS_PER_ROUND,
-    DFLASH_TTFT_AFTER_S, DFLASH_TTFT_BEFORE_S, ENERGY_PER_GOOD_J, EX88_DECODE_FACTOR,
-    EX88_PREP_S, EX88_STAGE_S, EXP81_BATCHES, EXP81_PREFILL_MFU_MEASURED, EXP81_ROUND_S,
-    GOODPUT_CB_REQ_PER_S,
-    INSTANCE_MEM_BYTES, KV_BUDGET_BYTES as EXAMPLE_KV_BUDGET_BYTES, LITTLE_ARRIVAL_RATE_PER_S,
-    LITTLE_RESIDENCE_S,
-    LONG_BATCH as EXAMPLE_BATCH, LONG_PROMPT_TOKENS as EXAMPLE_PROMPT_TOKENS,
-    LOOKUP_QUERY_S, LOOKUP_TOKENS_PER_ROUND, OUTPUT_TOKENS as EXAMPLE_OUTPUT_TOKENS,
-    OUTPUT_TOKENS as SHORT_OUTPUT_TOKENS, PREFILL_ROUND_S as PREFILL_S_BATCH1_2K,
-    PREFILL_S as SHORT_PREFILL_S, QUALITY_CONDITIONS, QUALITY_CORRECT, QUALITY_GOOD,
-    QUALITY_RESPONSES, QUALITY_WINDOW_REQUESTS, QUALITY_WINDOWS, QUEUE_S as SHORT_QUEUE_S,
-    SHARED_PREFILL_S, SHARED_PREFIX_TOKENS as EXAMPLE_PREFIX_TOKENS, SHARED_ROUND_S,
-    SHORT_OUTPUT_VARIANT_TOKENS, SHORT_PROMPT_TOKENS as EXP81_CONTEXT_TOKENS,
-    SMALL_KV_BUDGET_BYTES)
 from companion.formulas.batching import lifecycle_request_time_s
 from companion.formulas.compression import kv_format_bytes_per_value
 from companion.formulas.args import hardware_arg as _hardware
@@ -51,7 +36,7 @@ __all__ = [
 ]
 
 
-DFLASH_VERIFY_POSITIONS = DFLASH_DRAFT_TOKENS + 1   # DFlash verifies its 7 drafts + 1 (8.5.2)
+DFLASH_VERIFY_POSITIONS = ch08.DFLASH_DRAFT_TOKENS + 1   # DFlash verifies its 7 drafts + 1 (8.5.2)
 
 
 # --- 8.6.1: Little's law and admission -----------------------------------------------------
@@ -199,8 +184,9 @@ def read_time_at_mbu(read_bytes: float, hardware: Hardware, efficiency: float = 
 
 
 def decode_efficiency_table(model: Model = QWEN3_8B, hardware: Hardware = RTX_PRO_6000,
-                            batches=EXP81_BATCHES, context_tokens: int = EXP81_CONTEXT_TOKENS,
-                            round_s=EXP81_ROUND_S) -> list[dict]:
+                            batches=ch08.EXP81_BATCHES,
+                            context_tokens: int = ch08.SHORT_PROMPT_TOKENS,
+                            round_s=ch08.EXP81_ROUND_S) -> list[dict]:
     """Experiment 8-1's decode efficiency table, one dict per batch size (8.6.3).
 
     read_bytes = D_w + b L k with L = 2048 per request (15.44 / 16.34 / 19.97 / 34.46 GB),
@@ -223,7 +209,8 @@ def decode_efficiency_table(model: Model = QWEN3_8B, hardware: Hardware = RTX_PR
 
 
 def prefill_efficiency_row(model: Model = QWEN3_8B, hardware: Hardware = RTX_PRO_6000,
-                           batches=EXP81_BATCHES, context_tokens: int = EXP81_CONTEXT_TOKENS,
+                           batches=ch08.EXP81_BATCHES,
+                           context_tokens: int = ch08.SHORT_PROMPT_TOKENS,
                            prefill_s=None, measured_mfu=None) -> list[dict]:
     """The prefill row of Experiment 8-1's efficiency table, one dict per batch size (8.6.3).
 
@@ -235,9 +222,9 @@ def prefill_efficiency_row(model: Model = QWEN3_8B, hardware: Hardware = RTX_PRO
     ``source`` is "measured", and ``prefill_s`` is the time that efficiency implies.
     """
     bs = v.sequence("batches", batches)
-    known = ({1: PREFILL_S_BATCH1_2K} if prefill_s is None
+    known = ({1: ch08.PREFILL_ROUND_S} if prefill_s is None
              else v.instance("prefill_s", prefill_s, dict, "a dict {batch: seconds}"))
-    measured = (EXP81_PREFILL_MFU_MEASURED if measured_mfu is None
+    measured = (ch08.EXP81_PREFILL_MFU_MEASURED if measured_mfu is None
                 else v.instance("measured_mfu", measured_mfu, dict, "a dict {batch: fraction}"))
     per_prompt = prefill_flops(_model(model), v.tokens("context_tokens", context_tokens,
                                                        minimum=1))
@@ -293,9 +280,9 @@ def round_time_from_reads(read_bytes: float, table_read_bytes=None, table_round_
 
 
 def prefix_shifted_round_s(measured_round_s: float, shared_prefix_tokens: int, *,
-                           reference_prefix_tokens: int = EXAMPLE_PREFIX_TOKENS,
-                           model: Model = QWEN3_8B, batch: int = EXAMPLE_BATCH,
-                           prompt_tokens: int = EXAMPLE_PROMPT_TOKENS,
+                           reference_prefix_tokens: int = ch08.SHARED_PREFIX_TOKENS,
+                           model: Model = QWEN3_8B, batch: int = ch08.LONG_BATCH,
+                           prompt_tokens: int = ch08.LONG_PROMPT_TOKENS,
                            bytes_per_value: float = 2) -> float:
     """A decode round measured with one shared prefix, moved to another (8.6.3, schemes B/D/E).
 
@@ -372,18 +359,18 @@ class Scheme:
 
 SCHEMES = {
     "A": Scheme("A"),
-    "B": Scheme("B", shared_prefix=True, base_round_s=SHARED_ROUND_S),
+    "B": Scheme("B", shared_prefix=True, base_round_s=ch08.SHARED_ROUND_S),
     "C": Scheme("C", kv_format="q8_0"),
-    "D": Scheme("D", shared_prefix=True, base_round_s=SHARED_ROUND_S,
-                tokens_per_round=DFLASH_TOKENS_PER_ROUND,
+    "D": Scheme("D", shared_prefix=True, base_round_s=ch08.SHARED_ROUND_S,
+                tokens_per_round=ch08.DFLASH_TOKENS_PER_ROUND,
                 verify_positions=DFLASH_VERIFY_POSITIONS,
-                draft_bytes=(DFLASH_PEAK_AFTER_MIB - DFLASH_PEAK_BEFORE_MIB) * MiB,
-                prefill_factor=DFLASH_TTFT_AFTER_S / DFLASH_TTFT_BEFORE_S),
+                draft_bytes=(ch08.DFLASH_PEAK_AFTER_MIB - ch08.DFLASH_PEAK_BEFORE_MIB) * MiB,
+                prefill_factor=ch08.DFLASH_TTFT_AFTER_S / ch08.DFLASH_TTFT_BEFORE_S),
     # E (Exercise 8-9): context lookup from a host-side index; a 4-token lookup draft as in
     # 8.5.2 (5 positions; its verification compute stays far below the round either way)
-    "E": Scheme("E", shared_prefix=True, base_round_s=SHARED_ROUND_S,
-                tokens_per_round=LOOKUP_TOKENS_PER_ROUND, verify_positions=5,
-                round_extra_s=LOOKUP_QUERY_S),
+    "E": Scheme("E", shared_prefix=True, base_round_s=ch08.SHARED_ROUND_S,
+                tokens_per_round=ch08.LOOKUP_TOKENS_PER_ROUND, verify_positions=5,
+                round_extra_s=ch08.LOOKUP_QUERY_S),
 }
 
 
@@ -429,15 +416,15 @@ class SchemeResult:
 @lru_cache(maxsize=1)
 def _default_prefill_mfu() -> float:
     # scheme B's measurement: 16 x 2048 new tokens on the cached 6144-token prefix in 2.04 s
-    return measured_prefill_mfu(QWEN3_8B, RTX_PRO_6000, EXAMPLE_BATCH,
-                                EXAMPLE_PROMPT_TOKENS - EXAMPLE_PREFIX_TOKENS,
-                                EXAMPLE_PREFIX_TOKENS, SHARED_PREFILL_S)
+    return measured_prefill_mfu(QWEN3_8B, RTX_PRO_6000, ch08.LONG_BATCH,
+                                ch08.LONG_PROMPT_TOKENS - ch08.SHARED_PREFIX_TOKENS,
+                                ch08.SHARED_PREFIX_TOKENS, ch08.SHARED_PREFILL_S)
 
 
-def scheme_result(scheme: Scheme, *, kv_budget_bytes: float = EXAMPLE_KV_BUDGET_BYTES,
-                  output_tokens: int = EXAMPLE_OUTPUT_TOKENS, deadline_s: float = DEADLINE_S,
-                  batch: int = EXAMPLE_BATCH, prompt_tokens: int = EXAMPLE_PROMPT_TOKENS,
-                  shared_prefix_tokens: int = EXAMPLE_PREFIX_TOKENS, model: Model = QWEN3_8B,
+def scheme_result(scheme: Scheme, *, kv_budget_bytes: float = ch08.KV_BUDGET_BYTES,
+                  output_tokens: int = ch08.OUTPUT_TOKENS, deadline_s: float = ch08.DEADLINE_S,
+                  batch: int = ch08.LONG_BATCH, prompt_tokens: int = ch08.LONG_PROMPT_TOKENS,
+                  shared_prefix_tokens: int = ch08.SHARED_PREFIX_TOKENS, model: Model = QWEN3_8B,
                   hardware: Hardware = RTX_PRO_6000,
                   prefill_mfu: float | None = None) -> SchemeResult:
     """Memory, time and cost of serving a batch under one scheme (8.6.3, Figure 8-35, Ex. 8-9).
@@ -523,7 +510,7 @@ def best_scheme(schemes=None, **kwargs) -> str | None:
 
 def chapter_schemes(names: str = "ABCD", *, d_tokens_per_round: float | None = None,
                     e_tokens_per_round: float | None = None,
-                    shared_prefix_tokens: int = EXAMPLE_PREFIX_TOKENS) -> list:
+                    shared_prefix_tokens: int = ch08.SHARED_PREFIX_TOKENS) -> list:
     """``SCHEMES`` with D's and E's tokens per round changed, for another shared prefix.
 
     B, D and E use the decode round measured at the 6144-token prefix (27.35 ms); for another
@@ -542,7 +529,7 @@ def chapter_schemes(names: str = "ABCD", *, d_tokens_per_round: float | None = N
     for name in names:
         s = SCHEMES[name]
         changes = {}
-        if s.base_round_s is not None and prefix != EXAMPLE_PREFIX_TOKENS:
+        if s.base_round_s is not None and prefix != ch08.SHARED_PREFIX_TOKENS:
             changes["base_round_s"] = prefix_shifted_round_s(s.base_round_s, prefix)
         if name == "D" and d_tokens is not None:
             changes["tokens_per_round"] = d_tokens
@@ -554,10 +541,10 @@ def chapter_schemes(names: str = "ABCD", *, d_tokens_per_round: float | None = N
 
 # --- the comparison for another model (what is the model's, what is the chapter's measurement) --
 
-def instance_kv_budget_bytes(model: Model, *, instance_bytes: float = INSTANCE_MEM_BYTES,
+def instance_kv_budget_bytes(model: Model, *, instance_bytes: float = ch08.INSTANCE_MEM_BYTES,
                              reference_model: Model = QWEN3_8B,
-                             reference_instance_bytes: float = INSTANCE_MEM_BYTES,
-                             reference_kv_budget_bytes: float = EXAMPLE_KV_BUDGET_BYTES) -> float:
+                             reference_instance_bytes: float = ch08.INSTANCE_MEM_BYTES,
+                             reference_kv_budget_bytes: float = ch08.KV_BUDGET_BYTES) -> float:
     """KV budget a model leaves on an instance: M - W - workspace (8.1.2, 8.6.3).
 
     The workspace (activations, graphs, allocator slack) is what the chapter's instance keeps
@@ -573,8 +560,8 @@ def instance_kv_budget_bytes(model: Model, *, instance_bytes: float = INSTANCE_M
 
 
 def schemes_for_model(model: Model, schemes=None, *, reference_model: Model = QWEN3_8B,
-                      batch: int = EXAMPLE_BATCH, prompt_tokens: int = EXAMPLE_PROMPT_TOKENS,
-                      shared_prefix_tokens: int = EXAMPLE_PREFIX_TOKENS) -> dict:
+                      batch: int = ch08.LONG_BATCH, prompt_tokens: int = ch08.LONG_PROMPT_TOKENS,
+                      shared_prefix_tokens: int = ch08.SHARED_PREFIX_TOKENS) -> dict:
     """Schemes A-E with their measured decode rounds moved to another model (8.6.3).
 
     A measured round (B, D, E: 27.35 ms for Qwen3-8B) becomes measured + T(read of the model) -

@@ -13,12 +13,6 @@ import numbers
 
 from companion import validate as v
 # the chapter's inputs of 8.5 (companion.chapters.ch08), also read as sp.X
-from companion.chapters.ch08 import (  # noqa: F401
-    DFLASH_DRAFT_TOKENS, DFLASH_DRAFT_WEIGHT_BYTES, DFLASH_PLAIN_STEP_S, DFLASH_VERIFY_ROUND_S,
-    DRAFT_LEN_LATENCY_S, DRAFT_LEN_OF,
-    DRAFT_QUERY_S, INDEX_BUILD_S, MEAN_ROUND_EXAMPLE_S, MEAN_ROUND_EXAMPLE_TOKENS,
-    OUTPUT_TOKENS as TOY_OUTPUT_TOKENS, ROUND_B1_S as DECODE_ROUND_S_BATCH1_2K,
-    TOY_DRAFT_ALWAYS_A, TOY_DRAFT_ALWAYS_B, TOY_DRAFT_LEN, TOY_TARGET_PROBS)
 from companion.formulas.core import (attention_flops, matrix_flops,
                                      speculative_expected_tokens)
 from companion.specs import Model

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from companion.chapters.ch08 import (DEADLINE_S, LONG_BATCH as LONG_REQUESTS)
 from companion import calc
-from companion.formulas import batching as bt
+from companion.chapters import ch08
 from companion.ledger import Entry, entry
 from companion.specs import QWEN3_8B
 from companion.units import GiB, KiB, MiB, ms
@@ -12,16 +11,16 @@ from companion.units import GiB, KiB, MiB, ms
 
 def entries() -> list[Entry]:
     m = QWEN3_8B
-    budget = calc.memory_budget(bt.INSTANCE_MEM_BYTES, m.weight_bytes, bt.KV_BUDGET_BYTES)
-    short_p, short_g = bt.CHAPTER_REQUEST_TYPES["Short conversation"]
-    long_p, long_g = bt.CHAPTER_REQUEST_TYPES["Long context"]
-    short, long_ = calc.kv_capacity_table(m, bt.KV_BUDGET_BYTES)
+    budget = calc.memory_budget(ch08.INSTANCE_MEM_BYTES, m.weight_bytes, ch08.KV_BUDGET_BYTES)
+    short_p, short_g = ch08.CHAPTER_REQUEST_TYPES["Short conversation"]
+    long_p, long_g = ch08.CHAPTER_REQUEST_TYPES["Long context"]
+    short, long_ = calc.kv_capacity_table(m, ch08.KV_BUDGET_BYTES)
     k = calc.kv_bytes_per_token(m)
 
-    times = calc.token_emission_times(bt.QUEUE_S, bt.PREFILL_S, bt.CLIENT_ITL_S, short_g)
+    times = calc.token_emission_times(ch08.QUEUE_S, ch08.PREFILL_S, ch08.CLIENT_ITL_S, short_g)
     total_s = calc.request_time_s(times)
-    stalled = calc.token_emission_times(bt.QUEUE_S, bt.PREFILL_S, bt.CLIENT_ITL_S, short_g,
-                                        stall_s=bt.PREFILL_S, stalled_interval=128)
+    stalled = calc.token_emission_times(ch08.QUEUE_S, ch08.PREFILL_S, ch08.CLIENT_ITL_S, short_g,
+                                        stall_s=ch08.PREFILL_S, stalled_interval=128)
     stalled_itl = max(calc.inter_token_intervals(stalled))
 
     return [
@@ -33,7 +32,7 @@ def entries() -> list[Entry]:
         entry("8.1/short-alone-s", "8.1", "short request alone, arrival to last token", "6.95",
               "s", total_s),
         entry("8.1/deadline-margin-s", "8.1", "margin against the 7 s deadline", "0.05", "s",
-              DEADLINE_S - total_s),
+              ch08.DEADLINE_S - total_s),
 
         # --- 8.1.1 ---
         entry("8.1.1/ttft-s", "8.1.1", "first token after arrival (0.1 queue + 0.096 prefill)",
@@ -41,7 +40,8 @@ def entries() -> list[Entry]:
         entry("8.1.1/intervals", "8.1.1", "output intervals of 256 tokens", "255", "intervals",
               len(calc.inter_token_intervals(times))),
         entry("8.1.1/request-time-s", "8.1.1", "0.1 + 0.096 + 255 x 0.0265", "6.95", "s",
-              calc.lifecycle_request_time_s(bt.QUEUE_S, bt.PREFILL_S, bt.CLIENT_ITL_S, short_g)),
+              calc.lifecycle_request_time_s(ch08.QUEUE_S, ch08.PREFILL_S, ch08.CLIENT_ITL_S,
+                                            short_g)),
         entry("8.1.1/stalled-interval-ms", "8.1.1", "interval with an inserted 0.096 s prefill",
               "123", "ms", stalled_itl / ms,
               note="26.5 + 96 = 122.5 ms exactly; the chapter rounds the half up to 123."),
@@ -59,7 +59,7 @@ def entries() -> list[Entry]:
         entry("8.1.2/long-request-GiB", "8.1.2", "KV added per long request", "1.125", "GiB",
               calc.kv_bytes(m, long_p) / GiB),
         entry("8.1.2/16-long-inputs-GiB", "8.1.2", "input KV of sixteen long requests", "18",
-              "GiB", LONG_REQUESTS * calc.kv_bytes(m, long_p) / GiB),
+              "GiB", ch08.LONG_BATCH * calc.kv_bytes(m, long_p) / GiB),
         entry("8.1.2/short-computed-tokens", "8.1.2", "short request computes 2048 + 255",
               "2303", "tokens", short["computed_tokens"]),
         entry("8.1.2/long-computed-tokens", "8.1.2", "long request computes 8192 + 255", "8447",
@@ -81,15 +81,15 @@ def entries() -> list[Entry]:
         entry("8.1.2/table-long-fit", "8.1.2", "long requests in 12 GiB", "10", "requests",
               long_["fit"]),
         entry("8.1.2/budget-MiB", "8.1.2", "12 GiB in the floor's numerator", "12288", "MiB",
-              bt.KV_BUDGET_BYTES / MiB),
+              ch08.KV_BUDGET_BYTES / MiB),
         entry("8.1.2/short-fit-at-prefill", "8.1.2", "short requests if sized at prefill", "42",
               "requests", short["fit_if_sized_at_prefill"]),
         entry("8.1.2/short-overcommit-MiB", "8.1.2", "those 42 after 256 outputs", "13,608",
               "MiB", short["final_bytes_if_sized_at_prefill"] / MiB),
         entry("8.1.2/prefix-MiB", "8.1.2", "KV of the 6144-token shared prefix", "864", "MiB",
-              calc.kv_bytes(m, bt.SHARED_PREFIX_TOKENS) / MiB),
+              calc.kv_bytes(m, ch08.SHARED_PREFIX_TOKENS) / MiB),
         entry("8.1.2/long-rest-MiB", "8.1.2", "KV of the rest of a long input (2048 tokens)",
-              "288", "MiB", calc.kv_bytes(m, long_p - bt.SHARED_PREFIX_TOKENS) / MiB),
+              "288", "MiB", calc.kv_bytes(m, long_p - ch08.SHARED_PREFIX_TOKENS) / MiB),
 
         # --- 8.1.3 ---
         entry("8.1.3/ttft-s", "8.1.3", "TTFT of the 8.1.1 example", "0.196", "s",
@@ -97,7 +97,7 @@ def entries() -> list[Entry]:
         entry("8.1.3/sum-itl-s", "8.1.3", "255 output intervals in total", "6.76", "s",
               sum(calc.inter_token_intervals(times))),
         entry("8.1.3/throughput-b16", "8.1.3", "16 tokens per 27.44 ms round", "583", "tokens/s",
-              calc.decode_tokens_per_s(16, bt.ROUND_B16_S)),
+              calc.decode_tokens_per_s(16, ch08.ROUND_B16_S)),
         entry("8.1.3/throughput-b1", "8.1.3", "one token per 26.26 ms round", "38", "tokens/s",
-              calc.decode_tokens_per_s(1, bt.ROUND_B1_S)),
+              calc.decode_tokens_per_s(1, ch08.ROUND_B1_S)),
     ]

@@ -5,11 +5,8 @@ footnote 1's byte counts. The 8.2.2 schedule and Exercise 8-2's replay are simul
 
 from __future__ import annotations
 
-from companion.chapters.ch08 import (CHUNK_TOKENS, CONTEXTS_8K, LORA_ADAPTERS, LORA_RANK,
-                                     SPLIT_BLOCK_TOKENS as SPLIT_BLOCK,
-                                     SPLIT_CHUNK_TOKENS as SPLIT_CHUNK)
 from companion import calc
-from companion.formulas import batching as bt
+from companion.chapters import ch08
 from companion.ledger import Entry, entry
 from companion.specs import QWEN3_8B, RTX_PRO_6000
 from companion.units import GB, GiB, MiB, ms
@@ -21,17 +18,18 @@ def entries() -> list[Entry]:
     m = QWEN3_8B
     k = calc.kv_bytes_per_token(m)
     d_w = m.streamed_weight_bytes
-    short_p, _ = bt.CHAPTER_REQUEST_TYPES["Short conversation"]
-    long_p, _ = bt.CHAPTER_REQUEST_TYPES["Long context"]
-    adapter = calc.lora_adapter_bytes(m, LORA_RANK, ("q", "v"))
-    adapters = calc.lora_adapter_bytes(m, LORA_RANK, ("q", "v"), n_adapters=LORA_ADAPTERS)
+    short_p, _ = ch08.CHAPTER_REQUEST_TYPES["Short conversation"]
+    long_p, _ = ch08.CHAPTER_REQUEST_TYPES["Long context"]
+    adapter = calc.lora_adapter_bytes(m, ch08.LORA_RANK, ("q", "v"))
+    adapters = calc.lora_adapter_bytes(m, ch08.LORA_RANK, ("q", "v"),
+                                       n_adapters=ch08.LORA_ADAPTERS)
     reads_2k = calc.read_bytes_curve(d_w, [1, 16, SWEEP_BATCH], short_p, k)
     weight_only = calc.read_bytes_curve(d_w, [16, SWEEP_BATCH], 0, k)   # L = 0: D_w / b alone
-    pairs = calc.chunk_pair_series(long_p, CHUNK_TOKENS)
-    chunks = calc.prefill_chunks(long_p, CHUNK_TOKENS)
-    flops = calc.chunk_flops_series(m, long_p, CHUNK_TOKENS)
+    pairs = calc.chunk_pair_series(long_p, ch08.CHUNK_TOKENS)
+    chunks = calc.prefill_chunks(long_p, ch08.CHUNK_TOKENS)
+    flops = calc.chunk_flops_series(m, long_p, ch08.CHUNK_TOKENS)
     ffn = calc.ffn_weight_bytes_per_layer(m)
-    shapes = bt.CHAPTER_CAPTURED_SHAPES
+    shapes = ch08.CAPTURED_SHAPES
     sweep = calc.chapter_batch_sweep()   # the measured endpoints, batch 1 and batch 64
 
     return [
@@ -51,7 +49,7 @@ def entries() -> list[Entry]:
         entry("8.2.1/lora-vs-matrix-GiB", "8.2.1", "matrix weights the adapters compare with",
               "14.1", "GiB", d_w / GiB),
         entry("8.2.1/kv-100x8K-GiB", "8.2.1", "KV of 100 non-sharing 8K contexts", "112.5", "GiB",
-              CONTEXTS_8K * calc.kv_bytes(m, long_p) / GiB),
+              ch08.CONTEXTS_8K * calc.kv_bytes(m, long_p) / GiB),
 
         # --- read volume per output token ---
         entry("8.2.1/Dw-GiB", "8.2.1", "D_w of Qwen3-8B", "14.1", "GiB", d_w / GiB),
@@ -113,13 +111,14 @@ def entries() -> list[Entry]:
                    "readings miss: adding lm_head gives +29.6%, attention alone 31x, the layer "
                    "matrices alone +0%."),
         entry("8.2.3/chunk-time-rise-pct", "8.2.3", "median chunk time 25.3 -> 35.1 ms", "39",
-              "%", (bt.LAST_CHUNK_MEDIAN_S / bt.FIRST_CHUNK_MEDIAN_S - 1) * 100,
+              "%", (ch08.LAST_CHUNK_MEDIAN_S / ch08.FIRST_CHUNK_MEDIAN_S - 1) * 100,
               note="From footnote 6's medians 25.30 and 35.07 ms: +38.6% (the printed 25.3 and "
                    "35.1 give +38.7%)."),
         entry("8.2.3/ffn-layer-MiB", "8.2.3", "one layer's FFN weights", "288", "MiB",
               ffn / MiB),
         entry("8.2.3/ffn-split-MiB", "8.2.3", "FFN reads when a 256-token block runs as two",
-              "576", "MiB", calc.split_weight_read_bytes(ffn, SPLIT_BLOCK, SPLIT_CHUNK) / MiB),
+              "576", "MiB", calc.split_weight_read_bytes(ffn, ch08.SPLIT_BLOCK_TOKENS,
+                                                         ch08.SPLIT_CHUNK_TOKENS) / MiB),
 
         # --- 8.2.4: CUDA-graph padding (graphs for 16 and 32 rows) ---
         entry("8.2.4/rows18-shape", "8.2.4", "18 rows run the graph of", "32", "rows",

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from companion import calc
+from companion.chapters import ch08
 from companion.formulas import kv_management as km
 from companion.ledger import Entry, entry
-from companion.specs import (PCIE_GEN4_X16_BYTES_PER_S, PCIE_GEN5_X16_BYTES_PER_S, QWEN3_8B,
-                             RTX_PRO_6000)
+from companion.specs import QWEN3_8B, RTX_PRO_6000
 from companion.units import GB, GiB, MiB, TFLOP, ms
 
 
 def _paging() -> list[Entry]:
     s = "8.3.1"
-    lengths, p = km.PAGING_EXAMPLE_LENGTHS, km.PAGING_EXAMPLE_BLOCK_TOKENS
-    alloc = calc.paged_allocation(lengths, p, max_tokens=km.PAGING_EXAMPLE_MAX_TOKENS)
-    shared_blocks = calc.shared_prefix_blocks_saved(km.PAGING_EXAMPLE_SHARED_TOKENS, 2, p)
+    lengths, p = ch08.PAGING_EXAMPLE_LENGTHS, ch08.PAGING_EXAMPLE_BLOCK_TOKENS
+    alloc = calc.paged_allocation(lengths, p, max_tokens=ch08.PAGING_EXAMPLE_MAX_TOKENS)
+    shared_blocks = calc.shared_prefix_blocks_saved(ch08.PAGING_EXAMPLE_SHARED_TOKENS, 2, p)
     out = [
         entry(f"{s}/full-span-reserved-tokens", s, "full-span reservation of A-D (4 x 16)", "64",
               "tokens", alloc.reserved_tokens),
@@ -42,19 +42,20 @@ def _paging() -> list[Entry]:
 def _branch_sharing() -> list[Entry]:
     s = "8.3.2"
     m = QWEN3_8B
-    share = calc.branch_block_sharing(km.BRANCH_EXPERIMENT_BRANCHES,
-                                      km.BRANCH_EXPERIMENT_SHARED_BLOCKS,
-                                      km.BRANCH_EXPERIMENT_PRIVATE_BLOCKS)
-    cow = calc.copy_on_write(km.COW_EXAMPLE_SHARED_TOKENS, km.COW_EXAMPLE_BRANCHES,
-                             km.COW_EXAMPLE_BLOCK_TOKENS)
-    prompt, out_toks, prefix = km.LONG_PROMPT_TOKENS, km.OUTPUT_TOKENS, km.SHARED_PREFIX_TOKENS
-    b = km.LONG_BATCH
+    share = calc.branch_block_sharing(ch08.BRANCH_EXPERIMENT_BRANCHES,
+                                      ch08.BRANCH_EXPERIMENT_SHARED_BLOCKS,
+                                      ch08.BRANCH_EXPERIMENT_PRIVATE_BLOCKS)
+    cow = calc.copy_on_write(ch08.COW_EXAMPLE_SHARED_TOKENS, ch08.COW_EXAMPLE_BRANCHES,
+                             ch08.COW_EXAMPLE_BLOCK_TOKENS)
+    prompt, out_toks, prefix = (ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS,
+                                ch08.SHARED_PREFIX_TOKENS)
+    b = ch08.LONG_BATCH
     private_tokens = calc.held_tokens(prompt, out_toks) - prefix
     shared = calc.prefix_shared_kv_bytes(m, b, prompt, out_toks, shared_prefix_tokens=prefix)
     independent = calc.prefix_shared_kv_bytes(m, b, prompt, out_toks)
     per_request = calc.kv_bytes(m, calc.held_tokens(prompt, out_toks))
     per_private = calc.kv_bytes(m, private_tokens)
-    budget = km.KV_BUDGET_BYTES
+    budget = ch08.KV_BUDGET_BYTES
     return [
         entry(f"{s}/cow-copied-tokens", s, "copy-on-write copies the 3 shared tail tokens once",
               "3", "tokens", cow.copied_tokens,
@@ -75,7 +76,7 @@ def _branch_sharing() -> list[Entry]:
         entry(f"{s}/private-tokens", s, "private part per request: 8192 - 6144 + 255", "2303",
               "tokens", private_tokens),
         entry(f"{s}/private-tokens-allocated", s, "private part rounded to 16-token blocks",
-              "2304", "tokens", calc.kv_tokens_allocated(private_tokens, km.BLOCK_TOKENS)),
+              "2304", "tokens", calc.kv_tokens_allocated(private_tokens, ch08.BLOCK_TOKENS)),
         entry(f"{s}/private-kv-MiB", s, "private KV per request", "324", "MiB",
               per_private / MiB),
         entry(f"{s}/batch-kv-shared-MiB", s, "M_KV = 864 + 16 x 324", "6048", "MiB",
@@ -96,11 +97,11 @@ def _branch_sharing() -> list[Entry]:
 
 def _prefix_reuse() -> list[Entry]:
     s = "8.3.3"
-    prompt = list(range(km.LONG_PROMPT_TOKENS))
-    cached = prompt[:km.SHARED_PREFIX_TOKENS]
-    reused = calc.reusable_prefix_tokens(cached, prompt, block_tokens=km.BLOCK_TOKENS)
-    restore = calc.hybrid_restore_point(km.HYBRID_MATCHED_TOKENS, km.HYBRID_SNAPSHOT_POSITIONS)
-    snap = km.HYBRID_SNAPSHOT_MIB_PER_CARD * MiB
+    prompt = list(range(ch08.LONG_PROMPT_TOKENS))
+    cached = prompt[:ch08.SHARED_PREFIX_TOKENS]
+    reused = calc.reusable_prefix_tokens(cached, prompt, block_tokens=ch08.BLOCK_TOKENS)
+    restore = calc.hybrid_restore_point(ch08.HYBRID_MATCHED_TOKENS, ch08.HYBRID_SNAPSHOT_POSITIONS)
+    snap = ch08.HYBRID_SNAPSHOT_MIB_PER_CARD * MiB
     return [
         entry(f"{s}/after-hit-prefill-tokens", s, "a hit leaves 8192 - 6144 input tokens", "2048",
               "tokens", len(prompt) - reused),
@@ -120,8 +121,8 @@ def _prefix_reuse() -> list[Entry]:
                    "configuration) is not given, so the ledger keeps the printed 53.6."),
         entry(f"{s}/deepseek-long-term-reduction", s,
               "V4.1 long-term cache is 1/2 x 1/4 = 1/8 of V4's (denominator)", "8", "x",
-              1 / calc.long_term_cache_fraction(km.DEEPSEEK_SWA_SHARE,
-                                                km.DEEPSEEK_GLOBAL_KV_FRACTION),
+              1 / calc.long_term_cache_fraction(ch08.DEEPSEEK_SWA_SHARE,
+                                                ch08.DEEPSEEK_GLOBAL_KV_FRACTION),
               note="Printed as the fraction 1/8; the entry checks its denominator."),
     ]
 
@@ -129,17 +130,17 @@ def _prefix_reuse() -> list[Entry]:
 def _retention() -> list[Entry]:
     s = "8.3.4"
     m, hw = QWEN3_8B, RTX_PRO_6000
-    kw = dict(hit_prob=km.RETENTION_HIT_PROB, efficiency=km.RECOMPUTE_EFFICIENCY)
-    a5 = calc.prefix_retention(m, hw, km.SHARED_PREFIX_TOKENS,
-                               link_bytes_per_s=PCIE_GEN5_X16_BYTES_PER_S, **kw)
-    a4 = calc.prefix_retention(m, hw, km.SHARED_PREFIX_TOKENS,
-                               link_bytes_per_s=PCIE_GEN4_X16_BYTES_PER_S, **kw)
-    b5 = calc.prefix_retention(m, hw, km.PREFIX_B_TOKENS,
-                               link_bytes_per_s=PCIE_GEN5_X16_BYTES_PER_S, **kw)
-    flops_a = calc.prefill_flops(m, km.SHARED_PREFIX_TOKENS)
-    at_62 = calc.prefix_recompute_s(m, hw, km.SHARED_PREFIX_TOKENS, 0.62) / ms
-    b_at_62 = calc.prefix_recompute_s(m, hw, km.PREFIX_B_TOKENS, 0.62) / ms
-    at_622 = calc.prefix_recompute_s(m, hw, km.SHARED_PREFIX_TOKENS, 0.622) / ms
+    kw = dict(hit_prob=ch08.RETENTION_HIT_PROB, efficiency=km.RECOMPUTE_EFFICIENCY)
+    a5 = calc.prefix_retention(m, hw, ch08.SHARED_PREFIX_TOKENS,
+                               link_bytes_per_s=ch08.PCIE_GEN5_X16_BYTES_PER_S, **kw)
+    a4 = calc.prefix_retention(m, hw, ch08.SHARED_PREFIX_TOKENS,
+                               link_bytes_per_s=ch08.PCIE_GEN4_X16_BYTES_PER_S, **kw)
+    b5 = calc.prefix_retention(m, hw, ch08.PREFIX_B_TOKENS,
+                               link_bytes_per_s=ch08.PCIE_GEN5_X16_BYTES_PER_S, **kw)
+    flops_a = calc.prefill_flops(m, ch08.SHARED_PREFIX_TOKENS)
+    at_62 = calc.prefix_recompute_s(m, hw, ch08.SHARED_PREFIX_TOKENS, 0.62) / ms
+    b_at_62 = calc.prefix_recompute_s(m, hw, ch08.PREFIX_B_TOKENS, 0.62) / ms
+    at_622 = calc.prefix_recompute_s(m, hw, ch08.SHARED_PREFIX_TOKENS, 0.622) / ms
     eff_note = (f"Efficiency derived, chapter rounded: the companion takes the batch-1 prefill MFU "
                 f"from Experiment 8-1's measured 2048-token prefill (94.8 ms, footnote 5), "
                 f"{100 * km.RECOMPUTE_EFFICIENCY:.2f}%, which the 8.6.3 table prints as '62%'. "
@@ -147,7 +148,7 @@ def _retention() -> list[Entry]:
                 f"{b5.recompute_s / ms:.1f} ms for B; the chapter's 307.9 ms needs 62.2% "
                 f"({at_622:.1f} ms), and exactly 62% would give {at_62:.1f} and {b_at_62:.1f} ms. "
                 f"Every number carrying T_r is therefore 0.1-0.25 ms above the printed one.")
-    replay = calc.cache_replay_hits(km.REPLAY_INPUT_TOKENS, km.REPLAY_HIT_TOKENS_6GIB)
+    replay = calc.cache_replay_hits(ch08.REPLAY_INPUT_TOKENS, ch08.REPLAY_HIT_TOKENS_6GIB)
     per_mib = lambda r: r.value_s_per_byte * MiB / ms  # noqa: E731
     return [
         entry(f"{s}/prefix-A-kv-MiB", s, "KV of the 6144-token prefix A", "864", "MiB",
@@ -156,9 +157,9 @@ def _retention() -> list[Entry]:
               a5.kv_bytes / GB),
         entry(f"{s}/prefix-A-recompute-TFLOP", s, "recomputing prefix A", "96.5", "TFLOP",
               flops_a / TFLOP,
-              note=f"Layer matrices {calc.matrix_flops(m, km.SHARED_PREFIX_TOKENS) / TFLOP:.2f} "
+              note=f"Layer matrices {calc.matrix_flops(m, ch08.SHARED_PREFIX_TOKENS) / TFLOP:.2f} "
                    f"TFLOP plus causal attention "
-                   f"{calc.attention_flops(m, km.SHARED_PREFIX_TOKENS) / TFLOP:.2f} TFLOP; the "
+                   f"{calc.attention_flops(m, ch08.SHARED_PREFIX_TOKENS) / TFLOP:.2f} TFLOP; the "
                    f"text calls the total 'matrix operations'."),
         entry(f"{s}/prefix-A-recompute-ms", s, "recompute time T_r of A", "307.9", "ms",
               a5.recompute_s / ms, tol=0.25, note=eff_note),
@@ -193,8 +194,9 @@ def _retention() -> list[Entry]:
         entry(f"{s}/fig8-22-keep-A-ms", s, "Figure 8-22: keeping one A saves", "132.7", "ms",
               a5.value_s / ms, tol=0.25, note=eff_note),
         entry(f"{s}/fig8-22-keep-3B-ms", s, "Figure 8-22: keeping three B saves", "120.9", "ms",
-              km.PREFIX_B_COUNT * b5.value_s / ms, tol=0.25,
-              note=f"3 x {b5.value_s / ms:.2f} = {km.PREFIX_B_COUNT * b5.value_s / ms:.2f} ms with "
+              ch08.PREFIX_B_COUNT * b5.value_s / ms, tol=0.25,
+              note=f"3 x {b5.value_s / ms:.2f} = "
+                   f"{ch08.PREFIX_B_COUNT * b5.value_s / ms:.2f} ms with "
                    f"the unrounded B value (3 x 40.3 = 120.9). " + eff_note),
         entry(f"{s}/prefill-ratio-6144-vs-2048", s, "prefill of 6144 tokens vs 2048 tokens",
               "3.25", "x", a5.recompute_s / b5.recompute_s,
@@ -207,7 +209,7 @@ def _retention() -> list[Entry]:
         entry(f"{s}/replay-reprocessed-tokens", s, "6 GiB pool: 19,556 - 16,304 reprocessed",
               "3,252", "tokens", replay.reprocessed_tokens),
         entry(f"{s}/retained-shared-prefix-MiB", s, "retaining the single shared prefix needs",
-              "864", "MiB", calc.kv_bytes(m, km.SHARED_PREFIX_TOKENS) / MiB),
+              "864", "MiB", calc.kv_bytes(m, ch08.SHARED_PREFIX_TOKENS) / MiB),
         entry(f"{s}/ex8-4-prefix-A-MiB", s, "Exercise 8-4: prefix A occupies", "864", "MiB",
               a5.kv_bytes / MiB),
         entry(f"{s}/ex8-4-prefix-B-MiB", s, "Exercise 8-4: each B prefix occupies", "288", "MiB",

@@ -3,28 +3,27 @@
 from __future__ import annotations
 
 from companion import calc, models
+from companion.chapters import ch08
 from companion.formulas import compression as cm
-from companion.formulas import kv_management as km
 from companion.ledger import Entry, entry
-from companion.specs import (M2_MAX, NVLINK_C2C_BYTES_PER_S, PCIE_GEN5_X16_BYTES_PER_S,
-                             QWEN3_8B, QWEN3_235B_A22B, RTX_PRO_6000)
+from companion.specs import M2_MAX, QWEN3_8B, QWEN3_235B_A22B, RTX_PRO_6000
 from companion.units import GB, GiB, MiB, TB, ms
 
 
 def _weight_quantization() -> list[Entry]:
     s = "8.4.1"
     q2k = calc.quant_format_layout("Q2_K")
-    file_bytes = cm.Q2K_FILE_PAYLOAD_BYTES + cm.Q2K_FILE_METADATA_BYTES + cm.Q2K_FILE_HEADER_BYTES
-    xl_bytes = cm.UD_Q2K_XL_FILE_GIB * GiB
-    available = calc.memory_headroom_bytes(M2_MAX.mem_bytes, cm.M2_SYSTEM_RESERVE_BYTES, 0)
-    left = calc.memory_headroom_bytes(M2_MAX.mem_bytes, cm.M2_SYSTEM_RESERVE_BYTES, file_bytes)
-    xl_left = calc.memory_headroom_bytes(M2_MAX.mem_bytes, cm.M2_SYSTEM_RESERVE_BYTES, xl_bytes)
+    file_bytes = calc.q2k_file_bytes()
+    xl_bytes = ch08.UD_Q2K_XL_FILE_GIB * GiB
+    available = calc.memory_headroom_bytes(M2_MAX.mem_bytes, ch08.M2_SYSTEM_RESERVE_BYTES, 0)
+    left = calc.memory_headroom_bytes(M2_MAX.mem_bytes, ch08.M2_SYSTEM_RESERVE_BYTES, file_bytes)
+    xl_left = calc.memory_headroom_bytes(M2_MAX.mem_bytes, ch08.M2_SYSTEM_RESERVE_BYTES, xl_bytes)
     big = QWEN3_235B_A22B
-    kv_8k = calc.kv_bytes(big, cm.CONTEXT_8K_TOKENS, block_tokens=1)
-    kv_32k = calc.kv_bytes(big, cm.CONTEXT_32K_TOKENS, block_tokens=1)
-    left_after_kv = calc.memory_headroom_bytes(M2_MAX.mem_bytes, cm.M2_SYSTEM_RESERVE_BYTES,
+    kv_8k = calc.kv_bytes(big, ch08.LONG_PROMPT_TOKENS, block_tokens=1)
+    kv_32k = calc.kv_bytes(big, ch08.CONTEXT_32K_TOKENS, block_tokens=1)
+    left_after_kv = calc.memory_headroom_bytes(M2_MAX.mem_bytes, ch08.M2_SYSTEM_RESERVE_BYTES,
                                                file_bytes, kv_8k)
-    fits_8k = calc.max_concurrent(left, big, cm.CONTEXT_8K_TOKENS, 1, block_tokens=1)
+    fits_8k = calc.max_concurrent(left, big, ch08.LONG_PROMPT_TOKENS, 1, block_tokens=1)
     return [
         entry(f"{s}/q2k-code-bytes", s, "Q2_K codes per group: 256 x 2 / 8", "64", "bytes",
               q2k.code_bytes),
@@ -37,9 +36,9 @@ def _weight_quantization() -> list[Entry]:
         entry(f"{s}/q2k-file-total-bytes", s, "footnote 27: payload + metadata + header",
               "85,691,002,112", "B", file_bytes),
         entry(f"{s}/q2k-file-payload-GiB", s, "codes + unquantised floats of the Q2_K file",
-              "64.43", "GiB", cm.Q2K_FILE_PAYLOAD_BYTES / GiB),
+              "64.43", "GiB", ch08.Q2K_FILE_PAYLOAD_BYTES / GiB),
         entry(f"{s}/q2k-file-metadata-GiB", s, "quantisation metadata of the Q2_K file", "15.37",
-              "GiB", cm.Q2K_FILE_METADATA_BYTES / GiB),
+              "GiB", ch08.Q2K_FILE_METADATA_BYTES / GiB),
         entry(f"{s}/q2k-file-total-GiB", s, "Q2_K file of Qwen3-235B-A22B", "79.81", "GiB",
               file_bytes / GiB),
         entry(f"{s}/m2-available-GiB", s, "M2 Max: 96 GB minus 8 GiB", "81.41", "GiB",
@@ -69,36 +68,36 @@ def _kv_compression() -> list[Entry]:
     s = "8.4.2"
     m = QWEN3_8B
     q8, q4 = calc.quant_format_layout("q8_0"), calc.quant_format_layout("q4_0")
-    bf16_8k = calc.kv_bytes(m, cm.CONTEXT_8K_TOKENS)
-    q8_8k = calc.kv_quantized_bytes(m, cm.CONTEXT_8K_TOKENS, "q8_0")
-    q4_8k = calc.kv_quantized_bytes(m, cm.CONTEXT_8K_TOKENS, "q4_0")
-    held = calc.held_tokens(km.LONG_PROMPT_TOKENS, km.OUTPUT_TOKENS)
+    bf16_8k = calc.kv_bytes(m, ch08.LONG_PROMPT_TOKENS)
+    q8_8k = calc.kv_quantized_bytes(m, ch08.LONG_PROMPT_TOKENS, "q8_0")
+    q4_8k = calc.kv_quantized_bytes(m, ch08.LONG_PROMPT_TOKENS, "q4_0")
+    held = calc.held_tokens(ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS)
     bf16_long = calc.kv_bytes(m, held)
     q8_long = calc.kv_quantized_bytes(m, held, "q8_0")
     # the read-bound effective bandwidth: Experiment 8-1's batch-64 round (8.6.3)
     beta = cm.MEASURED_READ_BYTES / cm.MEASURED_ROUND_S
     saved = bf16_8k - q8_8k
     read_s = calc.compressed_read_saving_s(saved, beta, 0)
-    net = [calc.compressed_read_saving_s(saved, beta, tc) for tc in cm.CONVERSION_S_CASES]
+    net = [calc.compressed_read_saving_s(saved, beta, tc) for tc in ch08.CONVERSION_S_CASES]
     at_65 = [calc.compressed_read_saving_s(saved, 0.65 * RTX_PRO_6000.mem_bw_bytes_per_s, tc)
-             for tc in (0.0,) + cm.CONVERSION_S_CASES]
+             for tc in (0.0,) + ch08.CONVERSION_S_CASES]
     mbu_note = (f"Unstated efficiency: the text prints '65%' but uses the measured MBU "
                 f"19.23 / 29.63 = {calc.mbu(beta, RTX_PRO_6000):.4f} (34.46 GB in 29.63 ms, "
                 f"beta = {beta / TB:.4f} TB/s): {read_s / ms:.4f}, {net[0] / ms:.4f} and "
                 f"{-net[1] / ms:.4f} ms. At exactly 65% (1.1648 TB/s) they would print "
                 f"{at_65[0] / ms:.3f}, {at_65[1] / ms:.3f} and {-at_65[2] / ms:.3f}.")
     fits = {}
-    for name, a, b in (("bf16", cm.BF16_INTERVAL_FIXED_S, cm.BF16_INTERVAL_PER_TOKEN_S),
-                       ("fp8", cm.FP8_INTERVAL_FIXED_S, cm.FP8_INTERVAL_PER_TOKEN_S)):
-        for L in cm.FIT_CONTEXTS:
+    for name, a, b in (("bf16", ch08.BF16_INTERVAL_FIXED_S, ch08.BF16_INTERVAL_PER_TOKEN_S),
+                       ("fp8", ch08.FP8_INTERVAL_FIXED_S, ch08.FP8_INTERVAL_PER_TOKEN_S)):
+        for L in ch08.FIT_CONTEXTS:
             fits[name, L] = calc.fitted_interval_s(a, b, L) / ms
-    crossover = calc.interval_crossover_tokens(cm.BF16_INTERVAL_FIXED_S,
-                                               cm.BF16_INTERVAL_PER_TOKEN_S,
-                                               cm.FP8_INTERVAL_FIXED_S,
-                                               cm.FP8_INTERVAL_PER_TOKEN_S)
-    v41_total = cm.DEEPSEEK_V41_GLOBAL_MIB + cm.DEEPSEEK_V41_SWA_MIB
+    crossover = calc.interval_crossover_tokens(ch08.BF16_INTERVAL_FIXED_S,
+                                               ch08.BF16_INTERVAL_PER_TOKEN_S,
+                                               ch08.FP8_INTERVAL_FIXED_S,
+                                               ch08.FP8_INTERVAL_PER_TOKEN_S)
+    v41_total = ch08.DEEPSEEK_V41_GLOBAL_MIB + ch08.DEEPSEEK_V41_SWA_MIB
     # 9.2.2's MLA state, cited here: DeepSeek-V3's config (61 layers, latent 512 + rope key 64)
-    mla_8k = calc.kv_bytes(models.load("deepseek-v3"), cm.CONTEXT_8K_TOKENS, block_tokens=1)
+    mla_8k = calc.kv_bytes(models.load("deepseek-v3"), ch08.LONG_PROMPT_TOKENS, block_tokens=1)
     return [
         entry(f"{s}/bf16-8k-kv-MiB", s, "BF16 KV of one 8K context", "1152", "MiB",
               bf16_8k / MiB),
@@ -132,7 +131,7 @@ def _kv_compression() -> list[Entry]:
         entry(f"{s}/long-request-q8_0-MiB", s, "the same in q8_0: 1188 x 34/64", "631.125", "MiB",
               q8_long / MiB),
         entry(f"{s}/16-long-q8_0-GiB", s, "16 independent long requests in q8_0", "9.86", "GiB",
-              km.LONG_BATCH * q8_long / GiB),
+              ch08.LONG_BATCH * q8_long / GiB),
         entry(f"{s}/read-saving-MiB", s, "BF16 -> q8_0 reads 540 MiB fewer at 8K", "540", "MiB",
               saved / MiB),
         entry(f"{s}/effective-bandwidth-TBps", s, "read-bound effective bandwidth", "1.16",
@@ -146,10 +145,10 @@ def _kv_compression() -> list[Entry]:
         entry(f"{s}/net-loss-0.8ms-conversion", s, "net loss with 0.8 ms of conversion", "0.313",
               "ms", -net[1] / ms, note=mbu_note),
         entry(f"{s}/fp8-fixed-term-larger-ms", s, "FP8's fixed term is larger by", "0.14", "ms",
-              (cm.FP8_INTERVAL_FIXED_S - cm.BF16_INTERVAL_FIXED_S) / ms),
+              (ch08.FP8_INTERVAL_FIXED_S - ch08.BF16_INTERVAL_FIXED_S) / ms),
         entry(f"{s}/fp8-slope-smaller-ms", s, "FP8's per-context-token term is smaller by",
               "2e-5", "ms/token",
-              (cm.BF16_INTERVAL_PER_TOKEN_S - cm.FP8_INTERVAL_PER_TOKEN_S) / ms,
+              (ch08.BF16_INTERVAL_PER_TOKEN_S - ch08.FP8_INTERVAL_PER_TOKEN_S) / ms,
               note="Printed as 2 x 10^-5 ms."),
         entry(f"{s}/bf16-fp8-crossover-tokens", s, "BF16/FP8 crossover 0.14 / 2e-5", "7000",
               "tokens", crossover),
@@ -165,7 +164,7 @@ def _kv_compression() -> list[Entry]:
         entry(f"{s}/deepseek-v41-state-MiB", s, "V4.1 global history + SWA at 8K", "9.531", "MiB",
               v41_total),
         entry(f"{s}/deepseek-v4-vs-v41", s, "V4's 30.521 MiB relative to V4.1's total", "3.20",
-              "x", cm.DEEPSEEK_V4_TOTAL_MIB / v41_total),
+              "x", ch08.DEEPSEEK_V4_TOTAL_MIB / v41_total),
     ]
 
 
@@ -173,17 +172,17 @@ def _offload() -> list[Entry]:
     s = "8.4.3"
     m = QWEN3_8B
     per_layer = calc.ffn_weight_bytes_per_layer(m)
-    one, two = (calc.ffn_offload(m, cm.OFFLOAD_EVERY_N_LAYERS, k) for k in (1, 2))
-    input_8k = calc.kv_bytes(m, cm.CONTEXT_8K_TOKENS)
-    long_req = calc.kv_bytes(m, calc.held_tokens(km.LONG_PROMPT_TOKENS, km.OUTPUT_TOKENS))
-    rounds = km.OUTPUT_TOKENS - 1  # the first output comes from prefill; 255 decode passes follow
-    pcie = calc.offload_copy_bound(one.offloaded_bytes, PCIE_GEN5_X16_BYTES_PER_S,
-                                   cm.BATCH1_ROUND_S, batch=cm.OFFLOAD_BATCH, rounds=rounds)
-    c2c = calc.offload_copy_bound(one.offloaded_bytes, NVLINK_C2C_BYTES_PER_S,
-                                  cm.BATCH1_ROUND_S, batch=cm.OFFLOAD_BATCH, rounds=rounds)
-    size, r = cm.COMPRESS_EXAMPLE_BYTES, cm.COMPRESS_EXAMPLE_FRACTION
-    direct = calc.link_transfer_s(size, PCIE_GEN5_X16_BYTES_PER_S)
-    compressed = calc.compress_then_transfer_s(size, r, PCIE_GEN5_X16_BYTES_PER_S)
+    one, two = (calc.ffn_offload(m, ch08.OFFLOAD_EVERY_N_LAYERS, k) for k in (1, 2))
+    input_8k = calc.kv_bytes(m, ch08.LONG_PROMPT_TOKENS)
+    long_req = calc.kv_bytes(m, calc.held_tokens(ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS))
+    rounds = ch08.OUTPUT_TOKENS - 1  # the first output comes from prefill; decode passes follow
+    pcie = calc.offload_copy_bound(one.offloaded_bytes, ch08.PCIE_GEN5_X16_BYTES_PER_S,
+                                   ch08.ROUND_B1_S, batch=ch08.OFFLOAD_BATCH, rounds=rounds)
+    c2c = calc.offload_copy_bound(one.offloaded_bytes, ch08.NVLINK_C2C_BYTES_PER_S,
+                                  ch08.ROUND_B1_S, batch=ch08.OFFLOAD_BATCH, rounds=rounds)
+    size, r = ch08.COMPRESS_EXAMPLE_BYTES, ch08.COMPRESS_EXAMPLE_FRACTION
+    direct = calc.link_transfer_s(size, ch08.PCIE_GEN5_X16_BYTES_PER_S)
+    compressed = calc.compress_then_transfer_s(size, r, ch08.PCIE_GEN5_X16_BYTES_PER_S)
     return [
         entry(f"{s}/ffn-layer-MiB", s, "three BF16 FFN matrices of one Qwen3-8B layer", "288",
               "MiB", per_layer / MiB, note="3 x 4096 x 12288 x 2 B = 301,989,888 B."),
@@ -231,7 +230,7 @@ def _offload() -> list[Entry]:
               (direct - compressed) / ms,
               note="1.5729 - 0.3932 = 1.1796 ms (the printed 1.57 - 0.39 = 1.18 as well)."),
         entry(f"{s}/min-decompress-GBps", s, "R_dec > 64 / (1 - 1/4)", "85.3", "GB/s",
-              calc.min_decompress_bytes_per_s(PCIE_GEN5_X16_BYTES_PER_S, r) / GB),
+              calc.min_decompress_bytes_per_s(ch08.PCIE_GEN5_X16_BYTES_PER_S, r) / GB),
         entry(f"{s}/ex8-5-ffn-sets", s, "Exercise 8-5: nine FFN sets offloaded", "9", "sets",
               one.offloaded_layers),
         entry(f"{s}/ex8-5-ffn-set-MiB", s, "Exercise 8-5: each FFN set occupies", "288", "MiB",
@@ -244,11 +243,11 @@ def _offload() -> list[Entry]:
 def _quality() -> list[Entry]:
     s = "8.4.4"
     m = QWEN3_8B
-    held = calc.held_tokens(km.LONG_PROMPT_TOKENS, km.OUTPUT_TOKENS)
-    q8_batch = km.LONG_BATCH * calc.kv_quantized_bytes(m, held, "q8_0")
-    shared = calc.prefix_shared_kv_bytes(m, km.LONG_BATCH, km.LONG_PROMPT_TOKENS,
-                                         km.OUTPUT_TOKENS,
-                                         shared_prefix_tokens=km.SHARED_PREFIX_TOKENS)
+    held = calc.held_tokens(ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS)
+    q8_batch = ch08.LONG_BATCH * calc.kv_quantized_bytes(m, held, "q8_0")
+    shared = calc.prefix_shared_kv_bytes(m, ch08.LONG_BATCH, ch08.LONG_PROMPT_TOKENS,
+                                         ch08.OUTPUT_TOKENS,
+                                         shared_prefix_tokens=ch08.SHARED_PREFIX_TOKENS)
     return [
         entry(f"{s}/16-long-q8_0-GiB", s, "16 independent long requests in q8_0", "9.86", "GiB",
               q8_batch / GiB),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from companion import calc
-from companion.formulas import serving as SV
+from companion.chapters import ch08
 from companion.ledger import Entry, entry
 from companion.specs import QWEN3_8B, RTX_PRO_6000
 from companion.units import GB, GiB, MiB, TFLOP, ms
@@ -31,8 +31,8 @@ def _table_entries(add) -> None:
                   printed["mbu"][i], "%", 100 * row["mbu"],
                   note="read time at peak / measured round (e.g. 8.615 / 26.26 = 32.8%)."
                   if i == 0 else ""))
-    mfu_b1 = calc.measured_prefill_mfu(QWEN3_8B, RTX_PRO_6000, 1, SV.EXP81_CONTEXT_TOKENS, 0,
-                                       SV.PREFILL_S_BATCH1_2K)
+    mfu_b1 = calc.measured_prefill_mfu(QWEN3_8B, RTX_PRO_6000, 1, ch08.SHORT_PROMPT_TOKENS, 0,
+                                       ch08.PREFILL_ROUND_S)
     add(entry("8.6.3/table-prefill-mfu-pct-b1", S3, "prefill compute efficiency, batch 1", "62",
               "%", 100 * mfu_b1,
               note="29.69 TFLOP (layer matrices + causal attention of 2048 tokens) in the 94.8 ms "
@@ -47,31 +47,31 @@ def entries() -> list[Entry]:
     add = out.append
 
     # --- 8.6.1 ---------------------------------------------------------------------------
-    for residence, printed in zip(SV.LITTLE_RESIDENCE_S, ("2", "8")):
+    for residence, printed in zip(ch08.LITTLE_RESIDENCE_S, ("2", "8")):
         add(entry(f"8.6.1/little-{printed}", S1, f"Little: 4 req/s x {residence} s", printed,
-                  "requests", calc.requests_in_system(SV.LITTLE_ARRIVAL_RATE_PER_S, residence)))
+                  "requests", calc.requests_in_system(ch08.LITTLE_ARRIVAL_RATE_PER_S, residence)))
     def finish(output_tokens):
-        return calc.lifecycle_request_time_s(SV.SHORT_QUEUE_S, SV.SHORT_PREFILL_S,
-                                             SV.SHORT_INTERVAL_S, output_tokens)
+        return calc.lifecycle_request_time_s(ch08.QUEUE_S, ch08.PREFILL_S,
+                                             ch08.CLIENT_ITL_S, output_tokens)
     add(entry("8.6.1/first-output-s", S1, "short request: 0.1 s queue + 0.096 s to first token",
               "0.196", "s", finish(1)))
     add(entry("8.6.1/generation-s", S1, "255 intervals of 26.5 ms", "6.76", "s",
-              finish(SV.SHORT_OUTPUT_TOKENS) - finish(1), note="255 x 26.5 ms = 6.7575 s."))
+              finish(ch08.OUTPUT_TOKENS) - finish(1), note="255 x 26.5 ms = 6.7575 s."))
     add(entry("8.6.1/finish-s", S1, "0.196 + 6.76 s: already used at completion", "6.95", "s",
-              finish(SV.SHORT_OUTPUT_TOKENS),
+              finish(ch08.OUTPUT_TOKENS),
               note="Unrounded 0.196 + 6.7575 = 6.9535 s; another 0.1 s of queueing gives "
                    "7.05 s > 7 s, so admit_request(...) rejects it."))
 
     # --- 8.6.2 ---------------------------------------------------------------------------
     add(entry("8.6.2/responses", S2, "responses: 7 conditions x 3 windows x 16 requests", "336",
-              "responses", SV.QUALITY_CONDITIONS * SV.QUALITY_WINDOWS
-              * SV.QUALITY_WINDOW_REQUESTS, note="Footnote 24's design: 7 x 3 x 16 = 336."))
-    losses = calc.response_losses(SV.QUALITY_RESPONSES, SV.QUALITY_CORRECT, SV.QUALITY_GOOD)
+              "responses", ch08.QUALITY_CONDITIONS * ch08.QUALITY_WINDOWS
+              * ch08.QUALITY_WINDOW_REQUESTS, note="Footnote 24's design: 7 x 3 x 16 = 336."))
+    losses = calc.response_losses(ch08.QUALITY_RESPONSES, ch08.QUALITY_CORRECT, ch08.QUALITY_GOOD)
     add(entry("8.6.2/late-correct", S2, "correct but late: 294 - 155", "139", "responses",
               losses["late_correct"]))
     add(entry("8.6.2/wrong", S2, "wrong answers (footnote 24): 336 - 294", "42", "responses",
               losses["wrong"]))
-    g = SV.GOODPUT_CB_REQ_PER_S
+    g = ch08.GOODPUT_CB_REQ_PER_S
     add(entry("8.6.2/goodput-drop-pct", S2, "effective throughput 4/s -> 16/s: decrease", "41",
               "%", -100 * calc.fractional_change(g[4], g[16]),
               note="(1.02 - 0.60) / 1.02 = 41.2%."))
@@ -79,37 +79,38 @@ def entries() -> list[Entry]:
     # --- 8.6.3: efficiency table, processing speeds, GPU-seconds ---------------------------
     _table_entries(add)
 
-    new_per_request = SV.EXAMPLE_PROMPT_TOKENS - SV.EXAMPLE_PREFIX_TOKENS
-    new_tokens = SV.EXAMPLE_BATCH * new_per_request
+    new_per_request = ch08.LONG_PROMPT_TOKENS - ch08.SHARED_PREFIX_TOKENS
+    new_tokens = ch08.LONG_BATCH * new_per_request
     add(entry("8.6.3/shared-new-tokens", S3, "new tokens of the shared prefill: 16 x 2048",
               "32,768", "tokens", new_tokens))
-    r_p = calc.prefill_token_rate(new_tokens, SV.SHARED_PREFILL_S)
+    r_p = calc.prefill_token_rate(new_tokens, ch08.SHARED_PREFILL_S)
     add(entry("8.6.3/r_P", S3, "prefill speed r_P = 32,768 / 2.04 s", "16,059", "tokens/s", r_p,
               rel=0.0025,
               note="32,768 / 2.04 = 16,063; the printed 16,059 implies a measured 2.0405 s that "
                    "the text rounds to 2.04. A time known to 3 figures fixes r_P only to "
                    "+-0.25%."))
-    mfu_shared = calc.measured_prefill_mfu(QWEN3_8B, RTX_PRO_6000, SV.EXAMPLE_BATCH,
-                                           new_per_request, SV.EXAMPLE_PREFIX_TOKENS,
-                                           SV.SHARED_PREFILL_S)
+    mfu_shared = calc.measured_prefill_mfu(QWEN3_8B, RTX_PRO_6000, ch08.LONG_BATCH,
+                                           new_per_request, ch08.SHARED_PREFIX_TOKENS,
+                                           ch08.SHARED_PREFILL_S)
     add(entry("8.6.3/shared-prefill-mfu-pct", S3, "shared prefill reaches % of BF16 peak", "58",
               "%", 100 * mfu_shared,
               note="593.8 TFLOP (16 x 2048 new tokens on the cached 6144) / 2.04 s / 503.8 "
                    "TFLOP/s = 57.77%; schemes A, C and D compute with this unrounded value."))
-    r_d = calc.decode_tokens_per_s(SV.EXAMPLE_BATCH, SV.SHARED_ROUND_S)
+    r_d = calc.decode_tokens_per_s(ch08.LONG_BATCH, ch08.SHARED_ROUND_S)
     add(entry("8.6.3/r_D", S3, "decode speed r_D = 16 / 27.35 ms", "585", "calls/s", r_d))
     add(entry("8.6.3/t-gpu-new-tokens", S3, "new input tokens per request, 8192 - 6144", "2048",
               "tokens", new_per_request))
-    t_gpu = calc.gpu_seconds_per_request(new_per_request, SV.EXAMPLE_OUTPUT_TOKENS, r_p, r_d)
+    t_gpu = calc.gpu_seconds_per_request(new_per_request, ch08.OUTPUT_TOKENS, r_p, r_d)
     add(entry("8.6.3/t-gpu-s", S3, "t_GPU = 2048 / 16,059 + 255 / 585", "0.563", "GPU-s", t_gpu,
               note="With the unrounded r_P = 16,063 and r_D = 585.01: 0.1275 + 0.4359 = 0.5634."))
     add(entry("8.6.3/t-gpu-16-s", S3, "GPU-seconds for the 16 requests", "9.01", "GPU-s",
-              SV.EXAMPLE_BATCH * t_gpu))
-    peak_mib = SV.DFLASH_PEAK_AFTER_MIB - SV.DFLASH_PEAK_BEFORE_MIB
+              ch08.LONG_BATCH * t_gpu))
+    peak_mib = ch08.DFLASH_PEAK_AFTER_MIB - ch08.DFLASH_PEAK_BEFORE_MIB
     add(entry("8.6.3/dflash-peak-increase-GiB", S3, "DFlash peak memory increase, 20,894 - "
               "17,706 MiB", "3.1", "GiB", peak_mib * MiB / GiB))
     add(entry("8.6.3/dflash-ttft-increase-pct", S3, "first-token time 129.4 -> 141.6 ms", "9.4",
-              "%", 100 * calc.fractional_change(SV.DFLASH_TTFT_BEFORE_S, SV.DFLASH_TTFT_AFTER_S)))
+              "%", 100 * calc.fractional_change(ch08.DFLASH_TTFT_BEFORE_S,
+                                                ch08.DFLASH_TTFT_AFTER_S)))
 
     # --- 8.6.3: schemes A-D ----------------------------------------------------------------
     res = calc.compare_schemes()
@@ -154,8 +155,8 @@ def entries() -> list[Entry]:
               D.verify_s / ms))
 
     # --- memory ----------------------------------------------------------------------------
-    per_req = calc.kv_bytes(QWEN3_8B, calc.held_tokens(SV.EXAMPLE_PROMPT_TOKENS,
-                                                       SV.EXAMPLE_OUTPUT_TOKENS))
+    per_req = calc.kv_bytes(QWEN3_8B, calc.held_tokens(ch08.LONG_PROMPT_TOKENS,
+                                                       ch08.OUTPUT_TOKENS))
     add(entry("8.6.3/A-per-request-MiB", S3, "KV of one long request at the end (8448 tokens)",
               "1188", "MiB", per_req / MiB))
     add(entry("8.6.3/A-memory-MiB", S3, "A: 16 x 1188 MiB", "19008", "MiB", A.memory_mib))
@@ -177,7 +178,7 @@ def entries() -> list[Entry]:
     add(entry("8.6.3/C-total-s", S3, "C: 7.34 + 255 x 28.26 ms", "14.55", "s", C.total_s,
               note="Unrounded 7.344 + 255 x 0.028261 = 14.551 s."))
     add(entry("8.6.3/D-tokens", S3, "D: 85 rounds x 3 outputs", "255", "tokens",
-              D.rounds * SV.DFLASH_TOKENS_PER_ROUND))
+              D.rounds * ch08.DFLASH_TOKENS_PER_ROUND))
     add(entry("8.6.3/D-total-s", S3, "T_D = 2.23 + 85 x 27.35 ms", "4.56", "s", D.total_s,
               note="With the unrounded prefill 2.2323 + 2.3248 = 4.557 s; the printed "
                    "2.23 + 85 x 0.02735 = 4.555 would print 4.55."))
@@ -188,7 +189,7 @@ def entries() -> list[Entry]:
 
     # --- 16-token variant ------------------------------------------------------------------
     short = calc.compare_schemes([calc.SCHEMES["B"], calc.SCHEMES["D"]],
-                                 output_tokens=SV.SHORT_OUTPUT_VARIANT_TOKENS)
+                                 output_tokens=ch08.SHORT_OUTPUT_VARIANT_TOKENS)
     B16, D16 = short["B"], short["D"]
     add(entry("8.6.3/16tok-B-rounds", S3, "16 outputs: B's rounds", "15", "rounds", B16.rounds))
     add(entry("8.6.3/16tok-B-total-s", S3, "16 outputs: B = 2.04 + 15 x 27.35 ms", "2.45", "s",
@@ -205,8 +206,8 @@ def entries() -> list[Entry]:
               "rounds", B16.rounds - D16.rounds))
 
     # --- Amdahl, energy --------------------------------------------------------------------
-    task, factor = SV.AMDAHL_TASK_S, SV.AMDAHL_FACTOR
-    for decode_s, total_p, speed_p in zip(SV.AMDAHL_DECODE_S, ("62.5", "85"), ("1.6", "1.18")):
+    task, factor = ch08.AMDAHL_TASK_S, ch08.AMDAHL_FACTOR
+    for decode_s, total_p, speed_p in zip(ch08.AMDAHL_DECODE_S, ("62.5", "85"), ("1.6", "1.18")):
         rest = task - decode_s
         tag = f"decode{decode_s:g}"
         if decode_s == 20.0:
@@ -216,7 +217,7 @@ def entries() -> list[Entry]:
                   total_p, "s", calc.staged_task_time([rest, decode_s], [1.0, factor])))
         add(entry(f"8.6.3/amdahl-{tag}-speedup", S3, f"Amdahl speedup, f = {decode_s / task:g}",
                   speed_p, "x", calc.amdahl_speedup(decode_s / task, factor)))
-    e = SV.ENERGY_PER_GOOD_J
+    e = ch08.ENERGY_PER_GOOD_J
     add(entry("8.6.3/energy-rise-pct", S3, "energy per qualifying result, 4/s -> 16/s", "66",
               "%", 100 * calc.fractional_change(e["cb@4"], e["cb@16"]),
               note="1083.7 / 652.0 - 1 = 66.2%."))

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from companion.chapters.ch17 import (BATCH,
-                                     H100_SPARSE_PEAK_FLOPS_PER_S as SPARSE_PEAK_FLOPS_PER_S)
 from companion import calc
+from companion.chapters import ch17
 from companion.ledger import Entry, entry
 from companion.specs import H100_SXM, LLAMA_8B
 from companion.units import GB, MB, ms, us
@@ -14,22 +13,22 @@ S = "17.2"
 
 def entries() -> list[Entry]:
     hw, m = H100_SXM, LLAMA_8B
-    sparse = hw.with_(peak_flops_per_s=SPARSE_PEAK_FLOPS_PER_S)
+    sparse = hw.with_(peak_flops_per_s=ch17.H100_SPARSE_PEAK_FLOPS_PER_S)
     b1 = calc.decode_intensity(m)
     point = calc.roofline_point(b1, hw)
     split = calc.decode_time_split(m, hw)
-    prefill_full_s = calc.prefill_compute_s(m, hw, calc.CH17_PROMPT_TOKENS, efficiency=1.0)
-    prefill_half_s = calc.prefill_compute_s(m, hw, calc.CH17_PROMPT_TOKENS)
-    chat = calc.decode_vs_context(m, hw, calc.CH17_CHAT_LIVE_TOKENS, batch=BATCH)
-    long = calc.decode_vs_context(m, hw, calc.CH17_LONG_CONTEXT_TOKENS, batch=BATCH)
-    i_chat = calc.decode_intensity(m, BATCH, calc.CH17_CHAT_LIVE_TOKENS)
-    i_long = calc.decode_intensity(m, BATCH, calc.CH17_LONG_CONTEXT_TOKENS)
+    prefill_full_s = calc.prefill_compute_s(m, hw, ch17.PROMPT_TOKENS, efficiency=1.0)
+    prefill_half_s = calc.prefill_compute_s(m, hw, ch17.PROMPT_TOKENS)
+    chat = calc.decode_vs_context(m, hw, ch17.CHAT_LIVE_TOKENS, batch=ch17.BATCH)
+    long = calc.decode_vs_context(m, hw, ch17.LONG_CONTEXT_TOKENS, batch=ch17.BATCH)
+    i_chat = calc.decode_intensity(m, ch17.BATCH, ch17.CHAT_LIVE_TOKENS)
+    i_long = calc.decode_intensity(m, ch17.BATCH, ch17.LONG_CONTEXT_TOKENS)
     achieved = 1e12  # any achieved FLOP/s: the MFU ratio does not depend on it
     return [
         entry("17.2/ridge", S, "ridge = 989e12 / 3.35e12 = 295 FLOP per byte", "295",
               "FLOP/byte", calc.ridge_point(hw)),
         entry("17.2/sparse-factor", S, "the sparse 1,979 TFLOPS gets it wrong by 2x", "2", "x",
-              SPARSE_PEAK_FLOPS_PER_S / hw.peak_flops_per_s),
+              ch17.H100_SPARSE_PEAK_FLOPS_PER_S / hw.peak_flops_per_s),
         entry("17.2/sparse-ridge-halves", S, "quoting the sparse figure halves your ridge point",
               "0.5", "x dense ridge", calc.ridge_point(sparse) / calc.ridge_point(hw),
               note="Erratum (direction reversed). ridge = peak / bandwidth, so the 2x larger "
@@ -60,9 +59,9 @@ def entries() -> list[Entry]:
         entry("17.2/wait-to-work", S, "waiting-to-working = 4,780 / 16.2 = 295 : 1", "295",
               "ratio", split["wait_to_work"]),
         entry("17.2/prefill-intensity", S, "2,048-token prompt: intensity ~ 2,048", "2,048",
-              "FLOP/byte", calc.prefill_intensity(m, calc.CH17_PROMPT_TOKENS)),
+              "FLOP/byte", calc.prefill_intensity(m, ch17.PROMPT_TOKENS)),
         entry("17.2/prefill-TFLOP", S, "prefill FLOPs (8B, 2,048 tokens) = 2 x 8e9 x 2,048",
-              "32.8", "TFLOP", calc.matrix_flops(m, calc.CH17_PROMPT_TOKENS) / 1e12),
+              "32.8", "TFLOP", calc.matrix_flops(m, ch17.PROMPT_TOKENS) / 1e12),
         entry("17.2/prefill-full-roof-ms", S, "at the full 989 TFLOPS roof", "33", "ms",
               prefill_full_s / ms),
         entry("17.2/prefill-half-peak-ms", S, "at a realistic 50% of peak", "66", "ms",
@@ -73,17 +72,17 @@ def entries() -> list[Entry]:
               "a prompt under ~295 tokens is still on the memory roof", "295", "tokens",
               calc.ridge_point(hw) / calc.prefill_intensity(m, 1)),
         entry("17.2/batch-intensity-64", S, "decode intensity at batch B ~ B (B = 64: 'not 64')",
-              "64", "FLOP/byte", calc.decode_intensity(m, BATCH)),
+              "64", "FLOP/byte", calc.decode_intensity(m, ch17.BATCH)),
         entry("17.2/break-even-batch", S, "break-even with the ridge: B ~ 295", "295", "sequences",
               calc.ridge_point(hw) / calc.decode_intensity(m, 1)),
         entry("17.2/chat-kv-MB", S, "600 live tokens, 78.6 MB each", "78.6", "MB",
-              chat["kv_bytes"] / BATCH / MB),
+              chat["kv_bytes"] / ch17.BATCH / MB),
         entry("17.2/chat-bytes", S, "bytes = 16e9 + 64 x 78.6e6", "21.0e9", "B",
               chat["step_bytes"]),
         entry("17.2/chat-intensity", S, "intensity = 64 x 16e9 / 21.0e9", "49", "FLOP/byte",
               i_chat),
         entry("17.2/long-kv-GB", S, "8,000 tokens, 1.05 GB each", "1.05", "GB",
-              long["kv_bytes"] / BATCH / GB),
+              long["kv_bytes"] / ch17.BATCH / GB),
         entry("17.2/long-bytes", S, "bytes = 16e9 + 64 x 1.05e9", "83.2e9", "B",
               long["step_bytes"], tol=0.15e9,
               note="Rounded intermediate: 64 x 1.05e9 = 67.2e9 gives 83.2e9; with the exact "

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from companion.chapters.ch17 import (LONG_CONTEXT_TOKENS as LONG_PROMPT_TOKENS, OUTPUT_TOKENS)
 from companion import calc
+from companion.chapters import ch17
 from companion.ledger import Entry, entry
 from companion.specs import H100_SXM, LLAMA_8B
 from companion.units import ms
@@ -13,9 +13,9 @@ S = "17.3"
 
 def entries() -> list[Entry]:
     hw, m = H100_SXM, LLAMA_8B
-    ttft_s = calc.prefill_compute_s(m, hw, calc.CH17_PROMPT_TOKENS)
-    budget = calc.request_budget(ttft_s, OUTPUT_TOKENS, calc.CH17_SMOOTH_ITL_S)
-    stall = calc.head_of_line_stall(m, hw, LONG_PROMPT_TOKENS, calc.CH17_SMOOTH_ITL_S)
+    ttft_s = calc.prefill_compute_s(m, hw, ch17.PROMPT_TOKENS)
+    budget = calc.request_budget(ttft_s, ch17.OUTPUT_TOKENS, ch17.SMOOTH_ITL_S)
+    stall = calc.head_of_line_stall(m, hw, ch17.LONG_CONTEXT_TOKENS, ch17.SMOOTH_ITL_S)
     naive_step_s = calc.paged_batch_gain(m, hw, block_tokens=1)["naive"]["step_s"]
     decode_fraction = calc.roofline_point(calc.decode_intensity(m), hw)["fraction_of_peak"]
     return [

@@ -3,9 +3,8 @@ as the context grows."""
 
 from __future__ import annotations
 
-from companion.chapters.ch17 import (CACHE_BYTES, CH00_CONTEXT_TOKENS, CONTEXT_ROWS,
-                                     LONGEST_CONTEXT_TOKENS as TABLE_LONGEST_TOKENS, TP)
 from companion import calc
+from companion.chapters import ch17
 from companion.ledger import Entry, entry
 from companion.specs import H100_SXM, LLAMA_8B, LLAMA_70B
 from companion.units import GB, KiB, MB, ms
@@ -20,7 +19,7 @@ def _context_entries(m, hw) -> list[Entry]:
         100_000: ("13.1", "29.1", "8.7", "115"),
     }
     out = []
-    for L in CONTEXT_ROWS:
+    for L in ch17.CONTEXT_ROWS:
         row = calc.decode_vs_context(m, hw, L)
         kv_p, step_p, ms_p, rate_p = printed[L]
         out += [
@@ -45,18 +44,19 @@ def _context_entries(m, hw) -> list[Entry]:
 
 def entries() -> list[Entry]:
     hw, m8, m70 = H100_SXM, LLAMA_8B, LLAMA_70B
-    L = calc.CH17_LONG_CONTEXT_TOKENS
+    L = ch17.LONG_CONTEXT_TOKENS
     k70 = calc.kv_bytes_per_token(m70)
     k8 = calc.kv_bytes_per_token(m8)
     seq70 = calc.kv_bytes(m70, L, block_tokens=1)
-    tp4 = calc.tp_kv_capacity(m70, hw, tp=TP)
+    tp4 = calc.tp_kv_capacity(m70, hw, tp=ch17.TP)
     one70 = calc.tp_kv_capacity(m70, hw)
     one8 = calc.tp_kv_capacity(m8, hw)
-    variants = {r["attention"]: r for r in calc.attention_variants(m70, cache_bytes=CACHE_BYTES)}
-    longest = calc.kv_by_context(m70, [TABLE_LONGEST_TOKENS], hw)[0]
+    variants = {r["attention"]: r for r in calc.attention_variants(m70,
+                                                                   cache_bytes=ch17.CACHE_BYTES)}
+    longest = calc.kv_by_context(m70, [ch17.LONGEST_CONTEXT_TOKENS], hw)[0]
     crossover = calc.kv_weight_crossover_tokens(m8)
     at_crossover = calc.decode_vs_context(m8, hw, round(crossover))
-    ch00_s = calc.memory_sweep_s(hw, calc.kv_bytes(m70, CH00_CONTEXT_TOKENS, block_tokens=1))
+    ch00_s = calc.memory_sweep_s(hw, calc.kv_bytes(m70, ch17.CH00_CONTEXT_TOKENS, block_tokens=1))
     kb = "KB (KiB)"
     return [
         entry("17.4/70b-kv-per-token-B", S, "70B: 2 x 80 x 8 x 128 x 2", "327,680", "B", k70),

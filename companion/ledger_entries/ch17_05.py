@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from companion.chapters.ch17 import (BIG_BLOCK_TOKENS, BLOCK_TOKENS, CHAT_TURN_TOKENS,
-                                     PREFIX_TOKENS, PREFIX_USERS, SEQUENCE_A_TOKENS)
 from companion import calc
+from companion.chapters import ch17
 from companion.ledger import Entry, entry
 from companion.specs import H100_SXM, LLAMA_8B
 from companion.units import GB, MB, ms
@@ -14,10 +13,10 @@ S = "17.5"
 
 def entries() -> list[Entry]:
     hw, m = H100_SXM, LLAMA_8B
-    frag = calc.reservation_waste(m, CHAT_TURN_TOKENS)
-    seq_a = calc.block_fill(SEQUENCE_A_TOKENS, BLOCK_TOKENS)
-    waste = calc.paged_worst_waste(m, BLOCK_TOKENS)
-    prefix = calc.prefix_sharing_bytes(m, PREFIX_USERS, PREFIX_TOKENS)
+    frag = calc.reservation_waste(m, ch17.CHAT_TURN_TOKENS)
+    seq_a = calc.block_fill(ch17.SEQUENCE_A_TOKENS, ch17.BLOCK_TOKENS)
+    waste = calc.paged_worst_waste(m, ch17.BLOCK_TOKENS)
+    prefix = calc.prefix_sharing_bytes(m, ch17.PREFIX_USERS, ch17.PREFIX_TOKENS)
     # the chapter divides the KV space by the live bytes alone (no block rounding)
     gain = calc.paged_batch_gain(m, hw, block_tokens=1)
     naive, paged = gain["naive"], gain["paged"]
@@ -38,7 +37,7 @@ def entries() -> list[Entry]:
         entry("17.5/reserved-GB", S, "(vs ~1 GB reserved)", "1", "GB",
               frag["reserved_bytes"] / GB),
         entry("17.5/big-block-waste", S, "a 1,024-token block wastes up to 1,023 tokens",
-              "1,023", "tokens", calc.paged_worst_waste(m, BIG_BLOCK_TOKENS)["tokens"]),
+              "1,023", "tokens", calc.paged_worst_waste(m, ch17.BIG_BLOCK_TOKENS)["tokens"]),
         entry("17.5/prefix-naive-GB", S, "naive: 100 x 2,000 x 131,072 B", "26.2", "GB",
               prefix["naive_bytes"] / GB),
         entry("17.5/prefix-paged-GB", S, "paged: 1 x 2,000 x 131,072 B", "0.26", "GB",

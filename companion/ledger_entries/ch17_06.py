@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from companion.chapters.ch17 import (CHUNK_TOKENS, LONG_CONTEXT_TOKENS as LONG_PROMPT_TOKENS,
-                                     STATIC_OUTPUT_LENGTHS)
 from companion import calc
+from companion.chapters import ch17
 from companion.ledger import Entry, entry
 from companion.specs import H100_SXM, LLAMA_8B
 from companion.units import ms
@@ -14,10 +13,10 @@ S = "17.6"
 
 def entries() -> list[Entry]:
     hw, m = H100_SXM, LLAMA_8B
-    static = calc.static_batch_slot_steps(STATIC_OUTPUT_LENGTHS)
+    static = calc.static_batch_slot_steps(ch17.STATIC_OUTPUT_LENGTHS)
     # the decode step co-scheduled with each chunk is §5's 6.1 ms (57 sequences, 600 tokens)
     step_s = calc.paged_batch_gain(m, hw, block_tokens=1)["naive"]["step_s"]
-    trade = calc.chunked_prefill_trade(m, hw, LONG_PROMPT_TOKENS, CHUNK_TOKENS, step_s)
+    trade = calc.chunked_prefill_trade(m, hw, ch17.LONG_CONTEXT_TOKENS, ch17.CHUNK_TOKENS, step_s)
     return [
         entry("17.6/static-run", S, "slot-steps run = 8 x 800", "6,400", "slot-steps",
               static["run"]),

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from companion.chapters.ch17 import (FIGURE_PP_STAGES as FIGURE_STAGES, NODE_TP,
-                                     PP_MICROBATCHES as MICROBATCHES, PP_STAGES as PP, TP)
 from companion import calc
+from companion.chapters import ch08, ch17
 from companion.ledger import Entry, entry
-from companion.specs import H100_SXM, LLAMA_70B, LLAMA_405B, PCIE_GEN5_X16_BYTES_PER_S
+from companion.specs import H100_SXM, LLAMA_70B, LLAMA_405B
 from companion.units import GB, KiB, MB, ms, us
 
 S = "17.7"
@@ -14,12 +13,12 @@ S = "17.7"
 
 def entries() -> list[Entry]:
     hw, m70, m405 = H100_SXM, LLAMA_70B, LLAMA_405B
-    traffic = calc.tp_allreduce_traffic(m70, TP)
-    nvlink = calc.tp_decode_step(m70, hw, TP)
-    pcie = calc.tp_decode_step(m70, hw, TP,
-                               collective_latency_s=calc.CH17_COLLECTIVE_LATENCY_PCIE_S,
-                               link_bytes_per_s=PCIE_GEN5_X16_BYTES_PER_S)
-    pp16, pp64 = (calc.pp_stages(m70, PP, mb) for mb in MICROBATCHES)
+    traffic = calc.tp_allreduce_traffic(m70, ch17.TP)
+    nvlink = calc.tp_decode_step(m70, hw, ch17.TP)
+    pcie = calc.tp_decode_step(m70, hw, ch17.TP,
+                               collective_latency_s=ch17.COLLECTIVE_LATENCY_PCIE_S,
+                               link_bytes_per_s=ch08.PCIE_GEN5_X16_BYTES_PER_S)
+    pp16, pp64 = (calc.pp_stages(m70, ch17.PP_STAGES, mb) for mb in ch17.PP_MICROBATCHES)
     layout = calc.parallel_layout(m405, hw)
     kb = "KB (KiB)"
     return [
@@ -70,13 +69,13 @@ def entries() -> list[Entry]:
         entry("17.7/405b-weights-GB", S, "405B model, BF16: 405e9 x 2 B", "810", "GB",
               m405.weight_bytes / GB),
         entry("17.7/405b-tp8-GB", S, "one node, TP = 8: 810 / 8 per GPU", "101", "GB",
-              calc.weights_per_gpu_bytes(m405, NODE_TP) / GB),
+              calc.weights_per_gpu_bytes(m405, ch17.NODE_TP) / GB),
         entry("17.7/405b-gpus", S, "TP = 8 x PP = 2 (16 GPUs)", "16", "GPUs", layout["gpus"]),
         entry("17.7/405b-tp8pp2-GB", S, "810 / 16 ~ 51 GB per GPU -> fits", "51", "GB",
               layout["weight_bytes_per_gpu"] / GB),
         entry("17.7/figure-layers-per-stage", S,
               "figure: PP stage 1 = layers 1-40, stage 2 = layers 41-80", "40", "layers",
-              calc.pp_stages(m405, FIGURE_STAGES, 1)["layers_per_stage"],
+              calc.pp_stages(m405, ch17.FIGURE_PP_STAGES, 1)["layers_per_stage"],
               note="The figure illustrates the 405B TP8 x PP2 layout but labels an 80-layer "
                    "stack (the 70B's); Llama-3.1-405B has 126 layers (public config, not stated "
                    "in the chapter), so each stage holds 63."),

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from companion.chapters.ch17 import (MEAN_OUTPUT_TOKENS, MEAN_PROMPT_TOKENS, REQUEST_RATE_PER_S,
-                                     ROUTING_TURN)
 from companion import calc
+from companion.chapters import ch17
 from companion.ledger import Entry, entry
-from companion.specs import H100_SXM, LLAMA_8B, LLAMA_70B, NVLINK_H100_BYTES_PER_S
-from companion.specs import RDMA_400G_BYTES_PER_S
+from companion.specs import H100_SXM, LLAMA_8B, LLAMA_70B
 from companion.units import GB, ms
 
 S = "17.8"
@@ -15,9 +13,10 @@ S = "17.8"
 
 def entries() -> list[Entry]:
     hw, m8, m70 = H100_SXM, LLAMA_8B, LLAMA_70B
-    pools = calc.disaggregated_pools(REQUEST_RATE_PER_S, MEAN_PROMPT_TOKENS, MEAN_OUTPUT_TOKENS)
-    L = calc.CH17_LONG_CONTEXT_TOKENS
-    route = calc.kv_routing_ttft(m8, hw, ROUTING_TURN)
+    pools = calc.disaggregated_pools(ch17.REQUEST_RATE_PER_S, ch17.MEAN_PROMPT_TOKENS,
+                                     ch17.MEAN_OUTPUT_TOKENS)
+    L = ch17.LONG_CONTEXT_TOKENS
+    route = calc.kv_routing_ttft(m8, hw, ch17.ROUTING_TURN)
     return [
         entry("17.8/prompt-demand", S, "prompt demand = 100 x 2,000", "200,000", "tok/s",
               pools["prompt_tok_per_s"]),
@@ -32,9 +31,9 @@ def entries() -> list[Entry]:
         entry("17.8/kv-to-ship-GB", S, "one 8K-token 70B request's KV to ship", "2.62", "GB",
               calc.kv_bytes(m70, L, block_tokens=1) / GB),
         entry("17.8/kv-nvlink-ms", S, "over NVLink 900 GB/s: 2.62 / 900", "3", "ms",
-              calc.kv_transfer_s(m70, L, NVLINK_H100_BYTES_PER_S) / ms),
+              calc.kv_transfer_s(m70, L, ch17.H100_NVLINK_BYTES_PER_S) / ms),
         entry("17.8/kv-rdma-ms", S, "over 400 Gb RDMA 50 GB/s: 2.62 / 50", "52", "ms",
-              calc.kv_transfer_s(m70, L, RDMA_400G_BYTES_PER_S) / ms),
+              calc.kv_transfer_s(m70, L, ch17.RDMA_400G_BYTES_PER_S) / ms),
         entry("17.8/turn20-context", S, "turn 20 context = 6,000 + 19 x 1,200", "28,800",
               "tokens", route["context_tokens"]),
         entry("17.8/cold-TFLOP", S, "cold worker: prefill 28,800 tokens = 2 x 8e9 x 28,800",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from companion.chapters.ch17 import (ACTIVE_SMS, DECODE_TOK_PER_S, PREFILL_TOK_PER_S)
 from companion import calc
+from companion.chapters import ch17
 from companion.ledger import Entry, entry
 from companion.specs import H100_SXM, LLAMA_8B
 
@@ -12,11 +12,11 @@ S = "17.9"
 
 def entries() -> list[Entry]:
     hw, m = H100_SXM, LLAMA_8B
-    dec = calc.decode_utilization(m, hw, DECODE_TOK_PER_S)
-    pre = calc.prefill_utilization(m, hw, PREFILL_TOK_PER_S)
+    dec = calc.decode_utilization(m, hw, ch17.DECODE_TOK_PER_S)
+    pre = calc.prefill_utilization(m, hw, ch17.PREFILL_TOK_PER_S)
     return [
         entry("17.9/sm-share", S, "actual compute in use <= 1/132", "0.8", "%",
-              100 * calc.sm_share(ACTIVE_SMS, hw)),
+              100 * calc.sm_share(ch17.ACTIVE_SMS, hw)),
         entry("17.9/decode-bytes-per-s", S, "bytes/s = 146 x 16e9", "2.34e12", "B/s",
               dec["bytes_per_s"]),
         entry("17.9/decode-mbu", S, "MBU = 2.34e12 / 3.35e12", "70", "%", 100 * dec["mbu"]),

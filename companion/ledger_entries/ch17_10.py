@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from companion.chapters.ch17 import (INT8_BYTES_PER_PARAM, SPEC_ACCEPTANCE as ACCEPTANCE,
-                                     SPEC_DRAFT_LEN as DRAFT_LEN)
 from companion import calc
+from companion.chapters import ch17
 from companion.ledger import Entry, entry
 from companion.specs import H100_SXM, LLAMA_8B
 from companion.units import GB, ms
@@ -14,14 +13,14 @@ S = "17.10"
 
 def _term(j: int) -> float:
     """The j-th term alpha^j of 1 + alpha + ... + alpha^k, as a difference of expectations."""
-    return (calc.speculative_expected_tokens(ACCEPTANCE, j)
-            - calc.speculative_expected_tokens(ACCEPTANCE, j - 1))
+    return (calc.speculative_expected_tokens(ch17.SPEC_ACCEPTANCE, j)
+            - calc.speculative_expected_tokens(ch17.SPEC_ACCEPTANCE, j - 1))
 
 
 def entries() -> list[Entry]:
     hw, m = H100_SXM, LLAMA_8B
-    q = calc.quantization_ceiling(m, hw, INT8_BYTES_PER_PARAM)
-    expected = calc.speculative_expected_tokens(ACCEPTANCE, DRAFT_LEN)
+    q = calc.quantization_ceiling(m, hw, ch17.INT8_BYTES_PER_PARAM)
+    expected = calc.speculative_expected_tokens(ch17.SPEC_ACCEPTANCE, ch17.SPEC_DRAFT_LEN)
     decode_fraction = calc.roofline_point(calc.decode_intensity(m), hw)["fraction_of_peak"]
     return [
         entry("17.10/int8-weights-GB", S, "8B in INT8: weights = 8e9 x 1 B", "8", "GB",

@@ -3,8 +3,8 @@ the same form (the rest restate §2-§10 and are covered there)."""
 
 from __future__ import annotations
 
-from companion.chapters.ch17 import (TP)
 from companion import calc
+from companion.chapters import ch17
 from companion.ledger import Entry, entry
 from companion.specs import H100_SXM, LLAMA_8B, LLAMA_70B
 from companion.units import ms
@@ -16,7 +16,7 @@ def entries() -> list[Entry]:
     return [
         entry("17.4/interview-about-sixty", "17.4",
               "interview: at TP=4 about sixty 8K conversations", "60", "sequences",
-              calc.tp_kv_capacity(LLAMA_70B, hw, tp=TP)["max_sequences"], sig=1,
+              calc.tp_kv_capacity(LLAMA_70B, hw, tp=ch17.TP)["max_sequences"], sig=1,
               note="§4's 62 sequences, rounded in words to 'about sixty'."),
         entry("17.5/interview-step-6ms", "17.5",
               "interview: batch 57 -> 760 takes the step from 6 ...", "6", "ms",

@@ -3,23 +3,8 @@
 
 from __future__ import annotations
 
+from companion.chapters import ch08, ch17
 from companion.formulas.core import held_tokens, kv_bytes_per_token
-from companion.chapters.ch08 import (BLOCK_TOKENS, BRANCH_EXPERIMENT_BRANCHES as BRANCHES,
-                                     BRANCH_EXPERIMENT_PRIVATE_BLOCKS as PRIVATE_BLOCKS_8_3_2,
-                                     BRANCH_EXPERIMENT_SHARED_BLOCKS as PREFIX_BLOCKS_8_3_2,
-                                     KV_BUDGET_BYTES, LONG_BATCH as BATCH_8_3_2,
-                                     LONG_PROMPT_TOKENS, OUTPUT_TOKENS,
-                                     PAGING_EXAMPLE_BLOCK_TOKENS as BLOCK_TOKENS_8_3_1,
-                                     PAGING_EXAMPLE_LENGTHS as LENGTHS_8_3_1,
-                                     PAGING_EXAMPLE_MAX_TOKENS as MAX_TOKENS_8_3_1,
-                                     PAGING_EXAMPLE_SHARED_TOKENS as SHARED_AB_TOKENS,
-                                     SHARED_PREFIX_TOKENS)
-from companion.chapters.ch17 import (BIG_BLOCK_TOKENS, CHAT_LIVE_TOKENS as LIVE_TOKENS_17,
-                                     CHAT_TURN_TOKENS,
-                                     LONG_CONTEXT_TOKENS as RESERVATION_8K_TOKENS,
-                                     MAX_LEN_TOKENS as MAX_LEN_TOKENS_17,
-                                     PREFIX_TOKENS as SYSTEM_PROMPT_TOKENS, PREFIX_USERS as USERS,
-                                     RUNTIME_RESERVE_BYTES, SEQUENCE_A_TOKENS as SEQ_A_TOKENS)
 from companion.exercises.data_ch08 import agent_cache_replay
 from companion.ledger import Entry, entry
 from companion.sim.kv_scenarios import context_organisation, fill_kv_pool, page_sequences
@@ -30,15 +15,18 @@ from companion.units import GB, GiB, MB, MiB
 
 def _branches():
     """8.3.2's four-branch experiment built with fork + append, and its independent twin."""
-    p = BLOCK_TOKENS
-    shared = BlockManager(PREFIX_BLOCKS_8_3_2 + BRANCHES * PRIVATE_BLOCKS_8_3_2, p)
-    shared.allocate("prefix", PREFIX_BLOCKS_8_3_2 * p)
-    for b in range(BRANCHES):
+    p = ch08.BLOCK_TOKENS
+    shared_blocks = ch08.BRANCH_EXPERIMENT_SHARED_BLOCKS
+    shared = BlockManager(shared_blocks + ch08.BRANCH_EXPERIMENT_BRANCHES
+                          * ch08.BRANCH_EXPERIMENT_PRIVATE_BLOCKS, p)
+    shared.allocate("prefix", ch08.BRANCH_EXPERIMENT_SHARED_BLOCKS * p)
+    for b in range(ch08.BRANCH_EXPERIMENT_BRANCHES):
         shared.fork("prefix", b)
-        shared.append(b, PRIVATE_BLOCKS_8_3_2 * p)
+        shared.append(b, ch08.BRANCH_EXPERIMENT_PRIVATE_BLOCKS * p)
     shared.free("prefix")  # the branches keep the prefix alive
-    alone = page_sequences([(PREFIX_BLOCKS_8_3_2 + PRIVATE_BLOCKS_8_3_2) * p] * BRANCHES, p)
-    private = shared.used_blocks - PREFIX_BLOCKS_8_3_2
+    one_branch_tokens = (shared_blocks + ch08.BRANCH_EXPERIMENT_PRIVATE_BLOCKS) * p
+    alone = page_sequences([one_branch_tokens] * ch08.BRANCH_EXPERIMENT_BRANCHES, p)
+    private = shared.used_blocks - ch08.BRANCH_EXPERIMENT_SHARED_BLOCKS
     return shared, alone, private
 
 
@@ -47,9 +35,12 @@ def entries() -> list[Entry]:
     S = "sim"
 
     # --- 8.3.1 ----------------------------------------------------------------------------
-    paged = page_sequences(LENGTHS_8_3_1, BLOCK_TOKENS_8_3_1, max_tokens=MAX_TOKENS_8_3_1)
-    sharing = page_sequences(LENGTHS_8_3_1, BLOCK_TOKENS_8_3_1, max_tokens=MAX_TOKENS_8_3_1,
-                             shared_prefix_tokens=SHARED_AB_TOKENS, prefix_group=[0, 1])
+    paged = page_sequences(ch08.PAGING_EXAMPLE_LENGTHS, ch08.PAGING_EXAMPLE_BLOCK_TOKENS,
+                           max_tokens=ch08.PAGING_EXAMPLE_MAX_TOKENS)
+    sharing = page_sequences(ch08.PAGING_EXAMPLE_LENGTHS, ch08.PAGING_EXAMPLE_BLOCK_TOKENS,
+                             max_tokens=ch08.PAGING_EXAMPLE_MAX_TOKENS,
+                             shared_prefix_tokens=ch08.PAGING_EXAMPLE_SHARED_TOKENS,
+                             prefix_group=[0, 1])
     out.append(entry("8.3.1/sim-reserved-slots", "8.3.1",
                      "A-D reserve max length: KV slots", "64", "tokens",
                      paged.reserved_tokens, source=S))
@@ -90,13 +81,14 @@ def entries() -> list[Entry]:
     ]
 
     # --- 8.3.2: 16 long requests sharing 6144 tokens in 12 GiB --------------------------------
-    held = held_tokens(LONG_PROMPT_TOKENS, OUTPUT_TOKENS)
-    share = fill_kv_pool(KV_BUDGET_BYTES, QWEN3_8B, held, shared_prefix_tokens=SHARED_PREFIX_TOKENS,
-                         block_tokens=BLOCK_TOKENS)
-    indep = fill_kv_pool(KV_BUDGET_BYTES, QWEN3_8B, held, block_tokens=BLOCK_TOKENS)
+    held = held_tokens(ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS)
+    share = fill_kv_pool(ch08.KV_BUDGET_BYTES, QWEN3_8B, held,
+                         shared_prefix_tokens=ch08.SHARED_PREFIX_TOKENS,
+                         block_tokens=ch08.BLOCK_TOKENS)
+    indep = fill_kv_pool(ch08.KV_BUDGET_BYTES, QWEN3_8B, held, block_tokens=ch08.BLOCK_TOKENS)
     # the independent 16-request footprint exceeds 12 GiB: allocate it in the card's whole memory
-    indep16 = fill_kv_pool(RTX_PRO_6000.mem_bytes, QWEN3_8B, held, max_requests=BATCH_8_3_2,
-                           block_tokens=BLOCK_TOKENS)
+    indep16 = fill_kv_pool(RTX_PRO_6000.mem_bytes, QWEN3_8B, held, max_requests=ch08.LONG_BATCH,
+                           block_tokens=ch08.BLOCK_TOKENS)
     out += [
         entry("8.3.2/sim-prefix-MiB", "8.3.2", "6144-token shared prefix KV", "864", "MiB",
               share.prefix_bytes / MiB, source=S),
@@ -105,13 +97,13 @@ def entries() -> list[Entry]:
         entry("8.3.2/sim-private-MiB", "8.3.2", "private part per request", "324", "MiB",
               share.private_bytes / MiB, source=S),
         entry("8.3.2/sim-16-shared-MiB", "8.3.2", "16 sharing requests: M_KV", "6048", "MiB",
-              share.used_bytes[BATCH_8_3_2] / MiB, source=S),
+              share.used_bytes[ch08.LONG_BATCH] / MiB, source=S),
         entry("8.3.2/sim-16-shared-GiB", "8.3.2", "16 sharing requests: M_KV", "5.91", "GiB",
-              share.used_bytes[BATCH_8_3_2] / GiB, source=S),
+              share.used_bytes[ch08.LONG_BATCH] / GiB, source=S),
         entry("8.3.2/sim-independent-request-MiB", "8.3.2", "one independent long request",
               "1188", "MiB", indep16.private_bytes / MiB, source=S),
         entry("8.3.2/sim-16-independent-MiB", "8.3.2", "16 independent long requests", "19008",
-              "MiB", indep16.used_bytes[BATCH_8_3_2] / MiB, source=S),
+              "MiB", indep16.used_bytes[ch08.LONG_BATCH] / MiB, source=S),
         entry("8.3.2/sim-capacity-independent", "8.3.2", "independent long requests in 12 GiB",
               "10", "requests", indep.admitted, source=S),
         entry("8.3.2/sim-capacity-shared", "8.3.2", "sharing long requests in 12 GiB", "35",
@@ -120,17 +112,19 @@ def entries() -> list[Entry]:
 
     # --- 17 §5 ------------------------------------------------------------------------------
     k17 = kv_bytes_per_token(LLAMA_8B)
-    turn = page_sequences([CHAT_TURN_TOKENS], MAX_LEN_TOKENS_17)  # one max_len block = reservation
-    seq_a = page_sequences([SEQ_A_TOKENS], BLOCK_TOKENS)
-    big = page_sequences([BIG_BLOCK_TOKENS + 1], BIG_BLOCK_TOKENS)  # worst case: one token over
-    kv_free_bytes = H100_SXM.mem_bytes - LLAMA_8B.weight_bytes - RUNTIME_RESERVE_BYTES
-    one_block = BlockManager.for_budget(kv_free_bytes, LLAMA_8B, block_tokens=BLOCK_TOKENS)
-    naive_users = page_sequences([SYSTEM_PROMPT_TOKENS] * USERS, BLOCK_TOKENS)
-    paged_users = page_sequences([SYSTEM_PROMPT_TOKENS] * USERS, BLOCK_TOKENS,
-                                 shared_prefix_tokens=SYSTEM_PROMPT_TOKENS)
-    naive = fill_kv_pool(kv_free_bytes, LLAMA_8B, LIVE_TOKENS_17,
-                         block_tokens=RESERVATION_8K_TOKENS)
-    live = fill_kv_pool(kv_free_bytes, LLAMA_8B, LIVE_TOKENS_17, block_tokens=1)
+    turn = page_sequences([ch17.CHAT_TURN_TOKENS],
+                          ch17.MAX_LEN_TOKENS)  # one max_len block = reservation
+    seq_a = page_sequences([ch17.SEQUENCE_A_TOKENS], ch08.BLOCK_TOKENS)
+    big = page_sequences([ch17.BIG_BLOCK_TOKENS + 1],
+                         ch17.BIG_BLOCK_TOKENS)  # worst case: one token over
+    kv_free_bytes = H100_SXM.mem_bytes - LLAMA_8B.weight_bytes - ch17.RUNTIME_RESERVE_BYTES
+    one_block = BlockManager.for_budget(kv_free_bytes, LLAMA_8B, block_tokens=ch08.BLOCK_TOKENS)
+    naive_users = page_sequences([ch17.PREFIX_TOKENS] * ch17.PREFIX_USERS, ch08.BLOCK_TOKENS)
+    paged_users = page_sequences([ch17.PREFIX_TOKENS] * ch17.PREFIX_USERS, ch08.BLOCK_TOKENS,
+                                 shared_prefix_tokens=ch17.PREFIX_TOKENS)
+    naive = fill_kv_pool(kv_free_bytes, LLAMA_8B, ch17.CHAT_LIVE_TOKENS,
+                         block_tokens=ch17.LONG_CONTEXT_TOKENS)
+    live = fill_kv_pool(kv_free_bytes, LLAMA_8B, ch17.CHAT_LIVE_TOKENS, block_tokens=1)
     out += [
         entry("17.5/sim-reservation-GB", "17.5", "8,192-token reservation (8B)", "1.07", "GB",
               turn.allocated_tokens * k17 / GB, source=S),
@@ -140,7 +134,7 @@ def entries() -> list[Entry]:
               "internal fragmentation of the reservation", "96", "%",
               100 * turn.unused_fraction, source=S),
         entry("17.5/sim-seq-a-tail-tokens", "17.5", "40 live tokens: tokens in the tail block",
-              "8", "tokens", BLOCK_TOKENS - seq_a.tail_unused[0], source=S),
+              "8", "tokens", ch08.BLOCK_TOKENS - seq_a.tail_unused[0], source=S),
         entry("17.5/sim-worst-waste-MB", "17.5", "worst-case paged waste: one 16-token block",
               "2", "MB", one_block.block_bytes / MB, source=S,
               note="the chapter bounds the waste by one whole block (16 x 131,072 B = 2.10 MB); "

@@ -10,12 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from companion.formulas.serving import (DEADLINE_S, EXAMPLE_BATCH, EXAMPLE_KV_BUDGET_BYTES,
-                                        EXAMPLE_OUTPUT_TOKENS, EXAMPLE_PREFIX_TOKENS,
-                                        EXAMPLE_PROMPT_TOKENS, EXP81_BATCHES, EXP81_ROUND_S,
-                                        PREFILL_S_BATCH1_2K, SHARED_PREFILL_S, SHARED_ROUND_S,
-                                        SHORT_OUTPUT_VARIANT_TOKENS)
-from companion.chapters.ch08 import (SHORT_PROMPT_TOKENS)
+from companion.chapters import ch08
 from companion.ledger import Entry, entry
 from companion.sim.load import RequestShape, Workload, run_service, workload
 from companion.sim.scheduler import StepPlusPrefillRoundTime
@@ -34,21 +29,22 @@ def _scheme_b(output_tokens: int):
     """8.6.3's scheme B as a service run: 16 long requests arrive together, their 6144-token
     prefix already cached; Experiment 8-1's measured prefill (32,768 new tokens in 2.04 s) and
     decode round (27.35 ms) time the rounds; continuous batching; 7 s deadline."""
-    new_tokens = EXAMPLE_BATCH * (EXAMPLE_PROMPT_TOKENS - EXAMPLE_PREFIX_TOKENS)
-    rt = StepPlusPrefillRoundTime(decode_step_s=SHARED_ROUND_S,
-                                  prefill_token_s=SHARED_PREFILL_S / new_tokens)
-    shape = RequestShape(EXAMPLE_PROMPT_TOKENS, output_tokens, EXAMPLE_PREFIX_TOKENS)
-    wl = workload(np.zeros(EXAMPLE_BATCH), shape, deadline_s=DEADLINE_S)
-    return run_service(wl, policy="continuous", max_running=EXAMPLE_BATCH, round_time=rt,
-                       kv_budget_bytes=EXAMPLE_KV_BUDGET_BYTES)
+    new_tokens = ch08.LONG_BATCH * (ch08.LONG_PROMPT_TOKENS - ch08.SHARED_PREFIX_TOKENS)
+    rt = StepPlusPrefillRoundTime(decode_step_s=ch08.SHARED_ROUND_S,
+                                  prefill_token_s=ch08.SHARED_PREFILL_S / new_tokens)
+    shape = RequestShape(ch08.LONG_PROMPT_TOKENS, output_tokens, ch08.SHARED_PREFIX_TOKENS)
+    wl = workload(np.zeros(ch08.LONG_BATCH), shape, deadline_s=ch08.DEADLINE_S)
+    return run_service(wl, policy="continuous", max_running=ch08.LONG_BATCH, round_time=rt,
+                       kv_budget_bytes=ch08.KV_BUDGET_BYTES)
 
 
 def _generation_throughput(batch: int) -> float:
     """8.1.3: ``batch`` 2K requests decoding together, one round every Experiment 8-1 measured
     round time: tokens emitted per second from the end of their prefill to the last token."""
-    rt = StepPlusPrefillRoundTime(decode_step_s=EXP81_ROUND_S[EXP81_BATCHES.index(batch)],
-                                  prefill_token_s=PREFILL_S_BATCH1_2K / SHORT_PROMPT_TOKENS)
-    wl = Workload(np.zeros(batch), SHORT_PROMPT_TOKENS, EXAMPLE_OUTPUT_TOKENS)
+    step_s = ch08.EXP81_ROUND_S[ch08.EXP81_BATCHES.index(batch)]
+    rt = StepPlusPrefillRoundTime(decode_step_s=step_s,
+                                  prefill_token_s=ch08.PREFILL_ROUND_S / ch08.SHORT_PROMPT_TOKENS)
+    wl = Workload(np.zeros(batch), ch08.SHORT_PROMPT_TOKENS, ch08.OUTPUT_TOKENS)
     first = run_service(wl, policy="continuous", max_running=batch, round_time=rt)
     window = (float(first.round_end_s[0]), float(first.round_end_s[-1]))
     return run_service(wl, policy="continuous", max_running=batch, round_time=rt,
@@ -70,14 +66,14 @@ def entries() -> list[Entry]:
     ]
 
     # --- 8.1.2: how many requests the reservation lets run together --------------------------
-    short = run_service(Workload(np.zeros(SHORT_OFFERED), SHORT_PROMPT_TOKENS,
-                                 EXAMPLE_OUTPUT_TOKENS),
+    short = run_service(Workload(np.zeros(SHORT_OFFERED), ch08.SHORT_PROMPT_TOKENS,
+                                 ch08.OUTPUT_TOKENS),
                         policy="continuous", max_running=SHORT_OFFERED,
-                        kv_budget_bytes=EXAMPLE_KV_BUDGET_BYTES)
-    long = run_service(Workload(np.zeros(EXAMPLE_BATCH), EXAMPLE_PROMPT_TOKENS,
-                                EXAMPLE_OUTPUT_TOKENS),
-                       policy="continuous", max_running=EXAMPLE_BATCH,
-                       kv_budget_bytes=EXAMPLE_KV_BUDGET_BYTES)
+                        kv_budget_bytes=ch08.KV_BUDGET_BYTES)
+    long = run_service(Workload(np.zeros(ch08.LONG_BATCH), ch08.LONG_PROMPT_TOKENS,
+                                ch08.OUTPUT_TOKENS),
+                       policy="continuous", max_running=ch08.LONG_BATCH,
+                       kv_budget_bytes=ch08.KV_BUDGET_BYTES)
     out += [
         entry("8.1.2/sim-load-short-running", "8.1.2",
               "short requests running at once under 12 GiB (reserved at admission)", "37",
@@ -88,7 +84,7 @@ def entries() -> list[Entry]:
     ]
 
     # --- 8.6.3: scheme B, simulated -----------------------------------------------------------
-    b = _scheme_b(EXAMPLE_OUTPUT_TOKENS)
+    b = _scheme_b(ch08.OUTPUT_TOKENS)
     peak_bytes = float(b.kv_used_blocks.max()) * b.kv_manager.block_bytes
     out += [
         entry("8.6.3/sim-load-B-total-s", "8.6.3", "B simulated: last request completes", "9.01",
@@ -105,7 +101,7 @@ def entries() -> list[Entry]:
               "0", "requests", b.n_good, source=S,
               note="printed in words ('produces zero qualifying results')."),
     ]
-    b16 = _scheme_b(SHORT_OUTPUT_VARIANT_TOKENS)
+    b16 = _scheme_b(ch08.SHORT_OUTPUT_VARIANT_TOKENS)
     out.append(entry("8.6.3/sim-load-16tok-B-total-s", "8.6.3",
                      "16 outputs: B simulated, last request completes", "2.45", "s",
                      float(np.max(b16.finish_s)), source=S))

@@ -8,19 +8,11 @@ numbers are read off the rounds and the tokens' emission times.
 
 from __future__ import annotations
 
-from companion.chapters.ch08 import (CAPTURED_SHAPES as CAPTURED, CLIENT_ITL_S as STEP_S,
-                                     OUTPUT_TOKENS as SHORT_OUTPUT,
-                                     PADDING_EXAMPLE_ROWS as ROWS_17, PREFILL_S, QUEUE_S,
-                                     SHORT_PROMPT_TOKENS as LONE_PROMPT,
-                                     SHORT_PROMPT_TOKENS as SHORT_PROMPT)
-from companion.chapters.ch17 import (CHUNK_TOKENS as CHUNK_17, LONG_CONTEXT_TOKENS as LONG_PROMPT,
-                                     STATIC_OUTPUT_LENGTHS as STATIC_OUTPUTS)
+from companion.chapters import ch08, ch17
 from companion.formulas.core import attention_pairs
 from companion.ledger import Entry, entry
-from companion.sim.scenarios import (CH17_HOL_DECODE_STEP_S, CHAPTER_8_2_2_CHUNK_TOKENS,
-                                     CHAPTER_8_2_2_MAX_RUNNING, CHAPTER_8_2_2_TOKEN_BUDGET,
-                                     REPLAY_INTERARRIVAL_S, chapter_8_2_2_requests,
-                                     long_prompt_interference, token_budget_sweep)
+from companion.sim.scenarios import (
+    chapter_8_2_2_requests, long_prompt_interference, token_budget_sweep)
 from companion.sim.scheduler import (Request, RoundTimeModel, StepPlusPrefillRoundTime,
                                      chapter17_round_time, simulate)
 from companion.units import ms
@@ -45,7 +37,8 @@ NEAREST_BELOW_PROMPTS = (1637, 1636, 1635, 1634, 860, 4258)
 
 
 def _built_replay(prompts, budget: int) -> dict:
-    return token_budget_sweep((budget,), n_requests=len(prompts), interarrival_s=REPLAY_INTERARRIVAL_S,
+    return token_budget_sweep((budget,), n_requests=len(prompts),
+                              interarrival_s=ch08.REPLAY_INTERARRIVAL_S,
                               prompt_tokens=list(prompts), output_tokens=64,
                               max_running=len(prompts))[0]
 
@@ -57,14 +50,16 @@ INSERT_AT_S = 3.0
 def _8_1_1():
     """The 8.1.1 request: queued 0.1 s (the admission callback defers it), prefill 96 ms, then
     255 steps of 26.5 ms; optionally another short request arrives mid-generation."""
-    rt = StepPlusPrefillRoundTime(STEP_S, PREFILL_S / SHORT_PROMPT)
+    rt = StepPlusPrefillRoundTime(ch08.CLIENT_ITL_S, ch08.PREFILL_S / ch08.SHORT_PROMPT_TOKENS)
 
     def admit(request, now_s, scheduler):
-        return True if now_s >= QUEUE_S else QUEUE_S   # hold the first request until 0.1 s
+        # hold the first request until the chapter's queueing delay has passed
+        return True if now_s >= ch08.QUEUE_S else ch08.QUEUE_S
 
-    short = Request("short", 0.0, SHORT_PROMPT, SHORT_OUTPUT)
+    short = Request("short", 0.0, ch08.SHORT_PROMPT_TOKENS, ch08.OUTPUT_TOKENS)
     alone = simulate([short], "continuous", max_running=1, round_time=rt, admit=admit)
-    inserted = simulate([short, Request("other", INSERT_AT_S, SHORT_PROMPT, SHORT_OUTPUT)],
+    inserted = simulate([short, Request("other", INSERT_AT_S, ch08.SHORT_PROMPT_TOKENS,
+                                        ch08.OUTPUT_TOKENS)],
                         "continuous", max_running=2, round_time=rt, admit=admit)
     return alone, inserted
 
@@ -72,12 +67,13 @@ def _8_1_1():
 def _8_2_2():
     reqs = chapter_8_2_2_requests()
     rt = RoundTimeModel.chapter8()
-    kw = dict(max_running=CHAPTER_8_2_2_MAX_RUNNING, round_time=rt)
+    kw = dict(max_running=ch08.SCHEDULE_EXAMPLE_MAX_RUNNING, round_time=rt)
     static = simulate(reqs, "static", **kw)
     continuous = simulate(reqs, "continuous", **kw)
-    chunked = simulate(reqs, "chunked", chunk_tokens=CHAPTER_8_2_2_CHUNK_TOKENS,
-                       token_budget=CHAPTER_8_2_2_TOKEN_BUDGET, **kw)
-    lone = simulate([Request("lone", 0.0, LONE_PROMPT, 2)], "continuous", max_running=1,
+    chunked = simulate(reqs, "chunked", chunk_tokens=ch08.SCHEDULE_EXAMPLE_CHUNK_TOKENS,
+                       token_budget=ch08.SCHEDULE_EXAMPLE_TOKEN_BUDGET, **kw)
+    lone = simulate([Request("lone", 0.0, ch08.SHORT_PROMPT_TOKENS, 2)], "continuous",
+                    max_running=1,
                     round_time=rt)
     return static, continuous, chunked, lone
 
@@ -90,23 +86,27 @@ def entries() -> list[Entry]:
     static, continuous, chunked, lone = _8_2_2()
     lone_times = lone.token_times["lone"]
 
-    padded = simulate([Request(i, 0.0, 1, 3) for i in range(ROWS_17)], "continuous",
-                      max_running=ROWS_17, round_time=RoundTimeModel.chapter8(),
-                      captured_shapes=CAPTURED)
+    padded = simulate([Request(i, 0.0, 1, 3) for i in range(ch08.PADDING_EXAMPLE_ROWS)],
+                      "continuous",
+                      max_running=ch08.PADDING_EXAMPLE_ROWS, round_time=RoundTimeModel.chapter8(),
+                      captured_shapes=ch08.CAPTURED_SHAPES)
 
-    hol = long_prompt_interference(LONG_PROMPT,
-                                   round_time=chapter17_round_time(CH17_HOL_DECODE_STEP_S))
+    hol = long_prompt_interference(ch17.LONG_CONTEXT_TOKENS,
+                                   round_time=chapter17_round_time(ch17.SMOOTH_ITL_S))
     hol_stall = hol["worst_decode_itl_s"] - hol["baseline_itl_s"]
 
     rt17 = chapter17_round_time()
-    static17 = simulate([Request(f"s{g}", 0.0, 1, g) for g in STATIC_OUTPUTS], "static",
-                        max_running=len(STATIC_OUTPUTS), round_time=rt17)
+    static17 = simulate([Request(f"s{g}", 0.0, 1, g) for g in ch17.STATIC_OUTPUT_LENGTHS],
+                        "static",
+                        max_running=len(ch17.STATIC_OUTPUT_LENGTHS), round_time=rt17)
     run_steps, useful_steps = static17.slot_steps()
-    whole = long_prompt_interference(LONG_PROMPT)
-    chunked17 = long_prompt_interference(LONG_PROMPT, CHUNK_17)
+    whole = long_prompt_interference(ch17.LONG_CONTEXT_TOKENS)
+    chunked17 = long_prompt_interference(ch17.LONG_CONTEXT_TOKENS, ch17.CHUNK_TOKENS)
     chunk_round = chunked17["result"]
-    full_chunk_rounds = chunk_round.round_duration_s[chunk_round.round_prefill_tokens == CHUNK_17]
-    dedicated = simulate([Request("long", 0.0, LONG_PROMPT, 1)], "continuous", max_running=1,
+    full_chunk = chunk_round.round_prefill_tokens == ch17.CHUNK_TOKENS
+    full_chunk_rounds = chunk_round.round_duration_s[full_chunk]
+    dedicated = simulate([Request("long", 0.0, ch17.LONG_CONTEXT_TOKENS, 1)], "continuous",
+                         max_running=1,
                          round_time=rt17).ttft_s["long"]
 
     S = dict(source="sim")

@@ -8,11 +8,7 @@ check the same numbers against a seeded Monte Carlo of the simulator.
 
 from __future__ import annotations
 
-from companion.chapters.ch08 import (TOY_DRAFT_ALWAYS_A as DRAFT_ALWAYS_A,
-                                     TOY_DRAFT_ALWAYS_B as DRAFT_ALWAYS_B,
-                                     TOY_DRAFT_LEN as DRAFT_LEN_8_5_2,
-                                     TOY_TARGET_PROBS as P_TARGET)
-from companion.chapters.ch17 import (SPEC_ACCEPTANCE as ALPHA_17, SPEC_DRAFT_LEN as K_17)
+from companion.chapters import ch08, ch17
 from companion.ledger import Entry, entry
 from companion.sim.speculative import (acceptance_rate, expected_tokens_per_round,
                                        output_distribution, tokens_per_round_distribution,
@@ -39,8 +35,9 @@ def entries() -> list[Entry]:
     S = "sim"
     fig = verify_greedy(FIG_8_29_DRAFT, FIG_8_29_TARGET)
     k7, k15 = _one_accepted_round(K7), _one_accepted_round(K15)
-    p17 = (ALPHA_17, 1 - ALPHA_17)
-    reach17 = tokens_per_round_distribution(p17, DRAFT_ALWAYS_A, K_17)[::-1].cumsum()[::-1]
+    p17 = (ch17.SPEC_ACCEPTANCE, 1 - ch17.SPEC_ACCEPTANCE)
+    reach17 = tokens_per_round_distribution(p17, ch08.TOY_DRAFT_ALWAYS_A,
+                                            ch17.SPEC_DRAFT_LEN)[::-1].cumsum()[::-1]
     exact = "exact: the simulator's acceptance sum_x min(p, q) fed to 1 + a + ... + a^m"
     words = "printed in words"
     return [
@@ -51,30 +48,37 @@ def entries() -> list[Entry]:
         entry("8.5.1/sim-fig-8-29-outputs", "8.5.1", "Figure 8-29: outputs of one round", "3",
               "tokens", len(fig.output), note=f"{words} ('three outputs in total')", source=S),
         entry("8.5.1/sim-accept-draft-A", "8.5.1", "draft always A: acceptance probability",
-              "0.25", "probability", acceptance_rate(P_TARGET, DRAFT_ALWAYS_A),
+              "0.25", "probability", acceptance_rate(ch08.TOY_TARGET_PROBS,
+                                                     ch08.TOY_DRAFT_ALWAYS_A),
               note="printed as the fraction 1/4", source=S),
         entry("8.5.1/sim-reject-draft-A", "8.5.1", "draft always A: reject and output B",
-              "0.75", "probability", 1 - acceptance_rate(P_TARGET, DRAFT_ALWAYS_A),
+              "0.75", "probability", 1 - acceptance_rate(ch08.TOY_TARGET_PROBS,
+                                                         ch08.TOY_DRAFT_ALWAYS_A),
               note="printed as the fraction 3/4", source=S),
         entry("8.5.1/sim-accept-draft-B", "8.5.1", "draft always B: acceptance probability",
-              "0.75", "probability", acceptance_rate(P_TARGET, DRAFT_ALWAYS_B),
+              "0.75", "probability", acceptance_rate(ch08.TOY_TARGET_PROBS,
+                                                     ch08.TOY_DRAFT_ALWAYS_B),
               note="printed as the fraction 3/4", source=S),
         entry("8.5.1/sim-output-pA-draft-A", "8.5.1", "draft always A: P(output A) = p(A)",
-              "0.25", "probability", output_distribution(P_TARGET, DRAFT_ALWAYS_A)[0],
+              "0.25", "probability", output_distribution(ch08.TOY_TARGET_PROBS,
+                                                         ch08.TOY_DRAFT_ALWAYS_A)[0],
               note="printed as the fraction 1/4 (the target's p(A), recovered by the "
                    "accept/resample mechanism)", source=S),
         entry("8.5.1/sim-output-pA-draft-B", "8.5.1", "draft always B: P(output A) = p(A)",
-              "0.25", "probability", output_distribution(P_TARGET, DRAFT_ALWAYS_B)[0],
+              "0.25", "probability", output_distribution(ch08.TOY_TARGET_PROBS,
+                                                         ch08.TOY_DRAFT_ALWAYS_B)[0],
               note="printed as the fraction 1/4 (the target's p(A), recovered by the "
                    "accept/resample mechanism)", source=S),
         # --- 8.5.2 -------------------------------------------------------------------------
         entry("8.5.2/sim-expected-tokens-AAAA", "8.5.2", "draft AAAA: mean outputs per round",
               "1.33", "tokens",
-              expected_tokens_per_round(P_TARGET, DRAFT_ALWAYS_A, DRAFT_LEN_8_5_2),
+              expected_tokens_per_round(ch08.TOY_TARGET_PROBS, ch08.TOY_DRAFT_ALWAYS_A,
+                                        ch08.TOY_DRAFT_LEN),
               note=exact, source=S),
         entry("8.5.2/sim-expected-tokens-BBBB", "8.5.2", "draft BBBB: mean outputs per round",
               "3.05", "tokens",
-              expected_tokens_per_round(P_TARGET, DRAFT_ALWAYS_B, DRAFT_LEN_8_5_2),
+              expected_tokens_per_round(ch08.TOY_TARGET_PROBS, ch08.TOY_DRAFT_ALWAYS_B,
+                                        ch08.TOY_DRAFT_LEN),
               note=exact, source=S),
         # --- 8.5.4 -------------------------------------------------------------------------
         entry("8.5.4/sim-k7-discarded", "8.5.4", "K7 round accepting one draft: discarded",
@@ -90,10 +94,12 @@ def entries() -> list[Entry]:
         entry("17.10/sim-spec-term-a4", "17.10", "k=4, alpha=0.7: P(5 tokens) = alpha^4",
               "0.240", "probability", reach17[4], source=S),
         entry("17.10/sim-spec-expected-tokens", "17.10", "k=4, alpha=0.7: tokens per pass",
-              "2.77", "tokens", expected_tokens_per_round(p17, DRAFT_ALWAYS_A, K_17),
+              "2.77", "tokens", expected_tokens_per_round(p17, ch08.TOY_DRAFT_ALWAYS_A,
+                                                          ch17.SPEC_DRAFT_LEN),
               note=exact + "; alpha = 0.7 realised as p = (0.7, 0.3), q = (1, 0)", source=S),
         entry("17.10/sim-spec-speedup", "17.10", "up to ~2.8x lower single-stream latency",
-              "2.8", "x", expected_tokens_per_round(p17, DRAFT_ALWAYS_A, K_17), source=S,
+              "2.8", "x", expected_tokens_per_round(p17, ch08.TOY_DRAFT_ALWAYS_A,
+                                                    ch17.SPEC_DRAFT_LEN), source=S,
               note="the 2.77 tokens per pass rounded; 'up to' because it assumes the draft "
                    "and the wider verification pass cost nothing"),
     ]

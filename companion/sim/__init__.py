@@ -27,13 +27,10 @@ from companion.sim.requests import (
     padder)
 from companion.sim.round_time import (
     RoundWork, round_work, RoundTime, LinearRoundTime, RoundTimeModel, RooflineRoundTime,
-    StepPlusPrefillRoundTime, chapter17_round_time, as_round_time, round_duration,
-    ROUND_FIXED_S, ROUND_PER_TOKEN_S, ROUND_PER_PAIR_S, CH17_DECODE_STEP_S, CH17_PREFILL_MFU)
+    StepPlusPrefillRoundTime, chapter17_round_time, as_round_time, round_duration)
 from companion.sim.result import (
     Segment, Round, Result, ROUND_COLUMNS)
-from companion.sim.scheduler import (
-    Scheduler, FastScheduler, simulate, ENGINES, CHAPTER_8_2_2_MAX_RUNNING,
-    CHAPTER_8_2_2_CHUNK_TOKENS, CHAPTER_8_2_2_TOKEN_BUDGET, CH17_HOL_DECODE_STEP_S)
+from companion.sim.scheduler import Scheduler, FastScheduler, simulate, ENGINES
 from companion.sim.fast_scheduler import (
     TRUSTED_MODELS)
 from companion.sim.scenarios import (
@@ -65,20 +62,17 @@ from companion.sim.workload import (
     RequestShape, SHORT_REQUEST, LONG_REQUEST, Workload, poisson_arrivals, trace_arrivals,
     workload, seed_rng)
 from companion.sim.load import (
-    RETRIEVAL_DEADLINE_S, KV_POLICIES, ServiceResult, run_service, goodput_sweep,
-    nearest_rank_percentile)
-from companion.sim.slo import (
-    SLO_POLICIES, SLO_PERCENTILES, SLO_CHUNK_TOKENS, slo_run, CH17_TTFT_P90_TARGET_S, CH17_ITL_P99_TARGET_S)
+    KV_POLICIES, ServiceResult, run_service, goodput_sweep, nearest_rank_percentile)
+from companion.sim.slo import SLO_POLICIES, SLO_PERCENTILES, SLO_CHUNK_TOKENS, slo_run
 
 __all__ = [
     "Request", "POLICIES", "SchedulerConfig", "SchedulerBase", "check_requests",
     "admission_decision", "padder", "RoundWork", "round_work", "RoundTime", "LinearRoundTime",
     "RoundTimeModel", "RooflineRoundTime", "StepPlusPrefillRoundTime", "chapter17_round_time",
-    "as_round_time", "round_duration", "ROUND_FIXED_S", "ROUND_PER_TOKEN_S",
-    "ROUND_PER_PAIR_S", "CH17_DECODE_STEP_S", "CH17_PREFILL_MFU", "Segment", "Round", "Result",
+    "as_round_time", "round_duration", 
+    "Segment", "Round", "Result",
     "ROUND_COLUMNS", "Scheduler", "FastScheduler", "simulate", "ENGINES",
-    "CHAPTER_8_2_2_MAX_RUNNING", "CHAPTER_8_2_2_CHUNK_TOKENS", "CHAPTER_8_2_2_TOKEN_BUDGET",
-    "CH17_HOL_DECODE_STEP_S", "TRUSTED_MODELS", "chapter_8_2_2_requests", "chapter_schedule",
+    "TRUSTED_MODELS", "chapter_8_2_2_requests", "chapter_schedule",
     "chapter_schedules", "token_budget_sweep", "TOKEN_BUDGETS", "long_prompt_interference",
     "hol_scenario", "batching_trace_requests", "batching_trace", "itl_tail_trace",
     "stalled_interval_positions", "timeline_scenario", "TRACE_REQUESTS", "TRACE_PROMPT_TOKENS",
@@ -94,10 +88,10 @@ __all__ = [
     "SpeculativeRound", "speculative_round", "SpeculativeRuns", "simulate_rounds",
     "greedy_example", "VERIFICATION_WORDS", "MAX_DRAFT", "speculative_check", "RequestShape",
     "SHORT_REQUEST", "LONG_REQUEST", "Workload", "poisson_arrivals", "trace_arrivals",
-    "workload", "seed_rng", "RETRIEVAL_DEADLINE_S", "KV_POLICIES", "ServiceResult",
+    "workload", "seed_rng", "KV_POLICIES", "ServiceResult",
     "run_service", "goodput_sweep", "nearest_rank_percentile", "SLO_POLICIES",
-    "SLO_PERCENTILES", "SLO_CHUNK_TOKENS", "slo_run", "CH17_TTFT_P90_TARGET_S",
-    "CH17_ITL_P99_TARGET_S", "LAUNCH_OVERHEAD_S",
+    "SLO_PERCENTILES", "SLO_CHUNK_TOKENS", "slo_run", 
+    "LAUNCH_OVERHEAD_S",
     "GRAPH_LAUNCH_S", "MIN_KERNEL_S", "KERNELS_PER_LAYER", "BIG_KERNELS", "Kernel",
     "TimelineEvent", "StepTimeline", "layer_kernels", "decode_step_timeline", "round_timeline",
     "speed_of_light", "timeline_unsupported",

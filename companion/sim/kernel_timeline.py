@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from companion import validate as v
-from companion.chapters.ch17 import SOL_DECODE_MEMORY_FRACTION
+from companion.chapters import ch17
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
 from companion.formulas.core import kv_bytes_per_token
@@ -247,7 +247,8 @@ def round_timeline(result, round_index: int, model: Model, hardware: Hardware,
 
 
 def speed_of_light(model: Model, hardware: Hardware, *, batch: int = 1, context_tokens: int = 0,
-                   roof_fraction: float = SOL_DECODE_MEMORY_FRACTION, kernels_per_layer: int = KERNELS_PER_LAYER,
+                   roof_fraction: float = ch17.SOL_DECODE_MEMORY_FRACTION,
+                   kernels_per_layer: int = KERNELS_PER_LAYER,
                    min_kernel_s: float = MIN_KERNEL_S) -> dict:
     """What Nsight Compute's Speed of Light section would read for each kernel of a decode
     round, and the whole round's MBU and MFU (17 §9).

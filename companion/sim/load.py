@@ -90,22 +90,20 @@ from functools import cached_property
 import numpy as np
 
 from companion import validate as v
-from companion.chapters.ch08 import RETRIEVAL_DEADLINE_S
-from companion.formulas.serving import (DEADLINE_S, EXAMPLE_KV_BUDGET_BYTES, QUALITY_CORRECT,
-                                        QUALITY_RESPONSES, admit_request, completion_throughput,
-                                        effective_throughput, per_qualifying_result)
+from companion.chapters import ch08
+from companion.formulas.serving import (
+    admit_request, completion_throughput, effective_throughput, per_qualifying_result)
 from companion.sim.kvcache import BlockManager
 from companion.sim.requests import POLICIES, Request
 from companion.sim.round_time import RooflineRoundTime, round_work
 # the workload side (re-exported: load.workload, load.poisson_arrivals, load.SHORT_REQUEST, ...)
 from companion.sim.workload import (LONG_REQUEST, SHORT_REQUEST, RequestShape, Workload,
                                     poisson_arrivals, seed_rng, trace_arrivals, workload)
-from companion.sim.scheduler import (CHAPTER_8_2_2_CHUNK_TOKENS, CHAPTER_8_2_2_TOKEN_BUDGET,
-                                     ENGINES)
+from companion.sim.scheduler import ENGINES
 from companion.specs import QWEN3_8B, RTX_PRO_6000, Hardware, Model
 
 __all__ = [
-    "RequestShape", "SHORT_REQUEST", "LONG_REQUEST", "RETRIEVAL_DEADLINE_S", "KV_POLICIES",
+    "RequestShape", "SHORT_REQUEST", "LONG_REQUEST", "KV_POLICIES",
     "Workload", "poisson_arrivals", "trace_arrivals", "workload", "ServiceResult", "run_service",
     "goodput_sweep", "nearest_rank_percentile",
 ]
@@ -115,7 +113,7 @@ KV_POLICIES = ("reserve", "on_demand")
 
 # 8.6.2: the share of the retrieval experiment's responses that were correct (294 of 336), the
 # default correctness probability of goodput_sweep (an input the section states, not a result).
-SWEEP_CORRECT_PROB = QUALITY_CORRECT / QUALITY_RESPONSES
+SWEEP_CORRECT_PROB = ch08.QUALITY_CORRECT / ch08.QUALITY_RESPONSES
 
 # --- percentiles -----------------------------------------------------------------------------
 
@@ -391,7 +389,7 @@ def _predicted_time_s(rt, policy: str, chunk: float, budget: float, running: int
 def run_service(workload: Workload, *, policy: str = "chunked", max_running: int = 64,
                 round_time=None, model: Model = QWEN3_8B, hardware: Hardware = RTX_PRO_6000,
                 chunk_tokens: int | None = None, token_budget: int | None = None,
-                kv_budget_bytes: float = EXAMPLE_KV_BUDGET_BYTES, block_tokens: int = 16,
+                kv_budget_bytes: float = ch08.KV_BUDGET_BYTES, block_tokens: int = 16,
                 bytes_per_value: float = 2, kv_policy: str = "reserve",
                 deadline_admission: bool = False, seed=0, busy_power_w: float | None = None,
                 idle_power_w: float = 0.0, window_s=None,
@@ -422,7 +420,8 @@ def run_service(workload: Workload, *, policy: str = "chunked", max_running: int
     v.instance("model", model, Model, "a companion.specs.Model")
     v.instance("hardware", hardware, Hardware, "a companion.specs.Hardware")
     if policy == "chunked" and chunk_tokens is None and token_budget is None:
-        chunk_tokens, token_budget = CHAPTER_8_2_2_CHUNK_TOKENS, CHAPTER_8_2_2_TOKEN_BUDGET
+        chunk_tokens, token_budget = (ch08.SCHEDULE_EXAMPLE_CHUNK_TOKENS,
+                                      ch08.SCHEDULE_EXAMPLE_TOKEN_BUDGET)
         token_budget = max(token_budget, max_running)
     if chunk_tokens is not None:
         chunk_tokens = v.tokens("chunk_tokens", chunk_tokens, minimum=1)
@@ -883,7 +882,7 @@ def _range_max(gaps: np.ndarray, a: np.ndarray, b: np.ndarray, owner: np.ndarray
 # --- 8.6.2's shape: a sweep over the arrival rate ------------------------------------------
 
 def goodput_sweep(rates_per_s, *, n_requests: int = 300, shapes=SHORT_REQUEST, weights=None,
-                  deadline_s: float = DEADLINE_S, ttft_slo_s=None, itl_slo_s=None,
+                  deadline_s: float = ch08.DEADLINE_S, ttft_slo_s=None, itl_slo_s=None,
                   correct_prob: float = SWEEP_CORRECT_PROB, seed: int = 0,
                   **service_kwargs) -> list[dict]:
     """One row per arrival rate: ``summary()`` of a seeded Poisson service run plus ``rate_per_s``.

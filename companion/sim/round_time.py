@@ -35,16 +35,13 @@ from typing import NamedTuple, Protocol, runtime_checkable
 import numpy as np
 
 from companion import validate as v
-from companion.chapters.ch08 import ROUND_FIXED_S, ROUND_PER_PAIR_S, ROUND_PER_TOKEN_S
-from companion.chapters.ch17 import DECODE_STEP_S as CH17_DECODE_STEP_S
-from companion.chapters.ch17 import PREFILL_EFFICIENCY as CH17_PREFILL_MFU
+from companion.chapters import ch08, ch17
 from companion.formulas.core import attention_flops_per_pair, kv_bytes_per_token, matrix_flops
 from companion.specs import H100_SXM, LLAMA_8B, Hardware, Model
 
 __all__ = ["RoundWork", "round_work", "RoundTime", "LinearRoundTime", "RoundTimeModel", "RooflineRoundTime",
            "StepPlusPrefillRoundTime", "chapter17_round_time", "as_round_time", "round_duration",
-           "ROUND_FIXED_S", "ROUND_PER_TOKEN_S", "ROUND_PER_PAIR_S", "CH17_DECODE_STEP_S",
-           "CH17_PREFILL_MFU"]
+           ]
 
 
 class RoundWork(NamedTuple):
@@ -298,7 +295,7 @@ class RoundTimeModel(LinearRoundTime):
     @classmethod
     def chapter8(cls) -> "RoundTimeModel":
         """The fit of 8.2.2 (Experiment 8-1, batch 1, Qwen3-8B on the RTX PRO 6000)."""
-        return cls(ROUND_FIXED_S, ROUND_PER_TOKEN_S, ROUND_PER_PAIR_S)
+        return cls(ch08.ROUND_FIXED_S, ch08.ROUND_PER_TOKEN_S, ch08.ROUND_PER_PAIR_S)
 
     def _make_terms(self):
         return ((self.fixed_s, {"rows": self.per_token_s, "pairs": self.per_pair_s}, 1.0),)
@@ -380,7 +377,7 @@ class StepPlusPrefillRoundTime(LinearRoundTime):
 
     @classmethod
     def from_hardware(cls, model: Model, hardware: Hardware, *, decode_step_s: float,
-                      mfu: float = CH17_PREFILL_MFU) -> "StepPlusPrefillRoundTime":
+                      mfu: float = ch17.PREFILL_EFFICIENCY) -> "StepPlusPrefillRoundTime":
         """Prefill at ``mfu`` of the peak: prefill_token_s = matrix_flops(model, 1) / (mfu x peak)
         (17 §3: 2 x 8e9 / (0.5 x 989e12))."""
         v.instance("model", model, Model, "a companion.specs.Model")
@@ -394,7 +391,7 @@ class StepPlusPrefillRoundTime(LinearRoundTime):
                  1.0),)
 
 
-def chapter17_round_time(decode_step_s: float = CH17_DECODE_STEP_S) -> StepPlusPrefillRoundTime:
+def chapter17_round_time(decode_step_s: float = ch17.DECODE_STEP_S) -> StepPlusPrefillRoundTime:
     """Chapter 17's round model: decode_step_s + prompt tokens x 2 x 8e9 / (0.5 x 989e12) s.
 
     17 §6: a 512-token chunk adds 16.6 ms to the 6.1 ms step (about 23 ms a round); 17 §3: an
@@ -402,4 +399,4 @@ def chapter17_round_time(decode_step_s: float = CH17_DECODE_STEP_S) -> StepPlusP
     """
     step = v.positive("decode_step_s", decode_step_s)
     return StepPlusPrefillRoundTime.from_hardware(LLAMA_8B, H100_SXM, decode_step_s=step,
-                                                  mfu=CH17_PREFILL_MFU)
+                                                  mfu=ch17.PREFILL_EFFICIENCY)

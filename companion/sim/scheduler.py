@@ -50,28 +50,19 @@ import numpy as np
 
 from companion import validate as v
 # the chapters' scheduling inputs, also read as sched.X by the notebooks and the ledger
-from companion.chapters.ch08 import (
-    SCHEDULE_EXAMPLE_CHUNK_TOKENS as CHAPTER_8_2_2_CHUNK_TOKENS,
-    SCHEDULE_EXAMPLE_MAX_RUNNING as CHAPTER_8_2_2_MAX_RUNNING,
-    SCHEDULE_EXAMPLE_TOKEN_BUDGET as CHAPTER_8_2_2_TOKEN_BUDGET)
-from companion.chapters.ch17 import SMOOTH_ITL_S as CH17_HOL_DECODE_STEP_S
 from companion.sim.fast_scheduler import FastScheduler
 from companion.sim.requests import (POLICIES, Request, SchedulerBase, admission_decision,
                                     check_requests, padder)
 from companion.sim.result import ROUND_COLUMNS, Result, Round, Segment
-from companion.sim.round_time import (CH17_DECODE_STEP_S, CH17_PREFILL_MFU, ROUND_FIXED_S,
-                                      ROUND_PER_PAIR_S, ROUND_PER_TOKEN_S, LinearRoundTime,
-                                      RooflineRoundTime, RoundTime, RoundTimeModel, RoundWork,
-                                      StepPlusPrefillRoundTime, chapter17_round_time,
-                                      round_duration, round_work)
+from companion.sim.round_time import (
+    LinearRoundTime, RooflineRoundTime, RoundTime, RoundTimeModel, RoundWork,
+    StepPlusPrefillRoundTime, chapter17_round_time, round_duration, round_work)
 
 __all__ = [
     "Request", "RoundWork", "RoundTime", "LinearRoundTime", "RoundTimeModel",
     "RooflineRoundTime", "StepPlusPrefillRoundTime", "Segment", "Round", "Result",
     "SchedulerBase", "Scheduler", "FastScheduler", "simulate", "ENGINES", "POLICIES",
-    "ROUND_FIXED_S", "ROUND_PER_TOKEN_S", "ROUND_PER_PAIR_S", "CHAPTER_8_2_2_MAX_RUNNING",
-    "CHAPTER_8_2_2_CHUNK_TOKENS", "CHAPTER_8_2_2_TOKEN_BUDGET", "CH17_DECODE_STEP_S",
-    "CH17_HOL_DECODE_STEP_S", "CH17_PREFILL_MFU", "chapter17_round_time",
+    "chapter17_round_time",
 ]
 
 

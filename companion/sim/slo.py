@@ -18,18 +18,15 @@ from __future__ import annotations
 import numpy as np
 
 from companion import validate as v
-from companion.chapters.ch17 import (ITL_TARGET_S, OUTPUT_TOKENS, PREFILL_EFFICIENCY,
-                                     PROMPT_TOKENS, RUNTIME_RESERVE_BYTES, TTFT_P90_TARGET_S)
+from companion.chapters import ch17
 from companion.sim.load import nearest_rank_percentile, run_service
 from companion.sim.round_time import RooflineRoundTime
 from companion.sim.workload import RequestShape, poisson_arrivals, workload
 from companion.specs import H100_SXM, LLAMA_8B, Hardware, Model
 
-__all__ = ["SLO_POLICIES", "SLO_PERCENTILES", "SLO_CHUNK_TOKENS", "slo_run", "CH17_TTFT_P90_TARGET_S",
-           "CH17_ITL_P99_TARGET_S"]
+__all__ = ["SLO_POLICIES", "SLO_PERCENTILES", "SLO_CHUNK_TOKENS", "slo_run", 
+           ]
 
-CH17_TTFT_P90_TARGET_S = TTFT_P90_TARGET_S
-CH17_ITL_P99_TARGET_S = ITL_TARGET_S
 SLO_POLICIES = ("continuous", "chunked")
 SLO_PERCENTILES = (50, 90, 99)
 # chunk size of the "chunked" policy (assumed: the chapter's §6 discusses chunks of a few
@@ -37,10 +34,11 @@ SLO_PERCENTILES = (50, 90, 99)
 SLO_CHUNK_TOKENS = 512
 
 
-def slo_run(rate_per_s: float, *, ttft_target_s: float = TTFT_P90_TARGET_S,
-            itl_target_s: float = ITL_TARGET_S, model: Model = LLAMA_8B,
-            hardware: Hardware = H100_SXM, prompt_tokens: int = PROMPT_TOKENS,
-            output_tokens: int = OUTPUT_TOKENS, prefill_efficiency: float = PREFILL_EFFICIENCY,
+def slo_run(rate_per_s: float, *, ttft_target_s: float = ch17.TTFT_P90_TARGET_S,
+            itl_target_s: float = ch17.ITL_TARGET_S, model: Model = LLAMA_8B,
+            hardware: Hardware = H100_SXM, prompt_tokens: int = ch17.PROMPT_TOKENS,
+            output_tokens: int = ch17.OUTPUT_TOKENS,
+            prefill_efficiency: float = ch17.PREFILL_EFFICIENCY,
             policy: str = "continuous", chunk_tokens: int = SLO_CHUNK_TOKENS,
             n_requests: int = 200, max_running: int = 256, seed=0) -> dict:
     """A Poisson stream at ``rate_per_s`` against 17 §3's targets (TTFT p90, ITL p99).
@@ -71,7 +69,7 @@ def slo_run(rate_per_s: float, *, ttft_target_s: float = TTFT_P90_TARGET_S,
     chunk = v.tokens("chunk_tokens", chunk_tokens, minimum=1)
     chunking = (dict(chunk_tokens=chunk, token_budget=chunk + running) if policy == "chunked"
                 else {})
-    kv_budget = hardware.mem_bytes - model.weight_bytes - RUNTIME_RESERVE_BYTES
+    kv_budget = hardware.mem_bytes - model.weight_bytes - ch17.RUNTIME_RESERVE_BYTES
     if kv_budget <= 0:
         raise ValueError(f"model: {model.name} leaves no KV space on one {hardware.name}")
     wl = workload(poisson_arrivals(rate, n, seed=seed), RequestShape(prompt, g, 0, "chat"))

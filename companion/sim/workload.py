@@ -20,8 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from companion import validate as v
-from companion.chapters.ch08 import (LONG_PROMPT_TOKENS, OUTPUT_TOKENS, SHARED_PREFIX_TOKENS,
-                                     SHORT_PROMPT_TOKENS)
+from companion.chapters import ch08
 
 __all__ = ["RequestShape", "SHORT_REQUEST", "LONG_REQUEST", "Workload", "poisson_arrivals",
            "trace_arrivals", "workload", "seed_rng"]
@@ -39,8 +38,9 @@ class RequestShape(NamedTuple):
 
 # 8.1.1-8.1.2: the short conversation (2K in, 256 out) and the long-context request (8K in, 256
 # out) whose first 6144 tokens are common to all long requests (8.1.2, 8.3.2, 8.6.3).
-SHORT_REQUEST = RequestShape(SHORT_PROMPT_TOKENS, OUTPUT_TOKENS, 0, "short")
-LONG_REQUEST = RequestShape(LONG_PROMPT_TOKENS, OUTPUT_TOKENS, SHARED_PREFIX_TOKENS, "long")
+SHORT_REQUEST = RequestShape(ch08.SHORT_PROMPT_TOKENS, ch08.OUTPUT_TOKENS, 0, "short")
+LONG_REQUEST = RequestShape(ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS, ch08.SHARED_PREFIX_TOKENS,
+                            "long")
 
 
 def seed_rng(name: str, seed) -> np.random.Generator:

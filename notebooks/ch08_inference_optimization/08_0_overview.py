@@ -29,8 +29,7 @@
 
 # %%
 from companion import calc, plots, specs, units
-from companion.formulas import batching as bt
-from companion.formulas import serving
+from companion.chapters import ch08
 
 hw, model = specs.RTX_PRO_6000, specs.QWEN3_8B
 
@@ -72,7 +71,7 @@ print(f"{'weight reuse at batch 1':34} {calc.weight_reuse_intensity(1):.0f} FLOP
 # $M_w + M_{KV} + M_a + M_u \le C$; the cell below splits the instance that way.
 
 # %%
-instance = calc.memory_budget(bt.INSTANCE_MEM_BYTES, model.weight_bytes, bt.KV_BUDGET_BYTES)
+instance = calc.memory_budget(ch08.INSTANCE_MEM_BYTES, model.weight_bytes, ch08.KV_BUDGET_BYTES)
 print(f"capacity C               {instance.capacity_bytes / units.GiB:6.1f} GiB")
 print(f"weights M_w              {instance.weight_bytes / units.GiB:6.1f} GiB")
 print(f"KV pool M_KV             {instance.kv_pool_bytes / units.GiB:6.1f} GiB")
@@ -90,12 +89,12 @@ plots.memory_budget_figure([("32 GiB instance", instance)],
 
 # %%
 print(f"{'design condition':22} {'short conversation':>20} {'long context':>14}")
-short_p, short_g = bt.CHAPTER_REQUEST_TYPES["Short conversation"]
-long_p, long_g = bt.CHAPTER_REQUEST_TYPES["Long context"]
+short_p, short_g = ch08.CHAPTER_REQUEST_TYPES["Short conversation"]
+long_p, long_g = ch08.CHAPTER_REQUEST_TYPES["Long context"]
 print(f"{'input (tokens)':22} {short_p:>20,} {long_p:>14,}")
 print(f"{'output (tokens)':22} {short_g:>20,} {long_g:>14,}")
-print(f"{'common prefix (tokens)':22} {0:>20,} {bt.SHARED_PREFIX_TOKENS:>14,}")
-print(f"{'completion deadline (s)':22} {serving.DEADLINE_S:>20g} {serving.DEADLINE_S:>14g}")
+print(f"{'common prefix (tokens)':22} {0:>20,} {ch08.SHARED_PREFIX_TOKENS:>14,}")
+print(f"{'completion deadline (s)':22} {ch08.DEADLINE_S:>20g} {ch08.DEADLINE_S:>14g}")
 
 # %% [markdown]
 # How tight is that deadline? A short request measured alone on this card (Experiment 8-1)
@@ -104,16 +103,16 @@ print(f"{'completion deadline (s)':22} {serving.DEADLINE_S:>20g} {serving.DEADLI
 # previous one:
 
 # %%
-alone_s = calc.lifecycle_request_time_s(bt.QUEUE_S, bt.PREFILL_S, bt.CLIENT_ITL_S, short_g)
+alone_s = calc.lifecycle_request_time_s(ch08.QUEUE_S, ch08.PREFILL_S, ch08.CLIENT_ITL_S, short_g)
 print(f"short request alone: {alone_s:.2f} s, margin to the deadline "
-      f"{serving.DEADLINE_S - alone_s:.2f} s")
+      f"{ch08.DEADLINE_S - alone_s:.2f} s")
 
 # %% tags=["remove-input"]
 from companion.display import md
 
-margin_s = serving.DEADLINE_S - alone_s
+margin_s = ch08.DEADLINE_S - alone_s
 md(f"""That leaves about {margin_s / units.ms:.0f} ms of slack, less than one other request's
-{bt.PREFILL_S / units.ms:.0f} ms prefill: a single foreign prefill slipped in between two of its
+{ch08.PREFILL_S / units.ms:.0f} ms prefill: a single foreign prefill slipped in between two of its
 tokens already breaks the deadline (notebook 8.1 shows it).""")
 
 # %% [markdown]
@@ -135,12 +134,12 @@ tokens already breaks the deadline (notebook 8.1 shows it).""")
 reserved = calc.kv_bytes(model, calc.held_tokens(long_p, long_g))
 need = 16 * reserved
 print(f"one long request reserves {reserved / units.MiB:,.0f} MiB of KV; sixteen need "
-      f"{need / units.GiB:.2f} GiB of a {bt.KV_BUDGET_BYTES / units.GiB:.0f} GiB pool")
-independent = calc.max_concurrent(bt.KV_BUDGET_BYTES, model, long_p, long_g)
-shared = calc.max_concurrent(bt.KV_BUDGET_BYTES, model, long_p, long_g,
-                             shared_prefix_tokens=bt.SHARED_PREFIX_TOKENS)
+      f"{need / units.GiB:.2f} GiB of a {ch08.KV_BUDGET_BYTES / units.GiB:.0f} GiB pool")
+independent = calc.max_concurrent(ch08.KV_BUDGET_BYTES, model, long_p, long_g)
+shared = calc.max_concurrent(ch08.KV_BUDGET_BYTES, model, long_p, long_g,
+                             shared_prefix_tokens=ch08.SHARED_PREFIX_TOKENS)
 print(f"long requests that fit: {independent} with independent contexts, {shared} with the "
-      f"{bt.SHARED_PREFIX_TOKENS:,}-token prefix stored once")
+      f"{ch08.SHARED_PREFIX_TOKENS:,}-token prefix stored once")
 
 # %% [markdown]
 # ## Map of the Chapter 8 notebooks

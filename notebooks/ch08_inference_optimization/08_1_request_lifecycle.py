@@ -26,12 +26,11 @@
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
-from companion.formulas import batching as bt
-from companion.formulas import serving
+from companion.chapters import ch08
 
 model = specs.QWEN3_8B
-short_p, short_g = bt.CHAPTER_REQUEST_TYPES["Short conversation"]
-long_p, long_g = bt.CHAPTER_REQUEST_TYPES["Long context"]
+short_p, short_g = ch08.CHAPTER_REQUEST_TYPES["Short conversation"]
+long_p, long_g = ch08.CHAPTER_REQUEST_TYPES["Long context"]
 
 # %% [markdown]
 # ## 8.1.1 Four phases of a request
@@ -59,17 +58,18 @@ long_p, long_g = bt.CHAPTER_REQUEST_TYPES["Long context"]
 # only the order of execution.
 
 # %%
-alone = widgets.timeline_scenario("alone", bt.QUEUE_S, bt.PREFILL_S, bt.CLIENT_ITL_S, short_g)
+alone = widgets.timeline_scenario("alone", ch08.QUEUE_S, ch08.PREFILL_S, ch08.CLIENT_ITL_S,
+                                  short_g)
 busy = widgets.timeline_scenario(
-    "one prefill inserted", bt.QUEUE_S, bt.PREFILL_S, bt.CLIENT_ITL_S, short_g,
-    stall_s=bt.PREFILL_S,
+    "one prefill inserted", ch08.QUEUE_S, ch08.PREFILL_S, ch08.CLIENT_ITL_S, short_g,
+    stall_s=ch08.PREFILL_S,
     stalled_intervals=widgets.stalled_interval_positions(short_g, 1))
 for s in (alone, busy):
     times = s["token_times_s"]
     print(f"{s['label']:22} first token {calc.ttft_s(times):.3f} s, last token "
           f"{calc.request_time_s(times):.2f} s, longest interval "
           f"{max(calc.inter_token_intervals(times)) / units.ms:.1f} ms")
-plots.request_timeline_figure([alone, busy], deadline_s=serving.DEADLINE_S).show()
+plots.request_timeline_figure([alone, busy], deadline_s=ch08.DEADLINE_S).show()
 
 # %% [markdown]
 # Alone, the request ends just before the deadline; with one foreign prefill in the middle it
@@ -103,10 +103,10 @@ print(f"request time            {calc.request_time_s(times):.2f} s")
 # with one request:
 
 # %%
-for n, round_s in ((16, bt.ROUND_B16_S), (1, bt.ROUND_B1_S)):
+for n, round_s in ((16, ch08.ROUND_B16_S), (1, ch08.ROUND_B1_S)):
     print(f"{n:2d} request(s) per round, {round_s / units.ms:.2f} ms per round: "
           f"{calc.decode_tokens_per_s(n, round_s):,.0f} tokens/s")
-print(f"16x the tokens per round for {(bt.ROUND_B16_S / bt.ROUND_B1_S - 1) * 100:.1f}% more "
+print(f"16x the tokens per round for {(ch08.ROUND_B16_S / ch08.ROUND_B1_S - 1) * 100:.1f}% more "
       f"time per round")
 
 # %% [markdown]
@@ -127,7 +127,7 @@ print(f"16x the tokens per round for {(bt.ROUND_B16_S / bt.ROUND_B1_S - 1) * 100
 # instance the same sum must hold on *each* card separately.
 
 # %%
-instance = calc.memory_budget(bt.INSTANCE_MEM_BYTES, model.weight_bytes, bt.KV_BUDGET_BYTES)
+instance = calc.memory_budget(ch08.INSTANCE_MEM_BYTES, model.weight_bytes, ch08.KV_BUDGET_BYTES)
 print(f"weights {instance.weight_bytes / units.GiB:.1f} GiB + KV pool "
       f"{instance.kv_pool_bytes / units.GiB:.0f} GiB in C = "
       f"{instance.capacity_bytes / units.GiB:.0f} GiB leaves "
@@ -149,7 +149,7 @@ print(f"a {short_p:,}-token prompt: {calc.kv_bytes(model, short_p) / units.MiB:,
       f"an {long_p:,}-token prompt: {calc.kv_bytes(model, long_p) / units.MiB:,.0f} MiB "
       f"({calc.kv_bytes(model, long_p) / units.GiB:.3f} GiB)")
 print(f"sixteen long prompts: {16 * calc.kv_bytes(model, long_p) / units.GiB:.0f} GiB, "
-      f"against a {bt.KV_BUDGET_BYTES / units.GiB:.0f} GiB pool")
+      f"against a {ch08.KV_BUDGET_BYTES / units.GiB:.0f} GiB pool")
 
 # %% [markdown]
 # ### Reserve for the end of generation, in whole blocks
@@ -162,7 +162,7 @@ print(f"sixteen long prompts: {16 * calc.kv_bytes(model, long_p) / units.GiB:.0f
 # reservation fits means it can never run out of memory halfway through its answer.
 
 # %%
-rows = calc.kv_capacity_table(model, bt.KV_BUDGET_BYTES)
+rows = calc.kv_capacity_table(model, ch08.KV_BUDGET_BYTES)
 print(f"{'request':20} {'prompt KV':>10} {'held':>6} {'blocks of 16':>13} {'reserved':>10} "
       f"{'fit in 12 GiB':>14}")
 for r in rows:
@@ -174,8 +174,8 @@ short = rows[0]
 print(f"\nsized at prefill instead, {short['fit_if_sized_at_prefill']} short requests would be "
       f"admitted, and after 256 outputs they would need "
       f"{short['final_bytes_if_sized_at_prefill'] / units.MiB:,.0f} MiB of the "
-      f"{bt.KV_BUDGET_BYTES / units.MiB:,.0f} MiB pool")
-plots.kv_capacity_figure(rows, bt.KV_BUDGET_BYTES).show()
+      f"{ch08.KV_BUDGET_BYTES / units.MiB:,.0f} MiB pool")
+plots.kv_capacity_figure(rows, ch08.KV_BUDGET_BYTES).show()
 
 # %% [markdown]
 # The long request's first 6144 tokens are the same system prompt for everyone. Stored once
@@ -183,9 +183,9 @@ plots.kv_capacity_figure(rows, bt.KV_BUDGET_BYTES).show()
 # section 8.3 turns that into a capacity.
 
 # %%
-print(f"shared prefix: {calc.kv_bytes(model, bt.SHARED_PREFIX_TOKENS) / units.MiB:,.0f} MiB; "
+print(f"shared prefix: {calc.kv_bytes(model, ch08.SHARED_PREFIX_TOKENS) / units.MiB:,.0f} MiB; "
       f"the rest of a long prompt: "
-      f"{calc.kv_bytes(model, long_p - bt.SHARED_PREFIX_TOKENS) / units.MiB:,.0f} MiB")
+      f"{calc.kv_bytes(model, long_p - ch08.SHARED_PREFIX_TOKENS) / units.MiB:,.0f} MiB")
 
 # %% [markdown]
 # ## Chapter says / companion computes
@@ -256,13 +256,13 @@ from companion.display import answer, md
 
 ms = units.ms
 one = timeline.at(inserted_prefills=1)
-queue_needed_ms = (bt.QUEUE_S + one.numbers["margin_s"]) / ms
-engine = timeline.at(inserted_prefills=1, interval_ms=bt.ROUND_B1_S / ms)
+queue_needed_ms = (ch08.QUEUE_S + one.numbers["margin_s"]) / ms
+engine = timeline.at(inserted_prefills=1, interval_ms=ch08.ROUND_B1_S / ms)
 answer(f"""With one prefill inserted the request ends at {one.numbers['request_time_s']:.3f} s,
 {-one.numbers['margin_s'] * 1000:.0f} ms past the deadline. Every millisecond taken off the
 queue moves the whole timeline left by a millisecond, so the queue has to drop from
-{bt.QUEUE_S / ms:.0f} ms to about {queue_needed_ms:.0f} ms. The engine's shorter interval saves
-{(bt.CLIENT_ITL_S - bt.ROUND_B1_S) / ms:.2f} ms on each of the {short_g - 1} intervals, which
+{ch08.QUEUE_S / ms:.0f} ms to about {queue_needed_ms:.0f} ms. The engine's shorter interval saves
+{(ch08.CLIENT_ITL_S - ch08.ROUND_B1_S) / ms:.2f} ms on each of the {short_g - 1} intervals, which
 brings the request to {engine.numbers['request_time_s']:.3f} s: it
 {'meets' if engine.numbers['meets_deadline'] else 'still misses'} the deadline
 (margin {engine.numbers['margin_s'] * 1000:+.0f} ms).""", title="Worked answer 1")
@@ -270,13 +270,13 @@ brings the request to {engine.numbers['request_time_s']:.3f} s: it
 # %% tags=["remove-input"]
 long_answer = timeline.at(output_tokens=2 * short_g)
 decode_s = long_answer.numbers["request_time_s"] - long_answer.numbers["ttft_s"]
-needed_interval = (serving.DEADLINE_S - long_answer.numbers["ttft_s"]) / (2 * short_g - 1)
+needed_interval = (ch08.DEADLINE_S - long_answer.numbers["ttft_s"]) / (2 * short_g - 1)
 answer(f"""With {2 * short_g} tokens the request takes {long_answer.numbers['request_time_s']:.2f} s:
 {decode_s:.2f} s of it are the {2 * short_g - 1} output intervals and only
 {long_answer.numbers['ttft_s']:.3f} s come before the first token, so decode is almost the whole
-story. To finish within {serving.DEADLINE_S:g} s, each interval may last at most
+story. To finish within {ch08.DEADLINE_S:g} s, each interval may last at most
 (deadline - TTFT) / (G - 1) = {needed_interval / ms:.1f} ms, about half of today's
-{bt.CLIENT_ITL_S / ms:g} ms.""", title="Worked answer 2")
+{ch08.CLIENT_ITL_S / ms:g} ms.""", title="Worked answer 2")
 
 # %% tags=["remove-input"]
 bf16 = memory.at(prompt_tokens=long_p).numbers
@@ -311,7 +311,7 @@ reserve {big_300['allocated_tokens']:,} slots, {pad_300_256} of them padding
 # %% tags=["remove-input"]
 seventy = memory.at(model=specs.LLAMA_70B.name).numbers
 answer(f"""No. The 70B shape's BF16 weights alone take {seventy['weights_GiB']:.0f} GiB, so with
-the {bt.KV_BUDGET_BYTES / units.GiB:.0f} GiB KV pool the instance is short by
+the {ch08.KV_BUDGET_BYTES / units.GiB:.0f} GiB KV pool the instance is short by
 {-seventy['left_for_activations_GiB']:.0f} GiB before a single activation. Its KV is also
 {seventy['kv_per_token_KiB']:.0f} KiB per token, so the same pool would hold only
 {seventy['requests_that_fit']} short requests anyway. Such a model needs several cards, which

@@ -26,15 +26,14 @@
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
-from companion.formulas import batching as bt
-from companion.formulas import serving
+from companion.chapters import ch08
 from companion.sim import scenarios, scheduler
 
 model, hw = specs.QWEN3_8B, specs.RTX_PRO_6000
 d_w = model.streamed_weight_bytes
 k = calc.kv_bytes_per_token(model)
-short_p, _ = bt.CHAPTER_REQUEST_TYPES["Short conversation"]
-long_p, _ = bt.CHAPTER_REQUEST_TYPES["Long context"]
+short_p, _ = ch08.CHAPTER_REQUEST_TYPES["Short conversation"]
+long_p, _ = ch08.CHAPTER_REQUEST_TYPES["Long context"]
 
 # %% [markdown]
 # ## 8.2.1 One read of the weights, many rows of work
@@ -74,7 +73,7 @@ print(f"rank-16 adapter on Q and V: {adapter / units.MiB:.1f} MiB; 100 adapters 
       f"{adapters / units.GiB:.2f} GiB; matrix weights D_w {d_w / units.GiB:.1f} GiB")
 print(f"100 independent 8K contexts: {contexts / units.GiB:.1f} GiB of KV")
 plots.lora_capacity_figure(range(1, 101), adapter, calc.kv_bytes(model, long_p),
-                           kv_budget_bytes=bt.KV_BUDGET_BYTES, matrix_weight_bytes=d_w).show()
+                           kv_budget_bytes=ch08.KV_BUDGET_BYTES, matrix_weight_bytes=d_w).show()
 
 # %% [markdown]
 # Many adapters fit easily; many contexts do not. How many *adapters* an instance can hold and
@@ -144,10 +143,10 @@ for L in (256, short_p, long_p):
 # %%
 curve = calc.decode_step_time_curve(model, hw, batches, short_p)
 fitted = [calc.mixed_round_time_s(b, short_p, 0) for b in batches]
-sweep = widgets.BATCH_SWEEP_MEASURED
+sweep = ch08.BATCH_SWEEP_MEASURED
 plots.decode_step_figure(
     curve, fitted_s=fitted,
-    measured_round={"batch": serving.EXP81_BATCHES, "s": serving.EXP81_ROUND_S,
+    measured_round={"batch": ch08.EXP81_BATCHES, "s": ch08.EXP81_ROUND_S,
                     "label": "Experiment 8-1: measured decode round (engine, 2K)"},
     measured_itl={"batch": sweep["batch"], "s": sweep["itl_s"],
                   "label": "batch sweep: measured mean output interval (client, 2K)"}).show()
@@ -268,8 +267,8 @@ for r in scenarios.chapter_8_2_2_requests():
 # round and its prefill, and the weight read alone accounts for part of the fixed cost:
 
 # %%
-print(f"fixed {bt.ROUND_FIXED_S / units.ms:.2f} ms + {bt.ROUND_PER_TOKEN_S / units.us:.1f} us "
-      f"per token + {bt.ROUND_PER_PAIR_S / units.ns:.0f} ns per pair")
+print(f"fixed {ch08.ROUND_FIXED_S / units.ms:.2f} ms + {ch08.ROUND_PER_TOKEN_S / units.us:.1f} us "
+      f"per token + {ch08.ROUND_PER_PAIR_S / units.ns:.0f} ns per pair")
 print(f"one 2K decode round: {calc.mixed_round_time_s(1, short_p, 0) / units.ms:.2f} ms")
 print(f"a 2K prefill alone:  {calc.mixed_round_time_s(0, 0, short_p) / units.ms:.1f} ms")
 print(f"reading D_w once at {hw.mem_bw_bytes_per_s / units.GB:,.0f} GB/s: "
@@ -353,9 +352,9 @@ plots.pair_area_figure(512, [first_h, last_h], [pairs[0], pairs[-1]]).show()
 flops = calc.chunk_flops_series(model, long_p, 512)
 print(f"layer matrices + attention: {flops[0] / units.TFLOP:.2f} -> "
       f"{flops[-1] / units.TFLOP:.2f} TFLOP, +{(flops[-1] / flops[0] - 1) * 100:.0f}%")
-print(f"measured median chunk time: {bt.FIRST_CHUNK_MEDIAN_S / units.ms:.2f} -> "
-      f"{bt.LAST_CHUNK_MEDIAN_S / units.ms:.2f} ms, "
-      f"+{(bt.LAST_CHUNK_MEDIAN_S / bt.FIRST_CHUNK_MEDIAN_S - 1) * 100:.0f}%")
+print(f"measured median chunk time: {ch08.FIRST_CHUNK_MEDIAN_S / units.ms:.2f} -> "
+      f"{ch08.LAST_CHUNK_MEDIAN_S / units.ms:.2f} ms, "
+      f"+{(ch08.LAST_CHUNK_MEDIAN_S / ch08.FIRST_CHUNK_MEDIAN_S - 1) * 100:.0f}%")
 rounds = [calc.mixed_round_time_s(0, 0, c, h) for c, h in chunks]
 plots.chunk_cost_figure(pairs, rounds,
                         title="An 8K prompt in 512-token chunks: pairs and modelled round "
@@ -398,7 +397,7 @@ for key, value in chunked.update().numbers.items():
 # rows:
 
 # %%
-shapes = bt.CHAPTER_CAPTURED_SHAPES
+shapes = ch08.CAPTURED_SHAPES
 for rows in (16, 17, 18):
     print(f"{rows} rows run the {calc.padded_rows(rows, shapes)}-row graph "
           f"({calc.padding_rows(rows, shapes)} rows of padding)")

@@ -83,15 +83,15 @@ MiB, GiB, ms = units.MiB, units.GiB, units.ms
 # their identical first 8 tokens:
 
 # %%
-lengths, p = km.PAGING_EXAMPLE_LENGTHS, km.PAGING_EXAMPLE_BLOCK_TOKENS
-alloc = calc.paged_allocation(lengths, p, max_tokens=km.PAGING_EXAMPLE_MAX_TOKENS)
-shared_blocks = calc.shared_prefix_blocks_saved(km.PAGING_EXAMPLE_SHARED_TOKENS, 2, p)
-print(f"reserve {km.PAGING_EXAMPLE_MAX_TOKENS} each:  {alloc.reserved_tokens} slots for "
+lengths, p = ch08.PAGING_EXAMPLE_LENGTHS, ch08.PAGING_EXAMPLE_BLOCK_TOKENS
+alloc = calc.paged_allocation(lengths, p, max_tokens=ch08.PAGING_EXAMPLE_MAX_TOKENS)
+shared_blocks = calc.shared_prefix_blocks_saved(ch08.PAGING_EXAMPLE_SHARED_TOKENS, 2, p)
+print(f"reserve {ch08.PAGING_EXAMPLE_MAX_TOKENS} each:  {alloc.reserved_tokens} slots for "
       f"{alloc.stored_tokens} tokens, {alloc.reserved_unused_tokens} unused")
 print(f"paged, p = {p}:      {alloc.allocated_tokens} slots "
       f"({' + '.join(map(str, alloc.allocated_per_sequence))}), {alloc.unused_tokens} unused, "
       f"tail waste {alloc.tail_waste_per_sequence}, {alloc.table_entries} table entries")
-print(f"A and B share {km.PAGING_EXAMPLE_SHARED_TOKENS} tokens = {shared_blocks} full blocks: "
+print(f"A and B share {ch08.PAGING_EXAMPLE_SHARED_TOKENS} tokens = {shared_blocks} full blocks: "
       f"{alloc.allocated_tokens - shared_blocks * p} slots")
 
 # %% [markdown]
@@ -106,10 +106,10 @@ names = dict(enumerate("ABCD"))
 memory = alloc.reserved_tokens            # the 64 slots the reservation needs
 cases = [
     ("reserve 16 slots per sequence (one 16-slot region each)",
-     kvp.grow_sequences(lengths, km.PAGING_EXAMPLE_MAX_TOKENS, pool_tokens=memory)),
+     kvp.grow_sequences(lengths, ch08.PAGING_EXAMPLE_MAX_TOKENS, pool_tokens=memory)),
     (f"paged, p = {p}", kvp.grow_sequences(lengths, p, pool_tokens=memory)),
     (f"paged, p = {p}, A and B share their first 8 tokens",
-     kvp.grow_sequences(lengths, p, shared_prefix_tokens=km.PAGING_EXAMPLE_SHARED_TOKENS,
+     kvp.grow_sequences(lengths, p, shared_prefix_tokens=ch08.PAGING_EXAMPLE_SHARED_TOKENS,
                         pool_tokens=memory)),
 ]
 for title, mgr in cases:
@@ -184,10 +184,11 @@ plots.block_pool_steps_figure(steps, title="Copy-on-write of a shared tail block
 # The chapter's four-branch experiment has 95 shared and 9 private blocks per branch:
 
 # %% tags=["remove-input"]
-share = calc.branch_block_sharing(km.BRANCH_EXPERIMENT_BRANCHES, km.BRANCH_EXPERIMENT_SHARED_BLOCKS,
-                                  km.BRANCH_EXPERIMENT_PRIVATE_BLOCKS)
-n_br, b_s, b_p = (km.BRANCH_EXPERIMENT_BRANCHES, km.BRANCH_EXPERIMENT_SHARED_BLOCKS,
-                  km.BRANCH_EXPERIMENT_PRIVATE_BLOCKS)
+share = calc.branch_block_sharing(ch08.BRANCH_EXPERIMENT_BRANCHES,
+                                  ch08.BRANCH_EXPERIMENT_SHARED_BLOCKS,
+                                  ch08.BRANCH_EXPERIMENT_PRIVATE_BLOCKS)
+n_br, b_s, b_p = (ch08.BRANCH_EXPERIMENT_BRANCHES, ch08.BRANCH_EXPERIMENT_SHARED_BLOCKS,
+                  ch08.BRANCH_EXPERIMENT_PRIVATE_BLOCKS)
 md(f"""$${n_br}\\,({b_s} + {b_p}) = {share.references} \\text{{ references}}, \\qquad
 {b_s} + {n_br} \\times {b_p} = {share.physical_blocks} \\text{{ physical blocks}}.$$""")
 
@@ -243,31 +244,33 @@ print(f"{numbers['references']} references, {numbers['physical_blocks']} physica
 # with each private part rounded up to whole 16-token blocks.
 
 # %% tags=["remove-input"]
-private = calc.held_tokens(km.LONG_PROMPT_TOKENS, km.OUTPUT_TOKENS) - km.SHARED_PREFIX_TOKENS
-prefix_mib = calc.kv_bytes(model, km.SHARED_PREFIX_TOKENS) / MiB
+private = calc.held_tokens(ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS) - ch08.SHARED_PREFIX_TOKENS
+prefix_mib = calc.kv_bytes(model, ch08.SHARED_PREFIX_TOKENS) / MiB
 private_mib = calc.kv_bytes(model, private) / MiB
-whole_mib = calc.kv_bytes(model, calc.held_tokens(km.LONG_PROMPT_TOKENS, km.OUTPUT_TOKENS)) / MiB
+whole_mib = calc.kv_bytes(model, calc.held_tokens(ch08.LONG_PROMPT_TOKENS,
+                                                  ch08.OUTPUT_TOKENS)) / MiB
 md(f"""For the chapter's request the prefix takes {prefix_mib:,.0f} MiB once; the private part
-is {private:,} tokens, rounded to {calc.kv_tokens_allocated(private, km.BLOCK_TOKENS):,} in
+is {private:,} tokens, rounded to {calc.kv_tokens_allocated(private, ch08.BLOCK_TOKENS):,} in
 blocks ({private_mib:,.0f} MiB). So $M_{{KV}}(b) = {prefix_mib:,.0f} + {private_mib:,.0f}\\,b$ MiB
 with sharing and ${whole_mib:,.0f}\\,b$ MiB without.""")
 
 # %%
-prefix = km.SHARED_PREFIX_TOKENS
-shared = calc.prefix_shared_kv_bytes(model, km.LONG_BATCH, km.LONG_PROMPT_TOKENS,
-                                     km.OUTPUT_TOKENS, shared_prefix_tokens=prefix)
-alone = calc.prefix_shared_kv_bytes(model, km.LONG_BATCH, km.LONG_PROMPT_TOKENS,
-                                    km.OUTPUT_TOKENS)
+prefix = ch08.SHARED_PREFIX_TOKENS
+shared = calc.prefix_shared_kv_bytes(model, ch08.LONG_BATCH, ch08.LONG_PROMPT_TOKENS,
+                                     ch08.OUTPUT_TOKENS, shared_prefix_tokens=prefix)
+alone = calc.prefix_shared_kv_bytes(model, ch08.LONG_BATCH, ch08.LONG_PROMPT_TOKENS,
+                                    ch08.OUTPUT_TOKENS)
 print(f"16 long requests: {shared / MiB:,.0f} MiB ({shared / GiB:.2f} GiB) shared vs "
       f"{alone / MiB:,.0f} MiB independent")
+long_request = (ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS)
 for label, kw in (("independent", {}), ("sharing the prefix", {"shared_prefix_tokens": prefix})):
     print(f"fit in 12 GiB, {label}: "
-          f"{calc.max_concurrent(km.KV_BUDGET_BYTES, model, km.LONG_PROMPT_TOKENS, km.OUTPUT_TOKENS, **kw)}")
+          f"{calc.max_concurrent(ch08.KV_BUDGET_BYTES, model, *long_request, **kw)}")
 # the same by allocation: fill a 12 GiB pool of 16-token blocks until the next request fails
-held = calc.held_tokens(km.LONG_PROMPT_TOKENS, km.OUTPUT_TOKENS)
-fill = fill_kv_pool(km.KV_BUDGET_BYTES, model, held, shared_prefix_tokens=prefix)
+held = calc.held_tokens(ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS)
+fill = fill_kv_pool(ch08.KV_BUDGET_BYTES, model, held, shared_prefix_tokens=prefix)
 print(f"simulator: {fill.num_blocks} blocks in the pool, {fill.admitted} requests admitted, "
-      f"{fill.used_bytes[km.LONG_BATCH] / MiB:,.0f} MiB in use with 16 of them")
+      f"{fill.used_bytes[ch08.LONG_BATCH] / MiB:,.0f} MiB in use with 16 of them")
 
 # %% tags=["nbval-ignore-output"]
 capacity = widgets.SharedPrefixCapacityPanel()
@@ -295,8 +298,8 @@ print(f"b = 16: {numbers['shared_MiB']:,.0f} MiB shared, {numbers['independent_M
 # later. Those times are measurements; the block bookkeeping of the two phases looks like this:
 
 # %%
-pool = BlockManager(256, km.BLOCK_TOKENS)
-pool.allocate("cancelled", ch08.CANCEL_RELEASED_BLOCKS * km.BLOCK_TOKENS)
+pool = BlockManager(256, ch08.BLOCK_TOKENS)
+pool.allocate("cancelled", ch08.CANCEL_RELEASED_BLOCKS * ch08.BLOCK_TOKENS)
 held_free = pool.free_blocks
 # phase 1: the scheduler marks the request cancelled and stops scheduling it; the round
 # already submitted still reads its blocks, so nothing is freed yet
@@ -376,8 +379,9 @@ base = list(range(1000, 1200))                      # 200 token ids
 other = base[:100] + [7] + base[101:]               # differs only at the 101st token
 print(f"reusable tokens: {calc.reusable_prefix_tokens(base, other)} of {len(other)}, "
       f"in whole 16-token blocks: {calc.reusable_prefix_tokens(base, other, block_tokens=16)}")
+prompt_ids = range(ch08.LONG_PROMPT_TOKENS)
 print(f"a hit on the 6144-token prefix leaves "
-      f"{km.LONG_PROMPT_TOKENS - calc.reusable_prefix_tokens(range(prefix), range(km.LONG_PROMPT_TOKENS))} "
+      f"{ch08.LONG_PROMPT_TOKENS - calc.reusable_prefix_tokens(range(prefix), prompt_ids)} "
       f"input tokens to prefill")
 
 # %% [markdown]
@@ -433,21 +437,23 @@ for label, blocks, noise in (("400-block pool, no other traffic", 400, 0),
 # snapshot density trades recomputation for memory.
 
 # %%
-point = calc.hybrid_restore_point(km.HYBRID_MATCHED_TOKENS, km.HYBRID_SNAPSHOT_POSITIONS)
+point = calc.hybrid_restore_point(ch08.HYBRID_MATCHED_TOKENS, ch08.HYBRID_SNAPSHOT_POSITIONS)
 print(f"restore from {point.restore_from:,}, recompute {point.recompute_tokens:,} tokens")
+snapshot_bytes = ch08.HYBRID_SNAPSHOT_MIB_PER_CARD * MiB
 for n in (2, 32):
     print(f"{n:2d} snapshots: "
-          f"{calc.snapshot_storage_bytes(km.HYBRID_SNAPSHOT_MIB_PER_CARD * MiB, n) / MiB:,.1f} MiB "
+          f"{calc.snapshot_storage_bytes(snapshot_bytes, n) / MiB:,.1f} MiB "
           f"per card")
-print(f"DeepSeek V4.1's long-term cache relative to V4's: "
-      f"{calc.long_term_cache_fraction(km.DEEPSEEK_SWA_SHARE, km.DEEPSEEK_GLOBAL_KV_FRACTION)}")
+long_term = calc.long_term_cache_fraction(ch08.DEEPSEEK_SWA_SHARE,
+                                          ch08.DEEPSEEK_GLOBAL_KV_FRACTION)
+print(f"DeepSeek V4.1's long-term cache relative to V4's: {long_term}")
 
 # %% tags=["remove-input"]
 md(f"""The chapter's storage figures for two and for 32 snapshots are a little below what the
-rounded 53.6 MiB gives ({calc.snapshot_storage_bytes(km.HYBRID_SNAPSHOT_MIB_PER_CARD * MiB, 2) / MiB:,.1f}
-and {calc.snapshot_storage_bytes(km.HYBRID_SNAPSHOT_MIB_PER_CARD * MiB, 32) / MiB:,.1f} MiB):
+rounded 53.6 MiB gives ({calc.snapshot_storage_bytes(snapshot_bytes, 2) / MiB:,.1f}
+and {calc.snapshot_storage_bytes(snapshot_bytes, 32) / MiB:,.1f} MiB):
 it multiplied an unrounded size, as the ledger notes explain. The explorer spaces snapshots
-evenly: one every 4096 tokens gives {km.HYBRID_MATCHED_TOKENS // 4096} of them over the
+evenly: one every 4096 tokens gives {ch08.HYBRID_MATCHED_TOKENS // 4096} of them over the
 10,752-token context and {131072 // 4096} over a 128K-token one.""")
 
 # %% tags=["nbval-ignore-output"]
@@ -455,7 +461,7 @@ snapshots = widgets.SnapshotSpacingPanel()
 snapshots.show()
 
 # %%
-for context in (km.HYBRID_MATCHED_TOKENS, 131072):
+for context in (ch08.HYBRID_MATCHED_TOKENS, 131072):
     numbers = snapshots.update(context_tokens=context).numbers
     print(f"context {context:,}: {numbers['snapshots']} snapshots, "
           f"{numbers['storage_MiB']:,.1f} MiB per card; the 10,752-token match recomputes "
@@ -542,8 +548,8 @@ print(f"G = {numbers['output_tokens']}: later reads "
 # prefix and 1K of new input as above:
 
 # %%
-window = km.DEEPSEEK_REPLAY_WINDOW_TOKENS
-history_tokens, new_tokens = km.CONTEXT_HISTORY_TOKENS, km.CONTEXT_TOOL_RESULT_TOKENS
+window = ch08.DEEPSEEK_REPLAY_WINDOW_TOKENS
+history_tokens, new_tokens = ch08.CONTEXT_HISTORY_TOKENS, ch08.CONTEXT_TOOL_RESULT_TOKENS
 cases = (("global KV and encoder SWA cached", True, True),
          ("only global KV cached", True, False),
          ("nothing cached", False, False))
@@ -559,15 +565,15 @@ for label, global_hit, swa_hit in cases:
           f"{plan.decoder_replay_tokens:>15,} {' + '.join(approx):>18}")
 
 # %% tags=["remove-input"]
-reach = calc.stacked_window_reach_tokens(km.DEEPSEEK_DECODER_LAYERS, window)
-fraction = calc.long_term_cache_fraction(km.DEEPSEEK_SWA_SHARE, km.DEEPSEEK_GLOBAL_KV_FRACTION)
+reach = calc.stacked_window_reach_tokens(ch08.DEEPSEEK_DECODER_LAYERS, window)
+fraction = calc.long_term_cache_fraction(ch08.DEEPSEEK_SWA_SHARE, ch08.DEEPSEEK_GLOBAL_KV_FRACTION)
 md(f"""Every round ends its prefill the same way: the last {window} tokens of the prompt are run
-through the {km.DEEPSEEK_DECODER_LAYERS} decoder layers to rebuild the decoder's window state,
+through the {ch08.DEEPSEEK_DECODER_LAYERS} decoder layers to rebuild the decoder's window state,
 so even a full cache hit costs a short replay.
 
 **Why a replay gives only an approximate state.** One SWA layer looks back {window - 1} tokens,
 but it looks at the *previous layer's* outputs, which themselves looked back {window - 1}
-tokens. Stacked {km.DEEPSEEK_DECODER_LAYERS} deep, the top layer's state still depends on
+tokens. Stacked {ch08.DEEPSEEK_DECODER_LAYERS} deep, the top layer's state still depends on
 inputs up to {reach:,} tokens back, about {reach / window:.0f} windows. A replay that starts
 {window} tokens before the end cuts those older dependencies off, so the rebuilt state differs
 from the one an uninterrupted run would hold, and the new suffix's KV and SWA inherit that
@@ -609,9 +615,9 @@ ledger.show("8.3.3")
 
 # %%
 print(f"prefill efficiency used (measured, Experiment 8-1): {100 * km.RECOMPUTE_EFFICIENCY:.2f}%")
-for link_name, link in (("PCIe Gen5 x16", specs.PCIE_GEN5_X16_BYTES_PER_S),
-                        ("PCIe Gen4 x16", specs.PCIE_GEN4_X16_BYTES_PER_S)):
-    a = calc.prefix_retention(model, specs.RTX_PRO_6000, prefix, hit_prob=km.RETENTION_HIT_PROB,
+for link_name, link in (("PCIe Gen5 x16", ch08.PCIE_GEN5_X16_BYTES_PER_S),
+                        ("PCIe Gen4 x16", ch08.PCIE_GEN4_X16_BYTES_PER_S)):
+    a = calc.prefix_retention(model, specs.RTX_PRO_6000, prefix, hit_prob=ch08.RETENTION_HIT_PROB,
                               efficiency=km.RECOMPUTE_EFFICIENCY, link_bytes_per_s=link)
     print(f"{link_name} ({link / units.GB:.0f} GB/s): T_rec {a.recompute_s / ms:.1f} ms, "
           f"T_f = T_m {a.fetch_s / ms:.1f} ms, a hit saves {a.saving_per_hit_s / ms:.2f} ms, "
@@ -627,19 +633,21 @@ for link_name, link in (("PCIe Gen5 x16", specs.PCIE_GEN5_X16_BYTES_PER_S),
 # per byte:
 
 # %%
-gen5 = dict(hit_prob=km.RETENTION_HIT_PROB, efficiency=km.RECOMPUTE_EFFICIENCY)
+gen5 = dict(hit_prob=ch08.RETENTION_HIT_PROB, efficiency=km.RECOMPUTE_EFFICIENCY)
 a = calc.prefix_retention(model, specs.RTX_PRO_6000, prefix, **gen5)
-b = calc.prefix_retention(model, specs.RTX_PRO_6000, km.PREFIX_B_TOKENS, **gen5)
+b = calc.prefix_retention(model, specs.RTX_PRO_6000, ch08.PREFIX_B_TOKENS, **gen5)
 print(f"A: {a.kv_bytes / MiB:,.0f} MiB, V {a.value_s / ms:.1f} ms, "
       f"{a.value_s_per_byte * MiB / ms:.3f} ms per MiB")
 print(f"B: {b.kv_bytes / MiB:,.0f} MiB, T_rec {b.recompute_s / ms:.1f} ms, T_f {b.fetch_s / ms:.1f} ms, "
       f"V {b.value_s / ms:.1f} ms, {b.value_s_per_byte * MiB / ms:.3f} ms per MiB")
-print(f"prefill of {prefix} tokens / {km.PREFIX_B_TOKENS} tokens: "
+print(f"prefill of {prefix} tokens / {ch08.PREFIX_B_TOKENS} tokens: "
       f"{a.recompute_s / b.recompute_s:.2f}x")
 plots.retention_bars_figure(
-    [("keep one A (6144 tokens)", 1, "A", a.value_s / ms),
-     (f"keep three B ({km.PREFIX_B_TOKENS} tokens each)", km.PREFIX_B_COUNT, "B", b.value_s / ms)],
-    title="Figure 8-22: expected saving of 864 MiB of cache (hit probability 50%, PCIe Gen5)"
+    [(f"keep one A ({prefix} tokens)", 1, "A", a.value_s / ms),
+     (f"keep three B ({ch08.PREFIX_B_TOKENS} tokens each)", ch08.PREFIX_B_COUNT, "B",
+      b.value_s / ms)],
+    title=f"Figure 8-22: expected saving of {a.kv_bytes / MiB:,.0f} MiB of cache "
+          f"(hit probability {ch08.RETENTION_HIT_PROB:.0%}, PCIe Gen5)"
 ).show()
 
 # %% [markdown]
@@ -650,7 +658,7 @@ plots.retention_bars_figure(
 # effect).
 
 # %%
-replay = calc.cache_replay_hits(km.REPLAY_INPUT_TOKENS, km.REPLAY_HIT_TOKENS_6GIB)
+replay = calc.cache_replay_hits(ch08.REPLAY_INPUT_TOKENS, ch08.REPLAY_HIT_TOKENS_6GIB)
 print(f"6 GiB pool: {replay.reprocessed_tokens:,} tokens reprocessed, hit ratio "
       f"{100 * replay.hit_ratio:.0f}%")
 ledger.show("8.3.4")
@@ -718,7 +726,7 @@ cannot be one block for both: each keeps its own copy. Sharing then saves {seven
 all).""", title="Worked answer 2")
 
 # %% tags=["remove-input"]
-n_br, b_s = km.BRANCH_EXPERIMENT_BRANCHES, km.BRANCH_EXPERIMENT_SHARED_BLOCKS
+n_br, b_s = ch08.BRANCH_EXPERIMENT_BRANCHES, ch08.BRANCH_EXPERIMENT_SHARED_BLOCKS
 slider_end = branching.at(private_blocks=40).numbers
 half = next(q for q in range(1, 10 * b_s)
             if calc.branch_block_sharing(n_br, b_s, q).saved_fraction < 0.5)
@@ -733,46 +741,46 @@ each branch's private part is about half as long as the shared prefix.""", title
 # %% tags=["remove-input"]
 import math
 
-held = km.LONG_PROMPT_TOKENS + km.OUTPUT_TOKENS - 1          # tokens a request holds at the end
+held = ch08.LONG_PROMPT_TOKENS + ch08.OUTPUT_TOKENS - 1   # tokens a request holds at the end
 k_tok = calc.kv_bytes_per_token(model)
 budget6 = 6 * GiB          # not a chapter input: the budget this question sets
-x_smooth = (km.LONG_BATCH * held * k_tok - budget6) / ((km.LONG_BATCH - 1) * k_tok)
-pool_blocks = int(budget6 // (km.BLOCK_TOKENS * k_tok))
-prefix_blocks = math.ceil(math.ceil(x_smooth) / km.BLOCK_TOKENS)
-private_blocks = (pool_blocks - prefix_blocks) // km.LONG_BATCH
-needed = held - km.BLOCK_TOKENS * private_blocks
-fits_at = calc.max_concurrent(budget6, model, km.LONG_PROMPT_TOKENS, km.OUTPUT_TOKENS,
+x_smooth = (ch08.LONG_BATCH * held * k_tok - budget6) / ((ch08.LONG_BATCH - 1) * k_tok)
+pool_blocks = int(budget6 // (ch08.BLOCK_TOKENS * k_tok))
+prefix_blocks = math.ceil(math.ceil(x_smooth) / ch08.BLOCK_TOKENS)
+private_blocks = (pool_blocks - prefix_blocks) // ch08.LONG_BATCH
+needed = held - ch08.BLOCK_TOKENS * private_blocks
+fits_at = calc.max_concurrent(budget6, model, ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS,
                               shared_prefix_tokens=needed)
-fits_below = calc.max_concurrent(budget6, model, km.LONG_PROMPT_TOKENS, km.OUTPUT_TOKENS,
+fits_below = calc.max_concurrent(budget6, model, ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS,
                                  shared_prefix_tokens=needed - 1)
-assert fits_at >= km.LONG_BATCH > fits_below       # the closed form is the exact threshold
+assert fits_at >= ch08.LONG_BATCH > fits_below       # the closed form is the exact threshold
 row = capacity.at(kv_budget_gib=6.0, shared_prefix_tokens=needed).numbers
 answer(f"""Sixteen private parts plus one prefix must fit in $B$ = 6 GiB. Each request holds
-$H = {km.LONG_PROMPT_TOKENS:,} + {km.OUTPUT_TOKENS} - 1 = {held:,}$ tokens, of which a prefix of
+$H = {ch08.LONG_PROMPT_TOKENS:,} + {ch08.OUTPUT_TOKENS} - 1 = {held:,}$ tokens, of which a prefix of
 $x$ is shared, at $k = {k_tok:,}$ B per token.
 
-1. Ignoring block rounding, $x\\,k + {km.LONG_BATCH}\\,(H - x)\\,k \\le B$ gives
-   $x \\ge ({km.LONG_BATCH} H k - B) / ({km.LONG_BATCH - 1}\\,k) = {x_smooth:,.1f}$ tokens.
-2. With {km.BLOCK_TOKENS}-token blocks the pool holds $\\lfloor B / ({km.BLOCK_TOKENS} k) \\rfloor
+1. Ignoring block rounding, $x\\,k + {ch08.LONG_BATCH}\\,(H - x)\\,k \\le B$ gives
+   $x \\ge ({ch08.LONG_BATCH} H k - B) / ({ch08.LONG_BATCH - 1}\\,k) = {x_smooth:,.1f}$ tokens.
+2. With {ch08.BLOCK_TOKENS}-token blocks the pool holds $\\lfloor B / ({ch08.BLOCK_TOKENS} k) \\rfloor
    = {pool_blocks:,}$ blocks. A prefix of about that length takes {prefix_blocks} blocks, which
-   leaves $\\lfloor ({pool_blocks:,} - {prefix_blocks}) / {km.LONG_BATCH} \\rfloor =
-   {private_blocks}$ blocks, {km.BLOCK_TOKENS * private_blocks:,} tokens, for each private part.
-3. So the prefix must cover $x \\ge {held:,} - {km.BLOCK_TOKENS * private_blocks:,} =$
+   leaves $\\lfloor ({pool_blocks:,} - {prefix_blocks}) / {ch08.LONG_BATCH} \\rfloor =
+   {private_blocks}$ blocks, {ch08.BLOCK_TOKENS * private_blocks:,} tokens, for each private part.
+3. So the prefix must cover $x \\ge {held:,} - {ch08.BLOCK_TOKENS * private_blocks:,} =$
    **{needed:,} tokens**. At that length {fits_at} requests fit; one token shorter, {fits_below}.
 
 Each request then privately holds {row['private_tokens']:,} tokens ({row['private_MiB']:,.0f}
-MiB), and the {km.LONG_BATCH} of them take {row['shared_GiB']:.2f} GiB with the prefix. (A scan
+MiB), and the {ch08.LONG_BATCH} of them take {row['shared_GiB']:.2f} GiB with the prefix. (A scan
 in steps of 256 tokens would stop at the next multiple above the threshold, a slight
 overestimate.) Without sharing, only {row['fit_independent']} fit.""", title="Worked answer 4")
 
 # %% tags=["remove-input"]
-spacing = km.HYBRID_SNAPSHOT_POSITIONS[0]
+spacing = ch08.HYBRID_SNAPSHOT_POSITIONS[0]
 sparse = snapshots.at(context_tokens=131072).numbers
 dense = snapshots.at(context_tokens=131072, spacing_tokens=spacing // 4).numbers
 answer(f"""One snapshot every {spacing // 4:,} tokens instead of {spacing:,} means
 {dense['snapshots']} snapshots over 131,072 tokens instead of {sparse['snapshots']}:
 {dense['storage_MiB']:,.1f} MiB per card instead of {sparse['storage_MiB']:,.1f}. The
-{km.HYBRID_MATCHED_TOKENS:,}-token match then restores from {dense['restore_from']:,} and
+{ch08.HYBRID_MATCHED_TOKENS:,}-token match then restores from {dense['restore_from']:,} and
 recomputes {dense['recompute_tokens']:,} tokens instead of {sparse['recompute_tokens']:,}.""",
        title="Worked answer 5")
 

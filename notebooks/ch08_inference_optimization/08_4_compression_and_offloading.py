@@ -29,10 +29,10 @@
 import numpy as np
 
 from companion import calc, ledger, plots, specs, units, widgets
+from companion.chapters import ch08
 from companion.display import answer, md
 from companion.exercises import data_ch08
 from companion.formulas import compression as cm
-from companion.formulas import kv_management as km
 
 model = specs.QWEN3_8B
 MiB, GiB, GB, ms = units.MiB, units.GiB, units.GB, units.ms
@@ -73,30 +73,33 @@ plots.bits_per_value_figure(layouts, title="Stored bits per value: codes and met
 
 # %%
 big = specs.QWEN3_235B_A22B
-file_bytes = cm.Q2K_FILE_PAYLOAD_BYTES + cm.Q2K_FILE_METADATA_BYTES + cm.Q2K_FILE_HEADER_BYTES
-xl_bytes = cm.UD_Q2K_XL_FILE_GIB * GiB
-available = calc.memory_headroom_bytes(specs.M2_MAX.mem_bytes, cm.M2_SYSTEM_RESERVE_BYTES, 0)
-left = calc.memory_headroom_bytes(specs.M2_MAX.mem_bytes, cm.M2_SYSTEM_RESERVE_BYTES, file_bytes)
-print(f"Q2_K file: {cm.Q2K_FILE_PAYLOAD_BYTES / GiB:.2f} GiB codes and floats + "
-      f"{cm.Q2K_FILE_METADATA_BYTES / GiB:.2f} GiB metadata + header = {file_bytes / GiB:.2f} GiB "
-      f"({100 * cm.Q2K_FILE_METADATA_BYTES / file_bytes:.1f}% metadata)")
+file_bytes = calc.q2k_file_bytes()
+xl_bytes = ch08.UD_Q2K_XL_FILE_GIB * GiB
+available = calc.memory_headroom_bytes(specs.M2_MAX.mem_bytes, ch08.M2_SYSTEM_RESERVE_BYTES, 0)
+left = calc.memory_headroom_bytes(specs.M2_MAX.mem_bytes, ch08.M2_SYSTEM_RESERVE_BYTES, file_bytes)
+xl_left = calc.memory_headroom_bytes(specs.M2_MAX.mem_bytes, ch08.M2_SYSTEM_RESERVE_BYTES, xl_bytes)
+print(f"Q2_K file: {ch08.Q2K_FILE_PAYLOAD_BYTES / GiB:.2f} GiB codes and floats + "
+      f"{ch08.Q2K_FILE_METADATA_BYTES / GiB:.2f} GiB metadata + header = "
+      f"{file_bytes / GiB:.2f} GiB "
+      f"({100 * ch08.Q2K_FILE_METADATA_BYTES / file_bytes:.1f}% metadata)")
 print(f"available: 96 GB - 8 GiB = {available / GiB:.2f} GiB; after the Q2_K file "
-      f"{left / GiB:.2f} GiB; the UD-Q2_K_XL file ({cm.UD_Q2K_XL_FILE_GIB} GiB) is "
-      f"{-calc.memory_headroom_bytes(specs.M2_MAX.mem_bytes, cm.M2_SYSTEM_RESERVE_BYTES, xl_bytes) / GiB:.2f} GiB short")
+      f"{left / GiB:.2f} GiB; the UD-Q2_K_XL file ({ch08.UD_Q2K_XL_FILE_GIB} GiB) is "
+      f"{-xl_left / GiB:.2f} GiB short")
 rows = []
-for ctx in (cm.CONTEXT_8K_TOKENS, cm.CONTEXT_32K_TOKENS):
+for ctx in (ch08.LONG_PROMPT_TOKENS, ch08.CONTEXT_32K_TOKENS):
     kv = calc.kv_bytes(big, ctx, block_tokens=1)
-    after = calc.memory_headroom_bytes(specs.M2_MAX.mem_bytes, cm.M2_SYSTEM_RESERVE_BYTES,
+    after = calc.memory_headroom_bytes(specs.M2_MAX.mem_bytes, ch08.M2_SYSTEM_RESERVE_BYTES,
                                        file_bytes, kv)
     print(f"one {ctx:,}-token request: KV {kv / GiB:.2f} GiB, left {after / GiB:+.2f} GiB")
     rows.append((f"Q2_K + {ctx // 1024}K context",
-                 [("codes + unquantized floats", cm.Q2K_FILE_PAYLOAD_BYTES / GiB, "weights"),
-                  ("quantization metadata", cm.Q2K_FILE_METADATA_BYTES / GiB, "codes"),
-                  ("header and padding", cm.Q2K_FILE_HEADER_BYTES / GiB, "header"),
-                  ("system reserve", cm.M2_SYSTEM_RESERVE_BYTES / GiB, "reserve"),
+                 [("codes + unquantized floats", ch08.Q2K_FILE_PAYLOAD_BYTES / GiB, "weights"),
+                  ("quantization metadata", ch08.Q2K_FILE_METADATA_BYTES / GiB, "codes"),
+                  ("header and padding", ch08.Q2K_FILE_HEADER_BYTES / GiB, "header"),
+                  ("system reserve", ch08.M2_SYSTEM_RESERVE_BYTES / GiB, "reserve"),
                   ("KV of one request", kv / GiB, "kv")]))
 rows.append(("UD-Q2_K_XL alone", [("weight file", xl_bytes / GiB, "weights"),
-                                  ("system reserve", cm.M2_SYSTEM_RESERVE_BYTES / GiB, "reserve")]))
+                                  ("system reserve", ch08.M2_SYSTEM_RESERVE_BYTES / GiB,
+                                   "reserve")]))
 plots.memory_stack_figure(rows, specs.M2_MAX.mem_bytes / GiB,
                           title="M2 Max, 96 GB: weights, metadata, reserve, KV, headroom").show()
 
@@ -118,7 +121,7 @@ fit = widgets.QuantizedFitPanel()
 fit.show()
 
 # %%
-for ctx in (cm.CONTEXT_8K_TOKENS, cm.CONTEXT_32K_TOKENS):
+for ctx in (ch08.LONG_PROMPT_TOKENS, ch08.CONTEXT_32K_TOKENS):
     numbers = fit.update(context_tokens=ctx).numbers
     print(f"{ctx:,} tokens: KV {numbers['kv_per_request_GiB']:.2f} GiB per request, "
           f"{numbers['requests_that_fit']} request(s) fit, left after one "
@@ -176,15 +179,15 @@ plots.byte_layout_figure(group_rows, title="Figure 8-23: the same 32 values in t
 # request holds the KV of its prompt plus all but the last of its outputs:
 
 # %%
-held = calc.held_tokens(km.LONG_PROMPT_TOKENS, km.OUTPUT_TOKENS)
+held = calc.held_tokens(ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS)
 print(f"{'format':6} {'B/value':>8} {'8K input':>10} {'finished':>12} {'16 finished':>12} "
       f"{'fit in 12 GiB':>14}")
 for f in ("bf16", "fp8", "q8_0", "q4_0"):
     per_value = calc.kv_format_bytes_per_value(model, f)
-    kv_in = calc.kv_quantized_bytes(model, km.LONG_PROMPT_TOKENS, f)
+    kv_in = calc.kv_quantized_bytes(model, ch08.LONG_PROMPT_TOKENS, f)
     kv_end = calc.kv_quantized_bytes(model, held, f)
-    n = calc.max_concurrent_kv_format(km.KV_BUDGET_BYTES, model, km.LONG_PROMPT_TOKENS,
-                                      km.OUTPUT_TOKENS, f)
+    n = calc.max_concurrent_kv_format(ch08.KV_BUDGET_BYTES, model, ch08.LONG_PROMPT_TOKENS,
+                                      ch08.OUTPUT_TOKENS, f)
     print(f"{f:6} {per_value:8.4f} {kv_in / MiB:6,.0f} MiB {kv_end / MiB:8,.3f} MiB "
           f"{16 * kv_end / GiB:8.2f} GiB {n:14}")
 
@@ -213,13 +216,13 @@ bytes, and the two can be combined.
 # the unrounded share is the one that reproduces its time saving.
 
 # %%
-saved = calc.kv_bytes(model, cm.CONTEXT_8K_TOKENS) - calc.kv_quantized_bytes(
-    model, cm.CONTEXT_8K_TOKENS, "q8_0")
+saved = calc.kv_bytes(model, ch08.LONG_PROMPT_TOKENS) - calc.kv_quantized_bytes(
+    model, ch08.LONG_PROMPT_TOKENS, "q8_0")
 beta = cm.MEASURED_READ_BYTES / cm.MEASURED_ROUND_S
 print(f"{saved / MiB:.0f} MiB fewer at {beta / units.TB:.3f} TB/s "
       f"({100 * calc.mbu(beta, specs.RTX_PRO_6000):.1f}% of peak): "
       f"{calc.compressed_read_saving_s(saved, beta, 0) / ms:.3f} ms")
-for tc in cm.CONVERSION_S_CASES:
+for tc in ch08.CONVERSION_S_CASES:
     net = calc.compressed_read_saving_s(saved, beta, tc)
     print(f"conversion {tc / ms:.1f} ms: net {'saving' if net >= 0 else 'loss'} "
           f"{abs(net) / ms:.3f} ms")
@@ -246,15 +249,15 @@ _ = reads.reset()
 # below that context BF16 is faster, above it FP8.
 
 # %%
-fits_h100 = {"BF16": (cm.BF16_INTERVAL_FIXED_S, cm.BF16_INTERVAL_PER_TOKEN_S),
-        "FP8": (cm.FP8_INTERVAL_FIXED_S, cm.FP8_INTERVAL_PER_TOKEN_S)}
+fits_h100 = {"BF16": (ch08.BF16_INTERVAL_FIXED_S, ch08.BF16_INTERVAL_PER_TOKEN_S),
+        "FP8": (ch08.FP8_INTERVAL_FIXED_S, ch08.FP8_INTERVAL_PER_TOKEN_S)}
 crossover = calc.interval_crossover_tokens(*fits_h100["BF16"], *fits_h100["FP8"])
 contexts = list(range(0, 32769, 512))
 lines = {f"{name} KV: {a / ms:.2f} + {b / ms:.2e} L ms": [calc.fitted_interval_s(a, b, L) / ms
                                                           for L in contexts]
          for name, (a, b) in fits_h100.items()}
 marks = [(f"{name} {L // 1024}K", L, calc.fitted_interval_s(*fits_h100[name], L) / ms)
-         for name in fits_h100 for L in cm.FIT_CONTEXTS]
+         for name in fits_h100 for L in ch08.FIT_CONTEXTS]
 for name, L, t in marks:
     print(f"{name}: {t:.2f} ms")
 print(f"crossover: {crossover:,.0f} tokens")
@@ -263,7 +266,7 @@ plots.interval_fit_figure(contexts, lines, crossover_tokens=crossover, marks=mar
                           ).show()
 
 # %% tags=["remove-input"]
-gap_s = cm.FP8_INTERVAL_FIXED_S - cm.BF16_INTERVAL_FIXED_S
+gap_s = ch08.FP8_INTERVAL_FIXED_S - ch08.BF16_INTERVAL_FIXED_S
 md(f"""
 **What the fit shows, and what it does not.** Over the contexts the fit covers, the FP8 step is
 the slower one at short context and the faster one at long context, and the fitted lines cross near
@@ -285,8 +288,8 @@ interpretation, as long as it lies inside the range of contexts that were measur
 # ratio of the global histories alone:
 
 # %%
-v41 = cm.DEEPSEEK_V41_GLOBAL_MIB + cm.DEEPSEEK_V41_SWA_MIB
-print(f"V4.1: {v41:.3f} MiB; V4 / V4.1 = {cm.DEEPSEEK_V4_TOTAL_MIB / v41:.2f}x")
+v41 = ch08.DEEPSEEK_V41_GLOBAL_MIB + ch08.DEEPSEEK_V41_SWA_MIB
+print(f"V4.1: {v41:.3f} MiB; V4 / V4.1 = {ch08.DEEPSEEK_V4_TOTAL_MIB / v41:.2f}x")
 ledger.show("8.4.2")
 
 # %% [markdown]
@@ -305,13 +308,14 @@ ledger.show("8.4.2")
 
 # %%
 for buffers in (1, 2):
-    plan = calc.ffn_offload(model, cm.OFFLOAD_EVERY_N_LAYERS, buffers)
+    plan = calc.ffn_offload(model, ch08.OFFLOAD_EVERY_N_LAYERS, buffers)
     net = plan.net_saved_bytes
     print(f"{buffers} buffer set(s): offload {plan.offloaded_layers} x "
           f"{calc.ffn_weight_bytes_per_layer(model) / MiB:.0f} = {plan.offloaded_bytes / MiB:,.0f} "
           f"MiB, buffers {plan.buffer_bytes / MiB:,.0f} MiB, net {net / MiB:,.0f} MiB: "
-          f"{calc.max_concurrent(net, model, km.LONG_PROMPT_TOKENS, 1)} more 8K inputs (1152 MiB) "
-          f"or {calc.max_concurrent(net, model, km.LONG_PROMPT_TOKENS, km.OUTPUT_TOKENS)} more "
+          f"{calc.max_concurrent(net, model, ch08.LONG_PROMPT_TOKENS, 1)} more 8K inputs "
+          f"(1152 MiB) or "
+          f"{calc.max_concurrent(net, model, ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS)} more "
           f"complete request(s) (1188 MiB)")
 
 # %% [markdown]
@@ -322,19 +326,20 @@ for buffers in (1, 2):
 # $$T_r \ge T_\text{copy} = \frac{D_\text{off}}{\beta_\text{link}}.$$
 
 # %%
-offloaded = calc.ffn_offload(model, cm.OFFLOAD_EVERY_N_LAYERS, 1).offloaded_bytes
-for name, link in (("PCIe Gen5 x16", specs.PCIE_GEN5_X16_BYTES_PER_S),
-                   ("GH200 NVLink-C2C", specs.NVLINK_C2C_BYTES_PER_S)):
-    c = calc.offload_copy_bound(offloaded, link, cm.BATCH1_ROUND_S, batch=cm.OFFLOAD_BATCH,
+offloaded = calc.ffn_offload(model, ch08.OFFLOAD_EVERY_N_LAYERS, 1).offloaded_bytes
+for name, link in (("PCIe Gen5 x16", ch08.PCIE_GEN5_X16_BYTES_PER_S),
+                   ("GH200 NVLink-C2C", ch08.NVLINK_C2C_BYTES_PER_S)):
+    c = calc.offload_copy_bound(offloaded, link, ch08.ROUND_B1_S, batch=ch08.OFFLOAD_BATCH,
                                 rounds=cm.DECODE_ROUNDS)
     print(f"{name} ({link / GB:.0f} GB/s): copy {c.copy_s / ms:.1f} ms per round "
-          f"({'hidden behind' if c.copy_hidden else 'longer than'} the {cm.BATCH1_ROUND_S / ms:.2f} ms "
-          f"round); {cm.OFFLOAD_BATCH} requests get at most {c.tokens_per_s:.0f} tokens/s; "
+          f"({'hidden behind' if c.copy_hidden else 'longer than'} the "
+          f"{ch08.ROUND_B1_S / ms:.2f} ms "
+          f"round); {ch08.OFFLOAD_BATCH} requests get at most {c.tokens_per_s:.0f} tokens/s; "
           f"{cm.DECODE_ROUNDS} rounds copy for {c.total_copy_s:.2f} s")
 
 # %% tags=["remove-input"]
-pcie = calc.offload_copy_bound(offloaded, specs.PCIE_GEN5_X16_BYTES_PER_S, cm.BATCH1_ROUND_S,
-                               batch=cm.OFFLOAD_BATCH, rounds=cm.DECODE_ROUNDS)
+pcie = calc.offload_copy_bound(offloaded, ch08.PCIE_GEN5_X16_BYTES_PER_S, ch08.ROUND_B1_S,
+                               batch=ch08.OFFLOAD_BATCH, rounds=cm.DECODE_ROUNDS)
 md(f"""
 Over PCIe each round's copy ({pcie.copy_s / ms:.1f} ms) is longer than the round's compute,
 and over a whole answer the copying alone ({pcie.total_copy_s:.1f} s) overruns the 7 s budget;
@@ -366,9 +371,9 @@ _ = offload.reset()
 # The chapter's example sends 96 MiB compressed to a quarter:
 
 # %%
-size, r = cm.COMPRESS_EXAMPLE_BYTES, cm.COMPRESS_EXAMPLE_FRACTION
-for name, link in (("PCIe Gen5 x16", specs.PCIE_GEN5_X16_BYTES_PER_S),
-                   ("NVLink-C2C", specs.NVLINK_C2C_BYTES_PER_S)):
+size, r = ch08.COMPRESS_EXAMPLE_BYTES, ch08.COMPRESS_EXAMPLE_FRACTION
+for name, link in (("PCIe Gen5 x16", ch08.PCIE_GEN5_X16_BYTES_PER_S),
+                   ("NVLink-C2C", ch08.NVLINK_C2C_BYTES_PER_S)):
     direct = calc.link_transfer_s(size, link)
     moved = calc.compress_then_transfer_s(size, r, link)
     print(f"{name}: raw {direct / ms:.2f} ms, compressed transfer {moved / ms:.2f} ms "
@@ -376,7 +381,7 @@ for name, link in (("PCIe Gen5 x16", specs.PCIE_GEN5_X16_BYTES_PER_S),
           f"{calc.min_decompress_bytes_per_s(link, r) / GB:.1f} GB/s")
 
 # %% tags=["remove-input"]
-pcie_link = specs.PCIE_GEN5_X16_BYTES_PER_S
+pcie_link = ch08.PCIE_GEN5_X16_BYTES_PER_S
 md(f"""
 Over PCIe Gen5 the compressed transfer takes
 {calc.compress_then_transfer_s(size, r, pcie_link) / ms:.2f} ms instead of
@@ -461,7 +466,8 @@ precision_panel.show()
 t = calc.SHORT_REQUEST_S
 print(f"counting only the successful attempt: {calc.time_to_correct_answer_s([t]):.2f} s; "
       f"with two failed attempts before it: {calc.time_to_correct_answer_s([t, t, t]):.2f} s")
-for name, p in (("BF16 KV, 28/32", cm.ACCURACY_BF16_KV), ("FP8 KV, 26/32", cm.ACCURACY_FP8_KV)):
+for name, p in (("BF16 KV, 28/32", ch08.ACCURACY_BF16_KV), ("FP8 KV, 26/32",
+                                                            ch08.ACCURACY_FP8_KV)):
     print(f"{name}: expected {calc.expected_time_to_correct_s(t, p):.2f} s to a correct answer")
 
 # %% tags=["nbval-ignore-output"]
@@ -508,7 +514,7 @@ for ctx in range(1024, 65537, 1024):
     n4 = fit.update(kv_format="q4_0", context_tokens=ctx).numbers
     if n4["requests_that_fit"] >= 1:
         fitting_contexts.append(ctx)
-at_8k = fit.update(kv_format="q4_0", context_tokens=cm.CONTEXT_8K_TOKENS).numbers
+at_8k = fit.update(kv_format="q4_0", context_tokens=ch08.LONG_PROMPT_TOKENS).numbers
 _ = fit.reset()
 answer(f"""
 With q4_0 KV an 8K request needs {at_8k['kv_per_request_GiB']:.2f} GiB and
@@ -565,15 +571,15 @@ millisecond needs a very long context (an extrapolation, if the fitted data stop
 # %% tags=["remove-input"]
 hidden = [layers for layers in range(1, 37)
           if offload.update(layers=layers, prefetch_buffers=1).numbers["copy_ms"]
-          <= cm.BATCH1_ROUND_S / ms]
-nine = calc.ffn_offload(model, cm.OFFLOAD_EVERY_N_LAYERS, 1).offloaded_bytes
+          <= ch08.ROUND_B1_S / ms]
+nine = calc.ffn_offload(model, ch08.OFFLOAD_EVERY_N_LAYERS, 1).offloaded_bytes
 _ = offload.reset()
 answer(f"""
 Each layer's FFN set takes {calc.ffn_weight_bytes_per_layer(model) / MiB:.0f} MiB, and over
-PCIe Gen5 the copy stays within the {cm.BATCH1_ROUND_S / ms:.2f} ms round for up to
+PCIe Gen5 the copy stays within the {ch08.ROUND_B1_S / ms:.2f} ms round for up to
 {max(hidden) if hidden else 0} layers. Carrying all nine sets in one round needs at least
-{nine / cm.BATCH1_ROUND_S / GB:.0f} GB/s: more than PCIe Gen5 gives, less than NVLink-C2C's
-{specs.NVLINK_C2C_BYTES_PER_S / GB:.0f} GB/s.
+{nine / ch08.ROUND_B1_S / GB:.0f} GB/s: more than PCIe Gen5 gives, less than NVLink-C2C's
+{ch08.NVLINK_C2C_BYTES_PER_S / GB:.0f} GB/s.
 """, title="Worked answer 5")
 
 # %% tags=["remove-input"]
@@ -584,12 +590,13 @@ for factor in np.arange(1.0, 0.0, -0.01):
         even_factor = float(factor)
         break
 _ = retry.reset()
+speedup_needed = 1 - ch08.ACCURACY_FP8_KV / ch08.ACCURACY_BF16_KV
 answer(f"""
 With attempts that pass independently, the expected time is the attempt time over its success
 rate, so the less accurate format breaks even when its attempts take at most the ratio of the
-two success rates: {cm.ACCURACY_FP8_KV / cm.ACCURACY_BF16_KV:.3f} of the other's time. The
+two success rates: {ch08.ACCURACY_FP8_KV / ch08.ACCURACY_BF16_KV:.3f} of the other's time. The
 explorer agrees (scanning the speed factor down in steps of 0.01, B first ties or wins at
-{even_factor:.2f}): its attempts must be about {1 - cm.ACCURACY_FP8_KV / cm.ACCURACY_BF16_KV:.0%}
+{even_factor:.2f}): its attempts must be about {speedup_needed:.0%}
 faster.
 """, title="Worked answer 6")
 

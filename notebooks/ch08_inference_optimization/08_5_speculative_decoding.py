@@ -31,13 +31,12 @@
 import numpy as np
 
 from companion import calc, ledger, plots, specs, units, widgets
+from companion.chapters import ch08
 from companion.display import answer, md
-from companion.formulas import serving as sv
-from companion.formulas import speculative as sp
 from companion.sim import speculative as sim
 
 model, card = specs.QWEN3_8B, specs.RTX_PRO_6000
-plain_round_s = sp.DECODE_ROUND_S_BATCH1_2K
+plain_round_s = ch08.ROUND_B1_S
 ms = units.ms
 
 # %% [markdown]
@@ -135,10 +134,10 @@ print(verify_panel.update().numbers)
 # extreme drafters: one always proposes A, the other always B.
 
 # %%
-for label, q in (("always A", sp.TOY_DRAFT_ALWAYS_A), ("always B", sp.TOY_DRAFT_ALWAYS_B)):
-    a = calc.speculative_acceptance_rate(sp.TOY_TARGET_PROBS, q)
-    residual = calc.speculative_residual_distribution(sp.TOY_TARGET_PROBS, q)
-    out = sim.output_distribution(sp.TOY_TARGET_PROBS, q)
+for label, q in (("always A", ch08.TOY_DRAFT_ALWAYS_A), ("always B", ch08.TOY_DRAFT_ALWAYS_B)):
+    a = calc.speculative_acceptance_rate(ch08.TOY_TARGET_PROBS, q)
+    residual = calc.speculative_residual_distribution(ch08.TOY_TARGET_PROBS, q)
+    out = sim.output_distribution(ch08.TOY_TARGET_PROBS, q)
     print(f"draft {label}: accepted with alpha = {a:.2f}; after a rejection resample from "
           f"(A, B) = ({residual[0]:.0f}, {residual[1]:.0f}); emitted (A, B) = "
           f"({out[0]:.2f}, {out[1]:.2f})")
@@ -148,11 +147,11 @@ for label, q in (("always A", sp.TOY_DRAFT_ALWAYS_A), ("always B", sp.TOY_DRAFT_
 # drafter, counting every token that comes out.
 
 # %%
-runs = sim.simulate_rounds(sp.TOY_TARGET_PROBS, sp.TOY_DRAFT_ALWAYS_A, sp.TOY_DRAFT_LEN,
+runs = sim.simulate_rounds(ch08.TOY_TARGET_PROBS, ch08.TOY_DRAFT_ALWAYS_A, ch08.TOY_DRAFT_LEN,
                            20_000, seed=1)
 emitted = runs.emitted_tokens()
 print(f"{len(emitted):,} tokens emitted in {runs.n_rounds:,} rounds; share of A "
-      f"{np.mean(emitted == 0):.3f} (target {sp.TOY_TARGET_PROBS[0]}); "
+      f"{np.mean(emitted == 0):.3f} (target {ch08.TOY_TARGET_PROBS[0]}); "
       f"mean tokens per round {runs.mean_tokens:.3f}")
 
 # %% [markdown]
@@ -186,7 +185,7 @@ _ = sampling_panel.reset()
 # produced five. The chapter's pair of rounds, equally long, emitting 1 and 5 tokens:
 
 # %%
-times, toks = sp.MEAN_ROUND_EXAMPLE_S, sp.MEAN_ROUND_EXAMPLE_TOKENS
+times, toks = ch08.MEAN_ROUND_EXAMPLE_S, ch08.MEAN_ROUND_EXAMPLE_TOKENS
 print(f"total time / total tokens: {calc.mean_latency_per_token(times, toks) / ms:.1f} ms "
       f"per token")
 print(f"mean of per-round ratios:  {calc.unweighted_round_latency(times, toks) / ms:.1f} ms "
@@ -205,7 +204,7 @@ print(f"mean of per-round ratios:  {calc.unweighted_round_latency(times, toks) /
 # drafters have $\alpha = 1/4$ (AAAA) and $\alpha = 3/4$ (BBBB) at $m = 4$:
 
 # %%
-en = {label: calc.speculative_expected_tokens(a, sp.TOY_DRAFT_LEN)
+en = {label: calc.speculative_expected_tokens(a, ch08.TOY_DRAFT_LEN)
       for label, a in (("AAAA", 0.25), ("BBBB", 0.75))}
 for label, value in en.items():
     print(f"{label}: E[X] = {value:.4f} tokens per round")
@@ -228,9 +227,9 @@ plots.expected_output_figure(
 # verification round as a plain one:
 
 # %%
-extra = calc.verification_extra_flops(model, sp.TOY_DRAFT_LEN + 1, sv.EXP81_CONTEXT_TOKENS)
-mfu_b1 = calc.measured_prefill_mfu(model, card, 1, sv.EXP81_CONTEXT_TOKENS, 0,
-                                   sv.PREFILL_S_BATCH1_2K)
+extra = calc.verification_extra_flops(model, ch08.TOY_DRAFT_LEN + 1, ch08.SHORT_PROMPT_TOKENS)
+mfu_b1 = calc.measured_prefill_mfu(model, card, 1, ch08.SHORT_PROMPT_TOKENS, 0,
+                                   ch08.PREFILL_ROUND_S)
 print(f"4 extra rows: {extra / units.GFLOP:.1f} GFLOP, at {mfu_b1:.1%} of peak "
       f"{calc.time_at_mfu(extra, card, mfu_b1) / ms:.2f} ms, against a "
       f"{plain_round_s / ms:.2f} ms round")
@@ -242,12 +241,12 @@ print(f"4 extra rows: {extra / units.GFLOP:.1f} GFLOP, at {mfu_b1:.1%} of peak "
 # prices the 7 extra rows the way the previous cell priced 4.
 
 # %%
-dflash_positions = sp.DFLASH_DRAFT_TOKENS + 1
-extra_dflash = calc.verification_extra_flops(model, dflash_positions, sv.EXP81_CONTEXT_TOKENS)
+dflash_positions = ch08.DFLASH_DRAFT_TOKENS + 1
+extra_dflash = calc.verification_extra_flops(model, dflash_positions, ch08.SHORT_PROMPT_TOKENS)
 extra_dflash_s = calc.time_at_mfu(extra_dflash, card, mfu_b1)
-ratio = sp.DFLASH_VERIFY_ROUND_S / sp.DFLASH_PLAIN_STEP_S
-print(f"measured: DFlash round {sp.DFLASH_VERIFY_ROUND_S / ms:.1f} ms vs plain step "
-      f"{sp.DFLASH_PLAIN_STEP_S / ms:.1f} ms -> ratio {ratio:.2f}")
+ratio = ch08.DFLASH_VERIFY_ROUND_S / ch08.DFLASH_PLAIN_STEP_S
+print(f"measured: DFlash round {ch08.DFLASH_VERIFY_ROUND_S / ms:.1f} ms vs plain step "
+      f"{ch08.DFLASH_PLAIN_STEP_S / ms:.1f} ms -> ratio {ratio:.2f}")
 print(f"estimate: {dflash_positions - 1} extra rows = {extra_dflash / units.GFLOP:.0f} GFLOP, "
       f"{extra_dflash_s / ms:.2f} ms at {mfu_b1:.1%} of peak")
 
@@ -259,7 +258,7 @@ difference of that size between two medians says "no measurable extra cost", not
 is faster". The estimate agrees: the extra rows would take about {extra_dflash_s / ms:.1f} ms
 even if nothing overlapped, small next to either time, because at batch 1 the pass is paced by
 reading weights and a few more rows ride along. Experiment 8-5's plain step
-({sp.DFLASH_PLAIN_STEP_S / ms:.1f} ms) is not Experiment 8-1's ({plain_round_s / ms:.2f} ms):
+({ch08.DFLASH_PLAIN_STEP_S / ms:.1f} ms) is not Experiment 8-1's ({plain_round_s / ms:.2f} ms):
 the two ran under different engine settings, so compare within one experiment, never across.
 """)
 
@@ -276,7 +275,7 @@ the two ran under different engine settings, so compare within one experiment, n
 # the context (0.1 ms per query) and $T_v = T_\text{plain} = 26.26$ ms:
 
 # %%
-query_s = sp.DRAFT_QUERY_S
+query_s = ch08.DRAFT_QUERY_S
 crossover = {}
 for label, value in en.items():
     latency = calc.speculative_latency_per_token(plain_round_s, value, query_s)
@@ -312,15 +311,15 @@ costs barely more than a plain step. With AAAA's acceptance a drafter may spend 
 
 # %%
 lat_b = calc.speculative_latency_per_token(plain_round_s, en["BBBB"], query_s)
-G = sp.TOY_OUTPUT_TOKENS
-print(f"break-even: {calc.prep_break_even_tokens(sp.INDEX_BUILD_S, plain_round_s, lat_b):.1f} "
+G = ch08.OUTPUT_TOKENS
+print(f"break-even: {calc.prep_break_even_tokens(ch08.INDEX_BUILD_S, plain_round_s, lat_b):.1f} "
       f"output tokens")
 print(f"plain decode, {G} tokens: "
       f"{calc.speculative_request_time(G, plain_round_s, 0.0, 0):.2f} s")
-rounds = calc.speculative_expected_rounds(G, 0.75, sp.TOY_DRAFT_LEN)
+rounds = calc.speculative_expected_rounds(G, 0.75, ch08.TOY_DRAFT_LEN)
 for exact in (True, False):
-    t = calc.speculative_request_time(G, plain_round_s + query_s, 0.75, sp.TOY_DRAFT_LEN,
-                                      prep_s=sp.INDEX_BUILD_S, exact_rounds=exact)
+    t = calc.speculative_request_time(G, plain_round_s + query_s, 0.75, ch08.TOY_DRAFT_LEN,
+                                      prep_s=ch08.INDEX_BUILD_S, exact_rounds=exact)
     how = (f"exact expected rounds {rounds:.2f}" if exact
            else f"{G} / E[X] = {G / en['BBBB']:.2f} rounds")
     print(f"2 s index + BBBB ({how}): {t:.3f} s")
@@ -379,9 +378,9 @@ _ = latency_panel.reset()
 # bandwidth the target really reaches in a batch-1 round:
 
 # %%
-read_b1 = calc.round_read_bytes(model, 1, sv.EXP81_CONTEXT_TOKENS)
+read_b1 = calc.round_read_bytes(model, 1, ch08.SHORT_PROMPT_TOKENS)
 bw = calc.effective_read_bandwidth(read_b1, plain_round_s)
-fwd = calc.draft_forward_time(sp.DFLASH_DRAFT_WEIGHT_BYTES, bw)
+fwd = calc.draft_forward_time(ch08.DFLASH_DRAFT_WEIGHT_BYTES, bw)
 serial = calc.draft_generation_time(fwd, 4)
 parallel = calc.draft_generation_time(fwd, 4, parallel=True)
 print(f"batch-1 read {read_b1 / units.GB:.2f} GB in {plain_round_s / ms:.2f} ms: "
@@ -459,12 +458,12 @@ print(f"m = 4, E[X] = 3: serial {n['serial_ms_per_token']:.1f} ms/token, paralle
 # In a round that keeps only one draft token, the rest of a long draft is thrown away:
 
 # %%
-lat = sp.DRAFT_LEN_LATENCY_S
+lat = ch08.DRAFT_LEN_LATENCY_S
 print(f"measured end-to-end medians of a short request: plain {lat['plain'] / ms:.1f} ms, "
       f"K7 {lat['K7'] / ms:.1f} ms, K15 {lat['K15'] / ms:.1f} ms (footnote 23)")
 print(f"plain -> K7 saves {(lat['plain'] - lat['K7']) / ms:.1f} ms; K7 -> K15 another "
       f"{(lat['K7'] - lat['K15']) / ms:.1f} ms")
-for name, m in sp.DRAFT_LEN_OF.items():
+for name, m in ch08.DRAFT_LEN_OF.items():
     out, dropped = calc.verification_outcome(m, 1)
     print(f"{name} accepting one draft token: {out} outputs, {dropped} draft tokens discarded")
 
@@ -505,36 +504,35 @@ print(f"m = 4, g = 1: E[X] {n['expected_tokens']:.3f}, T {n['round_ms']:.1f} ms,
 # (`calc.draft_kv_budget`).
 
 # %%
-from companion.chapters import ch08
-
 m_draft = 4
 ridge_b = calc.verification_ridge_batch(model, card, m_draft)
 print(f"m = {m_draft}: weights-only ridge at b = {ridge_b:.1f} requests "
       f"({ridge_b * (m_draft + 1):.0f} rows per pass)")
 print(f"{'context':>8} {'compute-bound from b':>21} {'verify / plain at b = 64':>25} "
       f"{'at b = 128':>11}")
-for L in (0, 128, 512, sv.EXP81_CONTEXT_TOKENS):
+for L in (0, 128, 512, ch08.SHORT_PROMPT_TOKENS):
     r64 = calc.verification_under_load(model, card, 64, m_draft, L)
     r128 = calc.verification_under_load(model, card, 128, m_draft, L)
     start = r64["compute_bound_from_batch"]
     print(f"{L:>8,} {'never' if np.isinf(start) else f'{start:.0f}':>21} "
           f"{r64['verify_over_plain']:>24.2f}x {r128['verify_over_plain']:>10.2f}x")
-draft_kv = {n_tok: calc.draft_kv_budget(ch08.KV_BUDGET_BYTES, sp.DFLASH_DRAFT_WEIGHT_BYTES, model,
+draft_kv = {n_tok: calc.draft_kv_budget(ch08.KV_BUDGET_BYTES, ch08.DFLASH_DRAFT_WEIGHT_BYTES,
+                                        model,
                                         n_tok, ch08.OUTPUT_TOKENS)
             for n_tok in (ch08.SHORT_PROMPT_TOKENS, ch08.LONG_PROMPT_TOKENS)}
 for n_tok, r in draft_kv.items():
     print(f"{n_tok:,}-token prompts: {r['requests_before']} requests fit in "
           f"{ch08.KV_BUDGET_BYTES / units.GiB:.0f} GiB, {r['requests_after']} once the "
-          f"{sp.DFLASH_DRAFT_WEIGHT_BYTES / units.GiB:.2f} GiB drafter is resident")
+          f"{ch08.DFLASH_DRAFT_WEIGHT_BYTES / units.GiB:.2f} GiB drafter is resident")
 
 # %% tags=["remove-input"]
 short = draft_kv[ch08.SHORT_PROMPT_TOKENS]
-r_long = calc.verification_under_load(model, card, 128, m_draft, sv.EXP81_CONTEXT_TOKENS)
+r_long = calc.verification_under_load(model, card, 128, m_draft, ch08.SHORT_PROMPT_TOKENS)
 md(f"""> **Where this model breaks: free verification.** The batch-1 argument holds up to about
 > {ridge_b:.0f} requests at a draft of {m_draft} when contexts are short; past that, a pass of
 > 128 requests with almost no context costs
 > {calc.verification_under_load(model, card, 128, m_draft, 0)['verify_over_plain']:.1f}x a plain
-> step. Long contexts hide it: at {sv.EXP81_CONTEXT_TOKENS:,} tokens each request's KV read
+> step. Long contexts hide it: at {ch08.SHORT_PROMPT_TOKENS:,} tokens each request's KV read
 > grows as fast as its verification compute, so the pass never turns compute-bound on this card
 > ({r_long['verify_over_plain']:.2f}x at 128 requests). Memory is the tighter limit here: the
 > drafter takes {100 * short['draft_share']:.0f}% of the
@@ -574,7 +572,7 @@ ledger.show("8.5")
 #    drafter with 8 draft tokens is no faster than the serial one at its chapter setting.
 
 # %% tags=["remove-input"]
-p_a = sp.TOY_TARGET_PROBS[0]
+p_a = ch08.TOY_TARGET_PROBS[0]
 same = sampling_panel.update(q_a=p_a).numbers
 moved = sampling_panel.update(q_a=0.5).numbers
 _ = sampling_panel.reset()

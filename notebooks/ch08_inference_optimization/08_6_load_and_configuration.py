@@ -28,6 +28,7 @@
 import numpy as np
 
 from companion import calc, ledger, plots, specs, units, widgets
+from companion.chapters import ch08
 from companion.display import answer, md
 from companion.formulas import serving as sv
 from companion.sim import load
@@ -48,16 +49,16 @@ model, card = specs.QWEN3_8B, specs.RTX_PRO_6000
 # on a tool call) keeps its KV. The chapter's example is 4 requests per second:
 
 # %%
-rate = sv.LITTLE_ARRIVAL_RATE_PER_S
-for residence in sv.LITTLE_RESIDENCE_S:
+rate = ch08.LITTLE_ARRIVAL_RATE_PER_S
+for residence in ch08.LITTLE_RESIDENCE_S:
     print(f"{rate:g} req/s x {residence:g} s in the system = "
           f"{calc.requests_in_system(rate, residence):g} requests on average")
 rates = np.linspace(0, 8, 33).tolist()
 plots.littles_law_figure(
     rates, {f"T = {t:g} s": [calc.requests_in_system(r, t) for r in rates]
-            for t in sv.LITTLE_RESIDENCE_S},
+            for t in ch08.LITTLE_RESIDENCE_S},
     points=[(rate, calc.requests_in_system(rate, t), f"{calc.requests_in_system(rate, t):g}")
-            for t in sv.LITTLE_RESIDENCE_S]).show()
+            for t in ch08.LITTLE_RESIDENCE_S]).show()
 
 # %% [markdown]
 # The companion's load simulator (`companion.sim.load`) lets us check the law on a service
@@ -70,7 +71,7 @@ plots.littles_law_figure(
 
 # %%
 arrivals = load.poisson_arrivals(rate, 300, seed=0)
-run = load.run_service(load.workload(arrivals, load.SHORT_REQUEST, deadline_s=sv.DEADLINE_S),
+run = load.run_service(load.workload(arrivals, load.SHORT_REQUEST, deadline_s=ch08.DEADLINE_S),
                        policy="continuous")
 print(f"simulated: arrival rate {run.arrival_rate_per_s:.2f} req/s x mean residence "
       f"{run.mean_residence_s:.3f} s = {run.arrival_rate_per_s * run.mean_residence_s:.2f}; "
@@ -87,12 +88,12 @@ print(f"simulated: arrival rate {run.arrival_rate_per_s:.2f} req/s x mean reside
 # past:
 
 # %%
-for queue_s in (sv.SHORT_QUEUE_S, 2 * sv.SHORT_QUEUE_S):
-    finish = calc.lifecycle_request_time_s(queue_s, sv.SHORT_PREFILL_S, sv.SHORT_INTERVAL_S,
-                                           sv.SHORT_OUTPUT_TOKENS)
-    ok = calc.admit_request(queue_s, sv.SHORT_PREFILL_S, sv.SHORT_INTERVAL_S,
-                            sv.SHORT_OUTPUT_TOKENS, sv.DEADLINE_S)
-    print(f"queued {queue_s:.1f} s: first token at {queue_s + sv.SHORT_PREFILL_S:.3f} s, "
+for queue_s in (ch08.QUEUE_S, 2 * ch08.QUEUE_S):
+    finish = calc.lifecycle_request_time_s(queue_s, ch08.PREFILL_S, ch08.CLIENT_ITL_S,
+                                           ch08.OUTPUT_TOKENS)
+    ok = calc.admit_request(queue_s, ch08.PREFILL_S, ch08.CLIENT_ITL_S,
+                            ch08.OUTPUT_TOKENS, ch08.DEADLINE_S)
+    print(f"queued {queue_s:.1f} s: first token at {queue_s + ch08.PREFILL_S:.3f} s, "
           f"finish at {finish:.2f} s -> {'admit' if ok else 'reject (late)'}")
 
 # %% [markdown]
@@ -132,7 +133,7 @@ print(f"finish {n['finish_s']:.2f} s, admitted: {n['admitted']}, may wait at mos
 # experiment (Qwen3-8B, 3 s deadline, footnote 24) gives the sizes:
 
 # %%
-losses = calc.response_losses(sv.QUALITY_RESPONSES, sv.QUALITY_CORRECT, sv.QUALITY_GOOD)
+losses = calc.response_losses(ch08.QUALITY_RESPONSES, ch08.QUALITY_CORRECT, ch08.QUALITY_GOOD)
 print(f"{losses['responses']} responses: {losses['wrong']} wrong, {losses['late_correct']} "
       f"correct but late, {losses['good']} correct and on time")
 
@@ -145,7 +146,7 @@ print(f"{losses['responses']} responses: {losses['wrong']} wrong, {losses['late_
 # 0.60 req/s:
 
 # %%
-measured = sv.GOODPUT_CB_REQ_PER_S
+measured = ch08.GOODPUT_CB_REQ_PER_S
 for r, good in measured.items():
     print(f"measured, continuous batching at {r:>2} req/s: {good:.2f} req/s effective")
 print(f"4 -> 16 req/s: {calc.fractional_change(measured[4], measured[16]):+.0%}")
@@ -203,17 +204,17 @@ plots.goodput_figure(sweep_rates, series).show()
 # 27.35 ms per decode round.
 
 # %%
-new_tokens = sv.EXAMPLE_PROMPT_TOKENS - sv.EXAMPLE_PREFIX_TOKENS
-r_p = calc.prefill_token_rate(sv.EXAMPLE_BATCH * new_tokens, sv.SHARED_PREFILL_S)
-r_d = calc.decode_tokens_per_s(sv.EXAMPLE_BATCH, sv.SHARED_ROUND_S)
-t_gpu = calc.gpu_seconds_per_request(new_tokens, sv.EXAMPLE_OUTPUT_TOKENS, r_p, r_d)
-mfu = calc.measured_prefill_mfu(model, card, sv.EXAMPLE_BATCH, new_tokens,
-                                sv.EXAMPLE_PREFIX_TOKENS, sv.SHARED_PREFILL_S)
-print(f"r_P = {sv.EXAMPLE_BATCH * new_tokens:,} / {sv.SHARED_PREFILL_S} s = {r_p:,.0f} new "
+new_tokens = ch08.LONG_PROMPT_TOKENS - ch08.SHARED_PREFIX_TOKENS
+r_p = calc.prefill_token_rate(ch08.LONG_BATCH * new_tokens, ch08.SHARED_PREFILL_S)
+r_d = calc.decode_tokens_per_s(ch08.LONG_BATCH, ch08.SHARED_ROUND_S)
+t_gpu = calc.gpu_seconds_per_request(new_tokens, ch08.OUTPUT_TOKENS, r_p, r_d)
+mfu = calc.measured_prefill_mfu(model, card, ch08.LONG_BATCH, new_tokens,
+                                ch08.SHARED_PREFIX_TOKENS, ch08.SHARED_PREFILL_S)
+print(f"r_P = {ch08.LONG_BATCH * new_tokens:,} / {ch08.SHARED_PREFILL_S} s = {r_p:,.0f} new "
       f"tokens/s ({mfu:.1%} of peak)")
-print(f"r_D = {sv.EXAMPLE_BATCH} / {sv.SHARED_ROUND_S / units.ms:.2f} ms = {r_d:.0f} calls/s")
-print(f"t_GPU = {new_tokens} / r_P + {sv.EXAMPLE_OUTPUT_TOKENS - 1} / r_D = {t_gpu:.3f} "
-      f"GPU-s per request, {sv.EXAMPLE_BATCH * t_gpu:.2f} for all {sv.EXAMPLE_BATCH}")
+print(f"r_D = {ch08.LONG_BATCH} / {ch08.SHARED_ROUND_S / units.ms:.2f} ms = {r_d:.0f} calls/s")
+print(f"t_GPU = {new_tokens} / r_P + {ch08.OUTPUT_TOKENS - 1} / r_D = {t_gpu:.3f} "
+      f"GPU-s per request, {ch08.LONG_BATCH * t_gpu:.2f} for all {ch08.LONG_BATCH}")
 
 # %% [markdown]
 # Without a measurement, estimate a stage from the spec sheet and an efficiency: prefill from
@@ -297,10 +298,10 @@ puts both checks on one plane:
 """)
 
 # %%
-plots.scheme_plane_figure(results, sv.EXAMPLE_KV_BUDGET_BYTES, sv.DEADLINE_S).show()
+plots.scheme_plane_figure(results, ch08.KV_BUDGET_BYTES, ch08.DEADLINE_S).show()
 
 # %%
-plots.scheme_time_figure(results, sv.DEADLINE_S).show()
+plots.scheme_time_figure(results, ch08.DEADLINE_S).show()
 
 # %% [markdown]
 # ### Cost per qualifying result
@@ -324,10 +325,10 @@ for name in "BD":
 
 # %%
 small = calc.compare_schemes([calc.SCHEMES[k] for k in "ABCD"],
-                             kv_budget_bytes=sv.SMALL_KV_BUDGET_BYTES)
+                             kv_budget_bytes=ch08.SMALL_KV_BUDGET_BYTES)
 print(f"6 GiB: feasible schemes {[k for k, r in small.items() if r.feasible]}")
 short = calc.compare_schemes([calc.SCHEMES[k] for k in "BD"],
-                             output_tokens=sv.SHORT_OUTPUT_VARIANT_TOKENS)
+                             output_tokens=ch08.SHORT_OUTPUT_VARIANT_TOKENS)
 b, d = short["B"], short["D"]
 print(f"16 tokens: B {b.prefill_s:.2f} + {b.rounds} x {b.round_ms:.2f} ms = {b.total_s:.2f} s; "
       f"D {d.prefill_s:.2f} + {d.rounds} x {d.round_ms:.2f} ms = {d.total_s:.2f} s; "
@@ -378,12 +379,12 @@ _ = schemes.reset()
 # denominator and can cancel the gain.
 
 # %%
-for decode_s in sv.AMDAHL_DECODE_S:
-    stages = [sv.AMDAHL_TASK_S - decode_s, decode_s]
-    total = calc.staged_task_time(stages, [1.0, sv.AMDAHL_FACTOR])
-    print(f"decode {decode_s:g} of {sv.AMDAHL_TASK_S:g} s at {sv.AMDAHL_FACTOR:g}x: "
+for decode_s in ch08.AMDAHL_DECODE_S:
+    stages = [ch08.AMDAHL_TASK_S - decode_s, decode_s]
+    total = calc.staged_task_time(stages, [1.0, ch08.AMDAHL_FACTOR])
+    print(f"decode {decode_s:g} of {ch08.AMDAHL_TASK_S:g} s at {ch08.AMDAHL_FACTOR:g}x: "
           f"{total:g} s, speedup "
-          f"{calc.amdahl_speedup(decode_s / sv.AMDAHL_TASK_S, sv.AMDAHL_FACTOR):.2f}x")
+          f"{calc.amdahl_speedup(decode_s / ch08.AMDAHL_TASK_S, ch08.AMDAHL_FACTOR):.2f}x")
 factors = np.geomspace(1, 64, 37).tolist()
 plots.amdahl_figure(factors, {f"f = {f:g}": [calc.amdahl_speedup(f, s) for s in factors]
                               for f in widgets.AMDAHL_FRACTIONS}).show()
@@ -408,14 +409,15 @@ print(amdahl.update().numbers)
 # numbers are quoted here, not recomputed:
 
 # %%
-for label, joules in sv.ENERGY_PER_GOOD_J.items():
+energy = ch08.ENERGY_PER_GOOD_J
+for label, joules in energy.items():
     policy, at = label.split("@")
     name = "continuous batching" if policy == "cb" else "one at a time"
     print(f"measured, {name} at {at} req/s: {joules:,.1f} J per qualifying result")
 print(f"4 -> 16 req/s with continuous batching: "
-      f"{calc.fractional_change(sv.ENERGY_PER_GOOD_J['cb@4'], sv.ENERGY_PER_GOOD_J['cb@16']):+.0%}")
+      f"{calc.fractional_change(energy['cb@4'], energy['cb@16']):+.0%}")
 plots.energy_per_result_figure(
-    {f"{k} (measured)": j for k, j in sv.ENERGY_PER_GOOD_J.items()},
+    {f"{k} (measured)": j for k, j in ch08.ENERGY_PER_GOOD_J.items()},
     {"scheme D (bound at 600 W)": results["D"].energy_j_per_result}).show()
 
 # %% [markdown]
@@ -460,18 +462,18 @@ ledger.show("8.6")
 # %% tags=["remove-input"]
 long_output = 300
 need_ms = None
-for interval in np.arange(sv.SHORT_INTERVAL_S / units.ms, 0.9, -0.1):
+for interval in np.arange(ch08.CLIENT_ITL_S / units.ms, 0.9, -0.1):
     if admission.update(output_tokens=long_output, interval_ms=float(interval)).numbers[
             "admitted"]:
         need_ms = float(interval)
         break
-budget_s = sv.DEADLINE_S - sv.SHORT_QUEUE_S - sv.SHORT_PREFILL_S
+budget_s = ch08.DEADLINE_S - ch08.QUEUE_S - ch08.PREFILL_S
 _ = admission.reset()
 answer(f"""
 The request has {budget_s:.3f} s for its {long_output - 1} output intervals after the queue and
 the prefill, so each may last at most {budget_s / (long_output - 1) * 1e3:.2f} ms. The explorer
 (scanning the interval down in steps of 0.1 ms) first admits it at {need_ms:.1f} ms, against
-the measured {sv.SHORT_INTERVAL_S / units.ms:.1f} ms: the engine would need a faster round
+the measured {ch08.CLIENT_ITL_S / units.ms:.1f} ms: the engine would need a faster round
 (a smaller batch, CUDA Graphs) or the request a shorter answer.
 """, title="Worked answer 1")
 
@@ -483,7 +485,7 @@ threshold = min(qualifies) if qualifies else None
 at_threshold = schemes.update(d_tokens_per_round=float(threshold)).numbers
 _ = schemes.reset()
 answer(f"""
-D must finish {sv.EXAMPLE_OUTPUT_TOKENS - 1} outputs after the first within the deadline,
+D must finish {ch08.OUTPUT_TOKENS - 1} outputs after the first within the deadline,
 after a prefill of {results['D'].prefill_s:.2f} s. Scanning the tokens per round in steps of
 0.1, D first qualifies at {threshold:.1f} tokens per round, finishing in
 {at_threshold['D_total_s']:.2f} s. Below that, its rounds are too many; the memory check does
@@ -491,10 +493,10 @@ not move, because the draft's memory does not depend on how well its drafts are 
 """, title="Worked answer 2")
 
 # %% tags=["remove-input"]
-prefixes = list(range(sv.EXAMPLE_PREFIX_TOKENS, -1, -128))
+prefixes = list(range(ch08.SHARED_PREFIX_TOKENS, -1, -128))
 b_stops = next((pfx for pfx in prefixes
                 if not schemes.update(shared_prefix_tokens=pfx).numbers["B_memory_GiB"]
-                * units.GiB <= sv.EXAMPLE_KV_BUDGET_BYTES), None)
+                * units.GiB <= ch08.KV_BUDGET_BYTES), None)
 d_stops = next((pfx for pfx in prefixes
                 if not schemes.update(shared_prefix_tokens=pfx).numbers["D_feasible"]), None)
 at_b = schemes.update(shared_prefix_tokens=b_stops).numbers if b_stops is not None else None
@@ -502,7 +504,7 @@ _ = schemes.reset()
 first = "D stops qualifying first" if d_stops > b_stops else "B stops fitting first"
 answer(f"""
 Each request's private part grows as the shared prefix shrinks, so every scheme that shares
-needs more memory, and its prefill more work. Scanning down from {sv.EXAMPLE_PREFIX_TOKENS}
+needs more memory, and its prefill more work. Scanning down from {ch08.SHARED_PREFIX_TOKENS}
 tokens in steps of 128: D stops qualifying at a prefix of {d_stops} tokens (it carries the
 draft's memory on top of B's, and its prefill grows with the uncached part), and B stops
 fitting 12 GiB at {b_stops} tokens ({at_b['B_memory_GiB']:.2f} GiB), so {first}. B never
@@ -524,12 +526,12 @@ still lacks memory. The least GPU time per qualifying result is **{ten['best']}*
 
 # %% tags=["remove-input"]
 half = amdahl.update(decode_fraction=0.5, factor=4.0, prep_s=0.0).numbers
-stages_50 = [sv.AMDAHL_TASK_S * 0.5, sv.AMDAHL_TASK_S * 0.5]
+stages_50 = [ch08.AMDAHL_TASK_S * 0.5, ch08.AMDAHL_TASK_S * 0.5]
 saved = stages_50[1] - stages_50[1] / 4.0
 _ = amdahl.reset()
 answer(f"""
 A 4x faster decode turns the {stages_50[1]:g} s of decode into {stages_50[1] / 4:g} s, saving
-{saved:g} s of the {sv.AMDAHL_TASK_S:g} s task. Any preparation longer than that saving makes
+{saved:g} s of the {ch08.AMDAHL_TASK_S:g} s task. Any preparation longer than that saving makes
 the change pointless; the readout's break-even says the same,
 {half['break_even_prep_s']:.1f} s. Without preparation the task speeds up
 {half['speedup']:.2f}x, short of the {1 / (1 - 0.5):.0f}x that even an infinitely fast decode

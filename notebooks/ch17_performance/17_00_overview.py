@@ -30,6 +30,7 @@
 
 # %%
 from companion import calc, ledger, specs, units
+from companion.chapters import ch17
 
 hw, m8, m70 = specs.H100_SXM, specs.LLAMA_8B, specs.LLAMA_70B
 
@@ -51,10 +52,10 @@ print(f"{'PCIe Gen5 x16 (to the host)':38} {hw.host_link_bytes_per_s / units.GB:
 print(f"{'streaming multiprocessors':38} {hw.sm_count}")
 print(f"{'L2 cache':38} {hw.l2_bytes / units.MB:.0f} MB")
 print(f"{'ridge point (peak / bandwidth)':38} {calc.ridge_point(hw):.0f} FLOP per byte")
-print(f"{'prefill efficiency assumed (of peak)':38} {calc.CH17_PREFILL_EFFICIENCY:.0%} = "
-      f"{calc.CH17_PREFILL_EFFICIENCY * hw.peak_flops_per_s / units.TFLOP:.1f} TFLOP/s")
+print(f"{'prefill efficiency assumed (of peak)':38} {ch17.PREFILL_EFFICIENCY:.0%} = "
+      f"{ch17.PREFILL_EFFICIENCY * hw.peak_flops_per_s / units.TFLOP:.1f} TFLOP/s")
 print(f"{'runtime + activations reserve per GPU':38} "
-      f"{calc.CH17_RUNTIME_RESERVE_BYTES / units.GB:.0f} GB")
+      f"{ch17.RUNTIME_RESERVE_BYTES / units.GB:.0f} GB")
 
 # %%
 print(f"{'model shape':24} {'8B':>12} {'70B':>12}")
@@ -69,7 +70,8 @@ for label, get in (
         ("weights", lambda m: f"{m.weight_bytes / units.GB:.0f} GB"),
         ("KV per token", lambda m: f"{calc.kv_bytes_per_token(m) / units.KiB:.0f} KB"),
         ("KV per 8K sequence",
-         lambda m: f"{calc.kv_bytes(m, calc.CH17_LONG_CONTEXT_TOKENS, block_tokens=1) / units.GB:.2f} GB"),
+         lambda m: f"{calc.kv_bytes(m, ch17.LONG_CONTEXT_TOKENS, block_tokens=1) / units.GB:.2f}"
+                   " GB"),
         ("weights / one H100", lambda m: f"{m.weight_bytes / hw.mem_bytes:.2f}x")):
     print(f"{label:24} {get(m8):>12} {get(m70):>12}")
 
@@ -85,7 +87,7 @@ from companion.display import md
 md(f"""
 So the 8B's per-token cache of {calc.kv_bytes_per_token(m8):,} B is written
 "{calc.kv_bytes_per_token(m8) / units.KiB:.0f} KB", "50% of peak" means
-{calc.CH17_PREFILL_EFFICIENCY * hw.peak_flops_per_s / units.TFLOP:.1f} TFLOP/s, and the 8B's
+{ch17.PREFILL_EFFICIENCY * hw.peak_flops_per_s / units.TFLOP:.1f} TFLOP/s, and the 8B's
 weights are {m8.weight_bytes / units.GB:.0f} GB.
 """)
 
@@ -118,8 +120,8 @@ cap = calc.tp_kv_capacity(m8, hw)
 print(f"batch-1 decode: {split['step_s'] / units.ms:.2f} ms per token, {split['tokens_per_s']:.0f} "
       f"tok/s, {100 * b1['fraction_of_peak']:.2f}% of peak FLOP/s (17.2)")
 print(f"8K sequences that fit next to the weights: {cap['max_sequences']} (17.4)")
-print(f"prefill of a {calc.CH17_PROMPT_TOKENS:,}-token prompt at 50% of peak: "
-      f"{calc.prefill_compute_s(m8, hw, calc.CH17_PROMPT_TOKENS) / units.ms:.0f} ms (17.2)")
+print(f"prefill of a {ch17.PROMPT_TOKENS:,}-token prompt at 50% of peak: "
+      f"{calc.prefill_compute_s(m8, hw, ch17.PROMPT_TOKENS) / units.ms:.0f} ms (17.2)")
 
 # %% [markdown]
 # ## Map of the Chapter 17 notebooks

@@ -27,8 +27,7 @@
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
-from companion.chapters.ch17 import DECODE_TOK_PER_S
-from companion.chapters.ch17 import H100_SPARSE_PEAK_FLOPS_PER_S as SPARSE_PEAK_FLOPS_PER_S
+from companion.chapters import ch17
 from companion.display import answer, md
 
 hw, m8, m70 = specs.H100_SXM, specs.LLAMA_8B, specs.LLAMA_70B
@@ -63,9 +62,9 @@ print(f"ridge = {hw.peak_flops_per_s / units.TFLOP:.0f} TFLOP/s / "
 # > either way: quote the dense peak. The cell below checks both directions.
 
 # %%
-sparse = hw.with_(peak_flops_per_s=SPARSE_PEAK_FLOPS_PER_S)
+sparse = hw.with_(peak_flops_per_s=ch17.H100_SPARSE_PEAK_FLOPS_PER_S)
 # 17 §9's decode measurement on the 8B as the achieved rate; any rate gives the same ratio
-achieved = calc.decode_utilization(m8, hw, DECODE_TOK_PER_S)["flops_per_s"]
+achieved = calc.decode_utilization(m8, hw, ch17.DECODE_TOK_PER_S)["flops_per_s"]
 print(f"ridge with the sparse peak: {calc.ridge_point(sparse):.0f} FLOP/B "
       f"({calc.ridge_point(sparse) / ridge:.2f}x the dense ridge)")
 print(f"MFU of {achieved:.3g} FLOP/s: dense {100 * calc.mfu(achieved, hw):.2f}%, "
@@ -135,11 +134,11 @@ for label, bpp in (("FP32", 4), ("BF16", 2), ("INT8", 1)):
 # the real fraction (MFU).
 
 # %%
-n = calc.CH17_PROMPT_TOKENS
+n = ch17.PROMPT_TOKENS
 print(f"prefill intensity ({n:,} tokens): {calc.prefill_intensity(m8, n):,.0f} FLOP/byte")
 print(f"prefill FLOPs: {calc.matrix_flops(m8, n) / units.TFLOP:.1f} TFLOP")
 print(f"at the full roof: {calc.prefill_compute_s(m8, hw, n, efficiency=1.0) / units.ms:.0f} ms; "
-      f"at {calc.CH17_PREFILL_EFFICIENCY:.0%} of peak: "
+      f"at {ch17.PREFILL_EFFICIENCY:.0%} of peak: "
       f"{calc.prefill_compute_s(m8, hw, n) / units.ms:.0f} ms")
 print(f"prompts shorter than ~{ridge / calc.prefill_intensity(m8, 1):.0f} tokens stay on the "
       "memory roof")
@@ -159,7 +158,7 @@ print(f"prompts shorter than ~{ridge / calc.prefill_intensity(m8, 1):.0f} tokens
 # sequence) and once with long contexts (8,000 tokens each).
 
 # %%
-for L in (0, calc.CH17_CHAT_LIVE_TOKENS, calc.CH17_LONG_CONTEXT_TOKENS):
+for L in (0, ch17.CHAT_LIVE_TOKENS, ch17.LONG_CONTEXT_TOKENS):
     step = calc.decode_vs_context(m8, hw, L, batch=64)
     print(f"b = 64, {L:>5,} live tokens: KV {step['kv_bytes'] / 64 / units.GB:5.3f} GB each, "
           f"bytes per step {step['step_bytes'] / units.GB:5.1f} GB, "
@@ -180,8 +179,8 @@ for L in (0, calc.CH17_CHAT_LIVE_TOKENS, calc.CH17_LONG_CONTEXT_TOKENS):
 # %%
 points = [dict(label="decode, batch 1", **b1)]
 for label, L in (("decode, b=64, weights only", 0),
-                 ("decode, b=64, 600 live tokens", calc.CH17_CHAT_LIVE_TOKENS),
-                 ("decode, b=64, 8,000 live tokens", calc.CH17_LONG_CONTEXT_TOKENS)):
+                 ("decode, b=64, 600 live tokens", ch17.CHAT_LIVE_TOKENS),
+                 ("decode, b=64, 8,000 live tokens", ch17.LONG_CONTEXT_TOKENS)):
     points.append(dict(label=label, **calc.roofline_point(calc.decode_intensity(m8, 64, L), hw)))
 points.append(dict(label=f"prefill, {n:,}-token prompt",
                    **calc.roofline_point(calc.prefill_intensity(m8, n), hw)))
@@ -277,8 +276,8 @@ answer(f"At the chapter's batch of {widgets.RooflinePanel().params['batch']} the
 _ = panel.reset()  # each answer starts from the chapter's setting
 b_weights = panel.update(batch=int(round(ridge))).numbers
 kv_room = hw.mem_bytes - m8.weight_bytes
-seq_bytes = calc.kv_bytes(m8, calc.CH17_LONG_CONTEXT_TOKENS, block_tokens=1)
-long_max = calc.decode_intensity(m8, 1024, calc.CH17_LONG_CONTEXT_TOKENS)
+seq_bytes = calc.kv_bytes(m8, ch17.LONG_CONTEXT_TOKENS, block_tokens=1)
+long_max = calc.decode_intensity(m8, 1024, ch17.LONG_CONTEXT_TOKENS)
 answer(f"""
 Weights only, the intensity equals the batch, so the ridge is touched at a batch of about
 **{ridge:.0f}** (the readout shows {b_weights['decode_batch_weights_only_intensity']:.0f} FLOP/B

@@ -26,9 +26,8 @@
 
 # %%
 from companion import calc, ledger, plots, sim, specs, units, widgets
-from companion.chapters.ch17 import OUTPUT_TOKENS
+from companion.chapters import ch17
 from companion.display import answer, md
-from companion.sim import scheduler as sched
 from companion.sim.scenarios import hol_scenario
 
 hw, m8, m70 = specs.H100_SXM, specs.LLAMA_8B, specs.LLAMA_70B
@@ -56,11 +55,11 @@ hw, m8, m70 = specs.H100_SXM, specs.LLAMA_8B, specs.LLAMA_70B
 #    \text{decode share} = \frac{G \cdot \text{ITL}}{T}. $$
 
 # %%
-G = OUTPUT_TOKENS
-ttft_s = calc.prefill_compute_s(m8, hw, calc.CH17_PROMPT_TOKENS)
+G = ch17.OUTPUT_TOKENS
+ttft_s = calc.prefill_compute_s(m8, hw, ch17.PROMPT_TOKENS)
 step_17_5 = calc.paged_batch_gain(m8, hw)["naive"]["step_s"]
-itl_s = sched.CH17_HOL_DECODE_STEP_S
-print(f"TTFT (prefill of {calc.CH17_PROMPT_TOKENS:,} tokens at 50% of peak): "
+itl_s = ch17.SMOOTH_ITL_S
+print(f"TTFT (prefill of {ch17.PROMPT_TOKENS:,} tokens at 50% of peak): "
       f"{ttft_s / units.ms:.0f} ms")
 print(f"decode step at a healthy batch (17.5's naive batch at 600 live tokens): "
       f"{step_17_5 / units.ms:.1f} ms; the chapter rounds it to {itl_s / units.ms:g} ms")
@@ -106,7 +105,7 @@ md(f"""
 # formulas of 17.2 for the 8B on the H100.
 
 # %%
-i_prefill = calc.prefill_intensity(m8, calc.CH17_PROMPT_TOKENS)
+i_prefill = calc.prefill_intensity(m8, ch17.PROMPT_TOKENS)
 i_decode = calc.decode_intensity(m8, 1)
 rows = [
     ("arithmetic intensity (FLOP/byte)", f"{i_prefill:,.0f} (= prompt length)",
@@ -142,9 +141,9 @@ for name, a, b in rows:
 #    \frac{\text{worst ITL}}{\text{step}} \approx \frac{t_{\text{stall}}}{\text{step}}. $$
 
 # %%
-hol = calc.head_of_line_stall(m8, hw, calc.CH17_LONG_CONTEXT_TOKENS, sched.CH17_HOL_DECODE_STEP_S)
+hol = calc.head_of_line_stall(m8, hw, ch17.LONG_CONTEXT_TOKENS, ch17.SMOOTH_ITL_S)
 print(f"prefill FLOPs: {hol['prefill_flops'] / 1e12:.0f}e12; at 50% of peak: {hol['stall_s'] / units.ms:.0f} ms; "
-      f"worst ITL ~ {hol['worst_itl_over_step']:.0f}x the {sched.CH17_HOL_DECODE_STEP_S / units.ms:g} ms step")
+      f"worst ITL ~ {hol['worst_itl_over_step']:.0f}x the {ch17.SMOOTH_ITL_S / units.ms:g} ms step")
 
 # %% [markdown]
 # ### The stall on a simulated timeline
@@ -158,8 +157,8 @@ print(f"prefill FLOPs: {hol['prefill_flops'] / 1e12:.0f}e12; at 50% of peak: {ho
 # prefill alone.
 
 # %%
-scenario = hol_scenario(m8, hw, calc.CH17_LONG_CONTEXT_TOKENS, sched.CH17_HOL_DECODE_STEP_S,
-                        calc.CH17_PREFILL_EFFICIENCY, decode_batch=4)
+scenario = hol_scenario(m8, hw, ch17.LONG_CONTEXT_TOKENS, ch17.SMOOTH_ITL_S,
+                        ch17.PREFILL_EFFICIENCY, decode_batch=4)
 hol_sim = scenario["simulated"]
 print(f"simulated smooth ITL: {hol_sim['baseline_itl_s'] / units.ms:.1f} ms; worst ITL: "
       f"{hol_sim['worst_decode_itl_s'] / units.ms:.1f} ms "
@@ -283,9 +282,9 @@ it).
 _ = budget_panel.reset()
 
 # %% tags=["remove-input"]
-step = sched.CH17_HOL_DECODE_STEP_S
+step = ch17.SMOOTH_ITL_S
 # the stall is linear in n: 10 steps of compute at 50% of peak
-n10 = 10 * step * calc.CH17_PREFILL_EFFICIENCY * hw.peak_flops_per_s / (2 * m8.n_params)
+n10 = 10 * step * ch17.PREFILL_EFFICIENCY * hw.peak_flops_per_s / (2 * m8.n_params)
 near = hol_panel.update(prompt_tokens=int(round(n10 / 256)) * 256).numbers
 answer(f"""
 The stall is linear in the prompt: $t = 2Nn/(0.5\\pi)$, so ten 6 ms steps need

@@ -31,7 +31,7 @@
 import numpy as np
 
 from companion import calc, ledger, plots, specs, units, widgets
-from companion.chapters.ch17 import CACHE_BYTES, LONGEST_CONTEXT_TOKENS
+from companion.chapters import ch17
 from companion.display import answer, md
 
 hw, m8, m70 = specs.H100_SXM, specs.LLAMA_8B, specs.LLAMA_70B
@@ -56,9 +56,9 @@ hw, m8, m70 = specs.H100_SXM, specs.LLAMA_8B, specs.LLAMA_70B
 # %%
 for m in (m70, m8):
     k = calc.kv_bytes_per_token(m)
-    seq = calc.kv_bytes(m, calc.CH17_LONG_CONTEXT_TOKENS, block_tokens=1)
+    seq = calc.kv_bytes(m, ch17.LONG_CONTEXT_TOKENS, block_tokens=1)
     print(f"{m.name}: 2 x {m.n_layers} x {m.n_kv_heads} x {m.head_dim} x 2 = {k:,} B "
-          f"= {k / units.KiB:.0f} KB per token; {calc.CH17_LONG_CONTEXT_TOKENS:,} tokens = "
+          f"= {k / units.KiB:.0f} KB per token; {ch17.LONG_CONTEXT_TOKENS:,} tokens = "
           f"{seq / units.GB:.2f} GB")
 
 # %% [markdown]
@@ -101,7 +101,7 @@ print(f"TP = 4: weights {tp4['weight_bytes_per_gpu'] / units.GB:.0f} GB and "
       f"{tp4['kv_heads_per_gpu']:g} KV heads per GPU; KV space "
       f"{tp4['free_kv_bytes_per_gpu'] / units.GB:.0f} GB per GPU, "
       f"{tp4['free_kv_bytes'] / units.GB:.0f} GB in all; "
-      f"{tp4['max_sequences']} sequences of {calc.CH17_LONG_CONTEXT_TOKENS:,} tokens")
+      f"{tp4['max_sequences']} sequences of {ch17.LONG_CONTEXT_TOKENS:,} tokens")
 
 # %% [markdown]
 # ## How many sequences the 8B holds on one H100
@@ -112,7 +112,7 @@ print(f"KV per token      {calc.kv_bytes_per_token(m8):,} B = "
       f"{calc.kv_bytes_per_token(m8) / units.KiB:.0f} KB")
 print(f"per sequence (8K) {cap8['kv_bytes_per_sequence'] / units.GB:.2f} GB")
 print(f"weights           {m8.weight_bytes / units.GB:.0f} GB")
-print(f"runtime reserve   {calc.CH17_RUNTIME_RESERVE_BYTES / units.GB:.0f} GB")
+print(f"runtime reserve   {ch17.RUNTIME_RESERVE_BYTES / units.GB:.0f} GB")
 print(f"free for KV       {cap8['free_kv_bytes'] / units.GB:.0f} GB")
 print(f"max concurrent    {cap8['max_sequences']} sequences")
 print(f"batch that reaches the ridge (17.2): ~{calc.ridge_point(hw) / calc.decode_intensity(m8):.0f}")
@@ -148,7 +148,7 @@ plots.attention_variants_figure(variants).show()
 # %% tags=["remove-input"]
 by_design = {r["attention"]: r for r in variants}
 mha, gqa_row = by_design["MHA"], by_design["GQA"]
-cache = CACHE_BYTES
+cache = ch17.CACHE_BYTES
 gqa = {e.id: e for e in ledger.by_section("17.4")}["17.4/gqa-sequences"]
 md(f"""
 > **Erratum: GQA holds more than "twenty-four" sequences.** 17 §4 says the 70B with MHA holds
@@ -297,7 +297,8 @@ many bytes it needs.
 """, title="Worked answer 1")
 
 # %% tags=["remove-input"]
-long8 = panel.update(model=m8.name, tp=1, kv_bytes=2.0, context_tokens=LONGEST_CONTEXT_TOKENS).numbers
+long8 = panel.update(model=m8.name, tp=1, kv_bytes=2.0,
+                     context_tokens=ch17.LONGEST_CONTEXT_TOKENS).numbers
 answer(f"""
 One 128,000-token sequence of the 8B needs {long8['kv_per_sequence_GB']:.1f} GB, so the
 {long8['free_kv_total_GB']:.0f} GB of KV space holds **{long8['max_sequences']}** of them. With a batch of
@@ -310,7 +311,7 @@ full after a handful of requests.
 h200 = specs.H200_SXM
 on_h200 = calc.tp_kv_capacity(m70, h200, tp=1)
 tp2_h200 = calc.tp_kv_capacity(m70, h200, tp=2)
-room = h200.mem_bytes - m70.weight_bytes - calc.CH17_RUNTIME_RESERVE_BYTES
+room = h200.mem_bytes - m70.weight_bytes - ch17.RUNTIME_RESERVE_BYTES
 answer(f"""
 Only just, and not usefully: {m70.weight_bytes / units.GB:.0f} GB of weights is
 {on_h200['weights_over_memory']:.2f}x the H200's {h200.mem_bytes / units.GB:.0f} GB, so the weights

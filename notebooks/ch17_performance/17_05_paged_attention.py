@@ -25,7 +25,7 @@
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
-from companion.chapters.ch17 import CHAT_TURN_TOKENS, PREFIX_USERS
+from companion.chapters import ch17
 from companion.display import answer, md
 
 hw, m8 = specs.H100_SXM, specs.LLAMA_8B
@@ -44,9 +44,9 @@ k8 = calc.kv_bytes_per_token(m8)
 # $$ \text{internal fragmentation} = 1 - \frac{\text{bytes used}}{\text{bytes reserved}}. $$
 
 # %%
-waste = calc.reservation_waste(m8, CHAT_TURN_TOKENS, max_len_tokens=calc.CH17_MAX_LEN_TOKENS)
-print(f"reserved {calc.CH17_MAX_LEN_TOKENS:,} x {k8:,} B = "
-      f"{waste['reserved_bytes'] / units.GB:.2f} GB; used {CHAT_TURN_TOKENS} x {k8:,} B "
+waste = calc.reservation_waste(m8, ch17.CHAT_TURN_TOKENS, max_len_tokens=ch17.MAX_LEN_TOKENS)
+print(f"reserved {ch17.MAX_LEN_TOKENS:,} x {k8:,} B = "
+      f"{waste['reserved_bytes'] / units.GB:.2f} GB; used {ch17.CHAT_TURN_TOKENS} x {k8:,} B "
       f"= {waste['used_bytes'] / units.MB:.0f} MB; wasted {100 * waste['wasted_fraction']:.0f}%")
 
 # %% [markdown]
@@ -141,8 +141,8 @@ print(f"a 1,024-token block can waste up to {calc.paged_worst_waste(m8, 1024)['t
 # as a forked Unix process does). For 100 concurrent users of one 2,000-token system prompt:
 
 # %%
-share = calc.prefix_sharing_bytes(m8, PREFIX_USERS, 2_000)
-print(f"naive: {PREFIX_USERS} x 2,000 x {k8:,} B = {share['naive_bytes'] / units.GB:.1f} GB "
+share = calc.prefix_sharing_bytes(m8, ch17.PREFIX_USERS, 2_000)
+print(f"naive: {ch17.PREFIX_USERS} x 2,000 x {k8:,} B = {share['naive_bytes'] / units.GB:.1f} GB "
       f"of identical bytes; paged: {share['shared_bytes'] / units.GB:.2f} GB")
 
 # %% [markdown]
@@ -174,19 +174,19 @@ for label, row in (("naive", gain["naive"]), ("paged", gain["paged"]),
 print(f"batch x{gain['batch_gain']:.1f}, throughput x{gain['throughput_gain']:.1f}")
 
 # %% tags=["remove-input"]
-max_len = calc.paged_batch_gain(m8, hw, block_tokens=1, reservation_tokens=calc.CH17_MAX_LEN_TOKENS)
+max_len = calc.paged_batch_gain(m8, hw, block_tokens=1, reservation_tokens=ch17.MAX_LEN_TOKENS)
 naive_e = {e.id: e for e in ledger.by_section("17.5")}["17.5/naive-batch"]
 md(f"""
 > **Erratum: which reservation?** 17 §5 sizes the worst-case reservation at the 8B's maximum
-> length, {calc.CH17_MAX_LEN_TOKENS:,} tokens ({waste['reserved_bytes'] / units.GB:.2f} GB), but
+> length, {ch17.MAX_LEN_TOKENS:,} tokens ({waste['reserved_bytes'] / units.GB:.2f} GB), but
 > its batch arithmetic then divides by 17.4's 8,000-token sequence
-> ({calc.kv_bytes(m8, calc.CH17_LONG_CONTEXT_TOKENS, block_tokens=1) / units.GB:.2f} GB). The two
+> ({calc.kv_bytes(m8, ch17.LONG_CONTEXT_TOKENS, block_tokens=1) / units.GB:.2f} GB). The two
 > readings give different naive batches:
 >
 > | reservation | per sequence | naive batch | step | tokens/s | paged gain |
 > |---|---|---|---|---|---|
-> | 8,000 tokens (the chapter's arithmetic) | {calc.kv_bytes(m8, calc.CH17_LONG_CONTEXT_TOKENS, block_tokens=1) / units.GB:.2f} GB | **{gain['naive']['batch']}** | {gain['naive']['step_s'] / units.ms:.2f} ms | {gain['naive']['tokens_per_s']:,.0f} | {gain['throughput_gain']:.2f}x |
-> | {calc.CH17_MAX_LEN_TOKENS:,} tokens (its own max_len) | {waste['reserved_bytes'] / units.GB:.2f} GB | **{max_len['naive']['batch']}** | {max_len['naive']['step_s'] / units.ms:.2f} ms | {max_len['naive']['tokens_per_s']:,.0f} | {max_len['throughput_gain']:.2f}x |
+> | 8,000 tokens (the chapter's arithmetic) | {calc.kv_bytes(m8, ch17.LONG_CONTEXT_TOKENS, block_tokens=1) / units.GB:.2f} GB | **{gain['naive']['batch']}** | {gain['naive']['step_s'] / units.ms:.2f} ms | {gain['naive']['tokens_per_s']:,.0f} | {gain['throughput_gain']:.2f}x |
+> | {ch17.MAX_LEN_TOKENS:,} tokens (its own max_len) | {waste['reserved_bytes'] / units.GB:.2f} GB | **{max_len['naive']['batch']}** | {max_len['naive']['step_s'] / units.ms:.2f} ms | {max_len['naive']['tokens_per_s']:,.0f} | {max_len['throughput_gain']:.2f}x |
 >
 > The printed {naive_e.printed} sequences come from the 8,000-token reading; a reservation of
 > the stated maximum length fits {max_len['naive']['batch']}, which makes paging's advantage a
@@ -211,27 +211,26 @@ per second.
 """)
 
 # %% tags=["remove-input"]
-from companion.chapters import ch17
-ceil = calc.decode_throughput_ceiling(m8, hw, live_tokens=calc.CH17_CHAT_LIVE_TOKENS,
+ceil = calc.decode_throughput_ceiling(m8, hw, live_tokens=ch17.CHAT_LIVE_TOKENS,
                                       batch=gain["paged"]["batch"])
-naive_share = calc.decode_throughput_ceiling(m8, hw, live_tokens=calc.CH17_CHAT_LIVE_TOKENS,
+naive_share = calc.decode_throughput_ceiling(m8, hw, live_tokens=ch17.CHAT_LIVE_TOKENS,
                                              batch=gain["naive"]["batch"])["share_of_ceiling"]
-doubled = calc.decode_throughput_ceiling(m8, hw, live_tokens=calc.CH17_CHAT_LIVE_TOKENS,
+doubled = calc.decode_throughput_ceiling(m8, hw, live_tokens=ch17.CHAT_LIVE_TOKENS,
                                          batch=2 * gain["paged"]["batch"])
-long_ceil = calc.decode_throughput_ceiling(m8, hw, live_tokens=calc.CH17_LONG_CONTEXT_TOKENS)
+long_ceil = calc.decode_throughput_ceiling(m8, hw, live_tokens=ch17.LONG_CONTEXT_TOKENS)
 md(f"""
 > **Where this model breaks: "more batch, more throughput".** The step formula above has a
 > limit the batch arithmetic hides. Throughput is $b\\beta / (D_w + b L k)$: as $b$ grows the
 > weight read is shared more thinly, but each sequence still brings its own $L k$ bytes, so the
 > curve flattens at the ceiling $\\beta / (L k)$ and reaches half of it at $b = D_w / (L k)$,
-> the batch whose KV reads equal one weight read. At {calc.CH17_CHAT_LIVE_TOKENS} live tokens
+> the batch whose KV reads equal one weight read. At {ch17.CHAT_LIVE_TOKENS} live tokens
 > on the H100 that ceiling is **{ceil['ceiling_tokens_per_s']:,.0f} tok/s**, half of it at
 > b = {ceil['half_ceiling_batch']:.0f}. The naive batch runs at
 > {100 * naive_share:.0f}% of the ceiling and the paged one at
 > {100 * ceil['share_of_ceiling']:.0f}%; doubling the paged batch again would add only
 > {100 * (doubled['tokens_per_s'] / ceil['tokens_per_s'] - 1):.0f}% while doubling the ITL's
 > KV part. This is why the batch gain and the throughput gain part ways, and why the gain
-> shrinks as contexts grow: at {calc.CH17_LONG_CONTEXT_TOKENS:,} live tokens the ceiling is
+> shrinks as contexts grow: at {ch17.LONG_CONTEXT_TOKENS:,} live tokens the ceiling is
 > {long_ceil['ceiling_tokens_per_s']:,.0f} tok/s, half of it at
 > b = {long_ceil['half_ceiling_batch']:.1f}. The compute roof,
 > {ceil['compute_ceiling_tokens_per_s']:,.0f} tok/s for this model, binds first only for
@@ -305,7 +304,7 @@ gone: big blocks let internal fragmentation back in. (The live-bytes count,
 """, title="Worked answer 1")
 
 # %% tags=["remove-input"]
-full = panel.update(block_tokens=16, live_tokens=calc.CH17_LONG_CONTEXT_TOKENS).numbers
+full = panel.update(block_tokens=16, live_tokens=ch17.LONG_CONTEXT_TOKENS).numbers
 answer(f"""
 At 8,000 live tokens per sequence the paged system fits **{full['paged_batch_blocks']}**
 sequences and the contiguous one {full['naive_batch']}: the advantage is gone
@@ -316,8 +315,8 @@ recover. Prefix sharing would still help if the prompts had a common start.
 _ = panel.reset()
 
 # %% tags=["remove-input"]
-cap10 = calc.itl_batch_ceiling(m8, hw, 10 * units.ms, calc.CH17_CHAT_LIVE_TOKENS)
-at10 = calc.decode_vs_context(m8, hw, calc.CH17_CHAT_LIVE_TOKENS, batch=cap10)
+cap10 = calc.itl_batch_ceiling(m8, hw, 10 * units.ms, ch17.CHAT_LIVE_TOKENS)
+at10 = calc.decode_vs_context(m8, hw, ch17.CHAT_LIVE_TOKENS, batch=cap10)
 answer(f"""
 The step is $(D_w + b L k)/\\beta$, which reaches 10 ms at a batch of **{cap10}**
 ({at10['step_s'] / units.ms:.2f} ms). That batch makes {at10['tokens_per_s']:,.0f} tok/s against

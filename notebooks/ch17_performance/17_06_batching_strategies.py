@@ -25,6 +25,7 @@
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
+from companion.chapters import ch17
 from companion.display import answer, md
 from companion.sim import scenarios
 from companion.sim import scheduler as sched
@@ -211,7 +212,7 @@ for e in ledger.by_section("17.6"):
 
 # %%
 batch = calc.decode_batch_for_step(m8, hw, step_s)
-live = calc.CH17_CHAT_LIVE_TOKENS
+live = ch17.CHAT_LIVE_TOKENS
 fused = calc.fused_chunked_prefill(m8, hw, 8000, 512, decode_batch=batch,
                                    decode_context_tokens=live)
 flat = calc.fused_chunked_prefill(m8, hw, 8000, 512, decode_batch=batch,

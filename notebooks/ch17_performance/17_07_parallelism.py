@@ -28,6 +28,7 @@
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
+from companion.chapters import ch08, ch17
 from companion.display import answer, md
 
 hw = specs.H100_SXM
@@ -69,8 +70,8 @@ m70, m405 = specs.LLAMA_70B, specs.LLAMA_405B
 traffic = calc.tp_allreduce_traffic(m70, 4)
 nvlink = calc.tp_decode_step(m70, hw, 4)
 pcie = calc.tp_decode_step(m70, hw, 4,
-                           collective_latency_s=calc.CH17_COLLECTIVE_LATENCY_PCIE_S,
-                           link_bytes_per_s=specs.PCIE_GEN5_X16_BYTES_PER_S)
+                           collective_latency_s=ch17.COLLECTIVE_LATENCY_PCIE_S,
+                           link_bytes_per_s=ch08.PCIE_GEN5_X16_BYTES_PER_S)
 print(f"70B shape, TP = 4, batch 1")
 print(f"  activation per token        {traffic['activation_bytes'] / units.KiB:.0f} KiB "
       f"(the chapter's 'KB')")
@@ -173,7 +174,7 @@ for model, kv in ((m405, 0.0), (m70, 0.0), (m70, 20e9)):
           f"TP {lay['tp']} x PP {lay['pp']}, {lay['weight_bytes_per_gpu'] / units.GB:.1f} GB "
           f"of weights and {lay['free_kv_bytes_per_gpu'] / units.GB:.1f} GB free per GPU")
 cands = widgets.placement_candidates(m405)
-plots.placement_figure(cands, hw.mem_bytes - calc.CH17_RUNTIME_RESERVE_BYTES,
+plots.placement_figure(cands, hw.mem_bytes - ch17.RUNTIME_RESERVE_BYTES,
                        chosen="TP 8 x PP 2").show()
 
 # %% tags=["remove-input"]
@@ -286,8 +287,8 @@ tiny on NVLink). The overhead falls from {light['nvlink_overhead_pct']:.1f}% to
 the variable cost grows.""", title="Worked answer 1")
 
 # %% tags=["remove-input"]
-pc8 = calc.tp_decode_step(m70, hw, 8, collective_latency_s=calc.CH17_COLLECTIVE_LATENCY_PCIE_S,
-                          link_bytes_per_s=specs.PCIE_GEN5_X16_BYTES_PER_S)
+pc8 = calc.tp_decode_step(m70, hw, 8, collective_latency_s=ch17.COLLECTIVE_LATENCY_PCIE_S,
+                          link_bytes_per_s=ch08.PCIE_GEN5_X16_BYTES_PER_S)
 n_coll = calc.tp_allreduce_traffic(m70, 8)["collectives"]
 floor = (nvlink["step_s"] - pc8["read_s"] - pc8["wire_s"]) / n_coll
 answer(f"""At TP = 8 over PCIe the collectives take {pc8['comm_s'] / units.ms:.2f} ms of a
@@ -297,7 +298,7 @@ $\\text{{read}} + \\text{{wire}} + n_\\text{{coll}} T_\\text{{floor}}$ equals th
 of ({nvlink['step_s'] / units.ms:.2f} - {pc8['read_s'] / units.ms:.2f} -
 {pc8['wire_s'] / units.ms:.3f}) ms / {n_coll} = {floor / units.us:.1f} µs per
 collective. Below that floor TP = 8 over PCIe is the faster of the two; at the
-{calc.CH17_COLLECTIVE_LATENCY_PCIE_S / units.us:g} µs the chapter assumes for PCIe it still
+{ch17.COLLECTIVE_LATENCY_PCIE_S / units.us:g} µs the chapter assumes for PCIe it still
 wins per token, but it spends almost half of every step on collectives and ties up twice as
 many GPUs as TP = 4 does.""", title="Worked answer 2")
 

@@ -24,7 +24,7 @@
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
-from companion.chapters.ch17 import LONGEST_CONTEXT_TOKENS
+from companion.chapters import ch08, ch17
 from companion.display import answer, md
 
 hw = specs.H100_SXM
@@ -102,15 +102,15 @@ and each hop takes {d8k['ship_ms']:.0f} ms.""")
 # k = 2\, n_\text{layers}\, n_\text{kv}\, d_\text{head} \cdot 2\ \text{B}.$$
 
 # %%
-L = calc.CH17_LONG_CONTEXT_TOKENS
+L = ch17.LONG_CONTEXT_TOKENS
 kv = calc.kv_bytes(m70, L, block_tokens=1)
-links = {"NVLink (900 GB/s)": specs.NVLINK_H100_BYTES_PER_S,
-         "PCIe Gen5 x16 (64 GB/s)": specs.PCIE_GEN5_X16_BYTES_PER_S,
-         "400 Gb RDMA (50 GB/s)": specs.RDMA_400G_BYTES_PER_S}
+links = {"NVLink (900 GB/s)": ch17.H100_NVLINK_BYTES_PER_S,
+         "PCIe Gen5 x16 (64 GB/s)": ch08.PCIE_GEN5_X16_BYTES_PER_S,
+         "400 Gb RDMA (50 GB/s)": ch17.RDMA_400G_BYTES_PER_S}
 print(f"70B shape, {L:,}-token context: {kv / units.GB:.2f} GB of KV")
 for label, bw in links.items():
     print(f"  over {label:24}: {calc.kv_transfer_s(m70, L, bw) / units.ms:5.1f} ms")
-contexts = [1000, 2000, 4000, 8000, 16000, 32000, 64000, LONGEST_CONTEXT_TOKENS]
+contexts = [1000, 2000, 4000, 8000, 16000, 32000, 64000, ch17.LONGEST_CONTEXT_TOKENS]
 curves = {label: [calc.kv_transfer_s(m70, c, bw) for c in contexts] for label, bw in links.items()}
 marks = {label: (L, calc.kv_transfer_s(m70, L, bw)) for label, bw in links.items()}
 plots.kv_transfer_figure(contexts, curves, marks=marks).show()
@@ -155,16 +155,16 @@ for t in (2, 5, 10, 20, 40):
     x = calc.kv_routing_ttft(m8, hw, t)
     print(f"turn {t:2}: cold {x['cold_s'] / units.ms:6.0f} ms, warm {x['warm_s'] / units.ms:4.0f} ms,"
           f" {x['speedup']:4.1f}x")
-for share in calc.CH17_ROUTER_WARM_SHARES:
+for share in ch17.ROUTER_WARM_SHARES:
     mean = calc.routed_mean_ttft_s(r["cold_s"], r["warm_s"], share)
     print(f"router landing {100 * share:.0f}% of turn-20 requests warm: mean TTFT "
           f"{mean / units.ms:.0f} ms")
 
 # %% tags=["remove-input"]
 good, poor = (calc.routed_mean_ttft_s(r["cold_s"], r["warm_s"], s)
-              for s in calc.CH17_ROUTER_WARM_SHARES)
-md(f"""Going from a router that lands {100 * calc.CH17_ROUTER_WARM_SHARES[1]:.0f}% of turns on a
-warm worker to one that lands {100 * calc.CH17_ROUTER_WARM_SHARES[0]:.0f}% cuts the mean TTFT at
+              for s in ch17.ROUTER_WARM_SHARES)
+md(f"""Going from a router that lands {100 * ch17.ROUTER_WARM_SHARES[1]:.0f}% of turns on a
+warm worker to one that lands {100 * ch17.ROUTER_WARM_SHARES[0]:.0f}% cuts the mean TTFT at
 turn 20 from {poor / units.ms:.0f} ms to {good / units.ms:.0f} ms, a bigger saving than any
 kernel improvement in the chapter. So the router, the part of the stack that knows least about
 GPUs, is a performance component; llm-d and NVIDIA Dynamo each include one that ranks workers
@@ -255,8 +255,8 @@ groups, while {rate - 1} req/s ({below['output_tok_per_s']:,.0f} tok/s) still fi
 because 100 req/s fills ten groups exactly.""", title="Worked answer 2")
 
 # %% tags=["remove-input"]
-ship8 = calc.kv_transfer_s(m8, 8000, specs.RDMA_400G_BYTES_PER_S)
-ship70 = calc.kv_transfer_s(m70, 8000, specs.RDMA_400G_BYTES_PER_S)
+ship8 = calc.kv_transfer_s(m8, 8000, ch17.RDMA_400G_BYTES_PER_S)
+ship70 = calc.kv_transfer_s(m70, 8000, ch17.RDMA_400G_BYTES_PER_S)
 prefill8 = calc.prefill_compute_s(m8, hw, 8000)
 answer(f"""The 8B's KV for 8,000 tokens is {calc.kv_bytes(m8, 8000, block_tokens=1) / units.GB:.2f}
 GB, so RDMA needs {ship8 / units.ms:.0f} ms, against {ship70 / units.ms:.0f} ms for the 70B

@@ -21,7 +21,7 @@
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
-from companion.chapters.ch17 import DECODE_TOK_PER_S, PREFILL_TOK_PER_S
+from companion.chapters import ch17
 from companion.display import answer, md
 
 hw = specs.H100_SXM
@@ -74,8 +74,8 @@ plots.sm_share_figure(sms, [calc.sm_share(s, hw) for s in sms]).show()
 # phase by the other ratio is like advertising a card by its sparse TFLOP/s.
 
 # %%
-dec = calc.decode_utilization(m8, hw, DECODE_TOK_PER_S)
-pre = calc.prefill_utilization(m8, hw, PREFILL_TOK_PER_S)
+dec = calc.decode_utilization(m8, hw, ch17.DECODE_TOK_PER_S)
+pre = calc.prefill_utilization(m8, hw, ch17.PREFILL_TOK_PER_S)
 print("decode, 8B, batch 1, measured 146 tok/s:")
 print(f"  bytes/s {dec['bytes_per_s']:.3g} -> MBU {100 * dec['mbu']:.1f}%")
 print(f"  FLOP/s  {dec['flops_per_s']:.3g} -> MFU {100 * dec['mfu']:.3f}%")

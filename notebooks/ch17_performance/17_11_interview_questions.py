@@ -27,7 +27,7 @@
 
 # %%
 from companion import calc, ledger, specs, units, widgets
-from companion.chapters.ch17 import DECODE_TOK_PER_S, PREFILL_TOK_PER_S
+from companion.chapters import ch17
 from companion.display import answer, md
 
 hw = specs.H100_SXM
@@ -97,8 +97,8 @@ ledger.show(ids=["17.4/70b-kv-per-token-KB", "17.4/70b-kv-8k-GB", "17.4/gqa-redu
 # %%
 print(f"1 of {hw.sm_count} SMs busy all the time: util 100%, compute <= "
       f"{100 * calc.sm_share(1, hw):.2f}%")
-dec = calc.decode_utilization(m8, hw, DECODE_TOK_PER_S)
-pre = calc.prefill_utilization(m8, hw, PREFILL_TOK_PER_S)
+dec = calc.decode_utilization(m8, hw, ch17.DECODE_TOK_PER_S)
+pre = calc.prefill_utilization(m8, hw, ch17.PREFILL_TOK_PER_S)
 print(f"8B decode at 146 tok/s: MBU {100 * dec['mbu']:.0f}% (healthy), MFU "
       f"{100 * dec['mfu']:.2f}% (irrelevant); prefill at 20,000 tok/s: MFU {100 * pre['mfu']:.0f}%")
 ledger.show(ids=["17.9/sm-share", "17.3/decode-fraction-of-peak", "17.9/decode-mbu",
@@ -145,7 +145,7 @@ ledger.show(ids=["17.7/collectives", "17.7/latency-floor-ms", "17.7/bubble-16",
 # 500 tokens while six 8,000-token prompts arrive, 0.4 s apart.
 
 # %%
-hol = calc.head_of_line_stall(m8, hw, 8000, calc.CH17_SMOOTH_ITL_S)
+hol = calc.head_of_line_stall(m8, hw, 8000, ch17.SMOOTH_ITL_S)
 print(f"8,000-token prefill: {hol['stall_s'] / units.ms:.0f} ms, {hol['worst_itl_over_step']:.0f}x "
       f"a 6 ms step")
 for label, chunk in (("whole prompts", None), ("512-token chunks", 512)):
@@ -203,7 +203,7 @@ print(f"KV cap: {w['reserved_cap']} with 8,000-token reservations, {w['paged_cap
       f"(600 live tokens each)")
 print(f"decode step at {w['reserved_cap']}: {w['reserved_cap_step_s'] / units.ms:.1f} ms; at "
       f"{w['paged_cap']}: {w['paged_cap_step_s'] / units.ms:.1f} ms")
-print(f"ITL ceiling at {calc.CH17_ASSUMED_ITL_TARGET_S / units.ms:g} ms: {w['itl_ceiling']}; "
+print(f"ITL ceiling at {ch17.ITL_TARGET_S / units.ms:g} ms: {w['itl_ceiling']}; "
       f"run at {w['run_batch']} ({w['binding']} binds),"
       f" {w['run_tokens_per_s']:,.0f} tok/s")
 ledger.show(ids=["17.4/8b-free-GB", "17.4/8b-kv-8k-GB", "17.4/8b-max-concurrent",
@@ -315,7 +315,7 @@ answer(f"""The paged KV cap for 600-token chats is {w_edge['paged_cap']} sequenc
 the target. The ITL ceiling grows with the target and stays below that cap up to about
 {edge:.1f} ms (searched in half-millisecond steps; ceiling {w_edge['itl_ceiling']} there), so
 for every target up to that value the ITL limit decides the batch. The chapter's assumed
-{calc.CH17_ASSUMED_ITL_TARGET_S / units.ms:g} ms target is well inside that range: for short
+{ch17.ITL_TARGET_S / units.ms:g} ms target is well inside that range: for short
 chats on one H100 it is the latency target, not memory, that sets the batch.""",
        title="Worked answer 4")
 

@@ -3,6 +3,7 @@ from companion.specs import QWEN3_8B
 EXAMPLES = {
     "quant_group_layout": dict(group_values=256, code_bits=2, metadata_bytes=20),
     "quant_format_layout": dict(fmt="Q2_K"),
+    "q2k_file_bytes": dict(),
     "encode_q8_0_group": dict(values=[0.25 * i - 4.0 for i in range(32)]),
     "decode_q8_0_group": dict(block=bytes(range(34))),
     "encode_q4_0_group": dict(values=[0.25 * i - 4.0 for i in range(32)]),
