@@ -30,7 +30,7 @@ from functools import lru_cache
 from importlib import resources
 
 from companion import validate as v
-from companion.specs import Model
+from companion.spec_types import Model
 
 __all__ = ["ARCHITECTURES", "ConfigFieldWarning", "model_from_hf_config", "shelf", "load",
            "shelf_keys", "shelf_sources", "shelf_config"]
@@ -123,32 +123,32 @@ _SIZE_WORDS = ("size", "dim", "num_", "n_", "expert", "layer", "head", "rank", "
                "window", "bias", "norm", "tie", "share", "proj", "lora", "mtp")
 
 
-def _read(path_or_config):
+def _read(path_or_dict):
     """(dict, default name) from a path, a folder, a dict or pasted JSON text."""
-    if isinstance(path_or_config, dict):
-        return dict(path_or_config), "model"
-    if isinstance(path_or_config, str) and path_or_config.lstrip().startswith("{"):
+    if isinstance(path_or_dict, dict):
+        return dict(path_or_dict), "model"
+    if isinstance(path_or_dict, str) and path_or_dict.lstrip().startswith("{"):
         try:
-            return json.loads(path_or_config), "model"
+            return json.loads(path_or_dict), "model"
         except json.JSONDecodeError as e:
-            raise ValueError(f"path_or_config: the pasted text is not valid JSON ({e})") from None
-    if isinstance(path_or_config, (str, os.PathLike)):
-        path = os.fspath(path_or_config)
+            raise ValueError(f"path_or_dict: the pasted text is not valid JSON ({e})") from None
+    if isinstance(path_or_dict, (str, os.PathLike)):
+        path = os.fspath(path_or_dict)
         if os.path.isdir(path):
             path = os.path.join(path, "config.json")
         if not os.path.exists(path):
-            raise ValueError(f"path_or_config: no file {path!r}")
+            raise ValueError(f"path_or_dict: no file {path!r}")
         with open(path, encoding="utf-8") as f:
             try:
                 cfg = json.load(f)
             except json.JSONDecodeError as e:
-                raise ValueError(f"path_or_config: {path!r} is not valid JSON ({e})") from None
+                raise ValueError(f"path_or_dict: {path!r} is not valid JSON ({e})") from None
         stem = os.path.splitext(os.path.basename(path))[0]
         if stem == "config":
             stem = os.path.basename(os.path.dirname(os.path.abspath(path))) or "model"
         return cfg, stem
-    raise TypeError(f"path_or_config: expected a path to config.json, a dict or the JSON text, "
-                    f"got {type(path_or_config).__name__}")
+    raise TypeError(f"path_or_dict: expected a path to config.json, a dict or the JSON text, "
+                    f"got {type(path_or_dict).__name__}")
 
 
 class _Fields:
@@ -390,17 +390,17 @@ def _build(cfg: dict, model_type: str, *, name: str, bytes_per_param: float, sou
                  layer_types=types, notes=tuple(out_notes), source=source)
 
 
-def model_from_hf_config(path_or_config, *, name: str | None = None,
+def model_from_hf_config(path_or_dict, *, name: str | None = None,
                          bytes_per_param: float = 2.0) -> Model:
     """A ``specs.Model`` from a Hugging Face ``config.json``, its parameters counted exactly.
 
-    ``path_or_config``: a path to config.json (or to the folder holding it), a dict, or the
+    ``path_or_dict``: a path to config.json (or to the folder holding it), a dict, or the
     JSON text itself (pasted). The count matches the model's transformers implementation
     (tests/data/reference_counts.json, made by tools/reference_counts.py). An unknown
     model_type, a missing field without a model-type default, or a bad value raises ValueError
     naming it; a size-changing field this reader does not model warns (ConfigFieldWarning).
     """
-    cfg, default_name = _read(path_or_config)
+    cfg, default_name = _read(path_or_dict)
     bpp = v.positive("bytes_per_param", bytes_per_param)
     model_type = cfg.get("model_type")
     if model_type is None:

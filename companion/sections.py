@@ -1,25 +1,20 @@
 """Where a section of the chapters lives in the companion: ``companion.where("8.3.4")``.
 
-The map is read off the code, never kept by hand:
+The map is read off explicit marks, never kept by hand and never parsed from prose:
 
-* formulas, simulator, explorers and figures: the section citations in the docstrings of the
-  public names of ``companion.formulas.*`` (as ``calc.X``), ``companion.sim.*`` (``sim.X``),
-  ``companion.explorers.*`` (panels as ``widgets.X``, the rest as ``plots.X``) and
-  ``companion.tables``, and in a figure builder's default title;
-* ledger entries: ``Entry.section``; exercises: ``Exercise.section`` (ranges such as
-  "8.2.2-8.2.4" and lists such as "17 §3 and §6" included);
+* formulas, simulator, explorers and figures: the ``@serves(...)`` mark
+  (``companion.serves``) on the public names of ``companion.formulas.*`` (listed as ``calc.X``
+  where the façade exports them), ``companion.sim.*`` (``sim.X``), ``companion.explorers.*``
+  (panels as ``widgets.X``, figure builders as ``plots.X``) and ``companion.tables``;
+* ledger entries: ``Entry.section``; exercises: ``Exercise.section`` ("8.2.2-8.2.4",
+  "8.4.2, 8.4.4", "17 §3 and §6", "17 §5 and the interview questions");
 * notebooks: the file names (``08_3_kv_cache.py`` is 8.3, ``17_04_kv_sizing.py`` is 17.4);
 * the chapters' stated inputs: ``companion.chapters.inputs()``.
 
-A docstring citation is "8.x.y" for Chapter 8 (exercise metadata may also say "8.x") and
-"17 §N" (or a bare "§N", a "§6-§10" range, "the interview" for the interview questions,
-17.11) for Chapter 17, kept only when the section is one the ledger, the exercises, the inputs
-or the notebooks know, and not followed by a unit ("8.4 ms" is no citation). A name belongs to
-every section it cites; ``where(s)`` lists what cites ``s`` or one of its subsections, and the
-notebook of ``s`` or of the section above it.
-
-``section_table()`` is the Markdown table README.md carries (``python -m companion.sections``
-prints it; tests/test_sections.py checks that README.md holds the current one).
+``where(s)`` lists what serves ``s`` or one of its subsections, and the notebook of ``s`` or
+of the section above it. ``section_table()`` is the Markdown table README.md carries
+(``python -m companion.sections`` prints it; tests/test_sections.py checks that README.md
+holds the current one).
 """
 
 from __future__ import annotations
@@ -32,7 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from companion import validate as v
+from companion.serves import section_key, served_sections
 
 __all__ = ["Where", "where", "sections", "section_key", "cited_sections", "section_table"]
 
@@ -40,37 +35,20 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIRS = ("notebooks/ch08_inference_optimization", "notebooks/ch17_performance")
 INTERVIEW = "17.11"           # the interview questions: 17_11_interview_questions
 
-# a quantity such as "8.5 bits" or "8.4 ms" is no citation
-_UNIT = r"(?!\s*(?:bits?|ms|us|s\b|[KMGT]i?B|B\b|%|x\b|tok|FLOP|[GT]FLOP|W\b|J\b))"
-_CH8 = re.compile(r"(?<![\d.§])8\.(\d)(?:\.(\d))?(?![\d])(?!\.\d)" + _UNIT)
-_CH8_RANGE = re.compile(r"(?<![\d.])8\.(\d)\.(\d)-8\.\1\.(\d)")
-_CH17 = re.compile(r"(?<!design\.md )§(\d+)(?:-§(\d+))?")
+_CH8 = re.compile(r"\b8\.(\d)(?:\.(\d))?\b")
+_CH8_RANGE = re.compile(r"\b8\.(\d)\.(\d)-8\.\1\.(\d)\b")
+_CH17 = re.compile(r"§(\d+)(?:-§(\d+))?")
 _NOTEBOOK = re.compile(r"^(08|17)_(\d\d?)_")
 
 
-def section_key(text: str) -> str:
-    """"17 §4", "§4", "17.4" -> "17.4"; "8.3.4" -> "8.3.4" (whitespace ignored)."""
-    s = v.instance("section", text, str, "a string such as '8.3.4' or '17 §4'").strip()
-    m = re.fullmatch(r"(?:17\s*)?§\s*(\d+)", s)
-    if m:
-        return f"17.{int(m.group(1))}"
-    m = re.fullmatch(r"(8|17)(?:\.(\d+))?(?:\.(\d+))?", s)
-    if not m:
-        raise ValueError(f"section: expected a section such as '8.3.4', '8.3', '17.4' or "
-                         f"'17 §4', got {text!r}")
-    return ".".join(str(int(g)) for g in m.groups() if g is not None)
-
-
-def cited_sections(text: str, *, subsections_only: bool = False) -> set[str]:
-    """Every section ``text`` cites, unfiltered: {"8.3.4", "17.6", ...}. With
-    ``subsections_only``, a Chapter 8 citation needs three parts ("8.3.4", not "8.3"): in
-    prose about numbers "8.5" is as often a value (q8_0's 8.5 bits) as a section."""
+def cited_sections(text: str) -> set[str]:
+    """The sections an exercise's ``section`` field names: "8.2.2-8.2.4" -> {"8.2.2", "8.2.3",
+    "8.2.4"}; "17 §3 and §6" -> {"17.3", "17.6"}; "the interview" -> {"17.11"}."""
     out = set()
     for a, b, c in _CH8_RANGE.findall(text):
         out |= {f"8.{a}.{k}" for k in range(int(b), int(c) + 1)}
     for a, b in _CH8.findall(text):
-        if b or not subsections_only:
-            out.add(f"8.{a}" + (f".{b}" if b else ""))
+        out.add(f"8.{a}" + (f".{b}" if b else ""))
     for a, b in _CH17.findall(text):
         out |= {f"17.{k}" for k in range(int(a), int(b or a) + 1)}
     if "interview" in text.lower():
@@ -101,15 +79,6 @@ class Where:
             items = getattr(self, kind)
             lines.append(f"  {kind:10} " + (", ".join(items) if items else "-"))
         return "\n".join(lines)
-
-
-def _docstring_sections(obj) -> set[str]:
-    text = inspect.getdoc(obj) or ""
-    if inspect.isfunction(obj):
-        title = inspect.signature(obj).parameters.get("title")
-        if title is not None and isinstance(title.default, str):
-            text += "\n" + title.default
-    return cited_sections(text, subsections_only=True)
 
 
 def _public(module) -> list[tuple[str, object]]:
@@ -160,7 +129,11 @@ def _index(root: Path = ROOT) -> tuple[frozenset, tuple]:
     known = frozenset(s for _, _, secs in rows for s in secs)
 
     def add(kind, name, obj):
-        secs = frozenset(_docstring_sections(obj) & known)
+        secs = frozenset(served_sections(obj))
+        unknown = secs - known
+        if unknown:
+            raise ValueError(f"@serves: {name} names {sorted(unknown)}, which no notebook, "
+                             f"ledger entry, exercise or input covers")
         if secs:
             rows.append((kind, name, secs))
 

@@ -13,6 +13,7 @@ import textwrap
 
 from companion import calc, units
 from companion import validate as v
+from companion.serves import serves
 
 __all__ = ["text_table", "markdown_table", "decision_table_text", "decision_table_markdown",
            "levers_text", "mechanism_map_text", "cheat_sheet_text"]
@@ -42,6 +43,7 @@ def _decision_rows(**inputs) -> list[tuple]:
             for r in calc.batching_decision_table(**inputs)]
 
 
+@serves("17.6")
 def decision_table_text(**inputs) -> str:
     """``calc.batching_decision_table(**inputs)`` as a plain-text table (17 §6, re-derived)."""
     return text_table(_DECISION_HEADERS, _decision_rows(**inputs), (11, 22, 24, 26, 24))
@@ -97,6 +99,7 @@ def _singular(unit: str) -> str:
     return " ".join(filter(None, (first[:-1], rest)))
 
 
+@serves("17.10")
 def levers_text(model, hardware) -> str:
     """``calc.levers_table(model, hardware)`` as text: symptom, lever, what it changes, and the
     chapter's arithmetic before -> after for this model and card (17 §10, re-derived)."""
@@ -113,12 +116,14 @@ def levers_text(model, hardware) -> str:
                       (24, 24, 24, 24, 6))
 
 
+@serves("17.10")
 def mechanism_map_text() -> str:
     """``calc.mechanism_lever_map()`` as text (17 §10, re-derived)."""
     rows = [(r["mechanism"], r["lever"], r["section"]) for r in calc.mechanism_lever_map()]
     return text_table(("mechanism", "lever", "where"), rows, (46, 40, 10))
 
 
+@serves("17.10")
 def cheat_sheet_text(models, hardware) -> str:
     """``calc.cheat_sheet`` for several models side by side, in display units (17 §10)."""
     seq = v.sequence("models", models)

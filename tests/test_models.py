@@ -287,11 +287,11 @@ def test_gemma3_wrapper_counts_the_text_model_and_applies_nested_defaults():
 
 
 def test_bad_inputs_name_the_parameter(tmp_path):
-    with pytest.raises(TypeError, match="path_or_config"):
+    with pytest.raises(TypeError, match="path_or_dict"):
         models.model_from_hf_config(42)
-    with pytest.raises(ValueError, match="path_or_config"):
+    with pytest.raises(ValueError, match="path_or_dict"):
         models.model_from_hf_config(str(tmp_path / "missing.json"))
-    with pytest.raises(ValueError, match="path_or_config"):
+    with pytest.raises(ValueError, match="path_or_dict"):
         models.model_from_hf_config('{"model_type": "llama", ')
     with pytest.raises(ValueError, match="num_hidden_layers"):
         quiet(dict(models.shelf_config("llama-2-7b"), num_hidden_layers=31.5))

@@ -67,11 +67,30 @@ def test_every_notebook_section_is_known_and_nothing_is_empty():
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("(8.3.4)", {"8.3.4"}), ("8.2.2-8.2.4", {"8.2.2", "8.2.3", "8.2.4"}),
-    ("17 §3 and §6", {"17.3", "17.6"}), ("§6-§8", {"17.6", "17.7", "17.8"}),
-    ("8.4 ms and 8.5 bits", set()), ("design.md §4", set()), ("the interview", {"17.11"})])
-def test_citations(text, expected):
+    ("8.3.4", {"8.3.4"}), ("8.2.2-8.2.4", {"8.2.2", "8.2.3", "8.2.4"}),
+    ("8.4.2, 8.4.4", {"8.4.2", "8.4.4"}), ("17 §3 and §6", {"17.3", "17.6"}),
+    ("§6-§8", {"17.6", "17.7", "17.8"}), ("17 §5 and the interview questions", {"17.5", "17.11"})])
+def test_exercise_section_fields(text, expected):
     assert cited_sections(text) == expected
+
+
+def test_where_reads_the_serves_mark_not_the_docstring():
+    from companion.formulas import core, kv_management
+    from companion.serves import served_sections, serves
+    # kv_bytes_per_token's docstring cites no 8.3.4; its mark decides
+    assert "8.3.4" not in served_sections(core.kv_bytes_per_token)
+    assert "calc.kv_bytes_per_token" not in where("8.3.4").formulas
+    assert "calc.prefix_retention" in where("8.3.4").formulas
+    assert "8.3.4" in served_sections(kv_management.prefix_retention)
+
+    @serves("17 §9", "8.3.4", "17.9")
+    def marked():
+        """Cites 8.6.3 in prose, which counts for nothing."""
+    assert served_sections(marked) == ("17.9", "8.3.4")
+    with pytest.raises(ValueError, match="section"):
+        serves()
+    with pytest.raises(ValueError, match="section"):
+        serves("8.x")
 
 
 @pytest.mark.parametrize("bad, error", [("8.x", ValueError), ("9.1", ValueError),

@@ -31,6 +31,7 @@ from companion.explorers.common import discrete_colorscale
 from companion.explorers.common import plotly_go as _go
 from companion.exercises import data_ch08
 from companion.formulas import compression as cm
+from companion.serves import serves
 
 __all__ = [
     "byte_layout_traces", "byte_layout_figure", "bits_per_value_figure", "memory_stack_traces",
@@ -105,6 +106,7 @@ def byte_layout_figure(rows, *, title: str = ""):
     return _go().Figure(data=traces, layout=layout)
 
 
+@serves("8.4.1")
 def bits_per_value_figure(layouts, *, title: str = ""):
     """Stored bits per value split into code bits and metadata bits, one bar per format (8.4.1).
 
@@ -138,6 +140,7 @@ def bits_per_value_figure(layouts, *, title: str = ""):
 
 # --- 8.4.1: what fits after loading quantised weights ------------------------------------------
 
+@serves("8.4.1")
 def memory_stack_traces(rows, capacity: float, *, unit_label: str = "GiB") -> tuple[list, dict]:
     """Stacked horizontal bars of memory parts against a capacity mark (8.4.1).
 
@@ -191,6 +194,7 @@ def memory_stack_layout(unit_label: str = "GiB") -> dict:
             "legend": {"orientation": "h", "y": -0.3}}
 
 
+@serves("8.4.1")
 def memory_stack_figure(rows, capacity: float, *, title: str = "", unit_label: str = "GiB"):
     """Memory stacked part by part against the capacity (8.4.1's M2 Max example)."""
     traces, layout = memory_stack_traces(rows, capacity, unit_label=unit_label)
@@ -201,6 +205,7 @@ def memory_stack_figure(rows, capacity: float, *, title: str = "", unit_label: s
 
 # --- 8.4.2: two linear fits of the output interval ---------------------------------------------
 
+@serves("8.4.2")
 def interval_fit_figure(contexts, fits, *, crossover_tokens=None, marks=(), title: str = ""):
     """Output interval against context length for linear fits a + b L (8.4.2).
 
@@ -245,6 +250,7 @@ GRID_COLORS = ("#d55e00", "#009e73")      # wrong, correct (Okabe-Ito vermillion
 _GRID_GAP = 0.06
 
 
+@serves("8.4.4")
 def precision_grid_traces(results) -> tuple[list, dict]:
     """One heatmap per precision configuration: tasks (rows) x runs (columns), green where
     the answer was right (8.4.4). ``results``: a ``data_ch08.PrecisionResults``."""
@@ -280,6 +286,7 @@ def precision_grid_traces(results) -> tuple[list, dict]:
     return traces, layout
 
 
+@serves("8.4.4")
 def precision_grid_figure(results, *, title: str = "Task by run, per precision "
                           "(generated records, not the chapter's measurements)"):
     """8.4.4's three grids (the last is Figure 8-28) side by side (``precision_grid_traces``)."""
@@ -288,6 +295,7 @@ def precision_grid_figure(results, *, title: str = "Task by run, per precision "
     return _go().Figure(data=traces, layout=layout)
 
 
+@serves("8.4.4")
 class PrecisionGridPanel(Panel):
     """The task x run grids of 8.4.4 for one seed of the companion's generated precision
     records, with the tasks whose result differs between configurations named."""
@@ -318,6 +326,7 @@ class PrecisionGridPanel(Panel):
         return View(numbers=numbers, traces=traces, layout=layout, text=text)
 
 
+@serves("8.4.1")
 class QuantizedFitPanel(Panel):
     """8.4.1: a Q2_K Qwen3-235B-A22B file on the 96 GB M2 Max: weights, quantisation metadata,
     the system reserve, the KV of the requests, and what is left."""
@@ -387,6 +396,7 @@ _SWEEP_CONVERSION_MS = np.linspace(0.0, 2.0, 41)
 _READ_FORMATS = {"q8_0": "q8_0", "q4_0": "q4_0", "FP8": "fp8"}
 
 
+@serves("8.4.2")
 class CompressedReadPanel(Panel):
     """8.4.2: reading compressed KV saves dD / beta but conversion adds T_c in series:
     dT = dD / beta - T_c, for one Qwen3-8B context on the RTX PRO 6000."""
@@ -456,6 +466,7 @@ _LINKS = (("PCIe Gen4 x16", ch08.PCIE_GEN4_X16_BYTES_PER_S),
           ("NVLink-C2C", ch08.NVLINK_C2C_BYTES_PER_S))
 
 
+@serves("8.4.3")
 class OffloadPanel(Panel):
     """8.4.3: offloading FFN weights frees memory for KV, net of prefetch buffers, but every
     decode round must copy them back: T_copy >= bytes / link."""
@@ -560,6 +571,7 @@ class OffloadPanel(Panel):
 _SWEEP_DECOMP_GB = np.geomspace(1, 10000, 81)
 
 
+@serves("8.4.3")
 class CompressTransferPanel(Panel):
     """8.4.3: send S bytes raw (S / B) or compressed to rS and decompressed at R_dec
     (rS / B + S / R_dec): compressing wins only when R_dec > B / (1 - r)."""
@@ -632,6 +644,7 @@ class CompressTransferPanel(Panel):
 _SWEEP_ACCURACY = np.linspace(0.5, 1.0, 51)
 
 
+@serves("8.4.4")
 class RetryCostPanel(Panel):
     """8.4.4: when wrong answers are retried until one passes, each configuration pays
     (attempt + check) / accuracy on average: a faster but less accurate format can lose."""

@@ -28,6 +28,7 @@ from companion.chapters import ch08
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import plotly_go as _go
 from companion.formulas import kv_management as km
+from companion.serves import serves
 from companion.sim.kv_scenarios import (
     CONTEXT_OPTIONS,
     SEQUENCE_NAMES,
@@ -249,6 +250,7 @@ def _caption(snap: PoolSnapshot) -> str:
             f"{snap.stored_tokens} written tokens")
 
 
+@serves("8.3.1", "8.3.2")
 def block_pool_figure(snapshot: PoolSnapshot, *, title: str | None = None, height: int = 380,
                       **kw):
     """One BlockManager state: block tables and the physical pool (8.3.1-8.3.2)."""
@@ -454,6 +456,7 @@ def retention_bars_traces(options, *, max_segments: int = 8, axes=("x", "y")) ->
     ]
 
 
+@serves("8.3.4")
 def retention_bars_figure(options, *, title: str = ""):
     """Figure 8-22: one large prefix vs several small ones in the same cache space (8.3.4)."""
     opts = list(v.sequence("options", options))
@@ -484,6 +487,7 @@ def _pool_and_sweep_layout(sweep_x: str, sweep_y: str) -> dict:
     return layout
 
 
+@serves("8.3.1")
 class PagingPanel(Panel):
     """8.3.1: four sequences paged into blocks of p tokens: slots allocated, tail waste, table
     entries, against reserving the maximum length up front; A and B may share a prefix."""
@@ -558,6 +562,7 @@ class PagingPanel(Panel):
 _SWEEP_BRANCHES = np.arange(1, 17)
 
 
+@serves("8.3.2")
 class BranchSharingPanel(Panel):
     """8.3.2: n branches over a common prefix of s blocks with q private blocks each:
     n (s + q) table entries on s + n q physical blocks, drawn from the simulator."""
@@ -618,6 +623,7 @@ class BranchSharingPanel(Panel):
 _SWEEP_BATCH = np.arange(0, 65, 4)     # M_KV is a straight line in b; 17 points draw it
 
 
+@serves("8.3.2")
 class SharedPrefixCapacityPanel(Panel):
     """8.3.2: KV of b long requests once generation ends, independent (b x 1188 MiB) vs with the
     common prefix stored once (864 + 324 b MiB), against the 12 GiB budget."""
@@ -706,6 +712,7 @@ class SharedPrefixCapacityPanel(Panel):
 _SWEEP_SPACING = np.unique(np.round(np.geomspace(256, 32768, 43) / 256).astype(int) * 256)
 
 
+@serves("8.3.3")
 class SnapshotSpacingPanel(Panel):
     """8.3.3: a hybrid model resumes a matched prefix from its latest recurrent-state snapshot;
     denser snapshots recompute less but store more (53.6 MiB each per card at TP = 8)."""
@@ -780,6 +787,7 @@ _CONTEXT_LABELS = {"append": "append the tool result", "rewrite": "rewrite the i
 _LATER_STEPS = np.unique(np.linspace(0, 4096, 65).astype(int))
 
 
+@serves("8.3.3")
 class ContextOrganisationPanel(Panel):
     """8.3.3: continue an 8K context with a 1K tool result by appending it, by rewriting the
     leading instructions, or by summarising the history to 2K first; Qwen3-8B, prefix-cache
@@ -867,6 +875,7 @@ class ContextOrganisationPanel(Panel):
 _SWEEP_HIT = np.linspace(0.0, 1.0, 51)
 
 
+@serves("8.3.4")
 class RetentionPanel(Panel):
     """8.3.4 / Figure 8-22: keep one large prefix A or several small prefixes B in the same cache
     space? V = rho (T_rec - T_f) - T_m for each, on the RTX PRO 6000 with Qwen3-8B."""

@@ -22,6 +22,7 @@ from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import PHASE_COLORS
 from companion.explorers.common import plotly_go as _go
 from companion.explorers.presets import CH08_MODELS, KV_PRECISIONS, ModelMenu, config_control
+from companion.serves import serves
 from companion.sim.scenarios import stalled_interval_positions, timeline_scenario
 
 __all__ = [
@@ -116,6 +117,7 @@ def timeline_layout(labels) -> dict:
     }
 
 
+@serves("8.1.1")
 def request_timeline_figure(scenarios, deadline_s: float | None = None,
                             title: str = "Figure 8-2: one request's timeline (8.1.1)"):
     """Figure 8-2 as a plotly Figure: queue, prefill, output intervals, token ticks, deadline."""
@@ -172,6 +174,7 @@ def budget_traces(budgets, kv_in_use_bytes=None, *, xaxis: str = "x", yaxis: str
     return traces, layout
 
 
+@serves("8.1.2")
 def memory_budget_figure(budgets, kv_in_use_bytes=None, *, unit: str = "GiB",
                          title: str = "Memory budget of the instance (8.1.2)"):
     """The 8.1.2 budget as stacked bars: weights, KV (reserved / free), the rest, capacity C."""
@@ -202,6 +205,7 @@ def capacity_bar_traces(rows, *, xaxis: str = "x", yaxis: str = "y") -> list:
     ]
 
 
+@serves("8.1.2")
 def kv_capacity_figure(rows, kv_budget_bytes: float,
                        title: str = "KV per request and requests that fit (8.1.2)"):
     """The 8.1.2 capacity table as bars: MiB per request at prefill and reserved, with the fit."""
@@ -215,6 +219,7 @@ def kv_capacity_figure(rows, kv_budget_bytes: float,
     return _go().Figure(data=traces, layout=layout)
 
 
+@serves("8.1.1", "8.1.3")
 class RequestTimelinePanel(Panel):
     """Figure 8-2 live: how queueing, prefill, the output interval and inserted prefills move
     the first and the last token against the deadline (8.1.1, 8.1.3)."""
@@ -279,6 +284,7 @@ class RequestTimelinePanel(Panel):
 _SWEEP_PROMPTS = np.unique(np.geomspace(128, 131072, 41).astype(int) // 16 * 16)
 
 
+@serves("8.1.2")
 class MemoryBudgetPanel(Panel):
     """M_w + M_KV + M_a + M_u <= C for the chapter's 32 GiB instance, and how many requests'
     end-of-generation KV fits in the KV pool (8.1.2)."""

@@ -32,6 +32,7 @@ from companion.chapters import ch08
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import titled_figure as _fig
 from companion.formulas import serving as sv
+from companion.serves import serves
 
 __all__ = [
     "littles_law_figure", "goodput_figure", "scheme_plane_figure",
@@ -100,6 +101,7 @@ def admission_traces(queue_s, finish_s, deadline_s: float, current=None, phases=
     return traces
 
 
+@serves("8.6.1")
 def littles_law_figure(rates, curves, *, points=(),
                        title: str = "Little's law: requests in the system n = lambda T "
                                     "(8.6.1)"):
@@ -155,6 +157,7 @@ def goodput_traces(rates, series, *, measured=None):
     return traces, layout
 
 
+@serves("8.6.2")
 def goodput_figure(rates, series, *, measured=None,
                    title: str = "Completion vs effective throughput against the arrival rate "
                                 "(8.6.2), simulated"):
@@ -204,6 +207,7 @@ def scheme_plane_traces(results, kv_budget_bytes: float, deadline_s: float) -> l
     return traces
 
 
+@serves("8.6.3")
 def scheme_plane_figure(results, kv_budget_bytes: float, deadline_s: float, *,
                         title: str = "Figure 8-35: schemes on the memory x deadline plane "
                                      "(8.6.3)"):
@@ -212,6 +216,7 @@ def scheme_plane_figure(results, kv_budget_bytes: float, deadline_s: float, *,
     return _fig(traces, SCHEME_PLANE_LAYOUT, title)
 
 
+@serves("8.6.3")
 def scheme_time_figure(results, deadline_s: float, *,
                        title: str = "Where each scheme's time goes: prefill and decode rounds "
                                     "(8.6.3)"):
@@ -260,6 +265,7 @@ def amdahl_traces(factors, curves, *, current=None) -> list:
     return traces
 
 
+@serves("8.6.3")
 def amdahl_figure(factors, curves, *, current=None,
                   title: str = "Figure 8-36: task speedup vs stage speedup (8.6.3)"):
     """Figure 8-36: the lower the decode fraction f, the sooner the task speedup flattens
@@ -270,6 +276,7 @@ def amdahl_figure(factors, curves, *, current=None,
 
 # --- energy per qualifying result ---------------------------------------------------------------------
 
+@serves("8.6.3")
 def energy_per_result_figure(measured, computed, *,
                              title: str = "Energy per qualifying result (8.6.3)"):
     """Bars of joules per qualifying result: ``measured`` {label: J} (the chapter's

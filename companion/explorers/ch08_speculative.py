@@ -34,6 +34,7 @@ from companion.chapters import ch08
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import titled_figure as _fig
 from companion.explorers.common import to_ms as _ms
+from companion.serves import serves
 from companion.sim import speculative as sim
 from companion.sim.speculative import MAX_DRAFT, VERIFICATION_WORDS, greedy_example
 from companion.specs import QWEN3_8B
@@ -142,6 +143,7 @@ def greedy_verification_traces(verification, step: int | None = None, words=None
             for row, r in rows.items()]
 
 
+@serves("8.5.1")
 def greedy_verification_figure(verification, *, step: int | None = None, words=None,
                                title: str = "Figure 8-29: greedy verification of a 4-token "
                                             "draft (8.5.1)"):
@@ -195,6 +197,7 @@ def rejection_sampling_traces(symbols, target, draft, sampled, exact_output=None
 
 # --- 8.5.2: expected output per round -----------------------------------------------------------
 
+@serves("8.5.2", "8.5.4")
 def expected_output_figure(acceptances, curves, *, points=(),
                            title: str = "Expected tokens per round vs acceptance (8.5.2, 8.5.4)"):
     """E[X] = 1 + a + ... + a^m against the per-position acceptance a, one curve per draft
@@ -248,6 +251,7 @@ def draft_cost_traces(draft_s, curves, plain_round_s: float, crossovers=(), curr
     return traces, dict(DRAFT_COST_LAYOUT)
 
 
+@serves("8.5.2")
 def draft_cost_figure(draft_s, curves, plain_round_s: float, *, crossovers=(), current=None,
                       title: str = "Figure 8-32: how much a draft may cost (8.5.2)"):
     """Figure 8-32: (T_verify + T_draft) / E[X] against T_draft, with plain decode and the
@@ -258,6 +262,7 @@ def draft_cost_figure(draft_s, curves, plain_round_s: float, *, crossovers=(), c
 
 # --- 8.5.3: serial vs parallel drafting -------------------------------------------------------
 
+@serves("8.5.3")
 def draft_mode_figure(rows, *, plain_round_s: float | None = None,
                       title: str = "Serial vs parallel drafting, per output token (8.5.3)"):
     """Stacked bars of draft and verification time per output token (ms).
@@ -319,6 +324,7 @@ def round_stages_traces(rows, *, plain_round_s: float | None = None) -> list:
     return traces
 
 
+@serves("8.5.3")
 def round_stages_figure(rows, *, plain_round_s: float | None = None,
                         title: str = "One speculative round, stage by stage (8.5.3)"):
     """The four stages of a round as a timeline per drafting method (``round_stages_traces``)."""
@@ -507,6 +513,7 @@ class SpeculativeLatencyPanel(Panel):
 
 # --- 8.5.3: the four stages of a round ---------------------------------------------------------
 
+@serves("8.5.3")
 class RoundStagesPanel(Panel):
     """One round's four stages (draft generation, verification preparation, target verification,
     output determination) for a serial and a parallel drafter of the same network (8.5.3)."""
@@ -563,6 +570,7 @@ class RoundStagesPanel(Panel):
 _LENGTHS = list(range(0, 17))
 
 
+@serves("8.5.4")
 class DraftLengthPanel(Panel):
     """Latency per token T_m / E[X_m] for serial drafts of length m, with the draft's positions
     padded to groups of g, and the marginal test for the length under study (8.5.4)."""

@@ -30,6 +30,7 @@ from companion.explorers.common import (
 )
 from companion.explorers.common import titled_figure as _fig
 from companion.explorers.common import to_ms as _ms
+from companion.serves import serves
 from companion.sim.round_time import StepPlusPrefillRoundTime
 from companion.sim.scenarios import (
     CH17_STATIC_BATCH,
@@ -124,6 +125,7 @@ def slot_gantt_traces(result, *, xaxis: str = "x", yaxis: str = "y",
     return traces
 
 
+@serves("17.6")
 def batching_gantt_figure(results, *, title: str = "Static vs continuous batching on one "
                                                    "simulated queue (17 §6)"):
     """Stacked slot Gantt charts, one per policy: ``results`` maps a label to a Result."""
@@ -154,6 +156,7 @@ def _trace_numbers(results: dict) -> dict:
     return out
 
 
+@serves("17.6")
 class BatchingTracePanel(Panel):
     """17 §6 simulated: static batching pads every group to its longest member, continuous
     batching refills a slot at the next token boundary."""
@@ -280,6 +283,7 @@ def _unchunked(prompt_tokens: int, decode_step_s: float, efficiency: float) -> t
     return sweep, long_prompt_interference(prompt_tokens, None, round_time=rt), batch, fused
 
 
+@serves("17.6")
 class ChunkSizePanel(Panel):
     """17 §6: the chunk size trades the batch's worst ITL against the long prompt's TTFT."""
 

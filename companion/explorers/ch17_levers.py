@@ -35,6 +35,7 @@ from companion.explorers.presets import (
     model_control,
     source_line,
 )
+from companion.serves import serves
 from companion.sim.kernel_timeline import (BIG_KERNELS, KERNELS_PER_LAYER, LAUNCH_OVERHEAD_S,
                                            decode_step_timeline, speed_of_light,
                                            timeline_unsupported)
@@ -48,6 +49,7 @@ __all__ = ["sm_share_figure", "utilization_traces", "quantization_figure", "spec
 
 # --- §9 measuring: SM share, MBU and MFU ------------------------------------------------------
 
+@serves("17.9")
 def sm_share_figure(active_sms, shares, *, title: str = "A busy GPU by nvidia-smi is not a "
                                                         "busy GPU (17 §9)"):
     """Upper bound on compute in use (% of SMs busy, from ``calc.sm_share``) against the
@@ -114,6 +116,7 @@ _MEASURE_CARDS = {h.name: h for h in (specs.H100_SXM, specs.H200_SXM, specs.A100
                                       specs.RTX_PRO_6000)}
 
 
+@serves("17.9")
 class UtilizationPanel(Panel):
     """17 §9: the same measurement over two denominators; decode by MBU, prefill by MFU."""
 
@@ -165,6 +168,7 @@ class UtilizationPanel(Panel):
 
 # --- §10 levers: quantization and speculative decoding ----------------------------------------
 
+@serves("17.10")
 def quantization_figure(rows, *, title: str = "Fewer bytes per weight, a higher decode ceiling "
                                               "(17 §10)"):
     """Batch-1 decode ceilings (tok/s) by weight format for each card.
@@ -234,6 +238,7 @@ def _expected_curve(alpha: float) -> tuple:
                                  for k in _DRAFT_LENGTHS)
 
 
+@serves("17.10")
 class SpeculativeLeverPanel(Panel):
     """17 §10: 1 + alpha + ... + alpha^k tokens per target pass, checked by simulation."""
 
@@ -311,6 +316,7 @@ def batch_window_traces(batches, step_s, tokens_per_s, *, slo_s: float, caps: di
 _BATCH_SWEEP = tuple(sorted({int(x) for x in np.geomspace(1, 4096, 49).round()}))
 
 
+@serves("17.11")
 class BatchSizePanel(Panel):
     """Interview: the batch is pinned between the ITL target (ceiling) and KV memory (cap)."""
 
@@ -431,6 +437,7 @@ def _unsupported_view(panel: Panel, m, problem: str) -> View:
                 layout=chapter.layout, text=f"<b>{problem}</b>" + source_line(m))
 
 
+@serves("17.9")
 class KernelTimelinePanel(Panel):
     """17 §9: gaps between kernels when the CPU launches slower than the GPU runs, and CUDA
     Graphs replaying the round as one launch. Launch costs are labelled assumptions."""
@@ -506,6 +513,7 @@ def speed_of_light_traces(sol: dict) -> tuple[list, dict]:
     return traces, layout
 
 
+@serves("17.9")
 class SpeedOfLightPanel(Panel):
     """17 §9: how to read a Speed of Light section, computed for the kernels of one decode
     layer and for the whole round (its MBU and MFU)."""

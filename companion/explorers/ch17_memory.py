@@ -35,6 +35,7 @@ from companion.explorers.presets import (
     kv_per_token_text,
     source_line,
 )
+from companion.serves import serves
 
 __all__ = [
     "memory_hierarchy_traces", "memory_hierarchy_layout", "memory_hierarchy_figure",
@@ -116,6 +117,7 @@ def memory_hierarchy_traces(rows, *, xaxes=("x", "x2"), yaxes=("y", "y2")) -> li
     return traces
 
 
+@serves("17.1")
 def memory_hierarchy_figure(rows, *, title: str = "The memory pyramid (17 §1, re-derived)"):
     """``memory_hierarchy_traces`` as a plotly Figure."""
     data = _rows("rows", rows)
@@ -125,6 +127,7 @@ def memory_hierarchy_figure(rows, *, title: str = "The memory pyramid (17 §1, r
 
 # --- §4: KV by context, by attention design, and the step as context grows --------------------
 
+@serves("17.4")
 def kv_by_context_figure(rows, *, capacity_bytes: float | None = None,
                          title: str = "KV cache of one sequence by context (17 §4, re-derived)"):
     """Bars of ``calc.kv_by_context`` rows (GB) with the card's capacity and half of it marked."""
@@ -151,6 +154,7 @@ def kv_by_context_figure(rows, *, capacity_bytes: float | None = None,
     return _fig(traces, layout, title)
 
 
+@serves("17.4")
 def attention_variants_figure(rows, *, cache_bytes: float = 80e9, context_tokens: int = 8000,
                               title: str = "One shape, three attention designs "
                                            "(17 §4, re-derived)"):
@@ -237,6 +241,7 @@ def context_step_traces(contexts, rows, *, weight_bytes: float, bandwidth_bytes_
     return traces, layout
 
 
+@serves("17.4")
 def context_step_figure(contexts, rows, *, weight_bytes: float, bandwidth_bytes_per_s: float,
                         crossover_tokens: float | None = None, marks=(),
                         title: str = "Batch-1 decode step as the context grows (17 §4)"):
@@ -247,6 +252,7 @@ def context_step_figure(contexts, rows, *, weight_bytes: float, bandwidth_bytes_
     return _fig(traces, layout, title)
 
 
+@serves("17.4")
 def gpu_memory_traces(memory_bytes: float, weight_bytes: float, reserve_bytes: float,
                       kv_used_bytes: float, *, label: str = "per GPU", xaxis: str = "x",
                       yaxis: str = "y") -> list:
@@ -305,6 +311,7 @@ def _pool_cells(mgr, row: str, names: dict, colors: dict) -> list[tuple]:
     return cells
 
 
+@serves("17.5")
 def allocator_traces(paged, naive, *, names=None) -> tuple[list, dict]:
     """Two strips over the same physical KV memory (token slots): contiguous worst-case
     reservations (``naive``: a BlockManager whose block is the whole max length, so each
@@ -350,6 +357,7 @@ def allocator_traces(paged, naive, *, names=None) -> tuple[list, dict]:
     return traces, layout
 
 
+@serves("17.5")
 def allocator_figure(paged, naive, *, names=None,
                      title: str = "Contiguous reservations vs paged blocks (17 §5)"):
     """``allocator_traces`` as a plotly Figure."""
@@ -357,6 +365,7 @@ def allocator_figure(paged, naive, *, names=None,
     return _fig(traces, layout, title)
 
 
+@serves("17.5")
 def paged_tradeoff_traces(batches, step_s, tokens_per_s, marks, *, xaxis: str = "x",
                           yaxis: str = "y") -> list:
     """Throughput (tok/s) against step time = ITL (ms) as the batch grows, and labelled points
@@ -397,6 +406,7 @@ def _opt(x, scale=1.0):
 
 # --- §1 the memory hierarchy -----------------------------------------------------------------
 
+@serves("17.1")
 class MemoryHierarchyPanel(Panel):
     """17 §1 live: a card's memory pyramid, ridge point and full-memory sweep, vs the others."""
 
@@ -469,6 +479,7 @@ _TP = {"1": 1, "2": 2, "4": 4, "8": 8}
 _CONTEXT_SWEEP = np.unique(np.geomspace(256, 131_072, 41).astype(int))
 
 
+@serves("17.4")
 class KVSizingPanel(Panel):
     """17 §4 live: KV bytes per token and sequence, memory per GPU, sequences that fit."""
 
@@ -560,6 +571,7 @@ _PAGED_MODELS = ModelMenu({m.name: m for m in (specs.LLAMA_8B, specs.QWEN3_8B)})
 _LIVE_SWEEP = np.unique(np.geomspace(16, 32_768, 41).astype(int))
 
 
+@serves("17.5")
 class PagedKVPanel(Panel):
     """17 §5 live: worst-case reservations vs paged blocks: batch, ITL and throughput."""
 

@@ -38,6 +38,7 @@ from companion.explorers.presets import (
     source_line,
 )
 from companion.formulas.parallelism import PIPE_PHASES
+from companion.serves import serves
 
 __all__ = ["tp_step_traces", "tp_step_figure", "pipeline_traces", "pipeline_figure",
            "placement_traces", "placement_figure", "pool_sizing_traces", "kv_transfer_figure",
@@ -76,6 +77,7 @@ def tp_step_traces(rows, *, selected: str | None = None) -> tuple[list, dict]:
     return traces, layout
 
 
+@serves("17.7")
 def tp_step_figure(rows, *, selected=None,
                    title: str = "A tensor-parallel decode step: reads shrink as 1/p, "
                                 "collectives do not (17 §7)"):
@@ -83,6 +85,7 @@ def tp_step_figure(rows, *, selected=None,
     return _fig(traces, dict(layout, height=440), title)
 
 
+@serves("17.7")
 class TensorParallelPanel(Panel):
     """17 §7: each GPU reads 1/p of the weights, then pays 2 all-reduces per layer."""
 
@@ -207,6 +210,7 @@ def pipeline_traces(grid: dict, *, bubble_curves=None, selected=None) -> tuple[l
     return traces, layout
 
 
+@serves("17.7")
 def pipeline_figure(grid: dict, *, bubble_curves=None, selected=None,
                     title: str = "Pipeline parallelism: fill, steady state, drain (17 §7)"):
     traces, layout = pipeline_traces(grid, bubble_curves=bubble_curves, selected=selected)
@@ -222,6 +226,7 @@ def _bubble_curve(stages: int) -> tuple:
     return _MICROBATCH_SWEEP, tuple(calc.pipeline_bubble(stages, m) for m in _MICROBATCH_SWEEP)
 
 
+@serves("17.7")
 class PipelineBubblePanel(Panel):
     """17 §7: stage s runs microbatch j in slot s + j; the empty corners are the bubble."""
 
@@ -280,12 +285,14 @@ def placement_traces(rows, usable_bytes: float, *, chosen: str | None = None) ->
     return traces, layout
 
 
+@serves("17.7")
 def placement_figure(rows, usable_bytes: float, *, chosen=None,
                      title: str = "Where the weights fit: TP first, then PP (17 §7)"):
     traces, layout = placement_traces(rows, usable_bytes, chosen=chosen)
     return _fig(traces, dict(layout, height=420), title)
 
 
+@serves("17.7")
 class PlacementPanel(Panel):
     """17 §7: TP as far as the node reaches, PP across nodes only when a node is too small."""
 
@@ -371,6 +378,7 @@ def pool_sizing_traces(rates, prefill_groups, decode_groups, selected: dict) -> 
     return traces, layout
 
 
+@serves("17.8")
 def kv_transfer_figure(contexts, curves, *, marks=None,
                        title: str = "Shipping one sequence's KV from prefill to decode (17 §8)"):
     """Transfer time (ms) against context for each link: ``curves`` {label: seconds list};
@@ -426,6 +434,7 @@ def routing_traces(turns, cold_s, warm_s, *, mixed_s=None, mixed_label: str = ""
 _RATE_SWEEP = tuple(range(5, 505, 5))
 
 
+@serves("17.8")
 class PoolSizingPanel(Panel):
     """17 §8: prefill groups from prompt tokens/s, decode groups from output tokens/s."""
 
@@ -479,6 +488,7 @@ def _routing_curves(model: str, first_turn_tokens: int, tokens_per_turn: int,
     return tuple(x["cold_s"] for x in rows), tuple(x["warm_s"] for x in rows)
 
 
+@serves("17.8")
 class KVRoutingPanel(Panel):
     """17 §8: turn t re-sends the whole conversation; a warm worker prefills only the new part."""
 
@@ -607,6 +617,7 @@ def disaggregation_diagram_traces(pools: dict, flows: dict) -> tuple[list, dict]
     return traces, layout
 
 
+@serves("17.8")
 class DisaggregationDiagramPanel(Panel):
     """17 §8 as a picture: the router, the prefill pool, the KV hop and the decode pool, sized by
     ``calc.disaggregated_pools`` and the KV transfer arithmetic."""

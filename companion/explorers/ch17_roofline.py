@@ -36,6 +36,7 @@ from companion.explorers.presets import (
     source_line,
 )
 from companion.formulas.core import ridge_point
+from companion.serves import serves
 from companion.sim.result import Result
 from companion.sim.scenarios import hol_scenario
 from companion.sim.slo import slo_run
@@ -94,6 +95,7 @@ def roofline_layout(*, xaxis: str = "x", yaxis: str = "y") -> dict:
     }
 
 
+@serves("17.2")
 def roofline_traces(hardware: Hardware, points, *, reference: Hardware | None = None,
                     xaxis: str = "x", yaxis: str = "y") -> list:
     """Trace dicts of the log-log roofline (17 §2) with workload points on it.
@@ -138,6 +140,7 @@ def roofline_traces(hardware: Hardware, points, *, reference: Hardware | None = 
     ]
 
 
+@serves("17.2")
 def roofline_figure(hardware: Hardware, points, *, reference: Hardware | None = None,
                     title: str = "Roofline (17 §2): decode starves the arithmetic units, "
                                  "prefill saturates them"):
@@ -186,6 +189,7 @@ def hol_timeline_layout() -> dict:
             "legend": {"orientation": "h", "y": -0.25}}
 
 
+@serves("17.3")
 def hol_timeline_traces(result) -> list:
     """Gantt bars (ms) of a simulator ``Result``: one row per request, every
     prefill round and decode step; a decode step that a co-scheduled prefill stretched beyond
@@ -218,6 +222,7 @@ def hol_timeline_traces(result) -> list:
     return traces
 
 
+@serves("17.3")
 def hol_timeline_figure(result, *, title: str = "Head-of-line blocking (17 §3): one long "
                                                 "prompt freezes every in-flight decode"):
     """``hol_timeline_traces`` as a plotly Figure (label it as simulator output in the text)."""
@@ -238,6 +243,7 @@ def _model_choice():
     return _MODELS.control(specs.LLAMA_8B.name)
 
 
+@serves("17.2")
 class RooflinePanel(Panel):
     """17 §2 live: where decode (batch 1), batched decode and prefill sit on a card's roofline."""
 
@@ -374,6 +380,7 @@ def _moe_sweep_lines(m, hw, batch, i_b1, numbers, kw) -> str:
 _OUTPUT_SWEEP = np.unique(np.geomspace(1, 4096, 40).astype(int))
 
 
+@serves("17.3")
 class RequestBudgetPanel(Panel):
     """17 §3 live: TTFT (prefill at a fraction of peak) + output tokens x ITL, and its split."""
 
@@ -432,6 +439,7 @@ class RequestBudgetPanel(Panel):
 
 # --- §3: head-of-line blocking on the scheduler simulator ------------------------------------
 
+@serves("17.3")
 class HeadOfLinePanel(Panel):
     """17 §3 live: an unchunked long prefill stalls every in-flight decode (simulated)."""
 
@@ -526,6 +534,7 @@ def slo_cdf_layout() -> dict:
     }
 
 
+@serves("17.3")
 class SLOPanel(Panel):
     """17 §3 live: TTFT p90 and ITL p99 of a simulated service against the two targets."""
 

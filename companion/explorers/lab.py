@@ -13,6 +13,7 @@ import numpy as np
 from companion import calc
 from companion import validate as v
 from companion.explorers.common import plotly_go as _go
+from companion.serves import serves
 from companion.specs import H100_SXM, RTX_PRO_6000, Hardware
 
 __all__ = ["measured_roofline", "measured_step_time", "measured_utilization",
@@ -45,6 +46,7 @@ def _batch_axis(batches) -> dict:
                 ticktext=[str(b) for b in ticks])
 
 
+@serves("17.2")
 def measured_roofline(hardware: Hardware, *, references=(H100_SXM, RTX_PRO_6000), analysis=None,
                       title: str | None = None):
     """Roofline of the measured machine beside the chapters' GPUs, with the sweep's points.
@@ -154,6 +156,7 @@ def measured_step_time(analysis, *, title: str | None = None):
     return fig
 
 
+@serves("8.6.3", "17.9")
 def measured_utilization(analysis, *, title: str | None = None):
     """MBU and MFU (percent) of every sweep point vs batch (17 §9, 8.6.3)."""
     a = _analysis(analysis)

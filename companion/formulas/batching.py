@@ -23,6 +23,7 @@ from companion.formulas.core import (attention_pairs, decode_step_parts, held_to
                                      kv_bytes_per_token, kv_crossover_batch, kv_tokens_allocated,
                                      max_concurrent, prefill_flops, read_bytes_per_output_token,
                                      flops_per_token_or_default)
+from companion.serves import serves
 from companion.specs import Hardware, Model
 
 __all__ = [
@@ -62,6 +63,7 @@ def _counts(name: str, values, *, minimum: int = 1) -> list[int]:
 
 # --- 8.1.1 / 8.1.3: the request timeline ------------------------------------------------------
 
+@serves("8.1.1")
 def lifecycle_request_time_s(queue_s: float, prefill_s: float, interval_s: float,
                              output_tokens: int, *, stall_s: float = 0.0) -> float:
     """Seconds from arrival to the last token: queue + prefill + (G - 1) x interval + stall (8.1.1).
@@ -79,6 +81,7 @@ def lifecycle_request_time_s(queue_s: float, prefill_s: float, interval_s: float
     return q + p + (g - 1) * itl + stall
 
 
+@serves("8.1.1")
 def insertable_prefills(queue_s: float, prefill_s: float, interval_s: float,
                         output_tokens: int, deadline_s: float, inserted_prefill_s: float) -> int:
     """How many other requests' prefills, each stalling one output interval by
@@ -98,6 +101,7 @@ def insertable_prefills(queue_s: float, prefill_s: float, interval_s: float,
     return min(math.floor((deadline - alone_s) / stall + 1e-9), g - 1)
 
 
+@serves("8.1.1")
 def token_emission_times(queue_s: float, prefill_s: float, interval_s: float,
                          output_tokens: int, *, stall_s: float = 0.0,
                          stalled_interval: int = 1) -> list[float]:
@@ -118,6 +122,7 @@ def token_emission_times(queue_s: float, prefill_s: float, interval_s: float,
     return times
 
 
+@serves("8.1.1", "8.1.3")
 def ttft_s(token_times_s, arrival_s: float = 0.0) -> float:
     """Time to first token: t_1 - t_a (8.1.3; 0.196 s in 8.1.1's example)."""
     times = _times("token_times_s", token_times_s)
@@ -127,6 +132,7 @@ def ttft_s(token_times_s, arrival_s: float = 0.0) -> float:
     return times[0] - t_a
 
 
+@serves("8.1.3")
 def inter_token_intervals(token_times_s) -> list[float]:
     """Output intervals ITL_j = t_{j+1} - t_j, j = 1..G-1, in the unit of the times (8.1.3).
 
@@ -136,12 +142,14 @@ def inter_token_intervals(token_times_s) -> list[float]:
     return [b - a for a, b in zip(times, times[1:])]
 
 
+@serves("8.1.3")
 def request_time_s(token_times_s, arrival_s: float = 0.0) -> float:
     """Complete request time: TTFT + sum of ITL_j = t_G - t_a (8.1.3)."""
     first = ttft_s(token_times_s, arrival_s)
     return first + sum(inter_token_intervals(token_times_s))
 
 
+@serves("8.1.3")
 def decode_tokens_per_s(tokens_per_round: int, round_s: float) -> float:
     """Generation throughput: tokens per round / round time (8.1.3: 16 / 27.44 ms = 583 tok/s)."""
     n = v.tokens("tokens_per_round", tokens_per_round, minimum=1)
@@ -158,6 +166,7 @@ SHORT_REQUEST_S = request_time_s(token_emission_times(ch08.QUEUE_S, ch08.PREFILL
 
 # --- 8.1.2: memory budget and KV capacity -----------------------------------------------------
 
+@serves("8.1.2")
 @dataclass(frozen=True)
 class MemoryBudget:
     """The parts of M_w + M_KV + M_a + M_u <= C, in bytes, and what is left (8.1.2)."""
@@ -188,6 +197,7 @@ class MemoryBudget:
                 "slack_bytes": self.slack_bytes, "fits": self.fits}
 
 
+@serves("8.1.2")
 def memory_budget(capacity_bytes: float, weight_bytes: float, kv_pool_bytes: float,
                   activation_bytes: float = 0.0, other_bytes: float = 0.0) -> MemoryBudget:
     """The memory budget M_w + M_KV + M_a + M_u <= C with its slack C - sum (8.1.2).
@@ -203,6 +213,7 @@ def memory_budget(capacity_bytes: float, weight_bytes: float, kv_pool_bytes: flo
                         other_bytes=v.nonnegative("other_bytes", other_bytes))
 
 
+@serves("8.1.2")
 def kv_capacity_row(model: Model, kv_budget_bytes: float, prompt_tokens: int,
                     output_tokens: int, *, block_tokens: int = 16,
                     bytes_per_value: float = 2) -> dict:
@@ -230,6 +241,7 @@ def kv_capacity_row(model: Model, kv_budget_bytes: float, prompt_tokens: int,
             "final_bytes_if_sized_at_prefill": fit_at_prefill * final_bytes}
 
 
+@serves("8.1.2")
 def kv_capacity_table(model: Model, kv_budget_bytes: float, requests: Mapping | None = None, *,
                       block_tokens: int = 16, bytes_per_value: float = 2) -> list[dict]:
     """The 8.1.2 capacity table: one ``kv_capacity_row`` per request type, with a "name" column.
@@ -257,6 +269,7 @@ def kv_capacity_table(model: Model, kv_budget_bytes: float, requests: Mapping | 
 
 # --- 8.2.1: weight reuse, LoRA, read volume and step time -------------------------------------
 
+@serves("8.2.1")
 def weight_reuse_intensity(batch: int, bytes_per_weight: float = 2) -> float:
     """FLOP per weight byte when b rows share one read of W: I_weight = 2 b / s_w (8.2.1)."""
     b = v.count("batch", batch)
@@ -279,6 +292,7 @@ def _projection_shapes(m: Model) -> dict[str, tuple[int, int]]:
 LORA_PROJECTIONS = ("q", "k", "v", "o", "gate", "up", "down")
 
 
+@serves("8.2.1")
 def lora_adapter_bytes(model: Model, rank: int, projections=("q", "v"), *,
                        n_adapters: int = 1, bytes_per_value: float = 2) -> float:
     """Bytes of LoRA adapters: n x layers x sum over projections of r (d_in + d_out) x bytes (8.2.1).
@@ -299,6 +313,7 @@ def lora_adapter_bytes(model: Model, rank: int, projections=("q", "v"), *,
     return n * m.n_layers * per_layer * b
 
 
+@serves("8.2.1")
 def read_bytes_curve(weight_bytes: float, batches, context_tokens: int,
                      kv_bytes_per_token: float, *, weights_in_hbm: bool = True) -> np.ndarray:
     """HBM bytes read per output token for each batch: D_w / b + L k, or L k alone (8.2.1).
@@ -357,6 +372,7 @@ def crossover_vs_capacity(model: Model, kv_budget_bytes: float, context_tokens: 
             "capacity_limited": fit < crossover}
 
 
+@serves("8.2.1")
 def batch_resident_bytes(model: Model, batch: int, context_tokens: int, *,
                          block_tokens: int = 1, bytes_per_value: float = 2) -> float:
     """Resident weights plus b requests' KV: M_w + b x kv_bytes(L) (8.2.1).
@@ -371,6 +387,7 @@ def batch_resident_bytes(model: Model, batch: int, context_tokens: int, *,
     return m.weight_bytes + b * per_request
 
 
+@serves("8.2.1")
 def decode_step_time_curve(model: Model, hardware: Hardware, batches, context_tokens: int, *,
                            bytes_per_value: float = 2, flops_per_token: float | None = None,
                            weights_in_hbm: bool = True) -> dict:
@@ -385,6 +402,7 @@ def decode_step_time_curve(model: Model, hardware: Hardware, batches, context_to
             "step_s": np.maximum(compute, read)}
 
 
+@serves("8.2.1")
 def compute_catchup_batch(model: Model, hardware: Hardware, context_tokens: int, *,
                           bytes_per_value: float = 2, flops_per_token: float | None = None,
                           weights_in_hbm: bool = True) -> float:
@@ -407,6 +425,7 @@ def compute_catchup_batch(model: Model, hardware: Hardware, context_tokens: int,
     return weights / hw.mem_bw_bytes_per_s / margin_s
 
 
+@serves("8.2.1")
 def compute_bound_context_tokens(model: Model, hardware: Hardware, *, bytes_per_value: float = 2,
                                  flops_per_token: float | None = None) -> float:
     """Context length L* = F beta / (P k) below which a request adds more compute than KV reads.
@@ -421,6 +440,7 @@ def compute_bound_context_tokens(model: Model, hardware: Hardware, *, bytes_per_
     return F * hw.mem_bw_bytes_per_s / (hw.peak_flops_per_s * k)
 
 
+@serves("8.2.1")
 def chapter_batch_sweep() -> list[dict]:
     """The 8.2.1 batch sweep's measured endpoints next to what a request timeline implies.
 
@@ -440,6 +460,7 @@ def chapter_batch_sweep() -> list[dict]:
 
 # --- 8.2.3: chunked prefill -------------------------------------------------------------------
 
+@serves("8.2.3")
 def prefill_chunks(prompt_tokens: int, chunk_tokens: int, history_tokens: int = 0) -> list[tuple]:
     """(new tokens c, cached history h) of each chunk of a prompt split into chunks (8.2.3).
 
@@ -460,6 +481,7 @@ def chunk_pair_series(prompt_tokens: int, chunk_tokens: int, history_tokens: int
                                                                history_tokens)]
 
 
+@serves("8.2.3")
 def chunk_flops_series(model: Model, prompt_tokens: int, chunk_tokens: int,
                        history_tokens: int = 0) -> list[float]:
     """Layer-matrix plus attention FLOPs of each chunk (core.prefill_flops) (8.2.3).
@@ -472,6 +494,7 @@ def chunk_flops_series(model: Model, prompt_tokens: int, chunk_tokens: int,
                                                                history_tokens)]
 
 
+@serves("8.2.3")
 def split_weight_read_bytes(weight_bytes: float, new_tokens: int, chunk_tokens: int) -> float:
     """Weight bytes read when ``new_tokens`` run in chunks: ceil(n / c) x weight bytes (8.2.3).
 
@@ -490,6 +513,7 @@ def _shapes(captured_shapes) -> list[int]:
     return sorted(_counts("captured_shapes", captured_shapes))
 
 
+@serves("8.2.4")
 def padded_rows(rows: int, captured_shapes) -> int:
     """Rows actually executed: the smallest captured graph shape >= rows (8.2.4).
 
@@ -503,6 +527,7 @@ def padded_rows(rows: int, captured_shapes) -> int:
     return r
 
 
+@serves("8.2.4")
 def padding_rows(rows: int, captured_shapes) -> int:
     """Padding rows the graph computes for nothing: padded_rows - rows (15 at 17 rows, 8.2.4)."""
     return padded_rows(rows, captured_shapes) - int(rows)
@@ -524,6 +549,7 @@ def _mixed_round_s(b: int, L: int, c: int, h: int, model: tuple, shapes) -> floa
     return fixed + per_token * executed + per_pair * pairs
 
 
+@serves("8.2.2", "8.2.4")
 def mixed_round_time_s(decode_requests: int, context_tokens: int, new_tokens: int,
                        history_tokens: int = 0, *, fixed_s: float = ch08.ROUND_FIXED_S,
                        per_token_s: float = ch08.ROUND_PER_TOKEN_S,
@@ -544,6 +570,7 @@ def mixed_round_time_s(decode_requests: int, context_tokens: int, new_tokens: in
     return _mixed_round_s(b, L, c, h, model, shapes)
 
 
+@serves("8.2.4")
 def token_budget_for_itl(itl_target_s: float, decode_requests: int, context_tokens: int,
                          history_tokens: int = 0, *, fixed_s: float = ch08.ROUND_FIXED_S,
                          per_token_s: float = ch08.ROUND_PER_TOKEN_S,

@@ -19,6 +19,7 @@ from companion.chapters import ch08
 from companion.formulas.args import model_arg as _model
 from companion.formulas.core import (QUANT_FORMATS, kv_bytes, kv_bytes_per_token, max_concurrent)
 from companion.formulas.kv_management import link_transfer_s
+from companion.serves import serves
 from companion.specs import QWEN3_8B, Model
 
 __all__ = [
@@ -59,6 +60,7 @@ class QuantLayout(NamedTuple):
     metadata_fraction: float  # metadata / group_bytes
 
 
+@serves("8.4.1")
 def quant_group_layout(group_values: int, code_bits: float, metadata_bytes: float) -> QuantLayout:
     """Byte layout of one quantisation group: codes, metadata, average bits per value (8.4.1).
 
@@ -88,6 +90,7 @@ def q2k_file_bytes() -> int:
     return ch08.Q2K_FILE_PAYLOAD_BYTES + ch08.Q2K_FILE_METADATA_BYTES + ch08.Q2K_FILE_HEADER_BYTES
 
 
+@serves("8.4.1")
 def memory_headroom_bytes(mem_bytes: float, reserved_bytes: float, weight_bytes: float,
                           kv_cache_bytes: float = 0.0) -> float:
     """Memory left after a reserve, the weights and some KV: M - reserve - W - KV (8.4.1).
@@ -154,6 +157,7 @@ def _roundf(x: np.ndarray) -> np.ndarray:
     return np.sign(x) * (floored + np.floor(2 * (a - floored)))
 
 
+@serves("8.4.2")
 def encode_q8_0_group(values) -> bytes:
     """GGML q8_0 block of 32 values: 2-byte half scale d = max|x| / 127, then 32 int8 codes
     round(x x (1/d)) (halves away from zero). 34 bytes (8.4.2, Figure 8-23).
@@ -169,12 +173,14 @@ def encode_q8_0_group(values) -> bytes:
     return _half(d) + q.astype(np.int8).tobytes()
 
 
+@serves("8.4.2")
 def decode_q8_0_group(block: bytes) -> np.ndarray:
     """The 32 values a q8_0 block stands for: code x scale (8.4.2)."""
     d, codes = _block_scale_and_codes("q8_0", block)
     return np.frombuffer(codes, dtype=np.int8).astype(float) * d
 
 
+@serves("8.4.2")
 def encode_q4_0_group(values) -> bytes:
     """GGML q4_0 block of 32 values: 2-byte half scale d = m / -8 (m: the value of largest
     magnitude, with its sign; the first one on a tie), then 16 bytes of 4-bit codes
@@ -198,6 +204,7 @@ def encode_q4_0_group(values) -> bytes:
     return _half(d) + packed.tobytes()
 
 
+@serves("8.4.2")
 def decode_q4_0_group(block: bytes) -> np.ndarray:
     """The 32 values a q4_0 block stands for: (code - 8) x scale (8.4.2)."""
     d, codes = _block_scale_and_codes("q4_0", block)
@@ -208,6 +215,7 @@ def decode_q4_0_group(block: bytes) -> np.ndarray:
 
 # --- 8.4.2 compressed KV ---------------------------------------------------------------------
 
+@serves("8.4.2")
 def kv_format_bytes_per_value(model: Model, fmt: str) -> float:
     """Average stored bytes per KV value in ``fmt``, scales included (8.4.2).
 
@@ -222,6 +230,7 @@ def kv_format_bytes_per_value(model: Model, fmt: str) -> float:
     return math.ceil(row / group) * group_bytes / row
 
 
+@serves("8.4.2")
 def kv_quantized_bytes(model: Model, tokens: int, fmt: str, *, block_tokens: int = 16):
     """KV bytes of ``tokens`` tokens stored in ``fmt``, rounded up to whole blocks (8.4.2).
 
@@ -244,6 +253,7 @@ def max_concurrent_kv_format(kv_budget_bytes: float, model: Model, prompt_tokens
                           bytes_per_value=kv_format_bytes_per_value(model, fmt))
 
 
+@serves("8.4.2")
 def compressed_read_saving_s(saved_bytes: float, effective_bytes_per_s: float,
                              conversion_s: float) -> float:
     """Net time a compressed read saves: dT = dD / beta - T_c; negative means it costs (8.4.2).
@@ -257,6 +267,7 @@ def compressed_read_saving_s(saved_bytes: float, effective_bytes_per_s: float,
     return saved / beta - tc
 
 
+@serves("8.4.2")
 def fitted_interval_s(fixed_s: float, per_context_token_s: float, context_tokens: int) -> float:
     """A linear fit of the output interval: a + b L seconds (8.4.2).
 
@@ -269,6 +280,7 @@ def fitted_interval_s(fixed_s: float, per_context_token_s: float, context_tokens
     return a + b * L
 
 
+@serves("8.4.2")
 def interval_crossover_tokens(fixed_a_s: float, per_token_a_s: float, fixed_b_s: float,
                               per_token_b_s: float) -> float:
     """Context length where two linear fits a + b L meet: (a_B - a_A) / (b_A - b_B) (8.4.2).
@@ -287,6 +299,7 @@ def interval_crossover_tokens(fixed_a_s: float, per_token_a_s: float, fixed_b_s:
 
 # --- 8.4.3 weight offload --------------------------------------------------------------------
 
+@serves("8.4.3")
 def ffn_weight_bytes_per_layer(model: Model) -> float:
     """Bytes of one layer's SwiGLU FFN (gate, up, down): 3 x hidden x intermediate x bytes (8.4.3).
 
@@ -305,6 +318,7 @@ class FfnOffload(NamedTuple):
     net_saved_bytes: float   # offloaded - buffers (negative: the buffers cost more than it frees)
 
 
+@serves("8.4.3")
 def ffn_offload(model: Model, every_n_layers: int | None = None, prefetch_buffers: int = 0, *,
                 layers: int | None = None) -> FfnOffload:
     """Accelerator memory freed by offloading FFN weights, net of prefetch buffers (8.4.3).
@@ -340,6 +354,7 @@ class OffloadCopy(NamedTuple):
     copy_hidden: bool      # copy_s <= compute_round_s: prefetch can mask the copy entirely
 
 
+@serves("8.4.3")
 def offload_copy_bound(copy_bytes_per_round: float, link_bytes_per_s: float,
                        compute_round_s: float, *, batch: int = 1, rounds: int = 1) -> OffloadCopy:
     """Per-round lower bound when offloaded weights are copied in every decode round (8.4.3).
@@ -369,6 +384,7 @@ def min_link_bytes_per_s(bytes_per_round: float, rounds: int, budget_s: float) -
     return n * size / budget
 
 
+@serves("8.4.3")
 def compress_then_transfer_s(size_bytes: float, compressed_fraction: float,
                              link_bytes_per_s: float, decompress_bytes_per_s: float | None = None
                              ) -> float:
@@ -385,6 +401,7 @@ def compress_then_transfer_s(size_bytes: float, compressed_fraction: float,
     return transfer + size / v.positive("decompress_bytes_per_s", decompress_bytes_per_s)
 
 
+@serves("8.4.3")
 def min_decompress_bytes_per_s(link_bytes_per_s: float, compressed_fraction: float) -> float:
     """Decompression rate above which compress-then-transfer beats sending raw: B / (1 - r) (8.4.3).
 
@@ -398,6 +415,7 @@ def min_decompress_bytes_per_s(link_bytes_per_s: float, compressed_fraction: flo
 
 # --- 8.4.4 retries ---------------------------------------------------------------------------
 
+@serves("8.4.4")
 def time_to_correct_answer_s(attempt_s, check_s: float = 0.0) -> float:
     """Total time to a correct answer: every attempt (failed ones too) plus each check (8.4.4).
 
@@ -410,6 +428,7 @@ def time_to_correct_answer_s(attempt_s, check_s: float = 0.0) -> float:
     return sum(attempts) + len(attempts) * check
 
 
+@serves("8.4.4")
 def expected_time_to_correct_s(attempt_s: float, success_prob: float,
                                check_s: float = 0.0) -> float:
     """Expected time until an answer passes its check when every attempt (with its check) costs

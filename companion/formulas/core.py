@@ -12,6 +12,7 @@ from typing import NamedTuple
 from companion import validate as v
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
+from companion.serves import serves
 from companion.specs import Hardware, Model
 
 __all__ = [
@@ -33,6 +34,7 @@ def _as_int_if_whole(x: float):
 
 # --- KV sizing (8.1.2, 8.3.1-8.3.2, 17 §4-§5) ----------------------------------------------
 
+@serves("8.1.2", "17.4")
 def kv_bytes_per_token(model: Model, bytes_per_value: float = 2) -> int:
     """KV bytes one token holds in every layer: layers x values per layer x bytes_per_value.
 
@@ -49,6 +51,7 @@ def kv_bytes_per_token(model: Model, bytes_per_value: float = 2) -> int:
     return _as_int_if_whole(m.n_layers * m.kv_values_per_layer * b)
 
 
+@serves("8.3.1")
 def kv_tokens_allocated(tokens: int, block_tokens: int = 16) -> int:
     """Token slots a paged allocator gives ``tokens`` tokens: ceil(tokens / p) x p (8.3.1)."""
     t = v.tokens("tokens", tokens)
@@ -65,6 +68,7 @@ def _held_token_layers(m: Model, tokens: int, block_tokens: int) -> int:
                for w in m.layer_windows)
 
 
+@serves("8.1.2")
 def kv_bytes(model: Model, tokens: int, *, block_tokens: int = 16, bytes_per_value: float = 2):
     """KV bytes for ``tokens`` tokens, rounded up to whole blocks (``block_tokens=1``: no rounding).
 
@@ -91,6 +95,7 @@ def kv_bytes_at_context(model: Model, context_tokens: int, *, bytes_per_value: f
                     bytes_per_value=bytes_per_value)
 
 
+@serves("8.1.2")
 def held_tokens(prompt_tokens: int, output_tokens: int) -> int:
     """Tokens whose KV a request holds once all outputs are generated: prompt + output - 1.
 
@@ -101,6 +106,7 @@ def held_tokens(prompt_tokens: int, output_tokens: int) -> int:
     return p + g - 1
 
 
+@serves("8.1.2", "8.3.2")
 def max_concurrent(kv_budget_bytes: float, model: Model, prompt_tokens: int, output_tokens: int,
                    *, shared_prefix_tokens: int = 0, block_tokens: int = 16,
                    bytes_per_value: float = 2) -> int:
@@ -128,6 +134,7 @@ def max_concurrent(kv_budget_bytes: float, model: Model, prompt_tokens: int, out
 
 # --- read volume and batching (8.2.1) -----------------------------------------------------
 
+@serves("8.2.1")
 def read_bytes_per_output_token(weight_bytes: float, batch: int, context_tokens: int,
                                 kv_bytes_per_token: float) -> float:
     """Bytes read per output token in one decode round: D_w / b + L k (8.2.1, Figure 8-3)."""
@@ -138,6 +145,7 @@ def read_bytes_per_output_token(weight_bytes: float, batch: int, context_tokens:
     return w / b + L * k
 
 
+@serves("8.2.1")
 def kv_crossover_batch(weight_bytes: float, context_tokens: int, kv_bytes_per_token: float) -> int:
     """Smallest batch whose KV reads reach the shared weight read: b_KV = ceil(D_w / (L k)).
 
@@ -157,6 +165,7 @@ def ridge_point(hardware: Hardware) -> float:
     return hw.peak_flops_per_s / hw.mem_bw_bytes_per_s
 
 
+@serves("17.2")
 def attainable_flops(intensity_flop_per_byte: float, hardware: Hardware) -> float:
     """Roofline: min(peak, intensity x bandwidth) in FLOP/s (17 §2)."""
     i = v.positive("intensity_flop_per_byte", intensity_flop_per_byte)
@@ -164,6 +173,7 @@ def attainable_flops(intensity_flop_per_byte: float, hardware: Hardware) -> floa
     return min(hw.peak_flops_per_s, i * hw.mem_bw_bytes_per_s)
 
 
+@serves("8.2.3")
 def attention_pairs(new_tokens: int, history_tokens: int) -> int:
     """Causal query-key pairs of c new tokens on h cached ones: c h + c(c+1)/2 (8.2.3).
 
@@ -174,6 +184,7 @@ def attention_pairs(new_tokens: int, history_tokens: int) -> int:
     return c * h + c * (c + 1) // 2
 
 
+@serves("8.6.3")
 def matrix_flops(model: Model, tokens: int, *, include_lm_head: bool = False) -> float:
     """Matrix FLOPs for ``tokens`` new tokens: 2 x parameters x tokens.
 
@@ -202,6 +213,7 @@ def attention_flops(model: Model, new_tokens: int, history_tokens: int = 0) -> f
     return attention_pairs(new_tokens, history_tokens) * attention_flops_per_pair(model)
 
 
+@serves("8.3.4")
 def prefill_flops(model: Model, new_tokens: int, history_tokens: int = 0) -> float:
     """Prefill FLOPs: layer matrices for the new tokens plus causal attention (8.3.4).
 
@@ -212,6 +224,7 @@ def prefill_flops(model: Model, new_tokens: int, history_tokens: int = 0) -> flo
     return matrix_flops(model, c) + attention_flops(model, c, h)
 
 
+@serves("8.2.1")
 class StepTimeParts(NamedTuple):
     """The two roofline terms of one decode round, seconds (8.2.1)."""
 
@@ -268,6 +281,7 @@ def moe_streamed_weight_bytes(model: Model, batch: int) -> float:
     return _streamed_bytes_at_batch(_model(model), v.count("batch", batch))
 
 
+@serves("8.2.1")
 def flops_per_token_or_default(model: Model, flops_per_token: float | None = None) -> float:
     """F, the FLOPs of one new token: ``flops_per_token`` when given (validated), else one
     token through every read-once matrix, ``matrix_flops(model, 1, include_lm_head=True)``
@@ -278,6 +292,7 @@ def flops_per_token_or_default(model: Model, flops_per_token: float | None = Non
     return v.positive("flops_per_token", flops_per_token)
 
 
+@serves("8.2.1")
 def decode_step_parts(model: Model, hardware: Hardware, batch: int, context_tokens: int, *,
                       bytes_per_value: float = 2, flops_per_token: float | None = None,
                       weights_in_hbm: bool = True) -> StepTimeParts:
@@ -302,6 +317,7 @@ def decode_step_parts(model: Model, hardware: Hardware, batch: int, context_toke
                          read_s=(weights + b * kv) / hw.mem_bw_bytes_per_s)
 
 
+@serves("8.2.1")
 def decode_step_time(model: Model, hardware: Hardware, batch: int, context_tokens: int, *,
                      bytes_per_value: float = 2, flops_per_token: float | None = None) -> float:
     """Roofline lower bound of one decode round: max(b F / P, (D_w + b L k) / beta) seconds (8.2.1).
@@ -313,16 +329,19 @@ def decode_step_time(model: Model, hardware: Hardware, batch: int, context_token
                              flops_per_token=flops_per_token).step_s
 
 
+@serves("8.6.3", "17.9")
 def mbu(bytes_per_s: float, hardware: Hardware) -> float:
     """Model bandwidth utilisation: achieved bytes/s over peak bandwidth (17 §9, 8.6.3)."""
     return v.nonnegative("bytes_per_s", bytes_per_s) / _hardware(hardware).mem_bw_bytes_per_s
 
 
+@serves("8.6.3", "17.9")
 def mfu(flops_per_s: float, hardware: Hardware) -> float:
     """Model FLOPs utilisation: achieved model FLOP/s over dense peak (17 §9, 8.6.3)."""
     return v.nonnegative("flops_per_s", flops_per_s) / _hardware(hardware).peak_flops_per_s
 
 
+@serves("8.5.2", "8.6.3")
 def time_at_mfu(flops: float, hardware: Hardware, efficiency: float) -> float:
     """Compute time: FLOPs / (dense peak x efficiency) seconds (8.5.2, 8.6.3).
 
@@ -335,6 +354,7 @@ def time_at_mfu(flops: float, hardware: Hardware, efficiency: float) -> float:
     return f / (hw.peak_flops_per_s * e)
 
 
+@serves("8.3.4", "8.6.3")
 def measured_prefill_mfu(model: Model, hardware: Hardware, batch: int, new_tokens: int,
                          history_tokens: int, prefill_s: float) -> float:
     """MFU of a measured prefill: b x prefill FLOPs / time / peak (8.6.3, 8.3.4).
@@ -377,6 +397,7 @@ def bits_per_value(fmt: str) -> float:
 
 # --- speculative decoding (8.5.2, 8.5.4, 17 §10) -------------------------------------------
 
+@serves("8.5.2", "17.10")
 def speculative_expected_tokens(acceptance, draft_len: int | None = None) -> float:
     """Expected tokens per verification round: 1 + sum_{j<=m} prod_{i<=j} a_i.
 
@@ -400,6 +421,7 @@ def speculative_expected_tokens(acceptance, draft_len: int | None = None) -> flo
 
 # --- scheduling, parallelism, Amdahl, cache value --------------------------------------------
 
+@serves("17.7")
 def pipeline_bubble(stages: int, microbatches: int) -> float:
     """Idle fraction of a pipeline: (p - 1) / (m + p - 1) (15.8% at p=4, m=16; 17 §7)."""
     p = v.count("stages", stages)
@@ -407,6 +429,7 @@ def pipeline_bubble(stages: int, microbatches: int) -> float:
     return (p - 1) / (m + p - 1)
 
 
+@serves("17.6")
 def static_batch_utilization(output_lengths) -> float:
     """Useful fraction of slot-steps in a static batch: sum(lengths) / (n x max) (56%, 17 §6)."""
     seq = v.sequence("output_lengths", output_lengths)
@@ -417,6 +440,7 @@ def static_batch_utilization(output_lengths) -> float:
     return sum(lengths) / (len(lengths) * longest)
 
 
+@serves("8.6.3")
 def amdahl_speedup(fraction: float, factor: float) -> float:
     """Whole-task speedup when a stage taking ``fraction`` of the time runs ``factor`` x faster.
 
@@ -427,6 +451,7 @@ def amdahl_speedup(fraction: float, factor: float) -> float:
     return 1.0 / ((1.0 - f) + f / s)
 
 
+@serves("8.3.4")
 def cache_retention_value(hit_prob: float, recompute_s: float, fetch_s: float,
                           maintain_s: float) -> float:
     """Expected net time saved by keeping a prefix: V_h = p_h (T_r - T_f) - T_m (8.3.4)."""

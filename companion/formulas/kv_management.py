@@ -17,6 +17,7 @@ from companion.formulas.core import (cache_retention_value, held_tokens, measure
                                      kv_bytes, kv_bytes_at_context, kv_bytes_per_token,
                                      kv_tokens_allocated,
                                      prefill_flops)
+from companion.serves import serves
 from companion.specs import QWEN3_8B, RTX_PRO_6000, Hardware, Model
 
 __all__ = [
@@ -43,6 +44,7 @@ def _token_list(name: str, values, *, min_len: int = 1) -> list[int]:
 
 # --- 8.3.1 paged allocation -----------------------------------------------------------------
 
+@serves("8.3.1")
 def kv_blocks_needed(tokens: int, block_tokens: int = 16) -> int:
     """Blocks (= block-table entries) a sequence of L tokens needs: ceil(L / p) (8.3.1).
 
@@ -53,6 +55,7 @@ def kv_blocks_needed(tokens: int, block_tokens: int = 16) -> int:
     return kv_tokens_allocated(t, p) // p
 
 
+@serves("8.3.1")
 def kv_tail_waste_tokens(tokens: int, block_tokens: int = 16) -> int:
     """Unused slots in a sequence's last block: p ceil(L / p) - L, always < p (8.3.1).
 
@@ -77,6 +80,7 @@ class PagedAllocation(NamedTuple):
     reserved_unused_tokens: int | None
 
 
+@serves("8.3.1")
 def paged_allocation(lengths, block_tokens: int = 16, *, max_tokens: int | None = None
                      ) -> PagedAllocation:
     """Blocks, allocated slots, tail waste and table entries of paging ``lengths`` (8.3.1).
@@ -107,6 +111,7 @@ def paged_allocation(lengths, block_tokens: int = 16, *, max_tokens: int | None 
         reserved_unused_tokens=None if reserved is None else reserved - stored)
 
 
+@serves("8.3.1")
 def shared_prefix_blocks_saved(prefix_tokens: int, sharers: int, block_tokens: int = 16) -> int:
     """Physical blocks saved when ``sharers`` sequences share an identical prefix (8.3.1).
 
@@ -130,6 +135,7 @@ class BranchSharing(NamedTuple):
     saved_fraction: float    # saved / references
 
 
+@serves("8.3.2")
 def branch_block_sharing(branches: int, shared_blocks: int, private_blocks: int) -> BranchSharing:
     """References vs physical blocks when n branches share s prefix blocks and own q each (8.3.2).
 
@@ -146,6 +152,7 @@ def branch_block_sharing(branches: int, shared_blocks: int, private_blocks: int)
                          saved_fraction=(refs - physical) / refs if refs else 0.0)
 
 
+@serves("8.3.2")
 def prefix_shared_kv_bytes(model: Model, requests: int, prompt_tokens: int, output_tokens: int,
                            *, shared_prefix_tokens: int = 0, block_tokens: int = 16,
                            bytes_per_value: float = 2):
@@ -174,6 +181,7 @@ class CopyOnWrite(NamedTuple):
     copied_tokens: int        # block_copies x partial_tail_tokens
 
 
+@serves("8.3.2")
 def copy_on_write(shared_tokens: int, branches: int, block_tokens: int = 16) -> CopyOnWrite:
     """Copies made when n branches start writing after ``shared_tokens`` common tokens (8.3.2).
 
@@ -193,6 +201,7 @@ def copy_on_write(shared_tokens: int, branches: int, block_tokens: int = 16) -> 
 
 # --- 8.3.3 prefix reuse and hybrid-state snapshots -------------------------------------------
 
+@serves("8.3.3")
 def reusable_prefix_tokens(cached_sequence, new_sequence, *, block_tokens: int = 1) -> int:
     """Tokens of ``new_sequence`` whose cached KV can be reused: its common prefix with the cache.
 
@@ -217,6 +226,7 @@ class RestorePoint(NamedTuple):
     recompute_tokens: int   # matched - restore_from
 
 
+@serves("8.3.3")
 def hybrid_restore_point(matched_tokens: int, snapshot_positions) -> RestorePoint:
     """Where a hybrid (full + recurrent) model restores a matched prefix, and what it recomputes.
 
@@ -231,6 +241,7 @@ def hybrid_restore_point(matched_tokens: int, snapshot_positions) -> RestorePoin
     return RestorePoint(restore_from=start, recompute_tokens=matched - start)
 
 
+@serves("8.3.3")
 def snapshot_storage_bytes(snapshot_bytes: float, snapshots: int) -> float:
     """State kept for ``snapshots`` recurrent-state snapshots of ``snapshot_bytes`` each (8.3.3).
 
@@ -241,6 +252,7 @@ def snapshot_storage_bytes(snapshot_bytes: float, snapshots: int) -> float:
     return n * size
 
 
+@serves("8.3.3")
 def long_term_cache_fraction(local_state_share: float, global_kv_fraction: float) -> float:
     """Long-term cache volume relative to before: (1 - local share) x global compression (8.3.3).
 
@@ -252,6 +264,7 @@ def long_term_cache_fraction(local_state_share: float, global_kv_fraction: float
     return (1.0 - share) * frac
 
 
+@serves("8.3.3")
 def decode_kv_read_bytes(model: Model, context_tokens: int, output_tokens: int, *,
                          bytes_per_value: float = 2) -> float:
     """KV bytes the next ``output_tokens`` decode steps read after a context of L tokens (8.3.3).
@@ -277,6 +290,7 @@ def _as_whole(x: float):
     return int(round(x)) if abs(x - round(x)) < 1e-6 else x
 
 
+@serves("8.3.3")
 class SwaRestore(NamedTuple):
     """What a CED model (encoder and decoder with sliding-window state) recomputes to continue
     a cached prefix (8.3.3): tokens through the encoder (replayed prefix + new suffix), tokens
@@ -290,6 +304,7 @@ class SwaRestore(NamedTuple):
     decoder_state_approximate: bool
 
 
+@serves("8.3.3")
 def swa_restore_plan(prefix_tokens: int, suffix_tokens: int, *, global_kv_hit: bool,
                      encoder_swa_hit: bool,
                      window_tokens: int = ch08.DEEPSEEK_REPLAY_WINDOW_TOKENS) -> SwaRestore:
@@ -328,6 +343,7 @@ def swa_restore_plan(prefix_tokens: int, suffix_tokens: int, *, global_kv_hit: b
     )
 
 
+@serves("8.3.3")
 def stacked_window_reach_tokens(layers: int,
                                 window_tokens: int = ch08.DEEPSEEK_REPLAY_WINDOW_TOKENS) -> int:
     """Earlier tokens that the top of ``layers`` stacked sliding-window layers still depends on.
@@ -345,6 +361,7 @@ def stacked_window_reach_tokens(layers: int,
 
 # --- 8.3.4 retention economics ---------------------------------------------------------------
 
+@serves("8.3.4", "8.4.3")
 def link_transfer_s(size_bytes: float, link_bytes_per_s: float) -> float:
     """Lower bound of moving ``size_bytes`` over a link at its nominal rate: S / B (8.3.4, 8.4.3).
 
@@ -355,6 +372,7 @@ def link_transfer_s(size_bytes: float, link_bytes_per_s: float) -> float:
     return size / bw
 
 
+@serves("8.3.4")
 def prefix_recompute_s(model: Model, hardware: Hardware, prefix_tokens: int, efficiency: float,
                        *, history_tokens: int = 0) -> float:
     """Seconds to recompute a prefix by prefill: prefill FLOPs / (efficiency x peak) (8.3.4).
@@ -370,6 +388,7 @@ def prefix_recompute_s(model: Model, hardware: Hardware, prefix_tokens: int, eff
     return prefill_flops(m, n, h) / (eff * hw.peak_flops_per_s)
 
 
+@serves("8.3.4")
 def retention_break_even_hit_prob(recompute_s: float, fetch_s: float, maintain_s: float, *,
                                   target_value_s: float = 0.0) -> float:
     """Hit probability at which keeping a prefix is worth ``target_value_s``: (V + T_m)/(T_r - T_f).
@@ -400,6 +419,7 @@ class PrefixRetention(NamedTuple):
     value_s_per_byte: float    # V_h / kv_bytes, to rank prefixes of different sizes
 
 
+@serves("8.3.4")
 def prefix_retention(model: Model, hardware: Hardware, prefix_tokens: int, *, hit_prob: float,
                      efficiency: float, link_bytes_per_s: float | None = None,
                      maintain_transfers: float = 1.0, block_tokens: int = 16,
@@ -437,6 +457,7 @@ class CacheReplay(NamedTuple):
     hit_ratio: float         # hit / input
 
 
+@serves("8.3.4")
 def cache_replay_hits(input_tokens: int, hit_tokens: int) -> CacheReplay:
     """Tokens a replay must still prefill, and its hit ratio, from its input and hit counts (8.3.4).
 

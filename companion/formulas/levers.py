@@ -22,6 +22,7 @@ from companion.formulas.performance import (
     chunked_prefill_trade, decode_intensity, decode_time_split, kv_weight_crossover_tokens,
     memory_sweep_s, paged_batch_gain, prefill_compute_s, quantization_ceiling, roofline_point,
     tp_kv_capacity)
+from companion.serves import serves
 from companion.specs import LLAMA_70B, Hardware, Model
 
 __all__ = ["levers_table", "mechanism_lever_map", "cheat_sheet"]
@@ -39,6 +40,7 @@ def _smallest_layout(model: Model, hardware: Hardware, reserve_bytes: float):
         return None
 
 
+@serves("17.10")
 def levers_table(model: Model, hardware: Hardware, *, large_model: Model = LLAMA_70B,
                  tp: int = ch17.TP) -> list[dict]:
     """The levers, indexed by symptom, with the quantity each changes and its arithmetic for this
@@ -132,6 +134,7 @@ def mechanism_lever_map() -> list[dict]:
     ]
 
 
+@serves("17.10")
 def cheat_sheet(model: Model, hardware: Hardware, *,
                 context_tokens: int = ch17.LONG_CONTEXT_TOKENS,
                 prompt_tokens: int = ch17.PROMPT_TOKENS,

@@ -29,6 +29,7 @@ from companion import validate as v
 from companion.formulas.args import model_arg as _model
 from companion.formulas.core import (expected_experts_touched, kv_bytes_at_context,
                                      moe_streamed_weight_bytes)
+from companion.serves import serves
 from companion.specs import Model
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
 ]
 
 
+@serves("8.2.1")
 def moe_weight_read_per_token(model: Model, batch: int) -> float:
     """Weight bytes read per output token in one decode step: D_w(b) / b (8.2.1 for an MoE).
 
@@ -73,12 +75,14 @@ def active_params(model: Model) -> float:
     return _model(model).active_params
 
 
+@serves("8.2.1")
 def decode_flops_per_token(model: Model) -> float:
     """Matrix FLOPs of one new token through every read-once matrix: 2 x active streamed
     params (the F of 8.2.1's roofline; for an MoE only the k chosen experts compute)."""
     return 2.0 * _model(model).active_streamed_params
 
 
+@serves("8.2.1")
 def moe_kv_crossover_batch(model: Model, context_tokens: int, *, bytes_per_value: float = 2) -> int:
     """Smallest batch whose KV reads reach the weight reads they share: D_w(b) <= b KV(L).
 

@@ -21,6 +21,7 @@ from companion.formulas.args import model_arg as _model
 from companion.formulas.core import (kv_bytes, kv_bytes_per_token, matrix_flops,
                                      moe_streamed_weight_bytes, pipeline_bubble)
 from companion.formulas.performance import prefill_compute_s, tp_kv_capacity
+from companion.serves import serves
 from companion.specs import LLAMA_8B, LLAMA_70B, LLAMA_405B, Hardware, Model
 
 __all__ = [
@@ -44,6 +45,7 @@ def _hidden(model: Model) -> int:
 
 # --- §7 tensor parallelism -------------------------------------------------------------------
 
+@serves("17.7")
 def tp_allreduce_traffic(model: Model, tp: int, *, bytes_per_value: float = 2) -> dict:
     """Per-token TP all-reduce traffic of one GPU in decode (17 §7).
 
@@ -60,6 +62,7 @@ def tp_allreduce_traffic(model: Model, tp: int, *, bytes_per_value: float = 2) -
                 bytes_per_token=collectives * ring)
 
 
+@serves("17.7")
 def tp_decode_step(model: Model, hardware: Hardware, tp: int, *,
                    collective_latency_s: float = ch17.COLLECTIVE_LATENCY_NVLINK_S,
                    link_bytes_per_s: float | None = None, batch: int = 1,
@@ -125,6 +128,7 @@ def tp_layout_rows(model, hardware, *, degrees=(1, 2, 4, 8), batch: int = 1,
 
 # --- §7 pipeline parallelism -----------------------------------------------------------------
 
+@serves("17.7")
 def pp_stages(model: Model, stages: int, microbatches: int, *, bytes_per_value: float = 2) -> dict:
     """Pipeline layout: layers per stage, boundaries, per-token handoff bytes, bubble (17 §7).
 
@@ -176,6 +180,7 @@ def pipeline_grid(stages: int, microbatches: int) -> dict:
 
 # --- §7 placement ----------------------------------------------------------------------------
 
+@serves("17.7")
 def weights_per_gpu_bytes(model: Model, tp: int, pp: int = 1) -> float:
     """Weight bytes each GPU holds when split over tp x pp GPUs: weights / (tp x pp) (17 §7).
 
@@ -187,6 +192,7 @@ def weights_per_gpu_bytes(model: Model, tp: int, pp: int = 1) -> float:
     return m.weight_bytes / (t * p)
 
 
+@serves("17.7")
 def layout_candidates(gpus_per_node: int = 8, max_pp: int = 16) -> list[tuple[int, int]]:
     """(tp, pp) layouts in the order the chapter's placement rule tries them (17 §7).
 
@@ -204,6 +210,7 @@ def layout_candidates(gpus_per_node: int = 8, max_pp: int = 16) -> list[tuple[in
     return layouts + [(widest, pp) for pp in range(2, top + 1)]
 
 
+@serves("17.7")
 def parallel_layout(model: Model, hardware: Hardware, *,
                     reserve_bytes: float = ch17.RUNTIME_RESERVE_BYTES, gpus_per_node: int = 8,
                     max_nodes: int = 16, min_kv_bytes_per_gpu: float = 0.0) -> dict:
@@ -261,6 +268,7 @@ def placement_candidates(model, *, gpus_per_node: int = 8, max_pp: int = 4) -> l
 
 # --- §8 disaggregated serving ----------------------------------------------------------------
 
+@serves("17.8")
 def disaggregated_pools(request_rate_per_s: float, mean_prompt_tokens: float,
                         mean_output_tokens: float, *,
                         prefill_tok_per_s_per_group: float = ch17.PREFILL_TOK_PER_S_PER_GROUP,
@@ -286,6 +294,7 @@ def disaggregated_pools(request_rate_per_s: float, mean_prompt_tokens: float,
                 prefill_to_decode=prefill_groups / decode_groups)
 
 
+@serves("17.8")
 def kv_transfer_s(model: Model, context_tokens: int, link_bytes_per_s: float, *,
                   bytes_per_value: float = 2) -> float:
     """Seconds to ship one sequence's KV from the prefill to the decode pool (17 §8).
@@ -298,6 +307,7 @@ def kv_transfer_s(model: Model, context_tokens: int, link_bytes_per_s: float, *,
     return kv_bytes(m, L, block_tokens=1, bytes_per_value=bytes_per_value) / link
 
 
+@serves("17.8")
 def kv_routing_ttft(model: Model, hardware: Hardware, turn: int, *,
                     first_turn_tokens: int = ch17.AGENT_FIRST_TURN_TOKENS,
                     tokens_per_turn: int = ch17.AGENT_TOKENS_PER_TURN,
@@ -329,6 +339,7 @@ def _positive_values(name: str, value):
     return v.column(name, value, positive=True)
 
 
+@serves("17.8")
 def routed_mean_ttft_s(cold_s, warm_s, warm_share: float):
     """Mean TTFT when a router lands ``warm_share`` of turns on the worker holding the prefix.
 
@@ -344,6 +355,7 @@ def routed_mean_ttft_s(cold_s, warm_s, warm_share: float):
 
 # --- interview: what batch size should we run? -----------------------------------------------
 
+@serves("17.5", "17.11")
 def itl_batch_ceiling(model: Model, hardware: Hardware, itl_target_s: float,
                       context_tokens: int, *, tp: int = 1, max_batch: int = 1 << 20) -> int:
     """Largest batch whose decode step (``tp_decode_step``: reads + TP collectives) stays within
@@ -371,6 +383,7 @@ def itl_batch_ceiling(model: Model, hardware: Hardware, itl_target_s: float,
     return lo
 
 
+@serves("17.5", "17.11")
 def batch_window(model: Model, hardware: Hardware, *, tp: int = 1,
                  live_tokens: int = ch17.CHAT_LIVE_TOKENS,
                  reservation_tokens: int = ch17.LONG_CONTEXT_TOKENS,

@@ -27,6 +27,7 @@ from companion.formulas.core import (attainable_flops, attention_flops_per_pair,
                                      mbu, mfu, moe_streamed_weight_bytes,
                                      read_bytes_per_output_token, ridge_point,
                                      static_batch_utilization, time_at_mfu)
+from companion.serves import serves
 from companion.specs import H100_SXM, LLAMA_8B, Hardware, Model
 from companion.units import KiB
 
@@ -80,6 +81,7 @@ def _at_precision(model: Model, bytes_per_param) -> Model:
 
 # --- §1 the memory hierarchy -----------------------------------------------------------------
 
+@serves("17.1")
 def memory_pyramid(hardware: Hardware) -> list[dict]:
     """Rows of the memory pyramid (re-derived: the table is not printed in our copy of 17 §1).
 
@@ -130,6 +132,7 @@ def memory_pyramid(hardware: Hardware) -> list[dict]:
     return rows
 
 
+@serves("17.1")
 def bandwidth_ratios(hardware: Hardware) -> dict:
     """HBM/NVLink, NVLink/PCIe and HBM/PCIe bandwidth ratios (3.7x, 14x on the H100 SXM, 17 §1)."""
     hw = _hardware(hardware)
@@ -141,6 +144,7 @@ def bandwidth_ratios(hardware: Hardware) -> dict:
                 hbm_over_pcie=hw.mem_bw_bytes_per_s / hw.host_link_bytes_per_s)
 
 
+@serves("17.1")
 def memory_sweep_s(hardware: Hardware, sweep_bytes: float | None = None) -> float:
     """Seconds to read ``sweep_bytes`` (default: all of HBM) once: bytes / bandwidth.
 
@@ -167,6 +171,7 @@ def _pass_intensity(model: Model, tokens: int, kv_tokens: int, kv_bytes_per_valu
     return flops / read
 
 
+@serves("17.2", "17.10")
 def decode_intensity(model: Model, batch: int = 1, context_tokens: int = 0, *,
                      bytes_per_param: float | None = None, kv_bytes_per_value: float = 2) -> float:
     """Decode arithmetic intensity, FLOP per byte: B x 2P / (P x bytes_per_param + B x L x k).
@@ -181,6 +186,7 @@ def decode_intensity(model: Model, batch: int = 1, context_tokens: int = 0, *,
     return _pass_intensity(m, b, L, kv_bytes_per_value)
 
 
+@serves("17.2")
 def decode_ridge_batch(model: Model, hardware: Hardware, *,
                        bytes_per_param: float | None = None) -> float:
     """Decode batch (weights only, no KV) whose intensity reaches the card's ridge (17 §2).
@@ -208,6 +214,7 @@ def decode_ridge_batch(model: Model, hardware: Hardware, *,
     return float(lo)
 
 
+@serves("17.2")
 def prefill_intensity(model: Model, prompt_tokens: int, *,
                       bytes_per_param: float | None = None) -> float:
     """Prefill intensity, FLOP per byte: 2P x n / (P x bytes_per_param) = n in BF16 (17 §2).
@@ -220,6 +227,7 @@ def prefill_intensity(model: Model, prompt_tokens: int, *,
     return _pass_intensity(m, n, 0, 2)
 
 
+@serves("17.2")
 def roofline_point(intensity_flop_per_byte: float, hardware: Hardware) -> dict:
     """Where an intensity lands on the roofline: attainable FLOP/s, fraction of peak, which roof.
 
@@ -234,6 +242,7 @@ def roofline_point(intensity_flop_per_byte: float, hardware: Hardware) -> dict:
                 bound="memory" if i < ridge_point(hw) else "compute")
 
 
+@serves("17.2")
 def roofline_points(model: Model, hardware: Hardware, *, batch: int = 64,
                     context_tokens: int = ch17.CHAT_LIVE_TOKENS,
                     prompt_tokens: int = ch17.PROMPT_TOKENS,
@@ -257,6 +266,7 @@ def roofline_points(model: Model, hardware: Hardware, *, batch: int = 64,
     return [dict(label=label, **roofline_point(i, hw)) for label, i in points]
 
 
+@serves("17.2", "17.10")
 def decode_time_split(model: Model, hardware: Hardware, *,
                       bytes_per_param: float | None = None) -> dict:
     """Batch-1 decode in the time domain: weight-stream time, compute time, their ratio, tok/s.
@@ -275,6 +285,7 @@ def decode_time_split(model: Model, hardware: Hardware, *,
 
 # --- §3 prefill and decode are two machines --------------------------------------------------
 
+@serves("17.2", "17.3")
 def prefill_compute_s(model: Model, hardware: Hardware, prompt_tokens: int, *,
                       efficiency: float = ch17.PREFILL_EFFICIENCY) -> float:
     """Prefill seconds: 2 x params x n / (efficiency x peak), attention ignored as in 17 §2.
@@ -289,6 +300,7 @@ def prefill_compute_s(model: Model, hardware: Hardware, prompt_tokens: int, *,
     return matrix_flops(m, n) / (e * hw.peak_flops_per_s)
 
 
+@serves("17.3")
 def request_budget(ttft_s: float, output_tokens: int, itl_s: float) -> dict:
     """A request's wall clock: TTFT + output x ITL, and the share each phase takes (17 §3).
 
@@ -305,6 +317,7 @@ def request_budget(ttft_s: float, output_tokens: int, itl_s: float) -> dict:
                 prefill_share=ttft / total)
 
 
+@serves("17.3")
 def head_of_line_stall(model: Model, hardware: Hardware, prompt_tokens: int, step_s: float, *,
                        efficiency: float = ch17.PREFILL_EFFICIENCY) -> dict:
     """What one unchunked prefill does to in-flight decodes: stall time and worst ITL / step.
@@ -321,6 +334,7 @@ def head_of_line_stall(model: Model, hardware: Hardware, prompt_tokens: int, ste
 
 # --- §4 the KV cache, sized honestly ---------------------------------------------------------
 
+@serves("17.4")
 def kv_by_context(model: Model, context_tokens=ch17.KV_TABLE_CONTEXTS,
                   hardware: Hardware | None = None, *, bytes_per_value: float = 2) -> list[dict]:
     """KV bytes of one sequence at each context length (re-derived: 17 §4's table is not printed).
@@ -353,6 +367,7 @@ def _sequences_that_fit(kv_budget_bytes: float, model: Model, context_tokens: in
                           bytes_per_value=bytes_per_value)
 
 
+@serves("17.4")
 def attention_variants(model: Model, *, context_tokens: int = ch17.LONG_CONTEXT_TOKENS,
                        cache_bytes: float = ch17.CACHE_BYTES,
                        bytes_per_value: float = 2) -> list[dict]:
@@ -379,6 +394,7 @@ def attention_variants(model: Model, *, context_tokens: int = ch17.LONG_CONTEXT_
     return rows
 
 
+@serves("17.4")
 def tp_kv_capacity(model: Model, hardware: Hardware, *, tp: int = 1,
                    context_tokens: int = ch17.LONG_CONTEXT_TOKENS,
                    reserve_bytes: float = ch17.RUNTIME_RESERVE_BYTES,
@@ -409,6 +425,7 @@ def tp_kv_capacity(model: Model, hardware: Hardware, *, tp: int = 1,
                 max_sequences=_sequences_that_fit(aggregate, m, L, bytes_per_value))
 
 
+@serves("17.4")
 def decode_vs_context(model: Model, hardware: Hardware, context_tokens: int, *, batch: int = 1,
                       bytes_per_param: float | None = None, kv_bytes_per_value: float = 2) -> dict:
     """One decode step as the context grows: (weights + live KV) / bandwidth, and tok/s (17 §4).
@@ -429,6 +446,7 @@ def decode_vs_context(model: Model, hardware: Hardware, context_tokens: int, *, 
                 tokens_per_s=b / step, tokens_per_s_per_sequence=1.0 / step)
 
 
+@serves("17.4")
 def kv_weight_crossover_tokens(model: Model, *, batch: int = 1,
                                bytes_per_value: float = 2) -> float:
     """Context where a batch's KV stream equals the weight stream: D_w / (batch x k) tokens.
@@ -443,6 +461,7 @@ def kv_weight_crossover_tokens(model: Model, *, batch: int = 1,
 
 # --- §5 PagedAttention -----------------------------------------------------------------------
 
+@serves("17.5")
 def reservation_waste(model: Model, used_tokens: int, *,
                       max_len_tokens: int = ch17.MAX_LEN_TOKENS,
                       bytes_per_value: float = 2) -> dict:
@@ -461,6 +480,7 @@ def reservation_waste(model: Model, used_tokens: int, *,
                 wasted_fraction=1.0 - used_bytes / reserved)
 
 
+@serves("17.5")
 def block_fill(tokens: int, block_tokens: int = 16) -> dict:
     """A sequence's block table: blocks held, tokens in the last block, empty slots (17 §5).
 
@@ -473,6 +493,7 @@ def block_fill(tokens: int, block_tokens: int = 16) -> dict:
     return dict(blocks=blocks, last_block_tokens=last, empty_slots=p - last)
 
 
+@serves("17.5")
 def paged_worst_waste(model: Model, block_tokens: int = 16, *,
                       bytes_per_value: float = 2) -> dict:
     """Worst-case paged waste of one sequence: a last block holding one token, block - 1 slots.
@@ -486,6 +507,7 @@ def paged_worst_waste(model: Model, block_tokens: int = 16, *,
     return dict(tokens=slots, bytes=slots * kv_bytes_per_token(m, bytes_per_value))
 
 
+@serves("17.5")
 def prefix_sharing_bytes(model: Model, users: int, prefix_tokens: int, *,
                          bytes_per_value: float = 2) -> dict:
     """KV of one shared prefix held per user versus once (17 §5).
@@ -510,6 +532,7 @@ def _batch_row(model: Model, hardware: Hardware, batch: int, live_tokens: int,
                 tokens_per_s=step["tokens_per_s"])
 
 
+@serves("17.4", "17.5")
 def paged_batch_gain(model: Model, hardware: Hardware, *,
                      live_tokens: int = ch17.CHAT_LIVE_TOKENS,
                      reservation_tokens: int = ch17.LONG_CONTEXT_TOKENS, block_tokens: int = 16,
@@ -552,6 +575,7 @@ def paged_batch_gain(model: Model, hardware: Hardware, *,
                                  if naive["batch"] else math.inf))
 
 
+@serves("17.5")
 def decode_throughput_ceiling(model: Model, hardware: Hardware, *,
                               live_tokens: int = ch17.CHAT_LIVE_TOKENS, batch=None,
                               kv_bytes_per_value: float = 2) -> dict:
@@ -585,6 +609,7 @@ def decode_throughput_ceiling(model: Model, hardware: Hardware, *,
 
 # --- §6 batching strategies ------------------------------------------------------------------
 
+@serves("17.6")
 def static_batch_slot_steps(output_lengths) -> dict:
     """Slot-steps a static batch runs (n x longest) and uses (sum of lengths) (17 §6).
 
@@ -596,6 +621,7 @@ def static_batch_slot_steps(output_lengths) -> dict:
     return dict(run=run, useful=sum(lengths), utilization=utilization)
 
 
+@serves("17.6")
 def chunked_prefill_trade(model: Model, hardware: Hardware, prompt_tokens: int,
                           chunk_tokens: int, decode_step_s: float, *,
                           efficiency: float = ch17.PREFILL_EFFICIENCY) -> dict:
@@ -647,6 +673,7 @@ def chunk_trade_sweep(prompt_tokens: int, decode_step_s: float, *,
             "dedicated_s": rows[0]["dedicated_s"]}
 
 
+@serves("17.5")
 def decode_batch_for_step(model: Model, hardware: Hardware, decode_step_s: float, *,
                           live_tokens: int = ch17.CHAT_LIVE_TOKENS,
                           bytes_per_value: float = 2) -> int:
@@ -687,6 +714,7 @@ def fused_chunk_sweep(prompt_tokens: int, *, decode_batch: int, decode_context_t
 _STATIC_EXAMPLE = (100, 200, 300, 400, 500, 600, 700, 800)   # 17 §6's output lengths
 
 
+@serves("17.5", "17.6")
 def batching_decision_table(model: Model = LLAMA_8B, hardware: Hardware = H100_SXM, *,
                             output_lengths=_STATIC_EXAMPLE,
                             prompt_tokens: int = ch17.LONG_CONTEXT_TOKENS,
@@ -755,6 +783,7 @@ def batching_decision_table(model: Model = LLAMA_8B, hardware: Hardware = H100_S
 # engine runs the batch's decode tokens and the chunk as one forward pass, so the weights are
 # read once, and the pass costs the roofline's max over everything it reads and computes.
 
+@serves("17.6")
 def fused_step_parts(model: Model, hardware: Hardware, *, chunk_tokens: int = 0,
                      history_tokens: int = 0, decode_batch: int = 0,
                      decode_context_tokens: int = 0,
@@ -805,6 +834,7 @@ def fused_ridge_tokens(model: Model, hardware: Hardware, *,
             / (hw.mem_bw_bytes_per_s * matrix_flops(m, 1)))
 
 
+@serves("17.6")
 def fused_chunked_prefill(model: Model, hardware: Hardware, prompt_tokens: int,
                           chunk_tokens: int, *, decode_batch: int, decode_context_tokens: int,
                           efficiency: float = ch17.PREFILL_EFFICIENCY, attention: bool = True,
@@ -843,6 +873,7 @@ def fused_chunked_prefill(model: Model, hardware: Hardware, prompt_tokens: int,
 
 # --- §9 measuring it -------------------------------------------------------------------------
 
+@serves("17.9")
 def sm_share(active_sms: int, hardware: Hardware) -> float:
     """Upper bound on compute in use when ``active_sms`` SMs are busy: active / SM count (17 §9).
 
@@ -857,6 +888,7 @@ def sm_share(active_sms: int, hardware: Hardware) -> float:
     return a / hw.sm_count
 
 
+@serves("17.9")
 def decode_utilization(model: Model, hardware: Hardware, tokens_per_s: float, *,
                        batch: int = 1, context_tokens: int = 0,
                        bytes_per_param: float | None = None) -> dict:
@@ -879,6 +911,7 @@ def decode_utilization(model: Model, hardware: Hardware, tokens_per_s: float, *,
                 mfu=mfu(flops_per_s, hw), headroom=1.0 / util_b)
 
 
+@serves("17.9")
 def prefill_utilization(model: Model, hardware: Hardware, prompt_tokens_per_s: float) -> dict:
     """MFU of a measured prefill rate: tok/s x 2P / peak (17 §9: 20,000 tok/s -> 3.2e14, 32%)."""
     m = _model(model)
@@ -890,6 +923,7 @@ def prefill_utilization(model: Model, hardware: Hardware, prompt_tokens_per_s: f
 
 # --- §10 the levers --------------------------------------------------------------------------
 
+@serves("17.10")
 def quantization_ceiling(model: Model, hardware: Hardware, bytes_per_param: float = 1) -> dict:
     """Batch-1 decode ceiling with weights stored at ``bytes_per_param`` versus as preset (17 §10).
 

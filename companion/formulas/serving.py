@@ -21,6 +21,7 @@ from companion.formulas.core import (QUANT_FORMATS, kv_bytes_per_token, measured
                                      read_bytes_per_output_token, time_at_mfu)
 from companion.formulas.kv_management import prefix_shared_kv_bytes
 from companion.formulas.speculative import verification_flops
+from companion.serves import serves
 from companion.specs import QWEN3_8B, RTX_PRO_6000, Hardware, Model
 from companion.units import GiB, MiB, ms
 
@@ -41,6 +42,7 @@ DFLASH_VERIFY_POSITIONS = ch08.DFLASH_DRAFT_TOKENS + 1   # DFlash verifies its 7
 
 # --- 8.6.1: Little's law and admission -----------------------------------------------------
 
+@serves("8.6.1")
 def requests_in_system(arrival_rate_per_s: float, residence_s: float) -> float:
     """Mean number of requests in the system, Little's law: n = lambda T (8.6.1).
 
@@ -51,6 +53,7 @@ def requests_in_system(arrival_rate_per_s: float, residence_s: float) -> float:
     return lam * t
 
 
+@serves("8.1.1", "8.6.1")
 def admit_request(queue_s: float, prefill_s: float, interval_s: float, output_tokens: int,
                   deadline_s: float, *, kv_needed_bytes: float | None = None,
                   kv_free_bytes: float | None = None) -> bool:
@@ -89,6 +92,7 @@ def _flags(name: str, values) -> list[int]:
     return out
 
 
+@serves("8.6.2")
 def effective_throughput(correct, on_time, window_s: float) -> float:
     """Requests per second that are both correct and on time: sum_i Q_i D_i / T_obs (8.6.2).
 
@@ -102,12 +106,14 @@ def effective_throughput(correct, on_time, window_s: float) -> float:
     return sum(qi * di for qi, di in zip(q, d)) / t
 
 
+@serves("8.6.2")
 def completion_throughput(completed: int, window_s: float) -> float:
     """Completed requests per second, correct or not, on time or not (8.6.2)."""
     n = v.count("completed", completed, minimum=0)
     return n / v.positive("window_s", window_s)
 
 
+@serves("8.6.2")
 def response_losses(responses: int, correct: int, good: int) -> dict:
     """Where responses went: wrong = responses - correct, late = correct - good (8.6.2).
 
@@ -123,6 +129,7 @@ def response_losses(responses: int, correct: int, good: int) -> dict:
     return dict(responses=n, correct=c, good=g, wrong=n - c, late_correct=c - g)
 
 
+@serves("8.6.2", "8.6.3")
 def fractional_change(before: float, after: float) -> float:
     """Relative change (after - before) / before: -0.41 for goodput 1.02 -> 0.60 (8.6.2),
     +0.66 for 652.0 -> 1083.7 J per qualifying result (8.6.3)."""
@@ -133,6 +140,7 @@ def fractional_change(before: float, after: float) -> float:
 
 # --- 8.6.3: processing speeds, GPU-seconds, efficiencies -----------------------------------
 
+@serves("8.6.3")
 def prefill_token_rate(new_tokens: int, prefill_s: float) -> float:
     """Prefill speed r_P: new input tokens per second of accelerator time (8.6.3).
 
@@ -142,6 +150,7 @@ def prefill_token_rate(new_tokens: int, prefill_s: float) -> float:
     return n / v.positive("prefill_s", prefill_s)
 
 
+@serves("8.6.3")
 def gpu_seconds_per_request(new_tokens: int, output_tokens: int, prefill_tokens_per_s: float,
                             decode_calls_per_s: float) -> float:
     """Accelerator occupancy of one request: t_GPU = L / r_P + (G - 1) / r_D (8.6.3).
@@ -156,6 +165,7 @@ def gpu_seconds_per_request(new_tokens: int, output_tokens: int, prefill_tokens_
     return L / rp + (g - 1) / rd
 
 
+@serves("8.6.3")
 def round_read_bytes(model: Model, batch: int, context_tokens: int, *,
                      bytes_per_value: float = 2, shared_prefix_tokens: int = 0) -> float:
     """Bytes one decode round reads: D_w + KV tokens read x k (8.6.3 table, schemes A-D).
@@ -175,6 +185,7 @@ def round_read_bytes(model: Model, batch: int, context_tokens: int, *,
     return b * read_bytes_per_output_token(d_w, b, L - p, k) + p * k
 
 
+@serves("8.6.3")
 def read_time_at_mbu(read_bytes: float, hardware: Hardware, efficiency: float = 1.0) -> float:
     """Read time: bytes / (peak bandwidth x efficiency) seconds (8.6.3; 15.44 GB -> 8.62 ms)."""
     n = v.nonnegative("read_bytes", read_bytes)
@@ -183,6 +194,7 @@ def read_time_at_mbu(read_bytes: float, hardware: Hardware, efficiency: float = 
     return n / (hw.mem_bw_bytes_per_s * e)
 
 
+@serves("8.6.3")
 def decode_efficiency_table(model: Model = QWEN3_8B, hardware: Hardware = RTX_PRO_6000,
                             batches=ch08.EXP81_BATCHES,
                             context_tokens: int = ch08.SHORT_PROMPT_TOKENS,
@@ -208,6 +220,7 @@ def decode_efficiency_table(model: Model = QWEN3_8B, hardware: Hardware = RTX_PR
     return rows
 
 
+@serves("8.6.3")
 def prefill_efficiency_row(model: Model = QWEN3_8B, hardware: Hardware = RTX_PRO_6000,
                            batches=ch08.EXP81_BATCHES,
                            context_tokens: int = ch08.SHORT_PROMPT_TOKENS,
@@ -247,6 +260,7 @@ def prefill_efficiency_row(model: Model = QWEN3_8B, hardware: Hardware = RTX_PRO
     return rows
 
 
+@serves("8.6.3")
 def round_time_from_reads(read_bytes: float, table_read_bytes=None, table_round_s=None) -> float:
     """Decode round time for a read volume, linear between measured points (8.6.3, scheme C).
 
@@ -279,6 +293,7 @@ def round_time_from_reads(read_bytes: float, table_read_bytes=None, table_round_
     return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
 
 
+@serves("8.6.3")
 def prefix_shifted_round_s(measured_round_s: float, shared_prefix_tokens: int, *,
                            reference_prefix_tokens: int = ch08.SHARED_PREFIX_TOKENS,
                            model: Model = QWEN3_8B, batch: int = ch08.LONG_BATCH,
@@ -311,6 +326,7 @@ def prefix_shifted_round_s(measured_round_s: float, shared_prefix_tokens: int, *
 
 # --- 8.6.3 comprehensive example: schemes A-E -----------------------------------------------
 
+@serves("8.6.3")
 @dataclass(frozen=True)
 class Scheme:
     """One configuration of the comprehensive example (8.6.3, Exercise 8-9).
@@ -421,6 +437,7 @@ def _default_prefill_mfu() -> float:
                                 ch08.SHARED_PREFIX_TOKENS, ch08.SHARED_PREFILL_S)
 
 
+@serves("8.6.3")
 def scheme_result(scheme: Scheme, *, kv_budget_bytes: float = ch08.KV_BUDGET_BYTES,
                   output_tokens: int = ch08.OUTPUT_TOKENS, deadline_s: float = ch08.DEADLINE_S,
                   batch: int = ch08.LONG_BATCH, prompt_tokens: int = ch08.LONG_PROMPT_TOKENS,
@@ -496,6 +513,7 @@ def compare_schemes(schemes=None, **kwargs) -> dict:
     return {s.name: scheme_result(s, **kwargs) for s in chosen}
 
 
+@serves("8.6.3")
 def best_scheme(schemes=None, **kwargs) -> str | None:
     """Name of the feasible scheme with the least GPU time per qualifying result, or None (8.6.3).
 
@@ -541,6 +559,7 @@ def chapter_schemes(names: str = "ABCD", *, d_tokens_per_round: float | None = N
 
 # --- the comparison for another model (what is the model's, what is the chapter's measurement) --
 
+@serves("8.1.2", "8.6.3")
 def instance_kv_budget_bytes(model: Model, *, instance_bytes: float = ch08.INSTANCE_MEM_BYTES,
                              reference_model: Model = QWEN3_8B,
                              reference_instance_bytes: float = ch08.INSTANCE_MEM_BYTES,
@@ -559,6 +578,7 @@ def instance_kv_budget_bytes(model: Model, *, instance_bytes: float = ch08.INSTA
     return instance - m.weight_bytes - workspace
 
 
+@serves("8.6.3")
 def schemes_for_model(model: Model, schemes=None, *, reference_model: Model = QWEN3_8B,
                       batch: int = ch08.LONG_BATCH, prompt_tokens: int = ch08.LONG_PROMPT_TOKENS,
                       shared_prefix_tokens: int = ch08.SHARED_PREFIX_TOKENS) -> dict:
@@ -598,6 +618,7 @@ def schemes_for_model(model: Model, schemes=None, *, reference_model: Model = QW
 
 # --- cost per qualifying result and stage times (8.6.3, Exercise 8-8) ----------------------
 
+@serves("8.6.3")
 def per_qualifying_result(total: float, qualifying_results: int) -> float:
     """GPU time or energy per qualifying result: T_GPU / N_g or E_obs / N_g (8.6.3).
 
@@ -619,6 +640,7 @@ def _stages(stage_times_s, speedups):
     return times, [v.positive(f"speedups[{i}]", s) for i, s in enumerate(sp)]
 
 
+@serves("8.6.3")
 def staged_task_time(stage_times_s, speedups=None, added_s: float = 0.0) -> float:
     """Task time after speeding up stages: sum_i t_i / s_i + added seconds (8.6.3, Ex. 8-8).
 

@@ -15,6 +15,7 @@ from companion import validate as v
 # the chapter's inputs of 8.5 (companion.chapters.ch08), also read as sp.X
 from companion.formulas.core import (attention_flops, matrix_flops,
                                      speculative_expected_tokens)
+from companion.serves import serves
 from companion.specs import Model
 
 __all__ = [
@@ -42,6 +43,7 @@ def _rounds(round_times_s, round_tokens):
     return t, n
 
 
+@serves("8.5.2")
 def mean_latency_per_token(round_times_s, round_tokens) -> float:
     """Average latency per output token over rounds: sum_r T_r / sum_r N_r seconds (8.5.2).
 
@@ -51,6 +53,7 @@ def mean_latency_per_token(round_times_s, round_tokens) -> float:
     return sum(t) / sum(n)
 
 
+@serves("8.5.2")
 def unweighted_round_latency(round_times_s, round_tokens) -> float:
     """The *wrong* average: mean over rounds of T_r / N_r seconds (8.5.2's 0.9 ms, not 0.5).
 
@@ -78,6 +81,7 @@ def _two_distributions(target_probs, draft_probs):
     return p, q
 
 
+@serves("8.5.1")
 def speculative_acceptance_rate(target_probs, draft_probs) -> float:
     """Probability a draft token sampled from q is accepted: sum_x min(p(x), q(x)) (8.5.1).
 
@@ -88,6 +92,7 @@ def speculative_acceptance_rate(target_probs, draft_probs) -> float:
     return sum(min(pi, qi) for pi, qi in zip(p, q))
 
 
+@serves("8.5.1")
 def speculative_residual_distribution(target_probs, draft_probs) -> list[float]:
     """Distribution resampled after a rejection: [p(x) - q(x)]_+ normalised (8.5.1).
 
@@ -100,6 +105,7 @@ def speculative_residual_distribution(target_probs, draft_probs) -> list[float]:
     return [r / total for r in residual] if total > 1e-15 else [0.0] * len(p)
 
 
+@serves("8.5.1", "8.5.4")
 def verification_outcome(draft_len: int, accepted: int) -> tuple[int, int]:
     """(tokens emitted, draft tokens discarded) of one greedy verification round (8.5.1, 8.5.4).
 
@@ -126,6 +132,7 @@ def _acceptances(acceptance, draft_len) -> list[float]:
     return [v.probability("acceptance", acceptance)] * m
 
 
+@serves("8.5.2", "8.5.4")
 def speculative_output_distribution(acceptance, draft_len: int | None = None) -> list[float]:
     """P(N = k) for k = 1 .. m+1 tokens emitted by one round (8.5.2's geometric model, 8.5.4).
 
@@ -141,6 +148,7 @@ def speculative_output_distribution(acceptance, draft_len: int | None = None) ->
     return dist
 
 
+@serves("8.5.2")
 def speculative_expected_rounds(output_tokens: int, acceptance,
                                 draft_len: int | None = None) -> float:
     """Exact expected number of rounds until ``output_tokens`` tokens are out (8.5.2).
@@ -160,6 +168,7 @@ def speculative_expected_rounds(output_tokens: int, acceptance,
     return rounds[g_total]
 
 
+@serves("8.5.2")
 def speculative_request_time(output_tokens: int, round_s: float, acceptance,
                              draft_len: int | None = None, *, prep_s: float = 0.0,
                              exact_rounds: bool = True) -> float:
@@ -181,6 +190,7 @@ def speculative_request_time(output_tokens: int, round_s: float, acceptance,
 
 # --- verification work (8.5.2, 8.6.3) ------------------------------------------------------
 
+@serves("8.6.3")
 def verification_flops(model: Model, positions: int, context_tokens: int, batch: int = 1) -> float:
     """FLOPs of verifying ``positions`` rows per request: b (2 P_read positions + attention).
 
@@ -195,6 +205,7 @@ def verification_flops(model: Model, positions: int, context_tokens: int, batch:
                 + attention_flops(model, pos, ctx))
 
 
+@serves("8.5.2")
 def verification_extra_flops(model: Model, positions: int, context_tokens: int,
                              batch: int = 1) -> float:
     """FLOPs that ``positions`` verification rows add over a plain one-row decode step (8.5.2).
@@ -207,6 +218,7 @@ def verification_extra_flops(model: Model, positions: int, context_tokens: int,
 
 # --- latency, draft cost, break-even (8.5.2-8.5.3) -------------------------------------------
 
+@serves("8.5.2", "8.5.3")
 def speculative_latency_per_token(verify_s: float, expected_tokens: float,
                                   draft_s: float = 0.0) -> float:
     """Average latency per output token: (T_verify + T_draft) / E[X] seconds (8.5.2-8.5.3).
@@ -220,6 +232,7 @@ def speculative_latency_per_token(verify_s: float, expected_tokens: float,
     return (t + d) / n
 
 
+@serves("8.5.2")
 def draft_cost_crossover(verify_s: float, expected_tokens: float,
                          plain_round_s: float | None = None) -> float:
     """Largest draft cost per round that still beats plain decode: E[X] T_plain - T_verify (8.5.2).
@@ -233,6 +246,7 @@ def draft_cost_crossover(verify_s: float, expected_tokens: float,
     return n * plain - t
 
 
+@serves("8.5.2")
 def prep_break_even_tokens(prep_s: float, plain_token_s: float, spec_token_s: float) -> float:
     """Output tokens after which a one-off preparation pays off: T_prep / (t_plain - t_spec).
 
@@ -245,6 +259,7 @@ def prep_break_even_tokens(prep_s: float, plain_token_s: float, spec_token_s: fl
     return prep / saving if saving > 0 else math.inf
 
 
+@serves("8.5.3")
 def effective_read_bandwidth(read_bytes: float, round_s: float) -> float:
     """Bytes per second a measured round achieved: bytes read / round time (8.5.3).
 
@@ -253,6 +268,7 @@ def effective_read_bandwidth(read_bytes: float, round_s: float) -> float:
     return v.positive("read_bytes", read_bytes) / v.positive("round_s", round_s)
 
 
+@serves("8.5.3")
 def draft_forward_time(draft_weight_bytes: float, read_bytes_per_s: float) -> float:
     """One draft forward pass, read-bound: draft bytes / effective bandwidth (8.5.3).
 
@@ -263,6 +279,7 @@ def draft_forward_time(draft_weight_bytes: float, read_bytes_per_s: float) -> fl
     return w / bw
 
 
+@serves("8.5.3")
 def draft_generation_time(forward_s: float, draft_tokens: int, parallel: bool = False) -> float:
     """Time to draft m tokens: m forward passes one at a time, or one pass in parallel (8.5.3).
 
@@ -280,6 +297,7 @@ SPECULATIVE_STAGES = ("draft generation", "verification preparation", "target ve
                       "output determination")
 
 
+@serves("8.5.3")
 def speculative_round_stages(draft_s: float, verify_s: float, prep_s: float = 0.0,
                              decide_s: float = 0.0) -> list[dict]:
     """One speculative round as its four stages in order, each with start and duration (8.5.3).
@@ -341,6 +359,7 @@ def best_draft_length(acceptance: float, draft_lens, verify_s: float, per_draft_
     return min(rows, key=lambda r: (r["latency_per_token_s"], r["draft_len"]))["draft_len"]
 
 
+@serves("8.5.4")
 def draft_extension_helps(round_s: float, expected_tokens: float, added_s: float,
                           added_tokens: float) -> bool:
     """Whether lengthening the draft lowers latency per token: dT/dN < T/N (8.5.4).
@@ -357,6 +376,7 @@ def draft_extension_helps(round_s: float, expected_tokens: float, added_s: float
     return dt / dn < t / n
 
 
+@serves("8.5.4")
 def marginal_draft_gain(acceptance, draft_len: int, verify_s: float, per_draft_s: float,
                         group: int = 1) -> dict:
     """The marginal condition for going from draft length m - 1 to m (8.5.4, Ex. 8-7).
@@ -389,6 +409,7 @@ def marginal_draft_gain(acceptance, draft_len: int, verify_s: float, per_draft_s
 # row costs time. The draft network's weights also live in the memory the KV budget is cut
 # from.
 
+@serves("8.5.4")
 def verification_ridge_batch(model: Model, hardware, draft_len: int) -> float:
     """Batch at which a verification pass of b (m + 1) rows per step reaches the ridge (8.5.4).
 
@@ -404,6 +425,7 @@ def verification_ridge_batch(model: Model, hardware, draft_len: int) -> float:
     return hw.peak_flops_per_s / hw.mem_bw_bytes_per_s / (per_row * (d + 1))
 
 
+@serves("8.5.4")
 def verification_under_load(model: Model, hardware, batch: int, draft_len: int,
                             context_tokens: int, *, bytes_per_value: float = 2) -> dict:
     """A verification pass of b requests x (m + 1) rows beside a plain decode step, both on the
@@ -442,6 +464,7 @@ def verification_under_load(model: Model, hardware, batch: int, draft_len: int,
                 compute_bound_from_batch=from_batch)
 
 
+@serves("8.5.4")
 def draft_kv_budget(kv_budget_bytes: float, draft_weight_bytes: float, model: Model,
                     prompt_tokens: int, output_tokens: int, *, block_tokens: int = 16) -> dict:
     """What a draft network resident beside the target takes from the KV budget (8.5.4).

@@ -29,6 +29,7 @@ from companion.chapters import ch17
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
 from companion.formulas.core import kv_bytes_per_token
+from companion.serves import serves
 from companion.specs import Hardware, Model
 
 __all__ = ["LAUNCH_OVERHEAD_S", "GRAPH_LAUNCH_S", "MIN_KERNEL_S", "KERNELS_PER_LAYER",
@@ -223,6 +224,7 @@ def decode_step_timeline(model: Model, hardware: Hardware, *, batch: int = 1,
                         batch=b, context_tokens=v.tokens("context_tokens", context_tokens))
 
 
+@serves("17.9")
 def round_timeline(result, round_index: int, model: Model, hardware: Hardware,
                    **kwargs) -> StepTimeline:
     """The timeline of round ``round_index`` of a simulated schedule (``companion.sim.Result``):
@@ -246,6 +248,7 @@ def round_timeline(result, round_index: int, model: Model, hardware: Hardware,
                                 **kwargs)
 
 
+@serves("17.9")
 def speed_of_light(model: Model, hardware: Hardware, *, batch: int = 1, context_tokens: int = 0,
                    roof_fraction: float = ch17.SOL_DECODE_MEMORY_FRACTION,
                    kernels_per_layer: int = KERNELS_PER_LAYER,

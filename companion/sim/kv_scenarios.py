@@ -29,6 +29,7 @@ from companion import validate as val
 from companion.chapters import ch08
 from companion.formulas.core import held_tokens, kv_bytes, kv_bytes_at_context
 from companion.formulas.kv_management import decode_kv_read_bytes, kv_blocks_needed
+from companion.serves import serves
 from companion.sim.kvcache import BlockManager, OutOfBlocks, PrefixCache
 from companion.specs import QWEN3_8B, Model
 
@@ -41,6 +42,7 @@ __all__ = ["PagingReport", "page_sequences", "PoolFill", "fill_kv_pool", "TreeNo
            "ALLOCATOR_DEMO_SEQUENCES", "allocator_demo"]
 
 
+@serves("8.3.1", "17.5")
 @dataclass(frozen=True)
 class PagingReport:
     """What paging a set of sequences allocates (8.3.1, Exercise 8-3, 17 §5).
@@ -75,6 +77,7 @@ class PagingReport:
         return 1.0 - self.physical_blocks / self.references if self.references else 0.0
 
 
+@serves("8.3.1")
 def page_sequences(lengths, block_tokens: int = 16, *, max_tokens: int | None = None,
                    shared_prefix_tokens: int = 0, prefix_group=None) -> PagingReport:
     """Allocate sequences of the given lengths in a BlockManager and report slots and waste.
@@ -138,6 +141,7 @@ def page_sequences(lengths, block_tokens: int = 16, *, max_tokens: int | None = 
         reserved_tokens=reserved, reserved_unused=reserved_unused)
 
 
+@serves("8.3.2", "17.5")
 @dataclass(frozen=True)
 class PoolFill:
     """Requests admitted into a KV pool until it is full (8.3.2, 17 §5).
@@ -168,6 +172,7 @@ class PoolFill:
         return self.num_blocks * self.block_bytes
 
 
+@serves("8.3.2", "17.5")
 def fill_kv_pool(kv_budget_bytes: float, model: Model, request_tokens: int, *,
                  shared_prefix_tokens: int = 0, max_requests: int | None = None,
                  block_tokens: int = 16, bytes_per_value: float = 2) -> PoolFill:
@@ -233,6 +238,7 @@ class PrefixTree:
         return [n for n in self.nodes if n.id not in ids and n.parent is not None]
 
 
+@serves("8.3.3")
 def prefix_tree(sequences) -> PrefixTree:
     """Compressed radix tree of token sequences (Figure 8-17, 8.3.3).
 
@@ -357,6 +363,7 @@ SEQUENCE_NAMES = "ABCDEFGH"   # display names of sequences in the walks
 
 # --- 8.3's walks over the block manager, step by step --------------------------------------------
 
+@serves("8.3.1")
 def grow_sequences(lengths, block_tokens: int = 4, *, shared_prefix_tokens: int = 0,
                    prefix_group=(0, 1), pool_tokens: int | None = None) -> BlockManager:
     """A BlockManager holding sequences that grew one token at a time, in turn (as decode does),
@@ -406,6 +413,7 @@ def grow_sequences(lengths, block_tokens: int = 4, *, shared_prefix_tokens: int 
             return mgr
 
 
+@serves("8.3.2")
 def copy_on_write_steps(full_blocks: int = 2,
                         shared_tail_tokens: int = ch08.COW_EXAMPLE_SHARED_TOKENS,
                         block_tokens: int = ch08.COW_EXAMPLE_BLOCK_TOKENS) -> list[PoolSnapshot]:
@@ -449,6 +457,7 @@ def copy_on_write_steps(full_blocks: int = 2,
     return out
 
 
+@serves("8.3.2")
 def branch_sharing_pool(branches: int = ch08.BRANCH_EXPERIMENT_BRANCHES,
                         shared_blocks: int = ch08.BRANCH_EXPERIMENT_SHARED_BLOCKS,
                         private_blocks: int = ch08.BRANCH_EXPERIMENT_PRIVATE_BLOCKS,
@@ -469,6 +478,7 @@ def branch_sharing_pool(branches: int = ch08.BRANCH_EXPERIMENT_BRANCHES,
     return mgr
 
 
+@serves("8.3.2")
 def branch_sharing_steps(branches: int = ch08.BRANCH_EXPERIMENT_BRANCHES,
                          shared_blocks: int = ch08.BRANCH_EXPERIMENT_SHARED_BLOCKS,
                          private_blocks: int = ch08.BRANCH_EXPERIMENT_PRIVATE_BLOCKS,
@@ -510,6 +520,7 @@ def branch_sharing_steps(branches: int = ch08.BRANCH_EXPERIMENT_BRANCHES,
     return out
 
 
+@serves("8.3.2")
 def decode_with_preemption(kv_budget_bytes: float, prompt_tokens, output_tokens: int,
                            model=QWEN3_8B, *, block_tokens: int = 16) -> dict:
     """Run requests' decode in lockstep rounds over a KV pool, preempting by recompute when the
@@ -574,6 +585,7 @@ def decode_with_preemption(kv_budget_bytes: float, prompt_tokens, output_tokens:
             "rounds": rnd, "events": events}
 
 
+@serves("8.3.3")
 def multi_turn_inputs(*, common_tokens: int = 206, branch_rounds: int = 4,
                       extend_rounds: int = 3, seed: int = 0) -> list[list[int]]:
     """Token ids of a generated multi-turn agent's inputs shaped like Figure 8-17 (8.3.3).
@@ -606,6 +618,7 @@ def multi_turn_inputs(*, common_tokens: int = 206, branch_rounds: int = 4,
     return inputs
 
 
+@serves("8.3.4")
 def replay_prefix_cache(inputs, num_blocks: int, *, block_tokens: int = 16,
                         interfering_tokens: int = 0, seed: int = 0) -> dict:
     """Replay inputs one after another through a PrefixCache over ``num_blocks`` blocks (8.3.4).
@@ -638,6 +651,7 @@ def replay_prefix_cache(inputs, num_blocks: int, *, block_tokens: int = 16,
 CONTEXT_OPTIONS = ("append", "rewrite", "summarise")
 
 
+@serves("8.3.3")
 @dataclass(frozen=True)
 class ContextOption:
     """One way to continue a cached context into the next round (8.3.3).
@@ -661,6 +675,7 @@ class ContextOption:
     kv_read_over_output_bytes: float
 
 
+@serves("8.3.3")
 def context_organisation(model: Model = QWEN3_8B, *,
                          history_tokens: int = ch08.CONTEXT_HISTORY_TOKENS,
                          appended_tokens: int = ch08.CONTEXT_TOOL_RESULT_TOKENS,
@@ -728,6 +743,7 @@ ALLOCATOR_DEMO_SEQUENCES = (("A", 24, 16), ("B", 100, 20), ("C", 10, 13), ("D", 
                             ("E", 50, 20), ("F", 30, 25))
 
 
+@serves("17.5")
 def allocator_demo(block_tokens: int = 16, max_len_tokens: int = 256, pool_tokens: int = 1024,
                    sequences=ALLOCATOR_DEMO_SEQUENCES) -> dict:
     """Run the same arrivals through two ``sim.kvcache.BlockManager`` pools over the same

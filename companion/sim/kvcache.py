@@ -31,6 +31,7 @@ import numpy as np
 
 from companion import validate as val
 from companion.formulas.core import kv_bytes_per_token
+from companion.serves import serves
 from companion.specs import Model
 
 __all__ = ["OutOfBlocks", "BlockCopy", "BlockManager", "PrefixCache"]
@@ -58,6 +59,7 @@ def _blocks_for(n_tokens: int, block_tokens: int) -> int:
     return -(-n_tokens // block_tokens)
 
 
+@serves("8.3.1", "8.3.2")
 class BlockManager:
     """A paged KV pool: free list, per-sequence block tables, reference counts (8.3.1-8.3.2).
 
@@ -458,6 +460,7 @@ class _Node:
         self.last_used = 0
 
 
+@serves("8.3.3", "8.3.4")
 class PrefixCache:
     """A radix tree of full token blocks over a BlockManager, as in SGLang (8.3.3-8.3.4).
 

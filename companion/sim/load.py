@@ -93,6 +93,7 @@ from companion import validate as v
 from companion.chapters import ch08
 from companion.formulas.serving import (
     admit_request, completion_throughput, effective_throughput, per_qualifying_result)
+from companion.serves import serves
 from companion.sim.kvcache import BlockManager
 from companion.sim.requests import POLICIES, Request
 from companion.sim.round_time import RooflineRoundTime, round_work
@@ -386,6 +387,7 @@ def _predicted_time_s(rt, policy: str, chunk: float, budget: float, running: int
     return prefill_s, interval_s
 
 
+@serves("8.1.2", "8.2.2", "8.6.1")
 def run_service(workload: Workload, *, policy: str = "chunked", max_running: int = 64,
                 round_time=None, model: Model = QWEN3_8B, hardware: Hardware = RTX_PRO_6000,
                 chunk_tokens: int | None = None, token_budget: int | None = None,
@@ -881,6 +883,7 @@ def _range_max(gaps: np.ndarray, a: np.ndarray, b: np.ndarray, owner: np.ndarray
 
 # --- 8.6.2's shape: a sweep over the arrival rate ------------------------------------------
 
+@serves("8.6.2")
 def goodput_sweep(rates_per_s, *, n_requests: int = 300, shapes=SHORT_REQUEST, weights=None,
                   deadline_s: float = ch08.DEADLINE_S, ttft_slo_s=None, itl_slo_s=None,
                   correct_prob: float = SWEEP_CORRECT_PROB, seed: int = 0,

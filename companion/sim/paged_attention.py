@@ -13,11 +13,13 @@ import math
 import numpy as np
 
 from companion import validate as val
+from companion.serves import serves
 from companion.sim.kvcache import BlockManager
 
 __all__ = ["KVStore", "paged_attention", "dense_attention"]
 
 
+@serves("17.5")
 class KVStore:
     """K and V arrays of shape (num_blocks, block_tokens, kv_heads, head_dim), addressed only
     through block tables, the way a paged-attention kernel sees memory (17 §5)."""
@@ -121,6 +123,7 @@ def dense_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
     return out[0] if q.ndim == 2 else out
 
 
+@serves("17.5")
 def paged_attention(q: np.ndarray, kv_store: KVStore, block_table, n_tokens: int) -> np.ndarray:
     """Attention of q over the first n_tokens tokens, reading K/V block by block through the
     block table with an online softmax (running max and sum), as a paged kernel does (17 §5).

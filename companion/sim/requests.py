@@ -50,6 +50,7 @@ import numbers
 from dataclasses import dataclass
 
 from companion import validate as v
+from companion.serves import serves
 from companion.sim.round_time import as_round_time
 
 __all__ = ["Request", "POLICIES", "SchedulerConfig", "SchedulerBase", "check_requests",
@@ -58,6 +59,7 @@ __all__ = ["Request", "POLICIES", "SchedulerConfig", "SchedulerBase", "check_req
 POLICIES = ("static", "continuous", "chunked")
 
 
+@serves("8.3.3", "8.6.3")
 @dataclass(frozen=True)
 class Request:
     """One request: id, arrival time (s), prompt tokens (>= 1), output tokens (>= 1), and how many

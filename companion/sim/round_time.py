@@ -37,6 +37,7 @@ import numpy as np
 from companion import validate as v
 from companion.chapters import ch08, ch17
 from companion.formulas.core import attention_flops_per_pair, kv_bytes_per_token, matrix_flops
+from companion.serves import serves
 from companion.specs import H100_SXM, LLAMA_8B, Hardware, Model
 
 __all__ = ["RoundWork", "round_work", "RoundTime", "LinearRoundTime", "RoundTimeModel", "RooflineRoundTime",
@@ -66,6 +67,7 @@ class RoundWork(NamedTuple):
         return self.rows - self.decodes - self.prefill_tokens
 
 
+@serves("8.2.3", "8.2.4")
 def round_work(decodes: int, decode_history_tokens: int, chunks=(), *, completing: int = 0,
                rows: int | None = None) -> RoundWork:
     """The work of a round: ``decodes`` decode steps on ``decode_history_tokens`` cached tokens
@@ -272,6 +274,7 @@ class LinearRoundTime:
         return lambda pairs: self.evaluate(decodes, 0, rows, pairs, pairs, decodes)
 
 
+@serves("8.2.2")
 @dataclass(frozen=True)
 class RoundTimeModel(LinearRoundTime):
     """8.2.2's linear round time: fixed_s + per_token_s x rows + per_pair_s x pairs.
@@ -301,6 +304,7 @@ class RoundTimeModel(LinearRoundTime):
         return ((self.fixed_s, {"rows": self.per_token_s, "pairs": self.per_pair_s}, 1.0),)
 
 
+@serves("8.2.1", "17.2", "17.9")
 class RooflineRoundTime(LinearRoundTime):
     """Roofline round time of ``model`` on ``hardware``:
     overhead_s + max(FLOPs / (mfu x peak), (D_w + k x KV tokens read) / (mbu x bandwidth)).
@@ -356,6 +360,7 @@ def _term_time(term: _Term, work: RoundWork):
     return x / term.rate
 
 
+@serves("8.1.1", "17.3", "17.6")
 @dataclass(frozen=True)
 class StepPlusPrefillRoundTime(LinearRoundTime):
     """Chapter 17's round: decode_step_s when the round has decode steps, plus prefill_token_s
@@ -391,6 +396,7 @@ class StepPlusPrefillRoundTime(LinearRoundTime):
                  1.0),)
 
 
+@serves("17.3", "17.6")
 def chapter17_round_time(decode_step_s: float = ch17.DECODE_STEP_S) -> StepPlusPrefillRoundTime:
     """Chapter 17's round model: decode_step_s + prompt tokens x 2 x 8e9 / (0.5 x 989e12) s.
 

@@ -28,6 +28,7 @@ import numpy as np
 from companion import calc
 from companion import validate as v
 from companion.chapters import ch08, ch17
+from companion.serves import serves
 from companion.sim.requests import Request
 from companion.sim.round_time import (
     RoundTimeModel,
@@ -46,6 +47,7 @@ __all__ = ["chapter_8_2_2_requests", "chapter_schedule", "chapter_schedules", "t
            ]
 
 
+@serves("8.2.2")
 def chapter_8_2_2_requests() -> list[Request]:
     """8.2.2's four requests: r0, r1 at 0 s with 2048-token prompts and 8 and 2 outputs; r2 at
     20 ms with 8192 and 2; r3 at 30 ms with 2048 and 4."""
@@ -83,6 +85,7 @@ def chapter_schedule(policy: str, max_running=None, chunk_tokens=None, token_bud
                          chunk_tokens, token_budget)
 
 
+@serves("8.2.2")
 def chapter_schedules(*, max_running: int | None = None, chunk_tokens: int | None = None,
                       token_budget: int | None = None, long_prompt_tokens: int | None = None,
                       requests=None) -> dict:
@@ -105,6 +108,7 @@ def chapter_schedules(*, max_running: int | None = None, chunk_tokens: int | Non
 TOKEN_BUDGETS = (512, 1024, 2048, 4096, 8192)
 
 
+@serves("8.2.2", "8.2.4")
 def token_budget_sweep(token_budgets=TOKEN_BUDGETS, *,
                        n_requests: int = ch08.REPLAY_REQUESTS,
                        interarrival_s: float = ch08.REPLAY_INTERARRIVAL_S, prompt_tokens=4096,
@@ -150,6 +154,7 @@ def token_budget_sweep(token_budgets=TOKEN_BUDGETS, *,
     return rows
 
 
+@serves("17.3", "17.6")
 def long_prompt_interference(prompt_tokens: int = ch17.LONG_CONTEXT_TOKENS,
                              chunk_tokens: int | None = None, *,
                              decode_batch: int = 8, round_time=None,
@@ -190,6 +195,7 @@ def long_prompt_interference(prompt_tokens: int = ch17.LONG_CONTEXT_TOKENS,
 
 # --- 8.1.1: one request's timeline, with inserted prefills -----------------------------------
 
+@serves("17.3")
 def hol_scenario(model, hardware, prompt_tokens: int, step_s: float, efficiency: float,
                  decode_batch: int) -> dict:
     """17 §3's stall twice: the closed form ``calc.head_of_line_stall`` and the companion's
@@ -230,6 +236,7 @@ def _letters(i: int) -> str:
     return s
 
 
+@serves("17.6")
 def batching_trace_requests(n_requests: int = TRACE_REQUESTS, slots: int = CH17_STATIC_BATCH,
                             shortest: int = CH17_STATIC_SHORTEST,
                             longest: int = CH17_STATIC_LONGEST, *,
@@ -267,6 +274,7 @@ def batching_trace(requests, slots: int = CH17_STATIC_BATCH, *, round_time=None)
 
 # --- 17's interview: a P99 ITL tail from long prompts among chat streams ---------------------
 
+@serves("17.11")
 def itl_tail_trace(chunk_tokens: int | None = None, *, decoders: int = 8,
                    decode_outputs: int = 500, long_prompts: int = 6,
                    long_prompt_tokens: int = ch17.LONG_CONTEXT_TOKENS,
@@ -304,6 +312,7 @@ def itl_tail_trace(chunk_tokens: int | None = None, *, decoders: int = 8,
             "long_ttft_mean_s": float(np.mean(ttft)) if ttft else math.nan, "result": res}
 
 
+@serves("8.1.1")
 def stalled_interval_positions(output_tokens: int, inserted: int) -> list[int]:
     """1-based output intervals that ``inserted`` prefills stretch, spread evenly over G - 1.
 
@@ -316,6 +325,7 @@ def stalled_interval_positions(output_tokens: int, inserted: int) -> list[int]:
     return [(i + 1) * (gaps + 1) // (n + 1) for i in range(n)]
 
 
+@serves("8.1.1")
 def timeline_scenario(label: str, queue_s: float, prefill_s: float, interval_s: float,
                       output_tokens: int, *, stall_s: float = 0.0,
                       stalled_intervals=()) -> dict:

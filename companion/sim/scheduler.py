@@ -49,6 +49,7 @@ from collections import deque
 import numpy as np
 
 from companion import validate as v
+from companion.serves import serves
 # the chapters' scheduling inputs, also read as sched.X by the notebooks and the ledger
 from companion.sim.fast_scheduler import FastScheduler
 from companion.sim.requests import (POLICIES, Request, SchedulerBase, admission_decision,
@@ -358,6 +359,7 @@ class Scheduler(SchedulerBase):
 ENGINES = {"fast": FastScheduler, "reference": Scheduler}
 
 
+@serves("8.2.2", "8.2.4")
 def simulate(requests, policy: str, *, max_running: int, round_time, chunk_tokens=None,
              token_budget=None, captured_shapes=None, admit=None, on_finish=None,
              engine: str = "fast") -> Result:

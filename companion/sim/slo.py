@@ -19,6 +19,7 @@ import numpy as np
 
 from companion import validate as v
 from companion.chapters import ch17
+from companion.serves import serves
 from companion.sim.load import nearest_rank_percentile, run_service
 from companion.sim.round_time import RooflineRoundTime
 from companion.sim.workload import RequestShape, poisson_arrivals, workload
@@ -34,6 +35,7 @@ SLO_PERCENTILES = (50, 90, 99)
 SLO_CHUNK_TOKENS = 512
 
 
+@serves("17.3")
 def slo_run(rate_per_s: float, *, ttft_target_s: float = ch17.TTFT_P90_TARGET_S,
             itl_target_s: float = ch17.ITL_TARGET_S, model: Model = LLAMA_8B,
             hardware: Hardware = H100_SXM, prompt_tokens: int = ch17.PROMPT_TOKENS,

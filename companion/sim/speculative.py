@@ -24,6 +24,7 @@ import numpy as np
 
 from companion import validate as v
 from companion.formulas.core import speculative_expected_tokens
+from companion.serves import serves
 
 __all__ = [
     "GreedyVerification", "verify_greedy", "acceptance_probabilities", "acceptance_rate",
@@ -139,6 +140,7 @@ def _residual(pp: np.ndarray, qq: np.ndarray) -> np.ndarray:
     return np.where(mass > 0, r / np.where(mass > 0, mass, 1.0), pp)
 
 
+@serves("8.5.1")
 def acceptance_probabilities(p, q) -> np.ndarray:
     """Per-symbol acceptance alpha(x) = min(1, p(x)/q(x)) (8.5.1).
 
@@ -149,6 +151,7 @@ def acceptance_probabilities(p, q) -> np.ndarray:
     return _accept_ratio(pp, qq)
 
 
+@serves("8.5.2")
 def acceptance_rate(p, q) -> float:
     """Probability that a draft token x ~ q is accepted: sum_x q(x) alpha(x) = sum_x min(p, q).
 
@@ -158,6 +161,7 @@ def acceptance_rate(p, q) -> float:
     return float((qq * _accept_ratio(pp, qq)).sum())
 
 
+@serves("8.5.1")
 def residual_distribution(p, q) -> np.ndarray:
     """Distribution a rejected position resamples from: [p - q]_+ / sum [p - q]_+ (8.5.1).
 
@@ -167,6 +171,7 @@ def residual_distribution(p, q) -> np.ndarray:
     return _residual(pp, qq)
 
 
+@serves("8.5.1")
 def output_distribution(p, q) -> np.ndarray:
     """Exact distribution of the token a position emits: min(p, q) + P(reject) x residual.
 
@@ -205,6 +210,7 @@ def _position_acceptances(p, q, draft_len) -> list[float]:
     return [float(a) for a in (qq * _accept_ratio(pp[:m], qq)).sum(axis=1)]
 
 
+@serves("8.5.2", "17.10")
 def expected_tokens_per_round(p, q, draft_len: int) -> float:
     """E[X] = 1 + sum_j prod_{i<=j} a_i with a_i = sum_x min(p_i, q_i) from the distributions.
 
@@ -214,6 +220,7 @@ def expected_tokens_per_round(p, q, draft_len: int) -> float:
     return speculative_expected_tokens(_position_acceptances(p, q, draft_len))
 
 
+@serves("17.10")
 def tokens_per_round_distribution(p, q, draft_len: int) -> np.ndarray:
     """P(N = n) for n = 1 .. m+1 tokens emitted in one round.
 
@@ -286,6 +293,7 @@ class SpeculativeRound:
     steps: tuple
 
 
+@serves("8.5.1")
 def speculative_round(p, q, draft_len: int, *, seed: int = 0,
                       rng: np.random.Generator | None = None) -> SpeculativeRound:
     """Run one speculative-sampling round and return a step-by-step trace (8.5.1).
@@ -352,6 +360,7 @@ class SpeculativeRuns:
         return col[col >= 0]
 
 
+@serves("8.5.2")
 def simulate_rounds(p, q, draft_len: int, n_rounds: int, *, seed: int = 0,
                     rng: np.random.Generator | None = None) -> SpeculativeRuns:
     """Run ``n_rounds`` independent speculative-sampling rounds with drafts of length m.
@@ -408,6 +417,7 @@ def greedy_example(draft_len: int = 4, first_mismatch: int = 3):
 
 # --- 17 §10: the closed form checked against the exact distribution and a simulation --------
 
+@serves("17.10")
 def speculative_check(acceptance: float, draft_len: int, rounds: int = 5000, *,
                       seed: int = 0) -> dict:
     """Expected tokens per target pass three ways: ``speculative_expected_tokens``, the

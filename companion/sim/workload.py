@@ -21,6 +21,7 @@ import numpy as np
 
 from companion import validate as v
 from companion.chapters import ch08
+from companion.serves import serves
 
 __all__ = ["RequestShape", "SHORT_REQUEST", "LONG_REQUEST", "Workload", "poisson_arrivals",
            "trace_arrivals", "workload", "seed_rng"]
@@ -49,6 +50,7 @@ def seed_rng(name: str, seed) -> np.random.Generator:
     return np.random.default_rng(v.count(name, seed, minimum=0))
 
 
+@serves("8.6.1")
 def poisson_arrivals(rate_per_s: float, n_requests: int, *, seed=0,
                      start_s: float = 0.0) -> np.ndarray:
     """Arrival times (s) of a Poisson process: start_s + cumulative sums of Exp(rate) gaps (8.6.1).
@@ -102,6 +104,7 @@ def _optional_column(name: str, value, n: int, *, positive: bool = False,
     return v.column(name, value, n, positive=positive, minimum=minimum, allow_inf=not scalar)
 
 
+@serves("8.6.2", "17.8")
 class Workload:
     """The requests of a service run, one column per attribute (numpy arrays, request order).
 

@@ -5,7 +5,7 @@ from companion import models
 TARGET = "companion.models"
 
 EXAMPLES = {
-    "model_from_hf_config": dict(path_or_config=json.dumps(models.shelf_config("gemma-2b")),
+    "model_from_hf_config": dict(path_or_dict=json.dumps(models.shelf_config("gemma-2b")),
                                  name="pasted Gemma-2B", bytes_per_param=2.0),
     "load": dict(key="deepseek-v3", bytes_per_param=1.0),
     "shelf": dict(bytes_per_param=2.0),
