@@ -417,3 +417,23 @@ def test_decode_kv_read_bytes_from_an_empty_context_through_the_window():
     per_token = calc.kv_bytes_per_token(windowed)
     # 0, 1, 2, 3, 3, 3 cached tokens before each of six steps
     assert calc.decode_kv_read_bytes(windowed, 0, 6) == 12 * per_token
+
+
+def test_without_attention_one_long_prefix_is_worth_exactly_its_pieces():
+    # every term but attention is linear in the prefix length, so 3 x 2048 tokens tie 6144
+    kw = dict(hit_prob=ch08.RETENTION_HIT_PROB, efficiency=km.RECOMPUTE_EFFICIENCY)
+    long_, short = ch08.SHARED_PREFIX_TOKENS, ch08.PREFIX_B_TOKENS
+    n = long_ // short
+    flat_a = calc.prefix_retention(QWEN3_8B, RTX_PRO_6000, long_, attention=False, **kw)
+    flat_b = calc.prefix_retention(QWEN3_8B, RTX_PRO_6000, short, attention=False, **kw)
+    assert flat_a.value_s == pytest.approx(n * flat_b.value_s, rel=1e-12)
+    a = calc.prefix_retention(QWEN3_8B, RTX_PRO_6000, long_, **kw)
+    b = calc.prefix_retention(QWEN3_8B, RTX_PRO_6000, short, **kw)
+    assert a.value_s > n * b.value_s
+    # the margin is the attention FLOPs, priced at the same rate as the rest
+    rate = km.RECOMPUTE_EFFICIENCY * RTX_PRO_6000.peak_flops_per_s
+    margin = kw["hit_prob"] * (calc.attention_flops(QWEN3_8B, long_)
+                               - n * calc.attention_flops(QWEN3_8B, short)) / rate
+    assert a.value_s - n * b.value_s == pytest.approx(margin, rel=1e-9)
+    with pytest.raises(TypeError, match="attention"):
+        calc.prefix_recompute_s(QWEN3_8B, RTX_PRO_6000, long_, 0.5, attention="no")

@@ -16,7 +16,6 @@ import numpy as np
 
 from companion import validate as v
 from companion.chapters import ch08
-# the chapter's inputs, also read as bt.X by the notebooks and the ledger
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
 from companion.formulas.core import (attention_pairs, decode_step_parts, held_tokens, kv_bytes,

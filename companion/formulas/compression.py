@@ -15,7 +15,6 @@ import numpy as np
 
 from companion import validate as v
 from companion.chapters import ch08
-# the chapter's inputs of 8.4 (companion.chapters.ch08), also read as cm.X
 from companion.formulas.args import model_arg as _model
 from companion.formulas.core import (QUANT_FORMATS, kv_bytes, kv_bytes_per_token, max_concurrent)
 from companion.formulas.kv_management import link_transfer_s

@@ -13,10 +13,9 @@ from companion import validate as v
 from companion.chapters import ch08
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
-from companion.formulas.core import (cache_retention_value, held_tokens, measured_prefill_mfu,
-                                     kv_bytes, kv_bytes_at_context, kv_bytes_per_token,
-                                     kv_tokens_allocated,
-                                     prefill_flops)
+from companion.formulas.core import (cache_retention_value, held_tokens, kv_bytes,
+                                     kv_bytes_at_context, kv_bytes_per_token, kv_tokens_allocated,
+                                     matrix_flops, measured_prefill_mfu, prefill_flops)
 from companion.serves import serves
 from companion.specs import QWEN3_8B, RTX_PRO_6000, Hardware, Model
 
@@ -374,18 +373,22 @@ def link_transfer_s(size_bytes: float, link_bytes_per_s: float) -> float:
 
 @serves("8.3.4")
 def prefix_recompute_s(model: Model, hardware: Hardware, prefix_tokens: int, efficiency: float,
-                       *, history_tokens: int = 0) -> float:
+                       *, history_tokens: int = 0, attention: bool = True) -> float:
     """Seconds to recompute a prefix by prefill: prefill FLOPs / (efficiency x peak) (8.3.4).
 
     FLOPs are layer matrices plus causal attention (``prefill_flops``): 96.5 TFLOP for the
     6144-token Qwen3-8B prefix, 307.9 ms at 62.2% of 503.8 TFLOP/s; 94.7 ms for 2048 tokens.
+    ``attention=False`` counts the layer matrices alone, which grow linearly with the prefix.
     """
     m = _model(model)
     hw = _hardware(hardware)
     n = v.tokens("prefix_tokens", prefix_tokens)
     eff = v.probability("efficiency", efficiency, open_low=True)
     h = v.tokens("history_tokens", history_tokens)
-    return prefill_flops(m, n, h) / (eff * hw.peak_flops_per_s)
+    if not isinstance(attention, bool):
+        raise TypeError(f"attention: expected True or False, got {attention!r}")
+    flops = prefill_flops(m, n, h) if attention else matrix_flops(m, n)
+    return flops / (eff * hw.peak_flops_per_s)
 
 
 @serves("8.3.4")
@@ -423,13 +426,15 @@ class PrefixRetention(NamedTuple):
 def prefix_retention(model: Model, hardware: Hardware, prefix_tokens: int, *, hit_prob: float,
                      efficiency: float, link_bytes_per_s: float | None = None,
                      maintain_transfers: float = 1.0, block_tokens: int = 16,
-                     bytes_per_value: float = 2) -> PrefixRetention:
+                     bytes_per_value: float = 2, attention: bool = True) -> PrefixRetention:
     """The expected net saving of keeping one prefix, with every term of 8.3.4.
 
     T_r from prefill FLOPs at ``efficiency`` of the hardware's peak; T_f = KV bytes / link
     (default: the hardware's host link); T_m = ``maintain_transfers`` x T_f (the chapter: one
     swap-out). Prefix A (6144 tokens, 864 MiB) at p_h = 0.5 over PCIe Gen5: 307.9 - 14.2 ms per
     hit, V_h = 132.7 ms, 0.154 ms per MiB; prefix B (2048 tokens, 288 MiB): 40.3 ms, 0.140 ms/MiB.
+    ``attention=False`` prices T_r by the layer matrices alone: then every term is proportional
+    to the prefix length, and one A is worth exactly three B.
     """
     m = _model(model)
     hw = _hardware(hardware)
@@ -442,7 +447,7 @@ def prefix_retention(model: Model, hardware: Hardware, prefix_tokens: int, *, hi
         link_bytes_per_s = hw.host_link_bytes_per_s
     transfers = v.nonnegative("maintain_transfers", maintain_transfers)
     size = kv_bytes(m, n, block_tokens=block_tokens, bytes_per_value=bytes_per_value)
-    tr = prefix_recompute_s(m, hw, n, efficiency)
+    tr = prefix_recompute_s(m, hw, n, efficiency, attention=attention)
     tf = link_transfer_s(size, link_bytes_per_s)
     tm = transfers * tf
     value = cache_retention_value(p, tr, tf, tm)
@@ -471,7 +476,7 @@ def cache_replay_hits(input_tokens: int, hit_tokens: int) -> CacheReplay:
     return CacheReplay(reprocessed_tokens=total - hit, hit_ratio=hit / total)
 
 
-# --- the chapter's inputs of 8.3 (companion.chapters.ch08), also read as km.X ----------------
+# --- 8.3.4: the prefill efficiency of a recomputation ----------------------------------------
 
 # 8.3.4: the recomputation runs at the batch-1 prefill MFU of Experiment 8-1, derived from its
 # measured 2048-token prefill (94.8 ms, footnote 5): 62.16%, which the chapter prints as "62%".

@@ -11,7 +11,6 @@ from functools import lru_cache
 
 from companion import validate as v
 from companion.chapters import ch08
-# The chapter's inputs (companion.chapters.ch08), also read as serving.X by notebooks and ledger
 from companion.formulas.batching import lifecycle_request_time_s
 from companion.formulas.compression import kv_format_bytes_per_value
 from companion.formulas.args import hardware_arg as _hardware

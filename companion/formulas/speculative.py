@@ -12,7 +12,6 @@ import math
 import numbers
 
 from companion import validate as v
-# the chapter's inputs of 8.5 (companion.chapters.ch08), also read as sp.X
 from companion.formulas.core import (attention_flops, matrix_flops,
                                      speculative_expected_tokens)
 from companion.serves import serves

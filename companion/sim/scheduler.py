@@ -50,7 +50,6 @@ import numpy as np
 
 from companion import validate as v
 from companion.serves import serves
-# the chapters' scheduling inputs, also read as sched.X by the notebooks and the ledger
 from companion.sim.fast_scheduler import FastScheduler
 from companion.sim.requests import (POLICIES, Request, SchedulerBase, admission_decision,
                                     check_requests, padder)

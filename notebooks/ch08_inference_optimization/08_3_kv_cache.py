@@ -651,6 +651,38 @@ plots.retention_bars_figure(
 ).show()
 
 # %% [markdown]
+# Where does A's advantage come from? Split the recomputation into its two parts. The layer
+# matrices cost the same per token however long the prefix is, and so do the fetch and the
+# swap-out, which move bytes. Only attention grows faster than the length, because every
+# token of the prefix attends to all the tokens before it. Pricing the recomputation without
+# the attention term shows what is left when that goes away:
+
+# %%
+a_flat = calc.prefix_retention(model, specs.RTX_PRO_6000, prefix, attention=False, **gen5)
+b_flat = calc.prefix_retention(model, specs.RTX_PRO_6000, ch08.PREFIX_B_TOKENS, attention=False,
+                               **gen5)
+n_b = ch08.PREFIX_B_COUNT
+print(f"{'':22} {'one A':>9} {f'{n_b} x B':>9}")
+print(f"{'T_r, matrices only':22} {a_flat.recompute_s / ms:7.1f}ms "
+      f"{n_b * b_flat.recompute_s / ms:7.1f}ms")
+print(f"{'T_r, with attention':22} {a.recompute_s / ms:7.1f}ms {n_b * b.recompute_s / ms:7.1f}ms")
+print(f"{'V, matrices only':22} {a_flat.value_s / ms:7.1f}ms {n_b * b_flat.value_s / ms:7.1f}ms")
+print(f"{'V, with attention':22} {a.value_s / ms:7.1f}ms {n_b * b.value_s / ms:7.1f}ms")
+print(f"attention's share of T_r: A {1 - a_flat.recompute_s / a.recompute_s:.1%}, "
+      f"B {1 - b_flat.recompute_s / b.recompute_s:.1%}")
+
+# %% tags=["remove-input"]
+md(f"""Without attention the two choices tie exactly ({a_flat.value_s / ms:.1f} ms against
+{n_b} x {b_flat.value_s / ms:.1f} ms): every term scales with the number of tokens, so the
+same {a.kv_bytes / MiB:,.0f} MiB is worth the same however it is cut. The whole margin of A
+over three B ({(a.value_s - n_b * b.value_s) / ms:.1f} ms of expected saving at this hit
+probability) is attention: it is {1 - a_flat.recompute_s / a.recompute_s:.1%} of A's recomputation and
+{1 - b_flat.recompute_s / b.recompute_s:.1%} of B's. The margin therefore widens with the
+prefix length (pairs grow with the square of it) and shrinks for a model whose attention is
+cheap per pair, such as one with few query heads or a sliding window (8.3.4 assumes full
+attention in every layer).""")
+
+# %% [markdown]
 # All of this assumes the prefix is still there when it is needed. The chapter's replay of a
 # 12-round agent task (19,556 input tokens) hit 16,304 tokens in a 6 GiB pool and none in a
 # 1 GiB pool with the same interfering requests; waiting longer between rounds changed
