@@ -22,9 +22,11 @@
 # exactly one long prefix A, or for several independent shorter B prefixes; each has its own
 # hit probability (given below; seed 0 uses the chapter's one value for all).
 #
-# 1. **(a)** Over PCIe Gen5: $T_r$ and $T_f$ of prefix A (ms, prefill FLOPs at the efficiency
-#    given), the expected saving of keeping A, and of keeping all the B prefixes (ms).
-#    Which do you keep?
+# 1. **(a)** Over PCIe Gen5: $T_r$ and $T_f$ of prefix A (ms), the expected saving of keeping
+#    A, and of keeping all the B prefixes (ms). Which do you keep? Price $T_r$ by the prefill
+#    FLOPs of $n$ tokens, $2\,N_\text{layer}\,n + a\,n(n+1)/2$ (the layer matrices, then causal
+#    attention over $n(n+1)/2$ query-key pairs at $a$ FLOPs each), at the efficiency given;
+#    $T_f$ moves the prefix's KV, $n$ tokens rounded up to whole blocks at $k$ bytes per token.
 # 2. **(b)** With the B prefixes' hit probability unchanged, below which hit probability of A
 #    should the cache keep the B prefixes instead? (%)
 # 3. **(c)** Redo (a) and (b) over PCIe Gen4.
@@ -53,6 +55,9 @@ print(f"cache {given['cache_bytes'] / units.MiB:g} MiB; prefix A {given['a_token
       f"{given['hit_prob']:.0%} for A, {given['b_hit_prob']:.0%} for each B prefix")
 print(f"links: Gen5 {given['gen5_link_bytes_per_s'] / units.GB:g} GB/s, "
       f"Gen4 {given['gen4_link_bytes_per_s'] / units.GB:g} GB/s per direction")
+print(f"{model.name}: N_layer = {model.layer_params:,} parameters in its layers, "
+      f"a = {calc.attention_flops_per_pair(model):,.0f} FLOPs per query-key pair, "
+      f"k = {calc.kv_bytes_per_token(model):,} KV bytes per token, 16-token blocks")
 
 replay = given["replay"]
 large, small = replay.pool_bytes
