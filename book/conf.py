@@ -38,6 +38,9 @@ nb_mime_priority_overrides = [
     ("latex", "application/vnd.jupyter.widget-view+json", None),
 ]
 myst_enable_extensions = ["dollarmath", "amsmath"]
+# computed sentences (display.md) and folded answers (display.answer) are text/markdown
+# outputs with $...$ maths: parse them as MyST, as Markdown cells are, not as CommonMark
+nb_render_markdown_format = "myst"
 myst_heading_anchors = 3
 suppress_warnings = ["myst.header"]
 

@@ -17,8 +17,10 @@
 #
 # *Calculation, 17 §4.* Every layer keeps a key and a value vector for every KV head and every
 # token it has seen, so one token costs
+#
 # $$k = 2 \times n_\text{layers} \times n_\text{KV heads} \times d_\text{head} \times
 # \text{bytes per value}$$
+#
 # and a sequence of $L$ tokens costs $L k$. Under grouped-query attention (GQA) a group of query
 # heads reads the same K/V pair, so $n_\text{KV heads}$ is smaller than the query-head count; plain
 # multi-head attention (MHA) would keep one K/V pair per query head.

@@ -17,7 +17,9 @@
 #
 # *Calculation, 17 §5 and the interview questions.* The batch is not a free parameter: two
 # limits pin it. Every added sequence adds its live KV to each decode step,
+#
 # $$t_\text{step}(B) = \frac{D_w + B\,L_\text{live}\,k}{\text{bandwidth}},$$
+#
 # so an inter-token latency (ITL) target caps the batch from above; and the KV memory caps it
 # too, at the free memory over each sequence's footprint. A worst-case allocator charges every
 # sequence its full reservation; a paged one only the live tokens (the chapter divides by the

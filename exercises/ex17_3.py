@@ -17,12 +17,16 @@
 #
 # *Calculation, 17 §2.* A workload's arithmetic intensity is the FLOPs it performs per byte
 # it moves from HBM. The roofline caps it at
+#
 # $$\text{attainable} = \min(\text{peak},\ \text{intensity} \times \text{bandwidth}),$$
+#
 # and the two roofs meet at the ridge point, peak / bandwidth. A forward pass costs about
 # 2 FLOPs per parameter per token (attention FLOPs ignored, as in the chapter). One decode step
 # of a batch of $B$ sequences reads the weights once for all of them, but each sequence's own
 # KV cache, $L k$ bytes, is read as well:
+#
 # $$I_\text{decode}(B, L) = \frac{B \cdot 2P}{P \cdot \text{bytes per param} + B\,L\,k}.$$
+#
 # Prefill of an $n$-token prompt reads the weights once for all $n$ tokens.
 #
 # 1. **(a)** The card's ridge point (FLOP per byte).

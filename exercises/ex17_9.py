@@ -20,7 +20,9 @@
 # streams the same weights as generating one token: the target pass costs about one ordinary
 # decode step. If each draft token is accepted with probability $\alpha$ (once all the earlier
 # ones were), a pass yields on average
+#
 # $$\mathbb E[N_k] = 1 + \alpha + \alpha^2 + \dots + \alpha^k$$
+#
 # tokens, the target's own token included. The draft model's $k$ passes are not free: each
 # streams the draft's weights.
 #

@@ -17,8 +17,10 @@
 #
 # *Analysis, sections 8.2.2-8.2.4.* Four requests share an instance that runs at most two at
 # a time. Every round takes
+#
 # $$T_{\text{round}} = t_0 + t_{\text{tok}}\cdot(\text{new tokens}) + t_{\text{pair}}\cdot
 #   (\text{causal query-key pairs}),$$
+#
 # where a chunk of $c$ new tokens on $h$ cached tokens adds $c\,h + c(c+1)/2$ pairs and a
 # decode step is a chunk of one token.
 #

@@ -16,7 +16,9 @@
 # # Exercise 8-4 · Which prefixes should a small cache keep?
 #
 # *Analysis, sections 8.3.3-8.3.4.* Keeping a prefix saves, on average,
+#
 # $$V_h = p_h\,(T_r - T_f) - T_m ,$$
+#
 # where $T_r$ recomputes it by prefill, $T_f$ fetches it back from host memory and $T_m$
 # maintains the cache (here: one swap-out, as long as a fetch). The cache below has room for
 # exactly one long prefix A, or for several independent shorter B prefixes; each has its own

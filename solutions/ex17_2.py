@@ -17,8 +17,10 @@
 #
 # *Calculation, 17 §4.* The KV cache gets whatever HBM the weights and a runtime reserve
 # (activations, workspace, the engine itself) leave free:
+#
 # $$\text{free for KV} = \text{HBM} - \text{weights} - \text{reserve},\qquad
 # \text{max concurrent} = \left\lfloor \frac{\text{free for KV}}{L\,k} \right\rfloor .$$
+#
 # A model too big for one card is split with tensor parallelism over $p$ GPUs: each holds
 # weights / $p$, and the KV heads shard along with the attention heads, so the KV space of all
 # $p$ GPUs together holds the sequences.

@@ -19,7 +19,9 @@
 # layers, a stage; a token's activation crosses each boundary between stages once. Fed with
 # $m$ microbatches back to back, every stage works $m$ stage-steps, but filling and draining
 # the pipe adds $p - 1$ more, so the idle share of stage-time is
+#
 # $$\text{bubble} = \frac{p - 1}{m + p - 1}.$$
+#
 # Placement follows the communication arithmetic: TP as wide as the NVLink domain (one node),
 # and PP stages across nodes only when one node cannot hold the weights plus the runtime
 # reserve.

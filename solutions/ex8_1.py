@@ -18,6 +18,7 @@
 # *Calculation, section 8.2.1.* In one decode round every request in the batch shares a single
 # read of the matrix weights $D_w$, but each request still reads its own context's KV,
 # $L k$ bytes. Per output token the round therefore reads
+#
 # $$\frac{D_w}{b} + L k .$$
 #
 # 1. **(a)** Compute the read volume per output token, in GiB, for the short and the long

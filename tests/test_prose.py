@@ -299,3 +299,35 @@ def test_every_section_ends_with_a_takeaway_box(path):
         for target, name in links:
             assert (path.parent / target).resolve().exists(), f"broken link {target}"
             assert name.startswith(f"ex{chapter}_"), f"{name} is not a Chapter {chapter} exercise"
+
+
+# --- display maths stands alone -----------------------------------------------------------------
+
+def display_math_inside_paragraphs(text: str) -> list[str]:
+    """Each $$...$$ block of a Markdown cell that shares a paragraph with text (MyST, hence the
+    book, typesets display maths only as its own paragraph; inside one it garbles)."""
+    found = []
+    for m in re.finditer(r"\$\$.*?\$\$", text, re.S):
+        before = text[:m.start()].rsplit("\n", 1)
+        after = text[m.end():].split("\n", 1)
+        line_before = before[-1].strip()
+        line_after = after[0].strip()
+        prev_line = before[0].rsplit("\n", 1)[-1].strip() if len(before) > 1 else ""
+        next_line = after[1].split("\n", 1)[0].strip() if len(after) > 1 else ""
+        if line_before or line_after.strip(".,;") or prev_line or next_line:
+            found.append(text[m.start():m.end()][:60])
+    return found
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_rel)
+def test_display_maths_is_its_own_paragraph(path):
+    bad = [f"line {n}: {block}" for n, text in markdown_cells(path)
+           for block in display_math_inside_paragraphs(text)]
+    assert not bad, "put a blank line before and after each $$...$$ block: " + "; ".join(bad)
+
+
+def test_the_display_maths_rule_can_fail():
+    assert display_math_inside_paragraphs("Keeping it saves\n$$V = p T$$\nwhere p is ...")
+    assert display_math_inside_paragraphs("so $$a = b$$ inline")
+    assert not display_math_inside_paragraphs("Keeping it saves\n\n$$V = p T,$$\n\nwhere p")
+    assert not display_math_inside_paragraphs("$$\nV = p\\,T\n$$\n")

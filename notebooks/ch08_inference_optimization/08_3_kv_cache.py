@@ -199,7 +199,7 @@ md(f"""$${n_br}\\,({b_s} + {b_p}) = {share.references} \\text{{ references}}, \\
 # branches; the last step ends branch A, which frees just its 9 private blocks: the prefix
 # stays, because three tables still point at it.
 
-# %%
+# %% tags=["wide-output"]
 steps = kvp.branch_sharing_steps()
 for k, s in enumerate(steps):
     print(f"step {k:2d}: {s.references:3d} table entries on {s.used_blocks:3d} physical blocks"

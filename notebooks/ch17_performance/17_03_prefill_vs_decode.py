@@ -104,7 +104,7 @@ md(f"""
 # The chapter's comparison table is not reproduced here; we rebuild its rows from the
 # formulas of 17.2 for the 8B on the H100.
 
-# %%
+# %% tags=["wide-output"]
 i_prefill = calc.prefill_intensity(m8, ch17.PROMPT_TOKENS)
 i_decode = calc.decode_intensity(m8, 1)
 rows = [
@@ -195,7 +195,7 @@ plots.hol_timeline_figure(hol_sim["result"]).show()
 # prefill at 50% of peak and the KV pool of 17.4. The ITL target is read as 20 ms (the
 # companion's reading of "a few tens of ms", shared with Exercise 17-10).
 
-# %%
+# %% tags=["wide-output"]
 for rate in (1.0, 4.0, 8.0):
     run = sim.slo_run(rate)
     print(f"λ = {rate:>4} req/s: TTFT p50/p90/p99 = "

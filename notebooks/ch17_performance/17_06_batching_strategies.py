@@ -210,7 +210,7 @@ for e in ledger.by_section("17.6"):
 # over the chunks. The decode batch is the one whose step is the chapter's decode step: 17 §5's
 # naive batch of chat-length sequences (`calc.decode_batch_for_step`).
 
-# %%
+# %% tags=["wide-output"]
 batch = calc.decode_batch_for_step(m8, hw, step_s)
 live = ch17.CHAT_LIVE_TOKENS
 fused = calc.fused_chunked_prefill(m8, hw, 8000, 512, decode_batch=batch,

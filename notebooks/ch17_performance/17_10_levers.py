@@ -119,7 +119,7 @@ good deal; on a prefill pool that is already compute-bound it is a bad one.""")
 # model too large for one card is computed for the 70B at TP = 4, the chapter's own example
 # (17 §4, §7). Built by `calc.levers_table`.
 
-# %%
+# %% tags=["wide-output"]
 print(widgets.levers_text(m8, hw))
 
 # %% [markdown]
@@ -135,7 +135,7 @@ print(widgets.levers_text(m8, hw))
 # The whole chapter in one table. Cover the right-hand column and try to rebuild it from the
 # left.
 
-# %%
+# %% tags=["wide-output"]
 print(widgets.mechanism_map_text())
 
 # %% [markdown]
@@ -147,7 +147,7 @@ print(widgets.mechanism_map_text())
 # marks a quantity that does not exist for that model (no single-card number for a model
 # that needs several cards).
 
-# %%
+# %% tags=["wide-output"]
 print(widgets.cheat_sheet_text([m8, specs.LLAMA_70B], hw))
 
 # %% [markdown]
@@ -174,7 +174,7 @@ for a in (0.5, 0.9):
     print(f"alpha {a}, m 4: {n['expected_tokens']:.2f} expected")
 _ = spec_panel.reset()
 
-# %%
+# %% tags=["wide-output"]
 print(widgets.cheat_sheet_text([m8, specs.LLAMA_70B], specs.H200_SXM))
 
 # %% [markdown]

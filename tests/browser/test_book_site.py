@@ -16,8 +16,10 @@ Screenshots go to artifacts/screenshots/.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -48,6 +50,52 @@ def site(tmp_path_factory):
     print(f"\nbook: built in {time.perf_counter() - started:.0f} s, {len(pages)} pages, "
           f"{size / 2**20:.1f} MiB")
     return out
+
+
+class _VisibleText(HTMLParser):
+    """A page's text as a reader sees it before MathJax runs: no scripts, styles, code
+    blocks, or the math Sphinx already marked up (class "math")."""
+
+    HIDDEN = {"script", "style", "pre", "code", "textarea"}
+    VOID = {"br", "img", "input", "meta", "link", "hr", "wbr", "source", "col", "area"}
+
+    def __init__(self):
+        super().__init__()
+        self.hidden: list[bool] = []
+        self.chunks: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in self.VOID:
+            classes = (dict(attrs).get("class") or "").split()
+            self.hidden.append(tag in self.HIDDEN or "math" in classes)
+
+    def handle_endtag(self, tag):
+        if tag not in self.VOID and self.hidden:
+            self.hidden.pop()
+
+    def handle_data(self, data):
+        if not any(self.hidden):
+            self.chunks.append(data)
+
+
+# "$$", a "$...$" span, or a bare \( \[ left in the text: maths the book did not typeset
+RAW_MATH = re.compile(r"\$\$|\$[^$\s][^$\n]{0,80}?[^$\s\\]\$|\$[^$\s]\$|\\\(|\\\[")
+
+
+def test_no_page_shows_raw_maths(site):
+    found = []
+    for page in sorted(site.rglob("*.html")):
+        if "_static" in page.parts or page.name in ("search.html", "genindex.html"):
+            continue
+        parser = _VisibleText()
+        parser.feed(page.read_text(encoding="utf-8"))
+        text = "".join(parser.chunks)
+        for m in RAW_MATH.finditer(text):
+            context = text[max(0, m.start() - 50):m.end() + 30]
+            found.append(f"{page.relative_to(site)}: ...{context!r}")
+    assert not found, (f"{len(found)} passages print their LaTeX as text (a computed sentence "
+                       f"must be a text/markdown output; display maths needs its own paragraph):\n"
+                       + "\n".join(found[:20]))
 
 
 @pytest.fixture(scope="module")
