@@ -19,9 +19,11 @@ import os
 import sys
 
 from companion import units
+from companion import validate as v
 
-__all__ = ["plotly_go", "plain_mimetype_default", "titled_figure", "to_ms", "stacked_axes", "PHASE_COLORS",
-           "SERVING_COLORS", "REQUEST_PALETTE", "discrete_colorscale"]
+__all__ = ["plotly_go", "plain_mimetype_default", "titled_figure", "to_ms", "stacked_axes",
+           "PHASE_COLORS", "SERVING_COLORS", "REQUEST_PALETTE", "SEQ_COLORS", "discrete_colorscale",
+           "dict_rows"]
 
 
 # environments in which plotly picks a renderer other than its plain mimetype one
@@ -150,7 +152,8 @@ def stacked_axes(n: int, labels, gap: float = 0.1) -> tuple[dict, list]:
     return layout, notes
 
 
-# one fixed palette for Chapter 8's request phases (ch08_lifecycle, ch08_batching)
+# one fixed palette for Chapter 8's request phases (ch08_1_request_lifecycle,
+# ch08_2_batching_and_scheduling)
 PHASE_COLORS = {
     "queue": "#b0b0b0", "prefill": "#e69f00", "decode": "#56b4e9", "stall": "#d55e00",
     "token": "#0b3d91", "deadline": "#c00000",
@@ -168,6 +171,9 @@ SERVING_COLORS = {
 # one colour per request in a slot Gantt, cycled (colour-blind-safe Okabe-Ito order)
 REQUEST_PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00",
                    "#f0e442", "#8c564b")
+# one colour per sequence or attention design in 17 §4 and §5's figures
+SEQ_COLORS = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#8c6d31",
+              "#7f7f7f")
 
 
 def discrete_colorscale(colours) -> list:
@@ -178,3 +184,9 @@ def discrete_colorscale(colours) -> list:
     for i, c in enumerate(colours):
         scale += [[i / n, c], [(i + 1) / n, c]]
     return scale
+
+
+def dict_rows(name: str, rows) -> list[dict]:
+    """``rows`` checked to be a sequence of dict rows (as ``companion.calc`` returns them)."""
+    return [v.instance(f"{name}[{i}]", r, dict, "a dict row from companion.calc")
+            for i, r in enumerate(v.sequence(name, rows))]

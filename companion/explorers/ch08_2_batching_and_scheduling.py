@@ -1,5 +1,6 @@
-"""8.2 explorers: batching's read volume and step time, chunked prefill, the token budget, and
-the scheduling policies of 8.2.2 on the companion's simulator.
+"""8.2 explorers (notebook 08_2_batching_and_scheduling): batching's read volume and step time,
+chunked prefill, the token budget, and the scheduling policies of 8.2.2 on the companion's
+simulator.
 
 ``DecodeBatchPanel``: model, hardware, context, KV format, weights in HBM or ROM, batch ->
 Figures 8-3/8-4 and the decode roofline with Experiment 8-1's measurements (8.2.1).
@@ -19,8 +20,8 @@ roofline with Experiment 8-1's measurements, LoRA vs KV capacity, the 8.2.2 Gant
 the pair-count area (Figure 8-8), chunk costs, CUDA-graph padding and the token budget.
 
 Builders take results computed by ``companion.calc`` / ``companion.sim`` and return plotly
-figures; the ``*_traces`` helpers return plain trace/layout dicts that the explorers in
-``companion.explorers.ch08_batching`` reuse. Deterministic: fixed colours, no timestamps.
+figures; the ``*_traces`` helpers return plain trace/layout dicts that this module's explorers
+reuse. Deterministic: fixed colours, no timestamps.
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ __all__ = [
     "token_budget_figure", "budget_sweep_figure", "DecodeBatchPanel", "ChunkedPrefillPanel",
     "TokenBudgetPanel", "SchedulePanel", "BudgetSweepPanel", "SWEEP_BUDGETS",
 ]
+
+# the section this module serves (the notebook of its name): every @serves mark here is
+# within it (tests/test_sections.py)
+SECTION = "8.2"
 
 
 CONTEXT_COLORS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00")

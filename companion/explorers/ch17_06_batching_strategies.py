@@ -1,4 +1,5 @@
-"""17 §6's explorer home: batching strategies on one simulated queue, and chunked prefill.
+"""17 §6's explorer home (notebook 17_06_batching_strategies): batching strategies on one
+simulated queue, and chunked prefill.
 
 Figures (plotly, deterministic): ``batching_gantt_figure`` (``slot_gantt_traces`` over
 ``batch_slots``, a slot per row of a simulated ``Result``) and ``chunk_trade_traces`` (worst ITL
@@ -45,6 +46,10 @@ from companion.sim.scenarios import (
 
 __all__ = ["batch_slots", "slot_gantt_traces", "batching_gantt_figure", "chunk_trade_traces",
            "BatchingTracePanel", "ChunkSizePanel"]
+
+# the section this module serves (the notebook of its name): every @serves mark here is
+# within it (tests/test_sections.py)
+SECTION = "17.6"
 
 
 # --- §6 static vs continuous: a slot Gantt of a simulated queue -------------------------------

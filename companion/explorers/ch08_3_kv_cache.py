@@ -1,5 +1,5 @@
-"""8.3's explorer home: paged blocks and block tables, branch sharing, the prefix tree
-(Figure 8-17), the pool under preemption, and cache retention (Figure 8-22).
+"""8.3's explorer home (notebook 08_3_kv_cache): paged blocks and block tables, branch sharing,
+the prefix tree (Figure 8-17), the pool under preemption, and cache retention (Figure 8-22).
 
 Figures: ``block_pool_figure``/``block_pool_steps_figure`` (``block_pool_traces``,
 ``block_pool_layout``) draw a ``companion.sim.kv_scenarios.PoolSnapshot``: every cell of a block
@@ -47,6 +47,10 @@ __all__ = [
     "BranchSharingPanel", "SharedPrefixCapacityPanel", "SnapshotSpacingPanel",
     "ContextOrganisationPanel", "RetentionPanel",
 ]
+
+# the section this module serves (the notebook of its name): every @serves mark here is
+# within it (tests/test_sections.py)
+SECTION = "8.3"
 
 
 # one colour per sequence (colour-blind safe), then the states of a physical block

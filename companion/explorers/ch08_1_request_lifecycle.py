@@ -1,4 +1,5 @@
-"""8.1's explorer home: the request timeline (Figure 8-2), the memory budget, the KV capacity.
+"""8.1's explorer home (notebook 08_1_request_lifecycle): the request timeline (Figure 8-2), the
+memory budget, the KV capacity.
 
 Figures (plotly, deterministic: fixed colours, no timestamps): ``request_timeline_figure``
 (``timeline_traces``/``timeline_layout``), ``memory_budget_figure`` (``budget_traces``),
@@ -29,6 +30,10 @@ __all__ = [
     "request_timeline_figure", "memory_budget_figure", "kv_capacity_figure",
     "RequestTimelinePanel", "MemoryBudgetPanel", "KVCapacityPanel",
 ]
+
+# the section this module serves (the notebook of its name): every @serves mark here is
+# within it (tests/test_sections.py)
+SECTION = "8.1"
 
 # the models the 8.1.2 panels offer: Chapter 8's presets, then the shelf
 MODELS = ModelMenu(CH08_MODELS)
