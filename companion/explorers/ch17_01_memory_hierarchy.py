@@ -11,6 +11,7 @@ pyramid, ridge point, full-memory sweep time and link ratios, beside every other
 from __future__ import annotations
 
 from companion import calc, specs, units
+from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import dict_rows
 from companion.explorers.common import titled_figure as _fig
@@ -102,7 +103,9 @@ class MemoryHierarchyPanel(Panel):
     title = "The memory hierarchy (17 §1): capacity, bandwidth, and the ratio that runs decode"
     controls = (
         hardware_control(),
-        Control("sweep_gb", "bytes read per step (GB)", "float", 80.0, 1.0, 200.0, 1.0),
+        # all of the default card's memory (the H100 SXM's 80 GB)
+        Control("sweep_gb", "bytes read per step (GB)", "float", ch17.H100_MEM_BYTES / units.GB,
+                1.0, 200.0, 1.0),
     )
     main_control = "hardware"
     base_layout = memory_hierarchy_layout(

@@ -140,7 +140,7 @@ class RequestBudgetPanel(Panel):
         roofline_model_control(),
         Control("prompt_tokens", "prompt (tokens)", "int", ch17.PROMPT_TOKENS, 16,
                 32_768, 16),
-        Control("output_tokens", "output (tokens)", "int", 250, 1, 4096, 1),
+        Control("output_tokens", "output (tokens)", "int", ch17.OUTPUT_TOKENS, 1, 4096, 1),
         Control("itl_ms", "ITL: one decode step (ms)", "float",
                 ch17.SMOOTH_ITL_S / units.ms, 1.0, 100.0, 0.1),
         Control("efficiency_pct", "prefill at % of peak", "float",

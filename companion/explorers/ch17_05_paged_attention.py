@@ -179,7 +179,7 @@ class PagedKVPanel(Panel):
         hardware_control(),
         Control("live_tokens", "mean live tokens per sequence", "int",
                 ch17.CHAT_LIVE_TOKENS, 16, 8000, 8),
-        Control("block_tokens", "block size (tokens)", "int", 16, 1, 1024, 1),
+        Control("block_tokens", "block size (tokens)", "int", ch17.BLOCK_TOKENS, 1, 1024, 1),
         Control("reservation_tokens", "contiguous reservation per request (tokens)", "int",
                 ch17.LONG_CONTEXT_TOKENS, 1024, 32_768, 64),
     )

@@ -296,7 +296,7 @@ class ChunkSizePanel(Panel):
     controls = (
         Control("prompt_tokens", "long prompt (tokens)", "int", ch17.LONG_CONTEXT_TOKENS,
                 1000, 32_000, 250),
-        Control("chunk_tokens", "chunk size (tokens)", "int", 512, 32, 8192, 32),
+        Control("chunk_tokens", "chunk size (tokens)", "int", ch17.CHUNK_TOKENS, 32, 8192, 32),
         Control("decode_step_ms", "decode step of the running batch (ms)", "float",
                 ch17.DECODE_STEP_S / units.ms, 1.0, 30.0, 0.1),
         Control("efficiency_pct", "prefill at % of peak", "float",

@@ -231,8 +231,8 @@ class PipelineBubblePanel(Panel):
 
     title = "Pipeline parallelism: the bubble (17 §7)"
     controls = (
-        Control("stages", "pipeline stages p", "int", 4, 1, 16, 1),
-        Control("microbatches", "microbatches m", "int", 16, 1, 64, 1),
+        Control("stages", "pipeline stages p", "int", ch17.PP_STAGES, 1, 16, 1),
+        Control("microbatches", "microbatches m", "int", ch17.PP_MICROBATCHES[0], 1, 64, 1),
     )
     main_control = "microbatches"
     base_layout = {"height": 440}

@@ -123,9 +123,12 @@ class PoolSizingPanel(Panel):
 
     title = "Disaggregated serving: sizing the two pools (17 §8)"
     controls = (
-        Control("request_rate", "request rate (req/s)", "float", 100.0, 1.0, 500.0, 1.0),
-        Control("mean_prompt_tokens", "mean prompt (tokens)", "int", 2000, 100, 32_000, 100),
-        Control("mean_output_tokens", "mean output (tokens)", "int", 250, 10, 4000, 10),
+        Control("request_rate", "request rate (req/s)", "float",
+                float(ch17.REQUEST_RATE_PER_S), 1.0, 500.0, 1.0),
+        Control("mean_prompt_tokens", "mean prompt (tokens)", "int", ch17.MEAN_PROMPT_TOKENS,
+                100, 32_000, 100),
+        Control("mean_output_tokens", "mean output (tokens)", "int", ch17.MEAN_OUTPUT_TOKENS,
+                10, 4000, 10),
         Control("prefill_capacity", "prefill capacity per group (tok/s)", "float",
                 float(ch17.PREFILL_TOK_PER_S_PER_GROUP), 1000.0, 50_000.0, 500.0),
         Control("decode_capacity", "decode capacity per group (tok/s)", "float",
@@ -307,9 +310,12 @@ class DisaggregationDiagramPanel(Panel):
 
     title = "Router, prefill pool, KV hop, decode pool (17 §8)"
     controls = (
-        Control("request_rate", "request rate (req/s)", "float", 100.0, 1.0, 500.0, 1.0),
-        Control("mean_prompt_tokens", "mean prompt (tokens)", "int", 2000, 100, 32_000, 100),
-        Control("mean_output_tokens", "mean output (tokens)", "int", 250, 10, 4000, 10),
+        Control("request_rate", "request rate (req/s)", "float",
+                float(ch17.REQUEST_RATE_PER_S), 1.0, 500.0, 1.0),
+        Control("mean_prompt_tokens", "mean prompt (tokens)", "int", ch17.MEAN_PROMPT_TOKENS,
+                100, 32_000, 100),
+        Control("mean_output_tokens", "mean output (tokens)", "int", ch17.MEAN_OUTPUT_TOKENS,
+                10, 4000, 10),
         model_control(specs.LLAMA_70B.name, (specs.LLAMA_8B.name, specs.LLAMA_70B.name)),
         choice_control("link", "KV link", "400 Gb RDMA (50 GB/s)", {k: k for k in KV_LINKS}),
     )

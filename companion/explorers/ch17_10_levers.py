@@ -13,6 +13,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from companion import calc
+from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import REQUEST_PALETTE, SERVING_COLORS
 from companion.explorers.common import titled_figure as _fig
@@ -104,8 +105,9 @@ class SpeculativeLeverPanel(Panel):
 
     title = "Speculative decoding: tokens per target pass (17 §10)"
     controls = (
-        Control("acceptance", "acceptance rate alpha", "float", 0.7, 0.05, 1.0, 0.01),
-        Control("draft_len", "draft length k", "int", 4, 0, 10, 1),
+        Control("acceptance", "acceptance rate alpha", "float", ch17.SPEC_ACCEPTANCE, 0.05, 1.0,
+                0.01),
+        Control("draft_len", "draft length k", "int", ch17.SPEC_DRAFT_LEN, 0, 10, 1),
         Control("rounds", "simulated rounds", "int", 5000, 1000, 10_000, 1000),
     )
     main_control = "acceptance"
