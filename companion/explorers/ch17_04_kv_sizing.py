@@ -73,7 +73,8 @@ def kv_by_context_figure(rows, *, capacity_bytes: float | None = None,
 
 
 @serves("17.4")
-def attention_variants_figure(rows, *, cache_bytes: float = 80e9, context_tokens: int = 8000,
+def attention_variants_figure(rows, *, cache_bytes: float = ch17.CACHE_BYTES,
+                              context_tokens: int = ch17.LONG_CONTEXT_TOKENS,
                               title: str = "One shape, three attention designs "
                                            "(17 §4, re-derived)"):
     """Two bar panels of ``calc.attention_variants`` rows: KV per token (KB = KiB, log) and
