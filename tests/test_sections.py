@@ -123,7 +123,8 @@ SECTION_MODULES = sorted(p.stem for p in (ROOT / "companion" / "explorers").glob
 
 
 def _notebook_section(stem: str) -> str:
-    """"08_3_kv_cache" -> "8.3", "17_09_measuring" -> "17.9" (the file name, as where() reads it)."""
+    """"08_3_kv_cache" -> "8.3", "17_09_measuring" -> "17.9" (the file name, as where() reads
+    it)."""
     chapter, number = stem.split("_")[:2]
     return section_key(f"{int(chapter)}.{int(number)}")
 

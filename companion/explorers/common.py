@@ -1,7 +1,9 @@
 """Figure helpers the explorer modules share: plotly imported on first use (with the rounding
 renderer of ``companion.display``), a titled figure in the companion's template, seconds to
-milliseconds for an axis, stacked subplots, and the Chapter 17 §6-§10 palettes. The panels'
-presets and controls are in ``companion.explorers.presets``.
+milliseconds for an axis, stacked subplots, the palettes several sections share (Chapter 8's
+phases, Chapter 17 §4-§5's sequences and §6-§10's serving colours) and ``dict_rows``, the check
+of ``companion.calc``'s row lists. The panels' presets and controls are in
+``companion.explorers.presets``.
 
 The figures the companion builds are plotly ``Figure``s of a subclass that, in a Jupyter kernel
 where plotly would use its plain mimetype renderer, puts the rounding renderer's bundle
@@ -22,8 +24,8 @@ from companion import units
 from companion import validate as v
 
 __all__ = ["plotly_go", "plain_mimetype_default", "titled_figure", "to_ms", "stacked_axes",
-           "PHASE_COLORS", "SERVING_COLORS", "REQUEST_PALETTE", "SEQ_COLORS", "discrete_colorscale",
-           "dict_rows"]
+           "PHASE_COLORS", "SERVING_COLORS", "REQUEST_PALETTE", "SEQ_COLORS",
+           "discrete_colorscale", "dict_rows"]
 
 
 # environments in which plotly picks a renderer other than its plain mimetype one
