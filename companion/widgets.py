@@ -3,44 +3,56 @@
 Each panel's ``update(**params)`` is a plain function that a test can call headless across
 its slider ranges; ``show()`` builds the ipywidgets UI (sliders, a reset-to-the-chapter's-setting
 button, a readout and a live plotly figure, ``companion.explorers.figure_widget``). ipywidgets
-is imported only by the topic modules under ``companion.explorers``, never by
+is imported only by ``companion.explorers.base`` and ``figure_widget``, when a panel is shown,
+never by
 ``import companion``.
 
-A façade: each panel is imported from the explorer module of its topic; the scenario, table
+A façade: each panel is imported from the explorer module of its notebook
+(``companion.explorers.ch17_09_measuring`` for ``17_09_measuring``); the scenario, table
 and formula helpers the notebooks call as ``widgets.X`` are imported from their homes in
 ``companion.sim``, ``companion.tables`` and ``companion.formulas``.
 """
 
 from __future__ import annotations
 
-from companion.explorers.ch08_batching import (
+from companion.explorers.ch08_1_request_lifecycle import (
+    KVCapacityPanel, RequestTimelinePanel, MemoryBudgetPanel)
+from companion.explorers.ch08_2_batching_and_scheduling import (
     DecodeBatchPanel, ChunkedPrefillPanel, TokenBudgetPanel, SchedulePanel, BudgetSweepPanel,
     SWEEP_BUDGETS)
-from companion.explorers.ch08_compression import (
-    QuantizedFitPanel, CompressedReadPanel, OffloadPanel, CompressTransferPanel,
-    RetryCostPanel, PrecisionGridPanel)
-from companion.explorers.ch08_kv import (
+from companion.explorers.ch08_3_kv_cache import (
     PagingPanel, BranchSharingPanel, SharedPrefixCapacityPanel, SnapshotSpacingPanel,
     ContextOrganisationPanel, RetentionPanel)
-from companion.explorers.ch08_lifecycle import (
-    KVCapacityPanel, RequestTimelinePanel, MemoryBudgetPanel)
-from companion.explorers.ch08_serving import (
-    AdmissionPanel, SchemePanel, AmdahlPanel, SCHEME_SETS, AMDAHL_FRACTIONS)
-from companion.explorers.ch08_speculative import (
+from companion.explorers.ch08_4_compression_and_offloading import (
+    QuantizedFitPanel, CompressedReadPanel, OffloadPanel, CompressTransferPanel, RetryCostPanel,
+    PrecisionGridPanel)
+from companion.explorers.ch08_5_speculative_decoding import (
     GreedyVerificationPanel, RejectionSamplingPanel, SpeculativeLatencyPanel, DraftLengthPanel,
     RoundStagesPanel)
-from companion.explorers.ch17_batching import (
+from companion.explorers.ch08_6_load_and_configuration import (
+    AdmissionPanel, SchemePanel, AmdahlPanel, SCHEME_SETS, AMDAHL_FRACTIONS)
+from companion.explorers.ch17_01_memory_hierarchy import (
+    MemoryHierarchyPanel)
+from companion.explorers.ch17_02_roofline import (
+    RooflinePanel)
+from companion.explorers.ch17_03_prefill_vs_decode import (
+    RequestBudgetPanel, HeadOfLinePanel, SLOPanel)
+from companion.explorers.ch17_04_kv_sizing import (
+    KVSizingPanel)
+from companion.explorers.ch17_05_paged_attention import (
+    PagedKVPanel)
+from companion.explorers.ch17_06_batching_strategies import (
     BatchingTracePanel, ChunkSizePanel)
-from companion.explorers.ch17_levers import (
-    UtilizationPanel, SpeculativeLeverPanel, BatchSizePanel, KernelTimelinePanel,
-    SpeedOfLightPanel)
-from companion.explorers.ch17_memory import (
-    MemoryHierarchyPanel, KVSizingPanel, PagedKVPanel)
-from companion.explorers.ch17_parallelism import (
-    TensorParallelPanel, PipelineBubblePanel, PlacementPanel, PoolSizingPanel, KVRoutingPanel,
-    DisaggregationDiagramPanel)
-from companion.explorers.ch17_roofline import (
-    RooflinePanel, RequestBudgetPanel, HeadOfLinePanel, SLOPanel)
+from companion.explorers.ch17_07_parallelism import (
+    TensorParallelPanel, PipelineBubblePanel, PlacementPanel)
+from companion.explorers.ch17_08_disaggregation_and_routing import (
+    PoolSizingPanel, KVRoutingPanel, DisaggregationDiagramPanel)
+from companion.explorers.ch17_09_measuring import (
+    UtilizationPanel, KernelTimelinePanel, SpeedOfLightPanel)
+from companion.explorers.ch17_10_levers import (
+    SpeculativeLeverPanel)
+from companion.explorers.ch17_11_interview_questions import (
+    BatchSizePanel)
 from companion.sim.scenarios import (
     timeline_scenario, stalled_interval_positions, chapter_schedules, batching_trace_requests,
     batching_trace, itl_tail_trace, CH17_STATIC_BATCH, CH17_STATIC_SHORTEST,

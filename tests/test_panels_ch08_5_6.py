@@ -167,7 +167,7 @@ def test_amdahl_panel():
 # --- figure builders --------------------------------------------------------------------------
 
 def test_figure_builders_title_every_axis():
-    from companion.explorers.ch08_speculative import greedy_example
+    from companion.sim.speculative import greedy_example
 
     figs = [plots.greedy_verification_figure(greedy_example()),
             widgets.SchemePanel().figure(), widgets.AmdahlPanel().figure(),

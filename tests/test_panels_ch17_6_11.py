@@ -4,6 +4,7 @@ plus the helpers' invariants and bad input."""
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import pytest
@@ -220,10 +221,10 @@ def test_batch_slots_never_overlap():
             assert all(e1 <= s2 + 1e-9 for (_, e1), (s2, _) in zip(spans, spans[1:]))
 
 
-# the explorers of 17 §6-§11 (the topic modules they live in since the one-home refactor)
-SECTION_6_11_PANELS = [n for n in widgets.__all__ if n.endswith("Panel") and getattr(
-    widgets, n).__module__.rsplit(".", 1)[-1] in ("ch17_batching", "ch17_parallelism",
-                                                  "ch17_levers")]
+# the explorers of 17 §6-§11: the panels of the section modules whose SECTION is one of them
+SECTION_6_11_PANELS = [
+    n for n in widgets.__all__ if n.endswith("Panel") and importlib.import_module(
+        getattr(widgets, n).__module__).SECTION in {f"17.{k}" for k in range(6, 12)}]
 
 
 def test_the_section_6_11_panels_are_found():

@@ -3,13 +3,16 @@ entries, exercises and inputs, read off the code; and README.md's generated tabl
 
 from __future__ import annotations
 
+import importlib
+import re
 from pathlib import Path
 
 import pytest
 
 import companion
-from companion import ledger
+from companion import ledger, plots, widgets
 from companion.sections import cited_sections, section_key, section_table, sections, where
+from companion.serves import served_sections
 from tools.make_section_table import BEGIN, END, with_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,3 +113,45 @@ def test_readme_holds_the_current_section_table():
     assert BEGIN in readme and END in readme
     assert with_table(readme, section_table()) == readme, (
         "README.md's section table is stale: run `python tools/make_section_table.py`")
+
+
+# --- the explorer modules, one per notebook ------------------------------------------------------
+
+NOTEBOOKS = {p.stem: p for folder in ("ch08_inference_optimization", "ch17_performance")
+             for p in (ROOT / "notebooks" / folder).glob("[01]*.py")}
+SECTION_MODULES = sorted(p.stem for p in (ROOT / "companion" / "explorers").glob("ch*.py"))
+
+
+def _notebook_section(stem: str) -> str:
+    """"08_3_kv_cache" -> "8.3", "17_09_measuring" -> "17.9" (the file name, as where() reads
+    it)."""
+    chapter, number = stem.split("_")[:2]
+    return section_key(f"{int(chapter)}.{int(number)}")
+
+
+@pytest.mark.parametrize("stem", SECTION_MODULES)
+def test_a_section_module_is_named_after_its_notebook_and_states_its_section(stem):
+    notebook = stem.removeprefix("ch")
+    assert notebook in NOTEBOOKS, f"{stem}: no notebook {notebook}.py to be named after"
+    module = importlib.import_module(f"companion.explorers.{stem}")
+    assert module.SECTION == _notebook_section(notebook)
+    for name in module.__all__:
+        for mark in served_sections(getattr(module, name)):
+            assert mark == module.SECTION or mark.startswith(module.SECTION + "."), (
+                f"{stem}.{name} serves {mark}: move it to that section's module")
+
+
+def test_each_panel_and_figure_lives_with_the_first_notebook_that_uses_it():
+    used_by = {}
+    for stem in sorted(NOTEBOOKS):
+        if _notebook_section(stem).endswith(".0"):   # an overview draws what a section owns
+            continue
+        for name in re.findall(r"\b(?:widgets|plots)\.(\w+)", NOTEBOOKS[stem].read_text()):
+            used_by.setdefault(name, stem)
+    misplaced = []
+    for name in set(widgets.__all__) | set(plots.__all__):
+        home = getattr(widgets if name in widgets.__all__ else plots, name)
+        module = getattr(home, "__module__", "").rpartition(".")[2]
+        if module in SECTION_MODULES and name in used_by and module != "ch" + used_by[name]:
+            misplaced.append(f"{name} ({module}, first drawn in {used_by[name]})")
+    assert not misplaced, "; ".join(sorted(misplaced))

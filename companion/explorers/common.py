@@ -1,7 +1,9 @@
 """Figure helpers the explorer modules share: plotly imported on first use (with the rounding
 renderer of ``companion.display``), a titled figure in the companion's template, seconds to
-milliseconds for an axis, stacked subplots, and the Chapter 17 §6-§10 palettes. The panels'
-presets and controls are in ``companion.explorers.presets``.
+milliseconds for an axis, stacked subplots, the palettes several sections share (Chapter 8's
+phases, Chapter 17 §4-§5's sequences and §6-§10's serving colours) and ``dict_rows``, the check
+of ``companion.calc``'s row lists. The panels' presets and controls are in
+``companion.explorers.presets``.
 
 The figures the companion builds are plotly ``Figure``s of a subclass that, in a Jupyter kernel
 where plotly would use its plain mimetype renderer, puts the rounding renderer's bundle
@@ -19,9 +21,11 @@ import os
 import sys
 
 from companion import units
+from companion import validate as v
 
-__all__ = ["plotly_go", "plain_mimetype_default", "titled_figure", "to_ms", "stacked_axes", "PHASE_COLORS",
-           "SERVING_COLORS", "REQUEST_PALETTE", "discrete_colorscale"]
+__all__ = ["plotly_go", "plain_mimetype_default", "titled_figure", "to_ms", "stacked_axes",
+           "PHASE_COLORS", "SERVING_COLORS", "REQUEST_PALETTE", "SEQ_COLORS",
+           "discrete_colorscale", "dict_rows"]
 
 
 # environments in which plotly picks a renderer other than its plain mimetype one
@@ -150,7 +154,8 @@ def stacked_axes(n: int, labels, gap: float = 0.1) -> tuple[dict, list]:
     return layout, notes
 
 
-# one fixed palette for Chapter 8's request phases (ch08_lifecycle, ch08_batching)
+# one fixed palette for Chapter 8's request phases (ch08_1_request_lifecycle,
+# ch08_2_batching_and_scheduling)
 PHASE_COLORS = {
     "queue": "#b0b0b0", "prefill": "#e69f00", "decode": "#56b4e9", "stall": "#d55e00",
     "token": "#0b3d91", "deadline": "#c00000",
@@ -168,6 +173,9 @@ SERVING_COLORS = {
 # one colour per request in a slot Gantt, cycled (colour-blind-safe Okabe-Ito order)
 REQUEST_PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00",
                    "#f0e442", "#8c564b")
+# one colour per sequence or attention design in 17 §4 and §5's figures
+SEQ_COLORS = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#8c6d31",
+              "#7f7f7f")
 
 
 def discrete_colorscale(colours) -> list:
@@ -178,3 +186,9 @@ def discrete_colorscale(colours) -> list:
     for i, c in enumerate(colours):
         scale += [[i / n, c], [(i + 1) / n, c]]
     return scale
+
+
+def dict_rows(name: str, rows) -> list[dict]:
+    """``rows`` checked to be a sequence of dict rows (as ``companion.calc`` returns them)."""
+    return [v.instance(f"{name}[{i}]", r, dict, "a dict row from companion.calc")
+            for i, r in enumerate(v.sequence(name, rows))]

@@ -23,7 +23,9 @@ from companion.explorers.base import Control
 __all__ = ["CH08_MODELS", "KV_PRECISIONS", "HARDWARE_PRESETS", "KV_PRECISION_BYTES",
            "hardware_control", "SERVING_MODELS", "SERVING_CARDS", "WEIGHT_FORMATS", "TP_DEGREES",
            "choice_control", "model_control", "card_control", "ModelMenu", "SHELF_LABEL",
-           "CONFIG_CONTROL", "SERVING_MENU", "source_line", "kv_per_token_text", "blank_traces", "config_control", "config_examples", "read_pasted_config"]
+           "CONFIG_CONTROL", "SERVING_MENU", "source_line", "kv_per_token_text", "blank_traces",
+           "config_control", "config_examples", "read_pasted_config", "ROOFLINE_MENU",
+           "roofline_model_control"]
 
 SHELF_LABEL = "shelf: "
 CONFIG_CONTROL = "config_json"
@@ -160,6 +162,16 @@ def hardware_control() -> Control:
     """The "hardware" choice over ``HARDWARE_PRESETS``, H100 SXM first selected."""
     return Control("hardware", "hardware", "choice", specs.H100_SXM.name,
                    options={name: name for name in HARDWARE_PRESETS})
+
+
+# the models the 17 §2 and §3 panels offer (roofline, request budget, head-of-line blocking)
+ROOFLINE_MENU = ModelMenu({m.name: m for m in (specs.LLAMA_8B, specs.LLAMA_70B, specs.LLAMA_405B,
+                                               specs.QWEN3_8B)})
+
+
+def roofline_model_control() -> Control:
+    """The "model" choice over ``ROOFLINE_MENU``, Llama 8B first selected."""
+    return ROOFLINE_MENU.control(specs.LLAMA_8B.name)
 
 
 # the models and cards the §6-§10 panels offer, by display name

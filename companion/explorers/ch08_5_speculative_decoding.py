@@ -1,4 +1,4 @@
-"""8.5 explorers: speculative decoding.
+"""8.5 explorers (notebook 08_5_speculative_decoding): speculative decoding.
 
 ``GreedyVerificationPanel``: Figure 8-29 stepped through by the simulator's greedy verifier.
 ``RejectionSamplingPanel``: the simulator's rejection sampling on two symbols, emitted
@@ -19,8 +19,8 @@ length with shape padding (Exercise 8-7's setting).
 
 Builders take results computed by ``companion.calc`` / ``companion.sim`` and return plotly
 figures; the ``*_traces`` helpers return plain trace dicts (and the ``*_LAYOUT`` constants
-the data-independent layouts) that the explorers in ``companion.explorers.ch08_speculative``
-reuse, so a slider move only replaces trace data. Deterministic: fixed colours, no timestamps.
+the data-independent layouts) that this module's explorers reuse, so a slider move only
+replaces trace data. Deterministic: fixed colours, no timestamps.
 """
 
 from __future__ import annotations
@@ -44,6 +44,10 @@ __all__ = [
     "draft_cost_figure", "draft_mode_figure", "round_stages_figure", "GreedyVerificationPanel",
     "RejectionSamplingPanel", "SpeculativeLatencyPanel", "DraftLengthPanel", "RoundStagesPanel",
 ]
+
+# the section this module serves (the notebook of its name): every @serves mark here is
+# within it (tests/test_sections.py)
+SECTION = "8.5"
 
 
 # Okabe-Ito colours, one meaning each

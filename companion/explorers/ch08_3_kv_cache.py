@@ -1,5 +1,5 @@
-"""8.3's explorer home: paged blocks and block tables, branch sharing, the prefix tree
-(Figure 8-17), the pool under preemption, and cache retention (Figure 8-22).
+"""8.3's explorer home (notebook 08_3_kv_cache): paged blocks and block tables, branch sharing,
+the prefix tree (Figure 8-17), the pool under preemption, and cache retention (Figure 8-22).
 
 Figures: ``block_pool_figure``/``block_pool_steps_figure`` (``block_pool_traces``,
 ``block_pool_layout``) draw a ``companion.sim.kv_scenarios.PoolSnapshot``: every cell of a block
@@ -47,6 +47,10 @@ __all__ = [
     "BranchSharingPanel", "SharedPrefixCapacityPanel", "SnapshotSpacingPanel",
     "ContextOrganisationPanel", "RetentionPanel",
 ]
+
+# the section this module serves (the notebook of its name): every @serves mark here is
+# within it (tests/test_sections.py)
+SECTION = "8.3"
 
 
 # one colour per sequence (colour-blind safe), then the states of a physical block
@@ -873,6 +877,12 @@ class ContextOrganisationPanel(Panel):
 # --- 8.3.4 retention economics (Figure 8-22) ---------------------------------------------------
 
 _SWEEP_HIT = np.linspace(0.0, 1.0, 51)
+# Figure 8-22's model; the prefix sliders move in steps of 256 tokens and the cache space in
+# the KV of that step (36 MiB), from the KV of one prefix A (864 MiB), Qwen3-8B in BF16
+_RETENTION_MODEL = specs.QWEN3_8B
+_PREFIX_STEP_TOKENS = 256
+_PREFIX_STEP_MIB = calc.kv_bytes(_RETENTION_MODEL, _PREFIX_STEP_TOKENS) / units.MiB
+_PREFIX_A_MIB = calc.kv_bytes(_RETENTION_MODEL, ch08.SHARED_PREFIX_TOKENS) / units.MiB
 
 
 @serves("8.3.4")
@@ -888,11 +898,12 @@ class RetentionPanel(Panel):
                 0.0, 1.0, 0.01),
         Control("link_gb_per_s", "host link (GB/s per direction)", "float",
                 ch08.PCIE_GEN5_X16_BYTES_PER_S / units.GB, 4.0, 450.0, 1.0),
-        Control("prefix_a_tokens", "prefix A (tokens)", "int", ch08.SHARED_PREFIX_TOKENS, 256,
-                32768, 256),
-        Control("prefix_b_tokens", "prefix B (tokens)", "int", ch08.PREFIX_B_TOKENS, 256, 32768,
-                256),
-        Control("cache_mib", "cache space (MiB)", "float", 864.0, 36.0, 8192.0, 36.0),
+        Control("prefix_a_tokens", "prefix A (tokens)", "int", ch08.SHARED_PREFIX_TOKENS,
+                _PREFIX_STEP_TOKENS, 32768, _PREFIX_STEP_TOKENS),
+        Control("prefix_b_tokens", "prefix B (tokens)", "int", ch08.PREFIX_B_TOKENS,
+                _PREFIX_STEP_TOKENS, 32768, _PREFIX_STEP_TOKENS),
+        Control("cache_mib", "cache space (MiB)", "float", _PREFIX_A_MIB, _PREFIX_STEP_MIB,
+                8192.0, _PREFIX_STEP_MIB),
         Control("efficiency_pct", "recompute at % of BF16 peak", "float",
                 100 * km.RECOMPUTE_EFFICIENCY, 5.0, 100.0, 0.1),
     )
@@ -910,7 +921,7 @@ class RetentionPanel(Panel):
 
     def compute(self, *, hit_prob_a, hit_prob_b, link_gb_per_s, prefix_a_tokens,
                 prefix_b_tokens, cache_mib, efficiency_pct) -> View:
-        m, hw = specs.QWEN3_8B, specs.RTX_PRO_6000
+        m, hw = _RETENTION_MODEL, specs.RTX_PRO_6000
         kw = dict(efficiency=efficiency_pct / 100, link_bytes_per_s=link_gb_per_s * units.GB)
         a = calc.prefix_retention(m, hw, prefix_a_tokens, hit_prob=hit_prob_a, **kw)
         b = calc.prefix_retention(m, hw, prefix_b_tokens, hit_prob=hit_prob_b, **kw)

@@ -1,50 +1,40 @@
-"""17 §9-§10's and the interview's explorer home: measuring (SM share, MBU, MFU), the levers
-(quantization, speculative decoding) and the batch-size question.
+"""17 §9's explorer home (notebook 17_09_measuring): measuring (SM share, MBU, MFU), the
+kernel timeline and the speed of light.
 
 Figures (plotly, deterministic): ``sm_share_figure``, ``utilization_traces``,
-``quantization_figure``, ``speculative_traces`` (exact and simulated tokens per target pass,
-from ``sim.speculative.speculative_check``) and ``batch_window_traces`` (the batch between the
-ITL ceiling and the KV-memory cap).
+``kernel_timeline_traces`` and ``speed_of_light_traces``.
 
 Panels: ``UtilizationPanel`` (MBU and MFU of measured decode and prefill rates),
-``SpeculativeLeverPanel`` (expected tokens per target pass, exact and simulated),
-``BatchSizePanel`` (interview: the batch between the ITL ceiling and the KV-memory cap). The
-levers and cheat-sheet tables as text are ``companion.tables``.
+``KernelTimelinePanel`` (one decode step's kernels, launched one by one or as a graph),
+``SpeedOfLightPanel`` (a step's time against its memory and compute floors).
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
-
-import numpy as np
-
 from companion import calc, specs, units
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
-from companion.explorers.common import REQUEST_PALETTE, SERVING_COLORS
+from companion.explorers.common import SERVING_COLORS
 from companion.explorers.common import titled_figure as _fig
-from companion.explorers.common import to_ms as _ms
-from companion.explorers.presets import (
-    SERVING_CARDS,
-    SERVING_MENU,
-    TP_DEGREES,
-    ModelMenu,
-    blank_traces,
-    card_control,
-    choice_control,
-    model_control,
-    source_line,
-)
+from companion.explorers.presets import ModelMenu, blank_traces, choice_control, source_line
 from companion.serves import serves
-from companion.sim.kernel_timeline import (BIG_KERNELS, KERNELS_PER_LAYER, LAUNCH_OVERHEAD_S,
-                                           decode_step_timeline, speed_of_light,
-                                           timeline_unsupported)
-from companion.sim.speculative import speculative_check
+from companion.sim.kernel_timeline import (
+    BIG_KERNELS,
+    KERNELS_PER_LAYER,
+    LAUNCH_OVERHEAD_S,
+    decode_step_timeline,
+    speed_of_light,
+    timeline_unsupported,
+)
 
-__all__ = ["sm_share_figure", "utilization_traces", "quantization_figure", "speculative_traces",
-           "batch_window_traces", "UtilizationPanel", "SpeculativeLeverPanel", "BatchSizePanel",
-           "kernel_timeline_traces", "KernelTimelinePanel", "speed_of_light_traces",
-           "SpeedOfLightPanel"]
+__all__ = [
+    "sm_share_figure", "utilization_traces", "UtilizationPanel", "kernel_timeline_traces",
+    "KernelTimelinePanel", "speed_of_light_traces", "SpeedOfLightPanel",
+]
+
+# the section this module serves (the notebook of its name): every @serves mark here is
+# within it (tests/test_sections.py)
+SECTION = "17.9"
 
 
 # --- §9 measuring: SM share, MBU and MFU ------------------------------------------------------
@@ -163,207 +153,6 @@ class UtilizationPanel(Panel):
                 f"headroom at most {dec['headroom']:.2f}x (ceiling {ceiling:,.0f} tok/s): "
                 f"{verdict}<br><b>prefill</b>: {pre['flops_per_s']:.3g} FLOP/s -> MFU "
                 f"<b>{numbers['prefill_mfu_pct']:.0f}%</b>" + source_line(m))
-        return View(numbers=numbers, traces=traces, layout=layout, text=text)
-
-
-# --- §10 levers: quantization and speculative decoding ----------------------------------------
-
-@serves("17.10")
-def quantization_figure(rows, *, title: str = "Fewer bytes per weight, a higher decode ceiling "
-                                              "(17 §10)"):
-    """Batch-1 decode ceilings (tok/s) by weight format for each card.
-
-    ``rows``: dicts with hardware, format, tokens_per_s (``calc.quantization_ceiling``)."""
-    formats = list(dict.fromkeys(r["format"] for r in rows))
-    cards = list(dict.fromkeys(r["hardware"] for r in rows))
-    traces = []
-    for i, hw in enumerate(cards):
-        ys = [next(r["tokens_per_s"] for r in rows if r["hardware"] == hw and r["format"] == f)
-              for f in formats]
-        traces.append({"type": "bar", "x": formats, "y": ys, "name": hw,
-                       "text": [f"{y:,.0f}" for y in ys], "textposition": "outside",
-                       "marker": {"color": REQUEST_PALETTE[i % len(REQUEST_PALETTE)]},
-                       "cliponaxis": False})
-    layout = {"height": 400, "barmode": "group",
-              "xaxis": {"title": {"text": "weight format (bytes per parameter)"},
-                        "type": "category"},
-              "yaxis": {"title": {"text": "batch-1 decode ceiling (tokens/s)"}},
-              "legend": {"orientation": "h", "y": -0.25}}
-    return _fig(traces, layout, title)
-
-
-def speculative_traces(distribution, simulated, curves, selected) -> tuple[list, dict]:
-    """Left: P(N = n tokens per target pass), exact (bars) and simulated (markers); right:
-    expected tokens per pass against the draft length for several acceptance rates.
-
-    ``distribution``/``simulated``: probabilities for n = 1 .. k+1; ``curves``: {alpha: (k list,
-    expected list)}; ``selected``: (k, expected) marked.
-    """
-    ns = list(range(1, len(distribution) + 1))
-    traces = [
-        {"type": "bar", "x": ns, "y": list(distribution), "name": "exact P(N = n)",
-         "marker": {"color": SERVING_COLORS["decode"]}},
-        {"type": "scatter", "mode": "markers", "x": ns, "y": list(simulated),
-         "name": "simulated rounds (rejection sampling, seeded)",
-         "marker": {"symbol": "diamond-open", "size": 12, "color": "black",
-                    "line": {"width": 2}}},
-    ]
-    for i, (alpha, (ks, es)) in enumerate(sorted(curves.items())):
-        traces.append({"type": "scatter", "mode": "lines", "x": list(ks), "y": list(es),
-                       "name": f"E[X], alpha = {alpha:g}", "xaxis": "x2", "yaxis": "y2",
-                       "line": {"color": REQUEST_PALETTE[i % len(REQUEST_PALETTE)]}})
-    traces.append({"type": "scatter", "mode": "markers", "x": [selected[0]], "y": [selected[1]],
-                   "name": "this setting", "xaxis": "x2", "yaxis": "y2",
-                   "marker": {"size": 12, "color": "black"}})
-    layout = {"xaxis": {"title": {"text": "tokens produced by one target pass (n)"},
-                        "domain": [0, 0.45], "dtick": 1},
-              "yaxis": {"title": {"text": "probability"}, "rangemode": "tozero"},
-              "xaxis2": {"title": {"text": "draft length k"}, "domain": [0.58, 1],
-                         "anchor": "y2", "dtick": 1},
-              "yaxis2": {"title": {"text": "expected tokens per target pass"}, "anchor": "x2",
-                         "rangemode": "tozero"},
-              "legend": {"orientation": "h", "y": -0.25}}
-    return traces, layout
-
-
-_CURVE_ALPHAS = (0.5, 0.6, 0.7, 0.8, 0.9)
-
-
-_DRAFT_LENGTHS = tuple(range(0, 11))
-
-
-@lru_cache(maxsize=64)
-def _expected_curve(alpha: float) -> tuple:
-    return _DRAFT_LENGTHS, tuple(calc.speculative_expected_tokens(alpha, k)
-                                 for k in _DRAFT_LENGTHS)
-
-
-@serves("17.10")
-class SpeculativeLeverPanel(Panel):
-    """17 §10: 1 + alpha + ... + alpha^k tokens per target pass, checked by simulation."""
-
-    title = "Speculative decoding: tokens per target pass (17 §10)"
-    controls = (
-        Control("acceptance", "acceptance rate alpha", "float", 0.7, 0.05, 1.0, 0.01),
-        Control("draft_len", "draft length k", "int", 4, 0, 10, 1),
-        Control("rounds", "simulated rounds", "int", 5000, 1000, 10_000, 1000),
-    )
-    main_control = "acceptance"
-    base_layout = {"height": 420}
-
-    def compute(self, *, acceptance, draft_len, rounds) -> View:
-        check = speculative_check(acceptance, draft_len, rounds)
-        curves = {a: _expected_curve(a) for a in _CURVE_ALPHAS}
-        curves[round(acceptance, 4)] = _expected_curve(round(acceptance, 4))
-        traces, layout = speculative_traces(check["distribution"], check["simulated"], curves,
-                                            (draft_len, check["expected"]))
-        terms = [calc.speculative_expected_tokens(acceptance, j)
-                 - calc.speculative_expected_tokens(acceptance, j - 1)
-                 for j in range(1, draft_len + 1)]
-        numbers = {"expected_tokens": check["expected"], "simulated_mean": check["sim_mean"],
-                   "terms": [1.0] + terms}
-        shown = " + ".join(f"{t:.3g}" for t in numbers["terms"])
-        text = (f"alpha = {acceptance:.2f}, k = {draft_len}: {shown} = "
-                f"<b>{check['expected']:.2f}</b> tokens per target pass<br>"
-                f"simulated over {rounds:,} rounds: {check['sim_mean']:.3f}<br>"
-                f"at most {check['expected']:.1f}x lower single-stream latency (draft and the "
-                f"wider pass taken as free)")
-        return View(numbers=numbers, traces=traces, layout=layout, text=text)
-
-
-# --- interview: what batch size? --------------------------------------------------------------
-
-def batch_window_traces(batches, step_s, tokens_per_s, *, slo_s: float, caps: dict,
-                        chosen=None) -> tuple[list, dict]:
-    """Decode step time (ITL) and throughput against batch, the ITL target as a horizontal line
-    and the KV-memory caps as vertical lines.
-
-    ``caps``: {label: batch}; ``chosen``: (batch, step_s) marked.
-    """
-    xs = list(batches)
-    step_ms = _ms(step_s)
-    top = max(max(step_ms), slo_s / units.ms) * 1.1
-    traces = [
-        {"type": "scatter", "mode": "lines", "x": xs, "y": step_ms,
-         "name": "decode step = ITL (memory roof)",
-         "line": {"color": SERVING_COLORS["read"], "width": 3}},
-        {"type": "scatter", "mode": "lines", "x": xs, "y": list(tokens_per_s),
-         "name": "throughput (tokens/s, right axis)", "yaxis": "y2",
-         "line": {"color": SERVING_COLORS["cap2"], "dash": "dot"}},
-        {"type": "scatter", "mode": "lines", "x": [xs[0], xs[-1]], "y": [slo_s / units.ms] * 2,
-         "name": "ITL target", "line": {"color": SERVING_COLORS["slo"], "dash": "dash"}},
-    ]
-    colours = (SERVING_COLORS["cap"], SERVING_COLORS["cap2"], SERVING_COLORS["comm"])
-    for i, (label, b) in enumerate(caps.items()):
-        if b >= 1:
-            traces.append({"type": "scatter", "mode": "lines", "x": [b, b], "y": [0, top],
-                           "name": f"{label}: {b:,}",
-                           "line": {"color": colours[i % len(colours)], "width": 2,
-                                    "dash": "dashdot" if i else "solid"}})
-    if chosen is not None and chosen[0] >= 1:
-        traces.append({"type": "scatter", "mode": "markers", "x": [chosen[0]],
-                       "y": [chosen[1] / units.ms], "name": f"run at batch {chosen[0]:,}",
-                       "marker": {"size": 13, "color": "black", "symbol": "star"}})
-    layout = {"xaxis": {"title": {"text": "batch (sequences decoding together)"},
-                        "type": "log"},
-              "yaxis": {"title": {"text": "decode step (ms)"}, "range": [0, top]},
-              "yaxis2": {"title": {"text": "tokens/s"}, "overlaying": "y", "side": "right",
-                         "rangemode": "tozero", "showgrid": False},
-              "legend": {"orientation": "h", "y": -0.25}}
-    return traces, layout
-
-
-_BATCH_SWEEP = tuple(sorted({int(x) for x in np.geomspace(1, 4096, 49).round()}))
-
-
-@serves("17.11")
-class BatchSizePanel(Panel):
-    """Interview: the batch is pinned between the ITL target (ceiling) and KV memory (cap)."""
-
-    title = "What batch size should we run? (17, interview; §4-§5 arithmetic)"
-    controls = (
-        model_control(specs.LLAMA_8B.name, (specs.LLAMA_8B.name, specs.LLAMA_70B.name)),
-        card_control(),
-        choice_control("tp", "TP degree", 1, TP_DEGREES),
-        Control("itl_target_ms", "ITL target (ms, assumed)", "float",
-                ch17.ITL_TARGET_S / units.ms, 5.0, 100.0, 1.0),
-        Control("live_tokens", "live KV per sequence (tokens)", "int",
-                ch17.CHAT_LIVE_TOKENS, 100, 32_000, 100),
-        Control("reservation_tokens", "worst-case reservation (tokens)", "int",
-                ch17.LONG_CONTEXT_TOKENS, 1000, 32_000, 500),
-    )
-    main_control = "itl_target_ms"
-    base_layout = {"height": 460}
-
-    def compute(self, *, model, hardware, tp, itl_target_ms, live_tokens,
-                reservation_tokens) -> View:
-        m, hw = SERVING_MENU[model], SERVING_CARDS[hardware]
-        reservation = max(reservation_tokens, live_tokens)
-        w = calc.batch_window(m, hw, tp=tp, live_tokens=live_tokens,
-                              reservation_tokens=reservation,
-                              itl_target_s=itl_target_ms * units.ms)
-        rows = [calc.tp_decode_step(m, hw, tp, batch=b, context_tokens=live_tokens)
-                for b in _BATCH_SWEEP]
-        caps = {"KV cap, paged (live tokens)": w["paged_cap"],
-                f"KV cap, {reservation:,}-token reservations": w["reserved_cap"]}
-        traces, layout = batch_window_traces(
-            _BATCH_SWEEP, [r["step_s"] for r in rows], [r["tokens_per_s"] for r in rows],
-            slo_s=itl_target_ms * units.ms, caps=caps,
-            chosen=(w["run_batch"], w["run_step_s"]))
-        numbers = {"itl_ceiling": w["itl_ceiling"], "paged_cap": w["paged_cap"],
-                   "reserved_cap": w["reserved_cap"], "run_batch": w["run_batch"],
-                   "binding": w["binding"], "run_step_ms": w["run_step_s"] / units.ms,
-                   "run_tokens_per_s": w["run_tokens_per_s"],
-                   "reserved_cap_step_ms": w["reserved_cap_step_s"] / units.ms,
-                   "paged_cap_step_ms": w["paged_cap_step_s"] / units.ms,
-                   "free_kv_GB": w["free_kv_bytes"] / units.GB}
-        text = (f"free KV: {numbers['free_kv_GB']:.0f} GB (TP {tp})<br>"
-                f"KV cap: <b>{w['paged_cap']:,}</b> paged, {w['reserved_cap']:,} with "
-                f"{reservation:,}-token reservations<br>"
-                f"ITL ceiling at {itl_target_ms:g} ms: <b>{w['itl_ceiling']:,}</b><br>"
-                f"run at <b>{w['run_batch']:,}</b> ({w['binding']} binds): step "
-                f"{numbers['run_step_ms']:.1f} ms, {numbers['run_tokens_per_s']:,.0f} tok/s"
-                + source_line(m))
         return View(numbers=numbers, traces=traces, layout=layout, text=text)
 
 

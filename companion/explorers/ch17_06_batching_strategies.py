@@ -1,4 +1,5 @@
-"""17 §6's explorer home: batching strategies on one simulated queue, and chunked prefill.
+"""17 §6's explorer home (notebook 17_06_batching_strategies): batching strategies on one
+simulated queue, and chunked prefill.
 
 Figures (plotly, deterministic): ``batching_gantt_figure`` (``slot_gantt_traces`` over
 ``batch_slots``, a slot per row of a simulated ``Result``) and ``chunk_trade_traces`` (worst ITL
@@ -45,6 +46,10 @@ from companion.sim.scenarios import (
 
 __all__ = ["batch_slots", "slot_gantt_traces", "batching_gantt_figure", "chunk_trade_traces",
            "BatchingTracePanel", "ChunkSizePanel"]
+
+# the section this module serves (the notebook of its name): every @serves mark here is
+# within it (tests/test_sections.py)
+SECTION = "17.6"
 
 
 # --- §6 static vs continuous: a slot Gantt of a simulated queue -------------------------------
@@ -291,7 +296,7 @@ class ChunkSizePanel(Panel):
     controls = (
         Control("prompt_tokens", "long prompt (tokens)", "int", ch17.LONG_CONTEXT_TOKENS,
                 1000, 32_000, 250),
-        Control("chunk_tokens", "chunk size (tokens)", "int", 512, 32, 8192, 32),
+        Control("chunk_tokens", "chunk size (tokens)", "int", ch17.CHUNK_TOKENS, 32, 8192, 32),
         Control("decode_step_ms", "decode step of the running batch (ms)", "float",
                 ch17.DECODE_STEP_S / units.ms, 1.0, 30.0, 0.1),
         Control("efficiency_pct", "prefill at % of peak", "float",

@@ -1,4 +1,4 @@
-"""8.4 explorers.
+"""8.4 explorers (notebook 08_4_compression_and_offloading).
 
 Panels: ``QuantizedFitPanel`` (8.4.1: the M2 Max holding a Q2_K Qwen3-235B-A22B plus KV),
 ``CompressedReadPanel`` (8.4.2: dT = dD / beta - T_c), ``OffloadPanel`` (8.4.3: memory freed by
@@ -15,8 +15,8 @@ task-by-run correctness grids of 8.4.4 (its three figures, the last Figure 8-28;
 generated records).
 
 Builders take results computed by ``companion.calc`` and return plotly figures; the
-``*_traces`` helpers return plain trace/layout dicts shared with the explorers in
-``companion.explorers.ch08_compression``. Deterministic: fixed colours, no timestamps.
+``*_traces`` helpers return plain trace/layout dicts shared with this module's explorers.
+Deterministic: fixed colours, no timestamps.
 """
 
 from __future__ import annotations
@@ -40,6 +40,10 @@ __all__ = [
     "QuantizedFitPanel", "CompressedReadPanel", "OffloadPanel",
     "CompressTransferPanel", "RetryCostPanel", "PrecisionGridPanel",
 ]
+
+# the section this module serves (the notebook of its name): every @serves mark here is
+# within it (tests/test_sections.py)
+SECTION = "8.4"
 
 
 LAYOUT_COLORS = {"codes": "#0072b2", "metadata": "#e69f00", "plain": "#8c8c8c",

@@ -1,4 +1,5 @@
-"""8.1's explorer home: the request timeline (Figure 8-2), the memory budget, the KV capacity.
+"""8.1's explorer home (notebook 08_1_request_lifecycle): the request timeline (Figure 8-2), the
+memory budget, the KV capacity.
 
 Figures (plotly, deterministic: fixed colours, no timestamps): ``request_timeline_figure``
 (``timeline_traces``/``timeline_layout``), ``memory_budget_figure`` (``budget_traces``),
@@ -29,6 +30,10 @@ __all__ = [
     "request_timeline_figure", "memory_budget_figure", "kv_capacity_figure",
     "RequestTimelinePanel", "MemoryBudgetPanel", "KVCapacityPanel",
 ]
+
+# the section this module serves (the notebook of its name): every @serves mark here is
+# within it (tests/test_sections.py)
+SECTION = "8.1"
 
 # the models the 8.1.2 panels offer: Chapter 8's presets, then the shelf
 MODELS = ModelMenu(CH08_MODELS)
@@ -232,7 +237,7 @@ class RequestTimelinePanel(Panel):
                 5.0, 3000.0, 1.0),
         Control("interval_ms", "output interval (ms)", "float", ch08.CLIENT_ITL_S / units.ms,
                 5.0, 100.0, 0.5),
-        Control("output_tokens", "output (tokens)", "int", 256, 1, 1024, 1),
+        Control("output_tokens", "output (tokens)", "int", ch08.OUTPUT_TOKENS, 1, 1024, 1),
         Control("inserted_prefills", "other requests' prefills inserted", "int", 0, 0, 40, 1),
         Control("inserted_prefill_ms", "each inserted prefill (ms)", "float",
                 ch08.PREFILL_S / units.ms, 5.0, 3000.0, 1.0),
@@ -293,9 +298,10 @@ class MemoryBudgetPanel(Panel):
     controls = (
         MODELS.control(specs.QWEN3_8B.name),
         Control("kv_precision", "KV format", "choice", 2.0, options=KV_PRECISIONS),
-        Control("prompt_tokens", "prompt (tokens)", "int", 2048, 16, 131072, 16),
-        Control("output_tokens", "output (tokens)", "int", 256, 1, 8192, 1),
-        Control("block_tokens", "KV block (tokens)", "int", 16, 1, 256, 1),
+        Control("prompt_tokens", "prompt (tokens)", "int", ch08.SHORT_PROMPT_TOKENS, 16, 131072,
+                16),
+        Control("output_tokens", "output (tokens)", "int", ch08.OUTPUT_TOKENS, 1, 8192, 1),
+        Control("block_tokens", "KV block (tokens)", "int", ch08.BLOCK_TOKENS, 1, 256, 1),
         Control("kv_budget_gib", "KV pool M_KV (GiB)", "float",
                 ch08.KV_BUDGET_BYTES / units.GiB, 0.5, 80.0, 0.5),
         Control("instance_gib", "instance memory C (GiB)", "float",

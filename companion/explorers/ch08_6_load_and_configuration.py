@@ -1,4 +1,4 @@
-"""8.6 explorers: serving under load.
+"""8.6 explorers (notebook 08_6_load_and_configuration): serving under load.
 
 ``AdmissionPanel``: queue time, prefill/TTFT, output interval and output length against the
 deadline (admit or reject, 8.6.1), with Little's law for the arrival rate.
@@ -17,8 +17,8 @@ stages (Figure 8-36), and energy per qualifying result.
 
 Builders take results computed by ``companion.calc`` / ``companion.sim`` and return plotly
 figures; the ``*_traces`` helpers return plain trace dicts and the ``*_LAYOUT`` constants the
-data-independent layouts that the explorers in ``companion.explorers.ch08_serving`` reuse, so a
-slider move only replaces trace data. Deterministic: fixed colours, no timestamps.
+data-independent layouts that this module's explorers reuse, so a slider move only replaces
+trace data. Deterministic: fixed colours, no timestamps.
 """
 
 from __future__ import annotations
@@ -39,6 +39,10 @@ __all__ = [
     "scheme_time_figure", "amdahl_figure", "energy_per_result_figure", "AdmissionPanel",
     "SchemePanel", "AmdahlPanel", "SCHEME_SETS", "AMDAHL_FRACTIONS",
 ]
+
+# the section this module serves (the notebook of its name): every @serves mark here is
+# within it (tests/test_sections.py)
+SECTION = "8.6"
 
 
 SCHEME_COLORS = {"A": "#d55e00", "B": "#0072b2", "C": "#cc79a7", "D": "#009e73",

@@ -1,0 +1,163 @@
+"""17 §1's explorer home (notebook 17_01_memory_hierarchy): the memory hierarchy of a card.
+
+Figures (plotly, deterministic: fixed colours, no timestamps; byte axes in decimal GB/MB, as
+Chapter 17 prints them): ``memory_hierarchy_figure`` (``memory_hierarchy_traces``/``_layout``
+over ``calc.memory_pyramid``).
+
+Panel: ``MemoryHierarchyPanel`` (a hardware preset and the bytes a step must read -> the card's
+pyramid, ridge point, full-memory sweep time and link ratios, beside every other preset).
+"""
+
+from __future__ import annotations
+
+from companion import calc, specs, units
+from companion.chapters import ch17
+from companion.explorers.base import Control, Panel, View
+from companion.explorers.common import dict_rows
+from companion.explorers.common import titled_figure as _fig
+from companion.explorers.presets import HARDWARE_PRESETS, hardware_control
+from companion.serves import serves
+
+__all__ = [
+    "memory_hierarchy_traces", "memory_hierarchy_layout", "memory_hierarchy_figure",
+    "MemoryHierarchyPanel",
+]
+
+# the section this module serves (the notebook of its name): every @serves mark here is
+# within it (tests/test_sections.py)
+SECTION = "17.1"
+
+
+LEVEL_COLORS = ("#6a3d9a", "#1f78b4", "#2d6a4f", "#40916c", "#bc6c25")
+
+
+# --- §1: the memory pyramid ------------------------------------------------------------------
+
+def memory_hierarchy_layout(level_names, *, xaxes=("x", "x2"), yaxes=("y", "y2")) -> dict:
+    """Axes of ``memory_hierarchy_traces``: capacity (GB) and bandwidth (GB/s), both log,
+    levels top (fastest) to bottom."""
+    names = list(level_names)
+    xa, xb = (a.replace("x", "xaxis") for a in xaxes)
+    ya, yb = (a.replace("y", "yaxis") for a in yaxes)
+    cat = {"type": "category", "categoryorder": "array", "categoryarray": names,
+           "autorange": "reversed"}
+    return {
+        xa: {"type": "log", "title": {"text": "capacity (GB, log scale)"}, "domain": [0, 0.47],
+             "range": [-2.5, 3.5], "anchor": yaxes[0]},
+        xb: {"type": "log", "title": {"text": "bandwidth (GB/s, log scale)"},
+             "domain": [0.53, 1.0], "range": [-0.3, 4.5], "anchor": yaxes[1]},
+        ya: dict(cat, anchor=xaxes[0]),
+        yb: dict(cat, anchor=xaxes[1], showticklabels=False),
+        "showlegend": False,
+    }
+
+
+def memory_hierarchy_traces(rows, *, xaxes=("x", "x2"), yaxes=("y", "y2")) -> list:
+    """Two bar panels over the levels of ``calc.memory_pyramid``: capacity (GB, log) and
+    bandwidth (GB/s, log). A level the chapter gives no number for is marked "n/a". Four
+    traces (bars and "n/a" marks per panel); axes from ``memory_hierarchy_layout``."""
+    levels = dict_rows("rows", rows)
+    names = [r["level"] for r in levels]
+    traces = []
+    for key, unit, xa, ya, name, nax in (
+            ("capacity_bytes", "GB", xaxes[0], yaxes[0], "capacity", 1e-2),
+            ("bandwidth_bytes_per_s", "GB/s", xaxes[1], yaxes[1], "bandwidth", 1.0)):
+        have = [r for r in levels if r.get(key) is not None]
+        missing = [r for r in levels if r.get(key) is None]
+        traces.append({
+            "type": "bar", "orientation": "h", "name": name,
+            "y": [r["level"] for r in have], "x": [r[key] / units.GB for r in have],
+            "marker": {"color": [LEVEL_COLORS[names.index(r["level"]) % len(LEVEL_COLORS)]
+                                 for r in have]},
+            "text": [f"{r[key] / units.GB:,.4g} {unit}" for r in have],
+            "hovertext": [f"{r['level']} ({r['where']}): {r['text']}" for r in have],
+            "xaxis": xa, "yaxis": ya})
+        traces.append({
+            "type": "scatter", "mode": "text", "name": f"{name} n/a",
+            "y": [r["level"] for r in missing], "x": [nax] * len(missing),
+            "text": ["n/a"] * len(missing), "textposition": "middle right",
+            "hovertext": [f"{r['level']}: {r['text']}" for r in missing],
+            "xaxis": xa, "yaxis": ya})
+    return traces
+
+
+@serves("17.1")
+def memory_hierarchy_figure(rows, *, title: str = "The memory pyramid (17 §1, re-derived)"):
+    """``memory_hierarchy_traces`` as a plotly Figure."""
+    data = dict_rows("rows", rows)
+    layout = dict(memory_hierarchy_layout([r["level"] for r in data]), height=380)
+    return _fig(memory_hierarchy_traces(data), layout, title)
+
+
+def _opt(x, scale=1.0):
+    """None stays None (a level or link the preset does not have), numbers are scaled."""
+    return None if x is None else x / scale
+
+
+# --- §1 the memory hierarchy -----------------------------------------------------------------
+
+@serves("17.1")
+class MemoryHierarchyPanel(Panel):
+    """17 §1 live: a card's memory pyramid, ridge point and full-memory sweep, vs the others."""
+
+    title = "The memory hierarchy (17 §1): capacity, bandwidth, and the ratio that runs decode"
+    controls = (
+        hardware_control(),
+        # all of the default card's memory (the H100 SXM's 80 GB)
+        Control("sweep_gb", "bytes read per step (GB)", "float", ch17.H100_MEM_BYTES / units.GB,
+                1.0, 200.0, 1.0),
+    )
+    main_control = "hardware"
+    base_layout = memory_hierarchy_layout(
+        [r["level"] for r in calc.memory_pyramid(specs.H100_SXM)])
+    base_layout["yaxis"]["domain"] = base_layout["yaxis2"]["domain"] = [0.5, 1.0]
+    base_layout.update({
+        "height": 640, "barmode": "overlay",
+        "xaxis3": {"title": {"text": "time to read those bytes once (ms)"}, "domain": [0, 1],
+                   "anchor": "y3", "rangemode": "tozero"},
+        "yaxis3": {"domain": [0, 0.36], "anchor": "x3", "autorange": "reversed",
+                   "type": "category"}})
+
+    def compute(self, *, hardware, sweep_gb) -> View:
+        hw = HARDWARE_PRESETS[hardware]
+        rows = calc.memory_pyramid(hw)
+        sweep_bytes = sweep_gb * units.GB
+        ratios = (calc.bandwidth_ratios(hw) if hw.interconnect_bytes_per_s is not None
+                  and hw.host_link_bytes_per_s is not None else {})
+        full_s = calc.memory_sweep_s(hw)
+        sweep_s = calc.memory_sweep_s(hw, sweep_bytes)
+        numbers = {
+            "memory_GB": hw.mem_bytes / units.GB,
+            "bandwidth_GBs": hw.mem_bw_bytes_per_s / units.GB,
+            "peak_TFLOPs": hw.peak_flops_per_s / units.TFLOP,
+            "ridge_flop_per_byte": calc.ridge_point(hw),
+            "full_sweep_ms": full_s / units.ms,
+            "full_sweeps_per_s": 1.0 / full_s,
+            "sweep_ms": sweep_s / units.ms,
+            "steps_per_s": 1.0 / sweep_s,
+            "nvlink_GBs": _opt(hw.interconnect_bytes_per_s, units.GB),
+            "host_link_GBs": _opt(hw.host_link_bytes_per_s, units.GB),
+            "hbm_over_nvlink": ratios.get("hbm_over_nvlink"),
+            "nvlink_over_pcie": ratios.get("nvlink_over_pcie"),
+        }
+        traces = memory_hierarchy_traces(rows)
+        names = list(HARDWARE_PRESETS)
+        times = [calc.memory_sweep_s(h, sweep_bytes) / units.ms for h in HARDWARE_PRESETS.values()]
+        ridges = [calc.ridge_point(h) for h in HARDWARE_PRESETS.values()]
+        traces.append({
+            "type": "bar", "orientation": "h", "y": names, "x": times, "name": "sweep time",
+            "xaxis": "x3", "yaxis": "y3",
+            "marker": {"color": ["#2d6a4f" if n == hardware else "#b7c9bf" for n in names]},
+            "text": [f"{t:,.3g} ms (ridge {r:,.0f} FLOP/B)" for t, r in zip(times, ridges)]})
+        link = ("" if not ratios else
+                f"<br>HBM / NVLink = {ratios['hbm_over_nvlink']:.2g}x, NVLink / PCIe = "
+                f"{ratios['nvlink_over_pcie']:.2g}x")
+        text = (f"<b>{hw.name}</b>: {numbers['memory_GB']:,.0f} GB at "
+                f"{numbers['bandwidth_GBs']:,.0f} GB/s, {numbers['peak_TFLOPs']:,.4g} TFLOP/s"
+                f"<br>ridge = peak / bandwidth = <b>{numbers['ridge_flop_per_byte']:,.0f} FLOP "
+                f"per byte</b><br>reading all of memory once: <b>{numbers['full_sweep_ms']:.3g} "
+                f"ms</b> (at most {numbers['full_sweeps_per_s']:,.0f} such steps/s)<br>"
+                f"reading {sweep_gb:g} GB per step: {numbers['sweep_ms']:.3g} ms, "
+                f"{numbers['steps_per_s']:,.0f} steps/s"
+                + (" (more than the card holds)" if sweep_bytes > hw.mem_bytes else "") + link)
+        return View(numbers=numbers, traces=traces, text=text)

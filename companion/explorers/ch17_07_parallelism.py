@@ -1,0 +1,351 @@
+"""17 §7's explorer home (notebook 17_07_parallelism): tensor and pipeline parallelism, and
+placement.
+
+Figures (plotly, deterministic): ``tp_step_figure`` (``tp_step_traces`` over
+``calc.tp_layout_rows``), ``pipeline_figure`` (``pipeline_traces`` over ``calc.pipeline_grid``)
+and ``placement_figure`` (``placement_traces`` over ``calc.placement_candidates``).
+
+Panels: ``TensorParallelPanel`` (a TP decode step: reads, collective latency, wire, over NVLink
+and PCIe for TP = 1..8), ``PipelineBubblePanel`` (the stages x slots diagram and the bubble),
+``PlacementPanel`` (the smallest TP x PP layout that fits a model of any size). Every number
+comes from ``companion.calc``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from companion import calc, specs, units
+from companion.chapters import ch17
+from companion.explorers.base import Control, Panel, View
+from companion.explorers.common import REQUEST_PALETTE, SERVING_COLORS, discrete_colorscale
+from companion.explorers.common import titled_figure as _fig
+from companion.explorers.common import to_ms as _ms
+from companion.explorers.presets import (
+    SERVING_CARDS,
+    SERVING_MENU,
+    TP_DEGREES,
+    WEIGHT_FORMATS,
+    card_control,
+    choice_control,
+    model_control,
+    source_line,
+)
+from companion.formulas.parallelism import PIPE_PHASES
+from companion.serves import serves
+
+__all__ = [
+    "tp_step_traces", "tp_step_figure", "pipeline_traces", "pipeline_figure", "placement_traces",
+    "placement_figure", "TensorParallelPanel", "PipelineBubblePanel", "PlacementPanel",
+]
+
+# the section this module serves (the notebook of its name): every @serves mark here is
+# within it (tests/test_sections.py)
+SECTION = "17.7"
+
+
+# --- §7 tensor parallelism: what a decode step is made of -------------------------------------
+
+def tp_step_traces(rows, *, selected: str | None = None) -> tuple[list, dict]:
+    """Stacked bars of one decode step (ms) per layout: weight/KV read, collective latency, wire.
+
+    ``rows``: dicts with label (e.g. "TP 4 · NVLink"), read_s, latency_s, wire_s (from
+    ``calc.tp_decode_step``); ``selected`` outlines one label.
+    """
+    labels = [r["label"] for r in rows]
+    outline = [3 if r["label"] == selected else 0 for r in rows]
+    traces = []
+    for key, name in (("read_s", "read weights + KV (1/p each)"),
+                      ("latency_s", "collective latency (count x floor)"),
+                      ("wire_s", "collective bytes on the wire")):
+        traces.append({"type": "bar", "x": labels, "y": _ms(r[key] for r in rows), "name": name,
+                       "marker": {"color": SERVING_COLORS[key.split("_")[0] if key != "latency_s"
+                                                          else "comm"],
+                                  "line": {"color": "black", "width": outline}},
+                       "hovertemplate": "%{x}: %{y:.3f} ms<extra>" + name + "</extra>"})
+    totals = [sum(r[k] for k in ("read_s", "latency_s", "wire_s")) / units.ms for r in rows]
+    traces.append({"type": "scatter", "mode": "text", "x": labels, "y": totals,
+                   "text": [f"{t:.1f}" for t in totals], "textposition": "top center",
+                   "showlegend": False, "hoverinfo": "skip"})
+    layout = {"barmode": "stack", "xaxis": {"title": {"text": "layout and link"},
+                                            "type": "category"},
+              "yaxis": {"title": {"text": "decode step (ms)"}, "rangemode": "tozero"},
+              "legend": {"orientation": "h", "y": -0.3}}
+    return traces, layout
+
+
+@serves("17.7")
+def tp_step_figure(rows, *, selected=None,
+                   title: str = "A tensor-parallel decode step: reads shrink as 1/p, "
+                                "collectives do not (17 §7)"):
+    traces, layout = tp_step_traces(rows, selected=selected)
+    return _fig(traces, dict(layout, height=440), title)
+
+
+@serves("17.7")
+class TensorParallelPanel(Panel):
+    """17 §7: each GPU reads 1/p of the weights, then pays 2 all-reduces per layer."""
+
+    title = "Tensor parallelism: a decode step over NVLink and PCIe (17 §7)"
+    controls = (
+        model_control(),
+        card_control(),
+        choice_control("tp", "TP degree (highlighted)", 4, TP_DEGREES),
+        Control("batch", "batch (sequences)", "int", 1, 1, 256, 1),
+        Control("context_tokens", "live KV per sequence (tokens)", "int", 0, 0, 32_000, 500),
+        Control("nvlink_latency_us", "NVLink collective floor (µs)", "float",
+                ch17.COLLECTIVE_LATENCY_NVLINK_S / units.us, 1.0, 20.0, 0.5),
+        Control("pcie_latency_us", "PCIe collective floor (µs)", "float",
+                ch17.COLLECTIVE_LATENCY_PCIE_S / units.us, 5.0, 100.0, 1.0),
+    )
+    main_control = "tp"
+    base_layout = {"height": 460}
+
+    def compute(self, *, model, hardware, tp, batch, context_tokens, nvlink_latency_us,
+                pcie_latency_us) -> View:
+        m, hw = SERVING_MENU[model], SERVING_CARDS[hardware]
+        rows = calc.tp_layout_rows(m, hw, batch=batch, context_tokens=context_tokens,
+                              nvlink_latency_s=nvlink_latency_us * units.us,
+                              pcie_latency_s=pcie_latency_us * units.us)
+        pick = {r["link"]: r for r in rows if r["tp"] == tp}
+        nv = pick.get("NVLink", pick.get("none"))
+        pc = pick.get("PCIe", nv)
+        traffic = calc.tp_allreduce_traffic(m, tp)
+        cap = calc.tp_kv_capacity(m, hw, tp=tp)
+        traces, layout = tp_step_traces(rows, selected=nv["label"])
+        numbers = {
+            "activation_KiB": traffic["activation_bytes"] / units.KiB,
+            "ring_KiB": traffic["ring_bytes"] / units.KiB, "collectives": traffic["collectives"],
+            "bytes_per_token_MB": traffic["bytes_per_token"] / units.MB,
+            "read_ms": nv["read_s"] / units.ms, "nvlink_latency_ms": nv["latency_s"] / units.ms,
+            "nvlink_wire_us": nv["wire_s"] / units.us,
+            "nvlink_overhead_pct": 100 * nv["overhead"], "step_ms": nv["step_s"] / units.ms,
+            "tokens_per_s": nv["tokens_per_s"], "pcie_comm_ms": pc["comm_s"] / units.ms,
+            "pcie_overhead_pct": 100 * pc["overhead"],
+            "weights_per_gpu_GB": cap["weight_bytes_per_gpu"] / units.GB,
+            "fits": bool(cap["fits"]),
+            # past tp = KV heads (or at any tp > 1 with MLA's one shared latent) the KV cache is
+            # copied on every GPU rather than split: the closed forms here assume a split
+            "kv_replicated": tp > 1 and (m.kv_lora_rank is not None or tp > m.n_kv_heads),
+        }
+        fit = "fits" if cap["fits"] else "<b>does not fit</b>"
+        per_gpu = numbers["weights_per_gpu_GB"]
+        text = (f"<b>{m.name}, TP {tp}</b>: {per_gpu:.{1 if per_gpu < 10 else 0}f} GB of "
+                f"weights per GPU ({fit} with the 4 GB reserve)<br>"
+                f"{numbers['collectives']} all-reduces per token, "
+                f"{numbers['ring_KiB']:.0f} KiB each on the ring, "
+                f"{numbers['bytes_per_token_MB']:.2f} MB per token<br>"
+                f"read {numbers['read_ms']:.2f} ms + NVLink {numbers['nvlink_latency_ms']:.2f} ms"
+                f" latency ({numbers['nvlink_wire_us']:.1f} µs on the wire) = "
+                f"<b>{numbers['step_ms']:.2f} ms</b>, {numbers['tokens_per_s']:,.0f} tok/s, "
+                f"overhead {numbers['nvlink_overhead_pct']:.0f}%<br>"
+                f"over PCIe: {numbers['pcie_comm_ms']:.2f} ms of collectives, overhead "
+                f"{numbers['pcie_overhead_pct']:.0f}%" + _kv_split_note(m, tp) + source_line(m))
+        return View(numbers=numbers, traces=traces, layout=layout, text=text)
+
+
+def _kv_split_note(m, tp: int) -> str:
+    """A readout line when tensor parallelism cannot split the KV cache across the GPUs."""
+    if tp == 1:
+        return ""
+    if m.kv_lora_rank is not None:
+        return ("<br><i>MLA keeps one compressed latent per token for all heads: at TP "
+                f"{tp} every GPU holds the whole KV cache, not 1/{tp} of it</i>")
+    if tp > m.n_kv_heads:
+        heads = f"{m.n_kv_heads} KV head" + ("s" if m.n_kv_heads > 1 else "")
+        return (f"<br><i>TP {tp} is more than the model's {heads}: each GPU keeps a copy of a "
+                f"head instead of a share, so KV per GPU stops shrinking past TP "
+                f"{m.n_kv_heads}</i>")
+    return ""
+
+
+# --- §7 pipeline parallelism: stages x time slots ---------------------------------------------
+
+def pipeline_traces(grid: dict, *, bubble_curves=None, selected=None) -> tuple[list, dict]:
+    """Heatmap of ``pipeline_grid`` (left) and, optionally, bubble vs microbatches (right).
+
+    ``bubble_curves``: {stages: (microbatches list, bubble fractions)} from
+    ``calc.pipeline_bubble``; ``selected``: (microbatches, bubble) marked on the curves.
+    """
+    p = len(grid["phase"])
+    n = 4
+    # a discrete colour scale: 0 idle, 1 fill, 2 steady, 3 drain
+    colours = [SERVING_COLORS["idle"], SERVING_COLORS["fill"], SERVING_COLORS["steady"],
+               SERVING_COLORS["drain"]]
+    scale = discrete_colorscale(colours)
+    show_text = grid["slots"] <= 40
+    text = [["" if x is None or not show_text else str(x) for x in row]
+            for row in grid["microbatch"]]
+    split = bool(bubble_curves)
+    traces = [{"type": "heatmap", "z": grid["phase"], "x": list(range(1, grid["slots"] + 1)),
+               "y": [f"stage {s + 1}" for s in range(p)], "zmin": -0.5, "zmax": n - 0.5,
+               "colorscale": scale, "showscale": False, "text": text,
+               "texttemplate": "%{text}", "xgap": 1, "ygap": 1,
+               "hovertemplate": "%{y}, slot %{x}: microbatch %{text}<extra></extra>"}]
+    for i, name in enumerate(PIPE_PHASES):
+        traces.append({"type": "scatter", "mode": "markers", "x": [None], "y": [None],
+                       "name": name, "marker": {"symbol": "square", "size": 12,
+                                                "color": colours[i]}})
+    layout = {"xaxis": {"title": {"text": "time slot (one stage-step each)"},
+                        "domain": [0, 0.58] if split else [0, 1]},
+              "yaxis": {"autorange": "reversed", "title": {"text": "pipeline stage (GPU)"}},
+              "legend": {"orientation": "h", "y": -0.25}}
+    if split:
+        for k, (stages, (ms, fractions)) in enumerate(sorted(bubble_curves.items())):
+            traces.append({"type": "scatter", "mode": "lines", "x": list(ms),
+                           "y": [100 * f for f in fractions], "name": f"bubble, p = {stages}",
+                           "xaxis": "x2", "yaxis": "y2",
+                           "line": {"color": REQUEST_PALETTE[k % len(REQUEST_PALETTE)]}})
+        if selected is not None:
+            traces.append({"type": "scatter", "mode": "markers", "x": [selected[0]],
+                           "y": [100 * selected[1]], "name": "this setting", "xaxis": "x2",
+                           "yaxis": "y2", "marker": {"size": 12, "color": "black"}})
+        layout["xaxis2"] = {"title": {"text": "microbatches m"}, "type": "log",
+                            "domain": [0.68, 1], "anchor": "y2"}
+        layout["yaxis2"] = {"title": {"text": "bubble (% of stage time idle)"},
+                            "anchor": "x2", "rangemode": "tozero"}
+    return traces, layout
+
+
+@serves("17.7")
+def pipeline_figure(grid: dict, *, bubble_curves=None, selected=None,
+                    title: str = "Pipeline parallelism: fill, steady state, drain (17 §7)"):
+    traces, layout = pipeline_traces(grid, bubble_curves=bubble_curves, selected=selected)
+    p = len(grid["phase"])
+    return _fig(traces, dict(layout, height=max(320, 160 + 34 * p)), title)
+
+
+_MICROBATCH_SWEEP = tuple(sorted({int(x) for x in np.geomspace(1, 256, 40).round()}))
+
+
+@lru_cache(maxsize=32)
+def _bubble_curve(stages: int) -> tuple:
+    return _MICROBATCH_SWEEP, tuple(calc.pipeline_bubble(stages, m) for m in _MICROBATCH_SWEEP)
+
+
+@serves("17.7")
+class PipelineBubblePanel(Panel):
+    """17 §7: stage s runs microbatch j in slot s + j; the empty corners are the bubble."""
+
+    title = "Pipeline parallelism: the bubble (17 §7)"
+    controls = (
+        Control("stages", "pipeline stages p", "int", ch17.PP_STAGES, 1, 16, 1),
+        Control("microbatches", "microbatches m", "int", ch17.PP_MICROBATCHES[0], 1, 64, 1),
+    )
+    main_control = "microbatches"
+    base_layout = {"height": 440}
+
+    def compute(self, *, stages, microbatches) -> View:
+        grid = calc.pipeline_grid(stages, microbatches)
+        bubble = calc.pipeline_bubble(stages, microbatches)
+        curves = {p: _bubble_curve(p) for p in sorted({2, 4, 8, 16, stages}) if p > 1}
+        traces, layout = pipeline_traces(grid, bubble_curves=curves,
+                                         selected=(microbatches, bubble))
+        layers = calc.pp_stages(specs.LLAMA_70B, stages, microbatches)["layers_per_stage"]
+        numbers = {"bubble_pct": 100 * bubble, "slots": grid["slots"],
+                   "busy_cells": grid["busy_cells"], "idle_cells": grid["idle_cells"],
+                   "layers_per_stage_70b": layers}
+        text = (f"<b>p = {stages}, m = {microbatches}</b>: {grid['slots']} slots per stage, "
+                f"{grid['idle_cells']} of {stages * grid['slots']} stage-slots idle<br>"
+                f"bubble (p - 1) / (m + p - 1) = <b>{numbers['bubble_pct']:.1f}%</b><br>"
+                f"the 70B shape: {layers:g} layers per stage")
+        return View(numbers=numbers, traces=traces, layout=layout, text=text)
+
+
+# --- §7 placement: weights per GPU for each candidate layout ----------------------------------
+
+def placement_traces(rows, usable_bytes: float, *, chosen: str | None = None) -> tuple[list, dict]:
+    """Bars of weights per GPU (GB) for each candidate layout against the usable memory line.
+
+    ``rows``: dicts with label ("TP 8 x PP 2"), weight_bytes_per_gpu; ``usable_bytes`` = card
+    memory - reserve (- required KV); ``chosen``: the label of the smallest layout that fits.
+    """
+    labels = [r["label"] for r in rows]
+    per_gpu = [r["weight_bytes_per_gpu"] / units.GB for r in rows]
+    fits = [r["weight_bytes_per_gpu"] < usable_bytes for r in rows]
+    colours = [SERVING_COLORS["cap"] if f else SERVING_COLORS["comm"] for f in fits]
+    traces = [
+        {"type": "bar", "x": labels, "y": per_gpu, "name": "weights per GPU",
+         "marker": {"color": colours,
+                    "line": {"color": "black", "width": [3 if l == chosen else 0
+                                                         for l in labels]}},
+         "text": [f"{g:,.0f}" for g in per_gpu], "textposition": "outside",
+         "hovertemplate": "%{x}: %{y:,.1f} GB per GPU<extra></extra>"},
+        {"type": "scatter", "mode": "lines", "x": [labels[0], labels[-1]],
+         "y": [usable_bytes / units.GB] * 2, "name": "usable per GPU (memory - reserve)",
+         "line": {"color": SERVING_COLORS["slo"], "dash": "dash"}},
+    ]
+    layout = {"xaxis": {"title": {"text": "layout (TP inside a node, PP across nodes)"},
+                        "type": "category"},
+              "yaxis": {"title": {"text": "weights per GPU (GB)"}, "type": "log"},
+              "legend": {"orientation": "h", "y": -0.3}}
+    return traces, layout
+
+
+@serves("17.7")
+def placement_figure(rows, usable_bytes: float, *, chosen=None,
+                     title: str = "Where the weights fit: TP first, then PP (17 §7)"):
+    traces, layout = placement_traces(rows, usable_bytes, chosen=chosen)
+    return _fig(traces, dict(layout, height=420), title)
+
+
+@serves("17.7")
+class PlacementPanel(Panel):
+    """17 §7: TP as far as the node reaches, PP across nodes only when a node is too small."""
+
+    title = "Placement: the smallest TP x PP layout that fits (17 §7)"
+    controls = (
+        Control("params_b", "model size (billion parameters)", "float",
+                ch17.MODEL_405B_PARAMS / 1e9, 1.0, 2000.0, 1.0),
+        choice_control("bytes_per_param", "weight format", 2.0, WEIGHT_FORMATS),
+        Control("gpu_mem_gb", "GPU memory (GB)", "float", specs.H100_SXM.mem_bytes / units.GB, 16.0,
+                288.0, 1.0),
+        Control("reserve_gb", "runtime reserve per GPU (GB)", "float",
+                ch17.RUNTIME_RESERVE_BYTES / units.GB, 0.0, 40.0, 1.0),
+        Control("min_kv_gb", "KV space wanted per GPU (GB)", "float", 0.0, 0.0, 80.0, 1.0),
+        choice_control("gpus_per_node", "GPUs per node (NVLink domain)", 8, {"4": 4, "8": 8}),
+    )
+    main_control = "params_b"
+    base_layout = {"height": 440}
+
+    def compute(self, *, params_b, bytes_per_param, gpu_mem_gb, reserve_gb, min_kv_gb,
+                gpus_per_node) -> View:
+        m = calc.placement_model(params_b * 1e9, bytes_per_param)
+        hw = specs.H100_SXM.with_(name=f"{gpu_mem_gb:g} GB GPU", mem_bytes=gpu_mem_gb * units.GB)
+        reserve, kv_min = reserve_gb * units.GB, min_kv_gb * units.GB
+        try:
+            layout_ = calc.parallel_layout(m, hw, reserve_bytes=reserve,
+                                           gpus_per_node=gpus_per_node,
+                                           min_kv_bytes_per_gpu=kv_min)
+        except ValueError:
+            layout_ = None
+        pp_shown = max(4, layout_["pp"] + 1) if layout_ else 4
+        rows = calc.placement_candidates(m, gpus_per_node=gpus_per_node, max_pp=min(pp_shown, 16))
+        usable = hw.mem_bytes - reserve - kv_min
+        chosen = None
+        if layout_:
+            chosen = next(r["label"] for r in rows
+                          if (r["tp"], r["pp"]) == (layout_["tp"], layout_["pp"]))
+        traces, layout = placement_traces(rows, max(usable, 1.0), chosen=chosen)
+        numbers = {"weights_GB": m.weight_bytes / units.GB, "layout": chosen or "none",
+                   "tp": layout_["tp"] if layout_ else 0, "pp": layout_["pp"] if layout_ else 0,
+                   "gpus": layout_["gpus"] if layout_ else 0,
+                   "weights_per_gpu_GB": (layout_["weight_bytes_per_gpu"] / units.GB
+                                          if layout_ else 0.0),
+                   "free_per_gpu_GB": (layout_["free_kv_bytes_per_gpu"] / units.GB
+                                       if layout_ else 0.0),
+                   "layers_per_stage": (calc.pp_stages(m, layout_["pp"], 1)["layers_per_stage"]
+                                        if layout_ else 0.0)}
+        if layout_:
+            text = (f"<b>{m.name}</b>: {numbers['weights_GB']:,.0f} GB of weights<br>"
+                    f"smallest layout: <b>{chosen}</b> = {numbers['gpus']} GPUs, "
+                    f"{numbers['weights_per_gpu_GB']:,.1f} GB per GPU, "
+                    f"{numbers['free_per_gpu_GB']:,.1f} GB left per GPU for KV<br>"
+                    f"{m.n_layers} layers (nearest reference shape): "
+                    f"{numbers['layers_per_stage']:g} per pipeline stage")
+        else:
+            text = (f"<b>{m.name}</b>: {numbers['weights_GB']:,.0f} GB: no layout of up to 16 "
+                    f"nodes fits")
+        return View(numbers=numbers, traces=traces, layout=layout, text=text)

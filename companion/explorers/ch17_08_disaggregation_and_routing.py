@@ -1,0 +1,346 @@
+"""17 §8's explorer home (notebook 17_08_disaggregation_and_routing): disaggregated prefill and
+decode pools, and KV-aware routing.
+
+Figures (plotly, deterministic): ``pool_sizing_traces``, ``kv_transfer_figure``,
+``routing_traces`` and ``disaggregation_diagram_traces``.
+
+Panels: ``PoolSizingPanel`` (prefill and decode pool sizes from the request mix),
+``KVRoutingPanel`` (cold vs warm TTFT per turn of a conversation),
+``DisaggregationDiagramPanel`` (the two pools and the KV transfer between them). Every number
+comes from ``companion.calc``.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+from companion import calc, specs, units
+from companion.chapters import ch08
+from companion.chapters import ch17
+from companion.explorers.base import Control, Panel, View
+from companion.explorers.common import REQUEST_PALETTE, SERVING_COLORS
+from companion.explorers.common import titled_figure as _fig
+from companion.explorers.common import to_ms as _ms
+from companion.explorers.presets import SERVING_MENU, choice_control, model_control, source_line
+from companion.serves import serves
+
+__all__ = [
+    "pool_sizing_traces", "kv_transfer_figure", "routing_traces", "PoolSizingPanel",
+    "KVRoutingPanel", "KV_LINKS", "disaggregation_diagram_traces", "DisaggregationDiagramPanel",
+]
+
+# the section this module serves (the notebook of its name): every @serves mark here is
+# within it (tests/test_sections.py)
+SECTION = "17.8"
+
+
+# --- §8 disaggregated pools and KV-aware routing ----------------------------------------------
+
+def pool_sizing_traces(rates, prefill_groups, decode_groups, selected: dict) -> tuple[list, dict]:
+    """Prefill and decode groups needed against the request rate (step lines), with the
+    selected workload marked. ``selected``: rate, prefill_groups, decode_groups."""
+    xs = list(rates)
+    traces = [
+        {"type": "scatter", "mode": "lines", "x": xs, "y": list(prefill_groups),
+         "name": "prefill groups (prompt tok/s / capacity)",
+         "line": {"shape": "hv", "color": SERVING_COLORS["prefill"], "width": 3}},
+        {"type": "scatter", "mode": "lines", "x": xs, "y": list(decode_groups),
+         "name": "decode groups (output tok/s / capacity)",
+         "line": {"shape": "hv", "color": SERVING_COLORS["decode"], "width": 3}},
+        {"type": "scatter", "mode": "markers+text",
+         "x": [selected["rate"], selected["rate"]],
+         "y": [selected["prefill_groups"], selected["decode_groups"]],
+         "text": [str(selected["prefill_groups"]), str(selected["decode_groups"])],
+         "textposition": "middle left", "name": "this workload",
+         "marker": {"size": 11, "color": "black"}},
+    ]
+    layout = {"xaxis": {"title": {"text": "request rate (requests/s)"}},
+              "yaxis": {"title": {"text": "GPU groups"}, "rangemode": "tozero"},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return traces, layout
+
+
+@serves("17.8")
+def kv_transfer_figure(contexts, curves, *, marks=None,
+                       title: str = "Shipping one sequence's KV from prefill to decode (17 §8)"):
+    """Transfer time (ms) against context for each link: ``curves`` {label: seconds list};
+    ``marks``: {label: (context, seconds)} points to label (the chapter's 8,000 tokens)."""
+    xs = list(contexts)
+    traces = []
+    for i, (label, secs) in enumerate(curves.items()):
+        traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": _ms(secs), "name": label,
+                       "line": {"color": REQUEST_PALETTE[i % len(REQUEST_PALETTE)], "width": 3}})
+    for i, (label, (ctx, s)) in enumerate((marks or {}).items()):
+        traces.append({"type": "scatter", "mode": "markers+text", "x": [ctx], "y": [s / units.ms],
+                       "text": [f"{s / units.ms:,.0f} ms"], "textposition": "middle right",
+                       "name": label, "showlegend": False,
+                       "marker": {"size": 10, "color": REQUEST_PALETTE[i % len(REQUEST_PALETTE)]}})
+    layout = {"height": 420,
+              "xaxis": {"title": {"text": "context shipped (tokens)"}, "type": "log"},
+              "yaxis": {"title": {"text": "transfer time (ms)"}, "type": "log"},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return _fig(traces, layout, title)
+
+
+def routing_traces(turns, cold_s, warm_s, *, mixed_s=None, mixed_label: str = "",
+                   selected=None) -> tuple[list, dict]:
+    """TTFT per turn of a multi-turn conversation on a cold and a warm worker (log ms), and
+    optionally the mean for a router landing a given share of turns warm.
+    ``selected``: (turn, cold_s, warm_s) marked."""
+    xs = list(turns)
+    traces = [
+        {"type": "scatter", "mode": "lines", "x": xs, "y": _ms(cold_s),
+         "name": "cold worker: re-prefill the whole conversation",
+         "line": {"color": SERVING_COLORS["cold"], "width": 3}},
+        {"type": "scatter", "mode": "lines", "x": xs, "y": _ms(warm_s),
+         "name": "warm worker: prefill the new message only",
+         "line": {"color": SERVING_COLORS["warm"], "width": 3}},
+    ]
+    if mixed_s is not None:
+        traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": _ms(mixed_s),
+                       "name": mixed_label, "line": {"color": SERVING_COLORS["mix"],
+                                                     "dash": "dash"}})
+    if selected is not None:
+        t, c, w = selected
+        traces.append({"type": "scatter", "mode": "markers+text", "x": [t, t],
+                       "y": [c / units.ms, w / units.ms],
+                       "text": [f"{c / units.ms:,.0f} ms", f"{w / units.ms:,.0f} ms"],
+                       "textposition": "middle left", "name": "this turn",
+                       "marker": {"size": 11, "color": "black"}})
+    layout = {"xaxis": {"title": {"text": "turn of the conversation"}},
+              "yaxis": {"title": {"text": "TTFT from prefill (ms)"}, "type": "log"},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return traces, layout
+
+
+_RATE_SWEEP = tuple(range(5, 505, 5))
+
+
+@serves("17.8")
+class PoolSizingPanel(Panel):
+    """17 §8: prefill groups from prompt tokens/s, decode groups from output tokens/s."""
+
+    title = "Disaggregated serving: sizing the two pools (17 §8)"
+    controls = (
+        Control("request_rate", "request rate (req/s)", "float",
+                float(ch17.REQUEST_RATE_PER_S), 1.0, 500.0, 1.0),
+        Control("mean_prompt_tokens", "mean prompt (tokens)", "int", ch17.MEAN_PROMPT_TOKENS,
+                100, 32_000, 100),
+        Control("mean_output_tokens", "mean output (tokens)", "int", ch17.MEAN_OUTPUT_TOKENS,
+                10, 4000, 10),
+        Control("prefill_capacity", "prefill capacity per group (tok/s)", "float",
+                float(ch17.PREFILL_TOK_PER_S_PER_GROUP), 1000.0, 50_000.0, 500.0),
+        Control("decode_capacity", "decode capacity per group (tok/s)", "float",
+                float(ch17.DECODE_TOK_PER_S_PER_GROUP), 250.0, 20_000.0, 250.0),
+    )
+    main_control = "request_rate"
+    base_layout = {"height": 420}
+
+    def compute(self, *, request_rate, mean_prompt_tokens, mean_output_tokens, prefill_capacity,
+                decode_capacity) -> View:
+        kw = dict(prefill_tok_per_s_per_group=prefill_capacity,
+                  decode_tok_per_s_per_group=decode_capacity)
+        pools = calc.disaggregated_pools(request_rate, mean_prompt_tokens, mean_output_tokens,
+                                         **kw)
+        sweep = [calc.disaggregated_pools(r, mean_prompt_tokens, mean_output_tokens, **kw)
+                 for r in _RATE_SWEEP]
+        traces, layout = pool_sizing_traces(
+            _RATE_SWEEP, [s["prefill_groups"] for s in sweep], [s["decode_groups"] for s in sweep],
+            {"rate": request_rate, "prefill_groups": pools["prefill_groups"],
+             "decode_groups": pools["decode_groups"]})
+        numbers = {k: pools[k] for k in ("prompt_tok_per_s", "output_tok_per_s",
+                                         "prefill_groups", "decode_groups", "prefill_to_decode")}
+        text = (f"prompt demand {pools['prompt_tok_per_s']:,.0f} tok/s -> "
+                f"<b>{pools['prefill_groups']} prefill groups</b><br>"
+                f"output demand {pools['output_tok_per_s']:,.0f} tok/s -> "
+                f"<b>{pools['decode_groups']} decode groups</b><br>"
+                f"ratio {pools['prefill_to_decode']:.2g} : 1")
+        return View(numbers=numbers, traces=traces, layout=layout, text=text)
+
+
+_TURNS = tuple(range(1, 61))
+
+
+@lru_cache(maxsize=32)
+def _routing_curves(model: str, first_turn_tokens: int, tokens_per_turn: int,
+                    efficiency: float) -> tuple:
+    """Cold and warm TTFT (s) for every turn of ``_TURNS`` (cached while the turn and the warm
+    share move)."""
+    rows = [calc.kv_routing_ttft(SERVING_MENU[model], specs.H100_SXM, t,
+                                 first_turn_tokens=first_turn_tokens,
+                                 tokens_per_turn=tokens_per_turn, efficiency=efficiency)
+            for t in _TURNS]
+    return tuple(x["cold_s"] for x in rows), tuple(x["warm_s"] for x in rows)
+
+
+@serves("17.8")
+class KVRoutingPanel(Panel):
+    """17 §8: turn t re-sends the whole conversation; a warm worker prefills only the new part."""
+
+    title = "KV-aware routing: TTFT per turn, cold vs warm worker (17 §8)"
+    controls = (
+        Control("turn", "turn", "int", 20, 1, 60, 1),
+        Control("first_turn_tokens", "first turn (tokens, system + tools)", "int",
+                ch17.AGENT_FIRST_TURN_TOKENS, 500, 32_000, 500),
+        Control("tokens_per_turn", "added per turn (tokens)", "int",
+                ch17.AGENT_TOKENS_PER_TURN, 100, 8000, 100),
+        Control("warm_share_pct", "turns the router lands warm (%)", "float",
+                100 * ch17.ROUTER_WARM_SHARES[0], 0.0, 100.0, 5.0),
+        Control("efficiency_pct", "prefill at % of peak", "float",
+                100 * ch17.PREFILL_EFFICIENCY, 10.0, 100.0, 5.0),
+        model_control(specs.LLAMA_8B.name, (specs.LLAMA_8B.name, specs.LLAMA_70B.name)),
+    )
+    main_control = "turn"
+    base_layout = {"height": 420}
+
+    def compute(self, *, turn, first_turn_tokens, tokens_per_turn, warm_share_pct,
+                efficiency_pct, model) -> View:
+        m, eff, share = SERVING_MENU[model], efficiency_pct / 100, warm_share_pct / 100
+        kw = dict(first_turn_tokens=first_turn_tokens, tokens_per_turn=tokens_per_turn,
+                  efficiency=eff)
+        cold, warm = _routing_curves(model, first_turn_tokens, tokens_per_turn, eff)
+        r = calc.kv_routing_ttft(m, specs.H100_SXM, turn, **kw)
+        mixed = calc.routed_mean_ttft_s(cold, warm, share).tolist()
+        traces, layout = routing_traces(
+            _TURNS, cold, warm, mixed_s=mixed,
+            mixed_label=f"mean with {warm_share_pct:.0f}% of turns warm",
+            selected=(turn, r["cold_s"], r["warm_s"]))
+        weak = ch17.ROUTER_WARM_SHARES[1]
+        mean_s = calc.routed_mean_ttft_s(r["cold_s"], r["warm_s"], share)
+        weak_mean_s = calc.routed_mean_ttft_s(r["cold_s"], r["warm_s"], weak)
+        numbers = {"context_tokens": r["context_tokens"], "cold_TFLOP": r["cold_flops"] / 1e12,
+                   "cold_ms": r["cold_s"] / units.ms, "warm_TFLOP": r["warm_flops"] / 1e12,
+                   "warm_ms": r["warm_s"] / units.ms, "speedup": r["speedup"],
+                   "mean_ms": mean_s / units.ms, "mean_ms_at_30pct": weak_mean_s / units.ms}
+        text = (f"turn {turn}: context {r['context_tokens']:,} tokens<br>"
+                f"cold: {numbers['cold_TFLOP']:,.1f} TFLOP -> <b>{numbers['cold_ms']:,.0f} ms"
+                f"</b>; warm: {numbers['warm_TFLOP']:,.1f} TFLOP -> "
+                f"<b>{numbers['warm_ms']:,.0f} ms</b> ({numbers['speedup']:.0f}x)<br>"
+                f"mean TTFT at {warm_share_pct:.0f}% warm: {numbers['mean_ms']:,.0f} ms "
+                f"(at {100 * weak:.0f}% warm: {numbers['mean_ms_at_30pct']:,.0f} ms)"
+                + source_line(m))
+        return View(numbers=numbers, traces=traces, layout=layout, text=text)
+
+
+# --- §8 the router and the two pools, drawn from the pool-sizing formulas ---------------------
+
+KV_LINKS = {"400 Gb RDMA (50 GB/s)": ch17.RDMA_400G_BYTES_PER_S,
+            "PCIe Gen5 x16 (64 GB/s)": ch08.PCIE_GEN5_X16_BYTES_PER_S,
+            "NVLink (900 GB/s)": ch17.H100_NVLINK_BYTES_PER_S}
+
+
+def _pool_cells(n: int, x0: float, x1: float, y0: float, y1: float) -> tuple[list, list, float]:
+    """Centres of ``n`` squares in a grid filling the box, and a marker size for them."""
+    cols = max(1, math.ceil(math.sqrt(n * (x1 - x0) / (y1 - y0))))
+    rows = max(1, math.ceil(n / cols))
+    dx, dy = (x1 - x0) / cols, (y1 - y0) / rows
+    xs = [x0 + dx * (i % cols + 0.5) for i in range(n)]
+    ys = [y1 - dy * (i // cols + 0.5) for i in range(n)]
+    return xs, ys, max(4.0, min(28.0, 240 * min(dx, dy) / (x1 - x0 + y1 - y0)))
+
+
+def disaggregation_diagram_traces(pools: dict, flows: dict) -> tuple[list, dict]:
+    """Router, prefill pool, decode pool and the KV hop, with one square per GPU group.
+
+    ``pools``: prefill_groups, decode_groups (``calc.disaggregated_pools``); ``flows``: rate
+    (req/s), prompt_tok_s, output_tok_s, kv_bytes_s, ship_ms and link (label)."""
+    boxes = {"prefill": (3.2, 6.0, 3.4, 6.0), "decode": (6.6, 9.4, 0.2, 2.8)}
+    shapes = [
+        {"type": "rect", "x0": 0.0, "x1": 1.2, "y0": 2.5, "y1": 3.5, "line": {"width": 1.5},
+         "fillcolor": "#f2f2f2"},
+        {"type": "rect", "x0": 1.7, "x1": 2.9, "y0": 2.5, "y1": 3.5, "line": {"width": 1.5},
+         "fillcolor": "#e5f5ee"},
+    ]
+    tints = {"prefill": "#fdf3e1", "decode": "#eaf5fc"}
+    for kind, (x0, x1, y0, y1) in boxes.items():
+        shapes.append({"type": "rect", "x0": x0, "x1": x1, "y0": y0, "y1": y1,
+                       "line": {"color": SERVING_COLORS[kind], "width": 2},
+                       "fillcolor": tints[kind], "layer": "below"})
+    traces = []
+    for kind, key in (("prefill", "prefill_groups"), ("decode", "decode_groups")):
+        x0, x1, y0, y1 = boxes[kind]
+        xs, ys, size = _pool_cells(pools[key], x0 + 0.1, x1 - 0.1, y0 + 0.1, y1 - 0.45)
+        traces.append({"type": "scatter", "mode": "markers", "x": xs, "y": ys,
+                       "name": f"{kind} pool: {pools[key]} GPU groups",
+                       "marker": {"symbol": "square", "size": size,
+                                  "color": SERVING_COLORS[kind]},
+                       "hovertemplate": f"{kind} group<extra></extra>"})
+
+    def arrow(x, y, ax, ay, colour="black"):
+        return {"x": x, "y": y, "ax": ax, "ay": ay, "xref": "x", "yref": "y", "axref": "x",
+                "ayref": "y", "showarrow": True, "arrowhead": 3, "arrowwidth": 2,
+                "arrowcolor": colour, "text": "", "standoff": 2, "startstandoff": 2}
+
+    def label(x, y, text, colour="black"):
+        return {"x": x, "y": y, "text": text, "showarrow": False, "font": {"size": 11,
+                                                                          "color": colour}}
+
+    notes = [
+        {"x": 0.6, "y": 3.0, "text": f"requests<br>{flows['rate']:,.0f} req/s", "showarrow": False},
+        {"x": 2.3, "y": 3.0, "text": "router<br>(KV-aware)", "showarrow": False},
+        {"x": 4.6, "y": 5.8, "text": f"<b>prefill pool</b>: {pools['prefill_groups']} groups",
+         "showarrow": False},
+        {"x": 8.0, "y": 2.6, "text": f"<b>decode pool</b>: {pools['decode_groups']} groups",
+         "showarrow": False},
+        arrow(1.7, 3.0, 1.2, 3.0),
+        arrow(3.2, 4.4, 2.6, 3.5),
+        label(2.1, 4.3, f"{flows['prompt_tok_s']:,.0f}<br>prompt tok/s"),
+        arrow(6.9, 2.8, 5.6, 3.4, colour=SERVING_COLORS["comm"]),
+        label(7.9, 3.9, f"KV hop: {flows['kv_bytes_s'] / units.GB:,.1f} GB/s in all,<br>"
+                        f"{flows['ship_ms']:.0f} ms per request<br>({flows['link']})",
+              colour=SERVING_COLORS["comm"]),
+        arrow(6.6, 1.0, 2.6, 2.5, colour=SERVING_COLORS["warm"]),
+        label(3.9, 1.2, "a turn whose prefix is<br>already warm on a decode GPU",
+              colour=SERVING_COLORS["warm"]),
+        arrow(10.4, 1.5, 9.4, 1.5),
+        label(10.1, 0.6, f"{flows['output_tok_s']:,.0f}<br>output tok/s"),
+    ]
+    layout = {"shapes": shapes, "annotations": notes, "showlegend": True,
+              "xaxis": {"range": [-0.1, 10.9], "visible": False},
+              "yaxis": {"range": [-0.1, 6.3], "visible": False},
+              "legend": {"orientation": "h", "y": -0.05}}
+    return traces, layout
+
+
+@serves("17.8")
+class DisaggregationDiagramPanel(Panel):
+    """17 §8 as a picture: the router, the prefill pool, the KV hop and the decode pool, sized by
+    ``calc.disaggregated_pools`` and the KV transfer arithmetic."""
+
+    title = "Router, prefill pool, KV hop, decode pool (17 §8)"
+    controls = (
+        Control("request_rate", "request rate (req/s)", "float",
+                float(ch17.REQUEST_RATE_PER_S), 1.0, 500.0, 1.0),
+        Control("mean_prompt_tokens", "mean prompt (tokens)", "int", ch17.MEAN_PROMPT_TOKENS,
+                100, 32_000, 100),
+        Control("mean_output_tokens", "mean output (tokens)", "int", ch17.MEAN_OUTPUT_TOKENS,
+                10, 4000, 10),
+        model_control(specs.LLAMA_70B.name, (specs.LLAMA_8B.name, specs.LLAMA_70B.name)),
+        choice_control("link", "KV link", "400 Gb RDMA (50 GB/s)", {k: k for k in KV_LINKS}),
+    )
+    main_control = "request_rate"
+    base_layout = {"height": 460}
+
+    def compute(self, *, request_rate, mean_prompt_tokens, mean_output_tokens, model,
+                link) -> View:
+        m = SERVING_MENU[model]
+        pools = calc.disaggregated_pools(request_rate, mean_prompt_tokens, mean_output_tokens)
+        kv_request = calc.kv_bytes(m, mean_prompt_tokens, block_tokens=1)
+        ship = calc.kv_transfer_s(m, mean_prompt_tokens, KV_LINKS[link])
+        flows = {"rate": request_rate, "prompt_tok_s": pools["prompt_tok_per_s"],
+                 "output_tok_s": pools["output_tok_per_s"],
+                 "kv_bytes_s": request_rate * kv_request, "ship_ms": ship / units.ms,
+                 "link": link}
+        traces, layout = disaggregation_diagram_traces(pools, flows)
+        numbers = {"prefill_groups": pools["prefill_groups"],
+                   "decode_groups": pools["decode_groups"],
+                   "prefill_to_decode": pools["prefill_to_decode"],
+                   "kv_bytes_per_request": kv_request, "kv_GB_per_s": flows["kv_bytes_s"] / units.GB,
+                   "ship_ms": ship / units.ms}
+        text = (f"<b>{pools['prefill_groups']} prefill</b> and <b>{pools['decode_groups']} "
+                f"decode</b> groups (ratio {pools['prefill_to_decode']:.2g} : 1)<br>"
+                f"KV per mean request {kv_request / units.GB:.2f} GB, {ship / units.ms:.0f} ms "
+                f"over {link}; {flows['kv_bytes_s'] / units.GB:,.1f} GB/s between the pools"
+                + source_line(m))
+        return View(numbers=numbers, traces=traces, layout=layout, text=text)

@@ -1,0 +1,133 @@
+"""17 §10's explorer home (notebook 17_10_levers): the levers, quantization and speculative
+decoding.
+
+Figures (plotly, deterministic): ``quantization_figure`` and ``speculative_traces`` (exact and
+simulated tokens per target pass, from ``sim.speculative.speculative_check``).
+
+Panel: ``SpeculativeLeverPanel`` (expected tokens per target pass, exact and simulated). The
+levers and cheat-sheet tables as text are ``companion.tables``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from companion import calc
+from companion.chapters import ch17
+from companion.explorers.base import Control, Panel, View
+from companion.explorers.common import REQUEST_PALETTE, SERVING_COLORS
+from companion.explorers.common import titled_figure as _fig
+from companion.serves import serves
+from companion.sim.speculative import speculative_check
+
+__all__ = ["quantization_figure", "speculative_traces", "SpeculativeLeverPanel"]
+
+# the section this module serves (the notebook of its name): every @serves mark here is
+# within it (tests/test_sections.py)
+SECTION = "17.10"
+
+
+# --- §10 levers: quantization and speculative decoding ----------------------------------------
+
+@serves("17.10")
+def quantization_figure(rows, *, title: str = "Fewer bytes per weight, a higher decode ceiling "
+                                              "(17 §10)"):
+    """Batch-1 decode ceilings (tok/s) by weight format for each card.
+
+    ``rows``: dicts with hardware, format, tokens_per_s (``calc.quantization_ceiling``)."""
+    formats = list(dict.fromkeys(r["format"] for r in rows))
+    cards = list(dict.fromkeys(r["hardware"] for r in rows))
+    traces = []
+    for i, hw in enumerate(cards):
+        ys = [next(r["tokens_per_s"] for r in rows if r["hardware"] == hw and r["format"] == f)
+              for f in formats]
+        traces.append({"type": "bar", "x": formats, "y": ys, "name": hw,
+                       "text": [f"{y:,.0f}" for y in ys], "textposition": "outside",
+                       "marker": {"color": REQUEST_PALETTE[i % len(REQUEST_PALETTE)]},
+                       "cliponaxis": False})
+    layout = {"height": 400, "barmode": "group",
+              "xaxis": {"title": {"text": "weight format (bytes per parameter)"},
+                        "type": "category"},
+              "yaxis": {"title": {"text": "batch-1 decode ceiling (tokens/s)"}},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return _fig(traces, layout, title)
+
+
+def speculative_traces(distribution, simulated, curves, selected) -> tuple[list, dict]:
+    """Left: P(N = n tokens per target pass), exact (bars) and simulated (markers); right:
+    expected tokens per pass against the draft length for several acceptance rates.
+
+    ``distribution``/``simulated``: probabilities for n = 1 .. k+1; ``curves``: {alpha: (k list,
+    expected list)}; ``selected``: (k, expected) marked.
+    """
+    ns = list(range(1, len(distribution) + 1))
+    traces = [
+        {"type": "bar", "x": ns, "y": list(distribution), "name": "exact P(N = n)",
+         "marker": {"color": SERVING_COLORS["decode"]}},
+        {"type": "scatter", "mode": "markers", "x": ns, "y": list(simulated),
+         "name": "simulated rounds (rejection sampling, seeded)",
+         "marker": {"symbol": "diamond-open", "size": 12, "color": "black",
+                    "line": {"width": 2}}},
+    ]
+    for i, (alpha, (ks, es)) in enumerate(sorted(curves.items())):
+        traces.append({"type": "scatter", "mode": "lines", "x": list(ks), "y": list(es),
+                       "name": f"E[X], alpha = {alpha:g}", "xaxis": "x2", "yaxis": "y2",
+                       "line": {"color": REQUEST_PALETTE[i % len(REQUEST_PALETTE)]}})
+    traces.append({"type": "scatter", "mode": "markers", "x": [selected[0]], "y": [selected[1]],
+                   "name": "this setting", "xaxis": "x2", "yaxis": "y2",
+                   "marker": {"size": 12, "color": "black"}})
+    layout = {"xaxis": {"title": {"text": "tokens produced by one target pass (n)"},
+                        "domain": [0, 0.45], "dtick": 1},
+              "yaxis": {"title": {"text": "probability"}, "rangemode": "tozero"},
+              "xaxis2": {"title": {"text": "draft length k"}, "domain": [0.58, 1],
+                         "anchor": "y2", "dtick": 1},
+              "yaxis2": {"title": {"text": "expected tokens per target pass"}, "anchor": "x2",
+                         "rangemode": "tozero"},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return traces, layout
+
+
+_CURVE_ALPHAS = (0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+_DRAFT_LENGTHS = tuple(range(0, 11))
+
+
+@lru_cache(maxsize=64)
+def _expected_curve(alpha: float) -> tuple:
+    return _DRAFT_LENGTHS, tuple(calc.speculative_expected_tokens(alpha, k)
+                                 for k in _DRAFT_LENGTHS)
+
+
+@serves("17.10")
+class SpeculativeLeverPanel(Panel):
+    """17 §10: 1 + alpha + ... + alpha^k tokens per target pass, checked by simulation."""
+
+    title = "Speculative decoding: tokens per target pass (17 §10)"
+    controls = (
+        Control("acceptance", "acceptance rate alpha", "float", ch17.SPEC_ACCEPTANCE, 0.05, 1.0,
+                0.01),
+        Control("draft_len", "draft length k", "int", ch17.SPEC_DRAFT_LEN, 0, 10, 1),
+        Control("rounds", "simulated rounds", "int", 5000, 1000, 10_000, 1000),
+    )
+    main_control = "acceptance"
+    base_layout = {"height": 420}
+
+    def compute(self, *, acceptance, draft_len, rounds) -> View:
+        check = speculative_check(acceptance, draft_len, rounds)
+        curves = {a: _expected_curve(a) for a in _CURVE_ALPHAS}
+        curves[round(acceptance, 4)] = _expected_curve(round(acceptance, 4))
+        traces, layout = speculative_traces(check["distribution"], check["simulated"], curves,
+                                            (draft_len, check["expected"]))
+        terms = [calc.speculative_expected_tokens(acceptance, j)
+                 - calc.speculative_expected_tokens(acceptance, j - 1)
+                 for j in range(1, draft_len + 1)]
+        numbers = {"expected_tokens": check["expected"], "simulated_mean": check["sim_mean"],
+                   "terms": [1.0] + terms}
+        shown = " + ".join(f"{t:.3g}" for t in numbers["terms"])
+        text = (f"alpha = {acceptance:.2f}, k = {draft_len}: {shown} = "
+                f"<b>{check['expected']:.2f}</b> tokens per target pass<br>"
+                f"simulated over {rounds:,} rounds: {check['sim_mean']:.3f}<br>"
+                f"at most {check['expected']:.1f}x lower single-stream latency (draft and the "
+                f"wider pass taken as free)")
+        return View(numbers=numbers, traces=traces, layout=layout, text=text)
