@@ -93,7 +93,9 @@ def test_roofline_readout_lists_the_plotted_numbers():
                           "prefill"), points["x"], points["y"]):
         assert x == pytest.approx(view.numbers[f"{key}_intensity"])
         assert y == pytest.approx(view.numbers[f"{key}_TFLOPs"])
-        assert f"{x:,.3g}" in view.text                        # the readout shows it
+        # the readout shows it, whole from 100 up ("2,048", never "2.05e+03")
+        assert (f"{x:,.0f}" if x >= 100 else f"{x:.3g}") in view.text
+        assert "e+" not in view.text
     # every point sits on the roof: min(peak, I x bandwidth)
     hw = specs.H100_SXM
     for x, y in zip(points["x"], points["y"]):

@@ -201,8 +201,10 @@ def scheme_plane_traces(results, kv_budget_bytes: float, deadline_s: float) -> l
          "name": f"deadline ({deadline_s:g} s)", "line": {"color": LIMIT_COLOR, "dash": "dot"}},
         {"type": "scatter", "mode": "markers+text", "x": [r.total_s for r in rs],
          "y": [r.memory_gib for r in rs],
-         "text": [f"{r.name} {'ok' if r.feasible else 'x'}" for r in rs],
-         "textposition": "top right", "name": "schemes (completion time, memory)",
+         "text": [f"{r.name}: {_verdict(r)}" for r in rs],
+         # labels of points in the right half open to the left, so none runs off the plot
+         "textposition": ["top left" if r.total_s > x_max / 2 else "top right" for r in rs],
+         "name": "schemes (completion time, memory)",
          "marker": {"size": 16, "color": [SCHEME_COLORS.get(r.name, "black") for r in rs],
                     "symbol": ["circle" if r.feasible else "x" for r in rs],
                     "line": {"width": 1, "color": "black"}},
@@ -356,6 +358,15 @@ class AdmissionPanel(Panel):
 SCHEME_SETS = {"A-D (Figure 8-35)": "ABCD", "A-E (with Exercise 8-9's E)": "ABCDE"}
 
 
+def _verdict(r) -> str:
+    """What a scheme's point says: qualifies, or which limit it breaks."""
+    if r.feasible:
+        return "qualifies"
+    broken = [w for w, ok in (("over memory", r.fits_memory), ("late", r.meets_deadline))
+              if not ok]
+    return ", ".join(broken)
+
+
 def _fmt_cost(x: float, unit: str, digits: int) -> str:
     return f"{x:.{digits}f} {unit}" if np.isfinite(x) else "none qualify"
 
@@ -415,7 +426,8 @@ class SchemePanel(Panel):
         verdict = (f"least GPU time per qualifying result: <b>{best}</b>" if best
                    else "<b>no scheme is feasible</b>: relax the deadline, shorten the output "
                         "or free memory")
-        text = ("<table style='border-spacing: 8px 2px'>" + "".join(rows) + "</table>"
+        text = ("<table style='border-spacing: 8px 2px; white-space: nowrap'>" + "".join(rows)
+                + "</table>"
                 + verdict)
         return View(numbers=numbers, traces=traces, text=text)
 

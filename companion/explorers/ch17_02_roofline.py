@@ -18,6 +18,7 @@ from companion import validate as v
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import plotly_go as _go
+from companion.explorers.common import readable
 from companion.explorers.presets import (
     HARDWARE_PRESETS,
     KV_PRECISION_BYTES,
@@ -65,7 +66,7 @@ def _roof_xy(hw: Hardware) -> tuple[list, list]:
 
 
 def _point_label(p: dict) -> str:
-    return (f"{p['label']}<br>{p['intensity_flop_per_byte']:,.3g} FLOP/B, "
+    return (f"{p['label']}<br>{readable(p['intensity_flop_per_byte'])} FLOP/B, "
             f"{100 * p['fraction_of_peak']:.3g}% of peak")
 
 
@@ -201,7 +202,7 @@ class RooflinePanel(Panel):
             "batch_to_reach_ridge": calc.decode_ridge_batch(m, hw, **kw),
         })
         rows = "".join(
-            f"<tr><td>{p['label']}</td><td align='right'>{p['intensity_flop_per_byte']:,.3g}"
+            f"<tr><td>{p['label']}</td><td align='right'>{readable(p['intensity_flop_per_byte'])}"
             f"</td><td align='right'>{p['attainable_flops_per_s'] / units.TFLOP:,.4g}</td>"
             f"<td align='right'>{100 * p['fraction_of_peak']:.3g}%</td><td>{p['bound']}</td>"
             "</tr>" for p in points)

@@ -349,7 +349,7 @@ class ChunkSizePanel(Panel):
         text = (f"<b>closed form</b>: {numbers['chunks']} chunks of "
                 f"{numbers['chunk_ms']:.1f} ms; iteration {numbers['iteration_ms']:.1f} ms<br>"
                 f"worst ITL {numbers['dedicated_ms']:.0f} -> {numbers['iteration_ms']:.1f} ms "
-                f"({numbers['itl_improvement']:.0f}x better)<br>"
+                f"({numbers['itl_improvement']:.1f}x better)<br>"
                 f"TTFT {numbers['ttft_ms']:.0f} ms vs {numbers['dedicated_ms']:.0f} ms "
                 f"dedicated ({numbers['ttft_increase_pct']:+.0f}%)<br>"
                 f"<b>simulated</b>: worst ITL {numbers['sim_worst_itl_ms']:.1f} ms (unchunked "

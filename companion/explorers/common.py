@@ -25,7 +25,7 @@ from companion import validate as v
 
 __all__ = ["plotly_go", "plain_mimetype_default", "titled_figure", "to_ms", "stacked_axes",
            "PHASE_COLORS", "SERVING_COLORS", "REQUEST_PALETTE", "SEQ_COLORS",
-           "discrete_colorscale", "dict_rows"]
+           "discrete_colorscale", "dict_rows", "readable"]
 
 
 # environments in which plotly picks a renderer other than its plain mimetype one
@@ -192,3 +192,11 @@ def dict_rows(name: str, rows) -> list[dict]:
     """``rows`` checked to be a sequence of dict rows (as ``companion.calc`` returns them)."""
     return [v.instance(f"{name}[{i}]", r, dict, "a dict row from companion.calc")
             for i, r in enumerate(v.sequence(name, rows))]
+
+
+def readable(x: float) -> str:
+    """A number for a label: three significant digits, but whole numbers from 100 up written
+    out with thousands separators ("2,048", not "2.05e+03"), and no exponent below 1e6."""
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.3g}"
