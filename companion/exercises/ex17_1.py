@@ -112,22 +112,20 @@ def _mistakes(g: dict) -> dict:
     }
 
 
-EXERCISE = Exercise(
-    id="17-1", title="Size the KV cache of a model you are given", section="17 §4",
-    parts=(
-        Part("a-per-token", "KV bytes per token", "B", "rel", 0.001, points=2),
-        Part("b-per-seq", "KV bytes of one sequence at the given context", "GB", "rel", 0.005),
-        Part("c-factor", "how many times larger the cache would be under MHA", "x", "rel", 0.001),
-        Part("d-mha-seq", "KV bytes of one sequence under MHA", "GB", "rel", 0.005),
-        Part("e-fit-own", "whole sequences that fit the cache space, this model", "sequences",
-             "exact"),
-        Part("f-fit-mha", "whole sequences that fit the cache space, under MHA", "sequences",
-             "exact"),
-        Part("g-fp8", "KV bytes per token with an FP8 KV cache", "B", "rel", 0.001),
-    ),
-    make_params=_params, solve=_solve, mistakes=_mistakes,
-)
-
-
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="17-1", title="Size the KV cache of a model you are given", section="17 §4",
+        parts=(
+            Part("a-per-token", "KV bytes per token", "B", "rel", 0.001, points=2),
+            Part("b-per-seq", "KV bytes of one sequence at the given context", "GB", "rel", 0.005),
+            Part("c-factor", "how many times larger the cache would be under MHA", "x", "rel",
+                 0.001),
+            Part("d-mha-seq", "KV bytes of one sequence under MHA", "GB", "rel", 0.005),
+            Part("e-fit-own", "whole sequences that fit the cache space, this model", "sequences",
+                 "exact"),
+            Part("f-fit-mha", "whole sequences that fit the cache space, under MHA", "sequences",
+                 "exact"),
+            Part("g-fp8", "KV bytes per token with an FP8 KV cache", "B", "rel", 0.001),
+        ),
+        make_params=_params, solve=_solve, mistakes=_mistakes,
+    )]

@@ -92,26 +92,24 @@ def _mistakes(g: dict) -> dict:
     }
 
 
-EXERCISE = Exercise(
-    id="17-10", title="Pick the batch size between the ITL target and KV memory",
-    section="17 §5 and the interview questions",
-    parts=(
-        Part("a-free", "KV space on the card after weights and reserve", "GB", "rel", 0.005),
-        Part("b-cap-reserved", "batch cap with worst-case reservations", "sequences", "exact"),
-        Part("c-cap-paged", "batch cap with paged KV (live tokens only)", "sequences", "exact"),
-        Part("d-step-at-cap", "decode step at the paged cap", "ms", "rel", 0.005),
-        Part("e-itl-batch", "largest batch whose step meets the ITL target", "sequences",
-             "exact", points=2),
-        Part("f-binds-paged", "which limit binds with paged KV", kind="choice",
-             options=ITL_OR_MEMORY),
-        Part("g-throughput", "decode throughput at the batch you would run (paged)", "tok/s",
-             "rel", 0.005),
-        Part("h-binds-reserved", "which limit binds with worst-case reservations", kind="choice",
-             options=ITL_OR_MEMORY),
-    ),
-    make_params=_params, solve=_solve, mistakes=_mistakes,
-)
-
-
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="17-10", title="Pick the batch size between the ITL target and KV memory",
+        section="17 §5 and the interview questions",
+        parts=(
+            Part("a-free", "KV space on the card after weights and reserve", "GB", "rel", 0.005),
+            Part("b-cap-reserved", "batch cap with worst-case reservations", "sequences", "exact"),
+            Part("c-cap-paged", "batch cap with paged KV (live tokens only)", "sequences",
+                 "exact"),
+            Part("d-step-at-cap", "decode step at the paged cap", "ms", "rel", 0.005),
+            Part("e-itl-batch", "largest batch whose step meets the ITL target", "sequences",
+                 "exact", points=2),
+            Part("f-binds-paged", "which limit binds with paged KV", kind="choice",
+                 options=ITL_OR_MEMORY),
+            Part("g-throughput", "decode throughput at the batch you would run (paged)", "tok/s",
+                 "rel", 0.005),
+            Part("h-binds-reserved", "which limit binds with worst-case reservations",
+                 kind="choice", options=ITL_OR_MEMORY),
+        ),
+        make_params=_params, solve=_solve, mistakes=_mistakes,
+    )]

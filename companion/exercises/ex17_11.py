@@ -68,27 +68,24 @@ def _mistakes(g: dict) -> dict:
     }
 
 
-EXERCISE = Exercise(
-    id="17-11", title="Head-of-line blocking, and what chunked prefill trades",
-    section="17 §3 and §6",
-    parts=(
-        Part("a-ttft", "prefill time (TTFT before queueing) of the typical prompt", "ms", "rel",
-             0.005),
-        Part("b-decode-share", "share of the request's wall clock spent decoding", "%", "rel",
-             0.005),
-        Part("c-stall", "stall an unchunked long prompt imposes on in-flight decodes", "ms",
-             "rel", 0.005),
-        Part("d-stall-ratio", "worst ITL over the normal decode step", "x", "rel", 0.005),
-        Part("e-chunks", "chunks the long prompt splits into", "chunks", "exact"),
-        Part("f-chunk", "compute time of one chunk", "ms", "rel", 0.005),
-        Part("g-iteration", "one iteration: decode step plus one chunk", "ms", "rel", 0.005),
-        Part("h-itl-gain", "how much the worst ITL improves", "x", "rel", 0.005),
-        Part("i-ttft-chunked", "TTFT of the long prompt when chunked", "ms", "rel", 0.005),
-        Part("j-ttft-increase", "TTFT increase over a dedicated prefill", "%", "rel", 0.01),
-    ),
-    make_params=_params, solve=_solve, mistakes=_mistakes,
-)
-
-
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="17-11", title="Head-of-line blocking, and what chunked prefill trades",
+        section="17 §3 and §6",
+        parts=(
+            Part("a-ttft", "prefill time (TTFT before queueing) of the typical prompt", "ms",
+                 "rel", 0.005),
+            Part("b-decode-share", "share of the request's wall clock spent decoding", "%", "rel",
+                 0.005),
+            Part("c-stall", "stall an unchunked long prompt imposes on in-flight decodes", "ms",
+                 "rel", 0.005),
+            Part("d-stall-ratio", "worst ITL over the normal decode step", "x", "rel", 0.005),
+            Part("e-chunks", "chunks the long prompt splits into", "chunks", "exact"),
+            Part("f-chunk", "compute time of one chunk", "ms", "rel", 0.005),
+            Part("g-iteration", "one iteration: decode step plus one chunk", "ms", "rel", 0.005),
+            Part("h-itl-gain", "how much the worst ITL improves", "x", "rel", 0.005),
+            Part("i-ttft-chunked", "TTFT of the long prompt when chunked", "ms", "rel", 0.005),
+            Part("j-ttft-increase", "TTFT increase over a dedicated prefill", "%", "rel", 0.01),
+        ),
+        make_params=_params, solve=_solve, mistakes=_mistakes,
+    )]

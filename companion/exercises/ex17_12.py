@@ -72,35 +72,36 @@ def _mistakes(g: dict) -> dict:
     }
 
 
-EXERCISE = Exercise(
-    id="17-12", title="What PagedAttention buys, in memory and tokens per second",
-    section="17 §5",
-    parts=(
-        Part("a-reserved", "KV reserved per request by a worst-case contiguous allocator", "GB",
-             "rel", 0.005),
-        Part("b-waste", "share of that reservation a short chat turn leaves empty", "%", "rel",
-             0.005),
-        Part("c-worst-paged", "worst-case paged waste per sequence", "MB", "rel", 0.005),
-        Part("d-naive-tok-s", "decode throughput with worst-case reservations", "tok/s", "rel",
-             0.005),
-        Part("e-paged-tok-s", "decode throughput with paged KV", "tok/s", "rel", 0.005),
-        Part("f-gain", "throughput gain from paging", "x", "rel", 0.005, points=2),
-        Part("g-itl-paged", "decode step (ITL) of the paged batch", "ms", "rel", 0.005),
-        Part("h-prefix-naive", "KV of the shared prefix when every user stores a copy", "GB",
-             "rel", 0.005),
-        Part("i-prefix-shared", "KV of the shared prefix with prefix sharing", "GB", "rel",
-             0.005),
-    ),
-    make_params=_params, solve=_solve, mistakes=_mistakes,
-    also_accepted=lambda g: {"c-worst-paged": [(
+def _also_accepted(g: dict) -> dict:
+    return {"c-worst-paged": [(
         g["block_tokens"] * g["kv_bytes_per_token"] / units.MB,
         f"the chapter's reading, one whole block: {g['block_tokens']} x "
         f"{g['kv_bytes_per_token']:,.0f} B = {g['block_tokens'] * g['kv_bytes_per_token']:,.0f} B"
         f" (that is {g['block_tokens'] * g['kv_bytes_per_token'] / units.MiB:g} MiB, "
         f"{g['block_tokens'] * g['kv_bytes_per_token'] / units.MB:.3g} MB); strictly the last "
-        f"block holds at least one token, so at most {g['block_tokens'] - 1} slots sit empty")]},
-)
+        f"block holds at least one token, so at most {g['block_tokens'] - 1} slots sit empty")]}
 
 
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="17-12", title="What PagedAttention buys, in memory and tokens per second",
+        section="17 §5",
+        parts=(
+            Part("a-reserved", "KV reserved per request by a worst-case contiguous allocator",
+                 "GB", "rel", 0.005),
+            Part("b-waste", "share of that reservation a short chat turn leaves empty", "%", "rel",
+                 0.005),
+            Part("c-worst-paged", "worst-case paged waste per sequence", "MB", "rel", 0.005),
+            Part("d-naive-tok-s", "decode throughput with worst-case reservations", "tok/s", "rel",
+                 0.005),
+            Part("e-paged-tok-s", "decode throughput with paged KV", "tok/s", "rel", 0.005),
+            Part("f-gain", "throughput gain from paging", "x", "rel", 0.005, points=2),
+            Part("g-itl-paged", "decode step (ITL) of the paged batch", "ms", "rel", 0.005),
+            Part("h-prefix-naive", "KV of the shared prefix when every user stores a copy", "GB",
+                 "rel", 0.005),
+            Part("i-prefix-shared", "KV of the shared prefix with prefix sharing", "GB", "rel",
+                 0.005),
+        ),
+        make_params=_params, solve=_solve, mistakes=_mistakes,
+        also_accepted=_also_accepted,
+    )]

@@ -59,23 +59,20 @@ def _mistakes(g: dict) -> dict:
     }
 
 
-EXERCISE = Exercise(
-    id="17-13", title="What KV-aware routing is worth on a multi-turn conversation",
-    section="17 §8",
-    parts=(
-        Part("a-context", "tokens in the conversation at the given turn", "tokens", "exact"),
-        Part("b-cold-flop", "prefill FLOPs on a cold worker", "TFLOP", "rel", 0.005),
-        Part("c-cold", "TTFT on a cold worker", "ms", "rel", 0.005),
-        Part("d-warm", "TTFT on a warm worker", "ms", "rel", 0.005),
-        Part("e-ratio", "cold over warm TTFT", "x", "rel", 0.005),
-        Part("f-expected-good", "mean TTFT for the router with the higher warm-hit rate", "ms",
-             "rel", 0.005),
-        Part("g-expected-poor", "mean TTFT for the router with the lower warm-hit rate", "ms",
-             "rel", 0.005),
-    ),
-    make_params=_params, solve=_solve, mistakes=_mistakes,
-)
-
-
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="17-13", title="What KV-aware routing is worth on a multi-turn conversation",
+        section="17 §8",
+        parts=(
+            Part("a-context", "tokens in the conversation at the given turn", "tokens", "exact"),
+            Part("b-cold-flop", "prefill FLOPs on a cold worker", "TFLOP", "rel", 0.005),
+            Part("c-cold", "TTFT on a cold worker", "ms", "rel", 0.005),
+            Part("d-warm", "TTFT on a warm worker", "ms", "rel", 0.005),
+            Part("e-ratio", "cold over warm TTFT", "x", "rel", 0.005),
+            Part("f-expected-good", "mean TTFT for the router with the higher warm-hit rate", "ms",
+                 "rel", 0.005),
+            Part("g-expected-poor", "mean TTFT for the router with the lower warm-hit rate", "ms",
+                 "rel", 0.005),
+        ),
+        make_params=_params, solve=_solve, mistakes=_mistakes,
+    )]

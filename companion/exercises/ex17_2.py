@@ -77,24 +77,23 @@ def _mistakes(g: dict) -> dict:
     }
 
 
-EXERCISE = Exercise(
-    id="17-2", title="Turn free memory into a max-concurrency number", section="17 §4",
-    parts=(
-        Part("a-small-free", "KV space left on one card by the small model", "GB", "rel", 0.005),
-        Part("b-small-seqs", "sequences of the given context the small model holds on one card",
-             "sequences", "exact", points=2),
-        Part("c-big-ratio", "the large model's weights as a multiple of one card's memory", "x",
-             "rel", 0.005),
-        Part("d-big-free-gpu", "KV space per GPU with the large model sharded over tp GPUs",
-             "GB", "rel", 0.005),
-        Part("e-big-free-total", "KV space of the whole TP group", "GB", "rel", 0.005),
-        Part("f-big-kv-heads", "KV heads each GPU holds", "heads", "rel", 0.001),
-        Part("g-big-seqs", "sequences of the given context the TP group holds", "sequences",
-             "exact", points=2),
-    ),
-    make_params=_params, solve=_solve, mistakes=_mistakes,
-)
-
-
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="17-2", title="Turn free memory into a max-concurrency number", section="17 §4",
+        parts=(
+            Part("a-small-free", "KV space left on one card by the small model", "GB", "rel",
+                 0.005),
+            Part("b-small-seqs",
+                 "sequences of the given context the small model holds on one card",
+                 "sequences", "exact", points=2),
+            Part("c-big-ratio", "the large model's weights as a multiple of one card's memory",
+                 "x", "rel", 0.005),
+            Part("d-big-free-gpu", "KV space per GPU with the large model sharded over tp GPUs",
+                 "GB", "rel", 0.005),
+            Part("e-big-free-total", "KV space of the whole TP group", "GB", "rel", 0.005),
+            Part("f-big-kv-heads", "KV heads each GPU holds", "heads", "rel", 0.001),
+            Part("g-big-seqs", "sequences of the given context the TP group holds", "sequences",
+                 "exact", points=2),
+        ),
+        make_params=_params, solve=_solve, mistakes=_mistakes,
+    )]

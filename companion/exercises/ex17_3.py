@@ -80,30 +80,28 @@ def _mistakes(g: dict) -> dict:
     return out
 
 
-EXERCISE = Exercise(
-    id="17-3", title="Place decode and prefill on the roofline", section="17 §2",
-    parts=(
-        Part("a-ridge", "ridge point of the card", "FLOP/B", "rel", 0.005),
-        Part("b-i1", "decode intensity at batch 1", "FLOP/B", "rel", 0.005),
-        Part("c-peak1", "batch-1 decode's attainable share of peak compute", "%", "rel", 0.005),
-        Part("d-iB", "decode intensity at batch B, weights only", "FLOP/B", "rel", 0.005),
-        Part("e-iB-short", "effective decode intensity at batch B with short live contexts",
-             "FLOP/B", "rel", 0.005),
-        Part("f-iB-long", "effective decode intensity at batch B with long live contexts",
-             "FLOP/B", "rel", 0.005),
-        Part("g-bound-long", "which roof caps batched decode at long contexts", kind="choice",
-             options=MEMORY_OR_COMPUTE),
-        Part("h-peak-short", "attainable share of peak for batched decode, short contexts", "%",
-             "rel", 0.005),
-        Part("i-prefill", "prefill intensity of the given prompt", "FLOP/B", "rel", 0.005),
-        Part("j-bound-prefill", "which roof caps that prefill", kind="choice",
-             options=MEMORY_OR_COMPUTE),
-        Part("k-breakeven", "smallest whole batch whose weights-only decode reaches the ridge",
-             "sequences", "exact"),
-    ),
-    make_params=_params, solve=_solve, mistakes=_mistakes,
-)
-
-
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="17-3", title="Place decode and prefill on the roofline", section="17 §2",
+        parts=(
+            Part("a-ridge", "ridge point of the card", "FLOP/B", "rel", 0.005),
+            Part("b-i1", "decode intensity at batch 1", "FLOP/B", "rel", 0.005),
+            Part("c-peak1", "batch-1 decode's attainable share of peak compute", "%", "rel",
+                 0.005),
+            Part("d-iB", "decode intensity at batch B, weights only", "FLOP/B", "rel", 0.005),
+            Part("e-iB-short", "effective decode intensity at batch B with short live contexts",
+                 "FLOP/B", "rel", 0.005),
+            Part("f-iB-long", "effective decode intensity at batch B with long live contexts",
+                 "FLOP/B", "rel", 0.005),
+            Part("g-bound-long", "which roof caps batched decode at long contexts", kind="choice",
+                 options=MEMORY_OR_COMPUTE),
+            Part("h-peak-short", "attainable share of peak for batched decode, short contexts",
+                 "%", "rel", 0.005),
+            Part("i-prefill", "prefill intensity of the given prompt", "FLOP/B", "rel", 0.005),
+            Part("j-bound-prefill", "which roof caps that prefill", kind="choice",
+                 options=MEMORY_OR_COMPUTE),
+            Part("k-breakeven", "smallest whole batch whose weights-only decode reaches the ridge",
+                 "sequences", "exact"),
+        ),
+        make_params=_params, solve=_solve, mistakes=_mistakes,
+    )]

@@ -68,21 +68,18 @@ def _mistakes(g: dict) -> dict:
     return out
 
 
-EXERCISE = Exercise(
-    id="17-4", title="Judge a deployment by MBU and MFU", section="17 §9",
-    parts=(
-        Part("a-bytes-per-token", "bytes streamed per output token", "GB", "rel", 0.005),
-        Part("b-mbu", "decode MBU", "%", "rel", 0.005, points=2),
-        Part("c-mfu-decode", "decode MFU", "%", "rel", 0.005),
-        Part("d-headroom", "most the decode rate can still improve on this workload", "x",
-             "rel", 0.005),
-        Part("e-ceiling", "decode ceiling at this batch and context", "tok/s", "rel", 0.005),
-        Part("f-promise-possible", "is the promised kernel speedup possible?", kind="bool"),
-        Part("g-mfu-prefill", "prefill MFU", "%", "rel", 0.005, points=2),
-    ),
-    make_params=_params, solve=_solve, mistakes=_mistakes,
-)
-
-
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="17-4", title="Judge a deployment by MBU and MFU", section="17 §9",
+        parts=(
+            Part("a-bytes-per-token", "bytes streamed per output token", "GB", "rel", 0.005),
+            Part("b-mbu", "decode MBU", "%", "rel", 0.005, points=2),
+            Part("c-mfu-decode", "decode MFU", "%", "rel", 0.005),
+            Part("d-headroom", "most the decode rate can still improve on this workload", "x",
+                 "rel", 0.005),
+            Part("e-ceiling", "decode ceiling at this batch and context", "tok/s", "rel", 0.005),
+            Part("f-promise-possible", "is the promised kernel speedup possible?", kind="bool"),
+            Part("g-mfu-prefill", "prefill MFU", "%", "rel", 0.005, points=2),
+        ),
+        make_params=_params, solve=_solve, mistakes=_mistakes,
+    )]

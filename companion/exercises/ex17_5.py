@@ -91,27 +91,24 @@ def _mistakes(g: dict) -> dict:
     }
 
 
-EXERCISE = Exercise(
-    id="17-5", title="The latency floor of tensor parallelism", section="17 §7",
-    parts=(
-        Part("a-activation", "bytes of one token's activation vector", "B", "rel", 0.001),
-        Part("b-ring", "bytes one GPU sends per all-reduce (ring)", "B", "rel", 0.001),
-        Part("c-collectives", "all-reduces per token", "collectives", "exact"),
-        Part("d-bytes-per-token", "all-reduce bytes per token per GPU", "MB", "rel", 0.005),
-        Part("e-wire", "wire time of those bytes over NVLink", "us", "rel", 0.01),
-        Part("f-floor-nvlink", "latency floor per token over NVLink", "ms", "rel", 0.005),
-        Part("g-read", "per-GPU weight read time of one decode step", "ms", "rel", 0.005),
-        Part("h-overhead-nvlink", "NVLink latency floor as a share of the read time", "%",
-             "rel", 0.01),
-        Part("i-step", "decode step at TP = p over NVLink", "ms", "rel", 0.005),
-        Part("j-tok-s", "batch-1 decode ceiling at TP = p over NVLink", "tok/s", "rel", 0.005),
-        Part("k-floor-pcie", "latency floor per token over PCIe", "ms", "rel", 0.005),
-        Part("l-overhead-pcie", "PCIe latency floor as a share of the read time", "%", "rel",
-             0.01),
-    ),
-    make_params=_params, solve=_solve, mistakes=_mistakes,
-)
-
-
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="17-5", title="The latency floor of tensor parallelism", section="17 §7",
+        parts=(
+            Part("a-activation", "bytes of one token's activation vector", "B", "rel", 0.001),
+            Part("b-ring", "bytes one GPU sends per all-reduce (ring)", "B", "rel", 0.001),
+            Part("c-collectives", "all-reduces per token", "collectives", "exact"),
+            Part("d-bytes-per-token", "all-reduce bytes per token per GPU", "MB", "rel", 0.005),
+            Part("e-wire", "wire time of those bytes over NVLink", "us", "rel", 0.01),
+            Part("f-floor-nvlink", "latency floor per token over NVLink", "ms", "rel", 0.005),
+            Part("g-read", "per-GPU weight read time of one decode step", "ms", "rel", 0.005),
+            Part("h-overhead-nvlink", "NVLink latency floor as a share of the read time", "%",
+                 "rel", 0.01),
+            Part("i-step", "decode step at TP = p over NVLink", "ms", "rel", 0.005),
+            Part("j-tok-s", "batch-1 decode ceiling at TP = p over NVLink", "tok/s", "rel", 0.005),
+            Part("k-floor-pcie", "latency floor per token over PCIe", "ms", "rel", 0.005),
+            Part("l-overhead-pcie", "PCIe latency floor as a share of the read time", "%", "rel",
+                 0.01),
+        ),
+        make_params=_params, solve=_solve, mistakes=_mistakes,
+    )]

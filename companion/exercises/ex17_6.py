@@ -105,7 +105,7 @@ def _screen(seed: int) -> str | None:
     if seed and _bubble_on_target(g):
         return ("the bubble at the fewest microbatches equals the target exactly, a "
                 "floating-point knife edge")
-    return screen_answers(EXERCISE, _solve(g))
+    return screen_answers(exercises()[0], _solve(g))
 
 
 def _also_accepted(g: dict) -> dict:
@@ -119,30 +119,28 @@ def _also_accepted(g: dict) -> dict:
                                    "floating point can put it a hair above")]}
 
 
-EXERCISE = Exercise(
-    id="17-6", title="The pipeline bubble, and where TP stops and PP starts", section="17 §7",
-    parts=(
-        Part("a-layers", "layers per stage", "layers", "rel", 0.001),
-        Part("b-boundaries", "stage boundaries a token crosses", "boundaries", "exact"),
-        Part("c-handoff", "bytes handed across one boundary per token", "B", "rel", 0.001),
-        Part("d-bubble-m1", "bubble with the first microbatch count", "%", "rel", 0.005),
-        Part("e-bubble-m2", "bubble with the second microbatch count", "%", "rel", 0.005),
-        Part("f-m-needed", "fewest microbatches that meet the bubble target", "microbatches",
-             "exact", points=2),
-        Part("g-node-per-gpu", "405B weights per GPU at TP over one whole node", "GB", "rel",
-             0.005),
-        Part("h-node-fits", "does one node (TP only) hold the 405B with the reserve?",
-             kind="bool"),
-        Part("i-layout-gpus", "GPUs in the smallest TP-first layout that fits", "GPUs", "exact"),
-        Part("j-layout-per-gpu", "weights per GPU in that layout", "GB", "rel", 0.005),
-    ),
-    make_params=_params, solve=_solve, mistakes=_mistakes,
-    conditions=("the bubble at the fewest microbatches is below the target, not equal to it "
-                "(seed 0 keeps the chapter's 5%, where it is equal: one microbatch more is "
-                "accepted there)",),
-    screen=_screen, also_accepted=_also_accepted,
-)
-
-
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="17-6", title="The pipeline bubble, and where TP stops and PP starts", section="17 §7",
+        parts=(
+            Part("a-layers", "layers per stage", "layers", "rel", 0.001),
+            Part("b-boundaries", "stage boundaries a token crosses", "boundaries", "exact"),
+            Part("c-handoff", "bytes handed across one boundary per token", "B", "rel", 0.001),
+            Part("d-bubble-m1", "bubble with the first microbatch count", "%", "rel", 0.005),
+            Part("e-bubble-m2", "bubble with the second microbatch count", "%", "rel", 0.005),
+            Part("f-m-needed", "fewest microbatches that meet the bubble target", "microbatches",
+                 "exact", points=2),
+            Part("g-node-per-gpu", "405B weights per GPU at TP over one whole node", "GB", "rel",
+                 0.005),
+            Part("h-node-fits", "does one node (TP only) hold the 405B with the reserve?",
+                 kind="bool"),
+            Part("i-layout-gpus", "GPUs in the smallest TP-first layout that fits", "GPUs",
+                 "exact"),
+            Part("j-layout-per-gpu", "weights per GPU in that layout", "GB", "rel", 0.005),
+        ),
+        make_params=_params, solve=_solve, mistakes=_mistakes,
+        conditions=("the bubble at the fewest microbatches is below the target, not equal to it "
+                    "(seed 0 keeps the chapter's 5%, where it is equal: one microbatch more is "
+                    "accepted there)",),
+        screen=_screen, also_accepted=_also_accepted,
+    )]

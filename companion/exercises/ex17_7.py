@@ -72,25 +72,22 @@ def _mistakes(g: dict) -> dict:
     }
 
 
-EXERCISE = Exercise(
-    id="17-7", title="Size disaggregated prefill and decode pools", section="17 §8",
-    parts=(
-        Part("a-prompt-demand", "prompt tokens per second the prefill pool must absorb", "tok/s",
-             "rel", 0.001),
-        Part("b-prefill-groups", "prefill GPU groups", "groups", "exact", points=2),
-        Part("c-output-demand", "output tokens per second the decode pool must produce", "tok/s",
-             "rel", 0.001),
-        Part("d-decode-groups", "decode GPU groups", "groups", "exact", points=2),
-        Part("e-ratio", "prefill groups per decode group", "x", "rel", 0.005),
-        Part("f-kv", "KV bytes one long request ships to the decode pool", "GB", "rel", 0.005),
-        Part("g-nvlink", "that transfer over NVLink", "ms", "rel", 0.005),
-        Part("h-rdma", "that transfer over RDMA", "ms", "rel", 0.005),
-        Part("i-per-layer", "one layer's share of the RDMA transfer (shipped layer by layer)",
-             "ms", "rel", 0.005),
-    ),
-    make_params=_params, solve=_solve, mistakes=_mistakes,
-)
-
-
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="17-7", title="Size disaggregated prefill and decode pools", section="17 §8",
+        parts=(
+            Part("a-prompt-demand", "prompt tokens per second the prefill pool must absorb",
+                 "tok/s", "rel", 0.001),
+            Part("b-prefill-groups", "prefill GPU groups", "groups", "exact", points=2),
+            Part("c-output-demand", "output tokens per second the decode pool must produce",
+                 "tok/s", "rel", 0.001),
+            Part("d-decode-groups", "decode GPU groups", "groups", "exact", points=2),
+            Part("e-ratio", "prefill groups per decode group", "x", "rel", 0.005),
+            Part("f-kv", "KV bytes one long request ships to the decode pool", "GB", "rel", 0.005),
+            Part("g-nvlink", "that transfer over NVLink", "ms", "rel", 0.005),
+            Part("h-rdma", "that transfer over RDMA", "ms", "rel", 0.005),
+            Part("i-per-layer", "one layer's share of the RDMA transfer (shipped layer by layer)",
+                 "ms", "rel", 0.005),
+        ),
+        make_params=_params, solve=_solve, mistakes=_mistakes,
+    )]

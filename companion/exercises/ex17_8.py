@@ -65,24 +65,22 @@ def _mistakes(g: dict) -> dict:
     return out
 
 
-EXERCISE = Exercise(
-    id="17-8", title="What weight quantization does to the decode ceiling", section="17 §10",
-    parts=(
-        Part("a-weights", "quantized weight bytes", "GB", "rel", 0.005),
-        Part("b-step", "batch-1 time per token with quantized weights", "ms", "rel", 0.005),
-        Part("c-ceiling", "batch-1 decode ceiling with quantized weights", "tok/s", "rel",
-             0.005, points=2),
-        Part("d-baseline", "batch-1 decode ceiling in BF16", "tok/s", "rel", 0.005),
-        Part("e-speedup", "ceiling gain from quantizing", "x", "rel", 0.005),
-        Part("f-intensity", "batch-1 decode intensity with quantized weights", "FLOP/B", "rel",
-             0.005),
-        Part("g-ceiling-long", "batch-1 ceiling at the long context, quantized weights, BF16 KV",
-             "tok/s", "rel", 0.005, points=2),
-        Part("h-speedup-long", "the gain at the long context", "x", "rel", 0.005),
-    ),
-    make_params=_params, solve=_solve, mistakes=_mistakes,
-)
-
-
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="17-8", title="What weight quantization does to the decode ceiling", section="17 §10",
+        parts=(
+            Part("a-weights", "quantized weight bytes", "GB", "rel", 0.005),
+            Part("b-step", "batch-1 time per token with quantized weights", "ms", "rel", 0.005),
+            Part("c-ceiling", "batch-1 decode ceiling with quantized weights", "tok/s", "rel",
+                 0.005, points=2),
+            Part("d-baseline", "batch-1 decode ceiling in BF16", "tok/s", "rel", 0.005),
+            Part("e-speedup", "ceiling gain from quantizing", "x", "rel", 0.005),
+            Part("f-intensity", "batch-1 decode intensity with quantized weights", "FLOP/B", "rel",
+                 0.005),
+            Part("g-ceiling-long",
+                 "batch-1 ceiling at the long context, quantized weights, BF16 KV",
+                 "tok/s", "rel", 0.005, points=2),
+            Part("h-speedup-long", "the gain at the long context", "x", "rel", 0.005),
+        ),
+        make_params=_params, solve=_solve, mistakes=_mistakes,
+    )]

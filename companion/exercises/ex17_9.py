@@ -93,35 +93,34 @@ def _screen(seed: int) -> str | None:
     if abs(here["latency_per_token_s"] - longer["latency_per_token_s"]) <= (
             0.001 * here["latency_per_token_s"]):
         return f"draft lengths {k} and {k + 1} give latencies per token within 0.1%"
-    return screen_answers(EXERCISE, _solve(g))
-
-
-EXERCISE = Exercise(
-    id="17-9", title="Speculative decoding: expected tokens and the draft's cost",
-    section="17 §10",
-    parts=(
-        Part("a-expected", "expected tokens per target pass", "tokens", "rel", 0.002, points=2),
-        Part("b-marginal", "tokens one more draft token adds", "tokens", "rel", 0.005),
-        Part("c-limit", "expected tokens per pass with an unlimited draft", "tokens", "rel",
-             0.005),
-        Part("d-target-step", "one target pass (batch 1, weights streamed)", "ms", "rel", 0.005),
-        Part("e-draft-step", "one draft pass", "ms", "rel", 0.005),
-        Part("f-latency", "latency per output token with the draft", "ms", "rel", 0.005),
-        Part("g-speedup", "speedup over plain decode", "x", "rel", 0.005),
-        Part("h-best-k", "the draft length among 1-8 with the lowest latency per token",
-             "tokens", "exact"),
-        Part("i-extend", "does going from k to k + 1 draft tokens lower the latency?",
-             kind="bool"),
-    ),
-    make_params=_params, solve=_solve, mistakes=_mistakes,
-    conditions=(
-        "the draft length with the lowest latency per token lies strictly inside 1-8, and no "
-        "other length comes within 0.1% of it",
-        "k and k + 1 draft tokens differ in latency per token by more than 0.1%",
-    ),
-    screen=_screen,
-)
+    return screen_answers(exercises()[0], _solve(g))
 
 
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="17-9", title="Speculative decoding: expected tokens and the draft's cost",
+        section="17 §10",
+        parts=(
+            Part("a-expected", "expected tokens per target pass", "tokens", "rel", 0.002,
+                 points=2),
+            Part("b-marginal", "tokens one more draft token adds", "tokens", "rel", 0.005),
+            Part("c-limit", "expected tokens per pass with an unlimited draft", "tokens", "rel",
+                 0.005),
+            Part("d-target-step", "one target pass (batch 1, weights streamed)", "ms", "rel",
+                 0.005),
+            Part("e-draft-step", "one draft pass", "ms", "rel", 0.005),
+            Part("f-latency", "latency per output token with the draft", "ms", "rel", 0.005),
+            Part("g-speedup", "speedup over plain decode", "x", "rel", 0.005),
+            Part("h-best-k", "the draft length among 1-8 with the lowest latency per token",
+                 "tokens", "exact"),
+            Part("i-extend", "does going from k to k + 1 draft tokens lower the latency?",
+                 kind="bool"),
+        ),
+        make_params=_params, solve=_solve, mistakes=_mistakes,
+        conditions=(
+            "the draft length with the lowest latency per token lies strictly inside 1-8, and no "
+            "other length comes within 0.1% of it",
+            "k and k + 1 draft tokens differ in latency per token by more than 0.1%",
+        ),
+        screen=_screen,
+    )]

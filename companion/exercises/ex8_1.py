@@ -98,11 +98,8 @@ def _mistakes(g: dict) -> dict:
     return hints
 
 
-EXERCISE = Exercise(
-    id="8-1", title="How read volume changes as the batch grows", section="8.2.1",
-    parts=_parts(), make_params=_params, solve=_solve, mistakes=_mistakes,
-)
-
-
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="8-1", title="How read volume changes as the batch grows", section="8.2.1",
+        parts=_parts(), make_params=_params, solve=_solve, mistakes=_mistakes,
+    )]

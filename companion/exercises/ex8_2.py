@@ -198,7 +198,7 @@ def _screen(seed: int) -> str | None:
             and r.queue_later_mean_s - best < _EDGE_S]
     if near:
         return f"budget {near[0]} queues within 0.1 ms of the quickest budget"
-    return screen_answers(EXERCISE, _solve(g))
+    return screen_answers(exercises()[0], _solve(g))
 
 
 def _also_accepted(g: dict) -> dict:
@@ -210,19 +210,16 @@ def _also_accepted(g: dict) -> dict:
         for b in tied if b != quickest]}
 
 
-EXERCISE = Exercise(
-    id="8-2", title="Prefill chunk size from an output-interval target", section="8.2.2-8.2.4",
-    parts=_parts(), make_params=_params, solve=_solve, mistakes=_mistakes,
-    conditions=(
-        "at least one token budget of the replay meets the interval goal and at least one "
-        "misses it, and no budget's longest interval lies within 0.1 ms (the table's "
-        "rounding) of the goal",
-        "budgets that queue later arrivals identically are all accepted in (d); no other "
-        "budget queues within 0.1 ms of the quickest",
-    ),
-    screen=_screen, also_accepted=_also_accepted,
-)
-
-
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="8-2", title="Prefill chunk size from an output-interval target", section="8.2.2-8.2.4",
+        parts=_parts(), make_params=_params, solve=_solve, mistakes=_mistakes,
+        conditions=(
+            "at least one token budget of the replay meets the interval goal and at least one "
+            "misses it, and no budget's longest interval lies within 0.1 ms (the table's "
+            "rounding) of the goal",
+            "budgets that queue later arrivals identically are all accepted in (d); no other "
+            "budget queues within 0.1 ms of the quickest",
+        ),
+        screen=_screen, also_accepted=_also_accepted,
+    )]

@@ -70,7 +70,7 @@ def _solve(g: dict) -> dict:
 def _screen(seed: int) -> str | None:
     """(a) and (b) only, so that the screen does not page every batch twice: (c) saves
     b - 1 blocks for a batch of b >= 2 at every seed (8.3.2)."""
-    return screen_answers(EXERCISE, _solve_ab(_params(seed)))
+    return screen_answers(exercises()[0], _solve_ab(_params(seed)))
 
 
 def _solve_ab(g: dict) -> dict:
@@ -130,12 +130,9 @@ def _mistakes(g: dict) -> dict:
     return hints
 
 
-EXERCISE = Exercise(
-    id="8-3", title="KV block size and prefix sharing", section="8.3.1-8.3.2",
-    parts=_parts(), make_params=_params, solve=_solve, mistakes=_mistakes,
-    screen=_screen,
-)
-
-
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="8-3", title="KV block size and prefix sharing", section="8.3.1-8.3.2",
+        parts=_parts(), make_params=_params, solve=_solve, mistakes=_mistakes,
+        screen=_screen,
+    )]

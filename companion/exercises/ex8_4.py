@@ -206,17 +206,14 @@ def _mistakes(g: dict) -> dict:
     return hints
 
 
-EXERCISE = Exercise(
-    id="8-4", title="Which prefixes a limited cache should keep", section="8.3.3-8.3.4",
-    parts=_parts(), make_params=_params, solve=_solve, mistakes=_mistakes,
-    conditions=(
-        "keeping A and keeping the B prefixes save more than 1% apart, over Gen5 and Gen4",
-        "each break-even hit probability lies strictly between 0 and 100%, and A's hit "
-        "probability is more than one percentage point away from it",
-    ),
-    screen=_screen,
-)
-
-
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="8-4", title="Which prefixes a limited cache should keep", section="8.3.3-8.3.4",
+        parts=_parts(), make_params=_params, solve=_solve, mistakes=_mistakes,
+        conditions=(
+            "keeping A and keeping the B prefixes save more than 1% apart, over Gen5 and Gen4",
+            "each break-even hit probability lies strictly between 0 and 100%, and A's hit "
+            "probability is more than one percentage point away from it",
+        ),
+        screen=_screen,
+    )]

@@ -112,11 +112,9 @@ def _mistakes(g: dict) -> dict:
     return hints
 
 
-EXERCISE = Exercise(
-    id="8-5", title="Capacity freed by weight offloading versus added copying", section="8.4.3",
-    parts=_parts(), make_params=_params, solve=_solve, mistakes=_mistakes,
-)
-
-
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="8-5", title="Capacity freed by weight offloading versus added copying",
+        section="8.4.3",
+        parts=_parts(), make_params=_params, solve=_solve, mistakes=_mistakes,
+    )]

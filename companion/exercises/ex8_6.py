@@ -130,22 +130,19 @@ def _screen(seed: int) -> str | None:
     if answers["b-changed"] == 0:
         return ("no question changes between BF16 KV and FP8 KV + BF16 Q, so the list in (b) "
                 "would be empty")
-    return screen_answers(EXERCISE, answers)
-
-
-EXERCISE = Exercise(
-    id="8-6", title="KV compression: capacity, correctness and retry cost",
-    section="8.4.2, 8.4.4",
-    parts=_parts(), make_params=_params, solve=_solve, mistakes=_mistakes,
-    conditions=(
-        "at least one question changes between BF16 KV and FP8 KV + BF16 Q (the list in (b) "
-        "is not empty)",
-        "at least one request that ends with a correct answer needed a retry (the two sums of "
-        "(c) differ)",
-    ),
-    screen=_screen,
-)
+    return screen_answers(exercises()[0], answers)
 
 
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="8-6", title="KV compression: capacity, correctness and retry cost",
+        section="8.4.2, 8.4.4",
+        parts=_parts(), make_params=_params, solve=_solve, mistakes=_mistakes,
+        conditions=(
+            "at least one question changes between BF16 KV and FP8 KV + BF16 Q (the list in (b) "
+            "is not empty)",
+            "at least one request that ends with a correct answer needed a retry (the two sums of "
+            "(c) differ)",
+        ),
+        screen=_screen,
+    )]

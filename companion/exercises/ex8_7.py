@@ -95,12 +95,9 @@ def _mistakes(g: dict) -> dict:
     return hints
 
 
-EXERCISE = Exercise(
-    id="8-7", title="The draft length with the lowest latency per output token",
-    section="8.5.2-8.5.4",
-    parts=_parts(), make_params=_params, solve=_solve, mistakes=_mistakes,
-)
-
-
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="8-7", title="The draft length with the lowest latency per output token",
+        section="8.5.2-8.5.4",
+        parts=_parts(), make_params=_params, solve=_solve, mistakes=_mistakes,
+    )]

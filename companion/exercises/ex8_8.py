@@ -75,11 +75,9 @@ def _mistakes(g: dict) -> dict:
     return hints
 
 
-EXERCISE = Exercise(
-    id="8-8", title="Stage acceleration and draft preparation in a whole task", section="8.6.3",
-    parts=_parts(), make_params=_params, solve=_solve, mistakes=_mistakes,
-)
-
-
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="8-8", title="Stage acceleration and draft preparation in a whole task",
+        section="8.6.3",
+        parts=_parts(), make_params=_params, solve=_solve, mistakes=_mistakes,
+    )]

@@ -182,13 +182,11 @@ def _also_accepted(g: dict) -> dict:
     return out
 
 
-EXERCISE = Exercise(
-    id="8-9", title="Scheme E: GPU time per qualifying result under memory and deadline limits",
-    section="8.6.2-8.6.3",
-    parts=_parts(), make_params=_params, solve=_solve, mistakes=_mistakes,
-    also_accepted=_also_accepted,
-)
-
-
 def exercises() -> list[Exercise]:
-    return [EXERCISE]
+    return [Exercise(
+        id="8-9",
+        title="Scheme E: GPU time per qualifying result under memory and deadline limits",
+        section="8.6.2-8.6.3",
+        parts=_parts(), make_params=_params, solve=_solve, mistakes=_mistakes,
+        also_accepted=_also_accepted,
+    )]
