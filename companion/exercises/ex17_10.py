@@ -6,7 +6,7 @@ import math
 
 from companion import calc, specs, units
 from companion.chapters import ch17
-from companion.exercises.common_ch17 import CARDS, ROUND_SMALL, memory_bound_live
+from companion.exercises import common_ch17
 from companion.exercises.variants import gb, ms
 from companion.grading import Exercise, Part
 from companion.seeds import pick, rng_for
@@ -22,8 +22,8 @@ def _params(seed: int) -> dict:
         reserve, target = ch17.RUNTIME_RESERVE_BYTES, ch17.ITL_TARGET_S
     else:
         rng = rng_for("17-10", seed)
-        m, hw = pick(rng, ROUND_SMALL), pick(rng, CARDS)
-        live = memory_bound_live(m, hw, [400, 600, 800, 1_200, 2_000], rng)
+        m, hw = pick(rng, common_ch17.ROUND_SMALL), pick(rng, common_ch17.CARDS)
+        live = common_ch17.memory_bound_live(m, hw, [400, 600, 800, 1_200, 2_000], rng)
         reservation = pick(rng, [4_000, 8_000, 16_000])
         reserve = pick(rng, [2e9, 4e9, 6e9])
         weights_ms = ms(m.weight_bytes / hw.mem_bw_bytes_per_s)

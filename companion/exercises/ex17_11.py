@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from companion import calc, specs
 from companion.chapters import ch17
-from companion.exercises.common_ch17 import CARDS, ROUND_SMALL
+from companion.exercises import common_ch17
 from companion.exercises.variants import ms, pct, variant
 from companion.grading import Exercise, Part
 
@@ -16,7 +16,7 @@ def _params(seed: int) -> dict:
                      output=ch17.OUTPUT_TOKENS, step=ch17.SMOOTH_ITL_S,
                      long=ch17.LONG_CONTEXT_TOKENS,
                      chunk=ch17.CHUNK_TOKENS),
-                dict(model=ROUND_SMALL, hw=CARDS, eff=(0.4, 0.5, 0.6),
+                dict(model=common_ch17.ROUND_SMALL, hw=common_ch17.CARDS, eff=(0.4, 0.5, 0.6),
                      prompt=(1_024, 2_048, 4_096), output=(150, 250, 500),
                      step=(4e-3, 6e-3, 8e-3, 10e-3), long=(4_000, 8_000, 16_000, 32_000),
                      chunk=(256, 512, 1_024, 2_048)))

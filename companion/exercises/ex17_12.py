@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from companion import calc, specs, units
 from companion.chapters import ch17
-from companion.exercises.common_ch17 import CARDS, ROUND_SMALL, memory_bound_live
+from companion.exercises import common_ch17
 from companion.exercises.variants import gb, ms, pct, variant
 from companion.grading import Exercise, Part
 from companion.seeds import rng_for
@@ -15,16 +15,17 @@ def _params(seed: int) -> dict:
                 dict(model=specs.LLAMA_8B, hw=specs.H100_SXM, max_len=ch17.MAX_LEN_TOKENS,
                      used=ch17.CHAT_TURN_TOKENS, block=16, reservation=ch17.LONG_CONTEXT_TOKENS,
                      prefix=ch17.PREFIX_TOKENS, users=ch17.PREFIX_USERS),
-                dict(model=ROUND_SMALL, hw=CARDS, max_len=(4_096, 8_192, 16_384),
-                     used=(200, 300, 500, 1_000), block=(8, 16, 32),
+                dict(model=common_ch17.ROUND_SMALL, hw=common_ch17.CARDS,
+                     max_len=(4_096, 8_192, 16_384), used=(200, 300, 500, 1_000),
+                     block=(8, 16, 32),
                      reservation=(8_000, 16_000), prefix=(500, 1_000, 2_000, 4_000),
                      users=(20, 50, 100, 200)))
     m = c["model"]
     if seed == 0:
         c["live"] = ch17.CHAT_LIVE_TOKENS
     else:   # keep the paged step on the memory roof, where the chapter's step formula holds
-        c["live"] = memory_bound_live(m, c["hw"], [400, 600, 1_000, 2_000],
-                                      rng_for("17-12/live", seed))
+        c["live"] = common_ch17.memory_bound_live(m, c["hw"], [400, 600, 1_000, 2_000],
+                                                  rng_for("17-12/live", seed))
     return dict(model=m, hardware=c["hw"], weight_bytes=m.weight_bytes,
                 kv_bytes_per_token=calc.kv_bytes_per_token(m),
                 reserve_bytes=ch17.RUNTIME_RESERVE_BYTES,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from companion import calc, specs, units
 from companion.chapters import ch17
-from companion.exercises.common_ch17 import CARDS, ROUND_SMALL
+from companion.exercises import common_ch17
 from companion.exercises.variants import ms, variant
 from companion.grading import Exercise, Part
 
@@ -15,7 +15,7 @@ def _params(seed: int) -> dict:
                      turn=ch17.ROUTING_TURN,
                      first=ch17.AGENT_FIRST_TURN_TOKENS,
                      per_turn=ch17.AGENT_TOKENS_PER_TURN, hits=ch17.ROUTER_WARM_SHARES),
-                dict(model=ROUND_SMALL, hw=CARDS, eff=(0.4, 0.5, 0.6),
+                dict(model=common_ch17.ROUND_SMALL, hw=common_ch17.CARDS, eff=(0.4, 0.5, 0.6),
                      turn=(5, 10, 20, 30), first=(2_000, 4_000, 6_000),
                      per_turn=(400, 800, 1_200, 2_000),
                      hits=((0.9, 0.3), (0.95, 0.5), (0.8, 0.2))))

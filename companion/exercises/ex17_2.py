@@ -6,7 +6,7 @@ import math
 
 from companion import calc, specs
 from companion.chapters import ch17
-from companion.exercises.common_ch17 import ROUND_SMALL
+from companion.exercises import common_ch17
 from companion.exercises.variants import gb, variant
 from companion.grading import Exercise, Part
 
@@ -22,7 +22,7 @@ def _params(seed: int) -> dict:
     c = variant("17-2", seed,
                 dict(layout=(specs.H100_SXM, specs.LLAMA_70B, ch17.TP), small=specs.LLAMA_8B,
                      context=ch17.LONG_CONTEXT_TOKENS, reserve=ch17.RUNTIME_RESERVE_BYTES),
-                dict(layout=_LAYOUTS, small=ROUND_SMALL,
+                dict(layout=_LAYOUTS, small=common_ch17.ROUND_SMALL,
                      context=(4_000, 8_000, 16_000, 32_000), reserve=(2e9, 4e9, 6e9)))
     hw, big, tp = c["layout"]
     return dict(hardware=hw, small_model=c["small"], big_model=big, tp=tp,

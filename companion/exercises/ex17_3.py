@@ -6,7 +6,7 @@ import math
 
 from companion import calc, specs
 from companion.chapters import ch17
-from companion.exercises.common_ch17 import CARDS_17_3, ROUND_SMALL
+from companion.exercises import common_ch17
 from companion.exercises.variants import pct, variant
 from companion.grading import Exercise, Part
 
@@ -19,8 +19,9 @@ def _params(seed: int) -> dict:
                 dict(hw=specs.H100_SXM, model=specs.LLAMA_8B, batch=ch17.BATCH,
                      short=ch17.CHAT_LIVE_TOKENS, long=ch17.LONG_CONTEXT_TOKENS,
                      prompt=ch17.PROMPT_TOKENS),
-                dict(hw=CARDS_17_3, model=ROUND_SMALL, batch=(16, 32, 64, 128),
-                     short=(300, 600, 1_000, 2_000), long=(4_000, 8_000, 16_000, 32_000),
+                dict(hw=common_ch17.CARDS_17_3, model=common_ch17.ROUND_SMALL,
+                     batch=(16, 32, 64, 128), short=(300, 600, 1_000, 2_000),
+                     long=(4_000, 8_000, 16_000, 32_000),
                      prompt=(128, 256, 512, 2_048, 8_192)))
     m = c["model"]
     return dict(hardware=c["hw"], model=m, params=m.n_params, bytes_per_param=m.bytes_per_param,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from companion import calc, specs
 from companion.chapters import ch17
-from companion.exercises.common_ch17 import CARDS, ROUND_SMALL
+from companion.exercises import common_ch17
 from companion.exercises.variants import gb, pct
 from companion.grading import Exercise, Part
 from companion.seeds import pick, rng_for
@@ -17,7 +17,7 @@ def _params(seed: int) -> dict:
             ch17.PROMISED_SPEEDUP
     else:
         rng = rng_for("17-4", seed)
-        m, hw = pick(rng, ROUND_SMALL), pick(rng, CARDS)
+        m, hw = pick(rng, common_ch17.ROUND_SMALL), pick(rng, common_ch17.CARDS)
         b, L = pick(rng, [1, 4, 16, 32]), pick(rng, [0, 500, 1_000, 2_000, 4_000])
         ceiling = calc.decode_vs_context(m, hw, L, batch=b)["tokens_per_s"]
         decode_rate = round(pick(rng, [0.45, 0.55, 0.62, 0.7, 0.78, 0.85]) * ceiling)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from companion import calc, specs, units
 from companion.chapters import ch17
-from companion.exercises.common_ch17 import SHAPE_14B
+from companion.exercises import common_ch17
 from companion.exercises.variants import ms, pct, variant
 from companion.grading import Exercise, Part
 
@@ -12,7 +12,7 @@ from companion.grading import Exercise, Part
 _LAYOUTS = [(specs.LLAMA_70B, specs.H100_SXM, 2), (specs.LLAMA_70B, specs.H100_SXM, 8),
             (specs.LLAMA_70B, specs.H200_SXM, 2), (specs.LLAMA_70B, specs.A100_80GB, 4),
             (specs.LLAMA_70B, specs.A100_80GB, 8), (specs.LLAMA_405B, specs.H200_SXM, 8),
-            (specs.LLAMA_8B, specs.H100_SXM, 2), (SHAPE_14B, specs.A100_80GB, 2)]
+            (specs.LLAMA_8B, specs.H100_SXM, 2), (common_ch17.SHAPE_14B, specs.A100_80GB, 2)]
 
 
 def _params(seed: int) -> dict:

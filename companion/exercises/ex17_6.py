@@ -6,7 +6,7 @@ import math
 
 from companion import calc, specs
 from companion.chapters import ch17
-from companion.exercises.common_ch17 import CARDS
+from companion.exercises import common_ch17
 from companion.exercises.variants import gb, pct, variant
 from companion.grading import Exercise, Part, screen_answers
 
@@ -29,8 +29,8 @@ def _params(seed: int) -> dict:
                 # targets for which (p - 1)(1/target - 1) is never whole for p <= 8: at 2%, 5%
                 # or 10% the bubble at the answer would equal the target exactly at every p
                 dict(stages=_STAGES, micro=((8, 32), (16, 64), (12, 48), (32, 128)),
-                     target=(0.045, 0.055, 0.065, 0.085), hw=CARDS, reserve=(2e9, 4e9, 6e9),
-                     node=(4, 8)))
+                     target=(0.045, 0.055, 0.065, 0.085), hw=common_ch17.CARDS,
+                     reserve=(2e9, 4e9, 6e9), node=(4, 8)))
     model, stages = c["stages"]
     big = specs.LLAMA_405B
     return dict(model=model, n_layers=model.n_layers, hidden_size=model.hidden_size,

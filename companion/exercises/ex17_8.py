@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from companion import calc, specs
 from companion.chapters import ch17
-from companion.exercises.common_ch17 import CARDS_17_3, ROUND_SMALL
+from companion.exercises import common_ch17
 from companion.exercises.variants import gb, ms, variant
 from companion.grading import Exercise, Part
 
@@ -16,7 +16,7 @@ def _params(seed: int) -> dict:
     c = variant("17-8", seed,
                 dict(model=specs.LLAMA_8B, hw=specs.H100_SXM, fmt="int8",
                      context=ch17.LONG_CONTEXT_TOKENS),
-                dict(model=ROUND_SMALL, hw=CARDS_17_3, fmt=_FORMATS,
+                dict(model=common_ch17.ROUND_SMALL, hw=common_ch17.CARDS_17_3, fmt=_FORMATS,
                      context=(4_000, 8_000, 16_000, 32_000)))
     m = c["model"]
     return dict(model=m, hardware=c["hw"], params=m.n_params, format=c["fmt"],

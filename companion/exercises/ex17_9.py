@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from companion import calc, specs
 from companion.chapters import ch17
-from companion.exercises.common_ch17 import CARDS, SHAPE_14B
+from companion.exercises import common_ch17
 from companion.exercises.variants import ms, variant
 from companion.grading import Exercise, Part, screen_answers
 
@@ -21,7 +21,7 @@ def _params(seed: int) -> dict:
                      hw=specs.H100_SXM, draft=DRAFT_PARAMS),
                 # at 0.9 the lowest latency lies at or past 8 draft tokens for every draft
                 dict(alpha=(0.5, 0.6, 0.7, 0.75, 0.8), k=(2, 3, 4, 5, 6),
-                     model=(specs.LLAMA_8B, SHAPE_14B), hw=CARDS,
+                     model=(specs.LLAMA_8B, common_ch17.SHAPE_14B), hw=common_ch17.CARDS,
                      draft=(0.5e9, 1e9, 1.5e9)))
     m = c["model"]
     return dict(acceptance=c["alpha"], draft_len=c["k"], model=m, hardware=c["hw"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from companion import calc, specs, units
 from companion.chapters import ch08
-from companion.exercises.common_ch08 import VARIANT_MODELS
+from companion.exercises import common_ch08
 from companion.grading import Exercise, Part
 from companion.seeds import pick, rng_for
 
@@ -20,7 +20,7 @@ def _params(seed: int) -> dict:
         kv_budget_bytes = ch08.KV_BUDGET_BYTES
     else:
         rng = rng_for("8-1", seed)
-        model = pick(rng, VARIANT_MODELS)
+        model = pick(rng, common_ch08.VARIANT_MODELS)
         contexts = pick(rng, _CONTEXT_PAIRS)
         kv_budget_bytes = pick(rng, _BUDGETS_GIB) * units.GiB
     return {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from companion import calc, specs, units
 from companion.chapters import ch08
-from companion.exercises.common_ch08 import VARIANT_MODELS
+from companion.exercises import common_ch08
 from companion.grading import Exercise, Part, screen_answers
 from companion.seeds import pick, rng_for
 from companion.sim import kv_scenarios
@@ -23,7 +23,7 @@ def _params(seed: int) -> dict:
         lengths = [int(x) for x in rng.integers(3, 21, size=4)]
         if all(L % 2 == 0 for L in lengths):
             lengths[0] += 1    # an odd length leaves a slot unused at every block size
-        model = pick(rng, VARIANT_MODELS)
+        model = pick(rng, common_ch08.VARIANT_MODELS)
         shape = pick(rng, _SHAPES)
     prompt, prefix, output = shape
     return {"lengths": tuple(lengths), "block_sizes": ch08.EXERCISE_8_3_BLOCK_SIZES,
