@@ -1,11 +1,13 @@
 """Self-checks for the exercises: tolerant, unit-aware, and never revealing the answer.
 
-Each exercise (ids "8-1" ... "8-9", "17-1" ...) is defined once, in a module under
-``companion.exercises``, as an :class:`Exercise`: a function from a seed to the given data
+Each exercise (ids "8-1" ... "8-9", "17-1" ...) is defined once, in its own module under
+``companion.exercises`` (``ex8_4`` holds 8-4, as ``solutions/ex8_4.py`` does), as an
+:class:`Exercise`: a function from a seed to the given data
 (seed 0 is the chapter's own data; other seeds give other sensible numbers, for per-student
 variants), a function from the given data to the expected answer of every part (computed by
 ``companion.calc``/``sim``, never typed in), and for each part its unit, its tolerance and
-the hints for the usual wrong turns.
+the hints for the usual wrong turns. Each module's ``exercises()`` returns its exercise;
+:func:`exercises` collects them, as ``companion.ledger`` collects its entries.
 
 Students call ``check(exercise, part, answer, seed=...)``. It says whether the answer is
 within tolerance; when it is not, it names the quantity, and if the answer matches a known
@@ -43,7 +45,7 @@ from typing import Callable
 
 from companion import units
 
-__all__ = ["Part", "Exercise", "CheckResult", "NotYetCorrect", "register", "exercises", "params",
+__all__ = ["Part", "Exercise", "CheckResult", "NotYetCorrect", "exercises", "params",
            "resolve_seed", "screen_answers", "check", "checks", "parts", "describe"]
 
 
@@ -98,73 +100,45 @@ class Exercise:
                          f"{[p.name for p in self.parts]}")
 
 
-# On importlib.reload this module runs again in its old namespace: the modules that filled the
-# old registry are remembered, so that the first use runs them again into the new one.
-_REGISTERED_BEFORE_RELOAD = frozenset(globals().get("_ORIGIN", {}).values())
-_REGISTRY: dict[str, Exercise] = {}
-_ORIGIN: dict[str, str] = {}        # exercise id -> the module that registered it
-_LOADED = False
+# an exercise module is named like its notebook: ex8_4 holds exercise 8-4; the package's other
+# modules (variants, common_ch08, ...) are helpers the exercise modules share
+_EXERCISE_MODULE = re.compile(r"ex\d+_\d+")
 
 
-def register(exercise: Exercise) -> Exercise:
-    """Add ``exercise`` to the registry and return it.
-
-    The same id registered again by the same module replaces the earlier definition: that module
-    ran again (``importlib.reload``, a fresh import, a notebook cell re-run). The same id from
-    another module is a clash and raises ValueError.
-    """
-    if not isinstance(exercise, Exercise):
-        raise TypeError(f"exercise: expected a companion.grading.Exercise, got "
-                        f"{type(exercise).__name__}")
-    # the caller's module, found the way collections.namedtuple finds its __module__
-    origin = sys._getframe(1).f_globals.get("__name__", "?")
-    earlier = _ORIGIN.get(exercise.id)
-    if earlier is not None and earlier != origin:
-        raise ValueError(f"exercise: {exercise.id} is registered twice, by {earlier} and by "
-                         f"{origin}")
-    _REGISTRY[exercise.id] = exercise
-    _ORIGIN[exercise.id] = origin
-    _solved.cache_clear()
-    _resolve.cache_clear()
-    _also_accepted.cache_clear()
-    return exercise
+def _id_key(exercise_id: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in exercise_id.split("-"))
 
 
-def _load() -> None:
-    """Import every exercise module; after a reload of this module, run again those that
-    registered into the old registry."""
-    global _LOADED
-    if _LOADED:
-        return
+@lru_cache(maxsize=1)
+def _collect() -> dict[str, Exercise]:
+    """Every exercise module's ``exercises()``, by id in chapter order; an id that two modules
+    define is a clash (ValueError naming both)."""
     import companion.exercises as pkg
 
+    found: dict[str, Exercise] = {}
+    origin: dict[str, str] = {}
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-        if info.name.startswith("_"):
+        if not _EXERCISE_MODULE.fullmatch(info.name):
             continue
         name = f"{pkg.__name__}.{info.name}"
-        module = sys.modules.get(name)
-        if (module is not None and name in _REGISTERED_BEFORE_RELOAD
-                and name not in _ORIGIN.values()):
-            importlib.reload(module)
-        else:
-            importlib.import_module(name)
-    _LOADED = True
+        for exercise in importlib.import_module(name).exercises():
+            if exercise.id in origin:
+                raise ValueError(f"exercise: {exercise.id} is defined twice, by "
+                                 f"{origin[exercise.id]} and by {name}")
+            found[exercise.id] = exercise
+            origin[exercise.id] = name
+    return {k: found[k] for k in sorted(found, key=_id_key)}
 
 
 def exercises() -> dict[str, Exercise]:
-    """Every registered exercise by id, in chapter order."""
-    _load()
-
-    def key(eid):
-        return tuple(int(x) for x in eid.split("-"))
-
-    return {k: _REGISTRY[k] for k in sorted(_REGISTRY, key=key)}
+    """Every exercise by id, in chapter order."""
+    return dict(_collect())
 
 
 def _exercise(exercise_id) -> Exercise:
     if not isinstance(exercise_id, str):
         raise TypeError(f"exercise: expected an id such as '8-1', got {exercise_id!r}")
-    all_ = exercises()
+    all_ = _collect()
     if exercise_id not in all_:
         raise ValueError(f"exercise: unknown id {exercise_id!r}; known: {list(all_)}")
     return all_[exercise_id]
@@ -209,12 +183,15 @@ def _screen(ex: Exercise, seed: int) -> str | None:
     return screen_answers(ex, ex.solve(given))
 
 
+# The caches below are keyed by the Exercise itself, not its id: an exercise built again (its
+# module reloaded and collected anew) is another key, so it is never served the answers of the
+# definition it replaces.
+
 @lru_cache(maxsize=4096)
-def _resolve(exercise_id: str, seed: int) -> tuple[int, str]:
+def _resolve(ex: Exercise, seed: int) -> tuple[int, str]:
     """(the seed actually used, a note saying why it moved, or ""): the first seed from ``seed``
     on whose variant passes the exercise's screen. Seed 0 is the chapter's data and never
     moves."""
-    ex = _exercise(exercise_id)
     if seed == 0:
         return 0, ""
     why = None
@@ -226,14 +203,14 @@ def _resolve(exercise_id: str, seed: int) -> tuple[int, str]:
             return used, f"seed {seed} -> {used}: {why} at {seed}"
         if why is None:
             why = reason
-    raise RuntimeError(f"screen: exercise {exercise_id} found no fair variant in seeds {seed}-"
+    raise RuntimeError(f"screen: exercise {ex.id} found no fair variant in seeds {seed}-"
                        f"{seed + SCREEN_MAX_STEPS - 1}; first reason: {why}")
 
 
 def resolve_seed(exercise_id: str, seed: int = 0) -> tuple[int, str]:
     """The seed whose variant ``params``/``check`` use for ``seed``, and the note when it moved
     (``seed 17 -> 19: no request was retried at 17``)."""
-    return _resolve(_exercise(exercise_id).id, _seed(seed))
+    return _resolve(_exercise(exercise_id), _seed(seed))
 
 
 def params(exercise_id: str, seed: int = 0) -> dict:
@@ -270,18 +247,16 @@ def describe(exercise_id: str) -> str:
 
 
 @lru_cache(maxsize=512)
-def _solved(exercise_id: str, seed: int) -> tuple[dict, dict, dict]:
+def _solved(ex: Exercise, seed: int) -> tuple[dict, dict, dict]:
     """(given, answers, mistakes) of one exercise variant, computed once: ``check`` is called
     once per part, and the solvers can be simulations."""
-    ex = _exercise(exercise_id)
-    given = ex.make_params(_resolve(exercise_id, seed)[0])
+    given = ex.make_params(_resolve(ex, seed)[0])
     return given, ex.solve(given), ex.mistakes(given)
 
 
 @lru_cache(maxsize=512)
-def _also_accepted(exercise_id: str, seed: int) -> dict:
-    ex = _exercise(exercise_id)
-    return ex.also_accepted(_solved(exercise_id, seed)[0])
+def _also_accepted(ex: Exercise, seed: int) -> dict:
+    return ex.also_accepted(_solved(ex, seed)[0])
 
 
 # --- reading an answer -----------------------------------------------------------------------
@@ -493,11 +468,11 @@ def _matches(value, expected, p: Part) -> bool:
 
 
 def _judge(ex: Exercise, p: Part, seed: int, value) -> CheckResult:
-    given, expected_all, mistakes = _solved(ex.id, seed)
+    given, expected_all, mistakes = _solved(ex, seed)
     expected = expected_all[p.name]
     if _matches(value, expected, p):
         return CheckResult(True, f"({p.name}) correct: {p.quantity}.")
-    for other, note in _also_accepted(ex.id, seed).get(p.name, []):
+    for other, note in _also_accepted(ex, seed).get(p.name, []):
         if _matches(value, other, p):
             return CheckResult(True, f"({p.name}) correct: {p.quantity} ({note}).")
     hint = _hint(value, expected, p, mistakes.get(p.name, []))

@@ -114,7 +114,7 @@ with grading.checks():
 # Set `admit_ms`, and `source` to one of the options printed below.
 
 # %% nbgrader={"grade": false, "grade_id": "b_options", "locked": true, "schema_version": 3, "solution": false, "task": false}
-from companion.exercises.ch08 import SOURCES_8_2
+from companion.exercises.ex8_2 import SOURCES_8_2
 
 print(SOURCES_8_2)
 
@@ -181,7 +181,7 @@ with grading.checks():
 # `cost_for_interval`, `cost_for_admission` to one of the options printed below.
 
 # %% nbgrader={"grade": false, "grade_id": "d_options", "locked": true, "schema_version": 3, "solution": false, "task": false}
-from companion.exercises.ch08 import COSTS_8_2
+from companion.exercises.ex8_2 import COSTS_8_2
 
 print(COSTS_8_2)
 

@@ -201,7 +201,7 @@ with grading.checks():
 # the large pool hits a little less than the common-prefix ratio).
 
 # %% nbgrader={"grade": false, "grade_id": "d_options", "locked": true, "schema_version": 3, "solution": false, "task": false}
-from companion.exercises.ch08 import WHY_GAP_8_4, WHY_SMALL_8_4
+from companion.exercises.ex8_4 import WHY_GAP_8_4, WHY_SMALL_8_4
 
 print("why_small:", WHY_SMALL_8_4)
 print("why_gap:  ", WHY_GAP_8_4)

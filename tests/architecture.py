@@ -160,11 +160,13 @@ def largest_modules(root: Path = ROOT, n: int = 5) -> list[tuple[int, str]]:
 # --- façades ---------------------------------------------------------------------------------
 
 # façade -> the modules whose public names it must list (plots and widgets share theirs: a
-# figure is in plots, a panel in widgets; together they cover every explorer module)
+# figure is in plots, a panel in widgets; together they cover every explorer module). Not
+# covered: the helpers below, and Chapter 8's generated exercise records, which are read as
+# their module (``records_ch08.precision_results(0)``), not through ``companion.sim``.
 FACADE_HELPERS = {"companion.formulas.args", "companion.explorers.base",
                   "companion.explorers.common", "companion.explorers.presets",
                   "companion.explorers.static", "companion.explorers.static_image",
-                  "companion.explorers.figure_widget"}
+                  "companion.explorers.figure_widget", "companion.sim.records_ch08"}
 
 
 def facades(root: Path = ROOT) -> dict[tuple, list[str]]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from companion import grading
-from companion.exercises import ch17
+from companion.exercises import ex17_1
 
 ROOT = Path(__file__).resolve().parents[1]
 IDS = [f"17-{n}" for n in range(1, 14)]
@@ -268,7 +268,7 @@ def test_variants_are_solvable_and_differ_from_the_chapter(eid):
 
 def test_variant_models_read_the_same_configs_as_tests_data():
     folder = ROOT / "tests" / "data" / "hf_configs"
-    for key, cfg in ch17.HF_CONFIGS.items():
+    for key, cfg in ex17_1.HF_CONFIGS.items():
         on_disk = json.loads((folder / f"{key}.json").read_text())
         assert {k: on_disk.get(k) for k in cfg} == cfg, key
         assert "num_key_value_heads" in cfg or "num_key_value_heads" not in on_disk

@@ -2,11 +2,12 @@
 that never reveals the answer, bad input gets a message, and the given data stay sensible.
 
 Also: the chapter's printed numbers at seed 0 (typed in from the chapter, at its rounding),
-and the generated "accompanying records" of companion.exercises.data_ch08.
+and the generated "accompanying records" of companion.sim.records_ch08.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 import re
 from functools import lru_cache
@@ -17,11 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion import grading, units
-from companion.exercises import data_ch08
+from companion.sim import records_ch08
 
 SEEDS = (0, 1, 2)
-# Chapter 8's exercises (companion/exercises/ch08.py). Other chapters' sets register in the same
-# registry; add their prefix here once they should meet the same checks.
+# Chapter 8's exercises (companion/exercises/ex8_*.py). Other chapters' exercises are collected
+# with them; add their prefix here once they should meet the same checks.
 CHAPTERS = ("8-",)
 EXERCISES = {eid: ex for eid, ex in grading.exercises().items() if eid.startswith(CHAPTERS)}
 NUMERIC = ("rel", "abs", "exact")
@@ -57,10 +58,17 @@ def _check(eid, part, answer, seed=0):
     return grading.check(eid, part, answer, seed=seed, quiet=True)
 
 
-# --- the registry ---------------------------------------------------------------------------
+# --- the collection -------------------------------------------------------------------------
 
-def test_every_chapter_8_exercise_is_registered():
+def test_every_chapter_8_exercise_is_collected():
     assert [e for e in EXERCISES if e.startswith("8-")] == [f"8-{i}" for i in range(1, 10)]
+
+
+def test_each_exercise_is_the_one_its_module_names():
+    # exercise 8-4 is companion/exercises/ex8_4.py, as solutions/ex8_4.py is its notebook
+    for eid, ex in grading.exercises().items():
+        module = importlib.import_module(f"companion.exercises.ex{eid.replace('-', '_')}")
+        assert module.exercises() == [ex], eid
 
 
 @pytest.mark.parametrize("eid", list(EXERCISES))
@@ -270,11 +278,11 @@ def test_chapter_style_unit_strings():
     (lambda: grading.params("8-2", True), "seed", ValueError),
     (lambda: grading.check("8-3", "a-p2-unused", 4, seed="a"), "seed", ValueError),
     (lambda: grading.describe("8"), "exercise", ValueError),
-    (lambda: data_ch08.budget_replay(-1), "seed", ValueError),
-    (lambda: data_ch08.agent_cache_replay(0.5), "seed", ValueError),
-    (lambda: data_ch08.precision_results("0"), "seed", TypeError),
-    (lambda: data_ch08.scheme_load_runs(0, deadline_s=0), "deadline_s", ValueError),
-    (lambda: data_ch08.scheme_load_runs(0, e_tokens_per_round=0.5), "e_tokens_per_round",
+    (lambda: records_ch08.budget_replay(-1), "seed", ValueError),
+    (lambda: records_ch08.agent_cache_replay(0.5), "seed", ValueError),
+    (lambda: records_ch08.precision_results("0"), "seed", TypeError),
+    (lambda: records_ch08.scheme_load_runs(0, deadline_s=0), "deadline_s", ValueError),
+    (lambda: records_ch08.scheme_load_runs(0, e_tokens_per_round=0.5), "e_tokens_per_round",
      ValueError),
 ])
 def test_bad_ids_parts_and_seeds_name_the_parameter(call, name, exc):
@@ -343,15 +351,16 @@ def test_seed_zero_scheme_choices_follow_the_chapter():
 # --- the generated records -------------------------------------------------------------------
 
 def test_generated_records_are_deterministic_and_immutable():
-    for gen in (data_ch08.budget_replay, data_ch08.agent_cache_replay,
-                data_ch08.precision_results, data_ch08.retry_records, data_ch08.scheme_load_runs):
+    for gen in (records_ch08.budget_replay, records_ch08.agent_cache_replay,
+                records_ch08.precision_results, records_ch08.retry_records,
+                records_ch08.scheme_load_runs):
         first = gen(0)
         assert gen(0) == first and gen(1) != first
         hash(first)      # nested tuples and NamedTuples only
 
 
 def test_budget_replay_shows_the_trade_of_8_2_4():
-    rows = data_ch08.budget_replay(0).rows
+    rows = records_ch08.budget_replay(0).rows
     itl = [r.max_itl_s for r in rows]
     assert itl == sorted(itl)                                   # bigger chunks, longer stalls
     assert rows[-1].queue_later_mean_s < rows[0].queue_later_mean_s
@@ -359,7 +368,7 @@ def test_budget_replay_shows_the_trade_of_8_2_4():
 
 def test_cache_replay_small_pool_is_evicted_large_pool_keeps_whole_blocks():
     for seed in SEEDS:
-        replay = data_ch08.agent_cache_replay(seed)
+        replay = records_ch08.agent_cache_replay(seed)
         p = replay.block_tokens
         assert [r.round for r in replay.rounds] == list(range(1, 13))
         for r in replay.rounds:
@@ -372,11 +381,11 @@ def test_cache_replay_small_pool_is_evicted_large_pool_keeps_whole_blocks():
 
 def test_precision_and_retry_records_are_consistent():
     for seed in SEEDS:
-        res = data_ch08.precision_results(seed)
-        assert len(res.items) == 32 and res.configs == data_ch08.PRECISION_CONFIGS
+        res = records_ch08.precision_results(seed)
+        assert len(res.items) == 32 and res.configs == records_ch08.PRECISION_CONFIGS
         assert {it.label for it in res.items} == {f"n{n}-r{i}" for n in (128, 512)
                                                   for i in range(4)}
-        rec = data_ch08.retry_records(seed)
+        rec = records_ch08.retry_records(seed)
         by_request: dict = {}
         for a in rec.attempts:
             by_request.setdefault(a.request, []).append(a)
@@ -391,7 +400,7 @@ def test_precision_and_retry_records_are_consistent():
 
 
 def test_load_records_are_causal_and_share_the_trace():
-    exp = data_ch08.scheme_load_runs(0)
+    exp = records_ch08.scheme_load_runs(0)
     b, e = exp.runs
     assert (b.scheme, e.scheme) == ("B", "E")
     assert [r.arrival_s for r in b.records] == [r.arrival_s for r in e.records]
@@ -411,10 +420,10 @@ _FINITE = st.floats(min_value=-1e4, max_value=1e4, allow_nan=False, width=32)
 @given(st.lists(_FINITE, min_size=1, max_size=50))
 def test_e4m3_rounding(values):
     x = np.array(values, dtype=np.float64)
-    q = data_ch08._e4m3(x)
+    q = records_ch08._e4m3(x)
     assert np.all(np.abs(q) <= 448.0)                                   # saturates
-    assert np.array_equal(data_ch08._e4m3(q), q)                        # idempotent
-    assert np.array_equal(data_ch08._e4m3(-x), -q)                      # symmetric
+    assert np.array_equal(records_ch08._e4m3(q), q)                        # idempotent
+    assert np.array_equal(records_ch08._e4m3(-x), -q)                      # symmetric
     normal = (np.abs(x) >= 2.0**-6) & (np.abs(x) <= 448.0)
     rel = np.abs(q[normal] - x[normal]) / np.abs(x[normal])
     assert np.all(rel <= 2.0**-4 + 1e-12)                               # half an ulp, 3 bits
@@ -425,16 +434,16 @@ def test_e4m3_rounding(values):
 def test_e4m3_known_values():
     x = np.array([0.0, 1.0, 1.0625, 1.125, 1.1875, 240.0, 448.0, 460.0, 1e6, 2.0**-9, 2.0**-11])
     want = np.array([0.0, 1.0, 1.0, 1.125, 1.25, 240.0, 448.0, 448.0, 448.0, 2.0**-9, 0.0])
-    assert np.array_equal(data_ch08._e4m3(x), want)
+    assert np.array_equal(records_ch08._e4m3(x), want)
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(_FINITE, min_size=1, max_size=50))
 def test_bf16_rounding(values):
     x = np.array(values, dtype=np.float32).astype(np.float64)
-    q = data_ch08._bf16(x)
+    q = records_ch08._bf16(x)
     nz = np.abs(x) >= 2.0**-126       # normal float32 values (subnormals keep fewer bits)
     assert np.all(np.abs(q[nz] - x[nz]) / np.abs(x[nz]) <= 2.0**-8 + 1e-12)
-    assert np.array_equal(data_ch08._bf16(q), q)
+    assert np.array_equal(records_ch08._bf16(q), q)
     # bf16 keeps 8 significant bits: the low 16 bits of the float32 pattern are zero
     assert np.all(q.astype(np.float32).view(np.uint32) & 0xFFFF == 0)

@@ -4,8 +4,8 @@
   or after a run that raises;
 * ``COMPANION_FAST`` changes only the sizes ``companion.measure`` measures: the package reads it
   in that one place, and library results are the same with it set to 0 and to 1;
-* the exercise registry (``companion.grading.register``) and the façades ``companion.plots``
-  and ``companion.widgets`` survive ``importlib.reload`` and re-import.
+* the exercises ``companion.grading`` collects and the façades ``companion.plots`` and
+  ``companion.widgets`` survive ``importlib.reload`` and re-import.
 
 The reload and environment checks run in fresh interpreters, so they neither see nor leave
 state in the test process.
@@ -168,52 +168,54 @@ def test_companion_fast_changes_the_lab_sizes():
     assert done.stdout.strip() == "False"
 
 
-# --- registries survive reload and re-import ---------------------------------------------------
+# --- exercises and façades survive reload and re-import ------------------------------------------
 
 _RELOADS = r"""
 import importlib, sys
 from companion import grading
 
-ids = list(grading.exercises())
+collected = grading.exercises()
+ids = list(collected)
 assert len(ids) == 22, ids
-answer = grading._solved("8-3", 0)[1]["b-indep-b16"]
+answer = grading._solved(collected["8-3"], 0)[1]["b-indep-b16"]
 
-# reloading one exercise module re-registers its exercises in place
-import companion.exercises.ch08 as ch08
-importlib.reload(ch08)
+# reloading an exercise module builds its exercise again; collecting gives the same ids, in
+# order, and the same answers, with no duplicate-definition error
+import companion.exercises.ex8_3 as ex8_3
+importlib.reload(ex8_3)
 assert list(grading.exercises()) == ids
 assert grading.check("8-3", "b-indep-b16", answer, quiet=True)
+rebuilt = ex8_3.exercises()[0]
+assert rebuilt is not collected["8-3"] and rebuilt.id == "8-3"
+assert grading._solved(rebuilt, 0)[1]["b-indep-b16"] == answer
 
-# importing it afresh (dropped from sys.modules) does the same
-del sys.modules["companion.exercises.ch17"]
-importlib.import_module("companion.exercises.ch17")
+# importing one afresh (dropped from sys.modules) does the same
+del sys.modules["companion.exercises.ex17_4"]
+importlib.import_module("companion.exercises.ex17_4")
 assert list(grading.exercises()) == ids
 
-# reloading grading itself starts an empty registry that fills again on first use
+# reloading grading itself collects the exercise modules again on first use
 importlib.reload(grading)
 assert list(grading.exercises()) == ids
 assert grading.check("8-3", "b-indep-b16", answer, quiet=True)
-assert isinstance(grading.exercises()["8-3"], grading.Exercise)
 
-# a genuine clash (the same id from another module) is still refused
+# a collection made after the reloads grades with the exercises it holds, not with answers
+# cached for the objects they replace
+grading._collect.cache_clear()
+fresh = grading.exercises()
+assert fresh["8-3"] == ex8_3.exercises()[0] and fresh["8-3"] is not collected["8-3"]
+assert grading.check("8-3", "b-indep-b16", answer, quiet=True)
+
+# a genuine clash (the same id from two modules) is refused, naming both
+ex8_3.exercises = lambda: [fresh["8-1"]]
+grading._collect.cache_clear()
 try:
-    grading.register(grading.exercises()["8-1"])
+    grading.exercises()
 except ValueError as err:
-    assert "8-1" in str(err) and "companion.exercises.ch08" in str(err), err
+    assert "8-1" in str(err), err
+    assert "companion.exercises.ex8_1" in str(err) and "companion.exercises.ex8_3" in str(err), err
 else:
-    raise AssertionError("a second registration from another module was accepted")
-
-# an exercise defined in a notebook cell may be defined again when the cell is re-run
-def define():
-    return grading.register(grading.Exercise(
-        id="99-1", title="t", section="0", parts=(grading.Part("a", "q"),),
-        make_params=lambda seed: {"x": seed + 1}, solve=lambda g: {"a": g["x"]}))
-define()
-assert grading.check("99-1", "a", 1, quiet=True)
-grading.register(grading.Exercise(
-    id="99-1", title="t", section="0", parts=(grading.Part("a", "q"),),
-    make_params=lambda seed: {"x": seed + 2}, solve=lambda g: {"a": g["x"]}))
-assert grading.check("99-1", "a", 2, quiet=True), "the re-registered definition is used"
+    raise AssertionError("an id defined by two modules was accepted")
 
 # the façades over the explorers re-export the same names on reload
 import companion.plots, companion.widgets

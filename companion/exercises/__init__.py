@@ -1,5 +1,7 @@
-"""Exercise definitions (given data by seed, expected answers, hints), one module per chapter.
+"""Exercise definitions (given data by seed, expected answers, hints), one module per exercise.
 
-Each module calls ``companion.grading.register(Exercise(...))``; ``companion.grading`` loads
-them all on first use.
+``ex8_4`` holds exercise 8-4, named like ``solutions/ex8_4.py`` and ``exercises/ex8_4.py``. Each
+exercise module defines ``exercises() -> list[companion.grading.Exercise]``;
+``companion.grading.exercises()`` collects them. The other modules hold what several exercises
+share: ``variants`` (per-student variants, display units), ``common_ch08`` and ``common_ch17``.
 """

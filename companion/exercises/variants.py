@@ -3,22 +3,10 @@ data) and answers in display units."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from companion import units
+from companion.seeds import pick, rng_for
 
-__all__ = ["rng_for", "pick", "variant", "gb", "ms", "pct"]
-
-
-def rng_for(exercise_id: str, seed: int) -> np.random.Generator:
-    """A generator that differs per exercise and per seed, and is stable across runs."""
-    salt = sum((i + 1) * ord(c) for i, c in enumerate(exercise_id))
-    return np.random.default_rng([seed, salt])
-
-
-def pick(rng: np.random.Generator, options):
-    """One of ``options`` (a list), chosen by ``rng``."""
-    return options[int(rng.integers(len(options)))]
+__all__ = ["variant", "gb", "ms", "pct"]
 
 
 def variant(exercise_id: str, seed: int, chapter: dict, options: dict) -> dict:

@@ -29,9 +29,9 @@ from companion.chapters import ch08
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import discrete_colorscale
 from companion.explorers.common import plotly_go as _go
-from companion.exercises import data_ch08
 from companion.formulas import compression as cm
 from companion.serves import serves
+from companion.sim import records_ch08
 
 __all__ = [
     "byte_layout_traces", "byte_layout_figure", "bits_per_value_figure", "memory_stack_traces",
@@ -257,7 +257,7 @@ _GRID_GAP = 0.06
 @serves("8.4.4")
 def precision_grid_traces(results) -> tuple[list, dict]:
     """One heatmap per precision configuration: tasks (rows) x runs (columns), green where
-    the answer was right (8.4.4). ``results``: a ``data_ch08.PrecisionResults``."""
+    the answer was right (8.4.4). ``results``: a ``records_ch08.PrecisionResults``."""
     configs = list(results.configs)
     tasks = sorted({it.task for it in results.items})
     runs = sorted({it.question for it in results.items})
@@ -310,7 +310,7 @@ class PrecisionGridPanel(Panel):
     main_control = "seed"
 
     def compute(self, *, seed) -> View:
-        results = data_ch08.precision_results(seed)
+        results = records_ch08.precision_results(seed)
         traces, layout = precision_grid_traces(results)
         configs = list(results.configs)
         totals = {config: sum(it.correct[c] for it in results.items)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from companion.chapters import ch08, ch17
 from companion.formulas.core import held_tokens, kv_bytes_per_token
-from companion.exercises.data_ch08 import agent_cache_replay
 from companion.ledger import Entry, entry
 from companion.sim.kv_scenarios import context_organisation, fill_kv_pool, page_sequences
 from companion.sim.kvcache import BlockManager
+from companion.sim.records_ch08 import agent_cache_replay
 from companion.specs import LLAMA_8B, QWEN3_8B, RTX_PRO_6000, H100_SXM
 from companion.units import GB, GiB, MB, MiB
 
@@ -188,7 +188,7 @@ def entries() -> list[Entry]:
     large = sum(r.hit_tokens_large for r in replay.rounds)
     small = sum(r.hit_tokens_small for r in replay.rounds)
     built = ("Exercise 8-4's seed-0 record: the companion's agent trace with its turn and "
-             "reply sizes built (data_ch08._built_plan) to the printed input and 6 GiB hit "
+             "reply sizes built (records_ch08._built_plan) to the printed input and 6 GiB hit "
              "totals; the hits are those the PrefixCache replay serves with the other "
              "requests in between.")
     out += [

@@ -31,8 +31,8 @@ import numpy as np
 from companion import calc, ledger, plots, specs, units, widgets
 from companion.chapters import ch08
 from companion.display import answer, md
-from companion.exercises import data_ch08
 from companion.formulas import compression as cm
+from companion.sim import records_ch08
 
 model = specs.QWEN3_8B
 MiB, GiB, GB, ms = units.MiB, units.GiB, units.GB, units.ms
@@ -426,12 +426,12 @@ ledger.show("8.4.3")
 # last of them is Figure 8-28), so that one reads a *column* across figures rather than a total.
 # The chapter's own records are not printed; the companion generates its own with the same
 # design (eight tasks, four runs each, three precision configurations), from a seeded retrieval
-# computation in numpy with FP8 emulated bit by bit (`companion.exercises.data_ch08`). They are
+# computation in numpy with FP8 emulated bit by bit (`companion.sim.records_ch08`). They are
 # Exercise 8-6's given data. **Every cell below is generated, not measured**; the pattern to look
 # for is the chapter's, not its exact cells.
 
 # %%
-records = data_ch08.precision_results(0)
+records = records_ch08.precision_results(0)
 for c, config in enumerate(records.configs):
     right = sum(it.correct[c] for it in records.items)
     print(f"{config:16}: {right} of {len(records.items)} right (generated)")

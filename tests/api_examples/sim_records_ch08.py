@@ -1,6 +1,6 @@
-"""Good calls for the generated exercise records (companion.exercises.data_ch08)."""
+"""Good calls for the generated exercise records (companion.sim.records_ch08)."""
 
-TARGET = "companion.exercises.data_ch08"
+TARGET = "companion.sim.records_ch08"
 
 EXAMPLES = {
     "budget_replay": dict(seed=0),

@@ -34,9 +34,9 @@ import numpy as np
 
 from companion import validate as v
 from companion.chapters import ch08
-from companion.exercises.variants import pick, rng_for
 from companion.formulas.batching import lifecycle_request_time_s
 from companion.formulas.core import kv_bytes_per_token
+from companion.seeds import pick, rng_for
 from companion.sim.kvcache import BlockManager, PrefixCache
 from companion.sim.load import Workload, poisson_arrivals, run_service
 from companion.sim.round_time import StepPlusPrefillRoundTime

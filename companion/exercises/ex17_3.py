@@ -1,0 +1,108 @@
+"""Exercise 17-3: roofline placement (17 §2)."""
+
+from __future__ import annotations
+
+import math
+
+from companion import calc, specs
+from companion.chapters import ch17
+from companion.exercises import common_ch17
+from companion.exercises.variants import pct, variant
+from companion.grading import Exercise, Part
+
+
+MEMORY_OR_COMPUTE = ("memory", "compute")
+
+
+def _params(seed: int) -> dict:
+    c = variant("17-3", seed,
+                dict(hw=specs.H100_SXM, model=specs.LLAMA_8B, batch=ch17.BATCH,
+                     short=ch17.CHAT_LIVE_TOKENS, long=ch17.LONG_CONTEXT_TOKENS,
+                     prompt=ch17.PROMPT_TOKENS),
+                dict(hw=common_ch17.CARDS_17_3, model=common_ch17.ROUND_SMALL,
+                     batch=(16, 32, 64, 128), short=(300, 600, 1_000, 2_000),
+                     long=(4_000, 8_000, 16_000, 32_000),
+                     prompt=(128, 256, 512, 2_048, 8_192)))
+    m = c["model"]
+    return dict(hardware=c["hw"], model=m, params=m.n_params, bytes_per_param=m.bytes_per_param,
+                kv_bytes_per_token=calc.kv_bytes_per_token(m), batch=c["batch"],
+                short_context=c["short"], long_context=c["long"], prompt_tokens=c["prompt"])
+
+
+def _solve(g: dict) -> dict:
+    m, hw, b = g["model"], g["hardware"], g["batch"]
+    ridge = calc.ridge_point(hw)
+    i1 = calc.decode_intensity(m, 1)
+    i_short = calc.decode_intensity(m, b, g["short_context"])
+    i_long = calc.decode_intensity(m, b, g["long_context"])
+    i_prefill = calc.prefill_intensity(m, g["prompt_tokens"])
+    # the smallest whole batch whose weights-only intensity (B x i1) reaches the ridge
+    breakeven = math.ceil(ridge / i1)
+    while calc.roofline_point(calc.decode_intensity(m, breakeven), hw)["bound"] != "compute":
+        breakeven += 1
+    return {
+        "a-ridge": ridge,
+        "b-i1": i1,
+        "c-peak1": pct(calc.roofline_point(i1, hw)["fraction_of_peak"]),
+        "d-iB": calc.decode_intensity(m, b),
+        "e-iB-short": i_short,
+        "f-iB-long": i_long,
+        "g-bound-long": calc.roofline_point(i_long, hw)["bound"],
+        "h-peak-short": pct(calc.roofline_point(i_short, hw)["fraction_of_peak"]),
+        "i-prefill": i_prefill,
+        "j-bound-prefill": calc.roofline_point(i_prefill, hw)["bound"],
+        "k-breakeven": breakeven,
+    }
+
+
+def _mistakes(g: dict) -> dict:
+    s = _solve(g)
+    hw, b, k, P = g["hardware"], g["batch"], g["kv_bytes_per_token"], g["params"]
+    w = P * g["bytes_per_param"]
+    sparse = "use the dense BF16 peak; the headline figure assumes 2:4 sparsity and is 2x"
+    no_kv = ("the KV cache does not amortize: every sequence's live KV is read each step, so "
+             "add B x L x k to the bytes")
+    kv_once = "each of the B sequences reads its own KV: B x L x k bytes, not L x k"
+    out = {
+        "a-ridge": [(hw.mem_bw_bytes_per_s / hw.peak_flops_per_s, "ridge = peak FLOP/s / "
+                                                                  "bandwidth (bytes/s)"),
+                    (2 * hw.peak_flops_per_s / hw.mem_bw_bytes_per_s, sparse)],
+        "b-i1": [(2.0, "2 FLOPs per parameter over 2 bytes per parameter")],
+        "c-peak1": [(pct(s["b-i1"] * hw.mem_bw_bytes_per_s / (2 * hw.peak_flops_per_s)),
+                     sparse)],
+        "h-peak-short": [(pct(b * hw.mem_bw_bytes_per_s / hw.peak_flops_per_s), no_kv),
+                         (pct(s["e-iB-short"] * hw.mem_bw_bytes_per_s
+                              / (2 * hw.peak_flops_per_s)), sparse)],
+        "k-breakeven": [(math.floor(s["a-ridge"]), "round the batch up: below the ridge it is "
+                                                   "still memory-bound")],
+    }
+    for name, L in (("e-iB-short", g["short_context"]), ("f-iB-long", g["long_context"])):
+        out[name] = [(b, no_kv), (b * 2 * P / (w + L * k), kv_once)]
+    return out
+
+
+def exercises() -> list[Exercise]:
+    return [Exercise(
+        id="17-3", title="Place decode and prefill on the roofline", section="17 §2",
+        parts=(
+            Part("a-ridge", "ridge point of the card", "FLOP/B", "rel", 0.005),
+            Part("b-i1", "decode intensity at batch 1", "FLOP/B", "rel", 0.005),
+            Part("c-peak1", "batch-1 decode's attainable share of peak compute", "%", "rel",
+                 0.005),
+            Part("d-iB", "decode intensity at batch B, weights only", "FLOP/B", "rel", 0.005),
+            Part("e-iB-short", "effective decode intensity at batch B with short live contexts",
+                 "FLOP/B", "rel", 0.005),
+            Part("f-iB-long", "effective decode intensity at batch B with long live contexts",
+                 "FLOP/B", "rel", 0.005),
+            Part("g-bound-long", "which roof caps batched decode at long contexts", kind="choice",
+                 options=MEMORY_OR_COMPUTE),
+            Part("h-peak-short", "attainable share of peak for batched decode, short contexts",
+                 "%", "rel", 0.005),
+            Part("i-prefill", "prefill intensity of the given prompt", "FLOP/B", "rel", 0.005),
+            Part("j-bound-prefill", "which roof caps that prefill", kind="choice",
+                 options=MEMORY_OR_COMPUTE),
+            Part("k-breakeven", "smallest whole batch whose weights-only decode reaches the ridge",
+                 "sequences", "exact"),
+        ),
+        make_params=_params, solve=_solve, mistakes=_mistakes,
+    )]

@@ -1,0 +1,103 @@
+"""Exercise 8-7: the draft length with the lowest latency per token (8.5.2-8.5.4)."""
+
+from __future__ import annotations
+
+from companion import calc, units
+from companion.chapters import ch08
+from companion.exercises.variants import variant
+from companion.grading import Exercise, Part
+
+
+def _params(seed: int) -> dict:
+    # 8.5.3's RTX PRO 6000 figures rounded to one decimal: 26.26 -> 26.3 ms, 3.57 -> 3.6 ms
+    chosen = variant("8-7", seed, {"a": ch08.EXERCISE_8_7_ACCEPTANCE,
+                                   "verify_s": ch08.EXERCISE_8_7_VERIFY_S,
+                                   "draft_s": ch08.EXERCISE_8_7_PER_DRAFT_S},
+                     {"a": (0.6, 0.7, 0.8, 0.85, 0.9),
+                      "verify_s": (ch08.DFLASH_PLAIN_STEP_S, 20.0 * units.ms,
+                                   ch08.EXERCISE_8_7_VERIFY_S),
+                      "draft_s": (2.0 * units.ms, ch08.EXERCISE_8_7_PER_DRAFT_S,
+                                  5.0 * units.ms)})
+    return {"acceptance": chosen["a"], "verify_s": chosen["verify_s"],
+            "per_draft_s": chosen["draft_s"], "draft_lens": ch08.EXERCISE_8_7_DRAFT_LENS,
+            "group": ch08.EXERCISE_8_7_GROUP}
+
+
+def _parts() -> tuple[Part, ...]:
+    parts = [Part(f"a-m{m}", f"expected tokens per round, draft length {m}", "tokens", "rel",
+                  0.002) for m in ch08.EXERCISE_8_7_DRAFT_LENS]
+    parts += [Part(f"b-m{m}", f"average latency per output token, draft length {m}", "ms")
+              for m in ch08.EXERCISE_8_7_DRAFT_LENS]
+    parts += [
+        Part("b-best", "draft length with the lowest latency per token", kind="choice",
+             options=ch08.EXERCISE_8_7_DRAFT_LENS),
+        Part("c-m5", "latency per output token at draft length 5, grouped drafting", "ms"),
+        Part("c-marginal", "added time per added expected token, going from 4 to 5 (grouped)",
+             "ms"),
+        Part("c-extend", "does going from 4 to 5 lower the latency per token (grouped)?",
+             kind="bool"),
+    ]
+    return tuple(parts)
+
+
+def _solve(g: dict) -> dict:
+    a, tv, td = g["acceptance"], g["verify_s"], g["per_draft_s"]
+    out = {}
+    for row in calc.draft_length_table(a, g["draft_lens"], tv, td):
+        m = row["draft_len"]
+        out[f"a-m{m}"] = row["expected_tokens"]
+        out[f"b-m{m}"] = row["latency_per_token_s"] / units.ms
+    out["b-best"] = calc.best_draft_length(a, g["draft_lens"], tv, td)
+    grouped = calc.draft_length_table(a, [5], tv, td, g["group"])[0]
+    out["c-m5"] = grouped["latency_per_token_s"] / units.ms
+    step = calc.marginal_draft_gain(a, 5, tv, td, g["group"])
+    out["c-marginal"] = step["marginal_s_per_token"] / units.ms
+    out["c-extend"] = bool(step["helps"])
+    return out
+
+
+def _mistakes(g: dict) -> dict:
+    a, tv, td = g["acceptance"], g["verify_s"], g["per_draft_s"]
+    hints = {}
+    for m in g["draft_lens"]:
+        n = calc.speculative_expected_tokens(a, m)
+        t = calc.draft_round_time(m, tv, td)
+        dist = calc.speculative_output_distribution(a, m)
+        per_round_mean = sum(p * t / k for k, p in enumerate(dist, start=1))
+        hints[f"a-m{m}"] = [
+            (n - 1, "a round always yields the target's own token: E[X] starts at 1"),
+            (calc.speculative_expected_tokens(a, m - 1),
+             "sum the survival products up to a^m, one term per draft position"),
+            (m + 1, "that is the most a round can yield; weight each count by its probability"),
+        ]
+        hints[f"b-m{m}"] = [
+            (t / (m + 1) / units.ms, "divide by the expected output, not the most a round can "
+                                     "yield"),
+            (per_round_mean / units.ms,
+             "divide the round time by the expected output: averaging per-round latencies "
+             "weighs a one-token round like a long one"),
+            (t / m / units.ms, "divide by the tokens a round outputs, E[X], not the draft "
+                               "length"),
+        ]
+    n5 = calc.speculative_expected_tokens(a, 5)
+    n4 = calc.speculative_expected_tokens(a, 4)
+    hints["c-m5"] = [
+        (calc.draft_round_time(5, tv, td) / n5 / units.ms,
+         "a partial group of draft positions is timed as a full group"),
+    ]
+    hints["c-marginal"] = [
+        (td / (n5 - n4) / units.ms, "with groups of 4 the fifth position costs a whole new "
+                                    "group"),
+        (calc.draft_round_time(5, tv, td, g["group"]) / n5 / units.ms,
+         "the marginal condition compares the added time per added token, dT/dN"),
+    ]
+    hints["c-extend"] = [(True, "compare dT/dN with the current T/N")]
+    return hints
+
+
+def exercises() -> list[Exercise]:
+    return [Exercise(
+        id="8-7", title="The draft length with the lowest latency per output token",
+        section="8.5.2-8.5.4",
+        parts=_parts(), make_params=_params, solve=_solve, mistakes=_mistakes,
+    )]
