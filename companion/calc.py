@@ -19,148 +19,111 @@ it imports no plotting library.
   moe            mixture-of-experts: experts a batch touches, streamed bytes vs batch, active
                  parameters
 
-The chapters' stated inputs are in ``companion.chapters``; a test checks that this façade
-lists every public name of the topic modules.
+The chapters' stated inputs are in ``companion.chapters``. This façade lists exactly the
+names that notebooks, exercises, solutions, dashboards and the README read as ``calc.X`` (a
+test holds it to that); everything else stays in its topic module, where the package imports
+it from.
 """
 
 from __future__ import annotations
 
 from companion.formulas.core import (
     kv_bytes_per_token, kv_tokens_allocated, kv_bytes, kv_bytes_at_context, held_tokens,
-    max_concurrent, read_bytes_per_output_token, kv_crossover_batch, ridge_point,
-    attention_pairs, QUANT_FORMATS, quantized_bytes, bits_per_value,
-    speculative_expected_tokens, pipeline_bubble, static_batch_utilization, amdahl_speedup,
-    cache_retention_value, matrix_flops, attention_flops_per_pair, attention_flops,
-    prefill_flops, flops_per_token_or_default, expected_experts_touched,
-    moe_streamed_weight_bytes, StepTimeParts, decode_step_parts, decode_step_time,
-    attainable_flops, mbu, mfu, time_at_mfu, measured_prefill_mfu)
+    max_concurrent, read_bytes_per_output_token, kv_crossover_batch, ridge_point, attention_pairs,
+    bits_per_value, speculative_expected_tokens, pipeline_bubble, amdahl_speedup, matrix_flops,
+    attention_flops_per_pair, attention_flops, decode_step_time, mbu, mfu, time_at_mfu,
+    measured_prefill_mfu)
 from companion.formulas.batching import (
-    lifecycle_request_time_s, insertable_prefills, token_emission_times, ttft_s,
-    inter_token_intervals, request_time_s, decode_tokens_per_s, SHORT_REQUEST_S, MemoryBudget,
-    memory_budget, kv_capacity_row, kv_capacity_table, weight_reuse_intensity,
-    LORA_PROJECTIONS, lora_adapter_bytes, read_bytes_curve, read_volume_table,
-    crossover_vs_capacity, batch_resident_bytes, decode_step_time_curve, compute_catchup_batch,
-    compute_bound_context_tokens, chapter_batch_sweep, prefill_chunks, chunk_pair_series,
-    chunk_flops_series, split_weight_read_bytes, padded_rows, padding_rows, mixed_round_time_s,
-    token_budget_for_itl)
+    lifecycle_request_time_s, ttft_s, inter_token_intervals, request_time_s, decode_tokens_per_s,
+    SHORT_REQUEST_S, memory_budget, kv_capacity_table, weight_reuse_intensity, lora_adapter_bytes,
+    read_bytes_curve, batch_resident_bytes, decode_step_time_curve, compute_catchup_batch,
+    compute_bound_context_tokens, prefill_chunks, chunk_pair_series, chunk_flops_series,
+    split_weight_read_bytes, padded_rows, padding_rows, mixed_round_time_s, token_budget_for_itl)
 from companion.formulas.kv_management import (
-    kv_blocks_needed, kv_tail_waste_tokens, PagedAllocation, paged_allocation,
-    shared_prefix_blocks_saved, BranchSharing, branch_block_sharing, prefix_shared_kv_bytes,
-    CopyOnWrite, copy_on_write, reusable_prefix_tokens, RestorePoint, hybrid_restore_point,
-    snapshot_storage_bytes, long_term_cache_fraction, decode_kv_read_bytes, SwaRestore,
-    swa_restore_plan, stacked_window_reach_tokens, link_transfer_s, prefix_recompute_s,
-    retention_break_even_hit_prob, PrefixRetention, prefix_retention, CacheReplay,
-    cache_replay_hits)
+    kv_blocks_needed, kv_tail_waste_tokens, paged_allocation, shared_prefix_blocks_saved,
+    branch_block_sharing, prefix_shared_kv_bytes, reusable_prefix_tokens, hybrid_restore_point,
+    snapshot_storage_bytes, long_term_cache_fraction, swa_restore_plan,
+    stacked_window_reach_tokens, link_transfer_s, prefix_retention, cache_replay_hits)
 from companion.formulas.compression import (
-    QUANT_CODE_BITS, QuantLayout, quant_group_layout, quant_format_layout,
-    q2k_file_bytes, memory_headroom_bytes, encode_q8_0_group, decode_q8_0_group, encode_q4_0_group,
-    decode_q4_0_group, kv_format_bytes_per_value, kv_quantized_bytes, max_concurrent_kv_format,
-    compressed_read_saving_s, fitted_interval_s, interval_crossover_tokens,
-    ffn_weight_bytes_per_layer, FfnOffload, ffn_offload, OffloadCopy, offload_copy_bound,
+    quant_format_layout, q2k_file_bytes, memory_headroom_bytes, encode_q8_0_group,
+    decode_q8_0_group, encode_q4_0_group, decode_q4_0_group, kv_format_bytes_per_value,
+    kv_quantized_bytes, max_concurrent_kv_format, compressed_read_saving_s, fitted_interval_s,
+    interval_crossover_tokens, ffn_weight_bytes_per_layer, ffn_offload, offload_copy_bound,
     min_link_bytes_per_s, compress_then_transfer_s, min_decompress_bytes_per_s,
     time_to_correct_answer_s, expected_time_to_correct_s)
 from companion.formulas.speculative import (
     mean_latency_per_token, unweighted_round_latency, speculative_acceptance_rate,
-    speculative_residual_distribution, verification_outcome, speculative_output_distribution,
-    speculative_expected_rounds, speculative_request_time, verification_flops,
-    verification_extra_flops, speculative_latency_per_token, draft_cost_crossover,
-    prep_break_even_tokens, effective_read_bandwidth, draft_forward_time,
-    draft_generation_time, speculative_round_stages, draft_round_time, draft_length_table,
-    best_draft_length, marginal_draft_gain, draft_extension_helps, verification_ridge_batch,
-    verification_under_load, draft_kv_budget)
+    speculative_residual_distribution, verification_outcome, speculative_expected_rounds,
+    speculative_request_time, verification_extra_flops, speculative_latency_per_token,
+    draft_cost_crossover, prep_break_even_tokens, effective_read_bandwidth, draft_forward_time,
+    draft_generation_time, speculative_round_stages, draft_length_table, marginal_draft_gain,
+    verification_ridge_batch, verification_under_load, draft_kv_budget)
 from companion.formulas.serving import (
-    requests_in_system, admit_request, effective_throughput, completion_throughput,
-    response_losses, fractional_change, prefill_token_rate, gpu_seconds_per_request,
-    round_read_bytes, read_time_at_mbu, decode_efficiency_table, prefill_efficiency_row,
-    round_time_from_reads,
-    prefix_shifted_round_s, Scheme, SchemeResult, SCHEMES, scheme_result, compare_schemes,
-    best_scheme, chapter_schemes, instance_kv_budget_bytes, schemes_for_model,
-    per_qualifying_result, staged_task_time, staged_task_speedup, staged_break_even_s)
+    requests_in_system, admit_request, effective_throughput, response_losses, fractional_change,
+    prefill_token_rate, gpu_seconds_per_request, round_read_bytes, decode_efficiency_table,
+    prefill_efficiency_row, SCHEMES, scheme_result, compare_schemes, best_scheme,
+    instance_kv_budget_bytes, schemes_for_model, staged_task_time, staged_task_speedup,
+    staged_break_even_s)
 from companion.formulas.performance import (
     memory_pyramid, bandwidth_ratios, memory_sweep_s, decode_intensity, prefill_intensity,
-    roofline_point, roofline_points, decode_time_split, decode_ridge_batch, prefill_compute_s,
-    request_budget, head_of_line_stall, kv_by_context, attention_variants, tp_kv_capacity,
-    decode_vs_context, kv_weight_crossover_tokens, reservation_waste, block_fill,
-    paged_worst_waste, prefix_sharing_bytes, paged_batch_gain, static_batch_slot_steps,
-    chunked_prefill_trade, chunk_trade_sweep, batching_decision_table, sm_share,
-    decode_utilization, prefill_utilization, quantization_ceiling, fused_step_parts,
-    fused_ridge_tokens, fused_chunked_prefill, decode_throughput_ceiling, fused_chunk_sweep,
-    decode_batch_for_step)
+    roofline_point, roofline_points, decode_time_split, prefill_compute_s, request_budget,
+    head_of_line_stall, kv_by_context, attention_variants, tp_kv_capacity, decode_vs_context,
+    kv_weight_crossover_tokens, reservation_waste, block_fill, paged_worst_waste,
+    prefix_sharing_bytes, paged_batch_gain, static_batch_slot_steps, chunked_prefill_trade,
+    sm_share, decode_utilization, prefill_utilization, quantization_ceiling, fused_ridge_tokens,
+    fused_chunked_prefill, decode_throughput_ceiling, decode_batch_for_step)
 from companion.formulas.parallelism import (
-    tp_allreduce_traffic, tp_decode_step, tp_layout_rows, pp_stages, PIPE_PHASES, pipeline_grid,
-    weights_per_gpu_bytes, layout_candidates, parallel_layout, placement_model,
-    placement_candidates, disaggregated_pools, kv_transfer_s, kv_routing_ttft, routed_mean_ttft_s,
-    itl_batch_ceiling, batch_window)
+    tp_allreduce_traffic, tp_decode_step, pp_stages, weights_per_gpu_bytes, parallel_layout,
+    disaggregated_pools, kv_transfer_s, kv_routing_ttft, routed_mean_ttft_s, itl_batch_ceiling,
+    batch_window)
 from companion.formulas.levers import (
-    levers_table, mechanism_lever_map, cheat_sheet)
+    levers_table, cheat_sheet)
 from companion.formulas.moe import (
-    moe_weight_read_per_token, moe_read_curve, active_params, decode_flops_per_token,
-    moe_kv_crossover_batch)
+    moe_read_curve)
 
 __all__ = [
-    "kv_bytes_per_token", "kv_tokens_allocated", "kv_bytes", "kv_bytes_at_context",
-    "held_tokens", "max_concurrent", "read_bytes_per_output_token", "kv_crossover_batch",
-    "ridge_point", "attention_pairs", "QUANT_FORMATS", "quantized_bytes", "bits_per_value",
-    "speculative_expected_tokens", "pipeline_bubble", "static_batch_utilization",
-    "amdahl_speedup", "cache_retention_value", "matrix_flops", "attention_flops_per_pair",
-    "attention_flops", "prefill_flops", "flops_per_token_or_default",
-    "expected_experts_touched", "moe_streamed_weight_bytes", "StepTimeParts",
-    "decode_step_parts", "decode_step_time", "attainable_flops", "mbu", "mfu", "time_at_mfu",
-    "measured_prefill_mfu", "lifecycle_request_time_s", "insertable_prefills",
-    "token_emission_times", "ttft_s", "inter_token_intervals", "request_time_s",
-    "decode_tokens_per_s", "SHORT_REQUEST_S", "MemoryBudget", "memory_budget",
-    "kv_capacity_row", "kv_capacity_table", "weight_reuse_intensity", "LORA_PROJECTIONS",
-    "lora_adapter_bytes", "read_bytes_curve", "read_volume_table", "crossover_vs_capacity",
-    "batch_resident_bytes", "decode_step_time_curve", "compute_catchup_batch",
-    "compute_bound_context_tokens", "chapter_batch_sweep", "prefill_chunks",
-    "chunk_pair_series", "chunk_flops_series", "split_weight_read_bytes", "padded_rows",
-    "padding_rows", "mixed_round_time_s", "token_budget_for_itl", "kv_blocks_needed",
-    "kv_tail_waste_tokens", "PagedAllocation", "paged_allocation",
-    "shared_prefix_blocks_saved", "BranchSharing", "branch_block_sharing",
-    "prefix_shared_kv_bytes", "CopyOnWrite", "copy_on_write", "reusable_prefix_tokens",
-    "RestorePoint", "hybrid_restore_point", "snapshot_storage_bytes",
-    "long_term_cache_fraction", "decode_kv_read_bytes", "SwaRestore", "swa_restore_plan",
-    "stacked_window_reach_tokens", "link_transfer_s", "prefix_recompute_s",
-    "retention_break_even_hit_prob", "PrefixRetention", "prefix_retention", "CacheReplay",
-    "cache_replay_hits", "QUANT_CODE_BITS", "QuantLayout", "quant_group_layout",
-    "quant_format_layout", "q2k_file_bytes", "memory_headroom_bytes", "encode_q8_0_group", "decode_q8_0_group",
-    "encode_q4_0_group", "decode_q4_0_group", "kv_format_bytes_per_value",
-    "kv_quantized_bytes", "max_concurrent_kv_format", "compressed_read_saving_s",
-    "fitted_interval_s", "interval_crossover_tokens", "ffn_weight_bytes_per_layer",
-    "FfnOffload", "ffn_offload", "OffloadCopy", "offload_copy_bound", "min_link_bytes_per_s",
+    "kv_bytes_per_token", "kv_tokens_allocated", "kv_bytes", "kv_bytes_at_context", "held_tokens",
+    "max_concurrent", "read_bytes_per_output_token", "kv_crossover_batch", "ridge_point",
+    "attention_pairs", "bits_per_value", "speculative_expected_tokens", "pipeline_bubble",
+    "amdahl_speedup", "matrix_flops", "attention_flops_per_pair", "attention_flops",
+    "decode_step_time", "mbu", "mfu", "time_at_mfu", "measured_prefill_mfu",
+    "lifecycle_request_time_s", "ttft_s", "inter_token_intervals", "request_time_s",
+    "decode_tokens_per_s", "SHORT_REQUEST_S", "memory_budget", "kv_capacity_table",
+    "weight_reuse_intensity", "lora_adapter_bytes", "read_bytes_curve", "batch_resident_bytes",
+    "decode_step_time_curve", "compute_catchup_batch", "compute_bound_context_tokens",
+    "prefill_chunks", "chunk_pair_series", "chunk_flops_series", "split_weight_read_bytes",
+    "padded_rows", "padding_rows", "mixed_round_time_s", "token_budget_for_itl",
+    "kv_blocks_needed", "kv_tail_waste_tokens", "paged_allocation", "shared_prefix_blocks_saved",
+    "branch_block_sharing", "prefix_shared_kv_bytes", "reusable_prefix_tokens",
+    "hybrid_restore_point", "snapshot_storage_bytes", "long_term_cache_fraction",
+    "swa_restore_plan", "stacked_window_reach_tokens", "link_transfer_s", "prefix_retention",
+    "cache_replay_hits", "quant_format_layout", "q2k_file_bytes", "memory_headroom_bytes",
+    "encode_q8_0_group", "decode_q8_0_group", "encode_q4_0_group", "decode_q4_0_group",
+    "kv_format_bytes_per_value", "kv_quantized_bytes", "max_concurrent_kv_format",
+    "compressed_read_saving_s", "fitted_interval_s", "interval_crossover_tokens",
+    "ffn_weight_bytes_per_layer", "ffn_offload", "offload_copy_bound", "min_link_bytes_per_s",
     "compress_then_transfer_s", "min_decompress_bytes_per_s", "time_to_correct_answer_s",
     "expected_time_to_correct_s", "mean_latency_per_token", "unweighted_round_latency",
     "speculative_acceptance_rate", "speculative_residual_distribution", "verification_outcome",
-    "speculative_output_distribution", "speculative_expected_rounds",
-    "speculative_request_time", "verification_flops", "verification_extra_flops",
+    "speculative_expected_rounds", "speculative_request_time", "verification_extra_flops",
     "speculative_latency_per_token", "draft_cost_crossover", "prep_break_even_tokens",
     "effective_read_bandwidth", "draft_forward_time", "draft_generation_time",
-    "speculative_round_stages",
-    "draft_round_time", "draft_length_table", "best_draft_length", "marginal_draft_gain",
-    "draft_extension_helps", "verification_ridge_batch", "verification_under_load",
-    "draft_kv_budget", "requests_in_system", "admit_request", "effective_throughput",
-    "completion_throughput", "response_losses", "fractional_change", "prefill_token_rate",
-    "gpu_seconds_per_request", "round_read_bytes", "read_time_at_mbu",
-    "decode_efficiency_table", "prefill_efficiency_row", "round_time_from_reads",
-    "prefix_shifted_round_s", "Scheme",
-    "SchemeResult", "SCHEMES", "scheme_result", "compare_schemes", "best_scheme",
-    "chapter_schemes", "instance_kv_budget_bytes", "schemes_for_model",
-    "per_qualifying_result", "staged_task_time", "staged_task_speedup", "staged_break_even_s",
-    "memory_pyramid", "bandwidth_ratios", "memory_sweep_s",
+    "speculative_round_stages", "draft_length_table", "marginal_draft_gain",
+    "verification_ridge_batch", "verification_under_load", "draft_kv_budget", "requests_in_system",
+    "admit_request", "effective_throughput", "response_losses", "fractional_change",
+    "prefill_token_rate", "gpu_seconds_per_request", "round_read_bytes", "decode_efficiency_table",
+    "prefill_efficiency_row", "SCHEMES", "scheme_result", "compare_schemes", "best_scheme",
+    "instance_kv_budget_bytes", "schemes_for_model", "staged_task_time", "staged_task_speedup",
+    "staged_break_even_s", "memory_pyramid", "bandwidth_ratios", "memory_sweep_s",
     "decode_intensity", "prefill_intensity", "roofline_point", "roofline_points",
-    "decode_time_split", "decode_ridge_batch", "prefill_compute_s", "request_budget",
-    "head_of_line_stall",
+    "decode_time_split", "prefill_compute_s", "request_budget", "head_of_line_stall",
     "kv_by_context", "attention_variants", "tp_kv_capacity", "decode_vs_context",
     "kv_weight_crossover_tokens", "reservation_waste", "block_fill", "paged_worst_waste",
-    "prefix_sharing_bytes", "paged_batch_gain", "static_batch_slot_steps",
-    "chunked_prefill_trade", "chunk_trade_sweep", "batching_decision_table", "sm_share",
-    "decode_utilization", "prefill_utilization", "quantization_ceiling",
-    "fused_step_parts", "fused_ridge_tokens", "fused_chunked_prefill", "decode_throughput_ceiling",
-    "fused_chunk_sweep", "decode_batch_for_step",
-    "tp_allreduce_traffic", "tp_decode_step", "tp_layout_rows", "pp_stages", "PIPE_PHASES",
-    "pipeline_grid", "weights_per_gpu_bytes", "layout_candidates", "parallel_layout",
-    "placement_model", "placement_candidates", "disaggregated_pools", "kv_transfer_s",
-    "kv_routing_ttft", "routed_mean_ttft_s", "itl_batch_ceiling", "batch_window",
-    "levers_table", "mechanism_lever_map", "cheat_sheet", "moe_weight_read_per_token",
-    "moe_read_curve", "active_params", "decode_flops_per_token", "moe_kv_crossover_batch",
+    "prefix_sharing_bytes", "paged_batch_gain", "static_batch_slot_steps", "chunked_prefill_trade",
+    "sm_share", "decode_utilization", "prefill_utilization", "quantization_ceiling",
+    "fused_ridge_tokens", "fused_chunked_prefill", "decode_throughput_ceiling",
+    "decode_batch_for_step", "tp_allreduce_traffic", "tp_decode_step", "pp_stages",
+    "weights_per_gpu_bytes", "parallel_layout", "disaggregated_pools", "kv_transfer_s",
+    "kv_routing_ttft", "routed_mean_ttft_s", "itl_batch_ceiling", "batch_window", "levers_table",
+    "cheat_sheet", "moe_read_curve",
 ]

@@ -137,12 +137,15 @@ def _index(root: Path = ROOT) -> tuple[frozenset, tuple]:
         if secs:
             rows.append((kind, name, secs))
 
-    calc_names = set(calc.__all__)
+    def named(facade, module, n):
+        """``calc.X`` where the façade lists it, else its home (``sim.scenarios.X``)."""
+        return (f"{facade.__name__.removeprefix('companion.')}.{n}" if n in facade.__all__
+                else f"{module.__name__.removeprefix('companion.')}.{n}")
+
     for module in _submodules("companion.formulas"):
         for n, obj in _public(module):
             if _own(module, obj):
-                add("formulas", f"calc.{n}" if n in calc_names else f"{module.__name__}.{n}",
-                    obj)
+                add("formulas", named(calc, module, n), obj)
     tables = importlib.import_module("companion.tables")
     for n, obj in _public(tables):
         add("formulas", f"tables.{n}", obj)
@@ -150,17 +153,15 @@ def _index(root: Path = ROOT) -> tuple[frozenset, tuple]:
     for module in _submodules("companion.sim"):
         for n, obj in _public(module):
             if _own(module, obj):
-                add("simulator", f"sim.{n}" if n in sim.__all__ else f"{module.__name__}.{n}",
-                    obj)
+                add("simulator", named(sim, module, n), obj)
     for module in _submodules("companion.explorers"):
         for n, obj in _public(module):
             if not _own(module, obj):
                 continue
             if inspect.isclass(obj) and issubclass(obj, Panel):
-                add("explorers", f"widgets.{n}" if n in widgets.__all__ else
-                    f"{module.__name__}.{n}", obj)
-            elif n in plots.__all__:
-                add("figures", f"plots.{n}", obj)
+                add("explorers", named(widgets, module, n), obj)
+            else:
+                add("figures", named(plots, module, n), obj)
     return known, tuple(rows)
 
 

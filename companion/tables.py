@@ -13,6 +13,8 @@ import textwrap
 
 from companion import calc, units
 from companion import validate as v
+from companion.formulas.levers import mechanism_lever_map
+from companion.formulas.performance import batching_decision_table
 from companion.serves import serves
 
 __all__ = ["text_table", "markdown_table", "decision_table_text", "decision_table_markdown",
@@ -40,7 +42,7 @@ _DECISION_HEADERS = ("strategy", "who may join, when", "fixes", "costs", "fits")
 
 def _decision_rows(**inputs) -> list[tuple]:
     return [(r["strategy"], r["joins"], r["fixes"], r["costs"], r["fits"])
-            for r in calc.batching_decision_table(**inputs)]
+            for r in batching_decision_table(**inputs)]
 
 
 @serves("17.6")
@@ -119,7 +121,7 @@ def levers_text(model, hardware) -> str:
 @serves("17.10")
 def mechanism_map_text() -> str:
     """``calc.mechanism_lever_map()`` as text (17 §10, re-derived)."""
-    rows = [(r["mechanism"], r["lever"], r["section"]) for r in calc.mechanism_lever_map()]
+    rows = [(r["mechanism"], r["lever"], r["section"]) for r in mechanism_lever_map()]
     return text_table(("mechanism", "lever", "where"), rows, (46, 40, 10))
 
 

@@ -15,88 +15,74 @@ and formula helpers the notebooks call as ``widgets.X`` are imported from their 
 
 from __future__ import annotations
 
-from companion.explorers.ch08_1_request_lifecycle import (
-    KVCapacityPanel, RequestTimelinePanel, MemoryBudgetPanel)
 from companion.explorers.ch08_2_batching_and_scheduling import (
     DecodeBatchPanel, ChunkedPrefillPanel, TokenBudgetPanel, SchedulePanel, BudgetSweepPanel,
     SWEEP_BUDGETS)
-from companion.explorers.ch08_3_kv_cache import (
-    PagingPanel, BranchSharingPanel, SharedPrefixCapacityPanel, SnapshotSpacingPanel,
-    ContextOrganisationPanel, RetentionPanel)
 from companion.explorers.ch08_4_compression_and_offloading import (
     QuantizedFitPanel, CompressedReadPanel, OffloadPanel, CompressTransferPanel, RetryCostPanel,
     PrecisionGridPanel)
+from companion.explorers.ch08_3_kv_cache import (
+    PagingPanel, BranchSharingPanel, SharedPrefixCapacityPanel, SnapshotSpacingPanel,
+    ContextOrganisationPanel, RetentionPanel)
+from companion.explorers.ch08_1_request_lifecycle import (
+    KVCapacityPanel, RequestTimelinePanel, MemoryBudgetPanel)
+from companion.explorers.ch08_6_load_and_configuration import (
+    AdmissionPanel, SchemePanel, AmdahlPanel, AMDAHL_FRACTIONS)
 from companion.explorers.ch08_5_speculative_decoding import (
     GreedyVerificationPanel, RejectionSamplingPanel, SpeculativeLatencyPanel, DraftLengthPanel,
     RoundStagesPanel)
-from companion.explorers.ch08_6_load_and_configuration import (
-    AdmissionPanel, SchemePanel, AmdahlPanel, SCHEME_SETS, AMDAHL_FRACTIONS)
-from companion.explorers.ch17_01_memory_hierarchy import (
-    MemoryHierarchyPanel)
-from companion.explorers.ch17_02_roofline import (
-    RooflinePanel)
-from companion.explorers.ch17_03_prefill_vs_decode import (
-    RequestBudgetPanel, HeadOfLinePanel, SLOPanel)
-from companion.explorers.ch17_04_kv_sizing import (
-    KVSizingPanel)
-from companion.explorers.ch17_05_paged_attention import (
-    PagedKVPanel)
 from companion.explorers.ch17_06_batching_strategies import (
     BatchingTracePanel, ChunkSizePanel)
-from companion.explorers.ch17_07_parallelism import (
-    TensorParallelPanel, PipelineBubblePanel, PlacementPanel)
-from companion.explorers.ch17_08_disaggregation_and_routing import (
-    PoolSizingPanel, KVRoutingPanel, DisaggregationDiagramPanel)
 from companion.explorers.ch17_09_measuring import (
     UtilizationPanel, KernelTimelinePanel, SpeedOfLightPanel)
 from companion.explorers.ch17_10_levers import (
     SpeculativeLeverPanel)
 from companion.explorers.ch17_11_interview_questions import (
     BatchSizePanel)
+from companion.explorers.ch17_01_memory_hierarchy import (
+    MemoryHierarchyPanel)
+from companion.explorers.ch17_04_kv_sizing import (
+    KVSizingPanel)
+from companion.explorers.ch17_05_paged_attention import (
+    PagedKVPanel)
+from companion.explorers.ch17_07_parallelism import (
+    TensorParallelPanel, PipelineBubblePanel, PlacementPanel)
+from companion.explorers.ch17_08_disaggregation_and_routing import (
+    PoolSizingPanel, KVRoutingPanel, DisaggregationDiagramPanel)
+from companion.explorers.ch17_02_roofline import (
+    RooflinePanel)
+from companion.explorers.ch17_03_prefill_vs_decode import (
+    RequestBudgetPanel, HeadOfLinePanel, SLOPanel)
 from companion.sim.scenarios import (
     timeline_scenario, stalled_interval_positions, chapter_schedules, batching_trace_requests,
-    batching_trace, itl_tail_trace, CH17_STATIC_BATCH, CH17_STATIC_SHORTEST,
-    CH17_STATIC_LONGEST)
+    batching_trace, itl_tail_trace)
 from companion.sim.kv_scenarios import (
-    grow_sequences, copy_on_write_steps, branch_sharing_pool, branch_sharing_steps,
-    decode_with_preemption, multi_turn_inputs, replay_prefix_cache, allocator_demo,
-    ALLOCATOR_DEMO_SEQUENCES)
+    allocator_demo, ALLOCATOR_DEMO_SEQUENCES)
 from companion.sim.speculative import (
     greedy_example, VERIFICATION_WORDS, speculative_check)
 from companion.tables import (
-    decision_table_text, decision_table_markdown, levers_text, mechanism_map_text, cheat_sheet_text)
+    decision_table_markdown, levers_text, mechanism_map_text, cheat_sheet_text)
 from companion.formulas.batching import (
-    chapter_batch_sweep, SHORT_REQUEST_S)
-from companion.formulas.performance import (
-    chunk_trade_sweep)
+    chapter_batch_sweep)
 from companion.formulas.parallelism import (
-    tp_layout_rows, placement_model, placement_candidates)
-from companion.formulas.serving import (
-    chapter_schemes)
+    tp_layout_rows, placement_candidates)
 
 __all__ = [
     "DecodeBatchPanel", "ChunkedPrefillPanel", "TokenBudgetPanel", "SchedulePanel",
     "BudgetSweepPanel", "SWEEP_BUDGETS", "QuantizedFitPanel", "CompressedReadPanel",
     "OffloadPanel", "CompressTransferPanel", "RetryCostPanel", "PrecisionGridPanel", "PagingPanel",
     "BranchSharingPanel", "SharedPrefixCapacityPanel", "SnapshotSpacingPanel",
-    "ContextOrganisationPanel",
-    "RetentionPanel", "KVCapacityPanel", "RequestTimelinePanel", "MemoryBudgetPanel",
-    "AdmissionPanel", "SchemePanel", "AmdahlPanel", "SCHEME_SETS", "AMDAHL_FRACTIONS",
+    "ContextOrganisationPanel", "RetentionPanel", "KVCapacityPanel", "RequestTimelinePanel",
+    "MemoryBudgetPanel", "AdmissionPanel", "SchemePanel", "AmdahlPanel", "AMDAHL_FRACTIONS",
     "GreedyVerificationPanel", "RejectionSamplingPanel", "SpeculativeLatencyPanel",
     "DraftLengthPanel", "RoundStagesPanel", "BatchingTracePanel", "ChunkSizePanel",
-    "UtilizationPanel",
-    "SpeculativeLeverPanel", "BatchSizePanel", "MemoryHierarchyPanel", "KVSizingPanel",
-    "PagedKVPanel", "TensorParallelPanel", "PipelineBubblePanel", "PlacementPanel",
-    "PoolSizingPanel", "KVRoutingPanel", "DisaggregationDiagramPanel", "KernelTimelinePanel",
-    "SpeedOfLightPanel", "RooflinePanel", "RequestBudgetPanel",
+    "UtilizationPanel", "SpeculativeLeverPanel", "BatchSizePanel", "MemoryHierarchyPanel",
+    "KVSizingPanel", "PagedKVPanel", "TensorParallelPanel", "PipelineBubblePanel",
+    "PlacementPanel", "PoolSizingPanel", "KVRoutingPanel", "DisaggregationDiagramPanel",
+    "KernelTimelinePanel", "SpeedOfLightPanel", "RooflinePanel", "RequestBudgetPanel",
     "HeadOfLinePanel", "SLOPanel", "timeline_scenario", "stalled_interval_positions",
-    "chapter_schedules",
-    "batching_trace_requests", "batching_trace", "itl_tail_trace", "CH17_STATIC_BATCH",
-    "CH17_STATIC_SHORTEST", "CH17_STATIC_LONGEST", "grow_sequences", "copy_on_write_steps",
-    "branch_sharing_pool", "branch_sharing_steps", "decode_with_preemption",
-    "multi_turn_inputs", "replay_prefix_cache", "allocator_demo", "ALLOCATOR_DEMO_SEQUENCES",
-    "greedy_example", "VERIFICATION_WORDS", "speculative_check", "decision_table_text", "decision_table_markdown",
-    "levers_text", "mechanism_map_text", "cheat_sheet_text", "chapter_batch_sweep",
-    "SHORT_REQUEST_S", "chunk_trade_sweep", "tp_layout_rows", "placement_model",
-    "placement_candidates", "chapter_schemes", 
+    "chapter_schedules", "batching_trace_requests", "batching_trace", "itl_tail_trace",
+    "allocator_demo", "ALLOCATOR_DEMO_SEQUENCES", "greedy_example", "VERIFICATION_WORDS",
+    "speculative_check", "decision_table_markdown", "levers_text", "mechanism_map_text",
+    "cheat_sheet_text", "chapter_batch_sweep", "tp_layout_rows", "placement_candidates",
 ]

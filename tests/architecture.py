@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -159,28 +160,60 @@ def largest_modules(root: Path = ROOT, n: int = 5) -> list[tuple[int, str]]:
 
 # --- façades ---------------------------------------------------------------------------------
 
-# façade -> the modules whose public names it must list (plots and widgets share theirs: a
-# figure is in plots, a panel in widgets; together they cover every explorer module). Not
-# covered: the helpers below, and Chapter 8's generated exercise records, which are read as
-# their module (``records_ch08.precision_results(0)``), not through ``companion.sim``.
-FACADE_HELPERS = {"companion.formulas.args", "companion.explorers.base",
-                  "companion.explorers.common", "companion.explorers.presets",
-                  "companion.explorers.static", "companion.explorers.static_image",
-                  "companion.explorers.figure_widget", "companion.sim.records_ch08"}
+# the façades and the readers whose use decides what they list
+FACADE_FILES = {"calc": "companion/calc.py", "sim": "companion/sim/__init__.py",
+                "plots": "companion/plots.py", "widgets": "companion/widgets.py"}
+READERS = ("notebooks/**/*.py", "exercises/*.py", "solutions/*.py", "dashboards/**/*.py")
 
 
-def facades(root: Path = ROOT) -> dict[tuple, list[str]]:
-    """(façade modules) -> the modules they cover."""
-    known = modules(root)
+def _facade_bindings(tree: ast.Module) -> dict[str, str]:
+    """Local name -> façade, for the façades a file imports (``from companion import calc``,
+    ``import companion.calc as calc``); a name bound to anything else is not a façade."""
+    bound = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "companion":
+            for a in node.names:
+                if a.name in FACADE_FILES:
+                    bound[a.asname or a.name] = a.name
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                parts = a.name.split(".")
+                if len(parts) == 2 and parts[0] == "companion" and parts[1] in FACADE_FILES \
+                        and a.asname:
+                    bound[a.asname] = parts[1]
+    return bound
 
-    def under(package):
-        return [m for m in known if m.startswith(package + ".") and m not in FACADE_HELPERS]
 
-    return {("companion.calc",): under("companion.formulas"),
-            ("companion.sim",): under("companion.sim"),
-            ("companion.measure",): [m for m in under("companion.measure")
-                                     if not m.endswith("__main__")],
-            ("companion.plots", "companion.widgets"): under("companion.explorers")}
+def facade_reads(tree: ast.Module) -> dict[str, set[str]]:
+    """Façade -> the names a parsed file reads from it (``calc.X`` or
+    ``from companion.calc import X``)."""
+    out: dict[str, set[str]] = {f: set() for f in FACADE_FILES}
+    bound = _facade_bindings(tree)
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in bound):
+            out[bound[node.value.id]].add(node.attr)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(
+                "companion.") and node.module.split(".", 1)[1] in FACADE_FILES:
+            out[node.module.split(".", 1)[1]] |= {a.name for a in node.names}
+    # sim.scheduler and friends are the package's submodules, not names the façade lists
+    out["sim"] = {n for n in out["sim"] if not (ROOT / "companion" / "sim" / f"{n}.py").exists()}
+    return out
+
+
+def reader_names(root: Path = ROOT) -> dict[str, set[str]]:
+    """Façade -> the names the notebooks, exercises, solutions, dashboards and README.md read
+    from it: what the façade is for."""
+    out: dict[str, set[str]] = {f: set() for f in FACADE_FILES}
+    for pattern in READERS:
+        for path in root.glob(pattern):
+            for f, names in facade_reads(ast.parse(path.read_text(encoding="utf-8"))).items():
+                out[f] |= names
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    for f in FACADE_FILES:
+        out[f] |= set(re.findall(rf"(?<![\w.]){f}\.([A-Za-z_]\w*)", readme))
+    out["sim"] = {n for n in out["sim"] if not (root / "companion" / "sim" / f"{n}.py").exists()}
+    return out
 
 
 def literal_all(tree: ast.Module) -> list[str] | None:
@@ -197,41 +230,37 @@ def literal_all(tree: ast.Module) -> list[str] | None:
 
 
 def facade_problems(root: Path = ROOT) -> list[str]:
-    """What keeps a façade from being explicit and complete: an ``__all__`` that is not a
-    literal, a star import or any statement but plain imports, a listed name it does not
-    import, a public name of a covered module it does not list."""
-    known = modules(root)
+    """What keeps a façade from listing exactly what readers use: an ``__all__`` that is not
+    a literal, a statement other than plain imports, an import it does not list, a listed
+    name no notebook, exercise, solution, dashboard or README reads, a read name it lacks."""
+    used = reader_names(root)
     problems = []
-    for group, covered in facades(root).items():
-        listed = set()
-        for name in group:
-            tree = ast.parse(known[name].read_text())
-            names = literal_all(tree)
-            if names is None:
-                problems.append(f"{name}: __all__ is not a literal list of names")
-                continue
-            listed |= set(names)
-            imported = set()
-            for node in tree.body:
-                if isinstance(node, ast.ImportFrom):
-                    if any(a.name == "*" for a in node.names):
-                        problems.append(f"{name}:{node.lineno}: star import")
+    for f, rel in FACADE_FILES.items():
+        tree = ast.parse((root / rel).read_text(encoding="utf-8"))
+        names = literal_all(tree)
+        if names is None:
+            problems.append(f"{rel}: __all__ is not a literal list of names")
+            continue
+        imported = set()
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom):
+                if any(a.name == "*" for a in node.names):
+                    problems.append(f"{rel}:{node.lineno}: star import")
+                if node.module != "__future__":
                     imported |= {a.asname or a.name for a in node.names}
-                elif isinstance(node, ast.Import):
-                    imported |= {(a.asname or a.name).split(".")[0] for a in node.names}
-                elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-                          or isinstance(node, ast.Assign) and node.targets[0].id == "__all__"):
-                    problems.append(f"{name}:{node.lineno}: a statement other than imports")
-            problems += [f"{name}: lists {n} but does not import it" for n in names
-                         if n not in imported]
-        for module in covered:
-            names = literal_all(ast.parse(known[module].read_text()))
-            if names is None:
-                problems.append(f"{module}: __all__ is not a literal list of names")
-                continue
-            missing = [n for n in names if n not in listed]
-            if missing:
-                problems.append(f"{' / '.join(group)} do not list {module}'s {missing}")
+            elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+                      or isinstance(node, ast.Assign) and node.targets[0].id == "__all__"):
+                problems.append(f"{rel}:{node.lineno}: a statement other than imports")
+        listed = set(names)
+        if imported - listed:
+            problems.append(f"{rel}: imports but does not list {sorted(imported - listed)}")
+        if listed - imported:
+            problems.append(f"{rel}: lists but does not import {sorted(listed - imported)}")
+        if listed - used[f]:
+            problems.append(f"{rel}: lists names no reader uses (import them from their topic "
+                            f"module instead): {sorted(listed - used[f])}")
+        if used[f] - listed:
+            problems.append(f"{rel}: readers use {sorted(used[f] - listed)}, which it lacks")
     return problems
 
 

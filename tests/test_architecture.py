@@ -42,9 +42,19 @@ def test_no_module_is_over_a_thousand_lines():
     assert not too_long, f"split these modules by topic: {too_long}"
 
 
-def test_facades_are_literal_and_complete():
+def test_facades_list_what_readers_use():
     problems = arch.facade_problems()
     assert not problems, "; ".join(problems)
+
+
+def test_reader_names_sees_only_the_facade_binding():
+    import ast
+    tree = ast.parse("from companion import calc\nfrom companion.sim import speculative as sim\n"
+                     "x = calc.kv_bytes(m, 1) + sim.greedy_example()\n"
+                     "from companion.plots import roofline_figure\n")
+    reads = arch.facade_reads(tree)
+    assert reads["calc"] == {"kv_bytes"} and reads["sim"] == set()
+    assert reads["plots"] == {"roofline_figure"}
 
 
 def test_chapter_inputs_are_typed_only_in_companion_chapters():

@@ -1,10 +1,11 @@
 """Walk the public API with bad values: each must raise TypeError/ValueError naming the parameter.
 
 Good calls come from ``tests/api_examples/*.py`` (EXAMPLES); every public function of the
-target module (``TARGET``, default ``companion.calc``) must have one, so a new function without
-an example fails here. From each good call we derive bad ones, one parameter at a time:
-NaN, infinity, a string, a negative number, zero, a fractional count; for a Model/Hardware a
-wrong type; for a choice an unknown option; for a sequence a string, an empty list and a NaN item.
+target (``TARGET``: a module or several; by default every ``companion.formulas`` module)
+must have one, so a new function without an example fails here. From each good call we derive
+bad ones, one parameter at a time: NaN, infinity, a string, a negative number, zero, a
+fractional count; for a Model/Hardware a wrong type; for a choice an unknown option; for a
+sequence a string, an empty list and a NaN item.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import math
 import numbers
 import pkgutil
 import re
+import types
 
 import pytest
 
@@ -26,11 +28,31 @@ COUNT_NAME = re.compile(r"(tokens|batch|stages|microbatches|draft_len|^n_|count|
                         r"positions|chunks)")
 
 
+# the formula modules together, as the examples of a formula file may call a neighbour's
+# function (performance.py's examples include 17 §10's tables from levers)
+FORMULA_MODULES = tuple(f"companion.formulas.{i.name}"
+                        for i in pkgutil.iter_modules(importlib.import_module(
+                            "companion.formulas").__path__) if i.name != "args")
+
+
+def _target(spec):
+    """The module an examples file calls into, or several merged into one namespace."""
+    names = (spec,) if isinstance(spec, str) else tuple(spec)
+    modules = [importlib.import_module(n) for n in names]
+    if len(modules) == 1:
+        return modules[0]
+    merged = types.SimpleNamespace(__name__=" + ".join(names), __all__=[])
+    for m in modules:
+        for n in m.__all__:
+            setattr(merged, n, getattr(m, n))
+            merged.__all__.append(n)
+    return merged
+
+
 def _load():
     for info in pkgutil.iter_modules(pkg.__path__):
         mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
-        target = importlib.import_module(getattr(mod, "TARGET", "companion.calc"))
-        yield info.name, mod, target
+        yield info.name, mod, _target(getattr(mod, "TARGET", FORMULA_MODULES))
 
 
 MODULES = list(_load())
@@ -44,15 +66,17 @@ def _public_functions(target):
             yield n, obj
 
 
-def test_every_public_calc_function_has_an_example():
-    import companion.calc as calc
-
+def test_every_public_formula_has_an_example():
     covered = set()
     for _, mod, target in MODULES:
-        if target is calc:
+        if target.__name__ == " + ".join(FORMULA_MODULES):
             covered |= set(mod.EXAMPLES)
-    missing = sorted(n for n, _ in _public_functions(calc) if n not in covered)
-    assert not missing, f"add good calls for these to tests/api_examples/: {missing}"
+    missing = []
+    for name in FORMULA_MODULES:
+        module = importlib.import_module(name)
+        missing += [f"{name}.{n}" for n, obj in _public_functions(module)
+                    if obj.__module__ == name and n not in covered]
+    assert not missing, f"add good calls for these to tests/api_examples/: {sorted(missing)}"
 
 
 def _bad_variants(param, value):

@@ -13,6 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion import calc
+from companion.formulas.batching import (LORA_PROJECTIONS, crossover_vs_capacity,
+                                         insertable_prefills, kv_capacity_row, read_volume_table,
+                                         token_emission_times)
+from companion.formulas.core import decode_step_parts
 from companion.specs import QWEN3_8B, RTX_PRO_6000
 from companion.units import GB, GiB, KiB, MiB
 
@@ -33,17 +37,17 @@ def test_request_time_of_the_short_request():
 
 def test_prefills_a_request_absorbs_before_its_deadline():
     # 6.95 s alone against 7 s: no 96 ms prefill fits (one makes it 7.05 s, 8.1.1)
-    assert calc.insertable_prefills(0.1, 0.096, 0.0265, 256, 7.0, 0.096) == 0
+    assert insertable_prefills(0.1, 0.096, 0.0265, 256, 7.0, 0.096) == 0
     # an 8 s deadline leaves 1.05 s: 10 of them
-    assert calc.insertable_prefills(0.1, 0.096, 0.0265, 256, 8.0, 0.096) == 10
+    assert insertable_prefills(0.1, 0.096, 0.0265, 256, 8.0, 0.096) == 10
     # at most one per output interval, none when it misses alone
-    assert calc.insertable_prefills(0.1, 0.096, 0.0265, 4, 100.0, 0.096) == 3
-    assert calc.insertable_prefills(0.1, 0.096, 0.0265, 256, 6.0, 0.096) == 0
-    assert calc.insertable_prefills(0.1, 0.096, 0.0265, 1, 100.0, 0.096) == 0
+    assert insertable_prefills(0.1, 0.096, 0.0265, 4, 100.0, 0.096) == 3
+    assert insertable_prefills(0.1, 0.096, 0.0265, 256, 6.0, 0.096) == 0
+    assert insertable_prefills(0.1, 0.096, 0.0265, 1, 100.0, 0.096) == 0
 
 
 def test_timeline_metrics():
-    times = calc.token_emission_times(0.1, 0.096, 0.0265, 256)
+    times = token_emission_times(0.1, 0.096, 0.0265, 256)
     assert len(times) == 256
     assert calc.ttft_s(times) == pytest.approx(0.196)
     itl = calc.inter_token_intervals(times)
@@ -53,7 +57,7 @@ def test_timeline_metrics():
 
 
 def test_inserted_prefill_stretches_one_interval():
-    times = calc.token_emission_times(0.1, 0.096, 0.0265, 256, stall_s=0.096, stalled_interval=10)
+    times = token_emission_times(0.1, 0.096, 0.0265, 256, stall_s=0.096, stalled_interval=10)
     itl = calc.inter_token_intervals(times)
     assert max(itl) * 1e3 == pytest.approx(123, abs=0.5)
     assert itl.index(max(itl)) == 9          # interval 10 is the 10th gap
@@ -73,7 +77,7 @@ def test_timeline_rejects_bad_orders():
     with pytest.raises(ValueError, match="arrival_s"):
         calc.ttft_s([0.3, 0.4], arrival_s=0.5)
     with pytest.raises(ValueError, match="stalled_interval"):
-        calc.token_emission_times(0.1, 0.1, 0.02, 4, stall_s=0.1, stalled_interval=4)
+        token_emission_times(0.1, 0.1, 0.02, 4, stall_s=0.1, stalled_interval=4)
     with pytest.raises(ValueError, match="stall_s"):
         calc.lifecycle_request_time_s(0.1, 0.1, 0.02, 1, stall_s=0.1)
 
@@ -88,7 +92,7 @@ def test_decode_throughput():
        g=st.integers(1, 400), stall=st.floats(0, 1), arrival=st.floats(0, 100))
 def test_request_time_is_ttft_plus_intervals(queue, prefill, itl, g, stall, arrival):
     stall = stall if g > 1 else 0.0
-    times = [arrival + t for t in calc.token_emission_times(queue, prefill, itl, g, stall_s=stall)]
+    times = [arrival + t for t in token_emission_times(queue, prefill, itl, g, stall_s=stall)]
     closed = calc.lifecycle_request_time_s(queue, prefill, itl, g, stall_s=stall)
     total = calc.request_time_s(times, arrival)
     assert total == pytest.approx(closed, rel=1e-9, abs=1e-9)
@@ -137,7 +141,7 @@ def test_capacity_table_custom_and_bad_requests():
        block=st.sampled_from([1, 8, 16, 32]))
 def test_capacity_row_is_a_tight_floor(budget_gib, prompt, out, block):
     budget = budget_gib * GiB
-    row = calc.kv_capacity_row(M, budget, prompt, out, block_tokens=block)
+    row = kv_capacity_row(M, budget, prompt, out, block_tokens=block)
     assert row["fit"] * row["final_kv_bytes"] <= budget < (row["fit"] + 1) * row["final_kv_bytes"]
     assert row["fit"] <= row["fit_if_sized_at_prefill"]
     assert 0 <= row["allocated_tokens"] - row["computed_tokens"] < block
@@ -172,7 +176,7 @@ def calc_model_without_shape():
 
 @SETTINGS
 @given(rank=st.integers(1, 256), n=st.integers(1, 200),
-       projs=st.sets(st.sampled_from(calc.LORA_PROJECTIONS), min_size=1))
+       projs=st.sets(st.sampled_from(LORA_PROJECTIONS), min_size=1))
 def test_lora_is_linear_in_rank_and_adapters(rank, n, projs):
     projs = sorted(projs)
     base = calc.lora_adapter_bytes(M, 1, projs)
@@ -203,7 +207,7 @@ def test_read_curve_falls_toward_the_kv_line(batches, ctx):
 
 
 def test_exercise_8_1_read_table():
-    rows = calc.read_volume_table(D_W, 144 * KiB)
+    rows = read_volume_table(D_W, 144 * KiB)
     got = {(r["context_tokens"], r["batch"]): r for r in rows}
     assert len(rows) == 8
     # worked by hand: D_w / b + L k in GiB
@@ -215,12 +219,12 @@ def test_exercise_8_1_read_table():
 
 
 def test_exercise_8_1_crossover_vs_capacity():
-    short = calc.crossover_vs_capacity(M, 12 * GiB, 2048, 256)
-    long_ = calc.crossover_vs_capacity(M, 12 * GiB, 8192, 256)
+    short = crossover_vs_capacity(M, 12 * GiB, 2048, 256)
+    long_ = crossover_vs_capacity(M, 12 * GiB, 8192, 256)
     assert (short["crossover_batch"], short["max_requests"]) == (51, 37)
     assert (long_["crossover_batch"], long_["max_requests"]) == (13, 10)
     assert short["capacity_limited"] and long_["capacity_limited"]
-    roomy = calc.crossover_vs_capacity(M, 96 * GiB, 8192, 256)
+    roomy = crossover_vs_capacity(M, 96 * GiB, 8192, 256)
     assert not roomy["capacity_limited"]
 
 
@@ -231,14 +235,14 @@ def test_resident_bytes_of_64_requests():
 
 def test_step_parts_match_core_and_the_efficiency_table():
     for b in (1, 4, 16, 64):
-        parts = calc.decode_step_parts(M, HW, b, 2048)
+        parts = decode_step_parts(M, HW, b, 2048)
         assert parts.step_s == pytest.approx(calc.decode_step_time(M, HW, b, 2048))
         assert parts.bound == "memory"
     # 8.6.3's "time required at 1792 GB/s": 8.62 ms at batch 1, 19.23 ms at batch 64
     curve = calc.decode_step_time_curve(M, HW, [1, 64], 2048)
     assert curve["read_s"] * 1e3 == pytest.approx([8.62, 19.23], abs=0.005)
     assert np.all(curve["step_s"] == np.maximum(curve["compute_s"], curve["read_s"]))
-    rom = calc.decode_step_parts(M, HW, 1, 2048, weights_in_hbm=False)
+    rom = decode_step_parts(M, HW, 1, 2048, weights_in_hbm=False)
     assert rom.read_s == pytest.approx(2048 * K / HW.mem_bw_bytes_per_s)
 
 

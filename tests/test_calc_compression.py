@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from companion import calc
 from companion.chapters import ch08
 from companion.formulas import compression as cm
+from companion.formulas.compression import quant_group_layout
+from companion.formulas.core import QUANT_FORMATS
 from companion.ledger_entries import ch08_4
 from companion.specs import M2_MAX, QWEN3_8B, QWEN3_235B_A22B, RTX_PRO_6000
 from companion.units import GB, GiB, MiB, ms
@@ -31,13 +33,13 @@ def test_q2k_layout():
     assert (q.code_bytes, q.metadata_bytes, q.group_bytes) == (64, 20, 84)
     assert q.bits_per_value == 2.625
     assert round(100 * q.metadata_fraction) == 24
-    assert calc.quant_group_layout(256, 2, 20) == q
+    assert quant_group_layout(256, 2, 20) == q
 
 
-@pytest.mark.parametrize("fmt", sorted(calc.QUANT_FORMATS))
+@pytest.mark.parametrize("fmt", sorted(QUANT_FORMATS))
 def test_named_layouts_agree_with_core(fmt):
     layout = calc.quant_format_layout(fmt)
-    group, group_bytes = calc.QUANT_FORMATS[fmt]
+    group, group_bytes = QUANT_FORMATS[fmt]
     assert layout.group_values == group
     assert layout.group_bytes == group_bytes
     assert layout.bits_per_value == calc.bits_per_value(fmt)

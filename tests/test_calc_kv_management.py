@@ -15,6 +15,9 @@ from hypothesis import strategies as st
 from companion import calc
 from companion.chapters import ch08
 from companion.formulas import kv_management as km
+from companion.formulas.core import cache_retention_value, prefill_flops
+from companion.formulas.kv_management import (copy_on_write, decode_kv_read_bytes,
+                                              prefix_recompute_s, retention_break_even_hit_prob)
 from companion.ledger_entries import ch08_3
 from companion.specs import QWEN3_8B, RTX_PRO_6000
 from companion.units import GB, GiB, MiB, ms
@@ -157,18 +160,18 @@ def test_capacity_matches_the_batch_size_formula(budget_mib, prefix):
 
 def test_copy_on_write_example():
     # a 4-token block with 3 shared tokens, two branches: the 3 tokens are copied once
-    cow = calc.copy_on_write(3, 2, 4)
+    cow = copy_on_write(3, 2, 4)
     assert (cow.block_copies, cow.copied_tokens, cow.shared_full_blocks) == (1, 3, 0)
     # full blocks stay shared, nothing to copy
-    assert calc.copy_on_write(8, 3, 4).block_copies == 0
+    assert copy_on_write(8, 3, 4).block_copies == 0
     # a single branch writes in place
-    assert calc.copy_on_write(3, 1, 4).block_copies == 0
+    assert copy_on_write(3, 1, 4).block_copies == 0
 
 
 @FAST
 @given(t=st.integers(0, 10_000), n=st.integers(1, 16), p=st.integers(1, 64))
 def test_copy_on_write_bounds(t, n, p):
-    cow = calc.copy_on_write(t, n, p)
+    cow = copy_on_write(t, n, p)
     assert cow.shared_full_blocks * p + cow.partial_tail_tokens == t
     assert 0 <= cow.block_copies <= n - 1
     assert cow.copied_tokens < p * max(n - 1, 1) or cow.copied_tokens == 0
@@ -250,7 +253,7 @@ def test_prefix_A_over_pcie_gen5():
     a = _retention(6144, ch08.PCIE_GEN5_X16_BYTES_PER_S)
     assert a.kv_bytes / MiB == 864
     assert round(a.kv_bytes / GB, 3) == 0.906
-    assert round(calc.prefill_flops(M, 6144) / 1e12, 1) == 96.5
+    assert round(prefill_flops(M, 6144) / 1e12, 1) == 96.5
     assert round(a.recompute_s / ms, 1) == 307.9
     assert round(a.fetch_s / ms, 1) == 14.2
     assert round(a.maintain_s / ms, 1) == 14.2
@@ -258,8 +261,8 @@ def test_prefix_A_over_pcie_gen5():
     assert round(100 * a.break_even_hit_prob, 1) == 4.8
     assert round(a.value_s_per_byte * MiB / ms, 3) == 0.154
     # the value at the break-even probability is zero
-    assert calc.cache_retention_value(a.break_even_hit_prob, a.recompute_s, a.fetch_s,
-                                      a.maintain_s) == pytest.approx(0, abs=1e-15)
+    assert cache_retention_value(a.break_even_hit_prob, a.recompute_s, a.fetch_s,
+                                 a.maintain_s) == pytest.approx(0, abs=1e-15)
 
 
 def test_prefix_A_over_pcie_gen4():
@@ -287,30 +290,30 @@ def test_exercise_8_4_threshold_and_gen4():
     for link, expected_pct, a_wins_at_half in ((ch08.PCIE_GEN5_X16_BYTES_PER_S, 46.0, True),
                                                (ch08.PCIE_GEN4_X16_BYTES_PER_S, 45.8, True)):
         a, b = _retention(6144, link), _retention(2048, link)
-        threshold = calc.retention_break_even_hit_prob(a.recompute_s, a.fetch_s, a.maintain_s,
-                                                       target_value_s=3 * b.value_s)
+        threshold = retention_break_even_hit_prob(a.recompute_s, a.fetch_s, a.maintain_s,
+                                                  target_value_s=3 * b.value_s)
         assert round(100 * threshold, 1) == expected_pct
         assert (a.value_s > 3 * b.value_s) is a_wins_at_half
         # at the threshold the two choices are worth the same
-        assert calc.cache_retention_value(threshold, a.recompute_s, a.fetch_s, a.maintain_s) \
+        assert cache_retention_value(threshold, a.recompute_s, a.fetch_s, a.maintain_s) \
             == pytest.approx(3 * b.value_s)
 
 
 def test_efficiency_62_percent_vs_measured():
     # The exercise's round 62% gives 308.9 ms; the chapter's 307.9 ms needs 62.2%.
-    assert round(calc.prefix_recompute_s(M, RTX_PRO_6000, 6144, 0.62) / ms, 1) == 308.9
-    assert round(calc.prefix_recompute_s(M, RTX_PRO_6000, 6144, 0.622) / ms, 1) == 307.9
+    assert round(prefix_recompute_s(M, RTX_PRO_6000, 6144, 0.62) / ms, 1) == 308.9
+    assert round(prefix_recompute_s(M, RTX_PRO_6000, 6144, 0.622) / ms, 1) == 307.9
     # The companion derives it from the measured 2048-token prefill (94.8 ms, footnote 5):
     # 62.16%, printed "62%" in 8.6.3's table; T_r of A is then 308.1 ms (the ledger's note).
     assert round(100 * km.RECOMPUTE_EFFICIENCY) == 62
-    assert round(calc.prefix_recompute_s(M, RTX_PRO_6000, 2048, km.RECOMPUTE_EFFICIENCY) / ms,
+    assert round(prefix_recompute_s(M, RTX_PRO_6000, 2048, km.RECOMPUTE_EFFICIENCY) / ms,
                  1) == 94.8
-    assert round(calc.prefix_recompute_s(M, RTX_PRO_6000, 6144, km.RECOMPUTE_EFFICIENCY) / ms,
+    assert round(prefix_recompute_s(M, RTX_PRO_6000, 6144, km.RECOMPUTE_EFFICIENCY) / ms,
                  1) == 308.1
 
 
 def test_retention_edges():
-    assert calc.retention_break_even_hit_prob(0.01, 0.02, 0.001) == math.inf
+    assert retention_break_even_hit_prob(0.01, 0.02, 0.001) == math.inf
     assert calc.link_transfer_s(0, 64e9) == 0
     r = calc.cache_replay_hits(19_556, 16_304)
     assert r.reprocessed_tokens == 3_252
@@ -356,16 +359,16 @@ def test_ledger_entries_of_8_3():
 def test_decode_kv_read_bytes_sums_each_step_by_hand():
     k = calc.kv_bytes_per_token(QWEN3_8B)
     # three steps after a 10-token context read 10, 11 and 12 tokens' KV
-    assert calc.decode_kv_read_bytes(QWEN3_8B, 10, 3) == (10 + 11 + 12) * k
-    assert calc.decode_kv_read_bytes(QWEN3_8B, 10, 0) == 0
-    assert calc.decode_kv_read_bytes(QWEN3_8B, 0, 1) == 0
+    assert decode_kv_read_bytes(QWEN3_8B, 10, 3) == (10 + 11 + 12) * k
+    assert decode_kv_read_bytes(QWEN3_8B, 10, 0) == 0
+    assert decode_kv_read_bytes(QWEN3_8B, 0, 1) == 0
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 5000), st.integers(0, 300))
 def test_decode_kv_read_bytes_closed_form_matches_the_step_sum(L, g):
     by_step = sum(calc.kv_bytes_at_context(QWEN3_8B, L + j) for j in range(g))
-    assert calc.decode_kv_read_bytes(QWEN3_8B, L, g) == by_step
+    assert decode_kv_read_bytes(QWEN3_8B, L, g) == by_step
 
 
 def test_decode_kv_read_bytes_with_a_sliding_window_caps_each_step():
@@ -373,9 +376,9 @@ def test_decode_kv_read_bytes_with_a_sliding_window_caps_each_step():
     # every layer slides over 64 tokens: each step reads at most 63 cached tokens per layer
     windowed = dataclasses.replace(QWEN3_8B, sliding_window=64)
     per_token = calc.kv_bytes_per_token(windowed)
-    assert calc.decode_kv_read_bytes(windowed, 1000, 5) == 5 * 63 * per_token
+    assert decode_kv_read_bytes(windowed, 1000, 5) == 5 * 63 * per_token
     # the window fills up during the steps: 60, 61, 62, 63, 63 tokens
-    assert calc.decode_kv_read_bytes(windowed, 60, 5) == (60 + 61 + 62 + 63 + 63) * per_token
+    assert decode_kv_read_bytes(windowed, 60, 5) == (60 + 61 + 62 + 63 + 63) * per_token
 
 
 def test_swa_restore_plan_three_cases():
@@ -416,7 +419,7 @@ def test_decode_kv_read_bytes_from_an_empty_context_through_the_window():
     windowed = dataclasses.replace(QWEN3_8B, sliding_window=4)
     per_token = calc.kv_bytes_per_token(windowed)
     # 0, 1, 2, 3, 3, 3 cached tokens before each of six steps
-    assert calc.decode_kv_read_bytes(windowed, 0, 6) == 12 * per_token
+    assert decode_kv_read_bytes(windowed, 0, 6) == 12 * per_token
 
 
 def test_without_attention_one_long_prefix_is_worth_exactly_its_pieces():
@@ -436,4 +439,4 @@ def test_without_attention_one_long_prefix_is_worth_exactly_its_pieces():
                                - n * calc.attention_flops(QWEN3_8B, short)) / rate
     assert a.value_s - n * b.value_s == pytest.approx(margin, rel=1e-9)
     with pytest.raises(TypeError, match="attention"):
-        calc.prefix_recompute_s(QWEN3_8B, RTX_PRO_6000, long_, 0.5, attention="no")
+        prefix_recompute_s(QWEN3_8B, RTX_PRO_6000, long_, 0.5, attention="no")

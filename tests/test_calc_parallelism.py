@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from companion import calc
 from companion.chapters import ch08, ch17
+from companion.formulas.parallelism import layout_candidates
 from companion.specs import H100_SXM, LLAMA_8B, LLAMA_70B, LLAMA_405B, RTX_PRO_6000
 from companion.units import GB, KiB, ms, us
 from tests.printed import assert_printed as printed
@@ -197,11 +198,10 @@ def test_routers_of_section_8_at_turn_20():
 
 
 def test_layout_candidates_are_tp_first():
-    assert calc.layout_candidates(8, 4) == [(1, 1), (2, 1), (4, 1), (8, 1), (8, 2), (8, 3),
-                                            (8, 4)]
-    assert calc.layout_candidates(4, 1) == [(1, 1), (2, 1), (4, 1)]
+    assert layout_candidates(8, 4) == [(1, 1), (2, 1), (4, 1), (8, 1), (8, 2), (8, 3), (8, 4)]
+    assert layout_candidates(4, 1) == [(1, 1), (2, 1), (4, 1)]
     with pytest.raises(ValueError, match="gpus_per_node"):
-        calc.layout_candidates(0)
+        layout_candidates(0)
 
 
 def test_batch_window_of_the_interview():

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from companion import calc
 from companion.chapters import ch17
+from companion.formulas.levers import mechanism_lever_map
+from companion.formulas.performance import batching_decision_table, fused_step_parts
 from companion.specs import A100_80GB, H100_SXM, H200_SXM, LLAMA_8B, LLAMA_70B, RTX_PRO_6000
 from companion.units import GB, KiB, MB, ms, us
 from tests.printed import assert_printed as printed
@@ -307,7 +309,7 @@ def test_chunk_larger_than_prompt_is_one_chunk():
 
 
 def test_batching_decision_table():
-    rows = calc.batching_decision_table()
+    rows = batching_decision_table()
     assert [r["strategy"] for r in rows] == ["static", "continuous", "chunked prefill"]
     assert all(r["fits"] and r["costs"] for r in rows)
     # the chapter's printed numbers, reached through the computed cells
@@ -318,13 +320,13 @@ def test_batching_decision_table():
 
 
 def test_batching_decision_table_follows_its_inputs():
-    base = calc.batching_decision_table()
-    even = calc.batching_decision_table(output_lengths=[450] * 8)
+    base = batching_decision_table()
+    even = batching_decision_table(output_lengths=[450] * 8)
     assert "100% utilization" in even[0]["costs"] and even[0]["costs"] != base[0]["costs"]
-    long = calc.batching_decision_table(prompt_tokens=32_000)
+    long = batching_decision_table(prompt_tokens=32_000)
     assert long[1]["costs"] != base[1]["costs"] and "32,000 tokens" in long[1]["costs"]
     assert long[1]["values"]["stall_s"] == pytest.approx(4 * base[1]["values"]["stall_s"])
-    small = calc.batching_decision_table(chunk_tokens=128)
+    small = batching_decision_table(chunk_tokens=128)
     assert small[2]["fixes"] != base[2]["fixes"] and small[2]["costs"] != base[2]["costs"]
     assert small[2]["values"]["ttft_increase"] > base[2]["values"]["ttft_increase"]
     from companion import tables
@@ -392,7 +394,7 @@ def test_levers_map_and_cheat_sheet():
     assert tp8["after"] == pytest.approx(tp8["before"] / 8)
     big = calc.levers_table(M70, HW)             # the 70B does not fit one card
     assert next(r for r in big if "paged" in r["lever"])["after"] is None
-    assert len(calc.mechanism_lever_map()) >= 8
+    assert len(mechanism_lever_map()) >= 8
     sheet = {r["quantity"]: r["value"] for r in calc.cheat_sheet(M8, HW)}
     printed(sheet["ridge point"], "295")
     printed(sheet["batch-1 decode ceiling"], "209")
@@ -480,8 +482,8 @@ def test_fused_pass_is_the_rooflines_own_max():
     from companion.formulas.core import attainable_flops
     for c, h, b, L in ((512, 0, 57, 600), (512, 7680, 57, 600), (32, 0, 57, 600),
                        (0, 0, 760, 600), (736, 31_264, 8, 2000)):
-        p = calc.fused_step_parts(M8, HW, chunk_tokens=c, history_tokens=h, decode_batch=b,
-                                  decode_context_tokens=L, efficiency=1.0)
+        p = fused_step_parts(M8, HW, chunk_tokens=c, history_tokens=h, decode_batch=b,
+                             decode_context_tokens=L, efficiency=1.0)
         ref = p["flops"] / attainable_flops(p["flops"] / p["bytes"], HW)
         assert p["step_s"] == pytest.approx(ref, rel=1e-12)
         assert p["bound"] == ("compute" if p["flops"] / p["bytes"] > HW.peak_flops_per_s
@@ -507,11 +509,11 @@ def test_fused_pass_flops_from_a_real_config():
     pairs = c * hist + c * (c + 1) // 2 + b * (L + 1)
     expected = 2 * layer_matrices * (c + b) + per_pair * pairs
     m = models.load("llama-3.1-8b")
-    p = calc.fused_step_parts(m, HW, chunk_tokens=c, history_tokens=hist, decode_batch=b,
-                              decode_context_tokens=L)
+    p = fused_step_parts(m, HW, chunk_tokens=c, history_tokens=hist, decode_batch=b,
+                         decode_context_tokens=L)
     assert p["flops"] == pytest.approx(expected, rel=2e-4)       # norms: a few 1e-5 of params
-    no_attn = calc.fused_step_parts(m, HW, chunk_tokens=c, history_tokens=hist, decode_batch=b,
-                                    decode_context_tokens=L, attention=False)
+    no_attn = fused_step_parts(m, HW, chunk_tokens=c, history_tokens=hist, decode_batch=b,
+                               decode_context_tokens=L, attention=False)
     assert no_attn["flops"] == pytest.approx(2 * layer_matrices * (c + b), rel=2e-4)
 
 

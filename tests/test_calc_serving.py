@@ -9,6 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion import calc
+from companion.formulas.serving import (Scheme, completion_throughput, per_qualifying_result,
+                                        prefix_shifted_round_s, round_time_from_reads)
 from companion.specs import QWEN3_8B, RTX_PRO_6000
 
 MS, GiB, MiB = 1e-3, 2**30, 2**20
@@ -45,7 +47,7 @@ def test_admission_by_deadline():
 
 def test_effective_and_completion_throughput():
     assert calc.effective_throughput([1, 1, 0, True], [1, 0, 1, True], 2.0) == 1.0
-    assert calc.completion_throughput(4, 2.0) == 2.0
+    assert completion_throughput(4, 2.0) == 2.0
     with pytest.raises(ValueError, match=r"^correct\[0\]"):
         calc.effective_throughput([2], [1], 1.0)
     with pytest.raises(ValueError, match="^on_time"):
@@ -107,27 +109,27 @@ def test_experiment_8_1_prefill_row():
 def test_round_time_interpolation():
     rows = calc.decode_efficiency_table()
     for row in rows:
-        assert calc.round_time_from_reads(row["read_bytes"]) == pytest.approx(row["round_s"])
-    assert r(calc.round_time_from_reads(25.40e9, [19.97e9, 34.46e9], [27.44 * MS, 29.63 * MS])
+        assert round_time_from_reads(row["read_bytes"]) == pytest.approx(row["round_s"])
+    assert r(round_time_from_reads(25.40e9, [19.97e9, 34.46e9], [27.44 * MS, 29.63 * MS])
              / MS, 2) == 28.26
     # beyond the last column the last segment is extended
-    assert calc.round_time_from_reads(40e9) > 29.63 * MS
+    assert round_time_from_reads(40e9) > 29.63 * MS
     with pytest.raises(ValueError, match="^table_read_bytes"):
-        calc.round_time_from_reads(1e9, [2e9, 1e9], [1.0, 2.0])
+        round_time_from_reads(1e9, [2e9, 1e9], [1.0, 2.0])
     with pytest.raises(ValueError, match="^table_round_s"):
-        calc.round_time_from_reads(1e9, [1e9, 2e9])
+        round_time_from_reads(1e9, [1e9, 2e9])
 
 
 def test_prefix_shifted_round():
     # B/D/E's round was measured at the 6144-token prefix: 27.35 ms there, exactly
-    assert calc.prefix_shifted_round_s(27.35 * MS, 6144) == 27.35 * MS
-    rounds = [calc.prefix_shifted_round_s(27.35 * MS, p) for p in (0, 2048, 4096, 6144, 8192)]
+    assert prefix_shifted_round_s(27.35 * MS, 6144) == 27.35 * MS
+    rounds = [prefix_shifted_round_s(27.35 * MS, p) for p in (0, 2048, 4096, 6144, 8192)]
     # a longer shared prefix means fewer bytes per round, so a shorter round
     assert all(a > b for a, b in zip(rounds, rounds[1:]))
     with pytest.raises(ValueError, match="^shared_prefix_tokens"):
-        calc.prefix_shifted_round_s(27.35 * MS, 9000)
+        prefix_shifted_round_s(27.35 * MS, 9000)
     with pytest.raises(ValueError, match="^reference_prefix_tokens"):
-        calc.prefix_shifted_round_s(27.35 * MS, 0, reference_prefix_tokens=9000)
+        prefix_shifted_round_s(27.35 * MS, 0, reference_prefix_tokens=9000)
 
 
 # --- 8.6.3: the comprehensive example ------------------------------------------------------
@@ -188,11 +190,11 @@ def test_sixteen_token_variant():
 
 def test_scheme_is_validated_and_adjustable():
     with pytest.raises(ValueError, match="^kv_format"):
-        calc.Scheme("X", kv_format="int3")
+        Scheme("X", kv_format="int3")
     with pytest.raises(ValueError, match="^tokens_per_round"):
-        calc.Scheme("X", tokens_per_round=3)
+        Scheme("X", tokens_per_round=3)
     with pytest.raises(ValueError, match="^prefill_factor"):
-        calc.Scheme("X", prefill_factor=0.5)
+        Scheme("X", prefill_factor=0.5)
     with pytest.raises(TypeError, match="^scheme"):
         calc.scheme_result("D")
     faster = SCHEMES["D"].with_(tokens_per_round=4)
@@ -219,8 +221,8 @@ def test_exercise_8_8_break_even():
 
 
 def test_per_qualifying_result():
-    assert calc.per_qualifying_result(4.56, 16) == pytest.approx(0.285)
-    assert calc.per_qualifying_result(9.01, 0) == math.inf
+    assert per_qualifying_result(4.56, 16) == pytest.approx(0.285)
+    assert per_qualifying_result(9.01, 0) == math.inf
 
 
 # --- properties ------------------------------------------------------------------------------

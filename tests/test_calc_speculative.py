@@ -9,6 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion import calc
+from companion.formulas.speculative import (best_draft_length, draft_round_time,
+                                            speculative_output_distribution, verification_flops)
 from companion.specs import QWEN3_8B, RTX_PRO_6000
 
 MS = 1e-3
@@ -49,7 +51,7 @@ def test_verification_outcome_figure_8_29_and_k7_k15():
 def test_expected_tokens_of_the_toy_drafts():
     for draft, printed in ((ALWAYS_A, 1.33), (ALWAYS_B, 3.05)):
         a = calc.speculative_acceptance_rate(P_TOY, draft)
-        dist = calc.speculative_output_distribution(a, 4)
+        dist = speculative_output_distribution(a, 4)
         assert len(dist) == 5
         assert r(sum(k * p for k, p in enumerate(dist, start=1)), 2) == printed
 
@@ -59,7 +61,7 @@ def test_extra_verification_flops_and_time():
     assert r(extra / 1e9, 0) == 65
     assert r(calc.time_at_mfu(extra, RTX_PRO_6000, 0.62) / MS, 1) == 0.2
     # scheme D: 16 requests x 8 positions on 8192 cached tokens
-    assert r(calc.verification_flops(QWEN3_8B, 8, 8192, 16) / 1e12, 2) == 2.56
+    assert r(verification_flops(QWEN3_8B, 8, 8192, 16) / 1e12, 2) == 2.56
 
 
 def test_per_token_latency_crossover_and_break_even():
@@ -139,11 +141,11 @@ def test_four_stage_round_adds_up_to_the_chapter_rounds():
 # --- 8.5.4 / Exercise 8-7 --------------------------------------------------------------------
 
 def test_padded_draft_timing_makes_five_cost_like_eight():
-    t = lambda m, g: calc.draft_round_time(m, 26.3 * MS, 3.6 * MS, g)  # noqa: E731
+    t = lambda m, g: draft_round_time(m, 26.3 * MS, 3.6 * MS, g)  # noqa: E731
     assert t(4, 1) == pytest.approx(40.7 * MS)
     assert t(5, 4) == pytest.approx(t(8, 4)) == pytest.approx(55.1 * MS)
     assert t(4, 4) == pytest.approx(t(4, 1))
-    assert calc.best_draft_length(0.75, [4, 5], 26.3 * MS, 3.6 * MS, group=4) == 4
+    assert best_draft_length(0.75, [4, 5], 26.3 * MS, 3.6 * MS, group=4) == 4
     gain = calc.marginal_draft_gain(0.75, 5, 26.3 * MS, 3.6 * MS, group=4)
     assert gain["added_tokens"] == pytest.approx(0.75 ** 5)
     assert gain["added_s"] == pytest.approx(14.4 * MS)
@@ -197,7 +199,7 @@ draft_lens = st.integers(0, 8)
 @settings(max_examples=60, deadline=None)
 @given(a=probs, m=draft_lens)
 def test_output_distribution_is_a_distribution_with_mean_E_N(a, m):
-    dist = calc.speculative_output_distribution(a, m)
+    dist = speculative_output_distribution(a, m)
     assert len(dist) == m + 1
     assert sum(dist) == pytest.approx(1.0)
     mean = sum(k * p for k, p in enumerate(dist, start=1))
@@ -277,7 +279,7 @@ def test_verification_under_load_is_the_rooflines_max():
     for b, d, L in ((1, 4, 2048), (56, 4, 0), (128, 4, 0), (128, 4, 512), (64, 7, 128)):
         r = calc.verification_under_load(m, hw, b, d, L)
         n_bytes = m.streamed_weight_bytes + b * L * kv_bytes_per_token(m)
-        flops = b * calc.verification_flops(m, d + 1, L)
+        flops = b * verification_flops(m, d + 1, L)
         assert r["verify_s"] == pytest.approx(flops / attainable_flops(flops / n_bytes, hw))
         assert (r["bound"] == "compute") == (b > r["compute_bound_from_batch"])
     # below the ridge the extra rows are free; past it they cost time

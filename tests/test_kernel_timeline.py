@@ -9,8 +9,9 @@ import pytest
 
 from companion import calc, specs, widgets
 from companion.chapters import ch17
-from companion.sim import (BIG_KERNELS, batching_trace, batching_trace_requests,
-                           decode_step_timeline, layer_kernels, round_timeline, speed_of_light)
+from companion.sim import batching_trace, batching_trace_requests, round_timeline
+from companion.sim.kernel_timeline import (BIG_KERNELS, decode_step_timeline, layer_kernels,
+                                           speed_of_light)
 
 H100, M8, M70, QWEN = specs.H100_SXM, specs.LLAMA_8B, specs.LLAMA_70B, specs.QWEN3_8B
 

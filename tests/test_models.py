@@ -20,6 +20,9 @@ import numpy as np
 import pytest
 
 from companion import calc, models, specs, units
+from companion.formulas.core import (decode_step_parts, expected_experts_touched,
+                                     moe_streamed_weight_bytes)
+from companion.formulas.moe import active_params, decode_flops_per_token
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "reference_counts.json").read_text())
 SHELF = models.shelf_keys()
@@ -312,16 +315,16 @@ def test_experts_touched_matches_a_monte_carlo_of_uniform_routing(E, k, b):
         np.put_along_axis(hit, picks.reshape(500, -1), True, axis=1)
         touched.append(hit.sum(axis=1))
     touched = np.concatenate(touched)
-    expected = calc.expected_experts_touched(E, k, b)
+    expected = expected_experts_touched(E, k, b)
     sem = touched.std(ddof=1) / math.sqrt(trials)
     assert abs(touched.mean() - expected) <= 4 * sem + 1e-9
 
 
 def test_moe_streamed_bytes_grow_with_batch_from_active_to_all():
     m = models.load("qwen3-30b-a3b")
-    one = calc.moe_streamed_weight_bytes(m, 1)
+    one = moe_streamed_weight_bytes(m, 1)
     assert one == pytest.approx(m.active_streamed_params * m.bytes_per_param)
-    reads = [calc.moe_streamed_weight_bytes(m, b) for b in (1, 2, 8, 32, 128, 1024)]
+    reads = [moe_streamed_weight_bytes(m, b) for b in (1, 2, 8, 32, 128, 1024)]
     assert all(a < b for a, b in zip(reads, reads[1:]))
     assert reads[-1] == pytest.approx(m.streamed_weight_bytes)
     # per output token an MoE's read falls more slowly than a dense model's at small batch
@@ -331,18 +334,18 @@ def test_moe_streamed_bytes_grow_with_batch_from_active_to_all():
 
 def test_dense_models_read_the_same_weights_at_every_batch():
     q = specs.QWEN3_8B
-    assert {calc.moe_streamed_weight_bytes(q, b) for b in (1, 16, 256)} == {
+    assert {moe_streamed_weight_bytes(q, b) for b in (1, 16, 256)} == {
         q.streamed_weight_bytes}
-    parts = calc.decode_step_parts(q, specs.RTX_PRO_6000, 16, 2048)
+    parts = decode_step_parts(q, specs.RTX_PRO_6000, 16, 2048)
     assert parts.read_s == pytest.approx((q.streamed_weight_bytes + 16 * 2048 * 147456)
                                          / specs.RTX_PRO_6000.mem_bw_bytes_per_s)
 
 
 def test_moe_flops_use_active_parameters():
     m = models.load("mixtral-8x7b-v0.1")
-    assert calc.decode_flops_per_token(m) == 2 * m.active_streamed_params
+    assert decode_flops_per_token(m) == 2 * m.active_streamed_params
     assert calc.matrix_flops(m, 10) == 2 * m.active_layer_params * 10
-    assert calc.active_params(m) == m.active_params < m.n_params
+    assert active_params(m) == m.active_params < m.n_params
 
 
 # --- with_ keeps derived fields consistent (issue 11, item 5) --------------------------------
@@ -397,5 +400,5 @@ def test_schemes_for_a_bigger_model_read_more_per_round():
     assert r.read_bytes == read
     budget = calc.instance_kv_budget_bytes(m)
     assert budget == 32 * units.GiB - m.weight_bytes - (32 * units.GiB
-                                                       - specs.QWEN3_8B.weight_bytes
-                                                       - 12 * units.GiB)
+                                                        - specs.QWEN3_8B.weight_bytes
+                                                        - 12 * units.GiB)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from companion import calc, plots, specs, units, widgets
 from companion.chapters import ch08
+from companion.formulas.batching import token_emission_times
 from tests.printed import rounds_to as printed
 
 
@@ -49,8 +50,8 @@ def test_each_inserted_prefill_adds_its_time_once(inserted, tokens, stall_ms):
 def test_timeline_scenario_matches_calc_for_one_stall():
     s = widgets.timeline_scenario("x", 0.1, 0.096, 0.0265, 256, stall_s=0.096,
                                   stalled_intervals=[128])
-    assert s["token_times_s"] == calc.token_emission_times(0.1, 0.096, 0.0265, 256,
-                                                           stall_s=0.096, stalled_interval=128)
+    assert s["token_times_s"] == token_emission_times(0.1, 0.096, 0.0265, 256,
+                                                      stall_s=0.096, stalled_interval=128)
     assert s["stalls"][0][1] == 0.096
     assert widgets.stalled_interval_positions(256, 1) == [128]
     assert widgets.stalled_interval_positions(3, 10) == [1, 2]

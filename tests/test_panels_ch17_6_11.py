@@ -12,6 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from companion import calc, plots, specs, widgets
+from companion.explorers.ch17_06_batching_strategies import batch_slots
+from companion.formulas.parallelism import placement_model
+from companion.formulas.performance import chunk_trade_sweep
+from companion.tables import decision_table_text
 
 H100, M8, M70, M405 = specs.H100_SXM, specs.LLAMA_8B, specs.LLAMA_70B, specs.LLAMA_405B
 
@@ -59,7 +63,7 @@ def test_chunk_size_panel_default():
 
 
 def test_chunk_sweep_tracks_closed_form():
-    sweep = widgets.chunk_trade_sweep(8000, 6.1e-3)
+    sweep = chunk_trade_sweep(8000, 6.1e-3)
     assert list(sweep["chunk_tokens"]) == sorted(sweep["chunk_tokens"])
     assert max(sweep["chunk_tokens"]) == 8000                     # cut at the prompt
     assert all(a <= b for a, b in zip(sweep["iteration_s"], sweep["iteration_s"][1:]))
@@ -118,9 +122,9 @@ def test_placement_panel_default_is_the_405b_layout():
 
 
 def test_placement_model_borrows_the_nearest_shape():
-    assert widgets.placement_model(405e9).n_layers == 126
-    assert widgets.placement_model(70e9, 1).weight_bytes == pytest.approx(70e9)
-    assert widgets.placement_model(10e9).n_layers == 32
+    assert placement_model(405e9).n_layers == 126
+    assert placement_model(70e9, 1).weight_bytes == pytest.approx(70e9)
+    assert placement_model(10e9).n_layers == 32
 
 
 # --- §8 -----------------------------------------------------------------------------------------
@@ -171,7 +175,7 @@ def test_speculative_check_distribution_sums_to_one():
 
 
 def test_text_tables_are_re_derived():
-    decision = widgets.decision_table_text()
+    decision = decision_table_text()
     for word in ("static", "continuous", "chunked"):
         assert word in decision
     levers = widgets.levers_text(M8, H100)
@@ -214,7 +218,7 @@ def test_itl_tail_trace_spikes_only_the_tail():
 def test_batch_slots_never_overlap():
     reqs = widgets.batching_trace_requests(20, 5, 30, 300, arrival_gap_s=0.01)
     for res in widgets.batching_trace(reqs, 5).values():
-        rows = plots.batch_slots(res)
+        rows = batch_slots(res)
         assert len(rows) == 20 and max(r[0] for r in rows) < 5
         for slot in range(5):
             spans = sorted((s, e) for k, _, s, e in rows if k == slot)
@@ -244,8 +248,8 @@ def test_every_axis_has_a_title(name):
 @pytest.mark.parametrize("call, name", [
     (lambda: widgets.batching_trace_requests(0), "n_requests"),
     (lambda: widgets.batching_trace_requests(8, 8, 100, 800, arrival_gap_s=-1), "arrival_gap_s"),
-    (lambda: widgets.chunk_trade_sweep(8000, math.nan), "decode_step_s"),
-    (lambda: widgets.placement_model(-1), "params"),
+    (lambda: chunk_trade_sweep(8000, math.nan), "decode_step_s"),
+    (lambda: placement_model(-1), "params"),
     (lambda: widgets.placement_candidates(M405, gpus_per_node=0), "gpus_per_node"),
     (lambda: widgets.speculative_check(1.5, 4), "acceptance"),
     (lambda: widgets.itl_tail_trace(0), "chunk_tokens"),

@@ -19,6 +19,9 @@ from companion import calc, models, specs, units, widgets
 from companion.explorers import static as S
 from companion.explorers.base import Control, Panel
 from companion.explorers.presets import CONFIG_CONTROL, SHELF_LABEL, config_examples
+from companion.formulas.core import decode_step_parts, moe_streamed_weight_bytes
+from companion.formulas.moe import moe_kv_crossover_batch
+from companion.formulas.performance import decode_ridge_batch
 
 PANELS = sorted((obj for obj in vars(widgets).values()
                  if inspect.isclass(obj) and issubclass(obj, Panel) and obj is not Panel),
@@ -202,8 +205,8 @@ def test_read_volume_draws_the_every_expert_reference_only_for_an_moe():
 
 def test_kv_crossover_of_a_dense_model_is_the_chapters():
     # 8.2.1: b_KV = 51 at 2K and 13 at 8K for Qwen3-8B
-    assert calc.moe_kv_crossover_batch(specs.QWEN3_8B, 2048) == 51
-    assert calc.moe_kv_crossover_batch(specs.QWEN3_8B, 8192) == 13
+    assert moe_kv_crossover_batch(specs.QWEN3_8B, 2048) == 51
+    assert moe_kv_crossover_batch(specs.QWEN3_8B, 8192) == 13
 
 
 @pytest.mark.parametrize("key", ["qwen3-30b-a3b", "mixtral-8x7b-v0.1", "deepseek-v2-lite"])
@@ -211,22 +214,22 @@ def test_kv_crossover_of_an_moe_is_the_smallest_such_batch(key):
     m = models.load(key)
     for L in (512, 2048, 8192):
         kv = calc.kv_bytes_at_context(m, L)
-        b = calc.moe_kv_crossover_batch(m, L)
-        assert calc.moe_streamed_weight_bytes(m, b) <= b * kv
-        assert b == 1 or calc.moe_streamed_weight_bytes(m, b - 1) > (b - 1) * kv
+        b = moe_kv_crossover_batch(m, L)
+        assert moe_streamed_weight_bytes(m, b) <= b * kv
+        assert b == 1 or moe_streamed_weight_bytes(m, b - 1) > (b - 1) * kv
         assert b <= math.ceil(m.streamed_weight_bytes / kv)   # sooner than a dense model
 
 
 def test_ridge_batch_of_a_dense_model_is_the_chapters():
     # 17 §2: "B ~ 295" for the 8B shape in BF16 on an H100
-    assert calc.decode_ridge_batch(specs.LLAMA_8B, specs.H100_SXM) == pytest.approx(295, abs=1)
+    assert decode_ridge_batch(specs.LLAMA_8B, specs.H100_SXM) == pytest.approx(295, abs=1)
 
 
 @pytest.mark.parametrize("key", ["qwen3-30b-a3b", "mixtral-8x7b-v0.1"])
 def test_ridge_batch_of_an_moe_is_the_smallest_such_batch(key):
     m, hw = models.load(key), specs.H100_SXM
     ridge = calc.ridge_point(hw)
-    b = int(calc.decode_ridge_batch(m, hw))
+    b = int(decode_ridge_batch(m, hw))
     assert calc.decode_intensity(m, b) >= ridge > calc.decode_intensity(m, b - 1)
     assert b > ridge / calc.decode_intensity(m, 1)   # later than a dense model
 
@@ -260,7 +263,7 @@ def test_a_sliding_window_caps_the_kv_a_decode_step_reads():
     # Mistral-7B-v0.1: 32 layers, 8 KV heads of 128, window 4096 -> each layer keeps 4095
     m, hw = models.load("mistral-7b-v0.1"), specs.H100_SXM
     held = 32 * 4095 * 2 * 8 * 128 * 2
-    parts = calc.decode_step_parts(m, hw, 8, 32_768)
+    parts = decode_step_parts(m, hw, 8, 32_768)
     assert parts.read_s * hw.mem_bw_bytes_per_s == pytest.approx(
         m.streamed_weight_bytes + 8 * held)
     # the roofline's "with KV" point reads the same bytes

@@ -130,7 +130,8 @@ def test_only_measure_reads_companion_fast_or_the_environment():
 # answers. Printed as JSON so the two runs compare exactly.
 _RESULTS = r"""
 import json
-from companion import calc, grading, ledger, sim, specs, units
+from companion import calc, grading, ledger, specs, units
+from companion.sim import scheduler
 from companion.sim.load import SHORT_REQUEST, poisson_arrivals, run_service, workload
 
 out = {}
@@ -138,9 +139,10 @@ out["kv_per_token"] = calc.kv_bytes_per_token(specs.QWEN3_8B)
 out["max_concurrent"] = calc.max_concurrent(12 * units.GiB, specs.QWEN3_8B, 8192, 256,
                                             shared_prefix_tokens=6144)
 out["ridge"] = calc.ridge_point(specs.H100_SXM)
-reqs = [sim.Request(i, 0.0, 512 * (i + 1), 32) for i in range(4)]
-r = sim.simulate(reqs, "chunked", max_running=4, round_time=sim.RoundTimeModel.chapter8(),
-                 chunk_tokens=256, token_budget=512)
+reqs = [scheduler.Request(i, 0.0, 512 * (i + 1), 32) for i in range(4)]
+r = scheduler.simulate(reqs, "chunked", max_running=4,
+                       round_time=scheduler.RoundTimeModel.chapter8(),
+                       chunk_tokens=256, token_budget=512)
 out["simulate"] = [r.makespan_s, r.max_itl_s]
 wl = workload(poisson_arrivals(8.0, 300, seed=0), SHORT_REQUEST, deadline_s=7.0)
 out["service"] = run_service(wl, policy="chunked", max_running=64).summary()

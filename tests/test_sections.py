@@ -21,9 +21,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_8_3_4_lists_its_homes():
     w = companion.where("8.3.4")
     assert w.notebooks == ("notebooks/ch08_inference_optimization/08_3_kv_cache.py",)
-    assert {"calc.prefix_recompute_s", "calc.retention_break_even_hit_prob",
+    # as a notebook reads them: through the façade where it lists them, else from their home
+    assert {"formulas.kv_management.prefix_recompute_s",
+            "formulas.kv_management.retention_break_even_hit_prob",
             "calc.prefix_retention", "calc.cache_replay_hits"} <= set(w.formulas)
-    assert {"sim.replay_prefix_cache", "sim.PrefixCache"} <= set(w.simulator)
+    assert {"sim.kv_scenarios.replay_prefix_cache", "sim.kvcache.PrefixCache"} <= set(w.simulator)
     assert w.explorers == ("widgets.RetentionPanel",)
     assert "plots.retention_bars_figure" in w.figures
     assert w.exercises == ("8-4",)
@@ -43,10 +45,10 @@ def test_a_chapter_17_section_by_either_name():
 
 
 @pytest.mark.parametrize("section, notebook, in_sim, exercise", [
-    ("8.2.2", "08_2_batching_and_scheduling", "sim.chapter_schedules", "8-2"),
-    ("17.3", "17_03_prefill_vs_decode", "sim.hol_scenario", "17-11"),
+    ("8.2.2", "08_2_batching_and_scheduling", "sim.scenarios.chapter_schedules", "8-2"),
+    ("17.3", "17_03_prefill_vs_decode", "sim.scenarios.hol_scenario", "17-11"),
     ("17.6", "17_06_batching_strategies", "sim.batching_trace_requests", "17-11"),
-    ("17.11", "17_11_interview_questions", "sim.itl_tail_trace", "17-10"),
+    ("17.11", "17_11_interview_questions", "sim.scenarios.itl_tail_trace", "17-10"),
 ])
 def test_sections_reach_their_simulator_and_exercises(section, notebook, in_sim, exercise):
     w = where(section)

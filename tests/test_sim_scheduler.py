@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from companion.sim import fast_scheduler
 from companion import calc
+from companion.formulas.core import static_batch_utilization
 from companion.sim.scheduler import (POLICIES, Request, RooflineRoundTime, RoundTimeModel,
                                      RoundWork, Scheduler, StepPlusPrefillRoundTime,
                                      chapter17_round_time, simulate)
@@ -176,7 +177,7 @@ def test_17_6_static_utilization_from_slot_steps():
                    max_running=8, round_time=chapter17_round_time())
     assert res.slot_steps() == (6400, 3600)
     assert 100 * res.utilization() == pytest.approx(56, abs=0.5)
-    assert res.utilization() == pytest.approx(calc.static_batch_utilization(outputs))
+    assert res.utilization() == pytest.approx(static_batch_utilization(outputs))
     # continuous batching with a queue keeps the slots busy
     cont = simulate([Request(i, 0.0, 16, g) for i, g in enumerate(outputs * 4)], "continuous",
                     max_running=8, round_time=chapter17_round_time())

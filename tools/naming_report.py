@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import pkgutil
 import re
 import sys
 from collections import Counter, defaultdict
@@ -212,8 +213,19 @@ def main():
         print("  " + " <-> ".join(c))
 
 
-if __name__ == "__main__":
-    main()
+
+
+def _module_files(package: str, collect: str) -> dict[str, str]:
+    """Id -> file of the module under ``package`` whose ``collect()`` returns it (ledger
+    entries, exercises: both are lists their modules return)."""
+    pkg = importlib.import_module(package)
+    out = {}
+    for info in pkgutil.iter_modules(pkg.__path__):
+        module = importlib.import_module(f"{package}.{info.name}")
+        if callable(getattr(module, collect, None)):
+            for item in getattr(module, collect)():
+                out[item.id] = str(Path(module.__file__).relative_to(ROOT))
+    return out
 
 
 def files_for(section: str) -> list[str]:
@@ -226,30 +238,21 @@ def files_for(section: str) -> list[str]:
     for kind in ("formulas", "simulator", "explorers", "figures"):
         for name in getattr(w, kind):
             mod, _, attr = name.rpartition(".")
-            short = {"calc": "companion.calc", "sim": "companion.sim", "plots": "companion.plots",
-                     "widgets": "companion.widgets", "tables": "companion.tables"}.get(mod, mod)
-            obj = getattr(importlib.import_module(short), attr)
+            obj = getattr(importlib.import_module(f"companion.{mod}"), attr)
             files.add(str(Path(inspect.getsourcefile(obj)).relative_to(ROOT)))
-    for eid in w.ledger:
-        files.add(_defining_file("companion/ledger_entries", eid))
+    ledger_files = _module_files("companion.ledger_entries", "entries")
+    files |= {ledger_files[eid] for eid in w.ledger}
+    exercise_files = _module_files("companion.exercises", "exercises")
     for eid in w.exercises:
-        files.add(_defining_file("companion/exercises", eid))
+        files.add(exercise_files[eid])
         files.add(f"solutions/ex{eid.replace('-', '_')}.py")
-    if w.inputs:
-        files.add("companion/chapters/" + w.inputs[0].split(".")[1] + ".py"
-                  if w.inputs[0].count(".") == 2 else f"companion/{w.inputs[0].split('.')[0]}")
+    files |= {f"companion/{name.rsplit('.', 1)[0].replace('.', '/')}.py" for name in w.inputs}
     return sorted(files)
 
 
-def _defining_file(folder: str, eid: str) -> str:
-    """The module under ``folder`` whose source names the id ``eid`` as a string."""
-    needle = re.compile(rf"""["']{re.escape(eid)}["']""")
-    for path in py_files(folder):
-        if needle.search(path.read_text()):
-            return str(path.relative_to(ROOT))
-    return f"{folder}/?"
-
-
-if __name__ == "__main__" and "--files" in sys.argv:
-    for f in files_for(sys.argv[sys.argv.index("--files") + 1]):
-        print(f)
+if __name__ == "__main__":
+    if "--files" in sys.argv:
+        for f in files_for(sys.argv[sys.argv.index("--files") + 1]):
+            print(f)
+    else:
+        main()

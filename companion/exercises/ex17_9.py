@@ -6,6 +6,7 @@ from companion import calc, specs
 from companion.chapters import ch17
 from companion.exercises import common_ch17
 from companion.exercises.variants import ms, variant
+from companion.formulas.speculative import best_draft_length
 from companion.grading import Exercise, Part, screen_answers
 
 
@@ -50,7 +51,7 @@ def _solve(g: dict) -> dict:
         "e-draft-step": ms(per_draft_s),
         "f-latency": ms(row["latency_per_token_s"]),
         "g-speedup": verify_s / row["latency_per_token_s"],
-        "h-best-k": calc.best_draft_length(a, g["draft_lens"], verify_s, per_draft_s),
+        "h-best-k": best_draft_length(a, g["draft_lens"], verify_s, per_draft_s),
         "i-extend": step["helps"],
     }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from companion import calc, specs, units
 from companion.chapters import ch08
 from companion.exercises import common_ch08
+from companion.formulas.batching import crossover_vs_capacity, read_volume_table
 from companion.grading import Exercise, Part
 from companion.seeds import pick, rng_for
 
@@ -54,15 +55,15 @@ def _parts() -> tuple[Part, ...]:
 
 def _solve(g: dict) -> dict:
     out = {}
-    rows = calc.read_volume_table(g["weight_bytes"], g["kv_bytes_per_token"], g["batches"],
-                                  g["contexts"])
+    rows = read_volume_table(g["weight_bytes"], g["kv_bytes_per_token"], g["batches"],
+                             g["contexts"])
     names = dict(zip(g["contexts"], ("short", "long")))
     for row in rows:
         out[f"a-{names[row['context_tokens']]}-b{row['batch']}"] = (
             row["read_bytes_per_token"] / units.GiB)
     for ctx in g["contexts"]:
-        c = calc.crossover_vs_capacity(g["model"], g["kv_budget_bytes"], ctx, g["output_tokens"],
-                                       block_tokens=g["block_tokens"])
+        c = crossover_vs_capacity(g["model"], g["kv_budget_bytes"], ctx, g["output_tokens"],
+                                  block_tokens=g["block_tokens"])
         out[f"b-{names[ctx]}"] = c["crossover_batch"]
         out[f"c-{names[ctx]}"] = c["max_requests"]
         out[f"d-{names[ctx]}"] = c["capacity_limited"]

@@ -6,6 +6,7 @@ from companion import calc, specs, units
 from companion.chapters import ch08
 from companion.exercises.variants import variant
 from companion.formulas import kv_management
+from companion.formulas.kv_management import prefix_recompute_s, retention_break_even_hit_prob
 from companion.grading import Exercise, Part
 from companion.sim import records_ch08
 
@@ -133,8 +134,8 @@ def _solve_decision(g: dict) -> dict:
         out[f"{prefix}-value-A"] = a.value_s / units.ms
         out[f"{prefix}-value-B"] = b_total / units.ms
         out[f"{prefix}-keep"] = "A" if a.value_s >= b_total else "B"
-        threshold = calc.retention_break_even_hit_prob(a.recompute_s, a.fetch_s, a.maintain_s,
-                                                       target_value_s=b_total)
+        threshold = retention_break_even_hit_prob(a.recompute_s, a.fetch_s, a.maintain_s,
+                                                  target_value_s=b_total)
         out["b-threshold" if prefix == "a" else "c-threshold"] = 100 * threshold
     return out
 
@@ -150,9 +151,9 @@ def _mistakes(g: dict) -> dict:
         ch08.LONG_PROMPT_TOKENS - ch08.SHARED_PREFIX_TOKENS, ch08.SHARED_PREFIX_TOKENS,
         ch08.SHARED_PREFILL_S)
     hints["a-recompute-A"] = [
-        (calc.prefix_recompute_s(model, hw, g["a_tokens"], batch16_mfu) / units.ms,
+        (prefix_recompute_s(model, hw, g["a_tokens"], batch16_mfu) / units.ms,
          "use the batch-1 prefill efficiency of Experiment 8-1, not the batch-16 58%"),
-        (calc.prefix_recompute_s(model, hw, g["a_tokens"], 1.0) / units.ms,
+        (prefix_recompute_s(model, hw, g["a_tokens"], 1.0) / units.ms,
          "divide by the efficiency actually reached, not the peak"),
         (calc.matrix_flops(model, g["a_tokens"]) / (g["efficiency"] * hw.peak_flops_per_s)
          / units.ms, "include the causal attention FLOPs of the prefix"),

@@ -5,6 +5,8 @@ from __future__ import annotations
 from companion import calc, units
 from companion.chapters import ch08
 from companion.exercises.variants import variant
+from companion.formulas.speculative import (best_draft_length, draft_round_time,
+                                            speculative_output_distribution)
 from companion.grading import Exercise, Part
 
 
@@ -47,7 +49,7 @@ def _solve(g: dict) -> dict:
         m = row["draft_len"]
         out[f"a-m{m}"] = row["expected_tokens"]
         out[f"b-m{m}"] = row["latency_per_token_s"] / units.ms
-    out["b-best"] = calc.best_draft_length(a, g["draft_lens"], tv, td)
+    out["b-best"] = best_draft_length(a, g["draft_lens"], tv, td)
     grouped = calc.draft_length_table(a, [5], tv, td, g["group"])[0]
     out["c-m5"] = grouped["latency_per_token_s"] / units.ms
     step = calc.marginal_draft_gain(a, 5, tv, td, g["group"])
@@ -61,8 +63,8 @@ def _mistakes(g: dict) -> dict:
     hints = {}
     for m in g["draft_lens"]:
         n = calc.speculative_expected_tokens(a, m)
-        t = calc.draft_round_time(m, tv, td)
-        dist = calc.speculative_output_distribution(a, m)
+        t = draft_round_time(m, tv, td)
+        dist = speculative_output_distribution(a, m)
         per_round_mean = sum(p * t / k for k, p in enumerate(dist, start=1))
         hints[f"a-m{m}"] = [
             (n - 1, "a round always yields the target's own token: E[X] starts at 1"),
@@ -82,13 +84,13 @@ def _mistakes(g: dict) -> dict:
     n5 = calc.speculative_expected_tokens(a, 5)
     n4 = calc.speculative_expected_tokens(a, 4)
     hints["c-m5"] = [
-        (calc.draft_round_time(5, tv, td) / n5 / units.ms,
+        (draft_round_time(5, tv, td) / n5 / units.ms,
          "a partial group of draft positions is timed as a full group"),
     ]
     hints["c-marginal"] = [
         (td / (n5 - n4) / units.ms, "with groups of 4 the fifth position costs a whole new "
                                     "group"),
-        (calc.draft_round_time(5, tv, td, g["group"]) / n5 / units.ms,
+        (draft_round_time(5, tv, td, g["group"]) / n5 / units.ms,
          "the marginal condition compares the added time per added token, dT/dN"),
     ]
     hints["c-extend"] = [(True, "compare dT/dN with the current T/N")]

@@ -7,6 +7,7 @@ import math
 from companion import calc, units
 from companion.chapters import ch08
 from companion.exercises.variants import variant
+from companion.formulas.serving import completion_throughput
 from companion.grading import Exercise, Part
 from companion.sim import records_ch08
 
@@ -86,7 +87,7 @@ def _load_throughputs(experiment) -> dict:
         on_time = [r.finish_s - r.arrival_s <= experiment.deadline_s for r in run.records]
         out[run.scheme] = {
             "on_time": sum(on_time),
-            "completion": calc.completion_throughput(len(run.records), window),
+            "completion": completion_throughput(len(run.records), window),
             "effective": calc.effective_throughput([r.correct for r in run.records], on_time,
                                                    window)}
     return out

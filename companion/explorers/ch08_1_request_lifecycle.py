@@ -23,6 +23,7 @@ from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import PHASE_COLORS
 from companion.explorers.common import plotly_go as _go
 from companion.explorers.presets import CH08_MODELS, KV_PRECISIONS, ModelMenu, config_control
+from companion.formulas.batching import insertable_prefills, kv_capacity_row
 from companion.serves import serves
 from companion.sim.scenarios import stalled_interval_positions, timeline_scenario
 
@@ -262,7 +263,7 @@ class RequestTimelinePanel(Panel):
         intervals = calc.inter_token_intervals(times)
         longest = max(intervals) if intervals else 0.0
         base_total = calc.lifecycle_request_time_s(q, p, itl, output_tokens)
-        fit = calc.insertable_prefills(q, p, itl, output_tokens, deadline_s, stall)
+        fit = insertable_prefills(q, p, itl, output_tokens, deadline_s, stall)
         numbers = {
             "ttft_s": calc.ttft_s(times),
             "request_time_s": total,
@@ -325,7 +326,7 @@ class MemoryBudgetPanel(Panel):
         pool = kv_budget_gib * units.GiB
         kw = dict(block_tokens=block_tokens, bytes_per_value=kv_precision)
         budget = calc.memory_budget(instance_gib * units.GiB, m.weight_bytes, pool)
-        row = calc.kv_capacity_row(m, pool, prompt_tokens, output_tokens, **kw)
+        row = kv_capacity_row(m, pool, prompt_tokens, output_tokens, **kw)
         in_use = row["fit"] * row["final_kv_bytes"]
         traces, _ = budget_traces([(f"instance ({instance_gib:g} GiB)", budget)], [in_use])
         reserved = [calc.max_concurrent(pool, m, int(p), output_tokens, **kw)

@@ -37,6 +37,8 @@ from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import PHASE_COLORS
 from companion.explorers.common import titled_figure as _fig
 from companion.explorers.presets import CH08_MODELS, KV_PRECISIONS, ModelMenu, config_control
+from companion.formulas.core import decode_step_parts
+from companion.formulas.moe import moe_kv_crossover_batch
 from companion.serves import serves
 from companion.sim.scenarios import (
     TOKEN_BUDGETS,
@@ -534,7 +536,7 @@ class DecodeBatchPanel(Panel):
         moe = calc.moe_read_curve(m, _BATCHES)
         reads = np.array([r["weight_read_per_token_bytes"] for r in moe]) + kv
         rom = np.full(len(_BATCHES), float(kv))
-        b_kv = calc.moe_kv_crossover_batch(m, L, bytes_per_value=kv_precision)
+        b_kv = moe_kv_crossover_batch(m, L, bytes_per_value=kv_precision)
         label = f"L = {L:,}"
         traces = read_volume_traces(_BATCHES, {label: (reads, kv)}, rom_curves={label: rom},
                                     crossovers={label: b_kv})
@@ -561,7 +563,7 @@ class DecodeBatchPanel(Panel):
             measured_itl = dict(measured_itl, batch=[], s=[])
         traces += step_time_traces(curve, fitted_s=fitted, measured_round=measured_round,
                                    measured_itl=measured_itl, xaxis="x2", yaxis="y2")
-        parts = calc.decode_step_parts(m, hw, batch, L, **kw)
+        parts = decode_step_parts(m, hw, batch, L, **kw)
         traces.append({"type": "scatter", "mode": "markers", "x": [batch],
                        "y": [parts.step_s / units.ms], "name": f"bound at b = {batch}",
                        "xaxis": "x2", "yaxis": "y2", "showlegend": False,

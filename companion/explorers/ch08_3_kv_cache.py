@@ -28,6 +28,8 @@ from companion.chapters import ch08
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import plotly_go as _go
 from companion.formulas import kv_management as km
+from companion.formulas.core import cache_retention_value
+from companion.formulas.kv_management import decode_kv_read_bytes, retention_break_even_hit_prob
 from companion.serves import serves
 from companion.sim.kv_scenarios import (
     CONTEXT_OPTIONS,
@@ -838,7 +840,7 @@ class ContextOrganisationPanel(Panel):
         m = specs.QWEN3_8B
         for i, name in enumerate(CONTEXT_OPTIONS):
             L = options[name].context_tokens
-            reads = [calc.decode_kv_read_bytes(m, L, int(g)) / units.GiB for g in _LATER_STEPS]
+            reads = [decode_kv_read_bytes(m, L, int(g)) / units.GiB for g in _LATER_STEPS]
             traces.append({"type": "scatter", "mode": "lines", "x": _LATER_STEPS.tolist(),
                            "y": reads, "xaxis": "x2", "yaxis": "y2",
                            "name": f"{_CONTEXT_LABELS[name]} (L = {L:,})",
@@ -929,8 +931,8 @@ class RetentionPanel(Panel):
         n_a, n_b = int(cache // a.kv_bytes), int(cache // b.kv_bytes)
         keep_a, keep_b = n_a * a.value_s, n_b * b.value_s
         # the hit probability of A at which n_a A's are worth what n_b B's are
-        threshold = (calc.retention_break_even_hit_prob(a.recompute_s, a.fetch_s, a.maintain_s,
-                                                        target_value_s=keep_b / n_a)
+        threshold = (retention_break_even_hit_prob(a.recompute_s, a.fetch_s, a.maintain_s,
+                                                   target_value_s=keep_b / n_a)
                      if n_a else math.inf)
         numbers = {
             "kv_a_MiB": a.kv_bytes / units.MiB, "kv_b_MiB": b.kv_bytes / units.MiB,
@@ -948,8 +950,8 @@ class RetentionPanel(Panel):
         bars = retention_bars_traces(
             [(f"{n_a} x A ({prefix_a_tokens:,} tok)", n_a, "A", a.value_s / units.ms),
              (f"{n_b} x B ({prefix_b_tokens:,} tok)", n_b, "B", b.value_s / units.ms)])
-        a_line = [n_a * calc.cache_retention_value(float(ph), a.recompute_s, a.fetch_s,
-                                                   a.maintain_s) / units.ms for ph in _SWEEP_HIT]
+        a_line = [n_a * cache_retention_value(float(ph), a.recompute_s, a.fetch_s,
+                                              a.maintain_s) / units.ms for ph in _SWEEP_HIT]
         xs = _SWEEP_HIT.tolist()
         traces = bars + [
             {"type": "scatter", "x": xs, "y": a_line, "mode": "lines",

@@ -34,6 +34,7 @@ from companion.chapters import ch08
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import titled_figure as _fig
 from companion.explorers.common import to_ms as _ms
+from companion.formulas.speculative import best_draft_length
 from companion.serves import serves
 from companion.sim import speculative as sim
 from companion.sim.speculative import MAX_DRAFT, VERIFICATION_WORDS, greedy_example
@@ -597,8 +598,8 @@ class DraftLengthPanel(Panel):
         verify, per_draft = verify_ms * units.ms, per_draft_ms * units.ms
         plain_rows = calc.draft_length_table(acceptance, _LENGTHS, verify, per_draft, 1)
         padded_rows = calc.draft_length_table(acceptance, _LENGTHS, verify, per_draft, group)
-        best_plain = calc.best_draft_length(acceptance, _LENGTHS, verify, per_draft, 1)
-        best_padded = calc.best_draft_length(acceptance, _LENGTHS, verify, per_draft, group)
+        best_plain = best_draft_length(acceptance, _LENGTHS, verify, per_draft, 1)
+        best_padded = best_draft_length(acceptance, _LENGTHS, verify, per_draft, group)
         gain = calc.marginal_draft_gain(acceptance, draft_len, verify, per_draft, group)
         row = padded_rows[draft_len]
         tables = {"one draft position at a time (g = 1)": plain_rows,

@@ -32,6 +32,7 @@ from companion.chapters import ch08
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import titled_figure as _fig
 from companion.formulas import serving as sv
+from companion.formulas.serving import chapter_schemes
 from companion.serves import serves
 
 __all__ = [
@@ -396,9 +397,9 @@ class SchemePanel(Panel):
 
     def compute(self, *, kv_budget_gib, output_tokens, deadline_s, d_tokens_per_round,
                 e_tokens_per_round, shared_prefix_tokens, schemes) -> View:
-        chosen = calc.chapter_schemes(schemes, d_tokens_per_round=d_tokens_per_round,
-                                      e_tokens_per_round=e_tokens_per_round,
-                                      shared_prefix_tokens=shared_prefix_tokens)
+        chosen = chapter_schemes(schemes, d_tokens_per_round=d_tokens_per_round,
+                                 e_tokens_per_round=e_tokens_per_round,
+                                 shared_prefix_tokens=shared_prefix_tokens)
         budget = kv_budget_gib * units.GiB
         results = calc.compare_schemes(chosen, kv_budget_bytes=budget,
                                        output_tokens=output_tokens, deadline_s=deadline_s,

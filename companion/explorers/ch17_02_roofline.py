@@ -26,7 +26,9 @@ from companion.explorers.presets import (
     hardware_control,
 )
 from companion.explorers.presets import ROOFLINE_MENU, roofline_model_control
-from companion.formulas.core import ridge_point
+from companion.formulas.core import (expected_experts_touched, moe_streamed_weight_bytes,
+                                     ridge_point)
+from companion.formulas.performance import decode_ridge_batch
 from companion.serves import serves
 from companion.specs import Hardware
 
@@ -199,7 +201,7 @@ class RooflinePanel(Panel):
             "wait_to_work": split["wait_to_work"],
             "decode_batch_step_ms": step["step_s"] / units.ms,
             "decode_batch_tok_s": step["tokens_per_s"],
-            "batch_to_reach_ridge": calc.decode_ridge_batch(m, hw, **kw),
+            "batch_to_reach_ridge": decode_ridge_batch(m, hw, **kw),
         })
         rows = "".join(
             f"<tr><td>{p['label']}</td><td align='right'>{readable(p['intensity_flop_per_byte'])}"
@@ -241,7 +243,7 @@ def _decode_sweep_traces(m, hw, i_b1, kw) -> list:
                "y": [p["attainable_flops_per_s"] / units.TFLOP for p in pts], "customdata": xs,
                "hovertemplate": "B=%{customdata}: %{x:.3g} FLOP/B<extra>this model</extra>",
                "line": {"color": "#009e73", "width": 1.5}, "marker": {"size": 6}}]
-    every = (calc.moe_streamed_weight_bytes(m, 1) / m.streamed_weight_bytes
+    every = (moe_streamed_weight_bytes(m, 1) / m.streamed_weight_bytes
              if m.is_moe else 1.0)
     for scale, name, dash in ((1.0, "MoE asymptote: each token's own experts only", "dot"),
                               (every, "MoE asymptote: every expert read", "dash")):
@@ -261,7 +263,7 @@ def _moe_sweep_lines(m, hw, batch, i_b1, numbers, kw) -> str:
     model's at the same batch, and the ridge batch of each (adds them to ``numbers``)."""
     if not m.is_moe:
         return ""
-    touched = calc.expected_experts_touched(m.n_experts, m.experts_per_token, batch)
+    touched = expected_experts_touched(m.n_experts, m.experts_per_token, batch)
     i_batch = calc.decode_intensity(m, batch, **kw)
     dense_ridge = calc.ridge_point(hw) / i_b1
     numbers.update({"experts_touched": touched, "moe_over_dense_intensity":

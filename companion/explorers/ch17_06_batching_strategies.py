@@ -31,6 +31,7 @@ from companion.explorers.common import (
 )
 from companion.explorers.common import titled_figure as _fig
 from companion.explorers.common import to_ms as _ms
+from companion.formulas.performance import chunk_trade_sweep, fused_chunk_sweep
 from companion.serves import serves
 from companion.sim.round_time import StepPlusPrefillRoundTime
 from companion.sim.scenarios import (
@@ -278,13 +279,13 @@ def _unchunked(prompt_tokens: int, decode_step_s: float, efficiency: float) -> t
     """What does not depend on the chunk size (cached while the chunk slider moves): the
     closed-form sweep and the simulated admission of the whole prompt."""
     m, hw = specs.LLAMA_8B, specs.H100_SXM
-    sweep = calc.chunk_trade_sweep(prompt_tokens, decode_step_s, efficiency=efficiency)
+    sweep = chunk_trade_sweep(prompt_tokens, decode_step_s, efficiency=efficiency)
     rt = StepPlusPrefillRoundTime.from_hardware(m, hw, decode_step_s=decode_step_s,
                                                       mfu=efficiency)
     batch = calc.decode_batch_for_step(m, hw, decode_step_s)
-    fused = calc.fused_chunk_sweep(prompt_tokens, decode_batch=batch,
-                                   decode_context_tokens=ch17.CHAT_LIVE_TOKENS,
-                                   efficiency=efficiency, model=m, hardware=hw)
+    fused = fused_chunk_sweep(prompt_tokens, decode_batch=batch,
+                              decode_context_tokens=ch17.CHAT_LIVE_TOKENS,
+                              efficiency=efficiency, model=m, hardware=hw)
     return sweep, long_prompt_interference(prompt_tokens, None, round_time=rt), batch, fused
 
 

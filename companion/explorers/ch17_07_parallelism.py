@@ -33,7 +33,8 @@ from companion.explorers.presets import (
     model_control,
     source_line,
 )
-from companion.formulas.parallelism import PIPE_PHASES
+from companion.formulas.parallelism import (PIPE_PHASES, pipeline_grid, placement_candidates,
+                                            placement_model, tp_layout_rows)
 from companion.serves import serves
 
 __all__ = [
@@ -106,7 +107,7 @@ class TensorParallelPanel(Panel):
     def compute(self, *, model, hardware, tp, batch, context_tokens, nvlink_latency_us,
                 pcie_latency_us) -> View:
         m, hw = SERVING_MENU[model], SERVING_CARDS[hardware]
-        rows = calc.tp_layout_rows(m, hw, batch=batch, context_tokens=context_tokens,
+        rows = tp_layout_rows(m, hw, batch=batch, context_tokens=context_tokens,
                               nvlink_latency_s=nvlink_latency_us * units.us,
                               pcie_latency_s=pcie_latency_us * units.us)
         pick = {r["link"]: r for r in rows if r["tp"] == tp}
@@ -238,7 +239,7 @@ class PipelineBubblePanel(Panel):
     base_layout = {"height": 440}
 
     def compute(self, *, stages, microbatches) -> View:
-        grid = calc.pipeline_grid(stages, microbatches)
+        grid = pipeline_grid(stages, microbatches)
         bubble = calc.pipeline_bubble(stages, microbatches)
         curves = {p: _bubble_curve(p) for p in sorted({2, 4, 8, 16, stages}) if p > 1}
         traces, layout = pipeline_traces(grid, bubble_curves=curves,
@@ -312,7 +313,7 @@ class PlacementPanel(Panel):
 
     def compute(self, *, params_b, bytes_per_param, gpu_mem_gb, reserve_gb, min_kv_gb,
                 gpus_per_node) -> View:
-        m = calc.placement_model(params_b * 1e9, bytes_per_param)
+        m = placement_model(params_b * 1e9, bytes_per_param)
         hw = specs.H100_SXM.with_(name=f"{gpu_mem_gb:g} GB GPU", mem_bytes=gpu_mem_gb * units.GB)
         reserve, kv_min = reserve_gb * units.GB, min_kv_gb * units.GB
         try:
@@ -322,7 +323,7 @@ class PlacementPanel(Panel):
         except ValueError:
             layout_ = None
         pp_shown = max(4, layout_["pp"] + 1) if layout_ else 4
-        rows = calc.placement_candidates(m, gpus_per_node=gpus_per_node, max_pp=min(pp_shown, 16))
+        rows = placement_candidates(m, gpus_per_node=gpus_per_node, max_pp=min(pp_shown, 16))
         usable = hw.mem_bytes - reserve - kv_min
         chosen = None
         if layout_:

@@ -13,6 +13,7 @@ import numpy as np
 from companion import calc
 from companion import validate as v
 from companion.explorers.common import plotly_go as _go
+from companion.formulas.core import attainable_flops
 from companion.serves import serves
 from companion.specs import H100_SXM, RTX_PRO_6000, Hardware
 
@@ -73,7 +74,7 @@ def measured_roofline(hardware: Hardware, *, references=(H100_SXM, RTX_PRO_6000)
         color = _MEASURED if i == 0 else _COLORS[(i - 1) % len(_COLORS)]
         fig.add_trace(go.Scatter(
             x=[x_lo, ridge, x_hi],
-            y=[calc.attainable_flops(x_lo, h), h.peak_flops_per_s, h.peak_flops_per_s],
+            y=[attainable_flops(x_lo, h), h.peak_flops_per_s, h.peak_flops_per_s],
             mode="lines", line=dict(color=color, width=3 if i == 0 else 2,
                                     dash="solid" if i == 0 else "dash"),
             name=f"{h.name}: {h.mem_bw_bytes_per_s / 1e9:,.1f} GB/s, {_flops_text(h.peak_flops_per_s)}",

@@ -24,7 +24,7 @@ from companion.specs import QWEN3_8B, Model
 __all__ = [
     # 8.4.1 grouped formats and memory headroom
     "QUANT_CODE_BITS", "QuantLayout", "quant_group_layout", "quant_format_layout",
-    "memory_headroom_bytes",
+    "q2k_file_bytes", "memory_headroom_bytes",
     # 8.4.2 GGML's q8_0 / q4_0 encoding of one group (Figure 8-23)
     "encode_q8_0_group", "decode_q8_0_group", "encode_q4_0_group", "decode_q4_0_group",
     # 8.4.2 compressed KV and its read cost

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from companion import calc
 from companion.chapters import ch08
+from companion.formulas.batching import token_emission_times
 from companion.ledger import Entry, entry
 from companion.specs import QWEN3_8B
 from companion.units import GiB, KiB, MiB, ms
@@ -17,10 +18,10 @@ def entries() -> list[Entry]:
     short, long_ = calc.kv_capacity_table(m, ch08.KV_BUDGET_BYTES)
     k = calc.kv_bytes_per_token(m)
 
-    times = calc.token_emission_times(ch08.QUEUE_S, ch08.PREFILL_S, ch08.CLIENT_ITL_S, short_g)
+    times = token_emission_times(ch08.QUEUE_S, ch08.PREFILL_S, ch08.CLIENT_ITL_S, short_g)
     total_s = calc.request_time_s(times)
-    stalled = calc.token_emission_times(ch08.QUEUE_S, ch08.PREFILL_S, ch08.CLIENT_ITL_S, short_g,
-                                        stall_s=ch08.PREFILL_S, stalled_interval=128)
+    stalled = token_emission_times(ch08.QUEUE_S, ch08.PREFILL_S, ch08.CLIENT_ITL_S, short_g,
+                                   stall_s=ch08.PREFILL_S, stalled_interval=128)
     stalled_itl = max(calc.inter_token_intervals(stalled))
 
     return [

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from companion import calc
 from companion.chapters import ch08
+from companion.formulas.batching import chapter_batch_sweep
+from companion.formulas.serving import read_time_at_mbu
 from companion.ledger import Entry, entry
 from companion.specs import QWEN3_8B, RTX_PRO_6000
 from companion.units import GB, GiB, MiB, ms
@@ -30,7 +32,7 @@ def entries() -> list[Entry]:
     flops = calc.chunk_flops_series(m, long_p, ch08.CHUNK_TOKENS)
     ffn = calc.ffn_weight_bytes_per_layer(m)
     shapes = ch08.CAPTURED_SHAPES
-    sweep = calc.chapter_batch_sweep()   # the measured endpoints, batch 1 and batch 64
+    sweep = chapter_batch_sweep()   # the measured endpoints, batch 1 and batch 64
 
     return [
         # --- footnote 1: exact byte counts from the public config ---
@@ -93,7 +95,7 @@ def entries() -> list[Entry]:
         # --- 8.2.2: the weight read inside every round's fixed part ---
         entry("8.2.2/weight-read-ms", "8.2.2",
               "reading the full set of weights at the peak 1792 GB/s (D_w / bandwidth)", "8.4",
-              "ms", calc.read_time_at_mbu(d_w, RTX_PRO_6000) / ms),
+              "ms", read_time_at_mbu(d_w, RTX_PRO_6000) / ms),
 
         # --- 8.2.3: pairs per chunk, backbone computation, FFN reads ---
         entry("8.2.3/pairs-first-chunk", "8.2.3", "pairs of the first 512-token chunk (h = 0)",

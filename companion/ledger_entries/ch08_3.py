@@ -5,6 +5,8 @@ from __future__ import annotations
 from companion import calc
 from companion.chapters import ch08
 from companion.formulas import kv_management as km
+from companion.formulas.core import prefill_flops
+from companion.formulas.kv_management import copy_on_write, prefix_recompute_s
 from companion.ledger import Entry, entry
 from companion.specs import QWEN3_8B, RTX_PRO_6000
 from companion.units import GB, GiB, MiB, TFLOP, ms
@@ -45,8 +47,8 @@ def _branch_sharing() -> list[Entry]:
     share = calc.branch_block_sharing(ch08.BRANCH_EXPERIMENT_BRANCHES,
                                       ch08.BRANCH_EXPERIMENT_SHARED_BLOCKS,
                                       ch08.BRANCH_EXPERIMENT_PRIVATE_BLOCKS)
-    cow = calc.copy_on_write(ch08.COW_EXAMPLE_SHARED_TOKENS, ch08.COW_EXAMPLE_BRANCHES,
-                             ch08.COW_EXAMPLE_BLOCK_TOKENS)
+    cow = copy_on_write(ch08.COW_EXAMPLE_SHARED_TOKENS, ch08.COW_EXAMPLE_BRANCHES,
+                        ch08.COW_EXAMPLE_BLOCK_TOKENS)
     prompt, out_toks, prefix = (ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS,
                                 ch08.SHARED_PREFIX_TOKENS)
     b = ch08.LONG_BATCH
@@ -137,10 +139,10 @@ def _retention() -> list[Entry]:
                                link_bytes_per_s=ch08.PCIE_GEN4_X16_BYTES_PER_S, **kw)
     b5 = calc.prefix_retention(m, hw, ch08.PREFIX_B_TOKENS,
                                link_bytes_per_s=ch08.PCIE_GEN5_X16_BYTES_PER_S, **kw)
-    flops_a = calc.prefill_flops(m, ch08.SHARED_PREFIX_TOKENS)
-    at_62 = calc.prefix_recompute_s(m, hw, ch08.SHARED_PREFIX_TOKENS, 0.62) / ms
-    b_at_62 = calc.prefix_recompute_s(m, hw, ch08.PREFIX_B_TOKENS, 0.62) / ms
-    at_622 = calc.prefix_recompute_s(m, hw, ch08.SHARED_PREFIX_TOKENS, 0.622) / ms
+    flops_a = prefill_flops(m, ch08.SHARED_PREFIX_TOKENS)
+    at_62 = prefix_recompute_s(m, hw, ch08.SHARED_PREFIX_TOKENS, 0.62) / ms
+    b_at_62 = prefix_recompute_s(m, hw, ch08.PREFIX_B_TOKENS, 0.62) / ms
+    at_622 = prefix_recompute_s(m, hw, ch08.SHARED_PREFIX_TOKENS, 0.622) / ms
     eff_note = (f"Efficiency derived, chapter rounded: the companion takes the batch-1 prefill MFU "
                 f"from Experiment 8-1's measured 2048-token prefill (94.8 ms, footnote 5), "
                 f"{100 * km.RECOMPUTE_EFFICIENCY:.2f}%, which the 8.6.3 table prints as '62%'. "

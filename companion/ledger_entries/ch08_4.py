@@ -5,6 +5,7 @@ from __future__ import annotations
 from companion import calc, models
 from companion.chapters import ch08
 from companion.formulas import compression as cm
+from companion.formulas.core import quantized_bytes
 from companion.ledger import Entry, entry
 from companion.specs import M2_MAX, QWEN3_8B, QWEN3_235B_A22B, RTX_PRO_6000
 from companion.units import GB, GiB, MiB, TB, ms
@@ -107,7 +108,7 @@ def _kv_compression() -> list[Entry]:
                    "config.json gives it: 61 layers x (512 + 64) latent values x 2 B x 8192 "
                    "tokens, no block rounding."),
         entry(f"{s}/bf16-32-values-bytes", s, "32 BF16 values occupy", "64", "bytes",
-              calc.quantized_bytes(32, "bf16")),
+              quantized_bytes(32, "bf16")),
         entry(f"{s}/q8_0-code-bytes", s, "q8_0 codes per 32 values", "32", "bytes",
               q8.code_bytes),
         entry(f"{s}/q4_0-code-bytes", s, "q4_0 codes per 32 values", "16", "bytes",

@@ -28,6 +28,7 @@ import numpy as np
 from companion import calc
 from companion import validate as v
 from companion.chapters import ch08, ch17
+from companion.formulas.batching import token_emission_times
 from companion.serves import serves
 from companion.sim.requests import Request
 from companion.sim.round_time import (
@@ -340,9 +341,9 @@ def timeline_scenario(label: str, queue_s: float, prefill_s: float, interval_s: 
                        for i, j in enumerate(v.sequence("stalled_intervals", stalled_intervals,
                                                         min_len=0)))
     first = positions[0] if positions else 1
-    times = calc.token_emission_times(queue_s, prefill_s, interval_s, output_tokens,
-                                      stall_s=stall_s if positions else 0.0,
-                                      stalled_interval=first)
+    times = token_emission_times(queue_s, prefill_s, interval_s, output_tokens,
+                                 stall_s=stall_s if positions else 0.0,
+                                 stalled_interval=first)
     if len(positions) > 1:            # further stalls: shift every later token
         shifted = np.asarray(times)
         for j in positions[1:]:

@@ -4,7 +4,7 @@ from companion.sim.kvcache import BlockManager
 from companion.sim.paged_attention import KVStore
 from companion.specs import QWEN3_8B
 
-TARGET = "companion.sim"
+TARGET = ("companion.sim.kvcache", "companion.sim.paged_attention", "companion.sim.kv_scenarios")
 
 _rng = np.random.default_rng(0)
 _manager = BlockManager(8, 16)
