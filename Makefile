@@ -168,8 +168,9 @@ book: $(STAMP)
 	@echo "book: $(BOOK_OUT)/index.html"
 
 ## The whole companion as an offline JupyterLite site in build/lite/ (Pyodide kernel, nothing
-## installed by the reader; serve the folder with any static web server). Its tools live in their
-## own venv from lite/tools.lock; what the site serves is pinned in lite/artefacts.json.
+## installed by the reader; serve the folder with any static web server; LITE_OUT: another
+## folder). Its tools live in their own venv from lite/tools.lock; what the site serves is pinned
+## in lite/artefacts.json.
 LITE_TOOLS := $(STATE)/lite-tools
 LITE_STAMP := $(LITE_TOOLS)/.installed
 $(LITE_STAMP): lite/tools.lock
@@ -178,8 +179,9 @@ $(LITE_STAMP): lite/tools.lock
 	$(LITE_TOOLS)/bin/python -m pip install -q --require-hashes --no-deps -r lite/tools.lock
 	touch $@
 lite-tools: $(LITE_STAMP)
+LITE_OUT ?= build/lite
 lite: $(LITE_STAMP)
-	$(LITE_TOOLS)/bin/python tools/lite_build.py
+	$(LITE_TOOLS)/bin/python tools/lite_build.py --out $(LITE_OUT)
 
 ## Recompile lite/tools.lock from lite/tools.in.
 lite-lock:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import base64
 import email.parser
+import fcntl
 import hashlib
 import io
 import json
@@ -133,16 +134,40 @@ def build_companion_wheel(dest: Path, python: str) -> Path:
     return wheel
 
 
+def content_notebooks() -> list[str]:
+    """Every notebook the site serves, as its path in the repository and in the site's contents
+    (the lab opens one at lab/index.html?path=<that path>)."""
+    return [nb.relative_to(ROOT).as_posix() for d in CONTENT_DIRS
+            for nb in sorted((ROOT / d).rglob("*.ipynb")) if ".ipynb_checkpoints" not in nb.parts]
+
+
+def joined_text(nb: dict) -> dict:
+    """``nb`` with every multi-line string as one string, as a Jupyter server hands it to the
+    lab: the stored files keep nbformat's lists of lines, which JupyterLite serves as they are,
+    and JupyterLab's table of contents then fails on every cell (TypeError: e.split)."""
+    def join(value):
+        return "".join(value) if isinstance(value, list) else value
+
+    for cell in nb["cells"]:
+        cell["source"] = join(cell["source"])
+        for out in cell.get("outputs", []):
+            if "text" in out:
+                out["text"] = join(out["text"])
+            for mime, value in out.get("data", {}).items():
+                if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                    out["data"][mime] = join(value)
+    return nb
+
+
 def stage_contents(dest: Path) -> None:
     if dest.exists():
         shutil.rmtree(dest)
-    for d in CONTENT_DIRS:
-        for nb in sorted((ROOT / d).rglob("*.ipynb")):
-            if ".ipynb_checkpoints" in nb.parts:
-                continue
-            target = dest / nb.relative_to(ROOT)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(nb, target)
+    for path in content_notebooks():
+        target = dest / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nb = json.loads((ROOT / path).read_text(encoding="utf-8"))
+        target.write_text(json.dumps(joined_text(nb), ensure_ascii=False, indent=1) + "\n",
+                          encoding="utf-8")
 
 
 def main(argv: list[str]) -> int:
@@ -150,9 +175,18 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--out", default=str(ROOT / "build" / "lite"))
     ap.add_argument("--state", default=str(ROOT / ".state" / "lite"))
     args = ap.parse_args(argv)
+    state = Path(args.state)
+    state.mkdir(parents=True, exist_ok=True)
+    # one build at a time per state folder: builds into different outputs (a test's scratch
+    # site beside build/lite) share its cache and its staging folders
+    with open(state / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return build(Path(args.out), state)
+
+
+def build(out: Path, state: Path) -> int:
     t0 = time.monotonic()
     spec = json.loads(ARTEFACTS.read_text())
-    state = Path(args.state)
     cache = state / "cache"
     cache.mkdir(parents=True, exist_ok=True)
     python = sys.executable
@@ -224,11 +258,15 @@ def main(argv: list[str]) -> int:
                 "disablePyPIFallback": True,
                 "loadPyodideOptions": {"packages": spec["preload"]}}},
             "settingsOverrides": {
-                "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}},
+                "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
+                # every cell stays in the page, as in `make lab` (JupyterLab 4.6's content
+                # visibility): JupyterLite 0.6's default ("full") detaches the cells scrolled
+                # out of view, so an explorer's widgets and figures are rebuilt on the way back
+                # and the browser's find-in-page misses them
+                "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"}},
         }}, indent=1))
     stage_contents(state / "content")
 
-    out = Path(args.out)
     if out.exists():
         shutil.rmtree(out)
     # a fresh build each time: doit's record of earlier builds would skip the config patches

@@ -10,6 +10,9 @@
 - Offline: plotly.min.js (from the installed plotly package) and a MathJax 3 subset (from the
   sphinx-mathjax-offline package) are copied into ``_static``; no page loads anything from
   another host.
+- Open live: each page of a notebook gets a link to the same notebook in the lite site
+  (``make lite``), relative, so that it works wherever build/book and build/lite are served
+  side by side (the front page links to the lite site's own front door, START_HERE).
 - Exercises: their unanswered cells are stored as not run (tools/execute_notebooks.py), so a
   page shows the question and empty answer cells. The notebooks' links to the exercises
   *folder* (which JupyterLab opens as a file browser) point at the book's list of exercises
@@ -36,6 +39,10 @@ MATHJAX_ENTRY = "mathjax/tex-chtml.js"
 # what tex-chtml.js loads itself, and lazily (fonts, TeX extensions such as boldsymbol, the
 # menu); the speech engine (sre, 3.9 MB) is left out: nothing enables it
 MATHJAX_PARTS = ("tex-chtml.js", "output/chtml", "input/tex", "ui", "a11y")
+# the lite site beside the book (build/lite next to build/book), and how it opens a notebook
+LITE_SITE = "lite"
+LITE_NOTEBOOK = "lab/index.html?path={path}"
+LIVE_SOURCES = ("notebooks/", "exercises/")   # tools/lite_build.py's CONTENT_DIRS
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True,
                  "modeBarButtonsToRemove": ["sendDataToCloud"]}
 
@@ -100,6 +107,35 @@ class ExercisesFolderLinks(SphinxPostTransform):
             node.replace_self(link)
 
 
+def live_url(docname: str, source_suffix: str, root_doc: str = "index") -> str | None:
+    """The relative URL of ``docname``'s notebook in the lite site (the site's front door for
+    the book's front page); None for a page the lite site does not have."""
+    up = "../" * (docname.count("/") + 1)           # from the page's folder to build/
+    if docname == root_doc:
+        return f"{up}{LITE_SITE}/index.html"
+    if not docname.startswith(LIVE_SOURCES) or source_suffix != ".ipynb":
+        return None
+    return f"{up}{LITE_SITE}/" + LITE_NOTEBOOK.format(path=f"{docname}.ipynb")
+
+
+def add_live_link(app, doctree, docname):
+    """An "open live" link under the page's title (HTML only)."""
+    if app.builder.format != "html":
+        return
+    root_doc = app.config.root_doc
+    url = live_url(docname, Path(app.env.doc2path(docname)).suffix, root_doc)
+    sections = list(doctree.findall(nodes.section))
+    if url is None or not sections:
+        return
+    what = "the companion" if docname == root_doc else "this notebook"
+    link = nodes.raw(text=(
+        f'<p class="companion-open-live"><a class="reference external" href="{url}">'
+        f"Open live</a>: run {what} in your browser (the lite site, served beside this book)"
+        f"</p>"), format="html")
+    title = sections[0].next_node(nodes.title)
+    sections[0].insert(sections[0].index(title) + 1 if title is not None else 0, link)
+
+
 def _package_dir(module: str) -> Path:
     return Path(importlib.import_module(module).__file__).parent
 
@@ -127,5 +163,6 @@ def setup(app):
     app.add_js_file("companion_explorer.js")
     app.config.mathjax_path = MATHJAX_ENTRY
     app.add_post_transform(ExercisesFolderLinks)
+    app.connect("doctree-resolved", add_live_link)
     app.connect("build-finished", copy_assets)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

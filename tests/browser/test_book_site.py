@@ -15,12 +15,15 @@ Screenshots go to artifacts/screenshots/.
 
 from __future__ import annotations
 
+import html as html_lib
 import json
 import re
 import subprocess
+import sys
 import time
 from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import parse_qs, urljoin, urlparse
 
 import pytest
 
@@ -156,6 +159,31 @@ def test_the_book_has_every_notebook_and_no_solution(site):
     # what a reader's browser loads is all in the site
     assert (site / "_static" / "plotly" / "plotly.min.js").stat().st_size > 1_000_000
     assert (site / "_static" / "mathjax" / "tex-chtml.js").is_file()
+
+
+OPEN_LIVE = re.compile(r'<p class="companion-open-live"><a [^>]*href="([^"]+)"')
+
+
+def test_every_page_opens_live_in_the_lite_site(site):
+    """Each page links to its notebook in the lite site (the front page to the site's front
+    door), by a URL relative to the page that lands in build/lite/ when build/book/ and
+    build/lite/ are served side by side, at a notebook the lite build serves."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import lite_build
+
+    served = set(lite_build.content_notebooks())
+    for doc in ["index", *notebook_docs()]:
+        hrefs = OPEN_LIVE.findall((site / f"{doc}.html").read_text(encoding="utf-8"))
+        assert len(hrefs) == 1, f"{doc}: {len(hrefs)} open-live links"
+        # resolved as a browser does on a server whose root holds book/ and lite/
+        target = urlparse(urljoin(f"http://127.0.0.1/book/{doc}.html",
+                                  html_lib.unescape(hrefs[0])))
+        if doc == "index":
+            assert target.path == "/lite/index.html", hrefs[0]
+            continue
+        assert target.path == "/lite/lab/index.html", f"{doc}: {hrefs[0]}"
+        assert parse_qs(target.query) == {"path": [f"{doc}.ipynb"]}, f"{doc}: {hrefs[0]}"
+        assert f"{doc}.ipynb" in served, f"{doc}: the lite site does not serve {doc}.ipynb"
 
 
 def test_front_page_sidebar_and_search(server, reader):
