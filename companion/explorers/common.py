@@ -68,10 +68,10 @@ class _GraphObjects:
 
 def plain_mimetype_default() -> bool:
     """Whether plotly would show a figure here with its (rounding) plain mimetype renderer,
-    decided without importing plotly's renderer module: inside an ipykernel kernel, no
-    environment that plotly gives another renderer, no static outputs being written, and (if
-    the renderer module is loaded, because someone configured plotly) a default that is
-    exactly the rounding ``plotly_mimetype`` renderer."""
+    decided without importing plotly's renderer module: inside an ipykernel kernel (or the
+    lite site's Pyodide kernel), no environment that plotly gives another renderer, no static
+    outputs being written, and (if the renderer module is loaded, because someone configured
+    plotly) a default that is exactly the rounding ``plotly_mimetype`` renderer."""
     from companion import display
     from companion.explorers.static_image import static_outputs_enabled
 
@@ -87,8 +87,12 @@ def plain_mimetype_default() -> bool:
         return False
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None
-    return (shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
-            and type(shell).__module__.startswith("ipykernel."))
+    if shell is None:
+        return False
+    kind = (type(shell).__module__.split(".")[0], type(shell).__name__)
+    # ipykernel's shell, or the Pyodide kernel's of the lite site (whose plotly would need
+    # nbformat for its own mimetype renderer)
+    return kind in (("ipykernel", "ZMQInteractiveShell"), ("pyodide_kernel", "Interpreter"))
 
 
 def _figure_class(go):

@@ -255,3 +255,21 @@ def test_exercise_check_cell_grades_a_right_and_a_wrong_answer(server, reader):
     error = H.html_text(check.locator(H.ERROR_OUTPUT).inner_text())
     assert error == H.html_text(f"NotYetCorrect: {verdict}"), error
     H.screenshot(check, "lite_4_exercise_verdicts")
+
+
+PLAIN_FIGURES = "notebooks/ch17_performance/17_01_memory_hierarchy.ipynb"
+
+
+def test_a_section_with_plain_figures_runs_to_the_end(server, reader):
+    """A figure shown with .show() goes out through companion's own mimetype renderer in the
+    Pyodide kernel too (plotly's would need nbformat, which the site does not ship)."""
+    page = reader.page
+    n_code = H.open_notebook(page, server, PLAIN_FIGURES, timeout_ms=KERNEL_START_MS)
+    H.run_all_cells(page, n_code, timeout_ms=RUN_ALL_MS)
+    problems = H.page_problems(page, H.ACTIVE)
+    assert not problems, "\n".join(problems)
+    stored = sum(1 for c in server.notebook(PLAIN_FIGURES)["cells"] if c["cell_type"] == "code"
+                 for o in c.get("outputs", []) if "application/vnd.plotly.v1+json" in
+                 o.get("data", {}))
+    assert stored, "the notebook stores no plotly figure: pick one that does"
+    H.wait_figures_rendered(page, page.locator(H.ACTIVE), stored)
