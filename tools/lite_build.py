@@ -181,7 +181,7 @@ def main(argv: list[str]) -> int:
     # site beside build/lite) share its cache and its staging folders
     with open(state / "build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return build(Path(args.out), state)
+        return build(Path(args.out).resolve(), state)  # jupyter lite runs elsewhere
 
 
 def build(out: Path, state: Path) -> int:

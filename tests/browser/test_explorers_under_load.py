@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import pytest
+from playwright.sync_api import expect
 
 import lab_harness as H
 import many_explorers as M
@@ -42,6 +43,11 @@ def notebook():
 
 
 def _check_all(page, roots) -> None:
+    # a kernel that has finished has not yet drawn every widget view: wait until it has
+    try:
+        expect(roots).to_have_count(len(M.EXPLORERS), timeout=TIMEOUT_S * 1000)
+    except AssertionError:
+        pass
     assert roots.count() == len(M.EXPLORERS), f"{roots.count()} explorers on the page"
     for i, spec in enumerate(M.EXPLORERS):
         M.check_explorer(page, roots.nth(i), spec, TIMEOUT_S)
