@@ -16,6 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from tests import architecture  # noqa: E402
 FACADES = ("calc", "sim", "plots", "widgets", "specs", "ledger", "grading", "units", "tables")
 READERS = ["notebooks", "exercises", "solutions", "companion", "tests", "tools"]
 
@@ -33,75 +34,6 @@ def module_name(path: Path) -> str:
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
-
-
-def resolve(mod: str, level: int, here: str) -> str:
-    if not level:
-        return mod or ""
-    base = here.split(".")[: -level] if not here.endswith("__init__") else here.split(".")
-    return ".".join(base + ([mod] if mod else []))
-
-
-def import_graph():
-    """module -> modules of companion it imports (anywhere, functions included)."""
-    graph = defaultdict(set)
-    modules = {module_name(p): p for p in py_files("companion")}
-    for name, path in modules.items():
-        tree = ast.parse(path.read_text())
-        pkg = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-        for node in ast.walk(tree):
-            targets = []
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    base = ".".join(pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
-                                    + ([node.module] if node.module else []))
-                # "from pkg import sub" depends on pkg.sub (pkg's __init__ runs first, but its
-                # own imports are pkg's edges); "from mod import name" depends on mod
-                subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in modules]
-                targets = subs if len(subs) == len(node.names) else [base] + subs
-            for t in targets:
-                while t and t not in modules:
-                    t = t.rpartition(".")[0]
-                if t and t != name and t.startswith("companion"):
-                    graph[name].add(t)
-    return modules, graph
-
-
-def circles(graph):
-    """Strongly connected components with more than one module (Tarjan)."""
-    index, low, stack, on, out = {}, {}, [], set(), []
-    counter = [0]
-
-    def visit(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in graph.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(sorted(comp))
-
-    sys.setrecursionlimit(10000)
-    for v in list(graph):
-        if v not in index:
-            visit(v)
-    return out
 
 
 def upper_constants():
@@ -206,8 +138,7 @@ def main():
         spelled = {x.split(".")[-1] for x in names.get(key, ())} | {key.split(".")[1]}
         print(f"  {key:40} reads {n:4}  distinct names {len(spelled)}  "
               f"{sorted(spelled - {key.split('.')[1]})}")
-    modules, graph = import_graph()
-    cyc = circles(graph)
+    cyc = architecture.modules_in_cycles(deferred=True)   # the measure the test holds to 0
     print(f"\n## import circles (imports inside functions included): {len(cyc)}")
     for c in cyc:
         print("  " + " <-> ".join(c))

@@ -26,6 +26,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlparse
@@ -894,6 +895,29 @@ def screenshot(target, name: str, **options) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     target.screenshot(path=str(path), **options)
     return path
+
+
+@contextmanager
+def local_only(browsing):
+    """Block every request of ``browsing``'s page outside 127.0.0.1 (the network log records
+    the attempt) and record local responses >= 400; on exit, fail if any local file was
+    missing or anything tried to leave the machine."""
+    page = browsing.page
+    missing: list[str] = []
+
+    def route(r):
+        host = r.request.url.split("/")[2].split(":")[0] if "://" in r.request.url else ""
+        if host in LOOPBACK_HOSTS or r.request.url.startswith(("data:", "blob:")):
+            r.continue_()
+        else:
+            r.abort()
+
+    page.context.route("**/*", route)
+    page.on("response", lambda resp: missing.append(f"{resp.status} {resp.url}")
+            if resp.status >= 400 else None)
+    yield
+    assert not missing, f"local files missing: {missing[:10]}"
+    browsing.assert_offline()
 
 
 class StaticSiteServer(Server):

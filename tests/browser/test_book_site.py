@@ -114,25 +114,9 @@ def server(site, chromium, tmp_path_factory):
 
 @pytest.fixture
 def reader(browsing):
-    """The page of ``browsing``, with requests outside 127.0.0.1 blocked (and recorded by
-    the network log) and local responses >= 400 recorded."""
-    page = browsing.page
-    missing: list[str] = []
-
-    def route(r):
-        host = r.request.url.split("/")[2].split(":")[0] if "://" in r.request.url else ""
-        if host in H.LOOPBACK_HOSTS or r.request.url.startswith(("data:", "blob:")):
-            r.continue_()
-        else:
-            r.abort()
-
-    page.context.route("**/*", route)
-    page.on("response", lambda resp: missing.append(f"{resp.status} {resp.url}")
-            if resp.status >= 400 else None)
-    browsing.missing = missing
-    yield browsing
-    assert not missing, f"local files missing: {missing[:10]}"
-    browsing.assert_offline()
+    """The page of ``browsing``, kept to 127.0.0.1 (``lab_harness.local_only``)."""
+    with H.local_only(browsing):
+        yield browsing
 
 
 def notebook_docs() -> list[str]:
