@@ -36,8 +36,9 @@
 #    *later arrivals are admitted as soon as possible*; then name the time cost that decides
 #    each choice.
 #
-# The second question of (b) has the same answer at every seed: which round runs longest follows
-# from how continuous batching admits a long prompt, not from the numbers. If a seed would give
+# The second question of (b) and the two time costs of (d) have the same answers at every seed:
+# which round runs longest follows from how continuous batching admits a long prompt, and which
+# cost decides each goal follows from what each goal waits for, not from the numbers. If a seed would give
 # an unfair variant (a tie, an empty list, a zero count, an answer on a rounding edge),
 # `grading.params` moves to the next seed and prints why.
 #

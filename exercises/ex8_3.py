@@ -26,11 +26,11 @@
 # 2. **(b)** For the long request below (16-token blocks, KV reserved for what a request holds
 #    once generation ends), how much KV do 8, 16 and 32 requests need, stored independently and
 #    with the common prefix stored once? (MiB)
-# 3. **(c)** Keep each request's total length fixed but move one full private block into the
-#    common prefix. How many fewer physical blocks do 8, 16 and 32 requests need?
+# 3. **(c)** Keep each request's total length fixed but move the number of full private blocks
+#    given below (one in the chapter) into the common prefix. How many fewer physical blocks do
+#    8, 16 and 32 requests need?
 #
-# For a given batch, (c) has the same answer at every seed: it follows from counting blocks, not
-# from the lengths or the model. If a seed would give an unfair variant (a tie, an empty list, a
+# If a seed would give an unfair variant (a tie, an empty list, a
 # zero count, an answer on a rounding edge), `grading.params` moves to the next seed and prints
 # why.
 #
@@ -48,6 +48,7 @@ print(f"model {given['model'].name}: KV {given['kv_bytes_per_token'] / units.KiB
 print(f"long request: {given['prompt_tokens']} prompt tokens, the first "
       f"{given['shared_prefix_tokens']} shared, {given['output_tokens']} output tokens, "
       f"{given['block_tokens']}-token blocks; batches {given['batches']}")
+print(f"(c): {given['joined_blocks']} private full block(s) join the common prefix")
 
 # %% [markdown]
 # ## (a) Tail waste and block-table entries
@@ -91,7 +92,7 @@ with grading.checks():
 # YOUR ANSWER HERE
 
 # %% [markdown]
-# ## (c) One more block in the common prefix
+# ## (c) More blocks in the common prefix
 #
 # Fill `saved_blocks[b]` for each batch size.
 

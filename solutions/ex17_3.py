@@ -39,8 +39,9 @@
 # 4. **(i)** Prefill intensity of the given prompt and **(j)** which roof caps it.
 # 5. **(k)** The smallest whole batch at which weights-only decode reaches the ridge.
 #
-# (b) and (g) come out the same at every seed: they follow from the bytes per weight and from how
-# decode's KV reads grow with the context, not from the card or the model. If a seed would give
+# (g) comes out the same at every seed: it follows from how decode's KV reads grow with the
+# context, not from the card or the model. Some variants store the weights in FP8 and widen them
+# to BF16 for the products, so the bytes per weight change but the peak stays BF16's. If a seed would give
 # an unfair variant (a tie, an empty list, a zero count, an answer on a rounding edge),
 # `grading.params` moves to the next seed and prints why.
 #

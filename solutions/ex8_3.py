@@ -26,11 +26,11 @@
 # 2. **(b)** For the long request below (16-token blocks, KV reserved for what a request holds
 #    once generation ends), how much KV do 8, 16 and 32 requests need, stored independently and
 #    with the common prefix stored once? (MiB)
-# 3. **(c)** Keep each request's total length fixed but move one full private block into the
-#    common prefix. How many fewer physical blocks do 8, 16 and 32 requests need?
+# 3. **(c)** Keep each request's total length fixed but move the number of full private blocks
+#    given below (one in the chapter) into the common prefix. How many fewer physical blocks do
+#    8, 16 and 32 requests need?
 #
-# For a given batch, (c) has the same answer at every seed: it follows from counting blocks, not
-# from the lengths or the model. If a seed would give an unfair variant (a tie, an empty list, a
+# If a seed would give an unfair variant (a tie, an empty list, a
 # zero count, an answer on a rounding edge), `grading.params` moves to the next seed and prints
 # why.
 #
@@ -48,6 +48,7 @@ print(f"model {given['model'].name}: KV {given['kv_bytes_per_token'] / units.KiB
 print(f"long request: {given['prompt_tokens']} prompt tokens, the first "
       f"{given['shared_prefix_tokens']} shared, {given['output_tokens']} output tokens, "
       f"{given['block_tokens']}-token blocks; batches {given['batches']}")
+print(f"(c): {given['joined_blocks']} private full block(s) join the common prefix")
 
 # %% [markdown]
 # ## (a) Tail waste and block-table entries
@@ -114,7 +115,7 @@ with grading.checks():
 # ### END SOLUTION
 
 # %% [markdown]
-# ## (c) One more block in the common prefix
+# ## (c) More blocks in the common prefix
 #
 # Fill `saved_blocks[b]` for each batch size.
 
@@ -132,7 +133,8 @@ def physical_blocks(batch, shared_tokens):
 
 
 for b in given["batches"]:
-    saved_blocks[b] = physical_blocks(b, prefix) - physical_blocks(b, prefix + p)
+    joined = given["joined_blocks"] * p
+    saved_blocks[b] = physical_blocks(b, prefix) - physical_blocks(b, prefix + joined)
 print(saved_blocks)
 ### END SOLUTION
 
@@ -143,7 +145,7 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "c_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# Each of the b requests gives up one private block, and the common prefix gains one block that
-# is stored once: b - 1 fewer physical blocks (7, 15 and 31). Growing the shared prefix pays
+# Each of the b requests gives up k private blocks, and the common prefix gains k blocks that
+# are stored once: k (b - 1) fewer physical blocks, whatever the lengths or the model. Growing the shared prefix pays
 # off in proportion to the batch, while the private tails still grow with every request.
 # ### END SOLUTION

@@ -18,9 +18,10 @@
 # *Comprehensive design, sections 8.6.2-8.6.3.* Sixteen long requests (the first 6144 of
 # their 8192 input tokens shared and already cached) must each produce 256 tokens within the
 # deadline, with 12 GiB for KV and buffers on the RTX PRO 6000. Schemes A-D are those of 8.6.3.
-# Scheme E is B plus drafts looked up from the context: the index lives in host memory (no GPU
-# memory, no extra prefill), a round yields the number of tokens per request given below and
-# takes B's 27.35 ms plus the lookup time.
+# Scheme E is B plus drafts looked up from the context: no extra prefill, a round yields the
+# number of tokens per request given below and takes B's 27.35 ms plus the lookup time. In the
+# chapter the index lives in host memory and takes no GPU memory; a variant may keep it on the
+# GPU instead, where it takes the memory given below.
 #
 # 1. **(a)** E's memory (MiB), its total time (s) and its GPU-seconds per qualifying result;
 #    which of A-E is best (least GPU time per qualifying result among the schemes that fit and
@@ -32,9 +33,10 @@
 #    E's finish in time, what is E's effective throughput over the common observation window
 #    (req/s), and which scheme serves more correct answers in time?
 #
-# Within the ranges the seeds draw from, E's memory in (a), the best scheme in (a), (b) and (c),
-# B's late count and the better scheme in (d) are the same at every seed: the schemes' structure
-# decides them; the times and counts around them change. If a seed would give an unfair variant
+# Within the ranges the seeds draw from, the best scheme in (a) and the better scheme in (d) are
+# the same at every seed: D's draft model saves more rounds than E's lookup as long as both fit,
+# and E is B with fewer rounds. The best scheme in (b) and (c) changes with the index's memory
+# and the output length. If a seed would give an unfair variant
 # (a tie, an empty list, a zero count, an answer on a rounding edge), `grading.params` moves to
 # the next seed and prints why.
 #
@@ -55,6 +57,9 @@ print(f"B: prefill {given['shared_prefill_s']:g} s, decode round "
       f"request per round, lookup {given['lookup_s'] / units.ms:g} ms per round")
 print(f"(b) memory {given['small_kv_budget_bytes'] / units.GiB:g} GiB; (c) output "
       f"{given['short_output_tokens']} tokens")
+index = given["index_bytes"]
+print("E's lookup index: " + (f"on the GPU, {index / units.MiB:g} MiB" if index
+                              else "in host memory (no GPU memory)"))
 for name, s in calc.SCHEMES.items():
     if name != "E":
         print(f"  scheme {name}: {display.round_floats(s)}")  # 6 significant digits
@@ -85,7 +90,8 @@ for run in load.runs:
 memory_mib = total_s = gpu_s = best = None
 ### BEGIN SOLUTION
 scheme_e = calc.SCHEMES["E"].with_(tokens_per_round=given["e_tokens_per_round"],
-                                   round_extra_s=given["lookup_s"])
+                                   round_extra_s=given["lookup_s"],
+                                   draft_bytes=given["index_bytes"])
 schemes = [calc.SCHEMES[k] for k in "ABCD"] + [scheme_e]
 setting = dict(kv_budget_bytes=given["kv_budget_bytes"], output_tokens=given["output_tokens"],
                deadline_s=given["deadline_s"])
@@ -107,8 +113,9 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# E stores exactly what B stores, one 864 MiB prefix and 16 private parts of 324 MiB:
-# 6048 MiB (5.91 GiB). Its 255 decode tokens take ceil(255 / 2) = 128 rounds of
+# With the index in host memory, as in the chapter, E stores exactly what B stores, one
+# 864 MiB prefix and 16 private parts of 324 MiB: 6048 MiB (5.91 GiB); an index on the GPU
+# adds its own memory. Its 255 decode tokens take ceil(255 / 2) = 128 rounds of
 # 27.35 + 0.1 ms, so E finishes in 2.04 + 3.514 = 5.55 s, within 7 s, at 5.55 / 16 = 0.347
 # GPU-seconds per qualifying result. D is still cheaper (4.56 s, 0.285 GPU-s) and fits in
 # 12 GiB, so D is the choice; B (9.01 s) and C (14.55 s) miss the deadline and A does not fit.

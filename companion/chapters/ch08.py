@@ -368,6 +368,19 @@ ACCURACY_BF16_KV = 28 / 32
 ACCURACY_FP8_KV = 26 / 32
 """8.4.4: "switching to the original FP8 implementation answered 26 correctly"."""
 
+ACCURACY_FP8_KV_BF16_Q = 28 / 32
+"""8.4.4: "keeping FP8 KV but restoring Q to BF16 again answered 28 correctly"."""
+
+PRECISION_RUNS_PER_TASK = 4
+"""8.4.4: "Each task is run twice at each of two concurrency levels" (8 tasks, 32 runs)."""
+
+PRECISION_TASK_WRONG_BF16_KV = 5
+"""8.4.4: "task 5 (n512-r0 ...) is wrong all four times under BF16 KV, but correct all four
+times under "FP8 KV + BF16 Q""."""
+
+PRECISION_TASK_WRONG_FP8_KV_BF16_Q = 6
+"""8.4.4: "task 6 (n512-r1) shows exactly the opposite pattern"."""
+
 # --- 8.5: speculative decoding --------------------------------------------------------------------
 
 TOY_TARGET_PROBS = (0.25, 0.75)

@@ -18,12 +18,18 @@ def _params(seed: int) -> dict:
     c = variant("17-3", seed,
                 dict(hw=specs.H100_SXM, model=specs.LLAMA_8B, batch=ch17.BATCH,
                      short=ch17.CHAT_LIVE_TOKENS, long=ch17.LONG_CONTEXT_TOKENS,
-                     prompt=ch17.PROMPT_TOKENS),
+                     prompt=ch17.PROMPT_TOKENS, weight_bytes=None),
                 dict(hw=common_ch17.CARDS_17_3, model=common_ch17.ROUND_SMALL,
                      batch=(16, 32, 64, 128), short=(300, 600, 1_000, 2_000),
                      long=(4_000, 8_000, 16_000, 32_000),
-                     prompt=(128, 256, 512, 2_048, 8_192)))
+                     prompt=(128, 256, 512, 2_048, 8_192),
+                     # weights as the chapter stores them (BF16), or weight-only FP8 that is
+                     # widened to BF16 for the matrix products
+                     weight_bytes=(None, None, 1.0)))
     m = c["model"]
+    if c["weight_bytes"] is not None:
+        wb = c["weight_bytes"]
+        m = m.with_(name=f"{m.name}, FP8 weights (BF16 compute)", bytes_per_param=wb)
     return dict(hardware=c["hw"], model=m, params=m.n_params, bytes_per_param=m.bytes_per_param,
                 kv_bytes_per_token=calc.kv_bytes_per_token(m), batch=c["batch"],
                 short_context=c["short"], long_context=c["long"], prompt_tokens=c["prompt"])
@@ -67,7 +73,10 @@ def _mistakes(g: dict) -> dict:
         "a-ridge": [(hw.mem_bw_bytes_per_s / hw.peak_flops_per_s, "ridge = peak FLOP/s / "
                                                                   "bandwidth (bytes/s)"),
                     (2 * hw.peak_flops_per_s / hw.mem_bw_bytes_per_s, sparse)],
-        "b-i1": [(2.0, "2 FLOPs per parameter over 2 bytes per parameter")],
+        "b-i1": ([(2.0, "2 FLOPs per parameter over 2 bytes per parameter")]
+                 if g["bytes_per_param"] == 2 else
+                 [(2 / 2.0, f"the weights take {g['bytes_per_param']:g} byte(s) per parameter "
+                            "here, not BF16's 2")]),
         "c-peak1": [(pct(s["b-i1"] * hw.mem_bw_bytes_per_s / (2 * hw.peak_flops_per_s)),
                      sparse)],
         "h-peak-short": [(pct(b * hw.mem_bw_bytes_per_s / hw.peak_flops_per_s), no_kv),

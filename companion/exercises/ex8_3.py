@@ -13,11 +13,13 @@ from companion.sim import kv_scenarios
 _SHAPES = [  # (prompt, shared prefix, output): prefixes are whole 16-token blocks
     (ch08.LONG_PROMPT_TOKENS, ch08.SHARED_PREFIX_TOKENS, ch08.OUTPUT_TOKENS), (4096, 3072, 256),
     (16384, 12288, 256), (8192, 4096, 128)]
+_JOINED_BLOCKS = (1, 2, 3, 4)   # private full blocks that join the prefix in (c)
 
 
 def _params(seed: int) -> dict:
     if seed == 0:
         lengths, model, shape = ch08.PAGING_EXAMPLE_LENGTHS, specs.QWEN3_8B, _SHAPES[0]
+        joined = 1                 # Exercise 8-3: "convert one originally private full block"
     else:
         rng = rng_for("8-3", seed)
         lengths = [int(x) for x in rng.integers(3, 21, size=4)]
@@ -25,12 +27,13 @@ def _params(seed: int) -> dict:
             lengths[0] += 1    # an odd length leaves a slot unused at every block size
         model = pick(rng, common_ch08.VARIANT_MODELS)
         shape = pick(rng, _SHAPES)
+        joined = pick(rng, _JOINED_BLOCKS)
     prompt, prefix, output = shape
     return {"lengths": tuple(lengths), "block_sizes": ch08.EXERCISE_8_3_BLOCK_SIZES,
             "model": model,
             "kv_bytes_per_token": calc.kv_bytes_per_token(model), "prompt_tokens": prompt,
             "shared_prefix_tokens": prefix, "output_tokens": output, "block_tokens": 16,
-            "batches": ch08.EXERCISE_8_3_BATCHES}
+            "batches": ch08.EXERCISE_8_3_BATCHES, "joined_blocks": joined}
 
 
 def _parts() -> tuple[Part, ...]:
@@ -47,9 +50,14 @@ def _parts() -> tuple[Part, ...]:
         parts.append(Part(f"b-shared-b{b}", f"KV of {b} finished long requests, shared prefix",
                           "MiB"))
     for b in ch08.EXERCISE_8_3_BATCHES:
-        parts.append(Part(f"c-saved-b{b}", f"physical blocks saved for {b} requests when one "
-                                           f"private block joins the prefix", "blocks", "exact"))
+        parts.append(Part(f"c-saved-b{b}", f"physical blocks saved for {b} requests when the "
+                                           f"given private blocks join the prefix", "blocks",
+                          "exact"))
     return tuple(parts)
+
+
+def _joined_tokens(g: dict) -> int:
+    return g["joined_blocks"] * g["block_tokens"]
 
 
 def _shared_blocks(g: dict, batch: int, prefix: int) -> int:
@@ -63,13 +71,13 @@ def _solve(g: dict) -> dict:
     for b in g["batches"]:
         prefix = g["shared_prefix_tokens"]
         out[f"c-saved-b{b}"] = (_shared_blocks(g, b, prefix)
-                                - _shared_blocks(g, b, prefix + g["block_tokens"]))
+                                - _shared_blocks(g, b, prefix + _joined_tokens(g)))
     return out
 
 
 def _screen(seed: int) -> str | None:
     """(a) and (b) only, so that the screen does not page every batch twice: (c) saves
-    b - 1 blocks for a batch of b >= 2 at every seed (8.3.2)."""
+    k (b - 1) blocks for k joined blocks and a batch of b >= 2 at every seed (8.3.2)."""
     return screen_answers(exercises()[0], _solve_ab(_params(seed)))
 
 
@@ -123,9 +131,11 @@ def _mistakes(g: dict) -> dict:
             (b * (private + calc.kv_bytes(model, prefix) / units.MiB),
              "with sharing the common prefix is stored once, not once per request"),
         ]
+        k = g["joined_blocks"]
         hints[f"c-saved-b{b}"] = [
-            (b, "the common prefix gains that block, stored once: count it"),
-            (b + 1, "each request loses one private block and the prefix gains one"),
+            (k * b, "the common prefix gains those blocks, stored once: count them"),
+            (k * (b + 1), "each request loses its private blocks and the prefix gains them"),
+            (b - 1, f"{k} blocks join the prefix, not one"),
         ]
     return hints
 

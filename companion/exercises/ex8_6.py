@@ -30,12 +30,12 @@ def _parts() -> tuple[Part, ...]:
         parts.append(Part(f"a-fit-{fmt}", f"finished long requests that fit the budget in {fmt}",
                           "requests", "exact"))
     parts += [
-        Part("b-correct-bf16", "questions answered correctly with BF16 KV", "questions", "exact"),
-        Part("b-correct-fp8", "questions answered correctly with FP8 KV", "questions", "exact"),
-        Part("b-correct-mixed", "questions answered correctly with FP8 KV + BF16 Q", "questions",
+        Part("b-correct-bf16", "runs answered correctly with BF16 KV", "runs", "exact"),
+        Part("b-correct-fp8", "runs answered correctly with FP8 KV", "runs", "exact"),
+        Part("b-correct-mixed", "runs answered correctly with FP8 KV + BF16 Q", "runs",
              "exact"),
-        Part("b-changed", "questions whose correctness differs between BF16 KV and "
-                          "FP8 KV + BF16 Q", "questions", "exact"),
+        Part("b-changed", "runs whose correctness differs between BF16 KV and "
+                          "FP8 KV + BF16 Q", "runs", "exact"),
         Part("c-successful", "requests that end with a correct answer", "requests", "exact"),
         Part("c-total", "time to a correct answer, every attempt counted, summed", "s"),
         Part("c-final-only", "time of the final successful attempts only, summed", "s"),
@@ -100,7 +100,7 @@ def _mistakes(g: dict) -> dict:
     i, j = configs.index("BF16 KV"), configs.index("FP8 KV + BF16 Q")
     hints["b-changed"] = [
         (abs(sum(it.correct[i] for it in items) - sum(it.correct[j] for it in items)),
-         "compare question by question: equal totals can hide changes in both directions"),
+         "compare run by run: equal totals can hide changes in both directions"),
     ]
     by_request = _attempts_by_request(g["retries"])
     everything = sum(a.time_s for a in g["retries"].attempts)
@@ -128,7 +128,7 @@ def _screen(seed: int) -> str | None:
                 "a number with itself")
     answers = _solve(g)
     if answers["b-changed"] == 0:
-        return ("no question changes between BF16 KV and FP8 KV + BF16 Q, so the list in (b) "
+        return ("no run changes between BF16 KV and FP8 KV + BF16 Q, so the list in (b) "
                 "would be empty")
     return screen_answers(exercises()[0], answers)
 
@@ -139,7 +139,7 @@ def exercises() -> list[Exercise]:
         section="8.4.2, 8.4.4",
         parts=_parts(), make_params=_params, solve=_solve, mistakes=_mistakes,
         conditions=(
-            "at least one question changes between BF16 KV and FP8 KV + BF16 Q (the list in (b) "
+            "at least one run changes between BF16 KV and FP8 KV + BF16 Q (the list in (b) "
             "is not empty)",
             "at least one request that ends with a correct answer needed a retry (the two sums of "
             "(c) differ)",

@@ -14,16 +14,22 @@ from companion.sim import records_ch08
 
 CHOICES = ("A", "B", "C", "D", "E", "none")
 LOAD_CHOICES = ("B", "E")
+_INDEX_MIB = (0, 0, 128, 256, 512)
 
 
 def _params(seed: int) -> dict:
     chosen = variant("8-9", seed,
                      {"deadline": ch08.DEADLINE_S, "e_tokens": 2.0, "lookup_ms": 0.1,
-                      "small_gib": 6, "short": 16, "rate": records_ch08.LOAD_ARRIVAL_RATE_PER_S},
+                      "small_gib": 6, "short": 16, "rate": records_ch08.LOAD_ARRIVAL_RATE_PER_S,
+                      "index_mib": 0},
                      {"deadline": (7.0, 7.5, 8.0), "e_tokens": (2.0, 2.5),
                       "lookup_ms": (0.1, 0.2, 0.5), "small_gib": (6, 7, 8),
-                      "short": (16, 24, 32), "rate": (4.0, 6.0, 8.0)})
+                      "short": (16, 24, 32, 48), "rate": (1.0, 2.0, 4.0, 6.0, 8.0),
+                      # where E's lookup index lives: host memory (0, as in the chapter) or
+                      # the GPU, taking this much of the memory for KV and buffers
+                      "index_mib": _INDEX_MIB})
     lookup_s = chosen["lookup_ms"] * units.ms
+    index_bytes = chosen["index_mib"] * units.MiB
     return {
         "kv_budget_bytes": ch08.KV_BUDGET_BYTES, "deadline_s": chosen["deadline"],
         "output_tokens": ch08.OUTPUT_TOKENS, "batch": ch08.LONG_BATCH,
@@ -32,11 +38,12 @@ def _params(seed: int) -> dict:
         "shared_prefill_s": ch08.SHARED_PREFILL_S, "shared_round_s": ch08.SHARED_ROUND_S,
         "e_tokens_per_round": chosen["e_tokens"], "lookup_s": lookup_s,
         "small_kv_budget_bytes": chosen["small_gib"] * units.GiB,
-        "short_output_tokens": chosen["short"],
+        "short_output_tokens": chosen["short"], "index_bytes": index_bytes,
         "load": records_ch08.scheme_load_runs(seed, deadline_s=chosen["deadline"],
                                               e_tokens_per_round=chosen["e_tokens"],
                                               lookup_s=lookup_s,
-                                              arrival_rate_per_s=chosen["rate"]),
+                                              arrival_rate_per_s=chosen["rate"],
+                                              e_index_bytes=index_bytes),
     }
 
 
@@ -63,7 +70,7 @@ def _parts() -> tuple[Part, ...]:
 
 def _schemes(g: dict) -> list:
     e = calc.SCHEMES["E"].with_(tokens_per_round=g["e_tokens_per_round"],
-                                round_extra_s=g["lookup_s"])
+                                round_extra_s=g["lookup_s"], draft_bytes=g["index_bytes"])
     return [calc.SCHEMES[k] for k in "ABCD"] + [e]
 
 
@@ -123,10 +130,11 @@ def _mistakes(g: dict) -> dict:
     e_round = g["shared_round_s"] + g["lookup_s"]
     hints = {
         "a-memory-E": [
-            (d.memory_bytes / units.MiB, "E's draft index lives in host memory: no draft "
-                                         "weights on the GPU"),
+            (d.memory_bytes / units.MiB, "E's drafts come from a lookup index, not D's draft "
+                                         "model"),
             (results["A"].memory_bytes / units.MiB, "E shares the prefix, stored once"),
-        ],
+        ] + ([(b.memory_bytes / units.MiB, "the index lives on the GPU here: add its memory")]
+             if g["index_bytes"] else []),
         "a-total-E": [
             (g["shared_prefill_s"] + plain_rounds * e_round,
              "each round yields several tokens per request: fewer rounds than G - 1"),

@@ -260,12 +260,12 @@ def precision_grid_traces(results) -> tuple[list, dict]:
     the answer was right (8.4.4). ``results``: a ``records_ch08.PrecisionResults``."""
     configs = list(results.configs)
     tasks = sorted({it.task for it in results.items})
-    runs = sorted({it.question for it in results.items})
+    runs = sorted({it.run for it in results.items})
     labels = {it.task: f"task {it.task} ({it.label})" for it in results.items}
     width = (1 - _GRID_GAP * (len(configs) - 1)) / len(configs)
     traces, layout = [], {"height": 430, "margin": {"t": 60, "l": 150}}
     for c, config in enumerate(configs):
-        grid = {(it.task, it.question): it.correct[c] for it in results.items}
+        grid = {(it.task, it.run): it.correct[c] for it in results.items}
         z = [[int(grid[t, q]) for q in runs] for t in tasks]
         ax = "" if c == 0 else str(c + 1)
         # numeric axes with tick labels: the book's PNG renderer then places cells exactly
