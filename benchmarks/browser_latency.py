@@ -236,7 +236,7 @@ def bench_explorer(page, cdp, lab, probe, cell_index: int, variable: str, panel:
     value = H.slider_value(control, slider)
     # a reader stepping through the range: half the moves away from the end of the range the
     # default sits at, then as many back (the first move warms up and is dropped)
-    away, back = (("ArrowLeft", "ArrowRight") if value + control.step > control.max
+    away, back = (("ArrowLeft", "ArrowRight") if control.step_from(value, +1) is None
                   else ("ArrowRight", "ArrowLeft"))
     if path == "jump":
         keys = [away.replace("ArrowRight", "PageUp").replace("ArrowLeft", "PageDown")] * (

@@ -131,8 +131,13 @@ def test_capacity_panel_defaults_are_the_chapters_setting():
 
 def _widget_state(panel) -> list:
     # what the page's control models hold, in the panel's control order
-    return [panel._widgets[c.name].index if c.kind == "choice" else panel._widgets[c.name].value
+    return [panel._widgets[c.name].index if _indexed(c) else panel._widgets[c.name].value
             for c in panel.controls]
+
+
+def _indexed(control) -> bool:
+    """A dropdown or a slider with log-spaced stops: the page holds its option index."""
+    return control.kind == "choice" or control.ladder is not None
 
 
 @pytest.mark.parametrize("cls", PANELS, ids=lambda c: c.__name__)
@@ -148,10 +153,10 @@ def test_lookahead_offers_exactly_what_the_kernel_then_sends(cls):
     steppable = [c for c in cls.controls if c.kind in ("int", "float", "choice")]
     for position, c in ((cls.controls.index(c), c) for c in steppable):
         widget = panel._widgets[c.name]
-        start = widget.index if c.kind == "choice" else widget.value
+        start = widget.index if _indexed(c) else widget.value
         # one step, as the page's arrow key would take it
-        if c.kind == "choice":
-            widget.index = start + 1 if start + 1 < len(c.options) else start - 1
+        if _indexed(c):
+            widget.index = start + 1 if start + 1 < len(widget.options) else start - 1
         else:
             up = start + widget.step
             widget.value = up if up <= widget.max else start - widget.step
@@ -161,7 +166,7 @@ def test_lookahead_offers_exactly_what_the_kernel_then_sends(cls):
         for entry in offered:
             assert [k for i, k in enumerate(entry["key"]) if i != position] == \
                 [k for i, k in enumerate(_widget_state(panel)) if i != position]
-            if c.kind == "choice":
+            if _indexed(c):
                 widget.index = entry["key"][position]
             else:
                 widget.value = entry["key"][position]
@@ -176,10 +181,10 @@ def test_lookahead_is_skipped_when_the_kernel_was_slow():
     panel = widgets.RooflinePanel()
     panel.show()
     panel.LOOKAHEAD_BUDGET_S = 0.0
-    panel._widgets["batch"].value = panel._widgets["batch"].value + 1
+    panel._widgets["batch"].index += 1            # one stop of the batch's log-spaced slider
     assert panel._fig.state.ahead == b"[]"
     panel.LOOKAHEAD_BUDGET_S = math.inf
-    panel._widgets["batch"].value = panel._widgets["batch"].value + 1
+    panel._widgets["batch"].index += 1
     assert len(json.loads(panel._fig.state.ahead)) == 2
 
 
@@ -195,14 +200,17 @@ def test_lookahead_after_a_jump_waits_and_is_dropped_when_the_reader_moves_on():
     at = [c.name for c in panel.controls].index("batch")
     ahead = lambda: sorted(e["key"][at] for e in json.loads(panel._fig.state.ahead))  # noqa: E731
 
+    # the batch slider's stops are log-spaced (1, 2, 3, 4, 6, ... 1024); keys hold stop indices
+    stop = panel._stops["batch"].index
+
     async def moves():
-        slider.value = 100                       # a jump: nothing offered yet
+        slider.value = 256                       # a jump: nothing offered yet
         assert ahead() == []
-        slider.value = 200                       # the hand moves on: 100's lookahead dropped
+        slider.value = 768                       # the hand moves on: 256's lookahead dropped
         await asyncio.sleep(3 * panel.LOOKAHEAD_AFTER_JUMP_S)
-        assert ahead() == [199, 201]             # and 200's, once the hand has stopped
-        slider.value = 201                       # one step: offered at once
-        assert ahead() == [200, 202]
+        assert ahead() == [stop(512), stop(1024)]   # and 768's, once the hand has stopped
+        slider.value = 512                       # one stop: offered at once
+        assert ahead() == [stop(384), stop(768)]
 
     asyncio.run(moves())
     assert panel._pending_lookahead is None
@@ -220,3 +228,27 @@ def test_reset_puts_every_widget_back_dropdowns_included():
     assert model.index == 0 and model.value == panel.defaults()["model"]
     model.index = 1  # and the controls still drive the figure afterwards
     assert json.loads(panel._fig.state.key)[0] == 1
+
+
+def test_controls_that_span_decades_have_log_spaced_stops():
+    # issue 23: a linear 1-1,024 batch slider jumped from 64 to 1,024 in a 150 px drag, and a
+    # linear 0-65k prompt slider put the chapter's 8,192 at the far left of a log-scale figure
+    from companion.explorers.base import LADDER_SPAN
+
+    laddered = 0
+    for cls in PANELS:
+        for c in cls.controls:
+            if c.kind != "int" or c.max <= LADDER_SPAN * max(c.min or 0, c.step or 1, 1):
+                continue
+            laddered += 1
+            assert c.ladder is not None, (cls.__name__, c.name)
+            stops = c.stops()
+            assert (stops[0], stops[-1]) == (c.min, c.max) and c.default in stops, c.name
+            # about evenly spaced on a log scale: no stop more than twice the one before it
+            assert all(b / a <= 2 for a, b in zip(stops[1:], stops[2:])), (c.name, stops)
+            assert len(stops) <= 40, (c.name, len(stops))
+    assert laddered >= 2
+    batch = next(c for c in widgets.RooflinePanel.controls if c.name == "batch")
+    assert batch.step_from(64, +1) == 96 and batch.step_from(1024, +1) is None
+    prompt = next(c for c in widgets.KVCapacityPanel.controls if c.name == "prompt_tokens")
+    assert prompt.stops().index(8192) > len(prompt.stops()) / 2     # mid-slider, not far left

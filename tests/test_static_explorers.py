@@ -87,14 +87,20 @@ def test_control_values_cover_the_range_on_the_grid():
     prompt = next(c for c in panel.controls if c.name == "prompt_tokens")
     values = S.control_values(prompt, 25, include=[8192])
     assert values[0] == prompt.min and values[-1] == prompt.max and 8192 in values
-    assert all((v - prompt.min) % prompt.step == 0 for v in values)
+    # a prompt spanning 256x has log-spaced stops: the static slider offers the live one's
+    assert values == prompt.stops() and prompt.ladder is not None
+    assert all(1 < b / a <= 2 for a, b in zip(values, values[1:]))   # no stop jumps > 2x
     assert values[1] - values[0] < values[-1] - values[-2]  # geometric over 256x
+    linear = next(c for c in widgets.SnapshotSpacingPanel.controls
+                  if c.name == "snapshot_mib")          # a float: no ladder, 25 grid values
+    values = S.control_values(linear, 25)
+    assert len(values) == 25 and linear.ladder is None
     budget = next(c for c in panel.controls if c.name == "kv_budget_gib")
     assert all(isinstance(v, float) for v in S.control_values(budget, 10))
     model = next(c for c in panel.controls if c.name == "model")
     assert S.control_values(model) == list(model.options.values())
     with pytest.raises(ValueError, match="steps"):
-        S.control_values(prompt, 1)
+        S.control_values(linear, 1)
 
 
 def test_static_figure_names_a_wrong_control():

@@ -30,7 +30,7 @@ from typing import Any
 from companion import validate as v
 from companion.explorers.common import plotly_go
 
-__all__ = ["Control", "View", "Panel"]
+__all__ = ["Control", "View", "Panel", "binary_ladder"]
 
 
 def _running_loop():
@@ -43,11 +43,57 @@ def _running_loop():
         return None
 
 
+def binary_ladder(lo: int, hi: int) -> tuple:
+    """Slider stops for a count that spans decades: the powers of two and one and a half times
+    them (1, 2, 3, 4, 6, 8, 12, ...; every chapter batch and length), from ``lo`` to ``hi``,
+    both included. A zero ``lo`` is kept as the first stop (no context yet)."""
+    stops = {lo, hi}
+    x = 1
+    while x <= hi:
+        for v in (x, x * 3 // 2):
+            if lo <= v <= hi and v == int(v):
+                stops.add(int(v))
+        x *= 2
+    return tuple(sorted(stops))
+
+
+def decimal_ladder(lo: int, hi: int) -> tuple:
+    """Slider stops for a count that spans decades, in round decimal numbers: 1, 1.5, 2, 3, 5
+    and 7 times each power of ten, from ``lo`` to ``hi``, both included (a zero ``lo`` too)."""
+    stops = {lo, hi}
+    x = 1
+    while x <= hi:
+        for mantissa in (1, 1.5, 2, 3, 5, 7):
+            v = x * mantissa
+            if lo <= v <= hi and v == int(v):
+                stops.add(int(v))
+        x *= 10
+    return tuple(sorted(stops))
+
+
+# an int slider whose range spans more than this factor gets log-spaced stops (issue 23: a
+# linear 1-1024 slider jumps from 64 to 1,024 in a short drag)
+LADDER_SPAN = 100
+
+
+def log_ladder(lo: int, hi: int, default: int) -> tuple:
+    """The stops for an int control spanning decades: ``binary_ladder`` where the default is one
+    of its stops (the chapters' 2,048, 8,192, batch 64), else ``decimal_ladder`` (600, 8,000)."""
+    binary = binary_ladder(lo, hi)
+    return binary if default in binary else decimal_ladder(lo, hi)
+
+
 @dataclass(frozen=True)
 class Control:
     """One slider, dropdown or text box. ``kind``: "int", "float", "choice" (``options``:
     label -> value) or "text" (a string the reader pastes or types, such as a config.json;
-    ``options``, label -> text, are examples that ``corners`` tries besides the default)."""
+    ``options``, label -> text, are examples that ``corners`` tries besides the default).
+
+    ``ladder``: for a quantity whose range spans decades (a batch, a prompt length), the
+    values its slider stops at, spaced about evenly on a log scale; the default is always one
+    of them, and the API still accepts any value in [min, max]. An int control spanning more
+    than ``LADDER_SPAN`` gets ``log_ladder``'s stops unless it passes ``ladder=()`` (a plain
+    linear slider)."""
 
     name: str
     label: str
@@ -57,6 +103,32 @@ class Control:
     max: float | None = None
     step: float | None = None
     options: dict | None = None
+    ladder: tuple | None = None
+
+    def __post_init__(self):
+        if self.ladder == ():
+            object.__setattr__(self, "ladder", None)
+        elif (self.ladder is None and self.kind == "int" and self.max is not None
+              and self.max > LADDER_SPAN * max(self.min or 0, self.step or 1, 1)):
+            # no stop finer than the control's step, apart from the range's own ends
+            lo, hi = int(self.min), int(self.max)
+            object.__setattr__(self, "ladder", tuple(
+                x for x in log_ladder(lo, hi, int(self.default))
+                if x in (lo, hi) or x >= (self.step or 1)))
+
+    def stops(self, include=()) -> list:
+        """A ladder control's slider stops: the ladder, the default and ``include``."""
+        return sorted({*self.ladder, self.default, *include})
+
+    def step_from(self, value, direction: int = 1):
+        """The value one slider step (an arrow key) from ``value``; None past the range."""
+        if self.ladder is not None:
+            stops = self.stops(include=(value,))
+            i = stops.index(value) + direction
+            return stops[i] if 0 <= i < len(stops) else None
+        x = value + direction * self.step
+        x = int(x) if self.kind == "int" else round(x, 12)
+        return x if self.min <= x <= self.max else None
 
     def check(self, value):
         """Validate one value against this control (a clear error naming the control)."""
@@ -196,6 +268,8 @@ class Panel:
             value = params[c.name]
             if c.kind == "choice":
                 key.append(list(c.options.values()).index(value))
+            elif c.ladder is not None:
+                key.append(self._stop_index(c, value))
             elif c.kind == "int":
                 key.append(int(value))
             elif c.kind == "float":
@@ -203,6 +277,16 @@ class Panel:
             else:
                 key.append(str(value))
         return key
+
+    def _stop_index(self, control: Control, value) -> int:
+        """Where ``value`` sits among the stops its slider shows (the nearest stop's index for
+        a value set from code that the slider does not offer)."""
+        stops = self._stops.get(control.name) or control.stops()
+        if value in stops:
+            return stops.index(value)
+        return min(range(len(stops)), key=lambda i: abs(stops[i] - value))
+
+    _stops: dict = {}
 
     def _neighbours(self, name: str) -> list:
         """The values one step either side of control ``name``'s, as its widget steps (arrow
@@ -215,6 +299,10 @@ class Panel:
             return [values[j] for j in (i - 1, i + 1) if 0 <= j < len(values)]
         if control.kind not in ("int", "float"):
             return []
+        if control.ladder is not None:
+            stops = self._stops[name]
+            i = self._stop_index(control, value)
+            return [stops[j] for j in (i - 1, i + 1) if 0 <= j < len(stops)]
         widget = self._widgets[name]
         out = []
         for x in (value - widget.step, value + widget.step):
@@ -248,6 +336,9 @@ class Panel:
         control = next(c for c in self.controls if c.name == name)
         if control.kind not in ("int", "float") or previous is None:
             return True
+        if control.ladder is not None:
+            return abs(self._stop_index(control, value)
+                       - self._stop_index(control, previous)) <= 1
         return abs(value - previous) <= self._widgets[name].step * (1 + 1e-9)
 
     def _moved(self, name: str, value) -> None:
@@ -291,6 +382,11 @@ class Panel:
             return w.Textarea(value=value, description=control.label, continuous_update=False,
                               placeholder="a path to config.json, or its text pasted here",
                               style=style, layout=w.Layout(width="420px", height="4.5em"))
+        if control.ladder is not None:  # log-spaced stops; the readout shows the value
+            return w.SelectionSlider(
+                options=[(f"{x:,}", x) for x in self._stops[control.name]], value=value,
+                description=control.label, continuous_update=True, style=style,
+                layout=layout)
         cls = w.IntSlider if control.kind == "int" else w.FloatSlider
         kwargs = dict(value=value, min=control.min, max=control.max, description=control.label,
                       continuous_update=True, style=style, layout=layout)
@@ -307,6 +403,8 @@ class Panel:
         from companion.explorers.figure_widget import PlotlyFigure
 
         view = self.compute(**self.params)
+        self._stops = {c.name: c.stops(include=(self.params[c.name],))
+                       for c in self.controls if c.ladder is not None}
         self._fig = PlotlyFigure(view.traces, self._layout(view),
                                  key=self._widget_key(self.params), readout_html=view.text)
         # the readout may shrink and scroll; the controls keep their width so that every
@@ -314,7 +412,8 @@ class Panel:
         self._readout = w.HTML(value=view.text, layout=w.Layout(flex="1 1 auto", min_width="0",
                                                                 overflow="auto"))
         self._widgets = {c.name: self._widget_for(c) for c in self.controls}
-        self._fig.follow([(self._widgets[c.name], "index" if c.kind == "choice" else "value")
+        self._fig.follow([(self._widgets[c.name],
+                           "index" if c.kind == "choice" or c.ladder is not None else "value")
                           for c in self.controls], self._readout)
 
         for name, widget in self._widgets.items():

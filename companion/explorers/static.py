@@ -82,6 +82,8 @@ def control_values(control, steps: int = DEFAULT_STEPS, include=()) -> list:
     on the control's grid, plus ``include`` (the chapter's setting)."""
     if control.kind == "choice":
         return list(control.options.values())
+    if control.ladder is not None:   # the live slider's own stops
+        return control.stops(include=[control.check(x) for x in include])
     if steps < 2:
         raise ValueError(f"steps: need at least 2, got {steps!r}")
     lo, hi = control.min, control.max

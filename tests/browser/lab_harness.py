@@ -836,8 +836,7 @@ def move_and_verify(page, root, panel_cls, params: dict, name: str, *, drag_to=N
     assert np.isclose(before_value, params[name]), (name, before_value, params[name])
     if drag_to is None:
         press_right(handle_slider)
-        value = params[name] + control.step
-        value = int(value) if control.kind == "int" else round(value, 12)
+        value = control.step_from(params[name], +1)   # the next stop on a log-spaced slider
         _wait_value(control, handle_slider, value)
         how = f"ArrowRight: {name} {before_value} -> {value}"
     else:
