@@ -888,6 +888,30 @@ def check_controls(root, panel_cls) -> list[str]:
     return missing
 
 
+def cell_by_grade_id(nb: dict, grade_id: str) -> int:
+    """The index, among ``nb``'s code cells, of the one nbgrader knows as ``grade_id``."""
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    (index,) = [i for i, c in enumerate(code)
+                if c["metadata"].get("nbgrader", {}).get("grade_id") == grade_id]
+    return index
+
+
+def run_cell(page, cell) -> None:
+    """Run one cell as a reader does (click into it, Shift+Enter) and wait for its number."""
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    cell.locator(".jp-InputArea-prompt", has_text=re.compile(r"\[\d+\]")).wait_for(
+        timeout=120_000)
+
+
+def type_into_cell(page, cell, code: str) -> None:
+    """Replace a cell's source with one line of ``code``, typed as a reader pastes it (one line,
+    so the editor's auto-indent has nothing to add)."""
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("ControlOrMeta+a")
+    page.keyboard.insert_text(code)
+
+
 def screenshot(target, name: str, **options) -> Path:
     """Save a PNG of a page or element under artifacts/screenshots/ (git-ignored)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)

@@ -192,21 +192,6 @@ def graded(answers: dict) -> tuple[list[str], str]:
     raise AssertionError(f"every part correct, a wrong answer was meant: {results}")
 
 
-def cell_by_grade_id(nb: dict, grade_id: str) -> int:
-    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    (index,) = [i for i, c in enumerate(code)
-                if c["metadata"].get("nbgrader", {}).get("grade_id") == grade_id]
-    return index
-
-
-def run_cell(page, cell) -> None:
-    """Run one cell as a reader does (click into it, Shift+Enter) and wait for its number."""
-    cell.locator(".jp-InputArea-editor").click()
-    page.keyboard.press("Shift+Enter")
-    cell.locator(".jp-InputArea-prompt", has_text=re.compile(r"\[\d+\]")).wait_for(
-        timeout=120_000)
-
-
 def test_exercise_check_cell_grades_a_right_and_a_wrong_answer(server, reader):
     from companion import grading
 
@@ -224,14 +209,11 @@ def test_exercise_check_cell_grades_a_right_and_a_wrong_answer(server, reader):
     H.open_notebook(page, server, EXERCISE, timeout_ms=KERNEL_START_MS)
     H._menu(page, "Edit", "Clear Outputs of All Cells")
     cells = page.locator(f"{H.ACTIVE} .jp-CodeCell")
-    answer = cells.nth(cell_by_grade_id(nb, "bc_answer"))
-    answer.locator(".jp-InputArea-editor").click()
-    page.keyboard.press("ControlOrMeta+a")
-    # one line, so that the editor's auto-indent has nothing to add
-    page.keyboard.insert_text(f"b_kv = {{short: {right!r}, long_: {wrong!r}}}; fits = {{}}")
+    H.type_into_cell(page, cells.nth(H.cell_by_grade_id(nb, "bc_answer")),
+                     f"b_kv = {{short: {right!r}, long_: {wrong!r}}}; fits = {{}}")
     for grade_id in ("given", "bc_answer", "bc_check"):
-        run_cell(page, cells.nth(cell_by_grade_id(nb, grade_id)))
-    check = cells.nth(cell_by_grade_id(nb, "bc_check"))
+        H.run_cell(page, cells.nth(H.cell_by_grade_id(nb, grade_id)))
+    check = cells.nth(H.cell_by_grade_id(nb, "bc_check"))
     check.locator(H.ERROR_OUTPUT).wait_for(timeout=60_000)
     shown = [H.html_text(t) for t in check.locator(".companion-verdict").all_inner_texts()]
     assert shown == [H.html_text(m) for m in messages], shown

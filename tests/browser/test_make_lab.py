@@ -193,3 +193,71 @@ def test_second_make_lab_keeps_the_students_work(browser, make_lab):
     finally:
         leftovers = again.stop()
     assert not leftovers, leftovers
+
+
+SECTION = "notebooks/ch08_inference_optimization/08_1_request_lifecycle.ipynb"
+EXERCISE, EXERCISE_ID = "exercises/ex8_1.ipynb", "8-1"
+
+
+def _git_status() -> str:
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=H.ROOT,
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_a_students_first_hour_leaves_the_repository_as_it_was(browser, make_lab):
+    """Issue 23's first hour, as root on this clone: `make lab`, START_HERE run to the end, one
+    section run to the end, one exercise answered wrong and then right, saved. The student's
+    saved work is in the working copy, and `git status` is what it was before."""
+    from companion import grading
+
+    before = _git_status()
+    server = make_lab()
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(server.browser_url(), timeout=120_000)
+        page.wait_for_selector(f'{H.ACTIVE} .jp-Notebook-ExecutionIndicator[data-status="idle"]',
+                               timeout=120_000)
+        for path in (START_HERE, SECTION):
+            n_code = H.open_notebook(page, server, path)
+            H.run_all_cells(page, n_code)
+            assert not H.page_problems(page, H.ACTIVE), path
+            assert page.locator(f"{H.ACTIVE} {H.ERROR_OUTPUT}").count() == 0, path
+            server.shutdown_notebook(path)
+
+        ex = grading.exercises()[EXERCISE_ID]
+        given = grading.params(EXERCISE_ID)
+        short, long_ = given["contexts"]
+        solved = ex.solve(given)
+        nb = json.loads((server.work / EXERCISE).read_text())
+        H.open_notebook(page, server, EXERCISE)
+        cells = page.locator(f"{H.ACTIVE} .jp-CodeCell")
+        answer = cells.nth(H.cell_by_grade_id(nb, "bc_answer"))
+        check = cells.nth(H.cell_by_grade_id(nb, "bc_check"))
+        H.run_cell(page, cells.nth(H.cell_by_grade_id(nb, "given")))
+        # wrong first: the long context's fit is off by one, a slip the checker names
+        H.type_into_cell(page, answer, f"b_kv = {{short: {solved['b-short']!r}, long_: "
+                                       f"{solved['b-long']!r}}}; fits = {{short: "
+                                       f"{solved['c-short']!r}, long_: {solved['c-long'] + 1!r}}}")
+        H.run_cell(page, answer)
+        H.run_cell(page, check)
+        check.locator(H.ERROR_OUTPUT).wait_for(timeout=60_000)
+        shown = " ".join(check.locator(".companion-verdict").all_inner_texts())
+        assert "(c-long) not yet" in shown and "(c-short) correct" in shown, shown
+        # then right: the cell says so, and shows no error
+        H.type_into_cell(page, answer, f"b_kv = {{short: {solved['b-short']!r}, long_: "
+                                       f"{solved['b-long']!r}}}; fits = {{short: "
+                                       f"{solved['c-short']!r}, long_: {solved['c-long']!r}}}")
+        H.run_cell(page, answer)
+        H.run_cell(page, check)
+        verdict = check.locator(".companion-verdict", has_text="all 4 parts of this cell correct")
+        verdict.wait_for(timeout=60_000)
+        assert check.locator(H.ERROR_OUTPUT).count() == 0
+        H.screenshot(check, "make_lab_first_hour_all_correct")
+        page.keyboard.press("ControlOrMeta+s")
+        H.wait_until(lambda: "fits = {short:" in (server.work / EXERCISE).read_text(),
+                     "the student's answer saved into the working copy", timeout_s=60)
+    finally:
+        context.close()
+    assert "fits = {short:" not in (H.ROOT / EXERCISE).read_text()
+    assert _git_status() == before, "a student's session changed the repository"
