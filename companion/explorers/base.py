@@ -58,12 +58,13 @@ def binary_ladder(lo: int, hi: int) -> tuple:
 
 
 def decimal_ladder(lo: int, hi: int) -> tuple:
-    """Slider stops for a count that spans decades, in round decimal numbers: 1, 1.5, 2, 3, 5
-    and 7 times each power of ten, from ``lo`` to ``hi``, both included (a zero ``lo`` too)."""
+    """Slider stops for a count that spans decades, in round decimal numbers: 1, 1.5, 2, 3, 4,
+    5, 6 and 8 times each power of ten (the chapters' 600, 4,000, 8,000), from ``lo`` to
+    ``hi``, both included (a zero ``lo`` too)."""
     stops = {lo, hi}
     x = 1
     while x <= hi:
-        for mantissa in (1, 1.5, 2, 3, 5, 7):
+        for mantissa in (1, 1.5, 2, 3, 4, 5, 6, 8):
             v = x * mantissa
             if lo <= v <= hi and v == int(v):
                 stops.add(int(v))
@@ -77,10 +78,16 @@ LADDER_SPAN = 100
 
 
 def log_ladder(lo: int, hi: int, default: int) -> tuple:
-    """The stops for an int control spanning decades: ``binary_ladder`` where the default is one
-    of its stops (the chapters' 2,048, 8,192, batch 64), else ``decimal_ladder`` (600, 8,000)."""
-    binary = binary_ladder(lo, hi)
-    return binary if default in binary else decimal_ladder(lo, hi)
+    """The stops for an int control spanning decades: ``binary_ladder`` where the default is a
+    power of two or three times one (the chapters' 2,048, 8,192, batch 64), else
+    ``decimal_ladder`` (600, 8,000)."""
+    # a default at the range's low end (0, 1) says nothing: then the high end decides
+    decides = default if default != lo else hi
+    odd = decides
+    while odd > 0 and odd % 2 == 0:
+        odd //= 2
+    binary = odd in (1, 3)     # a power of two, or three times one
+    return binary_ladder(lo, hi) if binary else decimal_ladder(lo, hi)
 
 
 @dataclass(frozen=True)
@@ -104,6 +111,9 @@ class Control:
     step: float | None = None
     options: dict | None = None
     ladder: tuple | None = None
+    # values a laddered slider stops at besides its ladder: those a notebook's prompt or worked
+    # answer sets it to (tests/test_controls_reach_the_text.py finds those set in code)
+    extra_stops: tuple = ()
 
     def __post_init__(self):
         if self.ladder == ():
@@ -117,8 +127,9 @@ class Control:
                 if x in (lo, hi) or x >= (self.step or 1)))
 
     def stops(self, include=()) -> list:
-        """A ladder control's slider stops: the ladder, the default and ``include``."""
-        return sorted({*self.ladder, self.default, *include})
+        """A ladder control's slider stops: the ladder, its extra stops, the default and
+        ``include``."""
+        return sorted({*self.ladder, *self.extra_stops, self.default, *include})
 
     def step_from(self, value, direction: int = 1):
         """The value one slider step (an arrow key) from ``value``; None past the range."""

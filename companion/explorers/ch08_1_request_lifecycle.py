@@ -301,7 +301,8 @@ class MemoryBudgetPanel(Panel):
         Control("kv_precision", "KV format", "choice", 2.0, options=KV_PRECISIONS),
         Control("prompt_tokens", "prompt (tokens)", "int", ch08.SHORT_PROMPT_TOKENS, 16, 131072,
                 16),
-        Control("output_tokens", "output (tokens)", "int", ch08.OUTPUT_TOKENS, 1, 8192, 1),
+        Control("output_tokens", "output (tokens)", "int", ch08.OUTPUT_TOKENS, 1, 8192, 1,
+                extra_stops=(300,)),              # "Try this" 4: 300 outputs
         Control("block_tokens", "KV block (tokens)", "int", ch08.BLOCK_TOKENS, 1, 256, 1),
         Control("kv_budget_gib", "KV pool M_KV (GiB)", "float",
                 ch08.KV_BUDGET_BYTES / units.GiB, 0.5, 80.0, 0.5),

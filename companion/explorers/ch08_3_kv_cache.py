@@ -731,7 +731,8 @@ class SnapshotSpacingPanel(Panel):
         Control("matched_tokens", "matched prefix (tokens)", "int", ch08.HYBRID_MATCHED_TOKENS,
                 0, 131072, 128),
         Control("context_tokens", "context kept in snapshots (tokens)", "int",
-                ch08.HYBRID_MATCHED_TOKENS, 256, 262144, 256),
+                ch08.HYBRID_MATCHED_TOKENS, 256, 262144, 256,
+                extra_stops=(131072,)),           # "Try this" 5: a 128K-token context
         Control("snapshot_mib", "one snapshot per card (MiB)", "float",
                 ch08.HYBRID_SNAPSHOT_MIB_PER_CARD, 1.0, 200.0, 0.1),
     )

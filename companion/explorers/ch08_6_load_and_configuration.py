@@ -321,7 +321,8 @@ class AdmissionPanel(Panel):
                 0.001),
         Control("interval_ms", "output interval (ms)", "float", ch08.CLIENT_ITL_S / units.ms,
                 1.0, 100.0, 0.1),
-        Control("output_tokens", "output (tokens)", "int", ch08.OUTPUT_TOKENS, 1, 1024, 1),
+        Control("output_tokens", "output (tokens)", "int", ch08.OUTPUT_TOKENS, 1, 1024, 1,
+                extra_stops=(300,)),              # "Try this" 1: raise the output to 300
         Control("deadline_s", "deadline (s)", "float", ch08.DEADLINE_S, 1.0, 30.0, 0.1),
         Control("arrival_rate", "arrival rate (requests/s)", "float",
                 ch08.LITTLE_ARRIVAL_RATE_PER_S, 0.0, 32.0, 0.5),

@@ -171,8 +171,11 @@ class BatchingTracePanel(Panel):
     controls = (
         Control("n_requests", "requests in the queue", "int", TRACE_REQUESTS, 1, 48, 1),
         Control("slots", "batch slots", "int", CH17_STATIC_BATCH, 1, 16, 1),
-        Control("shortest", "shortest output (tokens)", "int", CH17_STATIC_SHORTEST, 1, 2000, 10),
-        Control("longest", "longest output (tokens)", "int", CH17_STATIC_LONGEST, 1, 2000, 10),
+        # "Try this" 1 makes both outputs 450 tokens
+        Control("shortest", "shortest output (tokens)", "int", CH17_STATIC_SHORTEST, 1, 2000, 10,
+                extra_stops=(450,)),
+        Control("longest", "longest output (tokens)", "int", CH17_STATIC_LONGEST, 1, 2000, 10,
+                extra_stops=(450,)),
         Control("prompt_tokens", "prompt (tokens)", "int", TRACE_PROMPT_TOKENS, 16, 4096, 16),
         Control("arrival_gap_ms", "gap between arrivals (ms)", "float", 0.0, 0.0, 500.0, 10.0),
     )

@@ -116,7 +116,8 @@ class UtilizationPanel(Panel):
         choice_control("hardware", "GPU", specs.H100_SXM.name, {n: n for n in _MEASURE_CARDS}),
         Control("decode_tok_s", "measured decode (tokens/s, whole batch)", "float",
                 float(ch17.DECODE_TOK_PER_S), 1.0, 20_000.0, 1.0),
-        Control("batch", "decode batch (sequences)", "int", 1, 1, 512, 1),
+        Control("batch", "decode batch (sequences)", "int", 1, 1, 512, 1,
+                extra_stops=(57,)),               # 17 §5's naive batch, set by the notebook
         Control("context_tokens", "live KV per sequence (tokens)", "int", 0, 0, 32_000, 100),
         Control("prefill_tok_s", "measured prefill (prompt tokens/s)", "float",
                 float(ch17.PREFILL_TOK_PER_S), 500.0, 100_000.0, 500.0),
