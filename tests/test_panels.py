@@ -131,13 +131,8 @@ def test_capacity_panel_defaults_are_the_chapters_setting():
 
 def _widget_state(panel) -> list:
     # what the page's control models hold, in the panel's control order
-    return [panel._widgets[c.name].index if _indexed(c) else panel._widgets[c.name].value
+    return [panel._widgets[c.name].index if c.indexed else panel._widgets[c.name].value
             for c in panel.controls]
-
-
-def _indexed(control) -> bool:
-    """A dropdown or a slider with log-spaced stops: the page holds its option index."""
-    return control.kind == "choice" or control.ladder is not None
 
 
 @pytest.mark.parametrize("cls", PANELS, ids=lambda c: c.__name__)
@@ -153,9 +148,9 @@ def test_lookahead_offers_exactly_what_the_kernel_then_sends(cls):
     steppable = [c for c in cls.controls if c.kind in ("int", "float", "choice")]
     for position, c in ((cls.controls.index(c), c) for c in steppable):
         widget = panel._widgets[c.name]
-        start = widget.index if _indexed(c) else widget.value
+        start = widget.index if c.indexed else widget.value
         # one step, as the page's arrow key would take it
-        if _indexed(c):
+        if c.indexed:
             widget.index = start + 1 if start + 1 < len(widget.options) else start - 1
         else:
             up = start + widget.step
@@ -166,7 +161,7 @@ def test_lookahead_offers_exactly_what_the_kernel_then_sends(cls):
         for entry in offered:
             assert [k for i, k in enumerate(entry["key"]) if i != position] == \
                 [k for i, k in enumerate(_widget_state(panel)) if i != position]
-            if _indexed(c):
+            if c.indexed:
                 widget.index = entry["key"][position]
             else:
                 widget.value = entry["key"][position]

@@ -125,12 +125,13 @@ def test_8_6_degenerate_seeds_move():
 def test_8_9_both_readings_of_the_rounds_are_accepted():
     # the variants where E's 2.5 tokens per round leave a fraction of a round for a 24- or
     # 32-token output (23 / 2.5 = 9.2, 31 / 2.5 = 12.4 rounds)
-    ambiguous = [seed for seed in range(1, 80)
-                 if grading.params("8-9", seed)["e_tokens_per_round"] == 2.5
-                 and grading.params("8-9", seed)["short_output_tokens"] in (24, 32)]
+    given_at = {seed: grading.params("8-9", seed) for seed in range(1, 80)}
+    ambiguous = [seed for seed, given in given_at.items()
+                 if given["e_tokens_per_round"] == 2.5
+                 and given["short_output_tokens"] in (24, 32)]
     assert len(ambiguous) >= 3, ambiguous
     for seed in ambiguous:
-        given = grading.params("8-9", seed)
+        given = given_at[seed]
         whole = _answers("8-9", seed)["c-total-E-short"]
         rounds = (given["short_output_tokens"] - 1) / 2.5
         unrounded = whole - (-(-rounds // 1) - rounds) * (given["shared_round_s"]

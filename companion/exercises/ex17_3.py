@@ -75,8 +75,8 @@ def _mistakes(g: dict) -> dict:
                     (2 * hw.peak_flops_per_s / hw.mem_bw_bytes_per_s, sparse)],
         "b-i1": ([(2.0, "2 FLOPs per parameter over 2 bytes per parameter")]
                  if g["bytes_per_param"] == 2 else
-                 [(2 / 2.0, f"the weights take {g['bytes_per_param']:g} byte(s) per parameter "
-                            "here, not BF16's 2")]),
+                 [(2 / 2, f"the weights take {g['bytes_per_param']:g} byte(s) per parameter "
+                          "here, not BF16's 2")]),     # 2 FLOPs over BF16's 2 bytes
         "c-peak1": [(pct(s["b-i1"] * hw.mem_bw_bytes_per_s / (2 * hw.peak_flops_per_s)),
                      sparse)],
         "h-peak-short": [(pct(b * hw.mem_bw_bytes_per_s / hw.peak_flops_per_s), no_kv),

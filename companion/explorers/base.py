@@ -30,7 +30,7 @@ from typing import Any
 from companion import validate as v
 from companion.explorers.common import plotly_go
 
-__all__ = ["Control", "View", "Panel", "binary_ladder"]
+__all__ = ["Control", "View", "Panel"]
 
 
 def _running_loop():
@@ -50,9 +50,7 @@ def binary_ladder(lo: int, hi: int) -> tuple:
     stops = {lo, hi}
     x = 1
     while x <= hi:
-        for v in (x, x * 3 // 2):
-            if lo <= v <= hi and v == int(v):
-                stops.add(int(v))
+        stops.update(v for v in (x, x * 3 // 2) if lo <= v <= hi)
         x *= 2
     return tuple(sorted(stops))
 
@@ -125,6 +123,12 @@ class Control:
             object.__setattr__(self, "ladder", tuple(
                 x for x in log_ladder(lo, hi, int(self.default))
                 if x in (lo, hi) or x >= (self.step or 1)))
+
+    @property
+    def indexed(self) -> bool:
+        """Whether the page holds this control's option index rather than its value: a
+        dropdown, or a slider with log-spaced stops (the figures' lookahead keys follow it)."""
+        return self.kind == "choice" or self.ladder is not None
 
     def stops(self, include=()) -> list:
         """A ladder control's slider stops: the ladder, its extra stops, the default and
@@ -304,16 +308,15 @@ class Panel:
         keys), inside its range."""
         control = next(c for c in self.controls if c.name == name)
         value = self.params[name]
-        if control.kind == "choice":
-            values = list(control.options.values())
-            i = values.index(value)
+        if control.indexed:     # the option or stop either side
+            if control.kind == "choice":
+                values = list(control.options.values())
+                i = values.index(value)
+            else:
+                values, i = self._stops[name], self._stop_index(control, value)
             return [values[j] for j in (i - 1, i + 1) if 0 <= j < len(values)]
         if control.kind not in ("int", "float"):
             return []
-        if control.ladder is not None:
-            stops = self._stops[name]
-            i = self._stop_index(control, value)
-            return [stops[j] for j in (i - 1, i + 1) if 0 <= j < len(stops)]
         widget = self._widgets[name]
         out = []
         for x in (value - widget.step, value + widget.step):
@@ -423,8 +426,7 @@ class Panel:
         self._readout = w.HTML(value=view.text, layout=w.Layout(flex="1 1 auto", min_width="0",
                                                                 overflow="auto"))
         self._widgets = {c.name: self._widget_for(c) for c in self.controls}
-        self._fig.follow([(self._widgets[c.name],
-                           "index" if c.kind == "choice" or c.ladder is not None else "value")
+        self._fig.follow([(self._widgets[c.name], "index" if c.indexed else "value")
                           for c in self.controls], self._readout)
 
         for name, widget in self._widgets.items():

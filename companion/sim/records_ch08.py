@@ -328,6 +328,8 @@ _RUN_LOGIT_NOISE = 0.2
 # Seed 0's search keeps only runs whose decision is this far from a tie (relative to the
 # winning score), so that no BLAS, SIMD path or summation order can flip a seed-0 cell.
 _SEED0_MARGIN = 1e-6
+
+
 def _bf16(x: np.ndarray) -> np.ndarray:
     """Round to BF16 (round to nearest, ties to even), returned as float64."""
     bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
@@ -412,7 +414,7 @@ def _task_runs(seed: int, task: int, draw: int) -> _TaskRuns:
     noise -= (noise @ shared) * shared
     q = keys[target] + _QUESTION_NOISE * noise
     configs = ((stored["bf16"], _bf16(q)), (stored["fp8"], _fp8(q)), (stored["fp8"], _bf16(q)))
-    runs = len(PRECISION_LEVELS) * (ch08.PRECISION_RUNS_PER_TASK // len(PRECISION_LEVELS))
+    runs = ch08.PRECISION_RUNS_PER_TASK
     correct = [[False] * len(configs) for _ in range(runs)]
     margin = math.inf
     for c, ((k, vv), qq) in enumerate(configs):
