@@ -80,6 +80,21 @@ def test_summary_counts_skips_by_reason(tmp_path):
     assert run_tests.skipped(tmp_path / "absent.xml") == []
 
 
+def test_summary_prints_what_tests_say_they_checked(tmp_path):
+    # record_property("checked", ...) as pytest writes it into a JUnit XML report (xunit1)
+    junit = tmp_path / "r.xml"
+    junit.write_text(
+        '<testsuites><testsuite><testcase classname="tests.browser.test_f" name="t1">'
+        '<properties><property name="checked" value="figure layout: 117 figures"/>'
+        '<property name="other" value="not this"/></properties></testcase>'
+        '</testsuite></testsuites>')
+    counts = run_tests.checked(junit)
+    assert counts == ["figure layout: 117 figures"]
+    lines = run_tests.summary([("pass 1", 0, 12.0)], [], counts)
+    assert "checked: figure layout: 117 figures" in lines
+    assert run_tests.checked(tmp_path / "absent.xml") == []
+
+
 def test_property_tests_draw_from_a_fixed_seed_in_the_suite():
     # tests/conftest.py: make test must not pass or fail by the luck of hypothesis's draw
     import os

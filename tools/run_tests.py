@@ -74,12 +74,23 @@ def skipped(junit: Path) -> list[tuple[str, str]]:
     return out
 
 
-def summary(results: list[tuple[str, int | None, float]], skips: list[tuple[str, str]]) -> list[str]:
+def checked(junit: Path) -> list[str]:
+    """What tests said they checked: the value of each ``record_property("checked", ...)``
+    (e.g. the figure layout check's counts), in the JUnit XML report."""
+    if not junit.exists():
+        return []
+    return [prop.get("value", "") for case in ET.parse(junit).getroot().iter("testcase")
+            for prop in case.iter("property") if prop.get("name") == "checked"]
+
+
+def summary(results: list[tuple[str, int | None, float]], skips: list[tuple[str, str]],
+            counts: list[str] = ()) -> list[str]:
     lines = ["", "=" * 30 + " make test " + "=" * 30]
     for label, rc, seconds in results:
         state = "not run (pass 1 failed)" if rc is None else (
             f"{'passed' if rc == 0 else 'FAILED'} in {seconds:.0f} s")
         lines.append(f"{label}: {state}")
+    lines += [f"checked: {line}" for line in counts]
     other = Counter(reason for cls, reason in skips if not cls.startswith(BROWSER_PREFIX))
     for reason, n in sorted(other.items()):
         lines.append(f"skipped: {n} test(s): {reason}")
@@ -96,6 +107,7 @@ def summary(results: list[tuple[str, int | None, float]], skips: list[tuple[str,
 
 def main(argv: list[str]) -> int:
     second_only = argv[:1] == ["--second-only"]
+    counts: list[str] = []
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
@@ -109,6 +121,7 @@ def main(argv: list[str]) -> int:
         rc1, t1 = run(argv[0], STATE / "test-pass1.xml", _clean_env())
         results.append(("pass 1 (whole suite, this CPU's full dispatch)", rc1, t1))
         skips += skipped(STATE / "test-pass1.xml")
+        counts = checked(STATE / "test-pass1.xml")
     if rc1 == 0:
         print(f"\n{label2}\nnumpy now finds: {numpy_now_finds(env2)}", flush=True)
         rc2, t2 = run(argv[1], STATE / "test-pass2.xml", {**_clean_env(), **env2})
@@ -116,7 +129,7 @@ def main(argv: list[str]) -> int:
     else:
         rc2, t2 = None, 0.0
     results.append((label2, rc2, t2))
-    print("\n".join(summary(results, skips)), flush=True)
+    print("\n".join(summary(results, skips, counts)), flush=True)
     return 0 if rc1 == 0 and rc2 == 0 else 1
 
 
