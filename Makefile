@@ -37,7 +37,7 @@ NOTEBOOK_DIRS := notebooks solutions exercises dashboards
 
 .PHONY: setup setup-latest lock lab fresh-copy dashboard test test-fast test-dispatch execute \
         exercises bench nbgrader-check course-env course-check book handout lite lite-tools \
-        lite-lock clean
+        lite-lock gallery clean
 
 ifeq ($(LATEST),1)
 # the unpinned path: newest releases that pyproject.toml allows (may fail; see README)
@@ -198,6 +198,11 @@ handout: $(STAMP)
 ## Print the benchmark figures (nothing is asserted).
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py $(ARGS)
+
+## One offline page with every stored figure: its PNG beside the live plotly figure
+## (build/gallery/index.html); BEFORE=<git rev> adds that revision's PNGs beside them.
+gallery: $(STAMP)
+	$(PY) tools/make_gallery.py $(if $(BEFORE),--before $(BEFORE))
 
 clean:
 	rm -rf .venv .venv-latest $(STATE)   # never $(WORK): a student's work stays

@@ -9,8 +9,10 @@ chunks joined, as their split depends on timing), writes the paired
 Stored outputs are therefore always the tools' output, never hand edits.
 
 It sets COMPANION_STATIC_OUTPUTS=1 for the kernels: then every plotly figure's output also
-holds a PNG (GitHub's view, print) and every explorer's output also holds its static figure
-(the book), see companion/explorers/static.py. A kernel of a student or of nbval writes neither.
+holds a PNG (GitHub's view, print), drawn by plotly.js itself in headless Chromium (kaleido, one
+Chromium per kernel; companion/explorers/static_image.py, which needs Debian's chromium or
+CHROMIUM_PATH), and every explorer's output also holds its static figure (the book), see
+companion/explorers/static.py. A kernel of a student or of nbval writes neither.
 
 A cell tagged ``raises-exception`` (an exercise's empty answer cells and the check cells that
 need them) runs, so that the cells after it see the same kernel, but is stored as not run: no

@@ -18,7 +18,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -33,13 +32,14 @@ from urllib.parse import urlparse
 
 import numpy as np
 
+# the one Chromium finder, also the PNGs' (make execute): $CHROMIUM_PATH, else Debian's
+# /usr/bin/chromium, else PATH; never the browser `playwright install` downloads
+from companion.explorers.static_image import CHROMIUM_CANDIDATES, find_chromium  # noqa: F401
+
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 VOILA_SHARE = ROOT / "dashboards" / "share" / "jupyter"
 
-# Debian's chromium; never the one `playwright install` downloads (no internet at test time)
-CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome",
-                       "google-chrome-stable")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
@@ -50,19 +50,6 @@ VOILA_EXTENSION_DENYLIST = ["jupyterlab-jupytext", "@jupyter-notebook/lab-extens
 
 
 # --- environment -------------------------------------------------------------------------------
-
-def find_chromium() -> str | None:
-    """Path of a Chromium binary: $CHROMIUM_PATH, else Debian's /usr/bin/chromium, else PATH."""
-    explicit = os.environ.get("CHROMIUM_PATH")
-    if explicit:
-        return explicit if os.access(explicit, os.X_OK) else None
-    for name in CHROMIUM_CANDIDATES:
-        found = shutil.which(name) if not name.startswith("/") else (
-            name if os.access(name, os.X_OK) else None)
-        if found:
-            return found
-    return None
-
 
 def playwright_missing() -> str | None:
     """None when Playwright's Python package imports, else why not."""
