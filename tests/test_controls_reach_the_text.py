@@ -78,6 +78,45 @@ def test_the_reader_can_set_every_value_the_notebooks_set():
     assert not unreachable, "values the slider cannot be set to:\n" + "\n".join(unreachable)
 
 
+# chapter settings that are computed, not typed (a measured efficiency, a bandwidth from
+# timings): no slider grid holds them exactly; the explorer's Reset button returns to them
+DERIVED_DEFAULTS = {
+    "CompressedReadPanel.bandwidth_tb_per_s": "8.4.2's achieved bandwidth, from its timings",
+    "RetentionPanel.efficiency_pct": "8.3.4's measured prefill efficiency (62.16%)",
+    "RetryCostPanel.accuracy_b": "8.4.4's 26 of 32 right",
+    "RetryCostPanel.attempt_s": "8.4.4's attempt time, from the round and prefill times",
+}
+
+
+def test_every_slider_can_be_set_to_the_values_the_notebooks_use_and_to_the_chapters():
+    # plain sliders too: an int or float slider shows min + k * step, so a value off that
+    # grid (450 on a slider from 1 in steps of 10) cannot be set by hand
+    found = [(path.relative_to(ROOT), cls, c, value) for path in SOURCES
+             for cls, name, value in _settings(path.read_text())
+             for c in cls.controls if c.name == name and value is not None]
+    assert sum(c.kind == "float" for _, _, c, _ in found) >= 3
+    unreachable = sorted({f"{path}: {cls.__name__}.{c.name}={value!r} (slider {c.min}..{c.max} "
+                          f"step {c.step})" for path, cls, c, value in found
+                          if c.kind in ("int", "float") and not c.settable(value)})
+    defaults = sorted(f"{cls.__name__}.{c.name}={c.default!r}" for cls in set(PANELS.values())
+                      if cls is not Panel for c in cls.controls
+                      if c.kind in ("int", "float") and not c.settable(c.default)
+                      and f"{cls.__name__}.{c.name}" not in DERIVED_DEFAULTS)
+    assert not unreachable, "values a slider cannot be set to:\n" + "\n".join(unreachable)
+    assert not defaults, "chapter settings off their slider's grid:\n" + "\n".join(defaults)
+
+
+@pytest.mark.parametrize("value, settable", [(450, False), (451, True), (1, True), (801, True),
+                                             (802, False), (0, False)])
+def test_settable_follows_the_sliders_grid(value, settable):
+    from companion.explorers.base import Control
+
+    control = Control("out", "output", "int", 101, min=1, max=801, step=10, ladder=())
+    assert control.settable(value) is settable
+    fine = Control("t", "time (ms)", "float", 6.1, min=0.5, max=30.0, step=0.1)
+    assert fine.settable(6.1) and fine.settable(30.0) and not fine.settable(6.15)
+
+
 @pytest.mark.parametrize("source, expected", [
     ("p = widgets.RooflinePanel()\np.at(batch=100)", ("RooflinePanel", "batch", 100)),
     ("p = widgets.KVCapacityPanel(prompt_tokens=ch08.LONG_PROMPT_TOKENS * 2)",

@@ -29,6 +29,7 @@ from typing import Any
 
 from companion import validate as v
 from companion.explorers.common import plotly_go
+from companion.explorers.axes import finish_axes
 
 __all__ = ["Control", "View", "Panel"]
 
@@ -134,6 +135,21 @@ class Control:
         """A ladder control's slider stops: the ladder, its extra stops, the default and
         ``include``."""
         return sorted({*self.ladder, *self.extra_stops, self.default, *include})
+
+    def settable(self, value) -> bool:
+        """Whether a reader can set this control to exactly ``value`` by hand: one of a
+        laddered slider's stops, a plain slider's min + k * step within its range, a
+        dropdown's option; a text box takes anything."""
+        if self.kind == "choice":
+            return value in self.options.values()
+        if self.kind == "text":
+            return isinstance(value, str)
+        if self.ladder is not None:
+            return value in self.stops()
+        if not self.min <= value <= self.max:
+            return False
+        k = (value - self.min) / (self.step or 1)
+        return abs(k - round(k)) <= 1e-9 * max(1.0, abs(k))
 
     def step_from(self, value, direction: int = 1):
         """The value one slider step (an arrow key) from ``value``; None past the range."""
@@ -243,7 +259,7 @@ class Panel:
         layout.update(view.layout)
         if self.title and "title" not in view.layout:
             layout["title"] = {"text": self.title}
-        return layout
+        return finish_axes(view.traces, layout)
 
     def figure(self, view: View | None = None):
         """A static plotly Figure of ``view`` (default: the current parameters)."""

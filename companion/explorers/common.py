@@ -117,6 +117,15 @@ def _figure_class(go):
 
             ipython_display(display.figure_mimebundle(self), raw=True)
 
+        def to_dict(self):
+            # every way out of a figure (display, to_json, the PNG export) goes through here:
+            # the companion's own log-axis ticks (companion.explorers.axes)
+            from companion.explorers.axes import finish_axes
+
+            fig = super().to_dict()
+            fig["layout"] = finish_axes(fig.get("data", []), fig.get("layout", {}))
+            return fig
+
         def show(self, *args, **kwargs):
             if args or kwargs or not plain_mimetype_default():
                 display.install()
