@@ -87,10 +87,12 @@ def test_roofline_long_contexts_and_int8():
 def test_roofline_readout_lists_the_plotted_numbers():
     panel = widgets.RooflinePanel()
     view = panel.update()
-    points = view.traces[-1]
-    assert len(points["x"]) == 4
-    for key, x, y in zip(("decode_b1", "decode_batch_weights_only", "decode_batch_with_kv",
-                          "prefill"), points["x"], points["y"]):
+    points = view.traces[-4:]   # one trace per workload, last, its label in the legend
+    assert all(len(p["x"]) == 1 for p in points)
+    for key, point in zip(("decode_b1", "decode_batch_weights_only", "decode_batch_with_kv",
+                           "prefill"), points):
+        x, y = point["x"][0], point["y"][0]
+        assert f"{x:.3g}" in point["name"] or f"{x:,.0f}" in point["name"]
         assert x == pytest.approx(view.numbers[f"{key}_intensity"])
         assert y == pytest.approx(view.numbers[f"{key}_TFLOPs"])
         # the readout shows it, whole from 100 up ("2,048", never "2.05e+03")
@@ -98,7 +100,7 @@ def test_roofline_readout_lists_the_plotted_numbers():
         assert "e+" not in view.text
     # every point sits on the roof: min(peak, I x bandwidth)
     hw = specs.H100_SXM
-    for x, y in zip(points["x"], points["y"]):
+    for x, y in ((p["x"][0], p["y"][0]) for p in points):
         assert y * units.TFLOP == pytest.approx(min(hw.peak_flops_per_s,
                                                     x * hw.mem_bw_bytes_per_s))
 
@@ -202,9 +204,10 @@ def test_context_step_figure_marks_the_chapters_three_contexts():
                                     bandwidth_bytes_per_s=hw.mem_bw_bytes_per_s,
                                     crossover_tokens=calc.kv_weight_crossover_tokens(m),
                                     marks=contexts)
-    marks = fig.data[2]
-    assert [close(y, p, 1) for y, p in zip(marks.y, (4.8, 5.2, 8.7))] == [True] * 3
-    assert "208 tok/s" in marks.text[0] and "115 tok/s" in marks.text[2]
+    # one marker trace per context, its numbers in its legend entry
+    marks = fig.data[2:5]
+    assert [close(t.y[0], p, 1) for t, p in zip(marks, (4.8, 5.2, 8.7))] == [True] * 3
+    assert "208 tok/s" in marks[0].name and "115 tok/s" in marks[2].name
 
 
 # --- §5 -------------------------------------------------------------------------------------

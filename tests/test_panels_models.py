@@ -237,7 +237,7 @@ def test_ridge_batch_of_an_moe_is_the_smallest_such_batch(key):
 def test_roofline_shows_an_moe_lagging_then_catching_up():
     panel = widgets.RooflinePanel()
     view = panel.update(model="qwen3-30b-a3b")
-    sweep, own, every = view.traces[-4:-1]   # the workload points stay last
+    sweep, own, every = view.traces[-7:-4]   # the four workload points stay last
     batches = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
     assert sweep["customdata"] == own["customdata"] == every["customdata"] == batches
     x = sweep["x"]
@@ -256,7 +256,7 @@ def test_roofline_shows_an_moe_lagging_then_catching_up():
     assert n["batch_to_reach_ridge"] > 3 * n["dense_batch_to_reach_ridge"]
     # a dense model draws no asymptotes (its sweep is both)
     plain = panel.update(model=specs.LLAMA_8B.name).traces
-    assert len(plain) == len(view.traces) and plain[-2]["x"] == [] == plain[-3]["x"]
+    assert len(plain) == len(view.traces) and plain[-5]["x"] == [] == plain[-6]["x"]
 
 
 def test_a_sliding_window_caps_the_kv_a_decode_step_reads():

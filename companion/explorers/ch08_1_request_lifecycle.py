@@ -98,13 +98,15 @@ def timeline_traces(scenarios, deadline_s: float | None = None) -> tuple[list, d
                    "hovertemplate": "token at %{x:.4f} s<extra></extra>"})
     traces.append({"type": "scatter", "mode": "text", "name": "request time", "x": last,
                    "y": rows, "text": [f"  {t:.2f} s" for t in last],
-                   "textposition": "middle right", "showlegend": False, "hoverinfo": "skip"})
+                   "textposition": "middle right", "showlegend": False, "hoverinfo": "skip",
+                   # past the bar's end: drawn into the right margin rather than cut there
+                   "cliponaxis": False})
     edge = [len(rows) - 0.5, -0.5]      # bottom to top (the y axis is reversed): label on top
     deadline = [] if deadline_s is None else [deadline_s, deadline_s]
     traces.append({"type": "scatter", "mode": "lines+text", "name": "deadline",
                    "x": deadline, "y": edge if deadline else [],
                    "text": ["", f"deadline {deadline_s:g} s"] if deadline else [],
-                   "textposition": "top center",
+                   "textposition": "top center", "cliponaxis": False,   # above the plot
                    "line": {"color": PHASE_COLORS["deadline"], "dash": "dash"},
                    "textfont": {"color": PHASE_COLORS["deadline"]}, "hoverinfo": "skip"})
     return traces, timeline_layout(labels)
@@ -185,7 +187,11 @@ def memory_budget_figure(budgets, kv_in_use_bytes=None, *, unit: str = "GiB",
                          title: str = "Memory budget of the instance (8.1.2)"):
     """The 8.1.2 budget as stacked bars: weights, KV (reserved / free), the rest, capacity C."""
     traces, layout = budget_traces(budgets, kv_in_use_bytes, unit=unit)
-    layout.update(template="plotly_white", title={"text": title}, height=320,
+    # the legend in its own rows at the figure's foot, below the x title (however it wraps)
+    layout.update(template="plotly_white", title={"text": title}, height=400,
+                  margin={"t": 80, "b": 150},
+                  legend={"orientation": "h", "yref": "container", "y": 0,
+                          "yanchor": "bottom", "x": 0, "xanchor": "left"},
                   xaxis={"title": {"text": f"memory ({unit})"}},
                   yaxis={"autorange": "reversed"})
     return _go().Figure(data=traces, layout=layout)
@@ -245,7 +251,9 @@ class RequestTimelinePanel(Panel):
         Control("deadline_s", "deadline (s)", "float", ch08.DEADLINE_S, 1.0, 30.0, 0.5),
     )
     main_control = "inserted_prefills"
-    base_layout = timeline_layout(["alone", "with inserted prefills"])
+    # room on the right for the request time printed past the longest bar
+    base_layout = dict(timeline_layout(["alone", "with inserted prefills"]),
+                       margin={"t": 60, "r": 70})
 
     def compute(self, *, queue_ms, prefill_ms, interval_ms, output_tokens, inserted_prefills,
                 inserted_prefill_ms, deadline_s) -> View:

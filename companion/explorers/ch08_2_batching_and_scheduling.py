@@ -33,6 +33,7 @@ import numpy as np
 
 from companion import calc, specs, units
 from companion.chapters import ch08
+from companion.explorers.axes import whole_ticks
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import PHASE_COLORS
 from companion.explorers.common import titled_figure as _fig
@@ -75,12 +76,14 @@ def _batch_axis(max_batch: int, **extra) -> dict:
 # --- Figures 8-3 and 8-4: bytes read per output token ------------------------------------------
 
 def read_volume_traces(batches, curves, *, rom_curves=None, crossovers=None, unit: str = "GiB",
-                       xaxis: str = "x", yaxis: str = "y") -> list:
+                       xaxis: str = "x", yaxis: str = "y", crossover_text: bool = True) -> list:
     """Traces of read bytes per output token vs batch.
 
     ``curves``: {label: (read_bytes array over ``batches``, kv_bytes L k)} from
     ``calc.read_bytes_curve``; each gets its KV-only floor as a dashed line. ``rom_curves``
-    (same keys, ``weights_in_hbm=False``) are drawn dotted; ``crossovers``: {label: b_KV}.
+    (same keys, ``weights_in_hbm=False``) are drawn dotted; ``crossovers``: {label: b_KV},
+    printed by its marker, or (``crossover_text=False``: where b_KV may fall anywhere, even past
+    the batches drawn) in its legend entry.
     """
     scale = units.BYTE_UNITS[unit]
     xs = np.asarray(batches, dtype=int)
@@ -105,11 +108,17 @@ def read_volume_traces(batches, curves, *, rom_curves=None, crossovers=None, uni
         if crossovers is not None and label in crossovers:
             b = int(crossovers[label])
             y = float(np.interp(b, xs, np.asarray(reads) / scale))
-            traces.append({"type": "scatter", "mode": "markers+text", "x": [b], "y": [y],
-                           "text": [f"b_KV = {b}"], "textposition": "top center",
-                           "name": f"{label}: b_KV (KV reads reach weight reads)",
-                           "marker": {"color": color, "size": 10, "symbol": "diamond"},
-                           "xaxis": xaxis, "yaxis": yaxis})
+            point = {"type": "scatter", "mode": "markers+text", "x": [b], "y": [y],
+                     "text": [f"b_KV = {b}"], "textposition": "top center",
+                     "name": f"{label}: b_KV (KV reads reach weight reads)",
+                     "marker": {"color": color, "size": 10, "symbol": "diamond"},
+                     "xaxis": xaxis, "yaxis": yaxis}
+            if not crossover_text:
+                point.pop("text")
+                point.pop("textposition")
+                point.update(mode="markers",
+                             name=f"{label}: b_KV = {b} (KV reads reach weight reads)")
+            traces.append(point)
     return traces
 
 
@@ -320,7 +329,10 @@ def pair_area_traces(chunk_tokens: int, history_tokens: int, pairs: int, *, xaxi
          "name": "c(c+1)/2: causal triangle inside the chunk", "legendgroup": "tri",
          "showlegend": show_legend, "xaxis": xaxis, "yaxis": yaxis,
          "hovertemplate": f"c(c+1)/2 = {c * (c + 1) // 2:,} pairs<extra></extra>"},
-        {"type": "scatter", "mode": "text", "x": [(h + c) / 2], "y": [c * 1.12],
+        # the count reads from the subplot's left edge, above the areas (centred on a small
+        # area at the left it would run past the edge)
+        {"type": "scatter", "mode": "text", "x": [0], "y": [c * 1.12],
+         "textposition": "middle right",
          "text": [f"h = {h:,}: {pairs:,} pairs"], "showlegend": False, "hoverinfo": "skip",
          "xaxis": xaxis, "yaxis": yaxis},
     ]
@@ -370,12 +382,18 @@ def chunk_cost_traces(pairs, round_s=None, *, xaxis: str = "x", yaxis: str = "y"
     return traces
 
 
+def _chunk_axis(n_chunks: int) -> dict:
+    """The x axis of the per-chunk plots: chunks 1 .. n, ticked at whole chunks."""
+    return {"title": {"text": "chunk (in prompt order)"}, "tickmode": "array",
+            "tickvals": whole_ticks(1, max(1, n_chunks))}
+
+
 @serves("8.2.3")
 def chunk_cost_figure(pairs, round_s=None, *,
                       title: str = "Chunks of one prompt: pairs and round time (8.2.3)"):
     """Per-chunk causal pairs (bars) and round time (line, right axis)."""
     traces = chunk_cost_traces(pairs, round_s)
-    layout = {"height": 400, "xaxis": {"title": {"text": "chunk (in prompt order)"}},
+    layout = {"height": 400, "xaxis": _chunk_axis(len(pairs)),
               "yaxis": {"title": {"text": "causal query-key pairs"}},
               "yaxis2": {"title": {"text": "round time (ms)"}, "overlaying": "y",
                          "side": "right", "rangemode": "tozero"},
@@ -412,7 +430,7 @@ def token_budget_traces(targets_s, budgets_by_label, *, marker=None, xaxis: str 
     """Lines of new prompt tokens a round may add vs the permitted interval (ms), per label.
 
     ``budgets_by_label``: {label: budgets over ``targets_s``} from ``calc.token_budget_for_itl``;
-    ``marker``: optional (target_s, budget, label) point.
+    ``marker``: optional (target_s, budget, label) point, its budget in its legend entry.
     """
     xs = np.asarray(targets_s, dtype=float) / units.ms
     traces = []
@@ -424,9 +442,11 @@ def token_budget_traces(targets_s, budgets_by_label, *, marker=None, xaxis: str 
                        "xaxis": xaxis, "yaxis": yaxis})
     if marker is not None:
         t, b, label = marker
-        traces.append({"type": "scatter", "mode": "markers+text", "x": [t / units.ms],
-                       "y": [int(b)], "text": [f"{int(b):,} tokens"], "textposition": "top left",
-                       "name": label, "marker": {"size": 11, "color": "black"},
+        # the budget in the point's legend entry: a label by the point would leave the plot
+        # wherever the point sits at the curve's top or the axis' left end
+        traces.append({"type": "scatter", "mode": "markers", "x": [t / units.ms],
+                       "y": [int(b)], "name": f"{label}: {int(b):,} tokens",
+                       "marker": {"size": 11, "color": "black"},
                        "xaxis": xaxis, "yaxis": yaxis})
     return traces
 
@@ -539,7 +559,7 @@ class DecodeBatchPanel(Panel):
         b_kv = moe_kv_crossover_batch(m, L, bytes_per_value=kv_precision)
         label = f"L = {L:,}"
         traces = read_volume_traces(_BATCHES, {label: (reads, kv)}, rom_curves={label: rom},
-                                    crossovers={label: b_kv})
+                                    crossovers={label: b_kv}, crossover_text=False)
         traces.append(_every_expert_trace(m, kv))
         at_b = calc.moe_read_curve(m, [batch])[0]
         here = at_b["weight_read_per_token_bytes"] + kv if weights_in_hbm else kv
@@ -680,7 +700,8 @@ class ChunkedPrefillPanel(Panel):
                 f"(the round without the chunk: {numbers['decode_round_alone_ms']:.2f} ms)<br>"
                 f"whole prompt: {numbers['prefill_total_ms']:,.0f} ms; weights read "
                 f"{len(chunks)} times = {numbers['weight_reads_GB']:,.1f} GB")
-        return View(numbers=numbers, traces=chunk_cost_traces(pairs, rounds), text=text)
+        return View(numbers=numbers, traces=chunk_cost_traces(pairs, rounds), text=text,
+                    layout={"xaxis": _chunk_axis(len(chunks))})
 
 
 GRAPH_SHAPES = {"no CUDA graphs": "none", "graphs for 16 and 32 rows (8.2.4)": "16,32",
@@ -766,6 +787,9 @@ class TokenBudgetPanel(Panel):
 POLICY_LABELS = {"fixed (static) batching": "static", "continuous batching": "continuous",
                  "continuous + chunked prefill": "chunked"}
 _TRADE_CHUNKS = (256, 512, 1024, 2048, 4096, 8192)
+# one open marker per chunk size, growing with it, so coinciding points stay distinguishable
+_TRADE_SYMBOLS = ("circle-open", "square-open", "diamond-open", "triangle-up-open",
+                  "pentagon-open", "hexagon-open")
 # 8.2.4: "as the per-round token limit rises from 512 to 8192"
 SWEEP_BUDGETS = TOKEN_BUDGETS
 
@@ -811,18 +835,29 @@ class SchedulePanel(Panel):
         sweep = [chapter_schedule("chunked", max_running, c, token_budget, long_prompt_tokens)
                  for c in _TRADE_CHUNKS]
         ms = units.ms
-        traces.append({"type": "scatter", "mode": "lines+markers+text", "xaxis": "x2",
+        # each point of the trade is named by its own legend entry (chunk sizes by marker
+        # symbol), not by a label beside it: points of neighbouring chunk sizes sit close, or
+        # on top of each other once the token budget caps the chunk
+        traces.append({"type": "scatter", "mode": "lines", "xaxis": "x2",
                        "yaxis": "y2", "x": [r.max_itl_s / ms for r in sweep],
                        "y": [r.makespan_s / ms for r in sweep],
-                       "text": [f"{c}" for c in _TRADE_CHUNKS], "textposition": "top center",
-                       "name": f"chunked, chunk sizes (budget {token_budget:,})",
+                       "name": f"chunked, chunk sizes (budget {token_budget:,}):",
+                       "legendgroup": "chunks", "hoverinfo": "skip",
                        "line": {"color": PHASE_COLORS["prefill"]}})
+        for k, (c, r, symbol) in enumerate(zip(_TRADE_CHUNKS, sweep, _TRADE_SYMBOLS)):
+            traces.append({"type": "scatter", "mode": "markers", "xaxis": "x2", "yaxis": "y2",
+                           "x": [r.max_itl_s / ms], "y": [r.makespan_s / ms],
+                           "name": f"{c:,}", "legendgroup": "chunks",
+                           "hovertemplate": f"chunk {c:,}: %{{x:.0f}} ms longest, "
+                                            f"%{{y:.0f}} ms total<extra></extra>",
+                           "marker": {"size": 8 + 2 * k, "symbol": symbol,
+                                      "color": PHASE_COLORS["prefill"],
+                                      "line": {"width": 2, "color": PHASE_COLORS["prefill"]}}})
         for name, color in (("static", "#7f7f7f"), ("continuous", "#0072b2")):
             r = runs[name]
-            traces.append({"type": "scatter", "mode": "markers+text", "xaxis": "x2",
+            traces.append({"type": "scatter", "mode": "markers", "xaxis": "x2",
                            "yaxis": "y2", "x": [r.max_itl_s / ms], "y": [r.makespan_s / ms],
-                           "text": [name], "textposition": "bottom center", "name": name,
-                           "marker": {"size": 11, "color": color}})
+                           "name": name, "marker": {"size": 11, "color": color}})
         traces.append({"type": "scatter", "mode": "markers", "xaxis": "x2", "yaxis": "y2",
                        "x": [shown.max_itl_s / ms], "y": [shown.makespan_s / ms],
                        "name": "shown above", "marker": {"size": 18, "color": "black",

@@ -821,7 +821,10 @@ class ContextOrganisationPanel(Panel):
                    "title": {"text": "later output tokens (tokens)"}},
         "yaxis2": {"title": {"text": "KV read by later decode steps (GiB)"}, "anchor": "x2",
                    "rangemode": "tozero"},
-        "legend": {"orientation": "h", "y": -0.22},
+        # the legend at the figure's foot, below the first subplot's slanted category labels
+        # (in the plot's own coordinates it sat on them)
+        "legend": {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom"},
+        "margin": {"t": 60, "r": 20, "b": 150},
     }
 
     def compute(self, *, output_tokens, history_tokens, appended_tokens, summary_tokens,

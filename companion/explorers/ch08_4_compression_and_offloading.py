@@ -85,9 +85,11 @@ def byte_layout_traces(rows) -> tuple[list, dict]:
     for name, color in (("scale (2-byte half float)", LAYOUT_COLORS["metadata"]),
                         ("codes", LAYOUT_COLORS["codes"]),
                         ("BF16 values (no scale)", LAYOUT_COLORS["plain"])):
+        # a key for the cells' colours (the bar trace draws them), not data of its own
         traces.append({"type": "scatter", "x": [None], "y": [None], "mode": "markers",
                        "name": name, "marker": {"symbol": "square", "size": 12,
-                                                "color": color}, "hoverinfo": "skip"})
+                                                "color": color}, "hoverinfo": "skip",
+                       "meta": {"legend_key": True}})
     totals = [int(round(r.get("metadata_bytes", 0) + r["code_bytes"])) for r in rows]
     traces.append({"type": "scatter", "x": [t + 0.5 for t in totals],
                    "y": [r["label"] for r in rows], "mode": "text",
@@ -120,25 +122,34 @@ def bits_per_value_figure(layouts, *, title: str = ""):
     names = [n for n, _ in items]
     code = [lay.code_bytes * 8 / lay.group_values for _, lay in items]
     meta = [lay.metadata_bytes * 8 / lay.group_values for _, lay in items]
+    totals = [c + m for c, m in zip(code, meta)]
+    # one row per format (horizontal bars): each row's label runs to the right of its own bar,
+    # so no two labels can meet whatever the formats; the thin metadata segment carries no text
+    # of its own, its share is in the row's label
     traces = [
-        {"type": "bar", "x": names, "y": code, "name": "code bits per value",
-         "marker": {"color": LAYOUT_COLORS["codes"]},
-         "text": [f"{c:g}" for c in code], "textposition": "inside"},
-        {"type": "bar", "x": names, "y": meta, "name": "metadata bits per value",
-         "marker": {"color": LAYOUT_COLORS["metadata"]},
-         "text": [f"{m:.3g}" if m else "" for m in meta], "textposition": "outside"},
-        {"type": "scatter", "x": names, "y": [c + m for c, m in zip(code, meta)],
+        {"type": "bar", "orientation": "h", "y": names, "x": code,
+         "name": "code bits per value", "marker": {"color": LAYOUT_COLORS["codes"]},
+         "text": [f"{c:g}" for c in code], "textposition": "inside",
+         "insidetextanchor": "middle",
+         "hovertemplate": "%{y}: %{x:g} code bits per value<extra></extra>"},
+        {"type": "bar", "orientation": "h", "y": names, "x": meta,
+         "name": "metadata bits per value", "marker": {"color": LAYOUT_COLORS["metadata"]},
+         "hovertemplate": "%{y}: %{x:.3g} metadata bits per value<extra></extra>"},
+        {"type": "scatter", "y": names, "x": totals,
          "mode": "text", "showlegend": False, "hoverinfo": "skip",
-         "text": [f"{lay.group_bytes:g} B / {lay.group_values} values<br>"
-                  f"{lay.bits_per_value:g} bits, metadata {100 * lay.metadata_fraction:.1f}%"
-                  for _, lay in items], "textposition": "top center"},
+         "text": [f"\u00a0\u00a0{lay.bits_per_value:g} bits: {lay.group_bytes:g} B / "
+                  f"{lay.group_values} values, metadata "
+                  + (f"{m:.3g} bits ({100 * lay.metadata_fraction:.1f}%)" if m else
+                     f"{100 * lay.metadata_fraction:.1f}%")
+                  for m, (_, lay) in zip(meta, items)], "textposition": "middle right"},
     ]
     layout = {"template": "plotly_white", "height": 420, "barmode": "stack",
               "title": {"text": title},
-              "yaxis": {"title": {"text": "stored bits per value"},
-                        "range": [0, 1.3 * max(c + m for c, m in zip(code, meta))]},
-              "xaxis": {"title": {"text": "format"}},
-              "legend": {"orientation": "h", "y": -0.2}}
+              "xaxis": {"title": {"text": "stored bits per value"},
+                        "range": [0, 2.1 * max(totals)]},
+              "yaxis": {"title": {"text": "format"}, "type": "category",
+                        "autorange": "reversed"},
+              "legend": {"orientation": "h", "y": -0.2, "traceorder": "normal"}}
     return _go().Figure(data=traces, layout=layout)
 
 
@@ -150,30 +161,38 @@ def memory_stack_traces(rows, capacity: float, *, unit_label: str = "GiB") -> tu
 
     ``rows``: list of (label, [(part name, size, colour key), ...]) in display units; the parts
     are stacked left to right and labelled inside; what is left of ``capacity`` is drawn as
-    headroom, an overflow in red beyond the capacity. Two traces whatever the rows hold (the
+    headroom, what lies beyond it as one red segment (the parts drawn up to the capacity, so
+    segments never overlap). Two traces whatever the rows hold (the
     segments, the capacity mark), so an explorer updates them in place.
     """
     rows = list(v.sequence("rows", rows))
     cap = v.positive("capacity", capacity)
     ys, xs, base, colors, texts, hover = [], [], [], [], [], []
 
-    def segment(label, start, size, name, key):
+    def segment(label, start, size, name, key, detail=""):
         ys.append(label)
         xs.append(size)
         base.append(start)
         colors.append(LAYOUT_COLORS[key])
         texts.append(name)
-        hover.append(f"{label}: {name}, {size:,.2f} {unit_label}")
+        hover.append(f"{label}: {name}, {size:,.2f} {unit_label}{detail}")
 
     for label, parts in rows:
-        start = 0.0
+        start, beyond = 0.0, []
         for name, size, key in parts:
-            segment(label, start, size, name, key)
+            # a part is drawn up to the capacity only; what lies beyond is the one red segment,
+            # so no two segments (and so no two inside labels) ever overlap
+            inside = min(size, max(cap - start, 0.0))
+            if inside > 0 or size == 0:
+                segment(label, start, inside, name, key)
+            if size > inside:
+                beyond.append(f"{name} {size - inside:,.2f}")
             start += size
         if start <= cap:
             segment(label, start, cap - start, "headroom", "headroom")
         else:
-            segment(label, cap, start - cap, "over capacity", "over")
+            segment(label, cap, start - cap, "over capacity", "over",
+                    f" ({'; '.join(beyond)} {unit_label})")
     labels = [label for label, _ in rows]
     traces = [
         {"type": "bar", "orientation": "h", "name": "memory", "y": ys, "x": xs, "base": base,
@@ -218,16 +237,23 @@ def interval_fit_figure(contexts, fits, *, crossover_tokens=None, marks=(), titl
     """
     xs = [float(x) for x in v.sequence("contexts", contexts)]
     colors = ["#0072b2", "#d55e00", "#009e73", "#cc79a7"]
-    traces = []
+    traces, fit_colors = [], {}
     for k, (name, ys) in enumerate(dict(fits).items()):
+        fit_colors[name.split()[0]] = colors[k % len(colors)]
         traces.append({"type": "scatter", "x": xs, "y": list(ys), "mode": "lines",
                        "name": name, "line": {"color": colors[k % len(colors)]}})
-    marks = list(marks)
-    if marks:
-        traces.append({"type": "scatter", "x": [m[1] for m in marks], "y": [m[2] for m in marks],
-                       "mode": "markers+text", "name": "the chapter's readings",
-                       "text": [f"{m[0]}: {m[2]:.2f} ms" for m in marks],
-                       "textposition": "top left", "marker": {"size": 9, "color": "#333333"}})
+    # each reading its own marker and legend entry (its fit's colour, a symbol per reading of
+    # that fit): labels in the legend cannot run into each other however close the points are
+    symbols, seen = ("circle", "diamond", "square", "triangle-up"), {}
+    for m in marks:
+        fit = str(m[0]).split()[0]
+        k = seen[fit] = seen.get(fit, -1) + 1
+        traces.append({"type": "scatter", "x": [m[1]], "y": [m[2]], "mode": "markers",
+                       "name": f"{m[0]}: {m[2]:.2f} ms",
+                       "hovertemplate": f"{m[0]}: L = %{{x:,.0f}}, %{{y:.2f}} ms<extra></extra>",
+                       "marker": {"size": 11, "symbol": symbols[k % len(symbols)],
+                                  "color": fit_colors.get(fit, "#333333"),
+                                  "line": {"color": "#333333", "width": 1.5}}})
     layout = {"template": "plotly_white", "height": 420, "title": {"text": title},
               "xaxis": {"title": {"text": "context length L (tokens)"}},
               "yaxis": {"title": {"text": "output interval (ms)"}},
@@ -470,6 +496,12 @@ _LINKS = (("PCIe Gen4 x16", ch08.PCIE_GEN4_X16_BYTES_PER_S),
           ("NVLink-C2C", ch08.NVLINK_C2C_BYTES_PER_S))
 
 
+def _link_text_position(gb_per_s: float) -> str:
+    """Where a named link's label goes on the link axis (``_SWEEP_LINK_GB``, log)."""
+    middle = float(np.sqrt(_SWEEP_LINK_GB[0] * _SWEEP_LINK_GB[-1]))
+    return "top right" if gb_per_s < middle else "bottom left"
+
+
 @serves("8.4.3")
 class OffloadPanel(Panel):
     """8.4.3: offloading FFN weights frees memory for KV, net of prefetch buffers, but every
@@ -543,8 +575,11 @@ class OffloadPanel(Panel):
              "text": [f"{x:,.0f}" for x in (numbers["offloaded_MiB"], numbers["buffers_MiB"],
                                             numbers["net_saved_MiB"])],
              "textposition": "outside", "name": "memory (MiB)", "showlegend": False},
+            # with nothing offloaded nothing is copied: the copy traces draw nothing and leave
+            # the legend
             {"type": "scatter", "x": _SWEEP_LINK_GB.tolist(), "y": sweep, "mode": "lines",
              "name": f"copy of {numbers['copy_per_round_GB']:.2f} GB per round",
+             "showlegend": bool(copy_s),
              "xaxis": "x2", "yaxis": "y2", "line": {"color": "#d55e00"}},
             {"type": "scatter", "x": [8, 1000], "y": [compute_round_ms] * 2, "mode": "lines",
              "name": f"compute round ({compute_round_ms:g} ms): copies below it can hide",
@@ -553,11 +588,14 @@ class OffloadPanel(Panel):
              "y": [calc.link_transfer_s(plan.offloaded_bytes, g) / units.ms if copy_s else None
                    for _, g in _LINKS],
              "mode": "markers+text", "text": [name for name, _ in _LINKS],
-             "textposition": "top right", "name": "named links", "xaxis": "x2", "yaxis": "y2",
+             # labels face into the plot: right of the links in the left half of the (fixed)
+             # link axis, below and left (under the falling copy line) in the right half
+             "textposition": [_link_text_position(g / units.GB) for _, g in _LINKS],
+             "name": "named links", "xaxis": "x2", "yaxis": "y2", "showlegend": bool(copy_s),
              "marker": {"size": 9, "color": "#333333", "symbol": "diamond"}},
             {"type": "scatter", "x": [link_gb_per_s], "y": [copy_s / units.ms or None],
              "mode": "markers", "name": "this link", "xaxis": "x2", "yaxis": "y2",
-             "marker": {"size": 12, "color": "#d55e00"}},
+             "showlegend": bool(copy_s), "marker": {"size": 12, "color": "#d55e00"}},
         ]
         hide = "hidden behind compute" if hidden else "<b>longer than the compute round</b>"
         text = (f"{layers} FFN layers x 288 MiB = {numbers['offloaded_MiB']:,.0f} MiB freed; "

@@ -73,12 +73,15 @@ REJECTION_ROUNDS_AXES = {"xaxis2": {"domain": [0.55, 1.0], "anchor": "y2", "dtic
                                     "title": {"text": "tokens emitted in one round"}},
                          "yaxis2": {"anchor": "x2", "title": {"text": "share of rounds"},
                                     "range": [0, 1.05]}}
-DRAFT_COST_LAYOUT = {"height": 440,
+DRAFT_COST_LAYOUT = {"height": 500,
                      "xaxis": {"title": {"text": "draft cost per round (ms)"},
                                "rangemode": "tozero"},
                      "yaxis": {"title": {"text": "average latency per output token (ms)"},
                                "rangemode": "tozero"},
-                     "legend": {"orientation": "h", "y": -0.25}}
+                     # two legend columns: a curve, its crossover and the markers each get a
+                     # line of their own without the legend taking the plot's height
+                     "legend": {"orientation": "h", "y": -0.2, "entrywidth": 0.5,
+                                "entrywidthmode": "fraction"}}
 DRAFT_LENGTH_LAYOUT = {"height": 420,
                        "xaxis": {"title": {"text": "draft length m (tokens)"}, "dtick": 1},
                        "yaxis": {"title": {"text": "latency per output token T_m / E[X_m] "
@@ -99,21 +102,23 @@ def _verdict(step: dict) -> str:
     return "discarded"
 
 
+# the colour key of Figure 8-29, drawn as legend entries (``greedy_verification_traces``)
+VERDICT_KEY = (("accepted", "accepted"), ("target's correction", "corrected"),
+               ("bonus", "bonus"), ("discarded", "discarded"), ("not read yet", "pending"))
+
+
 def greedy_verification_layout(n_positions: int) -> dict:
-    """Layout of the Figure 8-29 grid for ``n_positions`` columns, with a colour key."""
-    key = " ".join(f"<span style='color:{c}'>&#9632;</span> {label}" for label, c in (
-        ("accepted", VERDICT_COLORS["accepted"]), ("target's correction",
-                                                   VERDICT_COLORS["corrected"]),
-        ("bonus", VERDICT_COLORS["bonus"]), ("discarded", VERDICT_COLORS["discarded"]),
-        ("not read yet", VERDICT_COLORS["pending"])))
-    return {"height": 330, "showlegend": False,
+    """Layout of the Figure 8-29 grid for ``n_positions`` columns; the colour key is the
+    legend, in its own row at the figure's foot (below the x title, whatever the height)."""
+    return {"height": 400, "margin": {"t": 60, "r": 20, "b": 100},
+            "showlegend": True,
+            "legend": {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom",
+                       "x": 0, "xanchor": "left"},
             "xaxis": {"title": {"text": "draft position (token index within the round)"},
                       "tickvals": list(range(1, n_positions + 1)),
                       "range": [0.4, n_positions + 0.6], "zeroline": False},
             "yaxis": {"categoryorder": "array", "categoryarray": list(reversed(ROWS)),
-                      "type": "category", "title": {"text": "row"}},
-            "annotations": [{"text": key, "xref": "paper", "yref": "paper", "x": 0,
-                             "y": -0.32, "showarrow": False, "xanchor": "left"}]}
+                      "type": "category", "title": {"text": "row"}}}
 
 
 def greedy_verification_traces(verification, step: int | None = None, words=None) -> list:
@@ -141,11 +146,19 @@ def greedy_verification_traces(verification, step: int | None = None, words=None
             o = rows[ROWS[2]]
             o["x"].append(pos), o["color"].append(VERDICT_COLORS[kind])
             o["text"].append(name(s["draft"] if kind == "accepted" else s["target"]))
-    return [{"type": "scatter", "mode": "markers+text", "x": r["x"], "y": [row] * len(r["x"]),
-             "text": r["text"], "name": row, "hoverinfo": "text", "textfont": {"size": 12},
-             "marker": {"symbol": "square", "size": 46, "color": r["color"],
-                        "line": {"width": 1, "color": "#555555"}}}
-            for row, r in rows.items()]
+    cells = [{"type": "scatter", "mode": "markers+text", "x": r["x"], "y": [row] * len(r["x"]),
+              "text": r["text"], "name": row, "hoverinfo": "text", "textfont": {"size": 12},
+              "showlegend": False,
+              "marker": {"symbol": "square", "size": 46, "color": r["color"],
+                         "line": {"width": 1, "color": "#555555"}}}
+             for row, r in rows.items()]
+    # the colour key: legend entries only (the cells above draw the colours)
+    key = [{"type": "scatter", "mode": "markers", "x": [None], "y": [None], "name": label,
+            "hoverinfo": "skip", "meta": {"legend_key": True},
+            "marker": {"symbol": "square", "size": 12, "color": VERDICT_COLORS[kind],
+                       "line": {"width": 1, "color": "#555555"}}}
+           for label, kind in VERDICT_KEY]
+    return cells + key
 
 
 @serves("8.5.1")
@@ -240,15 +253,22 @@ def draft_cost_traces(draft_s, curves, plain_round_s: float, crossovers=(), curr
                "y": [plain_round_s / units.ms] * 2,
                "name": f"plain decode ({plain_round_s / units.ms:.2f} ms/token)",
                "line": {"color": PLAIN_COLOR, "dash": "dash"}}]
+    colors = {}
     for i, (label, ys) in enumerate(curves.items()):
+        colors[label] = CURVE_COLORS[i % 6]
         traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": _ms(ys), "name": label,
                        "line": {"color": CURVE_COLORS[i % 6], "width": 2.5}})
-    cx = [c[1] / units.ms for c in crossovers]
-    traces.append({"type": "scatter", "mode": "markers+text", "x": cx,
-                   "y": [plain_round_s / units.ms] * len(cx),
-                   "text": [f"{c[0]}: {c[1] / units.ms:.1f} ms" for c in crossovers],
-                   "textposition": "top left", "name": "crossover (no gain beyond)",
-                   "marker": {"size": 11, "color": "black", "symbol": "x"}})
+    # each crossover its own marker (its curve's colour) whose legend entry carries the value:
+    # crossovers may fall on one another, their labels cannot
+    for label, cross_s in crossovers:
+        color = next((c for name, c in colors.items() if name.startswith(label)), "black")
+        traces.append({"type": "scatter", "mode": "markers", "x": [cross_s / units.ms],
+                       "y": [plain_round_s / units.ms],
+                       "name": f"{label}: no gain past {cross_s / units.ms:.1f} ms",
+                       "hovertemplate": f"{label}: the draft may cost up to "
+                                        "%{x:.1f} ms per round<extra></extra>",
+                       "marker": {"size": 12, "color": color, "symbol": "x",
+                                  "line": {"width": 1, "color": "black"}}})
     if current is not None:
         traces.append({"type": "scatter", "mode": "markers", "x": [current[0] / units.ms],
                        "y": [current[1] / units.ms], "name": current[2],
@@ -381,7 +401,7 @@ class GreedyVerificationPanel(Panel):
         Control("step", "positions read so far", "int", 4, 0, MAX_DRAFT + 1, 1),
     )
     main_control = "step"
-    base_layout = dict(greedy_verification_layout(MAX_DRAFT + 1), height=360)
+    base_layout = greedy_verification_layout(MAX_DRAFT + 1)
 
     def compute(self, *, draft_len, first_mismatch, step) -> View:
         ver = greedy_example(draft_len, first_mismatch)

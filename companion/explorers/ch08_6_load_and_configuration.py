@@ -200,17 +200,20 @@ def scheme_plane_traces(results, kv_budget_bytes: float, deadline_s: float) -> l
          "line": {"color": LIMIT_COLOR, "dash": "dash"}},
         {"type": "scatter", "mode": "lines", "x": [deadline_s, deadline_s], "y": [0, y_max],
          "name": f"deadline ({deadline_s:g} s)", "line": {"color": LIMIT_COLOR, "dash": "dot"}},
-        {"type": "scatter", "mode": "markers+text", "x": [r.total_s for r in rs],
-         "y": [r.memory_gib for r in rs],
-         "text": [f"{r.name}: {_verdict(r)}" for r in rs],
-         # labels of points in the right half open to the left, so none runs off the plot
-         "textposition": ["top left" if r.total_s > x_max / 2 else "top right" for r in rs],
-         "name": "schemes (completion time, memory)",
-         "marker": {"size": 16, "color": [SCHEME_COLORS.get(r.name, "black") for r in rs],
-                    "symbol": ["circle" if r.feasible else "x" for r in rs],
-                    "line": {"width": 1, "color": "black"}},
-         "hovertemplate": "%{text}: %{x:.2f} s, %{y:.2f} GiB<extra></extra>"},
     ]
+    # each scheme its own trace whose legend entry carries its label (colour per scheme, a
+    # circle if it qualifies, an x if not): schemes may land on one another at some setting,
+    # their labels never do; each later scheme is drawn a little smaller, so schemes on one
+    # spot show as rings around each other
+    for i, r in enumerate(rs):
+        traces.append({
+            "type": "scatter", "mode": "markers", "x": [r.total_s], "y": [r.memory_gib],
+            "name": f"{r.name}: {_verdict(r)}",
+            "marker": {"size": max(18 - 2 * i, 8), "color": SCHEME_COLORS.get(r.name, "black"),
+                       "symbol": "circle" if r.feasible else "x",
+                       "line": {"width": 1, "color": "black"}},
+            "hovertemplate": f"{r.name}: {_verdict(r)}, " + "%{x:.2f} s, %{y:.2f} GiB"
+                             "<extra></extra>"})
     return traces
 
 

@@ -29,6 +29,8 @@ SECTION = "17.1"
 
 
 LEVEL_COLORS = ("#6a3d9a", "#1f78b4", "#2d6a4f", "#40916c", "#bc6c25")
+# log10 of the capacity axis (GB): registers (0.00026 GB) to a few TB
+CAPACITY_RANGE = (-4.0, 3.5)
 
 
 # --- §1: the memory pyramid ------------------------------------------------------------------
@@ -42,8 +44,11 @@ def memory_hierarchy_layout(level_names, *, xaxes=("x", "x2"), yaxes=("y", "y2")
     cat = {"type": "category", "categoryorder": "array", "categoryarray": names,
            "autorange": "reversed"}
     return {
+        # from 1e-4 GB: a register file or an SM's shared memory (256 KiB = 0.00026 GB) is a
+        # visible bar with its label beside it; a tick every other decade keeps them apart
         xa: {"type": "log", "title": {"text": "capacity (GB, log scale)"}, "domain": [0, 0.47],
-             "range": [-2.5, 3.5], "anchor": yaxes[0]},
+             "range": list(CAPACITY_RANGE), "anchor": yaxes[0], "tickmode": "array",
+             "tickvals": [1e-4, 1e-2, 1.0, 100.0], "ticktext": ["0.0001", "0.01", "1", "100"]},
         xb: {"type": "log", "title": {"text": "bandwidth (GB/s, log scale)"},
              "domain": [0.53, 1.0], "range": [-0.3, 4.5], "anchor": yaxes[1]},
         ya: dict(cat, anchor=xaxes[0]),
@@ -60,7 +65,8 @@ def memory_hierarchy_traces(rows, *, xaxes=("x", "x2"), yaxes=("y", "y2")) -> li
     names = [r["level"] for r in levels]
     traces = []
     for key, unit, xa, ya, name, nax in (
-            ("capacity_bytes", "GB", xaxes[0], yaxes[0], "capacity", 1e-2),
+            ("capacity_bytes", "GB", xaxes[0], yaxes[0], "capacity",
+             2.0 * 10.0 ** CAPACITY_RANGE[0]),
             ("bandwidth_bytes_per_s", "GB/s", xaxes[1], yaxes[1], "bandwidth", 1.0)):
         have = [r for r in levels if r.get(key) is not None]
         missing = [r for r in levels if r.get(key) is None]

@@ -68,7 +68,8 @@ def _roof_xy(hw: Hardware) -> tuple[list, list]:
 
 
 def _point_label(p: dict) -> str:
-    return (f"{p['label']}<br>{readable(p['intensity_flop_per_byte'])} FLOP/B, "
+    """A workload's legend entry: its label, intensity and share of peak on one line."""
+    return (f"{p['label']}: {readable(p['intensity_flop_per_byte'])} FLOP/B, "
             f"{100 * p['fraction_of_peak']:.3g}% of peak")
 
 
@@ -94,9 +95,10 @@ def roofline_traces(hardware: Hardware, points, *, reference: Hardware | None = 
     ``calc.roofline_points``). The roof is min(peak, intensity x bandwidth) in TFLOP/s; the
     ridge (peak / bandwidth) is a dotted vertical line; ``reference`` draws a second card's roof
     in grey (the chapter's H100 when another card is chosen; hidden when it is the same card).
-    Always four traces: roof, reference roof, ridge, and the points (one trace, each point
-    labelled with its intensity and share of peak). Lean on purpose: an explorer re-sends
-    every property on each update.
+    Three traces (roof, reference roof, ridge) and then one per point, last: each point is a
+    marker of its own colour and symbol whose legend entry carries its label, intensity and
+    share of peak, so labels never print over each other or off the plot however close the
+    points sit. Lean on purpose: an explorer re-sends every property on each update.
     """
     hw = _hw(hardware)
     pts = [v.instance(f"points[{i}]", p, dict, "a dict from calc.roofline_point")
@@ -107,7 +109,6 @@ def roofline_traces(hardware: Hardware, points, *, reference: Hardware | None = 
     ridge = ridge_point(hw)
     peak_t = hw.peak_flops_per_s / units.TFLOP
     axes = {} if (xaxis, yaxis) == ("x", "y") else {"xaxis": xaxis, "yaxis": yaxis}
-    n = len(pts)
     return [
         {"type": "scatter", "mode": "lines", "x": rx, "y": ry, "name": f"roof: {hw.name}",
          "line": {"color": ROOF_COLOR, "width": 3}, **axes},
@@ -117,16 +118,17 @@ def roofline_traces(hardware: Hardware, points, *, reference: Hardware | None = 
          "line": {"color": REFERENCE_COLOR, "dash": "dash"}, **axes},
         {"type": "scatter", "mode": "lines+text", "x": [ridge, ridge],
          "y": [10.0 ** ROOFLINE_Y_RANGE[0], peak_t], "name": f"ridge = {ridge:,.0f} FLOP/B",
-         "text": ["", f"ridge {ridge:,.0f}"], "line": {"color": RIDGE_COLOR, "dash": "dot"},
-         **axes},
-        {"type": "scatter", "mode": "markers+text", "name": "workloads",
-         "x": [p["intensity_flop_per_byte"] for p in pts],
-         "y": [p["attainable_flops_per_s"] / units.TFLOP for p in pts],
-         "text": [_point_label(p) for p in pts],
-         "textposition": [("bottom right", "top left")[i % 2] for i in range(n)],
-         "marker": {"size": 13, "color": [POINT_COLORS[i % len(POINT_COLORS)] for i in range(n)],
-                    "symbol": [POINT_SYMBOLS[i % len(POINT_SYMBOLS)] for i in range(n)]},
-         **axes},
+         "text": ["", f"ridge {ridge:,.0f}"], "textposition": "top center",
+         "line": {"color": RIDGE_COLOR, "dash": "dot"}, **axes},
+    ] + [
+        {"type": "scatter", "mode": "markers", "name": _point_label(p),
+         "x": [p["intensity_flop_per_byte"]], "y": [p["attainable_flops_per_s"] / units.TFLOP],
+         "hovertemplate": f"{p['label']}<br>%{{x:,.3g}} FLOP/B, %{{y:,.4g}} TFLOP/s<extra></extra>",
+         "marker": {"size": 13, "color": POINT_COLORS[i % len(POINT_COLORS)],
+                    "symbol": POINT_SYMBOLS[i % len(POINT_SYMBOLS)],
+                    "line": {"width": 2, "color": POINT_COLORS[i % len(POINT_COLORS)]}},
+         **axes}
+        for i, p in enumerate(pts)
     ]
 
 
@@ -136,7 +138,8 @@ def roofline_figure(hardware: Hardware, points, *, reference: Hardware | None = 
                                  "prefill saturates them"):
     """The 17 §2 roofline as a plotly Figure: ``roofline_traces`` with a title."""
     traces = roofline_traces(hardware, points, reference=reference)
-    layout = dict(roofline_layout(), height=520, template="plotly_white",
+    # taller than the plot needs: the legend below it carries one line per workload
+    layout = dict(roofline_layout(), height=580, template="plotly_white",
                   title={"text": title})
     return _go().Figure(data=traces, layout=layout)
 
@@ -164,7 +167,7 @@ class RooflinePanel(Panel):
         config_control(),
     )
     main_control = "batch"
-    base_layout = dict(roofline_layout(), height=560)
+    base_layout = dict(roofline_layout(), height=620)   # the legend: a line per workload
 
     def compute(self, *, hardware, model, batch, context_tokens, prompt_tokens, weight_bytes,
                 kv_bytes, config_json) -> View:
@@ -220,8 +223,9 @@ class RooflinePanel(Panel):
                 f"~{numbers['batch_to_reach_ridge']:,.0f} reaches the ridge (weights only)"
                 + _moe_sweep_lines(m, hw, batch, i_b1, numbers, kw) + source)
         traces = roofline_traces(hw, points, reference=specs.H100_SXM)
-        # the batch sweep under the workload points (which stay the last trace, on top)
-        traces[-1:-1] = _decode_sweep_traces(m, hw, i_b1, kw)
+        # the batch sweep under the workload points (which stay the last traces, on top)
+        at = len(traces) - len(points)
+        traces[at:at] = _decode_sweep_traces(m, hw, i_b1, kw)
         return View(numbers=numbers, traces=traces, text=text)
 
 

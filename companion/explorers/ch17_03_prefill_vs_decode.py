@@ -244,6 +244,17 @@ _SLO_QUANTILES = np.linspace(0.0, 1.0, 101)
 _PCT_COLORS = {"p50": "#6c757d", "p90": "#0b3d91", "p99": "#bc4b51"}
 
 
+def _inward(marks, drawn, *, log: bool) -> list:
+    """A percentile label's side: left of its marker (the empty side of a CDF), unless the
+    marker is within a fifth of the axis from its left end, where the label would be cut:
+    then right. ``drawn``: every x on the axis (its autorange; a linear one starts at 0)."""
+    f = (lambda x: float(np.log10(max(x, 1e-12)))) if log else float
+    drawn = [x for x in drawn if x > 0] if log else list(drawn) + [0.0]
+    lo, hi = (f(min(drawn)), f(max(drawn))) if drawn else (0.0, 1.0)
+    span = (hi - lo) or 1.0
+    return ["middle right" if (f(x) - lo) / span < 0.2 else "middle left" for x in marks]
+
+
 def slo_cdf_traces(run: dict) -> list:
     """Two CDF panels of an ``sim.slo_run`` result: TTFT (ms, x/y) and output intervals (ms,
     log axis, x2/y2), each with its p50/p90/p99 marked and its target as a dashed line."""
@@ -254,14 +265,16 @@ def slo_cdf_traces(run: dict) -> list:
         values = np.asarray(run[key]) / units.ms
         # the CDF at 101 quantiles: the shape of every sample at a fixed size
         xs = np.quantile(values, _SLO_QUANTILES, method="inverted_cdf")
+        marks = [pct[p] / units.ms for p in _PCT_COLORS]
         traces.append({"type": "scatter", "mode": "lines", "x": xs.tolist(),
                        "y": (100 * _SLO_QUANTILES).tolist(), "name": f"{name} CDF",
                        "line": {"color": "#2d6a4f", "shape": "hv"}, "xaxis": xa, "yaxis": ya,
                        "hovertemplate": "%{x:.4g} ms: %{y:.0f}% of them<extra></extra>"})
         traces.append({"type": "scatter", "mode": "markers+text", "name": f"{name} percentiles",
-                       "x": [pct[p] / units.ms for p in _PCT_COLORS],
+                       "x": marks,
                        "y": [float(p[1:]) for p in _PCT_COLORS], "text": list(_PCT_COLORS),
-                       "textposition": "middle left",
+                       "textposition": _inward(marks, xs.tolist() + [target / units.ms],
+                                               log=xa == "x2"),
                        "marker": {"size": 10, "color": list(_PCT_COLORS.values())},
                        "xaxis": xa, "yaxis": ya})
         traces.append({"type": "scatter", "mode": "lines", "name": f"{name} target",

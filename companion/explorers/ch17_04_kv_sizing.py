@@ -16,6 +16,7 @@ import numpy as np
 from companion import calc, specs, units
 from companion import validate as v
 from companion.chapters import ch17
+from companion.explorers.axes import whole_ticks
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import SEQ_COLORS, dict_rows
 from companion.explorers.common import titled_figure as _fig
@@ -82,7 +83,8 @@ def attention_variants_figure(rows, *, cache_bytes: float = ch17.CACHE_BYTES,
     data = dict_rows("rows", rows)
     cache = v.positive("cache_bytes", cache_bytes)
     ctx = v.tokens("context_tokens", context_tokens, minimum=1)
-    names = [f"{r['attention']} ({r['n_kv_heads']} KV heads)" for r in data]
+    # two lines per category: side by side the one-line names ran into each other
+    names = [f"{r['attention']}<br>({r['n_kv_heads']} KV heads)" for r in data]
     kib = [r["kv_bytes_per_token"] / units.KiB for r in data]
     colors = [SEQ_COLORS[i % len(SEQ_COLORS)] for i in range(len(data))]
     traces = [
@@ -106,13 +108,18 @@ def attention_variants_figure(rows, *, cache_bytes: float = ch17.CACHE_BYTES,
     return _fig(traces, layout, title)
 
 
+_MARK_COLORS = ("#0b3d91", "#6a3d9a", "#bc6c25", "#2d6a4f")
+_MARK_SYMBOLS = ("circle", "square", "diamond", "triangle-up")
+
+
 def context_step_traces(contexts, rows, *, weight_bytes: float, bandwidth_bytes_per_s: float,
                         crossover_tokens: float | None = None, marks=(),
                         xaxis: str = "x", yaxis: str = "y") -> tuple[list, dict]:
     """Decode step time (ms) vs context: the weight stream (flat) and weights + live KV.
 
     ``rows``: ``calc.decode_vs_context`` results over ``contexts``; ``marks``: contexts to
-    label with their step time and tok/s (the chapter's 1,000 / 10,000 / 100,000);
+    mark, one trace each after the two lines, its step time and tok/s in its legend entry
+    (the chapter's 1,000 / 10,000 / 100,000);
     ``crossover_tokens``: where the KV stream equals the weight stream (a dotted line).
     """
     xs = [int(c) for c in v.sequence("contexts", contexts)]
@@ -134,14 +141,17 @@ def context_step_traces(contexts, rows, *, weight_bytes: float, bandwidth_bytes_
          "hovertemplate": "%{x:,} tokens: %{y:.3g} ms, %{customdata:,.0f} tok/s"
                           "<extra></extra>", **axes},
     ]
+    # each marked context its own trace, its numbers in its legend entry (and hover): labels
+    # on the plot ran off its edges and into the axis title
     mark_rows = [(int(c), r) for c, r in zip(xs, data) if int(c) in {int(m) for m in marks}]
-    traces.append({"type": "scatter", "mode": "markers+text",
-                   "x": [c for c, _ in mark_rows],
-                   "y": [r["step_s"] / units.ms for _, r in mark_rows],
-                   "text": [f"{r['step_s'] / units.ms:.2g} ms, {r['tokens_per_s']:,.0f} tok/s"
-                            for _, r in mark_rows],
-                   "textposition": "top left", "name": "the chapter's three contexts",
-                   "marker": {"size": 10, "color": "#0b3d91"}, **axes})
+    for i, (c, r) in enumerate(mark_rows):
+        label = f"{r['step_s'] / units.ms:.2g} ms, {r['tokens_per_s']:,.0f} tok/s"
+        traces.append({"type": "scatter", "mode": "markers", "x": [c],
+                       "y": [r["step_s"] / units.ms], "text": [label],
+                       "name": f"{c:,} tokens: {label}",
+                       "hovertemplate": f"{c:,} tokens: %{{text}}<extra></extra>",
+                       "marker": {"size": 11, "color": _MARK_COLORS[i % len(_MARK_COLORS)],
+                                  "symbol": _MARK_SYMBOLS[i % len(_MARK_SYMBOLS)]}, **axes})
     top = max([r["step_s"] / units.ms for r in data] + [weight_ms])
     if crossover_tokens is not None:
         x = v.positive("crossover_tokens", crossover_tokens)
@@ -287,4 +297,7 @@ class KVSizingPanel(Panel):
                 f"{heads:g} KV heads per GPU{head_note}<br>{verdict}<br>"
                 f"a sequence's KV equals the weights at "
                 f"{numbers['kv_equals_weights_tokens']:,.0f} tokens" + source)
-        return View(numbers=numbers, traces=traces, text=text)
+        # whole sequences: integer ticks, also where none or one fits (plotly: 0.2, 0.4 ...)
+        count_axis = dict(self.base_layout["yaxis2"], tickmode="array",
+                          tickvals=whole_ticks(0, max(sweep + [n, 1])))
+        return View(numbers=numbers, traces=traces, text=text, layout={"yaxis2": count_axis})

@@ -10,11 +10,14 @@ vs paged batch, step time (ITL) and throughput).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from companion import calc, specs, units
 from companion import validate as v
 from companion.chapters import ch17
+from companion.explorers.axes import finish_axes
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import SEQ_COLORS
 from companion.explorers.common import titled_figure as _fig
@@ -103,13 +106,15 @@ def allocator_traces(paged, naive, *, names=None) -> tuple[list, dict]:
                "textposition": "inside", "insidetextanchor": "middle",
                "textfont": {"color": "#ffffff", "size": 10}, "showlegend": False}]
     for sid in order:
+        # a key for the bar cells' colours (the bars themselves stay out of the legend)
         traces.append({"type": "scatter", "x": [None], "y": [None], "mode": "markers",
                        "name": names.get(sid, str(sid)), "hoverinfo": "skip",
+                       "meta": {"legend_key": True},
                        "marker": {"symbol": "square", "size": 12, "color": colors[sid]}})
     for label, color, line in (("reserved / allocated but empty", "#ffffff", WASTE_LINE),
                                ("free", FREE_COLOR, FREE_COLOR)):
         traces.append({"type": "scatter", "x": [None], "y": [None], "mode": "markers",
-                       "name": label, "hoverinfo": "skip",
+                       "name": label, "hoverinfo": "skip", "meta": {"legend_key": True},
                        "marker": {"symbol": "square", "size": 12, "color": color,
                                   "line": {"color": line, "width": 2}}})
     slots = pm.num_blocks * pm.block_tokens
@@ -132,8 +137,9 @@ def allocator_figure(paged, naive, *, names=None,
 @serves("17.5")
 def paged_tradeoff_traces(batches, step_s, tokens_per_s, marks, *, xaxis: str = "x",
                           yaxis: str = "y") -> list:
-    """Throughput (tok/s) against step time = ITL (ms) as the batch grows, and labelled points
-    (``marks``: (label, batch, step_s, tokens_per_s)) in a second trace: 17 §5's 57 vs ~760
+    """Throughput (tok/s) against step time = ITL (ms) as the batch grows, then one trace per
+    point of ``marks`` ((label, batch, step_s, tokens_per_s)), its numbers in its legend entry
+    (a label on the plot ran into the ticks and off the edges): 17 §5's 57 vs ~760
     sequences."""
     bs = [int(b) for b in v.sequence("batches", batches)]
     steps = [float(s) for s in v.sequence("step_s", step_s)]
@@ -145,13 +151,16 @@ def paged_tradeoff_traces(batches, step_s, tokens_per_s, marks, *, xaxis: str = 
         {"type": "scatter", "mode": "lines", "x": [s / units.ms for s in steps], "y": rates,
          "name": "batch 1, 2, ... (weights + live KV per step)", "line": {"color": "#7f7f7f"},
          "xaxis": xaxis, "yaxis": yaxis},
-        {"type": "scatter", "mode": "markers+text", "name": "the two allocators",
-         "x": [s / units.ms for _, _, s, _ in marks], "y": [r for _, _, _, r in marks],
-         "text": [f"{label}: batch {b:,}<br>{s / units.ms:.3g} ms, {r:,.0f} tok/s"
-                  for label, b, s, r in marks],
-         "textposition": [("bottom right", "top left")[i % 2] for i in range(len(marks))],
-         "marker": {"size": 12, "color": [SEQ_COLORS[(5, 0)[i % 2]] for i in range(len(marks))]},
-         "xaxis": xaxis, "yaxis": yaxis},
+    ] + [
+        {"type": "scatter", "mode": "markers",
+         "name": f"{label}: batch {b:,}, {s / units.ms:.3g} ms, {r:,.0f} tok/s",
+         "x": [s / units.ms], "y": [r],
+         "hovertemplate": f"{label}: batch {b:,}<br>%{{x:.3g}} ms, %{{y:,.0f}} tok/s"
+                          "<extra></extra>",
+         "marker": {"size": 12, "color": SEQ_COLORS[(5, 0)[i % 2]],
+                    "symbol": ("circle", "square")[i % 2]},
+         "xaxis": xaxis, "yaxis": yaxis}
+        for i, (label, b, s, r) in enumerate(marks)
     ]
 
 
@@ -164,6 +173,19 @@ def paged_tradeoff_layout(*, xaxis: str = "x", yaxis: str = "y") -> dict:
 
 
 # --- §5 PagedAttention -----------------------------------------------------------------------
+
+def _log_axes_of(traces, layout) -> dict:
+    """The left panel's log axes (x, y) as ``traces`` draw them, with full-number ticks and a
+    fixed range: what an emptied figure keeps (with no data plotly would pick its own range
+    and label it with bare minor digits)."""
+    axes = finish_axes(traces, {k: layout[k] for k in ("xaxis", "yaxis")})
+    out = {}
+    for name, axis in axes.items():
+        ticks = axis.get("tickvals") or [1, 10]
+        out[name] = dict(axis, range=[math.log10(ticks[0]) - 0.15,
+                                      math.log10(ticks[-1]) + 0.15])
+    return out
+
 
 _PAGED_MODELS = ModelMenu({m.name: m for m in (specs.LLAMA_8B, specs.QWEN3_8B)})
 _LIVE_SWEEP = np.unique(np.geomspace(16, 32_768, 41).astype(int))
@@ -204,6 +226,7 @@ class PagedKVPanel(Panel):
                                           live_tokens=live_tokens, block_tokens=block_tokens,
                                           reservation_tokens=reservation_tokens))
             return View(numbers={"fits": False}, traces=blank_traces(chapter.traces),
+                        layout=_log_axes_of(chapter.traces, self.base_layout),
                         text=(f"<b>{m.name}</b>: {m.weight_bytes / units.GB:,.0f} GB of weights "
                               f"+ the {ch17.RUNTIME_RESERVE_BYTES / units.GB:g} GB reserve "
                               f"leave no KV space on one {hw.name} "

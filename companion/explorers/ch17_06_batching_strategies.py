@@ -110,7 +110,8 @@ def slot_gantt_traces(result, *, xaxis: str = "x", yaxis: str = "y",
     traces = [
         {"type": "bar", "orientation": "h", "y": label, "base": [r[2] for r in rows],
          "x": [r[3] - r[2] for r in rows], "text": [str(r[1]) for r in rows],
-         "textposition": "inside", "insidetextanchor": "middle", "name": "a request (its id)",
+         "textposition": "inside", "insidetextanchor": "middle", "textangle": 0,
+         "name": "a request (its id)",
          # numeric colours through a discrete colour scale: plotly validates a list of
          # numbers far faster than a list of colour strings
          "marker": {"color": [index[r[1]] % len(REQUEST_PALETTE) for r in rows],
@@ -131,13 +132,23 @@ def slot_gantt_traces(result, *, xaxis: str = "x", yaxis: str = "y",
     return traces
 
 
+def _stacked_gantt_axes(labels) -> tuple[dict, list]:
+    """``stacked_axes`` for slot Gantts sharing one time axis: only the bottom subplot carries
+    the "time (s)" title, so an upper one's title cannot sit on the next subplot's label."""
+    labels = list(labels)
+    layout, notes = stacked_axes(len(labels), labels)
+    for i in range(len(labels) - 1):
+        layout["xaxis" if i == 0 else f"xaxis{i + 1}"].pop("title", None)
+    return layout, notes
+
+
 @serves("17.6")
 def batching_gantt_figure(results, *, title: str = "Static vs continuous batching on one "
                                                    "simulated queue (17 §6)"):
     """Stacked slot Gantt charts, one per policy: ``results`` maps a label to a Result."""
     results = dict(results)
     traces = []
-    layout, notes = stacked_axes(len(results), results.keys())
+    layout, notes = _stacked_gantt_axes(results.keys())
     for i, result in enumerate(results.values()):
         ax = "" if i == 0 else str(i + 1)
         traces += slot_gantt_traces(result, xaxis=f"x{ax}", yaxis=f"y{ax}", show_legend=i == 0)
@@ -192,7 +203,7 @@ class BatchingTracePanel(Panel):
         labels = {"static": "static: a group runs until its longest member finishes",
                   "continuous": "continuous: a freed slot is refilled at the next step"}
         traces = []
-        layout, notes = stacked_axes(2, [labels[p] for p in results])
+        layout, notes = _stacked_gantt_axes([labels[p] for p in results])
         for i, res in enumerate(results.values()):
             ax = "" if i == 0 else str(i + 1)
             traces += slot_gantt_traces(res, xaxis=f"x{ax}", yaxis=f"y{ax}", show_legend=i == 0)

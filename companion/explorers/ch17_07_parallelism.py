@@ -72,7 +72,8 @@ def tp_step_traces(rows, *, selected: str | None = None) -> tuple[list, dict]:
                    "showlegend": False, "hoverinfo": "skip"})
     layout = {"barmode": "stack", "xaxis": {"title": {"text": "layout and link"},
                                             "type": "category"},
-              "yaxis": {"title": {"text": "decode step (ms)"}, "rangemode": "tozero"},
+              # room above the tallest bar for its total (text does not widen the autorange)
+              "yaxis": {"title": {"text": "decode step (ms)"}, "range": [0, 1.12 * max(totals)]},
               "legend": {"orientation": "h", "y": -0.3}}
     return traces, layout
 
@@ -164,6 +165,15 @@ def _kv_split_note(m, tp: int) -> str:
 
 # --- §7 pipeline parallelism: stages x time slots ---------------------------------------------
 
+_AXIS_FOOT_PX = 60          # below the plot: x tick labels and the x title
+_LEGEND_ROW_PX = 24
+
+
+def _legend_foot_px(entries: int, per_row: int = 3) -> int:
+    """A bottom margin holding the x ticks and title and, below them, a horizontal legend of
+    ``entries`` items at ``per_row`` or more to a row (short names: 4-5 fit at 700 px)."""
+    return _AXIS_FOOT_PX + _LEGEND_ROW_PX * -(-entries // per_row) + 8
+
 def pipeline_traces(grid: dict, *, bubble_curves=None, selected=None) -> tuple[list, dict]:
     """Heatmap of ``pipeline_grid`` (left) and, optionally, bubble vs microbatches (right).
 
@@ -186,13 +196,19 @@ def pipeline_traces(grid: dict, *, bubble_curves=None, selected=None) -> tuple[l
                "texttemplate": "%{text}", "xgap": 1, "ygap": 1,
                "hovertemplate": "%{y}, slot %{x}: microbatch %{text}<extra></extra>"}]
     for i, name in enumerate(PIPE_PHASES):
+        # the heatmap's colour key: an entry per phase, drawing nothing itself
         traces.append({"type": "scatter", "mode": "markers", "x": [None], "y": [None],
                        "name": name, "marker": {"symbol": "square", "size": 12,
-                                                "color": colours[i]}})
+                                                "color": colours[i]},
+                       "meta": {"legend_key": True}})
+    entries = len(PIPE_PHASES) + (len(bubble_curves) + (selected is not None) if split else 0)
     layout = {"xaxis": {"title": {"text": "time slot (one stage-step each)"},
                         "domain": [0, 0.58] if split else [0, 1]},
               "yaxis": {"autorange": "reversed", "title": {"text": "pipeline stage (GPU)"}},
-              "legend": {"orientation": "h", "y": -0.25}}
+              # the legend in its own rows at the figure's foot, below the x titles
+              "legend": {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom",
+                         "x": 0, "xanchor": "left"},
+              "margin": {"t": 60, "r": 20, "b": _legend_foot_px(entries)}}
     if split:
         for k, (stages, (ms, fractions)) in enumerate(sorted(bubble_curves.items())):
             traces.append({"type": "scatter", "mode": "lines", "x": list(ms),
@@ -215,7 +231,8 @@ def pipeline_figure(grid: dict, *, bubble_curves=None, selected=None,
                     title: str = "Pipeline parallelism: fill, steady state, drain (17 §7)"):
     traces, layout = pipeline_traces(grid, bubble_curves=bubble_curves, selected=selected)
     p = len(grid["phase"])
-    return _fig(traces, dict(layout, height=max(320, 160 + 34 * p)), title)
+    legend_px = layout["margin"]["b"] - _AXIS_FOOT_PX
+    return _fig(traces, dict(layout, height=max(320, 160 + 34 * p) + legend_px), title)
 
 
 _MICROBATCH_SWEEP = tuple(sorted({int(x) for x in np.geomspace(1, 256, 40).round()}))

@@ -48,13 +48,16 @@ def pool_sizing_traces(rates, prefill_groups, decode_groups, selected: dict) -> 
         {"type": "scatter", "mode": "lines", "x": xs, "y": list(decode_groups),
          "name": "decode groups (output tok/s / capacity)",
          "line": {"shape": "hv", "color": SERVING_COLORS["decode"], "width": 3}},
-        {"type": "scatter", "mode": "markers+text",
-         "x": [selected["rate"], selected["rate"]],
-         "y": [selected["prefill_groups"], selected["decode_groups"]],
-         "text": [str(selected["prefill_groups"]), str(selected["decode_groups"])],
-         "textposition": "middle left", "name": "this workload",
-         "marker": {"size": 11, "color": "black"}},
     ]
+    # each marked point its own trace, its number in its legend entry (two labels beside the
+    # points would collide wherever the two pools need about the same number of groups)
+    for kind, symbol in (("prefill", "circle"), ("decode", "diamond")):
+        n = selected[f"{kind}_groups"]
+        traces.append({"type": "scatter", "mode": "markers", "x": [selected["rate"]], "y": [n],
+                       "name": f"this workload: {n} {kind} group{'s' if n != 1 else ''}",
+                       "marker": {"size": 12, "color": SERVING_COLORS[kind], "symbol": symbol,
+                                  "line": {"color": "black", "width": 2}},
+                       "hovertemplate": f"{kind}: %{{y}} groups at %{{x:g}} req/s<extra></extra>"})
     layout = {"xaxis": {"title": {"text": "request rate (requests/s)"}},
               "yaxis": {"title": {"text": "GPU groups"}, "rangemode": "tozero"},
               "legend": {"orientation": "h", "y": -0.25}}
@@ -67,14 +70,23 @@ def kv_transfer_figure(contexts, curves, *, marks=None,
     """Transfer time (ms) against context for each link: ``curves`` {label: seconds list};
     ``marks``: {label: (context, seconds)} points to label (the chapter's 8,000 tokens)."""
     xs = list(contexts)
+    marks = dict(marks or {})
+    # a mark's number goes into the legend entry of its link (labels beside the points would
+    # print over each other where two links' times are close)
+    mark_text = {label: f"{s / units.ms:,.0f} ms at {ctx:,} tokens"
+                 for label, (ctx, s) in marks.items()}
     traces = []
     for i, (label, secs) in enumerate(curves.items()):
-        traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": _ms(secs), "name": label,
+        name = f"{label}: {mark_text[label]}" if label in mark_text else label
+        traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": _ms(secs), "name": name,
+                       "legendgroup": label,
                        "line": {"color": REQUEST_PALETTE[i % len(REQUEST_PALETTE)], "width": 3}})
-    for i, (label, (ctx, s)) in enumerate((marks or {}).items()):
-        traces.append({"type": "scatter", "mode": "markers+text", "x": [ctx], "y": [s / units.ms],
-                       "text": [f"{s / units.ms:,.0f} ms"], "textposition": "middle right",
-                       "name": label, "showlegend": False,
+    for i, (label, (ctx, s)) in enumerate(marks.items()):
+        traces.append({"type": "scatter", "mode": "markers", "x": [ctx], "y": [s / units.ms],
+                       "name": f"{label}: {mark_text[label]}", "legendgroup": label,
+                       "showlegend": label not in curves,
+                       "hovertemplate": f"{label}: %{{y:,.1f}} ms at %{{x:,}} tokens"
+                                        "<extra></extra>",
                        "marker": {"size": 10, "color": REQUEST_PALETTE[i % len(REQUEST_PALETTE)]}})
     layout = {"height": 420,
               "xaxis": {"title": {"text": "context shipped (tokens)"}, "type": "log"},
@@ -102,12 +114,15 @@ def routing_traces(turns, cold_s, warm_s, *, mixed_s=None, mixed_label: str = ""
                        "name": mixed_label, "line": {"color": SERVING_COLORS["mix"],
                                                      "dash": "dash"}})
     if selected is not None:
+        # each marked point its own trace, its number in its legend entry (at turn 1 the two
+        # are the same point)
         t, c, w = selected
-        traces.append({"type": "scatter", "mode": "markers+text", "x": [t, t],
-                       "y": [c / units.ms, w / units.ms],
-                       "text": [f"{c / units.ms:,.0f} ms", f"{w / units.ms:,.0f} ms"],
-                       "textposition": "middle left", "name": "this turn",
-                       "marker": {"size": 11, "color": "black"}})
+        for worker, secs, symbol in (("cold", c, "circle"), ("warm", w, "diamond")):
+            traces.append({"type": "scatter", "mode": "markers", "x": [t], "y": [secs / units.ms],
+                           "name": f"turn {t}, {worker}: {secs / units.ms:,.0f} ms",
+                           "marker": {"size": 12, "color": SERVING_COLORS[worker],
+                                      "symbol": symbol, "line": {"color": "black", "width": 2}},
+                           "hovertemplate": f"turn {t}, {worker}: %{{y:,.1f}} ms<extra></extra>"})
     layout = {"xaxis": {"title": {"text": "turn of the conversation"}},
               "yaxis": {"title": {"text": "TTFT from prefill (ms)"}, "type": "log"},
               "legend": {"orientation": "h", "y": -0.25}}

@@ -79,8 +79,9 @@ def utilization_traces(ratios: dict, rates: dict, *, bands=None) -> tuple[list, 
         shapes.append({"type": "rect", "xref": "x", "yref": "y", "x0": 100 * lo, "x1": 100 * hi,
                        "y0": i - 0.45, "y1": i + 0.45, "fillcolor": SERVING_COLORS["good"],
                        "line": {"width": 0}, "layer": "below"})
+    # the key of the shaded bands (shapes), drawing nothing itself
     traces.append({"type": "scatter", "mode": "markers", "x": [None], "y": [None],
-                   "name": "healthy band (17 §9)",
+                   "name": "healthy band (17 §9)", "meta": {"legend_key": True},
                    "marker": {"symbol": "square", "size": 12, "color": SERVING_COLORS["good"]}})
     rl = list(rates)
     traces.append({"type": "bar", "x": rl, "y": [rates[k] for k in rl], "xaxis": "x2",

@@ -47,6 +47,26 @@ def _batch_axis(batches) -> dict:
                 ticktext=[str(b) for b in ticks])
 
 
+_POINT_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "triangle-down",
+                  "star", "x", "pentagon", "hexagon")
+_AXIS_FOOT_PX = 60     # below the plot: the x tick labels and the x title
+_LEGEND_ROW_PX = 21
+
+
+def _foot_legend(rows: int) -> tuple[dict, int]:
+    """A legend in its own rows at the figure's foot, below the x title (so it covers no data
+    and no axis text whatever the figure's size), and the bottom margin that holds it; ``rows``:
+    one per entry, as these entries are too long to share a row at 700 px."""
+    legend = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0,
+                  xanchor="left", tracegroupgap=0)
+    return legend, _AXIS_FOOT_PX + _LEGEND_ROW_PX * rows + 10
+
+
+def _log_x(value: float) -> float:
+    """An annotation's x on a log axis is log10 of the value (a shape's is the value itself)."""
+    return float(np.log10(value))
+
+
 @serves("17.2")
 def measured_roofline(hardware: Hardware, *, references=(H100_SXM, RTX_PRO_6000), analysis=None,
                       title: str | None = None):
@@ -77,28 +97,39 @@ def measured_roofline(hardware: Hardware, *, references=(H100_SXM, RTX_PRO_6000)
             y=[attainable_flops(x_lo, h), h.peak_flops_per_s, h.peak_flops_per_s],
             mode="lines", line=dict(color=color, width=3 if i == 0 else 2,
                                     dash="solid" if i == 0 else "dash"),
-            name=f"{h.name}: {h.mem_bw_bytes_per_s / 1e9:,.1f} GB/s, {_flops_text(h.peak_flops_per_s)}",
+            name=(f"{h.name}: {h.mem_bw_bytes_per_s / 1e9:,.1f} GB/s, "
+                  f"{_flops_text(h.peak_flops_per_s)}, ridge {ridge:,.3g} FLOP/byte"),
+            legendgroup=h.name,
         ))
+        # the ridge's value is in the roof's legend entry: labels beside the diamonds would
+        # print over each other where two cards' ridges are close
         fig.add_trace(go.Scatter(
-            x=[ridge], y=[h.peak_flops_per_s], mode="markers+text",
-            marker=dict(color=color, size=9, symbol="diamond"),
-            text=[f"ridge {ridge:,.3g}"], textposition="top left", showlegend=False,
-            hovertemplate="ridge %{x:.3g} FLOP/byte<extra></extra>",
+            x=[ridge], y=[h.peak_flops_per_s], mode="markers",
+            marker=dict(color=color, size=9, symbol="diamond"), showlegend=False,
+            legendgroup=h.name, hovertemplate="ridge %{x:.3g} FLOP/byte<extra></extra>",
         ))
     if a is not None:
         achieved = a.sweep.flop / a.step_s
+        batches = [int(b) for b in a.batches]
+        # the batch of each point is its colour, keyed by the colour bar (labels beside the
+        # points would print over each other where the points crowd under the compute roof)
         fig.add_trace(go.Scatter(
-            x=a.intensity_flop_per_byte.tolist(), y=achieved.tolist(), mode="markers+text",
-            marker=dict(color=_MEASURED, size=8, symbol="circle-open", line=dict(width=2)),
-            text=[f"b={int(b)}" for b in a.batches], textposition="bottom right",
-            name=f"measured decode steps ({a.sweep.dtype} weights)",
+            x=a.intensity_flop_per_byte.tolist(), y=achieved.tolist(), mode="markers",
+            marker=dict(color=np.log2(batches).tolist(), colorscale="Viridis", size=10,
+                        symbol="circle", line=dict(color=_MEASURED, width=1),
+                        colorbar=dict(title=dict(text="batch"),
+                                      tickvals=np.log2(batches).tolist(),
+                                      ticktext=[str(b) for b in batches], thickness=14)),
+            text=[f"b={b}" for b in batches],
+            name=f"measured decode steps ({a.sweep.dtype} weights; colour: batch)",
             hovertemplate="%{text}: %{x:.3g} FLOP/byte, %{y:.3s}FLOP/s<extra></extra>",
         ))
+    legend, bottom = _foot_legend(len(roofs) + (a is not None))
     fig.update_layout(
         title=_title(title, "Roofline: this machine (measured) and the chapters' GPUs (spec)"),
         xaxis=dict(title="arithmetic intensity (FLOP per byte read)", type="log"),
         yaxis=dict(title="attainable throughput (FLOP/s)", type="log", tickformat="~s"),
-        width=820, height=500, legend=dict(x=0.01, y=0.99, bgcolor="rgba(255,255,255,0.7)"),
+        width=820, height=420 + bottom, legend=legend, margin=dict(b=bottom),
         template="plotly_white",
     )
     return fig
@@ -140,18 +171,24 @@ def measured_step_time(analysis, *, title: str | None = None):
         x=b, y=(a.roofline_step_s * ms).tolist(), mode="lines",
         line=dict(color=_COLORS[2], dash="dash"), name="roofline bound (no fixed cost)",
     ))
+    # the lines are shapes (x in data units) and their labels annotations (x in log10 units
+    # on a log axis): add_vline's own label would take the batch as a log10 and stretch the
+    # axis to it
     if a.knee_batch is not None:
-        fig.add_vline(x=a.knee_batch, line=dict(color=_MEASURED, dash="dot"),
-                      annotation_text=f"leaves flat: b={a.knee_batch}",
-                      annotation_position="top left")
+        fig.add_vline(x=a.knee_batch, line=dict(color=_MEASURED, dash="dot"))
+        fig.add_annotation(x=_log_x(a.knee_batch), xref="x", y=1, yref="y domain",
+                           xanchor="right", yanchor="top", showarrow=False,
+                           text=f"leaves flat: b={a.knee_batch}")
     if a.ridge_batch is not None:
-        fig.add_vline(x=a.ridge_batch, line=dict(color=_COLORS[2], dash="dash"),
-                      annotation_text=f"ridge predicts b={a.ridge_batch:.3g}",
-                      annotation_position="bottom right")
+        fig.add_vline(x=a.ridge_batch, line=dict(color=_COLORS[2], dash="dash"))
+        fig.add_annotation(x=_log_x(a.ridge_batch), xref="x", y=0, yref="y domain",
+                           xanchor="left", yanchor="bottom", showarrow=False,
+                           text=f"ridge predicts b={a.ridge_batch:.3g}")
+    legend, bottom = _foot_legend(len(fig.data))
     fig.update_layout(
         title=_title(title, f"Decode step time vs batch ({a.sweep.model.name})"),
         xaxis=_batch_axis(b), yaxis=dict(title="step time (ms)", type="log"),
-        width=820, height=480, legend=dict(x=0.01, y=0.99, bgcolor="rgba(255,255,255,0.7)"),
+        width=820, height=400 + bottom, legend=legend, margin=dict(b=bottom),
         template="plotly_white",
     )
     return fig
@@ -170,10 +207,12 @@ def measured_utilization(analysis, *, title: str | None = None):
     fig.add_trace(go.Scatter(x=b, y=(a.mfu * 100).tolist(), mode="lines+markers",
                              name="MFU: model FLOP per s / measured matmul peak",
                              line=dict(color=_COLORS[1])))
+    legend, bottom = _foot_legend(2)
     fig.update_layout(
         title=_title(title, f"Utilisation vs batch on {a.hardware.name}"),
         xaxis=_batch_axis(b), yaxis=dict(title="utilisation (%)", rangemode="tozero"),
-        width=820, height=420, legend=dict(x=0.01, y=0.99), template="plotly_white",
+        width=820, height=340 + bottom, legend=legend, margin=dict(b=bottom),
+        template="plotly_white",
     )
     return fig
 
@@ -194,14 +233,18 @@ def measured_step_vs_bytes(sweep, fit, *, bytes_kind: str = "kv", title: str | N
     med = sw.step_median_s * 1e3
     labels = [f"b={p.batch}, L={p.context_tokens}" for p in sw.points]
     fig = go.Figure()
-    fig.add_trace(go.Scatter(
-        x=(x / 1e6).tolist(), y=med.tolist(), mode="markers+text", text=labels,
-        textposition="top left", marker=dict(color=_MEASURED, size=8),
-        name="measured (median; bars: min to max)",
-        error_y=dict(type="data", symmetric=False,
-                     array=(sw.step_max_s * 1e3 - med).tolist(),
-                     arrayminus=(med - sw.step_min_s * 1e3).tolist()),
-    ))
+    # each point its own trace and marker symbol, its batch and context in its legend entry
+    # (labels beside the points would run into each other and the axes where points crowd)
+    for i, label in enumerate(labels):
+        fig.add_trace(go.Scatter(
+            x=[float(x[i]) / 1e6], y=[float(med[i])], mode="markers",
+            marker=dict(color=_MEASURED, size=9, symbol=_POINT_SYMBOLS[i % len(_POINT_SYMBOLS)]),
+            name=label + (" (median; bars: min to max)" if i == 0 else ""),
+            hovertemplate=f"{label}: %{{y:.2f}} ms at %{{x:.1f}} MB<extra></extra>",
+            error_y=dict(type="data", symmetric=False,
+                         array=[float(sw.step_max_s[i] * 1e3 - med[i])],
+                         arrayminus=[float(med[i] - sw.step_min_s[i] * 1e3)]),
+        ))
     xs = np.array([0.0, float(x.max())])
     fig.add_trace(go.Scatter(
         x=(xs / 1e6).tolist(), y=(f.predict(xs) * 1e3).tolist(), mode="lines",
@@ -209,10 +252,13 @@ def measured_step_vs_bytes(sweep, fit, *, bytes_kind: str = "kv", title: str | N
         name=(f"fit: {f.fixed_s * 1e3:.2f} ms + bytes / {f.bandwidth_bytes_per_s / 1e9:.2f} GB/s"),
     ))
     what = "KV bytes read per step (MB)" if kind == "kv" else "bytes read per step, D_w + b L k (MB)"
+    # the fit's and the first point's entries take a row each, the other points share rows
+    legend, bottom = _foot_legend(2 + -(-(len(labels) - 1) // 3))
     fig.update_layout(
         title=_title(title, f"Step time vs bytes read ({sw.model.name})"),
         xaxis=dict(title=what, rangemode="tozero"),
         yaxis=dict(title="step time (ms)", rangemode="tozero"),
-        width=820, height=440, legend=dict(x=0.01, y=0.99), template="plotly_white",
+        width=820, height=360 + bottom, legend=legend, margin=dict(b=bottom),
+        template="plotly_white",
     )
     return fig
