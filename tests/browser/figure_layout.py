@@ -12,7 +12,8 @@ clipped text, legend entries that draw nothing, fractional ticks on counting axe
 print bare minor digits. ``python tests/browser/figure_layout.py [--stored|--explorers]``
 prints the report without pytest; ``--explorers RooflinePanel ...`` checks the panels named and
 ``--run notebooks/.../x.py ...`` executes notebooks now (storing nothing) and checks theirs;
-``--shots DIR`` saves a screenshot of every drawing checked.
+``--shots DIR`` saves a screenshot of every drawing checked; ``--write-known`` writes what it
+found as the list of known defects (``KNOWN``).
 """
 
 from __future__ import annotations
@@ -166,6 +167,33 @@ def check(page, figures: list[Figure], widths=WIDTHS, shots: Path | None = None
     return problems
 
 
+# Defects found and not yet fixed, one per line: where | width | kind | text (the detail, whose
+# pixel counts depend on the fonts, is left out). The sweeps fail on any defect not listed here
+# and on any listed one that no longer occurs, so the list can only shrink; it is written by
+# `python tests/browser/figure_layout.py --write-known` (issue 21: every figure reads cleanly).
+KNOWN = HERE / "figure_layout_known.txt"
+
+
+def defect_key(where: str, width: int, problem: dict) -> str:
+    return f"{where} | {width} | {problem['kind']} | {problem['text']}"
+
+
+def known_defects() -> set[str]:
+    if not KNOWN.exists():
+        return set()
+    return {line for line in KNOWN.read_text().splitlines()
+            if line.strip() and not line.startswith("#")}
+
+
+def write_known(problems, checked: set[str]) -> None:
+    """The list for the figures ``checked`` (their "where"s) replaced by ``problems``; the
+    lines of figures not checked now are kept."""
+    kept = {k for k in known_defects() if k.split(" | ")[0] not in checked}
+    lines = sorted(kept | {defect_key(w, px, p) for w, px, p in problems})
+    KNOWN.write_text("# figure layout defects not yet fixed (tests/browser/figure_layout.py)\n"
+                     + "".join(f"{line}\n" for line in lines))
+
+
 def report(problems, checked: int) -> str:
     kinds = Counter(p["kind"] for _, _, p in problems)
     figures = len({where for where, _, _ in problems})
@@ -201,6 +229,9 @@ def main(argv) -> int:
         problems = check(page, figures, shots=shots)
         browser.close()
     print(report(problems, len(figures)))
+    if "--write-known" in which:
+        write_known(problems, {f.where for f in figures})
+        print(f"wrote {KNOWN.relative_to(ROOT)}")
     return 1 if problems else 0
 
 

@@ -4,7 +4,9 @@ overlapping or clipped text, legend entries that draw nothing, fractional ticks 
 count whole things and log axes that print bare minor digits (see figure_layout.py).
 
 The first test shows that the check catches each kind of defect on small figures built to
-have it (and passes a clean one), so the two sweeps below cannot pass by checking nothing.
+have it (and passes a clean one), so the sweeps below cannot pass by checking nothing. The
+sweeps fail on any defect not in figure_layout_known.txt (defects found and not yet fixed) and
+on any listed one that is gone, so that list only shrinks.
 """
 
 from __future__ import annotations
@@ -63,9 +65,18 @@ def _sweep(browser, figures, what, record_property):
     page = FL.open_page(browser)
     problems = FL.check(page, figures)
     text = FL.report(problems, len(figures))
+    found = {FL.defect_key(w, px, p) for w, px, p in problems}
+    wheres = {f.where for f in figures}
+    known = {k for k in FL.known_defects() if k.split(" | ")[0] in wheres}
     # make test's summary prints this line (tools/run_tests.py reads "checked" properties)
-    record_property("checked", f"figure layout, {what}: {text.splitlines()[0]}")
-    assert not problems, f"{what}:\n{text}"
+    record_property("checked", f"figure layout, {what}: {text.splitlines()[0]}; "
+                               f"{len(found & known)} of them listed as known, not yet fixed")
+    new = sorted(found - known)
+    assert not new, f"{what}: {len(new)} new layout defects:\n" + "\n".join(new) + \
+        f"\n\nfull report:\n{text}"
+    fixed = sorted(known - found)
+    assert not fixed, (f"{what}: fixed, so remove them from {FL.KNOWN.name} (python "
+                       f"tests/browser/figure_layout.py --write-known):\n" + "\n".join(fixed))
 
 
 def test_every_stored_figure_reads_cleanly(browser, record_property):
