@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
-from companion import units
+from companion import theme, units
 
 __all__ = ["Part", "Exercise", "CheckResult", "NotYetCorrect", "exercises", "params",
            "resolve_seed", "screen_answers", "check", "checks", "parts", "describe"]
@@ -531,9 +531,9 @@ def _all_correct(results: list[CheckResult]) -> str:
 # --- how a verdict looks -------------------------------------------------------------------------
 
 # state -> (text colour, background, mark); the words alone carry the verdict (plain text)
-_STYLE = {"ok": ("#1a7f37", "#e9f6ec", "\u2713"),        # check mark
-          "open": ("#7a5300", "#fff6de", "\u2026"),      # ellipsis: not answered yet
-          "off": ("#b42318", "#fdeceb", "\u2717")}       # ballot x
+_STYLE = {"ok": (*theme.VERDICT_STYLE["ok"], "\u2713"),        # check mark
+          "open": (*theme.VERDICT_STYLE["open"], "\u2026"),    # ellipsis: not answered yet
+          "off": (*theme.VERDICT_STYLE["off"], "\u2717")}      # ballot x
 
 
 def _state(result: CheckResult) -> str:

@@ -20,9 +20,9 @@ from companion.explorers.ch08_2_batching_and_scheduling import (
 from companion.explorers.ch08_4_compression_and_offloading import (
     byte_layout_figure, bits_per_value_figure, memory_stack_figure, interval_fit_figure,
     precision_grid_figure)
+from companion.explorers.block_pool import block_pool_figure, block_pool_steps_figure
 from companion.explorers.ch08_3_kv_cache import (
-    block_pool_figure, block_pool_steps_figure, prefix_tree_figure, pool_usage_figure,
-    retention_bars_figure)
+    prefix_tree_figure, pool_usage_figure, retention_bars_figure)
 from companion.explorers.ch08_1_request_lifecycle import (
     request_timeline_figure, memory_budget_figure, kv_capacity_figure)
 from companion.explorers.ch08_6_load_and_configuration import (

@@ -1,4 +1,4 @@
-"""Every value a notebook sets an explorer to in code (a worked answer's ``panel.at(...)`` or
+"""Every value a notebook's "Try this" prompts name, and every value it sets an explorer to in code (a worked answer's ``panel.at(...)`` or
 ``panel.update(...)``, a panel built with overrides) can be set exactly with that control's
 slider, so a reader can reproduce it by hand. Sliders with log-spaced stops (Control.ladder)
 offer only their stops; this test holds them to the values the notebooks use.
@@ -10,6 +10,7 @@ from anything else is left out (it names no number a reader is told to set)."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,94 @@ def test_settable_follows_the_sliders_grid(value, settable):
 def test_the_scan_reads_settings(source, expected):
     (cls, name, value), = [s for s in _settings(source) if s[2] is not None]
     assert (cls.__name__, name, value) == expected
+
+
+# --- values named in prose: the "Try this" prompts -------------------------------------------------
+
+# a number with a unit, as the prompts write it ("8,000 tokens", "26.26 ms", "12 GiB"), and the
+# words of a control's label that carry each unit
+PROSE_VALUE = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*"
+                         r"(GB/s|TB/s|tokens?|ms|GiB|GB|requests|sequences|%|s)\b")
+LABEL_UNITS = {"tokens": ("token",), "token": ("token",), "ms": ("ms",), "s": ("(s)", " s)"),
+               "GB": ("GB",), "GiB": ("GiB",), "requests": ("request",),
+               "sequences": ("sequence", "batch"), "%": ("%",), "GB/s": ("GB/s",),
+               "TB/s": ("TB/s",)}
+# values a prompt names that no slider stands for, and why
+NOT_SLIDER_VALUES = {
+    ("17_04_kv_sizing", "141 GB"): "the H200's memory: chosen with the card menu",
+    ("17_04_kv_sizing", "80 GB"): "the H100's memory, in a calculation the reader redoes",
+}
+
+
+def try_this_items(source: str) -> list[str]:
+    """The numbered items of a notebook's "## Try this" cell, each as one line of text."""
+    items, on = [], False
+    for line in source.split("\n"):
+        if line.startswith("# ## Try this"):
+            on = True
+            continue
+        if not on:
+            continue
+        if not line.startswith("#"):
+            break
+        body = line[1:].strip()
+        if re.match(r"\d+\.\s", body):
+            items.append(body)
+        elif items:
+            items[-1] += " " + body
+    return items
+
+
+def prose_values(path: Path):
+    """(notebook, "value unit", candidate controls, value) for every number with a unit in its
+    prompts; candidates are the int and float controls, of the panels the notebook shows, whose
+    label carries that unit."""
+    source = path.read_text()
+    panels = [PANELS[n] for n in sorted(set(re.findall(r"widgets\.(\w+Panel)\b", source)))
+              if n in PANELS]
+    for item in try_this_items(source):
+        for number, unit in PROSE_VALUE.findall(item):
+            value = float(number.replace(",", ""))
+            candidates = [(cls, c) for cls in panels for c in cls.controls
+                          if c.kind in ("int", "float")
+                          and any(u in _label_unit(c.label) for u in LABEL_UNITS[unit])]
+            yield path.stem, f"{number} {unit}", candidates, value
+
+
+def _label_unit(label: str) -> str:
+    """The unit part of a control's label: its brackets ("prefill + first token (ms)" -> "(ms)"),
+    or the whole label when it has none."""
+    brackets = re.findall(r"\([^)]*\)", label)
+    return " ".join(brackets) if brackets else label
+
+
+def _settable(control, value: float) -> bool:
+    return control.settable(int(value) if control.kind == "int" and value.is_integer() else value)
+
+
+def test_the_reader_can_set_every_value_the_prompts_name():
+    found = [v for path in SOURCES for v in prose_values(path)]
+    with_slider = [v for v in found if v[2]]
+    assert len(with_slider) >= 25, "the scan found few prompt values: has the prompts' style changed?"
+    unreachable = sorted(
+        f"{stem}: {text} (" + ", ".join(f"{cls.__name__}.{c.name} {c.min}..{c.max} step {c.step}"
+                                        for cls, c in candidates) + ")"
+        for stem, text, candidates, value in with_slider
+        if (stem, text) not in NOT_SLIDER_VALUES
+        and not any(_settable(c, value) for _, c in candidates))
+    assert not unreachable, "values a prompt names that no slider can be set to:\n" + \
+        "\n".join(unreachable)
+    stale = sorted(set(NOT_SLIDER_VALUES) - {(stem, text) for stem, text, *_ in found})
+    assert not stale, f"NOT_SLIDER_VALUES names values no prompt names now: {stale}"
+
+
+def test_the_prompt_scan_reads_items_and_units(tmp_path):
+    nb = tmp_path / "x.py"
+    nb.write_text("p = widgets.RequestTimelinePanel()\n# ## Try this\n#\n"
+                  "# 1. Set the interval to 26.26 ms and the output to\n#    512 tokens.\n"
+                  "# 2. Wait 7 s.\n\n# %%\n")
+    found = [(text, sorted(c.name for _, c in cands)) for _, text, cands, _ in prose_values(nb)]
+    assert found[0] == ("26.26 ms", ["inserted_prefill_ms", "interval_ms", "prefill_ms",
+                                     "queue_ms"])
+    assert found[1] == ("512 tokens", ["output_tokens"])
+    assert found[2] == ("7 s", ["deadline_s"])

@@ -214,7 +214,7 @@ def test_chunked_prefill_panel_reproduces_8_2_3():
 def test_pair_area_figure_is_figure_8_8():
     pairs = [calc.attention_pairs(512, 0), calc.attention_pairs(512, 7680)]
     fig = plots.pair_area_figure(512, [0, 7680], pairs)
-    labels = [t.text[0] for t in fig.data if t.mode == "text"]
+    labels = [t.text[0].strip() for t in fig.data if t.mode == "text"]
     assert labels == ["h = 0: 131,328 pairs", "h = 7,680: 4,063,488 pairs"]
     rect = fig.data[3]
     assert max(rect.x) == 7680 and max(rect.y) == 512

@@ -260,7 +260,8 @@ def test_steps_figure_slider_shows_one_step_at_a_time():
     for k, step in enumerate(slider.steps):
         visible = step.args[0]["visible"]
         shown = {i for i, on in enumerate(visible) if on}
-        assert all(fig.data[i].name in ("block tables", "physical pool") or fig.data[i].showlegend
+        assert all(fig.data[i].name in ("block tables", "physical pool", "block ids")
+                   or fig.data[i].showlegend
                    for i in shown)
         assert sum(1 for i in shown if fig.data[i].name == "physical pool") == 1
 

@@ -22,6 +22,8 @@
   ch17_11_interview_questions         the interview: the batch-size question
   lab                                 the lab notebook's measured-vs-predicted figures
   moe                                 byo_model's mixture-of-experts read volume against dense
+  block_pool                          8.3's block tables and physical pool (the BlockManager
+                                      drawing its panels share)
 
 Each section module names its section once, as ``SECTION`` ("8.3", "17.9"); its public names
 carry ``@serves`` marks within it (``companion.serves``), which ``companion.where()`` reads.

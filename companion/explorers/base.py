@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from companion import validate as v
+from companion import theme, validate as v
 from companion.explorers.common import plotly_go
 from companion.explorers.axes import finish_axes
 
@@ -254,7 +254,7 @@ class Panel:
 
     # --- figure ---------------------------------------------------------------------------
     def _layout(self, view: View) -> dict:
-        layout = {"template": "plotly_white", "height": 420, "margin": {"t": 60, "r": 20}}
+        layout = {"template": theme.TEMPLATE, "height": 420, "margin": dict(theme.PANEL_MARGIN)}
         layout.update(self.base_layout)
         layout.update(view.layout)
         if self.title and "title" not in view.layout:

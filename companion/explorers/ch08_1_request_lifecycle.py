@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from companion import calc, specs, units
+from companion import calc, specs, theme, units
 from companion.chapters import ch08
 from companion.explorers.base import Control, Panel, View
-from companion.explorers.common import PHASE_COLORS
 from companion.explorers.common import plotly_go as _go
 from companion.explorers.presets import CH08_MODELS, KV_PRECISIONS, ModelMenu, config_control
 from companion.formulas.batching import insertable_prefills, kv_capacity_row
@@ -40,10 +39,6 @@ SECTION = "8.1"
 MODELS = ModelMenu(CH08_MODELS)
 
 
-MEMORY_COLORS = {
-    "weights": "#4c72b0", "kv_used": "#55a868", "kv_free": "#b5dcb9", "rest": "#dd8452",
-    "over": "#c44e52",
-}
 
 
 # --- Figure 8-2: one request's timeline --------------------------------------------------------
@@ -78,15 +73,15 @@ def timeline_traces(scenarios, deadline_s: float | None = None) -> tuple[list, d
             stall_base.append(float(start))
             stall_x.append(float(duration))
     traces = [
-        hbar("queue", rows, [0.0] * len(rows), queue, PHASE_COLORS["queue"],
+        hbar("queue", rows, [0.0] * len(rows), queue, theme.PHASE_COLORS["queue"],
              "queue %{x:.3f} s<extra></extra>"),
-        hbar("prefill (first token at its end)", rows, queue, prefill, PHASE_COLORS["prefill"],
+        hbar("prefill (first token at its end)", rows, queue, prefill, theme.PHASE_COLORS["prefill"],
              "prefill %{x:.3f} s<extra></extra>"),
         hbar("decode: G - 1 output intervals", rows, first,
-             [b - a for a, b in zip(first, last)], PHASE_COLORS["decode"],
+             [b - a for a, b in zip(first, last)], theme.PHASE_COLORS["decode"],
              "decode %{x:.3f} s<extra></extra>"),
         hbar("interval stretched by an inserted prefill", stall_y, stall_base, stall_x,
-             PHASE_COLORS["stall"], "stall %{x:.3f} s<extra></extra>"),
+             theme.PHASE_COLORS["stall"], "stall %{x:.3f} s<extra></extra>"),
     ]
     tick_x = np.concatenate([np.asarray(s["token_times_s"], dtype=float) for s in scenarios])
     tick_y = np.concatenate([np.full(len(s["token_times_s"]), float(row))
@@ -94,7 +89,7 @@ def timeline_traces(scenarios, deadline_s: float | None = None) -> tuple[list, d
     traces.append({"type": "scatter", "mode": "markers", "name": "token returned",
                    "x": tick_x, "y": tick_y,
                    "marker": {"symbol": "line-ns-open", "size": 14,
-                              "color": PHASE_COLORS["token"], "line": {"width": 1}},
+                              "color": theme.PHASE_COLORS["token"], "line": {"width": 1}},
                    "hovertemplate": "token at %{x:.4f} s<extra></extra>"})
     traces.append({"type": "scatter", "mode": "text", "name": "request time", "x": last,
                    "y": rows, "text": [f"  {t:.2f} s" for t in last],
@@ -107,8 +102,8 @@ def timeline_traces(scenarios, deadline_s: float | None = None) -> tuple[list, d
                    "x": deadline, "y": edge if deadline else [],
                    "text": ["", f"deadline {deadline_s:g} s"] if deadline else [],
                    "textposition": "top center", "cliponaxis": False,   # above the plot
-                   "line": {"color": PHASE_COLORS["deadline"], "dash": "dash"},
-                   "textfont": {"color": PHASE_COLORS["deadline"]}, "hoverinfo": "skip"})
+                   "line": {"color": theme.PHASE_COLORS["deadline"], "dash": "dash"},
+                   "textfont": {"color": theme.PHASE_COLORS["deadline"]}, "hoverinfo": "skip"})
     return traces, timeline_layout(labels)
 
 
@@ -130,7 +125,7 @@ def request_timeline_figure(scenarios, deadline_s: float | None = None,
                             title: str = "Figure 8-2: one request's timeline (8.1.1)"):
     """Figure 8-2 as a plotly Figure: queue, prefill, output intervals, token ticks, deadline."""
     traces, layout = timeline_traces(scenarios, deadline_s)
-    layout = dict(layout, template="plotly_white", title={"text": title})
+    layout = dict(layout, template=theme.TEMPLATE, title={"text": title})
     return _go().Figure(data=traces, layout=layout)
 
 
@@ -165,17 +160,17 @@ def budget_traces(budgets, kv_in_use_bytes=None, *, xaxis: str = "x", yaxis: str
                 "hovertemplate": f"{name}: %{{x:.2f}} {unit}<extra></extra>"}
 
     traces = [
-        bar("weights M_w", [b.weight_bytes for b in parts], MEMORY_COLORS["weights"]),
-        bar("KV reserved by admitted requests", in_use, MEMORY_COLORS["kv_used"]),
-        bar("KV pool left free", free, MEMORY_COLORS["kv_free"]),
-        bar("activations + graph buffers (M_a + M_u, listed)", named, "#937860"),
-        bar("left for activations, graph buffers, workspace", rest, MEMORY_COLORS["rest"]),
-        bar("over capacity", over, MEMORY_COLORS["over"]),
+        bar("weights M_w", [b.weight_bytes for b in parts], theme.MEMORY_COLORS["weights"]),
+        bar("KV reserved by admitted requests", in_use, theme.MEMORY_COLORS["kv"]),
+        bar("KV pool left free", free, theme.MEMORY_COLORS["free"]),
+        bar("activations + graph buffers (M_a + M_u, listed)", named, theme.MEMORY_COLORS["activations"]),
+        bar("left for activations, graph buffers, workspace", rest, theme.MEMORY_COLORS["reserve"]),
+        bar("over capacity", over, theme.MEMORY_COLORS["over"]),
     ]
     capacity = [b.capacity_bytes / scale for b in parts]
     traces.append({"type": "scatter", "mode": "markers", "name": "capacity C",
                    "x": capacity, "y": labels, "xaxis": xaxis, "yaxis": yaxis,
-                   "marker": {"symbol": "line-ns", "size": 34, "color": "black",
+                   "marker": {"symbol": "line-ns", "size": 34, "color": theme.INK,
                               "line": {"width": 3}},
                    "hovertemplate": f"C = %{{x:.2f}} {unit}<extra></extra>"})
     layout = {"barmode": "stack", "legend": {"orientation": "h", "y": -0.3}}
@@ -188,10 +183,9 @@ def memory_budget_figure(budgets, kv_in_use_bytes=None, *, unit: str = "GiB",
     """The 8.1.2 budget as stacked bars: weights, KV (reserved / free), the rest, capacity C."""
     traces, layout = budget_traces(budgets, kv_in_use_bytes, unit=unit)
     # the legend in its own rows at the figure's foot, below the x title (however it wraps)
-    layout.update(template="plotly_white", title={"text": title}, height=400,
+    layout.update(template=theme.TEMPLATE, title={"text": title}, height=400,
                   margin={"t": 80, "b": 150},
-                  legend={"orientation": "h", "yref": "container", "y": 0,
-                          "yanchor": "bottom", "x": 0, "xanchor": "left"},
+                  legend=theme.foot_legend(),
                   xaxis={"title": {"text": f"memory ({unit})"}},
                   yaxis={"autorange": "reversed"})
     return _go().Figure(data=traces, layout=layout)
@@ -206,12 +200,12 @@ def capacity_bar_traces(rows, *, xaxis: str = "x", yaxis: str = "y") -> list:
     return [
         {"type": "bar", "name": "KV after prefill", "x": names,
          "y": [r["prefill_kv_bytes"] / units.MiB for r in rows], "xaxis": xaxis, "yaxis": yaxis,
-         "marker": {"color": MEMORY_COLORS["kv_free"]},
+         "marker": {"color": theme.MEMORY_COLORS["free"]},
          "text": [f"{r['prefill_kv_bytes'] / units.MiB:,.0f} MiB" for r in rows],
          "textposition": "outside"},
         {"type": "bar", "name": "KV reserved for the whole output", "x": names,
          "y": [r["final_kv_bytes"] / units.MiB for r in rows], "xaxis": xaxis, "yaxis": yaxis,
-         "marker": {"color": MEMORY_COLORS["kv_used"]},
+         "marker": {"color": theme.MEMORY_COLORS["kv"]},
          "text": [f"{r['final_kv_bytes'] / units.MiB:,.0f} MiB: {r['fit']} fit" for r in rows],
          "textposition": "outside"},
     ]
@@ -222,7 +216,7 @@ def kv_capacity_figure(rows, kv_budget_bytes: float,
                        title: str = "KV per request and requests that fit (8.1.2)"):
     """The 8.1.2 capacity table as bars: MiB per request at prefill and reserved, with the fit."""
     traces = capacity_bar_traces(rows)
-    layout = {"template": "plotly_white", "title": {"text": title}, "barmode": "group",
+    layout = {"template": theme.TEMPLATE, "title": {"text": title}, "barmode": "group",
               "height": 380,
               "yaxis": {"title": {"text": "KV of one request (MiB)"}},
               "xaxis": {"title": {"text": f"request type ({kv_budget_bytes / units.GiB:g} GiB "
@@ -242,8 +236,9 @@ class RequestTimelinePanel(Panel):
                 0.0, 3000.0, 10.0),
         Control("prefill_ms", "prefill + first token (ms)", "float", ch08.PREFILL_S / units.ms,
                 5.0, 3000.0, 1.0),
+        # in 0.01 ms steps: "Try this" 1 sets the engine's 26.26 ms round beside the client's 26.5
         Control("interval_ms", "output interval (ms)", "float", ch08.CLIENT_ITL_S / units.ms,
-                5.0, 100.0, 0.5),
+                5.0, 100.0, 0.01),
         Control("output_tokens", "output (tokens)", "int", ch08.OUTPUT_TOKENS, 1, 1024, 1),
         Control("inserted_prefills", "other requests' prefills inserted", "int", 0, 0, 40, 1),
         Control("inserted_prefill_ms", "each inserted prefill (ms)", "float",
@@ -345,14 +340,14 @@ class MemoryBudgetPanel(Panel):
         traces += [
             {"type": "scatter", "x": xs, "y": np.asarray(reserved), "mode": "lines", "xaxis": "x2",
              "yaxis": "y2", "name": "fit, reserving KV for the whole output",
-             "line": {"shape": "hv", "color": "#55a868"}},
+             "line": {"shape": "hv", "color": theme.GREEN}},
             {"type": "scatter", "x": xs, "y": np.asarray(at_prefill), "mode": "lines",
              "xaxis": "x2",
              "yaxis": "y2", "name": "fit if sized at prefill (runs out mid-generation)",
-             "line": {"shape": "hv", "dash": "dot", "color": "#8c8c8c"}},
+             "line": {"shape": "hv", "dash": "dot", "color": theme.GREY}},
             {"type": "scatter", "x": [prompt_tokens], "y": [row["fit"]], "mode": "markers",
              "xaxis": "x2", "yaxis": "y2", "name": "this setting",
-             "marker": {"size": 11, "color": "#0b3d91"}},
+             "marker": {"size": 11, "color": theme.NAVY}},
         ]
         per_token = calc.kv_bytes_per_token(m, kv_precision)
         numbers = {

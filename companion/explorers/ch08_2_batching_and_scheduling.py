@@ -31,11 +31,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from companion import calc, specs, units
+from companion import calc, specs, theme, units
 from companion.chapters import ch08
 from companion.explorers.axes import whole_ticks
 from companion.explorers.base import Control, Panel, View
-from companion.explorers.common import PHASE_COLORS
 from companion.explorers.common import titled_figure as _fig
 from companion.explorers.presets import CH08_MODELS, KV_PRECISIONS, ModelMenu, config_control
 from companion.formulas.core import decode_step_parts
@@ -61,9 +60,6 @@ __all__ = [
 SECTION = "8.2"
 
 
-CONTEXT_COLORS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00")
-REQUEST_COLORS = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#d55e00", "#56b4e9",
-                  "#8c564b", "#7f7f7f")
 POW2_TICKS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
 
 
@@ -89,7 +85,7 @@ def read_volume_traces(batches, curves, *, rom_curves=None, crossovers=None, uni
     xs = np.asarray(batches, dtype=int)
     traces = []
     for i, (label, (reads, kv)) in enumerate(curves.items()):
-        color = CONTEXT_COLORS[i % len(CONTEXT_COLORS)]
+        color = theme.PALETTE[i % len(theme.PALETTE)]
         traces.append({"type": "scatter", "mode": "lines", "x": xs,
                        "y": np.asarray(reads) / scale, "name": f"{label}: D_w/b + L k",
                        "line": {"color": color, "width": 3}, "xaxis": xaxis, "yaxis": yaxis,
@@ -145,10 +141,10 @@ def rom_weights_figure(batches, reads_hbm, reads_rom, *, label: str = "8K contex
     xs = np.asarray(batches, dtype=int)
     traces = [
         {"type": "scatter", "mode": "lines", "x": xs, "y": np.asarray(reads_rom) / scale,
-         "name": f"{label}: weights in ROM, HBM reads K", "line": {"color": "#009e73", "width": 3}},
+         "name": f"{label}: weights in ROM, HBM reads K", "line": {"color": theme.GREEN, "width": 3}},
         {"type": "scatter", "mode": "lines", "x": xs, "y": np.asarray(reads_hbm) / scale,
          "name": f"{label}: weights in HBM, W/B + K", "fill": "tonexty",
-         "fillcolor": "rgba(213, 94, 0, 0.15)", "line": {"color": "#d55e00", "width": 3}},
+         "fillcolor": theme.rgba(theme.VERMILLION, 0.15), "line": {"color": theme.VERMILLION, "width": 3}},
     ]
     layout = {"height": 420, "xaxis": _batch_axis(max(batches)),
               "yaxis": {"title": {"text": f"HBM read per output token ({unit})"}, "type": "log"},
@@ -170,22 +166,22 @@ def step_time_traces(curve, *, fitted_s=None, measured_round=None, measured_itl=
     ms = units.ms
     traces = [
         {"type": "scatter", "mode": "lines", "x": xs, "y": np.asarray(curve["read_s"]) / ms,
-         "name": "read term (D_w + b L k) / beta", "line": {"color": "#0072b2", "dash": "dash"},
+         "name": "read term (D_w + b L k) / beta", "line": {"color": theme.BLUE, "dash": "dash"},
          "xaxis": xaxis, "yaxis": yaxis},
         {"type": "scatter", "mode": "lines", "x": xs, "y": np.asarray(curve["compute_s"]) / ms,
-         "name": "compute term b F / P", "line": {"color": "#d55e00", "dash": "dash"},
+         "name": "compute term b F / P", "line": {"color": theme.VERMILLION, "dash": "dash"},
          "xaxis": xaxis, "yaxis": yaxis},
         {"type": "scatter", "mode": "lines", "x": xs, "y": np.asarray(curve["step_s"]) / ms,
-         "name": "roofline lower bound (max of the two)", "line": {"color": "black", "width": 3},
+         "name": "roofline lower bound (max of the two)", "line": {"color": theme.INK, "width": 3},
          "xaxis": xaxis, "yaxis": yaxis},
     ]
     if fitted_s is not None:
         traces.append({"type": "scatter", "mode": "lines", "x": xs,
                        "y": np.asarray(fitted_s, dtype=float) / ms,
                        "name": "8.2.2 round model (fixed + per token + per pair)",
-                       "line": {"color": "#009e73"}, "xaxis": xaxis, "yaxis": yaxis})
-    for data, symbol, color in ((measured_round, "circle", "#cc79a7"),
-                                (measured_itl, "x", "#e69f00")):
+                       "line": {"color": theme.GREEN}, "xaxis": xaxis, "yaxis": yaxis})
+    for data, symbol, color in ((measured_round, "circle", theme.PINK),
+                                (measured_itl, "x", theme.ORANGE)):
         if data is None:
             continue
         traces.append({"type": "scatter", "mode": "markers", "x": list(data["batch"]),
@@ -226,18 +222,18 @@ def lora_capacity_figure(counts, adapter_bytes: float, context_kv_bytes: float, 
         {"type": "scatter", "mode": "lines", "x": n.tolist(),
          "y": (n * adapter_bytes / gib).tolist(),
          "name": f"n adapters ({adapter_bytes / units.MiB:.1f} MiB each)",
-         "line": {"color": "#009e73", "width": 3}},
+         "line": {"color": theme.GREEN, "width": 3}},
         {"type": "scatter", "mode": "lines", "x": n.tolist(),
          "y": (n * context_kv_bytes / gib).tolist(),
          "name": f"n independent contexts ({context_kv_bytes / gib:.3f} GiB of KV each)",
-         "line": {"color": "#d55e00", "width": 3}},
+         "line": {"color": theme.VERMILLION, "width": 3}},
         {"type": "scatter", "mode": "lines", "x": [n[0], n[-1]],
          "y": [kv_budget_bytes / gib] * 2, "name": f"KV pool ({kv_budget_bytes / gib:g} GiB)",
-         "line": {"color": "black", "dash": "dash"}},
+         "line": {"color": theme.INK, "dash": "dash"}},
         {"type": "scatter", "mode": "lines", "x": [n[0], n[-1]],
          "y": [matrix_weight_bytes / gib] * 2,
          "name": f"matrix weights D_w ({matrix_weight_bytes / gib:.1f} GiB)",
-         "line": {"color": "#0072b2", "dash": "dot"}},
+         "line": {"color": theme.BLUE, "dash": "dot"}},
     ]
     layout = {"height": 420, "xaxis": {"title": {"text": "n (adapters or requests)"}},
               "yaxis": {"title": {"text": "memory (GiB)"}, "type": "log"},
@@ -255,14 +251,14 @@ def gantt_traces(result, *, xaxis: str = "x", yaxis: str = "y", show_legend: boo
     """
     rows = result.gantt_rows()
     traces = []
-    for kind, color, name in (("queued", PHASE_COLORS["queue"], "waiting"),
-                              ("prefill", PHASE_COLORS["prefill"], "prefill / prefill chunk"),
-                              ("decode", PHASE_COLORS["decode"], "decode step")):
+    for kind, color, name in (("queued", theme.PHASE_COLORS["queue"], "waiting"),
+                              ("prefill", theme.PHASE_COLORS["prefill"], "prefill / prefill chunk"),
+                              ("decode", theme.PHASE_COLORS["decode"], "decode step")):
         picked = [r for r in rows if r[3] == kind]
         traces.append({"type": "bar", "orientation": "h", "y": [str(r[0]) for r in picked],
                        "base": [r[1] / units.ms for r in picked],
                        "x": [(r[2] - r[1]) / units.ms for r in picked], "name": name,
-                       "marker": {"color": color, "line": {"color": "white", "width": 1}},
+                       "marker": {"color": color, "line": {"color": theme.WHITE, "width": 1}},
                        "hovertemplate": f"{kind}: %{{base:.1f}} ms + %{{x:.1f}} ms<extra></extra>",
                        "xaxis": xaxis, "yaxis": yaxis, "legendgroup": kind,
                        "showlegend": show_legend, "width": 0.6})
@@ -273,7 +269,7 @@ def gantt_traces(result, *, xaxis: str = "x", yaxis: str = "y", show_legend: boo
         ty.extend([str(rid)] * len(times))
     traces.append({"type": "scatter", "mode": "markers", "x": tx, "y": ty,
                    "name": "token emitted", "legendgroup": "token", "showlegend": show_legend,
-                   "marker": {"symbol": "line-ns-open", "size": 16, "color": PHASE_COLORS["token"],
+                   "marker": {"symbol": "line-ns-open", "size": 16, "color": theme.PHASE_COLORS["token"],
                               "line": {"width": 2}}, "xaxis": xaxis, "yaxis": yaxis,
                    "hovertemplate": "token at %{x:.1f} ms<extra></extra>"})
     return traces
@@ -320,20 +316,20 @@ def pair_area_traces(chunk_tokens: int, history_tokens: int, pairs: int, *, xaxi
     c, h = int(chunk_tokens), int(history_tokens)
     traces = [
         {"type": "scatter", "mode": "lines", "x": [0, h, h, 0, 0], "y": [0, 0, c, c, 0],
-         "fill": "toself", "fillcolor": "rgba(0, 114, 178, 0.35)", "line": {"color": "#0072b2"},
+         "fill": "toself", "fillcolor": theme.rgba(theme.BLUE, 0.35), "line": {"color": theme.BLUE},
          "name": "c h: new tokens x old context", "legendgroup": "rect",
          "showlegend": show_legend, "xaxis": xaxis, "yaxis": yaxis,
          "hovertemplate": f"c h = {c * h:,} pairs<extra></extra>"},
         {"type": "scatter", "mode": "lines", "x": [h, h, h + c, h], "y": [0, c, c, 0],
-         "fill": "toself", "fillcolor": "rgba(213, 94, 0, 0.45)", "line": {"color": "#d55e00"},
+         "fill": "toself", "fillcolor": theme.rgba(theme.VERMILLION, 0.45), "line": {"color": theme.VERMILLION},
          "name": "c(c+1)/2: causal triangle inside the chunk", "legendgroup": "tri",
          "showlegend": show_legend, "xaxis": xaxis, "yaxis": yaxis,
          "hovertemplate": f"c(c+1)/2 = {c * (c + 1) // 2:,} pairs<extra></extra>"},
-        # the count reads from the subplot's left edge, above the areas (centred on a small
-        # area at the left it would run past the edge)
+        # the count reads from the subplot's left edge (a little in from the y ticks), above
+        # the areas (centred on a small area at the left it would run past the edge)
         {"type": "scatter", "mode": "text", "x": [0], "y": [c * 1.12],
          "textposition": "middle right",
-         "text": [f"h = {h:,}: {pairs:,} pairs"], "showlegend": False, "hoverinfo": "skip",
+         "text": [f"  h = {h:,}: {pairs:,} pairs"], "showlegend": False, "hoverinfo": "skip",
          "xaxis": xaxis, "yaxis": yaxis},
     ]
     return traces
@@ -373,12 +369,12 @@ def chunk_cost_traces(pairs, round_s=None, *, xaxis: str = "x", yaxis: str = "y"
     """Bars of pairs per chunk (left axis) and, if given, each chunk's round time (ms, right)."""
     idx = list(range(1, len(pairs) + 1))
     traces = [{"type": "bar", "x": idx, "y": [int(p) for p in pairs],
-               "name": "causal pairs of the chunk", "marker": {"color": "#0072b2"},
+               "name": "causal pairs of the chunk", "marker": {"color": theme.BLUE},
                "xaxis": xaxis, "yaxis": yaxis}]
     if round_s is not None:
         traces.append({"type": "scatter", "mode": "lines+markers", "x": idx,
                        "y": [t / units.ms for t in round_s], "name": "round time (ms)",
-                       "line": {"color": "#d55e00"}, "xaxis": xaxis, "yaxis": yaxis_time})
+                       "line": {"color": theme.VERMILLION}, "xaxis": xaxis, "yaxis": yaxis_time})
     return traces
 
 
@@ -412,12 +408,12 @@ def graph_padding_figure(rows, executed, *, captured_shapes,
     traces = [
         {"type": "scatter", "mode": "lines", "x": rows, "y": [int(e) for e in executed],
          "name": "rows executed (next captured graph)", "line": {"shape": "hv", "width": 3,
-                                                                 "color": "#d55e00"}},
+                                                                 "color": theme.VERMILLION}},
         {"type": "scatter", "mode": "lines", "x": [rows[0], rows[-1]], "y": [rows[0], rows[-1]],
-         "name": "rows needed", "line": {"dash": "dash", "color": "#0072b2"}},
+         "name": "rows needed", "line": {"dash": "dash", "color": theme.BLUE}},
         {"type": "scatter", "mode": "markers", "x": list(captured_shapes),
          "y": list(captured_shapes), "name": "captured graph shapes",
-         "marker": {"size": 10, "color": "black"}},
+         "marker": {"size": 10, "color": theme.INK}},
     ]
     layout = {"height": 380, "xaxis": {"title": {"text": "rows this round needs"}},
               "yaxis": {"title": {"text": "rows the GPU executes"}},
@@ -437,7 +433,7 @@ def token_budget_traces(targets_s, budgets_by_label, *, marker=None, xaxis: str 
     for i, (label, budgets) in enumerate(budgets_by_label.items()):
         traces.append({"type": "scatter", "mode": "lines", "x": xs,
                        "y": np.asarray(budgets, dtype=int),
-                       "name": label, "line": {"color": CONTEXT_COLORS[i % len(CONTEXT_COLORS)],
+                       "name": label, "line": {"color": theme.PALETTE[i % len(theme.PALETTE)],
                                                "shape": "hv" if "graph" in label else "linear"},
                        "xaxis": xaxis, "yaxis": yaxis})
     if marker is not None:
@@ -446,7 +442,7 @@ def token_budget_traces(targets_s, budgets_by_label, *, marker=None, xaxis: str 
         # wherever the point sits at the curve's top or the axis' left end
         traces.append({"type": "scatter", "mode": "markers", "x": [t / units.ms],
                        "y": [int(b)], "name": f"{label}: {int(b):,} tokens",
-                       "marker": {"size": 11, "color": "black"},
+                       "marker": {"size": 11, "color": theme.INK},
                        "xaxis": xaxis, "yaxis": yaxis})
     return traces
 
@@ -470,10 +466,10 @@ def budget_sweep_traces(budgets, longest_itl_s, queue_s, *, xaxis: str = "x", ya
     return [
         {"type": "scatter", "mode": "lines+markers", "x": xs,
          "y": [t / units.ms for t in longest_itl_s], "name": "longest output interval (ms)",
-         "line": {"color": "#d55e00", "width": 3}, "xaxis": xaxis, "yaxis": yaxis},
+         "line": {"color": theme.VERMILLION, "width": 3}, "xaxis": xaxis, "yaxis": yaxis},
         {"type": "scatter", "mode": "lines+markers", "x": xs, "y": [t / units.ms for t in queue_s],
          "name": "queueing of later arrivals (ms, right axis)",
-         "line": {"color": "#0072b2", "width": 3, "dash": "dash"}, "xaxis": xaxis,
+         "line": {"color": theme.BLUE, "width": 3, "dash": "dash"}, "xaxis": xaxis,
          "yaxis": yaxis_queue},
     ]
 
@@ -497,7 +493,7 @@ def budget_sweep_figure(budgets, longest_itl_s, queue_s, *, interval_target_s=No
         layout["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1,
                              "y0": interval_target_s / units.ms,
                              "y1": interval_target_s / units.ms,
-                             "line": {"color": "#c00000", "dash": "dot"}}]
+                             "line": {"color": theme.RED, "dash": "dot"}}]
     return _fig(traces, layout, title)
 
 
@@ -565,7 +561,7 @@ class DecodeBatchPanel(Panel):
         here = at_b["weight_read_per_token_bytes"] + kv if weights_in_hbm else kv
         traces.append({"type": "scatter", "mode": "markers", "x": [batch],
                        "y": [here / units.GiB], "name": f"b = {batch}",
-                       "marker": {"size": 12, "color": "black", "symbol": "circle-open",
+                       "marker": {"size": 12, "color": theme.INK, "symbol": "circle-open",
                                   "line": {"width": 3}}})
 
         kw = dict(bytes_per_value=kv_precision, weights_in_hbm=weights_in_hbm)
@@ -587,7 +583,7 @@ class DecodeBatchPanel(Panel):
         traces.append({"type": "scatter", "mode": "markers", "x": [batch],
                        "y": [parts.step_s / units.ms], "name": f"bound at b = {batch}",
                        "xaxis": "x2", "yaxis": "y2", "showlegend": False,
-                       "marker": {"size": 12, "color": "black", "symbol": "circle-open",
+                       "marker": {"size": 12, "color": theme.INK, "symbol": "circle-open",
                                   "line": {"width": 3}}})
         catchup = calc.compute_catchup_batch(m, hw, L, **kw)
         fit = calc.max_concurrent(ch08.KV_BUDGET_BYTES, m, L, 256, bytes_per_value=kv_precision)
@@ -626,7 +622,7 @@ def _every_expert_trace(m, kv) -> dict:
         _BATCHES, [m.streamed_weight_bytes / b / units.GiB + kv / units.GiB for b in _BATCHES])
     return {"type": "scatter", "mode": "lines", "x": xs, "y": ys,
             "name": "if every expert were read (a dense model of the same size)",
-            "showlegend": m.is_moe, "line": {"color": "#7f7f7f", "dash": "longdash", "width": 2},
+            "showlegend": m.is_moe, "line": {"color": theme.GREY, "dash": "longdash", "width": 2},
             "hovertemplate": "b=%{x}: %{y:.3f} GiB<extra>all experts</extra>"}
 
 
@@ -817,13 +813,17 @@ class SchedulePanel(Panel):
     )
     main_control = "policy"
     base_layout = {
-        "height": 620, "barmode": "overlay",
+        "height": 700, "barmode": "overlay", "margin": {"t": 60, "r": 20, "b": 150},
         "xaxis": {"title": {"text": "time (ms)"}, "anchor": "y"},
         "yaxis": {"domain": [0.5, 1.0], "autorange": "reversed", "type": "category",
                   "anchor": "x"},
-        "xaxis2": {"title": {"text": "longest output interval (ms)"}, "anchor": "y2"},
+        # from zero: with one request running at a time every policy has the same longest
+        # interval, and an autorange around that one value would tick its rounding noise
+        "xaxis2": {"title": {"text": "longest output interval (ms)"}, "anchor": "y2",
+                   "rangemode": "tozero"},
         "yaxis2": {"title": {"text": "total time (ms)"}, "domain": [0.0, 0.36], "anchor": "x2"},
-        "legend": {"orientation": "h", "y": -0.15},
+        # the legend in its own rows at the figure's foot, below the lower plot's x title
+        "legend": theme.foot_legend(),
     }
 
     def compute(self, *, policy, chunk_tokens, token_budget, max_running,
@@ -842,25 +842,25 @@ class SchedulePanel(Panel):
                        "yaxis": "y2", "x": [r.max_itl_s / ms for r in sweep],
                        "y": [r.makespan_s / ms for r in sweep],
                        "name": f"chunked, chunk sizes (budget {token_budget:,}):",
-                       "legendgroup": "chunks", "hoverinfo": "skip",
-                       "line": {"color": PHASE_COLORS["prefill"]}})
+                       "hoverinfo": "skip",
+                       "line": {"color": theme.PHASE_COLORS["prefill"]}})
         for k, (c, r, symbol) in enumerate(zip(_TRADE_CHUNKS, sweep, _TRADE_SYMBOLS)):
             traces.append({"type": "scatter", "mode": "markers", "xaxis": "x2", "yaxis": "y2",
                            "x": [r.max_itl_s / ms], "y": [r.makespan_s / ms],
-                           "name": f"{c:,}", "legendgroup": "chunks",
+                           "name": f"{c:,}",
                            "hovertemplate": f"chunk {c:,}: %{{x:.0f}} ms longest, "
                                             f"%{{y:.0f}} ms total<extra></extra>",
                            "marker": {"size": 8 + 2 * k, "symbol": symbol,
-                                      "color": PHASE_COLORS["prefill"],
-                                      "line": {"width": 2, "color": PHASE_COLORS["prefill"]}}})
-        for name, color in (("static", "#7f7f7f"), ("continuous", "#0072b2")):
+                                      "color": theme.PHASE_COLORS["prefill"],
+                                      "line": {"width": 2, "color": theme.PHASE_COLORS["prefill"]}}})
+        for name, color in (("static", theme.GREY), ("continuous", theme.BLUE)):
             r = runs[name]
             traces.append({"type": "scatter", "mode": "markers", "xaxis": "x2",
                            "yaxis": "y2", "x": [r.max_itl_s / ms], "y": [r.makespan_s / ms],
                            "name": name, "marker": {"size": 11, "color": color}})
         traces.append({"type": "scatter", "mode": "markers", "xaxis": "x2", "yaxis": "y2",
                        "x": [shown.max_itl_s / ms], "y": [shown.makespan_s / ms],
-                       "name": "shown above", "marker": {"size": 18, "color": "black",
+                       "name": "shown above", "marker": {"size": 18, "color": theme.INK,
                                                          "symbol": "circle-open",
                                                          "line": {"width": 3}}})
         numbers = {"total_ms": shown.makespan_s / ms, "longest_interval_ms": shown.max_itl_s / ms,
@@ -925,7 +925,7 @@ class BudgetSweepPanel(Panel):
         target = itl_target_ms * units.ms
         traces.append({"type": "scatter", "mode": "lines", "x": [budgets[0], budgets[-1]],
                        "y": [itl_target_ms, itl_target_ms], "name": "interval target",
-                       "line": {"color": "#c00000", "dash": "dot"}})
+                       "line": {"color": theme.RED, "dash": "dot"}})
         within = [r["token_budget"] for r in rows if r["max_itl_s"] <= target]
         fastest = min(rows, key=lambda r: (r["queue_later_mean_s"], -r["token_budget"]))
         numbers = {

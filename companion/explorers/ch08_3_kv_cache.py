@@ -1,10 +1,8 @@
 """8.3's explorer home (notebook 08_3_kv_cache): paged blocks and block tables, branch sharing,
 the prefix tree (Figure 8-17), the pool under preemption, and cache retention (Figure 8-22).
 
-Figures: ``block_pool_figure``/``block_pool_steps_figure`` (``block_pool_traces``,
-``block_pool_layout``) draw a ``companion.sim.kv_scenarios.PoolSnapshot``: every cell of a block
-is a bar (a rectangle in data coordinates with its own colour and hover text), so the drawing
-scales with the figure; ``prefix_tree_figure``, ``pool_usage_figure``, ``retention_bars_figure``.
+Figures: ``prefix_tree_figure``, ``pool_usage_figure``, ``retention_bars_figure``; the block
+tables and pool of a ``PoolSnapshot`` are drawn by ``companion.explorers.block_pool``.
 The snapshots and the walks that produce them (growing sequences, copy-on-write, branch sharing,
 preemption, prefix-cache replays) are in ``companion.sim.kv_scenarios``. Deterministic: fixed
 colours, no timestamps, no randomness.
@@ -22,10 +20,17 @@ import math
 
 import numpy as np
 
-from companion import calc, specs, units
+from companion import calc, specs, theme, units
 from companion import validate as v
 from companion.chapters import ch08
 from companion.explorers.base import Control, Panel, View
+from companion.explorers.block_pool import (
+    SHARED_COLOR,
+    block_pool_layout,
+    block_pool_legend_html,
+    block_pool_traces,
+    table_ticks,
+)
 from companion.explorers.common import plotly_go as _go
 from companion.formulas import kv_management as km
 from companion.formulas.core import cache_retention_value
@@ -34,7 +39,6 @@ from companion.serves import serves
 from companion.sim.kv_scenarios import (
     CONTEXT_OPTIONS,
     SEQUENCE_NAMES,
-    PoolSnapshot,
     branch_sharing_pool,
     context_organisation,
     grow_sequences,
@@ -42,9 +46,7 @@ from companion.sim.kv_scenarios import (
 )
 
 __all__ = [
-    "block_pool_traces", "block_pool_legend_html",
-    "block_pool_layout", "block_pool_figure", "block_pool_steps_figure", "prefix_tree_figure",
-    "pool_usage_figure", "retention_bars_traces", "retention_bars_figure", "SEQUENCE_COLORS",
+    "prefix_tree_figure", "pool_usage_figure", "retention_bars_traces", "retention_bars_figure",
     "PagingPanel",
     "BranchSharingPanel", "SharedPrefixCapacityPanel", "SnapshotSpacingPanel",
     "ContextOrganisationPanel", "RetentionPanel",
@@ -53,267 +55,6 @@ __all__ = [
 # the section this module serves (the notebook of its name): every @serves mark here is
 # within it (tests/test_sections.py)
 SECTION = "8.3"
-
-
-# one colour per sequence (colour-blind safe), then the states of a physical block
-SEQUENCE_COLORS = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00",
-                   "#8c6d31", "#7f7f7f")
-SHARED_COLOR = "#6a3d9a"        # a block referenced by more than one block table (or a cache)
-FREE_COLOR = "#ececec"          # a block in the free pool
-UNUSED_LINE = "#c00000"         # outline of an allocated but unused slot (tail waste)
-CELL_LINE = "#ffffff"
-
-
-# --- the drawing: block tables (left) and the physical pool (right) ----------------------------
-
-# cell colours as numbers on a discrete colour scale (fast to update in a live figure):
-# 0..7 a sequence's private block, 8 shared, 9 free, 10 unused slot (white)
-_SHARED, _FREE, _UNUSED = len(SEQUENCE_COLORS), len(SEQUENCE_COLORS) + 1, len(SEQUENCE_COLORS) + 2
-_PALETTE = list(SEQUENCE_COLORS) + [SHARED_COLOR, FREE_COLOR, "#ffffff"]
-_COLORSCALE = [c for k, col in enumerate(_PALETTE)
-               for c in ([k / len(_PALETTE), col], [(k + 1) / len(_PALETTE), col])]
-_LINESCALE = [[0, CELL_LINE], [0.5, CELL_LINE], [0.5, UNUSED_LINE], [1, UNUSED_LINE]]
-
-
-def _bars(name, y, base, length, code, outlined, hover, text, axes):
-    trace = {"type": "bar", "orientation": "h", "name": name, "y": y, "base": base,
-             "x": length, "width": 0.82,
-             "marker": {"color": [c + 0.5 for c in code], "coloraxis": "coloraxis",
-                        "line": {"color": [0.75 if o else 0.25 for o in outlined],
-                                 "coloraxis": "coloraxis2", "width": 1.5}},
-             "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>",
-             "xaxis": axes[0], "yaxis": axes[1], "showlegend": False}
-    if any(text):
-        trace.update({"text": text, "textposition": "inside", "insidetextanchor": "middle",
-                      "textfont": {"size": 10, "color": "#ffffff"}})
-    return trace
-
-
-def _legend_traces() -> list[dict]:
-    items = [("private block (colour of its sequence)", SEQUENCE_COLORS[0], None),
-             ("shared block (count > 1)", SHARED_COLOR, None),
-             ("allocated, unused slot (tail waste)", "#ffffff", UNUSED_LINE),
-             ("free block", FREE_COLOR, None)]
-    return [{"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": name,
-             "marker": {"symbol": "square", "size": 12, "color": color,
-                        "line": {"color": line or color, "width": 2}},
-             "hoverinfo": "skip", "showlegend": True} for name, color, line in items]
-
-
-def block_pool_legend_html() -> str:
-    """The colour key of the block drawings as HTML (for an explorer's readout)."""
-    def box(color, line=None):
-        return (f'<span style="display:inline-block;width:10px;height:10px;background:{color};'
-                f'border:2px solid {line or color}"></span>')
-    return (f"{box(SEQUENCE_COLORS[0])}{box(SEQUENCE_COLORS[1])} private, "
-            f"{box(SHARED_COLOR)} shared, {box('#ffffff', UNUSED_LINE)} unused slot, "
-            f"{box(FREE_COLOR)} free")
-
-
-def block_pool_traces(snapshot: PoolSnapshot, *, slot_level: bool | None = None,
-                      columns: int | None = None, merge_runs: bool | None = None,
-                      axes=("x", "y", "x2", "y2"), legend: bool = True) -> tuple[list, dict]:
-    """Trace dicts and layout: block tables (logical -> physical) and the physical pool.
-
-    Left: one row per sequence, one cell per logical block, labelled with its physical block.
-    Right: the pool, ``columns`` blocks per row; ``slot_level`` draws every token slot (small
-    pools), otherwise each block is one cell whose filled part is coloured and whose unused tail
-    is outlined red. ``merge_runs`` (default: for long tables) merges consecutive blocks of the
-    same kind into one cell, in the tables and (block level) in each pool row. Colours: a
-    sequence's own colour for private blocks, purple for blocks referenced more than once, grey
-    for free blocks. The layout uses autoranged axes, so it does not change with the state.
-    """
-    snap = snapshot
-    p, nb = snap.block_tokens, snap.num_blocks
-    slot_level = (nb * p <= 256) if slot_level is None else bool(slot_level)
-    if columns is None:
-        columns = min(nb, 8 if slot_level else 16)
-    cols = v.count("columns", columns)
-    fill = snap.block_fill()
-    owners = snap.owners()
-    names = [name for name, _, _ in snap.tables]
-    if merge_runs is None:
-        merge_runs = max((len(t) for _, t, _ in snap.tables), default=0) > 24
-
-    def state(b):
-        """(colour code, description) of physical block b."""
-        ref = snap.refcounts[b]
-        who = owners.get(b, [])
-        if ref == 0:
-            return _FREE, "free"
-        if ref > 1 or len(who) != 1:
-            return _SHARED, (f"shared by {', '.join(names[k] for k in who)} (count {ref})"
-                             if who else f"held outside any table (count {ref})")
-        return who[0] % len(SEQUENCE_COLORS), f"private to {names[who[0]]}"
-
-    # left: block tables
-    ty, tb, tl, tc, to, th, tt = [], [], [], [], [], [], []
-    for k, (name, table, n) in enumerate(snap.tables):
-        i = 0
-        while i < len(table):
-            shared = snap.refcounts[table[i]] > 1
-            j = i
-            if merge_runs:  # a run of same-kind, consecutive physical blocks
-                while (j + 1 < len(table) and table[j + 1] == table[j] + 1
-                       and (snap.refcounts[table[j + 1]] > 1) == shared):
-                    j += 1
-            ty.append(name)
-            tb.append(i)
-            tl.append(j - i + 1)
-            tc.append(_SHARED if shared else k % len(SEQUENCE_COLORS))
-            to.append(False)
-            kind = f"shared, count {snap.refcounts[table[i]]}" if shared else "private"
-            if j == i:
-                th.append(f"{name}: logical {i} -> physical {table[i]} ({kind}), "
-                          f"{min(p, n - i * p)}/{p} slots used")
-                tt.append(str(table[i]) if not merge_runs else "")
-            else:
-                th.append(f"{name}: logical {i}-{j} -> physical {table[i]}-{table[j]} ({kind})")
-                tt.append(f"{table[i]}-{table[j]}" if j - i >= 3 else "")
-            i = j + 1
-    traces = [_bars("block tables", ty, tb, tl, tc, to, th, tt, axes[:2])]
-
-    # right: the physical pool
-    gap = 1 if slot_level else 0.15
-    width = p + gap if slot_level else 1 + gap
-    py, pb, pl, pc, po, ph, pt = [], [], [], [], [], [], []
-
-    def cell(row, x0, length, code, outlined, hover, text=""):
-        py.append(row)
-        pb.append(x0)
-        pl.append(length)
-        pc.append(code)
-        po.append(outlined)
-        ph.append(hover)
-        pt.append(text)
-
-    b = 0
-    while b < nb:
-        row, col = divmod(b, cols)
-        code, desc = state(b)
-        ref = snap.refcounts[b]
-        used = fill.get(b, 0) if ref else 0
-        x0 = col * width
-        if slot_level:
-            label = "" if ref == 0 else ("*" if code == _SHARED else names[owners[b][0]])
-            for s in range(p):
-                filled = ref > 0 and s < used
-                cell(row, x0 + s, 1, code if (filled or ref == 0) else _UNUSED,
-                     bool(ref) and not filled,
-                     f"block {b} slot {s}: " + ((desc if filled else "unused") if ref
-                                                       else "free"),
-                     label if filled else "")
-            b += 1
-            continue
-        # block level: extend a run of whole blocks in the same state along this row
-        e = b
-        if merge_runs and (used == p or ref == 0):
-            while (e + 1 < nb and (e + 1) // cols == row and state(e + 1) == (code, desc)
-                   and (snap.refcounts[e + 1] == 0 or fill.get(e + 1, 0) == p)):
-                e += 1
-        span = (e - b) * width + 1
-        what = f"block {b}" if e == b else f"blocks {b}-{e}"
-        if ref and used < p:
-            frac = used / p
-            cell(row, x0, frac, code, False, f"{what}: {desc}, {used}/{p} slots used")
-            cell(row, x0 + frac, 1 - frac, _UNUSED, True, f"{what}: unused tail")
-        else:
-            cell(row, x0, span, code, False,
-                 f"{what}: {desc}" + (f", {used}/{p} slots used" if ref else ""))
-        b = e + 1
-    traces.append(_bars("physical pool", py, pb, pl, pc, po, ph, pt, axes[2:]))
-    if legend:
-        traces += _legend_traces()
-
-    return traces, block_pool_layout(axes)
-
-
-def block_pool_layout(axes=("x", "y", "x2", "y2")) -> dict:
-    """The (state-independent) layout of ``block_pool_traces``: tables left, pool right."""
-    xa, ya, xb, yb = (a.replace("x", "xaxis").replace("y", "yaxis") for a in axes)
-    return {
-        "barmode": "overlay",
-        # the cells' colour codes map to fixed colours through these (never redrawn)
-        "coloraxis": {"colorscale": _COLORSCALE, "cmin": 0, "cmax": len(_PALETTE),
-                      "showscale": False},
-        "coloraxis2": {"colorscale": _LINESCALE, "cmin": 0, "cmax": 1, "showscale": False},
-        xa: {"title": {"text": "logical block (position in the sequence)"}, "domain": [0, 0.4],
-             "zeroline": False, "anchor": axes[1], "rangemode": "tozero"},
-        ya: {"title": {"text": "block table of"}, "type": "category",
-             "autorange": "reversed", "anchor": axes[0]},
-        xb: {"title": {"text": "physical pool (hover a cell for its block id)"},
-             "domain": [0.48, 1.0], "showticklabels": False, "showgrid": False,
-             "zeroline": False, "anchor": axes[3]},
-        yb: {"title": {"text": "pool row"}, "autorange": "reversed", "dtick": 1,
-             "zeroline": False, "anchor": axes[2]},
-        "legend": {"orientation": "h", "y": -0.22},
-    }
-
-
-def _caption(snap: PoolSnapshot) -> str:
-    return (f"{snap.label + ': ' if snap.label else ''}{snap.references} table entries, "
-            f"{snap.used_blocks} physical blocks = {snap.allocated_tokens} slots for "
-            f"{snap.stored_tokens} written tokens")
-
-
-@serves("8.3.1", "8.3.2")
-def block_pool_figure(snapshot: PoolSnapshot, *, title: str | None = None, height: int = 380,
-                      **kw):
-    """One BlockManager state: block tables and the physical pool (8.3.1-8.3.2)."""
-    snap = v.instance("snapshot", snapshot, PoolSnapshot)
-    traces, layout = block_pool_traces(snap, **kw)
-    plot_px = height - 60 - 110
-    layout.update({"template": "plotly_white", "height": height,
-                   "margin": {"t": 60, "r": 20, "b": 110},
-                   "legend": {"orientation": "h", "yanchor": "top", "y": -50 / plot_px},
-                   "title": {"text": title if title is not None else _caption(snap)}})
-    return _go().Figure(data=traces, layout=layout)
-
-
-def block_pool_steps_figure(snapshots, *, title: str = "", height: int = 420, **kw):
-    """Successive BlockManager states with a slider over the steps (stored in the figure itself,
-    so it works without a running kernel). Each step's title gives its counts."""
-    snaps = [v.instance(f"snapshots[{i}]", s, PoolSnapshot)
-             for i, s in enumerate(v.sequence("snapshots", snapshots))]
-    per_step, layout = [], None
-    for s in snaps:
-        traces, lay = block_pool_traces(s, legend=False, **kw)
-        per_step.append(traces)
-        layout = layout or lay
-    # fixed axes over all steps, so the frame does not jump while the slider moves
-    names = []
-    for s in snaps:
-        names += [name for name, _, _ in s.tables if name not in names]
-    longest = max((len(t) for s in snaps for _, t, _ in s.tables), default=1)
-    layout["xaxis"].update({"range": [0, longest + 0.3], "rangemode": None})
-    layout["yaxis"].update({"categoryorder": "array", "categoryarray": names,
-                            "range": [len(names) - 0.5, -0.5], "autorange": False})
-    n_per = len(per_step[0])
-    data = []
-    for k, traces in enumerate(per_step):
-        for t in traces:
-            t["visible"] = k == 0
-            data.append(t)
-    legend = _legend_traces()
-    data += legend
-    steps = []
-    for k, s in enumerate(snaps):
-        visible = [j // n_per == k for j in range(n_per * len(snaps))] + [True] * len(legend)
-        steps.append({"method": "update", "label": str(k),
-                      "args": [{"visible": visible},
-                               {"title.text": f"{title}<br><sup>step {k}: {_caption(s)}</sup>"}]})
-    # below the plot, from the top: axis titles, legend, slider, placed in pixels (paper
-    # coordinates are fractions of the plot area's height)
-    plot_px = height - 80
-    layout.update({
-        "template": "plotly_white", "height": height + 190,
-        "margin": {"t": 80, "r": 20, "b": 190},
-        "title": {"text": f"{title}<br><sup>step 0: {_caption(snaps[0])}</sup>"},
-        "sliders": [{"active": 0, "steps": steps, "yanchor": "top", "y": -100 / plot_px,
-                     "len": 1.0, "pad": {"t": 0}, "currentvalue": {"prefix": "step "}}],
-        "legend": {"orientation": "h", "yanchor": "top", "y": -55 / plot_px},
-    })
-    return _go().Figure(data=data, layout=layout)
 
 
 # --- Figure 8-17: the prefix tree --------------------------------------------------------------
@@ -357,33 +98,37 @@ def prefix_tree_figure(tree, *, labels=None, title: str = ""):
         ly.append(y1)
         lt.append(f"+{new:,}")
     names = None if labels is None else [str(x) for x in labels]
-    nx, ny, nt, nh, nc = [], [], [], [], []
+    nx, ny, nt, nh, nc, npos = [], [], [], [], [], []
     for n in t.nodes:
         if n.parent is None:
             continue
         nx.append(n.depth)
         ny.append(ypos[n.id])
+        # a node whose path runs on along its row is labelled under it: to its right lie the
+        # next edge's label and the next node
+        on_row = any(ypos[c] == ypos[n.id] for c in children.get(n.id, []))
+        npos.append("bottom center" if on_row else "middle right")
         ends = ", ".join(names[i] if names else f"input {i}" for i in n.ends)
         nt.append(f"{n.depth:,}" + (f" ({ends})" if ends else ""))
         nh.append(f"{n.depth:,} tokens from the root; {n.passes} input(s) pass here"
                   + (f"; ends: {ends}" if ends else ""))
-        nc.append(SHARED_COLOR if n.passes > 1 else SEQUENCE_COLORS[0])
+        nc.append(SHARED_COLOR if n.passes > 1 else theme.REQUEST_PALETTE[0])
     traces = [
         {"type": "scatter", "x": ex, "y": ey, "mode": "lines", "name": "edge",
-         "line": {"color": "#8c8c8c", "width": 2}, "hoverinfo": "skip", "showlegend": False},
+         "line": {"color": theme.GREY, "width": 2}, "hoverinfo": "skip", "showlegend": False},
         {"type": "scatter", "x": lx, "y": ly, "mode": "text", "text": lt,
          "textposition": "top center", "name": "new tokens on the edge", "hoverinfo": "skip",
          "showlegend": False, "textfont": {"size": 11}},
         {"type": "scatter", "x": nx, "y": ny, "mode": "markers+text", "text": nt,
-         "textposition": "middle right", "hovertext": nh,
+         "textposition": npos, "hovertext": nh,
          "hovertemplate": "%{hovertext}<extra></extra>", "name": "node (shared if purple)",
          "marker": {"size": 11, "color": nc}, "showlegend": False, "textfont": {"size": 11}},
         {"type": "scatter", "x": [0], "y": [ypos[root]], "mode": "markers+text",
          "text": ["root"], "textposition": "middle left", "name": "root",
-         "marker": {"size": 11, "color": "#333333"}, "showlegend": False, "hoverinfo": "skip"},
+         "marker": {"size": 11, "color": theme.INK}, "showlegend": False, "hoverinfo": "skip"},
     ]
     depth = max(n.depth for n in t.nodes)
-    layout = {"template": "plotly_white", "height": 120 + 55 * max(1, counter[0]),
+    layout = {"template": theme.TEMPLATE, "height": 120 + 55 * max(1, counter[0]),
               "title": {"text": title}, "margin": {"t": 60, "r": 20, "l": 60},
               "xaxis": {"title": {"text": "tokens from the root (prefix length)"},
                         "range": [-0.08 * depth, 1.3 * depth]},
@@ -402,7 +147,7 @@ def pool_usage_figure(runs, *, title: str = ""):
     runs = list(v.sequence("runs", runs))
     traces = []
     for k, r in enumerate(runs):
-        color = SEQUENCE_COLORS[k % len(SEQUENCE_COLORS)]
+        color = theme.REQUEST_PALETTE[k % len(theme.REQUEST_PALETTE)]
         used = list(r["used_blocks"])
         # only the rounds where the count changes (drawn as steps), plus the last one
         keep = [i for i in range(len(used)) if i == 0 or i == len(used) - 1
@@ -418,7 +163,7 @@ def pool_usage_figure(runs, *, title: str = ""):
         traces.append({"type": "scatter", "x": pre, "y": [used[i] for i in pre],
                        "mode": "markers", "name": f"{r['label']}: preemption",
                        "marker": {"symbol": "x", "size": 12, "color": color}})
-    layout = {"template": "plotly_white", "height": 400, "title": {"text": title},
+    layout = {"template": theme.TEMPLATE, "height": 400, "title": {"text": title},
               "xaxis": {"title": {"text": "decode round"}},
               "yaxis": {"title": {"text": "KV blocks in use (16 tokens each)"},
                         "rangemode": "tozero"},
@@ -429,36 +174,37 @@ def pool_usage_figure(runs, *, title: str = ""):
 # --- Figure 8-22: what the same cache space saves ----------------------------------------------
 
 def retention_bars_traces(options, *, max_segments: int = 8, axes=("x", "y")) -> list[dict]:
-    """Two traces: stacked bar segments (one per kept prefix, each on top of the previous) and
-    the totals above them, for the expected saving of the prefixes kept in one cache space.
+    """The stacked bar segments (one per kept prefix, each on top of the previous) of the
+    expected saving of the prefixes kept in one cache space, as a one-trace list; each bar's
+    category label gives its total on a second line (a total printed at the bar's end would
+    sit inside a negative bar, or past the plot's top).
 
     ``options``: list of (label, count, prefix name, value_ms of one prefix); more than
     ``max_segments`` prefixes are drawn as one merged segment.
     """
     opts = [(str(label), int(count), str(name), float(value))
             for label, count, name, value in options]
-    palette = [SEQUENCE_COLORS[0], SEQUENCE_COLORS[1]]
+    palette = [theme.REQUEST_PALETTE[0], theme.REQUEST_PALETTE[1]]
     xs, ys, bases, texts, colors = [], [], [], [], []
     for k, (label, count, name, value) in enumerate(opts):
         segments = [(count, count * value)] if count > max_segments else [(1, value)] * count
         start = 0.0
-        for n, height in segments:
-            xs.append(label)
+        category = f"{label}<br>total {count * value:.1f} ms"
+        # an option that keeps nothing still gets its category (an empty bar)
+        for n, height in segments or [(0, 0.0)]:
+            xs.append(category)
             ys.append(height)
             bases.append(start)
-            texts.append(f"{n} x {name}: {height:.1f} ms" if n > 1 else f"{name}: {height:.1f} ms")
+            texts.append("" if n == 0 else f"{n} x {name}: {height:.1f} ms" if n > 1
+                         else f"{name}: {height:.1f} ms")
             colors.append(palette[k % len(palette)])
             start += height
-    totals = [count * value for _, count, _, value in opts]
     return [
         {"type": "bar", "x": xs, "y": ys, "base": bases, "text": texts, "textposition": "inside",
          "name": "kept prefixes", "marker": {"color": colors,
-                                             "line": {"color": "#ffffff", "width": 1.5}},
+                                             "line": {"color": theme.WHITE, "width": 1.5}},
          "hovertemplate": "%{text}<extra></extra>", "showlegend": False, "width": 0.6,
          "xaxis": axes[0], "yaxis": axes[1]},
-        {"type": "scatter", "x": [label for label, *_ in opts], "y": totals, "mode": "text",
-         "text": [f"total {t:.1f} ms" for t in totals], "textposition": "top center",
-         "showlegend": False, "hoverinfo": "skip", "xaxis": axes[0], "yaxis": axes[1]},
     ]
 
 
@@ -466,7 +212,7 @@ def retention_bars_traces(options, *, max_segments: int = 8, axes=("x", "y")) ->
 def retention_bars_figure(options, *, title: str = ""):
     """Figure 8-22: one large prefix vs several small ones in the same cache space (8.3.4)."""
     opts = list(v.sequence("options", options))
-    layout = {"template": "plotly_white", "height": 400, "title": {"text": title},
+    layout = {"template": theme.TEMPLATE, "height": 400, "title": {"text": title},
               "barmode": "overlay",
               "yaxis": {"title": {"text": "expected net saving per request (ms)"},
                         "rangemode": "tozero"},
@@ -530,13 +276,13 @@ class PagingPanel(Panel):
         traces += [
             {"type": "scatter", "x": xs, "y": [a.unused_tokens for a in sweep],
              "mode": "lines+markers", "name": "unused slots (tail waste)", "xaxis": "x3",
-             "yaxis": "y3", "line": {"color": "#c00000"}},
+             "yaxis": "y3", "line": {"color": theme.RED}},
             {"type": "scatter", "x": xs, "y": [a.table_entries for a in sweep],
              "mode": "lines+markers", "name": "block-table entries", "xaxis": "x3",
-             "yaxis": "y3", "line": {"color": SEQUENCE_COLORS[0], "dash": "dash"}},
+             "yaxis": "y3", "line": {"color": theme.REQUEST_PALETTE[0], "dash": "dash"}},
             {"type": "scatter", "x": [p, p], "y": [alloc.unused_tokens, alloc.table_entries],
              "mode": "markers", "name": "this block size", "xaxis": "x3", "yaxis": "y3",
-             "marker": {"size": 11, "color": "#333333"}},
+             "marker": {"size": 11, "color": theme.INK}},
         ]
         numbers = {
             "reserved_tokens": alloc.reserved_tokens,
@@ -560,7 +306,8 @@ class PagingPanel(Panel):
                 f"<b>{numbers['allocated_with_sharing_tokens']}</b> slots "
                 f"(simulator: {numbers['sim_allocated_with_sharing_tokens']})<br>"
                 f"{block_pool_legend_html()}")
-        return View(numbers=numbers, traces=traces, text=text)
+        return View(numbers=numbers, traces=traces, text=text,
+                    layout={"xaxis": dict(self.base_layout["xaxis"], **table_ticks(snap))})
 
 
 # --- 8.3.2 branch sharing explorer -------------------------------------------------------------
@@ -596,14 +343,14 @@ class BranchSharingPanel(Panel):
         traces += [
             {"type": "scatter", "x": xs, "y": [s.references for s in sweep], "mode": "lines",
              "name": "stored independently = table entries n(s+q)", "xaxis": "x3",
-             "yaxis": "y3", "line": {"color": "#8c8c8c", "dash": "dash"}},
+             "yaxis": "y3", "line": {"color": theme.GREY, "dash": "dash"}},
             {"type": "scatter", "x": xs, "y": [s.physical_blocks for s in sweep],
              "mode": "lines", "name": "shared: physical blocks s + nq", "xaxis": "x3",
              "yaxis": "y3", "line": {"color": SHARED_COLOR}},
             {"type": "scatter", "x": [branches, branches],
              "y": [share.references, share.physical_blocks], "mode": "markers",
              "name": "this setting", "xaxis": "x3", "yaxis": "y3",
-             "marker": {"size": 11, "color": "#333333"}},
+             "marker": {"size": 11, "color": theme.INK}},
         ]
         numbers = {
             "references": share.references,
@@ -621,7 +368,8 @@ class BranchSharingPanel(Panel):
                 f"private blocks still growing with n: {share.private_blocks}<br>"
                 f"simulator: {final.references} entries on {final.used_blocks} blocks<br>"
                 f"{block_pool_legend_html()}")
-        return View(numbers=numbers, traces=traces, text=text)
+        return View(numbers=numbers, traces=traces, text=text,
+                    layout={"xaxis": dict(self.base_layout["xaxis"], **table_ticks(final))})
 
 
 # --- 8.3.2 shared-prefix capacity --------------------------------------------------------------
@@ -685,11 +433,11 @@ class SharedPrefixCapacityPanel(Panel):
         xs = _SWEEP_BATCH.tolist()
         traces = [
             {"type": "scatter", "x": xs, "y": ind, "mode": "lines",
-             "name": "independent: b x request", "line": {"color": "#8c8c8c", "dash": "dash"}},
+             "name": "independent: b x request", "line": {"color": theme.GREY, "dash": "dash"}},
             {"type": "scatter", "x": xs, "y": shr, "mode": "lines",
              "name": f"prefix ({prefix:,} tokens) stored once", "line": {"color": SHARED_COLOR}},
             {"type": "scatter", "x": [0, xs[-1]], "y": [kv_budget_gib] * 2, "mode": "lines",
-             "name": f"KV budget ({kv_budget_gib:g} GiB)", "line": {"color": "#c00000"}},
+             "name": f"KV budget ({kv_budget_gib:g} GiB)", "line": {"color": theme.RED}},
             {"type": "scatter", "x": [fit_ind, fit_shr],
              "y": [calc.prefix_shared_kv_bytes(m, fit_ind, prompt_tokens, output_tokens, **kw)
                    / units.GiB,
@@ -697,11 +445,11 @@ class SharedPrefixCapacityPanel(Panel):
                                                shared_prefix_tokens=prefix, **kw) / units.GiB],
              "mode": "markers",
              "name": "most requests that fit", "marker": {"size": 11, "symbol": "diamond",
-                                                          "color": "#333333"}},
+                                                          "color": theme.INK}},
             {"type": "scatter", "x": [batch, batch], "y": [at_b_ind / units.GiB,
                                                             at_b_shr / units.GiB],
              "mode": "markers", "name": f"b = {batch}", "marker": {"size": 10,
-                                                                   "color": "#e69f00"}},
+                                                                   "color": theme.ORANGE}},
         ]
         text = (f"one request holds {held:,} tokens: {numbers['request_MiB']:,.0f} MiB "
                 f"independent<br>prefix {numbers['prefix_MiB']:,.0f} MiB once + private "
@@ -768,16 +516,16 @@ class SnapshotSpacingPanel(Panel):
         traces = [
             {"type": "scatter", "x": xs, "y": [pt.recompute_tokens for _, pt, _ in sweep],
              "mode": "lines", "name": f"recomputed for a {matched:,}-token match",
-             "line": {"shape": "hv", "color": SEQUENCE_COLORS[1]}},
+             "line": {"shape": "hv", "color": theme.REQUEST_PALETTE[1]}},
             {"type": "scatter", "x": xs, "y": [min(s - 1, context_tokens) for s in xs],
              "mode": "lines", "name": "worst case (match just before a snapshot)",
-             "line": {"color": SEQUENCE_COLORS[1], "dash": "dot"}},
+             "line": {"color": theme.REQUEST_PALETTE[1], "dash": "dot"}},
             {"type": "scatter", "x": xs, "y": [st / units.MiB for _, _, st in sweep],
              "mode": "lines", "name": f"storage for {context_tokens:,} tokens of snapshots",
              "yaxis": "y2", "line": {"shape": "hv", "color": SHARED_COLOR}},
             {"type": "scatter", "x": [spacing_tokens], "y": [point.recompute_tokens],
              "mode": "markers", "name": "this spacing", "marker": {"size": 11,
-                                                                  "color": "#333333"}},
+                                                                  "color": theme.INK}},
         ]
         text = (f"{count} snapshot(s) at every {spacing_tokens:,} tokens up to "
                 f"{context_tokens:,}<br>a {matched:,}-token match restores from "
@@ -791,6 +539,10 @@ class SnapshotSpacingPanel(Panel):
 
 _CONTEXT_LABELS = {"append": "append the tool result", "rewrite": "rewrite the instructions",
                    "summarise": "summarise, then append"}
+# the bars' category labels: two short lines, upright (rotated, the long ones ran into the
+# legend below)
+_CONTEXT_TICKS = {"append": "append the<br>tool result", "rewrite": "rewrite the<br>instructions",
+                  "summarise": "summarise,<br>then append"}
 _LATER_STEPS = np.unique(np.linspace(0, 4096, 65).astype(int))
 
 
@@ -815,7 +567,7 @@ class ContextOrganisationPanel(Panel):
     main_control = "output_tokens"
     base_layout = {
         "height": 460, "barmode": "stack",
-        "xaxis": {"domain": [0, 0.38], "anchor": "y"},
+        "xaxis": {"domain": [0, 0.38], "anchor": "y", "tickangle": 0},
         "yaxis": {"title": {"text": "tokens this round"}, "anchor": "x", "rangemode": "tozero"},
         "xaxis2": {"domain": [0.5, 1], "anchor": "y2",
                    "title": {"text": "later output tokens (tokens)"}},
@@ -833,10 +585,10 @@ class ContextOrganisationPanel(Panel):
         kw = dict(history_tokens=history_tokens, appended_tokens=appended_tokens,
                   summary_tokens=summary_tokens, rewrite_at_tokens=rewrite_at)
         options = {o.name: o for o in context_organisation(output_tokens=output_tokens, **kw)}
-        names = [_CONTEXT_LABELS[n] for n in CONTEXT_OPTIONS]
+        names = [_CONTEXT_TICKS[n] for n in CONTEXT_OPTIONS]
         bars = (("reused from the prefix cache", "reusable_tokens", SHARED_COLOR),
-                ("prefilled now", "prefill_tokens", SEQUENCE_COLORS[5]),
-                ("generated first (the summary)", "summary_tokens", SEQUENCE_COLORS[1]))
+                ("prefilled now", "prefill_tokens", theme.REQUEST_PALETTE[5]),
+                ("generated first (the summary)", "summary_tokens", theme.REQUEST_PALETTE[1]))
         traces = [{"type": "bar", "x": names, "y": [getattr(options[n], key)
                                                     for n in CONTEXT_OPTIONS],
                    "name": label, "marker": {"color": color}}
@@ -848,12 +600,12 @@ class ContextOrganisationPanel(Panel):
             traces.append({"type": "scatter", "mode": "lines", "x": _LATER_STEPS.tolist(),
                            "y": reads, "xaxis": "x2", "yaxis": "y2",
                            "name": f"{_CONTEXT_LABELS[name]} (L = {L:,})",
-                           "line": {"color": SEQUENCE_COLORS[i]}})
+                           "line": {"color": theme.REQUEST_PALETTE[i]}})
         traces.append({"type": "scatter", "mode": "markers", "xaxis": "x2", "yaxis": "y2",
                        "x": [output_tokens] * 3, "name": f"G = {output_tokens:,}",
                        "y": [options[n].kv_read_over_output_bytes / units.GiB
                              for n in CONTEXT_OPTIONS],
-                       "marker": {"size": 10, "color": "#333333"}})
+                       "marker": {"size": 10, "color": theme.INK}})
         append, summ = options["append"], options["summarise"]
         saving_per_step = append.kv_read_per_step_bytes - summ.kv_read_per_step_bytes
         numbers = {"output_tokens": output_tokens}
@@ -915,14 +667,15 @@ class RetentionPanel(Panel):
     )
     main_control = "hit_prob_a"
     base_layout = {
-        "barmode": "overlay", "height": 440,
+        "barmode": "overlay", "height": 460, "margin": {"t": 60, "r": 20, "b": 110},
         "xaxis": {"domain": [0, 0.36], "title": {"text": "what the cache space keeps"}},
         "yaxis": {"title": {"text": "expected net saving (ms)"}, "rangemode": "tozero"},
         "xaxis2": {"domain": [0.48, 1], "title": {"text": "hit probability of A"},
                    "range": [0, 1], "anchor": "y2"},
         "yaxis2": {"title": {"text": "expected net saving (ms)"}, "anchor": "x2",
-                   "zeroline": True, "zerolinecolor": "#8c8c8c"},
-        "legend": {"orientation": "h", "y": -0.22},
+                   "zeroline": True, "zerolinecolor": theme.GREY},
+        # at the figure's foot, below the two-line category labels (each with its total)
+        "legend": theme.foot_legend(),
     }
 
     def compute(self, *, hit_prob_a, hit_prob_b, link_gb_per_s, prefix_a_tokens,
@@ -960,13 +713,13 @@ class RetentionPanel(Panel):
         traces = bars + [
             {"type": "scatter", "x": xs, "y": a_line, "mode": "lines",
              "name": f"keep {n_a} x A", "xaxis": "x2", "yaxis": "y2",
-             "line": {"color": SEQUENCE_COLORS[0]}},
+             "line": {"color": theme.REQUEST_PALETTE[0]}},
             {"type": "scatter", "x": [0, 1], "y": [keep_b / units.ms] * 2, "mode": "lines",
              "name": f"keep {n_b} x B (at their hit probability)", "xaxis": "x2", "yaxis": "y2",
-             "line": {"color": SEQUENCE_COLORS[1], "dash": "dash"}},
+             "line": {"color": theme.REQUEST_PALETTE[1], "dash": "dash"}},
             {"type": "scatter", "x": [hit_prob_a], "y": [keep_a / units.ms], "mode": "markers",
              "name": "this setting", "xaxis": "x2", "yaxis": "y2",
-             "marker": {"size": 11, "color": "#333333"}},
+             "marker": {"size": 11, "color": theme.INK}},
         ]
         text = (f"A: {numbers['kv_a_MiB']:,.0f} MiB, recompute {numbers['recompute_a_ms']:.1f} ms,"
                 f" fetch {numbers['fetch_a_ms']:.1f} ms, V = <b>{numbers['value_a_ms']:.1f} ms"

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from companion import calc, specs, units
+from companion import calc, specs, theme, units
 from companion import validate as v
 from companion.chapters import ch08
 from companion.explorers.base import Control, Panel, View
@@ -46,9 +46,9 @@ __all__ = [
 SECTION = "8.4"
 
 
-LAYOUT_COLORS = {"codes": "#0072b2", "metadata": "#e69f00", "plain": "#8c8c8c",
-                 "weights": "#4c72b0", "kv": "#55a868", "reserve": "#b0b0b0",
-                 "headroom": "#b5dcb9", "over": "#c44e52", "header": "#7f7f7f"}
+LAYOUT_COLORS = {"codes": theme.BLUE, "metadata": theme.ORANGE, "plain": theme.GREY,
+                 "header": theme.GREY, "headroom": theme.MEMORY_COLORS["free"],
+                 **theme.MEMORY_COLORS}
 
 
 # --- Figure 8-23: one group as bytes -----------------------------------------------------------
@@ -76,10 +76,10 @@ def byte_layout_traces(rows) -> tuple[list, dict]:
             hover.append(f"{r['label']}: byte {i} ({kind})" + (f" = 0x{h}" if h else ""))
             text.append(h)
     traces = [{"type": "bar", "orientation": "h", "y": ys, "base": base, "x": [1] * len(ys),
-               "width": 0.7, "marker": {"color": colors, "line": {"color": "#ffffff",
+               "width": 0.7, "marker": {"color": colors, "line": {"color": theme.WHITE,
                                                                   "width": 1}},
                "text": text, "textposition": "inside", "insidetextanchor": "middle",
-               "textfont": {"size": 9, "color": "#ffffff"}, "textangle": -90,
+               "textfont": {"size": 9, "color": theme.WHITE}, "textangle": -90,
                "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>",
                "showlegend": False, "name": "bytes"}]
     for name, color in (("scale (2-byte half float)", LAYOUT_COLORS["metadata"]),
@@ -107,7 +107,7 @@ def byte_layout_traces(rows) -> tuple[list, dict]:
 def byte_layout_figure(rows, *, title: str = ""):
     """Figure 8-23: the same 32 values stored as BF16, q8_0 and q4_0, byte by byte."""
     traces, layout = byte_layout_traces(rows)
-    layout.update({"template": "plotly_white", "height": 120 + 60 * len(list(rows)),
+    layout.update({"template": theme.TEMPLATE, "height": 120 + 60 * len(list(rows)),
                    "title": {"text": title}, "margin": {"t": 60, "r": 20}})
     return _go().Figure(data=traces, layout=layout)
 
@@ -143,7 +143,7 @@ def bits_per_value_figure(layouts, *, title: str = ""):
                      f"{100 * lay.metadata_fraction:.1f}%")
                   for m, (_, lay) in zip(meta, items)], "textposition": "middle right"},
     ]
-    layout = {"template": "plotly_white", "height": 420, "barmode": "stack",
+    layout = {"template": theme.TEMPLATE, "height": 420, "barmode": "stack",
               "title": {"text": title},
               "xaxis": {"title": {"text": "stored bits per value"},
                         "range": [0, 2.1 * max(totals)]},
@@ -198,12 +198,12 @@ def memory_stack_traces(rows, capacity: float, *, unit_label: str = "GiB") -> tu
         {"type": "bar", "orientation": "h", "name": "memory", "y": ys, "x": xs, "base": base,
          "text": texts, "textposition": "inside", "insidetextanchor": "middle",
          "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>",
-         "marker": {"color": colors, "line": {"color": "#ffffff", "width": 1}},
+         "marker": {"color": colors, "line": {"color": theme.WHITE, "width": 1}},
          "showlegend": False},
         # a tall tick at the capacity on every row
         {"type": "scatter", "x": [cap] * len(labels), "y": labels, "mode": "markers",
          "name": f"capacity ({cap:,.2f} {unit_label})",
-         "marker": {"symbol": "line-ns", "size": 44, "line": {"color": "#333333", "width": 3}}},
+         "marker": {"symbol": "line-ns", "size": 44, "line": {"color": theme.INK, "width": 3}}},
     ]
     return traces, memory_stack_layout(unit_label)
 
@@ -221,7 +221,7 @@ def memory_stack_layout(unit_label: str = "GiB") -> dict:
 def memory_stack_figure(rows, capacity: float, *, title: str = "", unit_label: str = "GiB"):
     """Memory stacked part by part against the capacity (8.4.1's M2 Max example)."""
     traces, layout = memory_stack_traces(rows, capacity, unit_label=unit_label)
-    layout.update({"template": "plotly_white", "height": 200 + 50 * len(list(rows)),
+    layout.update({"template": theme.TEMPLATE, "height": 200 + 50 * len(list(rows)),
                    "title": {"text": title}, "margin": {"t": 60, "r": 20}})
     return _go().Figure(data=traces, layout=layout)
 
@@ -236,7 +236,7 @@ def interval_fit_figure(contexts, fits, *, crossover_tokens=None, marks=(), titl
     ``crossover_tokens``: where the fits meet (a vertical line); ``marks``: (name, L, ms) points.
     """
     xs = [float(x) for x in v.sequence("contexts", contexts)]
-    colors = ["#0072b2", "#d55e00", "#009e73", "#cc79a7"]
+    colors = [theme.BLUE, theme.VERMILLION, theme.GREEN, theme.PINK]
     traces, fit_colors = [], {}
     for k, (name, ys) in enumerate(dict(fits).items()):
         fit_colors[name.split()[0]] = colors[k % len(colors)]
@@ -252,16 +252,16 @@ def interval_fit_figure(contexts, fits, *, crossover_tokens=None, marks=(), titl
                        "name": f"{m[0]}: {m[2]:.2f} ms",
                        "hovertemplate": f"{m[0]}: L = %{{x:,.0f}}, %{{y:.2f}} ms<extra></extra>",
                        "marker": {"size": 11, "symbol": symbols[k % len(symbols)],
-                                  "color": fit_colors.get(fit, "#333333"),
-                                  "line": {"color": "#333333", "width": 1.5}}})
-    layout = {"template": "plotly_white", "height": 420, "title": {"text": title},
+                                  "color": fit_colors.get(fit, theme.INK),
+                                  "line": {"color": theme.INK, "width": 1.5}}})
+    layout = {"template": theme.TEMPLATE, "height": 420, "title": {"text": title},
               "xaxis": {"title": {"text": "context length L (tokens)"}},
               "yaxis": {"title": {"text": "output interval (ms)"}},
               "legend": {"orientation": "h", "y": -0.2}}
     if crossover_tokens is not None:
         layout["shapes"] = [{"type": "line", "x0": crossover_tokens, "x1": crossover_tokens,
                              "yref": "paper", "y0": 0, "y1": 1,
-                             "line": {"color": "#8c8c8c", "dash": "dot"}}]
+                             "line": {"color": theme.GREY, "dash": "dot"}}]
         layout["annotations"] = [{"x": crossover_tokens, "yref": "paper", "y": 1.0,
                                   "text": f"crossover {crossover_tokens:,.0f} tokens",
                                   "showarrow": False, "yanchor": "bottom"}]
@@ -276,7 +276,7 @@ _KV_FORMATS = {"BF16": "bf16", "FP8": "fp8", "q8_0": "q8_0", "q4_0": "q4_0"}
 
 # --- 8.4.4, the three grids ending with Figure 8-28: task x run correctness --------------
 
-GRID_COLORS = ("#d55e00", "#009e73")      # wrong, correct (Okabe-Ito vermillion, green)
+GRID_COLORS = (theme.VERMILLION, theme.GREEN)      # wrong, correct (Okabe-Ito vermillion, green)
 _GRID_GAP = 0.06
 
 
@@ -321,7 +321,7 @@ def precision_grid_figure(results, *, title: str = "Task by run, per precision "
                           "(generated records, not the chapter's measurements)"):
     """8.4.4's three grids (the last is Figure 8-28) side by side (``precision_grid_traces``)."""
     traces, layout = precision_grid_traces(results)
-    layout.update(template="plotly_white", title={"text": title})
+    layout.update(template=theme.TEMPLATE, title={"text": title})
     return _go().Figure(data=traces, layout=layout)
 
 
@@ -454,7 +454,7 @@ class CompressedReadPanel(Panel):
         bf16 = calc.kv_bytes(m, context_tokens)
         xs = _SWEEP_CONVERSION_MS.tolist()
         traces, saved = [], {}
-        colors = {"q8_0": "#0072b2", "q4_0": "#009e73", "fp8": "#cc79a7"}
+        colors = {"q8_0": theme.BLUE, "q4_0": theme.GREEN, "fp8": theme.PINK}
         for label, fmt in _READ_FORMATS.items():
             saved[fmt] = bf16 - calc.kv_quantized_bytes(m, context_tokens, fmt)
             ys = [calc.compressed_read_saving_s(saved[fmt], beta, x * units.ms) / units.ms
@@ -467,9 +467,9 @@ class CompressedReadPanel(Panel):
         gross = calc.compressed_read_saving_s(saved[kv_format], beta, 0.0)
         traces += [
             {"type": "scatter", "x": [0, xs[-1]], "y": [0, 0], "mode": "lines",
-             "name": "break even", "line": {"color": "#8c8c8c", "dash": "dot"}},
+             "name": "break even", "line": {"color": theme.GREY, "dash": "dot"}},
             {"type": "scatter", "x": [conversion_ms], "y": [net / units.ms], "mode": "markers",
-             "name": "this setting", "marker": {"size": 11, "color": "#333333"}},
+             "name": "this setting", "marker": {"size": 11, "color": theme.INK}},
         ]
         numbers = {
             "bf16_MiB": bf16 / units.MiB,
@@ -580,10 +580,10 @@ class OffloadPanel(Panel):
             {"type": "scatter", "x": _SWEEP_LINK_GB.tolist(), "y": sweep, "mode": "lines",
              "name": f"copy of {numbers['copy_per_round_GB']:.2f} GB per round",
              "showlegend": bool(copy_s),
-             "xaxis": "x2", "yaxis": "y2", "line": {"color": "#d55e00"}},
+             "xaxis": "x2", "yaxis": "y2", "line": {"color": theme.VERMILLION}},
             {"type": "scatter", "x": [8, 1000], "y": [compute_round_ms] * 2, "mode": "lines",
              "name": f"compute round ({compute_round_ms:g} ms): copies below it can hide",
-             "xaxis": "x2", "yaxis": "y2", "line": {"color": "#0072b2", "dash": "dash"}},
+             "xaxis": "x2", "yaxis": "y2", "line": {"color": theme.BLUE, "dash": "dash"}},
             {"type": "scatter", "x": [g / units.GB for _, g in _LINKS],
              "y": [calc.link_transfer_s(plan.offloaded_bytes, g) / units.ms if copy_s else None
                    for _, g in _LINKS],
@@ -592,10 +592,10 @@ class OffloadPanel(Panel):
              # link axis, below and left (under the falling copy line) in the right half
              "textposition": [_link_text_position(g / units.GB) for _, g in _LINKS],
              "name": "named links", "xaxis": "x2", "yaxis": "y2", "showlegend": bool(copy_s),
-             "marker": {"size": 9, "color": "#333333", "symbol": "diamond"}},
+             "marker": {"size": 9, "color": theme.INK, "symbol": "diamond"}},
             {"type": "scatter", "x": [link_gb_per_s], "y": [copy_s / units.ms or None],
              "mode": "markers", "name": "this link", "xaxis": "x2", "yaxis": "y2",
-             "showlegend": bool(copy_s), "marker": {"size": 12, "color": "#d55e00"}},
+             "showlegend": bool(copy_s), "marker": {"size": 12, "color": theme.VERMILLION}},
         ]
         hide = "hidden behind compute" if hidden else "<b>longer than the compute round</b>"
         text = (f"{layers} FFN layers x 288 MiB = {numbers['offloaded_MiB']:,.0f} MiB freed; "
@@ -657,19 +657,19 @@ class CompressTransferPanel(Panel):
         }
         traces = [
             {"type": "scatter", "x": xs, "y": ys, "mode": "lines",
-             "name": "compressed: rS/B + S/R_dec", "line": {"color": "#009e73"}},
+             "name": "compressed: rS/B + S/R_dec", "line": {"color": theme.GREEN}},
             {"type": "scatter", "x": [xs[0], xs[-1]], "y": [direct / units.ms] * 2,
-             "mode": "lines", "name": "raw: S/B", "line": {"color": "#0072b2", "dash": "dash"}},
+             "mode": "lines", "name": "raw: S/B", "line": {"color": theme.BLUE, "dash": "dash"}},
             {"type": "scatter", "x": [xs[0], xs[-1]], "y": [moved / units.ms] * 2,
              "mode": "lines", "name": "compressed transfer alone: rS/B",
-             "line": {"color": "#8c8c8c", "dash": "dot"}},
+             "line": {"color": theme.GREY, "dash": "dot"}},
             {"type": "scatter", "x": [threshold / units.GB], "y": [direct / units.ms],
              "mode": "markers+text", "text": [f"R_dec = {threshold / units.GB:,.1f} GB/s"],
              "textposition": "top left", "name": "break even B/(1-r)",
-             "marker": {"size": 11, "symbol": "diamond", "color": "#333333"}},
+             "marker": {"size": 11, "symbol": "diamond", "color": theme.INK}},
             {"type": "scatter", "x": [decompress_gb_per_s], "y": [total / units.ms],
              "mode": "markers", "name": "this decompressor",
-             "marker": {"size": 11, "color": "#d55e00"}},
+             "marker": {"size": 11, "color": theme.VERMILLION}},
         ]
         verdict = "faster" if numbers["compression_wins"] else "<b>slower</b>"
         text = (f"raw: {numbers['direct_ms']:.2f} ms; compressed transfer "
@@ -725,15 +725,15 @@ class RetryCostPanel(Panel):
             {"type": "scatter", "x": xs,
              "y": [calc.expected_time_to_correct_s(attempt_s, p, check_s) for p in xs],
              "mode": "lines", "name": f"attempt {attempt_s:g} s (A's speed)",
-             "line": {"color": "#0072b2"}},
+             "line": {"color": theme.BLUE}},
             {"type": "scatter", "x": xs,
              "y": [calc.expected_time_to_correct_s(tb, p, check_s) for p in xs],
              "mode": "lines", "name": f"attempt {tb:.2f} s (B's speed)",
-             "line": {"color": "#d55e00", "dash": "dash"}},
+             "line": {"color": theme.VERMILLION, "dash": "dash"}},
             {"type": "scatter", "x": [accuracy_a, accuracy_b], "y": [ea, eb],
              "mode": "markers+text", "text": ["A", "B"], "textposition": "top center",
-             "name": "the two formats", "marker": {"size": 11, "color": ["#0072b2",
-                                                                         "#d55e00"]}},
+             "name": "the two formats", "marker": {"size": 11, "color": [theme.BLUE,
+                                                                         theme.VERMILLION]}},
         ]
         text = (f"A: one attempt {numbers['first_attempt_a_s']:.2f} s, expected "
                 f"<b>{ea:.2f} s</b> to a correct answer<br>B: one attempt "

@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from companion import calc, units
+from companion import calc, theme, units
 from companion.chapters import ch08
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import titled_figure as _fig
@@ -53,14 +53,13 @@ SECTION = "8.5"
 
 # Okabe-Ito colours, one meaning each
 VERDICT_COLORS = {
-    "accepted": "#009e73",      # draft token kept
-    "corrected": "#e69f00",     # the target's token at the first mismatch
-    "bonus": "#0072b2",         # the extra token when every draft token matched
-    "discarded": "#999999",     # follows a rejected token: rolled back
-    "pending": "#dddddd",       # not yet read in this step
+    "accepted": theme.GREEN,      # draft token kept
+    "corrected": theme.ORANGE,     # the target's token at the first mismatch
+    "bonus": theme.BLUE,         # the extra token when every draft token matched
+    "discarded": theme.GREY,     # follows a rejected token: rolled back
+    "pending": theme.PALE_GREY,       # not yet read in this step
 }
-CURVE_COLORS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9")
-PLAIN_COLOR = "black"
+PLAIN_COLOR = theme.INK
 ROWS = ("draft", "target's choice", "output")
 
 
@@ -112,8 +111,7 @@ def greedy_verification_layout(n_positions: int) -> dict:
     legend, in its own row at the figure's foot (below the x title, whatever the height)."""
     return {"height": 400, "margin": {"t": 60, "r": 20, "b": 100},
             "showlegend": True,
-            "legend": {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom",
-                       "x": 0, "xanchor": "left"},
+            "legend": theme.foot_legend(),
             "xaxis": {"title": {"text": "draft position (token index within the round)"},
                       "tickvals": list(range(1, n_positions + 1)),
                       "range": [0.4, n_positions + 0.6], "zeroline": False},
@@ -141,7 +139,7 @@ def greedy_verification_traces(verification, step: int | None = None, words=None
             d["x"].append(pos), d["text"].append(name(s["draft"]))
             d["color"].append(VERDICT_COLORS[kind if read else "pending"])
         t = rows[ROWS[1]]
-        t["x"].append(pos), t["text"].append(name(s["target"])), t["color"].append("#ffffff")
+        t["x"].append(pos), t["text"].append(name(s["target"])), t["color"].append(theme.WHITE)
         if read and kind != "discarded":
             o = rows[ROWS[2]]
             o["x"].append(pos), o["color"].append(VERDICT_COLORS[kind])
@@ -150,13 +148,13 @@ def greedy_verification_traces(verification, step: int | None = None, words=None
               "text": r["text"], "name": row, "hoverinfo": "text", "textfont": {"size": 12},
               "showlegend": False,
               "marker": {"symbol": "square", "size": 46, "color": r["color"],
-                         "line": {"width": 1, "color": "#555555"}}}
+                         "line": {"width": 1, "color": theme.DARK_GREY}}}
              for row, r in rows.items()]
     # the colour key: legend entries only (the cells above draw the colours)
     key = [{"type": "scatter", "mode": "markers", "x": [None], "y": [None], "name": label,
             "hoverinfo": "skip", "meta": {"legend_key": True},
             "marker": {"symbol": "square", "size": 12, "color": VERDICT_COLORS[kind],
-                       "line": {"width": 1, "color": "#555555"}}}
+                       "line": {"width": 1, "color": theme.DARK_GREY}}}
            for label, kind in VERDICT_KEY]
     return cells + key
 
@@ -184,29 +182,29 @@ def rejection_sampling_traces(symbols, target, draft, sampled, exact_output=None
     traces = [
         {"type": "bar", "x": syms, "y": list(sampled),
          "name": f"emitted tokens, simulated ({samples:,} rounds)",
-         "marker": {"color": "#009e73"}, "xaxis": "x", "yaxis": "y"},
+         "marker": {"color": theme.GREEN}, "xaxis": "x", "yaxis": "y"},
         {"type": "scatter", "mode": "markers", "x": syms, "y": list(target),
          "name": "target p(x)", "marker": {"symbol": "line-ew-open", "size": 60,
-                                            "color": "#0072b2", "line": {"width": 4}},
+                                            "color": theme.BLUE, "line": {"width": 4}},
          "xaxis": "x", "yaxis": "y"},
         {"type": "scatter", "mode": "markers", "x": syms, "y": list(draft),
-         "name": "draft q(x)", "marker": {"symbol": "diamond", "size": 12, "color": "#e69f00"},
+         "name": "draft q(x)", "marker": {"symbol": "diamond", "size": 12, "color": theme.ORANGE},
          "xaxis": "x", "yaxis": "y"},
     ]
     if exact_output is not None:
         traces.append({"type": "scatter", "mode": "markers", "x": syms, "y": list(exact_output),
                        "name": "exact output distribution",
-                       "marker": {"symbol": "x", "size": 10, "color": "black"},
+                       "marker": {"symbol": "x", "size": 10, "color": theme.INK},
                        "xaxis": "x", "yaxis": "y"})
     layout = dict(REJECTION_LAYOUT)
     if rounds_hist is not None:
         ks = list(range(1, len(rounds_hist) + 1))
         traces += [
             {"type": "bar", "x": ks, "y": list(rounds_hist), "name": "tokens per round, simulated",
-             "marker": {"color": "#cc79a7"}, "xaxis": "x2", "yaxis": "y2"},
+             "marker": {"color": theme.PINK}, "xaxis": "x2", "yaxis": "y2"},
             {"type": "scatter", "mode": "markers", "x": ks, "y": list(rounds_exact),
              "name": "tokens per round, exact", "marker": {"symbol": "diamond", "size": 10,
-                                                           "color": "black"},
+                                                           "color": theme.INK},
              "xaxis": "x2", "yaxis": "y2"},
         ]
         layout.update(REJECTION_ROUNDS_AXES)
@@ -222,7 +220,7 @@ def expected_output_figure(acceptances, curves, *, points=(),
     length. ``curves``: {m: E[X] over ``acceptances``}; ``points``: (a, E[X], label) markers."""
     xs = list(acceptances)
     traces = [{"type": "scatter", "mode": "lines", "x": xs, "y": list(ys),
-               "name": f"draft length m = {m}", "line": {"color": CURVE_COLORS[i % 6],
+               "name": f"draft length m = {m}", "line": {"color": theme.PALETTE[i % 6],
                                                          "width": 2.5}}
               for i, (m, ys) in enumerate(curves.items())]
     if points:
@@ -230,7 +228,7 @@ def expected_output_figure(acceptances, curves, *, points=(),
                        "x": [p[0] for p in points], "y": [p[1] for p in points],
                        "text": [p[2] for p in points], "textposition": "top left",
                        "name": "the chapter's AAAA and BBBB drafts",
-                       "marker": {"size": 11, "color": "black", "symbol": "diamond"}})
+                       "marker": {"size": 11, "color": theme.INK, "symbol": "diamond"}})
     layout = {"height": 420,
               "xaxis": {"title": {"text": "acceptance a per position (probability)"},
                         "range": [0, 1]},
@@ -255,24 +253,24 @@ def draft_cost_traces(draft_s, curves, plain_round_s: float, crossovers=(), curr
                "line": {"color": PLAIN_COLOR, "dash": "dash"}}]
     colors = {}
     for i, (label, ys) in enumerate(curves.items()):
-        colors[label] = CURVE_COLORS[i % 6]
+        colors[label] = theme.PALETTE[i % 6]
         traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": _ms(ys), "name": label,
-                       "line": {"color": CURVE_COLORS[i % 6], "width": 2.5}})
+                       "line": {"color": theme.PALETTE[i % 6], "width": 2.5}})
     # each crossover its own marker (its curve's colour) whose legend entry carries the value:
     # crossovers may fall on one another, their labels cannot
     for label, cross_s in crossovers:
-        color = next((c for name, c in colors.items() if name.startswith(label)), "black")
+        color = next((c for name, c in colors.items() if name.startswith(label)), theme.INK)
         traces.append({"type": "scatter", "mode": "markers", "x": [cross_s / units.ms],
                        "y": [plain_round_s / units.ms],
                        "name": f"{label}: no gain past {cross_s / units.ms:.1f} ms",
                        "hovertemplate": f"{label}: the draft may cost up to "
                                         "%{x:.1f} ms per round<extra></extra>",
                        "marker": {"size": 12, "color": color, "symbol": "x",
-                                  "line": {"width": 1, "color": "black"}}})
+                                  "line": {"width": 1, "color": theme.INK}}})
     if current is not None:
         traces.append({"type": "scatter", "mode": "markers", "x": [current[0] / units.ms],
                        "y": [current[1] / units.ms], "name": current[2],
-                       "marker": {"size": 13, "color": "#d55e00", "symbol": "circle"}})
+                       "marker": {"size": 13, "color": theme.VERMILLION, "symbol": "circle"}})
     return traces, dict(DRAFT_COST_LAYOUT)
 
 
@@ -300,9 +298,9 @@ def draft_mode_figure(rows, *, plain_round_s: float | None = None,
     total = [d + w for d, w in zip(draft, verify)]
     traces = [
         {"type": "bar", "x": labels, "y": verify, "name": "verification / E[X]",
-         "marker": {"color": "#0072b2"}},
+         "marker": {"color": theme.BLUE}},
         {"type": "bar", "x": labels, "y": draft, "name": "draft generation / E[X]",
-         "marker": {"color": "#e69f00"}, "text": [f"{t:.1f} ms" for t in total],
+         "marker": {"color": theme.ORANGE}, "text": [f"{t:.1f} ms" for t in total],
          "textposition": "outside"},
     ]
     if plain_round_s is not None:
@@ -318,8 +316,8 @@ def draft_mode_figure(rows, *, plain_round_s: float | None = None,
     return _fig(traces, layout, title)
 
 
-STAGE_COLORS = {"draft generation": "#e69f00", "verification preparation": "#cc79a7",
-                "target verification": "#0072b2", "output determination": "#009e73"}
+STAGE_COLORS = {"draft generation": theme.ORANGE, "verification preparation": theme.PINK,
+                "target verification": theme.BLUE, "output determination": theme.GREEN}
 ROUND_STAGES_LAYOUT = {"height": 360, "barmode": "overlay",
                        "xaxis": {"title": {"text": "time within one round (ms)"},
                                  "rangemode": "tozero"},
@@ -370,7 +368,7 @@ def draft_length_traces(tables, *, examined=None, best=None):
         traces.append({"type": "scatter", "mode": "lines+markers",
                        "x": [r["draft_len"] for r in rows],
                        "y": [r["latency_per_token_s"] / units.ms for r in rows],
-                       "name": label, "line": {"color": CURVE_COLORS[i % 6], "width": 2.5,
+                       "name": label, "line": {"color": theme.PALETTE[i % 6], "width": 2.5,
                                                "dash": "solid" if i == 0 else "dash"}})
     if best:
         traces.append({"type": "scatter", "mode": "markers+text",
@@ -378,11 +376,11 @@ def draft_length_traces(tables, *, examined=None, best=None):
                        "y": [b[1] / units.ms for b in best.values()],
                        "text": [f"best m = {b[0]}" for b in best.values()],
                        "textposition": "bottom center", "name": "lowest latency per token",
-                       "marker": {"size": 13, "color": "black", "symbol": "star"}})
+                       "marker": {"size": 13, "color": theme.INK, "symbol": "star"}})
     if examined is not None:
         traces.append({"type": "scatter", "mode": "markers", "x": [examined[0]],
                        "y": [examined[1] / units.ms], "name": f"m = {examined[0]} (examined)",
-                       "marker": {"size": 14, "color": "#d55e00", "symbol": "circle-open",
+                       "marker": {"size": 14, "color": theme.VERMILLION, "symbol": "circle-open",
                                   "line": {"width": 3}}})
     return traces, dict(DRAFT_LENGTH_LAYOUT)
 

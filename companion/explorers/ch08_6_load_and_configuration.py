@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from companion import calc, units
+from companion import calc, theme, units
 from companion.chapters import ch08
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import titled_figure as _fig
@@ -46,11 +46,10 @@ __all__ = [
 SECTION = "8.6"
 
 
-SCHEME_COLORS = {"A": "#d55e00", "B": "#0072b2", "C": "#cc79a7", "D": "#009e73",
-                 "E": "#e69f00"}
-CURVE_COLORS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9")
-LIMIT_COLOR = "#444444"
-OK_FILL = "rgba(0, 158, 115, 0.10)"
+SCHEME_COLORS = {"A": theme.VERMILLION, "B": theme.BLUE, "C": theme.PINK, "D": theme.GREEN,
+                 "E": theme.ORANGE}
+LIMIT_COLOR = theme.DARK_GREY
+OK_FILL = theme.rgba(theme.GREEN, 0.10)
 
 
 def _finite(x: float, cap: float) -> float:
@@ -81,7 +80,7 @@ def admission_traces(queue_s, finish_s, deadline_s: float, current=None, phases=
     traces = [
         {"type": "scatter", "mode": "lines", "x": qs, "y": fs,
          "name": "finish time = queue + prefill + (G - 1) x interval",
-         "line": {"color": "#0072b2", "width": 3}},
+         "line": {"color": theme.BLUE, "width": 3}},
         {"type": "scatter", "mode": "lines", "x": [qs[0], qs[-1]], "y": [deadline_s] * 2,
          "name": f"deadline ({deadline_s:g} s)", "line": {"color": LIMIT_COLOR, "dash": "dash"}},
     ]
@@ -90,14 +89,14 @@ def admission_traces(queue_s, finish_s, deadline_s: float, current=None, phases=
         traces.append({"type": "scatter", "mode": "markers", "x": [current[0]],
                        "y": [current[1]], "name": "admit" if ok else "reject (would be late)",
                        "marker": {"size": 14, "symbol": "circle" if ok else "x",
-                                  "color": "#009e73" if ok else "#d55e00"}})
+                                  "color": theme.GREEN if ok else theme.VERMILLION}})
     if phases is not None:
         # one bar trace, its three segments placed end to end with ``base``
         starts = [0.0, phases[0], phases[0] + phases[1]]
         traces.append({"type": "bar", "orientation": "h", "x": list(phases), "base": starts,
                        "y": [0, 0, 0], "width": 0.8, "xaxis": "x2", "yaxis": "y2",
                        "name": "queue | prefill + first token | remaining G - 1 tokens",
-                       "marker": {"color": ["#bbbbbb", "#e69f00", "#0072b2"]},
+                       "marker": {"color": [theme.LIGHT_GREY, theme.ORANGE, theme.BLUE]},
                        "text": ["queue", "prefill", "generation"], "textposition": "inside",
                        "showlegend": False})
         traces.append({"type": "scatter", "mode": "lines", "x": [deadline_s, deadline_s],
@@ -116,14 +115,14 @@ def littles_law_figure(rates, curves, *, points=(),
     """
     xs = list(rates)
     traces = [{"type": "scatter", "mode": "lines", "x": xs, "y": list(ys), "name": label,
-               "line": {"color": CURVE_COLORS[i % 6], "width": 2.5}}
+               "line": {"color": theme.PALETTE[i % 6], "width": 2.5}}
               for i, (label, ys) in enumerate(curves.items())]
     if points:
         traces.append({"type": "scatter", "mode": "markers+text",
                        "x": [p[0] for p in points], "y": [p[1] for p in points],
                        "text": [p[2] for p in points], "textposition": "top left",
                        "name": "the chapter's examples",
-                       "marker": {"size": 11, "color": "black", "symbol": "diamond"}})
+                       "marker": {"size": 11, "color": theme.INK, "symbol": "diamond"}})
     layout = {"height": 400,
               "xaxis": {"title": {"text": "arrival rate lambda (requests/s)"}},
               "yaxis": {"title": {"text": "mean requests in the system n (requests)"},
@@ -144,7 +143,7 @@ def goodput_traces(rates, series, *, measured=None):
     xs = list(rates)
     traces = []
     for i, (label, (done, good)) in enumerate(series.items()):
-        c = CURVE_COLORS[i % 6]
+        c = theme.PALETTE[i % 6]
         traces.append({"type": "scatter", "mode": "lines+markers", "x": xs, "y": list(done),
                        "name": f"{label}: completion throughput",
                        "line": {"color": c, "width": 2.5}})
@@ -154,7 +153,7 @@ def goodput_traces(rates, series, *, measured=None):
     for i, (label, (mx, my)) in enumerate((measured or {}).items()):
         traces.append({"type": "scatter", "mode": "markers", "x": list(mx), "y": list(my),
                        "name": label, "marker": {"size": 12, "symbol": ("x", "cross")[i % 2],
-                                                  "color": "black"}})
+                                                  "color": theme.INK}})
     layout = {"height": 440,
               "xaxis": {"title": {"text": "arrival rate (requests/s)"}, "type": "log"},
               "yaxis": {"title": {"text": "throughput (requests/s)"}, "rangemode": "tozero"},
@@ -209,9 +208,9 @@ def scheme_plane_traces(results, kv_budget_bytes: float, deadline_s: float) -> l
         traces.append({
             "type": "scatter", "mode": "markers", "x": [r.total_s], "y": [r.memory_gib],
             "name": f"{r.name}: {_verdict(r)}",
-            "marker": {"size": max(18 - 2 * i, 8), "color": SCHEME_COLORS.get(r.name, "black"),
+            "marker": {"size": max(18 - 2 * i, 8), "color": SCHEME_COLORS.get(r.name, theme.INK),
                        "symbol": "circle" if r.feasible else "x",
-                       "line": {"width": 1, "color": "black"}},
+                       "line": {"width": 1, "color": theme.INK}},
             "hovertemplate": f"{r.name}: {_verdict(r)}, " + "%{x:.2f} s, %{y:.2f} GiB"
                              "<extra></extra>"})
     return traces
@@ -235,9 +234,9 @@ def scheme_time_figure(results, deadline_s: float, *,
     names = [r.name for r in rs]
     traces = [
         {"type": "bar", "orientation": "h", "y": names, "x": [r.prefill_s for r in rs],
-         "name": "prefill (whole batch)", "marker": {"color": "#e69f00"}},
+         "name": "prefill (whole batch)", "marker": {"color": theme.ORANGE}},
         {"type": "bar", "orientation": "h", "y": names, "x": [r.decode_s for r in rs],
-         "name": "decode rounds", "marker": {"color": "#0072b2"},
+         "name": "decode rounds", "marker": {"color": theme.BLUE},
          "text": [f"{r.rounds} x {r.round_ms:.2f} ms" for r in rs], "textposition": "inside"},
         {"type": "scatter", "mode": "lines", "x": [deadline_s, deadline_s],
          "y": [names[0], names[-1]], "name": f"deadline ({deadline_s:g} s)",
@@ -266,12 +265,12 @@ def amdahl_traces(factors, curves, *, current=None) -> list:
     """
     xs = list(factors)
     traces = [{"type": "scatter", "mode": "lines", "x": xs, "y": list(ys), "name": label,
-               "line": {"color": CURVE_COLORS[i % 6], "width": 2.5}}
+               "line": {"color": theme.PALETTE[i % 6], "width": 2.5}}
               for i, (label, ys) in enumerate(curves.items())]
     if current is not None:
         traces.append({"type": "scatter", "mode": "markers", "x": [current[0]],
                        "y": [current[1]], "name": current[2],
-                       "marker": {"size": 13, "color": "black", "symbol": "circle"}})
+                       "marker": {"size": 13, "color": theme.INK, "symbol": "circle"}})
     return traces
 
 
@@ -294,11 +293,11 @@ def energy_per_result_figure(measured, computed, *,
     traces = [
         {"type": "bar", "x": list(measured), "y": list(measured.values()),
          "name": "measured in Experiment 8-9 (GPU + CPU package)",
-         "marker": {"color": "#999999"},
+         "marker": {"color": theme.GREY},
          "text": [f"{j:,.1f} J" for j in measured.values()], "textposition": "outside"},
         {"type": "bar", "x": list(computed), "y": [_finite(j, 0.0) for j in computed.values()],
          "name": "computed by the companion (card at its power cap)",
-         "marker": {"color": "#009e73"},
+         "marker": {"color": theme.GREEN},
          "text": [f"{j:,.0f} J" if math.isfinite(j) else "no qualifying result"
                   for j in computed.values()], "textposition": "outside"},
     ]
@@ -471,7 +470,7 @@ class AmdahlPanel(Panel):
         curves[label] = [calc.staged_task_speedup(stages, [1.0, s], prep_s) for s in _FACTORS]
         traces = amdahl_traces(_FACTORS.tolist(), curves,
                                current=(factor, speedup, f"s = {factor:g}"))
-        traces[len(AMDAHL_FRACTIONS)]["line"].update({"color": "black", "dash": "dot"})
+        traces[len(AMDAHL_FRACTIONS)]["line"].update({"color": theme.INK, "dash": "dot"})
         numbers = {"task_time_s": total, "speedup": speedup, "break_even_prep_s": break_even,
                    "saves_time": total < task_s}
         text = (f"{stages[0]:g} s unchanged + {stages[1]:g} s / {factor:g} + {prep_s:g} s = "

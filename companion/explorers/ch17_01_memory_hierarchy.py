@@ -10,7 +10,7 @@ pyramid, ridge point, full-memory sweep time and link ratios, beside every other
 
 from __future__ import annotations
 
-from companion import calc, specs, units
+from companion import calc, specs, theme, units
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import dict_rows
@@ -28,7 +28,7 @@ __all__ = [
 SECTION = "17.1"
 
 
-LEVEL_COLORS = ("#6a3d9a", "#1f78b4", "#2d6a4f", "#40916c", "#bc6c25")
+LEVEL_COLORS = (theme.PURPLE, theme.BLUE, theme.FOREST, theme.PINE, theme.OCHRE)
 # log10 of the capacity axis (GB): registers (0.00026 GB) to a few TB
 CAPACITY_RANGE = (-4.0, 3.5)
 
@@ -153,7 +153,7 @@ class MemoryHierarchyPanel(Panel):
         traces.append({
             "type": "bar", "orientation": "h", "y": names, "x": times, "name": "sweep time",
             "xaxis": "x3", "yaxis": "y3",
-            "marker": {"color": ["#2d6a4f" if n == hardware else "#b7c9bf" for n in names]},
+            "marker": {"color": [theme.FOREST if n == hardware else theme.PALE_FOREST for n in names]},
             "text": [f"{t:,.3g} ms (ridge {r:,.0f} FLOP/B)" for t, r in zip(times, ridges)]})
         link = ("" if not ratios else
                 f"<br>HBM / NVLink = {ratios['hbm_over_nvlink']:.2g}x, NVLink / PCIe = "

@@ -13,7 +13,7 @@ number).
 
 from __future__ import annotations
 
-from companion import calc, specs, units
+from companion import calc, specs, theme, units
 from companion import validate as v
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
@@ -47,10 +47,10 @@ SECTION = "17.2"
 ROOFLINE_X_RANGE = (-1.0, 5.5)
 ROOFLINE_Y_RANGE = (-2.0, 3.5)
 
-ROOF_COLOR = "#222222"
-REFERENCE_COLOR = "#b0b0b0"
-RIDGE_COLOR = "#7f7f7f"
-POINT_COLORS = ("#d55e00", "#cc79a7", "#0072b2", "#009e73", "#e69f00", "#56b4e9")
+ROOF_COLOR = theme.INK
+REFERENCE_COLOR = theme.LIGHT_GREY
+RIDGE_COLOR = theme.GREY
+POINT_COLORS = (theme.VERMILLION, theme.PINK, theme.BLUE, theme.GREEN, theme.ORANGE, theme.SKY)
 POINT_SYMBOLS = ("circle", "circle-open", "diamond", "square", "triangle-up", "x")
 
 
@@ -139,7 +139,7 @@ def roofline_figure(hardware: Hardware, points, *, reference: Hardware | None = 
     """The 17 §2 roofline as a plotly Figure: ``roofline_traces`` with a title."""
     traces = roofline_traces(hardware, points, reference=reference)
     # taller than the plot needs: the legend below it carries one line per workload
-    layout = dict(roofline_layout(), height=580, template="plotly_white",
+    layout = dict(roofline_layout(), height=580, template=theme.TEMPLATE,
                   title={"text": title})
     return _go().Figure(data=traces, layout=layout)
 
@@ -246,7 +246,7 @@ def _decode_sweep_traces(m, hw, i_b1, kw) -> list:
                "x": [p["intensity_flop_per_byte"] for p in pts],
                "y": [p["attainable_flops_per_s"] / units.TFLOP for p in pts], "customdata": xs,
                "hovertemplate": "B=%{customdata}: %{x:.3g} FLOP/B<extra>this model</extra>",
-               "line": {"color": "#009e73", "width": 1.5}, "marker": {"size": 6}}]
+               "line": {"color": theme.GREEN, "width": 1.5}, "marker": {"size": 6}}]
     every = (moe_streamed_weight_bytes(m, 1) / m.streamed_weight_bytes
              if m.is_moe else 1.0)
     for scale, name, dash in ((1.0, "MoE asymptote: each token's own experts only", "dot"),
@@ -258,7 +258,7 @@ def _decode_sweep_traces(m, hw, i_b1, kw) -> list:
                        "y": [p["attainable_flops_per_s"] / units.TFLOP for p in line],
                        "customdata": xs if m.is_moe else [],
                        "hovertemplate": "B=%{customdata}: %{x:.3g} FLOP/B<extra></extra>",
-                       "line": {"color": "#7f7f7f", "dash": dash, "width": 1.5}})
+                       "line": {"color": theme.GREY, "dash": dash, "width": 1.5}})
     return traces
 
 

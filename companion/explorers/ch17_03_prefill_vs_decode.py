@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from companion import calc, specs, units
+from companion import calc, specs, theme, units
 from companion import validate as v
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
@@ -40,8 +40,8 @@ __all__ = [
 SECTION = "17.3"
 
 
-PHASE = {"prefill": "#e69f00", "decode": "#56b4e9", "stalled": "#d55e00", "token": "#0b3d91",
-         "queued": "#b0b0b0"}
+PHASE = {"prefill": theme.ORANGE, "decode": theme.SKY, "stalled": theme.VERMILLION, "token": theme.NAVY,
+         "queued": theme.LIGHT_GREY}
 
 
 # --- §3: a request's budget ------------------------------------------------------------------
@@ -79,7 +79,10 @@ def hol_timeline_layout() -> dict:
             "xaxis": {"title": {"text": "time (ms)"}, "rangemode": "tozero"},
             "yaxis": {"title": {"text": "request"}, "autorange": "reversed",
                       "type": "category"},
-            "legend": {"orientation": "h", "y": -0.25}}
+            # the legend in its own rows at the figure's foot, below the x title however
+            # short the figure (in the plot's coordinates it sat on the title)
+            "legend": theme.foot_legend(),
+            "margin": {"t": 60, "r": 20, "b": 130}}
 
 
 @serves("17.3")
@@ -120,8 +123,9 @@ def hol_timeline_figure(result, *, title: str = "Head-of-line blocking (17 §3):
                                                 "prompt freezes every in-flight decode"):
     """``hol_timeline_traces`` as a plotly Figure (label it as simulator output in the text)."""
     res = v.instance("result", result, Result, "a companion.sim.result.Result")
-    layout = dict(hol_timeline_layout(), height=160 + 32 * len(res.ids),
-                  template="plotly_white", title={"text": title})
+    layout = dict(hol_timeline_layout(), height=220 + 32 * len(res.ids),
+                  template=theme.TEMPLATE, title={"text": title})
+    layout["margin"] = dict(layout["margin"], t=80)
     return _go().Figure(data=hol_timeline_traces(res), layout=layout)
 
 
@@ -174,7 +178,7 @@ class RequestBudgetPanel(Panel):
             {"type": "scatter", "mode": "lines+markers", "x": _OUTPUT_SWEEP.tolist() + [None,
              output_tokens], "y": shares + [None, numbers["decode_share_pct"]],
              "name": "decode share vs output length (marker: this request)",
-             "marker": {"size": [0] * len(shares) + [0, 12], "color": "#0b3d91"},
+             "marker": {"size": [0] * len(shares) + [0, 12], "color": theme.NAVY},
              "xaxis": "x2", "yaxis": "y2"},
         ]
         text = (f"TTFT = prefill of {prompt_tokens:,} tokens at {efficiency_pct:g}% of peak: "
@@ -241,18 +245,19 @@ class HeadOfLinePanel(Panel):
 _SLO_POLICIES = {"continuous batching (whole prefill)": "continuous",
                  "chunked prefill": "chunked"}
 _SLO_QUANTILES = np.linspace(0.0, 1.0, 101)
-_PCT_COLORS = {"p50": "#6c757d", "p90": "#0b3d91", "p99": "#bc4b51"}
+_PCT_COLORS = {"p50": theme.GREY, "p90": theme.NAVY, "p99": theme.RED}
 
 
 def _inward(marks, drawn, *, log: bool) -> list:
-    """A percentile label's side: left of its marker (the empty side of a CDF), unless the
-    marker is within a fifth of the axis from its left end, where the label would be cut:
-    then right. ``drawn``: every x on the axis (its autorange; a linear one starts at 0)."""
+    """A percentile label's side: left of its marker (above a CDF: empty), unless the marker
+    is within a fifth of the axis from its left end, where the label would be cut: then below
+    and right (under the CDF: empty too). ``drawn``: every x on the axis (its autorange; a
+    linear one starts at 0)."""
     f = (lambda x: float(np.log10(max(x, 1e-12)))) if log else float
     drawn = [x for x in drawn if x > 0] if log else list(drawn) + [0.0]
     lo, hi = (f(min(drawn)), f(max(drawn))) if drawn else (0.0, 1.0)
     span = (hi - lo) or 1.0
-    return ["middle right" if (f(x) - lo) / span < 0.2 else "middle left" for x in marks]
+    return ["bottom right" if (f(x) - lo) / span < 0.2 else "middle left" for x in marks]
 
 
 def slo_cdf_traces(run: dict) -> list:
@@ -268,7 +273,7 @@ def slo_cdf_traces(run: dict) -> list:
         marks = [pct[p] / units.ms for p in _PCT_COLORS]
         traces.append({"type": "scatter", "mode": "lines", "x": xs.tolist(),
                        "y": (100 * _SLO_QUANTILES).tolist(), "name": f"{name} CDF",
-                       "line": {"color": "#2d6a4f", "shape": "hv"}, "xaxis": xa, "yaxis": ya,
+                       "line": {"color": theme.FOREST, "shape": "hv"}, "xaxis": xa, "yaxis": ya,
                        "hovertemplate": "%{x:.4g} ms: %{y:.0f}% of them<extra></extra>"})
         traces.append({"type": "scatter", "mode": "markers+text", "name": f"{name} percentiles",
                        "x": marks,
@@ -279,19 +284,20 @@ def slo_cdf_traces(run: dict) -> list:
                        "xaxis": xa, "yaxis": ya})
         traces.append({"type": "scatter", "mode": "lines", "name": f"{name} target",
                        "x": [target / units.ms, target / units.ms], "y": [0, 100],
-                       "line": {"color": "#bc6c25", "dash": "dash"}, "xaxis": xa, "yaxis": ya})
+                       "line": {"color": theme.OCHRE, "dash": "dash"}, "xaxis": xa, "yaxis": ya})
     return traces
 
 
 def slo_cdf_layout() -> dict:
     return {
         "showlegend": False,
-        "xaxis": {"title": {"text": "time to first token (ms)"}, "domain": [0, 0.46],
+        # a wide gap: the right panel's y title and ticks stand between the two
+        "xaxis": {"title": {"text": "time to first token (ms)"}, "domain": [0, 0.42],
                   "anchor": "y", "rangemode": "tozero"},
         "yaxis": {"title": {"text": "requests at or below (%)"}, "range": [0, 101],
                   "anchor": "x"},
         "xaxis2": {"title": {"text": "interval between output tokens (ms, log)"},
-                   "type": "log", "domain": [0.54, 1], "anchor": "y2"},
+                   "type": "log", "domain": [0.58, 1], "anchor": "y2"},
         "yaxis2": {"title": {"text": "intervals at or below (%)"}, "range": [0, 101],
                    "anchor": "x2"},
     }
@@ -327,7 +333,8 @@ class SLOPanel(Panel):
         })
 
         def verdict(ok):
-            return "<b style='color:#2d6a4f'>met</b>" if ok else "<b style='color:#bc4b51'>missed</b>"
+            return (f"<b style='color:{theme.FOREST}'>met</b>" if ok
+                    else f"<b style='color:{theme.RED}'>missed</b>")
 
         def row(name, key):
             return " / ".join(f"{numbers[f'{key}_{p}_ms']:,.4g}" for p in _PCT_COLORS)

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from companion import calc, specs, units
+from companion import calc, specs, theme, units
 from companion import validate as v
 from companion.chapters import ch17
 from companion.explorers.axes import whole_ticks
 from companion.explorers.base import Control, Panel, View
-from companion.explorers.common import SEQ_COLORS, dict_rows
+from companion.explorers.common import dict_rows
 from companion.explorers.common import titled_figure as _fig
 from companion.explorers.presets import (
     HARDWARE_PRESETS,
@@ -40,8 +40,6 @@ __all__ = [
 SECTION = "17.4"
 
 
-MEM_COLORS = {"weights": "#4c72b0", "reserve": "#dd8452", "kv": "#55a868", "spare": "#d9ead3",
-              "over": "#c44e52"}
 
 
 # --- §4: KV by context, by attention design, and the step as context grows --------------------
@@ -54,7 +52,7 @@ def kv_by_context_figure(rows, *, capacity_bytes: float | None = None,
     labels = [f"{r['context_tokens']:,}" for r in data]
     gb = [r["kv_bytes"] / units.GB for r in data]
     traces = [{"type": "bar", "x": labels, "y": gb, "name": "KV of one sequence",
-               "marker": {"color": MEM_COLORS["kv"]},
+               "marker": {"color": theme.MEMORY_COLORS["kv"]},
                "text": [f"{g:,.3g} GB" for g in gb], "textposition": "outside",
                "hovertemplate": "%{x} tokens: %{y:,.4g} GB<extra></extra>"}]
     shapes, annotations = [], []
@@ -63,7 +61,7 @@ def kv_by_context_figure(rows, *, capacity_bytes: float | None = None,
         for frac, dash, label in ((1.0, "solid", f"card: {cap:,.0f} GB"),
                                   (0.5, "dash", f"half the card: {cap / 2:,.0f} GB")):
             shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": cap * frac,
-                           "y1": cap * frac, "line": {"color": MEM_COLORS["over"],
+                           "y1": cap * frac, "line": {"color": theme.MEMORY_COLORS["over"],
                                                       "dash": dash}})
             annotations.append({"xref": "paper", "x": 0.01, "y": cap * frac, "text": label,
                                 "showarrow": False, "yanchor": "bottom", "xanchor": "left"})
@@ -86,7 +84,7 @@ def attention_variants_figure(rows, *, cache_bytes: float = ch17.CACHE_BYTES,
     # two lines per category: side by side the one-line names ran into each other
     names = [f"{r['attention']}<br>({r['n_kv_heads']} KV heads)" for r in data]
     kib = [r["kv_bytes_per_token"] / units.KiB for r in data]
-    colors = [SEQ_COLORS[i % len(SEQ_COLORS)] for i in range(len(data))]
+    colors = [theme.REQUEST_PALETTE[i % len(theme.REQUEST_PALETTE)] for i in range(len(data))]
     traces = [
         {"type": "bar", "x": names, "y": kib, "name": "KV per token",
          "marker": {"color": colors}, "text": [f"{k:,.0f} KB" for k in kib],
@@ -108,7 +106,7 @@ def attention_variants_figure(rows, *, cache_bytes: float = ch17.CACHE_BYTES,
     return _fig(traces, layout, title)
 
 
-_MARK_COLORS = ("#0b3d91", "#6a3d9a", "#bc6c25", "#2d6a4f")
+_MARK_COLORS = (theme.NAVY, theme.PURPLE, theme.OCHRE, theme.FOREST)
 _MARK_SYMBOLS = ("circle", "square", "diamond", "triangle-up")
 
 
@@ -132,11 +130,11 @@ def context_step_traces(contexts, rows, *, weight_bytes: float, bandwidth_bytes_
     axes = {"xaxis": xaxis, "yaxis": yaxis}
     traces = [
         {"type": "scatter", "mode": "lines", "x": xs, "y": [weight_ms] * len(xs),
-         "name": "weights only", "line": {"color": MEM_COLORS["weights"], "dash": "dash"},
+         "name": "weights only", "line": {"color": theme.MEMORY_COLORS["weights"], "dash": "dash"},
          "hovertemplate": "weights: %{y:.3g} ms<extra></extra>", **axes},
         {"type": "scatter", "mode": "lines", "x": xs,
          "y": [r["step_s"] / units.ms for r in data], "name": "weights + live KV",
-         "line": {"color": MEM_COLORS["kv"], "width": 3},
+         "line": {"color": theme.MEMORY_COLORS["kv"], "width": 3},
          "customdata": [r["tokens_per_s"] for r in data],
          "hovertemplate": "%{x:,} tokens: %{y:.3g} ms, %{customdata:,.0f} tok/s"
                           "<extra></extra>", **axes},
@@ -158,7 +156,7 @@ def context_step_traces(contexts, rows, *, weight_bytes: float, bandwidth_bytes_
         traces.append({"type": "scatter", "mode": "lines+text", "x": [x, x],
                        "y": [0, top], "text": ["", f"KV = weights at {x:,.0f} tokens"],
                        "textposition": "bottom left", "name": "crossover",
-                       "line": {"color": "#7f7f7f", "dash": "dot"}, "hoverinfo": "skip",
+                       "line": {"color": theme.GREY, "dash": "dot"}, "hoverinfo": "skip",
                        **axes})
     layout = {
         xaxis.replace("x", "xaxis"): {"type": "log",
@@ -192,15 +190,15 @@ def gpu_memory_traces(memory_bytes: float, weight_bytes: float, reserve_bytes: f
              ("reserve", v.nonnegative("reserve_bytes", reserve_bytes)),
              ("kv", v.nonnegative("kv_used_bytes", kv_used_bytes))]
     used = sum(b for _, b in parts)
-    parts.append(("spare", max(cap - used, 0.0)))
+    parts.append(("free", max(cap - used, 0.0)))
     parts.append(("over", max(used - cap, 0.0)))
     names = {"weights": "weights", "reserve": "reserve", "kv": "KV in use",
-             "spare": "spare", "over": "over the card"}
+             "free": "spare", "over": "over the card"}
     gb = [n / units.GB for _, n in parts]
     bases = [sum(gb[:i]) for i in range(len(gb))]
     return [{"type": "bar", "orientation": "h", "y": [label] * len(parts), "x": gb,
              "base": bases, "name": "memory of one GPU",
-             "marker": {"color": [MEM_COLORS[k] for k, _ in parts]},
+             "marker": {"color": [theme.MEMORY_COLORS[k] for k, _ in parts]},
              "text": [f"{names[k]} {g:,.3g} GB" if g >= 1 else "" for (k, _), g in
                       zip(parts, gb)],
              "textposition": "inside", "xaxis": xaxis, "yaxis": yaxis}]

@@ -14,12 +14,11 @@ import math
 
 import numpy as np
 
-from companion import calc, specs, units
+from companion import calc, specs, theme, units
 from companion import validate as v
 from companion.chapters import ch17
 from companion.explorers.axes import finish_axes
 from companion.explorers.base import Control, Panel, View
-from companion.explorers.common import SEQ_COLORS
 from companion.explorers.common import titled_figure as _fig
 from companion.explorers.presets import (
     HARDWARE_PRESETS,
@@ -40,8 +39,8 @@ __all__ = [
 SECTION = "17.5"
 
 
-FREE_COLOR = "#ececec"
-WASTE_LINE = "#c00000"
+FREE_COLOR = theme.FAINT_GREY
+WASTE_LINE = theme.RED
 
 
 # --- §5: the allocator -----------------------------------------------------------------------
@@ -65,15 +64,15 @@ def _pool_cells(mgr, row: str, names: dict, colors: dict) -> list[tuple]:
     for b in range(mgr.num_blocks):
         x0 = b * p
         if b not in owner:
-            cells.append((row, x0, p, FREE_COLOR, "#ffffff", f"block {b}: free", ""))
+            cells.append((row, x0, p, FREE_COLOR, theme.WHITE, f"block {b}: free", ""))
             continue
         sid, used = owner[b], fill[b]
         name = names.get(sid, str(sid))
         hover = f"block {b}: {name}, {used}/{p} slots hold tokens"
-        cells.append((row, x0, used, colors[sid], "#ffffff", hover,
+        cells.append((row, x0, used, colors[sid], theme.WHITE, hover,
                       name if used >= 0.25 * p else ""))
         if used < p:
-            cells.append((row, x0 + used, p - used, "#ffffff", WASTE_LINE,
+            cells.append((row, x0 + used, p - used, theme.WHITE, WASTE_LINE,
                           hover + f" ({p - used} reserved, empty)", ""))
     return cells
 
@@ -92,9 +91,10 @@ def allocator_traces(paged, naive, *, names=None) -> tuple[list, dict]:
                          f"{nm.num_blocks * nm.block_tokens})")
     names = {} if names is None else dict(names)
     order = list(dict.fromkeys(list(pm.sequences) + list(nm.sequences)))
-    colors = {sid: SEQ_COLORS[i % len(SEQ_COLORS)] for i, sid in enumerate(order)}
-    rows = (f"contiguous: max_len {nm.block_tokens} reserved per sequence",
-            f"paged: {pm.block_tokens}-token blocks on demand")
+    colors = {sid: theme.REQUEST_PALETTE[i % len(theme.REQUEST_PALETTE)] for i, sid in enumerate(order)}
+    # two lines each: one-line names took a third of the width from the strips
+    rows = (f"contiguous: max_len {nm.block_tokens}<br>reserved per sequence",
+            f"paged: {pm.block_tokens}-token<br>blocks on demand")
     cells = _pool_cells(nm, rows[0], names, colors) + _pool_cells(pm, rows[1], names, colors)
     traces = [{"type": "bar", "orientation": "h", "name": "KV memory",
                "y": [c[0] for c in cells], "base": [c[1] for c in cells],
@@ -104,14 +104,14 @@ def allocator_traces(paged, naive, *, names=None) -> tuple[list, dict]:
                "hovertext": [c[5] for c in cells],
                "hovertemplate": "%{hovertext}<extra></extra>", "text": [c[6] for c in cells],
                "textposition": "inside", "insidetextanchor": "middle",
-               "textfont": {"color": "#ffffff", "size": 10}, "showlegend": False}]
+               "textfont": {"color": theme.WHITE, "size": 10}, "showlegend": False}]
     for sid in order:
         # a key for the bar cells' colours (the bars themselves stay out of the legend)
         traces.append({"type": "scatter", "x": [None], "y": [None], "mode": "markers",
                        "name": names.get(sid, str(sid)), "hoverinfo": "skip",
                        "meta": {"legend_key": True},
                        "marker": {"symbol": "square", "size": 12, "color": colors[sid]}})
-    for label, color, line in (("reserved / allocated but empty", "#ffffff", WASTE_LINE),
+    for label, color, line in (("reserved / allocated but empty", theme.WHITE, WASTE_LINE),
                                ("free", FREE_COLOR, FREE_COLOR)):
         traces.append({"type": "scatter", "x": [None], "y": [None], "mode": "markers",
                        "name": label, "hoverinfo": "skip", "meta": {"legend_key": True},
@@ -122,7 +122,11 @@ def allocator_traces(paged, naive, *, names=None) -> tuple[list, dict]:
               "xaxis": {"title": {"text": "KV memory (token slots)"}, "range": [0, slots]},
               "yaxis": {"type": "category", "categoryorder": "array",
                         "categoryarray": list(rows), "autorange": "reversed"},
-              "legend": {"orientation": "h", "y": -0.35}, "height": 330}
+              # the key in its own rows at the figure's foot, below the x title
+              "legend": theme.foot_legend(xref="container"),
+              "margin": {"b": 120}, "height": 380,
+              # a sequence's name in a cell too narrow for it is left out, not shrunk to a dot
+              "uniformtext": {"minsize": 9, "mode": "hide"}}
     return traces, layout
 
 
@@ -149,7 +153,7 @@ def paged_tradeoff_traces(batches, step_s, tokens_per_s, marks, *, xaxis: str = 
     marks = list(marks)
     return [
         {"type": "scatter", "mode": "lines", "x": [s / units.ms for s in steps], "y": rates,
-         "name": "batch 1, 2, ... (weights + live KV per step)", "line": {"color": "#7f7f7f"},
+         "name": "batch 1, 2, ... (weights + live KV per step)", "line": {"color": theme.GREY},
          "xaxis": xaxis, "yaxis": yaxis},
     ] + [
         {"type": "scatter", "mode": "markers",
@@ -157,7 +161,7 @@ def paged_tradeoff_traces(batches, step_s, tokens_per_s, marks, *, xaxis: str = 
          "x": [s / units.ms], "y": [r],
          "hovertemplate": f"{label}: batch {b:,}<br>%{{x:.3g}} ms, %{{y:,.0f}} tok/s"
                           "<extra></extra>",
-         "marker": {"size": 12, "color": SEQ_COLORS[(5, 0)[i % 2]],
+         "marker": {"size": 12, "color": theme.REQUEST_PALETTE[(5, 0)[i % 2]],
                     "symbol": ("circle", "square")[i % 2]},
          "xaxis": xaxis, "yaxis": yaxis}
         for i, (label, b, s, r) in enumerate(marks)
@@ -207,7 +211,7 @@ class PagedKVPanel(Panel):
     )
     main_control = "block_tokens"
     base_layout = {
-        "height": 520,
+        "height": 560,   # the legend below: a line per allocator, curve and ceiling
         "xaxis": {"title": {"text": "mean live tokens per sequence"}, "type": "log",
                   "domain": [0, 0.44], "anchor": "y"},
         "yaxis": {"title": {"text": "sequences that fit in the KV space"}, "type": "log",
@@ -268,12 +272,12 @@ class PagedKVPanel(Panel):
         traces = [
             {"type": "scatter", "mode": "lines", "x": lives, "y": [naive["batch"]] * len(lives),
              "name": f"contiguous: {reservation_tokens:,}-token reservations",
-             "line": {"color": SEQ_COLORS[5], "dash": "dash"}},
+             "line": {"color": theme.REQUEST_PALETTE[5], "dash": "dash"}},
             {"type": "scatter", "mode": "lines+markers", "x": lives + [None, live, live],
              "y": paged_fit + [None, naive["batch"], paged_b["batch"]],
              "name": f"paged: {block_tokens}-token blocks (markers: this workload)",
              "marker": {"size": [0] * len(lives) + [0, 11, 11]},
-             "line": {"color": SEQ_COLORS[0]}},
+             "line": {"color": theme.REQUEST_PALETTE[0]}},
         ]
         top = max(paged["batch"], 2)
         batches = np.unique(np.geomspace(1, top * 1.25, 40).astype(int))
@@ -293,11 +297,11 @@ class PagedKVPanel(Panel):
             {"type": "scatter", "mode": "lines", "x": [0, x_end],
              "y": [ceil["ceiling_tokens_per_s"]] * 2, "xaxis": "x2", "yaxis": "y2",
              "name": "ceiling beta / (L k): each extra sequence adds its own KV read",
-             "line": {"color": SEQ_COLORS[2], "dash": "dot"}},
+             "line": {"color": theme.REQUEST_PALETTE[2], "dash": "dot"}},
             {"type": "scatter", "mode": "markers", "x": [half["step_s"] / units.ms],
              "y": [half["tokens_per_s"]], "xaxis": "x2", "yaxis": "y2",
              "name": f"half the ceiling: b = D_w / (L k) = {half_b:,}",
-             "marker": {"symbol": "diamond", "size": 11, "color": SEQ_COLORS[2]}},
+             "marker": {"symbol": "diamond", "size": 11, "color": theme.REQUEST_PALETTE[2]}},
         ]
         numbers.update(ceiling_tok_s=ceil["ceiling_tokens_per_s"],
                        compute_ceiling_tok_s=ceil["compute_ceiling_tokens_per_s"],

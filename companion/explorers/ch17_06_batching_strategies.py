@@ -19,16 +19,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from companion import calc, specs, units
+from companion import calc, specs, theme, units
 from companion import validate as v
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
-from companion.explorers.common import (
-    REQUEST_PALETTE,
-    SERVING_COLORS,
-    discrete_colorscale,
-    stacked_axes,
-)
+from companion.explorers.common import discrete_colorscale, stacked_axes
 from companion.explorers.common import titled_figure as _fig
 from companion.explorers.common import to_ms as _ms
 from companion.formulas.performance import chunk_trade_sweep, fused_chunk_sweep
@@ -55,7 +50,7 @@ SECTION = "17.6"
 
 # --- §6 static vs continuous: a slot Gantt of a simulated queue -------------------------------
 
-_PALETTE_SCALE = discrete_colorscale(REQUEST_PALETTE)
+_PALETTE_SCALE = discrete_colorscale(theme.REQUEST_PALETTE)
 
 
 def batch_slots(result, *, tolerance_s: float = 1e-9) -> list[tuple]:
@@ -114,17 +109,17 @@ def slot_gantt_traces(result, *, xaxis: str = "x", yaxis: str = "y",
          "name": "a request (its id)",
          # numeric colours through a discrete colour scale: plotly validates a list of
          # numbers far faster than a list of colour strings
-         "marker": {"color": [index[r[1]] % len(REQUEST_PALETTE) for r in rows],
+         "marker": {"color": [index[r[1]] % len(theme.REQUEST_PALETTE) for r in rows],
                     "colorscale": _PALETTE_SCALE, "cmin": -0.5,
-                    "cmax": len(REQUEST_PALETTE) - 0.5,
-                    "line": {"color": "white", "width": 1}},
+                    "cmax": len(theme.REQUEST_PALETTE) - 0.5,
+                    "line": {"color": theme.WHITE, "width": 1}},
          "hovertemplate": "%{text}: %{base:.2f} s + %{x:.2f} s<extra></extra>",
          "xaxis": xaxis, "yaxis": yaxis, "legendgroup": "req", "showlegend": show_legend,
          "width": 0.7},
         {"type": "bar", "orientation": "h", "y": [f"slot {i[0] + 1}" for i in idle],
          "base": [i[1] for i in idle], "x": [i[2] - i[1] for i in idle],
          "name": "slot idle (no token produced)",
-         "marker": {"color": SERVING_COLORS["idle"], "line": {"color": "white", "width": 1}},
+         "marker": {"color": theme.SERVING_COLORS["idle"], "line": {"color": theme.WHITE, "width": 1}},
          "hovertemplate": "idle: %{base:.2f} s + %{x:.2f} s<extra></extra>",
          "xaxis": xaxis, "yaxis": yaxis, "legendgroup": "idle", "showlegend": show_legend,
          "width": 0.7},
@@ -153,7 +148,8 @@ def batching_gantt_figure(results, *, title: str = "Static vs continuous batchin
         ax = "" if i == 0 else str(i + 1)
         traces += slot_gantt_traces(result, xaxis=f"x{ax}", yaxis=f"y{ax}", show_legend=i == 0)
     n_slots = max(len({r[0] for r in batch_slots(res)}) for res in results.values())
-    layout.update({"barmode": "overlay", "height": 110 + len(results) * (40 + 24 * n_slots),
+    # 30 px a slot: a bar tall enough for its id upright at plotly's smallest uniform size
+    layout.update({"barmode": "overlay", "height": 110 + len(results) * (40 + 30 * n_slots),
                    "legend": {"orientation": "h", "y": -0.12}, "annotations": notes,
                    "uniformtext": {"minsize": 8, "mode": "hide"}})
     return _fig(traces, layout, title)
@@ -242,29 +238,29 @@ def chunk_trade_traces(sweep: dict, selected: dict, *, itl_timelines=None,
     traces = [
         {"type": "scatter", "mode": "lines", "x": xs, "y": _ms(sweep["iteration_s"]),
          "name": "worst ITL, closed form (decode step + one chunk)",
-         "line": {"color": SERVING_COLORS["decode"], "width": 3}},
+         "line": {"color": theme.SERVING_COLORS["decode"], "width": 3}},
         {"type": "scatter", "mode": "lines", "x": xs, "y": _ms(sweep["ttft_s"]),
          "name": "long prompt's TTFT, closed form (chunks x iteration)",
-         "line": {"color": SERVING_COLORS["prefill"], "width": 3}},
+         "line": {"color": theme.SERVING_COLORS["prefill"], "width": 3}},
     ]
     if fused is not None:
         fx = [int(x) for x in fused["chunk_tokens"]]
         traces += [
             {"type": "scatter", "mode": "lines", "x": fx, "y": _ms(fused["worst_itl_s"]),
              "name": "worst ITL, fused pass (weights once, attention counted)",
-             "line": {"color": SERVING_COLORS["decode"], "width": 2, "dash": "dot"}},
+             "line": {"color": theme.SERVING_COLORS["decode"], "width": 2, "dash": "dot"}},
             {"type": "scatter", "mode": "lines", "x": fx, "y": _ms(fused["ttft_s"]),
              "name": "TTFT, fused pass (sum of the chunk passes)",
-             "line": {"color": SERVING_COLORS["prefill"], "width": 2, "dash": "dot"}},
+             "line": {"color": theme.SERVING_COLORS["prefill"], "width": 2, "dash": "dot"}},
         ]
     traces += [
         {"type": "scatter", "mode": "lines", "x": [xs[0], xs[-1]], "y": [ded, ded],
          "name": "unchunked: whole prefill (stall and TTFT)",
-         "line": {"color": SERVING_COLORS["comm"], "dash": "dash"}},
+         "line": {"color": theme.SERVING_COLORS["comm"], "dash": "dash"}},
         {"type": "scatter", "mode": "markers", "x": [c, c],
          "y": [selected["sim_itl_s"] / units.ms, selected["sim_ttft_s"] / units.ms],
          "name": "simulated (companion scheduler)", "text": ["worst ITL", "TTFT"],
-         "marker": {"symbol": "diamond-open", "size": 13, "color": "black",
+         "marker": {"symbol": "diamond-open", "size": 13, "color": theme.INK,
                     "line": {"width": 2}},
          "hovertemplate": "%{text}: %{y:.1f} ms (simulated)<extra></extra>"},
     ]
@@ -275,7 +271,7 @@ def chunk_trade_traces(sweep: dict, selected: dict, *, itl_timelines=None,
         "legend": {"orientation": "h", "y": -0.25},
     }
     if itl_timelines:
-        colours = (SERVING_COLORS["comm"], SERVING_COLORS["decode"])
+        colours = (theme.SERVING_COLORS["comm"], theme.SERVING_COLORS["decode"])
         for i, (label, (times, gaps)) in enumerate(itl_timelines.items()):
             traces.append({"type": "scatter", "mode": "lines+markers", "x": _ms(times),
                            "y": _ms(gaps), "name": label, "xaxis": "x2", "yaxis": "y2",

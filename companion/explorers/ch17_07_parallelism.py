@@ -17,10 +17,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from companion import calc, specs, units
+from companion import calc, specs, theme, units
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
-from companion.explorers.common import REQUEST_PALETTE, SERVING_COLORS, discrete_colorscale
+from companion.explorers.common import discrete_colorscale
 from companion.explorers.common import titled_figure as _fig
 from companion.explorers.common import to_ms as _ms
 from companion.explorers.presets import (
@@ -62,9 +62,9 @@ def tp_step_traces(rows, *, selected: str | None = None) -> tuple[list, dict]:
                       ("latency_s", "collective latency (count x floor)"),
                       ("wire_s", "collective bytes on the wire")):
         traces.append({"type": "bar", "x": labels, "y": _ms(r[key] for r in rows), "name": name,
-                       "marker": {"color": SERVING_COLORS[key.split("_")[0] if key != "latency_s"
+                       "marker": {"color": theme.SERVING_COLORS[key.split("_")[0] if key != "latency_s"
                                                           else "comm"],
-                                  "line": {"color": "black", "width": outline}},
+                                  "line": {"color": theme.INK, "width": outline}},
                        "hovertemplate": "%{x}: %{y:.3f} ms<extra>" + name + "</extra>"})
     totals = [sum(r[k] for k in ("read_s", "latency_s", "wire_s")) / units.ms for r in rows]
     traces.append({"type": "scatter", "mode": "text", "x": labels, "y": totals,
@@ -183,8 +183,8 @@ def pipeline_traces(grid: dict, *, bubble_curves=None, selected=None) -> tuple[l
     p = len(grid["phase"])
     n = 4
     # a discrete colour scale: 0 idle, 1 fill, 2 steady, 3 drain
-    colours = [SERVING_COLORS["idle"], SERVING_COLORS["fill"], SERVING_COLORS["steady"],
-               SERVING_COLORS["drain"]]
+    colours = [theme.SERVING_COLORS["idle"], theme.SERVING_COLORS["fill"], theme.SERVING_COLORS["steady"],
+               theme.SERVING_COLORS["drain"]]
     scale = discrete_colorscale(colours)
     show_text = grid["slots"] <= 40
     text = [["" if x is None or not show_text else str(x) for x in row]
@@ -206,19 +206,18 @@ def pipeline_traces(grid: dict, *, bubble_curves=None, selected=None) -> tuple[l
                         "domain": [0, 0.58] if split else [0, 1]},
               "yaxis": {"autorange": "reversed", "title": {"text": "pipeline stage (GPU)"}},
               # the legend in its own rows at the figure's foot, below the x titles
-              "legend": {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom",
-                         "x": 0, "xanchor": "left"},
+              "legend": theme.foot_legend(),
               "margin": {"t": 60, "r": 20, "b": _legend_foot_px(entries)}}
     if split:
         for k, (stages, (ms, fractions)) in enumerate(sorted(bubble_curves.items())):
             traces.append({"type": "scatter", "mode": "lines", "x": list(ms),
                            "y": [100 * f for f in fractions], "name": f"bubble, p = {stages}",
                            "xaxis": "x2", "yaxis": "y2",
-                           "line": {"color": REQUEST_PALETTE[k % len(REQUEST_PALETTE)]}})
+                           "line": {"color": theme.REQUEST_PALETTE[k % len(theme.REQUEST_PALETTE)]}})
         if selected is not None:
             traces.append({"type": "scatter", "mode": "markers", "x": [selected[0]],
                            "y": [100 * selected[1]], "name": "this setting", "xaxis": "x2",
-                           "yaxis": "y2", "marker": {"size": 12, "color": "black"}})
+                           "yaxis": "y2", "marker": {"size": 12, "color": theme.INK}})
         layout["xaxis2"] = {"title": {"text": "microbatches m"}, "type": "log",
                             "domain": [0.68, 1], "anchor": "y2"}
         layout["yaxis2"] = {"title": {"text": "bubble (% of stage time idle)"},
@@ -283,17 +282,17 @@ def placement_traces(rows, usable_bytes: float, *, chosen: str | None = None) ->
     labels = [r["label"] for r in rows]
     per_gpu = [r["weight_bytes_per_gpu"] / units.GB for r in rows]
     fits = [r["weight_bytes_per_gpu"] < usable_bytes for r in rows]
-    colours = [SERVING_COLORS["cap"] if f else SERVING_COLORS["comm"] for f in fits]
+    colours = [theme.SERVING_COLORS["cap"] if f else theme.SERVING_COLORS["comm"] for f in fits]
     traces = [
         {"type": "bar", "x": labels, "y": per_gpu, "name": "weights per GPU",
          "marker": {"color": colours,
-                    "line": {"color": "black", "width": [3 if l == chosen else 0
+                    "line": {"color": theme.INK, "width": [3 if l == chosen else 0
                                                          for l in labels]}},
          "text": [f"{g:,.0f}" for g in per_gpu], "textposition": "outside",
          "hovertemplate": "%{x}: %{y:,.1f} GB per GPU<extra></extra>"},
         {"type": "scatter", "mode": "lines", "x": [labels[0], labels[-1]],
          "y": [usable_bytes / units.GB] * 2, "name": "usable per GPU (memory - reserve)",
-         "line": {"color": SERVING_COLORS["slo"], "dash": "dash"}},
+         "line": {"color": theme.SERVING_COLORS["slo"], "dash": "dash"}},
     ]
     layout = {"xaxis": {"title": {"text": "layout (TP inside a node, PP across nodes)"},
                         "type": "category"},

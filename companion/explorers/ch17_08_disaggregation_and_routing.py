@@ -15,11 +15,10 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from companion import calc, specs, units
+from companion import calc, specs, theme, units
 from companion.chapters import ch08
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
-from companion.explorers.common import REQUEST_PALETTE, SERVING_COLORS
 from companion.explorers.common import titled_figure as _fig
 from companion.explorers.common import to_ms as _ms
 from companion.explorers.presets import SERVING_MENU, choice_control, model_control, source_line
@@ -44,10 +43,10 @@ def pool_sizing_traces(rates, prefill_groups, decode_groups, selected: dict) -> 
     traces = [
         {"type": "scatter", "mode": "lines", "x": xs, "y": list(prefill_groups),
          "name": "prefill groups (prompt tok/s / capacity)",
-         "line": {"shape": "hv", "color": SERVING_COLORS["prefill"], "width": 3}},
+         "line": {"shape": "hv", "color": theme.SERVING_COLORS["prefill"], "width": 3}},
         {"type": "scatter", "mode": "lines", "x": xs, "y": list(decode_groups),
          "name": "decode groups (output tok/s / capacity)",
-         "line": {"shape": "hv", "color": SERVING_COLORS["decode"], "width": 3}},
+         "line": {"shape": "hv", "color": theme.SERVING_COLORS["decode"], "width": 3}},
     ]
     # each marked point its own trace, its number in its legend entry (two labels beside the
     # points would collide wherever the two pools need about the same number of groups)
@@ -55,8 +54,8 @@ def pool_sizing_traces(rates, prefill_groups, decode_groups, selected: dict) -> 
         n = selected[f"{kind}_groups"]
         traces.append({"type": "scatter", "mode": "markers", "x": [selected["rate"]], "y": [n],
                        "name": f"this workload: {n} {kind} group{'s' if n != 1 else ''}",
-                       "marker": {"size": 12, "color": SERVING_COLORS[kind], "symbol": symbol,
-                                  "line": {"color": "black", "width": 2}},
+                       "marker": {"size": 12, "color": theme.SERVING_COLORS[kind], "symbol": symbol,
+                                  "line": {"color": theme.INK, "width": 2}},
                        "hovertemplate": f"{kind}: %{{y}} groups at %{{x:g}} req/s<extra></extra>"})
     layout = {"xaxis": {"title": {"text": "request rate (requests/s)"}},
               "yaxis": {"title": {"text": "GPU groups"}, "rangemode": "tozero"},
@@ -80,14 +79,14 @@ def kv_transfer_figure(contexts, curves, *, marks=None,
         name = f"{label}: {mark_text[label]}" if label in mark_text else label
         traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": _ms(secs), "name": name,
                        "legendgroup": label,
-                       "line": {"color": REQUEST_PALETTE[i % len(REQUEST_PALETTE)], "width": 3}})
+                       "line": {"color": theme.REQUEST_PALETTE[i % len(theme.REQUEST_PALETTE)], "width": 3}})
     for i, (label, (ctx, s)) in enumerate(marks.items()):
         traces.append({"type": "scatter", "mode": "markers", "x": [ctx], "y": [s / units.ms],
                        "name": f"{label}: {mark_text[label]}", "legendgroup": label,
                        "showlegend": label not in curves,
                        "hovertemplate": f"{label}: %{{y:,.1f}} ms at %{{x:,}} tokens"
                                         "<extra></extra>",
-                       "marker": {"size": 10, "color": REQUEST_PALETTE[i % len(REQUEST_PALETTE)]}})
+                       "marker": {"size": 10, "color": theme.REQUEST_PALETTE[i % len(theme.REQUEST_PALETTE)]}})
     layout = {"height": 420,
               "xaxis": {"title": {"text": "context shipped (tokens)"}, "type": "log"},
               "yaxis": {"title": {"text": "transfer time (ms)"}, "type": "log"},
@@ -104,14 +103,14 @@ def routing_traces(turns, cold_s, warm_s, *, mixed_s=None, mixed_label: str = ""
     traces = [
         {"type": "scatter", "mode": "lines", "x": xs, "y": _ms(cold_s),
          "name": "cold worker: re-prefill the whole conversation",
-         "line": {"color": SERVING_COLORS["cold"], "width": 3}},
+         "line": {"color": theme.SERVING_COLORS["cold"], "width": 3}},
         {"type": "scatter", "mode": "lines", "x": xs, "y": _ms(warm_s),
          "name": "warm worker: prefill the new message only",
-         "line": {"color": SERVING_COLORS["warm"], "width": 3}},
+         "line": {"color": theme.SERVING_COLORS["warm"], "width": 3}},
     ]
     if mixed_s is not None:
         traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": _ms(mixed_s),
-                       "name": mixed_label, "line": {"color": SERVING_COLORS["mix"],
+                       "name": mixed_label, "line": {"color": theme.SERVING_COLORS["mix"],
                                                      "dash": "dash"}})
     if selected is not None:
         # each marked point its own trace, its number in its legend entry (at turn 1 the two
@@ -120,8 +119,8 @@ def routing_traces(turns, cold_s, warm_s, *, mixed_s=None, mixed_label: str = ""
         for worker, secs, symbol in (("cold", c, "circle"), ("warm", w, "diamond")):
             traces.append({"type": "scatter", "mode": "markers", "x": [t], "y": [secs / units.ms],
                            "name": f"turn {t}, {worker}: {secs / units.ms:,.0f} ms",
-                           "marker": {"size": 12, "color": SERVING_COLORS[worker],
-                                      "symbol": symbol, "line": {"color": "black", "width": 2}},
+                           "marker": {"size": 12, "color": theme.SERVING_COLORS[worker],
+                                      "symbol": symbol, "line": {"color": theme.INK, "width": 2}},
                            "hovertemplate": f"turn {t}, {worker}: %{{y:,.1f}} ms<extra></extra>"})
     layout = {"xaxis": {"title": {"text": "turn of the conversation"}},
               "yaxis": {"title": {"text": "TTFT from prefill (ms)"}, "type": "log"},
@@ -263,14 +262,14 @@ def disaggregation_diagram_traces(pools: dict, flows: dict) -> tuple[list, dict]
     boxes = {"prefill": (3.2, 6.0, 3.4, 6.0), "decode": (6.6, 9.4, 0.2, 2.8)}
     shapes = [
         {"type": "rect", "x0": 0.0, "x1": 1.2, "y0": 2.5, "y1": 3.5, "line": {"width": 1.5},
-         "fillcolor": "#f2f2f2"},
+         "fillcolor": theme.FAINT_GREY},
         {"type": "rect", "x0": 1.7, "x1": 2.9, "y0": 2.5, "y1": 3.5, "line": {"width": 1.5},
-         "fillcolor": "#e5f5ee"},
+         "fillcolor": theme.TINT_GREEN},
     ]
-    tints = {"prefill": "#fdf3e1", "decode": "#eaf5fc"}
+    tints = {"prefill": theme.TINT_ORANGE, "decode": theme.TINT_BLUE}
     for kind, (x0, x1, y0, y1) in boxes.items():
         shapes.append({"type": "rect", "x0": x0, "x1": x1, "y0": y0, "y1": y1,
-                       "line": {"color": SERVING_COLORS[kind], "width": 2},
+                       "line": {"color": theme.SERVING_COLORS[kind], "width": 2},
                        "fillcolor": tints[kind], "layer": "below"})
     traces = []
     for kind, key in (("prefill", "prefill_groups"), ("decode", "decode_groups")):
@@ -279,15 +278,15 @@ def disaggregation_diagram_traces(pools: dict, flows: dict) -> tuple[list, dict]
         traces.append({"type": "scatter", "mode": "markers", "x": xs, "y": ys,
                        "name": f"{kind} pool: {pools[key]} GPU groups",
                        "marker": {"symbol": "square", "size": size,
-                                  "color": SERVING_COLORS[kind]},
+                                  "color": theme.SERVING_COLORS[kind]},
                        "hovertemplate": f"{kind} group<extra></extra>"})
 
-    def arrow(x, y, ax, ay, colour="black"):
+    def arrow(x, y, ax, ay, colour=theme.INK):
         return {"x": x, "y": y, "ax": ax, "ay": ay, "xref": "x", "yref": "y", "axref": "x",
                 "ayref": "y", "showarrow": True, "arrowhead": 3, "arrowwidth": 2,
                 "arrowcolor": colour, "text": "", "standoff": 2, "startstandoff": 2}
 
-    def label(x, y, text, colour="black"):
+    def label(x, y, text, colour=theme.INK):
         return {"x": x, "y": y, "text": text, "showarrow": False, "font": {"size": 11,
                                                                           "color": colour}}
 
@@ -301,13 +300,13 @@ def disaggregation_diagram_traces(pools: dict, flows: dict) -> tuple[list, dict]
         arrow(1.7, 3.0, 1.2, 3.0),
         arrow(3.2, 4.4, 2.6, 3.5),
         label(2.1, 4.3, f"{flows['prompt_tok_s']:,.0f}<br>prompt tok/s"),
-        arrow(6.9, 2.8, 5.6, 3.4, colour=SERVING_COLORS["comm"]),
+        arrow(6.9, 2.8, 5.6, 3.4, colour=theme.SERVING_COLORS["comm"]),
         label(7.9, 3.9, f"KV hop: {flows['kv_bytes_s'] / units.GB:,.1f} GB/s in all,<br>"
                         f"{flows['ship_ms']:.0f} ms per request<br>({flows['link']})",
-              colour=SERVING_COLORS["comm"]),
-        arrow(6.6, 1.0, 2.6, 2.5, colour=SERVING_COLORS["warm"]),
+              colour=theme.SERVING_COLORS["comm"]),
+        arrow(6.6, 1.0, 2.6, 2.5, colour=theme.SERVING_COLORS["warm"]),
         label(3.9, 1.2, "a turn whose prefix is<br>already warm on a decode GPU",
-              colour=SERVING_COLORS["warm"]),
+              colour=theme.SERVING_COLORS["warm"]),
         arrow(10.4, 1.5, 9.4, 1.5),
         label(10.1, 0.6, f"{flows['output_tok_s']:,.0f}<br>output tok/s"),
     ]

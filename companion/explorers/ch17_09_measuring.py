@@ -11,10 +11,9 @@ Panels: ``UtilizationPanel`` (MBU and MFU of measured decode and prefill rates),
 
 from __future__ import annotations
 
-from companion import calc, specs, units
+from companion import calc, specs, theme, units
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
-from companion.explorers.common import SERVING_COLORS
 from companion.explorers.common import titled_figure as _fig
 from companion.explorers.presets import ModelMenu, blank_traces, choice_control, source_line
 from companion.serves import serves
@@ -48,10 +47,10 @@ def sm_share_figure(active_sms, shares, *, title: str = "A busy GPU by nvidia-sm
     traces = [
         {"type": "scatter", "mode": "lines", "x": xs, "y": [100.0] * len(xs),
          "name": "nvidia-smi 'GPU util' (a kernel resident all the time)",
-         "line": {"color": SERVING_COLORS["comm"], "width": 3}},
+         "line": {"color": theme.SERVING_COLORS["comm"], "width": 3}},
         {"type": "scatter", "mode": "lines", "x": xs, "y": [100 * s for s in shares],
          "name": "upper bound on compute in use (busy SMs / all SMs)",
-         "line": {"color": SERVING_COLORS["read"], "width": 3}},
+         "line": {"color": theme.SERVING_COLORS["read"], "width": 3}},
     ]
     layout = {"height": 380, "xaxis": {"title": {"text": "SMs the resident kernel occupies"}},
               "yaxis": {"title": {"text": "percent"}, "range": [0, 105]},
@@ -70,24 +69,24 @@ def utilization_traces(ratios: dict, rates: dict, *, bands=None) -> tuple[list, 
     traces = [{"type": "bar", "orientation": "h", "y": labels,
                "x": [100 * ratios[k] for k in labels], "name": "measured ratio",
                "text": [f"{100 * ratios[k]:.3g}%" for k in labels], "textposition": "outside",
-               "marker": {"color": [SERVING_COLORS["read"], SERVING_COLORS["comm"],
-                                    SERVING_COLORS["prefill"]][:len(labels)]},
+               "marker": {"color": [theme.SERVING_COLORS["read"], theme.SERVING_COLORS["comm"],
+                                    theme.SERVING_COLORS["prefill"]][:len(labels)]},
                "cliponaxis": False, "hovertemplate": "%{y}: %{x:.3g}%<extra></extra>"}]
     shapes = []
     for k, (lo, hi) in (bands or {}).items():
         i = labels.index(k)
         shapes.append({"type": "rect", "xref": "x", "yref": "y", "x0": 100 * lo, "x1": 100 * hi,
-                       "y0": i - 0.45, "y1": i + 0.45, "fillcolor": SERVING_COLORS["good"],
+                       "y0": i - 0.45, "y1": i + 0.45, "fillcolor": theme.SERVING_COLORS["good"],
                        "line": {"width": 0}, "layer": "below"})
     # the key of the shaded bands (shapes), drawing nothing itself
     traces.append({"type": "scatter", "mode": "markers", "x": [None], "y": [None],
                    "name": "healthy band (17 §9)", "meta": {"legend_key": True},
-                   "marker": {"symbol": "square", "size": 12, "color": SERVING_COLORS["good"]}})
+                   "marker": {"symbol": "square", "size": 12, "color": theme.SERVING_COLORS["good"]}})
     rl = list(rates)
     traces.append({"type": "bar", "x": rl, "y": [rates[k] for k in rl], "xaxis": "x2",
                    "yaxis": "y2", "name": "decode tok/s",
                    "text": [f"{rates[k]:,.0f}" for k in rl], "textposition": "outside",
-                   "marker": {"color": [SERVING_COLORS["decode"], SERVING_COLORS["cap2"]]},
+                   "marker": {"color": [theme.SERVING_COLORS["decode"], theme.SERVING_COLORS["cap2"]]},
                    "cliponaxis": False, "showlegend": False})
     layout = {"xaxis": {"title": {"text": "percent of peak"}, "domain": [0, 0.55],
                         "range": [0, 110]},
@@ -162,8 +161,8 @@ class UtilizationPanel(Panel):
 
 _TIMELINE_MODELS = ModelMenu({m.name: m for m in (specs.LLAMA_8B, specs.QWEN3_8B)})
 _GRAPHS = {"off (eager: one launch per kernel)": False, "on (one graph replay per round)": True}
-_KERNEL_COLOURS = {"matmul": SERVING_COLORS["read"], "attention": SERVING_COLORS["warm"],
-                   "elementwise": SERVING_COLORS["cap2"], "launch": SERVING_COLORS["prefill"]}
+_KERNEL_COLOURS = {"matmul": theme.SERVING_COLORS["read"], "attention": theme.SERVING_COLORS["warm"],
+                   "elementwise": theme.SERVING_COLORS["cap2"], "launch": theme.SERVING_COLORS["prefill"]}
 
 
 def _kernel_kind(name: str) -> str:
@@ -190,7 +189,7 @@ def kernel_timeline_traces(timelines: dict, *, shown_layers: int = 2) -> tuple[l
             traces.append({"type": "bar", "orientation": "h", "base": [e.start_s / units.us],
                            "x": [(e.end_s - e.start_s) / units.us], "y": [f"{label} · {e.row}"],
                            "marker": {"color": _KERNEL_COLOURS[kind],
-                                      "line": {"color": "white", "width": 0.5}},
+                                      "line": {"color": theme.WHITE, "width": 0.5}},
                            "name": kind, "legendgroup": kind, "showlegend": kind not in seen,
                            "hovertemplate": f"{e.name} (layer {e.layer})<br>"
                                             "%{base:.1f} µs + %{x:.2f} µs<extra></extra>"})
@@ -199,11 +198,11 @@ def kernel_timeline_traces(timelines: dict, *, shown_layers: int = 2) -> tuple[l
     traces.append({"type": "bar", "x": labels, "y": [timelines[k].gpu_busy_s / units.ms
                                                       for k in labels],
                    "name": "GPU busy", "xaxis": "x2", "yaxis": "y2",
-                   "marker": {"color": SERVING_COLORS["read"]}})
+                   "marker": {"color": theme.SERVING_COLORS["read"]}})
     traces.append({"type": "bar", "x": labels, "y": [timelines[k].gaps_s / units.ms
                                                       for k in labels],
                    "name": "GPU idle (gaps)", "xaxis": "x2", "yaxis": "y2",
-                   "marker": {"color": SERVING_COLORS["idle"]}})
+                   "marker": {"color": theme.SERVING_COLORS["idle"]}})
     layout = {"barmode": "overlay",
               "xaxis": {"title": {"text": f"time from the round's first launch (µs; first "
                                           f"{shown_layers} layers)"}, "domain": [0, 0.68],
@@ -290,10 +289,10 @@ def speed_of_light_traces(sol: dict) -> tuple[list, dict]:
     compute = [merged[n]["compute_pct"] for n in merged] + [100 * sol["mfu"]]
     traces = [
         {"type": "bar", "orientation": "h", "y": names, "x": memory, "name": "memory throughput",
-         "marker": {"color": SERVING_COLORS["read"]},
+         "marker": {"color": theme.SERVING_COLORS["read"]},
          "text": [f"{x:.1f}%" for x in memory], "textposition": "outside", "cliponaxis": False},
         {"type": "bar", "orientation": "h", "y": names, "x": compute,
-         "name": "compute throughput", "marker": {"color": SERVING_COLORS["prefill"]},
+         "name": "compute throughput", "marker": {"color": theme.SERVING_COLORS["prefill"]},
          "text": [f"{x:.2g}%" for x in compute], "textposition": "outside",
          "cliponaxis": False},
     ]

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from companion import calc
+from companion import calc, theme
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
-from companion.explorers.common import REQUEST_PALETTE, SERVING_COLORS
 from companion.explorers.common import titled_figure as _fig
 from companion.serves import serves
 from companion.sim.speculative import speculative_check
@@ -43,7 +42,7 @@ def quantization_figure(rows, *, title: str = "Fewer bytes per weight, a higher 
               for f in formats]
         traces.append({"type": "bar", "x": formats, "y": ys, "name": hw,
                        "text": [f"{y:,.0f}" for y in ys], "textposition": "outside",
-                       "marker": {"color": REQUEST_PALETTE[i % len(REQUEST_PALETTE)]},
+                       "marker": {"color": theme.REQUEST_PALETTE[i % len(theme.REQUEST_PALETTE)]},
                        "cliponaxis": False})
     layout = {"height": 400, "barmode": "group",
               "xaxis": {"title": {"text": "weight format (bytes per parameter)"},
@@ -63,19 +62,19 @@ def speculative_traces(distribution, simulated, curves, selected) -> tuple[list,
     ns = list(range(1, len(distribution) + 1))
     traces = [
         {"type": "bar", "x": ns, "y": list(distribution), "name": "exact P(N = n)",
-         "marker": {"color": SERVING_COLORS["decode"]}},
+         "marker": {"color": theme.SERVING_COLORS["decode"]}},
         {"type": "scatter", "mode": "markers", "x": ns, "y": list(simulated),
          "name": "simulated rounds (rejection sampling, seeded)",
-         "marker": {"symbol": "diamond-open", "size": 12, "color": "black",
+         "marker": {"symbol": "diamond-open", "size": 12, "color": theme.INK,
                     "line": {"width": 2}}},
     ]
     for i, (alpha, (ks, es)) in enumerate(sorted(curves.items())):
         traces.append({"type": "scatter", "mode": "lines", "x": list(ks), "y": list(es),
                        "name": f"E[X], alpha = {alpha:g}", "xaxis": "x2", "yaxis": "y2",
-                       "line": {"color": REQUEST_PALETTE[i % len(REQUEST_PALETTE)]}})
+                       "line": {"color": theme.REQUEST_PALETTE[i % len(theme.REQUEST_PALETTE)]}})
     traces.append({"type": "scatter", "mode": "markers", "x": [selected[0]], "y": [selected[1]],
                    "name": "this setting", "xaxis": "x2", "yaxis": "y2",
-                   "marker": {"size": 12, "color": "black"}})
+                   "marker": {"size": 12, "color": theme.INK}})
     layout = {"xaxis": {"title": {"text": "tokens produced by one target pass (n)"},
                         "domain": [0, 0.45], "dtick": 1},
               "yaxis": {"title": {"text": "probability"}, "rangemode": "tozero"},

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from companion import calc, specs, units
+from companion import calc, specs, theme, units
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
-from companion.explorers.common import SERVING_COLORS
 from companion.explorers.common import to_ms as _ms
 from companion.explorers.presets import (
     SERVING_CARDS,
@@ -49,14 +48,14 @@ def batch_window_traces(batches, step_s, tokens_per_s, *, slo_s: float, caps: di
     traces = [
         {"type": "scatter", "mode": "lines", "x": xs, "y": step_ms,
          "name": "decode step = ITL (memory roof)",
-         "line": {"color": SERVING_COLORS["read"], "width": 3}},
+         "line": {"color": theme.SERVING_COLORS["read"], "width": 3}},
         {"type": "scatter", "mode": "lines", "x": xs, "y": list(tokens_per_s),
          "name": "throughput (tokens/s, right axis)", "yaxis": "y2",
-         "line": {"color": SERVING_COLORS["cap2"], "dash": "dot"}},
+         "line": {"color": theme.SERVING_COLORS["cap2"], "dash": "dot"}},
         {"type": "scatter", "mode": "lines", "x": [xs[0], xs[-1]], "y": [slo_s / units.ms] * 2,
-         "name": "ITL target", "line": {"color": SERVING_COLORS["slo"], "dash": "dash"}},
+         "name": "ITL target", "line": {"color": theme.SERVING_COLORS["slo"], "dash": "dash"}},
     ]
-    colours = (SERVING_COLORS["cap"], SERVING_COLORS["cap2"], SERVING_COLORS["comm"])
+    colours = (theme.SERVING_COLORS["cap"], theme.SERVING_COLORS["cap2"], theme.SERVING_COLORS["comm"])
     for i, (label, b) in enumerate(caps.items()):
         if b >= 1:
             traces.append({"type": "scatter", "mode": "lines", "x": [b, b], "y": [0, top],
@@ -66,7 +65,7 @@ def batch_window_traces(batches, step_s, tokens_per_s, *, slo_s: float, caps: di
     if chosen is not None and chosen[0] >= 1:
         traces.append({"type": "scatter", "mode": "markers", "x": [chosen[0]],
                        "y": [chosen[1] / units.ms], "name": f"run at batch {chosen[0]:,}",
-                       "marker": {"size": 13, "color": "black", "symbol": "star"}})
+                       "marker": {"size": 13, "color": theme.INK, "symbol": "star"}})
     layout = {"xaxis": {"title": {"text": "batch (sequences decoding together)"},
                         "type": "log"},
               "yaxis": {"title": {"text": "decode step (ms)"}, "range": [0, top]},

@@ -20,11 +20,10 @@ from __future__ import annotations
 import os
 import sys
 
-from companion import units
+from companion import theme, units
 from companion import validate as v
 
 __all__ = ["plotly_go", "plain_mimetype_default", "titled_figure", "to_ms", "stacked_axes",
-           "PHASE_COLORS", "SERVING_COLORS", "REQUEST_PALETTE", "SEQ_COLORS",
            "discrete_colorscale", "dict_rows", "readable"]
 
 
@@ -47,6 +46,7 @@ def plotly_go():
     if _graph_objects is None:
         import plotly.graph_objects as go
 
+        theme.register_template()   # every figure names it
         _graph_objects = _GraphObjects(go, _figure_class(go))
     if _RENDERERS_MODULE in sys.modules:
         from companion import display
@@ -138,8 +138,8 @@ def _figure_class(go):
 
 
 def titled_figure(traces, layout: dict, title: str):
-    """A plotly Figure of ``traces`` with ``layout``, the plotly_white template and ``title``."""
-    layout = dict(layout, template="plotly_white", title={"text": title})
+    """A plotly Figure of ``traces`` with ``layout``, the companion's template and ``title``."""
+    layout = dict(layout, template=theme.TEMPLATE, title={"text": title})
     return plotly_go().Figure(data=traces, layout=layout)
 
 
@@ -165,30 +165,6 @@ def stacked_axes(n: int, labels, gap: float = 0.1) -> tuple[dict, list]:
         notes.append({"text": f"<b>{label}</b>", "xref": "paper", "yref": "paper", "x": 0,
                       "y": top, "yanchor": "bottom", "xanchor": "left", "showarrow": False})
     return layout, notes
-
-
-# one fixed palette for Chapter 8's request phases (ch08_1_request_lifecycle,
-# ch08_2_batching_and_scheduling)
-PHASE_COLORS = {
-    "queue": "#b0b0b0", "prefill": "#e69f00", "decode": "#56b4e9", "stall": "#d55e00",
-    "token": "#0b3d91", "deadline": "#c00000",
-}
-
-# --- the Chapter 17 §6-§10 explorers' palette -----------------------------------------------------
-
-SERVING_COLORS = {
-    "prefill": "#e69f00", "decode": "#56b4e9", "idle": "#d9d9d9", "comm": "#d55e00",
-    "read": "#0072b2", "wire": "#cc79a7", "fill": "#e69f00", "steady": "#0072b2",
-    "drain": "#cc79a7", "cold": "#d55e00", "warm": "#009e73", "mix": "#0072b2",
-    "slo": "#c00000", "cap": "#009e73", "cap2": "#7f7f7f", "good": "rgba(0, 158, 115, 0.15)",
-}
-
-# one colour per request in a slot Gantt, cycled (colour-blind-safe Okabe-Ito order)
-REQUEST_PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00",
-                   "#f0e442", "#8c564b")
-# one colour per sequence or attention design in 17 §4 and §5's figures
-SEQ_COLORS = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#8c6d31",
-              "#7f7f7f")
 
 
 def discrete_colorscale(colours) -> list:

@@ -66,7 +66,7 @@ import ipywidgets
 import numpy as np
 import traitlets
 
-from companion import display
+from companion import display, theme
 
 __all__ = ["PlotlyFigure", "figure_json"]
 
@@ -203,9 +203,11 @@ def _encode_figure(data: list, layout: dict) -> tuple[bytes, bytes]:
 
 @lru_cache(maxsize=8)
 def _template_json(name: str) -> bytes:
-    """A named template ("plotly_white") as plotly.js needs it: the full template object,
+    """A named template (``theme.TEMPLATE``) as plotly.js needs it: the full template object,
     which is what plotly.py puts in a figure's JSON."""
     import plotly.io as pio
+
+    theme.register_template()
 
     return _dumps(display.round_floats(pio.templates[name].to_plotly_json()))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from companion import calc
+from companion import calc, theme
 from companion import validate as v
 from companion.explorers.common import plotly_go as _go
 from companion.formulas.core import attainable_flops
@@ -20,8 +20,7 @@ from companion.specs import H100_SXM, RTX_PRO_6000, Hardware
 __all__ = ["measured_roofline", "measured_step_time", "measured_utilization",
            "measured_step_vs_bytes"]
 
-_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
-_MEASURED = "#111111"
+_MEASURED = theme.INK
 
 
 def _analysis(value):
@@ -53,12 +52,19 @@ _AXIS_FOOT_PX = 60     # below the plot: the x tick labels and the x title
 _LEGEND_ROW_PX = 21
 
 
-def _foot_legend(rows: int) -> tuple[dict, int]:
+_LEGEND_ROW_WIDTH_PX = 600   # what a legend row holds in a figure drawn 700 px wide
+
+
+def _foot_legend(fig) -> tuple[dict, int]:
     """A legend in its own rows at the figure's foot, below the x title (so it covers no data
-    and no axis text whatever the figure's size), and the bottom margin that holds it; ``rows``:
-    one per entry, as these entries are too long to share a row at 700 px."""
-    legend = dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0,
-                  xanchor="left", tracegroupgap=0)
+    and no axis text whatever the figure's size), and the bottom margin that holds it: plotly
+    lays a horizontal legend out in columns as wide as its widest entry (about 40 px of key and
+    6.5 px a character, counted generously)."""
+    names = [t.name or "" for t in fig.data if t.showlegend is not False]
+    widest = 40 + 6.5 * max((len(n) for n in names), default=0)
+    per_row = max(1, int(_LEGEND_ROW_WIDTH_PX // widest))
+    rows = -(-len(names) // per_row)
+    legend = theme.foot_legend(tracegroupgap=0)
     return legend, _AXIS_FOOT_PX + _LEGEND_ROW_PX * rows + 10
 
 
@@ -91,7 +97,7 @@ def measured_roofline(hardware: Hardware, *, references=(H100_SXM, RTX_PRO_6000)
     fig = go.Figure()
     for i, h in enumerate(roofs):
         ridge = calc.ridge_point(h)
-        color = _MEASURED if i == 0 else _COLORS[(i - 1) % len(_COLORS)]
+        color = _MEASURED if i == 0 else theme.PALETTE[(i - 1) % len(theme.PALETTE)]
         fig.add_trace(go.Scatter(
             x=[x_lo, ridge, x_hi],
             y=[attainable_flops(x_lo, h), h.peak_flops_per_s, h.peak_flops_per_s],
@@ -124,13 +130,13 @@ def measured_roofline(hardware: Hardware, *, references=(H100_SXM, RTX_PRO_6000)
             name=f"measured decode steps ({a.sweep.dtype} weights; colour: batch)",
             hovertemplate="%{text}: %{x:.3g} FLOP/byte, %{y:.3s}FLOP/s<extra></extra>",
         ))
-    legend, bottom = _foot_legend(len(roofs) + (a is not None))
+    legend, bottom = _foot_legend(fig)
     fig.update_layout(
         title=_title(title, "Roofline: this machine (measured) and the chapters' GPUs (spec)"),
         xaxis=dict(title="arithmetic intensity (FLOP per byte read)", type="log"),
         yaxis=dict(title="attainable throughput (FLOP/s)", type="log", tickformat="~s"),
         width=820, height=420 + bottom, legend=legend, margin=dict(b=bottom),
-        template="plotly_white",
+        template=theme.TEMPLATE,
     )
     return fig
 
@@ -157,19 +163,19 @@ def measured_step_time(analysis, *, title: str | None = None):
                      arrayminus=(med - a.sweep.step_min_s * ms).tolist()),
     ))
     fig.add_trace(go.Scatter(
-        x=b, y=(a.read_model_s * ms).tolist(), mode="lines", line=dict(color=_COLORS[0]),
+        x=b, y=(a.read_model_s * ms).tolist(), mode="lines", line=dict(color=theme.PALETTE[0]),
         name=(f"read model: {a.read_fit.fixed_s * ms:.2f} ms + bytes / "
               f"{a.read_fit.bandwidth_bytes_per_s / 1e9:.1f} GB/s"),
     ))
     if a.compute_flops_per_s is not None:
         fig.add_trace(go.Scatter(
             x=b, y=(a.model_step_s * ms).tolist(), mode="lines",
-            line=dict(color=_COLORS[1], dash="dot"),
+            line=dict(color=theme.PALETTE[1], dash="dot"),
             name=f"fixed + max(read, FLOP / {a.compute_flops_per_s / 1e9:.1f} GFLOP/s)",
         ))
     fig.add_trace(go.Scatter(
         x=b, y=(a.roofline_step_s * ms).tolist(), mode="lines",
-        line=dict(color=_COLORS[2], dash="dash"), name="roofline bound (no fixed cost)",
+        line=dict(color=theme.PALETTE[2], dash="dash"), name="roofline bound (no fixed cost)",
     ))
     # the lines are shapes (x in data units) and their labels annotations (x in log10 units
     # on a log axis): add_vline's own label would take the batch as a log10 and stretch the
@@ -180,16 +186,16 @@ def measured_step_time(analysis, *, title: str | None = None):
                            xanchor="right", yanchor="top", showarrow=False,
                            text=f"leaves flat: b={a.knee_batch}")
     if a.ridge_batch is not None:
-        fig.add_vline(x=a.ridge_batch, line=dict(color=_COLORS[2], dash="dash"))
+        fig.add_vline(x=a.ridge_batch, line=dict(color=theme.PALETTE[2], dash="dash"))
         fig.add_annotation(x=_log_x(a.ridge_batch), xref="x", y=0, yref="y domain",
                            xanchor="left", yanchor="bottom", showarrow=False,
                            text=f"ridge predicts b={a.ridge_batch:.3g}")
-    legend, bottom = _foot_legend(len(fig.data))
+    legend, bottom = _foot_legend(fig)
     fig.update_layout(
         title=_title(title, f"Decode step time vs batch ({a.sweep.model.name})"),
         xaxis=_batch_axis(b), yaxis=dict(title="step time (ms)", type="log"),
         width=820, height=400 + bottom, legend=legend, margin=dict(b=bottom),
-        template="plotly_white",
+        template=theme.TEMPLATE,
     )
     return fig
 
@@ -203,16 +209,16 @@ def measured_utilization(analysis, *, title: str | None = None):
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=b, y=(a.mbu * 100).tolist(), mode="lines+markers",
                              name="MBU: bytes read per s / measured bandwidth",
-                             line=dict(color=_COLORS[0])))
+                             line=dict(color=theme.PALETTE[0])))
     fig.add_trace(go.Scatter(x=b, y=(a.mfu * 100).tolist(), mode="lines+markers",
                              name="MFU: model FLOP per s / measured matmul peak",
-                             line=dict(color=_COLORS[1])))
-    legend, bottom = _foot_legend(2)
+                             line=dict(color=theme.PALETTE[1])))
+    legend, bottom = _foot_legend(fig)
     fig.update_layout(
         title=_title(title, f"Utilisation vs batch on {a.hardware.name}"),
         xaxis=_batch_axis(b), yaxis=dict(title="utilisation (%)", rangemode="tozero"),
         width=820, height=340 + bottom, legend=legend, margin=dict(b=bottom),
-        template="plotly_white",
+        template=theme.TEMPLATE,
     )
     return fig
 
@@ -248,17 +254,16 @@ def measured_step_vs_bytes(sweep, fit, *, bytes_kind: str = "kv", title: str | N
     xs = np.array([0.0, float(x.max())])
     fig.add_trace(go.Scatter(
         x=(xs / 1e6).tolist(), y=(f.predict(xs) * 1e3).tolist(), mode="lines",
-        line=dict(color=_COLORS[0]),
+        line=dict(color=theme.PALETTE[0]),
         name=(f"fit: {f.fixed_s * 1e3:.2f} ms + bytes / {f.bandwidth_bytes_per_s / 1e9:.2f} GB/s"),
     ))
     what = "KV bytes read per step (MB)" if kind == "kv" else "bytes read per step, D_w + b L k (MB)"
-    # the fit's and the first point's entries take a row each, the other points share rows
-    legend, bottom = _foot_legend(2 + -(-(len(labels) - 1) // 3))
+    legend, bottom = _foot_legend(fig)
     fig.update_layout(
         title=_title(title, f"Step time vs bytes read ({sw.model.name})"),
         xaxis=dict(title=what, rangemode="tozero"),
         yaxis=dict(title="step time (ms)", rangemode="tozero"),
         width=820, height=360 + bottom, legend=legend, margin=dict(b=bottom),
-        template="plotly_white",
+        template=theme.TEMPLATE,
     )
     return fig

@@ -7,12 +7,12 @@ the MoE curves to its own figure. Deterministic: fixed colours.
 
 from __future__ import annotations
 
-from companion import units
+from companion import theme, units
 from companion.explorers.common import titled_figure as _fig
 
 __all__ = ["moe_read_traces", "moe_read_figure"]
 
-MOE_COLOR, DENSE_COLOR = "#d55e00", "#0072b2"
+MOE_COLOR, DENSE_COLOR = theme.VERMILLION, theme.BLUE
 
 
 def moe_read_traces(rows, *, label: str = "MoE", unit: str = "GB", xaxis: str = "x",
@@ -40,12 +40,15 @@ def moe_read_traces(rows, *, label: str = "MoE", unit: str = "GB", xaxis: str = 
 
 
 def moe_read_figure(rows, *, label: str = "MoE", unit: str = "GB",
-                    title: str = "Weight bytes read per output token vs batch: an MoE reads "
-                                 "only the experts its batch touches"):
+                    title: str = "Weight bytes read per output token vs batch:<br>an MoE "
+                                 "reads only the experts its batch touches"):
     """``moe_read_traces`` on log-log axes (batch; weight read per output token)."""
-    layout = {"height": 420,
+    layout = {"height": 460,
               "xaxis": {"title": {"text": "batch b (sequences per decode step)"}, "type": "log"},
               "yaxis": {"title": {"text": f"weight read per output token ({unit})"},
                         "type": "log"},
-              "legend": {"orientation": "h", "y": -0.25}}
+              # the legend in its own rows at the figure's foot, below the x title however a
+              # long model name makes it wrap
+              "legend": theme.foot_legend(),
+              "margin": {"b": 120}}
     return _fig(moe_read_traces(rows, label=label, unit=unit), layout, title)

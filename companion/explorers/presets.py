@@ -17,7 +17,7 @@ import html
 import warnings
 from functools import lru_cache
 
-from companion import calc, models, specs
+from companion import calc, models, specs, theme
 from companion.explorers.base import Control
 
 __all__ = ["CH08_MODELS", "KV_PRECISIONS", "HARDWARE_PRESETS", "KV_PRECISION_BYTES",
@@ -68,7 +68,7 @@ class ModelMenu:
             return chosen, source_line(chosen)
         model, problem, notes = read_pasted_config(config_json)
         if model is None:
-            return chosen, (f"<br><span style='color:#c00000'><b>your config.json</b>: "
+            return chosen, (f"<br><span style='color:{theme.RED}'><b>your config.json</b>: "
                             f"{html.escape(problem)}</span> (showing {html.escape(chosen.name)} "
                             f"meanwhile)")
         warned = "".join(f"<br><small>warning: {html.escape(n)}</small>" for n in notes)

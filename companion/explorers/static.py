@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 
-from companion import display
+from companion import display, theme
 from companion.explorers.static_image import decoded, png_bundle, static_outputs_enabled
 
 __all__ = ["static_figure", "control_values", "explorer_bundle", "ExplorerOutput",
@@ -191,9 +191,9 @@ def _assemble(panel, main, values, views, figures, active) -> dict:
         "active": active,
         "x": 0, "len": 1, "xanchor": "left",
         "y": 1, "yanchor": "bottom", "pad": {"t": 0, "b": 18},
-        "currentvalue": {"prefix": f"{main.label}: ", "font": {"size": 13, "color": "#2a3f5f"},
+        "currentvalue": {"prefix": f"{main.label}: ", "font": {"size": 13, "color": theme.TEXT},
                          "xanchor": "left"},
-        "font": {"size": 9, "color": "rgba(0,0,0,0)"},   # the current value says it
+        "font": {"size": 9, "color": theme.TRANSPARENT},   # the current value says it
         "ticklen": 3, "minorticklen": 0,
         "steps": [{"label": _label(main, value), "method": "update",
                    "args": [traces, lay, indices]}

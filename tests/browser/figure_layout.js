@@ -22,6 +22,11 @@
     if (shown.has(el)) return shown.get(el);
     const s = getComputedStyle(el);
     let ok = !(s.display === "none" || s.visibility === "hidden" || Number(s.opacity) === 0);
+    // text drawn in a fully transparent fill (the static explorer's slider step labels, whose
+    // current value is printed above them) is not seen by a reader
+    // (plotly writes an rgba colour as fill plus fill-opacity)
+    if (ok && el.tagName === "text" &&
+        (Number(s.fillOpacity) === 0 || /^rgba\(.*,\s*0\)$/.test(s.fill))) ok = false;
     if (ok && !(el.tagName === "svg" && el.classList.contains("main-svg"))) ok = visible(el.parentNode);
     shown.set(el, ok);
     return ok;

@@ -59,6 +59,16 @@ def test_the_check_finds_each_kind_of_defect_and_passes_a_clean_figure(browser):
                    {"type": "scatter", "x": [None], "y": [None], "name": "free block",
                     "mode": "markers", "meta": {"legend_key": True}}])
     assert FL.check(page, [key]) == []
+    # text a reader cannot see (a fully transparent fill, as the static explorer's slider step
+    # labels) is not reported however it is placed; the same text in ink is
+    note = {"text": "a long note that runs off the page", "x": 1.4, "y": 0.5, "xref": "paper",
+            "yref": "paper", "showarrow": False}
+    unseen = _figure([{"type": "scatter", "x": [0], "y": [0], "mode": "markers"}],
+                     annotations=[dict(note, font={"color": "rgba(0, 0, 0, 0)"})])
+    assert FL.check(page, [unseen]) == []
+    seen = _figure([{"type": "scatter", "x": [0], "y": [0], "mode": "markers"}],
+                   annotations=[dict(note, font={"color": "rgba(0, 0, 0, 0.5)"})])
+    assert {p["kind"] for _, _, p in FL.check(page, [seen])} == {"clipped"}
 
 
 def _sweep(browser, figures, what, record_property):
