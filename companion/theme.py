@@ -18,7 +18,7 @@ __all__ = [
     "BLUE", "ORANGE", "GREEN", "PINK", "SKY", "VERMILLION", "YELLOW", "RED", "NAVY", "PURPLE",
     "BROWN", "OCHRE", "FOREST", "PINE", "PALE_GREEN", "PALE_FOREST", "TINT_GREEN", "TINT_BLUE",
     "TINT_ORANGE", "INK", "TEXT", "DARK_GREY", "GREY", "LIGHT_GREY", "PALE_GREY", "FAINT_GREY",
-    "WHITE", "TRANSPARENT", "PALETTE", "REQUEST_PALETTE", "PHASE_COLORS", "SERVING_COLORS",
+    "WHITE", "TRANSPARENT", "PALETTE", "REQUEST_PALETTE", "SEQUENTIAL_SCALE", "PHASE_COLORS", "SERVING_COLORS",
     "MEMORY_COLORS", "VERDICT_STYLE", "FONT_FAMILY", "FONT_SIZE", "TEMPLATE", "PANEL_MARGIN",
     "rgba", "foot_legend", "register_template",
 ]
@@ -80,6 +80,11 @@ PALETTE = (BLUE, VERMILLION, GREEN, PINK, ORANGE, SKY, BROWN, GREY)
 # one colour per request, sequence or slot in a Gantt, a block table or a pool, cycled;
 # neighbours in the order differ in hue and lightness, and white text reads on each
 REQUEST_PALETTE = (BLUE, ORANGE, GREEN, PINK, SKY, VERMILLION, BROWN, GREY)
+
+# a quantity that runs from low to high (the lab's batch on its roofline): viridis, as plotly
+# spells it, readable in grey and by every common colour-vision deficiency
+SEQUENTIAL_SCALE = ("#440154", "#482878", "#3e4989", "#31688e", "#26828e", "#1f9e89",
+                    "#35b779", "#6ece58", "#b5de2b", "#fde725")
 
 # a request's phases (Chapter 8's timelines and schedules)
 PHASE_COLORS = {"queue": LIGHT_GREY, "prefill": ORANGE, "decode": SKY, "stall": VERMILLION,

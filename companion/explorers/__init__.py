@@ -27,10 +27,11 @@
 
 Each section module names its section once, as ``SECTION`` ("8.3", "17.9"); its public names
 carry ``@serves`` marks within it (``companion.serves``), which ``companion.where()`` reads.
-``base`` holds Panel/Control/View, ``common`` the figure helpers and palettes and ``presets``
+``base`` holds Panel/Control/View, ``common`` the figure helpers and ``presets``
 the panel presets several modules share; ``static`` and ``static_image`` write the static
 explorer and the PNG that a stored output carries for readers without a kernel (the PNG is
-plotly's own static export: plotly.js in headless Chromium, through kaleido).
+plotly's own static export: plotly.js in headless Chromium, through kaleido). Colours,
+palettes and the plotly template are ``companion.theme``'s.
 Numbers a readout shows come from ``companion.calc``/``companion.sim``; scenarios live in
 ``companion.sim``, text tables in ``companion.tables``. Notebooks import figures through
 ``companion.plots`` and panels through ``companion.widgets``.

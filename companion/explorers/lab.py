@@ -121,7 +121,7 @@ def measured_roofline(hardware: Hardware, *, references=(H100_SXM, RTX_PRO_6000)
         # points would print over each other where the points crowd under the compute roof)
         fig.add_trace(go.Scatter(
             x=a.intensity_flop_per_byte.tolist(), y=achieved.tolist(), mode="markers",
-            marker=dict(color=np.log2(batches).tolist(), colorscale="Viridis", size=10,
+            marker=dict(color=np.log2(batches).tolist(), colorscale=list(theme.SEQUENTIAL_SCALE), size=10,
                         symbol="circle", line=dict(color=_MEASURED, width=1),
                         colorbar=dict(title=dict(text="batch"),
                                       tickvals=np.log2(batches).tolist(),
