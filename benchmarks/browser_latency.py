@@ -29,7 +29,10 @@ drag     Then, per explorer, a pointer drag of that slider (Playwright mouse mov
          move), the lag until the first animation frame that shows that value's figure and
          readout, as the kernel computes them, or those of a value the hand reached after it
          (the page skipped this one and caught up: "exact" is the share that showed the move's
-         own value); the figure's updates per second and the largest gap between two over the
+         own value); the value's changes per second (a slider with few stops, such as a
+         log-spaced batch, changes less often than 30 times a second) and the figure's updates
+         per second, the longest the value stood still and the largest gap between two updates
+         over the
          drag; whether the figure at the end is the handle's value. Twice: as a reader gets it
          ("drag") and with the drag handling switched off ("drag-off", the behaviour before it:
          window.companionDrag = false for figure_widget.js, and the panel's
@@ -343,8 +346,11 @@ def bench_latency(browser, lab, notebooks, moves: int, profile: bool,
         print(f"\n  pointer drag across the slider, {DRAG_S:.0f} s end to end and back, "
               f"{DRAG_HZ} moves/s: lag from each pointer move that changes the value to the "
               "first frame showing its figure and readout (ms; or a value reached after it: "
-              "'exact' is the share that showed the move's own value), figure updates per "
-              "second, the largest gap between two (ms), the figure at the end is the "
+              "'exact' is the share that showed the move's own value), the value's changes "
+              "per second ('val/s', what the hand asked for: a slider with few stops changes "
+              "less often) and the figure's updates per second, the longest the value stood "
+              "still and the largest gap between two figure updates (ms), the figure at the "
+              "end is the "
               "handle's ('end'), the kernel's updates, page main-thread CPU ms per s",
               flush=True)
         print_drag_header()
@@ -427,15 +433,18 @@ def print_profile(r: dict) -> None:
 DRAG_S = 2.0     # one way, end to end (then as long back)
 DRAG_HZ = 60     # pointer moves per second, as a mouse reports them
 # every pointer move, after the slider has handled it (a listener on window sees the event
-# last): its time stamp and the value the slider's readout then shows
+# last): its time stamp and the value the slider's readout then shows. ipywidgets' slider
+# (noUiSlider) moves on the mouse events, which Chromium dispatches after the pointer events
+# of the same move: a pointermove listener would read the value of the move before.
+POINTER_EVENTS = "['mousedown', 'mousemove', 'mouseup']"
 POINTER_JS = """slider => { window.__drag = [];
     const readout = slider.querySelector('.widget-readout');
     window.__dragListener = e => window.__drag.push(
         {t: e.timeStamp, type: e.type, value: readout.textContent});
-    for (const type of ['pointerdown', 'pointermove', 'pointerup'])
-        window.addEventListener(type, window.__dragListener); }"""
-POINTER_OFF_JS = """() => { for (const type of ['pointerdown', 'pointermove', 'pointerup'])
-    window.removeEventListener(type, window.__dragListener); return window.__drag; }"""
+    for (const type of %s)
+        window.addEventListener(type, window.__dragListener); }""" % POINTER_EVENTS
+POINTER_OFF_JS = """() => { for (const type of %s)
+    window.removeEventListener(type, window.__dragListener); return window.__drag; }""" % POINTER_EVENTS
 # what the kernel computes for each value the hand passed: readout HTML and rounded traces
 EXPECTED_CODE = r'''
 def __probe_expected(variable, name, values):
@@ -556,11 +565,15 @@ def analyse_drag(rec: dict, control, expected: dict) -> dict:
         previous = data
     marks = [t_first] + updates + [t_last]
     duration_s = (t_last - t_first) / 1e3
+    # what the hand asked for: value changes a second, and the longest the value stood still
+    changes = [t_first] + [t for t, _ in events[1:]] + [t_last]
     final = _value(control, rec["final"])
     return {"events": len(lags), "median": statistics.median(lags) if lags else float("nan"),
             "p95": percentile(lags, 0.95) if lags else float("nan"),
             "exact": exact / max(1, len(lags)), "updates_per_s": len(updates) / duration_s,
             "max_gap": max(b - a for a, b in zip(marks, marks[1:])),
+            "values_per_s": len(lags) / duration_s,
+            "value_gap": max(b - a for a, b in zip(changes, changes[1:])),
             "duration_s": duration_s, "moves": len(rec["pointer"]),
             "end_ok": bool(frames) and frames[-1][1] == final, "final": final,
             "page_cpu_per_s": rec["page_cpu_ms"] / duration_s, "move_ms": rec["move_ms"],
@@ -607,8 +620,18 @@ def bench_drag(page, cdp, lab, probe, cell_index: int, variable: str, panel: str
 
 def print_drag_header() -> None:
     print(f"  {'explorer':40s} {'path':>9s} {'moves':>5s} {'values':>6s} {'lag med':>7s} "
-          f"{'p95':>7s} {'exact':>6s} {'upd/s':>6s} {'max gap':>7s} {'end':>4s} "
+          f"{'p95':>7s} {'exact':>6s} {'val/s':>6s} {'upd/s':>6s} {'val gap':>7s} "
+          f"{'max gap':>7s} {'end':>4s} "
           f"{'kernel':>6s} {'page CPU':>8s} {'move':>6s}  plotly calls", flush=True)
+
+
+def on_target(r: dict) -> bool:
+    """Issue 26's targets: lag median under 33 ms and p95 under 50 ms, the figure at the end
+    the handle's, and at least 30 figure updates a second, or (a slider with fewer stops than a
+    drag passes 30 of a second) as many as the hand changed the value, give or take the frame
+    that shows two changes at once (10%)."""
+    return (r["median"] < 33 and r["p95"] < 50 and r["end_ok"]
+            and r["updates_per_s"] >= 0.9 * min(30.0, r["values_per_s"]))
 
 
 def print_drag_row(r: dict) -> None:
@@ -616,12 +639,12 @@ def print_drag_row(r: dict) -> None:
         print(f"  {r['notebook']}:{r['variable']:30s} FAILED: {r['error'][:150]}", flush=True)
         return
     name = f"{r['notebook']}:{r['variable']} ({r['control']})"
-    flag = ("" if r["median"] < 33 and r["p95"] < 50 and r["updates_per_s"] >= 30
-            and r["end_ok"] else "  <-- off target (33/50 ms, 30/s)")
+    flag = ("" if on_target(r) else "  <-- off target (33/50 ms; 30/s, or every value)")
     calls = ", ".join(f"{k} {v}" for k, v in sorted(r["plotly_calls"].items()))
     print(f"  {name[:40]:40s} {r['path']:>9s} {r['moves']:5d} {r['events']:6d} "
           f"{r['median']:7.1f} {r['p95']:7.1f} {100 * r['exact']:5.0f}% "
-          f"{r['updates_per_s']:6.1f} {r['max_gap']:7.0f} {'ok' if r['end_ok'] else 'NO':>4s} "
+          f"{r['values_per_s']:6.1f} {r['updates_per_s']:6.1f} {r['value_gap']:7.0f} "
+          f"{r['max_gap']:7.0f} {'ok' if r['end_ok'] else 'NO':>4s} "
           f"{r['kernel_updates']:6d} {r['page_cpu_per_s']:6.0f}/s {r['move_ms']:6.1f}  "
           f"{calls}{flag}", flush=True)
 

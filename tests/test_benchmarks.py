@@ -65,6 +65,15 @@ def test_drag_lag_counts_each_value_change_until_its_figure_or_a_later_one_shows
     assert r["exact"] == 2 / 3
     # the figure changes at 5, 25, 35 and 45, over the 50 ms of the drag
     assert r["updates_per_s"] == 4 / 0.05 and r["max_gap"] == 20
+    # the hand changed the value at 10, 20 and 40: 3 changes in 50 ms, standing still 20 ms
+    assert r["values_per_s"] == 3 / 0.05 and r["value_gap"] == 20
+    assert bench.on_target(r)
+    # 30 updates a second, or as many as the value changed when that is fewer (a slider with
+    # few stops), and the lag's median and p95 under 33 and 50 ms
+    assert not bench.on_target(dict(r, updates_per_s=20))
+    assert bench.on_target(dict(r, values_per_s=10, updates_per_s=9))
+    assert not bench.on_target(dict(r, values_per_s=10, updates_per_s=8))
+    assert not bench.on_target(dict(r, p95=60)) and not bench.on_target(dict(r, median=40))
     assert r["end_ok"] and r["final"] == 4
     assert not bench.analyse_drag(_drag_record("3"), control, expected)["end_ok"]
     assert not bench.analyse_drag(_drag_record("4", 3), control, expected)["end_ok"]

@@ -247,3 +247,97 @@ def test_controls_that_span_decades_have_log_spaced_stops():
     assert batch.step_from(64, +1) == 96 and batch.step_from(1024, +1) is None
     prompt = next(c for c in widgets.KVCapacityPanel.controls if c.name == "prompt_tokens")
     assert prompt.stops().index(8192) > len(prompt.stops()) / 2     # mid-slider, not far left
+
+
+def _film_of(panel, index: int) -> list:
+    """The film the page gets when its pointer comes over control ``index``: the chunks the
+    panel sends, decoded (no event loop here, so they are sent at once)."""
+    chunks = []
+    send = panel._fig.film
+    panel._fig.film = lambda i, entries: (chunks.append(i), send(i, entries),
+                                          chunks.append(json.loads(panel._fig._offers(entries))))
+    try:
+        panel._fig._from_page(panel._fig.state, {"film": index}, [])
+    finally:
+        panel._fig.film = send
+    assert all(i == index for i in chunks[::2])
+    return [entry for chunk in chunks[1::2] for entry in chunk]
+
+
+@pytest.mark.parametrize("cls", PANELS, ids=lambda c: c.__name__)
+def test_a_sliders_film_is_exactly_what_the_kernel_sends_for_each_value(cls):
+    # a drag shows the film's figures without waiting for the kernel (figure_widget.js): only
+    # right if the film holds every value the slider can take, each with the figure, readout
+    # and key the kernel sends when the handle lands there
+    # (each panel's main slider, the one the book precomputes, and its first dropdown: every
+    # kind of control once, in a time the suite can afford)
+    panel = cls()
+    panel.show()
+    state = panel._fig.state
+    choices = [c for c in cls.controls if c.kind == "choice"][:1]
+    for index, c in enumerate(cls.controls):
+        if c.name != cls.main_control and c not in choices:
+            continue
+        widget = panel._widgets[c.name]
+        film = _film_of(panel, index)
+        if c.kind not in ("int", "float"):
+            assert film == [], f"{cls.__name__}: a film for {c.name}, not a slider"
+            continue
+        settable = (list(panel._stops[c.name]) if c.ladder is not None else
+                    sorted({widget.max} | {round(widget.min + i * widget.step, 12) for i in range(
+                        int((widget.max - widget.min) / widget.step + 1e-9) + 1)}))
+        keys = [entry["key"][index] for entry in film]
+        expected = ([panel._stops[c.name].index(x) for x in settable] if c.ladder is not None
+                    else settable)
+        assert len(film) == min(len(settable), Panel.FILM_VALUES), (cls.__name__, c.name)
+        assert set(keys) <= set(expected) and len(set(keys)) == len(keys), (cls.__name__, c.name)
+        # nearest to the slider's value first
+        position = (panel._stop_index(c, panel.params[c.name]) if c.ladder is not None
+                    else panel.params[c.name])
+        distances = [abs(k - position) for k in keys] if c.ladder is None else None
+        if distances is not None:
+            assert distances == sorted(distances), (cls.__name__, c.name)
+        # the film's ends and middle, as the kernel sends them when the handle lands there
+        for entry in {id(e): e for e in (film[0], film[len(film) // 2], film[-1])}.values():
+            if c.ladder is not None:
+                widget.value = panel._stops[c.name][entry["key"][index]]
+            else:
+                widget.value = entry["key"][index]
+            assert json.loads(state.key) == entry["key"], (cls.__name__, c.name)
+            assert (state.digest, state.readout) == (entry["digest"], entry["readout"]), \
+                (cls.__name__, c.name, entry["key"][index])
+            assert json.loads(state.figure) == entry["figure"]
+        panel.reset()
+        # asked again at the same setting of the other controls: nothing is sent twice
+        assert _film_of(panel, index) == [] or panel._film_job is None
+
+
+def test_a_film_comes_in_chunks_between_the_kernels_messages_and_stops_when_stale():
+    # the kernel takes the slider's own messages between two chunks of a film, and a film for
+    # a setting of the other controls the reader has left is not finished
+    import asyncio
+
+    panel = widgets.AmdahlPanel()
+    panel.show()
+    index = [c.name for c in panel.controls].index("decode_fraction")
+    sent = []
+    panel._fig.film = lambda i, entries: sent.append(len(entries))
+    panel.FILM_CHUNK_S = 0.0         # one value per chunk
+
+    async def drag():
+        panel._film(index)
+        assert sent == [1]            # the first chunk at once, the rest from the event loop
+        await asyncio.sleep(0)
+        assert len(sent) == 2
+        other = next(c for c in panel.controls if c.name != "decode_fraction"
+                     and c.kind in ("int", "float"))
+        panel._widgets[other.name].value = panel._widgets[other.name].value + \
+            panel._widgets[other.name].step
+        await asyncio.sleep(0.05)
+        return len(sent)
+
+    assert asyncio.run(drag()) == 2   # stale once another control moved
+    assert panel._film_job is None
+    sent.clear()
+    panel._film(index)                # a new setting: a new film, all of it
+    assert sum(sent) == len(panel._film_values(panel.controls[index]))

@@ -15,6 +15,10 @@ only from ``companion.calc``/``companion.sim`` calls. Everything else is shared 
   moved control (``_lookahead``), so that the next step shows without waiting for the kernel.
   That needs ``compute`` to be a pure function of the controls' values, as it is here.
   After a jump (a drag, a PageUp) that lookahead waits until the reader stops there.
+- When the reader's pointer comes over a slider, the page asks for that slider's film: the
+  views of every value it can take, the others as they are (``_film``, computed nearest first
+  in chunks between the kernel's other messages), which the page draws ahead of time so that
+  a drag shows each value's figure without waiting for plotly.js (``figure_widget``).
 
 ipywidgets and plotly are imported lazily, inside methods, so ``import companion.widgets``
 stays cheap until a panel is shown.
@@ -186,6 +190,15 @@ class Control:
         if self.kind == "text":
             return [self.default, *(self.options or {}).values()]
         return [self.min, self.default, self.max]
+
+
+def _slider_positions(widget, kind: str) -> list:
+    """The values a linear ipywidgets slider can be dragged to: its minimum plus whole steps,
+    and its maximum (which a drag to the end reaches even off the step grid)."""
+    count = int(math.floor((widget.max - widget.min) / widget.step + 1e-9)) + 1
+    values = [widget.min + i * widget.step for i in range(count)] + [widget.max]
+    values = [int(x) if kind == "int" else round(x, 12) for x in values]
+    return sorted(set(values))
 
 
 @dataclass
@@ -398,6 +411,64 @@ class Panel:
 
         self._pending_lookahead = loop.call_later(delay, later)
 
+    # --- film: a slider's whole range, for a drag (figure_widget.PlotlyFigure.film) ---------
+    # most values of one slider sent (nearest to its value first), and how long one chunk may
+    # keep the kernel from the slider's own messages
+    FILM_VALUES = 256
+    FILM_CHUNK_S = 0.025
+    _film_job = None     # (control name, the other controls' values) being sent or sent
+
+    def _film_values(self, control: Control) -> list:
+        """Every value the slider of ``control`` can take, nearest to its value first (at
+        most ``FILM_VALUES``); none for a dropdown or a text box."""
+        if control.kind not in ("int", "float"):
+            return []
+        if control.ladder is not None:
+            values = list(self._stops[control.name])
+        else:
+            values = _slider_positions(self._widgets[control.name], control.kind)
+        value = self.params[control.name]
+        return sorted(values, key=lambda x: abs(x - value))[:self.FILM_VALUES]
+
+    def _film(self, index) -> None:
+        """The page asks for the film of control ``index``: send the views of its values,
+        once per setting of the other controls."""
+        if not isinstance(index, int) or not 0 <= index < len(self.controls) or not self._fig:
+            return
+        control = self.controls[index]
+        others = {k: v for k, v in self.params.items() if k != control.name}
+        if self._film_job == (control.name, others):
+            return
+        values = self._film_values(control)
+        if not values:
+            return
+        self._film_job = (control.name, others)
+        self._film_chunk(index, control.name, others, values)
+
+    def _film_chunk(self, index: int, name: str, others: dict, values: list) -> None:
+        if self._fig is None or self._film_job != (name, others):
+            return  # another film was asked for since
+        if any(self.params[k] != v for k, v in others.items()):
+            self._film_job = None  # another control moved: this film is stale
+            return
+        start, entries, tried = time.perf_counter(), [], 0
+        while values and (not tried or time.perf_counter() - start < self.FILM_CHUNK_S):
+            tried += 1
+            params = {**others, name: values.pop(0)}
+            try:
+                view = type(self).compute(self, **params)  # the class's, as _lookahead
+            except Exception:  # noqa: BLE001 - that value reports its error when it is taken
+                continue
+            entries.append((self._widget_key(params), view.traces, self._layout(view), view.text))
+        if entries:
+            self._fig.film(index, entries)
+        if values:
+            loop = _running_loop()
+            if loop is None:
+                self._film_chunk(index, name, others, values)
+            else:  # the kernel takes the slider's messages between two chunks
+                loop.call_soon(self._film_chunk, index, name, others, values)
+
     # --- UI -------------------------------------------------------------------------------
     def _widget_for(self, control: Control):
         import ipywidgets as w
@@ -444,6 +515,12 @@ class Panel:
         self._widgets = {c.name: self._widget_for(c) for c in self.controls}
         self._fig.follow([(self._widgets[c.name], "index" if c.indexed else "value")
                           for c in self.controls], self._readout)
+        # the page finds a control by these classes when the pointer comes over it (film)
+        for i, c in enumerate(self.controls):
+            self._widgets[c.name].add_class("companion-control")
+            self._widgets[c.name].add_class(f"companion-control-{i}")
+        self._film_job = None
+        self._fig.on_film_request(self._film)
 
         for name, widget in self._widgets.items():
             widget.observe(lambda ch, n=name: self._moved(n, ch["new"]), names="value")
@@ -452,6 +529,7 @@ class Panel:
         reset.on_click(lambda _: self.reset())
         controls = w.VBox(list(self._widgets.values()) + [reset], layout=w.Layout(flex="0 0 auto"))
         self._ui = w.VBox([w.HBox([controls, self._readout]), self._fig])
+        self._ui.add_class("companion-panel")
         from companion.explorers.static import ExplorerOutput
 
         return ExplorerOutput(self, self._ui)

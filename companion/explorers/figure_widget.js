@@ -20,17 +20,30 @@
 // graph divs at the shown figure's width (PREPARED per view, the figure last shown among
 // them): a step that lands on one swaps that div in, with no plotly.js work at all, and shows
 // the same pixels a redraw would.
+//
+// A drag (issue 26): a full plotly.js redraw takes 25-70 ms, too long for a figure that
+// follows a hand. When the pointer enters or presses one of the panel's sliders (its element
+// carries the class companion-control-<i>), the view asks the kernel once for that slider's
+// film: the figures of every value it can take, the other controls as they are (a custom
+// message; the kernel sends them nearest first, in chunks). While the pointer is up, the
+// view draws them ahead of time into one detached graph div at the shown width and keeps a
+// copy of the drawn DOM of each (a snapshot: plotly.js's own drawing, so the same pixels).
+// While a pointer is held, a figure is shown by swapping its snapshot in (drawn then, if it
+// is not ready yet); the live graph div comes back, redrawn if needed, once it is let go.
 
 const CONFIG = { editSelection: false }; // what plotly's FigureWidget passes
 const KEPT = 16;        // figures kept per view for the lookahead (a few KB to ~100 KB each)
 const STALE_MS = 3000;  // how long the kernel may take to confirm a step shown from lookahead
 const PREPARED = 3;     // figures drawn ahead of time per view (detached graph divs)
+const FILM = 256;       // most figures of a slider's film kept per view
+const SNAPSHOTS = 160;  // most snapshots (copies of drawn figures) kept per view
 // A pointer held down on the page (a slider being dragged): the figures the kernel sends
 // are drawn in the next animation frame, not in their message's task, so that the page
 // first reads the kernel's "idle" (ipywidgets sends the slider's next value only then) and
 // the kernel computes the next figure while plotly.js draws this one; nothing is drawn ahead
 // of time (the offered neighbours of a value the hand has already left) until it is let go.
-// window.companionDrag = false: neither (make bench's "drag, before" rows).
+// window.companionDrag = false: neither, and no films (make bench's "drag-off" rows: the
+// behaviour before either).
 const POINTER = (globalThis.__companionPointer = globalThis.__companionPointer || (() => {
   const p = { down: false, listeners: new Set() };
   const set = (down) => {
@@ -46,6 +59,24 @@ const POINTER = (globalThis.__companionPointer = globalThis.__companionPointer |
   return p;
 })());
 const dragging = () => POINTER.down && globalThis.companionDrag !== false;
+// a pointer over or on a panel's slider: each view hears of it and asks for that slider's film
+const GRABS = (globalThis.__companionGrabs = globalThis.__companionGrabs || (() => {
+  const views = new Set();
+  const heard = (e) => {
+    const control = e.target && e.target.closest && e.target.closest(".companion-control");
+    if (control) for (const f of views) f(control);
+  };
+  globalThis.addEventListener("pointerover", heard, true);
+  globalThis.addEventListener("pointerdown", heard, true);
+  return views;
+})());
+const controlIndex = (control) => {
+  for (const c of control.classList) {
+    const m = /^companion-control-(\d+)$/.exec(c);
+    if (m) return Number(m[1]);
+  }
+  return -1;
+};
 const idle = globalThis.requestIdleCallback
   ? (f) => globalThis.requestIdleCallback(f, { timeout: 300 })
   : (f) => setTimeout(f, 30);
@@ -140,7 +171,8 @@ async function render({ model, el, host }) {
     model.get("readout") ? modelFor(model.get("readout"), model, host) : null,
     ...refs.map((ref) => modelFor(ref, model, host)),
   ]);
-  let gd = document.createElement("div"); // the shown graph div
+  let gd = document.createElement("div"); // the live graph div (shown unless a snapshot is)
+  let shown = gd;                         // what el shows: gd or a snapshot
   el.appendChild(gd);
   let Plotly;
   try {
@@ -154,6 +186,8 @@ async function render({ model, el, host }) {
   let frame = 0, drawn = false, removed = false, drewThisFrame = false;
   let next = null;          // what the next draw shows: {digest, load()}
   let drawnDigest = null;   // what is on screen
+  let liveDigest = null;    // what gd holds
+  let shownTarget = null;   // the figure on screen, to redraw live once a drag ends
   const kept = [];          // [{key, digest, readout, load()}], newest last
   let asked = null;         // {key, readout, until}: a step shown from lookahead, unconfirmed
   const prepared = new Map(); // digest -> detached graph div showing that figure, oldest first
@@ -162,6 +196,58 @@ async function render({ model, el, host }) {
   const layoutFor = (figure, width) =>
     withDrawingDefaults(template ? Object.assign({}, figure.layout, { template })
                                  : figure.layout, width);
+  const shownWidth = () => (drawn && gd._fullLayout ? gd._fullLayout.width : 0);
+  const showNode = (node) => {
+    if (shown === node) return;
+    el.replaceChild(node, shown);
+    shown = node;
+  };
+
+  // the film of one slider (figures of all its values, the other controls as they are) and
+  // snapshots of drawn figures: copies of the DOM plotly.js drew in a detached graph div
+  let film = { index: -1, base: null, entries: [] };
+  let filmAsked = null;             // JSON of [index, base] last asked for
+  const snapshots = new Map();      // digest -> {node, width}, oldest first
+  let renderer = null;              // the detached graph div snapshots are drawn in
+  const baseOf = (key, index) => JSON.stringify(key.map((x, i) => (i === index ? null : x)));
+  const snapshot = (target, width) => {
+    const figure = target.load();
+    const layout = layoutFor(figure, width);
+    if (!renderer) {
+      renderer = document.createElement("div");
+      Plotly.newPlot(renderer, figure.data, layout, CONFIG);
+    } else Plotly.react(renderer, figure.data, layout, CONFIG);
+    const node = renderer.cloneNode(true);
+    // what a reader's tools (and the tests' probes) read off a graph div: the figure it shows
+    node.data = renderer.data;
+    node.layout = renderer.layout;
+    node._fullData = renderer._fullData;
+    snapshots.delete(target.digest);
+    snapshots.set(target.digest, { node, width });
+    while (snapshots.size > SNAPSHOTS) {
+      const [oldest, old] = snapshots.entries().next().value;
+      if (old.node === shown) break;
+      snapshots.delete(oldest);
+    }
+    return node;
+  };
+  const showSnapshot = (target) => {
+    const width = shownWidth();
+    const have = snapshots.get(target.digest);
+    showNode(have && have.width === width ? have.node : snapshot(target, width));
+    drawnDigest = target.digest;
+  };
+  const drawLive = (target) => {
+    showNode(gd); // attached first: plotly.js sizes the figure from its container
+    if (!(drawn && target.digest && target.digest === liveDigest)) {
+      const figure = target.load();
+      if (drawn) Plotly.react(gd, figure.data, layoutFor(figure), CONFIG);
+      else Plotly.newPlot(gd, figure.data, layoutFor(figure), CONFIG);
+      drawn = true;
+      liveDigest = target.digest || null;
+    }
+    drawnDigest = liveDigest;
+  };
 
   const draw = () => {
     frame = 0;
@@ -170,26 +256,41 @@ async function render({ model, el, host }) {
     const target = next;
     next = null;
     if (drawn && target.digest && target.digest === drawnDigest) return; // already on screen
+    shownTarget = target;
     const ready = target.digest && prepared.get(target.digest);
-    if (drawn && ready && ready.__companionWidth === gd._fullLayout.width) {
+    if (drawn && target.digest && dragging()) {
+      showSnapshot(target);
+    } else if (drawn && ready && ready.__companionWidth === shownWidth()) {
       swapIn(ready, target.digest);
     } else {
-      const figure = target.load();
-      if (drawn) Plotly.react(gd, figure.data, layoutFor(figure), CONFIG);
-      else Plotly.newPlot(gd, figure.data, layoutFor(figure), CONFIG);
-      drawn = true;
-      drawnDigest = target.digest || null;
+      drawLive(target);
     }
     // until the next frame starts, a further change waits for it (coalescing)
     drewThisFrame = true;
     requestAnimationFrame(() => { drewThisFrame = false; });
   };
+  const snapshotReady = (target) => {
+    const have = target && target.digest && snapshots.get(target.digest);
+    return Boolean(have && have.width === shownWidth());
+  };
   const schedule = () => {
-    if (frame || removed) return;
+    if (removed) return;
+    // a drag onto a value whose snapshot is ready: swapped in now, in the move's own task
+    if (drawn && dragging() && snapshotReady(next)) {
+      if (frame) { cancelAnimationFrame(frame); frame = 0; }
+      draw();
+      return;
+    }
+    if (frame) return;
     if (drawn && !drewThisFrame && !dragging()) draw();  // idle: draw now, not a frame later
     else frame = requestAnimationFrame(draw);
   };
   const show = (target) => { next = target; schedule(); };
+  // a drag has ended on a snapshot: the live graph div comes back (hover, zoom), redrawn
+  const restoreLive = () => {
+    if (removed || shown === gd || dragging() || next || frame) return;
+    if (shownTarget) drawLive(shownTarget);
+  };
 
   // drawing ahead of time
   const remember = (digest, div) => {
@@ -203,36 +304,61 @@ async function render({ model, el, host }) {
   };
   const swapIn = (div, digest) => {
     prepared.delete(digest);
-    const shown = gd;
-    el.replaceChild(div, shown);
+    const old = gd;
+    showNode(div);
     gd = div;
-    if (drawnDigest) { // the figure just replaced: a likely step back
-      shown.__companionWidth = shown._fullLayout.width;
-      remember(drawnDigest, shown);
-    } else Plotly.purge(shown);
-    drawnDigest = digest;
+    if (liveDigest) { // the figure just replaced: a likely step back
+      old.__companionWidth = old._fullLayout.width;
+      remember(liveDigest, old);
+    } else Plotly.purge(old);
+    liveDigest = drawnDigest = digest;
+  };
+  // the film's next figure to draw ahead: the nearest to the slider's value without a snapshot
+  const nextForFilm = (width) => {
+    if (film.index < 0 || !film.entries.length) return null;
+    const key = currentKey();
+    if (baseOf(key, film.index) !== film.base) return null;
+    const at = key[film.index];
+    let best = null, distance = Infinity;
+    for (const entry of film.entries) {
+      const have = snapshots.get(entry.digest);
+      if (have && have.width === width) continue;
+      const d = Math.abs(entry.key[film.index] - at);
+      if (d < distance) { best = entry; distance = d; }
+    }
+    return best;
   };
   const prepareNext = () => {
     preparing = false;
     if (removed) return;
     if (dragging()) { held = true; return; } // drawn ahead once the pointer is let go
     if (!drawn || next || frame) { prepareSoon(); return; } // the shown figure comes first
+    const width = shownWidth();
     const entry = toPrepare.shift();
-    if (!entry) return;
-    const width = gd._fullLayout && gd._fullLayout.width;
-    const have = prepared.get(entry.digest);
-    if (width && entry.digest !== drawnDigest && !(have && have.__companionWidth === width)) {
-      const div = have || document.createElement("div");
-      const figure = entry.load();
-      if (have) Plotly.react(div, figure.data, layoutFor(figure, width), CONFIG);
-      else Plotly.newPlot(div, figure.data, layoutFor(figure, width), CONFIG);
-      div.__companionWidth = width;
-      remember(entry.digest, div);
+    if (entry) {
+      const have = prepared.get(entry.digest);
+      if (width && entry.digest !== liveDigest && !(have && have.__companionWidth === width)) {
+        const div = have || document.createElement("div");
+        const figure = entry.load();
+        if (have) Plotly.react(div, figure.data, layoutFor(figure, width), CONFIG);
+        else Plotly.newPlot(div, figure.data, layoutFor(figure, width), CONFIG);
+        div.__companionWidth = width;
+        remember(entry.digest, div);
+      }
+    } else {
+      const frameEntry = width && nextForFilm(width);
+      if (!frameEntry) return;
+      snapshot(frameEntry, width);
+      el.dataset.companionSnapshots = String(snapshots.size);
     }
-    if (toPrepare.length) prepareSoon();
+    prepareSoon();
   };
   let held = false; // drawing ahead waits for the pointer to be let go
-  const onPointer = (down) => { if (!down && held) { held = false; prepareSoon(); } };
+  const onPointer = (down) => {
+    if (down) return;
+    if (shown !== gd) idle(restoreLive);
+    if (held) { held = false; prepareSoon(); }
+  };
   POINTER.listeners.add(onPointer);
   const prepareSoon = () => {
     if (preparing || removed) return;
@@ -251,7 +377,8 @@ async function render({ model, el, host }) {
   const stillAsked = () => asked && performance.now() < asked.until;
 
   // what a test or a benchmark can wait for instead of guessing a time: how many figures the
-  // kernel has sent this view, and how many offers of figures ahead (data attributes of el)
+  // kernel has sent this view, how many offers of figures ahead, how many film figures and
+  // snapshots it holds (data attributes of el)
   let kernelFigures = 0, aheadOffers = 0;
 
   // the kernel's figure (one message may carry figure, template, key...: one event per key,
@@ -277,18 +404,44 @@ async function render({ model, el, host }) {
     queueMicrotask(fromKernel);
   };
   const onTemplate = () => { template = parse(state.get("template")); changed(); };
+  const offered = (entries) => entries.map((entry) => {
+    const figure = entry.figure;
+    return { key: entry.key, digest: entry.digest, readout: entry.readout, load: () => figure };
+  });
   const onAhead = () => {
     el.dataset.companionAheadOffers = String(++aheadOffers);
-    const offered = [];
-    for (const entry of parse(state.get("ahead")) || []) {
-      const figure = entry.figure;
-      offered.push({ key: entry.key, digest: entry.digest, readout: entry.readout,
-                     load: () => figure });
-    }
-    offered.forEach(keep);
-    toPrepare = offered;
-    if (offered.length) prepareSoon();
+    const entries = offered(parse(state.get("ahead")) || []);
+    entries.forEach(keep);
+    toPrepare = entries;
+    if (entries.length) prepareSoon();
   };
+  // a chunk of a slider's film from the kernel (a custom message: the figures in a buffer)
+  const onCustom = (content, buffers) => {
+    if (!content || content.film === undefined || !buffers || !buffers.length) return;
+    const entries = offered(parse(buffers[0]) || []);
+    if (!entries.length) return;
+    const index = content.film;
+    const base = baseOf(entries[0].key, index);
+    if (film.index !== index || film.base !== base) film = { index, base, entries: [] };
+    film.entries.push(...entries);
+    if (film.entries.length > FILM) film.entries.splice(0, film.entries.length - FILM);
+    el.dataset.companionFilm = String(film.entries.length);
+    prepareSoon();
+  };
+  // the pointer is over or on one of this panel's sliders: ask for its film once per setting
+  // of the other controls
+  const onGrab = (control) => {
+    if (removed || !drawn || globalThis.companionDrag === false) return;
+    const panel = el.closest(".companion-panel");
+    if (!panel || !panel.contains(control)) return;
+    const index = controlIndex(control);
+    if (index < 0 || index >= controls.length) return;
+    const ask = JSON.stringify([index, baseOf(currentKey(), index)]);
+    if (ask === filmAsked) return;
+    filmAsked = ask;
+    state.send({ film: index });
+  };
+  GRABS.add(onGrab);
 
   // the reader moved a control: show a kept figure for the new values, if there is one
   let looking = false;
@@ -299,7 +452,7 @@ async function render({ model, el, host }) {
     // window.companionLookahead = false: every step waits for the kernel (make bench's
     // "kernel" rows)
     const hit = globalThis.companionLookahead === false ? null
-      : kept.find((e) => sameKey(e.key, key));
+      : kept.find((e) => sameKey(e.key, key)) || film.entries.find((e) => sameKey(e.key, key));
     if (!hit) { asked = null; return; }
     asked = { key, readout: hit.readout, until: performance.now() + STALE_MS };
     if (readout && readout.get("value") !== hit.readout) readout.set("value", hit.readout);
@@ -325,6 +478,7 @@ async function render({ model, el, host }) {
   state.on("change:digest", changed);
   state.on("change:template", onTemplate);
   state.on("change:ahead", onAhead);
+  state.on("msg:custom", onCustom);
   controls.forEach((m, i) => m.on(`change:${attrs[i]}`, onControl));
   if (readout) readout.on("change:value", onReadout);
 
@@ -334,6 +488,8 @@ async function render({ model, el, host }) {
   const resize = new ResizeObserver((entries) => {
     const w = entries[entries.length - 1].contentRect.width;
     if (drawn && w > 0 && Math.abs(w - width) > 0.5) {
+      snapshots.clear(); // drawn at the old width
+      if (shown !== gd && shownTarget) drawLive(shownTarget);
       delete gd.layout.width; // a figure drawn ahead of time was given the width it had then
       Plotly.Plots.resize(gd);
     }
@@ -346,17 +502,21 @@ async function render({ model, el, host }) {
   return () => {
     removed = true;
     POINTER.listeners.delete(onPointer);
+    GRABS.delete(onGrab);
     if (frame) cancelAnimationFrame(frame);
     state.off("change:figure", changed);
     state.off("change:digest", changed);
     state.off("change:template", onTemplate);
     state.off("change:ahead", onAhead);
+    state.off("msg:custom", onCustom);
     controls.forEach((m, i) => m.off(`change:${attrs[i]}`, onControl));
     if (readout) readout.off("change:value", onReadout);
     resize.disconnect();
     Plotly.purge(gd);
+    if (renderer) Plotly.purge(renderer);
     for (const div of prepared.values()) Plotly.purge(div);
     prepared.clear();
+    snapshots.clear();
   };
 }
 

@@ -44,6 +44,14 @@ model-initialisation timeout then leaves it blank or deaf to its sliders.
   this one. Nothing is drawn ahead of time until the pointer is let go, and the panel offers
   the neighbours of a value reached by a jump only once the hand has stopped there
   (``Panel.LOOKAHEAD_AFTER_JUMP_S``). ``make bench``'s drag rows measure it.
+- A slider's film (issue 26: a figure that follows a dragging hand). A full plotly.js redraw
+  takes 25-70 ms, so a drag cannot wait for one per value. When the reader's pointer comes
+  over one of the panel's sliders, the page asks (a custom message, ``on_film_request``) for
+  the figures of every value that slider can take, the other controls as they are; the panel
+  computes them nearest first and sends them in chunks (``film``). The page draws them ahead
+  of time while the pointer is up and keeps a copy of each drawing, which it swaps in while a
+  slider is dragged: plotly.js's own drawing of exactly the figure the kernel computes for that
+  value, shown in well under a frame.
 
 What the front end receives (and draws, but for that axis default) is exactly
 ``figure(view)``'s plotly JSON with every float
@@ -128,6 +136,8 @@ class PlotlyFigure(anywidget.AnyWidget):
         state = _FigureState()
         _set_figure(state, list(data), dict(layout or {}), key, readout_html)
         super().__init__(state=state, library=_plotly_library(), **kwargs)
+        self._film_request = None
+        state.on_msg(self._from_page)
 
     def follow(self, controls, readout=None) -> None:
         """Let the page answer from its kept figures: ``controls`` is a list of (widget,
@@ -147,6 +157,19 @@ class PlotlyFigure(anywidget.AnyWidget):
     def lookahead(self, entries) -> None:
         """Offer the page figures it may need next: (key, data, layout, readout_html) each.
         Only figures with the shown figure's template are sent (the page draws them with it)."""
+        self.state.ahead = self._offers(entries)
+
+    def on_film_request(self, callback) -> None:
+        """Call ``callback(index)`` when the page asks for the film of the followed control
+        at ``index`` (the reader's pointer came over that slider)."""
+        self._film_request = callback
+
+    def film(self, index: int, entries) -> None:
+        """Send the page a chunk of the film of the followed control at ``index``: figures
+        for values of that control, (key, data, layout, readout_html) each, as ``lookahead``."""
+        self.state.send({"film": index}, buffers=[self._offers(entries)])
+
+    def _offers(self, entries) -> bytes:
         parts = []
         for key, data, layout, readout_html in entries:
             figure, template = _encode_figure(list(data), dict(layout))
@@ -155,7 +178,11 @@ class PlotlyFigure(anywidget.AnyWidget):
             head = json.dumps({"key": key, "digest": _digest(figure, template),
                                "readout": readout_html}, separators=(",", ":"))
             parts.append(head[:-1].encode() + b',"figure":' + figure + b"}")
-        self.state.ahead = b"[" + b",".join(parts) + b"]"
+        return b"[" + b",".join(parts) + b"]"
+
+    def _from_page(self, _state, content, _buffers) -> None:
+        if isinstance(content, dict) and "film" in content and self._film_request is not None:
+            self._film_request(content["film"])
 
     def to_plotly_json(self) -> dict:
         figure = json.loads(self.state.figure)

@@ -13,10 +13,11 @@ and must be pixel-identical to plotly.js drawing the same figure from scratch in
 waits for a fixed time: every wait is for a condition (the counts figure_widget.js keeps on
 its element: figures from the kernel, offers of figures ahead).
 
-Then the same slider is dragged with the mouse (Playwright's pointer moves, held while
-figures arrive: figure_widget.js then draws each in the next animation frame and nothing ahead
-of time): still held, and again after it is let go, the explorer must show companion's
-figure and readout for the handle's value, pixel-identical to a redraw from scratch.
+Then the same slider is dragged with the mouse. The pointer over the slider first makes the
+page ask for that slider's film (every value's figure, which it draws ahead of time): the
+test waits for all of it. While the pointer is held the explorer must show companion's figure
+and readout for the handle's value as a copy of a drawing from the film, and once it is let
+go the live figure again; both pixel-identical to plotly.js drawing the figure from scratch.
 """
 
 from __future__ import annotations
@@ -40,9 +41,17 @@ def __held(_f={v}.compute, _gate={gate!r}, **params):
     return _f(**params)
 {v}.compute = __held
 """
+# plotly.js draws the shown figure (its data and layout) from scratch in a new graph div, in
+# the shown one's place (a drag may show a snapshot of a drawing, which plotly.js cannot redraw
+# in place); PUT_BACK_JS returns the explorer's own node afterwards
 REDRAW_JS = """gd => { const layout = Object.assign({}, gd.layout); delete layout.width;
-    return window.Plotly.newPlot(gd, gd.data, layout, {editSelection: false}).then(() =>
+    const fresh = document.createElement('div');
+    window.__shownNode = gd;
+    gd.replaceWith(fresh);
+    return window.Plotly.newPlot(fresh, gd.data, layout, {editSelection: false}).then(() =>
         new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))); }"""
+PUT_BACK_JS = """fresh => { fresh.replaceWith(window.__shownNode); window.Plotly.purge(fresh);
+    delete window.__shownNode; }"""
 
 
 @pytest.fixture(scope="module")
@@ -117,10 +126,7 @@ def _check(page, root, spec, probe, gate) -> None:
     probe.evaluate(HOLD_CODE.format(v=spec.variable, gate=str(gate)), "'null'")
     try:
         held_step("ArrowRight", "a step from lookahead")
-        gd = root.locator(".js-plotly-plot")
-        shown = gd.screenshot()
-        gd.evaluate(REDRAW_JS)
-        assert gd.screenshot() == shown, f"{spec.variable}: a redraw shows other pixels"
+        _same_as_a_redraw(root, f"{spec.variable}: a step from lookahead")
         held_step("ArrowLeft", "a step back, also from lookahead")
     finally:
         gate.touch()  # a held kernel answers nothing else
@@ -133,13 +139,30 @@ def _same_as_a_redraw(root, what: str) -> None:
     assert gd.count() == 1, f"{what}: {gd.count()} graph divs shown"
     shown = gd.screenshot()
     gd.evaluate(REDRAW_JS)
-    assert gd.screenshot() == shown, f"{what}: a redraw shows other pixels"
+    try:
+        redrawn = gd.screenshot()
+    finally:
+        gd.evaluate(PUT_BACK_JS)
+    assert redrawn == shown, f"{what}: a redraw shows other pixels"
+
+
+SHOWS_SNAPSHOT_JS = "gd => !gd._fullLayout"  # a copy of a drawing, not plotly.js's live div
 
 
 def _check_drag(page, root, spec) -> None:
     control = next(c for c in spec.cls.controls if c.name == spec.key)
     root.scroll_into_view_if_needed()
     slider = H.slider(root, control.label)
+    # the pointer over the slider asks for its film, which the page draws ahead of time while
+    # the pointer is up: every value the slider can take, the other controls as they are
+    panel = spec.make()
+    panel.show()
+    frames = len(panel._film_values(control))
+    slider.locator(".noUi-handle").hover()
+    H.wait_until(lambda: H.view_count(root, "companionFilm") == frames,
+                 f"{spec.variable}: the film of {spec.key} ({frames} figures)")
+    H.wait_until(lambda: H.view_count(root, "companionSnapshots") >= frames,
+                 f"{spec.variable}: the film of {spec.key} drawn ahead")
     track, y = H.grab_handle(page, slider)
     held = True
     try:
@@ -154,6 +177,12 @@ def _check_drag(page, root, spec) -> None:
                 ", pointer held" if held else ", let go")
             H.wait_for_state(page, root, H.expected_for(spec.cls, params, spec.make),
                              timeout_s=60, what=what)
+            gd = root.locator(".js-plotly-plot")
+            if held:  # shown from the film, without a plotly.js redraw
+                assert gd.evaluate(SHOWS_SNAPSHOT_JS), f"{what}: not a drawing of the film"
+            else:     # and the live figure (hover, zoom) is back once the pointer is let go
+                H.wait_until(lambda: not gd.evaluate(SHOWS_SNAPSHOT_JS),
+                             f"{what}: the live figure back")
             _same_as_a_redraw(root, what)
     finally:
         if held:
