@@ -15,18 +15,21 @@
 # %% [markdown]
 # # Exercise 17-1 · How big is the KV cache of the model you are given?
 #
-# *Calculation, 17 §4.* Every layer keeps a key and a value vector for every KV head and every
-# token it has seen, so one token costs
+# *Calculation, 17 §4 (the size formula and the GQA/MHA comparison; the companion rebuilds
+# both in the 17.4 notebook).* Every layer keeps a key and a value vector for every KV head and
+# every token it has seen, so one token of context costs
 #
-# $$k = 2 \times n_\text{layers} \times n_\text{KV heads} \times d_\text{head} \times
+# $$k = 2 \cdot n_\text{layers} \cdot n_\text{kv} \cdot d_\text{head} \cdot
 # \text{bytes per value}$$
 #
-# and a sequence of $L$ tokens costs $L k$. Under grouped-query attention (GQA) a group of query
-# heads reads the same K/V pair, so $n_\text{KV heads}$ is smaller than the query-head count; plain
-# multi-head attention (MHA) would keep one K/V pair per query head.
+# bytes, and a sequence of $L$ tokens costs $L\,k$. Under grouped-query attention (GQA) a group
+# of query heads reads the same K/V pair, so the model has fewer KV heads $n_\text{kv}$ than
+# query heads $n_q$; plain multi-head attention (MHA) would keep one K/V pair per query head
+# ($n_\text{kv} = n_q$). A cache space of $M_{KV}$ bytes holds
+# $\lfloor M_{KV} / (L\,k) \rfloor$ whole sequences.
 #
-# 1. **(a)** The KV bytes per token of the model below, in BF16.
-# 2. **(b)** The KV of one sequence at the given context, in GB (decimal).
+# 1. **(a)** The KV bytes per token $k$ of the model below, in BF16 (2 bytes per value).
+# 2. **(b)** The KV of one sequence at the given context, $L\,k$, in GB (decimal).
 # 3. **(c)** How many times larger the cache would be if the same model used MHA.
 #    **(d)** The MHA size of one such sequence, in GB.
 # 4. **(e)** How many whole sequences of that context fit in the given cache space with the
@@ -44,11 +47,11 @@ SEED = 0
 given = grading.params("17-1", SEED)
 L = given["context_tokens"]
 print(f"model: {given['model'].name}")
-print(f"{given['n_layers']} layers, {given['n_query_heads']} query heads, "
-      f"{given['n_kv_heads']} KV heads, head dim {given['head_dim']}, "
+print(f"n_layers = {given['n_layers']} layers, n_q = {given['n_query_heads']} query heads, "
+      f"n_kv = {given['n_kv_heads']} KV heads, d_head = {given['head_dim']}, "
       f"{given['bytes_per_value']} bytes per value")
-print(f"context {given['context_label']} = {L:,} tokens; cache space "
-      f"{given['cache_bytes'] / units.GB:g} GB")
+print(f"context {given['context_label']}: L = {L:,} tokens; cache space "
+      f"M_KV = {given['cache_bytes'] / units.GB:g} GB")
 
 # %% [markdown]
 # ## (a) Bytes per token

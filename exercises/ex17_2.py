@@ -15,23 +15,29 @@
 # %% [markdown]
 # # Exercise 17-2 · How many sequences can the card hold at once?
 #
-# *Calculation, 17 §4.* The KV cache gets whatever HBM the weights and a runtime reserve
-# (activations, workspace, the engine itself) leave free:
+# *Calculation, 17 §4 (the 70B on four GPUs and the 8B on one; the companion's 17.4 notebook
+# writes the same formula).* On cards of capacity $C$ bytes, the KV cache gets what the weights
+# ($D_w$ bytes) and a runtime reserve $M_u$ per GPU (activations, workspace, the engine itself)
+# leave free. A model too big for one card is split with tensor parallelism over $g$ GPUs: each
+# holds $D_w / g$ of the weights, and the KV heads shard with the attention heads
+# ($n_\text{kv} / g$ per GPU), so each GPU stores only its share of every sequence and the KV
+# space of all $g$ GPUs together holds the sequences:
 #
-# $$\text{free for KV} = \text{HBM} - \text{weights} - \text{reserve},\qquad
-# \text{max concurrent} = \left\lfloor \frac{\text{free for KV}}{L\,k} \right\rfloor .$$
+# $$M_{KV} = g\left(C - \frac{D_w}{g} - M_u\right), \qquad
+# \text{max concurrent} = \left\lfloor \frac{M_{KV}}{L\,k} \right\rfloor ,$$
 #
-# A model too big for one card is split with tensor parallelism over $p$ GPUs: each holds
-# weights / $p$, and the KV heads shard along with the attention heads, so the KV space of all
-# $p$ GPUs together holds the sequences.
+# with $g = 1$ for a model on one card. The weights take 2 bytes per parameter, $D_w = 2N$ for
+# $N$ parameters, and a token of context keeps
+# $k = 2 \cdot n_\text{layers} \cdot n_\text{kv} \cdot d_\text{head} \cdot 2$ bytes of KV (BF16,
+# as in Exercise 17-1).
 #
 # 1. **(a)** For the small model on one card: the KV space left, in GB, and **(b)** how many
 #    sequences of the given context fit.
-# 2. **(c)** The large model's weights as a multiple of one card's memory.
-# 3. **(d)** With the large model at TP = $p$: the KV space per GPU and **(e)** of the whole
+# 2. **(c)** The large model's weights as a multiple of one card's memory, $D_w / C$.
+# 3. **(d)** With the large model at TP = $g$: the KV space per GPU and **(e)** of the whole
 #    group, in GB; **(f)** the KV heads each GPU holds; **(g)** the sequences that fit.
 #
-# Sizes are decimal (1 GB = 10⁹ B); weights are 2 bytes per parameter.
+# Sizes are decimal (1 GB = 10⁹ B).
 # Your given data come from `grading.params("17-2", SEED)`. Seed 0 is the chapter's own data
 # (H100 SXM, the 8B and 70B shapes, TP = 4); your instructor may give you another seed.
 
@@ -40,19 +46,20 @@ from companion import calc, grading, units
 
 SEED = 0
 given = grading.params("17-2", SEED)
-hw, small, big, p = given["hardware"], given["small_model"], given["big_model"], given["tp"]
+hw, small, big, g = given["hardware"], given["small_model"], given["big_model"], given["tp"]
 L = given["context_tokens"]
-print(f"card: {hw.name}, {hw.mem_bytes / units.GB:g} GB of HBM; reserve "
-      f"{given['reserve_bytes'] / units.GB:g} GB per GPU")
+print(f"card: {hw.name}, C = {hw.mem_bytes / units.GB:g} GB of HBM; reserve "
+      f"M_u = {given['reserve_bytes'] / units.GB:g} GB per GPU")
 for label, m in (("small", small), ("large", big)):
-    print(f"{label} model: {m.name}: {m.n_params:.3g} params, {m.n_layers} layers, "
-          f"{m.n_kv_heads} KV heads, head dim {m.head_dim}")
-print(f"context {L:,} tokens; the large model runs at TP = {p}")
+    print(f"{label} model: {m.name}: N = {m.n_params:.3g} params, n_layers = {m.n_layers}, "
+          f"n_kv = {m.n_kv_heads} KV heads, d_head = {m.head_dim}")
+print(f"context L = {L:,} tokens; the large model runs at TP = g = {g}")
 
 # %% [markdown]
 # ## (a), (b) The small model on one card
 #
-# Set `small_free_gb` and `small_seqs`. You may use `calc.kv_bytes_per_token(model)` for $k$.
+# Set `small_free_gb` and `small_seqs`. You may use `calc.kv_bytes_per_token(model)` to
+# check your $k$.
 
 # %% nbgrader={"grade": false, "grade_id": "ab_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 small_free_gb = small_seqs = None

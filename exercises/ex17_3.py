@@ -15,24 +15,29 @@
 # %% [markdown]
 # # Exercise 17-3 · Where do decode and prefill sit on the roofline?
 #
-# *Calculation, 17 §2.* A workload's arithmetic intensity is the FLOPs it performs per byte
-# it moves from HBM. The roofline caps it at
+# *Calculation, 17 §2 (the roofline, decode at batch 1, prefill, and the effective intensity
+# of batched decode; the companion's 17.2 notebook).* A workload's arithmetic intensity $I$ is
+# the FLOPs it performs per byte it moves from HBM. On a card of dense peak $\pi$ (FLOP/s) and
+# memory bandwidth $\beta$ (bytes/s) the roofline caps it at
 #
-# $$\text{attainable} = \min(\text{peak},\ \text{intensity} \times \text{bandwidth}),$$
+# $$\text{attainable}(I) = \min(\pi,\ I\,\beta),$$
 #
-# and the two roofs meet at the ridge point, peak / bandwidth. A forward pass costs about
-# 2 FLOPs per parameter per token (attention FLOPs ignored, as in the chapter). One decode step
-# of a batch of $B$ sequences reads the weights once for all of them, but each sequence's own
-# KV cache, $L k$ bytes, is read as well:
+# and the two roofs meet at the ridge point $I^\star = \pi / \beta$: a workload left of it
+# ($I < I^\star$) is memory-bound, one at or right of it compute-bound. A forward pass costs
+# about 2 FLOPs per parameter per token, $2N$ for a model of $N$ parameters (attention FLOPs
+# ignored, as in the chapter), and the weights take $N s$ bytes at $s$ bytes per parameter. One
+# decode step of a batch of $b$ sequences reads the weights once for all of them, but each
+# sequence's own KV cache, $L\,k$ bytes ($L$ live tokens of $k$ bytes), is read as well:
 #
-# $$I_\text{decode}(B, L) = \frac{B \cdot 2P}{P \cdot \text{bytes per param} + B\,L\,k}.$$
+# $$I_\text{decode}(b, L) = \frac{b \cdot 2N}{N s + b\,L\,k}.$$
 #
-# Prefill of an $n$-token prompt reads the weights once for all $n$ tokens.
+# Prefill of an $n$-token prompt reads the weights once for all $n$ tokens:
+# $I_\text{prefill} = 2N n / (N s)$.
 #
-# 1. **(a)** The card's ridge point (FLOP per byte).
-# 2. **(b)** Decode intensity at batch 1 (weights only) and **(c)** the share of peak compute
-#    it can attain, in %.
-# 3. **(d)** Decode intensity at batch $B$, weights only; **(e)** and **(f)** the effective
+# 1. **(a)** The card's ridge point $I^\star$ (FLOP per byte).
+# 2. **(b)** Decode intensity at batch 1 (weights only, $L = 0$) and **(c)** the share of peak
+#    compute it can attain, $\text{attainable}/\pi$, in %.
+# 3. **(d)** Decode intensity at batch $b$, weights only; **(e)** and **(f)** the effective
 #    intensity with each sequence's live KV at the short and the long context;
 #    **(g)** which roof caps batched decode at the long context (`"memory"` or `"compute"`);
 #    **(h)** the attainable share of peak at the short context, in %.
@@ -41,12 +46,12 @@
 #
 # (g) comes out the same at every seed: it follows from how decode's KV reads grow with the
 # context, not from the card or the model. Some variants store the weights in FP8 and widen them
-# to BF16 for the products, so the bytes per weight change but the peak stays BF16's. If a seed would give
+# to BF16 for the products, so $s$ changes but the peak stays BF16's. If a seed would give
 # an unfair variant (a tie, an empty list, a zero count, an answer on a rounding edge),
 # `grading.params` moves to the next seed and prints why.
 #
 # Your given data come from `grading.params("17-3", SEED)`. Seed 0 is the chapter's own data
-# (8B on the H100 SXM, B = 64, 600 and 8,000 live tokens, a 2,048-token prompt); your
+# (8B on the H100 SXM, $b$ = 64, 600 and 8,000 live tokens, a 2,048-token prompt); your
 # instructor may give you another seed.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -55,14 +60,14 @@ from companion import grading, units
 SEED = 0
 given = grading.params("17-3", SEED)
 hw = given["hardware"]
-P, bpp, k = given["params"], given["bytes_per_param"], given["kv_bytes_per_token"]
-B, L_short, L_long = given["batch"], given["short_context"], given["long_context"]
-print(f"card: {hw.name}: peak {hw.peak_flops_per_s / 1e12:g} TFLOP/s (dense BF16), "
-      f"HBM {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
-print(f"model: {given['model'].name}: P = {P:.3g} params at {bpp:g} bytes, "
+N, s, k = given["params"], given["bytes_per_param"], given["kv_bytes_per_token"]
+b, L_short, L_long = given["batch"], given["short_context"], given["long_context"]
+print(f"card: {hw.name}: peak pi = {hw.peak_flops_per_s / 1e12:g} TFLOP/s (dense BF16), "
+      f"HBM beta = {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
+print(f"model: {given['model'].name}: N = {N:.3g} params at s = {s:g} bytes, "
       f"k = {k:,} B of KV per token")
-print(f"batch B = {B}; live contexts {L_short:,} and {L_long:,} tokens; prompt "
-      f"{given['prompt_tokens']:,} tokens")
+print(f"batch b = {b}; live contexts L = {L_short:,} and {L_long:,} tokens; prompt "
+      f"n = {given['prompt_tokens']:,} tokens")
 
 # %% [markdown]
 # ## (a)-(c) The ridge, and decode at batch 1

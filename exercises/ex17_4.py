@@ -15,13 +15,21 @@
 # %% [markdown]
 # # Exercise 17-4 · Is this deployment healthy? MBU and MFU from a measurement
 #
-# *Calculation, 17 §9.* "GPU util" only says a kernel was resident. Two ratios say how close a
-# phase is to its roof:
+# *Calculation, 17 §9 (the two ratios; the companion's 17.9 notebook), with the decode step of
+# 17 §4.* "GPU util" only says a kernel was resident. Two ratios say how close a phase is to
+# its roof, on a card of dense peak $\pi$ (FLOP/s) and memory bandwidth $\beta$ (bytes/s):
 #
 # - **MBU**, model bandwidth utilization: the bytes the measured token rate must stream per
-#   second, over peak bandwidth. A decode step of a batch of $B$ reads the weights once and each
-#   sequence's live KV, so per output token it streams $D_w / B + L k$ bytes.
-# - **MFU**, model FLOPs utilization: tokens/s $\times\ 2P$ over the dense peak.
+#   second, over $\beta$. A decode step of a batch of $b$ reads the weights ($D_w$ bytes) once
+#   and each sequence's live KV ($L$ tokens of $k$ bytes), so per output token it streams
+#   $D_w / b + L\,k$ bytes, and
+#   $\text{MBU} = \text{tok/s} \times (D_w / b + L\,k) / \beta$.
+# - **MFU**, model FLOPs utilization: the FLOPs the token rate implies, 2 per parameter per
+#   token for a model of $N$ parameters, over the dense peak:
+#   $\text{MFU} = \text{tok/s} \times 2N / \pi$.
+#
+# On the memory roof a decode step takes $(D_w + b\,L\,k) / \beta$ and emits $b$ tokens, so the
+# decode rate can reach at most $b\,\beta / (D_w + b\,L\,k)$ tokens/s.
 #
 # 1. **(a)** The bytes streamed per output token, in GB.
 # 2. **(b)** Decode MBU and **(c)** decode MFU, in %.
@@ -41,14 +49,14 @@ from companion import grading, units
 SEED = 0
 given = grading.params("17-4", SEED)
 hw = given["hardware"]
-P, D_w, k = given["params"], given["weight_bytes"], given["kv_bytes_per_token"]
-B, L = given["batch"], given["context_tokens"]
-print(f"card: {hw.name}: peak {hw.peak_flops_per_s / 1e12:g} TFLOP/s (dense BF16), "
-      f"HBM {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
-print(f"model: {given['model'].name}: P = {P:.3g} params, D_w = {D_w / units.GB:g} GB, "
+N, D_w, k = given["params"], given["weight_bytes"], given["kv_bytes_per_token"]
+b, L = given["batch"], given["context_tokens"]
+print(f"card: {hw.name}: peak pi = {hw.peak_flops_per_s / 1e12:g} TFLOP/s (dense BF16), "
+      f"HBM beta = {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
+print(f"model: {given['model'].name}: N = {N:.3g} params, D_w = {D_w / units.GB:g} GB, "
       f"k = {k:,} B per token")
-print(f"decode: {given['decode_tokens_per_s']:,} tok/s measured at batch {B}, "
-      f"{L:,} live tokens per sequence")
+print(f"decode: {given['decode_tokens_per_s']:,} tok/s measured at batch b = {b}, "
+      f"L = {L:,} live tokens per sequence")
 print(f"prefill: {given['prefill_tokens_per_s']:,.0f} prompt tok/s measured; promised kernel "
       f"speedup {given['promised_speedup']:g}x")
 

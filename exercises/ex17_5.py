@@ -15,20 +15,27 @@
 # %% [markdown]
 # # Exercise 17-5 · What does tensor parallelism cost per token?
 #
-# *Calculation, 17 §7.* Tensor parallelism (TP) over $p$ GPUs splits every weight matrix; each
-# transformer layer then ends its attention block and its MLP block with an all-reduce, so a
-# decode step runs two all-reduces per layer. Each one carries one token's activation vector
-# (hidden size $\times$ 2 bytes), and a ring all-reduce makes every GPU send $2(p-1)/p$ of it.
-# The bytes turn out to be trivial; what costs is that every collective also pays a fixed
-# launch-plus-latency floor. In exchange each GPU streams only $1/p$ of the weights.
+# *Calculation, 17 §7 (tensor parallelism: the traffic, the latency floor and the step; the
+# companion's 17.7 notebook).* Tensor parallelism (TP) over $g$ GPUs splits every weight
+# matrix; each transformer layer then ends its attention block and its MLP block with an
+# all-reduce, so a decode step runs $n_\text{coll} = 2\,n_\text{layers}$ all-reduces. Each one
+# carries one token's activation vector, $d_\text{model}$ values of 2 bytes, and a ring
+# all-reduce makes every GPU send $2(g-1)/g$ of it. The bytes turn out to be trivial; what
+# costs is that every collective also pays a fixed launch-plus-latency floor $T_\text{floor}$,
+# however few bytes it carries. In exchange each GPU streams only $1/g$ of the $D_w$ bytes of
+# weights from its HBM (bandwidth $\beta$). One batch-1 decode step, with no KV to read as in
+# the chapter, on a link of bandwidth $\beta_\text{link}$:
 #
-# 1. **(a)** Bytes of one token's activation; **(b)** bytes one GPU sends per all-reduce;
-#    **(c)** all-reduces per token; **(d)** all-reduce bytes per token per GPU, in MB (10⁶ B);
-#    **(e)** their wire time over NVLink, in µs.
-# 2. **(f)** The latency floor per token over NVLink (collectives $\times$ per-collective
-#    latency), in ms; **(g)** the per-GPU weight-read time of a batch-1 decode step, in ms;
+# $$T_\text{step} = \frac{D_w}{g\,\beta}
+# + n_\text{coll}\left(T_\text{floor} + \frac{\text{ring bytes}}{\beta_\text{link}}\right).$$
+#
+# 1. **(a)** Bytes of one token's activation; **(b)** bytes one GPU sends per all-reduce
+#    (ring bytes); **(c)** all-reduces per token, $n_\text{coll}$; **(d)** all-reduce bytes per
+#    token per GPU, in MB (10⁶ B); **(e)** their wire time over NVLink, in µs.
+# 2. **(f)** The latency floor per token over NVLink, $n_\text{coll}\,T_\text{floor}$, in ms;
+#    **(g)** the per-GPU weight-read time of a batch-1 decode step, $D_w / (g\,\beta)$, in ms;
 #    **(h)** the floor as a share of that read time, in %.
-# 3. **(i)** The decode step at TP = $p$ over NVLink (read + floor; the wire time of (e) is
+# 3. **(i)** The decode step at TP = $g$ over NVLink (read + floor; the wire time of (e) is
 #    negligible), in ms, and **(j)** the batch-1 ceiling in tok/s.
 # 4. **(k)** The same collectives over PCIe: the latency floor in ms, and **(l)** as a share of
 #    the read time, in %.
@@ -42,14 +49,14 @@ from companion import grading, units
 
 SEED = 0
 given = grading.params("17-5", SEED)
-hw, p = given["hardware"], given["tp"]
-print(f"model: {given['model'].name}: {given['n_layers']} layers, hidden size "
-      f"{given['hidden_size']:,}, weights {given['weight_bytes'] / units.GB:g} GB; "
+hw, g = given["hardware"], given["tp"]
+print(f"model: {given['model'].name}: n_layers = {given['n_layers']}, d_model = "
+      f"{given['hidden_size']:,}, D_w = {given['weight_bytes'] / units.GB:g} GB of weights; "
       f"{given['bytes_per_value']} bytes per activation value")
-print(f"TP = {p} on {hw.name}s: HBM {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
-print(f"NVLink {given['nvlink_bytes_per_s'] / units.GB:g} GB/s, "
+print(f"TP = g = {g} on {hw.name}s: HBM beta = {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
+print(f"NVLink {given['nvlink_bytes_per_s'] / units.GB:g} GB/s, T_floor = "
       f"{given['nvlink_latency_s'] / units.us:g} us per collective; PCIe "
-      f"{given['pcie_bytes_per_s'] / units.GB:g} GB/s, "
+      f"{given['pcie_bytes_per_s'] / units.GB:g} GB/s, T_floor = "
       f"{given['pcie_latency_s'] / units.us:g} us per collective")
 
 # %% [markdown]

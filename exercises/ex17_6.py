@@ -15,25 +15,29 @@
 # %% [markdown]
 # # Exercise 17-6 · The pipeline bubble, and where TP stops and PP starts
 #
-# *Calculation, 17 §7.* Pipeline parallelism (PP) gives each of $p$ GPUs a contiguous run of
-# layers, a stage; a token's activation crosses each boundary between stages once. Fed with
-# $m$ microbatches back to back, every stage works $m$ stage-steps, but filling and draining
-# the pipe adds $p - 1$ more, so the idle share of stage-time is
+# *Calculation, 17 §7 (pipeline parallelism and the 405B placement; the companion's 17.7
+# notebook).* Pipeline parallelism (PP) gives each of $S$ GPUs a contiguous run of layers, a
+# stage; a token's activation, $d_\text{model}$ values of 2 bytes, crosses each boundary between
+# stages once. Fed with $M$ microbatches back to back, every stage works $M$ stage-steps, but
+# filling and draining the pipe adds $S - 1$ more, so the idle share of stage-time is
 #
-# $$\text{bubble} = \frac{p - 1}{m + p - 1}.$$
+# $$\text{bubble} = \frac{S - 1}{M + S - 1}.$$
 #
-# Placement follows the communication arithmetic: TP as wide as the NVLink domain (one node),
-# and PP stages across nodes only when one node cannot hold the weights plus the runtime
-# reserve.
+# Placement follows the communication arithmetic: TP as wide as the NVLink domain (one node of
+# $g_\text{node}$ GPUs), and PP stages across nodes only when one node cannot hold the weights
+# plus the runtime reserve. A layout of $g$ GPUs holds $D_w$ bytes of weights on cards of
+# capacity $C$ with a reserve $M_u$ per GPU when $D_w / g + M_u < C$.
 #
 # 1. **(a)** Layers per stage; **(b)** stage boundaries a token crosses; **(c)** bytes handed
-#    across one boundary per token (one activation vector, 2 bytes per value).
+#    across one boundary per token.
 # 2. **(d)**, **(e)** The bubble, in %, for each of the two microbatch counts.
-# 3. **(f)** The fewest microbatches that bring the bubble to the target or below.
+# 3. **(f)** The fewest microbatches that bring the bubble to the target $t$ or below.
 # 4. For the 405B model on the given card, with the given GPUs per node (8 at seed 0):
-#    **(g)** weights per GPU at TP over one whole node, in GB; **(h)** does that fit with the reserve? (`True`/`False`);
-#    **(i)** the GPUs in the smallest layout that fits when TP fills the node first and whole
-#    nodes are added as PP stages; **(j)** the weights per GPU in that layout, in GB.
+#    **(g)** weights per GPU at TP over one whole node, $D_w / g_\text{node}$, in GB;
+#    **(h)** does that fit with the reserve? (`True`/`False`);
+#    **(i)** the GPUs in the smallest layout that fits when TP fills the node first (TP = 1, 2,
+#    4, ... up to $g_\text{node}$ on one node, then TP = $g_\text{node}$ with PP = 2, 3, ...
+#    whole nodes); **(j)** the weights per GPU in that layout, in GB.
 #
 # The 405B model is fixed; the node size (4 or 8 GPUs), the card and the reserve change with
 # the seed, and with them (g)-(j). If a seed would give an unfair variant (a tie, an
@@ -41,21 +45,21 @@
 # seed and prints why.
 #
 # Your given data come from `grading.params("17-6", SEED)`. Seed 0 is the chapter's own data
-# (the 70B shape at p = 4 with m = 16 and 64, the 405B on H100 SXMs), plus a 5% bubble target
-# of ours; your instructor may give you another seed.
+# (the 70B shape at $S$ = 4 with $M$ = 16 and 64, the 405B on H100 SXMs), plus a 5% bubble
+# target of ours; your instructor may give you another seed.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import grading, units
 
 SEED = 0
 given = grading.params("17-6", SEED)
-p, (m1, m2), target = given["stages"], given["microbatches"], given["target_bubble"]
+S, (M1, M2), target = given["stages"], given["microbatches"], given["target_bubble"]
 hw, node = given["hardware"], given["gpus_per_node"]
-print(f"pipeline: {given['model'].name}, {given['n_layers']} layers, hidden size "
-      f"{given['hidden_size']:,}; p = {p} stages; m = {m1} or {m2}; target bubble {target:.0%}")
-print(f"placement: {given['big_model'].name}, {given['big_weight_bytes'] / units.GB:g} GB of "
-      f"weights on {hw.name} ({hw.mem_bytes / units.GB:g} GB), {node} GPUs per node, reserve "
-      f"{given['reserve_bytes'] / units.GB:g} GB per GPU")
+print(f"pipeline: {given['model'].name}, n_layers = {given['n_layers']}, d_model = "
+      f"{given['hidden_size']:,}; S = {S} stages; M = {M1} or {M2}; target bubble {target:.1%}")
+print(f"placement: {given['big_model'].name}, D_w = {given['big_weight_bytes'] / units.GB:g} GB "
+      f"of weights on {hw.name} (C = {hw.mem_bytes / units.GB:g} GB), g_node = {node} GPUs per "
+      f"node, reserve M_u = {given['reserve_bytes'] / units.GB:g} GB per GPU")
 
 # %% [markdown]
 # ## (a)-(e) The pipeline

@@ -15,18 +15,21 @@
 # %% [markdown]
 # # Exercise 17-1 · How big is the KV cache of the model you are given?
 #
-# *Calculation, 17 §4.* Every layer keeps a key and a value vector for every KV head and every
-# token it has seen, so one token costs
+# *Calculation, 17 §4 (the size formula and the GQA/MHA comparison; the companion rebuilds
+# both in the 17.4 notebook).* Every layer keeps a key and a value vector for every KV head and
+# every token it has seen, so one token of context costs
 #
-# $$k = 2 \times n_\text{layers} \times n_\text{KV heads} \times d_\text{head} \times
+# $$k = 2 \cdot n_\text{layers} \cdot n_\text{kv} \cdot d_\text{head} \cdot
 # \text{bytes per value}$$
 #
-# and a sequence of $L$ tokens costs $L k$. Under grouped-query attention (GQA) a group of query
-# heads reads the same K/V pair, so $n_\text{KV heads}$ is smaller than the query-head count; plain
-# multi-head attention (MHA) would keep one K/V pair per query head.
+# bytes, and a sequence of $L$ tokens costs $L\,k$. Under grouped-query attention (GQA) a group
+# of query heads reads the same K/V pair, so the model has fewer KV heads $n_\text{kv}$ than
+# query heads $n_q$; plain multi-head attention (MHA) would keep one K/V pair per query head
+# ($n_\text{kv} = n_q$). A cache space of $M_{KV}$ bytes holds
+# $\lfloor M_{KV} / (L\,k) \rfloor$ whole sequences.
 #
-# 1. **(a)** The KV bytes per token of the model below, in BF16.
-# 2. **(b)** The KV of one sequence at the given context, in GB (decimal).
+# 1. **(a)** The KV bytes per token $k$ of the model below, in BF16 (2 bytes per value).
+# 2. **(b)** The KV of one sequence at the given context, $L\,k$, in GB (decimal).
 # 3. **(c)** How many times larger the cache would be if the same model used MHA.
 #    **(d)** The MHA size of one such sequence, in GB.
 # 4. **(e)** How many whole sequences of that context fit in the given cache space with the
@@ -44,11 +47,11 @@ SEED = 0
 given = grading.params("17-1", SEED)
 L = given["context_tokens"]
 print(f"model: {given['model'].name}")
-print(f"{given['n_layers']} layers, {given['n_query_heads']} query heads, "
-      f"{given['n_kv_heads']} KV heads, head dim {given['head_dim']}, "
+print(f"n_layers = {given['n_layers']} layers, n_q = {given['n_query_heads']} query heads, "
+      f"n_kv = {given['n_kv_heads']} KV heads, d_head = {given['head_dim']}, "
       f"{given['bytes_per_value']} bytes per value")
-print(f"context {given['context_label']} = {L:,} tokens; cache space "
-      f"{given['cache_bytes'] / units.GB:g} GB")
+print(f"context {given['context_label']}: L = {L:,} tokens; cache space "
+      f"M_KV = {given['cache_bytes'] / units.GB:g} GB")
 
 # %% [markdown]
 # ## (a) Bytes per token
@@ -58,9 +61,32 @@ print(f"context {given['context_label']} = {L:,} tokens; cache space "
 # %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 kv_per_token = None
 ### BEGIN SOLUTION
-kv_per_token = (2 * given["n_layers"] * given["n_kv_heads"] * given["head_dim"]
-                * given["bytes_per_value"])
-print(f"{kv_per_token:,} B = {kv_per_token / units.KiB:g} KiB per token")
+import math
+
+from companion import calc, display
+
+
+def tex(x, fmt=",.0f"):
+    """x for LaTeX: thousands separated by {,} (a bare comma would add a space)."""
+    return format(x, fmt).replace(",", "{,}")
+
+
+n_layers, n_q, n_kv = given["n_layers"], given["n_query_heads"], given["n_kv_heads"]
+d_head, value_bytes = given["head_dim"], given["bytes_per_value"]
+kv_per_token = 2 * n_layers * n_kv * d_head * value_bytes
+display.md(rf"""
+**(a)** Two vectors (K and V) per layer, per KV head, each $d_\text{{head}}$ values of
+{value_bytes} bytes:
+
+$$\begin{{aligned}}
+k &= 2 \cdot n_\text{{layers}} \cdot n_\text{{kv}} \cdot d_\text{{head}} \cdot
+\text{{bytes per value}} = 2 \times {n_layers} \times {n_kv} \times {d_head} \times
+{value_bytes} \\
+&= {tex(kv_per_token)}\ \text{{B}} = {kv_per_token / units.KiB:g}\ \text{{KiB}}.
+\end{{aligned}}$$
+""")
+# the companion's own 17 §4 formula agrees
+assert kv_per_token == calc.kv_bytes_per_token(given["model"], value_bytes)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
@@ -75,11 +101,34 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "bcd_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 seq_gb = mha_factor = mha_seq_gb = None
 ### BEGIN SOLUTION
-seq_gb = kv_per_token * L / units.GB
-mha_factor = given["n_query_heads"] / given["n_kv_heads"]
-mha_seq_gb = seq_gb * mha_factor
-print(f"one {given['context_label']} sequence: {seq_gb:.3f} GB; MHA would be {mha_factor:g}x: "
-      f"{mha_seq_gb:.2f} GB")
+seq_bytes = L * kv_per_token
+seq_gb = seq_bytes / units.GB
+mha_factor = n_q / n_kv                 # MHA: one K/V pair per query head, n_kv -> n_q
+mha_seq_bytes = mha_factor * seq_bytes
+mha_seq_gb = mha_seq_bytes / units.GB
+display.md(rf"""
+**(b)** The cache grows linearly with the context:
+
+$$L\,k = {tex(L)} \times {tex(kv_per_token)}\ \text{{B}} = {tex(seq_bytes)}\ \text{{B}}
+= {seq_gb:.3f}\ \text{{GB}}.$$
+
+**(c)** MHA puts $n_q$ in place of $n_\text{{kv}}$ and changes nothing else in $k$, so the
+cache grows by
+
+$$\frac{{n_q}}{{n_\text{{kv}}}} = \frac{{{n_q}}}{{{n_kv}}} = {mha_factor:g}.$$
+
+**(d)** One sequence under MHA:
+
+$$\frac{{n_q}}{{n_\text{{kv}}}}\,L\,k = {mha_factor:g} \times {seq_gb:.3f}\ \text{{GB}}
+= {mha_seq_gb:.2f}\ \text{{GB}}.$$
+""")
+# the companion's table of attention variants (17 §4) gives the same sizes
+rows = {r["n_kv_heads"]: r for r in calc.attention_variants(
+    given["model"], context_tokens=L, cache_bytes=given["cache_bytes"],
+    bytes_per_value=value_bytes)}
+assert math.isclose(rows[n_kv]["kv_bytes_per_sequence"], seq_bytes, rel_tol=1e-12)
+assert math.isclose(rows[n_q]["kv_bytes_per_sequence"], mha_seq_bytes, rel_tol=1e-12)
+assert math.isclose(rows[n_kv]["reduction_vs_mha"], mha_factor, rel_tol=1e-12)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "bcd_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
@@ -90,11 +139,11 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "bcd_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# For the 70B shape: 2 x 80 x 8 x 128 x 2 = 327,680 B, the chapter's "320 KB" (its KB is
-# 1,024 bytes here), and 327,680 x 8,000 = 2.62 GB per 8,000-token sequence. With 64 query
-# heads sharing 8 KV heads, MHA would store 8x as much: 21 GB for one long chat. Substituting
-# the 64 query heads into the formula is the classic slip the factor (c) makes visible; taking
-# "8K" as 8,192 tokens gives 2.68 GB instead.
+# The derivation above counts the model's own KV heads. Putting the query heads into the
+# formula instead is the classic slip, and it inflates every size by exactly the factor of (c).
+# At seed 0 (the chapter's 70B shape) the bytes per token are the figure 17 §4 prints, once
+# its "KB" is read as 1,024 bytes. Reading a "K" context as a multiple of 1,024 tokens instead
+# of 1,000 makes each sequence 2.4% larger, at any seed.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -105,9 +154,24 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "ef_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 fit_own = fit_mha = None
 ### BEGIN SOLUTION
-fit_own = int(given["cache_bytes"] // (kv_per_token * L))
-fit_mha = int(given["cache_bytes"] // (kv_per_token * mha_factor * L))
-print(f"{fit_own} sequences with the model's own heads, {fit_mha} under MHA")
+cache = given["cache_bytes"]
+fit_own = int(cache // seq_bytes)
+fit_mha = int(cache // mha_seq_bytes)
+display.md(rf"""
+**(e), (f)** A sequence either fits or it does not, so each count is a floor:
+
+$$\left\lfloor \frac{{M_{{KV}}}}{{L\,k}} \right\rfloor
+= \left\lfloor \frac{{{cache / units.GB:g}\ \text{{GB}}}}{{{seq_gb:.3f}\ \text{{GB}}}} \right\rfloor
+= \lfloor {cache / seq_bytes:.2f} \rfloor = {fit_own}\ \text{{sequences (own heads)}},$$
+
+$$\left\lfloor \frac{{M_{{KV}}}}{{(n_q/n_\text{{kv}})\,L\,k}} \right\rfloor
+= \left\lfloor \frac{{{cache / units.GB:g}\ \text{{GB}}}}{{{mha_seq_gb:.2f}\ \text{{GB}}}} \right\rfloor
+= \lfloor {cache / mha_seq_bytes:.2f} \rfloor = {fit_mha}\ \text{{sequences (MHA)}}.$$
+
+Scaling the MHA count by the factor instead, ${mha_factor:g} \times {fit_mha} =
+{mha_factor * fit_mha:g}$, would carry the MHA floor's rounding into the answer.
+""")
+assert (fit_own, fit_mha) == (rows[n_kv]["sequences"], rows[n_q]["sequences"])
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ef_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
@@ -117,10 +181,13 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ef_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# 80 GB holds floor(80 / 2.62) = 30 sequences of the GQA model but only floor(80 / 20.97) = 3
-# under MHA. (The chapter's "twenty-four" multiplies the rounded MHA count by 8; counting
-# directly gives 30.) GQA is a capacity decision taken at training time: the serving engineer
-# inherits an 8x larger batch before any serving technique runs.
+# Each count divides the cache space by one sequence's bytes and takes the floor. The MHA
+# cache is larger by the factor of (c), so it holds about that factor fewer sequences; the two
+# floors keep the ratio of the counts from being exactly the factor. For the chapter's data,
+# 17 §4 gets its GQA count by multiplying the rounded MHA count by the factor, which carries
+# the MHA floor's rounding; counting directly, as above, gives a few more. GQA is a capacity
+# decision taken at training time: the serving engineer inherits the larger batch before any
+# serving technique runs.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -131,8 +198,18 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "g_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 kv_per_token_fp8 = None
 ### BEGIN SOLUTION
-kv_per_token_fp8 = kv_per_token * given["fp8_bytes_per_value"] / given["bytes_per_value"]
-print(f"{kv_per_token_fp8:,.0f} B per token")
+fp8_bytes = given["fp8_bytes_per_value"]
+kv_per_token_fp8 = 2 * n_layers * n_kv * d_head * fp8_bytes
+display.md(rf"""
+**(g)** Only the last factor of $k$ changes:
+
+$$k_\text{{FP8}} = 2 \times {n_layers} \times {n_kv} \times {d_head} \times {fp8_bytes}
+= {tex(kv_per_token_fp8)}\ \text{{B}} = \frac{{{fp8_bytes}}}{{{value_bytes}}}\,k.$$
+
+Against an MHA cache in BF16 that is ${mha_factor:g} \times {value_bytes // fp8_bytes} =
+{mha_factor * value_bytes / fp8_bytes:g}$ times smaller: the two savings multiply.
+""")
+assert kv_per_token_fp8 == calc.kv_bytes_per_token(given["model"], fp8_bytes)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "g_check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false}
@@ -141,7 +218,7 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "g_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# Halving the bytes per value halves the cache (163,840 B per token for the 70B shape), and it
-# stacks with GQA: 16x less than an MHA cache in BF16. Unlike GQA, this one is a serving-time
-# choice, with its own accuracy check.
+# One byte per value instead of two halves $k$ and every size derived from it, and the saving
+# stacks with GQA's (the two factors multiply, as shown above). Unlike GQA, it is a choice made
+# at serving time, and it needs its own accuracy check.
 # ### END SOLUTION

@@ -15,23 +15,29 @@
 # %% [markdown]
 # # Exercise 17-2 · How many sequences can the card hold at once?
 #
-# *Calculation, 17 §4.* The KV cache gets whatever HBM the weights and a runtime reserve
-# (activations, workspace, the engine itself) leave free:
+# *Calculation, 17 §4 (the 70B on four GPUs and the 8B on one; the companion's 17.4 notebook
+# writes the same formula).* On cards of capacity $C$ bytes, the KV cache gets what the weights
+# ($D_w$ bytes) and a runtime reserve $M_u$ per GPU (activations, workspace, the engine itself)
+# leave free. A model too big for one card is split with tensor parallelism over $g$ GPUs: each
+# holds $D_w / g$ of the weights, and the KV heads shard with the attention heads
+# ($n_\text{kv} / g$ per GPU), so each GPU stores only its share of every sequence and the KV
+# space of all $g$ GPUs together holds the sequences:
 #
-# $$\text{free for KV} = \text{HBM} - \text{weights} - \text{reserve},\qquad
-# \text{max concurrent} = \left\lfloor \frac{\text{free for KV}}{L\,k} \right\rfloor .$$
+# $$M_{KV} = g\left(C - \frac{D_w}{g} - M_u\right), \qquad
+# \text{max concurrent} = \left\lfloor \frac{M_{KV}}{L\,k} \right\rfloor ,$$
 #
-# A model too big for one card is split with tensor parallelism over $p$ GPUs: each holds
-# weights / $p$, and the KV heads shard along with the attention heads, so the KV space of all
-# $p$ GPUs together holds the sequences.
+# with $g = 1$ for a model on one card. The weights take 2 bytes per parameter, $D_w = 2N$ for
+# $N$ parameters, and a token of context keeps
+# $k = 2 \cdot n_\text{layers} \cdot n_\text{kv} \cdot d_\text{head} \cdot 2$ bytes of KV (BF16,
+# as in Exercise 17-1).
 #
 # 1. **(a)** For the small model on one card: the KV space left, in GB, and **(b)** how many
 #    sequences of the given context fit.
-# 2. **(c)** The large model's weights as a multiple of one card's memory.
-# 3. **(d)** With the large model at TP = $p$: the KV space per GPU and **(e)** of the whole
+# 2. **(c)** The large model's weights as a multiple of one card's memory, $D_w / C$.
+# 3. **(d)** With the large model at TP = $g$: the KV space per GPU and **(e)** of the whole
 #    group, in GB; **(f)** the KV heads each GPU holds; **(g)** the sequences that fit.
 #
-# Sizes are decimal (1 GB = 10⁹ B); weights are 2 bytes per parameter.
+# Sizes are decimal (1 GB = 10⁹ B).
 # Your given data come from `grading.params("17-2", SEED)`. Seed 0 is the chapter's own data
 # (H100 SXM, the 8B and 70B shapes, TP = 4); your instructor may give you another seed.
 
@@ -40,29 +46,70 @@ from companion import calc, grading, units
 
 SEED = 0
 given = grading.params("17-2", SEED)
-hw, small, big, p = given["hardware"], given["small_model"], given["big_model"], given["tp"]
+hw, small, big, g = given["hardware"], given["small_model"], given["big_model"], given["tp"]
 L = given["context_tokens"]
-print(f"card: {hw.name}, {hw.mem_bytes / units.GB:g} GB of HBM; reserve "
-      f"{given['reserve_bytes'] / units.GB:g} GB per GPU")
+print(f"card: {hw.name}, C = {hw.mem_bytes / units.GB:g} GB of HBM; reserve "
+      f"M_u = {given['reserve_bytes'] / units.GB:g} GB per GPU")
 for label, m in (("small", small), ("large", big)):
-    print(f"{label} model: {m.name}: {m.n_params:.3g} params, {m.n_layers} layers, "
-          f"{m.n_kv_heads} KV heads, head dim {m.head_dim}")
-print(f"context {L:,} tokens; the large model runs at TP = {p}")
+    print(f"{label} model: {m.name}: N = {m.n_params:.3g} params, n_layers = {m.n_layers}, "
+          f"n_kv = {m.n_kv_heads} KV heads, d_head = {m.head_dim}")
+print(f"context L = {L:,} tokens; the large model runs at TP = g = {g}")
 
 # %% [markdown]
 # ## (a), (b) The small model on one card
 #
-# Set `small_free_gb` and `small_seqs`. You may use `calc.kv_bytes_per_token(model)` for $k$.
+# Set `small_free_gb` and `small_seqs`. You may use `calc.kv_bytes_per_token(model)` to
+# check your $k$.
 
 # %% nbgrader={"grade": false, "grade_id": "ab_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 small_free_gb = small_seqs = None
 ### BEGIN SOLUTION
-small_free = hw.mem_bytes - small.n_params * 2 - given["reserve_bytes"]
+import math
+
+from companion import display
+
+
+def tex(x, fmt=",.0f"):
+    """x for LaTeX: thousands separated by {,} (a bare comma would add a space)."""
+    return format(x, fmt).replace(",", "{,}")
+
+
+def kv_per_token(m):
+    """k = 2 n_layers n_kv d_head x 2 bytes (17 §4)."""
+    return 2 * m.n_layers * m.n_kv_heads * m.head_dim * 2
+
+
+C, reserve = hw.mem_bytes, given["reserve_bytes"]
+small_weights = 2 * small.n_params
+small_free = C - small_weights - reserve
 small_free_gb = small_free / units.GB
-small_seq_bytes = calc.kv_bytes_per_token(small) * L
-small_seqs = int(small_free // small_seq_bytes)
-print(f"free {small_free_gb:.1f} GB / {small_seq_bytes / units.GB:.3f} GB per sequence "
-      f"-> {small_seqs} sequences")
+k_small = kv_per_token(small)
+small_seq = L * k_small
+small_seqs = int(small_free // small_seq)
+display.md(rf"""
+**(a)** The weights first, then what the weights and the reserve leave of the card:
+
+$$D_w = 2N = 2 \times {small.n_params / 1e9:g} \times 10^{{9}}\ \text{{B}}
+= {small_weights / units.GB:g}\ \text{{GB}},$$
+
+$$M_{{KV}} = C - D_w - M_u = {C / units.GB:g} - {small_weights / units.GB:g}
+- {reserve / units.GB:g} = {small_free_gb:.2f}\ \text{{GB}}.$$
+
+**(b)** One sequence's KV, then the floor:
+
+$$k = 2 \times {small.n_layers} \times {small.n_kv_heads} \times {small.head_dim} \times 2
+= {tex(k_small)}\ \text{{B}}, \qquad
+L\,k = {tex(L)} \times {tex(k_small)}\ \text{{B}} = {small_seq / units.GB:.3f}\ \text{{GB}},$$
+
+$$\left\lfloor \frac{{M_{{KV}}}}{{L\,k}} \right\rfloor
+= \left\lfloor \frac{{{small_free_gb:.2f}}}{{{small_seq / units.GB:.3f}}} \right\rfloor
+= \lfloor {small_free / small_seq:.2f} \rfloor = {small_seqs}\ \text{{sequences}}.$$
+""")
+# the companion's own 17 §4 capacity formula agrees
+cap_small = calc.tp_kv_capacity(small, hw, tp=1, context_tokens=L, reserve_bytes=reserve)
+assert k_small == calc.kv_bytes_per_token(small)
+assert math.isclose(cap_small["free_kv_bytes"], small_free, rel_tol=1e-12)
+assert cap_small["max_sequences"] == small_seqs
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ab_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
@@ -72,10 +119,10 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ab_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# For the 8B: 80 - 16 - 4 = 60 GB, and 60 / 1.05 GB = 57 sequences of 8,000 tokens. Batch-1
-# decode would need a batch near the ridge point (~295) to reach the compute roof; a full card
-# of worst-case long sequences stops at 57, so decode stays on the memory roof however well it
-# is packed, and every byte taken off the KV cache turns into batch.
+# Compare (b) with the batch that decode needs to reach the ridge (Exercise 17-3 (k)). At the
+# chapter's data the card runs out of KV space long before that batch: a full card of
+# worst-case long sequences still decodes on the memory roof however well it is packed, and
+# every byte taken off the KV cache (GQA, an FP8 cache, shorter contexts) turns into batch.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -86,17 +133,51 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "cg_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ratio = free_per_gpu_gb = free_total_gb = kv_heads_per_gpu = big_seqs = None
 ### BEGIN SOLUTION
-big_weights = big.n_params * 2
-ratio = big_weights / hw.mem_bytes
-free_per_gpu = hw.mem_bytes - big_weights / p - given["reserve_bytes"]
+big_weights = 2 * big.n_params
+ratio = big_weights / C
+free_per_gpu = C - big_weights / g - reserve
 free_per_gpu_gb = free_per_gpu / units.GB
-free_total_gb = p * free_per_gpu / units.GB
-kv_heads_per_gpu = big.n_kv_heads / p
-big_seq_bytes = calc.kv_bytes_per_token(big) * L
-big_seqs = int(p * free_per_gpu // big_seq_bytes)
-print(f"weights {ratio:.2f}x one card; per GPU {free_per_gpu_gb:.2f} GB free, "
-      f"{free_total_gb:.1f} GB in all; {kv_heads_per_gpu:g} KV heads per GPU; "
-      f"{big_seqs} sequences of {big_seq_bytes / units.GB:.2f} GB")
+free_total = g * free_per_gpu
+free_total_gb = free_total / units.GB
+kv_heads_per_gpu = big.n_kv_heads / g
+k_big = kv_per_token(big)
+big_seq = L * k_big
+big_seqs = int(free_total // big_seq)
+display.md(rf"""
+**(c)** $D_w = 2 \times {big.n_params / 1e9:g} \times 10^{{9}}\ \text{{B}} =
+{big_weights / units.GB:g}\ \text{{GB}}$, and
+
+$$\frac{{D_w}}{{C}} = \frac{{{big_weights / units.GB:g}}}{{{C / units.GB:g}}} = {ratio:.3f}.$$
+
+**(d)** Each of the $g = {g}$ GPUs holds $D_w / g = {big_weights / g / units.GB:g}$ GB of
+weights:
+
+$$C - \frac{{D_w}}{{g}} - M_u = {C / units.GB:g} - {big_weights / g / units.GB:g}
+- {reserve / units.GB:g} = {free_per_gpu_gb:.2f}\ \text{{GB per GPU}}.$$
+
+**(e)** The group: $M_{{KV}} = g \times {free_per_gpu_gb:.2f} = {g} \times
+{free_per_gpu_gb:.2f} = {free_total_gb:.2f}$ GB.
+
+**(f)** The KV heads shard with the weights:
+$n_\text{{kv}} / g = {big.n_kv_heads} / {g} = {kv_heads_per_gpu:g}$ per GPU.
+
+**(g)** Each GPU keeps only its heads' share of every sequence, so whole sequences are
+counted against the group's space:
+
+$$k = 2 \times {big.n_layers} \times {big.n_kv_heads} \times {big.head_dim} \times 2
+= {tex(k_big)}\ \text{{B}}, \qquad L\,k = {big_seq / units.GB:.3f}\ \text{{GB}},$$
+
+$$\left\lfloor \frac{{M_{{KV}}}}{{L\,k}} \right\rfloor
+= \left\lfloor \frac{{{free_total_gb:.2f}}}{{{big_seq / units.GB:.3f}}} \right\rfloor
+= \lfloor {free_total / big_seq:.2f} \rfloor = {big_seqs}\ \text{{sequences}}.$$
+
+One GPU's space over a whole sequence, $\lfloor {free_per_gpu_gb:.2f} / {big_seq / units.GB:.3f}
+\rfloor = {int(free_per_gpu // big_seq)}$, would forget that each GPU stores only $1/g$ of it.
+""")
+cap_big = calc.tp_kv_capacity(big, hw, tp=g, context_tokens=L, reserve_bytes=reserve)
+assert math.isclose(cap_big["weights_over_memory"], ratio, rel_tol=1e-12)
+assert math.isclose(cap_big["free_kv_bytes"], free_total, rel_tol=1e-12)
+assert (cap_big["kv_heads_per_gpu"], cap_big["max_sequences"]) == (kv_heads_per_gpu, big_seqs)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "cg_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false}
@@ -109,9 +190,10 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "cg_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# The 70B's 140 GB is 1.75 cards before a single token is cached, so it is tensor-parallel for
-# fit, not speed. At TP = 4 each GPU holds 35 GB of weights and 2 of the 8 KV heads, leaving
-# 80 - 35 - 4 = 41 GB; the group has 164 GB, which holds 164 / 2.62 = 62 sequences of 8,000
-# tokens ("about sixty"). Dividing one GPU's 41 GB by the full 2.62 GB instead (15) forgets
-# that each GPU stores only its quarter of every sequence.
+# When (c) is above 1, as at the chapter's data, the weights alone overflow one card before a
+# single token is cached: tensor parallelism is there to make the model fit, not to make it
+# faster. Split over $g$ GPUs, each GPU holds $1/g$ of the weights and $1/g$ of the KV heads,
+# so it stores only its share of every sequence; the sequences are counted against the
+# group's KV space (e), not one GPU's (d). Dividing one GPU's space by a whole sequence's
+# bytes undercounts by about the factor $g$ (the last line above).
 # ### END SOLUTION

@@ -15,24 +15,29 @@
 # %% [markdown]
 # # Exercise 17-3 · Where do decode and prefill sit on the roofline?
 #
-# *Calculation, 17 §2.* A workload's arithmetic intensity is the FLOPs it performs per byte
-# it moves from HBM. The roofline caps it at
+# *Calculation, 17 §2 (the roofline, decode at batch 1, prefill, and the effective intensity
+# of batched decode; the companion's 17.2 notebook).* A workload's arithmetic intensity $I$ is
+# the FLOPs it performs per byte it moves from HBM. On a card of dense peak $\pi$ (FLOP/s) and
+# memory bandwidth $\beta$ (bytes/s) the roofline caps it at
 #
-# $$\text{attainable} = \min(\text{peak},\ \text{intensity} \times \text{bandwidth}),$$
+# $$\text{attainable}(I) = \min(\pi,\ I\,\beta),$$
 #
-# and the two roofs meet at the ridge point, peak / bandwidth. A forward pass costs about
-# 2 FLOPs per parameter per token (attention FLOPs ignored, as in the chapter). One decode step
-# of a batch of $B$ sequences reads the weights once for all of them, but each sequence's own
-# KV cache, $L k$ bytes, is read as well:
+# and the two roofs meet at the ridge point $I^\star = \pi / \beta$: a workload left of it
+# ($I < I^\star$) is memory-bound, one at or right of it compute-bound. A forward pass costs
+# about 2 FLOPs per parameter per token, $2N$ for a model of $N$ parameters (attention FLOPs
+# ignored, as in the chapter), and the weights take $N s$ bytes at $s$ bytes per parameter. One
+# decode step of a batch of $b$ sequences reads the weights once for all of them, but each
+# sequence's own KV cache, $L\,k$ bytes ($L$ live tokens of $k$ bytes), is read as well:
 #
-# $$I_\text{decode}(B, L) = \frac{B \cdot 2P}{P \cdot \text{bytes per param} + B\,L\,k}.$$
+# $$I_\text{decode}(b, L) = \frac{b \cdot 2N}{N s + b\,L\,k}.$$
 #
-# Prefill of an $n$-token prompt reads the weights once for all $n$ tokens.
+# Prefill of an $n$-token prompt reads the weights once for all $n$ tokens:
+# $I_\text{prefill} = 2N n / (N s)$.
 #
-# 1. **(a)** The card's ridge point (FLOP per byte).
-# 2. **(b)** Decode intensity at batch 1 (weights only) and **(c)** the share of peak compute
-#    it can attain, in %.
-# 3. **(d)** Decode intensity at batch $B$, weights only; **(e)** and **(f)** the effective
+# 1. **(a)** The card's ridge point $I^\star$ (FLOP per byte).
+# 2. **(b)** Decode intensity at batch 1 (weights only, $L = 0$) and **(c)** the share of peak
+#    compute it can attain, $\text{attainable}/\pi$, in %.
+# 3. **(d)** Decode intensity at batch $b$, weights only; **(e)** and **(f)** the effective
 #    intensity with each sequence's live KV at the short and the long context;
 #    **(g)** which roof caps batched decode at the long context (`"memory"` or `"compute"`);
 #    **(h)** the attainable share of peak at the short context, in %.
@@ -41,12 +46,12 @@
 #
 # (g) comes out the same at every seed: it follows from how decode's KV reads grow with the
 # context, not from the card or the model. Some variants store the weights in FP8 and widen them
-# to BF16 for the products, so the bytes per weight change but the peak stays BF16's. If a seed would give
+# to BF16 for the products, so $s$ changes but the peak stays BF16's. If a seed would give
 # an unfair variant (a tie, an empty list, a zero count, an answer on a rounding edge),
 # `grading.params` moves to the next seed and prints why.
 #
 # Your given data come from `grading.params("17-3", SEED)`. Seed 0 is the chapter's own data
-# (8B on the H100 SXM, B = 64, 600 and 8,000 live tokens, a 2,048-token prompt); your
+# (8B on the H100 SXM, $b$ = 64, 600 and 8,000 live tokens, a 2,048-token prompt); your
 # instructor may give you another seed.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -55,14 +60,14 @@ from companion import grading, units
 SEED = 0
 given = grading.params("17-3", SEED)
 hw = given["hardware"]
-P, bpp, k = given["params"], given["bytes_per_param"], given["kv_bytes_per_token"]
-B, L_short, L_long = given["batch"], given["short_context"], given["long_context"]
-print(f"card: {hw.name}: peak {hw.peak_flops_per_s / 1e12:g} TFLOP/s (dense BF16), "
-      f"HBM {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
-print(f"model: {given['model'].name}: P = {P:.3g} params at {bpp:g} bytes, "
+N, s, k = given["params"], given["bytes_per_param"], given["kv_bytes_per_token"]
+b, L_short, L_long = given["batch"], given["short_context"], given["long_context"]
+print(f"card: {hw.name}: peak pi = {hw.peak_flops_per_s / 1e12:g} TFLOP/s (dense BF16), "
+      f"HBM beta = {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
+print(f"model: {given['model'].name}: N = {N:.3g} params at s = {s:g} bytes, "
       f"k = {k:,} B of KV per token")
-print(f"batch B = {B}; live contexts {L_short:,} and {L_long:,} tokens; prompt "
-      f"{given['prompt_tokens']:,} tokens")
+print(f"batch b = {b}; live contexts L = {L_short:,} and {L_long:,} tokens; prompt "
+      f"n = {given['prompt_tokens']:,} tokens")
 
 # %% [markdown]
 # ## (a)-(c) The ridge, and decode at batch 1
@@ -72,11 +77,42 @@ print(f"batch B = {B}; live contexts {L_short:,} and {L_long:,} tokens; prompt "
 # %% nbgrader={"grade": false, "grade_id": "ac_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ridge = i1 = peak_share_1 = None
 ### BEGIN SOLUTION
-peak, bw = hw.peak_flops_per_s, hw.mem_bw_bytes_per_s
-ridge = peak / bw
-i1 = 2 * P / (P * bpp)
-peak_share_1 = 100 * min(peak, i1 * bw) / peak
-print(f"ridge {ridge:.1f} FLOP/B; batch-1 decode {i1:g} FLOP/B -> {peak_share_1:.3f}% of peak")
+import math
+
+from companion import calc, display
+
+
+def tex(x, fmt=",.0f"):
+    """x for LaTeX: thousands separated by {,} (a bare comma would add a space)."""
+    return format(x, fmt).replace(",", "{,}")
+
+
+pi, beta = hw.peak_flops_per_s, hw.mem_bw_bytes_per_s
+ridge = pi / beta
+i1 = 2 * N / (N * s)                      # N cancels: 2 FLOPs per s bytes
+attainable_1 = min(pi, i1 * beta)
+peak_share_1 = 100 * attainable_1 / pi
+display.md(rf"""
+**(a)** The ridge is where $I\,\beta$ reaches $\pi$:
+
+$$I^\star = \frac{{\pi}}{{\beta}} = \frac{{{pi / 1e12:g} \times 10^{{12}}\ \text{{FLOP/s}}}}
+{{{beta / 1e12:g} \times 10^{{12}}\ \text{{B/s}}}} = {ridge:.1f}\ \text{{FLOP/B}}.$$
+
+**(b)** At batch 1 with no KV, each parameter brings 2 FLOPs and costs $s$ bytes:
+
+$$I_\text{{decode}}(1, 0) = \frac{{2N}}{{N s}} = \frac{{2}}{{{s:g}}} = {i1:g}\ \text{{FLOP/B}}.$$
+
+**(c)** That is left of the ridge, so the memory roof caps it:
+
+$$\frac{{\min(\pi,\ I\beta)}}{{\pi}} = \frac{{\min({pi / 1e12:g},\ {i1:g} \times {beta / 1e12:g})
+\ \text{{TFLOP/s}}}}{{{pi / 1e12:g}\ \text{{TFLOP/s}}}}
+= \frac{{{attainable_1 / 1e12:g}}}{{{pi / 1e12:g}}} = {peak_share_1:.3f}\,\%.$$
+""")
+# the companion's own 17 §2 roofline agrees
+assert math.isclose(calc.ridge_point(hw), ridge, rel_tol=1e-12)
+assert math.isclose(calc.decode_intensity(given["model"], 1), i1, rel_tol=1e-12)
+assert math.isclose(100 * calc.roofline_point(i1, hw)["fraction_of_peak"], peak_share_1,
+                    rel_tol=1e-12)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ac_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
@@ -87,10 +123,12 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ac_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# 989e12 / 3.35e12 = 295 FLOP per byte on the H100. Batch-1 decode does 2 FLOPs for every
-# 2-byte parameter it streams: 1 FLOP per byte, so it attains 3.35 TFLOP/s, 0.34% of peak.
-# Nothing is misconfigured: the workload cannot feed the arithmetic units. (Using the 1,979
-# TFLOP/s sparse headline would double the ridge and halve every share of peak.)
+# Batch-1 decode performs 2 FLOPs for each parameter and streams $s$ bytes for it, so its
+# intensity is $2/s$ FLOP per byte whatever the model's size: far left of the ridge, and the
+# card attains only that intensity times its bandwidth, around one percent of its peak compute
+# or less. Nothing is misconfigured; the workload cannot feed the arithmetic units.
+# Quoting the 2:4-sparse headline peak instead of the dense one would double the ridge and halve
+# every share of peak.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -101,17 +139,59 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "dh_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 iB = iB_short = iB_long = bound_long = peak_share_short = None
 ### BEGIN SOLUTION
-def decode_intensity(batch, live_tokens):
-    return batch * 2 * P / (P * bpp + batch * live_tokens * k)
-
-
-iB = decode_intensity(B, 0)
-iB_short = decode_intensity(B, L_short)
-iB_long = decode_intensity(B, L_long)
+weight_bytes = N * s
+step_flops = b * 2 * N
+iB = step_flops / weight_bytes
+step_bytes = {L: weight_bytes + b * L * k for L in (L_short, L_long)}
+iB_short = step_flops / step_bytes[L_short]
+iB_long = step_flops / step_bytes[L_long]
 bound_long = "memory" if iB_long < ridge else "compute"
-peak_share_short = 100 * min(peak, iB_short * bw) / peak
-print(f"B = {B}: {iB:g} FLOP/B weights only; {iB_short:.1f} at {L_short:,} tokens, "
-      f"{iB_long:.1f} at {L_long:,} ({bound_long}-bound); {peak_share_short:.1f}% of peak")
+attainable_short = min(pi, iB_short * beta)
+peak_share_short = 100 * attainable_short / pi
+
+
+def relation(x, y):
+    """The roofline's test, as LaTeX: below the ridge is memory-bound, at or above compute."""
+    return "<" if x < y else r"\ge"
+
+
+def kv_line(L, intensity):
+    gflop = tex(step_flops / 1e9)
+    return (rf"$$\begin{{aligned}} I_\text{{decode}}({b}, {tex(L)}) &= "
+            rf"\frac{{{gflop}\ \text{{GFLOP}}}}{{{weight_bytes / units.GB:.2f}\ \text{{GB}}"
+            rf" + {b} \times {tex(L)} \times {tex(k)}\ \text{{B}}}} \\ &= "
+            rf"\frac{{{gflop}\ \text{{GFLOP}}}}{{{step_bytes[L] / units.GB:.2f}\ \text{{GB}}}}"
+            rf" = {intensity:.1f}\ \text{{FLOP/B}} \end{{aligned}}$$")
+
+
+display.md(rf"""
+**(d)** Weights only, the batch's $b \cdot 2N$ FLOPs share one read of $N s$ bytes:
+
+$$I_\text{{decode}}(b, 0) = \frac{{b \cdot 2N}}{{N s}} = \frac{{2b}}{{s}}
+= \frac{{2 \times {b}}}{{{s:g}}} = {iB:g}\ \text{{FLOP/B}}.$$
+
+**(e), (f)** Each sequence adds its own $L\,k$ bytes to the step, with
+$b \cdot 2N = {b} \times 2 \times {N / 1e9:g} \times 10^{{9}} = {tex(step_flops / 1e9)}$ GFLOP
+and $N s = {weight_bytes / units.GB:.2f}$ GB:
+
+{kv_line(L_short, iB_short)}
+
+{kv_line(L_long, iB_long)}
+
+**(g)** ${iB_long:.1f} {relation(iB_long, ridge)} I^\star = {ridge:.1f}$: the
+**{bound_long}** roof caps batched decode at ${tex(L_long)}$ live tokens.
+
+**(h)** At the short context, ${iB_short:.1f} {relation(iB_short, ridge)} I^\star$, so
+
+$$\frac{{\min(\pi,\ I\beta)}}{{\pi}} = \frac{{\min({pi / 1e12:g},\ {iB_short:.2f} \times
+{beta / 1e12:g})\ \text{{TFLOP/s}}}}{{{pi / 1e12:g}\ \text{{TFLOP/s}}}}
+= \frac{{{attainable_short / 1e12:.4g}}}{{{pi / 1e12:g}}} = {peak_share_short:.2f}\,\%.$$
+""")
+m = given["model"]
+assert math.isclose(calc.decode_intensity(m, b), iB, rel_tol=1e-12)
+assert math.isclose(calc.decode_intensity(m, b, L_short), iB_short, rel_tol=1e-12)
+assert math.isclose(calc.decode_intensity(m, b, L_long), iB_long, rel_tol=1e-12)
+assert calc.roofline_point(iB_long, hw)["bound"] == bound_long
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "dh_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
@@ -124,11 +204,12 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "dh_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# Weights only, B = 64 gives 64 FLOP/B. But the weights are the only bytes the batch shares:
-# with 600 live tokens each (78.6 MB) the step moves 16 + 64 x 0.0786 = 21.0 GB and the
-# intensity is 49; with 8,000 tokens each (1.05 GB) it moves 83 GB and the intensity drops to
-# 12. Same batch, a quarter of the intensity, because the caches grew: long-context decode is
-# memory-bound in capacity and in bandwidth.
+# Weights only, a batch of $b$ multiplies the intensity by $b$ (d): every weight read now serves
+# $b$ tokens. But the weights are the only bytes the batch shares. Each sequence adds its own
+# $L\,k$ to every step, and at the long context those KV reads outweigh the weights, so the
+# intensity falls to a fraction of (d), far left of the ridge. The batch did not change; the
+# caches grew. Long-context decode is memory-bound twice: the caches fill the card (capacity,
+# Exercise 17-2) and reading them fills the step (bandwidth).
 # ### END SOLUTION
 
 # %% [markdown]
@@ -140,13 +221,32 @@ with grading.checks():
 i_prefill = bound_prefill = breakeven_batch = None
 ### BEGIN SOLUTION
 n = given["prompt_tokens"]
-i_prefill = 2 * P * n / (P * bpp)
+i_prefill = 2 * N * n / (N * s)
 bound_prefill = "memory" if i_prefill < ridge else "compute"
-breakeven_batch = 1
-while decode_intensity(breakeven_batch, 0) < ridge:
-    breakeven_batch += 1
-print(f"prefill of {n:,} tokens: {i_prefill:g} FLOP/B ({bound_prefill}-bound); decode needs "
-      f"B >= {breakeven_batch} to reach the ridge")
+# weights-only decode reaches the ridge when 2b/s >= I*, i.e. b >= s I* / 2
+b_exact = s * ridge / 2
+breakeven_batch = math.ceil(b_exact)
+display.md(rf"""
+**(i)** One read of the weights serves all $n$ prompt tokens:
+
+$$I_\text{{prefill}} = \frac{{2N n}}{{N s}} = \frac{{2n}}{{s}} = \frac{{2 \times {tex(n)}}}{{{s:g}}}
+= {tex(i_prefill, ",g")}\ \text{{FLOP/B}}.$$
+
+**(j)** ${tex(i_prefill, ",g")} {relation(i_prefill, ridge)} I^\star = {ridge:.1f}$: the
+prefill is **{bound_prefill}**-bound.
+
+**(k)** No search is needed: weights-only decode has $I = 2b/s$, which reaches the ridge when
+
+$$\frac{{2b}}{{s}} \ge I^\star \iff b \ge \frac{{s\,I^\star}}{{2}} = \frac{{{s:g} \times {ridge:.2f}}}{{2}}
+= {b_exact:.2f}, \qquad b = \lceil {b_exact:.2f} \rceil = {breakeven_batch}.$$
+
+Check: at $b = {breakeven_batch - 1}$, $I = {2 * (breakeven_batch - 1) / s:g} < {ridge:.2f}$;
+at $b = {breakeven_batch}$, $I = {2 * breakeven_batch / s:g} \ge {ridge:.2f}$ FLOP/B.
+""")
+assert math.isclose(calc.prefill_intensity(m, n), i_prefill, rel_tol=1e-12)
+assert calc.roofline_point(i_prefill, hw)["bound"] == bound_prefill
+assert calc.roofline_point(calc.decode_intensity(m, breakeven_batch), hw)["bound"] == "compute"
+assert calc.roofline_point(calc.decode_intensity(m, breakeven_batch - 1), hw)["bound"] == "memory"
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ik_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
@@ -157,9 +257,10 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ik_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# A 2,048-token prompt uses every weight 2,048 times per read: 2,048 FLOP/B, far right of the
-# 295 ridge, so the same model on the same card is compute-bound in prefill. Its intensity is
-# the prompt length, so prompts shorter than ~295 tokens stay on the memory roof. Decode only
-# meets the ridge at a batch of 296 sequences (and only if their KV reads were free), which is
-# why the batch is the first lever and KV memory the first wall.
+# Prefill uses every weight it reads once per prompt token, so its intensity is $2n/s$: in BF16
+# the prompt length itself. The same model on the same card can therefore sit on either roof in
+# prefill: a prompt longer than $s\,I^\star/2$ tokens is compute-bound, a shorter one stays on
+# the memory roof. Weights-only decode needs a batch of that same size, $s\,I^\star/2$, to reach
+# the ridge (k), and only if its KV reads were free; (e) and (f) show they are not. This is why
+# the batch is the first lever and KV memory the first wall.
 # ### END SOLUTION

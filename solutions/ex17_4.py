@@ -15,13 +15,21 @@
 # %% [markdown]
 # # Exercise 17-4 · Is this deployment healthy? MBU and MFU from a measurement
 #
-# *Calculation, 17 §9.* "GPU util" only says a kernel was resident. Two ratios say how close a
-# phase is to its roof:
+# *Calculation, 17 §9 (the two ratios; the companion's 17.9 notebook), with the decode step of
+# 17 §4.* "GPU util" only says a kernel was resident. Two ratios say how close a phase is to
+# its roof, on a card of dense peak $\pi$ (FLOP/s) and memory bandwidth $\beta$ (bytes/s):
 #
 # - **MBU**, model bandwidth utilization: the bytes the measured token rate must stream per
-#   second, over peak bandwidth. A decode step of a batch of $B$ reads the weights once and each
-#   sequence's live KV, so per output token it streams $D_w / B + L k$ bytes.
-# - **MFU**, model FLOPs utilization: tokens/s $\times\ 2P$ over the dense peak.
+#   second, over $\beta$. A decode step of a batch of $b$ reads the weights ($D_w$ bytes) once
+#   and each sequence's live KV ($L$ tokens of $k$ bytes), so per output token it streams
+#   $D_w / b + L\,k$ bytes, and
+#   $\text{MBU} = \text{tok/s} \times (D_w / b + L\,k) / \beta$.
+# - **MFU**, model FLOPs utilization: the FLOPs the token rate implies, 2 per parameter per
+#   token for a model of $N$ parameters, over the dense peak:
+#   $\text{MFU} = \text{tok/s} \times 2N / \pi$.
+#
+# On the memory roof a decode step takes $(D_w + b\,L\,k) / \beta$ and emits $b$ tokens, so the
+# decode rate can reach at most $b\,\beta / (D_w + b\,L\,k)$ tokens/s.
 #
 # 1. **(a)** The bytes streamed per output token, in GB.
 # 2. **(b)** Decode MBU and **(c)** decode MFU, in %.
@@ -41,14 +49,14 @@ from companion import grading, units
 SEED = 0
 given = grading.params("17-4", SEED)
 hw = given["hardware"]
-P, D_w, k = given["params"], given["weight_bytes"], given["kv_bytes_per_token"]
-B, L = given["batch"], given["context_tokens"]
-print(f"card: {hw.name}: peak {hw.peak_flops_per_s / 1e12:g} TFLOP/s (dense BF16), "
-      f"HBM {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
-print(f"model: {given['model'].name}: P = {P:.3g} params, D_w = {D_w / units.GB:g} GB, "
+N, D_w, k = given["params"], given["weight_bytes"], given["kv_bytes_per_token"]
+b, L = given["batch"], given["context_tokens"]
+print(f"card: {hw.name}: peak pi = {hw.peak_flops_per_s / 1e12:g} TFLOP/s (dense BF16), "
+      f"HBM beta = {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
+print(f"model: {given['model'].name}: N = {N:.3g} params, D_w = {D_w / units.GB:g} GB, "
       f"k = {k:,} B per token")
-print(f"decode: {given['decode_tokens_per_s']:,} tok/s measured at batch {B}, "
-      f"{L:,} live tokens per sequence")
+print(f"decode: {given['decode_tokens_per_s']:,} tok/s measured at batch b = {b}, "
+      f"L = {L:,} live tokens per sequence")
 print(f"prefill: {given['prefill_tokens_per_s']:,.0f} prompt tok/s measured; promised kernel "
       f"speedup {given['promised_speedup']:g}x")
 
@@ -60,13 +68,49 @@ print(f"prefill: {given['prefill_tokens_per_s']:,.0f} prompt tok/s measured; pro
 # %% nbgrader={"grade": false, "grade_id": "ac_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 bytes_per_token_gb = mbu_pct = mfu_decode_pct = None
 ### BEGIN SOLUTION
+import math
+
+from companion import calc, display
+
+
+def tex(x, fmt=",.0f"):
+    """x for LaTeX: thousands separated by {,} (a bare comma would add a space)."""
+    return format(x, fmt).replace(",", "{,}")
+
+
+pi, beta = hw.peak_flops_per_s, hw.mem_bw_bytes_per_s
 rate = given["decode_tokens_per_s"]
-bytes_per_token = D_w / B + L * k
+bytes_per_token = D_w / b + L * k
 bytes_per_token_gb = bytes_per_token / units.GB
-mbu_pct = 100 * rate * bytes_per_token / hw.mem_bw_bytes_per_s
-mfu_decode_pct = 100 * rate * 2 * P / hw.peak_flops_per_s
-print(f"{bytes_per_token_gb:.3f} GB per token -> {rate * bytes_per_token / 1e12:.2f} TB/s: "
-      f"MBU {mbu_pct:.1f}%, MFU {mfu_decode_pct:.3f}%")
+bytes_per_s = rate * bytes_per_token
+mbu_pct = 100 * bytes_per_s / beta
+flops_per_s = rate * 2 * N
+mfu_decode_pct = 100 * flops_per_s / pi
+display.md(rf"""
+**(a)** Each step's weight read is shared by its $b$ tokens; each sequence's KV is its own:
+
+$$\frac{{D_w}}{{b}} + L\,k = \frac{{{D_w / units.GB:g}\ \text{{GB}}}}{{{b}}} + {tex(L)} \times
+{tex(k)}\ \text{{B}} = {bytes_per_token_gb:.3f}\ \text{{GB per token}}.$$
+
+**(b)** The measured rate times those bytes, over the bandwidth:
+
+$$\text{{MBU}} = \frac{{\text{{tok/s}} \times (D_w/b + L\,k)}}{{\beta}}
+= \frac{{{tex(rate)} \times {bytes_per_token_gb:.3f} \times 10^{{9}}\ \text{{B}}}}
+{{{beta / 1e12:g} \times 10^{{12}}\ \text{{B/s}}}}
+= \frac{{{bytes_per_s / 1e12:.3f}\ \text{{TB/s}}}}{{{beta / 1e12:g}\ \text{{TB/s}}}}
+= {mbu_pct:.1f}\,\%.$$
+
+**(c)** The same rate in FLOPs, over the dense peak:
+
+$$\text{{MFU}} = \frac{{\text{{tok/s}} \times 2N}}{{\pi}}
+= \frac{{{tex(rate)} \times 2 \times {N / 1e9:g} \times 10^{{9}}}}{{{pi / 1e12:g} \times
+10^{{12}}\ \text{{FLOP/s}}}} = \frac{{{flops_per_s / 1e12:.3f}\ \text{{TFLOP/s}}}}
+{{{pi / 1e12:g}\ \text{{TFLOP/s}}}} = {mfu_decode_pct:.3f}\,\%.$$
+""")
+# the companion's own 17 §9 ratios agree
+util = calc.decode_utilization(given["model"], hw, rate, batch=b, context_tokens=L)
+assert math.isclose(100 * util["mbu"], mbu_pct, rel_tol=1e-9)
+assert math.isclose(100 * util["mfu"], mfu_decode_pct, rel_tol=1e-9)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ac_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
@@ -84,11 +128,34 @@ with grading.checks():
 headroom = ceiling = promise_possible = None
 ### BEGIN SOLUTION
 headroom = 100 / mbu_pct
-step_s = (D_w + B * L * k) / hw.mem_bw_bytes_per_s
-ceiling = B / step_s
-promise_possible = headroom >= given["promised_speedup"]
-print(f"headroom {headroom:.2f}x; ceiling {ceiling:,.0f} tok/s; "
-      f"a {given['promised_speedup']:g}x kernel win possible: {promise_possible}")
+step_bytes = D_w + b * L * k
+step_s = step_bytes / beta
+ceiling = b / step_s
+promised = given["promised_speedup"]
+promise_possible = headroom >= promised
+relation = r"\ge" if promise_possible else "<"
+display.md(rf"""
+**(d)** The rate can grow until the bytes it streams fill the bandwidth,
+$\text{{MBU}} = 100\,\%$:
+
+$$\frac{{1}}{{\text{{MBU}}}} = \frac{{100\,\%}}{{{mbu_pct:.1f}\,\%}} = {headroom:.2f}\times.$$
+
+**(e)** On the memory roof one step moves $D_w + b\,L\,k$ bytes and emits $b$ tokens:
+
+$$\frac{{b\,\beta}}{{D_w + b\,L\,k}} = \frac{{{b} \times {beta / 1e12:g} \times 10^{{12}}\ \text{{B/s}}}}
+{{{step_bytes / units.GB:.3f} \times 10^{{9}}\ \text{{B}}}} = {tex(ceiling)}\ \text{{tok/s}},$$
+
+which is the measured rate times the headroom: ${tex(rate)} \times {headroom:.2f} =
+{tex(rate * headroom)}$ tok/s.
+
+**(f)** A kernel can at best bring the rate to that ceiling:
+${headroom:.2f} {relation} {promised:g}$, so the promised
+${promised:g}\times$ is **{"possible" if promise_possible else "not possible"}** without
+changing the workload.
+""")
+assert math.isclose(util["headroom"], headroom, rel_tol=1e-9)
+assert math.isclose(calc.decode_vs_context(given["model"], hw, L, batch=b)["tokens_per_s"],
+                    ceiling, rel_tol=1e-9)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "df_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
@@ -99,10 +166,13 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "df_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# 146 tok/s x 16 GB = 2.34 TB/s, 70% of 3.35 TB/s: a healthy decode, closing on its 209 tok/s
-# ceiling (146 / 209 is the same 70%). Its MFU, 0.24%, looks catastrophic and means nothing
-# for this phase. At 70% MBU no kernel can give more than 1 / 0.7 = 1.4x, so a promised 5x has
-# to come from changing the workload (a bigger batch, quantized weights), not from a kernel.
+# Decode runs against the memory roof, so MBU is its ratio: it says what share of the ceiling
+# (e) the measured rate already reaches, and 60-80% counts as healthy (17 §9). The MFU of the
+# same measurement stays low however healthy the decode is, since its intensity (at most about
+# $2b/s$ FLOP per byte) sits far left of the ridge; it says nothing about this phase. Since no
+# kernel can push the rate past the ceiling, $1/\text{MBU}$ bounds any kernel speedup; a
+# promise beyond it has to come from changing the workload (a larger batch, smaller weights or a
+# smaller KV cache), not from a kernel.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -113,8 +183,20 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "g_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 mfu_prefill_pct = None
 ### BEGIN SOLUTION
-mfu_prefill_pct = 100 * given["prefill_tokens_per_s"] * 2 * P / hw.peak_flops_per_s
-print(f"prefill MFU {mfu_prefill_pct:.1f}%")
+prefill_rate = given["prefill_tokens_per_s"]
+prefill_flops_per_s = prefill_rate * 2 * N
+mfu_prefill_pct = 100 * prefill_flops_per_s / pi
+display.md(rf"""
+**(g)** The prompt rate in FLOPs, over the dense peak:
+
+$$\text{{MFU}} = \frac{{\text{{tok/s}} \times 2N}}{{\pi}}
+= \frac{{{tex(prefill_rate)} \times 2 \times {N / 1e9:g} \times 10^{{9}}}}{{{pi / 1e12:g} \times
+10^{{12}}\ \text{{FLOP/s}}}} = \frac{{{prefill_flops_per_s / 1e12:.1f}\ \text{{TFLOP/s}}}}
+{{{pi / 1e12:g}\ \text{{TFLOP/s}}}} = {mfu_prefill_pct:.1f}\,\%.$$
+""")
+assert math.isclose(
+    100 * calc.prefill_utilization(given["model"], hw, prefill_rate)["mfu"], mfu_prefill_pct,
+    rel_tol=1e-9)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "g_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
@@ -123,7 +205,8 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "g_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# 20,000 x 2 x 8e9 = 3.2e14 FLOP/s, 32% of the dense peak: decent, with headroom worth
-# profiling for (40-60% is a strong prefill). Judge decode by MBU and prefill by MFU; quoting
-# the other ratio for a phase gives the wrong verdict in both directions.
+# Prefill runs against the compute roof, so MFU is its ratio; 40-60% counts as a strong
+# prefill (17 §9), and a value below that band leaves headroom worth profiling. Judge decode by
+# MBU and prefill by MFU: quoting the other ratio for a phase gives the wrong verdict in both
+# directions.
 # ### END SOLUTION

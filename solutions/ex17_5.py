@@ -15,20 +15,27 @@
 # %% [markdown]
 # # Exercise 17-5 · What does tensor parallelism cost per token?
 #
-# *Calculation, 17 §7.* Tensor parallelism (TP) over $p$ GPUs splits every weight matrix; each
-# transformer layer then ends its attention block and its MLP block with an all-reduce, so a
-# decode step runs two all-reduces per layer. Each one carries one token's activation vector
-# (hidden size $\times$ 2 bytes), and a ring all-reduce makes every GPU send $2(p-1)/p$ of it.
-# The bytes turn out to be trivial; what costs is that every collective also pays a fixed
-# launch-plus-latency floor. In exchange each GPU streams only $1/p$ of the weights.
+# *Calculation, 17 §7 (tensor parallelism: the traffic, the latency floor and the step; the
+# companion's 17.7 notebook).* Tensor parallelism (TP) over $g$ GPUs splits every weight
+# matrix; each transformer layer then ends its attention block and its MLP block with an
+# all-reduce, so a decode step runs $n_\text{coll} = 2\,n_\text{layers}$ all-reduces. Each one
+# carries one token's activation vector, $d_\text{model}$ values of 2 bytes, and a ring
+# all-reduce makes every GPU send $2(g-1)/g$ of it. The bytes turn out to be trivial; what
+# costs is that every collective also pays a fixed launch-plus-latency floor $T_\text{floor}$,
+# however few bytes it carries. In exchange each GPU streams only $1/g$ of the $D_w$ bytes of
+# weights from its HBM (bandwidth $\beta$). One batch-1 decode step, with no KV to read as in
+# the chapter, on a link of bandwidth $\beta_\text{link}$:
 #
-# 1. **(a)** Bytes of one token's activation; **(b)** bytes one GPU sends per all-reduce;
-#    **(c)** all-reduces per token; **(d)** all-reduce bytes per token per GPU, in MB (10⁶ B);
-#    **(e)** their wire time over NVLink, in µs.
-# 2. **(f)** The latency floor per token over NVLink (collectives $\times$ per-collective
-#    latency), in ms; **(g)** the per-GPU weight-read time of a batch-1 decode step, in ms;
+# $$T_\text{step} = \frac{D_w}{g\,\beta}
+# + n_\text{coll}\left(T_\text{floor} + \frac{\text{ring bytes}}{\beta_\text{link}}\right).$$
+#
+# 1. **(a)** Bytes of one token's activation; **(b)** bytes one GPU sends per all-reduce
+#    (ring bytes); **(c)** all-reduces per token, $n_\text{coll}$; **(d)** all-reduce bytes per
+#    token per GPU, in MB (10⁶ B); **(e)** their wire time over NVLink, in µs.
+# 2. **(f)** The latency floor per token over NVLink, $n_\text{coll}\,T_\text{floor}$, in ms;
+#    **(g)** the per-GPU weight-read time of a batch-1 decode step, $D_w / (g\,\beta)$, in ms;
 #    **(h)** the floor as a share of that read time, in %.
-# 3. **(i)** The decode step at TP = $p$ over NVLink (read + floor; the wire time of (e) is
+# 3. **(i)** The decode step at TP = $g$ over NVLink (read + floor; the wire time of (e) is
 #    negligible), in ms, and **(j)** the batch-1 ceiling in tok/s.
 # 4. **(k)** The same collectives over PCIe: the latency floor in ms, and **(l)** as a share of
 #    the read time, in %.
@@ -42,14 +49,14 @@ from companion import grading, units
 
 SEED = 0
 given = grading.params("17-5", SEED)
-hw, p = given["hardware"], given["tp"]
-print(f"model: {given['model'].name}: {given['n_layers']} layers, hidden size "
-      f"{given['hidden_size']:,}, weights {given['weight_bytes'] / units.GB:g} GB; "
+hw, g = given["hardware"], given["tp"]
+print(f"model: {given['model'].name}: n_layers = {given['n_layers']}, d_model = "
+      f"{given['hidden_size']:,}, D_w = {given['weight_bytes'] / units.GB:g} GB of weights; "
       f"{given['bytes_per_value']} bytes per activation value")
-print(f"TP = {p} on {hw.name}s: HBM {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
-print(f"NVLink {given['nvlink_bytes_per_s'] / units.GB:g} GB/s, "
+print(f"TP = g = {g} on {hw.name}s: HBM beta = {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
+print(f"NVLink {given['nvlink_bytes_per_s'] / units.GB:g} GB/s, T_floor = "
       f"{given['nvlink_latency_s'] / units.us:g} us per collective; PCIe "
-      f"{given['pcie_bytes_per_s'] / units.GB:g} GB/s, "
+      f"{given['pcie_bytes_per_s'] / units.GB:g} GB/s, T_floor = "
       f"{given['pcie_latency_s'] / units.us:g} us per collective")
 
 # %% [markdown]
@@ -60,15 +67,51 @@ print(f"NVLink {given['nvlink_bytes_per_s'] / units.GB:g} GB/s, "
 # %% nbgrader={"grade": false, "grade_id": "ae_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 activation_bytes = ring_bytes = collectives = bytes_per_token_mb = wire_us = None
 ### BEGIN SOLUTION
-activation_bytes = given["hidden_size"] * given["bytes_per_value"]
-ring_bytes = 2 * (p - 1) / p * activation_bytes
-collectives = 2 * given["n_layers"]
+import math
+
+from companion import calc, display
+
+
+def tex(x, fmt=",.0f"):
+    """x for LaTeX: thousands separated by {,} (a bare comma would add a space)."""
+    return format(x, fmt).replace(",", "{,}")
+
+
+d_model, value_bytes, n_layers = given["hidden_size"], given["bytes_per_value"], given["n_layers"]
+nvlink = given["nvlink_bytes_per_s"]
+activation_bytes = d_model * value_bytes
+ring_bytes = 2 * (g - 1) / g * activation_bytes
+collectives = 2 * n_layers
 bytes_per_token = collectives * ring_bytes
 bytes_per_token_mb = bytes_per_token / units.MB
-wire_us = bytes_per_token / given["nvlink_bytes_per_s"] / units.us
-print(f"{activation_bytes:,} B per activation, {ring_bytes:,.0f} B per all-reduce, "
-      f"{collectives} all-reduces -> {bytes_per_token_mb:.2f} MB per token, "
-      f"{wire_us:.1f} us on NVLink")
+wire_s = bytes_per_token / nvlink
+wire_us = wire_s / units.us
+display.md(rf"""
+**(a)** $d_\text{{model}} \times {value_bytes}\ \text{{B}} = {tex(d_model)} \times {value_bytes}
+= {tex(activation_bytes)}\ \text{{B}}$.
+
+**(b)** A ring all-reduce is a reduce-scatter then an all-gather, each sending $(g-1)/g$ of
+the vector:
+
+$$\text{{ring bytes}} = \frac{{2(g-1)}}{{g}} \times {tex(activation_bytes)}\ \text{{B}}
+= \frac{{2 \times {g - 1}}}{{{g}}} \times {tex(activation_bytes)}\ \text{{B}}
+= {tex(ring_bytes)}\ \text{{B}}.$$
+
+**(c)** Two per layer: $n_\text{{coll}} = 2\,n_\text{{layers}} = 2 \times {n_layers} =
+{collectives}$.
+
+**(d)** $n_\text{{coll}} \times \text{{ring bytes}} = {collectives} \times {tex(ring_bytes)}\ \text{{B}}
+= {tex(bytes_per_token)}\ \text{{B}} = {bytes_per_token_mb:.2f}\ \text{{MB}}$ per token per GPU.
+
+**(e)** Over NVLink:
+
+$$\frac{{{tex(bytes_per_token)}\ \text{{B}}}}{{{nvlink / units.GB:g} \times 10^{{9}}\ \text{{B/s}}}}
+= {wire_us:.2f}\ \mu\text{{s}}.$$
+""")
+# the companion's own 17 §7 traffic agrees
+traffic = calc.tp_allreduce_traffic(given["model"], g, bytes_per_value=value_bytes)
+assert (traffic["activation_bytes"], traffic["collectives"]) == (activation_bytes, collectives)
+assert math.isclose(traffic["bytes_per_token"], bytes_per_token, rel_tol=1e-12)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ae_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
@@ -81,9 +124,12 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ae_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# 8,192 x 2 = 16,384 B (the chapter's "16 KB" is binary), 24,576 B per GPU per all-reduce,
-# 160 all-reduces: 3.93 MB per token (the chapter's "3.8 MB" multiplies 24 KB by 160 and
-# reads the product as decimal), about 4 µs on a 900 GB/s link. The bytes are nothing.
+# Each all-reduce moves one activation vector, and a ring sends a bit under twice that per
+# GPU; even $2\,n_\text{layers}$ of them come to megabytes per token, which NVLink moves in
+# microseconds, a sliver of a step that lasts milliseconds. The bytes are nothing. At seed 0,
+# 17 §7 multiplies binary kilobytes and reads the product as decimal megabytes, so its figure
+# is a few percent below the one above; working in bytes, as the derivation does, avoids
+# mixing the two.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -94,13 +140,40 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "fj_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 floor_nvlink_ms = read_ms = overhead_nvlink_pct = step_ms = tok_per_s = None
 ### BEGIN SOLUTION
-floor_nvlink_ms = collectives * given["nvlink_latency_s"] / units.ms
-read_ms = given["weight_bytes"] / p / hw.mem_bw_bytes_per_s / units.ms
-overhead_nvlink_pct = 100 * floor_nvlink_ms / read_ms
-step_ms = read_ms + floor_nvlink_ms
-tok_per_s = 1000 / step_ms
-print(f"floor {floor_nvlink_ms:.2f} ms on a {read_ms:.2f} ms read ({overhead_nvlink_pct:.1f}%): "
-      f"step {step_ms:.2f} ms, {tok_per_s:.1f} tok/s")
+D_w, beta, t_floor = given["weight_bytes"], hw.mem_bw_bytes_per_s, given["nvlink_latency_s"]
+floor_nvlink_s = collectives * t_floor
+floor_nvlink_ms = floor_nvlink_s / units.ms
+read_s = D_w / (g * beta)
+read_ms = read_s / units.ms
+overhead_nvlink_pct = 100 * floor_nvlink_s / read_s
+step_s = read_s + floor_nvlink_s
+step_ms = step_s / units.ms
+tok_per_s = 1 / step_s
+display.md(rf"""
+**(f)** Every collective pays its floor, whatever it carries:
+
+$$n_\text{{coll}}\,T_\text{{floor}} = {collectives} \times {t_floor / units.us:g}\ \mu\text{{s}}
+= {floor_nvlink_ms:.3f}\ \text{{ms}}.$$
+
+**(g)** Each GPU reads its $1/g$ of the weights:
+
+$$\frac{{D_w}}{{g\,\beta}} = \frac{{{D_w / units.GB:g}\ \text{{GB}}}}{{{g} \times
+{beta / 1e12:g}\ \text{{TB/s}}}} = \frac{{{D_w / g / units.GB:g}\ \text{{GB}}}}
+{{{beta / 1e12:g}\ \text{{TB/s}}}} = {read_ms:.3f}\ \text{{ms}}.$$
+
+**(h)** $\dfrac{{{floor_nvlink_ms:.3f}}}{{{read_ms:.3f}}} = {overhead_nvlink_pct:.1f}\,\%$ of the read.
+
+**(i)** Leaving out the wire time of (e), ${wire_us:.2f}\ \mu$s:
+$T_\text{{step}} = {read_ms:.3f} + {floor_nvlink_ms:.3f} = {step_ms:.3f}$ ms.
+
+**(j)** One token per step at batch 1: $1 / T_\text{{step}} = 1000 / {step_ms:.3f} =
+{tok_per_s:.1f}$ tok/s.
+""")
+step = calc.tp_decode_step(given["model"], hw, g, collective_latency_s=t_floor,
+                           link_bytes_per_s=nvlink, bytes_per_value=value_bytes)
+assert math.isclose(step["read_s"], read_s, rel_tol=1e-12)
+assert math.isclose(step["latency_s"], floor_nvlink_s, rel_tol=1e-12)
+assert math.isclose(step["wire_s"], wire_s, rel_tol=1e-12)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "fj_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
@@ -119,9 +192,23 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "kl_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 floor_pcie_ms = overhead_pcie_pct = None
 ### BEGIN SOLUTION
-floor_pcie_ms = collectives * given["pcie_latency_s"] / units.ms
-overhead_pcie_pct = 100 * floor_pcie_ms / read_ms
-print(f"PCIe floor {floor_pcie_ms:.1f} ms: {overhead_pcie_pct:.0f}% of the read")
+t_floor_pcie = given["pcie_latency_s"]
+floor_pcie_s = collectives * t_floor_pcie
+floor_pcie_ms = floor_pcie_s / units.ms
+overhead_pcie_pct = 100 * floor_pcie_s / read_s
+display.md(rf"""
+**(k)** The same ${collectives}$ collectives, each with PCIe's floor:
+
+$$n_\text{{coll}}\,T_\text{{floor}} = {collectives} \times {t_floor_pcie / units.us:g}\ \mu\text{{s}}
+= {floor_pcie_ms:.2f}\ \text{{ms}}.$$
+
+**(l)** $\dfrac{{{floor_pcie_ms:.2f}}}{{{read_ms:.3f}}} = {overhead_pcie_pct:.1f}\,\%$ of the read,
+${t_floor_pcie / t_floor:g}$ times the NVLink share.
+""")
+pcie = calc.tp_decode_step(given["model"], hw, g, collective_latency_s=t_floor_pcie,
+                           link_bytes_per_s=given["pcie_bytes_per_s"],
+                           bytes_per_value=value_bytes)
+assert math.isclose(pcie["latency_s"], floor_pcie_s, rel_tol=1e-12)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "kl_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
@@ -131,8 +218,8 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "kl_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# On NVLink, 160 x 5 µs = 0.8 ms against a $35\text{ GB} / 3.35\text{ TB/s} = 10.4$ ms read:
-# about 8%, a step of 11.2 ms and ~89 tok/s for a model that fits no single card. Over PCIe the same 160
-# collectives at ~25 µs cost 4 ms, ~38% of the read. That is the placement rule: TP talks every
-# layer of every token, so it stays inside the NVLink domain of one node.
+# Over NVLink the latency floor costs a modest share of the per-GPU read (h). Over PCIe the same
+# number of collectives, each several times slower, cost several times that share (l), eating
+# much of what splitting the weights saved. That is the placement rule: TP talks at every layer
+# of every token, so it stays inside the NVLink domain of one node.
 # ### END SOLUTION

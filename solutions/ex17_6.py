@@ -15,25 +15,29 @@
 # %% [markdown]
 # # Exercise 17-6 · The pipeline bubble, and where TP stops and PP starts
 #
-# *Calculation, 17 §7.* Pipeline parallelism (PP) gives each of $p$ GPUs a contiguous run of
-# layers, a stage; a token's activation crosses each boundary between stages once. Fed with
-# $m$ microbatches back to back, every stage works $m$ stage-steps, but filling and draining
-# the pipe adds $p - 1$ more, so the idle share of stage-time is
+# *Calculation, 17 §7 (pipeline parallelism and the 405B placement; the companion's 17.7
+# notebook).* Pipeline parallelism (PP) gives each of $S$ GPUs a contiguous run of layers, a
+# stage; a token's activation, $d_\text{model}$ values of 2 bytes, crosses each boundary between
+# stages once. Fed with $M$ microbatches back to back, every stage works $M$ stage-steps, but
+# filling and draining the pipe adds $S - 1$ more, so the idle share of stage-time is
 #
-# $$\text{bubble} = \frac{p - 1}{m + p - 1}.$$
+# $$\text{bubble} = \frac{S - 1}{M + S - 1}.$$
 #
-# Placement follows the communication arithmetic: TP as wide as the NVLink domain (one node),
-# and PP stages across nodes only when one node cannot hold the weights plus the runtime
-# reserve.
+# Placement follows the communication arithmetic: TP as wide as the NVLink domain (one node of
+# $g_\text{node}$ GPUs), and PP stages across nodes only when one node cannot hold the weights
+# plus the runtime reserve. A layout of $g$ GPUs holds $D_w$ bytes of weights on cards of
+# capacity $C$ with a reserve $M_u$ per GPU when $D_w / g + M_u < C$.
 #
 # 1. **(a)** Layers per stage; **(b)** stage boundaries a token crosses; **(c)** bytes handed
-#    across one boundary per token (one activation vector, 2 bytes per value).
+#    across one boundary per token.
 # 2. **(d)**, **(e)** The bubble, in %, for each of the two microbatch counts.
-# 3. **(f)** The fewest microbatches that bring the bubble to the target or below.
+# 3. **(f)** The fewest microbatches that bring the bubble to the target $t$ or below.
 # 4. For the 405B model on the given card, with the given GPUs per node (8 at seed 0):
-#    **(g)** weights per GPU at TP over one whole node, in GB; **(h)** does that fit with the reserve? (`True`/`False`);
-#    **(i)** the GPUs in the smallest layout that fits when TP fills the node first and whole
-#    nodes are added as PP stages; **(j)** the weights per GPU in that layout, in GB.
+#    **(g)** weights per GPU at TP over one whole node, $D_w / g_\text{node}$, in GB;
+#    **(h)** does that fit with the reserve? (`True`/`False`);
+#    **(i)** the GPUs in the smallest layout that fits when TP fills the node first (TP = 1, 2,
+#    4, ... up to $g_\text{node}$ on one node, then TP = $g_\text{node}$ with PP = 2, 3, ...
+#    whole nodes); **(j)** the weights per GPU in that layout, in GB.
 #
 # The 405B model is fixed; the node size (4 or 8 GPUs), the card and the reserve change with
 # the seed, and with them (g)-(j). If a seed would give an unfair variant (a tie, an
@@ -41,21 +45,21 @@
 # seed and prints why.
 #
 # Your given data come from `grading.params("17-6", SEED)`. Seed 0 is the chapter's own data
-# (the 70B shape at p = 4 with m = 16 and 64, the 405B on H100 SXMs), plus a 5% bubble target
-# of ours; your instructor may give you another seed.
+# (the 70B shape at $S$ = 4 with $M$ = 16 and 64, the 405B on H100 SXMs), plus a 5% bubble
+# target of ours; your instructor may give you another seed.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import grading, units
 
 SEED = 0
 given = grading.params("17-6", SEED)
-p, (m1, m2), target = given["stages"], given["microbatches"], given["target_bubble"]
+S, (M1, M2), target = given["stages"], given["microbatches"], given["target_bubble"]
 hw, node = given["hardware"], given["gpus_per_node"]
-print(f"pipeline: {given['model'].name}, {given['n_layers']} layers, hidden size "
-      f"{given['hidden_size']:,}; p = {p} stages; m = {m1} or {m2}; target bubble {target:.0%}")
-print(f"placement: {given['big_model'].name}, {given['big_weight_bytes'] / units.GB:g} GB of "
-      f"weights on {hw.name} ({hw.mem_bytes / units.GB:g} GB), {node} GPUs per node, reserve "
-      f"{given['reserve_bytes'] / units.GB:g} GB per GPU")
+print(f"pipeline: {given['model'].name}, n_layers = {given['n_layers']}, d_model = "
+      f"{given['hidden_size']:,}; S = {S} stages; M = {M1} or {M2}; target bubble {target:.1%}")
+print(f"placement: {given['big_model'].name}, D_w = {given['big_weight_bytes'] / units.GB:g} GB "
+      f"of weights on {hw.name} (C = {hw.mem_bytes / units.GB:g} GB), g_node = {node} GPUs per "
+      f"node, reserve M_u = {given['reserve_bytes'] / units.GB:g} GB per GPU")
 
 # %% [markdown]
 # ## (a)-(e) The pipeline
@@ -65,13 +69,45 @@ print(f"placement: {given['big_model'].name}, {given['big_weight_bytes'] / units
 # %% nbgrader={"grade": false, "grade_id": "ae_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 layers_per_stage = boundaries = handoff_bytes = bubble1_pct = bubble2_pct = None
 ### BEGIN SOLUTION
-layers_per_stage = given["n_layers"] / p
-boundaries = p - 1
-handoff_bytes = given["hidden_size"] * 2
-bubble1_pct = 100 * (p - 1) / (m1 + p - 1)
-bubble2_pct = 100 * (p - 1) / (m2 + p - 1)
-print(f"{layers_per_stage:g} layers per stage, {boundaries} boundaries of {handoff_bytes:,} B; "
-      f"bubble {bubble1_pct:.1f}% at m = {m1}, {bubble2_pct:.1f}% at m = {m2}")
+import math
+
+from companion import calc, display
+
+
+def tex(x, fmt=",.0f"):
+    """x for LaTeX: thousands separated by {,} (a bare comma would add a space)."""
+    return format(x, fmt).replace(",", "{,}")
+
+
+n_layers, d_model = given["n_layers"], given["hidden_size"]
+layers_per_stage = n_layers / S
+boundaries = S - 1
+handoff_bytes = d_model * 2
+bubble1_pct = 100 * (S - 1) / (M1 + S - 1)
+bubble2_pct = 100 * (S - 1) / (M2 + S - 1)
+display.md(rf"""
+**(a)** $n_\text{{layers}} / S = {n_layers} / {S} = {layers_per_stage:g}$ layers per stage.
+
+**(b)** $S$ stages in a row have $S - 1 = {boundaries}$ boundaries between them.
+
+**(c)** One activation vector per boundary per token: $d_\text{{model}} \times 2\ \text{{B}} =
+{tex(d_model)} \times 2 = {tex(handoff_bytes)}\ \text{{B}}$
+($= {handoff_bytes / units.KiB:g}$ KiB).
+
+**(d), (e)** The fill and drain take $S - 1$ of the $M + S - 1$ stage-steps:
+
+$$\frac{{S - 1}}{{M + S - 1}} = \frac{{{S - 1}}}{{{M1} + {S - 1}}} = \frac{{{S - 1}}}{{{M1 + S - 1}}}
+= {bubble1_pct:.2f}\,\% \quad (M = {M1}),$$
+
+$$\frac{{S - 1}}{{M + S - 1}} = \frac{{{S - 1}}}{{{M2} + {S - 1}}} = \frac{{{S - 1}}}{{{M2 + S - 1}}}
+= {bubble2_pct:.2f}\,\% \quad (M = {M2}).$$
+""")
+# the companion's own 17 §7 pipeline agrees
+pp = calc.pp_stages(given["model"], S, M1)
+assert (pp["layers_per_stage"], pp["boundaries"], pp["handoff_bytes"]) == (
+    layers_per_stage, boundaries, handoff_bytes)
+assert math.isclose(100 * pp["bubble"], bubble1_pct, rel_tol=1e-12)
+assert math.isclose(100 * calc.pipeline_bubble(S, M2), bubble2_pct, rel_tol=1e-12)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ae_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
@@ -90,10 +126,30 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "f_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 m_needed = None
 ### BEGIN SOLUTION
-m_needed = 1
-while (p - 1) / (m_needed + p - 1) > target:
-    m_needed += 1
-print(f"m >= {m_needed} microbatches for a bubble <= {target:.0%}")
+# (S - 1) / (M + S - 1) <= t  <=>  M >= (S - 1)(1/t - 1): the smallest whole M is its ceiling
+# (a bound that is whole up to rounding error counts as whole: there the bubble equals the
+# target exactly, which meets it)
+m_bound = (S - 1) * (1 / target - 1)
+m_needed = max(1, math.ceil(m_bound - 1e-9))
+
+
+def bubble_pct(M):
+    return 100 * (S - 1) / (M + S - 1)
+
+
+display.md(rf"""
+**(f)** Solve the bubble formula for $M$, with $t$ the target:
+
+$$\frac{{S - 1}}{{M + S - 1}} \le t \iff M \ge (S - 1)\left(\frac{{1}}{{t}} - 1\right)
+= {S - 1} \times \left(\frac{{1}}{{{target:g}}} - 1\right) = {m_bound:.2f},
+\qquad M = {m_needed}.$$
+
+Check: $M = {m_needed}$ gives ${bubble_pct(m_needed):.3f}\,\%$, within the
+${100 * target:g}\,\%$ target; $M = {m_needed - 1}$ gives ${bubble_pct(m_needed - 1):.3f}\,\%$,
+above it.
+""")
+assert calc.pipeline_bubble(S, m_needed) <= target * (1 + 1e-12)
+assert calc.pipeline_bubble(S, m_needed - 1) > target * (1 + 1e-12)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "f_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
@@ -102,11 +158,12 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "af_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# 80 layers over 4 stages is 20 each, with 3 boundaries of one 16 KiB activation: PP's traffic
-# is small enough to cross nodes. Its price is the bubble: 3 / 19 = 15.8% idle at m = 16 and
-# 3 / 67 = 4.5% at m = 64; a 5% target needs (p - 1)(1/0.05 - 1) = 57 microbatches in flight.
-# Those have to come from traffic, which is why PP is a throughput layout: a single stream
-# still visits every layer in turn, and a deep pipeline under light load is mostly bubble.
+# A token crosses $S - 1$ boundaries, each with one activation vector of a few kilobytes: PP's
+# traffic is small enough to cross nodes. Its price is the bubble, which shrinks only as the
+# microbatches outnumber the stages: a small target needs $(S - 1)(1/t - 1)$ microbatches in
+# flight, many times the number of stages. Those have to come from concurrent traffic, which is
+# why PP is a throughput layout: a single stream still visits every layer in turn, and a deep
+# pipeline under light load is mostly bubble.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -117,24 +174,45 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "gj_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 node_per_gpu_gb = node_fits = layout_gpus = layout_per_gpu_gb = None
 ### BEGIN SOLUTION
-W, reserve = given["big_weight_bytes"], given["reserve_bytes"]
+D_w, C, reserve = given["big_weight_bytes"], hw.mem_bytes, given["reserve_bytes"]
+node_per_gpu = D_w / node
+node_per_gpu_gb = node_per_gpu / units.GB
+node_fits = node_per_gpu + reserve < C
+# D_w / g + M_u < C  <=>  g > D_w / (C - M_u): more GPUs than this bound
+g_bound = D_w / (C - reserve)
+if node_fits:       # TP alone on one node: the smallest power of two above the bound
+    layout_gpus = 2 ** (math.floor(math.log2(g_bound)) + 1) if g_bound >= 1 else 1
+    how = rf"TP = {layout_gpus}, the smallest power of two above ${g_bound:.2f}$, on one node"
+else:               # TP = g_node on each node, PP = whole nodes: the fewest above the bound
+    stages = math.floor(g_bound / node) + 1
+    layout_gpus = node * stages
+    how = (rf"TP = {node} on each node and PP = $\lfloor {g_bound:.2f} / {node} \rfloor + 1 = "
+           rf"{stages}$ nodes: ${node} \times {stages} = {layout_gpus}$ GPUs")
+layout_per_gpu_gb = D_w / layout_gpus / units.GB
+verdict, relation = ("fits", "<") if node_fits else ("does not fit", r"\ge")
+display.md(rf"""
+**(g)** $D_w / g_\text{{node}} = {D_w / units.GB:g}\ \text{{GB}} / {node} =
+{node_per_gpu_gb:.2f}\ \text{{GB}}$ per GPU.
 
+**(h)** $D_w / g_\text{{node}} + M_u = {node_per_gpu_gb:.2f} + {reserve / units.GB:g} =
+{(node_per_gpu + reserve) / units.GB:.2f}\ \text{{GB}} {relation} C = {C / units.GB:g}\ \text{{GB}}$:
+one node **{verdict}**.
 
-def fits(gpus):
-    return W / gpus + reserve < hw.mem_bytes
+**(i)** Each GPU's share of the weights must stay below $C - M_u$, so a layout needs
 
+$$g > \frac{{D_w}}{{C - M_u}} = \frac{{{D_w / units.GB:g}}}{{{C / units.GB:g} - {reserve / units.GB:g}}}
+= {g_bound:.2f}\ \text{{GPUs}},$$
 
-node_per_gpu_gb = W / node / units.GB
-node_fits = fits(node)
-layout_gpus = next(tp for tp in (1, 2, 4, 8) if fits(tp)) if node_fits else None
-stages = 2
-while layout_gpus is None:
-    if fits(node * stages):
-        layout_gpus = node * stages
-    stages += 1
-layout_per_gpu_gb = W / layout_gpus / units.GB
-print(f"TP = {node}: {node_per_gpu_gb:.1f} GB per GPU, fits: {node_fits}; smallest layout "
-      f"{layout_gpus} GPUs at {layout_per_gpu_gb:.1f} GB each")
+which gives {how}.
+
+**(j)** $D_w / g = {D_w / units.GB:g}\ \text{{GB}} / {layout_gpus} = {layout_per_gpu_gb:.2f}\ \text{{GB}}$
+per GPU, leaving ${(C - reserve) / units.GB - layout_per_gpu_gb:.2f}$ GB of each card for the
+KV cache.
+""")
+layout = calc.parallel_layout(given["big_model"], hw, reserve_bytes=reserve, gpus_per_node=node)
+assert (layout["gpus"], layout["pp"] == 1) == (layout_gpus, node_fits)
+assert math.isclose(calc.weights_per_gpu_bytes(given["big_model"], node), node_per_gpu,
+                    rel_tol=1e-12)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "gj_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
@@ -146,8 +224,9 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "gj_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# 405e9 x 2 B = 810 GB; one node at TP = 8 puts 101 GB on each 80 GB card, so it does not fit.
-# Keeping TP at the node's 8 and adding a second node as a PP stage gives 16 GPUs at ~51 GB
-# each, with room left for KV: two nodes, TP inside each over NVLink, one activation handoff
-# between them per token.
+# Each GPU's share of the weights must stay below $C - M_u$, so any layout needs more than
+# $D_w / (C - M_u)$ GPUs. When that is more than one node, TP stays at the node's width, over
+# NVLink, and whole nodes are added as PP stages, with one activation handoff between them per
+# token; what each card has left above its share of the weights and the reserve is room for
+# the KV cache. At the chapter's data one node of 8 falls short and two nodes fit.
 # ### END SOLUTION

@@ -63,14 +63,14 @@ def _mistakes(g: dict) -> dict:
                          (math.ceil((mem - small_w - reserve) / seq_small), floor)],
         "c-big-ratio": [(mem / big_w, "weights over card memory, not the reverse")],
         "d-big-free-gpu": [(gb(mem - big_w - reserve), "the weights shard: each GPU holds "
-                                                       "weights / tp"),
+                                                       "weights / g"),
                            (gb(mem - big_w / p), no_reserve)],
-        "e-big-free-total": [(gb(mem - big_w / p - reserve), "add up the KV space of all tp GPUs"),
+        "e-big-free-total": [(gb(mem - big_w / p - reserve), "add up the KV space of all g GPUs"),
                              (gb(p * (mem - big_w / p)), no_reserve)],
         "f-big-kv-heads": [(g["big_model"].n_query_heads / p, "shard the KV heads, not the query "
                                                               "heads")],
         "g-big-seqs": [((mem - big_w / p - reserve) // seq_big,
-                        "the KV heads shard with the weights, so all tp GPUs' free memory "
+                        "the KV heads shard with the weights, so all g GPUs' free memory "
                         "holds sequences: use the aggregate"),
                        (p * (mem - big_w / p) // seq_big, no_reserve),
                        (math.ceil(p * (mem - big_w / p - reserve) / seq_big), floor)],
@@ -88,7 +88,7 @@ def exercises() -> list[Exercise]:
                  "sequences", "exact", points=2),
             Part("c-big-ratio", "the large model's weights as a multiple of one card's memory",
                  "x", "rel", 0.005),
-            Part("d-big-free-gpu", "KV space per GPU with the large model sharded over tp GPUs",
+            Part("d-big-free-gpu", "KV space per GPU with the large model sharded over g GPUs",
                  "GB", "rel", 0.005),
             Part("e-big-free-total", "KV space of the whole TP group", "GB", "rel", 0.005),
             Part("f-big-kv-heads", "KV heads each GPU holds", "heads", "rel", 0.001),

@@ -67,8 +67,8 @@ def _mistakes(g: dict) -> dict:
     w = P * g["bytes_per_param"]
     sparse = "use the dense BF16 peak; the headline figure assumes 2:4 sparsity and is 2x"
     no_kv = ("the KV cache does not amortize: every sequence's live KV is read each step, so "
-             "add B x L x k to the bytes")
-    kv_once = "each of the B sequences reads its own KV: B x L x k bytes, not L x k"
+             "add b x L x k to the bytes")
+    kv_once = "each of the b sequences reads its own KV: b x L x k bytes, not L x k"
     out = {
         "a-ridge": [(hw.mem_bw_bytes_per_s / hw.peak_flops_per_s, "ridge = peak FLOP/s / "
                                                                   "bandwidth (bytes/s)"),
@@ -98,10 +98,10 @@ def exercises() -> list[Exercise]:
             Part("b-i1", "decode intensity at batch 1", "FLOP/B", "rel", 0.005),
             Part("c-peak1", "batch-1 decode's attainable share of peak compute", "%", "rel",
                  0.005),
-            Part("d-iB", "decode intensity at batch B, weights only", "FLOP/B", "rel", 0.005),
-            Part("e-iB-short", "effective decode intensity at batch B with short live contexts",
+            Part("d-iB", "decode intensity at batch b, weights only", "FLOP/B", "rel", 0.005),
+            Part("e-iB-short", "effective decode intensity at batch b with short live contexts",
                  "FLOP/B", "rel", 0.005),
-            Part("f-iB-long", "effective decode intensity at batch B with long live contexts",
+            Part("f-iB-long", "effective decode intensity at batch b with long live contexts",
                  "FLOP/B", "rel", 0.005),
             Part("g-bound-long", "which roof caps batched decode at long contexts", kind="choice",
                  options=MEMORY_OR_COMPUTE),

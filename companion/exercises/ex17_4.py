@@ -53,10 +53,10 @@ def _mistakes(g: dict) -> dict:
     step_bytes = w + b * L * k
     sparse = "divide by the dense BF16 peak, not the 2:4-sparse headline (2x)"
     out = {
-        "a-bytes-per-token": [(gb(step_bytes), "that is one step's bytes; a step emits B tokens, "
-                                               "so divide the shared weight read by B")],
+        "a-bytes-per-token": [(gb(step_bytes), "that is one step's bytes; a step emits b tokens, "
+                                               "so divide the shared weight read by b")],
         "b-mbu": [(pct(rate * step_bytes / hw.mem_bw_bytes_per_s),
-                   "bytes per token are D_w / B + L k: each step's weight read serves B tokens")],
+                   "bytes per token are D_w / b + L k: each step's weight read serves b tokens")],
         "c-mfu-decode": [(s["c-mfu-decode"] / 2, sparse)],
         "d-headroom": [(s["b-mbu"] / 100, "headroom is 1 / MBU: how far the rate can still rise")],
         "g-mfu-prefill": [(s["g-mfu-prefill"] / 2, sparse)],

@@ -70,8 +70,8 @@ def _mistakes(g: dict) -> dict:
            "MLP's down-projection")
     return {
         "b-ring": [((p - 1) / p * act, "a ring all-reduce is a reduce-scatter plus an "
-                                       "all-gather: 2(p-1)/p of the vector per GPU"),
-                   (act, "per GPU, a ring all-reduce sends 2(p-1)/p of the vector")],
+                                       "all-gather: 2(g-1)/g of the vector per GPU"),
+                   (act, "per GPU, a ring all-reduce sends 2(g-1)/g of the vector")],
         "c-collectives": [(g["n_layers"], two), (2 * g["n_layers"] * p,
                                                  "count per token on one GPU, not summed over "
                                                  "the GPUs")],
@@ -80,7 +80,7 @@ def _mistakes(g: dict) -> dict:
                                "bytes, then divide by 1e6 for MB"),
                               (s["d-bytes-per-token"] / 2, two)],
         "f-floor-nvlink": [(s["f-floor-nvlink"] / 2, two)],
-        "g-read": [(s["g-read"] * p, "each GPU streams only 1/p of the weights")],
+        "g-read": [(s["g-read"] * p, "each GPU streams only 1/g of the weights")],
         "h-overhead-nvlink": [(pct(nv["latency_s"] / nv["step_s"]),
                                "compare the floor with the read time, not with the whole step")],
         "i-step": [(s["g-read"], "add the collectives' latency floor to the read time")],
@@ -104,8 +104,8 @@ def exercises() -> list[Exercise]:
             Part("g-read", "per-GPU weight read time of one decode step", "ms", "rel", 0.005),
             Part("h-overhead-nvlink", "NVLink latency floor as a share of the read time", "%",
                  "rel", 0.01),
-            Part("i-step", "decode step at TP = p over NVLink", "ms", "rel", 0.005),
-            Part("j-tok-s", "batch-1 decode ceiling at TP = p over NVLink", "tok/s", "rel", 0.005),
+            Part("i-step", "decode step at TP = g over NVLink", "ms", "rel", 0.005),
+            Part("j-tok-s", "batch-1 decode ceiling at TP = g over NVLink", "tok/s", "rel", 0.005),
             Part("k-floor-pcie", "latency floor per token over PCIe", "ms", "rel", 0.005),
             Part("l-overhead-pcie", "PCIe latency floor as a share of the read time", "%", "rel",
                  0.01),

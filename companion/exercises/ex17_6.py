@@ -72,16 +72,16 @@ def _solve(g: dict) -> dict:
 def _mistakes(g: dict) -> dict:
     s = _solve(g)
     p, (m1, m2), t = g["stages"], g["microbatches"], g["target_bubble"]
-    total = "the pipe runs m + p - 1 stage-steps: bubble = (p - 1) / (m + p - 1)"
+    total = "the pipe runs M + S - 1 stage-steps: bubble = (S - 1) / (M + S - 1)"
     return {
-        "b-boundaries": [(p, "p stages have p - 1 boundaries between them")],
+        "b-boundaries": [(p, "S stages have S - 1 boundaries between them")],
         "c-handoff": [(s["c-handoff"] * (p - 1), "per boundary: one activation vector, "
-                                                 "hidden x 2 bytes")],
+                                                 "d_model x 2 bytes")],
         "d-bubble-m1": [(pct((p - 1) / m1), total), (pct((p - 1) / (m1 + p)), total)],
         "e-bubble-m2": [(pct((p - 1) / m2), total), (pct((p - 1) / (m2 + p)), total)],
         "f-m-needed": [(math.ceil((p - 1) / t - 1e-9),
-                        "solve (p - 1) / (m + p - 1) <= target for m: m >= (p - 1)(1/target - 1)"),
-                       (s["f-m-needed"] - 1, "round m up: one fewer microbatch misses the "
+                        "solve (S - 1) / (M + S - 1) <= t for M: M >= (S - 1)(1/t - 1)"),
+                       (s["f-m-needed"] - 1, "round M up: one fewer microbatch misses the "
                                              "target")],
         "g-node-per-gpu": [(gb(g["big_weight_bytes"]), "divide the weights over the node's "
                                                        "GPUs")],
