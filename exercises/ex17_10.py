@@ -15,28 +15,36 @@
 # %% [markdown]
 # # Exercise 17-10 · Which batch size should we run?
 #
-# *Calculation, 17 §5 and the interview questions.* The batch is not a free parameter: two
-# limits pin it. Every added sequence adds its live KV to each decode step,
+# *Calculation, 17 §5 and the interview questions.* The batch $b$ is not a free parameter:
+# two limits pin it. Every added sequence adds its live KV, $L$ tokens at $k$ bytes each, to
+# each decode step, which also streams the $D_w$ weight bytes, at bandwidth $\beta$ (17 §5):
 #
-# $$t_\text{step}(B) = \frac{D_w + B\,L_\text{live}\,k}{\text{bandwidth}},$$
+# $$t_\text{step}(b) = \frac{D_w + b\,L\,k}{\beta},$$
 #
-# so an inter-token latency (ITL) target caps the batch from above; and the KV memory caps it
-# too, at the free memory over each sequence's footprint. A worst-case allocator charges every
-# sequence its full reservation; a paged one only the live tokens (the chapter divides by the
-# live bytes alone, with no block rounding, and so do we).
+# so an inter-token latency target $\text{ITL}_\text{target}$ caps the batch from above:
+# $t_\text{step}(b) \le \text{ITL}_\text{target}$. The KV memory caps it too. Of the card's
+# memory $C$, the weights take $M_w = D_w$ and the runtime a reserve $M_a + M_u$ (activations
+# and other buffers), which leaves $M_{KV} = C - M_w - (M_a + M_u)$ for the cache. A worst-case
+# allocator charges every sequence its full reservation of $L_\text{res}$ tokens; a paged one
+# only the $L$ live tokens (the chapter divides by the live bytes alone, with no block
+# rounding, and so do we):
 #
-# 1. **(a)** The KV space on the card after weights and reserve, in GB.
+# $$b_\text{res} = \left\lfloor \frac{M_{KV}}{L_\text{res}\,k} \right\rfloor, \qquad
+# b_\text{paged} = \left\lfloor \frac{M_{KV}}{L\,k} \right\rfloor .$$
+#
+# 1. **(a)** The KV space $M_{KV}$, in GB.
 # 2. **(b)** The batch cap with worst-case reservations; **(c)** with paged KV.
 # 3. **(d)** The decode step at the paged cap, in ms.
 # 4. **(e)** The largest batch whose step meets the ITL target.
 # 5. **(f)** With paged KV, which limit binds: `"ITL target"` or `"KV memory"`?
-#    **(g)** The decode throughput at the batch you would run, tok/s.
+#    **(g)** The decode throughput $b / t_\text{step}(b)$ at the batch you would run, tok/s.
 #    **(h)** And with worst-case reservations, which limit binds?
 #
-# Your given data come from `grading.params("17-10", SEED)`. Seed 0 is the chapter's own data
-# (the 8B on an H100 SXM, 600 live tokens per sequence, 8,000-token reservations, a 4 GB
-# reserve) with a 20 ms ITL target of ours (the chapter asks for "a few tens of ms"); your
-# instructor may give you another seed.
+# Sizes are decimal ($10^9$ bytes to the GB). Your given data come from
+# `grading.params("17-10", SEED)`. Seed 0 is the chapter's own data (the 8B on an H100 SXM,
+# 600 live tokens per sequence, 8,000-token reservations, a 4 GB reserve) with a 20 ms ITL
+# target of ours (the chapter asks for "a few tens of ms"); your instructor may give you
+# another seed.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import math
@@ -47,13 +55,14 @@ SEED = 0
 given = grading.params("17-10", SEED)
 hw = given["hardware"]
 D_w, k = given["weight_bytes"], given["kv_bytes_per_token"]
-L, R = given["live_tokens"], given["reservation_tokens"]
-target = given["itl_target_s"]
-print(f"card: {hw.name}, {hw.mem_bytes / units.GB:g} GB at {hw.mem_bw_bytes_per_s / 1e12:g} "
-      f"TB/s; reserve {given['reserve_bytes'] / units.GB:g} GB")
-print(f"model: {given['model'].name}: weights {D_w / units.GB:g} GB, k = {k:,} B per token")
-print(f"{L:,} live tokens per sequence; worst-case reservation {R:,} tokens; ITL target "
-      f"{target / units.ms:g} ms")
+L, L_res = given["live_tokens"], given["reservation_tokens"]
+itl_target = given["itl_target_s"]
+print(f"card: {hw.name}, C = {hw.mem_bytes / units.GB:g} GB at beta = "
+      f"{hw.mem_bw_bytes_per_s / 1e12:g} TB/s; reserve M_a + M_u = "
+      f"{given['reserve_bytes'] / units.GB:g} GB")
+print(f"model: {given['model'].name}: weights D_w = {D_w / units.GB:g} GB, k = {k:,} B per token")
+print(f"L = {L:,} live tokens per sequence; worst-case reservation L_res = {L_res:,} tokens; "
+      f"ITL target {itl_target / units.ms:g} ms")
 
 # %% [markdown]
 # ## (a)-(d) The memory caps

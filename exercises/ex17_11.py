@@ -15,25 +15,48 @@
 # %% [markdown]
 # # Exercise 17-11 · Head-of-line blocking, and what chunked prefill trades for it
 #
-# *Calculation, 17 §3 and §6.* A prefill of $n$ tokens costs $2Pn$ FLOPs and runs at an
-# assumed fraction of peak (attention FLOPs ignored, as in the chapter). A request's wall
-# clock is its TTFT (here: the prefill alone, no queueing) plus one decode step per output
-# token. When a long prompt is prefilled in one piece, every in-flight decode waits for it;
-# chunked prefill instead runs one fixed-size chunk per iteration next to the decode step.
+# *Calculation, 17 §3 and §6.* A prefill of $n$ tokens costs $2Nn$ FLOPs ($N$ parameters;
+# attention FLOPs ignored, as in the chapter) and runs at an assumed fraction $u$ of the peak
+# $\pi$ (17 §2-§3):
+#
+# $$T_\text{prefill}(n) = \frac{2 N n}{u\,\pi}.$$
+#
+# Decode runs at a healthy batch, one step $T_\text{step}$ per output token. The given step is
+# 17 §5's memory-bound step of its naive batch, $T_\text{step} = (D_w + b\,L\,k)/\beta$ with
+# $b$ sequences of $L$ live tokens (the given data print the inputs): the step 17 §6 and its
+# notebook run next to each chunk. A request's wall clock is its TTFT (here: the prefill alone,
+# no queueing) plus one step per output token, $T = \text{TTFT} + G\,T_\text{step}$ (17 §3).
+#
+# When a long prompt of $n$ tokens is prefilled in one piece, it joins the same round as the
+# running decodes' next step, so that round takes $T_\text{step} + T_\text{prefill}(n)$: every
+# running stream waits that long for its next token, the worst ITL (the companion's scheduler
+# simulator gives exactly this round). Chunked prefill instead runs one chunk of $c$ tokens per
+# round next to the decode step (17 §6):
+#
+# $$\text{chunks} = \left\lceil \frac{n}{c} \right\rceil, \qquad
+# T_\text{chunk} = \frac{2 N c}{u\,\pi}, \qquad
+# T_r = T_\text{step} + T_\text{chunk}, \qquad
+# \text{TTFT} \approx \text{chunks} \times T_r .$$
 #
 # 1. **(a)** The prefill time of the typical prompt, in ms, and **(b)** the share of the
-#    request's wall clock spent decoding, in %.
-# 2. **(c)** The stall an unchunked long prompt imposes on every in-flight decode, in ms, and
-#    **(d)** the worst ITL as a multiple of the normal step.
+#    request's wall clock spent decoding, $G\,T_\text{step} / T$, in %.
+# 2. **(c)** The stall an unchunked long prompt imposes on every in-flight decode,
+#    $T_\text{prefill}(n)$ of the long prompt, in ms, and **(d)** the worst ITL as a multiple
+#    of the normal step, $(T_\text{step} + T_\text{prefill}) / T_\text{step}$.
 # 3. **(e)** The chunks the long prompt splits into; **(f)** one chunk's compute time, in ms;
-#    **(g)** one iteration (decode step + one chunk), in ms; **(h)** how much the worst ITL
-#    improves, (c) / (g).
-# 4. **(i)** The long prompt's TTFT when chunked, charging every chunk a full iteration, in
-#    ms, and **(j)** its increase over a dedicated prefill, in %.
+#    **(g)** one round $T_r$ (decode step + one chunk), in ms; **(h)** how much the worst ITL
+#    improves, $(T_\text{step} + T_\text{prefill}) / T_r$.
+# 4. **(i)** The long prompt's TTFT when chunked, charging every chunk a full round, in ms, and
+#    **(j)** its increase over a dedicated prefill, (i) / (c) - 1, in %.
+#
+# **Changed (issue 24).** The decode step is now §5's unrounded step (the 6.1 ms of §6 at seed
+# 0), no longer §3's rounded 6 ms, and the worst ITL without chunking counts the decode step
+# plus the prefill, as the simulator does; (d) and (h) follow. The chapter's own ratios in §3
+# and §6 count the prefill alone; the solution shows both readings.
 #
 # Your given data come from `grading.params("17-11", SEED)`. Seed 0 is the chapter's own data
-# (8B on an H100 SXM at 50% of peak, a 2,048-token prompt and 250 outputs, a ~6 ms decode
-# step, an 8,000-token prompt in 512-token chunks); your instructor may give you another seed.
+# (8B on an H100 SXM at 50% of peak, a 2,048-token prompt and 250 outputs, §5's step, an
+# 8,000-token prompt in 512-token chunks); your instructor may give you another seed.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import math
@@ -42,14 +65,18 @@ from companion import grading, units
 
 SEED = 0
 given = grading.params("17-11", SEED)
-hw, P, eff = given["hardware"], given["params"], given["efficiency"]
+hw, N, u = given["hardware"], given["params"], given["efficiency"]
 step = given["decode_step_s"]
-print(f"card: {hw.name}, {hw.peak_flops_per_s / 1e12:g} TFLOP/s dense; prefill at {eff:.0%} "
-      f"of peak; model {given['model'].name}, P = {P:.3g}")
-print(f"typical request: {given['prompt_tokens']:,}-token prompt, "
-      f"{given['output_tokens']} output tokens; decode step {step / units.ms:g} ms")
-print(f"long prompt {given['long_prompt_tokens']:,} tokens, chunks of "
-      f"{given['chunk_tokens']:,}")
+print(f"card: {hw.name}, pi = {hw.peak_flops_per_s / 1e12:g} TFLOP/s dense, beta = "
+      f"{hw.mem_bw_bytes_per_s / 1e12:g} TB/s; prefill at u = {u:.0%} of peak; model "
+      f"{given['model'].name}, N = {N:.3g}")
+print(f"typical request: {given['prompt_tokens']:,}-token prompt, G = "
+      f"{given['output_tokens']} output tokens")
+print(f"decode step T_step = (D_w + b L k) / beta = ({given['weight_bytes'] / units.GB:g} GB + "
+      f"{given['decode_batch']} x {given['live_tokens']} x {given['kv_bytes_per_token']:,} B) / "
+      f"beta = {step / units.ms:.3f} ms (17 §5's naive batch)")
+print(f"long prompt n = {given['long_prompt_tokens']:,} tokens, chunks of "
+      f"c = {given['chunk_tokens']:,}")
 
 # %% [markdown]
 # ## (a)-(d) One request, and one long prompt

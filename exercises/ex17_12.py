@@ -16,28 +16,38 @@
 # # Exercise 17-12 · What does PagedAttention buy, in memory and in tokens per second?
 #
 # *Calculation, 17 §5.* Before paging, a sequence's KV cache had to be contiguous, so each
-# request reserved room for the longest sequence it might become. PagedAttention hands out
-# fixed-size blocks on demand instead; a sequence wastes at most the empty slots of its last
-# block, and sequences sharing a prefix point at the same blocks. Empty reservations are never
-# read, so both systems stream only live KV per step: paging changes the batch size, the
-# number of sequences that ride along on every read of the weights.
+# request reserved room for the longest sequence it might become, $L_\text{max}$ tokens at $k$
+# bytes each (17 §4's $k$; the given data print it). PagedAttention hands out blocks of $p$
+# token slots on demand instead; a sequence wastes at most the empty slots of its last block,
+# and sequences sharing a prefix of $n_s$ tokens point at the same blocks. A request that holds
+# only $L_\text{turn}$ tokens leaves $1 - L_\text{turn}/L_\text{max}$ of its reservation empty.
 #
-# 1. **(a)** The KV a worst-case allocator reserves per request (max length), in GB, and
+# Empty reservations are never read, so both systems stream only live KV per step: paging
+# changes the batch $b$, the number of sequences that ride along on every read of the weights.
+# Of the card's memory $C$, the weights take $M_w = D_w$ and the runtime a reserve $M_a + M_u$,
+# which leaves $M_{KV} = C - M_w - (M_a + M_u)$ for the cache. With $L$ live tokens per
+# sequence and reservations of $L_\text{res}$ tokens (17 §5):
+#
+# $$b_\text{res} = \left\lfloor \frac{M_{KV}}{L_\text{res}\,k} \right\rfloor, \quad
+# b_\text{paged} = \left\lfloor \frac{M_{KV}}{L\,k} \right\rfloor, \quad
+# t_\text{step}(b) = \frac{D_w + b\,L\,k}{\beta}, \quad
+# \text{throughput} = \frac{b}{t_\text{step}(b)} .$$
+#
+# 1. **(a)** The KV a worst-case allocator reserves per request, $L_\text{max}\,k$, in GB, and
 #    **(b)** the share of it a short chat turn leaves empty, in %.
 # 2. **(c)** The worst-case paged waste per sequence (a last block holding a single token),
 #    in MB.
-# 3. With the card's free KV space (memory - weights - reserve) and the given live tokens per
-#    sequence: the decode throughput **(d)** with reservations of the given length and **(e)**
-#    paged (sequences dividing the free space by their live bytes, no block rounding);
-#    **(f)** the throughput gain; **(g)** the paged batch's decode step (its ITL), in ms.
-#    A step streams the weights plus every sequence's live KV.
-# 4. A system prompt shared by many users: its KV **(h)** when every user stores a copy and
-#    **(i)** with prefix sharing, in GB.
+# 3. The decode throughput **(d)** with reservations of $L_\text{res}$ tokens and **(e)** paged
+#    (sequences dividing $M_{KV}$ by their live bytes, no block rounding); **(f)** the
+#    throughput gain; **(g)** the paged batch's decode step (its ITL), in ms.
+# 4. A system prompt of $n_s$ tokens shared by $n_\text{users}$ users: its KV **(h)** when
+#    every user stores a copy and **(i)** with prefix sharing, in GB.
 #
-# Your given data come from `grading.params("17-12", SEED)`. Seed 0 is the chapter's own data
-# (8B on an H100 SXM: max_len 8,192, a 300-token turn, 16-token blocks, 600 live tokens against
-# 8,000-token reservations, a 2,000-token system prompt for 100 users); your instructor may
-# give you another seed.
+# Sizes are decimal ($10^9$ bytes to the GB, $10^6$ to the MB). Your given data come from
+# `grading.params("17-12", SEED)`. Seed 0 is the chapter's own data (8B on an H100 SXM:
+# max_len 8,192, a 300-token turn, 16-token blocks, 600 live tokens against 8,000-token
+# reservations, a 2,000-token system prompt for 100 users); your instructor may give you
+# another seed.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import grading, units
@@ -45,14 +55,15 @@ from companion import grading, units
 SEED = 0
 given = grading.params("17-12", SEED)
 hw, D_w, k = given["hardware"], given["weight_bytes"], given["kv_bytes_per_token"]
-print(f"card: {hw.name}, {hw.mem_bytes / units.GB:g} GB at {hw.mem_bw_bytes_per_s / 1e12:g} "
-      f"TB/s; reserve {given['reserve_bytes'] / units.GB:g} GB")
-print(f"model: {given['model'].name}: weights {D_w / units.GB:g} GB, k = {k:,} B per token")
-print(f"max_len {given['max_len_tokens']:,}; chat turn {given['used_tokens']} tokens; blocks of "
-      f"{given['block_tokens']} tokens")
-print(f"{given['live_tokens']} live tokens per sequence vs reservations of "
-      f"{given['reservation_tokens']:,}; a {given['prefix_tokens']:,}-token prefix shared by "
-      f"{given['users']} users")
+print(f"card: {hw.name}, C = {hw.mem_bytes / units.GB:g} GB at beta = "
+      f"{hw.mem_bw_bytes_per_s / 1e12:g} TB/s; reserve M_a + M_u = "
+      f"{given['reserve_bytes'] / units.GB:g} GB")
+print(f"model: {given['model'].name}: weights D_w = {D_w / units.GB:g} GB, k = {k:,} B per token")
+print(f"L_max = {given['max_len_tokens']:,}; chat turn L_turn = {given['used_tokens']} tokens; "
+      f"blocks of p = {given['block_tokens']} tokens")
+print(f"L = {given['live_tokens']} live tokens per sequence vs reservations of L_res = "
+      f"{given['reservation_tokens']:,}; a prefix of n_s = {given['prefix_tokens']:,} tokens "
+      f"shared by n_users = {given['users']}")
 
 # %% [markdown]
 # ## (a)-(c) Where the memory went

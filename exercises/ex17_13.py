@@ -16,13 +16,22 @@
 # # Exercise 17-13 · What is KV-aware routing worth on a long conversation?
 #
 # *Calculation, 17 §8.* In a multi-turn chat, turn $t$'s prompt is the whole conversation so
-# far: the first turn's tokens plus one new message per later turn. A worker that still holds
-# the conversation's KV blocks (a warm hit) prefills only the new message; any other worker
-# re-prefills everything. Prefill costs $2P$ FLOPs per token at an assumed fraction of peak.
+# far: the first turn's $n_1$ tokens plus $\Delta n$ new tokens per later turn,
+# $L_t = n_1 + (t - 1)\,\Delta n$. A worker that still holds the conversation's KV blocks (a
+# warm hit) prefills only the $\Delta n$ new tokens; any other worker re-prefills all $L_t$.
+# Prefill costs $2N$ FLOPs per token ($N$ parameters; attention ignored, as in the chapter) at
+# an assumed fraction $u$ of the peak $\pi$ (17 §8, as in its section notebook):
 #
-# 1. **(a)** The tokens in the conversation at the given turn; **(b)** the prefill FLOPs on a
-#    cold worker, in TFLOP; the TTFT on **(c)** a cold and **(d)** a warm worker, in ms;
-#    **(e)** their ratio.
+# $$\text{TTFT}_\text{cold} = \frac{2N\,L_t}{u\,\pi}, \qquad
+# \text{TTFT}_\text{warm} = \frac{2N\,\Delta n}{u\,\pi}, \qquad
+# \frac{\text{TTFT}_\text{cold}}{\text{TTFT}_\text{warm}} = \frac{L_t}{\Delta n}.$$
+#
+# A router that lands a share of the turns on a warm worker gives the mean
+# $\text{share} \times \text{TTFT}_\text{warm} + (1 - \text{share}) \times \text{TTFT}_\text{cold}$.
+#
+# 1. **(a)** The tokens in the conversation at the given turn, $L_t$; **(b)** the prefill
+#    FLOPs on a cold worker, in TFLOP; the TTFT on **(c)** a cold and **(d)** a warm worker,
+#    in ms; **(e)** their ratio.
 # 2. Two routers land the given shares of turns on a warm worker. The mean TTFT of
 #    **(f)** the better and **(g)** the worse router, in ms.
 #
@@ -35,13 +44,18 @@ from companion import grading, units
 
 SEED = 0
 given = grading.params("17-13", SEED)
-hw, P, eff = given["hardware"], given["params"], given["efficiency"]
+hw, N, u = given["hardware"], given["params"], given["efficiency"]
 good, poor = given["hit_rates"]
-print(f"card: {hw.name}, {hw.peak_flops_per_s / 1e12:g} TFLOP/s dense; prefill at {eff:.0%} "
-      f"of peak; model {given['model'].name}, P = {P:.3g}")
-print(f"conversation: {given['first_turn_tokens']:,} tokens, then "
-      f"{given['tokens_per_turn']:,} per turn; turn {given['turn']}")
-print(f"warm-hit rates: {good:.0%} and {poor:.0%}")
+print(f"card: {hw.name}, pi = {hw.peak_flops_per_s / 1e12:g} TFLOP/s dense; prefill at "
+      f"u = {u:.0%} of peak; model {given['model'].name}, N = {N:.3g}")
+print(f"conversation: n_1 = {given['first_turn_tokens']:,} tokens, then "
+      f"Delta n = {given['tokens_per_turn']:,} per turn; turn t = {given['turn']}")
+print(f"warm-hit shares: {good:.0%} and {poor:.0%}")
+
+# %% [markdown]
+# ## (a)-(e) One turn, cold and warm
+#
+# Set `context`, `cold_tflop`, `cold_ms`, `warm_ms` and `ratio`.
 
 # %% nbgrader={"grade": false, "grade_id": "ae_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 context = cold_tflop = cold_ms = warm_ms = ratio = None

@@ -17,19 +17,33 @@
 #
 # *Calculation, 17 §8.* With disaggregated serving, prefill and decode run on separate GPU
 # pools, each sized against its own bottleneck: the prefill pool in prompt tokens per second,
-# the decode pool in output tokens per second. The two sizes are two independent divisions,
-# each rounded up to whole groups. The price is a network hop: the prefill pool ships each
-# request's KV cache to a decode worker.
+# the decode pool in output tokens per second. Requests arrive at rate $\lambda$ with mean
+# prompt $\bar n$ and mean output $\bar G$ tokens; one GPU group sustains $\mu_p$ prompt
+# tokens/s of prefill or $\mu_d$ output tokens/s of decode. The two sizes are two independent
+# divisions, each rounded up to whole groups (17 §8, as in the section notebook):
 #
-# 1. **(a)** The prompt tokens per second the prefill pool must absorb and **(b)** the prefill
-#    groups needed.
-# 2. **(c)** The output tokens per second the decode pool must produce and **(d)** the decode
-#    groups needed; **(e)** prefill groups per decode group.
-# 3. **(f)** The KV one long request ships, in GB; the transfer time over **(g)** NVLink and
-#    **(h)** RDMA, in ms; **(i)** one layer's share of the RDMA transfer, in ms (engines ship
-#    layer by layer, overlapped with the prefill of later layers).
+# $$g_\text{prefill} = \left\lceil \frac{\lambda \bar n}{\mu_p} \right\rceil, \qquad
+# g_\text{decode} = \left\lceil \frac{\lambda \bar G}{\mu_d} \right\rceil .$$
 #
-# The RDMA link is quoted in gigabits per second, as NICs are.
+# The price is a network hop: the prefill pool ships each request's KV cache, $L$ tokens at
+# $k$ bytes each, to a decode worker over a link of bandwidth $\beta_\text{link}$:
+#
+# $$T_\text{ship} = \frac{L\,k}{\beta_\text{link}}, \qquad
+# k = 2\, n_\text{layers}\, n_\text{kv}\, d_\text{head} \cdot 2\ \text{B (BF16; 17 §4)}.$$
+#
+# The given data print $k$ and $n_\text{layers}$ for the model.
+#
+# 1. **(a)** The prompt tokens per second the prefill pool must absorb, $\lambda \bar n$, and
+#    **(b)** the prefill groups needed.
+# 2. **(c)** The output tokens per second the decode pool must produce, $\lambda \bar G$, and
+#    **(d)** the decode groups needed; **(e)** prefill groups per decode group.
+# 3. **(f)** The KV one long request ships, $L k$, in GB; the transfer time over **(g)** NVLink
+#    and **(h)** RDMA, in ms; **(i)** one layer's share of the RDMA transfer,
+#    $T_\text{ship} / n_\text{layers}$, in ms (engines ship layer by layer, overlapped with the
+#    prefill of later layers).
+#
+# The RDMA link is quoted in gigabits per second, as NICs are: divide by 8 for bytes. GB and
+# GB/s are decimal ($10^9$).
 # Your given data come from `grading.params("17-7", SEED)`. Seed 0 is the chapter's own data
 # (100 req/s, 2,000-token prompts, 250-token outputs, 10,000 and 2,500 tok/s per group, one
 # 8,000-token request of the 70B shape, 900 GB/s NVLink, 400 Gb/s RDMA); your instructor may
@@ -42,14 +56,14 @@ from companion import grading, units
 
 SEED = 0
 given = grading.params("17-7", SEED)
-print(f"traffic: {given['request_rate_per_s']} req/s, mean prompt "
-      f"{given['mean_prompt_tokens']:,} tokens, mean output {given['mean_output_tokens']:,} "
+print(f"traffic: lambda = {given['request_rate_per_s']} req/s, mean prompt n = "
+      f"{given['mean_prompt_tokens']:,} tokens, mean output G = {given['mean_output_tokens']:,} "
       f"tokens")
-print(f"capacity per GPU group: prefill {given['prefill_tok_per_s_per_group']:,} tok/s, "
-      f"decode {given['decode_tok_per_s_per_group']:,} tok/s")
-print(f"KV hop: {given['model'].name}, {given['n_layers']} layers, "
-      f"k = {given['kv_bytes_per_token']:,} B per token, {given['context_tokens']:,}-token "
-      f"request")
+print(f"capacity per GPU group: prefill mu_p = {given['prefill_tok_per_s_per_group']:,} tok/s, "
+      f"decode mu_d = {given['decode_tok_per_s_per_group']:,} tok/s")
+print(f"KV hop: {given['model'].name}, n_layers = {given['n_layers']}, "
+      f"k = {given['kv_bytes_per_token']:,} B per token, a request of L = "
+      f"{given['context_tokens']:,} tokens")
 print(f"links: NVLink {given['nvlink_bytes_per_s'] / units.GB:g} GB/s, RDMA "
       f"{given['rdma_gbit_per_s']} Gb/s")
 

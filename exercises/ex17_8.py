@@ -15,23 +15,29 @@
 # %% [markdown]
 # # Exercise 17-8 · What does weight quantization do to the decode ceiling?
 #
-# *Calculation, 17 §10.* On the memory roof, batch-1 decode time per token is the weight
-# bytes over the bandwidth. Storing the weights in fewer bytes per parameter (INT8 or FP8: one
-# byte; block formats such as `q8_0`/`q4_0` add a scale per block of 32) while computing in
-# higher precision shrinks that time in proportion and raises the intensity, 2 FLOPs per
-# parameter over the bytes per parameter. The KV cache is a separate decision: here it stays
-# in BF16 and is still read every step.
+# *Calculation, 17 §10.* On the memory roof (17 §2), batch-1 decode streams every weight once
+# per token. With $N$ parameters stored at $s$ bytes each and a memory bandwidth $\beta$:
 #
-# 1. **(a)** The quantized weight bytes, in GB; **(b)** the batch-1 time per token, in ms;
+# $$D_w = N s, \qquad T_\text{token} = \frac{D_w}{\beta}, \qquad
+# \text{ceiling} = \frac{1}{T_\text{token}}, \qquad I = \frac{2N}{N s} = \frac{2}{s}\ \text{FLOP/byte}$$
+#
+# (17 §10, as in its section notebook). Storing the weights in fewer bytes (INT8 or FP8: $s = 1$;
+# the block formats `q8_0`/`q4_0` add a 16-bit scale per block of 32 values, so
+# $s = 8.5/8$ and $4.5/8$ B) while computing in higher precision shrinks $T_\text{token}$ in
+# proportion; a token still costs $2N$ FLOPs. BF16 is $s = 2$. The KV cache is a separate
+# decision: here it stays in BF16, $k$ bytes per token of context (17 §4), and is still read
+# every step, so at a context of $L$ tokens a step streams $N s + L k$ bytes.
+#
+# 1. **(a)** The quantized weight bytes $D_w$, in GB; **(b)** the batch-1 time per token, in ms;
 #    **(c)** the batch-1 decode ceiling, tok/s; **(d)** the BF16 ceiling for comparison;
 #    **(e)** the gain, (c) / (d); **(f)** the decode intensity with quantized weights.
-# 2. **(g)** The batch-1 ceiling at the long context, quantized weights and a BF16 KV cache,
-#    and **(h)** its gain over BF16 weights at the same context.
+# 2. **(g)** The batch-1 ceiling at the long context $L$, quantized weights and a BF16 KV cache,
+#    $\beta / (N s + L k)$, and **(h)** its gain over BF16 weights at the same context.
 #
-# Weights are streamed whole every step (params $\times$ bytes per parameter); sizes are
-# decimal. Your given data come from `grading.params("17-8", SEED)`. Seed 0 is the chapter's
-# own data (8B in INT8 on the H100 SXM), with an 8,000-token context for (g)-(h); your
-# instructor may give you another seed.
+# Weights are streamed whole every step; sizes are decimal ($10^9$ bytes to the GB). Your given
+# data come from `grading.params("17-8", SEED)`. Seed 0 is the chapter's own data (8B in INT8
+# on the H100 SXM), with an 8,000-token context for (g)-(h); your instructor may give you
+# another seed.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import grading, units
@@ -39,11 +45,11 @@ from companion import grading, units
 SEED = 0
 given = grading.params("17-8", SEED)
 hw = given["hardware"]
-P, bpp, k, L = (given["params"], given["bytes_per_param"], given["kv_bytes_per_token"],
-                given["context_tokens"])
-print(f"card: {hw.name}, HBM {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
-print(f"model: {given['model'].name}: P = {P:.3g} params; k = {k:,} B of BF16 KV per token")
-print(f"format {given['format']}: {bpp:g} bytes per parameter; long context {L:,} tokens")
+N, s, k, L = (given["params"], given["bytes_per_param"], given["kv_bytes_per_token"],
+              given["context_tokens"])
+print(f"card: {hw.name}, HBM beta = {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
+print(f"model: {given['model'].name}: N = {N:.3g} parameters; k = {k:,} B of BF16 KV per token")
+print(f"format {given['format']}: s = {s:g} bytes per parameter; long context L = {L:,} tokens")
 
 # %% [markdown]
 # ## (a)-(f) Short context: the weights are the stream

@@ -15,27 +15,32 @@
 # %% [markdown]
 # # Exercise 17-9 · Speculative decoding: how many tokens per pass, and at what cost?
 #
-# *Calculation, 17 §10.* A small draft model proposes $k$ tokens; the target model checks all
-# of them in one forward pass. Batch-1 decode is memory-bound, so checking $k + 1$ positions
-# streams the same weights as generating one token: the target pass costs about one ordinary
-# decode step. If each draft token is accepted with probability $\alpha$ (once all the earlier
-# ones were), a pass yields on average
+# *Calculation, 17 §10.* A small draft model proposes $m$ tokens; the target model checks all
+# of them in one forward pass. Batch-1 decode is memory-bound, so checking $m + 1$ positions
+# streams the same weights as generating one token: the target's verification pass costs
+# about one ordinary decode step, $T_v = D_w / \beta$ with $D_w = 2N$ its BF16 weight bytes
+# (17 §2). If each draft token is accepted with probability $\alpha$ (once all the earlier ones
+# were), one pass emits $X$ tokens, on average
 #
-# $$\mathbb E[N_k] = 1 + \alpha + \alpha^2 + \dots + \alpha^k$$
+# $$\mathbb E[X] = 1 + \alpha + \alpha^2 + \dots + \alpha^m
+# \ \xrightarrow{\ m \to \infty\ }\ \frac{1}{1 - \alpha}$$
 #
-# tokens, the target's own token included. The draft model's $k$ passes are not free: each
-# streams the draft's weights.
+# tokens, the target's own token included (17 §10). The draft model's $m$ passes are not free:
+# each streams the draft's weights, $T_d = 2 N_\text{draft} / \beta$ in BF16. One round then
+# takes $T_v + m\,T_d$, and the latency per output token is
 #
-# 1. **(a)** $\mathbb E[N_k]$; **(b)** the tokens one more draft token ($k + 1$) would add;
-#    **(c)** $\mathbb E[N]$ with an unlimited draft.
-# 2. **(d)** One target pass and **(e)** one draft pass, in ms (weights over bandwidth, BF16).
-# 3. **(f)** The latency per output token with the draft, $(T_\text{target} + k\,t_\text{draft})
-#    / \mathbb E[N_k]$, in ms; **(g)** the speedup over plain decode; **(h)** the draft length
-#    among 1-8 with the lowest latency per token; **(i)** does going from $k$ to $k + 1$
-#    lower the latency per token? (`True`/`False`)
+# $$\frac{T_v + m\,T_d}{\mathbb E[X]} .$$
+#
+# 1. **(a)** $\mathbb E[X]$; **(b)** the tokens one more draft token ($m + 1$) would add,
+#    $\alpha^{m+1}$; **(c)** $\mathbb E[X]$ with an unlimited draft.
+# 2. **(d)** One target pass $T_v$ and **(e)** one draft pass $T_d$, in ms.
+# 3. **(f)** The latency per output token with the draft, in ms; **(g)** the speedup over plain
+#    decode, $T_v$ divided by (f); **(h)** the draft length among 1-8 with the lowest latency
+#    per token; **(i)** does going from $m$ to $m + 1$ lower the latency per token?
+#    (`True`/`False`)
 #
 # Your given data come from `grading.params("17-9", SEED)`. Seed 0 is the chapter's own data
-# ($k = 4$, $\alpha = 0.7$, the 8B target on an H100 SXM) plus a draft size of ours (a 1e9-
+# ($m = 4$, $\alpha = 0.7$, the 8B target on an H100 SXM) plus a draft size of ours (a 1e9-
 # parameter BF16 draft) for (d)-(i); your instructor may give you another seed.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -43,11 +48,12 @@ from companion import grading, units
 
 SEED = 0
 given = grading.params("17-9", SEED)
-a, k, hw = given["acceptance"], given["draft_len"], given["hardware"]
-print(f"acceptance alpha = {a:g}, draft length k = {k}")
-print(f"target: {given['model'].name}, {given['target_weight_bytes'] / units.GB:g} GB; draft: "
-      f"{given['draft_params']:.3g} params, {given['draft_weight_bytes'] / units.GB:g} GB; "
-      f"{hw.name}, HBM {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
+alpha, m, hw = given["acceptance"], given["draft_len"], given["hardware"]
+print(f"acceptance alpha = {alpha:g}, draft length m = {m}")
+print(f"target: {given['model'].name}, D_w = {given['target_weight_bytes'] / units.GB:g} GB; "
+      f"draft: N_draft = {given['draft_params']:.3g} params, "
+      f"{given['draft_weight_bytes'] / units.GB:g} GB; {hw.name}, HBM beta = "
+      f"{hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
 print(f"draft lengths to compare: {list(given['draft_lens'])}")
 
 # %% [markdown]

@@ -15,25 +15,48 @@
 # %% [markdown]
 # # Exercise 17-11 · Head-of-line blocking, and what chunked prefill trades for it
 #
-# *Calculation, 17 §3 and §6.* A prefill of $n$ tokens costs $2Pn$ FLOPs and runs at an
-# assumed fraction of peak (attention FLOPs ignored, as in the chapter). A request's wall
-# clock is its TTFT (here: the prefill alone, no queueing) plus one decode step per output
-# token. When a long prompt is prefilled in one piece, every in-flight decode waits for it;
-# chunked prefill instead runs one fixed-size chunk per iteration next to the decode step.
+# *Calculation, 17 §3 and §6.* A prefill of $n$ tokens costs $2Nn$ FLOPs ($N$ parameters;
+# attention FLOPs ignored, as in the chapter) and runs at an assumed fraction $u$ of the peak
+# $\pi$ (17 §2-§3):
+#
+# $$T_\text{prefill}(n) = \frac{2 N n}{u\,\pi}.$$
+#
+# Decode runs at a healthy batch, one step $T_\text{step}$ per output token. The given step is
+# 17 §5's memory-bound step of its naive batch, $T_\text{step} = (D_w + b\,L\,k)/\beta$ with
+# $b$ sequences of $L$ live tokens (the given data print the inputs): the step 17 §6 and its
+# notebook run next to each chunk. A request's wall clock is its TTFT (here: the prefill alone,
+# no queueing) plus one step per output token, $T = \text{TTFT} + G\,T_\text{step}$ (17 §3).
+#
+# When a long prompt of $n$ tokens is prefilled in one piece, it joins the same round as the
+# running decodes' next step, so that round takes $T_\text{step} + T_\text{prefill}(n)$: every
+# running stream waits that long for its next token, the worst ITL (the companion's scheduler
+# simulator gives exactly this round). Chunked prefill instead runs one chunk of $c$ tokens per
+# round next to the decode step (17 §6):
+#
+# $$\text{chunks} = \left\lceil \frac{n}{c} \right\rceil, \qquad
+# T_\text{chunk} = \frac{2 N c}{u\,\pi}, \qquad
+# T_r = T_\text{step} + T_\text{chunk}, \qquad
+# \text{TTFT} \approx \text{chunks} \times T_r .$$
 #
 # 1. **(a)** The prefill time of the typical prompt, in ms, and **(b)** the share of the
-#    request's wall clock spent decoding, in %.
-# 2. **(c)** The stall an unchunked long prompt imposes on every in-flight decode, in ms, and
-#    **(d)** the worst ITL as a multiple of the normal step.
+#    request's wall clock spent decoding, $G\,T_\text{step} / T$, in %.
+# 2. **(c)** The stall an unchunked long prompt imposes on every in-flight decode,
+#    $T_\text{prefill}(n)$ of the long prompt, in ms, and **(d)** the worst ITL as a multiple
+#    of the normal step, $(T_\text{step} + T_\text{prefill}) / T_\text{step}$.
 # 3. **(e)** The chunks the long prompt splits into; **(f)** one chunk's compute time, in ms;
-#    **(g)** one iteration (decode step + one chunk), in ms; **(h)** how much the worst ITL
-#    improves, (c) / (g).
-# 4. **(i)** The long prompt's TTFT when chunked, charging every chunk a full iteration, in
-#    ms, and **(j)** its increase over a dedicated prefill, in %.
+#    **(g)** one round $T_r$ (decode step + one chunk), in ms; **(h)** how much the worst ITL
+#    improves, $(T_\text{step} + T_\text{prefill}) / T_r$.
+# 4. **(i)** The long prompt's TTFT when chunked, charging every chunk a full round, in ms, and
+#    **(j)** its increase over a dedicated prefill, (i) / (c) - 1, in %.
+#
+# **Changed (issue 24).** The decode step is now §5's unrounded step (the 6.1 ms of §6 at seed
+# 0), no longer §3's rounded 6 ms, and the worst ITL without chunking counts the decode step
+# plus the prefill, as the simulator does; (d) and (h) follow. The chapter's own ratios in §3
+# and §6 count the prefill alone; the solution shows both readings.
 #
 # Your given data come from `grading.params("17-11", SEED)`. Seed 0 is the chapter's own data
-# (8B on an H100 SXM at 50% of peak, a 2,048-token prompt and 250 outputs, a ~6 ms decode
-# step, an 8,000-token prompt in 512-token chunks); your instructor may give you another seed.
+# (8B on an H100 SXM at 50% of peak, a 2,048-token prompt and 250 outputs, §5's step, an
+# 8,000-token prompt in 512-token chunks); your instructor may give you another seed.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import math
@@ -42,14 +65,18 @@ from companion import grading, units
 
 SEED = 0
 given = grading.params("17-11", SEED)
-hw, P, eff = given["hardware"], given["params"], given["efficiency"]
+hw, N, u = given["hardware"], given["params"], given["efficiency"]
 step = given["decode_step_s"]
-print(f"card: {hw.name}, {hw.peak_flops_per_s / 1e12:g} TFLOP/s dense; prefill at {eff:.0%} "
-      f"of peak; model {given['model'].name}, P = {P:.3g}")
-print(f"typical request: {given['prompt_tokens']:,}-token prompt, "
-      f"{given['output_tokens']} output tokens; decode step {step / units.ms:g} ms")
-print(f"long prompt {given['long_prompt_tokens']:,} tokens, chunks of "
-      f"{given['chunk_tokens']:,}")
+print(f"card: {hw.name}, pi = {hw.peak_flops_per_s / 1e12:g} TFLOP/s dense, beta = "
+      f"{hw.mem_bw_bytes_per_s / 1e12:g} TB/s; prefill at u = {u:.0%} of peak; model "
+      f"{given['model'].name}, N = {N:.3g}")
+print(f"typical request: {given['prompt_tokens']:,}-token prompt, G = "
+      f"{given['output_tokens']} output tokens")
+print(f"decode step T_step = (D_w + b L k) / beta = ({given['weight_bytes'] / units.GB:g} GB + "
+      f"{given['decode_batch']} x {given['live_tokens']} x {given['kv_bytes_per_token']:,} B) / "
+      f"beta = {step / units.ms:.3f} ms (17 §5's naive batch)")
+print(f"long prompt n = {given['long_prompt_tokens']:,} tokens, chunks of "
+      f"c = {given['chunk_tokens']:,}")
 
 # %% [markdown]
 # ## (a)-(d) One request, and one long prompt
@@ -59,19 +86,81 @@ print(f"long prompt {given['long_prompt_tokens']:,} tokens, chunks of "
 # %% nbgrader={"grade": false, "grade_id": "ad_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ttft_ms = decode_share_pct = stall_ms = stall_ratio = None
 ### BEGIN SOLUTION
+from companion import calc, ledger
+from companion.display import md
+from companion.sim.scenarios import hol_scenario
+
+
+def tex(x, spec=","):
+    """``x`` formatted for LaTeX: thousands grouped with {,}, which MathJax spaces as a digit."""
+    return format(x, spec).replace(",", "{,}")
+
+
+def sci(x, digits=3):
+    """``x`` in LaTeX scientific notation: 8 \\times 10^{9}."""
+    exponent = math.floor(math.log10(abs(x)))
+    return rf"{x / 10 ** exponent:.{digits}g} \times 10^{{{exponent}}}"
+
+
+reached = u * hw.peak_flops_per_s            # the FLOP/s prefill actually gets
+
+
 def prefill_s(tokens):
-    return 2 * P * tokens / (eff * hw.peak_flops_per_s)
+    """T_prefill(n) = 2 N n / (u pi)."""
+    return 2 * N * tokens / reached
 
 
-ttft = prefill_s(given["prompt_tokens"])
-decode = given["output_tokens"] * step
+# step 1: the typical request: its prefill, its decode, and the decode's share
+n_typ, G = given["prompt_tokens"], given["output_tokens"]
+ttft = prefill_s(n_typ)
+decode = G * step
 ttft_ms = ttft / units.ms
 decode_share_pct = 100 * decode / (ttft + decode)
-stall = prefill_s(given["long_prompt_tokens"])
+# step 2: the long prompt's prefill, run whole in one round
+n_long = given["long_prompt_tokens"]
+stall = prefill_s(n_long)
 stall_ms = stall / units.ms
-stall_ratio = stall / step
-print(f"TTFT {ttft_ms:.0f} ms + decode {decode / units.ms:,.0f} ms: {decode_share_pct:.0f}% "
-      f"decode; long prompt stalls {stall_ms:.0f} ms = {stall_ratio:.0f}x a step")
+# step 3: that round also runs the decode step: the worst gap a running stream sees
+worst = step + stall
+stall_ratio = worst / step
+chapter_ratio = stall / step                  # the chapter's reading: the prefill alone
+
+chapter_note = ""
+if given["seed"] == 0:
+    printed = {e.id: e.printed for e in ledger.entries()}["17.3/hol-worst-itl-x"]
+    chapter_note = (f" (17 §3 prints about {printed}×, dividing the prefill by its rounded "
+                    f"step)")
+md(rf"""
+**Typical request.** The prefill reaches $u\,\pi = {u:g} \times {tex(hw.peak_flops_per_s / 1e12, ',.0f')}\ \text{{TFLOP/s}} = {reached / 1e12:.1f}\ \text{{TFLOP/s}}$:
+
+$$\text{{TTFT}} = \frac{{2 N n}}{{u\,\pi}} = \frac{{2 \times {sci(N)} \times {tex(n_typ)}}}{{{reached / 1e12:.1f} \times 10^{{12}}}}
+= \frac{{{2 * N * n_typ / 1e12:.1f}\ \text{{TFLOP}}}}{{{reached / 1e12:.1f}\ \text{{TFLOP/s}}}} = {ttft_ms:.1f}\ \text{{ms}}.$$
+
+$$G\,T_\text{{step}} = {G} \times {step / units.ms:.3f}\ \text{{ms}} = {tex(decode / units.ms, ',.0f')}\ \text{{ms}}, \qquad
+\frac{{G\,T_\text{{step}}}}{{\text{{TTFT}} + G\,T_\text{{step}}}} = \frac{{{tex(decode / units.ms, ',.0f')}}}{{{ttft_ms:.1f} + {tex(decode / units.ms, ',.0f')}}}
+= {decode_share_pct:.1f}\%.$$
+
+**The long prompt, whole.**
+
+$$T_\text{{prefill}} = \frac{{2 \times {sci(N)} \times {tex(n_long)}}}{{{reached / 1e12:.1f} \times 10^{{12}}}}
+= \frac{{{2 * N * n_long / 1e12:.0f}\ \text{{TFLOP}}}}{{{reached / 1e12:.1f}\ \text{{TFLOP/s}}}} = {stall_ms:.1f}\ \text{{ms}}.$$
+
+**Worst ITL.** The round that admits it also runs the decode step:
+
+$$\frac{{T_\text{{step}} + T_\text{{prefill}}}}{{T_\text{{step}}}} = \frac{{{step / units.ms:.3f} + {stall_ms:.1f}}}{{{step / units.ms:.3f}}}
+= {stall_ratio:.2f}\times,$$
+
+exactly one more than the chapter's reading, which divides the prefill alone by the step:
+${stall_ms:.1f} / {step / units.ms:.3f} = {chapter_ratio:.2f}\times${chapter_note}.
+""")
+# check: the companion's 17 §3 closed forms, and its scheduler simulator for the worst gap
+m = given["model"]
+assert math.isclose(calc.prefill_compute_s(m, hw, n_typ, efficiency=u), ttft, rel_tol=1e-9)
+assert math.isclose(calc.request_budget(ttft, G, step)["decode_share"] * 100, decode_share_pct,
+                    rel_tol=1e-9)
+hol = hol_scenario(m, hw, n_long, step, u, decode_batch=4)
+assert math.isclose(hol["closed_form"]["stall_s"], stall, rel_tol=1e-9)
+assert math.isclose(hol["simulated"]["worst_decode_itl_s"], worst, rel_tol=1e-9)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ad_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
@@ -83,11 +172,12 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ad_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# 2 x 8e9 x 2,048 = 32.8 TFLOP at 494.5 TFLOP/s is 66 ms; 250 steps of 6 ms are 1.5 s, so
-# 96% of the request is decode, the phase running at a fraction of a percent of the chip's
-# arithmetic. An 8,000-token prompt is 128 TFLOP, 259 ms of solid compute: every user's
-# 6 ms stream freezes for ~43 steps. The mean ITL barely moves; p99 spikes exactly when long
-# prompts arrive.
+# The prefill of a typical prompt is short next to the decode that follows: most of the
+# request's wall clock is decode (derivation above), the phase that leaves nearly all of the
+# chip's arithmetic idle. A long prompt prefilled whole is a block of solid compute many times
+# the step, and every running stream's next token waits for it: one gap many steps long.
+# The mean ITL barely moves, because the freeze is one gap among many; p99 spikes exactly when
+# long prompts arrive.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -99,17 +189,59 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "ej_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 chunks = chunk_ms = iteration_ms = itl_gain = ttft_chunked_ms = ttft_increase_pct = None
 ### BEGIN SOLUTION
-n, c = given["long_prompt_tokens"], given["chunk_tokens"]
-chunks = math.ceil(n / c)
-chunk = prefill_s(min(c, n))
+from companion.sim.round_time import StepPlusPrefillRoundTime
+from companion.sim.scenarios import long_prompt_interference
+
+c = given["chunk_tokens"]
+# step 1: how many chunks, and one chunk's compute (a chunk never exceeds the prompt)
+chunks = math.ceil(n_long / c)
+chunk = prefill_s(min(c, n_long))
+chunk_ms = chunk / units.ms
+# step 2: one round runs the decode step and one chunk
 iteration = step + chunk
-chunk_ms, iteration_ms = chunk / units.ms, iteration / units.ms
-itl_gain = stall / iteration
+iteration_ms = iteration / units.ms
+# step 3: the worst gap falls from step + whole prefill to one round
+itl_gain = worst / iteration
+chapter_gain = stall / iteration             # the chapter's reading: the prefill alone
+# step 4: the long prompt's TTFT, every chunk charged a full round, against a dedicated prefill
 ttft_chunked = chunks * iteration
 ttft_chunked_ms = ttft_chunked / units.ms
 ttft_increase_pct = 100 * (ttft_chunked / stall - 1)
-print(f"{chunks} chunks of {chunk_ms:.1f} ms; iteration {iteration_ms:.1f} ms; worst ITL "
-      f"{itl_gain:.1f}x better; TTFT {ttft_chunked_ms:.0f} ms (+{ttft_increase_pct:.0f}%)")
+
+gain_note = ""
+if given["seed"] == 0:
+    printed = {e.id: e.printed for e in ledger.entries()}["17.6/itl-improvement"]
+    gain_note = f" (17 §6 prints about {printed}×)"
+md(rf"""
+**Chunks.** $\lceil n / c \rceil = \lceil {tex(n_long)} / {tex(c)} \rceil = \lceil {n_long / c:.3f} \rceil = {chunks}$.
+
+**One chunk and one round.**
+
+$$T_\text{{chunk}} = \frac{{2 N c}}{{u\,\pi}} = \frac{{2 \times {sci(N)} \times {tex(min(c, n_long))}}}{{{reached / 1e12:.1f} \times 10^{{12}}}} = {chunk_ms:.2f}\ \text{{ms}}, \qquad
+T_r = T_\text{{step}} + T_\text{{chunk}} = {step / units.ms:.3f} + {chunk_ms:.2f} = {iteration_ms:.2f}\ \text{{ms}}.$$
+
+**Worst ITL.** It falls from one step plus the whole prefill to one round:
+
+$$\frac{{T_\text{{step}} + T_\text{{prefill}}}}{{T_r}} = \frac{{{worst / units.ms:.1f}\ \text{{ms}}}}{{{iteration_ms:.2f}\ \text{{ms}}}} = {itl_gain:.2f}\times;$$
+
+counting the prefill alone, as the chapter does, ${stall_ms:.1f} / {iteration_ms:.2f} = {chapter_gain:.2f}\times${gain_note}.
+
+**The long prompt's TTFT.**
+
+$$\text{{chunks}} \times T_r = {chunks} \times {iteration_ms:.2f}\ \text{{ms}} = {ttft_chunked_ms:.1f}\ \text{{ms}}
+\quad\text{{against}}\quad T_\text{{prefill}} = {stall_ms:.1f}\ \text{{ms}}:\quad
+\frac{{{ttft_chunked_ms:.1f}}}{{{stall_ms:.1f}}} - 1 = {ttft_increase_pct:+.1f}\%.$$
+""")
+# check: the companion's 17 §6 closed form, and the simulator's chunked run (its worst gap is
+# one round)
+trade = calc.chunked_prefill_trade(m, hw, n_long, c, step, efficiency=u)
+assert trade["chunks"] == chunks
+assert math.isclose(trade["iteration_s"], iteration, rel_tol=1e-9)
+assert math.isclose(trade["ttft_s"], ttft_chunked, rel_tol=1e-9)
+assert math.isclose(trade["itl_improvement"], chapter_gain, rel_tol=1e-9)
+rt = StepPlusPrefillRoundTime.from_hardware(m, hw, decode_step_s=step, mfu=u)
+sim_chunked = long_prompt_interference(n_long, c, round_time=rt)
+assert math.isclose(sim_chunked["worst_decode_itl_s"], iteration, rel_tol=1e-9)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ej_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false}
@@ -123,9 +255,13 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ej_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# 8,000 tokens make 16 chunks of 512 (the last one partial); a chunk is 16.6 ms, so an
-# iteration is ~22.6 ms and the worst ITL falls from 259 ms to ~23 ms, about 11x. The long
-# prompt pays: 16 iterations are ~361 ms against 259 ms dedicated, about +40%. Chunk size is
-# the knob: small chunks favour streaming chat, large ones long-document TTFT, and when no
-# chunk size satisfies both SLOs the phases belong on separate pools (§8).
+# Chunking caps every running stream's worst gap at one round, a decode step plus one chunk,
+# instead of a step plus the whole prefill (derivation above). The long prompt pays: each of
+# its chunks shares a round with everyone's decode step, so its first token comes later than
+# with a dedicated prefill, and the smaller the chunk, the more rounds and the larger that
+# penalty. Chunk size is the knob: small chunks favour smooth chat streams, large ones the
+# TTFT of long documents, and when no chunk size meets both objectives the phases belong on
+# separate pools (17 §8). Both ratios for the worst ITL are shown above: the chapter divides
+# the prefill alone, the simulator's round also holds the step; the difference is one step
+# in the numerator.
 # ### END SOLUTION

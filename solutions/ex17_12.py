@@ -16,28 +16,38 @@
 # # Exercise 17-12 · What does PagedAttention buy, in memory and in tokens per second?
 #
 # *Calculation, 17 §5.* Before paging, a sequence's KV cache had to be contiguous, so each
-# request reserved room for the longest sequence it might become. PagedAttention hands out
-# fixed-size blocks on demand instead; a sequence wastes at most the empty slots of its last
-# block, and sequences sharing a prefix point at the same blocks. Empty reservations are never
-# read, so both systems stream only live KV per step: paging changes the batch size, the
-# number of sequences that ride along on every read of the weights.
+# request reserved room for the longest sequence it might become, $L_\text{max}$ tokens at $k$
+# bytes each (17 §4's $k$; the given data print it). PagedAttention hands out blocks of $p$
+# token slots on demand instead; a sequence wastes at most the empty slots of its last block,
+# and sequences sharing a prefix of $n_s$ tokens point at the same blocks. A request that holds
+# only $L_\text{turn}$ tokens leaves $1 - L_\text{turn}/L_\text{max}$ of its reservation empty.
 #
-# 1. **(a)** The KV a worst-case allocator reserves per request (max length), in GB, and
+# Empty reservations are never read, so both systems stream only live KV per step: paging
+# changes the batch $b$, the number of sequences that ride along on every read of the weights.
+# Of the card's memory $C$, the weights take $M_w = D_w$ and the runtime a reserve $M_a + M_u$,
+# which leaves $M_{KV} = C - M_w - (M_a + M_u)$ for the cache. With $L$ live tokens per
+# sequence and reservations of $L_\text{res}$ tokens (17 §5):
+#
+# $$b_\text{res} = \left\lfloor \frac{M_{KV}}{L_\text{res}\,k} \right\rfloor, \quad
+# b_\text{paged} = \left\lfloor \frac{M_{KV}}{L\,k} \right\rfloor, \quad
+# t_\text{step}(b) = \frac{D_w + b\,L\,k}{\beta}, \quad
+# \text{throughput} = \frac{b}{t_\text{step}(b)} .$$
+#
+# 1. **(a)** The KV a worst-case allocator reserves per request, $L_\text{max}\,k$, in GB, and
 #    **(b)** the share of it a short chat turn leaves empty, in %.
 # 2. **(c)** The worst-case paged waste per sequence (a last block holding a single token),
 #    in MB.
-# 3. With the card's free KV space (memory - weights - reserve) and the given live tokens per
-#    sequence: the decode throughput **(d)** with reservations of the given length and **(e)**
-#    paged (sequences dividing the free space by their live bytes, no block rounding);
-#    **(f)** the throughput gain; **(g)** the paged batch's decode step (its ITL), in ms.
-#    A step streams the weights plus every sequence's live KV.
-# 4. A system prompt shared by many users: its KV **(h)** when every user stores a copy and
-#    **(i)** with prefix sharing, in GB.
+# 3. The decode throughput **(d)** with reservations of $L_\text{res}$ tokens and **(e)** paged
+#    (sequences dividing $M_{KV}$ by their live bytes, no block rounding); **(f)** the
+#    throughput gain; **(g)** the paged batch's decode step (its ITL), in ms.
+# 4. A system prompt of $n_s$ tokens shared by $n_\text{users}$ users: its KV **(h)** when
+#    every user stores a copy and **(i)** with prefix sharing, in GB.
 #
-# Your given data come from `grading.params("17-12", SEED)`. Seed 0 is the chapter's own data
-# (8B on an H100 SXM: max_len 8,192, a 300-token turn, 16-token blocks, 600 live tokens against
-# 8,000-token reservations, a 2,000-token system prompt for 100 users); your instructor may
-# give you another seed.
+# Sizes are decimal ($10^9$ bytes to the GB, $10^6$ to the MB). Your given data come from
+# `grading.params("17-12", SEED)`. Seed 0 is the chapter's own data (8B on an H100 SXM:
+# max_len 8,192, a 300-token turn, 16-token blocks, 600 live tokens against 8,000-token
+# reservations, a 2,000-token system prompt for 100 users); your instructor may give you
+# another seed.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import grading, units
@@ -45,14 +55,15 @@ from companion import grading, units
 SEED = 0
 given = grading.params("17-12", SEED)
 hw, D_w, k = given["hardware"], given["weight_bytes"], given["kv_bytes_per_token"]
-print(f"card: {hw.name}, {hw.mem_bytes / units.GB:g} GB at {hw.mem_bw_bytes_per_s / 1e12:g} "
-      f"TB/s; reserve {given['reserve_bytes'] / units.GB:g} GB")
-print(f"model: {given['model'].name}: weights {D_w / units.GB:g} GB, k = {k:,} B per token")
-print(f"max_len {given['max_len_tokens']:,}; chat turn {given['used_tokens']} tokens; blocks of "
-      f"{given['block_tokens']} tokens")
-print(f"{given['live_tokens']} live tokens per sequence vs reservations of "
-      f"{given['reservation_tokens']:,}; a {given['prefix_tokens']:,}-token prefix shared by "
-      f"{given['users']} users")
+print(f"card: {hw.name}, C = {hw.mem_bytes / units.GB:g} GB at beta = "
+      f"{hw.mem_bw_bytes_per_s / 1e12:g} TB/s; reserve M_a + M_u = "
+      f"{given['reserve_bytes'] / units.GB:g} GB")
+print(f"model: {given['model'].name}: weights D_w = {D_w / units.GB:g} GB, k = {k:,} B per token")
+print(f"L_max = {given['max_len_tokens']:,}; chat turn L_turn = {given['used_tokens']} tokens; "
+      f"blocks of p = {given['block_tokens']} tokens")
+print(f"L = {given['live_tokens']} live tokens per sequence vs reservations of L_res = "
+      f"{given['reservation_tokens']:,}; a prefix of n_s = {given['prefix_tokens']:,} tokens "
+      f"shared by n_users = {given['users']}")
 
 # %% [markdown]
 # ## (a)-(c) Where the memory went
@@ -62,12 +73,44 @@ print(f"{given['live_tokens']} live tokens per sequence vs reservations of "
 # %% nbgrader={"grade": false, "grade_id": "ac_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 reserved_gb = waste_pct = worst_paged_mb = None
 ### BEGIN SOLUTION
-reserved = given["max_len_tokens"] * k
+import math
+
+from companion import calc
+from companion.display import md
+
+
+def tex(x, spec=","):
+    """``x`` formatted for LaTeX: thousands grouped with {,}, which MathJax spaces as a digit."""
+    return format(x, spec).replace(",", "{,}")
+
+
+L_max, L_turn, p = given["max_len_tokens"], given["used_tokens"], given["block_tokens"]
+# step 1: the reservation, L_max k, and the part of it one short turn fills
+reserved = L_max * k
+used = L_turn * k
 reserved_gb = reserved / units.GB
-waste_pct = 100 * (1 - given["used_tokens"] * k / reserved)
-worst_paged_mb = (given["block_tokens"] - 1) * k / units.MB
-print(f"{reserved_gb:.2f} GB reserved, {waste_pct:.0f}% empty for a "
-      f"{given['used_tokens']}-token turn; paged waste at most {worst_paged_mb:.2f} MB")
+waste_pct = 100 * (1 - used / reserved)
+# step 2: paged, at most the last block's p - 1 empty slots are wasted
+worst_paged = (p - 1) * k
+worst_paged_mb = worst_paged / units.MB
+whole_block = p * k                         # 17 §5's bound: a whole block
+
+md(rf"""
+**Reservation.** $L_\text{{max}}\,k = {tex(L_max)} \times {tex(k)}\ \text{{B}} = {reserved_gb:.3f}\ \text{{GB}}$.
+
+**A short turn's share.** It fills $L_\text{{turn}}\,k = {tex(L_turn)} \times {tex(k)}\ \text{{B}} = {used / units.MB:.1f}\ \text{{MB}}$, so
+$1 - L_\text{{turn}} / L_\text{{max}} = 1 - {tex(L_turn)} / {tex(L_max)} = {waste_pct:.1f}\%$ of the reservation stays empty.
+
+**Paged worst case.** A last block holding one token leaves $p - 1$ slots empty:
+$(p - 1)\,k = {p - 1} \times {tex(k)}\ \text{{B}} = {worst_paged_mb:.2f}\ \text{{MB}}$.
+17 §5 bounds it by one whole block, $p\,k = {whole_block / units.MB:.2f}$ MB; the grader accepts that reading too.
+""")
+# check: the companion's 17 §5 fragmentation arithmetic
+m = given["model"]
+w = calc.reservation_waste(m, L_turn, max_len_tokens=L_max)
+assert math.isclose(w["reserved_bytes"], reserved, rel_tol=1e-12)
+assert math.isclose(100 * w["wasted_fraction"], waste_pct, rel_tol=1e-9)
+assert calc.paged_worst_waste(m, p)["bytes"] == worst_paged
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ac_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
@@ -84,23 +127,59 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "dg_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 naive_tok_s = paged_tok_s = gain = paged_step_ms = None
 ### BEGIN SOLUTION
+beta = hw.mem_bw_bytes_per_s
+L, L_res = given["live_tokens"], given["reservation_tokens"]
+# step 1: the KV space, and the batch each allocator fits into it
 free = hw.mem_bytes - D_w - given["reserve_bytes"]
-live = given["live_tokens"] * k
+live = L * k
+naive_batch = math.floor(free / (L_res * k))
+paged_batch = math.floor(free / live)
 
 
-def throughput(batch):
-    step = (D_w + batch * live) / hw.mem_bw_bytes_per_s
-    return batch / step, step
+def step_s(batch):
+    """t_step(b) = (D_w + b L k) / beta: the weights plus every sequence's live KV."""
+    return (D_w + batch * live) / beta
 
 
-naive_batch = int(free // (given["reservation_tokens"] * k))
-paged_batch = int(free // live)
-naive_tok_s, _ = throughput(naive_batch)
-paged_tok_s, paged_step = throughput(paged_batch)
+# step 2: each batch's step, and the tokens per second it gives
+naive_step, paged_step = step_s(naive_batch), step_s(paged_batch)
+naive_tok_s = naive_batch / naive_step
+paged_tok_s = paged_batch / paged_step
 gain = paged_tok_s / naive_tok_s
 paged_step_ms = paged_step / units.ms
-print(f"naive {naive_batch} sequences -> {naive_tok_s:,.0f} tok/s; paged {paged_batch} -> "
-      f"{paged_tok_s:,.0f} tok/s ({gain:.1f}x) at {paged_step_ms:.1f} ms per step")
+
+
+def row(label, b, t):
+    return (rf"\text{{{label}:}}\quad \frac{{({D_w / units.GB:g} + {tex(b)} \times "
+            rf"{live / units.GB:.6f})\ \text{{GB}}}}{{{tex(beta / units.GB, ',.0f')}\ "
+            rf"\text{{GB/s}}}} = {t / units.ms:.2f}\ \text{{ms}} \ \Rightarrow\ "
+            rf"\frac{{{tex(b)}}}{{{t:.5f}\ \text{{s}}}} = {tex(b / t, ',.0f')}\ "
+            rf"\text{{tok/s}}")
+
+
+md(rf"""
+**KV space.** $M_{{KV}} = {hw.mem_bytes / units.GB:g} - {D_w / units.GB:g} - {given['reserve_bytes'] / units.GB:g} = {free / units.GB:g}\ \text{{GB}}$.
+
+**Batches.**
+$b_\text{{res}} = \lfloor {free / units.GB:g}\ \text{{GB}} / ({tex(L_res)} \times {tex(k)}\ \text{{B}}) \rfloor = \lfloor {free / (L_res * k):.2f} \rfloor = {tex(naive_batch)}$;
+$b_\text{{paged}} = \lfloor {free / units.GB:g}\ \text{{GB}} / ({tex(L)} \times {tex(k)}\ \text{{B}}) \rfloor = \lfloor {free / live:.2f} \rfloor = {tex(paged_batch)}$.
+
+**Steps and throughput.** Both stream the weights plus $b$ sequences of live KV:
+
+$${row('reserved', naive_batch, naive_step)}$$
+
+$${row('paged', paged_batch, paged_step)}$$
+
+**Gain.** ${tex(paged_tok_s, ',.0f')} / {tex(naive_tok_s, ',.0f')} = {gain:.2f}\times$ the throughput from
+${paged_batch / naive_batch:.1f}\times$ the batch, while each step grows from
+${naive_step / units.ms:.2f}$ to ${paged_step_ms:.2f}$ ms.
+""")
+# check: the companion's 17 §5 paging arithmetic (live bytes, no block rounding)
+pg = calc.paged_batch_gain(m, hw, live_tokens=L, reservation_tokens=L_res, block_tokens=1,
+                           reserve_bytes=given["reserve_bytes"])
+assert (pg["naive"]["batch"], pg["paged"]["batch"]) == (naive_batch, paged_batch)
+assert math.isclose(pg["throughput_gain"], gain, rel_tol=1e-9)
+assert math.isclose(pg["paged"]["step_s"], paged_step, rel_tol=1e-9)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "dg_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
@@ -112,12 +191,12 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ag_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# 8,192 x 131,072 B = 1.07 GB reserved for a turn that uses 39 MB: 96% empty. Paged, the
-# waste is at most 15 slots of one block, ~2 MB. In 60 GB the batch goes from 57 to 762
-# sequences (13x), yet throughput only from ~9,300 to ~33,600 tok/s (3.6x): the bigger batch
-# makes every step heavier (6.1 -> 22.7 ms per step), because each added sequence streams its
-# own live KV. Throughput and ITL trade against each other, which is why a serving config caps
-# the batch.
+# A worst-case reservation is almost all empty for a short turn, while paging wastes at most
+# part of one block (derivation above). In the same KV space the batch grows by about
+# $L_\text{res}/L$, yet throughput grows less: the bigger batch makes every step heavier,
+# because each added sequence streams its own live KV next to the shared weight read, so the
+# step (the ITL) lengthens too. Throughput and ITL trade against each other, which is why a
+# serving config caps the batch.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -128,9 +207,21 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "hi_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 prefix_naive_gb = prefix_shared_gb = None
 ### BEGIN SOLUTION
-prefix_shared_gb = given["prefix_tokens"] * k / units.GB
-prefix_naive_gb = given["users"] * prefix_shared_gb
-print(f"{prefix_naive_gb:.1f} GB of copies vs {prefix_shared_gb:.2f} GB shared")
+n_s, n_users = given["prefix_tokens"], given["users"]
+# step 1: one copy of the prefix's KV; step 2: one per user without sharing
+one_copy = n_s * k
+prefix_shared_gb = one_copy / units.GB
+prefix_naive_gb = n_users * one_copy / units.GB
+
+md(rf"""
+**Shared.** $n_s\,k = {tex(n_s)} \times {tex(k)}\ \text{{B}} = {prefix_shared_gb:.3f}\ \text{{GB}}$, held once.
+
+**A copy per user.** $n_\text{{users}}\,n_s\,k = {n_users} \times {prefix_shared_gb:.3f}\ \text{{GB}} = {prefix_naive_gb:.1f}\ \text{{GB}}$.
+""")
+# check: the companion's 17 §5 prefix-sharing arithmetic
+ps = calc.prefix_sharing_bytes(m, n_users, n_s)
+assert math.isclose(ps["naive_bytes"] / units.GB, prefix_naive_gb, rel_tol=1e-12)
+assert math.isclose(ps["shared_bytes"] / units.GB, prefix_shared_gb, rel_tol=1e-12)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "hi_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}

@@ -16,13 +16,22 @@
 # # Exercise 17-13 · What is KV-aware routing worth on a long conversation?
 #
 # *Calculation, 17 §8.* In a multi-turn chat, turn $t$'s prompt is the whole conversation so
-# far: the first turn's tokens plus one new message per later turn. A worker that still holds
-# the conversation's KV blocks (a warm hit) prefills only the new message; any other worker
-# re-prefills everything. Prefill costs $2P$ FLOPs per token at an assumed fraction of peak.
+# far: the first turn's $n_1$ tokens plus $\Delta n$ new tokens per later turn,
+# $L_t = n_1 + (t - 1)\,\Delta n$. A worker that still holds the conversation's KV blocks (a
+# warm hit) prefills only the $\Delta n$ new tokens; any other worker re-prefills all $L_t$.
+# Prefill costs $2N$ FLOPs per token ($N$ parameters; attention ignored, as in the chapter) at
+# an assumed fraction $u$ of the peak $\pi$ (17 §8, as in its section notebook):
 #
-# 1. **(a)** The tokens in the conversation at the given turn; **(b)** the prefill FLOPs on a
-#    cold worker, in TFLOP; the TTFT on **(c)** a cold and **(d)** a warm worker, in ms;
-#    **(e)** their ratio.
+# $$\text{TTFT}_\text{cold} = \frac{2N\,L_t}{u\,\pi}, \qquad
+# \text{TTFT}_\text{warm} = \frac{2N\,\Delta n}{u\,\pi}, \qquad
+# \frac{\text{TTFT}_\text{cold}}{\text{TTFT}_\text{warm}} = \frac{L_t}{\Delta n}.$$
+#
+# A router that lands a share of the turns on a warm worker gives the mean
+# $\text{share} \times \text{TTFT}_\text{warm} + (1 - \text{share}) \times \text{TTFT}_\text{cold}$.
+#
+# 1. **(a)** The tokens in the conversation at the given turn, $L_t$; **(b)** the prefill
+#    FLOPs on a cold worker, in TFLOP; the TTFT on **(c)** a cold and **(d)** a warm worker,
+#    in ms; **(e)** their ratio.
 # 2. Two routers land the given shares of turns on a warm worker. The mean TTFT of
 #    **(f)** the better and **(g)** the worse router, in ms.
 #
@@ -35,25 +44,73 @@ from companion import grading, units
 
 SEED = 0
 given = grading.params("17-13", SEED)
-hw, P, eff = given["hardware"], given["params"], given["efficiency"]
+hw, N, u = given["hardware"], given["params"], given["efficiency"]
 good, poor = given["hit_rates"]
-print(f"card: {hw.name}, {hw.peak_flops_per_s / 1e12:g} TFLOP/s dense; prefill at {eff:.0%} "
-      f"of peak; model {given['model'].name}, P = {P:.3g}")
-print(f"conversation: {given['first_turn_tokens']:,} tokens, then "
-      f"{given['tokens_per_turn']:,} per turn; turn {given['turn']}")
-print(f"warm-hit rates: {good:.0%} and {poor:.0%}")
+print(f"card: {hw.name}, pi = {hw.peak_flops_per_s / 1e12:g} TFLOP/s dense; prefill at "
+      f"u = {u:.0%} of peak; model {given['model'].name}, N = {N:.3g}")
+print(f"conversation: n_1 = {given['first_turn_tokens']:,} tokens, then "
+      f"Delta n = {given['tokens_per_turn']:,} per turn; turn t = {given['turn']}")
+print(f"warm-hit shares: {good:.0%} and {poor:.0%}")
+
+# %% [markdown]
+# ## (a)-(e) One turn, cold and warm
+#
+# Set `context`, `cold_tflop`, `cold_ms`, `warm_ms` and `ratio`.
 
 # %% nbgrader={"grade": false, "grade_id": "ae_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 context = cold_tflop = cold_ms = warm_ms = ratio = None
 ### BEGIN SOLUTION
-context = given["first_turn_tokens"] + (given["turn"] - 1) * given["tokens_per_turn"]
-cold_flop = 2 * P * context
+import math
+
+from companion import calc
+from companion.display import md
+
+
+def tex(x, spec=","):
+    """``x`` formatted for LaTeX: thousands grouped with {,}, which MathJax spaces as a digit."""
+    return format(x, spec).replace(",", "{,}")
+
+
+def sci(x, digits=3):
+    """``x`` in LaTeX scientific notation: 8 \\times 10^{9}."""
+    exponent = math.floor(math.log10(abs(x)))
+    return rf"{x / 10 ** exponent:.{digits}g} \times 10^{{{exponent}}}"
+
+
+n_1, dn, t = given["first_turn_tokens"], given["tokens_per_turn"], given["turn"]
+reached = u * hw.peak_flops_per_s
+# step 1: the conversation's length at turn t
+context = n_1 + (t - 1) * dn
+# step 2: the cold worker prefills all of it, the warm one only the new message
+cold_flop = 2 * N * context
+warm_flop = 2 * N * dn
 cold_tflop = cold_flop / 1e12
-cold_ms = cold_flop / (eff * hw.peak_flops_per_s) / units.ms
-warm_ms = 2 * P * given["tokens_per_turn"] / (eff * hw.peak_flops_per_s) / units.ms
+cold_ms = cold_flop / reached / units.ms
+warm_ms = warm_flop / reached / units.ms
+# step 3: their ratio, which is L_t / Delta n
 ratio = cold_ms / warm_ms
-print(f"{context:,} tokens: cold {cold_tflop:.0f} TFLOP -> {cold_ms:.0f} ms; warm "
-      f"{warm_ms:.0f} ms; {ratio:.0f}x")
+
+md(rf"""
+**Context at turn {t}.** $L_t = n_1 + (t - 1)\,\Delta n = {tex(n_1)} + {t - 1} \times {tex(dn)} = {tex(context)}$ tokens.
+
+**Cold worker.** $2 N L_t = 2 \times {sci(N)} \times {tex(context)} = {cold_tflop:.1f}\ \text{{TFLOP}}$, at
+$u\,\pi = {u:g} \times {tex(hw.peak_flops_per_s / 1e12, ',.0f')} = {reached / 1e12:.1f}$ TFLOP/s:
+
+$$\text{{TTFT}}_\text{{cold}} = \frac{{{cold_tflop:.1f}\ \text{{TFLOP}}}}{{{reached / 1e12:.1f}\ \text{{TFLOP/s}}}} = {cold_ms:.1f}\ \text{{ms}}.$$
+
+**Warm worker.**
+
+$$\text{{TTFT}}_\text{{warm}} = \frac{{2 \times {sci(N)} \times {tex(dn)}}}{{{reached / 1e12:.1f} \times 10^{{12}}}}
+= \frac{{{warm_flop / 1e12:.2f}\ \text{{TFLOP}}}}{{{reached / 1e12:.1f}\ \text{{TFLOP/s}}}} = {warm_ms:.2f}\ \text{{ms}}.$$
+
+**Ratio.** ${cold_ms:.1f} / {warm_ms:.2f} = L_t / \Delta n = {tex(context)} / {tex(dn)} = {ratio:.2f}\times$.
+""")
+# check: the companion's 17 §8 routing arithmetic
+r = calc.kv_routing_ttft(given["model"], hw, t, first_turn_tokens=n_1, tokens_per_turn=dn,
+                         efficiency=u)
+assert r["context_tokens"] == context
+assert math.isclose(r["cold_s"] / units.ms, cold_ms, rel_tol=1e-9)
+assert math.isclose(r["warm_s"] / units.ms, warm_ms, rel_tol=1e-9)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ae_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
@@ -72,9 +129,19 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "fg_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 good_ms = poor_ms = None
 ### BEGIN SOLUTION
+# the mean over turns: a warm share pays the warm TTFT, the rest the cold one
 good_ms = good * warm_ms + (1 - good) * cold_ms
 poor_ms = poor * warm_ms + (1 - poor) * cold_ms
-print(f"mean TTFT {good_ms:.0f} ms at {good:.0%} warm, {poor_ms:.0f} ms at {poor:.0%}")
+
+md(rf"""
+$$\text{{share}} = {good:g}:\quad {good:g} \times {warm_ms:.2f} + {1 - good:.2g} \times {cold_ms:.1f} = {good_ms:.1f}\ \text{{ms}}, \qquad
+\text{{share}} = {poor:g}:\quad {poor:g} \times {warm_ms:.2f} + {1 - poor:.2g} \times {cold_ms:.1f} = {poor_ms:.1f}\ \text{{ms}}.$$
+
+The router with the higher warm share cuts the mean TTFT by ${poor_ms / good_ms:.1f}\times$.
+""")
+# check: the companion's mean TTFT of a router
+assert math.isclose(calc.routed_mean_ttft_s(cold_ms, warm_ms, good), good_ms, rel_tol=1e-12)
+assert math.isclose(calc.routed_mean_ttft_s(cold_ms, warm_ms, poor), poor_ms, rel_tol=1e-12)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "fg_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
@@ -84,10 +151,10 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ag_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# Turn 20 carries 6,000 + 19 x 1,200 = 28,800 tokens: 461 TFLOP, 932 ms of TTFT on a cold
-# worker, against 39 ms for the one new message on a warm one, 24x, and the gap grows every
-# turn. A router landing 90% of turns warm averages ~128 ms; one landing 30% averages ~664 ms,
-# more TTFT than any kernel in the chapter can win back. The catch is load: pinning every
-# conversation to its warm worker builds hotspots, so real routers score prefix overlap against
-# current load.
+# A cold worker prefills the whole conversation, a warm one only the newest message, so their
+# ratio is $L_t/\Delta n$ and grows by one with every turn (derivation above). A router that
+# lands most turns warm keeps the mean TTFT close to the warm value; one that lands few pays
+# mostly cold prefills, a larger loss than any kernel tuning in the chapter can win back. The
+# catch is load: pinning every conversation to its warm worker builds hotspots, so real
+# routers score prefix overlap against current load.
 # ### END SOLUTION

@@ -17,19 +17,33 @@
 #
 # *Calculation, 17 §8.* With disaggregated serving, prefill and decode run on separate GPU
 # pools, each sized against its own bottleneck: the prefill pool in prompt tokens per second,
-# the decode pool in output tokens per second. The two sizes are two independent divisions,
-# each rounded up to whole groups. The price is a network hop: the prefill pool ships each
-# request's KV cache to a decode worker.
+# the decode pool in output tokens per second. Requests arrive at rate $\lambda$ with mean
+# prompt $\bar n$ and mean output $\bar G$ tokens; one GPU group sustains $\mu_p$ prompt
+# tokens/s of prefill or $\mu_d$ output tokens/s of decode. The two sizes are two independent
+# divisions, each rounded up to whole groups (17 §8, as in the section notebook):
 #
-# 1. **(a)** The prompt tokens per second the prefill pool must absorb and **(b)** the prefill
-#    groups needed.
-# 2. **(c)** The output tokens per second the decode pool must produce and **(d)** the decode
-#    groups needed; **(e)** prefill groups per decode group.
-# 3. **(f)** The KV one long request ships, in GB; the transfer time over **(g)** NVLink and
-#    **(h)** RDMA, in ms; **(i)** one layer's share of the RDMA transfer, in ms (engines ship
-#    layer by layer, overlapped with the prefill of later layers).
+# $$g_\text{prefill} = \left\lceil \frac{\lambda \bar n}{\mu_p} \right\rceil, \qquad
+# g_\text{decode} = \left\lceil \frac{\lambda \bar G}{\mu_d} \right\rceil .$$
 #
-# The RDMA link is quoted in gigabits per second, as NICs are.
+# The price is a network hop: the prefill pool ships each request's KV cache, $L$ tokens at
+# $k$ bytes each, to a decode worker over a link of bandwidth $\beta_\text{link}$:
+#
+# $$T_\text{ship} = \frac{L\,k}{\beta_\text{link}}, \qquad
+# k = 2\, n_\text{layers}\, n_\text{kv}\, d_\text{head} \cdot 2\ \text{B (BF16; 17 §4)}.$$
+#
+# The given data print $k$ and $n_\text{layers}$ for the model.
+#
+# 1. **(a)** The prompt tokens per second the prefill pool must absorb, $\lambda \bar n$, and
+#    **(b)** the prefill groups needed.
+# 2. **(c)** The output tokens per second the decode pool must produce, $\lambda \bar G$, and
+#    **(d)** the decode groups needed; **(e)** prefill groups per decode group.
+# 3. **(f)** The KV one long request ships, $L k$, in GB; the transfer time over **(g)** NVLink
+#    and **(h)** RDMA, in ms; **(i)** one layer's share of the RDMA transfer,
+#    $T_\text{ship} / n_\text{layers}$, in ms (engines ship layer by layer, overlapped with the
+#    prefill of later layers).
+#
+# The RDMA link is quoted in gigabits per second, as NICs are: divide by 8 for bytes. GB and
+# GB/s are decimal ($10^9$).
 # Your given data come from `grading.params("17-7", SEED)`. Seed 0 is the chapter's own data
 # (100 req/s, 2,000-token prompts, 250-token outputs, 10,000 and 2,500 tok/s per group, one
 # 8,000-token request of the 70B shape, 900 GB/s NVLink, 400 Gb/s RDMA); your instructor may
@@ -42,14 +56,14 @@ from companion import grading, units
 
 SEED = 0
 given = grading.params("17-7", SEED)
-print(f"traffic: {given['request_rate_per_s']} req/s, mean prompt "
-      f"{given['mean_prompt_tokens']:,} tokens, mean output {given['mean_output_tokens']:,} "
+print(f"traffic: lambda = {given['request_rate_per_s']} req/s, mean prompt n = "
+      f"{given['mean_prompt_tokens']:,} tokens, mean output G = {given['mean_output_tokens']:,} "
       f"tokens")
-print(f"capacity per GPU group: prefill {given['prefill_tok_per_s_per_group']:,} tok/s, "
-      f"decode {given['decode_tok_per_s_per_group']:,} tok/s")
-print(f"KV hop: {given['model'].name}, {given['n_layers']} layers, "
-      f"k = {given['kv_bytes_per_token']:,} B per token, {given['context_tokens']:,}-token "
-      f"request")
+print(f"capacity per GPU group: prefill mu_p = {given['prefill_tok_per_s_per_group']:,} tok/s, "
+      f"decode mu_d = {given['decode_tok_per_s_per_group']:,} tok/s")
+print(f"KV hop: {given['model'].name}, n_layers = {given['n_layers']}, "
+      f"k = {given['kv_bytes_per_token']:,} B per token, a request of L = "
+      f"{given['context_tokens']:,} tokens")
 print(f"links: NVLink {given['nvlink_bytes_per_s'] / units.GB:g} GB/s, RDMA "
       f"{given['rdma_gbit_per_s']} Gb/s")
 
@@ -61,14 +75,53 @@ print(f"links: NVLink {given['nvlink_bytes_per_s'] / units.GB:g} GB/s, RDMA "
 # %% nbgrader={"grade": false, "grade_id": "ae_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 prompt_demand = prefill_groups = output_demand = decode_groups = pool_ratio = None
 ### BEGIN SOLUTION
-rate = given["request_rate_per_s"]
-prompt_demand = rate * given["mean_prompt_tokens"]
-prefill_groups = math.ceil(prompt_demand / given["prefill_tok_per_s_per_group"])
-output_demand = rate * given["mean_output_tokens"]
-decode_groups = math.ceil(output_demand / given["decode_tok_per_s_per_group"])
+from companion import calc
+from companion.display import md
+
+
+def tex(x, spec=","):
+    """``x`` formatted for LaTeX: thousands grouped with {,}, which MathJax spaces as a digit."""
+    return format(x, spec).replace(",", "{,}")
+
+
+lam, n_bar, G_bar = (given["request_rate_per_s"], given["mean_prompt_tokens"],
+                     given["mean_output_tokens"])
+mu_p, mu_d = given["prefill_tok_per_s_per_group"], given["decode_tok_per_s_per_group"]
+# step 1: the prefill pool's demand, and the groups it takes (a pool needs whole groups)
+prompt_demand = lam * n_bar
+prefill_share = prompt_demand / mu_p
+prefill_groups = math.ceil(prefill_share)
+# step 2: the same for the decode pool
+output_demand = lam * G_bar
+decode_share = output_demand / mu_d
+decode_groups = math.ceil(decode_share)
+# step 3: the ratio of the two pools
 pool_ratio = prefill_groups / decode_groups
-print(f"prefill: {prompt_demand:,} tok/s -> {prefill_groups} groups; decode: "
-      f"{output_demand:,} tok/s -> {decode_groups} groups; ratio {pool_ratio:.2f}")
+
+md(rf"""
+**Prefill pool.** Every request brings $\bar n$ prompt tokens, so the pool must absorb
+
+$$\lambda\,\bar n = {tex(lam, 'g')}\ \text{{req/s}} \times {tex(n_bar)}\ \text{{tokens}}
+= {tex(prompt_demand, ',.0f')}\ \text{{tok/s}},$$
+
+$$g_\text{{prefill}} = \left\lceil \frac{{\lambda \bar n}}{{\mu_p}} \right\rceil
+= \left\lceil \frac{{{tex(prompt_demand, ',.0f')}}}{{{tex(mu_p)}}} \right\rceil
+= \lceil {prefill_share:.2f} \rceil = {prefill_groups}\ \text{{groups}}.$$
+
+**Decode pool.** Every request leaves with $\bar G$ output tokens:
+
+$$\lambda\,\bar G = {tex(lam, 'g')} \times {tex(G_bar)} = {tex(output_demand, ',.0f')}\ \text{{tok/s}},
+\qquad g_\text{{decode}} = \left\lceil \frac{{{tex(output_demand, ',.0f')}}}{{{tex(mu_d)}}} \right\rceil
+= \lceil {decode_share:.2f} \rceil = {decode_groups}\ \text{{groups}}.$$
+
+**Ratio.** $g_\text{{prefill}} / g_\text{{decode}} = {prefill_groups} / {decode_groups} = {pool_ratio:.2f}$
+prefill groups per decode group.
+""")
+# check: the companion's 17 §8 sizing gives the same pools
+pools = calc.disaggregated_pools(lam, n_bar, G_bar, prefill_tok_per_s_per_group=mu_p,
+                                 decode_tok_per_s_per_group=mu_d)
+assert (pools["prefill_groups"], pools["decode_groups"]) == (prefill_groups, decode_groups)
+assert math.isclose(pools["prefill_to_decode"], pool_ratio, rel_tol=1e-12)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ae_check", "locked": true, "points": 7, "schema_version": 3, "solution": false, "task": false}
@@ -81,10 +134,12 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ae_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# 100 x 2,000 = 200,000 prompt tok/s needs 20 prefill groups; 100 x 250 = 25,000 output tok/s
-# needs 10 decode groups: 2:1 for this mix. The ratio is a property of the workload, not of the
-# fleet: longer documents grow only the prefill pool, chattier sessions only the decode pool,
-# and two pools can follow each shift on their own where a shared fleet cannot.
+# Each pool is sized by its own division (see the derivation above): prompt tokens over what
+# one group prefills, output tokens over what one group decodes, each rounded up because a
+# pool holds whole groups. The ratio is a property of the workload, not of the fleet: longer
+# documents grow only $\lambda \bar n$ and so only the prefill pool, chattier sessions only
+# $\lambda \bar G$ and the decode pool, and two pools can follow each shift on their own where
+# a shared fleet cannot.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -95,14 +150,43 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "fi_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 kv_gb = nvlink_ms = rdma_ms = per_layer_ms = None
 ### BEGIN SOLUTION
-kv_bytes = given["kv_bytes_per_token"] * given["context_tokens"]
+L, k, n_layers = given["context_tokens"], given["kv_bytes_per_token"], given["n_layers"]
+# step 1: the bytes one request ships, L k
+kv_bytes = L * k
 kv_gb = kv_bytes / units.GB
-nvlink_ms = kv_bytes / given["nvlink_bytes_per_s"] / units.ms
+# step 2: the two links in bytes per second (the NIC's rate is in bits)
+nvlink_bytes_per_s = given["nvlink_bytes_per_s"]
 rdma_bytes_per_s = given["rdma_gbit_per_s"] * 1e9 / 8
+# step 3: T_ship = L k / beta_link over each, and one layer's slice of the RDMA transfer
+nvlink_ms = kv_bytes / nvlink_bytes_per_s / units.ms
 rdma_ms = kv_bytes / rdma_bytes_per_s / units.ms
-per_layer_ms = rdma_ms / given["n_layers"]
-print(f"{kv_gb:.2f} GB: {nvlink_ms:.1f} ms over NVLink, {rdma_ms:.1f} ms over RDMA "
-      f"({rdma_bytes_per_s / units.GB:g} GB/s), {per_layer_ms:.2f} ms per layer")
+per_layer_ms = rdma_ms / n_layers
+
+md(rf"""
+**The KV of one request.**
+$L\,k = {tex(L)} \times {tex(k)}\ \text{{B}} = {kv_bytes / units.GB:.3f}\ \text{{GB}}$.
+
+**The RDMA link in bytes.**
+${given['rdma_gbit_per_s']}\ \text{{Gb/s}} \div 8 = {rdma_bytes_per_s / units.GB:g}\ \text{{GB/s}}$.
+
+**The transfer.**
+
+$$T_\text{{ship}} = \frac{{L\,k}}{{\beta_\text{{link}}}}:\qquad
+\text{{NVLink}}\ \frac{{{kv_bytes / units.GB:.3f}\ \text{{GB}}}}{{{nvlink_bytes_per_s / units.GB:g}\ \text{{GB/s}}}}
+= {nvlink_ms:.2f}\ \text{{ms}}, \qquad
+\text{{RDMA}}\ \frac{{{kv_bytes / units.GB:.3f}\ \text{{GB}}}}{{{rdma_bytes_per_s / units.GB:g}\ \text{{GB/s}}}}
+= {rdma_ms:.1f}\ \text{{ms}}.$$
+
+**One layer's slice.** Over RDMA,
+$T_\text{{ship}} / n_\text{{layers}} = {rdma_ms:.1f}\ \text{{ms}} / {n_layers} = {per_layer_ms:.2f}\ \text{{ms}}$.
+""")
+# check: the companion's 17 §8 transfer time, from the model's own KV size
+m = given["model"]
+assert math.isclose(calc.kv_bytes(m, L, block_tokens=1), kv_bytes, rel_tol=1e-12)
+assert math.isclose(calc.kv_transfer_s(m, L, rdma_bytes_per_s) / units.ms, rdma_ms,
+                    rel_tol=1e-12)
+assert math.isclose(calc.kv_transfer_s(m, L, nvlink_bytes_per_s) / units.ms, nvlink_ms,
+                    rel_tol=1e-12)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "fi_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
@@ -114,9 +198,12 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "fi_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# 2.62 GB of KV takes ~3 ms over NVLink and ~52 ms over 400 Gb/s (50 GB/s) RDMA. Next to a
-# first-token time of several hundred milliseconds that is affordable, and shipping each layer's
-# 0.66 ms slice as soon as the prefill finishes that layer hides most of it. The same
-# arithmetic says when not to split: small models and short prompts gain nothing that chunked
-# prefill on a shared pool was not already giving.
+# The hop is the request's whole KV cache over the link (derivation above). Inside a node,
+# NVLink moves it in milliseconds; across nodes the RDMA NIC is more than an order of magnitude
+# slower, because its rate is quoted in bits and one NIC carries far less than NVLink. Still,
+# the prefill that produced those $L$ tokens of cache took longer than shipping them, and
+# shipping each layer's slice as soon as the prefill finishes that layer hides most of the
+# transfer behind the remaining layers. The same arithmetic says when not to split: with a
+# small model and short prompts there is little interference to remove, and chunked prefill on
+# a shared pool already gives most of the gain without the hop.
 # ### END SOLUTION

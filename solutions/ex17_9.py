@@ -15,27 +15,32 @@
 # %% [markdown]
 # # Exercise 17-9 · Speculative decoding: how many tokens per pass, and at what cost?
 #
-# *Calculation, 17 §10.* A small draft model proposes $k$ tokens; the target model checks all
-# of them in one forward pass. Batch-1 decode is memory-bound, so checking $k + 1$ positions
-# streams the same weights as generating one token: the target pass costs about one ordinary
-# decode step. If each draft token is accepted with probability $\alpha$ (once all the earlier
-# ones were), a pass yields on average
+# *Calculation, 17 §10.* A small draft model proposes $m$ tokens; the target model checks all
+# of them in one forward pass. Batch-1 decode is memory-bound, so checking $m + 1$ positions
+# streams the same weights as generating one token: the target's verification pass costs
+# about one ordinary decode step, $T_v = D_w / \beta$ with $D_w = 2N$ its BF16 weight bytes
+# (17 §2). If each draft token is accepted with probability $\alpha$ (once all the earlier ones
+# were), one pass emits $X$ tokens, on average
 #
-# $$\mathbb E[N_k] = 1 + \alpha + \alpha^2 + \dots + \alpha^k$$
+# $$\mathbb E[X] = 1 + \alpha + \alpha^2 + \dots + \alpha^m
+# \ \xrightarrow{\ m \to \infty\ }\ \frac{1}{1 - \alpha}$$
 #
-# tokens, the target's own token included. The draft model's $k$ passes are not free: each
-# streams the draft's weights.
+# tokens, the target's own token included (17 §10). The draft model's $m$ passes are not free:
+# each streams the draft's weights, $T_d = 2 N_\text{draft} / \beta$ in BF16. One round then
+# takes $T_v + m\,T_d$, and the latency per output token is
 #
-# 1. **(a)** $\mathbb E[N_k]$; **(b)** the tokens one more draft token ($k + 1$) would add;
-#    **(c)** $\mathbb E[N]$ with an unlimited draft.
-# 2. **(d)** One target pass and **(e)** one draft pass, in ms (weights over bandwidth, BF16).
-# 3. **(f)** The latency per output token with the draft, $(T_\text{target} + k\,t_\text{draft})
-#    / \mathbb E[N_k]$, in ms; **(g)** the speedup over plain decode; **(h)** the draft length
-#    among 1-8 with the lowest latency per token; **(i)** does going from $k$ to $k + 1$
-#    lower the latency per token? (`True`/`False`)
+# $$\frac{T_v + m\,T_d}{\mathbb E[X]} .$$
+#
+# 1. **(a)** $\mathbb E[X]$; **(b)** the tokens one more draft token ($m + 1$) would add,
+#    $\alpha^{m+1}$; **(c)** $\mathbb E[X]$ with an unlimited draft.
+# 2. **(d)** One target pass $T_v$ and **(e)** one draft pass $T_d$, in ms.
+# 3. **(f)** The latency per output token with the draft, in ms; **(g)** the speedup over plain
+#    decode, $T_v$ divided by (f); **(h)** the draft length among 1-8 with the lowest latency
+#    per token; **(i)** does going from $m$ to $m + 1$ lower the latency per token?
+#    (`True`/`False`)
 #
 # Your given data come from `grading.params("17-9", SEED)`. Seed 0 is the chapter's own data
-# ($k = 4$, $\alpha = 0.7$, the 8B target on an H100 SXM) plus a draft size of ours (a 1e9-
+# ($m = 4$, $\alpha = 0.7$, the 8B target on an H100 SXM) plus a draft size of ours (a 1e9-
 # parameter BF16 draft) for (d)-(i); your instructor may give you another seed.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -43,11 +48,12 @@ from companion import grading, units
 
 SEED = 0
 given = grading.params("17-9", SEED)
-a, k, hw = given["acceptance"], given["draft_len"], given["hardware"]
-print(f"acceptance alpha = {a:g}, draft length k = {k}")
-print(f"target: {given['model'].name}, {given['target_weight_bytes'] / units.GB:g} GB; draft: "
-      f"{given['draft_params']:.3g} params, {given['draft_weight_bytes'] / units.GB:g} GB; "
-      f"{hw.name}, HBM {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
+alpha, m, hw = given["acceptance"], given["draft_len"], given["hardware"]
+print(f"acceptance alpha = {alpha:g}, draft length m = {m}")
+print(f"target: {given['model'].name}, D_w = {given['target_weight_bytes'] / units.GB:g} GB; "
+      f"draft: N_draft = {given['draft_params']:.3g} params, "
+      f"{given['draft_weight_bytes'] / units.GB:g} GB; {hw.name}, HBM beta = "
+      f"{hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
 print(f"draft lengths to compare: {list(given['draft_lens'])}")
 
 # %% [markdown]
@@ -58,14 +64,42 @@ print(f"draft lengths to compare: {list(given['draft_lens'])}")
 # %% nbgrader={"grade": false, "grade_id": "ac_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 expected = marginal = limit = None
 ### BEGIN SOLUTION
+import math
+
+from companion import calc
+from companion.display import md
+
+
+def tex(x, spec=","):
+    """``x`` formatted for LaTeX: thousands grouped with {,}, which MathJax spaces as a digit."""
+    return format(x, spec).replace(",", "{,}")
+
+
 def expected_tokens(draft_len):
-    return sum(a ** j for j in range(draft_len + 1))
+    """E[X] = 1 + alpha + ... + alpha^draft_len."""
+    return sum(alpha ** j for j in range(draft_len + 1))
 
 
-expected = expected_tokens(k)
-marginal = expected_tokens(k + 1) - expected
-limit = 1 / (1 - a)
-print(f"E[N_{k}] = {expected:.3f}; the next draft token adds {marginal:.3f}; limit {limit:.2f}")
+# step 1: the terms alpha^j, j = 0..m, and their sum
+terms = [alpha ** j for j in range(m + 1)]
+expected = sum(terms)
+# step 2: the next term, alpha^(m+1), is what one more draft token adds
+marginal = alpha ** (m + 1)
+# step 3: the geometric series summed to infinity
+limit = 1 / (1 - alpha)
+
+md(rf"""
+**Expected tokens per pass.**
+$\mathbb E[X] = \sum_{{j=0}}^{{{m}}} \alpha^j = {' + '.join(f'{t:.3f}' for t in terms)} = {expected:.3f}$ tokens.
+
+**One more draft token** adds the next term, $\alpha^{{m+1}} = {alpha:g}^{{{m + 1}}} = {marginal:.3f}$ tokens.
+
+**Unlimited draft.** $1 / (1 - \alpha) = 1 / (1 - {alpha:g}) = {limit:.3f}$ tokens.
+""")
+# check: the companion's 17 §10 / 8.5.2 expectation
+assert math.isclose(calc.speculative_expected_tokens(alpha, m), expected, rel_tol=1e-12)
+assert math.isclose(calc.speculative_expected_tokens(alpha, m + 1) - expected, marginal,
+                    rel_tol=1e-9)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "ac_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
@@ -76,9 +110,10 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ac_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# $1 + 0.7 + 0.49 + 0.343 + 0.240 = 2.77$ tokens per pass: with a free draft, up to ~2.8x lower
-# single-stream latency. A fifth draft token adds only 0.7^5 = 0.17 tokens, and no draft length
-# can pass 1 / (1 - 0.7) = 3.3: the gains shrink geometrically.
+# Each term $\alpha^j$ is the probability that the first $j$ guesses all survive, so the sum
+# counts the expected output of one pass (derivation above). With a free draft that is the
+# ideal single-stream speedup. The terms shrink geometrically: each extra draft token adds
+# less than the one before, and no draft length can pass $1/(1-\alpha)$.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -89,21 +124,61 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "di_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 target_ms = draft_ms = latency_ms = speedup = best_k = extend_helps = None
 ### BEGIN SOLUTION
-bw = hw.mem_bw_bytes_per_s
-target_ms = given["target_weight_bytes"] / bw / units.ms
-draft_ms = given["draft_weight_bytes"] / bw / units.ms
+beta = hw.mem_bw_bytes_per_s
+# step 1: the two passes, each a read of its model's weights
+T_v = given["target_weight_bytes"] / beta
+T_d = given["draft_weight_bytes"] / beta
+target_ms, draft_ms = T_v / units.ms, T_d / units.ms
 
 
-def latency(draft_len):
-    return (target_ms + draft_len * draft_ms) / expected_tokens(draft_len)
+def latency_s(draft_len):
+    """(T_v + draft_len T_d) / E[X]: seconds per output token."""
+    return (T_v + draft_len * T_d) / expected_tokens(draft_len)
 
 
-latency_ms = latency(k)
-speedup = target_ms / latency_ms
-best_k = min(given["draft_lens"], key=latency)
-extend_helps = latency(k + 1) < latency_ms
-print(f"target {target_ms:.2f} ms, draft {draft_ms:.3f} ms: {latency_ms:.2f} ms per token, "
-      f"{speedup:.2f}x; best k = {best_k}; k + 1 helps: {extend_helps}")
+# step 2: one round at the given m, and what it buys per token
+round_s = T_v + m * T_d
+latency_ms = round_s / expected / units.ms
+speedup = T_v / (round_s / expected)
+# step 3: every draft length offered, and the lowest latency
+table = {j: latency_s(j) / units.ms for j in given["draft_lens"]}
+best_k = min(table, key=table.get)
+# step 4: m + 1 helps when its added time per added token is below the current average
+added_ms_per_token = draft_ms / marginal
+extend_helps = latency_s(m + 1) / units.ms < latency_ms
+
+rows = "\n".join(f"| {j} | {expected_tokens(j):.3f} | {(T_v + j * T_d) / units.ms:.2f} | "
+                 f"{table[j]:.3f}{' (lowest)' if j == best_k else ''} |" for j in table)
+md(rf"""
+**The two passes.**
+$T_v = D_w / \beta = {given['target_weight_bytes'] / units.GB:g}\ \text{{GB}} / {tex(beta / units.GB, ',.0f')}\ \text{{GB/s}} = {target_ms:.3f}\ \text{{ms}}$;
+$T_d = {given['draft_weight_bytes'] / units.GB:g}\ \text{{GB}} / {tex(beta / units.GB, ',.0f')}\ \text{{GB/s}} = {draft_ms:.3f}\ \text{{ms}}$.
+
+**Latency per token at $m = {m}$.**
+
+$$\frac{{T_v + m\,T_d}}{{\mathbb E[X]}} = \frac{{({target_ms:.3f} + {m} \times {draft_ms:.3f})\ \text{{ms}}}}{{{expected:.3f}}}
+= \frac{{{round_s / units.ms:.3f}\ \text{{ms}}}}{{{expected:.3f}}} = {latency_ms:.3f}\ \text{{ms}},
+\qquad \text{{speedup}} = \frac{{{target_ms:.3f}}}{{{latency_ms:.3f}}} = {speedup:.3f}\times$$
+
+against the free-draft ideal of ${expected:.3f}\times$.
+
+**Every draft length offered.**
+
+| $m$ | $\mathbb E[X]$ | $T_v + m T_d$ (ms) | ms per token |
+|---:|---:|---:|---:|
+{rows}
+
+**Going from $m = {m}$ to ${m + 1}$** adds $T_d = {draft_ms:.3f}$ ms for $\alpha^{{{m + 1}}} = {marginal:.3f}$
+tokens, ${added_ms_per_token:.2f}$ ms per added token, against the current average of
+${latency_ms:.3f}$ ms: it {'lowers' if extend_helps else 'does not lower'} the latency per token.
+""")
+# check: the companion's draft-length arithmetic (8.5.4, Exercise 8-7) gives the same
+rows_c = calc.draft_length_table(alpha, given["draft_lens"], T_v, T_d)
+assert min(rows_c, key=lambda r: r["latency_per_token_s"])["draft_len"] == best_k
+assert math.isclose(calc.draft_length_table(alpha, [m], T_v, T_d)[0]["latency_per_token_s"],
+                    latency_ms * units.ms, rel_tol=1e-9)
+assert calc.marginal_draft_gain(alpha, m + 1, T_v, T_d)["helps"] == extend_helps
+assert math.isclose(calc.decode_time_split(given["model"], hw)["step_s"], T_v, rel_tol=1e-9)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "di_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false}
@@ -117,10 +192,11 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "di_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# The target pass streams 16 GB in 4.78 ms; each draft pass 2 GB in 0.60 ms. Four draft
-# passes make the round 7.16 ms for 2.77 tokens: 2.58 ms per token, 1.85x rather than the
-# ideal 2.77x. A fifth draft token costs 0.60 ms for 0.17 more tokens (3.6 ms per added token,
-# above the current 2.58), so k = 4 is already the best length here. Total work goes up (the
-# draft runs, rejected tokens are thrown away) to buy latency: right on a decode that leaves
-# 99.7% of the arithmetic idle, wrong on a compute-saturated prefill pool.
+# Charging the draft's own passes pulls the speedup below the free-draft ideal of
+# $\mathbb E[X]$ (derivation above). Each extra draft token costs a full draft pass but adds
+# only the next, smaller term $\alpha^{m+1}$; lengthening pays only while that added cost per
+# added token stays below the current average, which the table shows for every length. Total
+# work goes up (the draft runs, rejected tokens are thrown away) to buy latency: a good trade
+# on a memory-bound decode that leaves almost all of the arithmetic idle, a bad one on a
+# prefill pool that is already compute-bound.
 # ### END SOLUTION

@@ -63,14 +63,14 @@ def _mistakes(g: dict) -> dict:
     return {
         "a-expected": [(s["a-expected"] - 1, "the target pass always yields one token of its own: "
                                              "start the sum at 1"),
-                       (s["a-expected"] - a ** k, "the sum runs to a^k: k draft tokens, "
-                                                  "k + 1 terms")],
-        "b-marginal": [(a ** k, "the (k+1)-th token counts only if it and all k before it are "
-                                "accepted: a^(k+1)")],
-        "c-limit": [(1 / a, "the geometric series sums to 1 / (1 - a)")],
+                       (s["a-expected"] - a ** k, "the sum runs to alpha^m: m draft tokens, "
+                                                  "m + 1 terms")],
+        "b-marginal": [(a ** k, "the (m+1)-th token counts only if it and all m before it are "
+                                "accepted: alpha^(m+1)")],
+        "c-limit": [(1 / a, "the geometric series sums to 1 / (1 - alpha)")],
         "f-latency": [(ms(verify_s) / s["a-expected"], "the draft's own passes take time too: "
-                                                       "(T_target + k x t_draft) / E[tokens]")],
-        "g-speedup": [(s["a-expected"], "that is the ideal with a free draft; charge the k draft "
+                                                       "(T_v + m x T_d) / E[X]")],
+        "g-speedup": [(s["a-expected"], "that is the ideal with a free draft; charge the m draft "
                                         "passes")],
     }
 
@@ -114,14 +114,14 @@ def exercises() -> list[Exercise]:
             Part("g-speedup", "speedup over plain decode", "x", "rel", 0.005),
             Part("h-best-k", "the draft length among 1-8 with the lowest latency per token",
                  "tokens", "exact"),
-            Part("i-extend", "does going from k to k + 1 draft tokens lower the latency?",
+            Part("i-extend", "does going from m to m + 1 draft tokens lower the latency?",
                  kind="bool"),
         ),
         make_params=_params, solve=_solve, mistakes=_mistakes,
         conditions=(
             "the draft length with the lowest latency per token lies strictly inside 1-8, and no "
             "other length comes within 0.1% of it",
-            "k and k + 1 draft tokens differ in latency per token by more than 0.1%",
+            "m and m + 1 draft tokens differ in latency per token by more than 0.1%",
         ),
         screen=_screen,
     )]
