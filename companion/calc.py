@@ -13,6 +13,9 @@ it imports no plotting library.
   serving        8.6: Little's law, admission, goodput, GPU-seconds, schemes A-E, energy
   performance    17 §1-§6, §9-§10: hierarchy, roofline, KV sizing, paging, batching, MBU/MFU,
                  quantization
+  fuller         17 §1-§5, where the chapter's simplified models stop holding: reached rates,
+                 attention FLOPs, the roofline's max for short prefills and large decode
+                 batches, a long context in a batch, whole blocks
   parallelism    17 §7-§8: tensor/pipeline parallelism, placement, disaggregated pools,
                  KV-aware routing; the interview's batch-size window
   levers         17 §10's chapter-wide tables: levers, mechanism -> lever map, cheat sheet
@@ -72,6 +75,9 @@ from companion.formulas.performance import (
     prefix_sharing_bytes, paged_batch_gain, static_batch_slot_steps, chunked_prefill_trade,
     sm_share, decode_utilization, prefill_utilization, quantization_ceiling, fused_ridge_tokens,
     fused_chunked_prefill, decode_throughput_ceiling, decode_batch_for_step)
+from companion.formulas.fuller import (
+    achieved_rates, decode_attention_intensity, prefill_readings, head_of_line_readings,
+    long_context_in_batch, block_rounded_capacity, decode_roofline_batch)
 from companion.formulas.parallelism import (
     tp_allreduce_traffic, tp_decode_step, pp_stages, weights_per_gpu_bytes, parallel_layout,
     disaggregated_pools, kv_transfer_s, kv_routing_ttft, routed_mean_ttft_s, itl_batch_ceiling,
@@ -122,7 +128,9 @@ __all__ = [
     "prefix_sharing_bytes", "paged_batch_gain", "static_batch_slot_steps", "chunked_prefill_trade",
     "sm_share", "decode_utilization", "prefill_utilization", "quantization_ceiling",
     "fused_ridge_tokens", "fused_chunked_prefill", "decode_throughput_ceiling",
-    "decode_batch_for_step", "tp_allreduce_traffic", "tp_decode_step", "pp_stages",
+    "decode_batch_for_step", "achieved_rates", "decode_attention_intensity", "prefill_readings",
+    "head_of_line_readings", "long_context_in_batch", "block_rounded_capacity",
+    "decode_roofline_batch", "tp_allreduce_traffic", "tp_decode_step", "pp_stages",
     "weights_per_gpu_bytes", "parallel_layout", "disaggregated_pools", "kv_transfer_s",
     "kv_routing_ttft", "routed_mean_ttft_s", "itl_batch_ceiling", "batch_window", "levers_table",
     "cheat_sheet", "moe_read_curve",

@@ -292,3 +292,62 @@ def test_paged_panel_draws_the_throughput_ceiling():
     longer = panel.update(live_tokens=2400).numbers
     assert longer["ceiling_tok_s"] == pytest.approx(n["ceiling_tok_s"] / 4)
     _ = panel.reset()
+
+
+# --- the fuller models in the explorers (issue 24): defaults unchanged, the toggles move -----
+
+def test_memory_hierarchy_reached_rates_redraw_the_bars():
+    panel = widgets.MemoryHierarchyPanel()
+    spec = panel.update()
+    assert spec.numbers["achieved_ridge_flop_per_byte"] == spec.numbers["ridge_flop_per_byte"]
+    reached = panel.update(bandwidth_pct=70, compute_pct=50)
+    bars = reached.traces[-1]["x"]
+    assert bars[0] == pytest.approx(spec.traces[-1]["x"][0] / 0.7)   # the H100's, at 70%
+    assert close(reached.numbers["achieved_ridge_flop_per_byte"], 295 * 0.5 / 0.7)
+    assert reached.numbers["ridge_flop_per_byte"] == spec.numbers["ridge_flop_per_byte"]
+
+
+def test_roofline_flop_toggle_moves_two_points_and_keeps_the_chapters_numbers():
+    panel = widgets.RooflinePanel()
+    chapter, fuller = panel.update(), panel.update(flops="attention")
+    assert chapter.numbers == fuller.numbers                 # every number, both counts
+    xs = [t["x"][0] for t in chapter.traces[-4:]]
+    xs_full = [t["x"][0] for t in fuller.traces[-4:]]
+    assert xs[:2] == xs_full[:2]                             # batch 1 and weights only stay
+    assert xs_full[2] > xs[2] and xs_full[3] > xs[3]         # attention adds FLOPs, not bytes
+    assert close(chapter.numbers["decode_batch_with_kv_intensity"], 49)   # 17 §2's "49"
+
+
+def test_request_budget_price_toggle():
+    panel = widgets.RequestBudgetPanel()
+    chapter = panel.update(prompt_tokens=16)
+    roof = panel.update(prompt_tokens=16, prefill_price="roofline")
+    assert chapter.numbers == roof.numbers
+    assert roof.traces[0]["x"][0] == pytest.approx(roof.numbers["roofline_ttft_ms"])
+    assert chapter.traces[0]["x"][0] == pytest.approx(chapter.numbers["ttft_ms"])
+    assert roof.numbers["roofline_ttft_ms"] > 9 * roof.numbers["ttft_ms"]   # a weight read
+
+
+def test_head_of_line_readout_adds_the_fused_pass():
+    n = widgets.HeadOfLinePanel().update().numbers
+    assert close(n["stall_ms"], 259)                         # the chapter's, unchanged
+    assert n["fused_stall_ms"] > n["sim_worst_itl_ms"] > n["stall_ms"]
+
+
+def test_kv_sizing_block_curve_never_counts_more():
+    view = widgets.KVSizingPanel().update()
+    exact, blocks = view.traces[1]["y"], view.traces[2]["y"]
+    assert all(b <= e for b, e in zip(blocks, exact))
+    assert view.numbers["max_sequences_blocks"] == view.numbers["max_sequences"] == 62
+
+
+def test_paged_roofline_curve_sits_on_or_under_the_chapters():
+    panel = widgets.PagedKVPanel()
+    view = panel.update()
+    named = {t["name"]: t for t in view.traces}
+    bytes_only = next(t for n, t in named.items() if n.startswith("batch 1, 2"))
+    fuller = next(t for n, t in named.items() if n.startswith("the same batches"))
+    assert all(f <= c + 1e-6 for f, c in zip(fuller["y"], bytes_only["y"]))
+    assert close(view.numbers["roofline_paged_step_ms"], 24.8, 1)   # compute-bound at 50%
+    full = panel.update(decode_efficiency_pct=100).numbers
+    assert full["roofline_paged_step_ms"] == pytest.approx(full["paged_blocks_step_ms"])

@@ -4,8 +4,10 @@ Figures (plotly, deterministic: fixed colours, no timestamps; byte axes in decim
 Chapter 17 prints them): ``memory_hierarchy_figure`` (``memory_hierarchy_traces``/``_layout``
 over ``calc.memory_pyramid``).
 
-Panel: ``MemoryHierarchyPanel`` (a hardware preset and the bytes a step must read -> the card's
-pyramid, ridge point, full-memory sweep time and link ratios, beside every other preset).
+Panel: ``MemoryHierarchyPanel`` (a hardware preset, the bytes a step must read and the shares of
+peak bandwidth and compute a card reaches -> the card's pyramid, ridge point, full-memory sweep
+time and link ratios, beside every other preset; at 100% and 100%, the spec sheet's reading of
+17 §1, below it the achieved rates of ``calc.achieved_rates``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import dict_rows
 from companion.explorers.common import titled_figure as _fig
 from companion.explorers.presets import HARDWARE_PRESETS, hardware_control
+from companion.formulas.fuller import achieved_rates
 from companion.serves import serves
 
 __all__ = [
@@ -112,6 +115,11 @@ class MemoryHierarchyPanel(Panel):
         # all of the default card's memory (the H100 SXM's 80 GB)
         Control("sweep_gb", "bytes read per step (GB)", "float", ch17.H100_MEM_BYTES / units.GB,
                 1.0, 200.0, 1.0),
+        # the spec sheet's rates by default (17 §1); 17 §9 measures 70% of the bandwidth on a
+        # healthy decode, and 17 §2 assumes 50% of the compute for a prefill
+        Control("bandwidth_pct", "HBM bandwidth reached (% of peak)", "float", 100.0,
+                50.0, 100.0, 1.0),
+        Control("compute_pct", "compute reached (% of peak)", "float", 100.0, 10.0, 100.0, 1.0),
     )
     main_control = "hardware"
     base_layout = memory_hierarchy_layout(
@@ -124,8 +132,9 @@ class MemoryHierarchyPanel(Panel):
         "yaxis3": {"domain": [0, 0.36], "anchor": "x3", "autorange": "reversed",
                    "type": "category"}})
 
-    def compute(self, *, hardware, sweep_gb) -> View:
+    def compute(self, *, hardware, sweep_gb, bandwidth_pct, compute_pct) -> View:
         hw = HARDWARE_PRESETS[hardware]
+        rates = dict(compute_efficiency=compute_pct / 100, bandwidth_efficiency=bandwidth_pct / 100)
         rows = calc.memory_pyramid(hw)
         sweep_bytes = sweep_gb * units.GB
         ratios = (calc.bandwidth_ratios(hw) if hw.interconnect_bytes_per_s is not None
@@ -146,10 +155,19 @@ class MemoryHierarchyPanel(Panel):
             "hbm_over_nvlink": ratios.get("hbm_over_nvlink"),
             "nvlink_over_pcie": ratios.get("nvlink_over_pcie"),
         }
+        reached = achieved_rates(hw, sweep_bytes=sweep_bytes, **rates)
+        numbers.update({
+            "achieved_ridge_flop_per_byte": reached["ridge_flop_per_byte"],
+            "achieved_sweep_ms": reached["sweep_s"] / units.ms,
+            "achieved_steps_per_s": reached["steps_per_s"],
+        })
         traces = memory_hierarchy_traces(rows)
         names = list(HARDWARE_PRESETS)
-        times = [calc.memory_sweep_s(h, sweep_bytes) / units.ms for h in HARDWARE_PRESETS.values()]
-        ridges = [calc.ridge_point(h) for h in HARDWARE_PRESETS.values()]
+        # at the shares of peak the controls set (the spec sheet's own at 100%)
+        at = [achieved_rates(h, sweep_bytes=sweep_bytes, **rates)
+              for h in HARDWARE_PRESETS.values()]
+        times = [a["sweep_s"] / units.ms for a in at]
+        ridges = [a["ridge_flop_per_byte"] for a in at]
         traces.append({
             "type": "bar", "orientation": "h", "y": names, "x": times, "name": "sweep time",
             "xaxis": "x3", "yaxis": "y3",
@@ -165,5 +183,18 @@ class MemoryHierarchyPanel(Panel):
                 f"ms</b> (at most {numbers['full_sweeps_per_s']:,.0f} such steps/s)<br>"
                 f"reading {sweep_gb:g} GB per step: {numbers['sweep_ms']:.3g} ms, "
                 f"{numbers['steps_per_s']:,.0f} steps/s"
-                + (" (more than the card holds)" if sweep_bytes > hw.mem_bytes else "") + link)
+                + (" (more than the card holds)" if sweep_bytes > hw.mem_bytes else "") + link
+                + self._reached_line(numbers, bandwidth_pct, compute_pct))
         return View(numbers=numbers, traces=traces, text=text)
+
+    @staticmethod
+    def _reached_line(numbers, bandwidth_pct, compute_pct) -> str:
+        """The readout's line for the achieved rates (none at the spec sheet's 100% / 100%)."""
+        if bandwidth_pct == 100 and compute_pct == 100:
+            return ("<br>rates: the spec sheet's peaks (lower the two shares of peak for the "
+                    "rates a card reaches; the bars follow)")
+        return (f"<br>at {bandwidth_pct:g}% of the bandwidth and {compute_pct:g}% of the "
+                f"compute (the bars): ridge <b>{numbers['achieved_ridge_flop_per_byte']:,.0f}"
+                f"</b> FLOP/B instead of {numbers['ridge_flop_per_byte']:,.0f}; reading the "
+                f"step's bytes takes <b>{numbers['achieved_sweep_ms']:.3g} ms</b> instead of "
+                f"{numbers['sweep_ms']:.3g} ms ({numbers['achieved_steps_per_s']:,.0f} steps/s)")

@@ -8,7 +8,8 @@ live one are the same picture.
 Panel: ``RooflinePanel`` (hardware, model, batch, live context per sequence, prompt length and
 weight / KV precision -> decode at batch 1, batched decode (weights only and with each
 sequence's KV), and prefill placed on the log-log roofline; the readout lists every plotted
-number).
+number). Its "FLOPs counted" toggle moves the two points whose work includes attention to the
+fuller count (``calc.decode_attention_intensity``, ``calc.prefill_readings``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from companion.explorers.presets import (
 from companion.explorers.presets import ROOFLINE_MENU, roofline_model_control
 from companion.formulas.core import (expected_experts_touched, moe_streamed_weight_bytes,
                                      ridge_point)
+from companion.formulas.fuller import decode_attention_intensity, prefill_readings
 from companion.formulas.performance import decode_ridge_batch
 from companion.serves import serves
 from companion.specs import Hardware
@@ -148,6 +150,11 @@ def roofline_figure(hardware: Hardware, points, *, reference: Hardware | None = 
 _WEIGHT_BYTES = {"FP32 (4 B)": 4.0, "BF16 (2 B)": 2.0, "INT8 / FP8 (1 B)": 1.0,
                  "INT4 (0.5 B)": 0.5}
 
+# which FLOPs a point counts: the chapter's 2 per parameter per token, or those plus attention's
+# over each token's context (the fuller model of 17 §2's "Where this model breaks")
+_FLOP_COUNTS = {"matrices only (17 §2)": "matrices",
+                "matrices + attention over the context": "attention"}
+
 
 @serves("17.2")
 class RooflinePanel(Panel):
@@ -164,27 +171,36 @@ class RooflinePanel(Panel):
                 16, 32_768, 16),
         Control("weight_bytes", "weight precision", "choice", 2.0, options=_WEIGHT_BYTES),
         Control("kv_bytes", "KV precision", "choice", 2.0, options=KV_PRECISION_BYTES),
+        Control("flops", "FLOPs counted", "choice", "matrices", options=_FLOP_COUNTS),
         config_control(),
     )
     main_control = "batch"
     base_layout = dict(roofline_layout(), height=620)   # the legend: a line per workload
 
     def compute(self, *, hardware, model, batch, context_tokens, prompt_tokens, weight_bytes,
-                kv_bytes, config_json) -> View:
+                kv_bytes, flops, config_json) -> View:
         hw, (m, source) = HARDWARE_PRESETS[hardware], ROOFLINE_MENU.pick(model, config_json)
         kw = dict(bytes_per_param=weight_bytes)
         i_b1 = calc.decode_intensity(m, 1, **kw)
         i_weights = calc.decode_intensity(m, batch, **kw)
         i_kv = calc.decode_intensity(m, batch, context_tokens, kv_bytes_per_value=kv_bytes, **kw)
         i_prefill = calc.prefill_intensity(m, prompt_tokens, **kw)
+        # the fuller count: attention's FLOPs over each token's context, the same bytes
+        full_kv = decode_attention_intensity(m, batch, context_tokens,
+                                             kv_bytes_per_value=kv_bytes, **kw)
+        full_prefill = prefill_readings(m, hw, prompt_tokens, **kw)
+        with_attention = flops == "attention"
+        tag = ", attention counted" if with_attention else ""
+        shown = ((full_kv["intensity"], full_prefill["intensity"]) if with_attention
+                 else (i_kv, i_prefill))
         points = [
             dict(label="decode, batch 1", **calc.roofline_point(i_b1, hw)),
             dict(label=f"decode, batch {batch}, weights only",
                  **calc.roofline_point(i_weights, hw)),
-            dict(label=f"decode, batch {batch}, + {context_tokens:,} live KV tokens each",
-                 **calc.roofline_point(i_kv, hw)),
-            dict(label=f"prefill, {prompt_tokens:,}-token prompt",
-                 **calc.roofline_point(i_prefill, hw)),
+            dict(label=f"decode, batch {batch}, + {context_tokens:,} live KV tokens each{tag}",
+                 **calc.roofline_point(shown[0], hw)),
+            dict(label=f"prefill, {prompt_tokens:,}-token prompt{tag}",
+                 **calc.roofline_point(shown[1], hw)),
         ]
         split = calc.decode_time_split(m, hw, **kw)
         step = calc.decode_vs_context(m, hw, context_tokens, batch=batch,
@@ -193,8 +209,12 @@ class RooflinePanel(Panel):
         numbers = {"ridge_flop_per_byte": ridge,
                    "peak_TFLOPs": hw.peak_flops_per_s / units.TFLOP,
                    "bandwidth_TBs": hw.mem_bw_bytes_per_s / units.TB}
-        keys = ("decode_b1", "decode_batch_weights_only", "decode_batch_with_kv", "prefill")
-        for key, p in zip(keys, points):
+        # the chapter's count under its own keys whatever the toggle, the fuller one beside it
+        for key, i in (("decode_b1", i_b1), ("decode_batch_weights_only", i_weights),
+                       ("decode_batch_with_kv", i_kv), ("prefill", i_prefill),
+                       ("decode_batch_with_kv_attention", full_kv["intensity"]),
+                       ("prefill_attention", full_prefill["intensity"])):
+            p = calc.roofline_point(i, hw)
             numbers[f"{key}_intensity"] = p["intensity_flop_per_byte"]
             numbers[f"{key}_TFLOPs"] = p["attainable_flops_per_s"] / units.TFLOP
             numbers[f"{key}_pct_of_peak"] = 100 * p["fraction_of_peak"]
@@ -205,6 +225,10 @@ class RooflinePanel(Panel):
             "decode_batch_step_ms": step["step_s"] / units.ms,
             "decode_batch_tok_s": step["tokens_per_s"],
             "batch_to_reach_ridge": decode_ridge_batch(m, hw, **kw),
+            "decode_attention_share_pct": 100 * full_kv["attention_share"],
+            "prefill_attention_share_pct": 100 * full_prefill["attention_share"],
+            "prefill_chapter_ms": full_prefill["chapter_s"] / units.ms,
+            "prefill_roofline_ms": full_prefill["roofline_s"] / units.ms,
         })
         rows = "".join(
             f"<tr><td>{p['label']}</td><td align='right'>{readable(p['intensity_flop_per_byte'])}"
@@ -221,6 +245,7 @@ class RooflinePanel(Panel):
                 f"batch {batch}: {numbers['decode_batch_step_ms']:.3g} ms per step = "
                 f"{numbers['decode_batch_tok_s']:,.0f} tok/s; a batch of "
                 f"~{numbers['batch_to_reach_ridge']:,.0f} reaches the ridge (weights only)"
+                + _fuller_lines(numbers, full_prefill, prompt_tokens, with_attention)
                 + _moe_sweep_lines(m, hw, batch, i_b1, numbers, kw) + source)
         traces = roofline_traces(hw, points, reference=specs.H100_SXM)
         # the batch sweep under the workload points (which stay the last traces, on top)
@@ -280,3 +305,18 @@ def _moe_sweep_lines(m, hw, batch, i_b1, numbers, kw) -> str:
             f"<br>once every expert is read, intensity grows with B again, along the lower "
             f"grey line: each token computes through {m.experts_per_token} of "
             f"{m.n_experts} experts but the step reads all of them")
+
+
+def _fuller_lines(numbers, prefill, prompt_tokens, with_attention) -> str:
+    """Readout lines for the fuller count: attention's share of the FLOPs, and the prefill's
+    time priced by compute at 50% of peak (the chapter) and by the roofline's max."""
+    shown = "shown" if with_attention else "toggle \"FLOPs counted\" to show it"
+    return (f"<br>attention's share of the FLOPs ({shown}): "
+            f"{numbers['decode_attention_share_pct']:.3g}% of the batched decode's, "
+            f"{numbers['prefill_attention_share_pct']:.3g}% of the prefill's<br>"
+            f"prefill of {prompt_tokens:,} tokens: {numbers['prefill_chapter_ms']:.3g} ms by "
+            f"compute at {100 * ch17.PREFILL_EFFICIENCY:.0f}% of peak (17 §2), "
+            f"<b>{numbers['prefill_roofline_ms']:.3g} ms</b> on the roofline with attention "
+            f"({prefill['bound']}-bound: "
+            + ("the weight read sets it" if prefill["bound"] == "memory" else
+               "the compute sets it") + ")")

@@ -5,9 +5,11 @@ Figures (plotly, deterministic: fixed colours, no timestamps): ``request_budget_
 (``calc.request_budget``), ``hol_timeline_figure`` (``hol_timeline_traces``/``_layout`` over a
 simulator ``Result``) and ``slo_cdf_traces``/``slo_cdf_layout``.
 
-Panels: ``RequestBudgetPanel`` (TTFT + output x ITL, and where the time goes),
+Panels: ``RequestBudgetPanel`` (TTFT + output x ITL, and where the time goes; its "prefill
+priced by" toggle swaps the chapter's compute-only TTFT for the roofline's, ``calc.prefill_readings``),
 ``HeadOfLinePanel`` (a long prompt admitted whole into a running decode batch, on the
-scheduler simulator through ``sim.scenarios.hol_scenario``, beside the chapter's closed form),
+scheduler simulator through ``sim.scenarios.hol_scenario``, beside the chapter's closed form and
+one fused pass on the roofline, ``calc.head_of_line_readings``),
 ``SLOPanel`` (TTFT and ITL percentiles of a simulated Poisson stream, ``sim.slo_run``, against
 a TTFT p90 and an ITL p99 target; ``slo_cdf_traces`` draws the two CDFs).
 """
@@ -25,6 +27,7 @@ from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import plotly_go as _go
 from companion.explorers.presets import HARDWARE_PRESETS, hardware_control, source_line
 from companion.explorers.presets import ROOFLINE_MENU, roofline_model_control
+from companion.formulas.fuller import head_of_line_readings, prefill_readings
 from companion.serves import serves
 from companion.sim.result import Result
 from companion.sim.scenarios import hol_scenario
@@ -133,6 +136,11 @@ def hol_timeline_figure(result, *, title: str = "Head-of-line blocking (17 §3):
 
 _OUTPUT_SWEEP = np.unique(np.geomspace(1, 4096, 40).astype(int))
 
+# how the TTFT bar prices the prefill: the chapter's compute alone, or the roofline's max of
+# the weight read and the compute with attention (17 §3's "Where this model breaks")
+_PREFILL_PRICES = {"compute at the set % of peak (17 §2-§3)": "chapter",
+                   "roofline: max(weight read, compute + attention)": "roofline"}
+
 
 @serves("17.3")
 class RequestBudgetPanel(Panel):
@@ -149,6 +157,8 @@ class RequestBudgetPanel(Panel):
                 ch17.SMOOTH_ITL_S / units.ms, 1.0, 100.0, 0.1),
         Control("efficiency_pct", "prefill at % of peak", "float",
                 100 * ch17.PREFILL_EFFICIENCY, 5.0, 100.0, 1.0),
+        Control("prefill_price", "prefill priced by", "choice", "chapter",
+                options=_PREFILL_PRICES),
     )
     main_control = "prompt_tokens"
     base_layout = {
@@ -163,16 +173,25 @@ class RequestBudgetPanel(Panel):
     }
 
     def compute(self, *, hardware, model, prompt_tokens, output_tokens, itl_ms,
-                efficiency_pct) -> View:
+                efficiency_pct, prefill_price) -> View:
         hw, m = HARDWARE_PRESETS[hardware], ROOFLINE_MENU[model]
         itl = itl_ms * units.ms
         ttft = calc.prefill_compute_s(m, hw, prompt_tokens, efficiency=efficiency_pct / 100)
+        priced = prefill_readings(m, hw, prompt_tokens, efficiency=efficiency_pct / 100)
+        chapter = calc.request_budget(ttft, output_tokens, itl)
+        if prefill_price == "roofline":
+            ttft = priced["roofline_s"]
         budget = calc.request_budget(ttft, output_tokens, itl)
         shares = [100 * calc.request_budget(ttft, int(g), itl)["decode_share"]
                   for g in _OUTPUT_SWEEP]
-        numbers = {"ttft_ms": ttft / units.ms, "decode_ms": budget["decode_s"] / units.ms,
-                   "total_s": budget["total_s"], "decode_share_pct": 100 * budget["decode_share"],
-                   "prefill_share_pct": 100 * budget["prefill_share"]}
+        # the chapter's reading under its own keys whatever the toggle, the roofline's beside it
+        numbers = {"ttft_ms": chapter["ttft_s"] / units.ms,
+                   "decode_ms": chapter["decode_s"] / units.ms,
+                   "total_s": chapter["total_s"], "decode_share_pct": 100 * chapter["decode_share"],
+                   "prefill_share_pct": 100 * chapter["prefill_share"],
+                   "roofline_ttft_ms": priced["roofline_s"] / units.ms,
+                   "roofline_over_chapter": priced["roofline_over_chapter"],
+                   "attention_share_pct": 100 * priced["attention_share"]}
         traces = request_budget_traces(budget)
         traces += [
             {"type": "scatter", "mode": "lines+markers", "x": _OUTPUT_SWEEP.tolist() + [None,
@@ -181,13 +200,18 @@ class RequestBudgetPanel(Panel):
              "marker": {"size": [0] * len(shares) + [0, 12], "color": theme.NAVY},
              "xaxis": "x2", "yaxis": "y2"},
         ]
+        bound = ("the weight read sets it" if priced["bound"] == "memory"
+                 else f"compute, attention {numbers['attention_share_pct']:.2g}% of it")
+        drawn = "drawn" if prefill_price == "roofline" else "toggle to draw it"
         text = (f"TTFT = prefill of {prompt_tokens:,} tokens at {efficiency_pct:g}% of peak: "
-                f"<b>{numbers['ttft_ms']:,.0f} ms</b><br>"
+                f"<b>{numbers['ttft_ms']:,.3g} ms</b> (17 §2-§3); on the roofline "
+                f"<b>{numbers['roofline_ttft_ms']:,.3g} ms</b> ({bound}; "
+                f"{numbers['roofline_over_chapter']:.3g}x; {drawn})<br>"
                 f"decode = {output_tokens:,} x {itl_ms:g} ms = "
                 f"<b>{numbers['decode_ms']:,.0f} ms</b><br>"
-                f"total <b>{numbers['total_s']:.3g} s</b>, "
-                f"<b>{numbers['decode_share_pct']:.0f}%</b> of it decode "
-                f"(prefill {numbers['prefill_share_pct']:.0f}%)" + source_line(m))
+                f"total <b>{budget['total_s']:.3g} s</b>, "
+                f"<b>{100 * budget['decode_share']:.0f}%</b> of it decode "
+                f"(prefill {100 * budget['prefill_share']:.0f}%)" + source_line(m))
         return View(numbers=numbers, traces=traces, text=text)
 
 
@@ -227,6 +251,10 @@ class HeadOfLinePanel(Panel):
             "sim_worst_over_baseline": sim["worst_decode_itl_s"] / sim["baseline_itl_s"],
             "sim_long_ttft_ms": sim["long_ttft_s"] / units.ms,
         }
+        full = head_of_line_readings(m, hw, prompt_tokens, step, efficiency=efficiency_pct / 100)
+        numbers.update({"fused_stall_ms": full["fused_s"] / units.ms,
+                        "fused_over_step": full["fused_over_step"],
+                        "fused_decode_batch": full["decode_batch"]})
         traces = hol_timeline_traces(sim["result"])
         text = (f"prefill of {prompt_tokens:,} tokens: {numbers['prefill_TFLOP']:,.1f} TFLOP at "
                 f"{efficiency_pct:g}% of peak = <b>{numbers['stall_ms']:,.0f} ms</b> stall "
@@ -236,7 +264,12 @@ class HeadOfLinePanel(Panel):
                 f"<b>{numbers['sim_worst_itl_ms']:,.0f} ms</b> "
                 f"({numbers['sim_worst_over_baseline']:,.0f}x: the stalled round also runs "
                 f"the decode step); the long prompt's TTFT "
-                f"{numbers['sim_long_ttft_ms']:,.0f} ms" + source_line(m))
+                f"{numbers['sim_long_ttft_ms']:,.0f} ms<br>"
+                f"one fused pass (the prompt and {full['decode_batch']} decode tokens at "
+                f"{ch17.CHAT_LIVE_TOKENS} live tokens, weights read once, attention counted, "
+                f"the roofline's max): <b>{numbers['fused_stall_ms']:,.0f} ms</b> = "
+                f"{numbers['fused_over_step']:,.0f}x the step ({full['fused_bound']}-bound)"
+                + source_line(m))
         return View(numbers=numbers, traces=traces, text=text)
 
 

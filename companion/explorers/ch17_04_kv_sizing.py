@@ -6,7 +6,8 @@ Chapter 17 prints them): ``kv_by_context_figure``, ``attention_variants_figure``
 ``context_step_figure`` (``context_step_traces``) and ``gpu_memory_traces``.
 
 Panel: ``KVSizingPanel`` (model, hardware, context, KV precision, TP degree and runtime reserve
--> KV per token and per sequence, memory per GPU and how many sequences fit).
+-> KV per token and per sequence, memory per GPU and how many sequences fit; a second, dotted
+curve counts each sequence in whole 16-token blocks, ``calc.block_rounded_capacity``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from companion.explorers.axes import whole_ticks
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import dict_rows
 from companion.explorers.common import titled_figure as _fig
+from companion.formulas.fuller import block_rounded_capacity
 from companion.explorers.presets import (
     HARDWARE_PRESETS,
     KV_PRECISION_BYTES,
@@ -111,14 +113,17 @@ _MARK_SYMBOLS = ("circle", "square", "diamond", "triangle-up")
 
 
 def context_step_traces(contexts, rows, *, weight_bytes: float, bandwidth_bytes_per_s: float,
-                        crossover_tokens: float | None = None, marks=(),
-                        xaxis: str = "x", yaxis: str = "y") -> tuple[list, dict]:
+                        crossover_tokens: float | None = None, marks=(), batch_steps_s=None,
+                        batch_label: str = "in a batch", xaxis: str = "x",
+                        yaxis: str = "y") -> tuple[list, dict]:
     """Decode step time (ms) vs context: the weight stream (flat) and weights + live KV.
 
     ``rows``: ``calc.decode_vs_context`` results over ``contexts``; ``marks``: contexts to
     mark, one trace each after the two lines, its step time and tok/s in its legend entry
     (the chapter's 1,000 / 10,000 / 100,000);
-    ``crossover_tokens``: where the KV stream equals the weight stream (a dotted line).
+    ``crossover_tokens``: where the KV stream equals the weight stream (a dotted line);
+    ``batch_steps_s``: a third line, the step (seconds) of a batch that one sequence of each
+    context joins (``calc.long_context_in_batch``'s ``mixed_step_s``), named ``batch_label``.
     """
     xs = [int(c) for c in v.sequence("contexts", contexts)]
     data = dict_rows("rows", rows)
@@ -139,6 +144,17 @@ def context_step_traces(contexts, rows, *, weight_bytes: float, bandwidth_bytes_
          "hovertemplate": "%{x:,} tokens: %{y:.3g} ms, %{customdata:,.0f} tok/s"
                           "<extra></extra>", **axes},
     ]
+    batch_ms = []
+    if batch_steps_s is not None:
+        batch_ms = [float(x) / units.ms for x in v.sequence("batch_steps_s", batch_steps_s)]
+        if len(batch_ms) != len(xs):
+            raise ValueError(f"batch_steps_s: expected one step per context ({len(xs)}), got "
+                             f"{len(batch_ms)}")
+        traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": batch_ms,
+                       "name": batch_label,
+                       "line": {"color": theme.MEMORY_COLORS["kv"], "dash": "dash"},
+                       "hovertemplate": "%{x:,} tokens: every sequence waits %{y:.3g} ms"
+                                        "<extra></extra>", **axes})
     # each marked context its own trace, its numbers in its legend entry (and hover): labels
     # on the plot ran off its edges and into the axis title
     mark_rows = [(int(c), r) for c, r in zip(xs, data) if int(c) in {int(m) for m in marks}]
@@ -150,7 +166,7 @@ def context_step_traces(contexts, rows, *, weight_bytes: float, bandwidth_bytes_
                        "hovertemplate": f"{c:,} tokens: %{{text}}<extra></extra>",
                        "marker": {"size": 11, "color": _MARK_COLORS[i % len(_MARK_COLORS)],
                                   "symbol": _MARK_SYMBOLS[i % len(_MARK_SYMBOLS)]}, **axes})
-    top = max([r["step_s"] / units.ms for r in data] + [weight_ms])
+    top = max([r["step_s"] / units.ms for r in data] + [weight_ms] + batch_ms)
     if crossover_tokens is not None:
         x = v.positive("crossover_tokens", crossover_tokens)
         traces.append({"type": "scatter", "mode": "lines+text", "x": [x, x],
@@ -170,12 +186,14 @@ def context_step_traces(contexts, rows, *, weight_bytes: float, bandwidth_bytes_
 
 @serves("17.4")
 def context_step_figure(contexts, rows, *, weight_bytes: float, bandwidth_bytes_per_s: float,
-                        crossover_tokens: float | None = None, marks=(),
+                        crossover_tokens: float | None = None, marks=(), batch_steps_s=None,
+                        batch_label: str = "in a batch",
                         title: str = "Batch-1 decode step as the context grows (17 §4)"):
     """``context_step_traces`` as a plotly Figure."""
     traces, layout = context_step_traces(contexts, rows, weight_bytes=weight_bytes,
                                          bandwidth_bytes_per_s=bandwidth_bytes_per_s,
-                                         crossover_tokens=crossover_tokens, marks=marks)
+                                         crossover_tokens=crossover_tokens, marks=marks,
+                                         batch_steps_s=batch_steps_s, batch_label=batch_label)
     return _fig(traces, layout, title)
 
 
@@ -250,6 +268,10 @@ class KVSizingPanel(Panel):
         n = cap["max_sequences"]
         sweep = [calc.tp_kv_capacity(m, hw, context_tokens=int(L), **kw)["max_sequences"]
                  for L in _CONTEXT_SWEEP]
+        # the fuller count: each sequence holds whole blocks of 17 §5's 16 tokens
+        blocks = block_rounded_capacity(m, hw, context_tokens=context_tokens, **kw)
+        sweep_blocks = [block_rounded_capacity(m, hw, context_tokens=int(L), **kw)["sequences"]
+                        for L in _CONTEXT_SWEEP]
         numbers = {
             "kv_per_token_KB": per_token / units.KiB,     # Chapter 17's "KB" is KiB
             "kv_per_sequence_GB": cap["kv_bytes_per_sequence"] / units.GB,
@@ -264,6 +286,8 @@ class KVSizingPanel(Panel):
             "sequence_over_card": cap["kv_bytes_per_sequence"] / hw.mem_bytes,
             "kv_equals_weights_tokens": calc.kv_weight_crossover_tokens(m,
                                                                         bytes_per_value=kv_bytes),
+            "max_sequences_blocks": blocks["sequences"],
+            "block_held_tokens": blocks["held_tokens"],
         }
         traces = gpu_memory_traces(hw.mem_bytes, cap["weight_bytes_per_gpu"], reserve,
                                    n * cap["kv_bytes_per_sequence"] / tp,
@@ -271,13 +295,18 @@ class KVSizingPanel(Panel):
         traces += [
             {"type": "scatter", "mode": "lines", "x": _CONTEXT_SWEEP.tolist(), "y": sweep,
              "name": "sequences that fit vs context", "xaxis": "x2", "yaxis": "y2"},
+            {"type": "scatter", "mode": "lines", "x": _CONTEXT_SWEEP.tolist(), "y": sweep_blocks,
+             "name": f"in whole {ch17.BLOCK_TOKENS}-token blocks (17 §5)", "xaxis": "x2",
+             "yaxis": "y2", "line": {"color": theme.GREY, "dash": "dot"}},
             {"type": "scatter", "mode": "markers", "x": [context_tokens], "y": [n],
              "name": "this setting", "xaxis": "x2", "yaxis": "y2"},
         ]
         if cap["fits"]:
             verdict = (f"free for KV: {numbers['free_kv_per_gpu_GB']:,.3g} GB per GPU, "
                        f"{numbers['free_kv_total_GB']:,.4g} GB in all<br>"
-                       f"sequences of {context_tokens:,} tokens that fit: <b>{n:,}</b>")
+                       f"sequences of {context_tokens:,} tokens that fit: <b>{n:,}</b> "
+                       f"({blocks['sequences']:,} in whole {ch17.BLOCK_TOKENS}-token blocks, "
+                       f"{blocks['held_tokens']:,} tokens held each)")
         else:
             verdict = (f"<b>does not fit</b>: {numbers['weights_per_gpu_GB']:,.4g} GB of weights "
                        f"+ {reserve_gb:g} GB reserve per GPU exceed {hw.mem_bytes / units.GB:,.0f} "

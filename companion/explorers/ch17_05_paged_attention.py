@@ -5,7 +5,9 @@ Figures (plotly, deterministic: fixed colours, no timestamps): ``allocator_figur
 ``sim.kv_scenarios.allocator_demo``) and ``paged_tradeoff_traces``/``_layout``.
 
 Panel: ``PagedKVPanel`` (mean live tokens, block size and the contiguous reservation -> naive
-vs paged batch, step time (ITL) and throughput).
+vs paged batch, step time (ITL) and throughput; the throughput ceiling beta / (L k), and a
+second, dashed curve with the step priced by the roofline's max once the decode's matrices run
+at a set share of peak, ``calc.decode_roofline_batch``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from companion.explorers.presets import (
     hardware_control,
     source_line,
 )
+from companion.formulas.fuller import decode_roofline_batch
 from companion.serves import serves
 
 __all__ = [
@@ -208,10 +211,13 @@ class PagedKVPanel(Panel):
         Control("block_tokens", "block size (tokens)", "int", ch17.BLOCK_TOKENS, 1, 1024, 1),
         Control("reservation_tokens", "contiguous reservation per request (tokens)", "int",
                 ch17.LONG_CONTEXT_TOKENS, 1024, 32_768, 64),
+        # the dashed curve's compute rate: 17 §2's prefill share of peak by default
+        Control("decode_efficiency_pct", "decode matrices at % of peak (dashed curve)", "float",
+                100 * ch17.PREFILL_EFFICIENCY, 10.0, 100.0, 1.0),
     )
     main_control = "block_tokens"
     base_layout = {
-        "height": 560,   # the legend below: a line per allocator, curve and ceiling
+        "height": 620,   # the legend below: a line per allocator, curve and ceiling
         "xaxis": {"title": {"text": "mean live tokens per sequence"}, "type": "log",
                   "domain": [0, 0.44], "anchor": "y"},
         "yaxis": {"title": {"text": "sequences that fit in the KV space"}, "type": "log",
@@ -222,13 +228,15 @@ class PagedKVPanel(Panel):
     base_layout["xaxis2"].update(domain=[0.56, 1.0], anchor="y2")
     base_layout["yaxis2"].update(anchor="x2")
 
-    def compute(self, *, model, hardware, live_tokens, block_tokens, reservation_tokens) -> View:
+    def compute(self, *, model, hardware, live_tokens, block_tokens, reservation_tokens,
+                decode_efficiency_pct) -> View:
         m, hw = _PAGED_MODELS[model], HARDWARE_PRESETS[hardware]
         free = hw.mem_bytes - m.weight_bytes - ch17.RUNTIME_RESERVE_BYTES
         if free <= 0:   # a shelf model too large for one card: say so, draw nothing
             chapter = self.compute(**dict(self.defaults(), hardware=hardware,
                                           live_tokens=live_tokens, block_tokens=block_tokens,
-                                          reservation_tokens=reservation_tokens))
+                                          reservation_tokens=reservation_tokens,
+                                          decode_efficiency_pct=decode_efficiency_pct))
             return View(numbers={"fits": False}, traces=blank_traces(chapter.traces),
                         layout=_log_axes_of(chapter.traces, self.base_layout),
                         text=(f"<b>{m.name}</b>: {m.weight_bytes / units.GB:,.0f} GB of weights "
@@ -292,7 +300,28 @@ class PagedKVPanel(Panel):
                                               batch=max(paged["batch"], 1))
         half_b = max(1, round(ceil["half_ceiling_batch"]))
         half = calc.decode_vs_context(m, hw, live, batch=half_b)
-        x_end = max(s["step_s"] for s in steps) / units.ms
+        # the fuller step: the roofline's max of the reads and the compute (attention counted)
+        # at the set share of peak
+        e = decode_efficiency_pct / 100
+        full = [decode_roofline_batch(m, hw, int(b), live_tokens=live, efficiency=e)
+                for b in batches]
+        full_paged = decode_roofline_batch(m, hw, max(paged_b["batch"], 1), live_tokens=live,
+                                           efficiency=e)
+        x_end = max(max(s["step_s"] for s in steps), max(f["step_s"] for f in full)) / units.ms
+        traces += [
+            {"type": "scatter", "mode": "lines", "x": [f["step_s"] / units.ms for f in full],
+             "y": [f["tokens_per_s"] for f in full], "xaxis": "x2", "yaxis": "y2",
+             "name": f"the same batches, compute at {decode_efficiency_pct:g}% of peak counted "
+                     f"(roofline max)",
+             "line": {"color": theme.REQUEST_PALETTE[3], "dash": "dash"}},
+            {"type": "scatter", "mode": "lines", "x": [0, x_end],
+             "y": [full_paged["compute_ceiling_tokens_per_s"]] * 2, "xaxis": "x2", "yaxis": "y2",
+             "name": f"compute ceiling at {decode_efficiency_pct:g}% of peak",
+             "line": {"color": theme.REQUEST_PALETTE[3], "dash": "dot"}},
+        ]
+        numbers.update(roofline_paged_step_ms=full_paged["step_s"] / units.ms,
+                       roofline_paged_tok_s=full_paged["tokens_per_s"],
+                       compute_ceiling_at_efficiency_tok_s=full_paged["compute_ceiling_tokens_per_s"])
         traces += [
             {"type": "scatter", "mode": "lines", "x": [0, x_end],
              "y": [ceil["ceiling_tokens_per_s"]] * 2, "xaxis": "x2", "yaxis": "y2",
@@ -324,6 +353,11 @@ class PagedKVPanel(Panel):
                 f"ceiling beta / (L k) = {numbers['ceiling_tok_s']:,.0f} tok/s, half of it at "
                 f"b = {numbers['half_ceiling_batch']:,.0f}; paged reaches "
                 f"{numbers['paged_share_of_ceiling_pct']:.0f}% of it<br>"
+                f"dashed: with the decode's matrices at {decode_efficiency_pct:g}% of peak the "
+                f"paged batch ({paged_b['batch']:,}) steps in <b>"
+                f"{numbers['roofline_paged_step_ms']:.3g} ms</b> "
+                f"({full_paged['bound']}-bound), {numbers['roofline_paged_tok_s']:,.0f} tok/s; "
+                f"compute ceiling {numbers['compute_ceiling_at_efficiency_tok_s']:,.0f} tok/s<br>"
                 f"worst-case tail per sequence: {block_tokens - 1} slots = "
                 f"{numbers['worst_waste_MB']:,.3g} MB; this workload's tail: "
                 f"{numbers['tail_empty_slots']} empty slots" + source_line(m))

@@ -26,7 +26,7 @@
 # [overview](17_00_overview.ipynb) | next: [17.3 Prefill vs decode](17_03_prefill_vs_decode.ipynb)
 
 # %%
-from companion import calc, ledger, plots, specs, units, widgets
+from companion import calc, ledger, models, plots, specs, units, widgets
 from companion.chapters import ch17
 from companion.display import answer, md
 
@@ -191,6 +191,128 @@ for p in points:
 plots.roofline_figure(hw, points).show()
 
 # %% [markdown]
+# ## Where this model breaks: the FLOPs and bytes of a real 8B, attention included
+#
+# 17 §2 counts with a round shape: 8e9 parameters, every one of them streamed for each decode
+# step and worth 2 FLOPs per token, attention left out. Three things a real model adds:
+#
+# - **What a step streams.** The input embedding is a table: a token reads its own row, not
+#   the whole matrix. The output head, by contrast, runs for every token that needs its next
+#   word, so decode pays for it and a prefill only for its last token.
+# - **Attention's FLOPs.** Scoring a query against a key and mixing in the value costs, in
+#   every layer and every query head, one multiply-add per dimension of each: $a = 4\,d_\text{head}\,H_q\,n_\text{layers}$
+#   FLOPs per causal query-key pair (`calc.attention_flops_per_pair`). A decode token at context
+#   $L$ has $L + 1$ such pairs, a prompt of $n$ tokens $n(n+1)/2$.
+# - **Where those FLOPs land.** Attention reads each sequence's cache, which the chapter's
+#   batched intensity already counts as bytes, and now also does arithmetic with it:
+#
+# $$ I_{\text{eff}} = \frac{b\,(2N + a\,(L+1))}{D_w + b\,L\,k}
+#    \;\xrightarrow{\;L \to \infty\;}\; \frac{a}{k}, $$
+#
+# the attention's own intensity, which for grouped-query attention is the number of query heads
+# sharing each KV head (times 2 / bytes per value). Below, the chapter's shape beside the
+# Llama-3.1-8B `config.json` from the companion's shelf (`companion/data/hf_configs`), then the
+# batched intensity of 17 §2 with and without attention (`calc.decode_attention_intensity`).
+
+# %% tags=["remove-input"]
+real = models.load("llama-3.1-8b")
+shape_pf = calc.prefill_readings(m8, hw, n)
+real_pf = calc.prefill_readings(real, hw, n)
+
+shape_mat, shape_all = (shape_pf["matrix_flops"] / units.TFLOP,
+                        (shape_pf["matrix_flops"] + shape_pf["attention_flops"]) / units.TFLOP)
+real_mat, real_all = (real_pf["matrix_flops"] / units.TFLOP,
+                      (real_pf["matrix_flops"] + real_pf["attention_flops"]) / units.TFLOP)
+shape_split, real_split = calc.decode_time_split(m8, hw), calc.decode_time_split(real, hw)
+md(f"""
+| | the chapter's 8B shape | {real.name} (`config.json`) |
+|---|---|---|
+| parameters | {m8.n_params / 1e9:.2f} B | {real.n_params / 1e9:.2f} B |
+| bytes a decode step streams | {m8.streamed_weight_bytes / units.GB:.2f} GB | {real.streamed_weight_bytes / units.GB:.2f} GB (no embedding table) |
+| batch-1 decode ceiling | {shape_split['tokens_per_s']:.0f} tok/s | {real_split['tokens_per_s']:.0f} tok/s |
+| attention FLOPs per query-key pair | {calc.attention_flops_per_pair(m8):,.0f} | {calc.attention_flops_per_pair(real):,.0f} |
+| prefill of {n:,} tokens: matrix FLOPs | {shape_mat:.1f} TFLOP | {real_mat:.1f} TFLOP (layers only) |
+| the same with attention | {shape_all:.1f} TFLOP | {real_all:.1f} TFLOP |
+| prefill at {100 * ch17.PREFILL_EFFICIENCY:.0f}% of peak, with attention | {shape_pf['attention_s'] / units.ms:.1f} ms (chapter: {shape_pf['chapter_s'] / units.ms:.1f} ms) | {real_pf['attention_s'] / units.ms:.1f} ms |
+""")
+
+# %% tags=["remove-input"]
+roof_controls = {c.name: c for c in widgets.RooflinePanel.controls}
+L_max = roof_controls["context_tokens"].max
+rows = []
+for L in (ch17.CHAT_LIVE_TOKENS, ch17.LONG_CONTEXT_TOKENS, L_max):
+    r = calc.decode_attention_intensity(m8, ch17.BATCH, L)
+    rows.append(f"| {L:,} | {r['chapter_intensity']:.1f} | {r['intensity']:.1f} | "
+                f"{100 * r['attention_share']:.0f}% |")
+limit = calc.decode_attention_intensity(m8, ch17.BATCH, L_max)["long_context_limit"]
+md(f"""
+Decode at b = {ch17.BATCH} on the {m8.name}:
+
+| live tokens per sequence | chapter's intensity (FLOP/B) | with attention (FLOP/B) | attention's share of the FLOPs |
+|---|---|---|---|
+""" + "\n".join(rows) + f"""
+
+As contexts grow the fuller intensity levels off at $a/k$ = {limit:.0f} FLOP/B instead of
+falling towards zero.
+""")
+
+# %% [markdown]
+# ## Where this model breaks: short prompts priced by their compute
+#
+# 17 §2 notes that a prompt shorter than the ridge sits on the memory roof, yet prices every
+# prefill as $2Nn/(0.5\,\pi)$, which shrinks towards zero with $n$. A pass cannot take less
+# time than reading the weights once, so the roofline's own price is the larger of the two
+# terms, attention included on the compute side (`calc.prefill_readings`):
+#
+# $$ t_{\text{prefill}} = \max\left(\frac{D_w + n\,k}{\beta},\;
+#    \frac{2Nn + a\,n(n+1)/2}{0.5\,\pi}\right). $$
+
+# %% tags=["remove-input"]
+p_lo, p_hi = roof_controls["prompt_tokens"].min, roof_controls["prompt_tokens"].max
+corner = calc.fused_ridge_tokens(m8, hw)
+lengths = [(p_lo, "explorer's shortest"), (128, "a short classification prompt"),
+           (round(corner), "where the two terms meet at 50%"), (n, "the chapter's prompt"),
+           (ch17.LONG_CONTEXT_TOKENS, "17 §3's long prompt"), (p_hi, "explorer's longest")]
+pf = {length: calc.prefill_readings(m8, hw, length) for length, _ in lengths}
+md("""
+| prompt (tokens) | | the chapter: compute only | + attention | roofline: max with the weight read | roofline / chapter |
+|---|---|---|---|---|---|
+""" + "\n".join(
+    f"| {length:,} | {what} | {pf[length]['chapter_s'] / units.ms:.2f} ms | "
+    f"{pf[length]['attention_s'] / units.ms:.2f} ms | {pf[length]['roofline_s'] / units.ms:.2f} ms "
+    f"({pf[length]['bound']}) | {pf[length]['roofline_over_chapter']:.2f}x |"
+    for length, what in lengths))
+
+# %% tags=["remove-input"]
+real_gap = real_split["tokens_per_s"] / shape_split["tokens_per_s"] - 1
+at_chat = calc.decode_attention_intensity(m8, ch17.BATCH, ch17.CHAT_LIVE_TOKENS)
+at_long = calc.decode_attention_intensity(m8, ch17.BATCH, ch17.LONG_CONTEXT_TOKENS)
+at_max = calc.decode_attention_intensity(m8, ch17.BATCH, L_max)
+md(f"""
+> **When the counts matter.** *Bytes:* a real Llama-3.1-8B streams
+> {real.streamed_weight_bytes / units.GB:.1f} GB per step, so its batch-1 ceiling is
+> {100 * real_gap:.0f}% above the round shape's; the chapter's conclusions do not move.
+> *Attention in decode:* at the chapter's {ch17.CHAT_LIVE_TOKENS} live tokens it adds
+> {100 * at_chat['attention_share']:.0f}% of the FLOPs and the intensity barely moves
+> ({at_chat['chapter_intensity']:.1f} -> {at_chat['intensity']:.1f}); at
+> {ch17.LONG_CONTEXT_TOKENS:,} tokens {at_long['chapter_intensity']:.1f} becomes
+> {at_long['intensity']:.1f}, and at the explorer's {L_max:,} tokens
+> {at_max['chapter_intensity']:.2f} becomes {at_max['intensity']:.1f}, a factor of
+> {at_max['intensity'] / at_max['chapter_intensity']:.0f}. The point moves right but stays far
+> below the ridge, and the step time does not change: decode is on the memory roof either way,
+> as the chapter says. *Attention in prefill:* {100 * (shape_pf['attention_over_chapter'] - 1):.0f}%
+> more time at {n:,} tokens, {100 * (pf[ch17.LONG_CONTEXT_TOKENS]['attention_over_chapter'] - 1):.0f}%
+> at {ch17.LONG_CONTEXT_TOKENS:,} (17 §3's stall) and
+> {100 * (pf[p_hi]['attention_over_chapter'] - 1):.0f}% at the explorer's {p_hi:,}: past a few
+> thousand tokens the quadratic term is not a detail. *Short prompts:* below about
+> {corner:.0f} tokens (the ridge times the 50% efficiency) the weight read sets the time; at
+> 128 tokens the chapter's price is {100 * (1 - 1 / pf[128]['roofline_over_chapter']):.0f}% too
+> low, at the explorer's {p_lo} tokens {pf[p_lo]['roofline_over_chapter']:.1f} times too low.
+> The chapter's numbers above stay as printed; the explorer's "FLOPs counted" toggle moves the
+> two points to the fuller count, and its readout prices the prompt both ways.
+""")
+
+# %% [markdown]
 # ## Chapter says / companion computes
 
 # %%
@@ -203,7 +325,9 @@ ledger.show("17.2")
 # prompt length, and the storage precision of weights and KV. The four markers slide along the
 # chosen card's roofline (the H100's roof stays in grey for comparison), and the readout lists
 # every plotted number. "chapter's setting" restores the H100, the 8B, batch 64, 600 live
-# tokens, a 2,048-token prompt and BF16.
+# tokens, a 2,048-token prompt and BF16. The "FLOPs counted" toggle switches the batched decode
+# and the prefill from the chapter's count to the one with attention (the part above), and
+# the readout prices the prefill by compute alone and on the roofline.
 
 # %% tags=["nbval-ignore-output"]
 panel = widgets.RooflinePanel()
@@ -348,3 +472,10 @@ _ = panel.reset()
 # > - The batch-1 decode ceiling in tokens per second from weight bytes and bandwidth ([Exercise 17-4](../../exercises/ex17_4.ipynb)).
 # > - How the live KV cache drags the effective intensity of a batch down ([Exercise 17-3](../../exercises/ex17_3.ipynb)).
 # > - What a smaller weight format does to that ceiling ([Exercise 17-8](../../exercises/ex17_8.ipynb)).
+# >
+# > **Assumptions this notebook made.** Two FLOPs per parameter per token for a round 8e9
+# > parameters, all of them streamed each decode step, with attention's FLOPs left out except
+# > where a line adds them; the card runs at its spec-sheet peaks, except a prefill's compute
+# > at an assumed 50%; a prefill is priced by its compute alone except in the short-prompt
+# > table; every sequence of a batch holds the same live context; the MoE's routing is
+# > uniform.

@@ -205,6 +205,93 @@ for rate in (1.0, 4.0, 8.0):
           + f" ms; SLO {'met' if run['slo_met'] else 'missed'}")
 
 # %% [markdown]
+# ## Where this model breaks: how a prefill is priced
+#
+# Everything above prices a prefill one way: the matrices' FLOPs, $2Nn$, at 50% of peak. Two
+# things that way leaves out (17.2 showed both on the roofline) and one that the stall adds:
+#
+# - **Short prompts** cannot finish faster than one read of the weights; the time is the
+#   roofline's max of that read and the compute, not the compute alone.
+# - **Long prompts** carry attention's $a\,n(n+1)/2$ FLOPs, which grow with the square of the
+#   prompt.
+# - **The stalled round** is neither the prefill alone (the closed form) nor the decode step
+#   plus the prefill (the simulator above, which runs two passes back to back). An engine runs
+#   the prompt and the batch's decode tokens as one forward pass: the weights are read once,
+#   and the pass costs the roofline's max of its reads and of all its FLOPs, attention included:
+#
+# $$ t_{\text{round}} = \max\left(\frac{D_w + b\,L\,k + n\,k}{\beta},\;
+#    \frac{2N\,(n + b) + a\,\big(n(n+1)/2 + b\,(L+1)\big)}{0.5\,\pi}\right). $$
+#
+# The batch $b$ is the one whose step is the chapter's 6 ms with 600 live tokens each
+# (`calc.decode_batch_for_step`). `calc.prefill_readings` and `calc.head_of_line_readings`
+# compute the readings side by side.
+
+# %% tags=["remove-input"]
+budget_controls = {c.name: c for c in widgets.RequestBudgetPanel.controls}
+hol_controls = {c.name: c for c in widgets.HeadOfLinePanel.controls}
+b_lo, b_hi = budget_controls["prompt_tokens"].min, budget_controls["prompt_tokens"].max
+h_lo, h_hi = hol_controls["prompt_tokens"].min, hol_controls["prompt_tokens"].max
+ttft_rows = []
+for length, what in ((b_lo, "explorer 1's shortest"), (128, "a short classification prompt"),
+                     (ch17.PROMPT_TOKENS, "the chapter's prompt"), (b_hi, "explorer 1's longest")):
+    r = calc.prefill_readings(m8, hw, length)
+    chapter_req = calc.request_budget(r["chapter_s"], G, itl_s)
+    full_req = calc.request_budget(r["roofline_s"], G, itl_s)
+    ttft_rows.append(
+        f"| {length:,} ({what}) | {r['chapter_s'] / units.ms:,.2f} ms | "
+        f"{r['roofline_s'] / units.ms:,.2f} ms ({r['bound']}) | {r['roofline_over_chapter']:.2f}x | "
+        f"{100 * chapter_req['decode_share']:.1f}% -> {100 * full_req['decode_share']:.1f}% |")
+md(f"""
+**TTFT**, the prefill priced by the chapter and by the roofline (with {G} output tokens at
+{itl_s / units.ms:g} ms for the decode share):
+
+| prompt (tokens) | the chapter: compute at 50% | roofline: max(weight read, compute + attention) | ratio | decode share of the request |
+|---|---|---|---|---|
+""" + "\n".join(ttft_rows))
+
+# %% tags=["remove-input"]
+stall = {length: calc.head_of_line_readings(m8, hw, length, ch17.SMOOTH_ITL_S)
+         for length in (h_lo, ch17.LONG_CONTEXT_TOKENS, h_hi)}
+labels = {h_lo: "explorer 2's shortest", ch17.LONG_CONTEXT_TOKENS: "the chapter's long prompt",
+          h_hi: "explorer 2's longest"}
+fused_batch = stall[ch17.LONG_CONTEXT_TOKENS]["decode_batch"]
+md(f"""
+**The stalled round** with the chapter's {ch17.SMOOTH_ITL_S / units.ms:g} ms decode step
+({fused_batch} sequences of {ch17.CHAT_LIVE_TOKENS} live tokens in the fused pass), and the worst
+ITL in steps:
+
+| long prompt (tokens) | the chapter: prefill alone | simulator: step + prefill | one fused pass, attention counted | fused / chapter |
+|---|---|---|---|---|
+""" + "\n".join(
+    f"| {length:,} ({labels[length]}) | {r['chapter_s'] / units.ms:,.0f} ms "
+    f"({r['chapter_over_step']:.1f}x) | {r['additive_s'] / units.ms:,.0f} ms "
+    f"({r['additive_over_step']:.1f}x) | {r['fused_s'] / units.ms:,.0f} ms "
+    f"({r['fused_over_step']:.1f}x, {r['fused_bound']}) | "
+    f"{r['fused_s'] / r['chapter_s']:.2f}x |" for length, r in stall.items()))
+
+# %% tags=["remove-input"]
+tiny_prompt = calc.prefill_readings(m8, hw, b_lo)
+at_ch = calc.prefill_readings(m8, hw, ch17.PROMPT_TOKENS)
+s8k, s_max = stall[ch17.LONG_CONTEXT_TOKENS], stall[h_hi]
+md(f"""
+> **When the price matters.** At the chapter's {ch17.PROMPT_TOKENS:,}-token prompt the readings
+> agree within {100 * (at_ch['roofline_over_chapter'] - 1):.0f}%, and the request's decode share
+> hardly moves: the chapter's budget stands. The two ends of the prompt slider do not. A
+> {b_lo}-token prompt costs a weight read, {tiny_prompt['roofline_s'] / units.ms:.1f} ms, which is
+> {tiny_prompt['roofline_over_chapter']:.0f} times the chapter's price: for short prompts the TTFT
+> is set by memory, and more compute does not shorten it. For the stall, the one-pass model
+> lands **{100 * (s8k['fused_s'] / s8k['chapter_s'] - 1):.0f}% above** the chapter's
+> {s8k['chapter_s'] / units.ms:.0f} ms at {ch17.LONG_CONTEXT_TOKENS:,} tokens: reading the
+> weights once takes back the extra decode step the simulator adds, but attention's FLOPs
+> ({100 * s8k['attention_share']:.0f}% of the pass) more than repay it. At the explorer's
+> {h_hi:,} tokens attention is {100 * s_max['attention_share']:.0f}% of the pass and the freeze
+> is {s_max['fused_s'] / units.ms:,.0f} ms instead of {s_max['chapter_s'] / units.ms:,.0f} ms.
+> The head-of-line conclusion only gets stronger. The ledger keeps the chapter's figures;
+> explorer 1's "prefill priced by" toggle draws the roofline's TTFT, and explorer 2's readout
+> adds the fused pass.
+""")
+
+# %% [markdown]
 # ## Chapter says / companion computes
 
 # %%
@@ -215,7 +302,8 @@ ledger.show("17.3")
 #
 # Change the prompt, the output length, the decode step and the prefill efficiency (or the
 # card and the model). The bar splits one request into TTFT and decode; the curve below shows
-# the decode share climbing as the output grows.
+# the decode share climbing as the output grows. The "prefill priced by" toggle switches the
+# TTFT from the chapter's compute-only price to the roofline's (the part above).
 
 # %% tags=["nbval-ignore-output"]
 budget_panel = widgets.RequestBudgetPanel()
@@ -229,7 +317,7 @@ print({k: round(v, 3) for k, v in budget_panel.update().numbers.items()})
 #
 # Change the long prompt, the step of the running batch, the prefill efficiency and the
 # number of running decodes. Every change re-runs the scheduler simulator on this small
-# scenario, and the readout sets the closed form beside it.
+# scenario, and the readout sets the closed form and the one fused pass beside it.
 
 # %% tags=["nbval-ignore-output"]
 hol_panel = widgets.HeadOfLinePanel()
@@ -351,3 +439,11 @@ _ = slo_panel.reset()
 # > - The stall one unchunked long prompt imposes on every running stream, in milliseconds and in decode steps ([Exercise 17-11](../../exercises/ex17_11.ipynb)).
 # > - Whether a decode step meets an ITL target, and the largest batch that does ([Exercise 17-10](../../exercises/ex17_10.ipynb)).
 # > - The prompt tokens per second a stream of requests asks prefill to absorb ([Exercise 17-7](../../exercises/ex17_7.ipynb)).
+# >
+# > **Assumptions this notebook made.** A prefill is priced by its matrices' compute at a fixed
+# > 50% of peak, attention and the weight read left out, except in the part that adds them;
+# > every decode step of a request lasts the same 6 ms whatever its context, a step the
+# > chapter rounds from 17.5's batch of 600-token chats; a stalled round adds the prefill to
+# > the step (the simulator) or is the prefill alone (the closed form) rather than one fused
+# > pass; the simulated service has Poisson arrivals of identical requests, one card and the
+# > KV pool of 17.4; percentiles are by nearest rank.

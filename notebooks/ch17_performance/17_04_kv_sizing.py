@@ -226,6 +226,94 @@ plots.context_step_figure(contexts, rows, weight_bytes=m8.streamed_weight_bytes,
                           marks=(1_000, 10_000, 100_000)).show()
 
 # %% [markdown]
+# ## Where this model breaks: one long conversation slows the whole batch
+#
+# The three lines above run the step at batch 1, so the cache's growth looks like a cost that
+# its own conversation pays. A serving GPU decodes that conversation inside a batch, and a
+# decode step is one pass for all of its sequences: each of them waits for the whole step, and
+# the step reads every sequence's cache. One sequence of $L$ tokens joining $b$ sequences of
+# $L_0$ live tokens makes the step of *every* sequence
+#
+# $$ t_{\text{step}} = \frac{D_w + b\,L_0\,k + L\,k}{\beta}. $$
+#
+# The batch below is 17.5's: the chapter's worst-case count of sequences, each holding a
+# 600-token chat (`calc.long_context_in_batch`).
+
+# %% tags=["remove-input"]
+chat_batch = calc.paged_batch_gain(m8, hw, block_tokens=1)["naive"]["batch"]
+kv_controls = {c.name: c for c in widgets.KVSizingPanel.controls}
+ctx_lo, ctx_hi = kv_controls["context_tokens"].min, kv_controls["context_tokens"].max
+joins = [(1_000, ""), (10_000, ""), (100_000, ""), (round(cross), " (the crossover)"),
+         (ctx_hi, " (explorer's longest)")]
+shared = {L: calc.long_context_in_batch(m8, hw, L, batch=chat_batch) for L, _ in joins}
+md(f"""
+| one sequence of | the chapter: its own step at batch 1 | its own slowdown | the batch's step with it ({chat_batch} chats + 1) | every sequence's slowdown |
+|---|---|---|---|---|
+""" + "\n".join(
+    f"| {L:,} tokens{what} | {shared[L]['alone_step_s'] / units.ms:.2f} ms | "
+    f"{shared[L]['own_slowdown']:.2f}x | {shared[L]['mixed_step_s'] / units.ms:.2f} ms | "
+    f"{shared[L]['batch_slowdown']:.2f}x |" for L, what in joins))
+
+# %%
+batch_steps = [calc.long_context_in_batch(m8, hw, L, batch=chat_batch)["mixed_step_s"]
+               for L in contexts]
+plots.context_step_figure(
+    contexts, rows, weight_bytes=m8.streamed_weight_bytes,
+    bandwidth_bytes_per_s=hw.mem_bw_bytes_per_s, crossover_tokens=cross,
+    marks=(1_000, 10_000, 100_000), batch_steps_s=batch_steps,
+    batch_label=f"the step of {chat_batch} 600-token chats + this one: every sequence waits it",
+    title="One long context, alone and inside a batch (17 §4, fuller)",
+).update_layout(height=540).show()
+
+# %% tags=["remove-input"]
+base_step = shared[1_000]["batch_step_s"]
+at_cross, at_top, at_10k = shared[round(cross)], shared[ctx_hi], shared[10_000]
+md(f"""
+> **When it matters.** At batch 1 a conversation of {round(cross):,} tokens doubles the cost of
+> its own tokens ({at_cross['own_slowdown']:.2f}x), the chapter's reading. Inside the chapter's
+> batch its {at_cross['long_byte_share'] * 100:.0f}% of the step's bytes stretch the step of
+> all {chat_batch + 1} sequences from {base_step / units.ms:.1f} ms to
+> **{at_cross['mixed_step_s'] / units.ms:.1f} ms** ({at_cross['batch_slowdown']:.2f}x): the
+> {chat_batch} short chats pay almost as much as the long one, with no change of their own.
+> At {10_000:,} tokens the batch slows by {100 * (at_10k['batch_slowdown'] - 1):.0f}%, little;
+> at the explorer's longest context, {ctx_hi:,} tokens, by
+> {100 * (at_top['batch_slowdown'] - 1):.0f}%. This is why the ITL of a serving GPU depends
+> on its longest guests, and why schedulers cap, or set apart, very long contexts. The step
+> formula is still the chapter's; only the batch it is applied to changed.
+""")
+
+# %% [markdown]
+# ## Where this model breaks: bytes counted token by token
+#
+# The counts of this notebook divide the KV space by $L\,k$, as if memory could be handed out
+# one token at a time. A paged engine (17.5) hands it out in blocks of 16 tokens, so a sequence
+# holds $\lceil L/16 \rceil \times 16$ tokens (`calc.block_rounded_capacity`; the explorer's
+# dotted curve).
+
+# %% tags=["remove-input"]
+block_rows = []
+for model, tp in ((m8, 1), (m70, ch17.TP)):
+    for L in (ctx_lo, 1_000, ch17.LONG_CONTEXT_TOKENS, ctx_hi):
+        r = calc.block_rounded_capacity(model, hw, context_tokens=L, tp=tp)
+        block_rows.append(f"| {model.name}, TP {tp} | {L:,} | {r['held_tokens']:,} | "
+                          f"{r['chapter_sequences']:,} | {r['sequences']:,} | "
+                          f"{100 * r['lost_share']:.1f}% |")
+lo8 = calc.block_rounded_capacity(m8, hw, context_tokens=ctx_lo)
+k8 = calc.block_rounded_capacity(m8, hw, context_tokens=1_000)
+md("""
+| model | context (tokens) | held in blocks | sequences, token by token | in whole blocks | fewer |
+|---|---|---|---|---|---|
+""" + "\n".join(block_rows) + f"""
+
+> **When it matters.** Never at the chapter's setting: {ch17.LONG_CONTEXT_TOKENS:,} tokens
+> are exactly {ch17.LONG_CONTEXT_TOKENS // ch17.BLOCK_TOKENS} blocks, so both counts agree.
+> At {1_000:,} tokens a block's tail costs {100 * k8['lost_share']:.1f}% of the count. Only at the
+> explorer's shortest context, {ctx_lo} tokens, does it cost a tenth of the sequences
+> ({lo8['chapter_sequences']:,} -> {lo8['sequences']:,}): the tail of the last block is a
+> large part of a short sequence.
+""")
+
+# %% [markdown]
 # A classic interview trap hides in "size the KV cache for model X": plugging in all 64 query
 # heads of a GQA model makes the answer eight times too large. Write the formula down, say
 # whether the model uses GQA, and substitute each number visibly.
@@ -241,7 +329,7 @@ ledger.show("17.4")
 # Choose the model, the card, the context of each sequence, the KV precision, the number of
 # tensor-parallel GPUs and the runtime reserve. The bar shows one GPU's memory (weights,
 # reserve, the KV of the sequences that fit, what remains); the curve shows the count falling
-# as the context grows. The chapter's setting is the 70B at TP = 4 with 8,000-token sequences;
+# as the context grows, and the dotted curve the same count in whole 16-token blocks. The chapter's setting is the 70B at TP = 4 with 8,000-token sequences;
 # select the 8B and TP = 1 for the one-card case.
 
 # %% tags=["nbval-ignore-output"]
@@ -356,3 +444,10 @@ _ = panel.reset()
 # > - How much larger the cache would be without GQA, and how many sequences each design holds ([Exercise 17-1](../../exercises/ex17_1.ipynb)).
 # > - The KV space left on a card after weights and reserve, and the number of sequences that fit there, on one GPU or sharded over $g$ ([Exercise 17-2](../../exercises/ex17_2.ipynb)).
 # > - The decode step and token rate as the context grows, and the context where the cache costs as much as the weights ([Exercise 17-4](../../exercises/ex17_4.ipynb)).
+# >
+# > **Assumptions this notebook made.** Every sequence holds the same context, and its cache
+# > is counted token by token, with no block tail; the runtime reserve is a fixed 4 GB per GPU
+# > whatever the batch; weights and KV heads split evenly over the tensor-parallel GPUs, and no
+# > GPU holds less than one KV head; the decode step reads weights and caches at the full HBM
+# > bandwidth, at batch 1 unless a line says otherwise (the part on batches shows what a shared
+# > step changes); "8K" is 8,000 tokens and "KB" per token is KiB, as in the chapter.

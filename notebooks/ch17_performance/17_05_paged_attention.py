@@ -210,6 +210,36 @@ directions, which is why schedulers cap the batch at an ITL target rather than m
 per second.
 """)
 
+# %% [markdown]
+# ## Where this model breaks: more batch, more throughput
+#
+# The chapter's arithmetic gives two points, the contiguous batch and the paged one, and warns
+# that the second is not thirteen times the first. The same step formula, followed along the
+# whole range of batches, shows why: the weight read is shared, the KV reads are not, so
+#
+# $$ \text{throughput}(b) = \frac{b\,\beta}{D_w + b\,L\,k}
+#    \;\xrightarrow{\;b \to \infty\;}\; \frac{\beta}{L\,k}. $$
+#
+# Below, the reading that scales the contiguous system's throughput with its batch beside the
+# step formula, at the chapter's batches and beyond (`calc.decode_throughput_ceiling`).
+
+# %% tags=["remove-input"]
+naive_b, paged_b = gain["naive"]["batch"], gain["paged"]["batch"]
+per_seq = gain["naive"]["tokens_per_s"] / naive_b
+line_rows = []
+for b, what in ((naive_b, "contiguous"), (paged_b, "paged"), (2 * paged_b, "twice the paged"),
+                (8 * paged_b, "eight times the paged")):
+    r = calc.decode_throughput_ceiling(m8, hw, live_tokens=ch17.CHAT_LIVE_TOKENS, batch=b)
+    line_rows.append(f"| {b:,} ({what}) | {b * per_seq:,.0f} | {r['tokens_per_s']:,.0f} | "
+                     f"{100 * r['share_of_ceiling']:.0f}% |")
+top = calc.decode_throughput_ceiling(m8, hw, live_tokens=ch17.CHAT_LIVE_TOKENS)
+md(f"""
+| batch | throughput if it grew with the batch (tok/s) | the step formula (tok/s) | share of the ceiling |
+|---|---|---|---|
+""" + "\n".join(line_rows) + f"""
+| any | | ceiling $\\beta/(Lk)$ = {top['ceiling_tokens_per_s']:,.0f} | 100% |
+""")
+
 # %% tags=["remove-input"]
 ceil = calc.decode_throughput_ceiling(m8, hw, live_tokens=ch17.CHAT_LIVE_TOKENS,
                                       batch=gain["paged"]["batch"])
@@ -246,6 +276,71 @@ md(f"""
 """)
 
 # %% [markdown]
+# ## Where this model breaks: a decode step priced by its bytes alone
+#
+# The step above is the memory roof's time. The compute roof has a term too: $b$ new tokens
+# cost $b\,(2N + a\,(L+1))$ FLOPs, attention's pairs included. At the full peak it never
+# binds for these batches. But a decode step of several hundred sequences is a matrix product
+# of several hundred rows, the shape of a short prefill, and 17 §2 grants a prefill only 50%
+# of peak. At that rate the roofline's max is
+#
+# $$ t_{\text{step}} = \max\left(\frac{D_w + b\,L\,k}{\beta},\;
+#    \frac{b\,(2N + a\,(L+1))}{0.5\,\pi}\right), $$
+#
+# and throughput cannot pass $0.5\,\pi / (2N + a\,(L+1))$ however large the batch
+# (`calc.decode_roofline_batch`; the explorer's dashed curve).
+
+# %% tags=["remove-input"]
+paged_controls = {c.name: c for c in widgets.PagedKVPanel.controls}
+e_lo = paged_controls["decode_efficiency_pct"].min / 100
+live_lo, live_hi = paged_controls["live_tokens"].min, paged_controls["live_tokens"].max
+effs = ((1.0, "full peak"), (ch17.PREFILL_EFFICIENCY, "17 §2's prefill share"),
+        (e_lo, "the explorer's lowest"))
+step_rows = []
+for b, what in ((naive_b, "contiguous"), (paged_b, "paged, live bytes"),
+                (blocks["paged"]["batch"], "paged, 16-token blocks")):
+    for e, which in effs:
+        r = calc.decode_roofline_batch(m8, hw, b, efficiency=e)
+        step_rows.append(
+            f"| {b:,} ({what}) | {100 * e:.0f}% ({which}) | {r['chapter_step_s'] / units.ms:.1f} ms, "
+            f"{r['chapter_tokens_per_s']:,.0f} tok/s | {r['step_s'] / units.ms:.1f} ms, "
+            f"{r['tokens_per_s']:,.0f} tok/s ({r['bound']}) |")
+md("""
+| batch (600 live tokens) | decode's compute at | the chapter: bytes / bandwidth | roofline max, attention counted |
+|---|---|---|---|
+""" + "\n".join(step_rows))
+
+# %% tags=["remove-input"]
+half = calc.decode_roofline_batch(m8, hw, paged_b, efficiency=ch17.PREFILL_EFFICIENCY)
+naive_half = calc.decode_roofline_batch(m8, hw, naive_b, efficiency=ch17.PREFILL_EFFICIENCY)
+low = calc.decode_roofline_batch(m8, hw, paged_b, efficiency=e_lo)
+full_gain = half["tokens_per_s"] / naive_half["tokens_per_s"]
+crossing = half["compute_s"] / half["memory_s"] * ch17.PREFILL_EFFICIENCY
+in_range = ("still inside" if ch17.VLLM_GAIN_LOW <= full_gain <= ch17.VLLM_GAIN_HIGH
+            else "outside")
+ends = {L: (calc.decode_throughput_ceiling(m8, hw, live_tokens=L)["ceiling_tokens_per_s"],
+            calc.decode_roofline_batch(m8, hw, 1, live_tokens=L,
+                                       efficiency=ch17.PREFILL_EFFICIENCY)
+            ["compute_ceiling_tokens_per_s"]) for L in (live_lo, live_hi)}
+md(f"""
+> **When it matters.** Only for large batches of short contexts, which is exactly where paging
+> puts the card. At the contiguous batch and 50% of peak the compute is a fraction of the
+> reads and nothing changes. At the paged batch, with the decode's matrices at {100 * ch17.PREFILL_EFFICIENCY:.0f}%
+> of peak, the compute takes {half['compute_s'] / units.ms:.1f} ms against
+> {half['memory_s'] / units.ms:.1f} ms of reads: the step is **{half['step_s'] / units.ms:.1f} ms**
+> and the throughput **{half['tokens_per_s']:,.0f} tok/s**, not {half['chapter_tokens_per_s']:,.0f};
+> paging's gain falls from {gain['throughput_gain']:.1f}x to {full_gain:.1f}x, {in_range} the
+> vLLM paper's range. The reads stay the limit as long as the decode's matrices reach about
+> {100 * crossing:.0f}% of peak. At the explorer's lowest setting, {100 * e_lo:.0f}%, the paged
+> step is {low['step_s'] / units.ms:.0f} ms and {low['tokens_per_s']:,.0f} tok/s. The two
+> ceilings trade places with the context: at the explorer's {live_lo} live tokens the
+> memory ceiling is {ends[live_lo][0]:,.0f} tok/s and the compute one at 50%
+> {ends[live_lo][1]:,.0f}, so compute binds; at {live_hi:,} tokens they are
+> {ends[live_hi][0]:,.0f} and {ends[live_hi][1]:,.0f}, and memory binds. The chapter's
+> figures stay as printed and the ledger checks them.
+""")
+
+# %% [markdown]
 # ## Chapter says / companion computes
 #
 # Some rows appear twice: once from the closed forms, once recomputed by allocating real
@@ -260,8 +355,11 @@ ledger.show("17.5")
 # Change the mean live tokens per sequence, the block size and the contiguous reservation.
 # Left: how many sequences fit in the KV space, contiguous (flat, since it depends only on the
 # reservation) and paged (rising as sequences get shorter). Right: throughput against ITL as
-# the batch grows, with each allocator's batch marked. The readout gives the count with live
-# bytes only (the chapter's arithmetic) and with block tails.
+# the batch grows, with each allocator's batch marked, the memory ceiling (dotted) and its
+# half-way batch; the dashed curve prices the same batches on the roofline with the decode's
+# matrices at the share of peak the last slider sets (the part above), with its own ceiling.
+# The readout gives the count with live bytes only (the chapter's arithmetic) and with block
+# tails.
 
 # %% tags=["nbval-ignore-output"]
 panel = widgets.PagedKVPanel()
@@ -361,6 +459,8 @@ an H100's memory, so without sharing such a service could not run on one card at
 # > **Assumptions this notebook made.** Every sequence holds the same mean number of live
 # > tokens (a distribution of lengths would fit a different count); a decode step streams the
 # > weights and the live KV at the full HBM bandwidth with no attention-kernel or scheduling
-# > overhead; the KV space is what the weights and a fixed runtime reserve leave; the block
-# > tail is ignored in the chapter's arithmetic and counted only where a line says so; the
-# > toy allocator's requests arrive in a fixed order with known lengths.
+# > overhead, and is priced by those bytes alone except in the part that adds its compute; the
+# > KV space is what the weights and a fixed runtime reserve leave; the block tail is ignored
+# > in the chapter's arithmetic and counted only where a line says so; sequences never grow
+# > past the space they are admitted with (no preemption); the toy allocator's requests arrive
+# > in a fixed order with known lengths.
