@@ -17,17 +17,20 @@
 #
 # *Calculation, section 8.2.1.* In one decode round every request in the batch shares a single
 # read of the matrix weights $D_w$, but each request still reads its own context's KV,
-# $L k$ bytes. Per output token the round therefore reads
+# $L k$ bytes ($k$: KV bytes per token, summed over layers; 8.1.2). Per output token the round
+# therefore reads
 #
-# $$\frac{D_w}{b} + L k .$$
+# $$d(b, L) = \frac{D_w}{b} + L k .$$
 #
-# 1. **(a)** Compute the read volume per output token, in GiB, for the short and the long
-#    context at batch 1, 4, 16 and 64.
-# 2. **(b)** For each context, find the smallest whole batch $b_{KV}$ at which the KV read
-#    volume reaches or exceeds the amortised weight read.
-# 3. **(c)** With the KV budget below, 16-token blocks and the stated output length, how many
-#    independent requests fit, reserving each request's KV at the end of generation?
-# 4. **(d)** For each context: does that capacity stop the batch before it reaches $b_{KV}$?
+# 1. **(a)** Compute the read volume per output token, in GiB ($2^{30}$ bytes), for the short
+#    and the long context at batch 1, 4, 16 and 64.
+# 2. **(b)** For each context, find the smallest whole batch $b_\text{KV}$ at which the KV read
+#    volume reaches or exceeds the amortised weight read ($L k \ge D_w / b$).
+# 3. **(c)** With the KV budget below, 16-token blocks and the stated output length $G$, how
+#    many independent requests fit? Reserve for each request the KV it holds at the end of
+#    generation: its prompt plus $G - 1$ tokens (the last output token is never fed back),
+#    rounded up to whole blocks of $p$ tokens, at $k$ bytes per token slot (8.1.2).
+# 4. **(d)** For each context: does that capacity stop the batch before it reaches $b_\text{KV}$?
 #    (`True` or `False`)
 #
 # Your given data come from `grading.params("8-1", SEED)`. Seed 0 is the chapter's own data;

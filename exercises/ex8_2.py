@@ -16,13 +16,17 @@
 # # Exercise 8-2 · How large may a prefill chunk be under an output-interval target?
 #
 # *Analysis, sections 8.2.2-8.2.4.* Four requests share an instance that runs at most two at
-# a time. Every round takes
+# a time. Every round takes (8.2.2's round model)
 #
-# $$T_{\text{round}} = t_0 + t_{\text{tok}}\cdot(\text{new tokens}) + t_{\text{pair}}\cdot
+# $$T_r = t_\text{fixed} + t_\text{token}\cdot(\text{new tokens}) + t_\text{pair}\cdot
 #   (\text{causal query-key pairs}),$$
 #
-# where a chunk of $c$ new tokens on $h$ cached tokens adds $c\,h + c(c+1)/2$ pairs and a
-# decode step is a chunk of one token.
+# where a chunk of $c$ new tokens on $h$ cached tokens adds
+# $\text{pairs}(c, h) = c\,h + c(c+1)/2$ pairs (8.2.3, Figure 8-8) and a decode step is a
+# chunk of one token. The schedule follows 8.2.2: the round that prefills a request's prompt
+# also emits its first output token, and each later round emits one more; a request leaves
+# after the round that emits its last token, and continuous batching gives its slot to the
+# next waiting request at the next round, which prefills that request's whole prompt.
 #
 # 1. **(a)** By hand, with the round model below: how long is the first round, in which r0's
 #    and r1's prompts are prefilled together, and how long is the next round, one decode step

@@ -23,12 +23,17 @@
 # 1. **(a)** Page the four sequences below with blocks of 2, 4 and 8 tokens. For each block
 #    size, list each sequence's unused tail slots, and give their sum and the total number of
 #    block-table entries.
-# 2. **(b)** For the long request below (16-token blocks, KV reserved for what a request holds
-#    once generation ends), how much KV do 8, 16 and 32 requests need, stored independently and
-#    with the common prefix stored once? (MiB)
+# 2. **(b)** For the long request below, how much KV do 8, 16 and 32 requests need, stored
+#    independently and with the common prefix stored once? (MiB) Reserve what a request holds
+#    once generation ends, its $n$ prompt tokens plus $G - 1$ outputs (8.1.2), in whole blocks of
+#    $p = 16$ tokens at $k$ bytes per token slot. Stored independently, each of the $b$ requests
+#    keeps all of it; with sharing (8.3.2), the $n_s$ prefix tokens are kept once and each request
+#    keeps only its $n + G - 1 - n_s$ private tokens, each part rounded up to whole blocks:
+#    $M_{KV} = k\,p\lceil n_s/p\rceil + b\,k\,p\lceil (n + G - 1 - n_s)/p\rceil$.
 # 3. **(c)** Keep each request's total length fixed but move the number of full private blocks
 #    given below (one in the chapter) into the common prefix. How many fewer physical blocks do
-#    8, 16 and 32 requests need?
+#    8, 16 and 32 requests need? (Physical blocks: the prefix's $B_s$ blocks once, plus each
+#    request's $B_p$ private blocks.)
 #
 # If a seed would give an unfair variant (a tie, an empty list, a
 # zero count, an answer on a rounding edge), `grading.params` moves to the next seed and prints

@@ -15,22 +15,26 @@
 # %% [markdown]
 # # Exercise 8-4 · Which prefixes should a small cache keep?
 #
-# *Analysis, sections 8.3.3-8.3.4.* Keeping a prefix saves, on average,
+# *Analysis, sections 8.3.3-8.3.4.* Keeping a prefix saves, on average (8.3.4),
 #
-# $$V_h = p_h\,(T_r - T_f) - T_m ,$$
+# $$V = \rho\,(T_\text{rec} - T_f) - T_m ,$$
 #
-# where $T_r$ recomputes it by prefill, $T_f$ fetches it back from host memory and $T_m$
-# maintains the cache (here: one swap-out, as long as a fetch). The cache below has room for
-# exactly one long prefix A, or for several independent shorter B prefixes; each has its own
-# hit probability (given below; seed 0 uses the chapter's one value for all).
+# where $\rho$ is the probability that the prefix is used again, $T_\text{rec}$ recomputes it by
+# prefill, $T_f$ fetches it back from host memory and $T_m$ maintains the cache (here: one
+# swap-out, as long as a fetch). The cache below has room for exactly one long prefix A, or for
+# several independent shorter B prefixes; each has its own hit probability (given below; seed
+# 0 uses the chapter's one value for all).
 #
-# 1. **(a)** Over PCIe Gen5: $T_r$ and $T_f$ of prefix A (ms), the expected saving of keeping
-#    A, and of keeping all the B prefixes (ms). Which do you keep? Price $T_r$ by the prefill
-#    FLOPs of $n$ tokens, $2\,N_\text{layer}\,n + a\,n(n+1)/2$ (the layer matrices, then causal
-#    attention over $n(n+1)/2$ query-key pairs at $a$ FLOPs each), at the efficiency given;
-#    $T_f$ moves the prefix's KV, $n$ tokens rounded up to whole blocks at $k$ bytes per token.
-# 2. **(b)** With the B prefixes' hit probability unchanged, below which hit probability of A
-#    should the cache keep the B prefixes instead? (%)
+# 1. **(a)** Over PCIe Gen5: $T_\text{rec}$ and $T_f$ of prefix A (ms), the expected saving of
+#    keeping A, and of keeping all the B prefixes (ms). Which do you keep? Price $T_\text{rec}$
+#    by the prefill FLOPs of $n$ tokens, $F = 2\,N_\text{layer}\,n + F_\text{pair}\,n(n+1)/2$
+#    (the layer matrices, then causal attention over $n(n+1)/2$ query-key pairs at
+#    $F_\text{pair}$ FLOPs each), run at the given fraction $u$ of the card's peak $\pi$:
+#    $T_\text{rec} = F / (u\,\pi)$. $T_f$ moves the prefix's KV over the link, $n$ tokens rounded
+#    up to whole blocks of $p$ tokens at $k$ bytes per token: $T_f = p\lceil n/p\rceil k /
+#    \beta_\text{link}$.
+# 2. **(b)** With the B prefixes' hit probability unchanged, below which hit probability
+#    $\rho_A$ of A should the cache keep the B prefixes instead? (%)
 # 3. **(c)** Redo (a) and (b) over PCIe Gen4.
 # 4. **(d)** A 12-round agent was replayed through a prefix cache with a large and a small pool
 #    (records below). Compute the common-prefix ratio (tokens shared with the previous round's
@@ -65,8 +69,8 @@ print(f"cache {given['cache_bytes'] / units.MiB:g} MiB; prefix A {given['a_token
 print(f"links: Gen5 {given['gen5_link_bytes_per_s'] / units.GB:g} GB/s, "
       f"Gen4 {given['gen4_link_bytes_per_s'] / units.GB:g} GB/s per direction")
 print(f"{model.name}: N_layer = {model.layer_params:,} parameters in its layers, "
-      f"a = {calc.attention_flops_per_pair(model):,.0f} FLOPs per query-key pair, "
-      f"k = {calc.kv_bytes_per_token(model):,} KV bytes per token, 16-token blocks")
+      f"F_pair = {calc.attention_flops_per_pair(model):,.0f} FLOPs per query-key pair, "
+      f"k = {calc.kv_bytes_per_token(model):,} KV bytes per token, blocks of p = 16 tokens")
 
 replay = given["replay"]
 large, small = replay.pool_bytes

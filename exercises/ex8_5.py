@@ -15,18 +15,24 @@
 # %% [markdown]
 # # Exercise 8-5 · What does offloading FFN weights free, and what does it cost per step?
 #
-# *Computation, section 8.4.3.* One layer in every $n$ keeps its FFN weights in host memory and
-# copies them in just before that layer runs, every decode step. The GPU must keep prefetch
-# buffer sets (each holds one FFN) for the copies to land in.
+# *Computation, section 8.4.3.* One layer in every few keeps its FFN weights in host memory
+# and copies them in just before that layer runs, every decode step: of the model's
+# $n_\text{layers}$ layers, $\lfloor n_\text{layers} / \text{interval} \rfloor$ offload their FFN
+# (the interval, in layers, is given below), $D_\text{off}$ bytes in all. The GPU must keep
+# prefetch buffer sets (each holds one FFN) for the copies to land in. One layer's FFN is three
+# matrices (gate, up, down) of $d_\text{model} \times d_\text{ff}$ weights each, $d_\text{ff}$
+# being the FFN's inner width, at the bytes per weight given below.
 #
 # 1. **(a)** With one and with two buffer sets: the net GPU memory freed (MiB), and how many
-#    extra KV states fit in it, counting a state as the prompt's KV or as what a finished
-#    request holds.
-# 2. **(b)** Over PCIe Gen5 x16 and over NVLink-C2C: the lower bound of the copy per step (ms)
-#    and of all the copying for one request's decode steps (s); can prefetch hide the copy
-#    behind the measured decode round?
+#    extra KV states fit in it, counting a state as the prompt's KV ($n$ tokens) or as what a
+#    finished request holds ($n + G - 1$ tokens; 8.1.2), each in whole 16-token blocks at $k$
+#    bytes per token. Only whole states count.
+# 2. **(b)** Over PCIe Gen5 x16 and over NVLink-C2C: the lower bound of the copy per step,
+#    $D_\text{off} / \beta_\text{link}$ (ms), and of all the copying for one request's $G - 1$
+#    decode steps (the first output token comes from the prefill) (s); can prefetch hide the
+#    copy behind the measured decode round (is the copy no longer than the round)?
 # 3. **(c)** If all the copying must fit in the time budget below, what one-way bandwidth is
-#    needed at least? (GB/s)
+#    needed at least? (GB/s, $10^9$ bytes/s)
 #
 # The two yes/no questions of (b) come out the same at every seed: the two links' bandwidths lie
 # far apart, and they decide, not the layer count or the lengths. If a seed would give an unfair
@@ -44,6 +50,9 @@ given = grading.params("8-5", SEED)
 model = given["model"]
 print(f"{model.name}: {model.n_layers} layers; one FFN in every {given['every_n_layers']} is "
       f"offloaded; buffer sets {given['buffer_sets']}")
+print(f"d_model = {model.hidden_size}, d_ff = {model.intermediate_size}, "
+      f"{model.bytes_per_param:g} bytes per weight; k = "
+      f"{calc.kv_bytes_per_token(model) / units.KiB:g} KiB of KV per token")
 print(f"prompt {given['prompt_tokens']} tokens, {given['output_tokens']} output tokens, "
       f"16-token blocks, BF16 KV")
 print(f"links: PCIe Gen5 x16 {given['pcie_link_bytes_per_s'] / units.GB:g} GB/s, NVLink-C2C "

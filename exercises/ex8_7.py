@@ -16,17 +16,18 @@
 # # Exercise 8-7 · Which draft length gives the lowest latency per output token?
 #
 # *Derivation, sections 8.5.2-8.5.4.* Every draft position is accepted with the same
-# probability $a$ once all earlier ones were, so a round with a draft of $m$ tokens outputs on
-# average $\mathbb E[N_m] = 1 + a + \dots + a^m$ tokens. The draft network produces one token at
-# a time, so a round takes $T_m = T_v + t_d\,m$; the average latency per output token is
-# $T_m / \mathbb E[N_m]$.
+# probability $\alpha$ once all earlier ones were, so a round with a draft of $m$ tokens outputs
+# on average $\mathbb E[N_m] = 1 + \alpha + \dots + \alpha^m$ tokens (8.5.2; $N_m$ counts the
+# tokens one round emits). The draft network produces one token at a time, $t_d$ each, so a
+# round takes $T_m = T_v + t_d\,m$ with $T_v$ the verification; the average latency per output
+# token is $T_m / \mathbb E[N_m]$ (total time over total tokens, 8.5.2).
 #
 # 1. **(a)** $\mathbb E[N_m]$ for the four draft lengths below.
 # 2. **(b)** The latency per output token for each (ms), and the best of the four lengths.
 # 3. **(c)** Now the draft runs in groups of 4 positions and a partial group costs a full one,
 #    $T_m = T_v + t_d \cdot 4\lceil m/4\rceil$. Compute the latency per token at $m = 5$, the
-#    marginal cost $\Delta T/\Delta N$ of going from 4 to 5, and decide whether that step helps
-#    ($\Delta T/\Delta N < T/N$).
+#    marginal cost $\Delta T/\Delta N$ of going from 4 to 5 (both with groups), and decide
+#    whether that step helps ($\Delta T/\Delta N < T/N$ at $m = 4$; 8.5.4).
 #
 # The decision at the end of (c) comes out the same at every seed offered: with groups of 4, the
 # fifth draft position always pays for a whole new group. If a seed would give an unfair variant
@@ -42,7 +43,7 @@ from companion import calc, grading, units
 SEED = 0
 given = grading.params("8-7", SEED)
 a, t_v, t_d = given["acceptance"], given["verify_s"], given["per_draft_s"]
-print(f"acceptance a = {a:g}; verification T_v = {t_v / units.ms:g} ms; "
+print(f"acceptance alpha = {a:g}; verification T_v = {t_v / units.ms:g} ms; "
       f"draft t_d = {t_d / units.ms:g} ms per token")
 print(f"draft lengths {given['draft_lens']}; group of {given['group']} positions in (c)")
 

@@ -17,17 +17,20 @@
 #
 # *Calculation, section 8.2.1.* In one decode round every request in the batch shares a single
 # read of the matrix weights $D_w$, but each request still reads its own context's KV,
-# $L k$ bytes. Per output token the round therefore reads
+# $L k$ bytes ($k$: KV bytes per token, summed over layers; 8.1.2). Per output token the round
+# therefore reads
 #
-# $$\frac{D_w}{b} + L k .$$
+# $$d(b, L) = \frac{D_w}{b} + L k .$$
 #
-# 1. **(a)** Compute the read volume per output token, in GiB, for the short and the long
-#    context at batch 1, 4, 16 and 64.
-# 2. **(b)** For each context, find the smallest whole batch $b_{KV}$ at which the KV read
-#    volume reaches or exceeds the amortised weight read.
-# 3. **(c)** With the KV budget below, 16-token blocks and the stated output length, how many
-#    independent requests fit, reserving each request's KV at the end of generation?
-# 4. **(d)** For each context: does that capacity stop the batch before it reaches $b_{KV}$?
+# 1. **(a)** Compute the read volume per output token, in GiB ($2^{30}$ bytes), for the short
+#    and the long context at batch 1, 4, 16 and 64.
+# 2. **(b)** For each context, find the smallest whole batch $b_\text{KV}$ at which the KV read
+#    volume reaches or exceeds the amortised weight read ($L k \ge D_w / b$).
+# 3. **(c)** With the KV budget below, 16-token blocks and the stated output length $G$, how
+#    many independent requests fit? Reserve for each request the KV it holds at the end of
+#    generation: its prompt plus $G - 1$ tokens (the last output token is never fed back),
+#    rounded up to whole blocks of $p$ tokens, at $k$ bytes per token slot (8.1.2).
+# 4. **(d)** For each context: does that capacity stop the batch before it reaches $b_\text{KV}$?
 #    (`True` or `False`)
 #
 # Your given data come from `grading.params("8-1", SEED)`. Seed 0 is the chapter's own data;
@@ -53,10 +56,36 @@ print(f"KV budget {given['kv_budget_bytes'] / units.GiB:g} GiB, {given['block_to
 # %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 reads = {}
 ### BEGIN SOLUTION
+import math
+
+from companion import display
+
+
+def tex(x, spec=","):
+    """x formatted for LaTeX, thousands separators as {,} (math mode adds no space then)."""
+    return format(x, spec).replace(",", "{,}")
+
+
+D_w, k, GiB = given["weight_bytes"], given["kv_bytes_per_token"], units.GiB
+rows = []
 for L in (short, long_):
+    kv_gib = L * k / GiB                                  # L k, the same at every batch
     for b in given["batches"]:
-        reads[(L, b)] = calc.read_bytes_per_output_token(
-            given["weight_bytes"], b, L, given["kv_bytes_per_token"]) / units.GiB
+        weight_gib = D_w / b / GiB                        # D_w / b, shared by the batch
+        reads[(L, b)] = weight_gib + kv_gib
+        rows.append(f"| {L:,} | {b} | {weight_gib:.4f} | {kv_gib:.4f} | {reads[(L, b)]:.4f} |")
+display.md(rf"""
+$d(b, L) = \dfrac{{D_w}}{{b}} + L\,k$ with $D_w = {tex(D_w, ',.0f')}$ B $= {D_w / GiB:.4f}$ GiB
+and $k = {tex(k)}$ B. The KV term does not depend on the batch:
+$L k = {tex(short)} \times {tex(k)}$ B $= {short * k / GiB:.4f}$ GiB for the short context and
+${tex(long_)} \times {tex(k)}$ B $= {long_ * k / GiB:.4f}$ GiB for the long one.
+
+| $L$ (tokens) | $b$ | $D_w / b$ (GiB) | $L k$ (GiB) | $d(b, L)$ (GiB) |
+|---:|---:|---:|---:|---:|
+""" + "\n".join(rows))
+for (L, b), value in reads.items():   # check against the companion's 8.2.1 formula
+    assert math.isclose(value * GiB, calc.read_bytes_per_output_token(D_w, b, L, k),
+                        rel_tol=1e-12)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 8, "schema_version": 3, "solution": false, "task": false}
@@ -68,9 +97,10 @@ with grading.checks():
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
 # The weight term halves every time the batch doubles, while the KV term $L k$ stays put, so
-# the total falls towards the KV line. At the chapter's 2K context the read per token drops
-# from about 14.4 GiB at batch 1 to about 0.5 GiB at batch 64; at 8K the KV term alone is
-# 1.125 GiB, so batching saves much less.
+# the total falls towards the KV line and never below it (the table above). With the short
+# context the weight term dominates at batch 1 and batching cuts the read per token many
+# times over; with the long context the KV term alone is several times larger, so the same
+# batches save much less, and at large batch the read is mostly the request's own KV.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -80,10 +110,30 @@ with grading.checks():
 b_kv = {}
 fits = {}
 ### BEGIN SOLUTION
+p, G, budget = given["block_tokens"], given["output_tokens"], given["kv_budget_bytes"]
+lines = []
 for L in (short, long_):
-    b_kv[L] = calc.kv_crossover_batch(given["weight_bytes"], L, given["kv_bytes_per_token"])
-    fits[L] = calc.max_concurrent(given["kv_budget_bytes"], given["model"], L,
-                                  given["output_tokens"], block_tokens=given["block_tokens"])
+    # (b) L k >= D_w / b  <=>  b >= D_w / (L k): the smallest whole batch is the ceiling
+    ratio = D_w / (L * k)
+    b_kv[L] = math.ceil(ratio)
+    # (c) held tokens, rounded up to whole blocks, at k bytes per slot
+    held = L + G - 1
+    slots = math.ceil(held / p) * p
+    per_request = slots * k
+    fits[L] = int(budget // per_request)
+    lines.append(rf"""
+**$L = {tex(L)}$.** $b_\text{{KV}} = \left\lceil \dfrac{{D_w}}{{L k}} \right\rceil
+= \left\lceil \dfrac{{{tex(D_w, ',.0f')}}}{{{tex(L)} \times {tex(k)}}} \right\rceil
+= \lceil {ratio:.3f} \rceil = {b_kv[L]}$ requests.
+A request holds $L + G - 1 = {tex(L)} + {G} - 1 = {tex(held)}$ tokens, that is
+$p \lceil {tex(held)} / p \rceil = {tex(slots)}$ slots with $p = {p}$, and
+${tex(slots)} \times {tex(k)}$ B $= {tex(per_request / units.MiB, ',g')}$ MiB. The budget holds
+$\left\lfloor {tex(budget / units.MiB, ',.0f')} \text{{ MiB}} / {tex(per_request / units.MiB, ',g')}
+\text{{ MiB}} \right\rfloor = {fits[L]}$ such requests.""")
+display.md("\n".join(lines))
+for L in (short, long_):   # check against the companion's 8.2.1 and 8.1.2 formulas
+    assert b_kv[L] == calc.kv_crossover_batch(D_w, L, k)
+    assert fits[L] == calc.max_concurrent(budget, given["model"], L, G, block_tokens=p)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "bc_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
@@ -100,6 +150,10 @@ capacity_stops_first = {}
 ### BEGIN SOLUTION
 for L in (short, long_):
     capacity_stops_first[L] = fits[L] < b_kv[L]
+display.md("\n".join(
+    f"- $L = {tex(L)}$: capacity {fits[L]} against $b_\\text{{KV}} = {b_kv[L]}$, so the capacity "
+    + ("stops the batch first." if capacity_stops_first[L] else "does not stop the batch first.")
+    for L in (short, long_)))
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "d_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
@@ -109,7 +163,9 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "d_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# In the chapter's setting only 37 short or 10 long requests fit in 12 GiB, fewer than the 51
-# and 13 at which KV reads would overtake weight reads: memory stops the batch before the
-# KV term dominates, so every request admitted still makes the weight read cheaper per token.
+# Compare the two numbers derived above for each context. Where the capacity is below
+# $b_\text{KV}$ (both contexts in the chapter's setting, 12 GiB), memory stops the batch before
+# the KV reads overtake the weight read, so every request admitted still makes the weight read
+# cheaper per token; the batch is limited by memory, not by the read volume. A longer context
+# lowers both numbers: fewer requests fit, and the KV term catches up sooner.
 # ### END SOLUTION

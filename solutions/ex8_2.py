@@ -16,13 +16,17 @@
 # # Exercise 8-2 · How large may a prefill chunk be under an output-interval target?
 #
 # *Analysis, sections 8.2.2-8.2.4.* Four requests share an instance that runs at most two at
-# a time. Every round takes
+# a time. Every round takes (8.2.2's round model)
 #
-# $$T_{\text{round}} = t_0 + t_{\text{tok}}\cdot(\text{new tokens}) + t_{\text{pair}}\cdot
+# $$T_r = t_\text{fixed} + t_\text{token}\cdot(\text{new tokens}) + t_\text{pair}\cdot
 #   (\text{causal query-key pairs}),$$
 #
-# where a chunk of $c$ new tokens on $h$ cached tokens adds $c\,h + c(c+1)/2$ pairs and a
-# decode step is a chunk of one token.
+# where a chunk of $c$ new tokens on $h$ cached tokens adds
+# $\text{pairs}(c, h) = c\,h + c(c+1)/2$ pairs (8.2.3, Figure 8-8) and a decode step is a
+# chunk of one token. The schedule follows 8.2.2: the round that prefills a request's prompt
+# also emits its first output token, and each later round emits one more; a request leaves
+# after the round that emits its last token, and continuous batching gives its slot to the
+# next waiting request at the next round, which prefills that request's whole prompt.
 #
 # 1. **(a)** By hand, with the round model below: how long is the first round, in which r0's
 #    and r1's prompts are prefilled together, and how long is the next round, one decode step
@@ -88,12 +92,64 @@ for row in replay.rows:
 prefill_ms = None
 decode_ms = None
 ### BEGIN SOLUTION
-prompt = given["requests"][0][2]        # r0 and r1 have the same prompt length
-pairs_prefill = 2 * calc.attention_pairs(prompt, 0)
-prefill_ms = (t0 + t_tok * 2 * prompt + t_pair * pairs_prefill) / units.ms
-pairs_decode = 2 * calc.attention_pairs(1, prompt)     # each new token sees h + 1 tokens
-decode_ms = (t0 + t_tok * 2 + t_pair * pairs_decode) / units.ms
-print(f"prefill round {prefill_ms:.2f} ms, decode round {decode_ms:.3f} ms")
+import math
+
+from companion import display
+from companion.sim import scheduler
+
+ms = units.ms
+
+
+def tex(x, spec=","):
+    """x formatted for LaTeX, thousands separators as {,} (math mode adds no space then)."""
+    return format(x, spec).replace(",", "{,}")
+
+
+def pairs(c, h):
+    """Causal query-key pairs of c new tokens on h cached ones (8.2.3)."""
+    return c * h + c * (c + 1) // 2
+
+
+def round_terms(new_tokens, n_pairs):
+    """The three terms of the round model, in ms."""
+    return t0 / ms, t_tok * new_tokens / ms, t_pair * n_pairs / ms
+
+
+n0 = given["requests"][0][2]             # r0 and r1 have the same prompt length
+# first round: both prompts, h = 0
+pre_pairs = 2 * pairs(n0, 0)
+pre_terms = round_terms(2 * n0, pre_pairs)
+prefill_ms = sum(pre_terms)
+# next round: one new token each, on the n0 tokens of its prompt (h = n0, so n0 + 1 pairs)
+dec_pairs = 2 * pairs(1, n0)
+dec_terms = round_terms(2, dec_pairs)
+decode_ms = sum(dec_terms)
+display.md(rf"""
+With $t_\text{{fixed}} = {t0 / ms:g}$ ms, $t_\text{{token}} = {t_tok / units.us:g}$ µs and
+$t_\text{{pair}} = {t_pair / units.ns:g}$ ns:
+
+**First round** (r0 and r1 prefill $n = {tex(n0)}$ tokens each, nothing cached):
+$\text{{pairs}}(n, 0) = \dfrac{{n(n+1)}}{{2}} = {tex(pairs(n0, 0))}$, twice: ${tex(pre_pairs)}$ pairs, and
+${tex(2 * n0)}$ new tokens.
+
+$$T_r = {t0 / ms:g}\,\text{{ms}} + {t_tok / units.us:g}\,\mu\text{{s}} \times {tex(2 * n0)}
++ {t_pair / units.ns:g}\,\text{{ns}} \times {tex(pre_pairs)}
+= {pre_terms[0]:.2f} + {pre_terms[1]:.2f} + {pre_terms[2]:.2f} = {prefill_ms:.2f}\ \text{{ms}}$$
+
+**Next round** (one decode step each, on $h = {tex(n0)}$ cached tokens):
+$\text{{pairs}}(1, h) = h + 1 = {tex(n0 + 1)}$, twice: ${tex(dec_pairs)}$ pairs, and 2 new tokens.
+
+$$T_r = {t0 / ms:g}\,\text{{ms}} + {t_tok / units.us:g}\,\mu\text{{s}} \times 2
++ {t_pair / units.ns:g}\,\text{{ns}} \times {tex(dec_pairs)}
+= {dec_terms[0]:.2f} + {dec_terms[1]:.3f} + {dec_terms[2]:.3f} = {decode_ms:.3f}\ \text{{ms}}$$
+""")
+# check: the companion's pair count, and its scheduler's first two rounds
+requests = [scheduler.Request(*r) for r in given["requests"]]
+sim = scheduler.simulate(requests, "continuous", max_running=given["max_running"],
+                         round_time=scheduler.RoundTimeModel(t0, t_tok, t_pair))
+assert pairs(n0, 0) == calc.attention_pairs(n0, 0)
+assert math.isclose(prefill_ms, sim.rounds[0].duration_s / ms, rel_tol=1e-9)
+assert math.isclose(decode_ms, sim.rounds[1].duration_s / ms, rel_tol=1e-9)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
@@ -103,10 +159,11 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# The prefill round computes both prompts: 4096 new tokens and twice the 2048-token triangle,
-# 2 x 2,098,176 pairs, so 26.22 + 124.52 + 12.59 = 163.33 ms; that is also both requests'
-# TTFT. The decode round computes one token per request on 2048 cached tokens: two rows and
-# 2 x 2049 pairs, 26.29 ms, almost all of it the fixed part (weights read, kernel launches).
+# The prefill round computes both prompts, so its token term and its two causal triangles
+# dominate, and it is also both requests' TTFT. The decode round computes one token per request
+# on the cached prompt: two rows and two short rows of pairs, so it lasts barely longer than
+# the fixed part (the weight read and the kernel launches). The derivation above shows the three
+# terms of each round.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -123,14 +180,32 @@ print(SOURCES_8_2)
 admit_ms = None
 source = None
 ### BEGIN SOLUTION
-prompt, r2_prompt = given["requests"][0][2], given["requests"][2][2]
-# r1 leaves after its second token; at that boundary r0 has 2048 + 1 tokens cached and
-# takes its decode step in the same round as r2's whole prompt
-h_r0 = prompt + 1
-pairs = calc.attention_pairs(1, h_r0) + calc.attention_pairs(r2_prompt, 0)
-admit_ms = (t0 + t_tok * (1 + r2_prompt) + t_pair * pairs) / units.ms
+n2 = given["requests"][2][2]
+# r1 emits its 2nd and last token in the second round and leaves; r2 (arrived during the first
+# round) takes its slot in the third round, next to r0's decode step. r0 has its prompt and its
+# first output token cached by then: h = n0 + 1.
+h_r0 = n0 + 1
+adm_pairs = pairs(1, h_r0) + pairs(n2, 0)
+adm_terms = round_terms(1 + n2, adm_pairs)
+admit_ms = sum(adm_terms)
 source = "r2-prefill"
-print(f"admitting round {admit_ms:.1f} ms")
+display.md(rf"""
+r1 leaves after the second round (its two tokens), so the third round runs r0's decode step on
+$h = {tex(n0)} + 1 = {tex(h_r0)}$ cached tokens together with r2's whole prompt of
+${tex(n2)}$ tokens:
+$\text{{pairs}}(1, {tex(h_r0)}) + \text{{pairs}}({tex(n2)}, 0) = {tex(h_r0 + 1)} + {tex(pairs(n2, 0))}
+= {tex(adm_pairs)}$ pairs and $1 + {tex(n2)} = {tex(1 + n2)}$ new tokens.
+
+$$T_r = {t0 / ms:g}\,\text{{ms}} + {t_tok / units.us:g}\,\mu\text{{s}} \times {tex(1 + n2)}
++ {t_pair / units.ns:g}\,\text{{ns}} \times {tex(adm_pairs)}
+= {adm_terms[0]:.2f} + {adm_terms[1]:.2f} + {adm_terms[2]:.2f} = {admit_ms:.1f}\ \text{{ms}}$$
+
+r0 waits this whole round for its next token: {admit_ms:.1f} ms against {decode_ms:.2f} ms for
+a plain decode round, so r2's prefill makes the longest output interval.
+""")
+admitting = next(r for r in sim.rounds
+                 if any(s.request_id == "r2" and s.kind == "prefill" for s in r.segments))
+assert math.isclose(admit_ms, admitting.duration_s / ms, rel_tol=1e-9)   # the simulator agrees
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
@@ -140,11 +215,12 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# Continuous batching fills r1's slot at the next boundary and runs r2's whole 8192-token
-# prompt in the same round as r0's decode step: 8193 rows and about 33.6 million pairs make the
-# round about 376 ms. r0 emitted a token at the start of that round and emits the next one at
-# its end, so one of its output intervals grows from 26 ms to 376 ms. The stall comes from
-# sharing the round with a long prefill, not from r0's own work.
+# Continuous batching fills r1's slot at the next boundary and runs r2's whole long prompt in
+# the same round as r0's decode step. The token term and the prompt's causal triangle make that
+# round many times longer than a decode round (computed above). r0 emitted a token at the start
+# of that round and emits the next one at its end, so one of its output intervals stretches to
+# the whole admitting round. The stall comes from sharing the round with a long prefill, not
+# from r0's own work.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -156,10 +232,19 @@ with grading.checks():
 pairs_first = None
 pairs_last = None
 ### BEGIN SOLUTION
-c, r2_prompt = given["chunk_tokens"], given["requests"][2][2]
-pairs_first = calc.attention_pairs(c, 0)
-pairs_last = calc.attention_pairs(c, r2_prompt - c)
-print(f"{pairs_first:,} and {pairs_last:,} pairs ({pairs_last / pairs_first:.0f}x)")
+c = given["chunk_tokens"]
+h_last = n2 - c                          # the last chunk sees the rest of r2's prompt cached
+pairs_first = c * (c + 1) // 2
+pairs_last = c * h_last + c * (c + 1) // 2
+display.md(rf"""
+$c = {tex(c)}$. First chunk, $h = 0$: $\text{{pairs}}(c, 0) = \dfrac{{c(c+1)}}{{2}}
+= \dfrac{{{tex(c)} \times {tex(c + 1)}}}{{2}} = {tex(pairs_first)}$.
+
+Last chunk of r2's prompt, $h = {tex(n2)} - {tex(c)} = {tex(h_last)}$:
+$\text{{pairs}}(c, h) = c\,h + \dfrac{{c(c+1)}}{{2}} = {tex(c)} \times {tex(h_last)} + {tex(pairs_first)}
+= {tex(pairs_last)}$, {pairs_last / pairs_first:.1f} times the first.
+""")
+assert (pairs_first, pairs_last) == (calc.attention_pairs(c, 0), calc.attention_pairs(c, h_last))
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
@@ -169,10 +254,11 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "c_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# The first chunk has only its own causal triangle, 512 x 513 / 2 = 131,328 pairs. The last
-# chunk of an 8K prompt sees 7680 cached tokens: 512 x 7680 + 131,328 = 4,063,488 pairs, about
-# 31 times more. A fixed chunk length therefore does not give a fixed round time: the
-# rectangle c h grows with the context, so late chunks of a long prompt are the slow ones.
+# The first chunk has only its own causal triangle, $c(c+1)/2$ pairs. The last chunk of the
+# long prompt also attends to everything cached before it, the rectangle $c\,h$, which is many
+# times the triangle (the ratio is computed above). A fixed chunk length therefore does not
+# give a fixed round time: the rectangle grows with the context, so late chunks of a long
+# prompt are the slow ones (Figure 8-8).
 # ### END SOLUTION
 
 # %% [markdown]
@@ -192,12 +278,25 @@ budget_for_admission = None
 cost_for_interval = None
 cost_for_admission = None
 ### BEGIN SOLUTION
+target_ms = given["itl_target_s"] / ms
 meets = [row.token_budget for row in replay.rows if row.max_itl_s < given["itl_target_s"]]
 budget_for_interval = max(meets)
 budget_for_admission = min(replay.rows, key=lambda row: row.queue_later_mean_s).token_budget
 cost_for_interval = "chunk time per round"
 cost_for_admission = "queue wait"
-print(budget_for_interval, budget_for_admission)
+rows = "\n".join(
+    f"| {row.token_budget:,} | {row.max_itl_s / ms:.1f} "
+    f"| {'yes' if row.max_itl_s < given['itl_target_s'] else 'no'} "
+    f"| {row.queue_later_mean_s / ms:.1f} |" for row in replay.rows)
+display.md(f"""
+| token budget | longest interval (ms) | under {target_ms:g} ms? | mean queue of later arrivals (ms) |
+|---:|---:|:---:|---:|
+{rows}
+
+The budgets that meet the interval target are {", ".join(f"{b:,}" for b in meets)}; the
+largest of them, **{budget_for_interval:,}**, runs the fewest rounds. Later arrivals queue least
+at **{budget_for_admission:,}** tokens.
+""")
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "d_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}

@@ -23,12 +23,17 @@
 # 1. **(a)** Page the four sequences below with blocks of 2, 4 and 8 tokens. For each block
 #    size, list each sequence's unused tail slots, and give their sum and the total number of
 #    block-table entries.
-# 2. **(b)** For the long request below (16-token blocks, KV reserved for what a request holds
-#    once generation ends), how much KV do 8, 16 and 32 requests need, stored independently and
-#    with the common prefix stored once? (MiB)
+# 2. **(b)** For the long request below, how much KV do 8, 16 and 32 requests need, stored
+#    independently and with the common prefix stored once? (MiB) Reserve what a request holds
+#    once generation ends, its $n$ prompt tokens plus $G - 1$ outputs (8.1.2), in whole blocks of
+#    $p = 16$ tokens at $k$ bytes per token slot. Stored independently, each of the $b$ requests
+#    keeps all of it; with sharing (8.3.2), the $n_s$ prefix tokens are kept once and each request
+#    keeps only its $n + G - 1 - n_s$ private tokens, each part rounded up to whole blocks:
+#    $M_{KV} = k\,p\lceil n_s/p\rceil + b\,k\,p\lceil (n + G - 1 - n_s)/p\rceil$.
 # 3. **(c)** Keep each request's total length fixed but move the number of full private blocks
 #    given below (one in the chapter) into the common prefix. How many fewer physical blocks do
-#    8, 16 and 32 requests need?
+#    8, 16 and 32 requests need? (Physical blocks: the prefix's $B_s$ blocks once, plus each
+#    request's $B_p$ private blocks.)
 #
 # If a seed would give an unfair variant (a tie, an empty list, a
 # zero count, an answer on a rounding edge), `grading.params` moves to the next seed and prints
@@ -59,10 +64,34 @@ print(f"(c): {given['joined_blocks']} private full block(s) join the common pref
 # %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 tails, unused, entries = {}, {}, {}
 ### BEGIN SOLUTION
+import math
+
+from companion import display
+
+
+def tex(x, spec=","):
+    """x formatted for LaTeX, thousands separators as {,} (math mode adds no space then)."""
+    return format(x, spec).replace(",", "{,}")
+
+
+rows = []
 for p in given["block_sizes"]:
-    tails[p] = [calc.kv_tail_waste_tokens(L, p) for L in lengths]
+    blocks = [math.ceil(L / p) for L in lengths]            # ceil(L / p) entries each
+    tails[p] = [p * n - L for n, L in zip(blocks, lengths)]  # p ceil(L / p) - L unused slots
     unused[p] = sum(tails[p])
-    entries[p] = sum(calc.kv_blocks_needed(L, p) for L in lengths)
+    entries[p] = sum(blocks)
+    rows.append(f"| {p} | {' + '.join(map(str, blocks))} = **{entries[p]}** "
+                f"| {' + '.join(map(str, tails[p]))} = **{unused[p]}** |")
+display.md(rf"""
+Lengths $L$ = {", ".join(map(str, lengths))}. Each sequence needs $\lceil L/p \rceil$ block-table
+entries and leaves $p\lceil L/p \rceil - L$ slots of its tail block unused:
+
+| $p$ | entries $\sum \lceil L/p \rceil$ | unused tail slots $\sum (p\lceil L/p \rceil - L)$ |
+|---:|---|---|
+""" + "\n".join(rows))
+for p in given["block_sizes"]:   # check against the companion's 8.3.1 formulas
+    assert tails[p] == [calc.kv_tail_waste_tokens(L, p) for L in lengths]
+    assert entries[p] == sum(calc.kv_blocks_needed(L, p) for L in lengths)
 ### END SOLUTION
 for p in given["block_sizes"]:
     print(f"p = {p}: tails {tails.get(p)}, unused {unused.get(p)}, entries {entries.get(p)}")
@@ -75,11 +104,11 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# With 2-token blocks each odd length wastes one slot (4 in all) but the four tables need 23
-# entries; with 4-token blocks the waste is 3 + 3 + 3 + 1 = 10 slots in 13 entries (the 52
-# slots of 8.3.1's worked example); with 8-token blocks 7 + 3 + 3 + 1 = 14 slots in only 7
-# entries. Smaller blocks waste less (at most p - 1 per sequence) but need more table entries
-# and more allocations: the trade-off of 8.3.1.
+# Going from the smallest to the largest block size, the unused tail slots grow and the
+# block-table entries shrink (the table above). Each sequence wastes at most $p - 1$ slots, only
+# in its last block, so smaller blocks waste less; but they need more table entries, more
+# allocations and more lookups per token read. That is the trade-off of 8.3.1, and 8.3.1's
+# worked example is the row for 4-token blocks.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -90,13 +119,36 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "b_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 independent_mib, shared_mib = {}, {}
 ### BEGIN SOLUTION
-model, prompt, out = given["model"], given["prompt_tokens"], given["output_tokens"]
+k, MiB = given["kv_bytes_per_token"], units.MiB
+n, G, n_s, p = (given["prompt_tokens"], given["output_tokens"], given["shared_prefix_tokens"],
+                given["block_tokens"])
+held = n + G - 1                                   # what a finished request holds
+full_mib = p * math.ceil(held / p) * k / MiB       # one request, independent
+prefix_mib = p * math.ceil(n_s / p) * k / MiB      # the prefix, stored once
+private = held - n_s
+private_mib = p * math.ceil(private / p) * k / MiB  # each request's own part
+rows = []
 for b in given["batches"]:
-    independent_mib[b] = calc.prefix_shared_kv_bytes(model, b, prompt, out) / units.MiB
-    shared_mib[b] = calc.prefix_shared_kv_bytes(
-        model, b, prompt, out, shared_prefix_tokens=given["shared_prefix_tokens"]) / units.MiB
-    print(f"{b:>3} requests: {independent_mib[b]:>8,.0f} MiB independent, "
-          f"{shared_mib[b]:>8,.0f} MiB shared")
+    independent_mib[b] = b * full_mib
+    shared_mib[b] = prefix_mib + b * private_mib
+    rows.append(f"| {b} | {b} × {full_mib:,g} = **{independent_mib[b]:,g}** "
+                f"| {prefix_mib:,g} + {b} × {private_mib:,g} = **{shared_mib[b]:,g}** |")
+display.md(rf"""
+A finished request holds $n + G - 1 = {tex(n)} + {G} - 1 = {tex(held)}$ tokens:
+${tex(p * math.ceil(held / p))}$ slots, $\times\ {tex(k)}$ B $= {tex(full_mib, ',g')}$ MiB.
+Shared: the prefix takes ${tex(p * math.ceil(n_s / p))}$ slots $= {tex(prefix_mib, ',g')}$ MiB once,
+and each request keeps $n + G - 1 - n_s = {tex(private)}$ private tokens,
+${tex(p * math.ceil(private / p))}$ slots $= {tex(private_mib, ',g')}$ MiB.
+
+| $b$ | independent, $b \times$ full (MiB) | shared, prefix $+\ b \times$ private (MiB) |
+|---:|---|---|
+""" + "\n".join(rows))
+model = given["model"]
+for b in given["batches"]:   # check against the companion's 8.3.2 formula
+    assert math.isclose(independent_mib[b] * MiB,
+                        calc.prefix_shared_kv_bytes(model, b, n, G, block_tokens=p))
+    assert math.isclose(shared_mib[b] * MiB, calc.prefix_shared_kv_bytes(
+        model, b, n, G, shared_prefix_tokens=n_s, block_tokens=p))
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false}
@@ -107,11 +159,10 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# A finished long request holds 8192 + 255 = 8447 tokens, 8448 slots in 16-token blocks,
-# 1188 MiB, so b independent requests need 1188 b MiB: 9,504, 19,008 and 38,016 MiB. With the
-# 6144-token prefix stored once (864 MiB) each request keeps only 2303 private tokens (2304
-# slots, 324 MiB): 864 + 324 b = 3,456, 6,048 and 11,232 MiB. Only the shared layout keeps 16
-# or even 32 requests inside a 12 GiB (12,288 MiB) reservation.
+# Independent storage grows by a whole request's KV with every request; shared storage pays
+# the prefix once and then grows only by the private part, which is a fraction of it (the
+# derivation above). The gap therefore widens in proportion to the batch. Against the chapter's
+# 12 GiB reservation, only the shared layout keeps the larger batches inside it.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -122,20 +173,29 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "c_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 saved_blocks = {}
 ### BEGIN SOLUTION
-held = calc.held_tokens(given["prompt_tokens"], given["output_tokens"])
-p, prefix = given["block_tokens"], given["shared_prefix_tokens"]
-
-
-def physical_blocks(batch, shared_tokens):
-    # prefix blocks stored once, plus each request's private blocks
-    return (calc.kv_blocks_needed(shared_tokens, p)
-            + batch * calc.kv_blocks_needed(held - shared_tokens, p))
-
-
+j = given["joined_blocks"]
+B_s = math.ceil(n_s / p)                    # prefix blocks, stored once
+B_p = math.ceil(private / p)                # private blocks of each request
+rows = []
 for b in given["batches"]:
-    joined = given["joined_blocks"] * p
-    saved_blocks[b] = physical_blocks(b, prefix) - physical_blocks(b, prefix + joined)
-print(saved_blocks)
+    before = B_s + b * B_p
+    after = (B_s + j) + b * (B_p - j)       # j full blocks move from every request to the prefix
+    saved_blocks[b] = before - after
+    rows.append(f"| {b} | {B_s} + {b} × {B_p} = {before:,} | {B_s + j} + {b} × {B_p - j} = "
+                f"{after:,} | **{saved_blocks[b]}** $= {j}\\times({b} - 1)$ |")
+display.md(rf"""
+Before: $B_s = \lceil {tex(n_s)}/{p} \rceil = {B_s}$ prefix blocks and
+$B_p = \lceil {tex(private)}/{p} \rceil = {B_p}$ private blocks per request. Moving $j = {j}$ full
+private block(s) into the prefix gives $B_s + j$ and $B_p - j$:
+
+| $b$ | before, $B_s + b B_p$ | after, $(B_s + j) + b (B_p - j)$ | saved, $j(b - 1)$ |
+|---:|---|---|---|
+""" + "\n".join(rows))
+assert held == calc.held_tokens(n, G)            # the companion's 8.1.2 count
+for b in given["batches"]:                        # and its 8.3.1 block count
+    assert saved_blocks[b] == (calc.kv_blocks_needed(n_s, p) + b * calc.kv_blocks_needed(private, p)
+                               - calc.kv_blocks_needed(n_s + j * p, p)
+                               - b * calc.kv_blocks_needed(private - j * p, p))
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
@@ -145,7 +205,8 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "c_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# Each of the b requests gives up k private blocks, and the common prefix gains k blocks that
-# are stored once: k (b - 1) fewer physical blocks, whatever the lengths or the model. Growing the shared prefix pays
-# off in proportion to the batch, while the private tails still grow with every request.
+# Each of the $b$ requests gives up $j$ private blocks, and the common prefix gains $j$ blocks
+# that are stored once: $j(b - 1)$ fewer physical blocks, whatever the lengths or the model.
+# Growing the shared prefix pays off in proportion to the batch, while the private tails still
+# grow with every request.
 # ### END SOLUTION

@@ -15,22 +15,26 @@
 # %% [markdown]
 # # Exercise 8-4 · Which prefixes should a small cache keep?
 #
-# *Analysis, sections 8.3.3-8.3.4.* Keeping a prefix saves, on average,
+# *Analysis, sections 8.3.3-8.3.4.* Keeping a prefix saves, on average (8.3.4),
 #
-# $$V_h = p_h\,(T_r - T_f) - T_m ,$$
+# $$V = \rho\,(T_\text{rec} - T_f) - T_m ,$$
 #
-# where $T_r$ recomputes it by prefill, $T_f$ fetches it back from host memory and $T_m$
-# maintains the cache (here: one swap-out, as long as a fetch). The cache below has room for
-# exactly one long prefix A, or for several independent shorter B prefixes; each has its own
-# hit probability (given below; seed 0 uses the chapter's one value for all).
+# where $\rho$ is the probability that the prefix is used again, $T_\text{rec}$ recomputes it by
+# prefill, $T_f$ fetches it back from host memory and $T_m$ maintains the cache (here: one
+# swap-out, as long as a fetch). The cache below has room for exactly one long prefix A, or for
+# several independent shorter B prefixes; each has its own hit probability (given below; seed
+# 0 uses the chapter's one value for all).
 #
-# 1. **(a)** Over PCIe Gen5: $T_r$ and $T_f$ of prefix A (ms), the expected saving of keeping
-#    A, and of keeping all the B prefixes (ms). Which do you keep? Price $T_r$ by the prefill
-#    FLOPs of $n$ tokens, $2\,N_\text{layer}\,n + a\,n(n+1)/2$ (the layer matrices, then causal
-#    attention over $n(n+1)/2$ query-key pairs at $a$ FLOPs each), at the efficiency given;
-#    $T_f$ moves the prefix's KV, $n$ tokens rounded up to whole blocks at $k$ bytes per token.
-# 2. **(b)** With the B prefixes' hit probability unchanged, below which hit probability of A
-#    should the cache keep the B prefixes instead? (%)
+# 1. **(a)** Over PCIe Gen5: $T_\text{rec}$ and $T_f$ of prefix A (ms), the expected saving of
+#    keeping A, and of keeping all the B prefixes (ms). Which do you keep? Price $T_\text{rec}$
+#    by the prefill FLOPs of $n$ tokens, $F = 2\,N_\text{layer}\,n + F_\text{pair}\,n(n+1)/2$
+#    (the layer matrices, then causal attention over $n(n+1)/2$ query-key pairs at
+#    $F_\text{pair}$ FLOPs each), run at the given fraction $u$ of the card's peak $\pi$:
+#    $T_\text{rec} = F / (u\,\pi)$. $T_f$ moves the prefix's KV over the link, $n$ tokens rounded
+#    up to whole blocks of $p$ tokens at $k$ bytes per token: $T_f = p\lceil n/p\rceil k /
+#    \beta_\text{link}$.
+# 2. **(b)** With the B prefixes' hit probability unchanged, below which hit probability
+#    $\rho_A$ of A should the cache keep the B prefixes instead? (%)
 # 3. **(c)** Redo (a) and (b) over PCIe Gen4.
 # 4. **(d)** A 12-round agent was replayed through a prefix cache with a large and a small pool
 #    (records below). Compute the common-prefix ratio (tokens shared with the previous round's
@@ -65,8 +69,8 @@ print(f"cache {given['cache_bytes'] / units.MiB:g} MiB; prefix A {given['a_token
 print(f"links: Gen5 {given['gen5_link_bytes_per_s'] / units.GB:g} GB/s, "
       f"Gen4 {given['gen4_link_bytes_per_s'] / units.GB:g} GB/s per direction")
 print(f"{model.name}: N_layer = {model.layer_params:,} parameters in its layers, "
-      f"a = {calc.attention_flops_per_pair(model):,.0f} FLOPs per query-key pair, "
-      f"k = {calc.kv_bytes_per_token(model):,} KV bytes per token, 16-token blocks")
+      f"F_pair = {calc.attention_flops_per_pair(model):,.0f} FLOPs per query-key pair, "
+      f"k = {calc.kv_bytes_per_token(model):,} KV bytes per token, blocks of p = 16 tokens")
 
 replay = given["replay"]
 large, small = replay.pool_bytes
@@ -92,34 +96,65 @@ recompute_a_ms = fetch_a_ms = value_a_ms = value_b_ms = keep = None
 ### BEGIN SOLUTION
 import math
 
-flops_per_pair = calc.attention_flops_per_pair(model)
-kv_per_token = calc.kv_bytes_per_token(model)
-reached_flops_per_s = given["efficiency"] * hw.peak_flops_per_s
+from companion import display
 
 
-def retention_terms(tokens, link):
-    """T_r, T_f, T_m and V_h = p (T_r - T_f) - T_m of one prefix, in seconds."""
-    hit = given["hit_prob"] if tokens == given["a_tokens"] else given["b_hit_prob"]
-    prefill = 2 * model.layer_params * tokens + flops_per_pair * tokens * (tokens + 1) / 2
-    t_r = prefill / reached_flops_per_s
-    t_f = math.ceil(tokens / 16) * 16 * kv_per_token / link
-    t_m = t_f                                  # one swap-out, as long as the fetch
-    return t_r, t_f, t_m, hit * (t_r - t_f) - t_m
+def tex(x, spec=","):
+    """x formatted for LaTeX, thousands separators as {,} (math mode adds no space then)."""
+    return format(x, spec).replace(",", "{,}")
+
+
+N_layer, F_pair = model.layer_params, calc.attention_flops_per_pair(model)
+k, p_blk, u, peak = calc.kv_bytes_per_token(model), 16, given["efficiency"], hw.peak_flops_per_s
+ms, TFLOP = units.ms, 1e12
+
+
+def terms(n, rho, link):
+    """Every step of V = rho (T_rec - T_f) - T_m for one prefix of n tokens (seconds, FLOPs)."""
+    matrices = 2 * N_layer * n
+    attention = F_pair * n * (n + 1) / 2
+    t_rec = (matrices + attention) / (u * peak)
+    kv = p_blk * math.ceil(n / p_blk) * k
+    t_f = kv / link
+    t_m = t_f                                        # one swap-out, as long as the fetch
+    return dict(n=n, rho=rho, matrices=matrices, attention=attention, t_rec=t_rec, kv=kv,
+                t_f=t_f, t_m=t_m, value=rho * (t_rec - t_f) - t_m)
+
+
+def derivation(name, t, link):
+    """The derivation of one prefix's V, as Markdown."""
+    n = t["n"]
+    return rf"""
+**Prefix {name}, $n = {tex(n)}$, $\rho = {t['rho']:.2f}$.**
+$F = 2 \times {tex(N_layer)} \times {tex(n)} + {tex(F_pair, ',.0f')} \times
+\dfrac{{{tex(n)} \times {tex(n + 1)}}}{{2}} = {t['matrices'] / TFLOP:.2f} + {t['attention'] / TFLOP:.2f}
+= {(t['matrices'] + t['attention']) / TFLOP:.2f}$ TFLOP;
+$T_\text{{rec}} = \dfrac{{F}}{{u\,\pi}} = \dfrac{{{(t['matrices'] + t['attention']) / TFLOP:.2f}\ \text{{TFLOP}}}}
+{{{u:.4f} \times {peak / TFLOP:g}\ \text{{TFLOP/s}}}} = {t['t_rec'] / ms:.2f}$ ms.
+$T_f = T_m = \dfrac{{{tex(p_blk * math.ceil(n / p_blk))} \times {tex(k)}\ \text{{B}}}}
+{{{link / units.GB:g}\ \text{{GB/s}}}} = {t['t_f'] / ms:.2f}$ ms.
+$V = {t['rho']:.2f} \times ({t['t_rec'] / ms:.2f} - {t['t_f'] / ms:.2f}) - {t['t_m'] / ms:.2f}
+= {t['value'] / ms:.2f}$ ms.
+"""
 
 
 gen5 = given["gen5_link_bytes_per_s"]
-t_r, t_f, t_m, v_a = retention_terms(given["a_tokens"], gen5)
-v_b = retention_terms(given["b_tokens"], gen5)[3]
-recompute_a_ms, fetch_a_ms = t_r / units.ms, t_f / units.ms
-value_a_ms = v_a / units.ms
-value_b_ms = given["b_count"] * v_b / units.ms
+A = terms(given["a_tokens"], given["hit_prob"], gen5)
+B = terms(given["b_tokens"], given["b_hit_prob"], gen5)
+recompute_a_ms, fetch_a_ms = A["t_rec"] / ms, A["t_f"] / ms
+value_a_ms = A["value"] / ms
+value_b_ms = given["b_count"] * B["value"] / ms
 keep = "A" if value_a_ms >= value_b_ms else "B"
-print(f"A: T_r {recompute_a_ms:.1f} ms, T_f {fetch_a_ms:.1f} ms, V {value_a_ms:.1f} ms; "
-      f"B prefixes: V {value_b_ms:.1f} ms -> keep {keep}")
+display.md(derivation("A", A, gen5) + derivation("B", B, gen5) + rf"""
+**All {given['b_count']} B prefixes:** ${given['b_count']} \times {B['value'] / ms:.2f} = {value_b_ms:.2f}$ ms
+against {value_a_ms:.2f} ms for A: keep **{keep}**.
+""")
 # the companion's own 8.3.4 model gives the same terms
-same = calc.prefix_retention(model, hw, given["a_tokens"], hit_prob=given["hit_prob"],
-                             efficiency=given["efficiency"], link_bytes_per_s=gen5)
-assert math.isclose(same.value_s, v_a, rel_tol=1e-9)
+for t in (A, B):
+    same = calc.prefix_retention(model, hw, t["n"], hit_prob=t["rho"], efficiency=u,
+                                 link_bytes_per_s=gen5)
+    assert math.isclose(same.recompute_s, t["t_rec"], rel_tol=1e-9)
+    assert math.isclose(same.value_s, t["value"], rel_tol=1e-9)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}
@@ -133,13 +168,15 @@ with grading.checks():
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
 # Recomputing a prefix costs its layer-matrix FLOPs plus attention over $n(n+1)/2$ pairs,
-# divided by the FLOP/s the card actually reaches (the efficiency times the peak). Fetching it
-# moves its KV over the link, and the swap-out costs as much again. A hit saves $T_r - T_f$, so
-# the expected saving is $p_h (T_r - T_f) - T_m$, and the B prefixes' savings add up. At the
+# divided by the FLOP/s the card actually reaches ($u\,\pi$). Fetching it moves its KV over the
+# link, and the swap-out costs as much again. A hit saves $T_\text{rec} - T_f$, so the expected
+# saving is $\rho\,(T_\text{rec} - T_f) - T_m$, and the B prefixes' savings add up. At the
 # chapter's data A wins, and the reason is attention alone: the layer matrices, the fetch and
 # the swap-out all grow in proportion to the prefix length, so one A and three B would tie
-# without it (08_3 prints the split). Taking the printed 62% instead of the measured 62.16%
-# changes each value by about 0.3%, inside the tolerance.
+# without it (08_3 prints the split). The attention term grows with $n^2$, so it is a larger
+# share of the long prefix's recompute (compare the two splits above). Taking the chapter's
+# rounded efficiency instead of the measured one changes each value by a fraction of a
+# percent, inside the tolerance.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -150,10 +187,20 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "b_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 threshold_pct = None
 ### BEGIN SOLUTION
-b_total_s = given["b_count"] * v_b
-# p_A (T_r - T_f) - T_m = value of the B prefixes  ->  p_A = (V_B + T_m) / (T_r - T_f)
-threshold_pct = 100 * (b_total_s + t_m) / (t_r - t_f)
-print(f"{threshold_pct:.1f}%")
+def threshold(A, b_total_s):
+    """rho_A at which A's V equals the B prefixes' total: (V_B + T_m) / (T_rec - T_f)."""
+    return (b_total_s + A["t_m"]) / (A["t_rec"] - A["t_f"])
+
+
+b_total_s = given["b_count"] * B["value"]
+threshold_pct = 100 * threshold(A, b_total_s)
+display.md(rf"""
+$\rho_A\,(T_\text{{rec}} - T_f) - T_m = V_B$ gives
+$\rho_A = \dfrac{{V_B + T_m}}{{T_\text{{rec}} - T_f}}
+= \dfrac{{{b_total_s / ms:.2f} + {A['t_m'] / ms:.2f}}}{{{A['t_rec'] / ms:.2f} - {A['t_f'] / ms:.2f}}}
+= {threshold_pct:.1f}\,\%$
+(with $V_B$ the B prefixes' total); below it the B prefixes earn more.
+""")
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
@@ -162,9 +209,10 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# Setting A's expected saving equal to the B prefixes' gives $p_A = (V_B + T_m) / (T_r - T_f)$:
-# below that hit probability the B prefixes earn more. It is not 8.3.4's break-even
-# $T_m / (T_r - T_f)$, which compares keeping A with keeping nothing at all.
+# Setting A's expected saving equal to the B prefixes' gives
+# $\rho_A = (V_B + T_m) / (T_\text{rec} - T_f)$: below that hit probability the B prefixes earn
+# more. It is not 8.3.4's break-even $T_m / (T_\text{rec} - T_f)$, which compares keeping A
+# with keeping nothing at all.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -176,13 +224,24 @@ with grading.checks():
 value_a4_ms = value_b4_ms = keep4 = threshold4_pct = None
 ### BEGIN SOLUTION
 gen4 = given["gen4_link_bytes_per_s"]
-t_r4, t_f4, t_m4, v_a4 = retention_terms(given["a_tokens"], gen4)
-b4_total_s = given["b_count"] * retention_terms(given["b_tokens"], gen4)[3]
-value_a4_ms, value_b4_ms = v_a4 / units.ms, b4_total_s / units.ms
+A4 = terms(given["a_tokens"], given["hit_prob"], gen4)
+B4 = terms(given["b_tokens"], given["b_hit_prob"], gen4)
+b4_total_s = given["b_count"] * B4["value"]
+value_a4_ms, value_b4_ms = A4["value"] / ms, b4_total_s / ms
 keep4 = "A" if value_a4_ms >= value_b4_ms else "B"
-threshold4_pct = 100 * (b4_total_s + t_m4) / (t_r4 - t_f4)
-print(f"A {value_a4_ms:.1f} ms, B prefixes {value_b4_ms:.1f} ms -> keep {keep4}; "
-      f"threshold {threshold4_pct:.1f}%")
+threshold4_pct = 100 * threshold(A4, b4_total_s)
+display.md(rf"""
+$T_\text{{rec}}$ does not depend on the link; $T_f$ and $T_m$ grow by
+${gen5 / units.GB:g} / {gen4 / units.GB:g} = {gen5 / gen4:g}$ times.
+""" + derivation("A", A4, gen4) + derivation("B", B4, gen4) + rf"""
+**All {given['b_count']} B prefixes:** ${given['b_count']} \times {B4['value'] / ms:.2f} = {value_b4_ms:.2f}$ ms
+against {value_a4_ms:.2f} ms for A: keep **{keep4}**. Threshold:
+$\rho_A = \dfrac{{{b4_total_s / ms:.2f} + {A4['t_m'] / ms:.2f}}}{{{A4['t_rec'] / ms:.2f} - {A4['t_f'] / ms:.2f}}}
+= {threshold4_pct:.1f}\,\%$.
+""")
+same = calc.prefix_retention(model, hw, given["a_tokens"], hit_prob=given["hit_prob"],
+                             efficiency=u, link_bytes_per_s=gen4)
+assert math.isclose(same.value_s, A4["value"], rel_tol=1e-9)   # the companion's 8.3.4 model
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
@@ -195,7 +254,7 @@ with grading.checks():
 # %% [markdown] nbgrader={"grade": true, "grade_id": "c_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
 # Halving the link doubles every fetch and swap-out, so both savings shrink, each by
-# $(p_h + 1)$ times the extra transfer time, which is proportional to its bytes. The decision at
+# $(\rho + 1)$ times the extra transfer time, which is proportional to its bytes. The decision at
 # the chapter's data does not change, and the threshold hardly moves: the slower link charges
 # both sides in proportion to the cache space they take, which is the same.
 # ### END SOLUTION
@@ -217,13 +276,25 @@ print("why_gap:  ", WHY_GAP_8_4)
 prefix_ratio_pct = hit_large_pct = reprocessed_small = why_small = why_gap = None
 ### BEGIN SOLUTION
 total = sum(r.input_tokens for r in replay.rounds)
-prefix_ratio_pct = 100 * sum(r.common_prefix_tokens for r in replay.rounds) / total
-hit_large_pct = 100 * sum(r.hit_tokens_large for r in replay.rounds) / total
-reprocessed_small = total - sum(r.hit_tokens_small for r in replay.rounds)
+shared = sum(r.common_prefix_tokens for r in replay.rounds)
+hit_large = sum(r.hit_tokens_large for r in replay.rounds)
+hit_small = sum(r.hit_tokens_small for r in replay.rounds)
+prefix_ratio_pct = 100 * shared / total
+hit_large_pct = 100 * hit_large / total
+reprocessed_small = total - hit_small
 why_small = "other requests evict the prefix"
 why_gap = "only whole blocks are reused"
-print(f"{total:,} input tokens: common prefix {prefix_ratio_pct:.1f}%, large-pool hits "
-      f"{hit_large_pct:.1f}%, small pool prefills {reprocessed_small:,} tokens again")
+display.md(rf"""
+Summed over the {len(replay.rounds)} rounds: ${tex(total)}$ input tokens, ${tex(shared)}$ of them
+shared with the previous round's input, ${tex(hit_large)}$ hit in the large pool and
+${tex(hit_small)}$ in the small one.
+
+- common-prefix ratio $= {tex(shared)} / {tex(total)} = {prefix_ratio_pct:.1f}\,\%$;
+- large pool's hit ratio $= {tex(hit_large)} / {tex(total)} = {hit_large_pct:.1f}\,\%$;
+- the small pool prefills ${tex(total)} - {tex(hit_small)} = {tex(reprocessed_small)}$ tokens again.
+""")
+check = calc.cache_replay_hits(total, hit_large)          # the companion's 8.3.4 count
+assert math.isclose(check.hit_ratio, hit_large / total)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "d_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false}

@@ -16,8 +16,13 @@
 # # Exercise 8-8 · How much does a faster stage shorten a whole agent task?
 #
 # *Calculation, section 8.6.3.* An agent task spends its time in prefill, decode, and tool use
-# and waiting. Speeding up one stage by $s$ shortens only that stage (Amdahl's law); any
-# one-off preparation the speed-up needs is added to the total.
+# and waiting. Speeding up one stage by $s$ shortens only that stage (Amdahl's law, Figure
+# 8-36); any one-off preparation the speed-up needs is added to the total. With stage times
+# $t_i$ and speedups $s_i$ (1 for a stage left alone), the task takes
+#
+# $$T' = \sum_i \frac{t_i}{s_i} + T_\text{prep}$$
+#
+# instead of $T = \sum_i t_i$, and the net speedup is $T / T'$.
 #
 # 1. **(a)** Halve one stage at a time: what is the task time in each case? (s)
 # 2. **(b)** Instead, speed decode up by the factor below and add the draft preparation time:
@@ -45,10 +50,21 @@ print(f"(a) halve one stage (factor {given['halving_factor']:g}); (b) decode "
 # %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 halved_s = {}
 ### BEGIN SOLUTION
-for name in given["stage_names"]:
-    speedups = [given["halving_factor"] if n == name else 1.0 for n in given["stage_names"]]
-    halved_s[name] = calc.staged_task_time(given["stage_s"], speedups)
-print(halved_s)
+import math
+
+from companion import display
+
+names, t = given["stage_names"], given["stage_s"]
+total = sum(t)
+h = given["halving_factor"]
+lines = [rf"$T = {' + '.join(f'{x:g}' for x in t)} = {total:g}$ s. Halving one stage:"]
+for i, name in enumerate(names):
+    halved_s[name] = total - t[i] + t[i] / h          # only stage i shrinks
+    lines.append(rf"- {name}: $T' = {total:g} - {t[i]:g} + {t[i]:g}/{h:g} = {halved_s[name]:g}$ s")
+display.md(lines[0] + "\n\n" + "\n".join(lines[1:]))
+for i, name in enumerate(names):   # check against the companion's 8.6.3 formula
+    speedups = [h if j == i else 1.0 for j in range(len(names))]
+    assert math.isclose(halved_s[name], calc.staged_task_time(t, speedups))
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
@@ -58,9 +74,9 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# Halving a stage saves half of that stage and nothing else: 100 - 10 = 90 s for prefill,
-# 100 - 25 = 75 s for decode, 100 - 15 = 85 s for the tool stage. The biggest stage is the best
-# lever, and even halving it leaves the other half of the task untouched.
+# Halving a stage saves half of that stage and nothing else, so the saving is proportional to
+# the stage's share of the task (the derivation above). The biggest stage is the best lever,
+# and even halving it leaves everything else untouched.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -71,11 +87,26 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "b_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 new_time_s = speedup = break_even_s = None
 ### BEGIN SOLUTION
-faster = [given["decode_factor"] if n == "decode" else 1.0 for n in given["stage_names"]]
-new_time_s = calc.staged_task_time(given["stage_s"], faster, given["prep_s"])
-speedup = calc.staged_task_speedup(given["stage_s"], faster, given["prep_s"])
-break_even_s = calc.staged_break_even_s(given["stage_s"], faster)
-print(f"{new_time_s:g} s, {speedup:.3f}x, break-even preparation {break_even_s:g} s")
+i = names.index("decode")
+s_d, prep = given["decode_factor"], given["prep_s"]
+decode_new = t[i] / s_d
+new_time_s = total - t[i] + decode_new + prep
+speedup = total / new_time_s
+break_even_s = t[i] - decode_new              # the preparation may use up what decode saves
+amdahl = total / (total - t[i] + decode_new)
+display.md(rf"""
+Decode: ${t[i]:g} / {s_d:g} = {decode_new:g}$ s. The task:
+$T' = {" + ".join(f"{x:g}" for j, x in enumerate(t) if j != i)} + {decode_new:g} + {prep:g}
+= {new_time_s:g}$ s, a net speedup of $T / T' = {total:g} / {new_time_s:g} = {speedup:.3f}$
+(without the preparation: ${total:g} / {new_time_s - prep:g} = {amdahl:.3f}$).
+
+The change stops saving time when $T_\text{{prep}}$ equals what decode saves:
+$T_\text{{prep}} = {t[i]:g} - {decode_new:g} = {break_even_s:g}$ s.
+""")
+faster = [s_d if j == i else 1.0 for j in range(len(names))]   # the companion's 8.6.3 formulas
+assert math.isclose(new_time_s, calc.staged_task_time(t, faster, prep))
+assert math.isclose(speedup, calc.staged_task_speedup(t, faster, prep))
+assert math.isclose(break_even_s, calc.staged_break_even_s(t, faster))
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
@@ -86,8 +117,9 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# Decode at a quarter takes 12.5 s, so the task takes 20 + 12.5 + 30 + 8 = 70.5 s: a net
-# speedup of 100 / 70.5 = 1.42x instead of Amdahl's 1.6x without the preparation. The change
-# stops paying once the preparation eats all that decode saves, 50 - 12.5 = 37.5 s. One-off
-# costs belong in the same sum as the stages they speed up.
+# The faster decode saves most of its own stage, but the other stages keep their time and the
+# preparation is added, so the net speedup is well below what the decode factor suggests and
+# below Amdahl's figure without the preparation (both computed above). The change stops paying
+# once the preparation eats all that decode saves. One-off costs belong in the same sum as the
+# stages they speed up.
 # ### END SOLUTION
