@@ -41,7 +41,7 @@ import json
 import math
 import textwrap
 
-__all__ = ["SIGNIFICANT_DIGITS", "RENDERER_PREFIX", "round_float", "round_floats",
+__all__ = ["tex", "tex_sci", "SIGNIFICANT_DIGITS", "RENDERER_PREFIX", "round_float", "round_floats",
            "round_figure_json", "figure_mimebundle", "md", "answer", "install"]
 
 SIGNIFICANT_DIGITS = 6
@@ -152,6 +152,19 @@ def answer(text: str, title: str = "Worked answer") -> None:
     body = _markdown_text("text", text)
     summary = _markdown_text("title", title)
     md(f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>")
+
+
+def tex(x, spec: str = ",") -> str:
+    """``x`` formatted with ``spec`` for LaTeX maths, its thousands grouped as ``{,}`` (a bare
+    comma is punctuation in maths and gets a space after it): the worked solutions render their
+    derivations with it, ``md(rf"$$ ... = {tex(n_tokens)} $$")``."""
+    return format(x, spec).replace(",", "{,}")
+
+
+def tex_sci(x: float, digits: int = 3) -> str:
+    """``x`` in LaTeX scientific notation to ``digits`` significant digits: ``8 \\times 10^{9}``."""
+    exponent = math.floor(math.log10(abs(x)))
+    return rf"{x / 10 ** exponent:.{digits}g} \times 10^{{{exponent}}}"
 
 
 def _renderer_class():

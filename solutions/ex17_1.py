@@ -61,14 +61,10 @@ print(f"context {given['context_label']}: L = {L:,} tokens; cache space "
 # %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 kv_per_token = None
 ### BEGIN SOLUTION
+from companion.display import tex
 import math
 
 from companion import calc, display
-
-
-def tex(x, fmt=",.0f"):
-    """x for LaTeX: thousands separated by {,} (a bare comma would add a space)."""
-    return format(x, fmt).replace(",", "{,}")
 
 
 n_layers, n_q, n_kv = given["n_layers"], given["n_query_heads"], given["n_kv_heads"]
@@ -82,7 +78,7 @@ $$\begin{{aligned}}
 k &= 2 \cdot n_\text{{layers}} \cdot n_\text{{kv}} \cdot d_\text{{head}} \cdot
 \text{{bytes per value}} = 2 \times {n_layers} \times {n_kv} \times {d_head} \times
 {value_bytes} \\
-&= {tex(kv_per_token)}\ \text{{B}} = {kv_per_token / units.KiB:g}\ \text{{KiB}}.
+&= {tex(kv_per_token, ',.0f')}\ \text{{B}} = {kv_per_token / units.KiB:g}\ \text{{KiB}}.
 \end{{aligned}}$$
 """)
 # the companion's own 17 §4 formula agrees
@@ -109,7 +105,7 @@ mha_seq_gb = mha_seq_bytes / units.GB
 display.md(rf"""
 **(b)** The cache grows linearly with the context:
 
-$$L\,k = {tex(L)} \times {tex(kv_per_token)}\ \text{{B}} = {tex(seq_bytes)}\ \text{{B}}
+$$L\,k = {tex(L, ',.0f')} \times {tex(kv_per_token, ',.0f')}\ \text{{B}} = {tex(seq_bytes, ',.0f')}\ \text{{B}}
 = {seq_gb:.3f}\ \text{{GB}}.$$
 
 **(c)** MHA puts $n_q$ in place of $n_\text{{kv}}$ and changes nothing else in $k$, so the
@@ -204,7 +200,7 @@ display.md(rf"""
 **(g)** Only the last factor of $k$ changes:
 
 $$k_\text{{FP8}} = 2 \times {n_layers} \times {n_kv} \times {d_head} \times {fp8_bytes}
-= {tex(kv_per_token_fp8)}\ \text{{B}} = \frac{{{fp8_bytes}}}{{{value_bytes}}}\,k.$$
+= {tex(kv_per_token_fp8, ',.0f')}\ \text{{B}} = \frac{{{fp8_bytes}}}{{{value_bytes}}}\,k.$$
 
 Against an MHA cache in BF16 that is ${mha_factor:g} \times {value_bytes // fp8_bytes} =
 {mha_factor * value_bytes / fp8_bytes:g}$ times smaller: the two savings multiply.

@@ -72,13 +72,9 @@ print(f"L = {L:,} live tokens per sequence; worst-case reservation L_res = {L_re
 # %% nbgrader={"grade": false, "grade_id": "ad_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 free_gb = cap_reserved = cap_paged = step_at_cap_ms = None
 ### BEGIN SOLUTION
+from companion.display import tex
 from companion import calc
 from companion.display import md
-
-
-def tex(x, spec=","):
-    """``x`` formatted for LaTeX: thousands grouped with {,}, which MathJax spaces as a digit."""
-    return format(x, spec).replace(",", "{,}")
 
 
 beta = hw.mem_bw_bytes_per_s

@@ -86,20 +86,10 @@ print(f"long prompt n = {given['long_prompt_tokens']:,} tokens, chunks of "
 # %% nbgrader={"grade": false, "grade_id": "ad_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ttft_ms = decode_share_pct = stall_ms = stall_ratio = None
 ### BEGIN SOLUTION
+from companion.display import tex, tex_sci
 from companion import calc, ledger
 from companion.display import md
 from companion.sim.scenarios import hol_scenario
-
-
-def tex(x, spec=","):
-    """``x`` formatted for LaTeX: thousands grouped with {,}, which MathJax spaces as a digit."""
-    return format(x, spec).replace(",", "{,}")
-
-
-def sci(x, digits=3):
-    """``x`` in LaTeX scientific notation: 8 \\times 10^{9}."""
-    exponent = math.floor(math.log10(abs(x)))
-    return rf"{x / 10 ** exponent:.{digits}g} \times 10^{{{exponent}}}"
 
 
 reached = u * hw.peak_flops_per_s            # the FLOP/s prefill actually gets
@@ -133,7 +123,7 @@ if given["seed"] == 0:
 md(rf"""
 **Typical request.** The prefill reaches $u\,\pi = {u:g} \times {tex(hw.peak_flops_per_s / 1e12, ',.0f')}\ \text{{TFLOP/s}} = {reached / 1e12:.1f}\ \text{{TFLOP/s}}$:
 
-$$\text{{TTFT}} = \frac{{2 N n}}{{u\,\pi}} = \frac{{2 \times {sci(N)} \times {tex(n_typ)}}}{{{reached / 1e12:.1f} \times 10^{{12}}}}
+$$\text{{TTFT}} = \frac{{2 N n}}{{u\,\pi}} = \frac{{2 \times {tex_sci(N)} \times {tex(n_typ)}}}{{{reached / 1e12:.1f} \times 10^{{12}}}}
 = \frac{{{2 * N * n_typ / 1e12:.1f}\ \text{{TFLOP}}}}{{{reached / 1e12:.1f}\ \text{{TFLOP/s}}}} = {ttft_ms:.1f}\ \text{{ms}}.$$
 
 $$G\,T_\text{{step}} = {G} \times {step / units.ms:.3f}\ \text{{ms}} = {tex(decode / units.ms, ',.0f')}\ \text{{ms}}, \qquad
@@ -142,7 +132,7 @@ $$G\,T_\text{{step}} = {G} \times {step / units.ms:.3f}\ \text{{ms}} = {tex(deco
 
 **The long prompt, whole.**
 
-$$T_\text{{prefill}} = \frac{{2 \times {sci(N)} \times {tex(n_long)}}}{{{reached / 1e12:.1f} \times 10^{{12}}}}
+$$T_\text{{prefill}} = \frac{{2 \times {tex_sci(N)} \times {tex(n_long)}}}{{{reached / 1e12:.1f} \times 10^{{12}}}}
 = \frac{{{2 * N * n_long / 1e12:.0f}\ \text{{TFLOP}}}}{{{reached / 1e12:.1f}\ \text{{TFLOP/s}}}} = {stall_ms:.1f}\ \text{{ms}}.$$
 
 **Worst ITL.** The round that admits it also runs the decode step:
@@ -217,7 +207,7 @@ md(rf"""
 
 **One chunk and one round.**
 
-$$T_\text{{chunk}} = \frac{{2 N c}}{{u\,\pi}} = \frac{{2 \times {sci(N)} \times {tex(min(c, n_long))}}}{{{reached / 1e12:.1f} \times 10^{{12}}}} = {chunk_ms:.2f}\ \text{{ms}}, \qquad
+$$T_\text{{chunk}} = \frac{{2 N c}}{{u\,\pi}} = \frac{{2 \times {tex_sci(N)} \times {tex(min(c, n_long))}}}{{{reached / 1e12:.1f} \times 10^{{12}}}} = {chunk_ms:.2f}\ \text{{ms}}, \qquad
 T_r = T_\text{{step}} + T_\text{{chunk}} = {step / units.ms:.3f} + {chunk_ms:.2f} = {iteration_ms:.2f}\ \text{{ms}}.$$
 
 **Worst ITL.** It falls from one step plus the whole prefill to one round:

@@ -73,15 +73,11 @@ print(f"L = {given['live_tokens']} live tokens per sequence vs reservations of L
 # %% nbgrader={"grade": false, "grade_id": "ac_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 reserved_gb = waste_pct = worst_paged_mb = None
 ### BEGIN SOLUTION
+from companion.display import tex
 import math
 
 from companion import calc
 from companion.display import md
-
-
-def tex(x, spec=","):
-    """``x`` formatted for LaTeX: thousands grouped with {,}, which MathJax spaces as a digit."""
-    return format(x, spec).replace(",", "{,}")
 
 
 L_max, L_turn, p = given["max_len_tokens"], given["used_tokens"], given["block_tokens"]

@@ -60,21 +60,11 @@ print(f"warm-hit shares: {good:.0%} and {poor:.0%}")
 # %% nbgrader={"grade": false, "grade_id": "ae_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 context = cold_tflop = cold_ms = warm_ms = ratio = None
 ### BEGIN SOLUTION
+from companion.display import tex, tex_sci
 import math
 
 from companion import calc
 from companion.display import md
-
-
-def tex(x, spec=","):
-    """``x`` formatted for LaTeX: thousands grouped with {,}, which MathJax spaces as a digit."""
-    return format(x, spec).replace(",", "{,}")
-
-
-def sci(x, digits=3):
-    """``x`` in LaTeX scientific notation: 8 \\times 10^{9}."""
-    exponent = math.floor(math.log10(abs(x)))
-    return rf"{x / 10 ** exponent:.{digits}g} \times 10^{{{exponent}}}"
 
 
 n_1, dn, t = given["first_turn_tokens"], given["tokens_per_turn"], given["turn"]
@@ -93,14 +83,14 @@ ratio = cold_ms / warm_ms
 md(rf"""
 **Context at turn {t}.** $L_t = n_1 + (t - 1)\,\Delta n = {tex(n_1)} + {t - 1} \times {tex(dn)} = {tex(context)}$ tokens.
 
-**Cold worker.** $2 N L_t = 2 \times {sci(N)} \times {tex(context)} = {cold_tflop:.1f}\ \text{{TFLOP}}$, at
+**Cold worker.** $2 N L_t = 2 \times {tex_sci(N)} \times {tex(context)} = {cold_tflop:.1f}\ \text{{TFLOP}}$, at
 $u\,\pi = {u:g} \times {tex(hw.peak_flops_per_s / 1e12, ',.0f')} = {reached / 1e12:.1f}$ TFLOP/s:
 
 $$\text{{TTFT}}_\text{{cold}} = \frac{{{cold_tflop:.1f}\ \text{{TFLOP}}}}{{{reached / 1e12:.1f}\ \text{{TFLOP/s}}}} = {cold_ms:.1f}\ \text{{ms}}.$$
 
 **Warm worker.**
 
-$$\text{{TTFT}}_\text{{warm}} = \frac{{2 \times {sci(N)} \times {tex(dn)}}}{{{reached / 1e12:.1f} \times 10^{{12}}}}
+$$\text{{TTFT}}_\text{{warm}} = \frac{{2 \times {tex_sci(N)} \times {tex(dn)}}}{{{reached / 1e12:.1f} \times 10^{{12}}}}
 = \frac{{{warm_flop / 1e12:.2f}\ \text{{TFLOP}}}}{{{reached / 1e12:.1f}\ \text{{TFLOP/s}}}} = {warm_ms:.2f}\ \text{{ms}}.$$
 
 **Ratio.** ${cold_ms:.1f} / {warm_ms:.2f} = L_t / \Delta n = {tex(context)} / {tex(dn)} = {ratio:.2f}\times$.

@@ -64,14 +64,10 @@ print(f"context L = {L:,} tokens; the large model runs at TP = g = {g}")
 # %% nbgrader={"grade": false, "grade_id": "ab_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 small_free_gb = small_seqs = None
 ### BEGIN SOLUTION
+from companion.display import tex
 import math
 
 from companion import display
-
-
-def tex(x, fmt=",.0f"):
-    """x for LaTeX: thousands separated by {,} (a bare comma would add a space)."""
-    return format(x, fmt).replace(",", "{,}")
 
 
 def kv_per_token(m):
@@ -98,8 +94,8 @@ $$M_{{KV}} = C - D_w - M_u = {C / units.GB:g} - {small_weights / units.GB:g}
 **(b)** One sequence's KV, then the floor:
 
 $$k = 2 \times {small.n_layers} \times {small.n_kv_heads} \times {small.head_dim} \times 2
-= {tex(k_small)}\ \text{{B}}, \qquad
-L\,k = {tex(L)} \times {tex(k_small)}\ \text{{B}} = {small_seq / units.GB:.3f}\ \text{{GB}},$$
+= {tex(k_small, ',.0f')}\ \text{{B}}, \qquad
+L\,k = {tex(L, ',.0f')} \times {tex(k_small, ',.0f')}\ \text{{B}} = {small_seq / units.GB:.3f}\ \text{{GB}},$$
 
 $$\left\lfloor \frac{{M_{{KV}}}}{{L\,k}} \right\rfloor
 = \left\lfloor \frac{{{small_free_gb:.2f}}}{{{small_seq / units.GB:.3f}}} \right\rfloor
@@ -165,7 +161,7 @@ $n_\text{{kv}} / g = {big.n_kv_heads} / {g} = {kv_heads_per_gpu:g}$ per GPU.
 counted against the group's space:
 
 $$k = 2 \times {big.n_layers} \times {big.n_kv_heads} \times {big.head_dim} \times 2
-= {tex(k_big)}\ \text{{B}}, \qquad L\,k = {big_seq / units.GB:.3f}\ \text{{GB}},$$
+= {tex(k_big, ',.0f')}\ \text{{B}}, \qquad L\,k = {big_seq / units.GB:.3f}\ \text{{GB}},$$
 
 $$\left\lfloor \frac{{M_{{KV}}}}{{L\,k}} \right\rfloor
 = \left\lfloor \frac{{{free_total_gb:.2f}}}{{{big_seq / units.GB:.3f}}} \right\rfloor

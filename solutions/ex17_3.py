@@ -77,14 +77,10 @@ print(f"batch b = {b}; live contexts L = {L_short:,} and {L_long:,} tokens; prom
 # %% nbgrader={"grade": false, "grade_id": "ac_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ridge = i1 = peak_share_1 = None
 ### BEGIN SOLUTION
+from companion.display import tex
 import math
 
 from companion import calc, display
-
-
-def tex(x, fmt=",.0f"):
-    """x for LaTeX: thousands separated by {,} (a bare comma would add a space)."""
-    return format(x, fmt).replace(",", "{,}")
 
 
 pi, beta = hw.peak_flops_per_s, hw.mem_bw_bytes_per_s
@@ -156,10 +152,10 @@ def relation(x, y):
 
 
 def kv_line(L, intensity):
-    gflop = tex(step_flops / 1e9)
-    return (rf"$$\begin{{aligned}} I_\text{{decode}}({b}, {tex(L)}) &= "
+    gflop = tex(step_flops / 1e9, ',.0f')
+    return (rf"$$\begin{{aligned}} I_\text{{decode}}({b}, {tex(L, ',.0f')}) &= "
             rf"\frac{{{gflop}\ \text{{GFLOP}}}}{{{weight_bytes / units.GB:.2f}\ \text{{GB}}"
-            rf" + {b} \times {tex(L)} \times {tex(k)}\ \text{{B}}}} \\ &= "
+            rf" + {b} \times {tex(L, ',.0f')} \times {tex(k, ',.0f')}\ \text{{B}}}} \\ &= "
             rf"\frac{{{gflop}\ \text{{GFLOP}}}}{{{step_bytes[L] / units.GB:.2f}\ \text{{GB}}}}"
             rf" = {intensity:.1f}\ \text{{FLOP/B}} \end{{aligned}}$$")
 
@@ -171,7 +167,7 @@ $$I_\text{{decode}}(b, 0) = \frac{{b \cdot 2N}}{{N s}} = \frac{{2b}}{{s}}
 = \frac{{2 \times {b}}}{{{s:g}}} = {iB:g}\ \text{{FLOP/B}}.$$
 
 **(e), (f)** Each sequence adds its own $L\,k$ bytes to the step, with
-$b \cdot 2N = {b} \times 2 \times {N / 1e9:g} \times 10^{{9}} = {tex(step_flops / 1e9)}$ GFLOP
+$b \cdot 2N = {b} \times 2 \times {N / 1e9:g} \times 10^{{9}} = {tex(step_flops / 1e9, ',.0f')}$ GFLOP
 and $N s = {weight_bytes / units.GB:.2f}$ GB:
 
 {kv_line(L_short, iB_short)}
@@ -179,7 +175,7 @@ and $N s = {weight_bytes / units.GB:.2f}$ GB:
 {kv_line(L_long, iB_long)}
 
 **(g)** ${iB_long:.1f} {relation(iB_long, ridge)} I^\star = {ridge:.1f}$: the
-**{bound_long}** roof caps batched decode at ${tex(L_long)}$ live tokens.
+**{bound_long}** roof caps batched decode at ${tex(L_long, ',.0f')}$ live tokens.
 
 **(h)** At the short context, ${iB_short:.1f} {relation(iB_short, ridge)} I^\star$, so
 
@@ -229,7 +225,7 @@ breakeven_batch = math.ceil(b_exact)
 display.md(rf"""
 **(i)** One read of the weights serves all $n$ prompt tokens:
 
-$$I_\text{{prefill}} = \frac{{2N n}}{{N s}} = \frac{{2n}}{{s}} = \frac{{2 \times {tex(n)}}}{{{s:g}}}
+$$I_\text{{prefill}} = \frac{{2N n}}{{N s}} = \frac{{2n}}{{s}} = \frac{{2 \times {tex(n, ',.0f')}}}{{{s:g}}}
 = {tex(i_prefill, ",g")}\ \text{{FLOP/B}}.$$
 
 **(j)** ${tex(i_prefill, ",g")} {relation(i_prefill, ridge)} I^\star = {ridge:.1f}$: the

@@ -68,14 +68,10 @@ print(f"prefill: {given['prefill_tokens_per_s']:,.0f} prompt tok/s measured; pro
 # %% nbgrader={"grade": false, "grade_id": "ac_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 bytes_per_token_gb = mbu_pct = mfu_decode_pct = None
 ### BEGIN SOLUTION
+from companion.display import tex
 import math
 
 from companion import calc, display
-
-
-def tex(x, fmt=",.0f"):
-    """x for LaTeX: thousands separated by {,} (a bare comma would add a space)."""
-    return format(x, fmt).replace(",", "{,}")
 
 
 pi, beta = hw.peak_flops_per_s, hw.mem_bw_bytes_per_s
@@ -89,13 +85,13 @@ mfu_decode_pct = 100 * flops_per_s / pi
 display.md(rf"""
 **(a)** Each step's weight read is shared by its $b$ tokens; each sequence's KV is its own:
 
-$$\frac{{D_w}}{{b}} + L\,k = \frac{{{D_w / units.GB:g}\ \text{{GB}}}}{{{b}}} + {tex(L)} \times
-{tex(k)}\ \text{{B}} = {bytes_per_token_gb:.3f}\ \text{{GB per token}}.$$
+$$\frac{{D_w}}{{b}} + L\,k = \frac{{{D_w / units.GB:g}\ \text{{GB}}}}{{{b}}} + {tex(L, ',.0f')} \times
+{tex(k, ',.0f')}\ \text{{B}} = {bytes_per_token_gb:.3f}\ \text{{GB per token}}.$$
 
 **(b)** The measured rate times those bytes, over the bandwidth:
 
 $$\text{{MBU}} = \frac{{\text{{tok/s}} \times (D_w/b + L\,k)}}{{\beta}}
-= \frac{{{tex(rate)} \times {bytes_per_token_gb:.3f} \times 10^{{9}}\ \text{{B}}}}
+= \frac{{{tex(rate, ',.0f')} \times {bytes_per_token_gb:.3f} \times 10^{{9}}\ \text{{B}}}}
 {{{beta / 1e12:g} \times 10^{{12}}\ \text{{B/s}}}}
 = \frac{{{bytes_per_s / 1e12:.3f}\ \text{{TB/s}}}}{{{beta / 1e12:g}\ \text{{TB/s}}}}
 = {mbu_pct:.1f}\,\%.$$
@@ -103,7 +99,7 @@ $$\text{{MBU}} = \frac{{\text{{tok/s}} \times (D_w/b + L\,k)}}{{\beta}}
 **(c)** The same rate in FLOPs, over the dense peak:
 
 $$\text{{MFU}} = \frac{{\text{{tok/s}} \times 2N}}{{\pi}}
-= \frac{{{tex(rate)} \times 2 \times {N / 1e9:g} \times 10^{{9}}}}{{{pi / 1e12:g} \times
+= \frac{{{tex(rate, ',.0f')} \times 2 \times {N / 1e9:g} \times 10^{{9}}}}{{{pi / 1e12:g} \times
 10^{{12}}\ \text{{FLOP/s}}}} = \frac{{{flops_per_s / 1e12:.3f}\ \text{{TFLOP/s}}}}
 {{{pi / 1e12:g}\ \text{{TFLOP/s}}}} = {mfu_decode_pct:.3f}\,\%.$$
 """)
@@ -143,10 +139,10 @@ $$\frac{{1}}{{\text{{MBU}}}} = \frac{{100\,\%}}{{{mbu_pct:.1f}\,\%}} = {headroom
 **(e)** On the memory roof one step moves $D_w + b\,L\,k$ bytes and emits $b$ tokens:
 
 $$\frac{{b\,\beta}}{{D_w + b\,L\,k}} = \frac{{{b} \times {beta / 1e12:g} \times 10^{{12}}\ \text{{B/s}}}}
-{{{step_bytes / units.GB:.3f} \times 10^{{9}}\ \text{{B}}}} = {tex(ceiling)}\ \text{{tok/s}},$$
+{{{step_bytes / units.GB:.3f} \times 10^{{9}}\ \text{{B}}}} = {tex(ceiling, ',.0f')}\ \text{{tok/s}},$$
 
-which is the measured rate times the headroom: ${tex(rate)} \times {headroom:.2f} =
-{tex(rate * headroom)}$ tok/s.
+which is the measured rate times the headroom: ${tex(rate, ',.0f')} \times {headroom:.2f} =
+{tex(rate * headroom, ',.0f')}$ tok/s.
 
 **(f)** A kernel can at best bring the rate to that ceiling:
 ${headroom:.2f} {relation} {promised:g}$, so the promised
@@ -190,7 +186,7 @@ display.md(rf"""
 **(g)** The prompt rate in FLOPs, over the dense peak:
 
 $$\text{{MFU}} = \frac{{\text{{tok/s}} \times 2N}}{{\pi}}
-= \frac{{{tex(prefill_rate)} \times 2 \times {N / 1e9:g} \times 10^{{9}}}}{{{pi / 1e12:g} \times
+= \frac{{{tex(prefill_rate, ',.0f')} \times 2 \times {N / 1e9:g} \times 10^{{9}}}}{{{pi / 1e12:g} \times
 10^{{12}}\ \text{{FLOP/s}}}} = \frac{{{prefill_flops_per_s / 1e12:.1f}\ \text{{TFLOP/s}}}}
 {{{pi / 1e12:g}\ \text{{TFLOP/s}}}} = {mfu_prefill_pct:.1f}\,\%.$$
 """)

@@ -67,14 +67,10 @@ print(f"NVLink {given['nvlink_bytes_per_s'] / units.GB:g} GB/s, T_floor = "
 # %% nbgrader={"grade": false, "grade_id": "ae_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 activation_bytes = ring_bytes = collectives = bytes_per_token_mb = wire_us = None
 ### BEGIN SOLUTION
+from companion.display import tex
 import math
 
 from companion import calc, display
-
-
-def tex(x, fmt=",.0f"):
-    """x for LaTeX: thousands separated by {,} (a bare comma would add a space)."""
-    return format(x, fmt).replace(",", "{,}")
 
 
 d_model, value_bytes, n_layers = given["hidden_size"], given["bytes_per_value"], given["n_layers"]
@@ -87,25 +83,25 @@ bytes_per_token_mb = bytes_per_token / units.MB
 wire_s = bytes_per_token / nvlink
 wire_us = wire_s / units.us
 display.md(rf"""
-**(a)** $d_\text{{model}} \times {value_bytes}\ \text{{B}} = {tex(d_model)} \times {value_bytes}
-= {tex(activation_bytes)}\ \text{{B}}$.
+**(a)** $d_\text{{model}} \times {value_bytes}\ \text{{B}} = {tex(d_model, ',.0f')} \times {value_bytes}
+= {tex(activation_bytes, ',.0f')}\ \text{{B}}$.
 
 **(b)** A ring all-reduce is a reduce-scatter then an all-gather, each sending $(g-1)/g$ of
 the vector:
 
-$$\text{{ring bytes}} = \frac{{2(g-1)}}{{g}} \times {tex(activation_bytes)}\ \text{{B}}
-= \frac{{2 \times {g - 1}}}{{{g}}} \times {tex(activation_bytes)}\ \text{{B}}
-= {tex(ring_bytes)}\ \text{{B}}.$$
+$$\text{{ring bytes}} = \frac{{2(g-1)}}{{g}} \times {tex(activation_bytes, ',.0f')}\ \text{{B}}
+= \frac{{2 \times {g - 1}}}{{{g}}} \times {tex(activation_bytes, ',.0f')}\ \text{{B}}
+= {tex(ring_bytes, ',.0f')}\ \text{{B}}.$$
 
 **(c)** Two per layer: $n_\text{{coll}} = 2\,n_\text{{layers}} = 2 \times {n_layers} =
 {collectives}$.
 
-**(d)** $n_\text{{coll}} \times \text{{ring bytes}} = {collectives} \times {tex(ring_bytes)}\ \text{{B}}
-= {tex(bytes_per_token)}\ \text{{B}} = {bytes_per_token_mb:.2f}\ \text{{MB}}$ per token per GPU.
+**(d)** $n_\text{{coll}} \times \text{{ring bytes}} = {collectives} \times {tex(ring_bytes, ',.0f')}\ \text{{B}}
+= {tex(bytes_per_token, ',.0f')}\ \text{{B}} = {bytes_per_token_mb:.2f}\ \text{{MB}}$ per token per GPU.
 
 **(e)** Over NVLink:
 
-$$\frac{{{tex(bytes_per_token)}\ \text{{B}}}}{{{nvlink / units.GB:g} \times 10^{{9}}\ \text{{B/s}}}}
+$$\frac{{{tex(bytes_per_token, ',.0f')}\ \text{{B}}}}{{{nvlink / units.GB:g} \times 10^{{9}}\ \text{{B/s}}}}
 = {wire_us:.2f}\ \mu\text{{s}}.$$
 """)
 # the companion's own 17 §7 traffic agrees

@@ -69,14 +69,10 @@ print(f"placement: {given['big_model'].name}, D_w = {given['big_weight_bytes'] /
 # %% nbgrader={"grade": false, "grade_id": "ae_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 layers_per_stage = boundaries = handoff_bytes = bubble1_pct = bubble2_pct = None
 ### BEGIN SOLUTION
+from companion.display import tex
 import math
 
 from companion import calc, display
-
-
-def tex(x, fmt=",.0f"):
-    """x for LaTeX: thousands separated by {,} (a bare comma would add a space)."""
-    return format(x, fmt).replace(",", "{,}")
 
 
 n_layers, d_model = given["n_layers"], given["hidden_size"]
@@ -91,7 +87,7 @@ display.md(rf"""
 **(b)** $S$ stages in a row have $S - 1 = {boundaries}$ boundaries between them.
 
 **(c)** One activation vector per boundary per token: $d_\text{{model}} \times 2\ \text{{B}} =
-{tex(d_model)} \times 2 = {tex(handoff_bytes)}\ \text{{B}}$
+{tex(d_model, ',.0f')} \times 2 = {tex(handoff_bytes, ',.0f')}\ \text{{B}}$
 ($= {handoff_bytes / units.KiB:g}$ KiB).
 
 **(d), (e)** The fill and drain take $S - 1$ of the $M + S - 1$ stage-steps:

@@ -75,13 +75,9 @@ print(f"links: NVLink {given['nvlink_bytes_per_s'] / units.GB:g} GB/s, RDMA "
 # %% nbgrader={"grade": false, "grade_id": "ae_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 prompt_demand = prefill_groups = output_demand = decode_groups = pool_ratio = None
 ### BEGIN SOLUTION
+from companion.display import tex
 from companion import calc
 from companion.display import md
-
-
-def tex(x, spec=","):
-    """``x`` formatted for LaTeX: thousands grouped with {,}, which MathJax spaces as a digit."""
-    return format(x, spec).replace(",", "{,}")
 
 
 lam, n_bar, G_bar = (given["request_rate_per_s"], given["mean_prompt_tokens"],

@@ -59,21 +59,11 @@ print(f"format {given['format']}: s = {s:g} bytes per parameter; long context L 
 # %% nbgrader={"grade": false, "grade_id": "af_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 weights_gb = step_ms = ceiling = baseline = gain = intensity = None
 ### BEGIN SOLUTION
+from companion.display import tex, tex_sci
 import math
 
 from companion import calc
 from companion.display import md
-
-
-def tex(x, spec=","):
-    """``x`` formatted for LaTeX: thousands grouped with {,}, which MathJax spaces as a digit."""
-    return format(x, spec).replace(",", "{,}")
-
-
-def sci(x, digits=3):
-    """``x`` in LaTeX scientific notation: 8 \\times 10^{9}."""
-    exponent = math.floor(math.log10(abs(x)))
-    return rf"{x / 10 ** exponent:.{digits}g} \times 10^{{{exponent}}}"
 
 
 beta = hw.mem_bw_bytes_per_s
@@ -92,7 +82,7 @@ gain = ceiling / baseline
 intensity = 2 * N / weights
 
 md(rf"""
-**Weight bytes.** $D_w = N s = {sci(N)} \times {s:g}\ \text{{B}} = {weights_gb:g}\ \text{{GB}}$.
+**Weight bytes.** $D_w = N s = {tex_sci(N)} \times {s:g}\ \text{{B}} = {weights_gb:g}\ \text{{GB}}$.
 
 **Time per token and ceiling.**
 

@@ -64,15 +64,11 @@ print(f"draft lengths to compare: {list(given['draft_lens'])}")
 # %% nbgrader={"grade": false, "grade_id": "ac_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 expected = marginal = limit = None
 ### BEGIN SOLUTION
+from companion.display import tex
 import math
 
 from companion import calc
 from companion.display import md
-
-
-def tex(x, spec=","):
-    """``x`` formatted for LaTeX: thousands grouped with {,}, which MathJax spaces as a digit."""
-    return format(x, spec).replace(",", "{,}")
 
 
 def expected_tokens(draft_len):

@@ -56,14 +56,10 @@ print(f"KV budget {given['kv_budget_bytes'] / units.GiB:g} GiB, {given['block_to
 # %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 reads = {}
 ### BEGIN SOLUTION
+from companion.display import tex
 import math
 
 from companion import display
-
-
-def tex(x, spec=","):
-    """x formatted for LaTeX, thousands separators as {,} (math mode adds no space then)."""
-    return format(x, spec).replace(",", "{,}")
 
 
 D_w, k, GiB = given["weight_bytes"], given["kv_bytes_per_token"], units.GiB

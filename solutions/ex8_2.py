@@ -92,17 +92,13 @@ for row in replay.rows:
 prefill_ms = None
 decode_ms = None
 ### BEGIN SOLUTION
+from companion.display import tex
 import math
 
 from companion import display
 from companion.sim import scheduler
 
 ms = units.ms
-
-
-def tex(x, spec=","):
-    """x formatted for LaTeX, thousands separators as {,} (math mode adds no space then)."""
-    return format(x, spec).replace(",", "{,}")
 
 
 def pairs(c, h):

@@ -94,14 +94,10 @@ for r in replay.rounds:
 # %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 recompute_a_ms = fetch_a_ms = value_a_ms = value_b_ms = keep = None
 ### BEGIN SOLUTION
+from companion.display import tex
 import math
 
 from companion import display
-
-
-def tex(x, spec=","):
-    """x formatted for LaTeX, thousands separators as {,} (math mode adds no space then)."""
-    return format(x, spec).replace(",", "{,}")
 
 
 N_layer, F_pair = model.layer_params, calc.attention_flops_per_pair(model)

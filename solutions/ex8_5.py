@@ -68,14 +68,10 @@ print(f"measured decode round {given['compute_round_s'] / units.ms:g} ms; copy b
 # %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 net_mib, extra_inputs, extra_complete = {}, {}, {}
 ### BEGIN SOLUTION
+from companion.display import tex
 import math
 
 from companion import display
-
-
-def tex(x, spec=","):
-    """x formatted for LaTeX, thousands separators as {,} (math mode adds no space then)."""
-    return format(x, spec).replace(",", "{,}")
 
 
 MiB, ms, GB = units.MiB, units.ms, units.GB

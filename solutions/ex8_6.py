@@ -80,14 +80,10 @@ for a in retries.attempts:
 # %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 input_mib, final_mib, fit = {}, {}, {}
 ### BEGIN SOLUTION
+from companion.display import tex
 import math
 
 from companion import display
-
-
-def tex(x, spec=","):
-    """x formatted for LaTeX, thousands separators as {,} (math mode adds no space then)."""
-    return format(x, spec).replace(",", "{,}")
 
 
 MiB = units.MiB

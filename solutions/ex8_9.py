@@ -108,12 +108,8 @@ for run in load.runs:
 # %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 memory_mib = total_s = gpu_s = best = None
 ### BEGIN SOLUTION
+from companion.display import tex
 import math
-
-
-def tex(x, spec=","):
-    """x formatted for LaTeX, thousands separators as {,} (math mode adds no space then)."""
-    return format(x, spec).replace(",", "{,}")
 
 
 MiB, GiB, ms = units.MiB, units.GiB, units.ms
