@@ -549,7 +549,9 @@ class DecodeBatchPanel(Panel):
                    f"{numbers['floored_round_ms']:.2f} ms; the fit dips below the roofline "
                    f"from b = {numbers['fit_undercuts_roofline_from_batch']:,.0f}"
                    if extend else "") + source)
-        return View(numbers=numbers, traces=traces, text=text)
+        # the floored curve's legend row takes room from the plots: give it back
+        return View(numbers=numbers, traces=traces, text=text,
+                    layout={"height": self.base_layout["height"] + (25 if extend else 0)})
 
 
 def _every_expert_trace(m, kv) -> dict:
