@@ -21,6 +21,9 @@ it imports no plotting library.
   levers         17 §10's chapter-wide tables: levers, mechanism -> lever map, cheat sheet
   moe            mixture-of-experts: experts a batch touches, streamed bytes vs batch, active
                  parameters
+  limits_rounds  fuller models beside 8.1, 8.2 and 8.5's simplified ones: a shared pass, KV
+                 held mid-answer, whole-cycle throughput, the round fit floored by the roofline,
+                 acceptance that varies by span
 
 The chapters' stated inputs are in ``companion.chapters``. This façade lists exactly the
 names that notebooks, exercises, solutions, dashboards and the README read as ``calc.X`` (a
@@ -86,6 +89,9 @@ from companion.formulas.levers import (
     levers_table, cheat_sheet)
 from companion.formulas.moe import (
     moe_read_curve)
+from companion.formulas.limits_rounds import (
+    inserted_prefill_stall_s, context_growth_intervals_s, kv_held_over_answer,
+    batch_cycle_throughput, floored_round_time, fit_undercut_batch, spread_expected_tokens)
 
 __all__ = [
     "kv_bytes_per_token", "kv_tokens_allocated", "kv_bytes", "kv_bytes_at_context", "held_tokens",
@@ -134,4 +140,8 @@ __all__ = [
     "weights_per_gpu_bytes", "parallel_layout", "disaggregated_pools", "kv_transfer_s",
     "kv_routing_ttft", "routed_mean_ttft_s", "itl_batch_ceiling", "batch_window", "levers_table",
     "cheat_sheet", "moe_read_curve",
+    # fuller models beside 8.1, 8.2 and 8.5's simplified ones (formulas.limits_rounds)
+    "inserted_prefill_stall_s", "context_growth_intervals_s", "kv_held_over_answer",
+    "batch_cycle_throughput", "floored_round_time", "fit_undercut_batch",
+    "spread_expected_tokens",
 ]

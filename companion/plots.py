@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from companion.explorers.ch08_2_batching_and_scheduling import (
     read_volume_figure, rom_weights_figure, decode_step_figure, lora_capacity_figure,
-    schedule_gantt_figure, pair_area_figure, chunk_cost_figure, graph_padding_figure,
-    token_budget_figure, budget_sweep_figure)
+    schedule_gantt_figure, pair_area_figure, chunk_cost_figure)
+from companion.explorers.budget_figures import (
+    graph_padding_figure, token_budget_figure, budget_sweep_figure)
 from companion.explorers.ch08_4_compression_and_offloading import (
     byte_layout_figure, bits_per_value_figure, memory_stack_figure, interval_fit_figure,
     precision_grid_figure)

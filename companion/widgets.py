@@ -30,7 +30,7 @@ from companion.explorers.ch08_6_load_and_configuration import (
     AdmissionPanel, SchemePanel, AmdahlPanel, AMDAHL_FRACTIONS)
 from companion.explorers.ch08_5_speculative_decoding import (
     GreedyVerificationPanel, RejectionSamplingPanel, SpeculativeLatencyPanel, DraftLengthPanel,
-    RoundStagesPanel)
+    RoundStagesPanel, VerificationLoadPanel)
 from companion.explorers.ch17_06_batching_strategies import (
     BatchingTracePanel, ChunkSizePanel)
 from companion.explorers.ch17_09_measuring import (
@@ -75,7 +75,7 @@ __all__ = [
     "ContextOrganisationPanel", "RetentionPanel", "KVCapacityPanel", "RequestTimelinePanel",
     "MemoryBudgetPanel", "AdmissionPanel", "SchemePanel", "AmdahlPanel", "AMDAHL_FRACTIONS",
     "GreedyVerificationPanel", "RejectionSamplingPanel", "SpeculativeLatencyPanel",
-    "DraftLengthPanel", "RoundStagesPanel", "BatchingTracePanel", "ChunkSizePanel",
+    "DraftLengthPanel", "RoundStagesPanel", "VerificationLoadPanel", "BatchingTracePanel", "ChunkSizePanel",
     "UtilizationPanel", "SpeculativeLeverPanel", "BatchSizePanel", "MemoryHierarchyPanel",
     "KVSizingPanel", "PagedKVPanel", "TensorParallelPanel", "PipelineBubblePanel",
     "PlacementPanel", "PoolSizingPanel", "KVRoutingPanel", "DisaggregationDiagramPanel",

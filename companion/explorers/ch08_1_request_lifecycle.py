@@ -8,8 +8,10 @@ trace/layout dicts, so a panel draws exactly what a figure builder draws.
 
 Panels: ``RequestTimelinePanel`` (queue, prefill, output interval, length and inserted prefills
 -> TTFT, longest interval, request time against the 7 s deadline; the timelines come from
-``companion.sim.scenarios.timeline_scenario``), ``MemoryBudgetPanel`` (M_w + M_KV + rest <= C
-and how many requests' reserved KV fits, 8.1.2), ``KVCapacityPanel`` (requests that fit as the
+``companion.sim.scenarios.timeline_scenario``; a toggle charges each inserted prefill as a pass
+of its own, as 8.1.1 does, or inside this request's decode pass, as 8.2.2's round does),
+``MemoryBudgetPanel`` (M_w + M_KV + rest <= C and how many requests' reserved KV fits, 8.1.2,
+beside how many would fit by what requests hold on average mid-answer), ``KVCapacityPanel`` (requests that fit as the
 prompt grows, independent vs shared prefix, 8.1.2 / 8.3.2).
 """
 
@@ -23,6 +25,7 @@ from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import plotly_go as _go
 from companion.explorers.presets import CH08_MODELS, KV_PRECISIONS, ModelMenu, config_control
 from companion.formulas.batching import insertable_prefills, kv_capacity_row
+from companion.formulas.limits_rounds import inserted_prefill_stall_s, kv_held_over_answer
 from companion.serves import serves
 from companion.sim.scenarios import stalled_interval_positions, timeline_scenario
 
@@ -37,6 +40,10 @@ SECTION = "8.1"
 
 # the models the 8.1.2 panels offer: Chapter 8's presets, then the shelf
 MODELS = ModelMenu(CH08_MODELS)
+
+# how an inserted prefill is charged (8.1.1 adds it; 8.2.2's round shares one pass)
+INSERTED_PASS = {"as a pass of its own (8.1.1)": "own",
+                 "in the same pass as this decode step (8.2.2's round)": "shared"}
 
 
 
@@ -244,6 +251,10 @@ class RequestTimelinePanel(Panel):
         Control("inserted_prefill_ms", "each inserted prefill (ms)", "float",
                 ch08.PREFILL_S / units.ms, 5.0, 3000.0, 1.0),
         Control("deadline_s", "deadline (s)", "float", ch08.DEADLINE_S, 1.0, 30.0, 0.5),
+        # the chapter adds an inserted prefill to the interval; an engine that batches it with
+        # this request's decode step pays the pass's shared fixed part once (8.2.2's round)
+        Control("inserted_pass", "an inserted prefill runs", "choice", "own",
+                options=INSERTED_PASS),
     )
     main_control = "inserted_prefills"
     # room on the right for the request time printed past the longest bar
@@ -251,9 +262,11 @@ class RequestTimelinePanel(Panel):
                        margin={"t": 60, "r": 70})
 
     def compute(self, *, queue_ms, prefill_ms, interval_ms, output_tokens, inserted_prefills,
-                inserted_prefill_ms, deadline_s) -> View:
+                inserted_prefill_ms, deadline_s, inserted_pass) -> View:
         q, p, itl = queue_ms * units.ms, prefill_ms * units.ms, interval_ms * units.ms
-        stall = inserted_prefill_ms * units.ms
+        own_stall = inserted_prefill_ms * units.ms
+        shared_stall = inserted_prefill_stall_s(own_stall, fused=True)
+        stall = own_stall if inserted_pass == "own" else shared_stall
         positions = stalled_interval_positions(output_tokens, inserted_prefills)
         alone = timeline_scenario("alone", q, p, itl, output_tokens)
         busy = timeline_scenario("with inserted prefills", q, p, itl, output_tokens,
@@ -266,7 +279,10 @@ class RequestTimelinePanel(Panel):
         intervals = calc.inter_token_intervals(times)
         longest = max(intervals) if intervals else 0.0
         base_total = calc.lifecycle_request_time_s(q, p, itl, output_tokens)
-        fit = insertable_prefills(q, p, itl, output_tokens, deadline_s, stall)
+        if stall > 0:
+            fit = insertable_prefills(q, p, itl, output_tokens, deadline_s, stall)
+        else:       # a prefill that rides free in the shared pass costs this request nothing
+            fit = max(output_tokens - 1, 0) if base_total <= deadline_s else 0
         numbers = {
             "ttft_s": calc.ttft_s(times),
             "request_time_s": total,
@@ -275,6 +291,10 @@ class RequestTimelinePanel(Panel):
             "meets_deadline": total <= deadline_s,
             "inserted_prefills_applied": len(positions),
             "prefills_that_still_fit": fit,
+            # both readings of an inserted prefill, whichever the control shows (8.1.1)
+            "own_pass_request_time_s": base_total + own_stall * len(positions),
+            "shared_pass_request_time_s": base_total + shared_stall * len(positions),
+            "stall_per_insert_ms": stall / units.ms,
         }
         traces, _ = timeline_traces([alone, busy], deadline_s)
         verdict = "meets" if numbers["meets_deadline"] else "<b>misses</b>"
@@ -284,7 +304,11 @@ class RequestTimelinePanel(Panel):
                 f"request time: <b>{total:.2f} s</b> ({verdict} the {deadline_s:g} s deadline, "
                 f"margin {numbers['margin_s']:+.2f} s)<br>"
                 f"alone it takes {base_total:.2f} s; inserted prefills of "
-                f"{inserted_prefill_ms:g} ms that still fit: {numbers['prefills_that_still_fit']}")
+                f"{inserted_prefill_ms:g} ms that still fit: {numbers['prefills_that_still_fit']}"
+                f"<br>each adds {stall / units.ms:.1f} ms ("
+                + ("a pass of its own" if inserted_pass == "own" else
+                   f"in the shared pass; on its own it would add {inserted_prefill_ms:g} ms")
+                + ")")
         return View(numbers=numbers, traces=traces, text=text)
 
 
@@ -336,6 +360,10 @@ class MemoryBudgetPanel(Panel):
         reserved = [calc.max_concurrent(pool, m, int(p), output_tokens, **kw)
                     for p in _SWEEP_PROMPTS]
         at_prefill = [int(pool // calc.kv_bytes(m, int(p), **kw)) for p in _SWEEP_PROMPTS]
+        # fuller (8.1.2): what requests at staggered points of their answers hold on average
+        by_mean = [kv_held_over_answer(m, pool, int(p), output_tokens, **kw)["fit_by_mean"]
+                   for p in _SWEEP_PROMPTS]
+        held = kv_held_over_answer(m, pool, prompt_tokens, output_tokens, **kw)
         xs = _SWEEP_PROMPTS
         traces += [
             {"type": "scatter", "x": xs, "y": np.asarray(reserved), "mode": "lines", "xaxis": "x2",
@@ -345,6 +373,10 @@ class MemoryBudgetPanel(Panel):
              "xaxis": "x2",
              "yaxis": "y2", "name": "fit if sized at prefill (runs out mid-generation)",
              "line": {"shape": "hv", "dash": "dot", "color": theme.GREY}},
+            {"type": "scatter", "x": xs, "y": np.asarray(by_mean), "mode": "lines",
+             "xaxis": "x2", "yaxis": "y2",
+             "name": "fit on average, by what they hold mid-answer (fuller)",
+             "line": {"shape": "hv", "dash": "dash", "color": theme.ORANGE}},
             {"type": "scatter", "x": [prompt_tokens], "y": [row["fit"]], "mode": "markers",
              "xaxis": "x2", "yaxis": "y2", "name": "this setting",
              "marker": {"size": 11, "color": theme.NAVY}},
@@ -361,6 +393,10 @@ class MemoryBudgetPanel(Panel):
             "those_at_the_end_MiB": row["final_bytes_if_sized_at_prefill"] / units.MiB,
             "weights_GiB": m.weight_bytes / units.GiB,
             "left_for_activations_GiB": budget.slack_bytes / units.GiB,
+            # fuller (8.1.2): the reservation against what a request holds on average
+            "mean_held_MiB": held["mean_held_bytes"] / units.MiB,
+            "reservation_used_on_average": held["used_share"],
+            "fit_by_mean_holding": held["fit_by_mean"],
         }
         fits = "fits" if budget.fits else "<b>does not fit</b>"
         text = (f"<b>{m.name}</b>, KV {per_token / units.KiB:,.1f} KiB per token<br>"
@@ -373,7 +409,9 @@ class MemoryBudgetPanel(Panel):
                 f"weights {numbers['weights_GiB']:.1f} GiB + KV {kv_budget_gib:g} GiB in "
                 f"{instance_gib:g} GiB: {fits}, "
                 f"{numbers['left_for_activations_GiB']:+.1f} GiB left for activations/graphs"
-                + source)
+                f"<br>on average over its answer it holds {numbers['mean_held_MiB']:,.0f} MiB "
+                f"({held['used_share']:.0%} of the reservation): {held['fit_by_mean']} would "
+                f"fit by that" + source)
         return View(numbers=numbers, traces=traces, text=text)
 
 

@@ -3,11 +3,12 @@ chunked prefill, the token budget, and the scheduling policies of 8.2.2 on the c
 simulator.
 
 ``DecodeBatchPanel``: model, hardware, context, KV format, weights in HBM or ROM, batch ->
-Figures 8-3/8-4 and the decode roofline with Experiment 8-1's measurements (8.2.1).
+Figures 8-3/8-4 and the decode roofline with Experiment 8-1's measurements (8.2.1); a toggle
+draws 8.2.2's batch-1 fit at any context beside max(fit, roofline), the fuller model.
 ``ChunkedPrefillPanel``: prompt, chunk size, decodes running alongside -> pairs and round time
 per chunk (8.2.3, Figure 8-8).
 ``TokenBudgetPanel``: permitted interval, decodes, contexts, captured graph shapes -> new prompt
-tokens a round may add (8.2.4).
+tokens a round may add (8.2.4), priced by the fit or by the fit floored at the roofline.
 ``SchedulePanel``: policy, chunk size, token budget, concurrency -> Gantt of the four-request
 example with total time and longest interval (8.2.2), simulated.
 ``BudgetSweepPanel``: six staggered requests -> longest interval and queueing vs token budget
@@ -17,7 +18,8 @@ Figures (from the former figures module):
 
 Figures of 8.2: read volume per output token (Figures 8-3, 8-4), the decode step-time
 roofline with Experiment 8-1's measurements, LoRA vs KV capacity, the 8.2.2 Gantt timelines,
-the pair-count area (Figure 8-8), chunk costs, CUDA-graph padding and the token budget.
+the pair-count area (Figure 8-8) and chunk costs; 8.2.4's padding and budget figures are in
+``companion.explorers.budget_figures``.
 
 Builders take results computed by ``companion.calc`` / ``companion.sim`` and return plotly
 figures; the ``*_traces`` helpers return plain trace/layout dicts that this module's explorers
@@ -35,9 +37,14 @@ from companion import calc, specs, theme, units
 from companion.chapters import ch08
 from companion.explorers.axes import whole_ticks
 from companion.explorers.base import Control, Panel, View
+from companion.explorers.budget_figures import (budget_sweep_traces, token_budget_traces,
+                                                graph_padding_figure, token_budget_figure,
+                                                budget_sweep_figure)
 from companion.explorers.common import titled_figure as _fig
 from companion.explorers.presets import CH08_MODELS, KV_PRECISIONS, ModelMenu, config_control
 from companion.formulas.core import decode_step_parts
+from companion.formulas.limits_rounds import (fit_undercut_batch, floored_round_time,
+                                              floored_token_budget)
 from companion.formulas.moe import moe_kv_crossover_batch
 from companion.serves import serves
 from companion.sim.scenarios import (
@@ -50,8 +57,8 @@ from companion.sim.scenarios import (
 
 __all__ = [
     "read_volume_figure", "rom_weights_figure", "decode_step_figure", "lora_capacity_figure",
-    "schedule_gantt_figure", "pair_area_figure", "chunk_cost_figure", "graph_padding_figure",
-    "token_budget_figure", "budget_sweep_figure", "DecodeBatchPanel", "ChunkedPrefillPanel",
+    "schedule_gantt_figure", "pair_area_figure", "chunk_cost_figure",
+    "DecodeBatchPanel", "ChunkedPrefillPanel",
     "TokenBudgetPanel", "SchedulePanel", "BudgetSweepPanel", "SWEEP_BUDGETS",
 ]
 
@@ -397,110 +404,15 @@ def chunk_cost_figure(pairs, round_s=None, *,
     return _fig(traces, layout, title)
 
 
-# --- 8.2.4: CUDA-graph padding and the token budget ------------------------------------------
-
-@serves("8.2.4")
-def graph_padding_figure(rows, executed, *, captured_shapes,
-                         title: str = "CUDA-graph padding: rows needed vs rows executed "
-                                      "(8.2.4)"):
-    """Executed rows (``calc.padded_rows``) vs rows needed, with the captured shapes marked."""
-    rows = [int(r) for r in rows]
-    traces = [
-        {"type": "scatter", "mode": "lines", "x": rows, "y": [int(e) for e in executed],
-         "name": "rows executed (next captured graph)", "line": {"shape": "hv", "width": 3,
-                                                                 "color": theme.VERMILLION}},
-        {"type": "scatter", "mode": "lines", "x": [rows[0], rows[-1]], "y": [rows[0], rows[-1]],
-         "name": "rows needed", "line": {"dash": "dash", "color": theme.BLUE}},
-        {"type": "scatter", "mode": "markers", "x": list(captured_shapes),
-         "y": list(captured_shapes), "name": "captured graph shapes",
-         "marker": {"size": 10, "color": theme.INK}},
-    ]
-    layout = {"height": 380, "xaxis": {"title": {"text": "rows this round needs"}},
-              "yaxis": {"title": {"text": "rows the GPU executes"}},
-              "legend": {"orientation": "h", "y": -0.25}}
-    return _fig(traces, layout, title)
-
-
-def token_budget_traces(targets_s, budgets_by_label, *, marker=None, xaxis: str = "x",
-                        yaxis: str = "y") -> list:
-    """Lines of new prompt tokens a round may add vs the permitted interval (ms), per label.
-
-    ``budgets_by_label``: {label: budgets over ``targets_s``} from ``calc.token_budget_for_itl``;
-    ``marker``: optional (target_s, budget, label) point, its budget in its legend entry.
-    """
-    xs = np.asarray(targets_s, dtype=float) / units.ms
-    traces = []
-    for i, (label, budgets) in enumerate(budgets_by_label.items()):
-        traces.append({"type": "scatter", "mode": "lines", "x": xs,
-                       "y": np.asarray(budgets, dtype=int),
-                       "name": label, "line": {"color": theme.PALETTE[i % len(theme.PALETTE)],
-                                               "shape": "hv" if "graph" in label else "linear"},
-                       "xaxis": xaxis, "yaxis": yaxis})
-    if marker is not None:
-        t, b, label = marker
-        # the budget in the point's legend entry: a label by the point would leave the plot
-        # wherever the point sits at the curve's top or the axis' left end
-        traces.append({"type": "scatter", "mode": "markers", "x": [t / units.ms],
-                       "y": [int(b)], "name": f"{label}: {int(b):,} tokens",
-                       "marker": {"size": 11, "color": theme.INK},
-                       "xaxis": xaxis, "yaxis": yaxis})
-    return traces
-
-
-@serves("8.2.4")
-def token_budget_figure(targets_s, budgets_by_label, *, marker=None,
-                        title: str = "Token budget from the permitted output interval (8.2.4)"):
-    """New prompt tokens per round that keep the round within the interval target."""
-    traces = token_budget_traces(targets_s, budgets_by_label, marker=marker)
-    layout = {"height": 420, "xaxis": {"title": {"text": "permitted output interval (ms)"}},
-              "yaxis": {"title": {"text": "new prompt tokens per round"},
-                        "rangemode": "tozero"},
-              "legend": {"orientation": "h", "y": -0.25}}
-    return _fig(traces, layout, title)
-
-
-def budget_sweep_traces(budgets, longest_itl_s, queue_s, *, xaxis: str = "x", yaxis: str = "y",
-                        yaxis_queue: str = "y2") -> list:
-    """Longest output interval and queueing time (ms) vs the per-round token budget."""
-    xs = [int(b) for b in budgets]
-    return [
-        {"type": "scatter", "mode": "lines+markers", "x": xs,
-         "y": [t / units.ms for t in longest_itl_s], "name": "longest output interval (ms)",
-         "line": {"color": theme.VERMILLION, "width": 3}, "xaxis": xaxis, "yaxis": yaxis},
-        {"type": "scatter", "mode": "lines+markers", "x": xs, "y": [t / units.ms for t in queue_s],
-         "name": "queueing of later arrivals (ms, right axis)",
-         "line": {"color": theme.BLUE, "width": 3, "dash": "dash"}, "xaxis": xaxis,
-         "yaxis": yaxis_queue},
-    ]
-
-
-@serves("8.2.4")
-def budget_sweep_figure(budgets, longest_itl_s, queue_s, *, interval_target_s=None,
-                        title: str = "Token budget sweep, six staggered requests "
-                                     "(generated by the companion's simulator)"):
-    """The 8.2.4 trade: a larger budget empties the queue sooner but stretches intervals."""
-    traces = budget_sweep_traces(budgets, longest_itl_s, queue_s)
-    layout = {"height": 420,
-              "xaxis": {"title": {"text": "token budget per round (tokens)"}, "type": "log",
-                        "tickvals": [int(b) for b in budgets],
-                        "ticktext": [str(int(b)) for b in budgets]},
-              "yaxis": {"title": {"text": "longest output interval (ms)"},
-                        "rangemode": "tozero"},
-              "yaxis2": {"title": {"text": "queueing (ms)"}, "overlaying": "y", "side": "right",
-                         "rangemode": "tozero"},
-              "legend": {"orientation": "h", "y": -0.25}, "shapes": []}
-    if interval_target_s is not None:
-        layout["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1,
-                             "y0": interval_target_s / units.ms,
-                             "y1": interval_target_s / units.ms,
-                             "line": {"color": theme.RED, "dash": "dot"}}]
-    return _fig(traces, layout, title)
-
-
 HARDWARE = {h.name: h for h in (specs.RTX_PRO_6000, specs.H100_SXM, specs.H200_SXM,
                                 specs.A100_80GB)}
 # Chapter 8's models, then the shelf (MoE ones among them)
 MODELS = ModelMenu(CH08_MODELS)
+# 8.2.2's batch-1 fit where the chapter draws it, or at any context beside max(fit, roofline)
+ROUND_FIT = {"at the chapter's setting only": "chapter",
+             "at any context, and floored by the roofline (fuller)": "floored"}
+ROUND_MODELS = {"8.2.2's fit (the chapter)": "fit",
+                "the fit, floored by the roofline (fuller)": "floored"}
 
 _BATCHES = np.unique(np.geomspace(1, 256, 48).round().astype(int)).tolist()
 
@@ -529,6 +441,7 @@ class DecodeBatchPanel(Panel):
                 options={"HBM (conventional)": True, "independent ROM (Figure 8-4)": False}),
         Control("batch", "batch b (requests)", "int", 16, 1, 256, 1),
         config_control(),
+        Control("round_fit", "8.2.2's round fit", "choice", "chapter", options=ROUND_FIT),
     )
     main_control = "batch"
     base_layout = {
@@ -543,7 +456,7 @@ class DecodeBatchPanel(Panel):
     }
 
     def compute(self, *, model, hardware, context_tokens, kv_precision, weights_in_hbm,
-                batch, config_json) -> View:
+                batch, config_json, round_fit) -> View:
         (m, source), hw = MODELS.pick(model, config_json), HARDWARE[hardware]
         L = context_tokens
         # one sequence's KV read per step (sliding layers keep at most their window)
@@ -567,19 +480,32 @@ class DecodeBatchPanel(Panel):
         kw = dict(bytes_per_value=kv_precision, weights_in_hbm=weights_in_hbm)
         curve = calc.decode_step_time_curve(m, hw, _BATCHES, L, **kw)
         chapter = _measurement_traces_apply(m.name, hardware, L, kv_precision, weights_in_hbm)
-        fitted = ([calc.mixed_round_time_s(b, L, 0) for b in _BATCHES] if chapter else None)
+        # the fit belongs to Qwen3-8B on the RTX PRO 6000 (any context); "floored" draws it
+        # there at every context, beside max(fit, roofline) (fuller, 8.2.2)
+        fit_card = _measurement_traces_apply(m.name, hardware, 2048, kv_precision,
+                                             weights_in_hbm)
+        extend = fit_card and round_fit == "floored"
+        fitted = ([calc.mixed_round_time_s(b, L, 0) for b in _BATCHES]
+                  if chapter or extend else None)
         sweep = ch08.BATCH_SWEEP_MEASURED
         measured_round = {"batch": ch08.EXP81_BATCHES, "s": ch08.EXP81_ROUND_S,
                           "label": "Experiment 8-1: measured decode round (engine)"}
         measured_itl = {"batch": sweep["batch"], "s": sweep["itl_s"],
                         "label": "batch sweep: measured mean output interval (client)"}
         if not chapter:   # keep the trace count fixed so the figure updates in place
-            fitted = [math.nan] * len(_BATCHES)
+            fitted = fitted or [math.nan] * len(_BATCHES)
             measured_round = dict(measured_round, batch=[], s=[])
             measured_itl = dict(measured_itl, batch=[], s=[])
         traces += step_time_traces(curve, fitted_s=fitted, measured_round=measured_round,
                                    measured_itl=measured_itl, xaxis="x2", yaxis="y2")
+        floor = ([floored_round_time(m, hw, b, L)["floored_s"] / units.ms for b in _BATCHES]
+                 if extend else [])
+        traces.append({"type": "scatter", "mode": "lines", "x": _BATCHES[:len(floor)],
+                       "y": floor, "name": "8.2.2 fit, never below the roofline (fuller)",
+                       "showlegend": extend, "xaxis": "x2", "yaxis": "y2",
+                       "line": {"color": theme.GREEN, "dash": "dot", "width": 4}})
         parts = decode_step_parts(m, hw, batch, L, **kw)
+        here_fit = floored_round_time(m, hw, batch, L)
         traces.append({"type": "scatter", "mode": "markers", "x": [batch],
                        "y": [parts.step_s / units.ms], "name": f"bound at b = {batch}",
                        "xaxis": "x2", "yaxis": "y2", "showlegend": False,
@@ -600,6 +526,14 @@ class DecodeBatchPanel(Panel):
             "compute_catchup_batch": catchup,
             "compute_bound_below_context": calc.compute_bound_context_tokens(
                 m, hw, bytes_per_value=kv_precision),
+            # fuller (8.2.1, 8.2.2): intensity with the KV read counted; the batch-1 fit
+            # (Qwen3-8B on the RTX PRO 6000) against the roofline of the same round
+            "weight_only_intensity": calc.weight_reuse_intensity(batch),
+            "step_intensity": parts.compute_s * hw.peak_flops_per_s
+            / (parts.read_s * hw.mem_bw_bytes_per_s),
+            "fit_round_ms": here_fit["fit_s"] / units.ms,
+            "floored_round_ms": here_fit["floored_s"] / units.ms,
+            "fit_undercuts_roofline_from_batch": fit_undercut_batch(m, hw, L),
         }
         catch = ("never (each request adds more read time than compute time)"
                  if math.isinf(catchup) else f"b = {catchup:,.0f}")
@@ -611,8 +545,13 @@ class DecodeBatchPanel(Panel):
                 f"roofline round: {numbers['bound_step_ms']:.2f} ms ({parts.bound}-bound), "
                 f"at most {numbers['bound_tokens_per_s']:,.0f} tok/s<br>"
                 f"compute catches up with reads at: {catch}" + _moe_lines(m, at_b, numbers)
-                + source)
-        return View(numbers=numbers, traces=traces, text=text)
+                + (f"<br>8.2.2 fit {numbers['fit_round_ms']:.2f} ms, floored "
+                   f"{numbers['floored_round_ms']:.2f} ms; the fit dips below the roofline "
+                   f"from b = {numbers['fit_undercuts_roofline_from_batch']:,.0f}"
+                   if extend else "") + source)
+        # the floored curve's legend row takes room from the plots: give it back
+        return View(numbers=numbers, traces=traces, text=text,
+                    layout={"height": self.base_layout["height"] + (25 if extend else 0)})
 
 
 def _every_expert_trace(m, kv) -> dict:
@@ -719,11 +658,15 @@ _LAST_CHUNK_HISTORY = ch08.LONG_PROMPT_TOKENS - ch08.CHUNK_TOKENS   # 8.2.3's la
 
 @lru_cache(maxsize=256)
 def _budget_curve(decode_requests: int, context_tokens: int, history_tokens: int,
-                  graphs: str) -> tuple:
-    """calc.token_budget_for_itl over _TARGETS_S (cached: only the marker moves with the target)."""
-    return tuple(calc.token_budget_for_itl(t, decode_requests, context_tokens, history_tokens,
-                                           captured_shapes=graph_shapes(graphs))
-                 for t in _TARGETS_S)
+                  graphs: str, round_model: str = "fit") -> tuple:
+    """The budget over _TARGETS_S by 8.2.2's fit, or by the fit floored at the roofline
+    (cached: only the marker moves with the target)."""
+    kw = dict(captured_shapes=graph_shapes(graphs))
+    if round_model == "fit":
+        return tuple(calc.token_budget_for_itl(t, decode_requests, context_tokens,
+                                               history_tokens, **kw) for t in _TARGETS_S)
+    return tuple(floored_token_budget(t, specs.QWEN3_8B, specs.RTX_PRO_6000, decode_requests,
+                                      context_tokens, history_tokens, **kw) for t in _TARGETS_S)
 
 
 @serves("8.2.4")
@@ -738,6 +681,7 @@ class TokenBudgetPanel(Panel):
         Control("context_tokens", "their context L (tokens)", "int", 2048, 0, 32768, 256),
         Control("history_tokens", "prompt tokens already cached h", "int", 0, 0, 16384, 256),
         Control("graphs", "CUDA graphs", "choice", "none", options=GRAPH_SHAPES),
+        Control("round_model", "round priced by", "choice", "fit", options=ROUND_MODELS),
     )
     main_control = "itl_target_ms"
     base_layout = {
@@ -747,19 +691,27 @@ class TokenBudgetPanel(Panel):
     }
 
     def compute(self, *, itl_target_ms, decode_requests, context_tokens, history_tokens,
-                graphs) -> View:
+                graphs, round_model) -> View:
         shapes = graph_shapes(graphs)
         kw = dict(captured_shapes=shapes)
         target = itl_target_ms * units.ms
         args = (decode_requests, context_tokens)
-        budget = calc.token_budget_for_itl(target, *args, history_tokens, **kw)
-        curves = {f"h = {h:,} cached": _budget_curve(decode_requests, context_tokens, h, graphs)
+        fit_budget = calc.token_budget_for_itl(target, *args, history_tokens, **kw)
+        floored = floored_token_budget(target, specs.QWEN3_8B, specs.RTX_PRO_6000, *args,
+                                       history_tokens, **kw)
+        budget = fit_budget if round_model == "fit" else floored
+        curves = {f"h = {h:,} cached": _budget_curve(decode_requests, context_tokens, h, graphs,
+                                                     round_model)
                   for h in sorted({0, history_tokens, _LAST_CHUNK_HISTORY})}
         traces = token_budget_traces(_TARGETS_S, curves,
                                      marker=(target, budget, "this setting"))
         rows = decode_requests + budget
         round_s = calc.mixed_round_time_s(*args, budget, history_tokens, **kw)
         decode_only = calc.mixed_round_time_s(*args, 0, **kw)
+        if round_model == "floored":   # the same rounds, never below their roofline
+            card = (specs.QWEN3_8B, specs.RTX_PRO_6000)
+            round_s = floored_round_time(*card, *args, budget, history_tokens, **kw)["floored_s"]
+            decode_only = floored_round_time(*card, *args, 0, **kw)["floored_s"]
         executed = calc.padded_rows(rows, shapes) if shapes and rows else rows
         numbers = {
             "token_budget": budget,
@@ -767,12 +719,15 @@ class TokenBudgetPanel(Panel):
             "decode_round_ms": decode_only / units.ms,
             "rows": rows,
             "rows_executed": executed,
+            "fit_token_budget": fit_budget,
+            "floored_token_budget": floored,
         }
         text = (f"permitted interval {itl_target_ms:g} ms -> a round may add "
                 f"<b>{budget:,}</b> prompt tokens (h = {history_tokens:,})<br>"
                 f"that round: {numbers['round_ms']:.1f} ms; the decode round alone "
                 f"{numbers['decode_round_ms']:.2f} ms<br>"
-                f"rows {rows:,}, executed {executed:,}")
+                f"rows {rows:,}, executed {executed:,}<br>"
+                f"budget by the fit alone {fit_budget:,}; with the roofline floor {floored:,}")
         if budget == 0:
             text += "<br><b>the decode steps alone already exceed the interval</b>"
         return View(numbers=numbers, traces=traces, text=text)

@@ -9,6 +9,9 @@ latency per token, the draft-cost crossover (Figure 8-32), a request's time with
 drafting, with the latency per output token of each.
 ``DraftLengthPanel``: Exercise 8-7's serial-draft setting, T_m = T_v + t_d g ceil(m / g),
 the best draft length and the marginal condition dT / dN < T / N.
+``VerificationLoadPanel`` (fuller, 8.5.4): a verification pass against a plain step of the same
+batch on the roofline, beside the chapter's batch-1 reading that they cost the same.
+``SpeculativeLatencyPanel`` also takes an acceptance that differs between spans (fuller, 8.5.2).
 
 Figures (from the former figures module):
 
@@ -29,11 +32,12 @@ import math
 
 import numpy as np
 
-from companion import calc, theme, units
+from companion import calc, specs, theme, units
 from companion.chapters import ch08
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import titled_figure as _fig
 from companion.explorers.common import to_ms as _ms
+from companion.formulas.limits_rounds import spread_expected_tokens
 from companion.formulas.speculative import best_draft_length
 from companion.serves import serves
 from companion.sim import speculative as sim
@@ -44,6 +48,7 @@ __all__ = [
     "greedy_verification_figure", "expected_output_figure",
     "draft_cost_figure", "draft_mode_figure", "round_stages_figure", "GreedyVerificationPanel",
     "RejectionSamplingPanel", "SpeculativeLatencyPanel", "DraftLengthPanel", "RoundStagesPanel",
+    "VerificationLoadPanel",
 ]
 
 # the section this module serves (the notebook of its name): every @serves mark here is
@@ -489,12 +494,15 @@ class SpeculativeLatencyPanel(Panel):
                 ch08.INDEX_BUILD_S, 0.0, 10.0, 0.1),
         Control("output_tokens", "request output (tokens)", "int", ch08.OUTPUT_TOKENS,
                 1, 1024, 1),
+        # fuller (8.5.2): half the rounds at a + s, half at a - s (spans easy and hard to guess)
+        Control("acceptance_spread", "acceptance spread between spans, +/- (probability)",
+                "float", 0.0, 0.0, 0.5, 0.05),
     )
     main_control = "acceptance"
     base_layout = DRAFT_COST_LAYOUT
 
     def compute(self, *, acceptance, draft_len, draft_ms, verify_ms, plain_ms, prep_s,
-                output_tokens) -> View:
+                output_tokens, acceptance_spread) -> View:
         verify, draft, plain = verify_ms * units.ms, draft_ms * units.ms, plain_ms * units.ms
         n = calc.speculative_expected_tokens(acceptance, draft_len)
         latency = calc.speculative_latency_per_token(verify, n, draft)
@@ -517,10 +525,23 @@ class SpeculativeLatencyPanel(Panel):
         traces, _ = draft_cost_traces(
             xs, curves, plain, [c for c in crossings if c[1] >= 0],
             (draft, latency, "this setting's draft cost"))
+        spread = spread_expected_tokens(acceptance, acceptance_spread, draft_len)
+        shown = spread["spread"] > 0
+        traces.append({"type": "scatter", "mode": "lines", "x": _ms(xs) if shown else [],
+                       "y": _ms([calc.speculative_latency_per_token(
+                           verify, spread["expected_tokens"], d) for d in xs]) if shown else [],
+                       "name": f"this setting, a +/- {spread['spread']:.2f} by span (fuller)",
+                       "showlegend": shown,
+                       "line": {"color": theme.PALETTE[2], "width": 2.5, "dash": "dot"}})
         numbers = {"expected_tokens": n, "latency_per_token_ms": latency / units.ms,
                    "speedup_vs_plain": plain / latency, "crossover_ms": crossover / units.ms,
                    "request_s": spec_s, "plain_request_s": plain_s,
-                   "break_even_tokens": break_even}
+                   "break_even_tokens": break_even,
+                   "spread_expected_tokens": spread["expected_tokens"],
+                   "spread_latency_per_token_ms": calc.speculative_latency_per_token(
+                       verify, spread["expected_tokens"], draft) / units.ms,
+                   "spread_crossover_ms": calc.draft_cost_crossover(
+                       verify, spread["expected_tokens"], plain) / units.ms}
         pays = "pays" if crossover > draft else "<b>does not pay</b>"
         be = "never" if math.isinf(break_even) else f"{break_even:,.0f} tokens"
         text = (f"E[X] = <b>{n:.2f}</b> tokens per round<br>"
@@ -531,6 +552,10 @@ class SpeculativeLatencyPanel(Panel):
                 f"{output_tokens}-token request: {plain_s:.2f} s plain, <b>{spec_s:.2f} s</b> "
                 f"with {prep_s:g} s of preparation<br>"
                 f"preparation is paid back after {be}")
+        if shown:
+            text += (f"<br>with a +/- {spread['spread']:.2f} between spans: E[X] "
+                     f"{spread['expected_tokens']:.2f}, "
+                     f"{numbers['spread_latency_per_token_ms']:.2f} ms per token")
         return View(numbers=numbers, traces=traces, text=text)
 
 
@@ -642,4 +667,91 @@ class DraftLengthPanel(Panel):
                 f"tokens<br>dT/dN = {gain['marginal_s_per_token'] / units.ms:.1f} ms vs T/N = "
                 f"{gain['current_s_per_token'] / units.ms:.2f} ms: the extra position "
                 f"{verdict}<br>best length: {best_plain} (g = 1), {best_padded} (g = {group})")
+        return View(numbers=numbers, traces=traces, text=text)
+
+
+# --- 8.5.4, fuller: verification under load -----------------------------------------------------
+
+_LOAD_BATCHES = np.unique(np.geomspace(1, 256, 40).round().astype(int)).tolist()
+LOAD_HARDWARE = {h.name: h for h in (specs.RTX_PRO_6000, specs.H100_SXM, specs.H200_SXM)}
+VERIFY_LOAD_LAYOUT = {"height": 460,
+                      "xaxis": {"title": {"text": "batch b (requests, each verifying m + 1 "
+                                                  "positions)"}, "type": "log",
+                                "tickvals": [1, 2, 4, 8, 16, 32, 64, 128, 256]},
+                      "yaxis": {"title": {"text": "verification pass / plain decode step (x)"},
+                                "rangemode": "tozero"},
+                      "legend": {"orientation": "h", "y": -0.25}}
+
+
+@serves("8.5.4")
+class VerificationLoadPanel(Panel):
+    """What a verification pass costs against a plain decode step of the same batch, on the
+    roofline, beside the chapter's batch-1 reading (a verification round costs a plain one),
+    and what a resident drafter takes from the KV budget (8.5.4, fuller)."""
+
+    title = "Verification under load: is the extra work still free? (8.5.4)"
+    controls = (
+        Control("batch", "batch b (requests)", "int", 1, 1, 256, 1),
+        Control("draft_len", "draft length m (tokens)", "int", ch08.TOY_DRAFT_LEN, 1, 16, 1),
+        Control("context_tokens", "context per request (tokens)", "int",
+                ch08.SHORT_PROMPT_TOKENS, 0, 32768, 128),
+        Control("acceptance", "acceptance a per position", "float", 0.75, 0.0, 1.0, 0.01),
+        Control("hardware", "accelerator", "choice", specs.RTX_PRO_6000.name,
+                options={name: name for name in LOAD_HARDWARE}),
+    )
+    main_control = "batch"
+    base_layout = VERIFY_LOAD_LAYOUT
+
+    def compute(self, *, batch, draft_len, context_tokens, acceptance, hardware) -> View:
+        hw = LOAD_HARDWARE[hardware]
+
+        def ratios(L):
+            return [calc.verification_under_load(QWEN3_8B, hw, b, draft_len, L)
+                    ["verify_over_plain"] for b in _LOAD_BATCHES]
+
+        here = calc.verification_under_load(QWEN3_8B, hw, batch, draft_len, context_tokens)
+        ridge = here["ridge_batch"]
+        n = calc.speculative_expected_tokens(acceptance, draft_len)
+        budget = calc.draft_kv_budget(ch08.KV_BUDGET_BYTES, ch08.DFLASH_DRAFT_WEIGHT_BYTES,
+                                      QWEN3_8B, context_tokens, ch08.OUTPUT_TOKENS)
+        traces = [
+            {"type": "scatter", "mode": "lines", "x": [1, 256], "y": [1.0, 1.0],
+             "name": "the chapter (8.5.2): a verification pass costs a plain step",
+             "line": {"color": PLAIN_COLOR, "dash": "dash"}},
+            {"type": "scatter", "mode": "lines", "x": _LOAD_BATCHES, "y": ratios(context_tokens),
+             "name": f"roofline, {context_tokens:,} tokens of context each (fuller)",
+             "line": {"color": theme.BLUE, "width": 3}},
+            {"type": "scatter", "mode": "lines", "x": _LOAD_BATCHES, "y": ratios(0),
+             "name": "roofline, no context (weights only)",
+             "line": {"color": theme.VERMILLION, "dash": "dot", "width": 2}},
+            {"type": "scatter", "mode": "markers", "x": [ridge], "y": [1.0],
+             "name": f"weights-only ridge: b = {ridge:.0f}",
+             "marker": {"size": 12, "color": theme.VERMILLION, "symbol": "x"}},
+            {"type": "scatter", "mode": "markers", "x": [batch], "y": [here["verify_over_plain"]],
+             "name": f"this batch: {here['verify_over_plain']:.2f}x",
+             "marker": {"size": 13, "color": theme.INK, "symbol": "circle-open",
+                        "line": {"width": 3}}},
+        ]
+        start = here["compute_bound_from_batch"]
+        numbers = {"verify_over_plain": here["verify_over_plain"],
+                   "plain_step_ms": here["plain_s"] / units.ms,
+                   "verify_step_ms": here["verify_s"] / units.ms,
+                   "ridge_batch": ridge, "compute_bound_from_batch": start,
+                   "expected_tokens": n,
+                   "chapter_speedup": n,
+                   "speedup_under_load": n / here["verify_over_plain"],
+                   "requests_fit_without_drafter": budget["requests_before"],
+                   "requests_fit_with_drafter": budget["requests_after"]}
+        bound = ("never (each request's KV read grows as fast as its compute)"
+                 if math.isinf(start) else f"b = {start:,.0f}")
+        text = (f"{QWEN3_8B.name} on {hw.name}, m = {draft_len}, {context_tokens:,} tokens each"
+                f"<br>verification pass <b>{here['verify_over_plain']:.2f}x</b> a plain step "
+                f"({numbers['verify_step_ms']:.2f} vs {numbers['plain_step_ms']:.2f} ms on the "
+                f"roofline, {here['bound']}-bound)<br>"
+                f"compute-bound from: {bound}<br>"
+                f"speculation per request: E[X] = {n:.2f} at batch 1, "
+                f"<b>{numbers['speedup_under_load']:.2f}x</b> at b = {batch} (draft cost left "
+                f"out)<br>12 GiB of KV holds {budget['requests_before']} such requests, "
+                f"{budget['requests_after']} beside the "
+                f"{ch08.DFLASH_DRAFT_WEIGHT_BYTES / units.GB:.2f} GB drafter")
         return View(numbers=numbers, traces=traces, text=text)

@@ -27,6 +27,7 @@
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
 from companion.chapters import ch08
+from companion.display import md
 
 model = specs.QWEN3_8B
 short_p, short_g = ch08.CHAPTER_REQUEST_TYPES["Short conversation"]
@@ -235,6 +236,165 @@ for inserted in (0, 1):
 _ = timeline.reset()
 
 # %% [markdown]
+# ## Where this model breaks: one interval for every token
+#
+# The timeline gives every output the same interval and charges an inserted prefill its whole
+# standalone time on top of the interval it lands in. Both are simplifications, and both can be
+# priced with the chapter's own numbers.
+#
+# - **A shared pass.** An engine that batches continuously (8.2.2) runs the newcomer's prompt in
+#   the same forward pass as this request's next decode step. Every pass pays a part that does
+#   not depend on its tokens (reading the weights, launching the kernels: the fixed term of
+#   8.2.2's round fit), and a shared pass pays it once, so the interval grows by the prefill
+#   minus that part (`calc.inserted_prefill_stall_s`). An engine that gives each prefill a pass
+#   of its own pays the chapter's sum. The timeline explorer has a toggle for the two.
+# - **A growing context.** Each decode step reads the KV of every token before it, so a later
+#   step reads a little more than an early one. `calc.context_growth_intervals_s` prices the
+#   extra bytes along Experiment 8-1's measured decode rounds (round time against bytes read).
+
+# %%
+controls = {c.name: c for c in timeline.controls}
+most, longest_ms = controls["inserted_prefills"].max, controls["inserted_prefill_ms"].max
+shortest_ms = controls["inserted_prefill_ms"].min
+settings = {f"the chapter: 1 prefill of {ch08.PREFILL_S / units.ms:.0f} ms":
+            dict(inserted_prefills=1),
+            f"{most} prefills of {longest_ms:,.0f} ms": dict(inserted_prefills=most,
+                                                             inserted_prefill_ms=longest_ms),
+            f"{most} prefills of {shortest_ms:,.0f} ms": dict(inserted_prefills=most,
+                                                              inserted_prefill_ms=shortest_ms)}
+pass_rows = {label: {way: timeline.at(inserted_pass=way, **kw).numbers for way in ("own", "shared")}
+             for label, kw in settings.items()}
+print(f"a {ch08.PREFILL_S / units.ms:.0f} ms prefill adds "
+      f"{calc.inserted_prefill_stall_s(ch08.PREFILL_S) / units.ms:.2f} ms in a pass of its own, "
+      f"{calc.inserted_prefill_stall_s(ch08.PREFILL_S, fused=True) / units.ms:.2f} ms in a "
+      f"shared one\n")
+print(f"{'inserted':34} {'own pass: longest':>18} {'request':>9} {'shared: longest':>16} "
+      f"{'request':>9}")
+for label, r in pass_rows.items():
+    print(f"{label:34} {r['own']['longest_interval_ms']:>15,.1f} ms {r['own']['request_time_s']:>7.2f} s"
+          f" {r['shared']['longest_interval_ms']:>13,.1f} ms {r['shared']['request_time_s']:>7.3f} s")
+growth = {g: calc.context_growth_intervals_s(model, ch08.CLIENT_ITL_S, short_p, g)
+          for g in (short_g, controls["output_tokens"].max)}
+for g, iv in growth.items():
+    print(f"{g:,} outputs: intervals from {iv[0] / units.ms:.3f} to {iv[-1] / units.ms:.3f} ms, "
+          f"{(sum(iv) - len(iv) * ch08.CLIENT_ITL_S) / units.ms:.1f} ms added over the answer")
+
+# %% tags=["remove-input"]
+one, big, small = (pass_rows[k] for k in settings)
+added = {g: (sum(iv) - len(iv) * ch08.CLIENT_ITL_S) for g, iv in growth.items()}
+g_max = controls["output_tokens"].max
+md(f"""> **Where this model breaks: the output interval.** At the chapter's setting one inserted
+> prefill stretches an interval to {one['own']['longest_interval_ms']:.1f} ms in a pass of its own
+> and to {one['shared']['longest_interval_ms']:.1f} ms in a shared pass; the request ends at
+> {one['own']['request_time_s']:.3f} s or {one['shared']['request_time_s']:.3f} s. Both miss the
+> {ch08.DEADLINE_S:g} s deadline, so the chapter's verdict stands, but the overshoot shrinks from
+> {-one['own']['margin_s'] * 1000:.0f} to {-one['shared']['margin_s'] * 1000:.0f} ms. At the
+> explorer's extremes the gap is one fixed part per insertion: {most} prefills of
+> {longest_ms:,.0f} ms cost {big['own']['request_time_s']:.1f} s against
+> {big['shared']['request_time_s']:.1f} s, and {most} prefills of {shortest_ms:,.0f} ms, which the
+> chapter's sum turns into {small['own']['request_time_s']:.2f} s and a missed deadline, ride
+> free in a shared pass ({small['shared']['request_time_s']:.2f} s). It matters for short
+> prefills (short prompts, chunks of a long one): a shared pass hides them almost entirely.
+>
+> The growing context does not matter at batch 1: over {short_g} outputs the intervals add
+> {added[short_g] / units.ms:.1f} ms in all, and even at the explorer's {g_max:,} outputs only
+> {added[g_max] / units.ms:.0f} ms, because each step reads
+> {model.streamed_weight_bytes / units.GB:.1f} GB of weights beside
+> {calc.kv_bytes(model, short_p) / units.GB:.2f} GB of KV. It matters with many long contexts in
+> one batch, where the KV is most of what a round reads (8.2.1).""")
+
+# %% [markdown]
+# ## Where this model breaks: reserving the whole answer up front
+#
+# 8.1.2 admits a request only when its final KV fits, so it can never run out halfway. A
+# request holds that much only in its last round, though: after prefill it holds its prompt,
+# and one more token after each decode step. `calc.kv_held_over_answer` averages what it holds
+# over its rounds. That average is also what a pool of requests that started at staggered
+# times holds per request at any moment, so it tells how many requests a scheduler that admits
+# by what requests hold now (and evicts one when a run of long answers overflows the pool, see
+# 8.3) keeps running on average. The memory explorer draws that count as a dashed curve.
+
+# %%
+mem_controls = {c.name: c for c in memory.controls}
+shapes = {"short request (the chapter)": dict(),
+          "long request (the chapter)": dict(prompt_tokens=long_p),
+          "shortest prompt, longest answer": dict(
+              prompt_tokens=mem_controls["prompt_tokens"].min,
+              output_tokens=mem_controls["output_tokens"].max),
+          "long prompt, shortest answer": dict(prompt_tokens=long_p,
+                                               output_tokens=mem_controls["output_tokens"].min)}
+held = calc.kv_held_over_answer(model, ch08.KV_BUDGET_BYTES, short_p, short_g)
+print(f"the short request reserves {held['reserved_bytes'] / units.MiB:,.0f} MiB and holds "
+      f"{held['mean_held_bytes'] / units.MiB:,.1f} MiB on average over its {short_g} rounds\n")
+held_rows = {label: memory.at(**kw).numbers for label, kw in shapes.items()}
+print(f"{'request':34} {'reserved':>10} {'held on average':>16} {'share':>6} "
+      f"{'fit reserved':>13} {'fit by average':>15}")
+for label, n in held_rows.items():
+    print(f"{label:34} {n['reserved_MiB']:>6,.0f} MiB {n['mean_held_MiB']:>12,.0f} MiB "
+          f"{n['reservation_used_on_average']:>6.0%} {n['requests_that_fit']:>13} "
+          f"{n['fit_by_mean_holding']:>15}")
+
+# %% tags=["remove-input"]
+sh, lo, gen, pre = (held_rows[k] for k in shapes)
+md(f"""> **Where this model breaks: the reservation.** At the chapter's setting a short request
+> holds on average {sh['reservation_used_on_average']:.0%} of what it reserves, so admitting by
+> what requests hold would run {sh['fit_by_mean_holding']} short requests instead of
+> {sh['requests_that_fit']}, and {lo['fit_by_mean_holding']} long ones instead of
+> {lo['requests_that_fit']}: the guarantee costs little when the answer is short next to the
+> prompt. At the explorer's extremes it costs up to half the pool: a
+> {mem_controls['prompt_tokens'].min}-token prompt with {mem_controls['output_tokens'].max:,}
+> outputs uses {gen['reservation_used_on_average']:.0%} of its reservation on average
+> ({gen['requests_that_fit']} admitted against {gen['fit_by_mean_holding']} by the average),
+> while a one-token answer uses {pre['reservation_used_on_average']:.0%} of it. Long answers (reasoning,
+> code) are where a reserving scheduler leaves memory idle, and where admitting by what is held
+> and preempting on overflow pays. The chapter fixes every answer at {short_g} tokens; real
+> answers stop early, so a reservation sized for the longest permitted answer wastes more.""")
+
+# %% [markdown]
+# ## Where this model breaks: throughput from decode rounds alone
+#
+# 8.1.3 divides the tokens of one decode round by its time. That is the rate between a batch's
+# first tokens and its last ones; before the first token the whole batch waits for its
+# prefills. For $b$ requests that arrive together and each emit $G$ tokens, the rate over the
+# whole cycle is
+#
+# $$\frac{b\,G}{T_\text{prefill}(b) + (G - 1)\,T_\text{round}(b)}$$
+#
+# (`calc.batch_cycle_throughput`). Below, $T_\text{round}$ is Experiment 8-1's measured decode
+# round and $T_\text{prefill}$ the prefill of $b$ prompts at the efficiency that experiment
+# measured (8.6.3's table, `calc.prefill_efficiency_row`). The batch sweep of 8.2.1 measured
+# the cycle at batches 1 and 64.
+
+# %%
+prefill_rows = {r["batch"]: r for r in calc.prefill_efficiency_row()}
+sweep = dict(zip(ch08.BATCH_SWEEP_MEASURED["batch"], ch08.BATCH_SWEEP_MEASURED["tokens_per_s"]))
+cycle = {}
+print(f"{'batch':>5} {'decode round':>13} {'decode only':>12} {'prefill of b':>13} "
+      f"{'whole cycle':>12} {'measured (sweep)':>17}")
+for b, round_s in zip(ch08.EXP81_BATCHES, ch08.EXP81_ROUND_S):
+    pre_s = prefill_rows[b]["prefill_s"]
+    cycle[b] = (calc.decode_tokens_per_s(b, round_s),
+                calc.batch_cycle_throughput(b, short_g, pre_s, round_s))
+    seen = f"{sweep[b]:,.0f} tok/s" if b in sweep else "-"
+    print(f"{b:>5} {round_s / units.ms:>10.2f} ms {cycle[b][0]:>8,.0f} t/s {pre_s:>11.2f} s "
+          f"{cycle[b][1]:>8,.0f} t/s {seen:>17}")
+
+# %% tags=["remove-input"]
+b16, b64, b1 = cycle[16], cycle[64], cycle[1]
+md(f"""> **Where this model breaks: decode-only throughput.** At the chapter's setting (16 requests)
+> the decode rounds run at {b16[0]:,.0f} tokens/s, but the whole cycle, with its
+> {prefill_rows[16]['prefill_s']:.2f} s of prefill, delivers {b16[1]:,.0f} tokens/s,
+> {1 - b16[1] / b16[0]:.0%} less. At the ends of the measured range the gap runs from
+> {1 - b1[1] / b1[0]:.0%} at batch 1 to {1 - b64[1] / b64[0]:.0%} at batch 64, where the decode-only
+> rate ({b64[0]:,.0f} tokens/s) is nearly twice what the batch sweep measured
+> ({sweep[64]:,.0f}), while the cycle formula gives {b64[1]:,.0f}. (That the two land so
+> close is partly luck: the sweep quotes rounded medians of a real engine that interleaves
+> prefill chunks with decoding.) The
+> decode-only rate is the right number for a steady stream of requests whose prefills are
+> spread over many rounds; for a batch that arrives at once, and for short answers after long
+> prompts, the prefill is a large share of the cycle.""")
+
+# %% [markdown]
 # ## Try this
 #
 # 1. **Predict, then move.** Put one other request's prefill into the timeline explorer. Guess
@@ -326,3 +486,13 @@ Chapter 17 §7 takes up.""", title="Worked answer 5")
 # > - how many requests a KV pool admits when each reserves its KV for the whole answer ([Exercise 8-3](../../exercises/ex8_3.ipynb))
 # > - a request's TTFT, output intervals and end-to-end time from its phases, and what an inserted prefill does to them ([Exercise 8-2](../../exercises/ex8_2.ipynb))
 # > - whether weights, KV pool and workspace fit an instance's memory ([Exercise 8-9](../../exercises/ex8_9.ipynb))
+# >
+# > **Assumptions this notebook made.** The request runs alone on the card except for the
+# > prefills inserted into it, and waits an assumed 0.1 s in the queue; every output interval is
+# > the client's measured average (the growing context changes it by well under a millisecond);
+# > an inserted prefill is a pass of its own unless the toggle puts it in the shared pass, whose
+# > saving is 8.2.2's fitted fixed part; every request of a type has the same prompt and answer
+# > length (2,048 or 8,192 tokens, then 256), KV lives in 16-token blocks and is reserved for the
+# > whole answer at admission, and the KV pool is the only memory that grows; the average
+# > holding assumes requests start at evenly staggered times; the whole-cycle throughput uses
+# > Experiment 8-1's measured rounds and prefill efficiencies for a batch that arrives at once.

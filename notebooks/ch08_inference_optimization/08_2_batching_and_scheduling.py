@@ -27,6 +27,7 @@
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
 from companion.chapters import ch08
+from companion.display import md
 from companion.sim import scenarios, scheduler
 
 model, hw = specs.QWEN3_8B, specs.RTX_PRO_6000
@@ -472,6 +473,99 @@ for key, value in budget_sweep.update().numbers.items():
     print(f"{key:30} {value:,.1f}" if isinstance(value, float) else f"{key:30} {value:,}")
 
 # %% [markdown]
+# ## Where this model breaks: the batch-1 round fit
+#
+# Two of this section's models are simpler than a real round, and the explorers reach the
+# settings where that shows.
+#
+# - **Weights only.** $I_\text{weight} = 2b/s_w$ counts the weight reads alone, so it reaches
+#   the card's ridge at a batch of a few hundred. A decode round also reads every request's KV.
+#   With it counted, the round's intensity is $bF/(D_w + bLk)$, which can never exceed
+#   $F/(Lk)$ however large the batch (`step_intensity` in the batch explorer's readout).
+# - **The round fit.** 8.2.2's fit comes from batch-1 rounds at one context. Each decode row
+#   adds $t_\text{token} + t_\text{pair}(L + 1)$ to it, while reading that row's KV at the
+#   card's full bandwidth takes $Lk/\beta$, several times more. The fit starts well above the
+#   roofline (its fixed part is larger than one weight read) but climbs more slowly, so past
+#   some batch it predicts a round faster than the card can read the round's bytes. No real
+#   round is that fast: `calc.floored_round_time` takes the larger of the fit and the roofline
+#   of the same pass (weights, every request's KV, the FLOPs of its rows and attention pairs,
+#   all at the card's peak), and `calc.fit_undercut_batch` finds where the two cross. The batch
+#   explorer's "8.2.2's round fit" menu draws both at any context; the token-budget explorer's
+#   "round priced by" menu prices the budget with the floor.
+
+# %%
+ridge = calc.ridge_point(hw)
+print(f"{'batch':>5} {'I_weight':>9} {'I_step, 2K':>11} {'I_step, 8K':>11}   (ridge {ridge:.0f} "
+      f"FLOP/byte)")
+for b in (1, 16, 64, 256):
+    i_step = {L: decode.at(batch=b, context_tokens=L).numbers["step_intensity"]
+              for L in (short_p, long_p)}
+    print(f"{b:>5} {calc.weight_reuse_intensity(b):>9.0f} {i_step[short_p]:>11.1f} "
+          f"{i_step[long_p]:>11.1f}")
+
+# %%
+batch_max = max(c.max for c in decode.controls if c.name == "batch")
+ctx_max = max(c.max for c in decode.controls if c.name == "context_tokens")
+print(f"{'context':>8} {'fit < roofline from b':>22} {'b':>4} {'fit':>9} {'roofline':>10} "
+      f"{'floored':>9}")
+fit_rows, undercut = {}, {}
+for L in (short_p, long_p, 32768, ctx_max):
+    undercut[L] = calc.fit_undercut_batch(model, hw, L)
+    for b in (64, batch_max):
+        fit_rows[L, b] = r = calc.floored_round_time(model, hw, b, L)
+        print(f"{L:>8,} {undercut[L]:>22,.0f} {b:>4} {r['fit_s'] / units.ms:>6.1f} ms "
+              f"{r['roofline_s'] / units.ms:>7.1f} ms {r['floored_s'] / units.ms:>6.1f} ms")
+print("\nExperiment 8-1 at 2K, where the fit was made:")
+for b, measured in zip(ch08.EXP81_BATCHES, ch08.EXP81_ROUND_S):
+    print(f"  b = {b:2d}: measured {measured / units.ms:.2f} ms, fit "
+          f"{calc.mixed_round_time_s(b, short_p, 0) / units.ms:.2f} ms, roofline "
+          f"{decode.at(batch=b).numbers['bound_step_ms']:.2f} ms")
+
+# %%
+b_controls = {c.name: c for c in budget.controls}
+corner = dict(decode_requests=b_controls["decode_requests"].max,
+              context_tokens=b_controls["context_tokens"].max)
+target_ms = b_controls["itl_target_ms"].default
+corner_label = (f"{corner['decode_requests']} decodes on {corner['context_tokens']:,} "
+                f"tokens")
+budget_settings = {"the chapter's setting": dict(),
+                   f"{corner_label}, {target_ms:g} ms": corner,
+                   f"{corner_label}, {b_controls['itl_target_ms'].max:g} ms":
+                   dict(corner, itl_target_ms=b_controls["itl_target_ms"].max)}
+budget_rows = {label: budget.at(**kw).numbers for label, kw in budget_settings.items()}
+print(f"{'setting':40} {'budget by the fit':>18} {'floored':>8}")
+for label, n in budget_rows.items():
+    print(f"{label:40} {n['fit_token_budget']:>18,} {n['floored_token_budget']:>8,}")
+
+# %% tags=["remove-input"]
+at_max = fit_rows[short_p, batch_max]
+far = fit_rows[ctx_max, batch_max]
+chapter_b, worst_b = (budget_rows[k] for k in list(budget_settings)[:2])
+rel = [abs(calc.mixed_round_time_s(b, short_p, 0) / t - 1)
+       for b, t in zip(ch08.EXP81_BATCHES, ch08.EXP81_ROUND_S)]
+md(f"""> **Where this model breaks: the round fit and the weight-only intensity.** Where the fit
+> was made (2K, batches up to {ch08.EXP81_BATCHES[-1]}) it is sound: it stays within
+> {max(rel):.0%} of Experiment 8-1's measured rounds and above the roofline, so the floored
+> model changes nothing at the chapter's settings, and the token budget at the chapter's
+> setting is {chapter_b['fit_token_budget']} tokens either way. Extrapolated, it breaks: at 2K
+> the fit falls below the roofline from b = {undercut[short_p]:.0f}, at 8K from
+> {undercut[long_p]:.0f}, at 32K from {undercut[32768]:.0f}. At the batch explorer's extremes
+> ({batch_max} requests) it claims {at_max['fit_s'] / units.ms:.1f} ms where the 2K round needs
+> at least {at_max['floored_s'] / units.ms:.1f} ms, and {far['fit_s'] / units.ms:.0f} ms where
+> {ctx_max:,}-token contexts need {far['floored_s']:.1f} s. The token-budget
+> explorer's corner, {b_controls['decode_requests'].max} decodes on
+> {b_controls['context_tokens'].max:,}-token contexts, gets a budget of
+> {worst_b['fit_token_budget']} tokens from the fit at a {target_ms:g} ms target, but their KV
+> alone takes longer than that to read, so the floored budget is
+> {worst_b['floored_token_budget']}. The weight-only intensity misleads the same way: at
+> {batch_max} requests it reads {calc.weight_reuse_intensity(batch_max):.0f} FLOP per byte, but
+> a 2K decode round with its KV reaches only
+> {decode.at(batch=batch_max).numbers['step_intensity']:.0f}, and no batch takes it past
+> $F/(Lk)$ = {calc.matrix_flops(model, 1, include_lm_head=True) / (short_p * k):.0f}, far below
+> the ridge of {ridge:.0f}. Use the fit for batch-1-like rounds on short
+> contexts; at large batches and long contexts the KV reads set the round.""")
+
+# %% [markdown]
 # ## Chapter says / companion computes
 #
 # Every number of 8.2 that follows from stated inputs, recomputed (`*`: see the entry's note in
@@ -590,3 +684,12 @@ budget trades intervals against queueing only while prompts overlap.""",
 # > - whether the KV pool or the read volume stops a batch first ([Exercise 8-1](../../exercises/ex8_1.ipynb))
 # > - a mixed round's time from the fitted fixed, per-token and per-pair costs, and the causal pairs of a prefill chunk ([Exercise 8-2](../../exercises/ex8_2.ipynb))
 # > - the largest token budget (and chunk) that keeps the output interval under a target ([Exercise 8-2](../../exercises/ex8_2.ipynb))
+# >
+# > **Assumptions this notebook made.** Every request in a decode batch has the same context and
+# > none shares its KV; the weights are read once per round and, in the roofline, at the card's
+# > data-sheet bandwidth and peak (a lower bound, not a prediction); a round's time is 8.2.2's
+# > fit (fixed part, per token, per pair) from batch-1 rounds of Qwen3-8B on this card, used
+# > as is in the schedules and the token budget, and floored by the roofline only where the
+# > menus say so; prompts and answers have the lengths the examples give, with no distribution
+# > around them; the six-request sweep is the companion's simulation, not the chapter's replay;
+# > an MoE's router is uniform.

@@ -542,6 +542,114 @@ md(f"""> **Where this model breaks: free verification.** The batch-1 argument ho
 > budget with short contexts would meet the compute wall.""")
 
 # %% [markdown]
+# ### Explorer: verification under load
+#
+# The dashed line is the chapter's batch-1 reading (a verification pass costs a plain step);
+# the solid line is the roofline ratio at the chosen context, the dotted one with no context at
+# all, and the cross marks where the weights-only ridge is reached. Push the batch past the
+# ridge with a short context and a long draft, then lengthen the context and watch the KV reads
+# hide the extra rows again. The readout also gives what speculation still saves per request
+# (E[X] over the ratio, the draft's own cost left out) and what the drafter takes from the KV
+# pool.
+
+# %% tags=["nbval-ignore-output"]
+load_panel = widgets.VerificationLoadPanel()
+load_panel.show()
+
+# %%
+load_controls = {c.name: c for c in load_panel.controls}
+top = dict(batch=load_controls["batch"].max, draft_len=load_controls["draft_len"].max)
+load_settings = {"the chapter: b = 1, m = 4, 2,048 tokens": dict(),
+                 "b and m at their maxima, no context": dict(top, context_tokens=0),
+                 "b at its maximum, m = 4, no context": dict(batch=top["batch"],
+                                                             context_tokens=0),
+                 "b and m at their maxima, longest context": dict(
+                     top, context_tokens=load_controls["context_tokens"].max)}
+load_rows = {label: load_panel.at(**kw).numbers for label, kw in load_settings.items()}
+print(f"{'setting':44} {'verify / plain':>15} {'E[X]':>6} {'speedup':>8} {'fit in 12 GiB':>14}")
+for label, n in load_rows.items():
+    print(f"{label:44} {n['verify_over_plain']:>14.2f}x {n['expected_tokens']:>6.2f} "
+          f"{n['speedup_under_load']:>7.2f}x {n['requests_fit_with_drafter']:>6} with drafter")
+
+# %% tags=["remove-input"]
+base, worst, m4, deep = (load_rows[k] for k in load_settings)
+md(f"""> **The gap at the explorer's extremes.** At the chapter's setting the two readings agree
+> exactly (a ratio of {base['verify_over_plain']:.2f}, so speculation keeps its full
+> {base['expected_tokens']:.2f} tokens per pass). At the explorer's corner with no context,
+> {top['batch']} requests each verifying {top['draft_len'] + 1} positions, the pass costs
+> {worst['verify_over_plain']:.1f}x a plain step, and each request runs at
+> {worst['speedup_under_load']:.2f}x the speed of plain decode: speculation now slows it
+> down. With the chapter's draft of {ch08.TOY_DRAFT_LEN} the same batch still costs
+> {m4['verify_over_plain']:.1f}x ({m4['speedup_under_load']:.2f}x speedup left). With
+> {load_controls['context_tokens'].max:,}-token contexts the KV reads hide even the longest draft
+> ({deep['verify_over_plain']:.2f}x), but then only {deep['requests_fit_with_drafter']} such
+> requests fit the {ch08.KV_BUDGET_BYTES / units.GiB:.0f} GiB pool, so a batch that large cannot
+> exist on this instance. The ratio is a roofline at the card's data-sheet peak; kernels that
+> reach a fraction of that peak meet the compute wall at smaller batches.""")
+
+# %% [markdown]
+# ## Where this model breaks: one acceptance rate for every round
+#
+# $\mathbb E[X] = 1 + a + \dots + a^m$ gives every position of every round the same chance
+# $a$, whatever happened before. Text is not that uniform. A drafter that copies from the
+# context does very well on a repeated name or a pasted code block and badly on a fresh
+# sentence; a draft network is surer of some continuations than others. A simple fuller
+# model: half the rounds fall in easy spans, accepted with $a + s$ per position, and half in
+# hard ones, with $a - s$, so the mean acceptance is still $a$
+# (`calc.spread_expected_tokens`). Since $1 + a + \dots + a^m$ is convex in $a$, the mixture
+# always emits at least as many tokens per round, and once the first position is accepted the
+# next one is more likely to be too: the positions are no longer independent. (Drift the other
+# way exists as well: a drafter guessing further ahead of the target's last state gets worse
+# with each position. 8.5.4's form with a list of $a_i$ covers any such pattern.) The latency
+# explorer's spread slider draws the mixture as a dotted curve.
+
+# %%
+lat_controls = {c.name: c for c in latency_panel.controls}
+a_bbbb = 0.75
+spread_settings = {"the chapter: BBBB, no spread": dict(),
+                   "BBBB, spread 0.25": dict(acceptance_spread=0.25),
+                   "a = 0.5, widest spread, longest draft": dict(
+                       acceptance=0.5, acceptance_spread=lat_controls["acceptance_spread"].max,
+                       draft_len=lat_controls["draft_len"].max)}
+spread_rows = {label: latency_panel.at(**kw).numbers for label, kw in spread_settings.items()}
+print(f"{'setting':40} {'E[X] chapter':>13} {'E[X] spans':>11} {'ms/token':>9} "
+      f"{'with spans':>11} {'draft may cost':>15}")
+for label, n in spread_rows.items():
+    print(f"{label:40} {n['expected_tokens']:>13.2f} {n['spread_expected_tokens']:>11.2f} "
+          f"{n['latency_per_token_ms']:>9.2f} {n['spread_latency_per_token_ms']:>11.2f} "
+          f"{n['crossover_ms']:>6.1f} -> {n['spread_crossover_ms']:.1f} ms")
+# the same mixture by simulation: rounds of a drafter equal to the target (accepted always)
+# pooled with rounds of one proposing the reverse of the target (accepted half the time)
+easy = sim.simulate_rounds(ch08.TOY_TARGET_PROBS, ch08.TOY_TARGET_PROBS, ch08.TOY_DRAFT_LEN,
+                           20_000, seed=2)
+hard = sim.simulate_rounds(ch08.TOY_TARGET_PROBS, tuple(reversed(ch08.TOY_TARGET_PROBS)),
+                           ch08.TOY_DRAFT_LEN, 20_000, seed=3)
+mixture = calc.spread_expected_tokens(a_bbbb, 0.25, ch08.TOY_DRAFT_LEN)
+print(f"simulated, half the rounds each way: {(easy.mean_tokens + hard.mean_tokens) / 2:.3f} "
+      f"tokens per round; the formula: {mixture['expected_tokens']:.3f} (the chapter's "
+      f"{mixture['chapter_expected_tokens']:.3f}); second position accepted with "
+      f"{mixture['second_position_acceptance']:.3f} once the first is")
+
+# %% tags=["remove-input"]
+flat, mid, wide = (spread_rows[k] for k in spread_settings)
+md(f"""> **Where this model breaks: independent acceptance.** At the chapter's setting (BBBB, one
+> acceptance for every round) the two models agree: {flat['expected_tokens']:.2f} tokens per
+> round either way. Let the same mean acceptance split into spans of
+> {a_bbbb + 0.25:g} and {a_bbbb - 0.25:g} and a round yields {mid['spread_expected_tokens']:.2f}
+> tokens ({mid['spread_expected_tokens'] / mid['expected_tokens'] - 1:+.0%}), the latency per
+> token falls from {mid['latency_per_token_ms']:.2f} to
+> {mid['spread_latency_per_token_ms']:.2f} ms, and the draft may cost
+> {mid['spread_crossover_ms']:.1f} ms instead of {mid['crossover_ms']:.1f} ms. At the
+> explorer's extreme (a mean of 0.5 made of spans accepted always and never, a draft of
+> {lat_controls['draft_len'].max}) the chapter's formula gives {wide['expected_tokens']:.2f}
+> tokens per round and the spans {wide['spread_expected_tokens']:.2f}, a factor of
+> {wide['spread_expected_tokens'] / wide['expected_tokens']:.1f}. It matters for choosing the
+> draft length: with uneven text a long draft pays off in the easy spans, which a single
+> average acceptance hides, and it is why engines adapt the draft length as they go (8.5.4). A
+> measured mean acceptance is therefore a cautious estimate of E[X] when acceptance comes in
+> runs, and an optimistic one when it decays along the draft.""")
+
+# %% [markdown]
 # ## Chapter says / companion computes
 #
 # Every number of 8.5, recomputed (`ok` compares at the chapter's printed rounding; `*` marks
@@ -679,10 +787,12 @@ token; the parallel one with 8 draft tokens falls to that speed once its rounds 
 # > - Whether one more draft position helps, from the marginal test $\Delta T / \Delta X < T / X$, with and without padded groups ([Exercise 8-7](../../exercises/ex8_7.ipynb)).
 # >
 # > **Assumptions this notebook made.** Acceptance is a fixed probability per position
-# > (independent of the text and of the position, except where a list of acceptances is given);
+# > (independent of the text and of the position, except where a list of acceptances is given
+# > or the spread splits rounds into easy and hard spans of the same mean);
 # > rounds are timed at batch 1 on a 2,048-token context, where every pass is read-bound; the
 # > draft network runs at the read rate the target reaches, and stages 2 and 4 of a round cost
 # > nothing unless a slider says so; the under-load numbers are roofline bounds at the card's
-# > data-sheet peak and bandwidth, with every request at the same context.
+# > data-sheet peak and bandwidth, with every request at the same context and the draft's own
+# > passes left out of the per-request speedup.
 #
 # Next: [8.6 Load and configuration](08_6_load_and_configuration.ipynb).
