@@ -18,6 +18,10 @@ it imports no plotting library.
   levers         17 §10's chapter-wide tables: levers, mechanism -> lever map, cheat sheet
   moe            mixture-of-experts: experts a batch touches, streamed bytes vs batch, active
                  parameters
+  limits_kv, limits_compression, limits_serving
+                 where 8.3, 8.4 and 8.6 simplify: paging waste as a distribution, recompute on
+                 the roofline, paged transfers, read savings on measured rounds, retries on
+                 tasks that always fail, M/D/1 queueing, a speculative batch's slowest request
 
 The chapters' stated inputs are in ``companion.chapters``. This façade lists exactly the
 names that notebooks, exercises, solutions, dashboards and the README read as ``calc.X`` (a
@@ -80,6 +84,13 @@ from companion.formulas.levers import (
     levers_table, cheat_sheet)
 from companion.formulas.moe import (
     moe_read_curve)
+from companion.formulas.limits_kv import (
+    tail_waste_distribution, prefix_recompute_roofline, kv_transfer_pieces,
+    piece_cost_doubling_fetch_s, prefix_retention_fuller)
+from companion.formulas.limits_compression import (
+    read_saving_from_rounds_s, marginal_read_bandwidth, retry_outcome, systematic_success_probs)
+from companion.formulas.limits_serving import (
+    md1_mean_wait_s, md1_wait_cdf, queue_on_time, batch_rounds)
 
 __all__ = [
     "kv_bytes_per_token", "kv_tokens_allocated", "kv_bytes", "kv_bytes_at_context", "held_tokens",
@@ -126,4 +137,9 @@ __all__ = [
     "weights_per_gpu_bytes", "parallel_layout", "disaggregated_pools", "kv_transfer_s",
     "kv_routing_ttft", "routed_mean_ttft_s", "itl_batch_ceiling", "batch_window", "levers_table",
     "cheat_sheet", "moe_read_curve",
+    # where 8.3, 8.4 and 8.6 simplify (issue 24)
+    "tail_waste_distribution", "prefix_recompute_roofline", "kv_transfer_pieces",
+    "piece_cost_doubling_fetch_s", "prefix_retention_fuller", "read_saving_from_rounds_s",
+    "marginal_read_bandwidth", "retry_outcome", "systematic_success_probs", "md1_mean_wait_s",
+    "md1_wait_cdf", "queue_on_time", "batch_rounds",
 ]
