@@ -373,3 +373,15 @@ def test_batch_rounds_at_the_chapters_setting():
     assert b.one_request_mean == pytest.approx(85, abs=1.5)
     assert b.batch_median > b.average_rounds and b.batch_p99 > b.batch_median
     assert b.within(b.batch_median) >= 0.5 > b.within(b.batch_median - 1)
+
+
+def test_scheme_d_with_its_slowest_request_by_hand():
+    from companion.formulas.serving import SCHEMES, scheme_result
+    chapter = scheme_result(SCHEMES["D"])
+    slow, rounds = ls.scheme_result_slowest(SCHEMES["D"])
+    assert chapter.rounds == 85 and slow.rounds == rounds.batch_median
+    assert slow.total_s == pytest.approx(chapter.prefill_s + rounds.batch_median * 27.35e-3)
+    assert slow.memory_bytes == chapter.memory_bytes and slow.prefill_s == chapter.prefill_s
+    assert slow.energy_j_per_result == pytest.approx(600 * slow.total_s / 16)
+    plain, none = ls.scheme_result_slowest(SCHEMES["B"])
+    assert none is None and plain == scheme_result(SCHEMES["B"])

@@ -1,3 +1,5 @@
+from companion.formulas.serving import SCHEMES
+
 EXAMPLES = {
     "md1_mean_wait_s": dict(arrival_rate_per_s=0.07, service_s=6.85),
     "md1_wait_cdf": dict(wait_s=0.15, arrival_rate_per_s=0.07, service_s=6.85),
@@ -9,6 +11,8 @@ EXAMPLES = {
     "speculative_rounds_pmf": dict(tokens_needed=255, acceptance=0.68, draft_len=7),
     "batch_rounds_cdf": dict(tokens_needed=255, acceptance=0.68, draft_len=7, batch=16),
     "batch_rounds": dict(tokens_needed=255, tokens_per_round=3.0, draft_len=7, batch=16),
+    "scheme_result_slowest": dict(scheme=SCHEMES["D"], output_tokens=256, deadline_s=7.0,
+                                  batch=16),
 }
 
 ALLOW = {
