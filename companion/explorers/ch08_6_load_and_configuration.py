@@ -136,6 +136,54 @@ def littles_law_figure(rates, curves, *, points=(),
     return _fig(traces, layout, title)
 
 
+@serves("8.6.1")
+def queueing_figure(loads, curves, *, points=None,
+                    title: str = "Requests on time at one server: even vs random arrivals "
+                                 "(8.6.1)"):
+    """Share of requests within their queueing slack against the server's load rho.
+
+    ``curves``: {label: share in % over ``loads``}, one line each (the first solid, the others
+    dashed); ``points``: {label: (loads, shares)} drawn as markers (a simulation).
+    """
+    xs = list(loads)
+    traces = [{"type": "scatter", "mode": "lines", "x": xs, "y": list(ys), "name": label,
+               "line": {"color": theme.PALETTE[i % 6], "width": 2.5,
+                        "dash": "solid" if i == 0 else "dash"}}
+              for i, (label, ys) in enumerate(curves.items())]
+    for i, (label, (px, py)) in enumerate((points or {}).items()):
+        traces.append({"type": "scatter", "mode": "markers", "x": list(px), "y": list(py),
+                       "name": label, "marker": {"size": 10, "color": theme.INK,
+                                                  "symbol": ("circle-open", "x")[i % 2]}})
+    layout = {"height": 420,
+              "xaxis": {"title": {"text": "load rho = arrival rate x service time"},
+                        "range": [0, 1]},
+              "yaxis": {"title": {"text": "requests that wait no longer than the slack (%)"},
+                        "range": [0, 105]},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return _fig(traces, layout, title)
+
+
+@serves("8.6.3")
+def batch_rounds_figure(curves, *, marks=(),
+                        title: str = "Rounds until a speculative batch is done (8.6.3)"):
+    """P(done within r rounds) against r: ``curves`` {label: (rounds, probabilities)}, and
+    ``marks`` (label, rounds) drawn as vertical reference lines (each a legend entry)."""
+    traces = [{"type": "scatter", "mode": "lines", "x": list(rx), "y": [100 * p for p in py],
+               "name": label, "line": {"color": theme.PALETTE[i % 6], "width": 2.5,
+                                       "shape": "hv"}}
+              for i, (label, (rx, py)) in enumerate(curves.items())]
+    for j, (label, r) in enumerate(marks):
+        traces.append({"type": "scatter", "mode": "lines", "x": [r, r], "y": [0, 100],
+                       "name": label, "line": {"color": (theme.INK, theme.GREY)[j % 2],
+                                               "dash": ("dot", "dash")[j % 2]}})
+    layout = {"height": 420,
+              "xaxis": {"title": {"text": "decode rounds after the first token"}},
+              "yaxis": {"title": {"text": "done within that many rounds (%)"},
+                        "range": [0, 105]},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return _fig(traces, layout, title)
+
+
 # --- 8.6.2: effective vs completion throughput ------------------------------------------------------
 
 def goodput_traces(rates, series, *, measured=None):
