@@ -175,6 +175,28 @@ def test_read_saving_from_rounds_is_zero_for_no_bytes_and_rejects_too_many():
 
 # --- 8.4.3 ---------------------------------------------------------------------------------------
 
+def test_compress_transfer_in_one_chunk_is_the_chapters_serial_order():
+    size, r, link, dec = 96 * MiB, 0.25, 64e9, 100e9
+    assert lc.compress_transfer_pipelined_s(size, r, link, dec, chunks=1) == pytest.approx(
+        calc.compress_then_transfer_s(size, r, link, dec))
+
+
+def test_compress_transfer_pipelined_by_hand_and_its_limit():
+    size, r, link, dec = 96 * MiB, 0.25, 64e9, 100e9
+    a, d = r * size / link / 4, size / dec / 4        # 4 chunks: the decompressor is slower
+    assert lc.compress_transfer_pipelined_s(size, r, link, dec, chunks=4) == pytest.approx(
+        a + d + 3 * max(a, d))
+    fine = lc.compress_transfer_pipelined_s(size, r, link, dec, chunks=100_000)
+    assert fine == pytest.approx(lc.compress_transfer_pipelined_s(size, r, link, dec), rel=1e-4)
+    assert lc.compress_transfer_pipelined_s(size, r, link, dec) == max(r * size / link,
+                                                                        size / dec)
+    # pipelined, compression pays once the decompressor beats the link; serially, only above
+    # B / (1 - r) = 85.3 GB/s (8.4.3)
+    at = 70e9
+    assert lc.compress_transfer_pipelined_s(size, r, link, at) < size / link
+    assert calc.compress_then_transfer_s(size, r, link, at) > size / link
+    assert lc.min_decompress_pipelined_bytes_per_s(link, r) == link
+
 T_LAYER = 26.26e-3 / 36               # footnote 16: the batch-1 round over 36 layers
 COPY_GEN5 = 288 * MiB / 64e9
 COPY_C2C = 288 * MiB / 450e9

@@ -92,3 +92,11 @@ def test_scheme_panel_counts_d_by_its_slowest_request():
         chapter["D_total_s"] + (slow["D_slowest_median_rounds"] - 85) * ch08.SHARED_ROUND_S)
     assert chapter["D_total_s"] == pytest.approx(slow["D_total_s"] - (
         slow["D_slowest_median_rounds"] - 85) * ch08.SHARED_ROUND_S)
+
+
+def test_compress_transfer_panel_adds_the_pipelined_line():
+    n = widgets.CompressTransferPanel().update().numbers
+    size, r = 96 * MiB, 0.25
+    assert n["pipelined_ms"] == pytest.approx(max(r * size / 64e9, size / 100e9) / ms)
+    assert n["min_decompress_pipelined_GB_per_s"] == pytest.approx(64.0)
+    assert n["min_decompress_GB_per_s"] == pytest.approx(64 / 0.75)       # 8.4.3's, unchanged

@@ -30,6 +30,8 @@ from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import discrete_colorscale
 from companion.explorers.common import plotly_go as _go
 from companion.formulas import compression as cm
+from companion.formulas.limits_compression import (compress_transfer_pipelined_s,
+                                                   min_decompress_pipelined_bytes_per_s)
 from companion.serves import serves
 from companion.sim import offload_pipeline, records_ch08
 
@@ -688,7 +690,15 @@ class CompressTransferPanel(Panel):
         threshold = calc.min_decompress_bytes_per_s(link, r)
         xs = _SWEEP_DECOMP_GB.tolist()
         ys = [calc.compress_then_transfer_s(size, r, link, g * units.GB) / units.ms for g in xs]
+        # issue 24: sent in fine chunks, decompression overlaps the link
+        piped = compress_transfer_pipelined_s(size, r, link, decompress_gb_per_s * units.GB)
+        piped_ys = [compress_transfer_pipelined_s(size, r, link, g * units.GB) / units.ms
+                    for g in xs]
         numbers = {
+            "pipelined_ms": piped / units.ms,
+            "pipelined_wins": piped < direct,
+            "min_decompress_pipelined_GB_per_s": min_decompress_pipelined_bytes_per_s(
+                link, r) / units.GB,
             "direct_ms": direct / units.ms,
             "compressed_transfer_ms": moved / units.ms,
             "transfer_saving_ms": (direct - moved) / units.ms,
@@ -699,6 +709,9 @@ class CompressTransferPanel(Panel):
         traces = [
             {"type": "scatter", "x": xs, "y": ys, "mode": "lines",
              "name": "compressed: rS/B + S/R_dec", "line": {"color": theme.GREEN}},
+            {"type": "scatter", "x": xs, "y": piped_ys, "mode": "lines",
+             "name": "compressed, in fine chunks: max(rS/B, S/R_dec)",
+             "line": {"color": theme.GREEN, "dash": "dashdot", "width": 2.5}},
             {"type": "scatter", "x": [xs[0], xs[-1]], "y": [direct / units.ms] * 2,
              "mode": "lines", "name": "raw: S/B", "line": {"color": theme.BLUE, "dash": "dash"}},
             {"type": "scatter", "x": [xs[0], xs[-1]], "y": [moved / units.ms] * 2,
@@ -718,7 +731,9 @@ class CompressTransferPanel(Panel):
                 f"{numbers['transfer_saving_ms']:.2f} ms)<br>with decompression at "
                 f"{decompress_gb_per_s:g} GB/s: {numbers['with_decompression_ms']:.2f} ms, "
                 f"{verdict} than raw<br>break even: R_dec > <b>"
-                f"{numbers['min_decompress_GB_per_s']:.1f} GB/s</b>")
+                f"{numbers['min_decompress_GB_per_s']:.1f} GB/s</b><br>in fine chunks, "
+                f"decompressing while the next chunk travels: {numbers['pipelined_ms']:.2f} ms, "
+                f"break even at R_dec > {numbers['min_decompress_pipelined_GB_per_s']:.1f} GB/s")
         return View(numbers=numbers, traces=traces, text=text)
 
 

@@ -12,6 +12,11 @@ The chapter's formulas stay in ``compression``; this module adds what they leave
   BF16-KV run. With the same average accuracy spread unevenly over tasks, retries rescue less
   and cost more (``retry_outcome``, ``systematic_success_probs``).
 
+- 8.4.3 adds the decompression after the whole transfer, rS/B + S/R. Sent in chunks, the
+  decompressor works on one chunk while the next crosses the link, and the time tends to the
+  slower of the two, max(rS/B, S/R) (``compress_transfer_pipelined_s``): compression then pays
+  once R beats the link, not B / (1 - r).
+
 (8.4.3's copy that prefetch is said to hide is scheduled layer by layer in
 ``companion.sim.offload_pipeline``.) Base units in and out (bytes, seconds).
 """
@@ -27,7 +32,8 @@ from companion.serves import serves
 
 __all__ = [
     "read_saving_from_rounds_s", "marginal_read_bandwidth", "RetryOutcome", "retry_outcome",
-    "systematic_success_probs",
+    "systematic_success_probs", "compress_transfer_pipelined_s",
+    "min_decompress_pipelined_bytes_per_s",
 ]
 
 
@@ -140,3 +146,40 @@ def systematic_success_probs(mean_success: float, systematic_share: float) -> tu
     s = v.probability("systematic_share", systematic_share)
     q = s * (1.0 - p)
     return (0.0, p / (1.0 - q)), (q, 1.0 - q)
+
+
+# --- 8.4.3: compress, send and decompress in chunks --------------------------------------------
+
+@serves("8.4.3")
+def compress_transfer_pipelined_s(size_bytes: float, compressed_fraction: float,
+                                  link_bytes_per_s: float, decompress_bytes_per_s: float, *,
+                                  chunks: int | None = None) -> float:
+    """Time to send S bytes compressed to rS and decompress them, in k equal chunks (8.4.3).
+
+    A two-stage pipeline (link, then decompressor), each chunk taking a = rS / (k B) on the link
+    and d = S / (k R) to decompress: a + d + (k - 1) max(a, d). One chunk (k = 1) is 8.4.3's
+    serial rS/B + S/R; ``chunks=None`` is the limit of fine chunks, max(rS/B, S/R).
+    """
+    size = v.nonnegative("size_bytes", size_bytes)
+    r = v.probability("compressed_fraction", compressed_fraction, open_low=True)
+    bw = v.positive("link_bytes_per_s", link_bytes_per_s)
+    dec = v.positive("decompress_bytes_per_s", decompress_bytes_per_s)
+    link_s, dec_s = r * size / bw, size / dec
+    if chunks is None:
+        return max(link_s, dec_s)
+    k = v.count("chunks", chunks)
+    a, d = link_s / k, dec_s / k
+    return a + d + (k - 1) * max(a, d)
+
+
+@serves("8.4.3")
+def min_decompress_pipelined_bytes_per_s(link_bytes_per_s: float,
+                                         compressed_fraction: float) -> float:
+    """Decompression rate above which fine-chunked compress-and-send beats sending raw.
+
+    max(rS/B, S/R) < S/B holds for any r < 1 once R > B: the link's own rate (64 GB/s over PCIe
+    Gen5), against 8.4.3's B / (1 - r) = 85.3 GB/s for the serial order at r = 1/4.
+    """
+    bw = v.positive("link_bytes_per_s", link_bytes_per_s)
+    v.probability("compressed_fraction", compressed_fraction, open_low=True, open_high=True)
+    return bw
