@@ -448,10 +448,13 @@ print(f"acceptance per drafted position {spread.acceptance:.3f}; the chapter's c
       f"{spread.average_rounds} rounds; one request: mean {one.one_request_mean:.1f}, median "
       f"{one.batch_median}; the slowest of {ch08.LONG_BATCH}: mean {spread.batch_mean:.1f}, "
       f"median {spread.batch_median}, 99th percentile {spread.batch_p99}")
-r_axis = list(range(len(spread.cdf)))
+# from just before the first request can finish to just after the batch surely has
+lo = max(0, next(r for r, c in enumerate(one.cdf) if c > 1e-4) - 5)
+hi = next(r for r, c in enumerate(spread.cdf) if c > 1 - 1e-4) + 5
+r_axis = list(range(lo, min(hi, len(spread.cdf))))
 plots.batch_rounds_figure(
     {"one request": (r_axis, [one.within(r) for r in r_axis]),
-     f"the slowest of {ch08.LONG_BATCH} (the batch)": (r_axis, list(spread.cdf))},
+     f"the slowest of {ch08.LONG_BATCH} (the batch)": (r_axis, [spread.cdf[r] for r in r_axis])},
     marks=[(f"the chapter's {spread.average_rounds} rounds", spread.average_rounds)]).show()
 
 # %%
