@@ -1010,7 +1010,7 @@ looks, as long as the summary keeps what the agent needs.""", title="Worked answ
 # > - how many prompt tokens a cached prefix saves, and where a hybrid model must restart ([Exercise 8-4](../../exercises/ex8_4.ipynb))
 # > - the expected saving $V$ of keeping a prefix and which prefixes a limited cache should hold ([Exercise 8-4](../../exercises/ex8_4.ipynb))
 # >
-# > **Assumptions this notebook made.** KV is 144 KiB per token for Qwen3-8B in BF16, in
+# > **Assumptions this notebook made.** KV is Qwen3-8B's per token in BF16 (8.1.2), in
 # > 16-token blocks; a finished request holds its prompt plus all outputs but the last, and
 # > every request of a batch holds the same; tail waste is counted exactly for given lengths
 # > (and, where shown, as a distribution for lengths that land anywhere in a block). The
