@@ -24,6 +24,10 @@ it imports no plotting library.
   limits_rounds  fuller models beside 8.1, 8.2 and 8.5's simplified ones: a shared pass, KV
                  held mid-answer, whole-cycle throughput, the round fit floored by the roofline,
                  acceptance that varies by span
+  limits_kv, limits_compression, limits_serving
+                 where 8.3, 8.4 and 8.6 simplify: paging waste as a distribution, recompute on
+                 the roofline, paged transfers, read savings on measured rounds, retries on
+                 tasks that always fail, M/D/1 queueing, a speculative batch's slowest request
 
 The chapters' stated inputs are in ``companion.chapters``. This façade lists exactly the
 names that notebooks, exercises, solutions, dashboards and the README read as ``calc.X`` (a
@@ -92,6 +96,13 @@ from companion.formulas.moe import (
 from companion.formulas.limits_rounds import (
     inserted_prefill_stall_s, context_growth_intervals_s, kv_held_over_answer,
     batch_cycle_throughput, floored_round_time, fit_undercut_batch, spread_expected_tokens)
+from companion.formulas.limits_kv import (
+    tail_waste_distribution, prefix_recompute_roofline, kv_transfer_pieces,
+    piece_cost_doubling_fetch_s, prefix_retention_fuller)
+from companion.formulas.limits_compression import (
+    read_saving_from_rounds_s, marginal_read_bandwidth, retry_outcome, systematic_success_probs)
+from companion.formulas.limits_serving import (
+    md1_mean_wait_s, md1_wait_cdf, queue_on_time, batch_rounds)
 
 __all__ = [
     "kv_bytes_per_token", "kv_tokens_allocated", "kv_bytes", "kv_bytes_at_context", "held_tokens",
@@ -144,4 +155,9 @@ __all__ = [
     "inserted_prefill_stall_s", "context_growth_intervals_s", "kv_held_over_answer",
     "batch_cycle_throughput", "floored_round_time", "fit_undercut_batch",
     "spread_expected_tokens",
+    # where 8.3, 8.4 and 8.6 simplify (issue 24)
+    "tail_waste_distribution", "prefix_recompute_roofline", "kv_transfer_pieces",
+    "piece_cost_doubling_fetch_s", "prefix_retention_fuller", "read_saving_from_rounds_s",
+    "marginal_read_bandwidth", "retry_outcome", "systematic_success_probs", "md1_mean_wait_s",
+    "md1_wait_cdf", "queue_on_time", "batch_rounds",
 ]

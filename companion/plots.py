@@ -28,7 +28,7 @@ from companion.explorers.ch08_1_request_lifecycle import (
     request_timeline_figure, memory_budget_figure, kv_capacity_figure)
 from companion.explorers.ch08_6_load_and_configuration import (
     littles_law_figure, goodput_figure, scheme_plane_figure, scheme_time_figure, amdahl_figure,
-    energy_per_result_figure)
+    energy_per_result_figure, queueing_figure, batch_rounds_figure)
 from companion.explorers.ch08_5_speculative_decoding import (
     greedy_verification_figure, expected_output_figure, draft_cost_figure, draft_mode_figure,
     round_stages_figure)
@@ -76,4 +76,5 @@ __all__ = [
     "pipeline_figure", "placement_figure", "kv_transfer_figure", "roofline_figure",
     "hol_timeline_figure", "measured_roofline", "measured_step_time", "measured_utilization",
     "measured_step_vs_bytes", "moe_read_figure", "snapshot_pool", "pipeline_grid",
+    "queueing_figure", "batch_rounds_figure",
 ]

@@ -223,6 +223,8 @@ def retention_bars_figure(options, *, title: str = ""):
 # --- 8.3.1 paging explorer ----------------------------------------------------------------------
 
 _SWEEP_BLOCKS = np.arange(1, 33)
+# the four sequences' total tail waste when their lengths land anywhere in a block (issue 24)
+_WASTE_BY_BLOCK = {int(q): calc.tail_waste_distribution(int(q), 4) for q in _SWEEP_BLOCKS}
 
 
 def _pool_and_sweep_layout(sweep_x: str, sweep_y: str) -> dict:
@@ -272,6 +274,8 @@ class PagingPanel(Panel):
         snap = snapshot_pool(mgr, names=dict(enumerate("ABCD")))
         traces, _ = block_pool_traces(snap, slot_level=True, columns=8, legend=False)
         sweep = [calc.paged_allocation(lens, int(q)) for q in _SWEEP_BLOCKS]
+        waste_sweep = [_WASTE_BY_BLOCK[int(q)] for q in _SWEEP_BLOCKS]
+        waste = _WASTE_BY_BLOCK[p]
         xs = _SWEEP_BLOCKS.tolist()
         traces += [
             {"type": "scatter", "x": xs, "y": [a.unused_tokens for a in sweep],
@@ -283,6 +287,14 @@ class PagingPanel(Panel):
             {"type": "scatter", "x": [p, p], "y": [alloc.unused_tokens, alloc.table_entries],
              "mode": "markers", "name": "this block size", "xaxis": "x3", "yaxis": "y3",
              "marker": {"size": 11, "color": theme.INK}},
+            # where the bound of 8.3.1 sits against the waste of lengths that land anywhere
+            # in a block (issue 24: the bound is twice the average)
+            {"type": "scatter", "x": xs, "y": [w.bound_tokens for w in waste_sweep],
+             "mode": "lines", "name": "at most 4 (p - 1): 8.3.1's bound", "xaxis": "x3",
+             "yaxis": "y3", "line": {"color": theme.GREY, "dash": "dot"}},
+            {"type": "scatter", "x": xs, "y": [w.mean_tokens for w in waste_sweep],
+             "mode": "lines", "name": "on average 4 (p - 1) / 2 (lengths anywhere in a block)",
+             "xaxis": "x3", "yaxis": "y3", "line": {"color": theme.ORANGE, "dash": "dashdot"}},
         ]
         numbers = {
             "reserved_tokens": alloc.reserved_tokens,
@@ -295,13 +307,18 @@ class PagingPanel(Panel):
             "shared_blocks": saved_blocks,
             "allocated_with_sharing_tokens": alloc.allocated_tokens - saved_blocks * p,
             "sim_allocated_with_sharing_tokens": mgr.used_blocks * p,
+            "waste_bound_tokens": waste.bound_tokens,
+            "expected_waste_tokens": waste.mean_tokens,
+            "waste_90th_tokens": waste.quantile(0.9),
         }
         text = (f"reserve {cap} each: <b>{alloc.reserved_tokens}</b> slots, "
                 f"{alloc.reserved_unused_tokens} unused<br>"
                 f"paged (p = {p}): <b>{alloc.allocated_tokens}</b> slots for "
                 f"{alloc.stored_tokens} tokens, {alloc.unused_tokens} unused<br>"
                 f"tail waste A-D: {', '.join(map(str, alloc.tail_waste_per_sequence))} "
-                f"(each < p)<br>block-table entries: {alloc.table_entries}<br>"
+                f"(each < p); lengths anywhere in a block waste {waste.mean_tokens:g} on "
+                f"average, {waste.quantile(0.9)} at the 90th percentile, at most "
+                f"{waste.bound_tokens}<br>block-table entries: {alloc.table_entries}<br>"
                 f"A and B share {shared} tokens = {saved_blocks} full block(s): "
                 f"<b>{numbers['allocated_with_sharing_tokens']}</b> slots "
                 f"(simulator: {numbers['sim_allocated_with_sharing_tokens']})<br>"
@@ -638,6 +655,8 @@ _SWEEP_HIT = np.linspace(0.0, 1.0, 51)
 # Figure 8-22's model; the prefix sliders move in steps of 256 tokens and the cache space in
 # the KV of that step (36 MiB), from the KV of one prefix A (864 MiB), Qwen3-8B in BF16
 _RETENTION_MODEL = specs.QWEN3_8B
+_RETENTION_PRICING = {"8.3.4's: compute only, write-back waited for": "chapter",
+                      "fuller: roofline floor, write-back off the GPU's path": "fuller"}
 _PREFIX_STEP_TOKENS = 256
 _PREFIX_STEP_MIB = calc.kv_bytes(_RETENTION_MODEL, _PREFIX_STEP_TOKENS) / units.MiB
 _PREFIX_A_MIB = calc.kv_bytes(_RETENTION_MODEL, ch08.SHARED_PREFIX_TOKENS) / units.MiB
@@ -664,6 +683,11 @@ class RetentionPanel(Panel):
                 8192.0, _PREFIX_STEP_MIB),
         Control("efficiency_pct", "recompute at % of BF16 peak", "float",
                 100 * km.RECOMPUTE_EFFICIENCY, 5.0, 100.0, 0.1),
+        # issue 24: where 8.3.4's pricing stops holding (the chapter's stays the default)
+        Control("pricing", "how T_rec and T_m are priced", "choice", "chapter",
+                options=_RETENTION_PRICING),
+        Control("piece_cost_us", "fixed cost per copied KV piece (us)", "float", 0.0, 0.0,
+                5.0, 0.05),
     )
     main_control = "hit_prob_a"
     base_layout = {
@@ -679,11 +703,22 @@ class RetentionPanel(Panel):
     }
 
     def compute(self, *, hit_prob_a, hit_prob_b, link_gb_per_s, prefix_a_tokens,
-                prefix_b_tokens, cache_mib, efficiency_pct) -> View:
+                prefix_b_tokens, cache_mib, efficiency_pct, pricing="chapter",
+                piece_cost_us=0.0) -> View:
         m, hw = _RETENTION_MODEL, specs.RTX_PRO_6000
         kw = dict(efficiency=efficiency_pct / 100, link_bytes_per_s=link_gb_per_s * units.GB)
-        a = calc.prefix_retention(m, hw, prefix_a_tokens, hit_prob=hit_prob_a, **kw)
-        b = calc.prefix_retention(m, hw, prefix_b_tokens, hit_prob=hit_prob_b, **kw)
+        alpha = piece_cost_us * 1e-6
+        # the chapter's pricing (a per-piece cost added to each transfer when set), and the
+        # fuller one: roofline floor on the recompute, the write-back off the GPU's path
+        chapter_a, chapter_b = (calc.prefix_retention_fuller(
+            m, hw, n, hit_prob=ph, piece_cost_s=alpha, roofline_floor=False,
+            blocking_writeback=True, **kw) for n, ph in ((prefix_a_tokens, hit_prob_a),
+                                                         (prefix_b_tokens, hit_prob_b)))
+        full_a, full_b = (calc.prefix_retention_fuller(m, hw, n, hit_prob=ph, piece_cost_s=alpha,
+                                                       **kw)
+                          for n, ph in ((prefix_a_tokens, hit_prob_a),
+                                        (prefix_b_tokens, hit_prob_b)))
+        a, b = (full_a, full_b) if pricing == "fuller" else (chapter_a, chapter_b)
         cache = cache_mib * units.MiB
         n_a, n_b = int(cache // a.kv_bytes), int(cache // b.kv_bytes)
         keep_a, keep_b = n_a * a.value_s, n_b * b.value_s
@@ -703,6 +738,19 @@ class RetentionPanel(Panel):
             "a_per_MiB_ms": a.value_s_per_byte * units.MiB / units.ms,
             "b_per_MiB_ms": b.value_s_per_byte * units.MiB / units.ms,
             "a_beats_b_above_pct": 100 * threshold,
+            "chapter_keep_a_ms": n_a * chapter_a.value_s / units.ms,
+            "chapter_keep_b_ms": n_b * chapter_b.value_s / units.ms,
+            "fuller_keep_a_ms": n_a * full_a.value_s / units.ms,
+            "fuller_keep_b_ms": n_b * full_b.value_s / units.ms,
+            "chapter_break_even_a_pct": 100 * chapter_a.break_even_hit_prob,
+            "fuller_break_even_a_pct": 100 * full_a.break_even_hit_prob,
+            "pieces_a": calc.kv_transfer_pieces(m, prefix_a_tokens),
+            "doubling_piece_cost_us": 1e6 * calc.piece_cost_doubling_fetch_s(
+                m, prefix_a_tokens, link_gb_per_s * units.GB),
+            "recompute_a_memory_bound": calc.prefix_recompute_roofline(
+                m, hw, prefix_a_tokens, efficiency_pct / 100).memory_bound,
+            "recompute_b_memory_bound": calc.prefix_recompute_roofline(
+                m, hw, prefix_b_tokens, efficiency_pct / 100).memory_bound,
         }
         bars = retention_bars_traces(
             [(f"{n_a} x A ({prefix_a_tokens:,} tok)", n_a, "A", a.value_s / units.ms),
@@ -721,6 +769,15 @@ class RetentionPanel(Panel):
              "name": "this setting", "xaxis": "x2", "yaxis": "y2",
              "marker": {"size": 11, "color": theme.INK}},
         ]
+        if pricing == "fuller":
+            # side by side: the chapter's line for the same space
+            traces.append({
+                "type": "scatter", "x": xs, "mode": "lines", "xaxis": "x2", "yaxis": "y2",
+                "y": [n_a * cache_retention_value(float(ph), chapter_a.recompute_s,
+                                                  chapter_a.fetch_s, chapter_a.maintain_s)
+                      / units.ms for ph in _SWEEP_HIT],
+                "name": f"keep {n_a} x A, priced as in 8.3.4",
+                "line": {"color": theme.GREY, "dash": "dot"}})
         text = (f"A: {numbers['kv_a_MiB']:,.0f} MiB, recompute {numbers['recompute_a_ms']:.1f} ms,"
                 f" fetch {numbers['fetch_a_ms']:.1f} ms, V = <b>{numbers['value_a_ms']:.1f} ms"
                 f"</b> (worth keeping above {numbers['break_even_a_pct']:.1f}% hits)<br>"
@@ -728,5 +785,11 @@ class RetentionPanel(Panel):
                 f" fetch {numbers['fetch_b_ms']:.1f} ms, V = <b>{numbers['value_b_ms']:.1f} ms"
                 f"</b><br>{cache_mib:g} MiB keeps {n_a} A ({numbers['keep_a_ms']:.1f} ms) or "
                 f"{n_b} B ({numbers['keep_b_ms']:.1f} ms)<br>per MiB: A "
-                f"{numbers['a_per_MiB_ms']:.3f} ms, B {numbers['b_per_MiB_ms']:.3f} ms")
+                f"{numbers['a_per_MiB_ms']:.3f} ms, B {numbers['b_per_MiB_ms']:.3f} ms<br>"
+                f"keep A: 8.3.4's pricing {numbers['chapter_keep_a_ms']:.1f} ms (pays above "
+                f"{numbers['chapter_break_even_a_pct']:.1f}%), fuller "
+                f"{numbers['fuller_keep_a_ms']:.1f} ms (above "
+                f"{numbers['fuller_break_even_a_pct']:.1f}%); a fetch doubles at "
+                f"{numbers['doubling_piece_cost_us']:.2f} us per piece "
+                f"({numbers['pieces_a']:,} pieces)")
         return View(numbers=numbers, traces=traces, text=text)

@@ -30,8 +30,10 @@ from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import discrete_colorscale
 from companion.explorers.common import plotly_go as _go
 from companion.formulas import compression as cm
+from companion.formulas.limits_compression import (compress_transfer_pipelined_s,
+                                                   min_decompress_pipelined_bytes_per_s)
 from companion.serves import serves
-from companion.sim import records_ch08
+from companion.sim import offload_pipeline, records_ch08
 
 __all__ = [
     "byte_layout_traces", "byte_layout_figure", "bits_per_value_figure", "memory_stack_traces",
@@ -465,6 +467,14 @@ class CompressedReadPanel(Panel):
                                     "width": 3 if fmt == kv_format else 1.5}})
         net = calc.compressed_read_saving_s(saved[kv_format], beta, conversion_ms * units.ms)
         gross = calc.compressed_read_saving_s(saved[kv_format], beta, 0.0)
+        # issue 24: the same bytes priced by Experiment 8-1's measured rounds (one request at
+        # this context), where most of a round does not shrink with the bytes read
+        read = m.streamed_weight_bytes + bf16
+        measured = calc.read_saving_from_rounds_s(saved[kv_format], read)
+        traces.append({"type": "scatter", "x": xs, "y": [(measured - x * units.ms) / units.ms
+                                                         for x in xs],
+                       "mode": "lines", "name": f"{kv_format}, priced by Experiment 8-1's rounds",
+                       "line": {"color": colors[kv_format], "width": 3, "dash": "dash"}})
         traces += [
             {"type": "scatter", "x": [0, xs[-1]], "y": [0, 0], "mode": "lines",
              "name": "break even", "line": {"color": theme.GREY, "dash": "dot"}},
@@ -477,6 +487,10 @@ class CompressedReadPanel(Panel):
             "read_saving_ms": gross / units.ms,
             "net_saving_ms": net / units.ms,
             "break_even_conversion_ms": gross / units.ms,
+            "measured_read_saving_ms": measured / units.ms,
+            "measured_net_saving_ms": (measured - conversion_ms * units.ms) / units.ms,
+            "marginal_bandwidth_TB_per_s": calc.marginal_read_bandwidth(
+                read - saved[kv_format] / 2) / units.TB,
         }
         sign = "saves" if net >= 0 else "<b>costs</b>"
         text = (f"BF16 KV of {context_tokens:,} tokens: {numbers['bf16_MiB']:,.0f} MiB; "
@@ -484,7 +498,11 @@ class CompressedReadPanel(Panel):
                 f"at {bandwidth_tb_per_s:.3f} TB/s that is {numbers['read_saving_ms']:.3f} ms"
                 f"<br>with {conversion_ms:.2f} ms of conversion it {sign} "
                 f"<b>{abs(net) / units.ms:.3f} ms</b> per read<br>"
-                f"conversion must stay under {numbers['break_even_conversion_ms']:.3f} ms")
+                f"conversion must stay under {numbers['break_even_conversion_ms']:.3f} ms<br>"
+                f"priced by Experiment 8-1's measured rounds: "
+                f"{numbers['measured_read_saving_ms']:.3f} ms saved, net "
+                f"<b>{numbers['measured_net_saving_ms']:+.3f} ms</b> (a byte less there is worth "
+                f"{numbers['marginal_bandwidth_TB_per_s']:.2f} TB/s)")
         return View(numbers=numbers, traces=traces, text=text)
 
 
@@ -553,6 +571,20 @@ class OffloadPanel(Panel):
             copy_s, round_s, total_s, hidden = 0.0, compute_s, 0.0, True
             tokens_per_s = batch / compute_s
             sweep = [None] * len(_SWEEP_LINK_GB)
+        # issue 24: the round scheduled layer by layer with these buffers (footnote 16's
+        # compute per layer), against the bound max(copy, compute) above
+        n_layers = m.n_layers
+        spread = offload_pipeline.spread_layers(n_layers, layers)
+        buffers = min(prefetch_buffers, layers)
+        per_layer = calc.ffn_weight_bytes_per_layer(m)
+
+        def scheduled(link_bytes_per_s: float) -> float:
+            return offload_pipeline.offload_round(
+                n_layers, spread, compute_s / n_layers, per_layer / link_bytes_per_s,
+                buffers=buffers).round_s
+
+        sched_s = scheduled(link_gb_per_s * units.GB)
+        sched_sweep = [scheduled(float(g) * units.GB) / units.ms for g in _SWEEP_LINK_GB]
         MiB = units.MiB
         numbers = {
             "offloaded_MiB": plan.offloaded_bytes / MiB,
@@ -566,6 +598,10 @@ class OffloadPanel(Panel):
             "tokens_per_s": tokens_per_s,
             "total_copy_s": total_s,
             "copy_hidden": hidden,
+            "scheduled_round_ms": sched_s / units.ms,
+            "scheduled_tokens_per_s": batch / sched_s,
+            "scheduled_total_s": rounds * sched_s,
+            "scheduled_over_bound": sched_s / round_s,
         }
         traces = [
             {"type": "bar", "x": ["offloaded", "prefetch buffers", "net freed"],
@@ -581,6 +617,9 @@ class OffloadPanel(Panel):
              "name": f"copy of {numbers['copy_per_round_GB']:.2f} GB per round",
              "showlegend": bool(copy_s),
              "xaxis": "x2", "yaxis": "y2", "line": {"color": theme.VERMILLION}},
+            {"type": "scatter", "x": _SWEEP_LINK_GB.tolist(), "y": sched_sweep, "mode": "lines",
+             "name": f"round, layer by layer with {buffers} buffer(s)", "xaxis": "x2",
+             "yaxis": "y2", "line": {"color": theme.INK, "width": 2.5}},
             {"type": "scatter", "x": [8, 1000], "y": [compute_round_ms] * 2, "mode": "lines",
              "name": f"compute round ({compute_round_ms:g} ms): copies below it can hide",
              "xaxis": "x2", "yaxis": "y2", "line": {"color": theme.BLUE, "dash": "dash"}},
@@ -604,7 +643,11 @@ class OffloadPanel(Panel):
                 f"input(s) or {extra_complete} more complete request(s)<br>"
                 f"copy per round: <b>{numbers['copy_ms']:.1f} ms</b> ({hide}); round "
                 f"{numbers['round_ms']:.1f} ms, at most {tokens_per_s:,.0f} tokens/s for "
-                f"{batch}<br>copying over {rounds} rounds: <b>{total_s:.2f} s</b>")
+                f"{batch}<br>copying over {rounds} rounds: <b>{total_s:.2f} s</b><br>"
+                f"scheduled layer by layer with {buffers} buffer(s): round "
+                f"<b>{numbers['scheduled_round_ms']:.1f} ms</b> "
+                f"({numbers['scheduled_over_bound']:.2f}x the bound), "
+                f"{numbers['scheduled_total_s']:.2f} s over {rounds} rounds")
         return View(numbers=numbers, traces=traces, text=text)
 
 
@@ -647,7 +690,15 @@ class CompressTransferPanel(Panel):
         threshold = calc.min_decompress_bytes_per_s(link, r)
         xs = _SWEEP_DECOMP_GB.tolist()
         ys = [calc.compress_then_transfer_s(size, r, link, g * units.GB) / units.ms for g in xs]
+        # issue 24: sent in fine chunks, decompression overlaps the link
+        piped = compress_transfer_pipelined_s(size, r, link, decompress_gb_per_s * units.GB)
+        piped_ys = [compress_transfer_pipelined_s(size, r, link, g * units.GB) / units.ms
+                    for g in xs]
         numbers = {
+            "pipelined_ms": piped / units.ms,
+            "pipelined_wins": piped < direct,
+            "min_decompress_pipelined_GB_per_s": min_decompress_pipelined_bytes_per_s(
+                link, r) / units.GB,
             "direct_ms": direct / units.ms,
             "compressed_transfer_ms": moved / units.ms,
             "transfer_saving_ms": (direct - moved) / units.ms,
@@ -658,6 +709,9 @@ class CompressTransferPanel(Panel):
         traces = [
             {"type": "scatter", "x": xs, "y": ys, "mode": "lines",
              "name": "compressed: rS/B + S/R_dec", "line": {"color": theme.GREEN}},
+            {"type": "scatter", "x": xs, "y": piped_ys, "mode": "lines",
+             "name": "compressed, in fine chunks: max(rS/B, S/R_dec)",
+             "line": {"color": theme.GREEN, "dash": "dashdot", "width": 2.5}},
             {"type": "scatter", "x": [xs[0], xs[-1]], "y": [direct / units.ms] * 2,
              "mode": "lines", "name": "raw: S/B", "line": {"color": theme.BLUE, "dash": "dash"}},
             {"type": "scatter", "x": [xs[0], xs[-1]], "y": [moved / units.ms] * 2,
@@ -677,7 +731,9 @@ class CompressTransferPanel(Panel):
                 f"{numbers['transfer_saving_ms']:.2f} ms)<br>with decompression at "
                 f"{decompress_gb_per_s:g} GB/s: {numbers['with_decompression_ms']:.2f} ms, "
                 f"{verdict} than raw<br>break even: R_dec > <b>"
-                f"{numbers['min_decompress_GB_per_s']:.1f} GB/s</b>")
+                f"{numbers['min_decompress_GB_per_s']:.1f} GB/s</b><br>in fine chunks, "
+                f"decompressing while the next chunk travels: {numbers['pipelined_ms']:.2f} ms, "
+                f"break even at R_dec > {numbers['min_decompress_pipelined_GB_per_s']:.1f} GB/s")
         return View(numbers=numbers, traces=traces, text=text)
 
 
@@ -702,6 +758,10 @@ class RetryCostPanel(Panel):
         Control("accuracy_b", "accuracy of B (FP8 KV: 26/32)", "float", ch08.ACCURACY_FP8_KV,
                 0.5, 1.0, 0.005),
         Control("check_s", "checking one answer (s)", "float", 0.0, 0.0, 10.0, 0.1),
+        # issue 24: the same accuracies with part of the failures stuck to fixed tasks
+        Control("systematic_pct", "failures that stick to fixed tasks (%)", "float", 0.0, 0.0,
+                100.0, 1.0),
+        Control("max_attempts", "attempts allowed per task", "int", 3, 1, 10, 1),
     )
     main_control = "accuracy_b"
     base_layout = {
@@ -710,8 +770,20 @@ class RetryCostPanel(Panel):
         "legend": {"orientation": "h", "y": -0.2},
     }
 
-    def compute(self, *, attempt_s, accuracy_a, speed_factor_b, accuracy_b, check_s) -> View:
+    def compute(self, *, attempt_s, accuracy_a, speed_factor_b, accuracy_b, check_s,
+                systematic_pct=0.0, max_attempts=3) -> View:
         tb = attempt_s * speed_factor_b
+        share = systematic_pct / 100
+
+        def spread(t: float, p: float):
+            chances, weights = calc.systematic_success_probs(p, share)
+            return calc.retry_outcome(t, chances, weights=weights, max_attempts=max_attempts,
+                                      check_s=check_s)
+
+        spread_a, spread_b = spread(attempt_s, accuracy_a), spread(tb, accuracy_b)
+        even_a = calc.retry_outcome(attempt_s, [accuracy_a], max_attempts=max_attempts,
+                                    check_s=check_s)
+        even_b = calc.retry_outcome(tb, [accuracy_b], max_attempts=max_attempts, check_s=check_s)
         ea = calc.expected_time_to_correct_s(attempt_s, accuracy_a, check_s)
         eb = calc.expected_time_to_correct_s(tb, accuracy_b, check_s)
         xs = _SWEEP_ACCURACY.tolist()
@@ -720,6 +792,12 @@ class RetryCostPanel(Panel):
             "first_attempt_a_s": calc.time_to_correct_answer_s([attempt_s], check_s),
             "first_attempt_b_s": calc.time_to_correct_answer_s([tb], check_s),
             "b_wins": eb < ea,
+            "independent_answered_a_pct": 100 * even_a.answered_share,
+            "independent_answered_b_pct": 100 * even_b.answered_share,
+            "answered_a_pct": 100 * spread_a.answered_share,
+            "answered_b_pct": 100 * spread_b.answered_share,
+            "per_correct_a_s": spread_a.time_per_correct_s,
+            "per_correct_b_s": spread_b.time_per_correct_s,
         }
         traces = [
             {"type": "scatter", "x": xs,
@@ -735,9 +813,23 @@ class RetryCostPanel(Panel):
              "name": "the two formats", "marker": {"size": 11, "color": [theme.BLUE,
                                                                          theme.VERMILLION]}},
         ]
+        if share > 0:
+            # time spent per correct answer when that share of failures sticks to fixed tasks
+            for t, color, who in ((attempt_s, theme.BLUE, "A"), (tb, theme.VERMILLION, "B")):
+                traces.append({"type": "scatter", "x": xs, "mode": "lines",
+                               "y": [spread(t, p).time_per_correct_s for p in xs],
+                               "name": f"{who}'s speed, {systematic_pct:g}% of failures on "
+                                       f"fixed tasks, {max_attempts} attempts",
+                               "line": {"color": color, "dash": "dot", "width": 2.5}})
         text = (f"A: one attempt {numbers['first_attempt_a_s']:.2f} s, expected "
                 f"<b>{ea:.2f} s</b> to a correct answer<br>B: one attempt "
                 f"{numbers['first_attempt_b_s']:.2f} s, expected <b>{eb:.2f} s</b><br>"
                 f"{'B' if eb < ea else 'A'} reaches a correct answer sooner on average "
-                f"(independent retries assumed)")
+                f"(independent retries assumed)<br>within {max_attempts} attempt(s): "
+                f"A answers {numbers['independent_answered_a_pct']:.1f}%, B "
+                f"{numbers['independent_answered_b_pct']:.1f}% if retries are independent; "
+                f"with {systematic_pct:g}% of failures on fixed tasks A "
+                f"<b>{numbers['answered_a_pct']:.1f}%</b>, B "
+                f"<b>{numbers['answered_b_pct']:.1f}%</b>, at {spread_a.time_per_correct_s:.2f} s "
+                f"and {spread_b.time_per_correct_s:.2f} s per correct answer")
         return View(numbers=numbers, traces=traces, text=text)

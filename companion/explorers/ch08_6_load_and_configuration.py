@@ -32,6 +32,7 @@ from companion.chapters import ch08
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import titled_figure as _fig
 from companion.formulas import serving as sv
+from companion.formulas.limits_serving import scheme_result_slowest
 from companion.formulas.serving import chapter_schemes
 from companion.serves import serves
 
@@ -57,6 +58,10 @@ def _finite(x: float, cap: float) -> float:
 
 
 # --- 8.6.1: admission by deadline ----------------------------------------------------------------
+
+_ARRIVALS = {"no (this request alone, 8.6.1)": "alone",
+             "evenly spaced (D/D/1)": "even",
+             "at random, Poisson (M/D/1)": "poisson"}
 
 ADMISSION_LAYOUT = {
     "height": 440,
@@ -127,6 +132,54 @@ def littles_law_figure(rates, curves, *, points=(),
               "xaxis": {"title": {"text": "arrival rate lambda (requests/s)"}},
               "yaxis": {"title": {"text": "mean requests in the system n (requests)"},
                         "rangemode": "tozero"},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return _fig(traces, layout, title)
+
+
+@serves("8.6.1")
+def queueing_figure(loads, curves, *, points=None,
+                    title: str = "Requests on time at one server: even vs random arrivals "
+                                 "(8.6.1)"):
+    """Share of requests within their queueing slack against the server's load rho.
+
+    ``curves``: {label: share in % over ``loads``}, one line each (the first solid, the others
+    dashed); ``points``: {label: (loads, shares)} drawn as markers (a simulation).
+    """
+    xs = list(loads)
+    traces = [{"type": "scatter", "mode": "lines", "x": xs, "y": list(ys), "name": label,
+               "line": {"color": theme.PALETTE[i % 6], "width": 2.5,
+                        "dash": "solid" if i == 0 else "dash"}}
+              for i, (label, ys) in enumerate(curves.items())]
+    for i, (label, (px, py)) in enumerate((points or {}).items()):
+        traces.append({"type": "scatter", "mode": "markers", "x": list(px), "y": list(py),
+                       "name": label, "marker": {"size": 10, "color": theme.INK,
+                                                  "symbol": ("circle-open", "x")[i % 2]}})
+    layout = {"height": 420,
+              "xaxis": {"title": {"text": "load rho = arrival rate x service time"},
+                        "range": [0, 1]},
+              "yaxis": {"title": {"text": "requests that wait no longer than the slack (%)"},
+                        "range": [0, 105]},
+              "legend": {"orientation": "h", "y": -0.25}}
+    return _fig(traces, layout, title)
+
+
+@serves("8.6.3")
+def batch_rounds_figure(curves, *, marks=(),
+                        title: str = "Rounds until a speculative batch is done (8.6.3)"):
+    """P(done within r rounds) against r: ``curves`` {label: (rounds, probabilities)}, and
+    ``marks`` (label, rounds) drawn as vertical reference lines (each a legend entry)."""
+    traces = [{"type": "scatter", "mode": "lines", "x": list(rx), "y": [100 * p for p in py],
+               "name": label, "line": {"color": theme.PALETTE[i % 6], "width": 2.5,
+                                       "shape": "hv"}}
+              for i, (label, (rx, py)) in enumerate(curves.items())]
+    for j, (label, r) in enumerate(marks):
+        traces.append({"type": "scatter", "mode": "lines", "x": [r, r], "y": [0, 100],
+                       "name": label, "line": {"color": (theme.INK, theme.GREY)[j % 2],
+                                               "dash": ("dot", "dash")[j % 2]}})
+    layout = {"height": 420,
+              "xaxis": {"title": {"text": "decode rounds after the first token"}},
+              "yaxis": {"title": {"text": "done within that many rounds (%)"},
+                        "range": [0, 105]},
               "legend": {"orientation": "h", "y": -0.25}}
     return _fig(traces, layout, title)
 
@@ -328,12 +381,15 @@ class AdmissionPanel(Panel):
         Control("deadline_s", "deadline (s)", "float", ch08.DEADLINE_S, 1.0, 30.0, 0.1),
         Control("arrival_rate", "arrival rate (requests/s)", "float",
                 ch08.LITTLE_ARRIVAL_RATE_PER_S, 0.0, 32.0, 0.5),
+        # issue 24: requests like this one, admitted one at a time, queueing for each other
+        Control("arrivals", "others like it, served one at a time", "choice", "alone",
+                options=_ARRIVALS),
     )
     main_control = "output_tokens"
     base_layout = ADMISSION_LAYOUT
 
     def compute(self, *, queue_s, prefill_s, interval_ms, output_tokens, deadline_s,
-                arrival_rate) -> View:
+                arrival_rate, arrivals="alone") -> View:
         itl = interval_ms * units.ms
         finish = calc.lifecycle_request_time_s(queue_s, prefill_s, itl, output_tokens)
         unqueued = calc.lifecycle_request_time_s(0.0, prefill_s, itl, output_tokens)
@@ -347,19 +403,44 @@ class AdmissionPanel(Panel):
                    "finish_s": finish, "admitted": admitted, "margin_s": deadline_s - finish,
                    "longest_admissible_queue_s": max(0.0, deadline_s - unqueued),
                    "requests_in_system": in_system}
+        queue_text = ""
+        if arrivals != "alone":
+            # one server, every request taking `unqueued` seconds: D/D/1 or M/D/1
+            q = calc.queue_on_time(arrival_rate, unqueued, max(0.0, deadline_s - unqueued),
+                                   arrivals=arrivals)
+            numbers.update({"utilisation": q.utilisation, "mean_wait_s": q.mean_wait_s,
+                            "on_time_pct": 100 * q.on_time_share,
+                            "queue_in_system": q.mean_in_system})
+            kind = "Poisson (M/D/1)" if arrivals == "poisson" else "evenly spaced (D/D/1)"
+            if math.isfinite(q.mean_wait_s):
+                wait_at = calc.lifecycle_request_time_s(q.mean_wait_s, prefill_s, itl,
+                                                        output_tokens)
+                traces.append({"type": "scatter", "mode": "markers", "x": [q.mean_wait_s],
+                               "y": [wait_at], "name": f"mean wait, {kind} arrivals",
+                               "marker": {"size": 12, "symbol": "diamond",
+                                          "color": theme.ORANGE}})
+                queue_text = (f"<br>{kind} at {arrival_rate:g} req/s, one at a time: load "
+                              f"{q.utilisation:.2f}, mean wait <b>{q.mean_wait_s:.3f} s</b>, "
+                              f"<b>{100 * q.on_time_share:.1f}%</b> on time, "
+                              f"{q.mean_in_system:.2f} in the system")
+            else:
+                queue_text = (f"<br>{kind} at {arrival_rate:g} req/s, one at a time: load "
+                              f"{q.utilisation:.2f} &ge; 1, the queue grows without end")
         verdict = "<b>admit</b>" if admitted else "<b>reject</b> (or send elsewhere)"
         text = (f"first token at {queue_s + prefill_s:.3f} s; {output_tokens - 1} intervals "
                 f"take {numbers['generation_s']:.2f} s<br>"
                 f"finish at <b>{finish:.2f} s</b> vs the {deadline_s:g} s deadline: {verdict}"
                 f"<br>it may wait at most {numbers['longest_admissible_queue_s']:.3f} s in the "
                 f"queue<br>Little's law at {arrival_rate:g} req/s with {finish:.2f} s in the "
-                f"system: n = <b>{in_system:.1f}</b> requests held")
+                f"system: n = <b>{in_system:.1f}</b> requests held" + queue_text)
         return View(numbers=numbers, traces=traces, text=text)
 
 
 # --- 8.6.3 schemes A-E and Figure 8-35 --------------------------------------------------------
 
 SCHEME_SETS = {"A-D (Figure 8-35)": "ABCD", "A-E (with Exercise 8-9's E)": "ABCDE"}
+_D_ROUNDS = {"(G - 1) / mean tokens per round (8.6.3)": "mean",
+             "until its slowest request is done (median)": "slowest"}
 
 
 def _verdict(r) -> str:
@@ -394,19 +475,26 @@ class SchemePanel(Panel):
         Control("shared_prefix_tokens", "shared prefix (tokens)", "int",
                 ch08.SHARED_PREFIX_TOKENS, 0, ch08.LONG_PROMPT_TOKENS - 128, 128),
         Control("schemes", "schemes", "choice", "ABCD", options=SCHEME_SETS),
+        # issue 24: D's rounds from its slowest request instead of the mean output per round
+        Control("d_rounds", "D's rounds", "choice", "mean", options=_D_ROUNDS),
     )
     main_control = "kv_budget_gib"
     base_layout = SCHEME_PLANE_LAYOUT
 
     def compute(self, *, kv_budget_gib, output_tokens, deadline_s, d_tokens_per_round,
-                e_tokens_per_round, shared_prefix_tokens, schemes) -> View:
+                e_tokens_per_round, shared_prefix_tokens, schemes, d_rounds="mean") -> View:
         chosen = chapter_schemes(schemes, d_tokens_per_round=d_tokens_per_round,
                                  e_tokens_per_round=e_tokens_per_round,
                                  shared_prefix_tokens=shared_prefix_tokens)
         budget = kv_budget_gib * units.GiB
-        results = calc.compare_schemes(chosen, kv_budget_bytes=budget,
-                                       output_tokens=output_tokens, deadline_s=deadline_s,
-                                       shared_prefix_tokens=shared_prefix_tokens)
+        kw = dict(kv_budget_bytes=budget, output_tokens=output_tokens, deadline_s=deadline_s,
+                  shared_prefix_tokens=shared_prefix_tokens)
+        results = calc.compare_schemes(chosen, **kw)
+        mean_d_rounds = results["D"].rounds
+        d_scheme = next(sc for sc in chosen if sc.name == "D")
+        slowest, spread = scheme_result_slowest(d_scheme, **kw)
+        if d_rounds == "slowest":
+            results["D"] = slowest
         feasible = [r for r in results.values() if r.feasible]
         best = min(feasible, key=lambda r: r.gpu_s_per_result).name if feasible else None
         traces = scheme_plane_traces(results, budget, deadline_s)
@@ -427,6 +515,15 @@ class SchemePanel(Panel):
                         f"<td>{mark(r.fits_memory)}</td><td>{mark(r.meets_deadline)}</td>"
                         f"<td>{_fmt_cost(r.gpu_s_per_result, 's', 3)}</td>"
                         f"<td>{_fmt_cost(r.energy_j_per_result, 'J', 0)}</td></tr>")
+        if spread is not None:
+            numbers.update({"D_mean_rounds": mean_d_rounds,
+                            "D_slowest_median_rounds": spread.batch_median,
+                            "D_slowest_p99_rounds": spread.batch_p99,
+                            "D_slowest_total_s": slowest.total_s})
+            rows.append(f"<tr><td colspan='10'>D's slowest of {ch08.LONG_BATCH}: "
+                        f"{spread.batch_median} rounds at the median, {spread.batch_p99} at the "
+                        f"99th percentile (the mean output per round gives "
+                        f"{numbers['D_mean_rounds']})</td></tr>")
         verdict = (f"least GPU time per qualifying result: <b>{best}</b>" if best
                    else "<b>no scheme is feasible</b>: relax the deadline, shorten the output "
                         "or free memory")

@@ -149,6 +149,53 @@ for q in (2, 4, 8):
 _ = paging.reset()
 
 # %% [markdown]
+# ## Where this model breaks: a bound is not a typical waste
+#
+# 8.3.1 gives the tail waste of one sequence as a bound: never more than $p - 1$ slots. The
+# bound is met only by a sequence that has just spilled one token into a fresh block. Prompt
+# and answer lengths have nothing to do with the block size, so a sequence's last block is
+# equally likely to hold any number of tokens from 1 to $p$; its empty slots are then spread
+# evenly over $0, 1, \dots, p - 1$, with mean $(p - 1)/2$ and variance $(p^2 - 1)/12$. A batch
+# wastes the sum of such draws (`calc.tail_waste_distribution`): on average half the bound,
+# and the larger the batch, the less likely it comes near the bound. The paging explorer's
+# lower plot draws both lines beside the waste of the four lengths you set.
+
+# %%
+from companion import tables
+
+long_held = calc.held_tokens(ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS)
+k_token = calc.kv_bytes_per_token(model)
+rows = []
+for label, n_seq, q, stored in (
+        ("the four sequences A-D", 4, p, alloc.stored_tokens),
+        ("the four sequences A-D", 4, 16, alloc.stored_tokens),
+        ("16 long requests, 16-token blocks", ch08.LONG_BATCH, ch08.BLOCK_TOKENS,
+         ch08.LONG_BATCH * long_held)):
+    w = calc.tail_waste_distribution(q, n_seq)
+    rows.append((f"{label} ({stored:,} tokens)", q, w.bound_tokens, f"{w.mean_tokens:g}",
+                 w.quantile(0.9),
+                 f"{100 * w.bound_tokens / stored:.2f}%", f"{100 * w.mean_tokens / stored:.2f}%"))
+md(tables.markdown_table(("sequences", "block p", "bound (slots)", "average", "90th percentile",
+                          "bound / tokens held", "average / tokens held"), rows))
+
+# %% tags=["remove-input"]
+w4 = calc.tail_waste_distribution(p, 4)
+w_long = calc.tail_waste_distribution(ch08.BLOCK_TOKENS, ch08.LONG_BATCH)
+short_end = paging.at(block_tokens=16, len_a=1, len_b=1, len_c=1, len_d=1).numbers
+md(f"""> **Where this model breaks: paging waste.** The bound answers "how bad can it get"; a
+> capacity plan needs "how much, usually". At the chapter's example ($p = {p}$) the four
+> lengths waste {alloc.unused_tokens} slots, the bound allows {w4.bound_tokens} and lengths that
+> land anywhere in a block waste {w4.mean_tokens:g} on average. The gap is always a factor of
+> two, but it matters only where sequences are short against the block: for the chapter's 16
+> long requests in {ch08.BLOCK_TOKENS}-token blocks even the bound is
+> {100 * w_long.bound_tokens / (ch08.LONG_BATCH * long_held):.2f}% of the tokens they hold
+> ({w_long.bound_tokens * k_token / MiB:.1f} MiB), and the average half of that. At the
+> explorer's extreme ($p = 16$, four one-token sequences) the waste is
+> {short_end['unused_tokens']} of {short_end['allocated_tokens']} slots, every block nearly
+> empty. So the bound is the right number for sizing a block against short sequences, and the
+> average the right one for the pool a long-context service needs.""")
+
+# %% [markdown]
 # ## 8.3.2 Sharing between branches, copy-on-write, and release
 #
 # Once two block tables may point at the same physical block, the engine must answer two
@@ -714,6 +761,103 @@ for gbps in (64, 32):
 _ = retention.reset()
 
 # %% [markdown]
+# ## Where this model breaks: the price of a recompute and of a swap
+#
+# $V = \rho\,(T_\text{rec} - T_f) - T_m$ prices its three terms simply, and each
+# simplification has a range where it stops holding:
+#
+# - **$T_\text{rec}$ at one efficiency, at any length.** A prefill pass reads every weight
+#   once however few tokens it carries, so it can never take less than $D_w/\beta$. Pricing it
+#   by FLOPs alone is right while the prefix is long enough to be compute-bound; below the
+#   ridge the roofline's max of compute and memory is the price
+#   (`calc.prefix_recompute_roofline`).
+# - **$T_m$ as waiting.** 8.3.4 charges the swap-out as one more transfer the GPU waits for. A
+#   copy engine can write the prefix back to the host, in the link's other direction, while
+#   the GPU keeps computing; then upkeep costs link time, not GPU time, and $T_m \approx 0$.
+# - **$T_f$ at the nominal rate, in one piece.** Footnote 28 already calls $S/B$ a lower bound.
+#   A paged prefix crosses the link as one contiguous piece per block per layer (keys and
+#   values apart: `calc.kv_transfer_pieces`); if each piece carries a fixed cost $\alpha$, the
+#   fetch becomes $S/B + n_\text{pieces}\,\alpha$.
+#
+# `calc.prefix_retention_fuller` prices all three; the retention explorer's *pricing* toggle
+# switches between the two models (the chapter's stays the default) and its last slider adds
+# a cost per piece. Below, the chapter's setting and the explorer's extremes under both:
+
+# %%
+settings = {
+    "8.3.4: PCIe Gen5, A = 6144, B = 2048": {},
+    "PCIe Gen4 (32 GB/s)": dict(link_gb_per_s=32.0),
+    "slowest link on the slider (4 GB/s)": dict(link_gb_per_s=4.0),
+    "fastest link on the slider (450 GB/s)": dict(link_gb_per_s=450.0),
+    "A = 768, B = 256 tokens, 100% of peak": dict(prefix_a_tokens=768, prefix_b_tokens=256,
+                                                 efficiency_pct=100.0),
+    "A = 32768 tokens (4608 MiB of cache)": dict(prefix_a_tokens=32768, cache_mib=4608.0),
+}
+rows, priced = [], {}
+for label, kw in settings.items():
+    chap = retention.at(pricing="chapter", **kw).numbers
+    full = retention.at(pricing="fuller", **kw).numbers
+    priced[label] = (chap, full)
+
+    def keep(n):
+        return f"{n['a_fit']} A" if n["keep_a_ms"] >= n["keep_b_ms"] else f"{n['b_fit']} B"
+
+    def pays(n):   # a break-even above 100% means no hit probability makes A worth keeping
+        return f"{n['break_even_a_pct']:.1f}%" if n["break_even_a_pct"] <= 100 else "never"
+
+    rows.append((label, f"{chap['recompute_b_ms']:.1f} / {full['recompute_b_ms']:.1f}",
+                 f"{chap['value_a_ms']:.1f} / {full['value_a_ms']:.1f}",
+                 f"{pays(chap)} / {pays(full)}",
+                 f"{keep(chap)} / {keep(full)}"))
+md(tables.markdown_table(("setting", "T_rec of B, ms (8.3.4 / roofline)",
+                          "V of one A at 50%, ms (8.3.4 / fuller)",
+                          "A pays above (8.3.4 / fuller)", "the space keeps (8.3.4 / fuller)"),
+                         rows))
+
+# %%
+card = specs.RTX_PRO_6000
+for eff in (km.RECOMPUTE_EFFICIENCY, 1.0):
+    ridge = next(n for n in range(1, 8192)
+                 if not calc.prefix_recompute_roofline(model, card, n, eff).memory_bound)
+    print(f"at {eff:.2%} of peak a recomputed prefix is compute-bound from {ridge} tokens on")
+full_a = calc.prefix_retention_fuller(model, card, prefix, **gen5)
+print(f"A, fuller pricing: T_rec {full_a.recompute_s / ms:.1f} ms, T_f {full_a.fetch_s / ms:.1f} ms, "
+      f"T_m {full_a.maintain_s / ms:.1f} ms, V {full_a.value_s / ms:.1f} ms")
+print(f"{'link':>10} {'pieces of A':>12} {'T_f of A':>10} {'doubled at':>12}")
+for gbps in (ch08.PCIE_GEN5_X16_BYTES_PER_S, ch08.PCIE_GEN4_X16_BYTES_PER_S,
+             ch08.NVLINK_C2C_BYTES_PER_S):
+    alpha = calc.piece_cost_doubling_fetch_s(model, prefix, gbps)
+    fetch = calc.link_transfer_s(calc.kv_bytes(model, prefix), gbps)
+    print(f"{gbps / units.GB:>6.0f} GB/s {calc.kv_transfer_pieces(model, prefix):>12,} "
+          f"{fetch / ms:>7.1f} ms {alpha * 1e6:>8.3f} us/piece")
+
+# %% tags=["remove-input"]
+base_c, base_f = priced["8.3.4: PCIe Gen5, A = 6144, B = 2048"]
+slow_c, slow_f = priced["slowest link on the slider (4 GB/s)"]
+short_c, short_f = priced["A = 768, B = 256 tokens, 100% of peak"]
+gen5_alpha = calc.piece_cost_doubling_fetch_s(model, prefix, ch08.PCIE_GEN5_X16_BYTES_PER_S)
+md(f"""> **Where this model breaks: pricing a kept prefix.** At the chapter's setting only the
+> write-back matters: charged as waiting it costs {base_c['fetch_a_ms']:.1f} ms, off the GPU's
+> path nothing, so keeping A is worth {base_f['value_a_ms']:.1f} ms instead of
+> {base_c['value_a_ms']:.1f} ms (+{100 * (base_f['value_a_ms'] / base_c['value_a_ms'] - 1):.0f}%)
+> and pays at any hit probability above zero instead of above
+> {base_c['break_even_a_pct']:.1f}%. The choice of one A over three B does not move. The gap
+> decides things where transfers are slow: on the slider's 4 GB/s link the chapter's pricing
+> says a kept A loses {-slow_c['value_a_ms']:.0f} ms on average (it never pays), the fuller one
+> that it still saves {slow_f['value_a_ms']:.0f} ms, because only the fetch is waited for. The
+> roofline floor changes nothing at 2048 or 6144 tokens, which are far above the ridge; it
+> bites for short prefixes at high efficiency (below {ridge} tokens at 100% of peak): a
+> 256-token B at 100% of peak costs
+> {short_f['recompute_b_ms']:.2f} ms to recompute, not {short_c['recompute_b_ms']:.2f} ms, one
+> read of the weights, and there the ranking flips. The chapter's pricing fills the space with
+> {short_c['a_fit']} A ({short_c['keep_a_ms']:.1f} ms against {short_c['keep_b_ms']:.1f} ms for
+> {short_c['b_fit']} B), the fuller one with {short_f['b_fit']} B ({short_f['keep_b_ms']:.1f} ms
+> against {short_f['keep_a_ms']:.1f} ms): below the ridge a short prefix is dearer to rebuild
+> than its FLOPs say. The per-piece cost is the unknown to measure on a real engine: A's
+> fetch over PCIe Gen5 doubles once each of its pieces costs {gen5_alpha * 1e6:.2f} us, which is
+> why a transfer path that gathers the scattered blocks into few large copies matters.""")
+
+# %% [markdown]
 # ## Try this
 #
 # 1. In the paging explorer, make all four lengths multiples of the block size. Where did the
@@ -865,3 +1009,16 @@ looks, as long as the summary keeps what the agent needs.""", title="Worked answ
 # > - the physical blocks and KV bytes of requests that share a prefix, and how many of them fit a pool ([Exercise 8-3](../../exercises/ex8_3.ipynb))
 # > - how many prompt tokens a cached prefix saves, and where a hybrid model must restart ([Exercise 8-4](../../exercises/ex8_4.ipynb))
 # > - the expected saving $V$ of keeping a prefix and which prefixes a limited cache should hold ([Exercise 8-4](../../exercises/ex8_4.ipynb))
+# >
+# > **Assumptions this notebook made.** KV is Qwen3-8B's per token in BF16 (8.1.2), in
+# > 16-token blocks; a finished request holds its prompt plus all outputs but the last, and
+# > every request of a batch holds the same; tail waste is counted exactly for given lengths
+# > (and, where shown, as a distribution for lengths that land anywhere in a block). The
+# > simulator's pool has no fragmentation beyond block tails, frees a block only when its count
+# > reaches zero and the work reading it is done, evicts the least recently used full blocks,
+# > and its workloads (preemption, prefix tree, replays, context options) are the companion's
+# > own. The value of a kept prefix takes the hit probability as a given constant, independent
+# > of the cache's size and of what else it holds; recomputation runs at the measured batch-1
+# > prefill efficiency whatever its length (the roofline floor is shown beside it); transfers
+# > run at the link's nominal rate with no cost per piece; the swap-out is waited for (the
+# > fuller pricing lets it overlap); attention is full in every layer.

@@ -28,10 +28,11 @@
 # %%
 import numpy as np
 
-from companion import calc, ledger, plots, specs, units, widgets
+from companion import calc, ledger, plots, specs, tables, units, widgets
 from companion.chapters import ch08
 from companion.display import answer, md
 from companion.formulas import compression as cm
+from companion.formulas import limits_compression as lc
 from companion.sim import records_ch08
 
 model = specs.QWEN3_8B
@@ -240,6 +241,60 @@ for ctx in (2048, 8192, 32768):
 _ = reads.reset()
 
 # %% [markdown]
+# ## Where this model breaks: a byte not read is not a round shortened
+#
+# $\Delta T = \Delta D/\beta - T_c$ prices every byte left unread at one effective bandwidth,
+# the batch-64 round's bytes over its time. That treats the whole round as reading. The same
+# experiment's table (8.6.3) says the rounds were mostly something else: from batch 1 to batch 64
+# the bytes read more than double while the round grows by a few milliseconds, because most of
+# each round was the host launching kernels one by one (no CUDA Graphs). On such an engine a
+# byte less saves only the measured *slope* of round time against bytes read, which is exactly
+# how 8.6.3 prices scheme C's compressed reads (interpolating the table,
+# `calc.read_saving_from_rounds_s`). A third price is the roofline's: a round that is pure
+# reading at the card's full bandwidth, what removing the fixed part would approach.
+#
+# Below, one request of each context at batch 1 (its round reads $D_w + L k$), q8_0 instead of
+# BF16, priced three ways, and the net with the chapter's 0.2 ms of conversion. Where a round
+# reads less than batch 1 at 2K, the table's first segment is extended (an extrapolation).
+
+# %%
+card = specs.RTX_PRO_6000
+rows = []
+for ctx in (2048, ch08.LONG_PROMPT_TOKENS, 32768, 131072):
+    fewer = calc.kv_bytes(model, ctx) - calc.kv_quantized_bytes(model, ctx, "q8_0")
+    read = model.streamed_weight_bytes + calc.kv_bytes(model, ctx)     # batch 1, BF16
+    chapter_s = calc.compressed_read_saving_s(fewer, beta, 0)
+    rounds_s = calc.read_saving_from_rounds_s(fewer, read)
+    conv = ch08.CONVERSION_S_CASES[0]
+    rows.append((f"{ctx:,}", f"{fewer / MiB:,.0f}", f"{chapter_s / ms:.3f}",
+                 f"{fewer / card.mem_bw_bytes_per_s / ms:.3f}", f"{rounds_s / ms:.3f}",
+                 f"{calc.marginal_read_bandwidth(read - fewer / 2) / units.TB:.2f}",
+                 f"{(chapter_s - conv) / ms:+.3f} / {(rounds_s - conv) / ms:+.3f}"))
+md(tables.markdown_table(
+    ("context (tokens)", "MiB not read", "8.4.2 (at the batch-64 bandwidth), ms",
+     "read-bound at peak, ms", "Experiment 8-1's rounds, ms", "a byte less is worth (TB/s)",
+     "net at 0.2 ms conversion, ms (8.4.2 / rounds)"), rows))
+
+# %% tags=["remove-input"]
+at_8k = reads.at().numbers
+slow_conv = reads.at(conversion_ms=ch08.CONVERSION_S_CASES[1] / ms).numbers
+long_end = reads.at(context_tokens=131072).numbers
+md(f"""> **Where this model breaks: pricing a compressed read.** At the chapter's 8K context the
+> measured rounds say q8_0 saves {at_8k['measured_read_saving_ms']:.3f} ms a round, not
+> {at_8k['read_saving_ms']:.3f} ms: with 0.2 ms of conversion the net is
+> {at_8k['measured_net_saving_ms']:+.3f} ms instead of {at_8k['net_saving_ms']:+.3f} ms, close
+> to break-even, and with 0.8 ms it is {slow_conv['measured_net_saving_ms']:+.3f} ms instead of
+> {slow_conv['net_saving_ms']:+.3f} ms. On that engine a byte is worth
+> {at_8k['marginal_bandwidth_TB_per_s']:.2f} TB/s, more than the card's
+> {card.mem_bw_bytes_per_s / units.TB:.3f} TB/s peak: extra bytes mostly fill time the GPU spent
+> waiting for the host, so removing them barely shortens the round. At the slider's longest
+> context ({131072:,} tokens) the gap is {long_end['read_saving_ms'] - long_end['measured_read_saving_ms']:.2f} ms
+> ({long_end['read_saving_ms']:.2f} against {long_end['measured_read_saving_ms']:.2f} ms). The
+> chapter's pricing is the right one for a round that is mostly reading (CUDA Graphs on, large
+> batches or long contexts); for a launch-bound round like Experiment 8-1's, compression buys
+> capacity far more than speed. The explorer draws both lines.""")
+
+# %% [markdown]
 # ### The H100 crossover between BF16 and FP8 KV
 #
 # An early evaluation of Llama-3.1-8B on an H100 fitted a straight line to the output interval
@@ -360,6 +415,62 @@ for layers, buffers in ((9, 1), (9, 2), (4, 1)):
 _ = offload.reset()
 
 # %% [markdown]
+# ## Where this model breaks: does prefetch hide the copy?
+#
+# $T_r \ge D_\text{off}/\beta_\text{link}$ is a bound: it assumes that copying and computing
+# overlap perfectly. Whether they can depends on the buffers. The companion's
+# `offload_pipeline.offload_round` plays the round out layer by layer with footnote 16's own
+# assumption, the batch-1 round spread evenly over the 36 layers: one copy at a time on the
+# link, an offloaded layer starting only when its weights have landed, and a copy starting
+# only when a buffer is free. With **one** buffer, the copy for the next offloaded layer can
+# begin only once the current one has finished computing, so it has just the three resident
+# layers in between to hide behind. With **two**, the link never waits for compute. With none,
+# nothing is fetched ahead.
+
+# %%
+cases = {
+    "9 layers, 1 buffer, PCIe Gen5 (8.4.3)": dict(),
+    "9 layers, 2 buffers, PCIe Gen5": dict(prefetch_buffers=2),
+    "9 layers, no buffer (no prefetch), PCIe Gen5": dict(prefetch_buffers=0),
+    "9 layers, 1 buffer, NVLink-C2C": dict(link_gb_per_s=450.0),
+    "36 layers, 1 buffer, PCIe Gen5": dict(layers=36),
+    "36 layers, 1 buffer, 1000 GB/s (slider's end)": dict(layers=36, link_gb_per_s=1000.0),
+    "4 layers, 1 buffer, 8 GB/s (slider's start)": dict(layers=4, link_gb_per_s=8.0),
+}
+rows, scheduled = [], {}
+for label, kw in cases.items():
+    n = offload.at(**kw).numbers
+    scheduled[label] = n
+    rows.append((label, f"{n['round_ms']:.1f}", f"{n['scheduled_round_ms']:.1f}",
+                 f"{n['scheduled_over_bound']:.2f}x", f"{n['tokens_per_s']:.0f} / "
+                 f"{n['scheduled_tokens_per_s']:.0f}"))
+md(tables.markdown_table(("setting", "8.4.3's bound max(copy, compute), ms",
+                          "scheduled layer by layer, ms", "scheduled / bound",
+                          f"tokens/s for {ch08.OFFLOAD_BATCH} (bound / scheduled)"), rows))
+
+# %% tags=["remove-input"]
+one = scheduled["9 layers, 1 buffer, PCIe Gen5 (8.4.3)"]
+two = scheduled["9 layers, 2 buffers, PCIe Gen5"]
+all36 = scheduled["36 layers, 1 buffer, PCIe Gen5"]
+fast36 = scheduled["36 layers, 1 buffer, 1000 GB/s (slider's end)"]
+md(f"""> **Where this model breaks: hiding the copy.** The bound is reached only with enough
+> buffers. At the chapter's setting, nine FFN sets over PCIe Gen5 with one buffer, the round is
+> {one['scheduled_round_ms']:.1f} ms, not {one['round_ms']:.1f} ms
+> (+{100 * (one['scheduled_over_bound'] - 1):.0f}%): each copy waits for the previous offloaded
+> layer to free the buffer, so every offloaded layer adds its own compute to its copy.
+> {cm.DECODE_ROUNDS} rounds then copy for {one['scheduled_total_s']:.1f} s instead of
+> {one['total_copy_s']:.1f} s. A second buffer ({two['buffers_MiB']:,.0f} MiB for the two,
+> room for one 8K input fewer) brings the round to the bound,
+> {two['scheduled_round_ms']:.1f} ms. Over NVLink-C2C both hide behind compute, as 8.4.3 says. With every layer offloaded and one buffer, no
+> copy can start before the layer ahead of it has finished, so copy and compute simply add up:
+> {all36['scheduled_round_ms']:.0f} ms against the bound's {all36['round_ms']:.0f} ms over PCIe
+> Gen5, and {fast36['scheduled_round_ms']:.1f} ms against {fast36['round_ms']:.1f} ms
+> ({fast36['scheduled_over_bound']:.2f}x) on the slider's fastest link, where the bound says
+> the copies hide completely. Memory
+> and time trade here as well: the buffer that makes the bound reachable is memory the
+> offload was meant to free.""")
+
+# %% [markdown]
 # ### Compress before moving?
 #
 # Sending $D$ bytes compressed to a fraction $f_c$ of their size shortens the transfer, but the
@@ -401,6 +512,50 @@ for rate in (50, 100):
           f"{n['direct_ms']:.2f} ms: compression {'wins' if n['compression_wins'] else 'loses'}")
 _ = transfer.reset()
 ledger.show("8.4.3")
+
+# %% [markdown]
+# ## Where this model breaks: decompressing after the transfer, or during it
+#
+# $rS/B + S/R_\text{dec}$ decompresses only once the last byte has arrived. Sent in chunks,
+# the receiver can decompress one chunk while the next is on the link: a two-stage pipeline
+# whose time, for $k$ equal chunks, is $a + d + (k - 1)\max(a, d)$ with $a = rS/(kB)$ and
+# $d = S/(kR_\text{dec})$. One chunk is the chapter's serial order; fine chunks tend to
+# $\max(rS/B,\ S/R_\text{dec})$, and compression then pays as soon as the decompressor is
+# faster than the link itself (`compress_transfer_pipelined_s` in the companion's
+# `limits_compression`; the explorer above draws it as a second green line).
+
+# %%
+rows = []
+for label, kw in (("8.4.3: 96 MiB at r = 1/4, PCIe Gen5", {}),
+                  ("decompressing at 70 GB/s", dict(decompress_gb_per_s=70.0)),
+                  ("r = 0.95 (the slider's end)", dict(compressed_fraction=0.95)),
+                  ("link at 1000 GB/s (the slider's end)", dict(link_gb_per_s=1000.0))):
+    n = transfer.at(**kw).numbers
+    rows.append((label, f"{n['direct_ms']:.2f}", f"{n['with_decompression_ms']:.2f}",
+                 f"{n['pipelined_ms']:.2f}", f"{n['min_decompress_GB_per_s']:,.1f}",
+                 f"{n['min_decompress_pipelined_GB_per_s']:,.1f}"))
+md(tables.markdown_table(("setting (decompressing at 100 GB/s unless said)", "raw, ms",
+                          "compressed, serial (8.4.3), ms", "compressed, fine chunks, ms",
+                          "pays above, serial (GB/s)", "pays above, fine chunks (GB/s)"), rows))
+for k in (1, 2, 8, 64):
+    piped = lc.compress_transfer_pipelined_s(size, r, pcie_link, 100 * GB, chunks=k)
+    print(f"{k:3d} chunk(s): {piped / ms:.3f} ms")
+
+# %% tags=["remove-input"]
+base_t, mid_t = transfer.at().numbers, transfer.at(decompress_gb_per_s=70.0).numbers
+high_r = transfer.at(compressed_fraction=0.95).numbers
+md(f"""> **Where this model breaks: decompression in series.** At the chapter's setting a
+> decompressor at 100 GB/s gives {base_t['with_decompression_ms']:.2f} ms in the serial order
+> and {base_t['pipelined_ms']:.2f} ms in fine chunks, against {base_t['direct_ms']:.2f} ms raw;
+> the rate it must beat falls from {base_t['min_decompress_GB_per_s']:.1f} GB/s to the link's
+> own {base_t['min_decompress_pipelined_GB_per_s']:.0f} GB/s. Between the two thresholds the
+> verdict flips: at 70 GB/s the serial order loses ({mid_t['with_decompression_ms']:.2f} ms)
+> and the pipelined one wins ({mid_t['pipelined_ms']:.2f} ms). The gap is widest when
+> compression saves little: at the slider's $r$ = 0.95 the serial order needs a decompressor
+> faster than {high_r['min_decompress_GB_per_s']:,.0f} GB/s, the pipelined one still only
+> {high_r['min_decompress_pipelined_GB_per_s']:.0f} GB/s (for a saving of a twentieth). Chunking
+> has costs this model leaves out (a fixed cost per chunk, the first chunk's fill), so the
+> truth lies between the two lines, nearer the pipelined one for large transfers.""")
 
 # %% [markdown]
 # ## 8.4.4 Capacity and speed under a quality constraint
@@ -485,6 +640,66 @@ n = retry.update(speed_factor_b=0.9).numbers
 print(f"B 10% faster per attempt: A {n['expected_a_s']:.2f} s, B {n['expected_b_s']:.2f} s, "
       f"B wins: {n['b_wins']}")
 _ = retry.reset()
+
+# %% [markdown]
+# ## Where this model breaks: one accuracy for every task
+#
+# The retry loop above gives every attempt the same chance of passing, the configuration's
+# average. The chapter's own results say failures are not spread like that: with BF16 KV the
+# only four wrong runs of 32 are task 5's four, so seven tasks always pass and one never does.
+# A retry then rescues nothing on the task that fails, and every attempt spent on it is lost.
+# `calc.retry_outcome` takes one pass chance per task and a cap on attempts; the retry
+# explorer's *failures that stick to fixed tasks* slider moves between the two pictures at the
+# same average (`calc.systematic_success_probs`). Below, the chapter's BF16 KV result and the
+# generated records' FP8 KV result (task by task, from the grids above), each with three
+# attempts allowed:
+
+# %%
+per_task = {}
+for c, config in enumerate(records.configs[:2]):
+    right = {}
+    for it in records.items:
+        right.setdefault(it.task, []).append(it.correct[c])
+    per_task[config] = [sum(r) / len(r) for r in right.values()]
+attempts_allowed = 3
+rows, outcome = [], {}
+# between the two pictures: half of BF16 KV's failures on fixed tasks, the rest at random
+chances, weights = calc.systematic_success_probs(ch08.ACCURACY_BF16_KV, 0.5)
+half_fixed = calc.retry_outcome(calc.SHORT_REQUEST_S, chances, weights=weights,
+                                max_attempts=attempts_allowed)
+for config, chances in per_task.items():
+    mean = sum(chances) / len(chances)
+    even = calc.retry_outcome(calc.SHORT_REQUEST_S, [mean], max_attempts=attempts_allowed)
+    spread = calc.retry_outcome(calc.SHORT_REQUEST_S, chances, max_attempts=attempts_allowed)
+    outcome[config] = (even, spread)
+    for how, o in (("same chance for every task", even), ("task by task", spread)):
+        rows.append((config, f"{mean:.3f}", how, f"{100 * o.answered_share:.1f}%",
+                     f"{o.attempts_per_task:.2f}", f"{o.time_per_correct_s:.2f} s"))
+rows.insert(1, (records.configs[0], f"{ch08.ACCURACY_BF16_KV:.3f}",
+               "half the failures on fixed tasks", f"{100 * half_fixed.answered_share:.1f}%",
+               f"{half_fixed.attempts_per_task:.2f}", f"{half_fixed.time_per_correct_s:.2f} s"))
+md(tables.markdown_table(("configuration", "average accuracy", "retries assume",
+                          f"answered within {attempts_allowed} attempts", "attempts per task",
+                          "time per correct answer"), rows))
+
+# %% tags=["remove-input"]
+bf_even, bf_spread = outcome[records.configs[0]]
+fp_even, fp_spread = outcome[records.configs[1]]
+worst = retry.at(accuracy_a=0.5, accuracy_b=0.5, systematic_pct=100.0, max_attempts=10).numbers
+md(f"""> **Where this model breaks: retrying as if failures were random.** With BF16 KV and three
+> attempts, the average-accuracy model answers {100 * bf_even.answered_share:.1f}% of tasks;
+> task by task, only {100 * bf_spread.answered_share:.1f}% are ever answered, and a correct
+> answer costs {bf_spread.time_per_correct_s:.2f} s of attempts instead of
+> {bf_even.time_per_correct_s:.2f} s. The generated FP8 KV records, with one task that always
+> fails and two that fail now and then, lose as much ({100 * fp_spread.answered_share:.1f}%
+> against {100 * fp_even.answered_share:.1f}%). The more attempts are allowed, the wider the gap: at the
+> explorer's extremes (accuracy 0.5, every failure on fixed tasks, 10 attempts) the average
+> model answers {worst['independent_answered_a_pct']:.1f}% and the task-by-task one
+> {worst['answered_a_pct']:.1f}%, at {worst['per_correct_a_s']:.1f} s per correct answer
+> instead of {worst['expected_a_s']:.1f} s. Retrying is worth its cost only for failures that
+> a fresh attempt can fix; for a systematic one the remedy is a different configuration:
+> task 5, which BF16 KV never answers, passes every run with FP8 KV and a BF16 query
+> (8.4.4).""")
 
 # %% tags=["remove-input"]
 md(f"""
@@ -613,5 +828,19 @@ faster.
 # > - The bytes a compressed KV cache saves per step, and whether they pay for a conversion cost ([Exercise 8-6](../../exercises/ex8_6.ipynb)).
 # > - The memory that offloading FFN weights frees net of prefetch buffers, and the copy it adds to every round ([Exercise 8-5](../../exercises/ex8_5.ipynb)).
 # > - The expected time to a correct answer when failed attempts and checks are counted, and which tasks differ between precisions ([Exercise 8-6](../../exercises/ex8_6.ipynb)).
+# >
+# > **Assumptions this notebook made.** Group sizes, code widths and scales are the GGML
+# > formats' (q8_0, q4_0: 32 values and a 2-byte scale; Q2_K: 256 values and 20 bytes); KV
+# > sizes round up to 16-token blocks and ignore any per-block metadata beyond the scales. A
+# > compressed read saves its bytes at one effective bandwidth, the batch-64 round's (the
+# > measured rounds' slope is shown beside it), and conversion is a fixed serial time per read.
+# > The H100 lines are the footnote's fit, trusted only inside the contexts it was measured
+# > over. Offloaded copies run at the link's nominal rate in one direction with no latency, and
+# > the chapter's bound assumes they overlap compute perfectly (the layer-by-layer schedule,
+# > with compute spread evenly over the layers as footnote 16 does, is shown beside it);
+# > compressed weights are decompressed after the whole transfer (decompressing chunk by
+# > chunk during it is shown beside it). The
+# > precision grids are generated, not the chapter's logs; retries pass independently with one
+# > chance per configuration (the task-by-task picture is shown beside it).
 #
 # Next: [8.5 Speculative decoding](08_5_speculative_decoding.ipynb).
