@@ -145,9 +145,11 @@ def _padded(figures: list[dict]) -> list[dict]:
 def static_figure(panel, control: str | None = None, steps: int | None = None) -> dict:
     """The panel's figure with a precomputed slider for ``control`` (default: the panel's
     ``main_control``), as a plotly figure dict; see the module docstring."""
-    import plotly.graph_objects as go
     from plotly.io.json import to_json_plotly
 
+    from companion.explorers.common import plotly_go
+
+    go = plotly_go()  # registers the companion's template, which every figure names
     name = control or panel.main_control
     controls = {c.name: c for c in panel.controls}
     if name not in controls:
