@@ -86,6 +86,7 @@ def prefill_pool_for_ttft(request_rate_per_s: float, mean_prompt_tokens: float, 
     cap = v.positive("prefill_tok_per_s_per_group", prefill_tok_per_s_per_group)
     target = v.positive("ttft_p90_target_s", ttft_p90_target_s)
     top = v.count("max_groups", max_groups)
+    percentile = v.number("percentile", percentile, at_least=0.0, at_most=100.0)
     service = prompt / cap
     load = lam * service
     chapter_groups = max(1, math.ceil(load - 1e-9))
@@ -93,12 +94,20 @@ def prefill_pool_for_ttft(request_rate_per_s: float, mean_prompt_tokens: float, 
     groups, fuller = None, None
     if budget > 0:
         c = max(1, math.floor(load) + 1)            # the fewest that are stable
+        b = 1.0
+        for k in range(1, c + 1):                   # Erlang B up to c, then one step per c
+            b = load * b / (k + load * b)
+        tail = 1.0 - percentile / 100.0
         while c <= top:
-            w = pool_wait(lam, service, c, percentile=percentile)
-            if w["percentile_wait_s"] <= budget:
-                groups, fuller = c, w
+            prob = c * b / (c - load * (1.0 - b))
+            drain = c / service - lam
+            wait = (0.0 if prob <= tail else
+                    math.log(prob / tail) / drain if tail > 0 else math.inf)
+            if wait <= budget:
+                groups, fuller = c, pool_wait(lam, service, c, percentile=percentile)
                 break
             c += 1
+            b = load * b / (c + load * b)
     return dict(service_s=service, offered_load=load, chapter_groups=chapter_groups,
                 chapter=pool_wait(lam, service, chapter_groups, percentile=percentile),
                 groups=groups, fuller=fuller, wait_budget_s=budget)
