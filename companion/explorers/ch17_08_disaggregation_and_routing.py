@@ -108,6 +108,12 @@ def kv_transfer_figure(contexts, curves, *, marks=None, exposed=None, exposed_no
               "xaxis": {"title": {"text": "context shipped (tokens)"}, "type": "log"},
               "yaxis": {"title": {"text": "transfer time (ms)"}, "type": "log"},
               "legend": {"orientation": "h", "y": -0.25}}
+    if exposed:
+        # twice the entries: the legend in its own rows at the foot, two entries to a row
+        rows = -(-(len(curves) + len(exposed)) // 2)
+        foot = 60 + 24 * rows + 8
+        layout.update(height=340 + foot, legend=theme.foot_legend(),
+                      margin={"t": 60, "b": foot})
     return _fig(traces, layout, title)
 
 
@@ -193,7 +199,9 @@ class PoolSizingPanel(Panel):
         traces, layout = pool_sizing_traces(
             _RATE_SWEEP, [s["prefill_groups"] for s in sweep], [s["decode_groups"] for s in sweep],
             {"rate": request_rate, "prefill_groups": pools["prefill_groups"],
-             "decode_groups": pools["decode_groups"]}, queued_groups=queued_sweep,
+             "decode_groups": pools["decode_groups"]},
+            # no line (and no legend entry) where no pool size meets the target at any rate
+            queued_groups=queued_sweep if any(g is not None for g in queued_sweep) else None,
             queued_label=f"prefill groups for a TTFT p90 of {ttft_p90_target_ms:,.0f} ms "
                          f"(queueing, M/M/c)")
         numbers = {k: pools[k] for k in ("prompt_tok_per_s", "output_tok_per_s",

@@ -112,7 +112,7 @@ def speculative_traces(distribution, simulated, curves, selected, *,
               "yaxis": {"title": {"text": "probability"}, "rangemode": "tozero"},
               "xaxis2": {"title": {"text": "draft length k"}, "domain": [0.58, 1],
                          "anchor": "y2", "dtick": 1},
-              "yaxis2": {"title": {"text": "tokens per target pass, or speed-up (x)"},
+              "yaxis2": {"title": {"text": "tokens per pass, or speed-up"},
                          "anchor": "x2", "rangemode": "tozero"},
               "legend": {"orientation": "h", "y": -0.25}}
     return traces, layout
@@ -164,8 +164,7 @@ class SpeculativeLeverPanel(Panel):
         curves = {a: _expected_curve(a) for a in _CURVE_ALPHAS}
         curves[round(acceptance, 4)] = _expected_curve(round(acceptance, 4))
         priced = _priced_curve(round(acceptance, 4), draft_cost_pct / 100, batch)
-        label = (f"speed-up, alpha = {acceptance:.2f}: draft at {draft_cost_pct:g}% of a step, "
-                 f"batch {batch}, verification on the roofline")
+        label = f"speed-up, draft and pass priced (alpha = {acceptance:.2f})"
         traces, layout = speculative_traces(check["distribution"], check["simulated"], curves,
                                             (draft_len, check["expected"]),
                                             priced=(label, _DRAFT_LENGTHS, priced))

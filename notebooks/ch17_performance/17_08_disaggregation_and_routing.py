@@ -231,7 +231,7 @@ tp70 = ch17.TP                                   # the 70B prefill group of 17 Â
 exposed = {label: [calc.kv_layered_transfer(m70, hw, c, bw, tp=tp70)["exposed_s"]
                    for c in contexts] for label, bw in links.items()}
 plots.kv_transfer_figure(contexts, curves, marks=marks, exposed=exposed,
-                         exposed_note="shipped layer by layer: left after the prefill").show()
+                         exposed_note="layer by layer, after the prefill").show()
 
 # %% tags=["remove-input"]
 rows = ["| context | link | whole, one link (chapter) | over 4 links | layer by layer "
