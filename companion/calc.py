@@ -18,7 +18,11 @@ it imports no plotting library.
                  batches, a long context in a batch, whole blocks
   parallelism    17 §7-§8: tensor/pipeline parallelism, placement, disaggregated pools,
                  KV-aware routing; the interview's batch-size window
-  levers         17 §10's chapter-wide tables: levers, mechanism -> lever map, cheat sheet
+  levers         17 §10's chapter-wide tables: levers, mechanism -> lever map, cheat sheet;
+                 MBU/MFU counting KV and attention, the levers on the roofline and together
+  communication  17 §7-§8, fuller: ring all-reduce latency, overlap, uneven pipeline stages,
+                 the KV hop shipped layer by layer
+  queueing       17 §8, fuller: Erlang C, a prefill pool sized by a TTFT percentile
   moe            mixture-of-experts: experts a batch touches, streamed bytes vs batch, active
                  parameters
   limits_rounds  fuller models beside 8.1, 8.2 and 8.5's simplified ones: a shared pass, KV
@@ -88,9 +92,14 @@ from companion.formulas.fuller import (
 from companion.formulas.parallelism import (
     tp_allreduce_traffic, tp_decode_step, pp_stages, weights_per_gpu_bytes, parallel_layout,
     disaggregated_pools, kv_transfer_s, kv_routing_ttft, routed_mean_ttft_s, itl_batch_ceiling,
-    batch_window)
+    batch_window, routed_ttft_percentile)
+from companion.formulas.communication import (
+    ring_hop_latency_s, tp_step_fuller, pp_decode_bubble, kv_layered_transfer)
+from companion.formulas.queueing import (
+    pool_wait, prefill_pool_for_ttft)
 from companion.formulas.levers import (
-    levers_table, cheat_sheet)
+    levers_table, cheat_sheet, utilization_counted, quantized_decode_speedup,
+    speculative_speedup, combined_levers)
 from companion.formulas.moe import (
     moe_read_curve)
 from companion.formulas.limits_rounds import (
@@ -150,7 +159,10 @@ __all__ = [
     "decode_roofline_batch", "tp_allreduce_traffic", "tp_decode_step", "pp_stages",
     "weights_per_gpu_bytes", "parallel_layout", "disaggregated_pools", "kv_transfer_s",
     "kv_routing_ttft", "routed_mean_ttft_s", "itl_batch_ceiling", "batch_window", "levers_table",
-    "cheat_sheet", "moe_read_curve",
+    "cheat_sheet", "moe_read_curve", "routed_ttft_percentile", "ring_hop_latency_s",
+    "tp_step_fuller", "pp_decode_bubble", "kv_layered_transfer", "pool_wait",
+    "prefill_pool_for_ttft", "utilization_counted", "quantized_decode_speedup",
+    "speculative_speedup", "combined_levers",
     # fuller models beside 8.1, 8.2 and 8.5's simplified ones (formulas.limits_rounds)
     "inserted_prefill_stall_s", "context_growth_intervals_s", "kv_held_over_answer",
     "batch_cycle_throughput", "floored_round_time", "fit_undercut_batch",

@@ -37,7 +37,7 @@ from companion.explorers.ch17_06_batching_strategies import (
 from companion.explorers.ch17_09_measuring import (
     sm_share_figure)
 from companion.explorers.ch17_10_levers import (
-    quantization_figure)
+    quantization_figure, lever_speedup_figure)
 from companion.explorers.ch17_01_memory_hierarchy import (
     memory_hierarchy_figure)
 from companion.explorers.ch17_04_kv_sizing import (
@@ -71,7 +71,7 @@ __all__ = [
     "goodput_figure", "scheme_plane_figure", "scheme_time_figure", "amdahl_figure",
     "energy_per_result_figure", "greedy_verification_figure", "expected_output_figure",
     "draft_cost_figure", "draft_mode_figure", "round_stages_figure", "batching_gantt_figure",
-    "sm_share_figure", "quantization_figure", "memory_hierarchy_figure", "kv_by_context_figure",
+    "sm_share_figure", "quantization_figure", "lever_speedup_figure", "memory_hierarchy_figure", "kv_by_context_figure",
     "attention_variants_figure", "context_step_figure", "allocator_figure", "tp_step_figure",
     "pipeline_figure", "placement_figure", "kv_transfer_figure", "roofline_figure",
     "hol_timeline_figure", "measured_roofline", "measured_step_time", "measured_utilization",

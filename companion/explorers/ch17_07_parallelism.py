@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from companion import calc, specs, theme, units
+from companion import calc, models, specs, theme, units
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import discrete_colorscale
@@ -33,6 +33,7 @@ from companion.explorers.presets import (
     model_control,
     source_line,
 )
+from companion.formulas.communication import pp_decode_bubble, tp_step_fuller
 from companion.formulas.parallelism import (PIPE_PHASES, pipeline_grid, placement_candidates,
                                             placement_model, tp_layout_rows)
 from companion.serves import serves
@@ -86,6 +87,35 @@ def tp_step_figure(rows, *, selected=None,
     return _fig(traces, dict(layout, height=440), title)
 
 
+# the fuller models' toggles (issue 24): the chapter's setting first
+ALLREDUCE_MODELS = {"flat floor per all-reduce (chapter)": "flat",
+                    "ring: 2(p - 1) latency hops": "ring"}
+OVERLAP_MODELS = {"added to the step (chapter)": False,
+                  "hidden under the reads (best case)": True}
+
+
+def fuller_tp_rows(rows, model, hardware, *, batch: int, context_tokens: int,
+                   nvlink_latency_s: float, pcie_latency_s: float, collectives: str,
+                   overlap: bool) -> list[dict]:
+    """``rows`` (``calc.tp_layout_rows``) repriced by ``tp_step_fuller``: ring latency and/or
+    collectives overlapped with the reads. The latency and wire parts become what stays
+    exposed, so the stacked bars still add up to the step."""
+    links = {"NVLink": (nvlink_latency_s, hardware.interconnect_bytes_per_s),
+             "PCIe": (pcie_latency_s, hardware.host_link_bytes_per_s),
+             "none": (nvlink_latency_s, hardware.interconnect_bytes_per_s)}
+    out = []
+    for r in rows:
+        lat, bw = links[r["link"]]
+        f = tp_step_fuller(model, hardware, r["tp"], collectives=collectives, overlap=overlap,
+                           collective_latency_s=lat, link_bytes_per_s=bw, batch=batch,
+                           context_tokens=context_tokens)
+        shown = f["exposed_s"] / f["comm_s"] if f["comm_s"] > 0 else 0.0
+        out.append(dict(r, latency_s=f["latency_s"] * shown, wire_s=f["wire_s"] * shown,
+                        comm_s=f["comm_s"], step_s=f["step_s"], overhead=f["overhead"],
+                        tokens_per_s=f["tokens_per_s"], hop_latency_s=f["hop_latency_s"]))
+    return out
+
+
 @serves("17.7")
 class TensorParallelPanel(Panel):
     """17 §7: each GPU reads 1/p of the weights, then pays 2 all-reduces per layer."""
@@ -101,16 +131,22 @@ class TensorParallelPanel(Panel):
                 ch17.COLLECTIVE_LATENCY_NVLINK_S / units.us, 1.0, 20.0, 0.5),
         Control("pcie_latency_us", "PCIe collective floor (µs)", "float",
                 ch17.COLLECTIVE_LATENCY_PCIE_S / units.us, 5.0, 100.0, 1.0),
+        choice_control("collectives", "all-reduce latency", "flat", ALLREDUCE_MODELS),
+        choice_control("overlap", "collectives and reads", False, OVERLAP_MODELS),
     )
     main_control = "tp"
     base_layout = {"height": 460}
 
     def compute(self, *, model, hardware, tp, batch, context_tokens, nvlink_latency_us,
-                pcie_latency_us) -> View:
+                pcie_latency_us, collectives, overlap) -> View:
         m, hw = SERVING_MENU[model], SERVING_CARDS[hardware]
-        rows = tp_layout_rows(m, hw, batch=batch, context_tokens=context_tokens,
-                              nvlink_latency_s=nvlink_latency_us * units.us,
-                              pcie_latency_s=pcie_latency_us * units.us)
+        lat = {"nvlink_latency_s": nvlink_latency_us * units.us,
+               "pcie_latency_s": pcie_latency_us * units.us}
+        rows = tp_layout_rows(m, hw, batch=batch, context_tokens=context_tokens, **lat)
+        chapter_nv = next(r for r in rows if r["tp"] == tp and r["link"] in ("NVLink", "none"))
+        if collectives != "flat" or overlap:
+            rows = fuller_tp_rows(rows, m, hw, batch=batch, context_tokens=context_tokens,
+                                  collectives=collectives, overlap=overlap, **lat)
         pick = {r["link"]: r for r in rows if r["tp"] == tp}
         nv = pick.get("NVLink", pick.get("none"))
         pc = pick.get("PCIe", nv)
@@ -131,6 +167,7 @@ class TensorParallelPanel(Panel):
             # past tp = KV heads (or at any tp > 1 with MLA's one shared latent) the KV cache is
             # copied on every GPU rather than split: the closed forms here assume a split
             "kv_replicated": tp > 1 and (m.kv_lora_rank is not None or tp > m.n_kv_heads),
+            "chapter_step_ms": chapter_nv["step_s"] / units.ms,
         }
         fit = "fits" if cap["fits"] else "<b>does not fit</b>"
         per_gpu = numbers["weights_per_gpu_GB"]
@@ -144,8 +181,25 @@ class TensorParallelPanel(Panel):
                 f"<b>{numbers['step_ms']:.2f} ms</b>, {numbers['tokens_per_s']:,.0f} tok/s, "
                 f"overhead {numbers['nvlink_overhead_pct']:.0f}%<br>"
                 f"over PCIe: {numbers['pcie_comm_ms']:.2f} ms of collectives, overhead "
-                f"{numbers['pcie_overhead_pct']:.0f}%" + _kv_split_note(m, tp) + source_line(m))
+                f"{numbers['pcie_overhead_pct']:.0f}%" + _fuller_note(numbers, nv, collectives,
+                                                                     overlap, tp)
+                + _kv_split_note(m, tp) + source_line(m))
         return View(numbers=numbers, traces=traces, layout=layout, text=text)
+
+
+def _fuller_note(numbers: dict, nv: dict, collectives: str, overlap: bool, tp: int) -> str:
+    """A readout line naming the fuller model in use and the chapter's step beside it."""
+    if collectives == "flat" and not overlap:
+        return ""
+    parts = []
+    if collectives == "ring" and tp > 1:
+        parts.append(f"ring: {2 * (tp - 1)} hops of {nv['hop_latency_s'] / units.us:.2f} µs "
+                     f"per all-reduce")
+    if overlap:
+        parts.append("collectives hidden under the reads where they fit")
+    return (f"<br><i>{'; '.join(parts) or 'one GPU: nothing to all-reduce'}: step "
+            f"{numbers['step_ms']:.2f} ms against the chapter's "
+            f"{numbers['chapter_step_ms']:.2f} ms</i>")
 
 
 def _kv_split_note(m, tp: int) -> str:
@@ -174,11 +228,14 @@ def _legend_foot_px(entries: int, per_row: int = 3) -> int:
     ``entries`` items at ``per_row`` or more to a row (short names: 4-5 fit at 700 px)."""
     return _AXIS_FOOT_PX + _LEGEND_ROW_PX * -(-entries // per_row) + 8
 
-def pipeline_traces(grid: dict, *, bubble_curves=None, selected=None) -> tuple[list, dict]:
+def pipeline_traces(grid: dict, *, bubble_curves=None, selected=None,
+                    uneven_curve=None) -> tuple[list, dict]:
     """Heatmap of ``pipeline_grid`` (left) and, optionally, bubble vs microbatches (right).
 
     ``bubble_curves``: {stages: (microbatches list, bubble fractions)} from
-    ``calc.pipeline_bubble``; ``selected``: (microbatches, bubble) marked on the curves.
+    ``calc.pipeline_bubble``; ``selected``: (microbatches, bubble) marked on the curves;
+    ``uneven_curve``: (label, microbatches list, bubble fractions), the fuller model's curve
+    for stages of unequal time (``calc.pp_decode_bubble``), dashed.
     """
     p = len(grid["phase"])
     n = 4
@@ -201,7 +258,8 @@ def pipeline_traces(grid: dict, *, bubble_curves=None, selected=None) -> tuple[l
                        "name": name, "marker": {"symbol": "square", "size": 12,
                                                 "color": colours[i]},
                        "meta": {"legend_key": True}})
-    entries = len(PIPE_PHASES) + (len(bubble_curves) + (selected is not None) if split else 0)
+    entries = len(PIPE_PHASES) + (len(bubble_curves) + (selected is not None)
+                                  + (uneven_curve is not None) if split else 0)
     layout = {"xaxis": {"title": {"text": "time slot (one stage-step each)"},
                         "domain": [0, 0.58] if split else [0, 1]},
               "yaxis": {"autorange": "reversed", "title": {"text": "pipeline stage (GPU)"}},
@@ -214,6 +272,12 @@ def pipeline_traces(grid: dict, *, bubble_curves=None, selected=None) -> tuple[l
                            "y": [100 * f for f in fractions], "name": f"bubble, p = {stages}",
                            "xaxis": "x2", "yaxis": "y2",
                            "line": {"color": theme.REQUEST_PALETTE[k % len(theme.REQUEST_PALETTE)]}})
+        if uneven_curve is not None:
+            label, ms, fractions = uneven_curve
+            traces.append({"type": "scatter", "mode": "lines", "x": list(ms),
+                           "y": [100 * f for f in fractions], "name": label,
+                           "xaxis": "x2", "yaxis": "y2",
+                           "line": {"color": theme.INK, "dash": "dash", "width": 2}})
         if selected is not None:
             traces.append({"type": "scatter", "mode": "markers", "x": [selected[0]],
                            "y": [100 * selected[1]], "name": "this setting", "xaxis": "x2",
@@ -226,9 +290,10 @@ def pipeline_traces(grid: dict, *, bubble_curves=None, selected=None) -> tuple[l
 
 
 @serves("17.7")
-def pipeline_figure(grid: dict, *, bubble_curves=None, selected=None,
+def pipeline_figure(grid: dict, *, bubble_curves=None, selected=None, uneven_curve=None,
                     title: str = "Pipeline parallelism: fill, steady state, drain (17 §7)"):
-    traces, layout = pipeline_traces(grid, bubble_curves=bubble_curves, selected=selected)
+    traces, layout = pipeline_traces(grid, bubble_curves=bubble_curves, selected=selected,
+                                     uneven_curve=uneven_curve)
     p = len(grid["phase"])
     legend_px = layout["margin"]["b"] - _AXIS_FOOT_PX
     return _fig(traces, dict(layout, height=max(320, 160 + 34 * p) + legend_px), title)
@@ -240,6 +305,21 @@ _MICROBATCH_SWEEP = tuple(sorted({int(x) for x in np.geomspace(1, 256, 40).round
 @lru_cache(maxsize=32)
 def _bubble_curve(stages: int) -> tuple:
     return _MICROBATCH_SWEEP, tuple(calc.pipeline_bubble(stages, m) for m in _MICROBATCH_SWEEP)
+
+
+# the fuller model's stages: the public Llama-3.1-70B config (80 layers of 855.7M parameters,
+# lm_head and the final norm on the last stage), each stage streaming its weights per step
+PIPELINE_CONFIG = "llama-3.1-70b"
+
+
+@lru_cache(maxsize=32)
+def uneven_bubble_curve(stages: int) -> tuple:
+    """(label, microbatches, bubbles) of ``calc.pp_decode_bubble`` for the real 70B config split
+    into ``stages`` decode stages (the dashed curve of ``PipelineBubblePanel``)."""
+    cfg = models.load(PIPELINE_CONFIG)
+    label = f"p = {stages}, real 70B stages (lm_head on the last)"
+    return label, _MICROBATCH_SWEEP, tuple(
+        pp_decode_bubble(cfg, specs.H100_SXM, stages, m)["bubble"] for m in _MICROBATCH_SWEEP)
 
 
 @serves("17.7")
@@ -258,16 +338,27 @@ class PipelineBubblePanel(Panel):
         grid = pipeline_grid(stages, microbatches)
         bubble = calc.pipeline_bubble(stages, microbatches)
         curves = {p: _bubble_curve(p) for p in sorted({2, 4, 8, 16, stages}) if p > 1}
+        uneven = uneven_bubble_curve(stages) if stages > 1 else None
         traces, layout = pipeline_traces(grid, bubble_curves=curves,
-                                         selected=(microbatches, bubble))
+                                         selected=(microbatches, bubble), uneven_curve=uneven)
         layers = calc.pp_stages(specs.LLAMA_70B, stages, microbatches)["layers_per_stage"]
+        real = pp_decode_bubble(models.load(PIPELINE_CONFIG), specs.H100_SXM, stages,
+                                microbatches)
         numbers = {"bubble_pct": 100 * bubble, "slots": grid["slots"],
                    "busy_cells": grid["busy_cells"], "idle_cells": grid["idle_cells"],
-                   "layers_per_stage_70b": layers}
+                   "layers_per_stage_70b": layers, "uneven_bubble_pct": 100 * real["bubble"],
+                   "uneven_floor_pct": 100 * real["floor"]}
+        lo, hi = min(real["stage_layers"]), max(real["stage_layers"])
+        split = (f"{lo} layers each" if lo == hi else
+                 "/".join(str(n) for n in real["stage_layers"]) + " layers" if stages <= 8
+                 else f"{lo} to {hi} layers")
         text = (f"<b>p = {stages}, m = {microbatches}</b>: {grid['slots']} slots per stage, "
                 f"{grid['idle_cells']} of {stages * grid['slots']} stage-slots idle<br>"
                 f"bubble (p - 1) / (m + p - 1) = <b>{numbers['bubble_pct']:.1f}%</b><br>"
-                f"the 70B shape: {layers:g} layers per stage")
+                f"the 70B shape: {layers:g} layers per stage<br>"
+                f"<i>stages as the real 70B config splits ({split}, lm_head on the "
+                f"last): bubble {numbers['uneven_bubble_pct']:.1f}%, never below "
+                f"{numbers['uneven_floor_pct']:.1f}% however many microbatches</i>")
         return View(numbers=numbers, traces=traces, layout=layout, text=text)
 
 

@@ -26,7 +26,8 @@ from companion.serves import serves
 
 __all__ = [
     "pool_sizing_traces", "kv_transfer_figure", "routing_traces", "PoolSizingPanel",
-    "KVRoutingPanel", "KV_LINKS", "disaggregation_diagram_traces", "DisaggregationDiagramPanel",
+    "KVRoutingPanel", "KV_LINKS", "KV_HOPS", "disaggregation_diagram_traces",
+    "DisaggregationDiagramPanel",
 ]
 
 # the section this module serves (the notebook of its name): every @serves mark here is
@@ -36,9 +37,12 @@ SECTION = "17.8"
 
 # --- §8 disaggregated pools and KV-aware routing ----------------------------------------------
 
-def pool_sizing_traces(rates, prefill_groups, decode_groups, selected: dict) -> tuple[list, dict]:
+def pool_sizing_traces(rates, prefill_groups, decode_groups, selected: dict, *,
+                       queued_groups=None, queued_label: str = "") -> tuple[list, dict]:
     """Prefill and decode groups needed against the request rate (step lines), with the
-    selected workload marked. ``selected``: rate, prefill_groups, decode_groups."""
+    selected workload marked. ``selected``: rate, prefill_groups, decode_groups.
+    ``queued_groups``: the fuller model's prefill groups per rate (``calc.prefill_pool_for_ttft``,
+    None where no pool meets the target), dashed, named ``queued_label``."""
     xs = list(rates)
     traces = [
         {"type": "scatter", "mode": "lines", "x": xs, "y": list(prefill_groups),
@@ -48,6 +52,11 @@ def pool_sizing_traces(rates, prefill_groups, decode_groups, selected: dict) -> 
          "name": "decode groups (output tok/s / capacity)",
          "line": {"shape": "hv", "color": theme.SERVING_COLORS["decode"], "width": 3}},
     ]
+    if queued_groups is not None:
+        traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": list(queued_groups),
+                       "name": queued_label, "connectgaps": False,
+                       "line": {"shape": "hv", "color": theme.SERVING_COLORS["prefill"],
+                                "width": 2, "dash": "dash"}})
     # each marked point its own trace, its number in its legend entry (two labels beside the
     # points would collide wherever the two pools need about the same number of groups)
     for kind, symbol in (("prefill", "circle"), ("decode", "diamond")):
@@ -64,10 +73,13 @@ def pool_sizing_traces(rates, prefill_groups, decode_groups, selected: dict) -> 
 
 
 @serves("17.8")
-def kv_transfer_figure(contexts, curves, *, marks=None,
+def kv_transfer_figure(contexts, curves, *, marks=None, exposed=None, exposed_note: str = "",
                        title: str = "Shipping one sequence's KV from prefill to decode (17 §8)"):
     """Transfer time (ms) against context for each link: ``curves`` {label: seconds list};
-    ``marks``: {label: (context, seconds)} points to label (the chapter's 8,000 tokens)."""
+    ``marks``: {label: (context, seconds)} points to label (the chapter's 8,000 tokens);
+    ``exposed``: {label: seconds list}, the fuller model's time left after the prefill when
+    the KV ships layer by layer (``calc.kv_layered_transfer``), dashed in the link's colour,
+    each entry named with ``exposed_note``."""
     xs = list(contexts)
     marks = dict(marks or {})
     # a mark's number goes into the legend entry of its link (labels beside the points would
@@ -80,6 +92,11 @@ def kv_transfer_figure(contexts, curves, *, marks=None,
         traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": _ms(secs), "name": name,
                        "legendgroup": label,
                        "line": {"color": theme.REQUEST_PALETTE[i % len(theme.REQUEST_PALETTE)], "width": 3}})
+    for i, (label, secs) in enumerate((exposed or {}).items()):
+        traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": _ms(secs),
+                       "name": f"{label}, {exposed_note}" if exposed_note else label,
+                       "line": {"color": theme.REQUEST_PALETTE[i % len(theme.REQUEST_PALETTE)],
+                                "width": 2, "dash": "dash"}})
     for i, (label, (ctx, s)) in enumerate(marks.items()):
         traces.append({"type": "scatter", "mode": "markers", "x": [ctx], "y": [s / units.ms],
                        "name": f"{label}: {mark_text[label]}", "legendgroup": label,
@@ -91,14 +108,21 @@ def kv_transfer_figure(contexts, curves, *, marks=None,
               "xaxis": {"title": {"text": "context shipped (tokens)"}, "type": "log"},
               "yaxis": {"title": {"text": "transfer time (ms)"}, "type": "log"},
               "legend": {"orientation": "h", "y": -0.25}}
+    if exposed:
+        # twice the entries: the legend in its own rows at the foot, two entries to a row
+        rows = -(-(len(curves) + len(exposed)) // 2)
+        foot = 60 + 24 * rows + 8
+        layout.update(height=340 + foot, legend=theme.foot_legend(),
+                      margin={"t": 60, "b": foot})
     return _fig(traces, layout, title)
 
 
 def routing_traces(turns, cold_s, warm_s, *, mixed_s=None, mixed_label: str = "",
-                   selected=None) -> tuple[list, dict]:
+                   selected=None, attention=None) -> tuple[list, dict]:
     """TTFT per turn of a multi-turn conversation on a cold and a warm worker (log ms), and
     optionally the mean for a router landing a given share of turns warm.
-    ``selected``: (turn, cold_s, warm_s) marked."""
+    ``selected``: (turn, cold_s, warm_s) marked; ``attention``: (cold_s, warm_s) per turn with
+    the attention FLOPs counted (``calc.kv_routing_ttft(..., attention=True)``), dotted."""
     xs = list(turns)
     traces = [
         {"type": "scatter", "mode": "lines", "x": xs, "y": _ms(cold_s),
@@ -108,6 +132,12 @@ def routing_traces(turns, cold_s, warm_s, *, mixed_s=None, mixed_label: str = ""
          "name": "warm worker: prefill the new message only",
          "line": {"color": theme.SERVING_COLORS["warm"], "width": 3}},
     ]
+    if attention is not None:
+        for worker, secs in (("cold", attention[0]), ("warm", attention[1])):
+            traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": _ms(secs),
+                           "name": f"{worker}, attention FLOPs counted",
+                           "line": {"color": theme.SERVING_COLORS[worker], "width": 2,
+                                    "dash": "dot"}})
     if mixed_s is not None:
         traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": _ms(mixed_s),
                        "name": mixed_label, "line": {"color": theme.SERVING_COLORS["mix"],
@@ -147,43 +177,73 @@ class PoolSizingPanel(Panel):
                 float(ch17.PREFILL_TOK_PER_S_PER_GROUP), 1000.0, 50_000.0, 500.0),
         Control("decode_capacity", "decode capacity per group (tok/s)", "float",
                 float(ch17.DECODE_TOK_PER_S_PER_GROUP), 250.0, 20_000.0, 250.0),
+        Control("ttft_p90_target_ms", "TTFT p90 target for the queueing model (ms)", "float",
+                ch17.TTFT_P90_TARGET_S / units.ms, 100.0, 5000.0, 50.0),
     )
     main_control = "request_rate"
     base_layout = {"height": 420}
 
     def compute(self, *, request_rate, mean_prompt_tokens, mean_output_tokens, prefill_capacity,
-                decode_capacity) -> View:
+                decode_capacity, ttft_p90_target_ms) -> View:
         kw = dict(prefill_tok_per_s_per_group=prefill_capacity,
                   decode_tok_per_s_per_group=decode_capacity)
         pools = calc.disaggregated_pools(request_rate, mean_prompt_tokens, mean_output_tokens,
                                          **kw)
         sweep = [calc.disaggregated_pools(r, mean_prompt_tokens, mean_output_tokens, **kw)
                  for r in _RATE_SWEEP]
+        qkw = dict(prefill_tok_per_s_per_group=prefill_capacity,
+                   ttft_p90_target_s=ttft_p90_target_ms * units.ms)
+        queued = calc.prefill_pool_for_ttft(request_rate, mean_prompt_tokens, **qkw)
+        queued_sweep = [calc.prefill_pool_for_ttft(r, mean_prompt_tokens, **qkw)["groups"]
+                        for r in _RATE_SWEEP]
         traces, layout = pool_sizing_traces(
             _RATE_SWEEP, [s["prefill_groups"] for s in sweep], [s["decode_groups"] for s in sweep],
             {"rate": request_rate, "prefill_groups": pools["prefill_groups"],
-             "decode_groups": pools["decode_groups"]})
+             "decode_groups": pools["decode_groups"]},
+            # no line (and no legend entry) where no pool size meets the target at any rate
+            queued_groups=queued_sweep if any(g is not None for g in queued_sweep) else None,
+            queued_label=f"prefill groups for a TTFT p90 of {ttft_p90_target_ms:,.0f} ms "
+                         f"(queueing, M/M/c)")
         numbers = {k: pools[k] for k in ("prompt_tok_per_s", "output_tok_per_s",
                                          "prefill_groups", "decode_groups", "prefill_to_decode")}
+        chapter_q = queued["chapter"]
+        numbers.update({
+            "prefill_load_pct": 100 * chapter_q["utilization"],
+            "queued_prefill_groups": queued["groups"] or 0,
+            "queued_p90_wait_ms": (queued["fuller"]["percentile_wait_s"] / units.ms
+                                   if queued["groups"] else 0.0),
+            "wait_budget_ms": queued["wait_budget_s"] / units.ms})
+        if queued["groups"] is None:
+            fuller = (f"a mean prompt's prefill alone ({queued['service_s'] / units.ms:,.0f} ms) "
+                      f"exceeds the {ttft_p90_target_ms:,.0f} ms target: no pool size meets it")
+        else:
+            fuller = (f"{queued['groups']} groups keep the p90 queueing wait at "
+                      f"{numbers['queued_p90_wait_ms']:,.0f} ms, within the "
+                      f"{numbers['wait_budget_ms']:,.0f} ms the prefill leaves of the target")
+        wait = ("the queue grows without bound" if not chapter_q["stable"] else
+                f"p90 wait {chapter_q['percentile_wait_s'] / units.ms:,.0f} ms")
         text = (f"prompt demand {pools['prompt_tok_per_s']:,.0f} tok/s -> "
                 f"<b>{pools['prefill_groups']} prefill groups</b><br>"
                 f"output demand {pools['output_tok_per_s']:,.0f} tok/s -> "
                 f"<b>{pools['decode_groups']} decode groups</b><br>"
-                f"ratio {pools['prefill_to_decode']:.2g} : 1")
+                f"ratio {pools['prefill_to_decode']:.2g} : 1<br>"
+                f"<i>queueing: at {pools['prefill_groups']} groups the prefill pool runs at "
+                f"{numbers['prefill_load_pct']:.0f}% load ({wait}); {fuller}</i>")
         return View(numbers=numbers, traces=traces, layout=layout, text=text)
 
 
 _TURNS = tuple(range(1, 61))
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=64)
 def _routing_curves(model: str, first_turn_tokens: int, tokens_per_turn: int,
-                    efficiency: float) -> tuple:
+                    efficiency: float, attention: bool = False) -> tuple:
     """Cold and warm TTFT (s) for every turn of ``_TURNS`` (cached while the turn and the warm
-    share move)."""
+    share move); ``attention`` counts the attention FLOPs (the fuller model)."""
     rows = [calc.kv_routing_ttft(SERVING_MENU[model], specs.H100_SXM, t,
                                  first_turn_tokens=first_turn_tokens,
-                                 tokens_per_turn=tokens_per_turn, efficiency=efficiency)
+                                 tokens_per_turn=tokens_per_turn, efficiency=efficiency,
+                                 attention=attention)
             for t in _TURNS]
     return tuple(x["cold_s"] for x in rows), tuple(x["warm_s"] for x in rows)
 
@@ -215,29 +275,52 @@ class KVRoutingPanel(Panel):
                   efficiency=eff)
         cold, warm = _routing_curves(model, first_turn_tokens, tokens_per_turn, eff)
         r = calc.kv_routing_ttft(m, specs.H100_SXM, turn, **kw)
+        full = calc.kv_routing_ttft(m, specs.H100_SXM, turn, attention=True, **kw)
         mixed = calc.routed_mean_ttft_s(cold, warm, share).tolist()
         traces, layout = routing_traces(
             _TURNS, cold, warm, mixed_s=mixed,
             mixed_label=f"mean with {warm_share_pct:.0f}% of turns warm",
-            selected=(turn, r["cold_s"], r["warm_s"]))
+            selected=(turn, r["cold_s"], r["warm_s"]),
+            attention=_routing_curves(model, first_turn_tokens, tokens_per_turn, eff, True))
+        pct = {q: calc.routed_ttft_percentile(r["cold_s"], r["warm_s"], share, q)
+               for q in (50, 90, 99)}
         weak = ch17.ROUTER_WARM_SHARES[1]
         mean_s = calc.routed_mean_ttft_s(r["cold_s"], r["warm_s"], share)
         weak_mean_s = calc.routed_mean_ttft_s(r["cold_s"], r["warm_s"], weak)
         numbers = {"context_tokens": r["context_tokens"], "cold_TFLOP": r["cold_flops"] / 1e12,
                    "cold_ms": r["cold_s"] / units.ms, "warm_TFLOP": r["warm_flops"] / 1e12,
                    "warm_ms": r["warm_s"] / units.ms, "speedup": r["speedup"],
-                   "mean_ms": mean_s / units.ms, "mean_ms_at_30pct": weak_mean_s / units.ms}
+                   "mean_ms": mean_s / units.ms, "mean_ms_at_30pct": weak_mean_s / units.ms,
+                   "p50_ms": pct[50] / units.ms, "p90_ms": pct[90] / units.ms,
+                   "p99_ms": pct[99] / units.ms, "cold_attention_ms": full["cold_s"] / units.ms,
+                   "warm_attention_ms": full["warm_s"] / units.ms,
+                   "speedup_attention": full["speedup"]}
         text = (f"turn {turn}: context {r['context_tokens']:,} tokens<br>"
                 f"cold: {numbers['cold_TFLOP']:,.1f} TFLOP -> <b>{numbers['cold_ms']:,.0f} ms"
                 f"</b>; warm: {numbers['warm_TFLOP']:,.1f} TFLOP -> "
                 f"<b>{numbers['warm_ms']:,.0f} ms</b> ({numbers['speedup']:.0f}x)<br>"
                 f"mean TTFT at {warm_share_pct:.0f}% warm: {numbers['mean_ms']:,.0f} ms "
-                f"(at {100 * weak:.0f}% warm: {numbers['mean_ms_at_30pct']:,.0f} ms)"
-                + source_line(m))
+                f"(at {100 * weak:.0f}% warm: {numbers['mean_ms_at_30pct']:,.0f} ms)<br>"
+                f"<i>percentiles at {warm_share_pct:.0f}% warm: p50 {numbers['p50_ms']:,.0f}, "
+                f"p90 {numbers['p90_ms']:,.0f}, p99 {numbers['p99_ms']:,.0f} ms; attention "
+                f"counted: cold {numbers['cold_attention_ms']:,.0f} ms, warm "
+                f"{numbers['warm_attention_ms']:,.0f} ms "
+                f"({numbers['speedup_attention']:.0f}x)</i>" + source_line(m))
         return View(numbers=numbers, traces=traces, layout=layout, text=text)
 
 
 # --- §8 the router and the two pools, drawn from the pool-sizing formulas ---------------------
+
+# the fuller model's toggle (issue 24): the chapter's hop first
+KV_HOPS = {"whole cache after the prefill (chapter)": "whole",
+           "layer by layer during the prefill": "layered"}
+
+
+def prefill_tp(model) -> int:
+    """The GPUs a prefill group splits the model over: one when the weights fit a card with
+    the chapter's reserve, else the chapter's TP = 4 (17 §4, §7)."""
+    return 1 if calc.tp_kv_capacity(model, specs.H100_SXM)["fits"] else ch17.TP
+
 
 KV_LINKS = {"400 Gb RDMA (50 GB/s)": ch17.RDMA_400G_BYTES_PER_S,
             "PCIe Gen5 x16 (64 GB/s)": ch08.PCIE_GEN5_X16_BYTES_PER_S,
@@ -302,7 +385,8 @@ def disaggregation_diagram_traces(pools: dict, flows: dict) -> tuple[list, dict]
         label(2.1, 4.3, f"{flows['prompt_tok_s']:,.0f}<br>prompt tok/s"),
         arrow(6.9, 2.8, 5.6, 3.4, colour=theme.SERVING_COLORS["comm"]),
         label(7.9, 3.9, f"KV hop: {flows['kv_bytes_s'] / units.GB:,.1f} GB/s in all,<br>"
-                        f"{flows['ship_ms']:.0f} ms per request<br>({flows['link']})",
+                        f"{flows['ship_ms']:.{0 if flows['ship_ms'] >= 10 else 1}f} ms "
+                        f"{flows.get('hop', 'per request')}<br>({flows['link']})",
               colour=theme.SERVING_COLORS["comm"]),
         arrow(6.6, 1.0, 2.6, 2.5, colour=theme.SERVING_COLORS["warm"]),
         label(3.9, 1.2, "a turn whose prefix is<br>already warm on a decode GPU",
@@ -332,29 +416,38 @@ class DisaggregationDiagramPanel(Panel):
                 10, 4000, 10),
         model_control(specs.LLAMA_70B.name, (specs.LLAMA_8B.name, specs.LLAMA_70B.name)),
         choice_control("link", "KV link", "400 Gb RDMA (50 GB/s)", {k: k for k in KV_LINKS}),
+        choice_control("kv_hop", "KV hop", "whole", KV_HOPS),
     )
     main_control = "request_rate"
     base_layout = {"height": 460}
 
     def compute(self, *, request_rate, mean_prompt_tokens, mean_output_tokens, model,
-                link) -> View:
+                link, kv_hop) -> View:
         m = SERVING_MENU[model]
         pools = calc.disaggregated_pools(request_rate, mean_prompt_tokens, mean_output_tokens)
         kv_request = calc.kv_bytes(m, mean_prompt_tokens, block_tokens=1)
         ship = calc.kv_transfer_s(m, mean_prompt_tokens, KV_LINKS[link])
+        layered = calc.kv_layered_transfer(m, specs.H100_SXM, mean_prompt_tokens,
+                                           KV_LINKS[link], tp=prefill_tp(m))
+        shown = ship if kv_hop == "whole" else layered["exposed_s"]
         flows = {"rate": request_rate, "prompt_tok_s": pools["prompt_tok_per_s"],
                  "output_tok_s": pools["output_tok_per_s"],
-                 "kv_bytes_s": request_rate * kv_request, "ship_ms": ship / units.ms,
-                 "link": link}
+                 "kv_bytes_s": request_rate * kv_request, "ship_ms": shown / units.ms,
+                 "link": link, "hop": ("per request" if kv_hop == "whole"
+                                       else "left after the prefill")}
         traces, layout = disaggregation_diagram_traces(pools, flows)
         numbers = {"prefill_groups": pools["prefill_groups"],
                    "decode_groups": pools["decode_groups"],
                    "prefill_to_decode": pools["prefill_to_decode"],
                    "kv_bytes_per_request": kv_request, "kv_GB_per_s": flows["kv_bytes_s"] / units.GB,
-                   "ship_ms": ship / units.ms}
+                   "ship_ms": ship / units.ms, "exposed_ms": layered["exposed_s"] / units.ms,
+                   "hop_ms": shown / units.ms}
+        overlap = (f"<br><i>shipped layer by layer while the prefill ({prefill_tp(m)} GPU"
+                   f"{'s' if prefill_tp(m) > 1 else ''}, {layered['prefill_s'] / units.ms:,.0f}"
+                   f" ms) computes: {layered['exposed_s'] / units.ms:,.2f} ms left after it</i>")
         text = (f"<b>{pools['prefill_groups']} prefill</b> and <b>{pools['decode_groups']} "
                 f"decode</b> groups (ratio {pools['prefill_to_decode']:.2g} : 1)<br>"
                 f"KV per mean request {kv_request / units.GB:.2f} GB, {ship / units.ms:.0f} ms "
                 f"over {link}; {flows['kv_bytes_s'] / units.GB:,.1f} GB/s between the pools"
-                + source_line(m))
+                + overlap + source_line(m))
         return View(numbers=numbers, traces=traces, layout=layout, text=text)

@@ -58,12 +58,15 @@ def sm_share_figure(active_sms, shares, *, title: str = "A busy GPU by nvidia-sm
     return _fig(traces, layout, title)
 
 
-def utilization_traces(ratios: dict, rates: dict, *, bands=None) -> tuple[list, dict]:
+def utilization_traces(ratios: dict, rates: dict, *, bands=None,
+                       counted=None) -> tuple[list, dict]:
     """Left: utilization bars (%) with the healthy band of each shaded; right: measured decode
     tok/s against the memory-roof ceiling it implies.
 
     ``ratios``: {label: fraction}; ``bands``: {label: (low, high) fractions}; ``rates``:
-    {label: tok/s}.
+    {label: tok/s}; ``counted``: {label: fraction}, the fuller model's ratio for the same
+    measurement (attention FLOPs and every KV byte counted, ``calc.utilization_counted``),
+    drawn as a marker on each bar's row.
     """
     labels = list(ratios)
     traces = [{"type": "bar", "orientation": "h", "y": labels,
@@ -78,6 +81,15 @@ def utilization_traces(ratios: dict, rates: dict, *, bands=None) -> tuple[list, 
         shapes.append({"type": "rect", "xref": "x", "yref": "y", "x0": 100 * lo, "x1": 100 * hi,
                        "y0": i - 0.45, "y1": i + 0.45, "fillcolor": theme.SERVING_COLORS["good"],
                        "line": {"width": 0}, "layer": "below"})
+    if counted:
+        keys = [k for k in labels if k in counted]
+        traces.append({"type": "scatter", "mode": "markers", "y": keys,
+                       "x": [100 * counted[k] for k in keys],
+                       "name": "counting attention FLOPs and KV bytes",
+                       "marker": {"symbol": "diamond-open", "size": 13, "color": theme.INK,
+                                  "line": {"width": 2}},
+                       "cliponaxis": False,
+                       "hovertemplate": "%{y}, all work counted: %{x:.3g}%<extra></extra>"})
     # the key of the shaded bands (shapes), drawing nothing itself
     traces.append({"type": "scatter", "mode": "markers", "x": [None], "y": [None],
                    "name": "healthy band (17 §9)", "meta": {"legend_key": True},
@@ -121,26 +133,37 @@ class UtilizationPanel(Panel):
         Control("context_tokens", "live KV per sequence (tokens)", "int", 0, 0, 32_000, 100),
         Control("prefill_tok_s", "measured prefill (prompt tokens/s)", "float",
                 float(ch17.PREFILL_TOK_PER_S), 500.0, 100_000.0, 500.0),
+        Control("prompt_tokens", "prompt length of the prefill measurement (tokens)", "int",
+                ch17.PROMPT_TOKENS, 128, ch17.LONGEST_CONTEXT_TOKENS, 128),
     )
     main_control = "batch"
     base_layout = {"height": 400}
 
     def compute(self, *, model, hardware, decode_tok_s, batch, context_tokens,
-                prefill_tok_s) -> View:
+                prefill_tok_s, prompt_tokens) -> View:
         m, hw = _MEASURE_MODELS[model], _MEASURE_CARDS[hardware]
         dec = calc.decode_utilization(m, hw, decode_tok_s, batch=batch,
                                       context_tokens=context_tokens)
         pre = calc.prefill_utilization(m, hw, prefill_tok_s)
+        full = calc.utilization_counted(m, hw, decode_tokens_per_s=decode_tok_s,
+                                        prefill_tokens_per_s=prefill_tok_s, batch=batch,
+                                        context_tokens=context_tokens,
+                                        prompt_tokens=prompt_tokens)
         ceiling = decode_tok_s / dec["mbu"]
         ratios = {"decode MBU": dec["mbu"], "decode MFU": dec["mfu"], "prefill MFU": pre["mfu"]}
         traces, layout = utilization_traces(
             ratios, {"measured": decode_tok_s, "memory-roof ceiling": ceiling},
             bands={"decode MBU": ch17.HEALTHY_DECODE_MBU,
-                   "prefill MFU": ch17.STRONG_PREFILL_MFU})
+                   "prefill MFU": ch17.STRONG_PREFILL_MFU},
+            counted={"decode MBU": full["decode_mbu"], "decode MFU": full["decode_mfu"],
+                     "prefill MFU": full["prefill_mfu"]})
         numbers = {"decode_bytes_per_s": dec["bytes_per_s"], "decode_mbu_pct": 100 * dec["mbu"],
                    "decode_flops_per_s": dec["flops_per_s"], "decode_mfu_pct": 100 * dec["mfu"],
                    "headroom": dec["headroom"], "ceiling_tok_s": ceiling,
-                   "prefill_flops_per_s": pre["flops_per_s"], "prefill_mfu_pct": 100 * pre["mfu"]}
+                   "prefill_flops_per_s": pre["flops_per_s"], "prefill_mfu_pct": 100 * pre["mfu"],
+                   "decode_mbu_weights_only_pct": 100 * full["decode_mbu_chapter"],
+                   "decode_mfu_attention_pct": 100 * full["decode_mfu"],
+                   "prefill_mfu_attention_pct": 100 * full["prefill_mfu"]}
         lo, hi = ch17.HEALTHY_DECODE_MBU
         if dec["mbu"] > 1:
             verdict = "above the memory roof: recheck the rate, batch or context"
@@ -153,7 +176,12 @@ class UtilizationPanel(Panel):
                 f"MFU {numbers['decode_mfu_pct']:.2g}%<br>"
                 f"headroom at most {dec['headroom']:.2f}x (ceiling {ceiling:,.0f} tok/s): "
                 f"{verdict}<br><b>prefill</b>: {pre['flops_per_s']:.3g} FLOP/s -> MFU "
-                f"<b>{numbers['prefill_mfu_pct']:.0f}%</b>" + source_line(m))
+                f"<b>{numbers['prefill_mfu_pct']:.0f}%</b><br>"
+                f"<i>all work counted: decode MBU {numbers['decode_mbu_pct']:.0f}% (weights "
+                f"only {numbers['decode_mbu_weights_only_pct']:.0f}%), decode MFU "
+                f"{numbers['decode_mfu_attention_pct']:.2g}%, prefill MFU "
+                f"{numbers['prefill_mfu_attention_pct']:.0f}% with attention over "
+                f"{prompt_tokens:,}-token prompts</i>" + source_line(m))
         return View(numbers=numbers, traces=traces, layout=layout, text=text)
 
 

@@ -2,7 +2,13 @@
 are not reproduced here): the levers indexed by symptom with their arithmetic, the mechanism -> lever map, and the
 cheat sheet of headline numbers for any model and card.
 
-They draw on every section (the roofline of §2, the KV sizing of §4, paging of §5, chunking of
+Below them, the fuller models 17 §9-§10 leave out (issue 24): MFU and MBU counting the
+attention FLOPs and KV bytes the chapter's ratios drop (``utilization_counted``), and the two
+levers priced on the roofline at any batch and context instead of at batch 1 with free
+drafting (``quantized_decode_speedup``, ``speculative_speedup``), together
+(``combined_levers``) rather than multiplied.
+
+The tables draw on every section (the roofline of §2, the KV sizing of §4, paging of §5, chunking of
 §6, the layouts of §7, quantization and speculation of §10), so they live here, above
 ``performance`` and ``parallelism``, rather than in either.
 """
@@ -15,17 +21,20 @@ from companion import validate as v
 from companion.chapters import ch17
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
-from companion.formulas.core import (kv_bytes, kv_bytes_per_token, ridge_point,
+from companion.formulas.core import (attention_flops, decode_step_parts, kv_bytes,
+                                     kv_bytes_per_token, mfu, ridge_point,
                                      speculative_expected_tokens)
 from companion.formulas.parallelism import parallel_layout, weights_per_gpu_bytes
+from companion.formulas.speculative import verification_flops, verification_under_load
 from companion.formulas.performance import (
-    chunked_prefill_trade, decode_intensity, decode_time_split, kv_weight_crossover_tokens,
+    chunked_prefill_trade, decode_utilization, prefill_utilization, decode_intensity, decode_time_split, kv_weight_crossover_tokens,
     memory_sweep_s, paged_batch_gain, prefill_compute_s, quantization_ceiling, roofline_point,
     tp_kv_capacity)
 from companion.serves import serves
 from companion.specs import LLAMA_70B, Hardware, Model
 
-__all__ = ["levers_table", "mechanism_lever_map", "cheat_sheet"]
+__all__ = ["levers_table", "mechanism_lever_map", "cheat_sheet", "utilization_counted",
+           "quantized_decode_speedup", "speculative_speedup", "combined_levers"]
 
 
 def _fits_one_gpu(model: Model, hardware: Hardware) -> bool:
@@ -179,3 +188,132 @@ def cheat_sheet(model: Model, hardware: Hardware, *,
     rows.append(("GPUs in the smallest TP x PP layout that fits",
                  math.nan if layout is None else layout["gpus"], "GPUs", "§7"))
     return [dict(quantity=q, value=val, unit=u, section=s) for q, val, u, s in rows]
+
+
+# --- where the §9-§10 arithmetic stops holding (issue 24: the fuller models) -----------------
+
+@serves("17.9")
+def utilization_counted(model: Model, hardware: Hardware, *, decode_tokens_per_s: float,
+                        prefill_tokens_per_s: float, batch: int = 1, context_tokens: int = 0,
+                        prompt_tokens: int = ch17.PROMPT_TOKENS) -> dict:
+    """MBU and MFU as 17 §9 computes them and with the work they leave out (17 §9, fuller).
+
+    The chapter's decode MBU streams the weights only ("short context, KV negligible"):
+    tok/s x D_w / b / beta; counting each sequence's live KV adds L k per token
+    (``decode_utilization``). Its MFUs count 2 FLOPs per parameter; a decode token also
+    attends to L + 1 positions and a prompt of n tokens has n(n+1)/2 causal pairs, a FLOP per
+    pair of ``core.attention_flops_per_pair``. Returns decode_mbu_chapter, decode_mbu,
+    decode_mfu_chapter, decode_mfu, prefill_mfu_chapter, prefill_mfu (fractions of peak).
+    """
+    m = _model(model)
+    hw = _hardware(hardware)
+    decode_tokens_per_s = v.positive("decode_tokens_per_s", decode_tokens_per_s)
+    prefill_tokens_per_s = v.positive("prefill_tokens_per_s", prefill_tokens_per_s)
+    b = v.count("batch", batch)
+    L = v.tokens("context_tokens", context_tokens)
+    n = v.tokens("prompt_tokens", prompt_tokens, minimum=1)
+    weights_only = decode_utilization(m, hw, decode_tokens_per_s, batch=b)
+    with_kv = decode_utilization(m, hw, decode_tokens_per_s, batch=b, context_tokens=L)
+    pre = prefill_utilization(m, hw, prefill_tokens_per_s)
+    decode_attn = decode_tokens_per_s * attention_flops(m, 1, L)
+    prefill_attn = prefill_tokens_per_s * attention_flops(m, n) / n
+    return dict(decode_mbu_chapter=weights_only["mbu"], decode_mbu=with_kv["mbu"],
+                decode_mfu_chapter=weights_only["mfu"],
+                decode_mfu=mfu(weights_only["flops_per_s"] + decode_attn, hw),
+                prefill_mfu_chapter=pre["mfu"],
+                prefill_mfu=mfu(pre["flops_per_s"] + prefill_attn, hw))
+
+
+def _at_precision(model: Model, bytes_per_param) -> Model:
+    """The model with its weights stored at ``bytes_per_param`` (None: as the preset has
+    them); the parameter counts, and so the FLOPs, stay."""
+    if bytes_per_param is None:
+        return model
+    b = v.positive("bytes_per_param", bytes_per_param)
+    return model.with_(bytes_per_param=b, weight_bytes=model.n_params * b,
+                       streamed_weight_bytes=model.streamed_params * b)
+
+
+def _plain_parts(m: Model, hw: Hardware, b: int, L: int):
+    """One plain decode step on the roofline: every sequence's token through the read-once
+    matrices and its attention over L cached tokens (``verification_flops`` of one row)."""
+    return decode_step_parts(m, hw, b, L, flops_per_token=verification_flops(m, 1, L))
+
+
+@serves("17.10")
+def quantized_decode_speedup(model: Model, hardware: Hardware, bytes_per_param: float = 1, *,
+                             batch: int = 1, context_tokens: int = 0) -> dict:
+    """Decode speed-up of weight-only quantization at any batch and context (17 §10, fuller).
+
+    The chapter's 2x is the batch-1 weight read alone: bytes per weight 2 -> 1. On the
+    roofline a step takes max(b F / peak, (D_w + b L k) / beta); quantizing the weights
+    shrinks D_w only (the KV cache stays BF16 and the arithmetic runs at the same peak), so
+    the speed-up falls toward 1 as the KV read grows or the step turns compute-bound.
+    Returns chapter_speedup (``quantization_ceiling``), speedup, step_s, quantized_step_s
+    and bound (of the quantized step).
+    """
+    m = _model(model)
+    hw = _hardware(hardware)
+    s = v.positive("bytes_per_param", bytes_per_param)
+    b = v.count("batch", batch)
+    L = v.tokens("context_tokens", context_tokens)
+    base = _plain_parts(m, hw, b, L)
+    quant = _plain_parts(_at_precision(m, s), hw, b, L)
+    return dict(chapter_speedup=quantization_ceiling(m, hw, s)["speedup"],
+                speedup=base.step_s / quant.step_s, step_s=base.step_s,
+                quantized_step_s=quant.step_s, bound=quant.bound)
+
+
+@serves("17.10")
+def speculative_speedup(model: Model, hardware: Hardware, acceptance: float = ch17.SPEC_ACCEPTANCE,
+                        draft_len: int = ch17.SPEC_DRAFT_LEN, *, draft_cost: float = 0.0,
+                        batch: int = 1, context_tokens: int = 0,
+                        bytes_per_param: float | None = None) -> dict:
+    """Speed-up of speculative decoding with the draft and the verification priced (17 §10).
+
+    The chapter's bound is E[X] = 1 + alpha + ... + alpha^k: drafting free and the wider pass
+    as cheap as a plain step. Here a round costs k x ``draft_cost`` plain steps of drafting
+    plus one verification pass of b (k + 1) rows on the roofline
+    (``speculative.verification_under_load``: free only while memory-bound), so
+    speed-up = E[X] x plain / (k c plain + verify). Returns chapter_speedup (E[X]), speedup,
+    plain_s, verify_s, round_s and bound (of the verification pass).
+    """
+    m = _at_precision(_model(model), bytes_per_param)
+    hw = _hardware(hardware)
+    a = v.probability("acceptance", acceptance)
+    k = v.tokens("draft_len", draft_len)
+    c = v.nonnegative("draft_cost", draft_cost)
+    load = verification_under_load(m, hw, batch, k, context_tokens)
+    expected = speculative_expected_tokens(a, k)
+    round_s = k * c * load["plain_s"] + load["verify_s"]
+    return dict(chapter_speedup=expected, speedup=expected * load["plain_s"] / round_s,
+                plain_s=load["plain_s"], verify_s=load["verify_s"], round_s=round_s,
+                bound=load["bound"])
+
+
+@serves("17.10")
+def combined_levers(model: Model, hardware: Hardware, bytes_per_param: float = 1,
+                    acceptance: float = ch17.SPEC_ACCEPTANCE,
+                    draft_len: int = ch17.SPEC_DRAFT_LEN, *, draft_cost: float = 0.0,
+                    batch: int = 1, context_tokens: int = 0) -> dict:
+    """Quantization and speculative decoding together versus their speed-ups multiplied
+    (17 §10, fuller).
+
+    joint = plain BF16 step / (quantized round / E[X]), the draft costing ``draft_cost``
+    quantized plain steps per token; product = quantization speed-up x speculative speed-up,
+    each computed alone at the same batch and context; chapter = 2/s x E[X], the two
+    headline numbers multiplied. The joint equals the product while both passes stay
+    memory-bound and the KV read is small, and falls below it once quantization has moved
+    the verification pass past the ridge. Returns quantization, speculative (the dicts of
+    the two functions), product, joint and chapter.
+    """
+    q = quantized_decode_speedup(model, hardware, bytes_per_param, batch=batch,
+                                 context_tokens=context_tokens)
+    s = speculative_speedup(model, hardware, acceptance, draft_len, draft_cost=draft_cost,
+                            batch=batch, context_tokens=context_tokens)
+    sq = speculative_speedup(model, hardware, acceptance, draft_len, draft_cost=draft_cost,
+                             batch=batch, context_tokens=context_tokens,
+                             bytes_per_param=bytes_per_param)
+    joint = q["step_s"] * sq["chapter_speedup"] / sq["round_s"]
+    return dict(quantization=q, speculative=s, product=q["speedup"] * s["speedup"],
+                joint=joint, chapter=q["chapter_speedup"] * s["chapter_speedup"])

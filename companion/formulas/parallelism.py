@@ -19,7 +19,7 @@ from companion.chapters import ch17
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
 from companion.formulas.core import (kv_bytes, kv_bytes_per_token, matrix_flops,
-                                     moe_streamed_weight_bytes, pipeline_bubble)
+                                     moe_streamed_weight_bytes, pipeline_bubble, prefill_flops)
 from companion.formulas.performance import prefill_compute_s, tp_kv_capacity
 from companion.serves import serves
 from companion.specs import LLAMA_8B, LLAMA_70B, LLAMA_405B, Hardware, Model
@@ -32,6 +32,7 @@ __all__ = [
     "placement_model", "placement_candidates",
     # §8 disaggregation and routing
     "disaggregated_pools", "kv_transfer_s", "kv_routing_ttft", "routed_mean_ttft_s",
+    "routed_ttft_percentile",
     # interview: the batch between the ITL target and KV memory (§4-§5 arithmetic, TP of §7)
     "itl_batch_ceiling", "batch_window",
 ]
@@ -311,12 +312,15 @@ def kv_transfer_s(model: Model, context_tokens: int, link_bytes_per_s: float, *,
 def kv_routing_ttft(model: Model, hardware: Hardware, turn: int, *,
                     first_turn_tokens: int = ch17.AGENT_FIRST_TURN_TOKENS,
                     tokens_per_turn: int = ch17.AGENT_TOKENS_PER_TURN,
-                    efficiency: float = ch17.PREFILL_EFFICIENCY) -> dict:
+                    efficiency: float = ch17.PREFILL_EFFICIENCY,
+                    attention: bool = False) -> dict:
     """TTFT of a multi-turn conversation's turn on a cold versus a warm (prefix-holding) worker.
 
     Context at turn t: first + (t - 1) x per_turn; cold re-prefills all of it, warm only the new
     message. Turn 20 on the 8B: 28,800 tokens, 461 TFLOP -> 932 ms vs 19.2 TFLOP -> 39 ms at 50%
-    of peak, ~24x (17 §8). Attention FLOPs are ignored as in the chapter.
+    of peak, ~24x (17 §8). Attention FLOPs are ignored as in the chapter; ``attention=True``
+    adds them (``core.prefill_flops``: the cold prefill's L(L+1)/2 causal pairs, the warm
+    one's new tokens against the whole cached history), the fuller model.
     """
     m = _model(model)
     hw = _hardware(hardware)
@@ -325,10 +329,18 @@ def kv_routing_ttft(model: Model, hardware: Hardware, turn: int, *,
     per_turn = v.tokens("tokens_per_turn", tokens_per_turn, minimum=1)
     context = first + (t - 1) * per_turn
     new = first if t == 1 else per_turn
-    cold_s = prefill_compute_s(m, hw, context, efficiency=efficiency)
-    warm_s = prefill_compute_s(m, hw, new, efficiency=efficiency)
-    return dict(context_tokens=context, new_tokens=new, cold_flops=matrix_flops(m, context),
-                cold_s=cold_s, warm_flops=matrix_flops(m, new), warm_s=warm_s,
+    if v.boolean("attention", attention):
+        e = v.probability("efficiency", efficiency, open_low=True)
+        cold_f = prefill_flops(m, context)
+        warm_f = prefill_flops(m, new, context - new)
+        cold_s = cold_f / (e * hw.peak_flops_per_s)
+        warm_s = warm_f / (e * hw.peak_flops_per_s)
+    else:
+        cold_f, warm_f = matrix_flops(m, context), matrix_flops(m, new)
+        cold_s = prefill_compute_s(m, hw, context, efficiency=efficiency)
+        warm_s = prefill_compute_s(m, hw, new, efficiency=efficiency)
+    return dict(context_tokens=context, new_tokens=new, cold_flops=cold_f,
+                cold_s=cold_s, warm_flops=warm_f, warm_s=warm_s,
                 speedup=cold_s / warm_s)
 
 
@@ -351,6 +363,25 @@ def routed_mean_ttft_s(cold_s, warm_s, warm_share: float):
     w = _positive_values("warm_s", warm_s)
     h = v.probability("warm_share", warm_share)
     return h * w + (1.0 - h) * c
+
+
+@serves("17.8")
+def routed_ttft_percentile(cold_s: float, warm_s: float, warm_share: float,
+                           percentile: float) -> float:
+    """A percentile of TTFT when ``warm_share`` of turns land warm (17 §8, fuller).
+
+    The TTFTs take two values only, warm for a share h of turns and cold for the rest, so
+    the q-th percentile (nearest rank over many turns) is the warm TTFT while q/100 <= h and
+    the cold one above: a 90%-warm router's p99 is a full cold prefill, which the mean
+    (``routed_mean_ttft_s``) does not show.
+    """
+    c = v.positive("cold_s", cold_s)
+    w = v.positive("warm_s", warm_s)
+    h = v.probability("warm_share", warm_share)
+    q = v.number("percentile", percentile, at_least=0.0, at_most=100.0)
+    low, high = min(c, w), max(c, w)
+    # the warm turns are the low ones (a cold prefill is never shorter than a warm one)
+    return low if q / 100.0 <= h + 1e-12 else high
 
 
 # --- interview: what batch size should we run? -----------------------------------------------

@@ -15,6 +15,10 @@ draft token survives, which request misses its deadline.
 - ``workload`` and ``load``: arrivals and request columns; a service under load with admission
   by KV space and deadline, cancellation, goodput and energy (8.6); ``slo``: 17 §3's TTFT and
   ITL targets under load.
+- ``pipeline``: stages working through jobs in order, event by event (17 §7's pipeline with
+  unequal stages, 17 §8's KV shipped layer by layer); ``queueing``: a pool of servers under
+  Poisson arrivals (17 §8's prefill pool as an M/M/c queue). Both check the fuller closed
+  forms of ``companion.formulas.communication`` and ``.queueing``.
 
 Notebooks import the modules themselves (``from companion.sim import scheduler``, then
 ``scheduler.simulate``); this façade lists only the few names they read as ``sim.X``, and a

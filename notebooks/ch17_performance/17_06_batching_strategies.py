@@ -275,7 +275,8 @@ md(f"""> **Where this model breaks: chunked prefill.** At the chapter's setting 
 > worst ITL is set by the last chunks, not the first. The chapter's numbers stay as printed
 > (the ledger checks them); the dotted curves in the chunk-size explorer below are this
 > fuller model.""")
-#
+
+# %% [markdown]
 # ## The three strategies side by side (re-derived)
 #
 # The chapter closes the section with a decision table; the table is not reproduced here. We

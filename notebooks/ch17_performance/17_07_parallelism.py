@@ -115,6 +115,95 @@ for e in ledger.by_section("17.7"):
         print(f"{e.claim}: chapter {e.printed} {e.unit}, companion {e.value:.3f}\n  {e.note}")
 
 # %% [markdown]
+# ## Where this model breaks: one flat floor per all-reduce, added to the step
+#
+# The communication term above rests on two simplifications.
+#
+# 1. **Every all-reduce costs the same floor, whatever $g$.** The ring algorithm, which NCCL
+#    uses for all but the smallest messages, passes the vector around the $g$ GPUs in
+#    $2(g-1)$ steps: $g-1$ to add up the partial sums, $g-1$ to hand the totals back. Each step
+#    is a message, and each message pays a latency $\alpha$. In the usual
+#    latency-plus-bandwidth form (Thakur, Rabenseifner and Gropp, 2005):
+#
+#    $$T_\text{ring} = 2(g-1)\,\alpha + \frac{2(g-1)}{g}\,\frac{n}{\beta_\text{link}}.$$
+#
+#    The bandwidth part is the chapter's; only the latency part grows with $g$. To compare like
+#    with like we choose $\alpha$ so that the ring costs exactly the chapter's floor at its own
+#    TP = 4 ($\alpha = T_\text{floor}/6$). The two models then agree at the chapter's setting
+#    and part at every other degree. (NCCL also has tree and single-shot algorithms whose latency
+#    grows more slowly than the ring's; the flat floor is closest to those, the ring is the
+#    pessimistic end.)
+# 2. **The collectives are added to the reads.** An engine can overlap part of them with other
+#    work, for instance by splitting the batch in two halves that take turns, one reading
+#    weights while the other all-reduces. The best possible case hides them entirely:
+#    $T_\text{step} = \max(\text{read}, \text{comm})$. 17 §9's checklist asks a trace whether
+#    the collectives overlap and speaks as if §7's arithmetic assumed they did, yet §7 adds the
+#    two. The sum and the max bracket what a real trace can show.
+#
+# `calc.tp_step_fuller` prices a step either way; the TP explorer below has both as dropdowns.
+
+# %% tags=["remove-input"]
+tp_controls = {c.name: c for c in widgets.TensorParallelPanel.controls}
+pcie_link = dict(collective_latency_s=ch17.COLLECTIVE_LATENCY_PCIE_S,
+                 link_bytes_per_s=ch08.PCIE_GEN5_X16_BYTES_PER_S)
+layouts = [(2, "NVLink", {}), (4, "NVLink", {}), (8, "NVLink", {}), (4, "PCIe", pcie_link),
+           (8, "PCIe", pcie_link)]
+variants = {"chapter: flat, added": dict(collectives="flat"), "ring, added": dict(),
+            "flat, hidden (best case)": dict(collectives="flat", overlap=True),
+            "ring, hidden": dict(overlap=True)}
+head = "| layout | " + " | ".join(variants) + " |"
+lines = [head, "|" + "---|" * (len(variants) + 1)]
+for g, link, kw in layouts:
+    cells = [f"{calc.tp_step_fuller(m70, hw, g, **kw, **v)['step_s'] / units.ms:.2f} ms"
+             for v in variants.values()]
+    lines.append(f"| TP {g} · {link} | " + " | ".join(cells) + " |")
+md("A 70B decode step at batch 1, four ways (the first column is the chapter's model):\n\n"
+   + "\n".join(lines))
+
+# %% tags=["remove-input"]
+alpha = calc.ring_hop_latency_s()
+chap4 = calc.tp_step_fuller(m70, hw, 4, collectives="flat")
+hid4 = calc.tp_step_fuller(m70, hw, 4, collectives="flat", overlap=True)
+flat8 = calc.tp_step_fuller(m70, hw, 8, collectives="flat")
+ring8 = calc.tp_step_fuller(m70, hw, 8)
+ring2, flat2 = calc.tp_step_fuller(m70, hw, 2), calc.tp_step_fuller(m70, hw, 2, collectives="flat")
+top = tp_controls["nvlink_latency_us"].max * units.us
+flat8_top = calc.tp_step_fuller(m70, hw, 8, collectives="flat", collective_latency_s=top)
+ring8_top = calc.tp_step_fuller(m70, hw, 8, collective_latency_s=top)
+pc8_flat = calc.tp_step_fuller(m70, hw, 8, collectives="flat", **pcie_link)
+pc8_ring = calc.tp_step_fuller(m70, hw, 8, **pcie_link)
+pc8_hid = calc.tp_step_fuller(m70, hw, 8, collectives="flat", overlap=True, **pcie_link)
+pc8_ring_hid = calc.tp_step_fuller(m70, hw, 8, overlap=True, **pcie_link)
+md(f"""> **Where this model breaks: collective latency and overlap.** At the chapter's setting
+> (TP = 4 on NVLink) the ring model agrees with the flat floor by construction: a hop of
+> {alpha / units.us:.2f} µs, six hops per all-reduce. The overlap assumption is the one that
+> moves the answer there: hiding the collectives under the reads takes the step from
+> {chap4['step_s'] / units.ms:.2f} ms to {hid4['step_s'] / units.ms:.2f} ms, the
+> {100 * chap4['overhead']:.0f}% overhead to {100 * hid4['overhead']:.0f}%.
+>
+> At the explorer's other degrees the latency model matters. At TP = 8 the ring needs
+> {2 * (8 - 1)} hops per all-reduce, so the collectives cost {ring8['latency_s'] / units.ms:.2f} ms instead of
+> {flat8['latency_s'] / units.ms:.2f} ms and the overhead is {100 * ring8['overhead']:.0f}%,
+> not {100 * flat8['overhead']:.0f}% ({ring8['step_s'] / units.ms:.2f} vs
+> {flat8['step_s'] / units.ms:.2f} ms per token). At TP = 2 it runs the other way
+> ({ring2['step_s'] / units.ms:.2f} vs {flat2['step_s'] / units.ms:.2f} ms). With the NVLink
+> floor at the slider's top, {top / units.us:.0f} µs, TP = 8 takes
+> {ring8_top['step_s'] / units.ms:.2f} ms under the ring against
+> {flat8_top['step_s'] / units.ms:.2f} ms under the flat floor. Over PCIe at TP = 8 the ring
+> puts {pc8_ring['comm_s'] / units.ms:.1f} ms of collectives on a
+> {pc8_ring['read_s'] / units.ms:.1f} ms read (flat floor: {pc8_flat['comm_s'] / units.ms:.1f}
+> ms). Perfect overlap would hide the flat floor's collectives entirely (a
+> {pc8_hid['step_s'] / units.ms:.2f} ms step) but not the ring's, which outlast the read
+> ({pc8_ring_hid['step_s'] / units.ms:.2f} ms).
+>
+> **When it matters.** For the chapter's placement rule, hardly at all: every variant keeps
+> TP inside NVLink. For predicting what a larger TP degree buys it matters a lot: the flat
+> floor says TP = 8 cuts the step by {chap4['step_s'] / flat8['step_s']:.2f}x over TP = 4, the
+> ring says {chap4['step_s'] / ring8['step_s']:.2f}x. The chapter's numbers stay as printed;
+> the "all-reduce latency" and "collectives and reads" dropdowns of the TP explorer switch
+> the bars to the fuller model.""")
+
+# %% [markdown]
 # ## Pipeline parallelism: each GPU owns a run of whole layers
 #
 # Pipeline parallelism (PP) slices the model the other way: with $S$ stages, each GPU keeps
@@ -155,6 +244,74 @@ plots.pipeline_figure(grid, bubble_curves=curves,
 # working on. Orange is the filling triangle, purple the draining one, grey the bubble. Count
 # the grey cells: $S(S-1)$ of $S(M+S-1)$, which is the formula above.
 #
+# ## Where this model breaks: stages of unequal length
+#
+# The bubble formula counts slots, so it assumes every stage needs the same time per
+# microbatch. A real split is not that tidy. The layer count need not divide by $S$, and the
+# last stage also runs the output projection, `lm_head`, a hidden-by-vocabulary matrix that in
+# the public Llama-3.1-70B configuration weighs more than a whole layer. In decode a stage's
+# time is its own weight read, so the last stage is the slowest one.
+#
+# With stage times $t_1, \dots, t_S$ the microbatches still enter one after another, but
+# each stage can start microbatch $j$ only when it has finished $j-1$ and the stage before has
+# finished $j$. The last microbatch leaves at
+#
+# $$T = \sum_s t_s + (M-1)\,\max_s t_s, \qquad
+# \text{bubble} = 1 - \frac{M \sum_s t_s}{S\,T} \;\xrightarrow{M\to\infty}\;
+# 1 - \frac{\bar t}{\max_s t_s}.$$
+#
+# With equal stages this is the chapter's $(S-1)/(M+S-1)$. With unequal ones the bubble no
+# longer vanishes as $M$ grows: the slowest stage sets the pace and the others wait for it
+# every slot. `calc.pp_decode_bubble` splits the real configuration (spare layers to the first
+# stages, `lm_head` on the last) and prices it; the companion's event-by-event pipeline run
+# (`companion.sim.pipeline`) gives the same figures.
+
+# %% tags=["remove-input"]
+from companion import models
+from companion.sim import pipeline
+
+cfg70 = models.load("llama-3.1-70b")
+pipe_controls = {c.name: c for c in widgets.PipelineBubblePanel.controls}
+s_max, m_max = pipe_controls["stages"].max, pipe_controls["microbatches"].max
+cases = [(4, 16, "the chapter"), (4, 64, "the chapter"), (3, 16, "layers do not divide"),
+         (8, m_max, ""), (s_max, m_max, "slider maxima"), (s_max, 1, "")]
+rows = ["| stages S | microbatches M | layers per stage | chapter's bubble | real stages | "
+        "floor as M grows |", "|---|---|---|---|---|---|"]
+real = {}
+for st, mb, note in cases:
+    r = calc.pp_decode_bubble(cfg70, hw, st, mb)
+    real[(st, mb)] = r
+    lo, hi = min(r["stage_layers"]), max(r["stage_layers"])
+    split = f"{lo}" if lo == hi else "/".join(str(n) for n in r["stage_layers"])
+    rows.append(f"| {st}{' (' + note + ')' if note else ''} | {mb} | {split} | "
+                f"{100 * r['equal_bubble']:.1f}% | {100 * r['bubble']:.1f}% | "
+                f"{100 * r['floor']:.1f}% |")
+check = pipeline.pipeline_run(real[(4, 16)]["stage_times_s"], 16)
+md("The 70B's decode stages on an H100 SXM, each stage's time its weights over the bandwidth "
+   "(the configuration's exact parameter counts):\n\n" + "\n".join(rows)
+   + f"\n\nThe simulated run of S = 4, M = 16 gives a bubble of {100 * check['bubble']:.1f}%.")
+
+# %% tags=["remove-input"]
+c416, c464, cmax = real[(4, 16)], real[(4, 64)], real[(s_max, m_max)]
+head_layers = cfg70.head_params / (cfg70.layer_params / cfg70.n_layers)
+md(f"""> **Where this model breaks: the pipeline bubble.** The output projection weighs as much
+> as {head_layers:.2f} layers, so with 20 layers per stage the last of the chapter's four
+> stages takes {c416['imbalance']:.3f}x the mean. At the chapter's settings the bubble is
+> {100 * c416['bubble']:.1f}% instead of {100 * c416['equal_bubble']:.1f}% at M = 16, and
+> {100 * c464['bubble']:.1f}% instead of {100 * c464['equal_bubble']:.1f}% at M = 64: more
+> microbatches cannot push it below {100 * c464['floor']:.1f}%. At the explorer's corner of
+> {s_max} stages and {m_max} microbatches each stage holds {cfg70.n_layers // s_max} layers and
+> the last one carries {head_layers:.2f} layers' worth more, so the bubble is
+> {100 * cmax['bubble']:.1f}%, not {100 * cmax['equal_bubble']:.1f}%, with a floor of
+> {100 * cmax['floor']:.1f}%.
+>
+> **When it matters.** Whenever stages are few layers deep (deep pipelines) or the traffic is
+> heavy enough that the chapter would call the bubble negligible. Engines answer by giving
+> the last stage fewer layers; a split that balances the weights rather than the layer count
+> brings the chapter's formula back. The dashed curve in the pipeline explorer is this model
+> for the stage count you choose.""")
+
+# %% [markdown]
 # ## Choosing and combining: where does the 405B go?
 #
 # The two costs give a rule of thumb: stretch TP across the whole NVLink domain (usually one
@@ -213,7 +370,9 @@ ledger.show("17.7")
 #
 # Choose the model, the card and the TP degree. Raise the batch or the context and the reads
 # grow back; move the two collective floors to see where NVLink's lead comes from. At the
-# defaults the readout reproduces the chapter's TP = 4 step.
+# defaults the readout reproduces the chapter's TP = 4 step. The last two dropdowns switch to
+# the fuller model of the box above: ring latency that grows with the degree, and collectives
+# hidden under the reads.
 
 # %% tags=["nbval-ignore-output"]
 tp_panel = widgets.TensorParallelPanel()
@@ -229,7 +388,8 @@ print(f"read {n['read_ms']:.2f} ms + floor {n['nvlink_latency_ms']:.2f} ms = ste
 # ## Explorer: the pipeline diagram
 #
 # Stages and microbatches. The grey corners keep their size while the busy middle grows with
-# $M$.
+# $M$. The dashed curve is the fuller model for your stage count: the real 70B configuration
+# split into stages of unequal weight.
 
 # %% tags=["nbval-ignore-output"]
 pipe_panel = widgets.PipelineBubblePanel()
@@ -345,3 +505,13 @@ four GPUs not because the weights need them but because the KV cache does.""",
 # > - A TP decode step over NVLink or PCIe and its communication overhead ([Exercise 17-5](../../exercises/ex17_5.ipynb))
 # > - The pipeline bubble for $S$ stages and $M$ microbatches, and the $M$ a target needs ([Exercise 17-6](../../exercises/ex17_6.ipynb))
 # > - The smallest TP x PP layout that fits a model's weights on a card ([Exercise 17-6](../../exercises/ex17_6.ipynb))
+# >
+# > **Assumptions this notebook made.** A decode step is its weight and KV reads plus the
+# > collectives (the explorer's batches stay below the ridge, so the reads, not the
+# > arithmetic, set it); each all-reduce costs the chapter's flat floor and is added to the
+# > step, while the fuller model prices a ring whose hop latency is fitted to that floor at
+# > TP = 4 and bounds overlap by hiding the collectives completely; links run at their
+# > nominal bandwidth; the bubble formula takes equal stages and ignores the stage-to-stage
+# > handoff, while the fuller model takes each decode stage's time as its weight read and
+# > still ignores the handoff; placement counts weights and a fixed runtime reserve only (no
+# > activations, no embedding or head imbalance between stages).

@@ -93,6 +93,92 @@ and each hop takes {d8k['ship_ms']:.0f} ms.""")
 # **goodput**, the rate of requests that meet *both* their TTFT and their ITL objective,
 # rather than tokens per second.
 #
+# ## Where this model breaks: a pool sized to its mean demand is full
+#
+# Dividing the mean demand by one group's capacity gives the number of groups that can keep
+# up *on average*. At the chapter's traffic the division comes out whole, so every prefill
+# group it counts would be busy all of the time. Requests do not arrive on a metronome,
+# though, and prompts are not all of mean length; a pool with no spare capacity builds a queue
+# that never drains, and the queueing wait lands in every TTFT.
+#
+# The standard model for this is the M/M/c queue: requests arrive at random (a Poisson stream
+# at rate $\lambda$), each of $c$ groups prefills one prompt at a time, and prefill times vary
+# (exponentially, with mean $S = \bar n/\mu_p$). With offered load $a = \lambda S$ groups'
+# worth, Erlang's C formula gives the chance that a request has to wait at all, $C(c, a)$, and
+# the wait beyond that is exponential:
+#
+# $$P(W > t) = C(c, a)\, e^{-(c/S - \lambda)\,t}, \qquad
+# \bar W = \frac{C(c, a)}{c/S - \lambda}.$$
+#
+# Only $c > a$ is stable. To size the pool we ask for the TTFT target of 17 §3 (p90 under
+# 500 ms) and let the queueing wait have what the mean prompt's own prefill leaves of it:
+# the smallest $c$ whose p90 wait fits. `calc.prefill_pool_for_ttft` does it, and the
+# companion's pool simulation (`companion.sim.queueing`) checks the formula.
+
+# %% tags=["remove-input"]
+from companion.sim import queueing
+from companion.sim.load import nearest_rank_percentile
+
+q = calc.prefill_pool_for_ttft(100, 2000)
+service = q["service_s"]
+rows = ["| prefill groups | load per group | P(wait) | mean wait | p90 wait |",
+        "|---|---|---|---|---|"]
+for c in range(q["chapter_groups"], q["groups"] + 3):
+    w = calc.pool_wait(100, service, c)
+    fmt = (lambda x: "grows without bound" if x == float("inf") else f"{x / units.ms:,.0f} ms")
+    tag = (" (chapter)" if c == q["chapter_groups"] else
+           " (sized for the target)" if c == q["groups"] else "")
+    rows.append(f"| {c}{tag} | {100 * w['utilization']:.1f}% | {100 * w['wait_prob']:.0f}% | "
+                f"{fmt(w['mean_wait_s'])} | {fmt(w['percentile_wait_s'])} |")
+sim_pool = queueing.pool_run(100, service, q["groups"], n_requests=400_000, seed=17)
+sim_p90 = nearest_rank_percentile(sim_pool["wait_s"], 90)
+md("The chapter's prefill pool (100 req/s, 2,000-token prompts, 10,000 tok/s per group) as "
+   "an M/M/c queue:\n\n" + "\n".join(rows)
+   + f"\n\nThe companion's pool simulation with {q['groups']} groups (400,000 seeded "
+     f"requests): {100 * sim_pool['waited_share']:.0f}% of requests wait at all, the p90 wait "
+     f"is {sim_p90 / units.ms:.0f} ms and the mean {sim_pool['mean_wait_s'] / units.ms:.0f} ms. "
+     "A queue this busy has long busy spells, so its sample mean settles slowly on the "
+     "formula's value.")
+
+# %% tags=["remove-input"]
+pool_controls = {c.name: c for c in widgets.PoolSizingPanel.controls}
+rate_hi = pool_controls["request_rate"].max
+prompt_hi = pool_controls["mean_prompt_tokens"].max
+target_lo = pool_controls["ttft_p90_target_ms"].min * units.ms
+busy = calc.prefill_pool_for_ttft(rate_hi, 2000)
+quiet = calc.prefill_pool_for_ttft(pool_controls["request_rate"].min, 2000)
+strict = calc.prefill_pool_for_ttft(100, 2000, ttft_p90_target_s=target_lo)
+long_q = calc.prefill_pool_for_ttft(100, prompt_hi)
+assert strict["groups"] is None and long_q["groups"] is None   # what the box says of them
+quiet_groups = f"{quiet['groups']} group" + ("s" if quiet["groups"] != 1 else "")
+md(f"""> **Where this model breaks: pool sizing.** At the chapter's setting the division gives
+> {q['chapter_groups']} prefill groups at exactly 100% load: the queue has no way to drain and
+> TTFT grows without bound. Holding a p90 TTFT of 500 ms needs {q['groups']} groups
+> ({100 * q['groups'] / q['chapter_groups'] - 100:.0f}% more), which run at
+> {100 * q['fuller']['utilization']:.0f}% load with a p90 wait of
+> {q['fuller']['percentile_wait_s'] / units.ms:.0f} ms. The decode pool's
+> {pools['decode_groups']} groups sit at exactly
+> {100 * pools['output_tok_per_s'] / (pools['decode_groups'] * ch17.DECODE_TOK_PER_S_PER_GROUP):.0f}%
+> load too; there the queue is of sequences waiting for a batch slot, and the same
+> argument asks for spare slots.
+>
+> At the explorer's extremes: at {rate_hi:.0f} req/s a large pool evens out the randomness,
+> and {busy['groups']} groups suffice where the division says {busy['chapter_groups']}
+> ({100 * busy['groups'] / busy['chapter_groups'] - 100:.0f}% spare); at
+> {pool_controls['request_rate'].min:.0f} req/s a single group is only
+> {100 * quiet['chapter']['utilization']:.0f}% loaded and {quiet_groups} meet the
+> target. At the slider's strictest target, {target_lo / units.ms:.0f} ms, even the mean
+> prompt's own prefill ({strict['service_s'] / units.ms:.0f} ms) does not fit, and neither
+> does a {prompt_hi:,}-token mean prompt at the chapter's target
+> ({long_q['service_s'] / units.ms:,.0f} ms of prefill on one group): no pool size helps
+> then; only a faster group (more GPUs per prompt) does.
+>
+> **When it matters.** Always for latency targets: a pool sized by division meets its
+> throughput and misses its TTFT. The spare share it needs shrinks as the pool grows, so the
+> chapter's division is close for a large fleet with a loose target and far off for a small
+> one or a strict target. The dashed line in the pool explorer is this sizing.""")
+
+# %% [markdown]
 # ## The cost of the hop: moving the KV cache
 #
 # The decode GPU can emit the second token only once it holds the request's entire KV cache.
@@ -124,6 +210,74 @@ plots.kv_transfer_figure(contexts, curves, marks=marks).show()
 # deployment of about one server is better off sharing GPUs with chunked prefill; a fleet
 # gains from the split.
 #
+# ## Where this model breaks: the hop shipped whole, after the prefill
+#
+# The transfer times above send the whole cache over one link once the prefill is done. Two
+# things change that. First, a request's layers are finished one after another: the prefill
+# computes layer 1 for the whole prompt, then layer 2, and so on, so layer $i$'s KV can be on
+# the wire while the GPUs work on layer $i+1$. With $n$ layers, a per-layer prefill time
+# $t_p$ and a per-layer shipping time $t_x$, the last byte arrives
+#
+# $$t_x + (n-1)\,\max(0,\ t_x - t_p)$$
+#
+# after the prefill ends: one layer's worth while the link keeps up, the full time only when it
+# cannot. Second, a 70B prefill group is four GPUs (17 §7), each holding a quarter of the KV
+# heads; a server usually gives each GPU its own network card, so the shards can travel in
+# parallel. `calc.kv_layered_transfer` prices both; the diagram explorer has a "KV hop"
+# dropdown.
+
+# %% tags=["remove-input"]
+tp70 = ch17.TP                                   # the 70B prefill group of 17 §4, §7
+exposed = {label: [calc.kv_layered_transfer(m70, hw, c, bw, tp=tp70)["exposed_s"]
+                   for c in contexts] for label, bw in links.items()}
+plots.kv_transfer_figure(contexts, curves, marks=marks, exposed=exposed,
+                         exposed_note="layer by layer, after the prefill").show()
+
+# %% tags=["remove-input"]
+rows = ["| context | link | whole, one link (chapter) | over 4 links | layer by layer "
+        "| prefill (4 GPUs) |", "|---|---|---|---|---|---|"]
+for ctx in (ch17.MEAN_PROMPT_TOKENS, L, ch17.LONGEST_CONTEXT_TOKENS):
+    for label, bw in links.items():
+        k4 = calc.kv_layered_transfer(m70, hw, ctx, bw, tp=tp70, links=tp70)
+        k1 = calc.kv_layered_transfer(m70, hw, ctx, bw, tp=tp70)
+        rows.append(f"| {ctx:,} | {label} | {k1['whole_s'] / units.ms:,.1f} ms | "
+                    f"{k4['spread_s'] / units.ms:,.1f} ms | {k1['exposed_s'] / units.ms:,.2f} ms "
+                    f"| {k1['prefill_s'] / units.ms:,.0f} ms |")
+md("The 70B's KV hop, four ways of reading it (prefill at 50% of peak on 4 GPUs):\n\n"
+   + "\n".join(rows))
+
+# %% tags=["remove-input"]
+rdma = ch17.RDMA_400G_BYTES_PER_S
+hop8k = calc.kv_layered_transfer(m70, hw, L, rdma, tp=tp70)
+hop_long = calc.kv_layered_transfer(m70, hw, ch17.LONGEST_CONTEXT_TOKENS, rdma, tp=tp70)
+keep_up = hop8k["kv_bytes"] / hop8k["prefill_s"]           # bytes/s the prefill produces
+hop8b = calc.kv_layered_transfer(m8, hw, L, rdma)
+diagram_controls = {c.name: c for c in widgets.DisaggregationDiagramPanel.controls}
+p_hi = diagram_controls["mean_prompt_tokens"].max
+hop_hi = calc.kv_layered_transfer(m70, hw, p_hi, rdma, tp=tp70)
+md(f"""> **Where this model breaks: the KV hop.** At the chapter's setting (8,000 tokens of the
+> 70B over 400 Gb RDMA) the whole cache takes {hop8k['whole_s'] / units.ms:.0f} ms, but the
+> prefill that produces it runs {hop8k['prefill_s'] / units.ms:.0f} ms on four GPUs, producing
+> KV at only {keep_up / units.GB:.1f} GB/s. Shipped layer by layer, the link keeps up easily
+> and only the last layer's {hop8k['exposed_s'] / units.ms:.2f} ms remains after the prefill:
+> {100 * hop8k['hidden_share']:.1f}% of the transfer is hidden. Over four cards in parallel
+> the whole-cache time itself falls to a quarter. For the 8B on one GPU the same holds
+> ({hop8b['exposed_s'] / units.ms:.2f} ms left of {hop8b['whole_s'] / units.ms:.0f} ms).
+>
+> At the explorer's longest prompt ({p_hi:,} tokens) the whole cache takes
+> {hop_hi['whole_s'] / units.ms:,.0f} ms and the layered hop leaves
+> {hop_hi['exposed_s'] / units.ms:.1f} ms; at the chapter's longest context
+> ({ch17.LONGEST_CONTEXT_TOKENS:,} tokens) {hop_long['whole_s'] / units.ms:,.0f} ms against
+> {hop_long['exposed_s'] / units.ms:.1f} ms. Overlap fails only on a link slower than the KV
+> production rate, about {keep_up / units.GB:.1f} GB/s here (a slow Ethernet, or a prefill much
+> faster than 50% of peak).
+>
+> **When it matters.** For TTFT the chapter's whole-cache figure is the pessimistic end: with
+> layer-by-layer shipping the hop costs little at any context. What the bytes still cost is
+> link capacity: the pools exchange the full volume whatever the overlap, so the link has
+> to be sized for the traffic.""")
+
+# %% [markdown]
 # ## KV-aware routing
 #
 # With caches living on specific GPUs, the choice of GPU for a request starts to matter. In a
@@ -178,6 +332,79 @@ and the KV cache becomes distributed state that needs placement and eviction pol
 like sticky sessions or a sharded cache.""")
 
 # %% [markdown]
+# ## Where this model breaks: prefill without attention, and one average per router
+#
+# Two simplifications sit in the routing arithmetic.
+#
+# - **Attention is left out of the prefill.** $2N$ FLOPs per token counts the matrices only.
+#   Each new token also attends to every token before it, which at 17 §8's context lengths is
+#   no longer small: a cold prefill of $L$ tokens has $L(L+1)/2$ causal pairs, and even the
+#   warm worker's $\Delta n$ new tokens attend to the whole cached history. With $a$ FLOPs per
+#   pair (`calc.attention_flops_per_pair`), cold costs $2N L + a\,L(L+1)/2$ and warm
+#   $2N\,\Delta n + a\,(\Delta n\,(L - \Delta n) + \Delta n(\Delta n+1)/2)$. The ratio is
+#   no longer $L_t/\Delta n$, and it now depends on the model's shape.
+# - **A router is summarised by its mean.** TTFT takes two values only: warm for the share $h$
+#   of turns that land on a warm worker, cold for the rest. The mean blends them, but the
+#   percentiles a dashboard shows (17 §9) do not: the p-th percentile is the warm TTFT while
+#   $p/100 \le h$ and a full cold prefill above (`calc.routed_ttft_percentile`).
+
+# %% tags=["remove-input"]
+full = calc.kv_routing_ttft(m8, hw, 20, attention=True)
+full70 = calc.kv_routing_ttft(m70, hw, 20, attention=True)
+plain70 = calc.kv_routing_ttft(m70, hw, 20)
+rows = ["| turn 20 | chapter (matrices only) | attention counted |", "|---|---|---|"]
+for key, label in (("cold_s", "cold worker, 8B"), ("warm_s", "warm worker, 8B")):
+    rows.append(f"| {label} | {r[key] / units.ms:,.0f} ms | {full[key] / units.ms:,.0f} ms |")
+rows.append(f"| cold / warm, 8B | {r['speedup']:.1f}x | {full['speedup']:.1f}x |")
+rows.append(f"| cold / warm, 70B | {plain70['speedup']:.1f}x | {full70['speedup']:.1f}x |")
+rows2 = ["| router | mean | p50 | p90 | p99 |", "|---|---|---|---|---|"]
+for share in ch17.ROUTER_WARM_SHARES:
+    cells = [calc.routed_mean_ttft_s(r["cold_s"], r["warm_s"], share)] + [
+        calc.routed_ttft_percentile(r["cold_s"], r["warm_s"], share, q) for q in (50, 90, 99)]
+    rows2.append(f"| {100 * share:.0f}% of turns warm | "
+                 + " | ".join(f"{x / units.ms:,.0f} ms" for x in cells) + " |")
+md("\n".join(rows) + "\n\nTurn 20 on the 8B as a dashboard would show it (the chapter's "
+   "matrix-only times):\n\n" + "\n".join(rows2))
+
+# %% tags=["remove-input"]
+route_controls = {c.name: c for c in widgets.KVRoutingPanel.controls}
+t_hi = route_controls["turn"].max
+first_hi = route_controls["first_turn_tokens"].max
+step_hi = route_controls["tokens_per_turn"].max
+far = calc.kv_routing_ttft(m8, hw, t_hi)
+far_full = calc.kv_routing_ttft(m8, hw, t_hi, attention=True)
+big = dict(first_turn_tokens=first_hi, tokens_per_turn=step_hi)
+huge = calc.kv_routing_ttft(m8, hw, t_hi, **big)
+huge_full = calc.kv_routing_ttft(m8, hw, t_hi, attention=True, **big)
+good_share = ch17.ROUTER_WARM_SHARES[0]
+p99_good = calc.routed_ttft_percentile(r["cold_s"], r["warm_s"], good_share, 99)
+md(f"""> **Where this model breaks: routing.** At the chapter's turn 20 the attention FLOPs make
+> the cold prefill {full['cold_s'] / units.ms:,.0f} ms instead of {r['cold_s'] / units.ms:,.0f}
+> ms ({100 * (full['cold_s'] / r['cold_s'] - 1):.0f}% more) and the warm one
+> {full['warm_s'] / units.ms:.0f} ms instead of {r['warm_s'] / units.ms:.0f} ms
+> ({100 * (full['warm_s'] / r['warm_s'] - 1):.0f}% more, since its new tokens attend to the
+> whole history): a hit is worth {full['speedup']:.0f}x, not {r['speedup']:.0f}x, in
+> TTFT, and more milliseconds than before. The ratio also stops being the same for every
+> model: {full70['speedup']:.1f}x for the 70B shape, whose attention is a smaller share of its
+> work, against {full['speedup']:.1f}x for the 8B (worked answer 5 below holds only without
+> attention). The mean of a {100 * good_share:.0f}%-warm router hides its tail: its p99 is a
+> full cold prefill, {p99_good / units.ms:,.0f} ms; its p90 sits exactly on the edge, since exactly
+> {100 * (1 - good_share):.0f}% of the turns are cold.
+>
+> At the explorer's extremes: at turn {t_hi} the cold prefill is
+> {far_full['cold_s'] / units.ms:,.0f} ms with attention against
+> {far['cold_s'] / units.ms:,.0f} ms without; with a {first_hi:,}-token first turn and
+> {step_hi:,} tokens per turn the context reaches {huge['context_tokens']:,} tokens and the
+> attention term dominates: {huge_full['cold_s']:,.0f} s against {huge['cold_s']:,.0f} s
+> cold, and the hit-to-miss ratio is {huge_full['speedup']:.0f}x instead of
+> {huge['speedup']:.0f}x.
+>
+> **When it matters.** The attention term matters from tens of thousands of tokens on, which
+> is exactly where routing matters most; the percentile matters for any SLO stated as a p90 or
+> p99, since a router's misses set the tail no matter how good its mean. The dotted curves
+> and the percentile line in the routing explorer are this model.""")
+
+# %% [markdown]
 # ## Chapter says / companion computes
 
 # %%
@@ -187,7 +414,8 @@ ledger.show("17.8")
 # ## Explorer: sizing the two pools
 #
 # Request rate, request mix and per-group capacities. The step lines give each pool's group
-# count as traffic grows; the dot marks the current workload.
+# count as traffic grows; the dot marks the current workload. The dashed line is the prefill
+# pool sized by queueing for the TTFT p90 target you set.
 
 # %% tags=["nbval-ignore-output"]
 pool_panel = widgets.PoolSizingPanel()
@@ -202,7 +430,8 @@ print(f"{n['prefill_groups']} prefill and {n['decode_groups']} decode groups "
 # ## Explorer: cold vs warm worker, turn by turn
 #
 # The turn, the shape of the conversation, the share of turns the router lands warm, the
-# prefill efficiency and the model. The dashed line is the mean TTFT at the chosen share.
+# prefill efficiency and the model. The dashed line is the mean TTFT at the chosen share; the
+# dotted curves count the attention FLOPs, and the readout gives the TTFT percentiles.
 
 # %% tags=["nbval-ignore-output"]
 route_panel = widgets.KVRoutingPanel()
@@ -297,3 +526,14 @@ ratio. What the larger model changes is the absolute saving per warm landing."""
 # > - The time to ship one request's KV cache over NVLink, PCIe or RDMA ([Exercise 17-7](../../exercises/ex17_7.ipynb))
 # > - The cold and warm TTFT of a conversation's turn $t$ and their ratio ([Exercise 17-13](../../exercises/ex17_13.ipynb))
 # > - The mean TTFT a router achieves for a given share of warm landings ([Exercise 17-13](../../exercises/ex17_13.ipynb))
+# >
+# > **Assumptions this notebook made.** A GPU group sustains a fixed prefill and decode rate
+# > (the chapter's illustrative capacities) and a pool is sized by dividing mean demand by
+# > them, while the fuller model treats the prefill pool as an M/M/c queue (Poisson arrivals,
+# > exponential prefill times, one prompt per group at a time) and gives the queueing wait
+# > what the mean prompt's prefill leaves of a p90 TTFT target; the KV hop moves at the
+# > link's nominal bandwidth, whole, after the prefill, while the fuller model ships it layer
+# > by layer, one link per GPU where stated, and ignores per-message latency; prefill runs at
+# > 50% of peak on one GPU per group for the 8B and four for the 70B; routing TTFT is prefill
+# > compute only (no queueing, no network), with attention left out as in the chapter except
+# > where the fuller model counts it; a router's warm share is one fixed probability per turn.

@@ -98,6 +98,78 @@ ui = widgets.UtilizationPanel()
 ui.figure().show()
 
 # %% [markdown]
+# ## Where this model breaks: ratios that count only part of the work
+#
+# Both ratios divide by a peak what a token rate *implies*, and the chapter's versions imply
+# less work than there is.
+#
+# - **MBU without the KV cache.** The chapter's decode example reads the weights only, which
+#   is fair for its short context. Each sequence also streams its $L$ cached tokens every step,
+#   $L\,k$ bytes per token on top of $D_w/b$; the formula above already counts them, so at a
+#   long context the same token rate means a larger MBU and less headroom.
+# - **MFU without attention.** $2N$ FLOPs per token counts the matrices. A token also attends
+#   to the tokens before it, $a$ FLOPs per query-key pair: $L+1$ pairs for a decode token at
+#   context $L$, $n(n+1)/2$ pairs over a prompt of $n$ tokens. The common definition of MFU in
+#   the literature (Chowdhery et al., PaLM, 2022, appendix B) counts that attention work as
+#   model FLOPs. The chapter gives no prompt length for its prefill measurement; the
+#   explorer takes 17 §2's 2,048-token prompt by default.
+#
+# `calc.utilization_counted` returns both versions; the explorer's diamonds mark the fuller
+# ratios.
+
+# %% tags=["remove-input"]
+u_controls = {c.name: c for c in widgets.UtilizationPanel.controls}
+ctx_hi = u_controls["context_tokens"].max
+prompt_lo, prompt_hi = u_controls["prompt_tokens"].min, u_controls["prompt_tokens"].max
+rates = dict(decode_tokens_per_s=ch17.DECODE_TOK_PER_S,
+             prefill_tokens_per_s=ch17.PREFILL_TOK_PER_S)
+rows = ["| measurement | the chapter's ratio | all work counted |", "|---|---|---|"]
+for ctx in (0, ch17.LONG_CONTEXT_TOKENS, ctx_hi):
+    u = calc.utilization_counted(m8, hw, context_tokens=ctx, **rates)
+    rows.append(f"| decode MBU, batch 1, {ctx:,} cached tokens | "
+                f"{100 * u['decode_mbu_chapter']:.0f}% | {100 * u['decode_mbu']:.0f}% |")
+for ctx in (0, ctx_hi):
+    u = calc.utilization_counted(m8, hw, context_tokens=ctx, **rates)
+    rows.append(f"| decode MFU, batch 1, {ctx:,} cached tokens | "
+                f"{100 * u['decode_mfu_chapter']:.2f}% | {100 * u['decode_mfu']:.2f}% |")
+counted = {}
+for n in (prompt_lo, ch17.PROMPT_TOKENS, ch17.LONG_CONTEXT_TOKENS, 32_000, prompt_hi):
+    counted[n] = calc.utilization_counted(m8, hw, prompt_tokens=n, **rates)
+    rows.append(f"| prefill MFU, {n:,}-token prompts | "
+                f"{100 * counted[n]['prefill_mfu_chapter']:.0f}% | "
+                f"{100 * counted[n]['prefill_mfu']:.0f}% |")
+md(f"The 8B at the chapter's measured rates ({ch17.DECODE_TOK_PER_S} tok/s of decode, "
+   f"{ch17.PREFILL_TOK_PER_S:,} prompt tok/s of prefill) on an H100 SXM:\n\n" + "\n".join(rows))
+
+# %% tags=["remove-input"]
+at8k = calc.utilization_counted(m8, hw, context_tokens=ch17.LONG_CONTEXT_TOKENS, **rates)
+at_hi = calc.utilization_counted(m8, hw, context_tokens=ctx_hi, **rates)
+base = counted[ch17.PROMPT_TOKENS]
+md(f"""> **Where this model breaks: MBU and MFU.** At the chapter's settings the two versions
+> nearly agree: the decode has no context to speak of, and a {ch17.PROMPT_TOKENS:,}-token
+> prompt adds {100 * (base['prefill_mfu'] / base['prefill_mfu_chapter'] - 1):.0f}% of attention
+> work, so prefill MFU reads {100 * base['prefill_mfu']:.0f}% instead of
+> {100 * base['prefill_mfu_chapter']:.0f}%. Both gaps grow with length. If the same
+> {ch17.DECODE_TOK_PER_S} tok/s were measured at {ch17.LONG_CONTEXT_TOKENS:,} cached tokens,
+> the MBU would be {100 * at8k['decode_mbu']:.0f}%, not {100 * at8k['decode_mbu_chapter']:.0f}%,
+> and at the explorer's {ctx_hi:,} tokens {100 * at_hi['decode_mbu']:.0f}%: the headroom the
+> chapter reads off $1/\\text{{MBU}}$ shrinks from {1 / at_hi['decode_mbu_chapter']:.2f}x to
+> {1 / at_hi['decode_mbu']:.2f}x. A prefill of 32,000-token prompts at
+> {ch17.PREFILL_TOK_PER_S:,} tok/s is doing {100 * counted[32_000]['prefill_mfu']:.0f}% of
+> peak in model FLOPs, not {100 * counted[32_000]['prefill_mfu_chapter']:.0f}%, inside the
+> band the chapter calls strong rather than below it. At the explorer's longest prompts,
+> {prompt_hi:,} tokens, the same rate would need
+> {100 * counted[prompt_hi]['prefill_mfu']:.0f}% of peak: counted fully, that measurement is
+> at or past what the card can do, which the matrix-only
+> {100 * counted[prompt_hi]['prefill_mfu_chapter']:.0f}% does not reveal.
+>
+> **When it matters.** For judging long-context work. A low MFU at long prompts may be no
+> problem at all once attention is counted, and a decode that looks comfortably below the
+> memory roof may already be pressing against it once its KV reads are counted. Record the
+> context and prompt lengths beside every rate on the dashboard, or the ratios cannot be
+> computed honestly.""")
+
+# %% [markdown]
 # ## The always-on dashboard
 #
 # Profilers are for investigations; a dashboard is for every day, and it should make the two
@@ -240,7 +312,8 @@ ledger.show("17.9")
 # model and the card, and give the batch and live context of the decode measurement (they
 # change how many bytes each token costs). The shaded bands are the healthy ranges: 60-80% MBU
 # for decode, 40-60% MFU for prefill. The right panel compares the measured rate with the
-# memory-roof ceiling it implies (measured / MBU).
+# memory-roof ceiling it implies (measured / MBU). The diamonds are the fuller ratios of the
+# box above, with attention counted over the prompt length you give.
 
 # %% tags=["nbval-ignore-output"]
 ui.show()
@@ -361,3 +434,13 @@ most from CUDA Graphs.""", title="Worked answer 5")
 # > - The headroom left to a decode, $1/\text{MBU}$, and the ceiling it implies ([Exercise 17-4](../../exercises/ex17_4.ipynb))
 # > - The most arithmetic a kernel on some of the SMs can use, whatever `nvidia-smi` says ([Exercise 17-4](../../exercises/ex17_4.ipynb))
 # > - Where decode and prefill sit on the roofline, and so which ratio to read ([Exercise 17-3](../../exercises/ex17_3.ipynb))
+# >
+# > **Assumptions this notebook made.** MBU counts the weights once per step and each
+# > sequence's live KV, nothing else (no activations, no KV writes, no re-reads from poor
+# > caching); MFU counts 2 FLOPs per parameter, and the fuller version adds attention over
+# > the context or the prompt but not normalizations or softmax; the peaks are the spec
+# > sheet's dense BF16 figures, so a headroom of $1/\text{MBU}$ is an upper bound (no real
+# > kernel reaches the spec bandwidth); the kernel timeline's launch costs, minimum kernel time
+# > and kernels per layer are labelled assumptions, not measurements, and every kernel runs at
+# > its roofline time; Speed of Light assumes each big kernel reaches one fixed share of its
+# > roof.

@@ -26,6 +26,7 @@
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
+from companion.chapters import ch17
 from companion.display import answer, md
 
 hw = specs.H100_SXM
@@ -112,6 +113,158 @@ away) in exchange for lower latency. On a decode GPU whose arithmetic sits idle 
 good deal; on a prefill pool that is already compute-bound it is a bad one.""")
 
 # %% [markdown]
+# ## Where this model breaks: quantization's doubling
+#
+# The doubled ceiling is a statement about batch 1 at short context, where a step is nothing
+# but the weight read. Quantizing the weights (and only the weights) changes one term of the
+# roofline step of 17 §2:
+#
+# $$T_\text{step} = \max\!\left(\frac{b\,F}{\pi},\ \frac{D_w\,s/2 + b\,L\,k}{\beta}\right),$$
+#
+# with $s$ bytes per weight instead of two. The KV cache keeps its two bytes per value, and the
+# arithmetic still runs at the BF16 peak. So the speed-up is 2x only while the weights
+# dominate the read: a large batch at a long context spends most of the step on KV, and past
+# the ridge the step is arithmetic, which fewer bytes do not shorten.
+# `calc.quantized_decode_speedup` prices both steps on the roofline (F counts each token's
+# matrices and its attention).
+
+# %% tags=["remove-input"]
+contexts = (0, ch17.CHAT_LIVE_TOKENS, ch17.LONG_CONTEXT_TOKENS)
+batches = (1, ch17.BATCH, 256, 1024)
+rows = ["| batch | " + " | ".join(f"{c:,} cached tokens" for c in contexts) + " |",
+        "|---" * (len(contexts) + 1) + "|"]
+quant = {}
+for b in batches:
+    cells = []
+    for c in contexts:
+        quant[(b, c)] = calc.quantized_decode_speedup(m8, hw, ch17.INT8_BYTES_PER_PARAM,
+                                                      batch=b, context_tokens=c)
+        cells.append(f"{quant[(b, c)]['speedup']:.2f}x ({quant[(b, c)]['bound']})")
+    rows.append(f"| {b} | " + " | ".join(cells) + " |")
+md(f"INT8 weights on the 8B, speed-up over BF16 on an H100 SXM (the chapter's model: "
+   f"{quant[(1, 0)]['chapter_speedup']:g}x everywhere; in brackets the quantized step's "
+   f"bound):\n\n" + "\n".join(rows))
+
+# %% tags=["remove-input"]
+q_chat = quant[(ch17.BATCH, ch17.CHAT_LIVE_TOKENS)]
+q_long = quant[(ch17.BATCH, ch17.LONG_CONTEXT_TOKENS)]
+q_deep = quant[(1024, 0)]
+md(f"""> **Where this model breaks: quantization.** At the chapter's setting (batch 1, short
+> context) the fuller model gives the chapter's {quant[(1, 0)]['speedup']:.2f}x exactly. At
+> 17 §2's batch of {ch17.BATCH} with {ch17.CHAT_LIVE_TOKENS} live tokens each, the KV cache is
+> a good part of every read and INT8 weights buy {q_chat['speedup']:.2f}x; at
+> {ch17.LONG_CONTEXT_TOKENS:,} tokens each, {q_long['speedup']:.2f}x. At a batch of 1,024
+> (beyond the ridge even in BF16) the step is compute-bound and quantizing the weights buys
+> {q_deep['speedup']:.2f}x.
+>
+> **When it matters.** Whenever quantization is sold for throughput rather than single-stream
+> latency: a busy server is exactly where the doubling shrinks. Quantizing the KV cache too
+> (8.4) or computing in FP8 (a higher peak) are what move the other terms.""")
+
+# %% [markdown]
+# ## Where this model breaks: drafting for free, verifying for free
+#
+# $\mathbb{E}[X]$ counts tokens per target pass. It becomes a speed-up only if a round of
+# speculation costs what one plain step costs, which needs two things the chapter takes for
+# granted: drafting $m$ tokens costs nothing, and a pass over $m+1$ positions per sequence
+# costs no more than a pass over one. The second holds while the pass is memory-bound, and at
+# batch $b$ it computes $b(m+1)$ rows, so it stops holding near the ridge (17 §2). Pricing
+# both, with each drafted token costing a share $c$ of a plain step:
+#
+# $$\text{speed-up} = \frac{\mathbb{E}[X]\; T_\text{plain}(b)}
+# {m\,c\,T_\text{plain}(b) + T_\text{verify}(b, m+1)},$$
+#
+# both times on the roofline (`calc.speculative_speedup`). Worked answer 2 below already uses
+# $c$ = 10%; the explorer's last two sliders set $c$ and $b$.
+
+# %% tags=["remove-input"]
+draft_cost = 0.1                              # worked answer 2's draft cost, assumed
+spec_controls = {c.name: c for c in widgets.SpeculativeLeverPanel.controls}
+cost_hi = spec_controls["draft_cost_pct"].max / 100
+batch_hi = spec_controls["batch"].max
+rows = ["| batch | chapter: E[X] | free draft, priced pass | draft at 10% of a step | "
+        f"draft at {100 * cost_hi:.0f}% |", "|---|---|---|---|---|"]
+spec = {}
+for b in (1, ch17.BATCH, 256, batch_hi):
+    spec[b] = [calc.speculative_speedup(m8, hw, draft_cost=c, batch=b)
+               for c in (0.0, draft_cost, cost_hi)]
+    rows.append(f"| {b} | {spec[b][0]['chapter_speedup']:.2f}x | "
+                + " | ".join(f"{x['speedup']:.2f}x" for x in spec[b]) + " |")
+md("Speculative decoding on the 8B ($\\alpha$ = 0.7, $m$ = 4, short context), speed-up over "
+   "plain decode at the same batch:\n\n" + "\n".join(rows))
+
+# %% tags=["remove-input"]
+ridge_b = calc.verification_ridge_batch(m8, hw, ch17.SPEC_DRAFT_LEN)
+md(f"""> **Where this model breaks: speculative decoding.** At batch 1 the wider pass is free,
+> as the chapter says, so a free draft gives its {spec[1][0]['chapter_speedup']:.2f}x. A draft
+> that costs a tenth of a step per token brings that to {spec[1][1]['speedup']:.2f}x, and at
+> the explorer's {100 * cost_hi:.0f}% to {spec[1][2]['speedup']:.2f}x. The verification pass
+> reaches the ridge at about {ridge_b:.0f} sequences ($b(m+1)$ rows against a ridge of
+> {calc.ridge_point(hw):.0f}); at a batch of 256 it costs several plain steps and speculation
+> slows decoding down ({spec[256][1]['speedup']:.2f}x with the 10% draft), and at the
+> explorer's {batch_hi:,} sequences {spec[batch_hi][1]['speedup']:.2f}x.
+>
+> **When it matters.** The chapter's "up to" is honest for one stream on an idle card. Any
+> real draft model costs something, and under load the gain shrinks and then reverses. That
+> is why engines turn speculation off, or shorten the draft, as the batch grows.""")
+
+# %% [markdown]
+# ## Where this model breaks: levers that multiply
+#
+# The levers table lists the two speed-ups side by side, and it is tempting to multiply them:
+# INT8 weights and a 4-token draft would give the two headline numbers multiplied. They
+# interact. Quantization
+# shrinks the read of both the plain and the verification pass, which moves the verification
+# pass closer to the ridge; KV reads dilute both. `calc.combined_levers` prices the two
+# together (both the target and the draft quantized, the draft still at 10% of a plain step)
+# against the product of the two priced alone.
+
+# %% tags=["remove-input"]
+sweep = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+live = ch17.CHAT_LIVE_TOKENS
+combo = [calc.combined_levers(m8, hw, ch17.INT8_BYTES_PER_PARAM, draft_cost=draft_cost,
+                              batch=b, context_tokens=live) for b in sweep]
+curves = {
+    "INT8, the chapter's 2x": ([combo[0]["quantization"]["chapter_speedup"]] * len(sweep),
+                               "chapter"),
+    f"INT8, on the roofline ({live} live tokens)": ([c["quantization"]["speedup"]
+                                                     for c in combo], "fuller"),
+    "speculative, the chapter's E[X]": ([combo[0]["speculative"]["chapter_speedup"]]
+                                        * len(sweep), "chapter"),
+    "speculative, draft at 10%, pass on the roofline": ([c["speculative"]["speedup"]
+                                                         for c in combo], "fuller"),
+    "both, the chapter's product": ([combo[0]["chapter"]] * len(sweep), "chapter"),
+    "both, priced together": ([c["joint"] for c in combo], "fuller"),
+    "both, the two priced speed-ups multiplied": ([c["product"] for c in combo], "product"),
+}
+plots.lever_speedup_figure(sweep, curves).show()
+
+# %% tags=["remove-input"]
+pick = {b: c for b, c in zip(sweep, combo)}
+rows = ["| batch | chapter: 2 x E[X] | product of the priced speed-ups | priced together |",
+        "|---|---|---|---|"]
+for b in (1, ch17.BATCH, 256):
+    c = pick[b]
+    rows.append(f"| {b} | {c['chapter']:.2f}x | {c['product']:.2f}x | {c['joint']:.2f}x |")
+md("INT8 weights and speculative decoding together on the 8B, "
+   f"{live} live tokens per sequence, draft at 10% of a step:\n\n" + "\n".join(rows))
+
+# %% tags=["remove-input"]
+one, mid = pick[1], pick[ch17.BATCH]
+md(f"""> **Where this model breaks: combining levers.** At batch 1 the two levers do multiply:
+> both passes stay memory-bound and quantization shortens each by the same factor, so the
+> joint speed-up equals the product of the priced ones, {one['joint']:.2f}x (the chapter's
+> headline numbers multiplied give {one['chapter']:.2f}x, because they leave the draft's cost
+> out). At a batch of {ch17.BATCH} the product says {mid['product']:.2f}x and the joint model
+> {mid['joint']:.2f}x: with the weights halved, the wider verification pass is closer to the
+> ridge, so it costs relatively more. At 256 sequences the joint figure is
+> {pick[256]['joint']:.2f}x against a product of {pick[256]['product']:.2f}x.
+>
+> **When it matters.** Whenever levers are stacked to forecast a gain. Each lever changes the
+> step the next one acts on, which is the chapter's own reason for fixing the order of
+> operations; the forecast has to price the combination, not multiply the headlines.""")
+
+# %% [markdown]
 # ## The levers table (re-derived)
 #
 # One row per symptom: the lever, the quantity it changes, and the chapter's arithmetic
@@ -161,7 +314,8 @@ ledger.show("17.10")
 #
 # The acceptance rate, the draft length and the number of simulated rounds. Left: the tokens
 # one target pass produces (bars exact, diamonds simulated); right: the expectation against
-# the draft length. A longer draft adds little once $\alpha^m$ is small.
+# the draft length. A longer draft adds little once $\alpha^m$ is small. The last two sliders
+# price the draft and set the batch: the dashed curve is then the speed-up of the box above.
 
 # %% tags=["nbval-ignore-output"]
 spec_panel.show()
@@ -260,3 +414,12 @@ collective floor does not shrink with the degree.""", title="Worked answer 5")
 # > - The expected tokens per target pass of speculative decoding for $\alpha$ and $m$ ([Exercise 17-9](../../exercises/ex17_9.ipynb))
 # > - Whether a longer draft still pays once the draft's own cost is counted ([Exercise 17-9](../../exercises/ex17_9.ipynb))
 # > - The batch an ITL target and KV memory allow, the starting point of the levers ([Exercise 17-10](../../exercises/ex17_10.ipynb))
+# >
+# > **Assumptions this notebook made.** A decode step is the roofline's bound (reads at the
+# > full HBM bandwidth, arithmetic at the dense BF16 peak), with no kernel or launch overhead;
+# > the chapter's quantization keeps batch 1 and a short context, and the fuller model
+# > quantizes the weights only (KV at two bytes, compute at the BF16 peak); the chapter's
+# > speculative speed-up takes drafting and the wider pass as free and every draft token
+# > accepted independently with one probability, while the fuller model charges each drafted
+# > token a fixed share of a plain step; combined levers are priced on one roofline step; the
+# > tables' rows are the chapter's arithmetic for the 8B and the 70B shapes on an H100 SXM.

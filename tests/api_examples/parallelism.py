@@ -25,6 +25,8 @@ EXAMPLES = {
     "kv_routing_ttft": dict(model=LLAMA_8B, hardware=H100_SXM, turn=20, first_turn_tokens=6000,
                             tokens_per_turn=1200, efficiency=0.5),
     "routed_mean_ttft_s": dict(cold_s=0.932, warm_s=0.039, warm_share=0.9),
+    "routed_ttft_percentile": dict(cold_s=0.932, warm_s=0.039, warm_share=0.9,
+                                   percentile=99.0),
     "itl_batch_ceiling": dict(model=LLAMA_8B, hardware=H100_SXM, itl_target_s=0.025,
                               context_tokens=600, tp=1, max_batch=4096),
     "batch_window": dict(model=LLAMA_8B, hardware=H100_SXM, tp=1, live_tokens=600,
@@ -38,6 +40,7 @@ ALLOW = {
     "parallel_layout": {"reserve_bytes": ["zero"], "min_kv_bytes_per_gpu": ["zero"]},
     "kv_transfer_s": {"context_tokens": ["zero"]},
     "routed_mean_ttft_s": {"warm_share": ["zero"]},
+    "routed_ttft_percentile": {"warm_share": ["zero"], "percentile": ["zero"]},
     "itl_batch_ceiling": {"context_tokens": ["zero"]},
     "batch_window": {"reserve_bytes": ["zero"]},
 }

@@ -68,6 +68,17 @@ EXAMPLES = {
     "mechanism_lever_map": dict(),
     "cheat_sheet": dict(model=LLAMA_8B, hardware=H100_SXM, context_tokens=8000,
                         prompt_tokens=2048, reserve_bytes=4e9, efficiency=0.5),
+    "utilization_counted": dict(model=LLAMA_8B, hardware=H100_SXM, decode_tokens_per_s=146.0,
+                                prefill_tokens_per_s=20000.0, batch=2, context_tokens=1000,
+                                prompt_tokens=2048),
+    "quantized_decode_speedup": dict(model=LLAMA_8B, hardware=H100_SXM, bytes_per_param=1,
+                                     batch=64, context_tokens=600),
+    "speculative_speedup": dict(model=LLAMA_8B, hardware=H100_SXM, acceptance=0.7, draft_len=4,
+                                draft_cost=0.1, batch=64, context_tokens=600,
+                                bytes_per_param=1),
+    "combined_levers": dict(model=LLAMA_8B, hardware=H100_SXM, bytes_per_param=1,
+                            acceptance=0.7, draft_len=4, draft_cost=0.1, batch=64,
+                            context_tokens=600),
 }
 
 ALLOW = {
@@ -88,4 +99,11 @@ ALLOW = {
     "paged_batch_gain": {"reserve_bytes": ["zero"]},
     "decode_utilization": {"context_tokens": ["zero"]},
     "cheat_sheet": {"reserve_bytes": ["zero"]},
+    "utilization_counted": {"context_tokens": ["zero"]},
+    "quantized_decode_speedup": {"context_tokens": ["zero"]},
+    # no acceptance, no draft, a free draft and an empty context are meaningful
+    "speculative_speedup": {p: ["zero"] for p in ("acceptance", "draft_len", "draft_cost",
+                                                   "context_tokens")},
+    "combined_levers": {p: ["zero"] for p in ("acceptance", "draft_len", "draft_cost",
+                                               "context_tokens")},
 }
