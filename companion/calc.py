@@ -60,7 +60,7 @@ from companion.formulas.kv_management import (
     stacked_window_reach_tokens, link_transfer_s, prefix_retention, cache_replay_hits)
 from companion.formulas.compression import (
     quant_format_layout, q2k_file_bytes, memory_headroom_bytes, encode_q8_0_group,
-    decode_q8_0_group, encode_q4_0_group, decode_q4_0_group, kv_format_bytes_per_value,
+    decode_q8_0_group, encode_q4_0_group, decode_q4_0_group,
     kv_quantized_bytes, max_concurrent_kv_format, compressed_read_saving_s, fitted_interval_s,
     interval_crossover_tokens, ffn_weight_bytes_per_layer, ffn_offload, offload_copy_bound,
     min_link_bytes_per_s, compress_then_transfer_s, min_decompress_bytes_per_s,
@@ -131,7 +131,7 @@ __all__ = [
     "swa_restore_plan", "stacked_window_reach_tokens", "link_transfer_s", "prefix_retention",
     "cache_replay_hits", "quant_format_layout", "q2k_file_bytes", "memory_headroom_bytes",
     "encode_q8_0_group", "decode_q8_0_group", "encode_q4_0_group", "decode_q4_0_group",
-    "kv_format_bytes_per_value", "kv_quantized_bytes", "max_concurrent_kv_format",
+    "kv_quantized_bytes", "max_concurrent_kv_format",
     "compressed_read_saving_s", "fitted_interval_s", "interval_crossover_tokens",
     "ffn_weight_bytes_per_layer", "ffn_offload", "offload_copy_bound", "min_link_bytes_per_s",
     "compress_then_transfer_s", "min_decompress_bytes_per_s", "time_to_correct_answer_s",

@@ -420,6 +420,7 @@ class LedgerView:
                '<thead><tr><th style="text-align:left">claim</th><th>chapter</th>'
                '<th>companion</th><th>unit</th><th>verdict</th><th>checked by</th>'
                '<th style="text-align:left">note</th></tr></thead>', "<tbody>"]
+        first_with: dict[str, str] = {}     # a note's HTML -> the claim of the row showing it
         for g in self.groups:
             e = g[0]
             chapter, _, unit, _ = display_number(e.printed, e.unit)
@@ -429,7 +430,13 @@ class LedgerView:
                 # a plain note that an earlier member of the row already carries is not repeated
                 if member.status != "agrees" or (
                         member.note and member.note not in [m.note for m in g[:i]]):
-                    notes.append(_note_html(member))
+                    note = _note_html(member)
+                    # nor is a note an earlier row of this listing shows: it points there
+                    if note in first_with:
+                        note = f"(see the note on “{escape(first_with[note])}” above)"
+                    else:
+                        first_with[note] = e.claim
+                    notes.append(note)
             values = sorted({_fmt_value(m.value, m.printed, m.unit) for m in g})
             by = " + ".join(_SOURCE_WORDS[m.source] for m in g)
             out.append(f'<tr class="{css}"><td style="text-align:left">{escape(e.claim)}</td>'
@@ -451,7 +458,8 @@ def _group_status(group: list[Entry]) -> str:
 
 def show(prefix: str | None = None, *, ids=None, label: str | None = None) -> LedgerView:
     """The section notebooks' ledger listing: ``folded_rows`` as one table folded under its
-    summary (errata keep it open), each note in its row, so nothing repeats on the page."""
+    summary (errata keep it open), each note in its row, so nothing repeats on the page: a note
+    that several rows share is printed in the first and pointed to from the others."""
     groups = folded_rows(prefix, ids=ids)
     if not groups:
         raise ValueError(f"ledger.show: no entry for {prefix if ids is None else ids!r}")

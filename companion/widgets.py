@@ -61,7 +61,9 @@ from companion.sim.kv_scenarios import (
 from companion.sim.speculative import (
     greedy_example, VERIFICATION_WORDS, speculative_check)
 from companion.tables import (
-    decision_table_markdown, levers_text, mechanism_map_text, cheat_sheet_text)
+    decision_table_markdown, levers_text, mechanism_map_text, cheat_sheet_text,
+    kv_capacity_text, kv_format_text, verification_load_text, decode_efficiency_text,
+    scheme_definition_markdown, scheme_text, reservation_readings_markdown, model_shapes_text)
 from companion.formulas.batching import (
     chapter_batch_sweep)
 from companion.formulas.parallelism import (
@@ -84,5 +86,8 @@ __all__ = [
     "chapter_schedules", "batching_trace_requests", "batching_trace", "itl_tail_trace",
     "allocator_demo", "ALLOCATOR_DEMO_SEQUENCES", "greedy_example", "VERIFICATION_WORDS",
     "speculative_check", "decision_table_markdown", "levers_text", "mechanism_map_text",
-    "cheat_sheet_text", "chapter_batch_sweep", "tp_layout_rows", "placement_candidates",
+    "cheat_sheet_text", "kv_capacity_text", "kv_format_text", "verification_load_text",
+    "decode_efficiency_text", "scheme_definition_markdown", "scheme_text",
+    "reservation_readings_markdown", "model_shapes_text", "chapter_batch_sweep", "tp_layout_rows",
+    "placement_candidates",
 ]

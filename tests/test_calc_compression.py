@@ -80,8 +80,8 @@ def test_kv_formats_at_8k():
     q4 = calc.kv_quantized_bytes(M, 8192, "q4_0")
     assert (bf16 / MiB, q8 / MiB, q4 / MiB) == (1152, 612, 324)
     assert ((bf16 - q8) / MiB, (bf16 - q4) / MiB) == (540, 828)
-    assert calc.kv_format_bytes_per_value(M, "q8_0") * 64 / 2 == 34  # 34/64 of BF16
-    assert calc.kv_format_bytes_per_value(M, "q4_0") * 64 / 2 == 18
+    assert cm.kv_format_bytes_per_value(M, "q8_0") * 64 / 2 == 34  # 34/64 of BF16
+    assert cm.kv_format_bytes_per_value(M, "q4_0") * 64 / 2 == 18
     assert calc.kv_quantized_bytes(M, 8192, "bf16") == bf16
 
 
@@ -94,7 +94,7 @@ def test_long_request_q8_0():
 def test_groups_follow_head_rows():
     # a head_dim that is not a multiple of 32 pays for a partial group in every head row
     odd = M.with_(head_dim=80, n_heads=None)
-    assert calc.kv_format_bytes_per_value(odd, "q8_0") == 3 * 34 / 80
+    assert cm.kv_format_bytes_per_value(odd, "q8_0") == 3 * 34 / 80
 
 
 @pytest.mark.parametrize("fmt,input_8k_mib,complete_mib,fit_8k,fit_complete", [

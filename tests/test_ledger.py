@@ -208,6 +208,31 @@ def test_a_folded_section_with_an_erratum_opens_and_says_so():
     assert view._repr_html_().count("<strong>Erratum") >= 1
 
 
+def _listing_notes(html: str) -> list[str]:
+    import re
+
+    return [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)[-1]
+            for row in re.findall(r"<tr class=[^>]*>(.*?)</tr>", html, re.S)]
+
+
+def test_a_listing_prints_each_note_once():
+    # every section's listing: a note several rows share is printed in the first row only, the
+    # others point to it (8.4.4's eight records of Exercise 8-6 share one note)
+    for section in sorted({e.section for e in ledger.entries()}):
+        notes = [n for n in _listing_notes(ledger.show(section)._repr_html_()) if n]
+        full = [n for n in notes if not n.startswith("(see the note on")]
+        assert len(full) == len(set(full)), section
+    notes = _listing_notes(ledger.show("8.4.4")._repr_html_())
+    assert sum(n.startswith("(see the note on") for n in notes) >= 2
+
+
+def test_the_note_once_rule_can_fail():
+    html = ("<tr class=a><td>x</td><td>same note</td></tr>"
+            "<tr class=a><td>y</td><td>same note</td></tr>")
+    full = [n for n in _listing_notes(html) if n]
+    assert len(full) != len(set(full))
+
+
 def test_show_names_what_it_could_not_find():
     with pytest.raises(ValueError, match="ledger.show: no entry"):
         ledger.show(ids=["no/such-entry"])

@@ -235,7 +235,7 @@ def expected_output_figure(acceptances, curves, *, points=(),
                        "name": "the chapter's AAAA and BBBB drafts",
                        "marker": {"size": 11, "color": theme.INK, "symbol": "diamond"}})
     layout = {"height": 420,
-              "xaxis": {"title": {"text": "acceptance a per position (probability)"},
+              "xaxis": {"title": {"text": "acceptance α per position (probability)"},
                         "range": [0, 1]},
               "yaxis": {"title": {"text": "expected tokens per round E[X] (tokens)"},
                         "rangemode": "tozero"},
@@ -463,8 +463,10 @@ class RejectionSamplingPanel(Panel):
                    "simulated_tokens_per_round": runs.mean_tokens,
                    "simulated_share_A": float(sampled[0]), "target_share_A": p_a,
                    "emitted_tokens": int(len(emitted))}
-        text = (f"acceptance a = &Sigma; min(p, q) = <b>{acceptance:.3f}</b><br>"
-                f"E[X] = 1 + a + ... + a<sup>{draft_len}</sup> = <b>{expected:.2f}</b> tokens "
+        text = (f"acceptance &alpha; = &Sigma; min(p<sub>&theta;</sub>, q) = "
+                f"<b>{acceptance:.3f}</b><br>"
+                f"E[X] = 1 + &alpha; + ... + &alpha;<sup>{draft_len}</sup> = "
+                f"<b>{expected:.2f}</b> tokens "
                 f"per round; simulated {runs.mean_tokens:.2f}<br>"
                 f"emitted A: {sampled[0]:.3f} simulated ({len(emitted):,} tokens), "
                 f"{exact[0]:.3f} exact, vs p(A) = {p_a:.2f}<br><i>seeded: seed {seed}</i>")
@@ -482,7 +484,7 @@ class SpeculativeLatencyPanel(Panel):
 
     title = "Latency per token and the draft-cost crossover (8.5.2, Figure 8-32)"
     controls = (
-        Control("acceptance", "acceptance a per position", "float", 0.75, 0.0, 1.0, 0.01),
+        Control("acceptance", "acceptance α per position", "float", 0.75, 0.0, 1.0, 0.01),
         Control("draft_len", "draft length m (tokens)", "int", ch08.TOY_DRAFT_LEN, 0, 12, 1),
         Control("draft_ms", "draft cost per round (ms)", "float",
                 ch08.DRAFT_QUERY_S / units.ms, 0.0, 100.0, 0.1),
@@ -620,18 +622,18 @@ _LENGTHS = list(range(0, 17))
 
 @serves("8.5.4")
 class DraftLengthPanel(Panel):
-    """Latency per token T_m / E[X_m] for serial drafts of length m, with the draft's positions
-    padded to groups of g, and the marginal test for the length under study (8.5.4)."""
+    """Latency per token T_r / E[X] for serial drafts of length m, with the draft's positions
+    padded to groups of m_grp positions, and the marginal test for the length under study (8.5.4)."""
 
     title = "Draft length, shape padding and the marginal condition (8.5.4, Exercise 8-7)"
     controls = (
-        Control("acceptance", "acceptance a per position", "float", ch08.EXERCISE_8_7_ACCEPTANCE,
+        Control("acceptance", "acceptance α per position", "float", ch08.EXERCISE_8_7_ACCEPTANCE,
                 0.0, 1.0, 0.01),
         Control("verify_ms", "verification round T_v (ms)", "float",
                 units.to_unit(ch08.EXERCISE_8_7_VERIFY_S, "ms"), 5.0, 60.0, 0.1),
         Control("per_draft_ms", "draft cost per position t_d (ms)", "float",
                 units.to_unit(ch08.EXERCISE_8_7_PER_DRAFT_S, "ms"), 0.0, 20.0, 0.1),
-        Control("group", "draft positions padded to groups of g", "int", 1, 1, 8, 1),
+        Control("group", "draft positions per padded group, m_grp", "int", 1, 1, 8, 1),
         Control("draft_len", "draft length under study m (tokens)", "int", 4, 1, 16, 1),
     )
     main_control = "acceptance"

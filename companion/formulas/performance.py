@@ -711,14 +711,12 @@ def fused_chunk_sweep(prompt_tokens: int, *, decode_batch: int, decode_context_t
             "unchunked_s": rows[0]["unchunked_s"], "alone_s": rows[0]["alone_s"]}
 
 
-_STATIC_EXAMPLE = (100, 200, 300, 400, 500, 600, 700, 800)   # 17 §6's output lengths
-
-
 @serves("17.5", "17.6")
 def batching_decision_table(model: Model = LLAMA_8B, hardware: Hardware = H100_SXM, *,
-                            output_lengths=_STATIC_EXAMPLE,
+                            output_lengths=ch17.STATIC_OUTPUT_LENGTHS,
                             prompt_tokens: int = ch17.LONG_CONTEXT_TOKENS,
-                            chunk_tokens: int = 512, decode_step_s: float | None = None,
+                            chunk_tokens: int = ch17.CHUNK_TOKENS,
+                            decode_step_s: float | None = None,
                             efficiency: float = ch17.PREFILL_EFFICIENCY) -> list[dict]:
     """The three batching strategies as one decision (re-derived: 17 §6's table is not printed).
 

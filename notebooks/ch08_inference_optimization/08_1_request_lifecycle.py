@@ -149,7 +149,8 @@ print(f"k = {k:,} B = {k / units.KiB:.0f} KiB per token")
 print(f"a {short_p:,}-token prompt: {calc.kv_bytes(model, short_p) / units.MiB:,.0f} MiB; "
       f"an {long_p:,}-token prompt: {calc.kv_bytes(model, long_p) / units.MiB:,.0f} MiB "
       f"({calc.kv_bytes(model, long_p) / units.GiB:.3f} GiB)")
-print(f"sixteen long prompts: {16 * calc.kv_bytes(model, long_p) / units.GiB:.0f} GiB, "
+print(f"{ch08.LONG_BATCH} long prompts: "
+      f"{ch08.LONG_BATCH * calc.kv_bytes(model, long_p) / units.GiB:.0f} GiB, "
       f"against a {ch08.KV_BUDGET_BYTES / units.GiB:.0f} GiB pool")
 
 # %% [markdown]
@@ -164,16 +165,10 @@ print(f"sixteen long prompts: {16 * calc.kv_bytes(model, long_p) / units.GiB:.0f
 
 # %%
 rows = calc.kv_capacity_table(model, ch08.KV_BUDGET_BYTES)
-print(f"{'request':20} {'prompt KV':>10} {'held':>6} {'blocks of 16':>13} {'reserved':>10} "
-      f"{'fit in 12 GiB':>14}")
-for r in rows:
-    print(f"{r['name']:20} {r['prefill_kv_bytes'] / units.MiB:>6,.0f} MiB "
-          f"{r['computed_tokens']:>6,} {r['allocated_tokens']:>13,} "
-          f"{r['final_kv_bytes'] / units.MiB:>6,.0f} MiB "
-          f"{r['fit']:>14}")
+print(widgets.kv_capacity_text(model, ch08.KV_BUDGET_BYTES))
 short = rows[0]
 print(f"\nsized at prefill instead, {short['fit_if_sized_at_prefill']} short requests would be "
-      f"admitted, and after 256 outputs they would need "
+      f"admitted, and after {short['output_tokens']} outputs they would need "
       f"{short['final_bytes_if_sized_at_prefill'] / units.MiB:,.0f} MiB of the "
       f"{ch08.KV_BUDGET_BYTES / units.MiB:,.0f} MiB pool")
 plots.kv_capacity_figure(rows, ch08.KV_BUDGET_BYTES).show()

@@ -39,14 +39,16 @@ long_p, _ = ch08.CHAPTER_REQUEST_TYPES["Long context"]
 # %% [markdown]
 # ## 8.2.1 One read of the weights, many rows of work
 #
-# In a matrix product $Y = X\mathbf{W}$ every element of the weight matrix $\mathbf{W}$ is multiplied with every row of $X$. During
-# decode each running request contributes one row (its newest token), so $b$ requests make a
-# $b$-row $X$. If $\mathbf{W}$ is read once per round, the work done per byte of weights grows with $b$:
+# In a matrix product $\mathbf{Y} = \mathbf{X}\mathbf{W}$ every element of the weight matrix
+# $\mathbf{W}$ is multiplied with every row of $\mathbf{X}$. During decode each running request
+# contributes one row (its newest token), so $b$ requests make a $b$-row $\mathbf{X}$. If
+# $\mathbf{W}$ is read once per round, the work done per byte of weights grows with $b$:
 #
-# $$I_\text{weight} \approx \frac{2b}{s_w}\ \text{FLOP per byte}$$
+# $$I_\text{weight} \approx \frac{2b}{s}\ \text{FLOP per byte}$$
 #
-# (two FLOPs per multiply-add, $s_w = 2$ bytes in BF16). Compare it with the card's ridge point,
-# the intensity at which compute rather than bandwidth becomes the limit:
+# (two FLOPs per multiply-add, $s = 2$ bytes per weight in BF16; 8.2.1 writes $s_w$). Compare
+# it with the card's ridge point, the intensity at which compute rather than bandwidth becomes
+# the limit:
 
 # %%
 for b in (1, 4, 16, 64, 256):
@@ -60,9 +62,10 @@ print(f"ridge point of the {hw.name}: {calc.ridge_point(hw):.0f} FLOP per byte")
 # ### Sharing the base model across fine-tunes: LoRA
 #
 # Batching needs every row to use the same weights. LoRA keeps the base weights fixed and adds
-# to a projection $\mathbf{W}$ a low-rank correction $BA$ ($A$ is $R \times d_\text{in}$, $B$ is
-# $d_\text{out} \times R$, for a rank $R$), so many tasks can share one base model, each with a small adapter of
-# $R(d_\text{in} + d_\text{out})$ values per adapted projection per layer. The base matrices
+# to a projection $\mathbf{W}$ a low-rank correction $\mathbf{B}\mathbf{A}$ ($\mathbf{A}$ is
+# $R \times d_\text{in}$, $\mathbf{B}$ is $d_\text{out} \times R$, for a rank $R$), so many
+# tasks can share one base model, each with a small adapter of $R(d_\text{in} + d_\text{out})$
+# values per adapted projection per layer. The base matrices
 # stay shared across the whole batch; the adapter products are grouped by adapter, and
 # requests spread over many adapters leave few rows per group.
 

@@ -931,17 +931,17 @@ fits_below = calc.max_concurrent(budget6, model, ch08.LONG_PROMPT_TOKENS, ch08.O
                                  shared_prefix_tokens=needed - 1)
 assert fits_at >= ch08.LONG_BATCH > fits_below       # the closed form is the exact threshold
 row = capacity.at(kv_budget_gib=6.0, shared_prefix_tokens=needed).numbers
-answer(f"""Sixteen private parts plus one prefix must fit in $B$ = 6 GiB. Each request holds
-$H = {ch08.LONG_PROMPT_TOKENS:,} + {ch08.OUTPUT_TOKENS} - 1 = {held:,}$ tokens, of which a prefix of
-$x$ is shared, at $k = {k_tok:,}$ B per token.
+answer(f"""Sixteen private parts plus one prefix must fit in a KV pool of $M_{{KV}}$ =
+{budget6 / GiB:.0f} GiB. Each request holds $L = n + G - 1 = {ch08.LONG_PROMPT_TOKENS:,} + {ch08.OUTPUT_TOKENS} - 1 = {held:,}$ tokens, of which
+a prefix of $n_s$ is shared, at $k = {k_tok:,}$ B per token.
 
-1. Ignoring block rounding, $x\\,k + {ch08.LONG_BATCH}\\,(H - x)\\,k \\le B$ gives
-   $x \\ge ({ch08.LONG_BATCH} H k - B) / ({ch08.LONG_BATCH - 1}\\,k) = {x_smooth:,.1f}$ tokens.
-2. With {ch08.BLOCK_TOKENS}-token blocks the pool holds $\\lfloor B / ({ch08.BLOCK_TOKENS} k) \\rfloor
+1. Ignoring block rounding, $n_s k + {ch08.LONG_BATCH}\\,(L - n_s)\\,k \\le M_{{KV}}$ gives
+   $n_s \\ge ({ch08.LONG_BATCH} L k - M_{{KV}}) / ({ch08.LONG_BATCH - 1}\\,k) = {x_smooth:,.1f}$ tokens.
+2. With {ch08.BLOCK_TOKENS}-token blocks the pool holds $\\lfloor M_{{KV}} / ({ch08.BLOCK_TOKENS} k) \\rfloor
    = {pool_blocks:,}$ blocks. A prefix of about that length takes {prefix_blocks} blocks, which
    leaves $\\lfloor ({pool_blocks:,} - {prefix_blocks}) / {ch08.LONG_BATCH} \\rfloor =
    {private_blocks}$ blocks, {ch08.BLOCK_TOKENS * private_blocks:,} tokens, for each private part.
-3. So the prefix must cover $x \\ge {held:,} - {ch08.BLOCK_TOKENS * private_blocks:,} =$
+3. So the prefix must cover $n_s \\ge {held:,} - {ch08.BLOCK_TOKENS * private_blocks:,} =$
    **{needed:,} tokens**. At that length {fits_at} requests fit; one token shorter, {fits_below}.
 
 Each request then privately holds {row['private_tokens']:,} tokens ({row['private_MiB']:,.0f}
@@ -951,10 +951,11 @@ overestimate.) Without sharing, only {row['fit_independent']} fit.""", title="Wo
 
 # %% tags=["remove-input"]
 spacing = ch08.HYBRID_SNAPSHOT_POSITIONS[0]
-sparse = snapshots.at(context_tokens=131072).numbers
-dense = snapshots.at(context_tokens=131072, spacing_tokens=spacing // 4).numbers
+long_context = 128 * 1024      # the prompt's 128K context
+sparse = snapshots.at(context_tokens=long_context).numbers
+dense = snapshots.at(context_tokens=long_context, spacing_tokens=spacing // 4).numbers
 answer(f"""One snapshot every {spacing // 4:,} tokens instead of {spacing:,} means
-{dense['snapshots']} snapshots over 131,072 tokens instead of {sparse['snapshots']}:
+{dense['snapshots']} snapshots over {long_context:,} tokens instead of {sparse['snapshots']}:
 {dense['storage_MiB']:,.1f} MiB per card instead of {sparse['storage_MiB']:,.1f}. The
 {ch08.HYBRID_MATCHED_TOKENS:,}-token match then restores from {dense['restore_from']:,} and
 recomputes {dense['recompute_tokens']:,} tokens instead of {sparse['recompute_tokens']:,}.""",

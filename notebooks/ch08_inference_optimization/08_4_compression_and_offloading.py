@@ -135,21 +135,33 @@ _ = fit.reset()
 # The same grouping applies to KV, which, unlike the weights, grows with every token of every
 # request. Along a head's 128 values, q8_0 keeps 32 one-byte codes plus a 2-byte scale per 32
 # values (34 bytes where BF16 needs 64), q4_0 16 bytes of 4-bit codes plus the scale (18
-# bytes):
-#
-# $$M_{q8} = 1152 \times \tfrac{34}{64} = 612\ \text{MiB}, \qquad
-# M_{q4} = 1152 \times \tfrac{18}{64} = 324\ \text{MiB}$$
-#
-# for one 8K context. (Changing *what* is stored per token, as a compact MLA-style state does,
-# is the other lever; see 9.2.2.)
-#
+# bytes). For one long prompt's KV:
+
+# %% tags=["remove-input"]
+kv_long = {f: calc.kv_quantized_bytes(model, ch08.LONG_PROMPT_TOKENS, f)
+           for f in ("bf16", "q8_0", "q4_0")}
+tex_mib = {f: f"{b / MiB:,.0f}".replace(",", "{,}") for f, b in kv_long.items()}  # TeX: {,}
+share = {f: (layouts[f].group_bytes, 2 * layouts[f].group_values) for f in ("q8_0", "q4_0")}
+md(f"""
+$$M_{{q8}} = {tex_mib['bf16']} \\times \\tfrac{{{share['q8_0'][0]:g}}}{{{share['q8_0'][1]}}}
+= {tex_mib['q8_0']}\\ \\text{{MiB}}, \\qquad
+M_{{q4}} = {tex_mib['bf16']} \\times \\tfrac{{{share['q4_0'][0]:g}}}{{{share['q4_0'][1]}}}
+= {tex_mib['q4_0']}\\ \\text{{MiB}}$$
+
+for the {ch08.LONG_PROMPT_TOKENS:,} tokens of one long prompt, {kv_long['bf16'] / MiB:,.0f} MiB
+in BF16. (Changing *what* is stored per token, as a compact MLA-style state does, is the other
+lever; see 9.2.2.)
+""")
+
+# %% [markdown]
 # ### Figure 8-23: one group of 32 values as bytes
 #
 # Below, 32 **generated** values (seeded normal numbers standing in for one slice of a K row)
-# are encoded the way GGML's reference quantizers do it: q8_0 stores $d = \max|x| / 127$ as a
-# half float and the codes $\mathrm{round}(x/d)$; q4_0 stores $d = x_{\max}/(-8)$ ($x_{\max}$:
-# the value of largest magnitude, sign kept) and 4-bit codes, two per byte. The byte values are
-# printed in hex and shown in the cells; the scale (orange) is there in every row.
+# are encoded the way GGML's reference quantizers do it: q8_0 stores the scale
+# $\delta = \max|v| / 127$ as a half float and the codes $\mathrm{round}(v/\delta)$; q4_0 stores
+# $\delta = v_{\max}/(-8)$ ($v_{\max}$: the value $v$ of largest magnitude, sign kept) and
+# 4-bit codes, two per byte. The byte values are printed in hex and shown in the cells; the
+# scale (orange) is there in every row.
 
 # %%
 values = np.random.default_rng(0).normal(0.0, 1.0, 32)
@@ -162,11 +174,11 @@ for name, data in (("BF16", bf16_bytes), ("q8_0", q8), ("q4_0", q4)):
 print(f"largest reconstruction error: q8_0 {np.abs(calc.decode_q8_0_group(q8) - values).max():.4f}, "
       f"q4_0 {np.abs(calc.decode_q4_0_group(q4) - values).max():.4f}  (values of size ~1)")
 group_rows = [
-    {"label": "BF16 (64 B)", "code_bytes": len(bf16_bytes), "plain": True,
+    {"label": f"BF16 ({len(bf16_bytes)} B)", "code_bytes": len(bf16_bytes), "plain": True,
      "hex": [f"{x:02x}" for x in bf16_bytes]},
-    {"label": "q8_0 (34 B)", "metadata_bytes": layouts["q8_0"].metadata_bytes,
+    {"label": f"q8_0 ({len(q8)} B)", "metadata_bytes": layouts["q8_0"].metadata_bytes,
      "code_bytes": layouts["q8_0"].code_bytes, "hex": [f"{x:02x}" for x in q8]},
-    {"label": "q4_0 (18 B)", "metadata_bytes": layouts["q4_0"].metadata_bytes,
+    {"label": f"q4_0 ({len(q4)} B)", "metadata_bytes": layouts["q4_0"].metadata_bytes,
      "code_bytes": layouts["q4_0"].code_bytes, "hex": [f"{x:02x}" for x in q4]},
 ]
 plots.byte_layout_figure(group_rows, title="Figure 8-23: the same 32 values in three formats "
@@ -181,24 +193,18 @@ plots.byte_layout_figure(group_rows, title="Figure 8-23: the same 32 values in t
 
 # %%
 held = calc.held_tokens(ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS)
-print(f"{'format':6} {'B/value':>8} {'8K input':>10} {'finished':>12} {'16 finished':>12} "
-      f"{'fit in 12 GiB':>14}")
-for f in ("bf16", "fp8", "q8_0", "q4_0"):
-    per_value = calc.kv_format_bytes_per_value(model, f)
-    kv_in = calc.kv_quantized_bytes(model, ch08.LONG_PROMPT_TOKENS, f)
-    kv_end = calc.kv_quantized_bytes(model, held, f)
-    n = calc.max_concurrent_kv_format(ch08.KV_BUDGET_BYTES, model, ch08.LONG_PROMPT_TOKENS,
-                                      ch08.OUTPUT_TOKENS, f)
-    print(f"{f:6} {per_value:8.4f} {kv_in / MiB:6,.0f} MiB {kv_end / MiB:8,.3f} MiB "
-          f"{16 * kv_end / GiB:8.2f} GiB {n:14}")
+print(widgets.kv_format_text(model, kv_budget_bytes=ch08.KV_BUDGET_BYTES,
+                             prompt_tokens=ch08.LONG_PROMPT_TOKENS,
+                             output_tokens=ch08.OUTPUT_TOKENS, batch=ch08.LONG_BATCH))
 
 # %% tags=["remove-input"]
-q8_16 = 16 * calc.kv_quantized_bytes(model, held, "q8_0")
-shared_16 = calc.scheme_result(calc.SCHEMES["B"]).memory_bytes
+q8_batch = ch08.LONG_BATCH * calc.kv_quantized_bytes(model, held, "q8_0")
+shared_batch = calc.scheme_result(calc.SCHEMES["B"]).memory_bytes
 md(f"""
-A finished long request holds {held:,} tokens of KV. Sixteen independent ones fit in 12 GiB in
-q8_0 ({q8_16 / GiB:.2f} GiB), as they do in BF16 with the prefix stored once
-({shared_16 / GiB:.2f} GiB, 8.3.2): compression shrinks every byte, sharing removes duplicate
+A finished long request holds {held:,} tokens of KV. {ch08.LONG_BATCH} independent ones fit in
+{ch08.KV_BUDGET_BYTES / GiB:g} GiB in q8_0 ({q8_batch / GiB:.2f} GiB), as they do in BF16 with
+the prefix stored once
+({shared_batch / GiB:.2f} GiB, 8.3.2): compression shrinks every byte, sharing removes duplicate
 bytes, and the two can be combined.
 """)
 
@@ -209,7 +215,7 @@ bytes, and the two can be combined.
 # kernel can use. If $\Delta D$ fewer bytes are read at effective bandwidth $\beta$ and the
 # conversion adds $T_c$ of serial work,
 #
-# $$\Delta T = \frac{\Delta D}{\beta} - T_c .$$
+# $$\Delta T_r = \frac{\Delta D}{\beta} - T_c .$$
 #
 # For an 8K context, q8_0 leaves a sizeable slice of the BF16 cache unread. The effective
 # bandwidth is the one Experiment 8-1's read-bound batch-64 round reached (its bytes over its
@@ -369,9 +375,9 @@ for buffers in (1, 2):
           f"{calc.ffn_weight_bytes_per_layer(model) / MiB:.0f} = {plan.offloaded_bytes / MiB:,.0f} "
           f"MiB, buffers {plan.buffer_bytes / MiB:,.0f} MiB, net {net / MiB:,.0f} MiB: "
           f"{calc.max_concurrent(net, model, ch08.LONG_PROMPT_TOKENS, 1)} more 8K inputs "
-          f"(1152 MiB) or "
+          f"({calc.kv_bytes(model, ch08.LONG_PROMPT_TOKENS) / MiB:,.0f} MiB) or "
           f"{calc.max_concurrent(net, model, ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS)} more "
-          f"complete request(s) (1188 MiB)")
+          f"complete request(s) ({calc.kv_bytes(model, held) / MiB:,.0f} MiB)")
 
 # %% [markdown]
 # The price is paid every decode round: every offloaded byte $D_\text{off}$ crosses the host
@@ -473,10 +479,11 @@ md(f"""> **Where this model breaks: hiding the copy.** The bound is reached only
 # %% [markdown]
 # ### Compress before moving?
 #
-# Sending $D$ bytes compressed to a fraction $f_c$ of their size shortens the transfer, but the
+# Sending $D_\text{link}$ bytes compressed to a fraction $f_c$ of their size shortens the transfer, but the
 # receiver must decompress them at some rate $R_\text{dec}$ (in original bytes per second):
 #
-# $$\frac{f_c D}{\beta_\text{link}} + \frac{D}{R_\text{dec}} < \frac{D}{\beta_\text{link}}
+# $$\frac{f_c D_\text{link}}{\beta_\text{link}} + \frac{D_\text{link}}{R_\text{dec}} <
+# \frac{D_\text{link}}{\beta_\text{link}}
 # \iff R_\text{dec} > \frac{\beta_\text{link}}{1 - f_c}.$$
 #
 # The chapter's example sends 96 MiB compressed to a quarter:
@@ -703,9 +710,9 @@ md(f"""> **Where this model breaks: retrying as if failures were random.** With 
 
 # %% tags=["remove-input"]
 md(f"""
-The two capacity routes of this chapter end up side by side: sixteen independent long
-requests in q8_0 need {q8_16 / GiB:.2f} GiB, the same sixteen in BF16 with the prefix shared
-{shared_16 / GiB:.2f} GiB. Which to run also depends on conversion time, generation time and
+The two capacity routes of this chapter end up side by side: {ch08.LONG_BATCH} independent
+long requests in q8_0 need {q8_batch / GiB:.2f} GiB, the same {ch08.LONG_BATCH} in BF16 with the
+prefix shared {shared_batch / GiB:.2f} GiB. Which to run also depends on conversion time, generation time and
 retries, which section 8.6 adds up.
 """)
 
@@ -748,12 +755,12 @@ values instead of 64), so the headroom stretches several times further.
 # %% tags=["remove-input"]
 q2k = layouts["Q2_K"]
 bytes_per_value = q2k.code_bytes / q2k.group_values
-# metadata share m / (n b_c + m) < 0.1  <=>  n > 9 m / b_c
+# metadata share M_meta / (n_grp b_c + M_meta) < 0.1  <=>  n_grp > 9 M_meta / b_c
 needed = 9 * q2k.metadata_bytes / bytes_per_value
 answer(f"""
-Today {q2k.metadata_fraction:.1%} of a Q2_K group is metadata. A group of $n$ values has
-$n \\cdot {bytes_per_value:g}$ bytes of codes plus {q2k.metadata_bytes:g} bytes of metadata;
-the share falls under 10% when $n > 9 \\times {q2k.metadata_bytes:g} / {bytes_per_value:g} =$
+Today {q2k.metadata_fraction:.1%} of a Q2_K group is metadata. A group of $n_\\text{{grp}}$ values has
+$n_\\text{{grp}} \\cdot {bytes_per_value:g}$ bytes of codes plus {q2k.metadata_bytes:g} bytes of metadata;
+the share falls under 10% when $n_\\text{{grp}} > 9 \\times {q2k.metadata_bytes:g} / {bytes_per_value:g} =$
 {needed:.0f} values, about {needed / q2k.group_values:.1f} times today's groups of
 {q2k.group_values}. Larger groups share one scale among more values, which costs accuracy:
 that is the trade the format designers made.

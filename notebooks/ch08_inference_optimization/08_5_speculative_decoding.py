@@ -180,9 +180,9 @@ _ = sampling_panel.reset()
 # ### Average over tokens, not over rounds
 #
 # Now rounds differ in how many tokens $X_r$ they emit, so the latency per token has to be
-# total time over total tokens, $\bar t = \sum_r T_r / \sum_r X_r$. Averaging each round's own
-# ratio $T_r / X_r$ instead lets a round that produced one token count as much as one that
-# produced five. The chapter's pair of rounds, equally long, emitting 1 and 5 tokens:
+# total time over total tokens, $\bar t_\text{spec} = \sum_r T_r / \sum_r X_r$. Averaging
+# each round's own ratio $T_r / X_r$ instead lets a round that produced one token count as much
+# as one that produced five. The chapter's pair of rounds, equally long, emitting 1 and 5 tokens:
 
 # %%
 times, toks = ch08.MEAN_ROUND_EXAMPLE_S, ch08.MEAN_ROUND_EXAMPLE_TOKENS
@@ -270,9 +270,9 @@ the two ran under different engine settings, so compare within one experiment, n
 #
 # $$\bar t_\text{spec} = \frac{T_v + T_d}{\mathbb E[X]}.$$
 #
-# That beats plain decode when $T_v + T_d < \mathbb E[X]\,T_\text{plain}$, so the draft may
-# cost at most $\mathbb E[X]\,T_\text{plain} - T_v$ per round. With a drafter that looks up
-# the context (0.1 ms per query) and $T_v = T_\text{plain} = 26.26$ ms:
+# That beats plain decode when $T_v + T_d < \mathbb E[X]\,T_\text{step}$, so the draft may
+# cost at most $\mathbb E[X]\,T_\text{step} - T_v$ per round. With a drafter that looks up
+# the context (0.1 ms per query) and $T_v = T_\text{step} = 26.26$ ms:
 
 # %%
 query_s = ch08.DRAFT_QUERY_S
@@ -303,8 +303,8 @@ costs barely more than a plain step. With AAAA's acceptance a drafter may spend 
 # ### A one-off preparation, and the tail of a request
 #
 # The lookup index costs 2 s to build before the first round. Each output token then saves
-# $T_\text{plain} - \bar t_\text{spec}$, so the index has paid for itself after
-# $T_\text{prep} / (T_\text{plain} - \bar t_\text{spec})$ tokens. For a whole 256-token request
+# $T_\text{step} - \bar t_\text{spec}$, so the index has paid for itself after
+# $T_\text{prep} / (T_\text{step} - \bar t_\text{spec})$ tokens. For a whole 256-token request
 # the companion counts the expected number of rounds exactly: the last round is cut off at
 # token 256, so slightly more rounds are needed than $256 / \mathbb E[X]$
 # (`calc.speculative_expected_rounds`).
@@ -439,14 +439,14 @@ print(f"m = 4, E[X] = 3: serial {n['serial_ms_per_token']:.1f} ms/token, paralle
 # ## 8.5.4 How long should a draft be?
 #
 # Going from a draft of $m - 1$ tokens to $m$ adds $\Delta X = \prod_{i \le m} a_i$ expected
-# tokens and some time $\Delta T$. With the round at $T$ and $X$ tokens, the longer draft lowers
-# the latency per token exactly when
+# tokens and some time $\Delta T_r$. With the round at $T_r$ and $\mathbb E[X]$ tokens on
+# average, the longer draft lowers the latency per token exactly when
 #
-# $$\frac{T + \Delta T}{X + \Delta X} < \frac{T}{X} \iff \frac{\Delta T}{\Delta X} <
-# \frac{T}{X}:$$
+# $$\frac{T_r + \Delta T_r}{\mathbb E[X] + \Delta X} < \frac{T_r}{\mathbb E[X]} \iff
+# \frac{\Delta T_r}{\Delta X} < \frac{T_r}{\mathbb E[X]}:$$
 #
 # what the extra expected token costs *at the margin* must be below what a token costs *on
-# average* now. $\Delta X$ shrinks geometrically while $\Delta T$ stays flat (or jumps), so
+# average* now. $\Delta X$ shrinks geometrically while $\Delta T_r$ stays flat (or jumps), so
 # sooner or later the test fails. The jumps come from fixed execution shapes: an engine that
 # runs drafts or verification in padded groups (8 rows, then 16) pays for a whole new group
 # at the first position past a boundary.
@@ -471,8 +471,9 @@ for name, m in ch08.DRAFT_LEN_OF.items():
 # ### Explorer: draft length with a serial drafter (Exercise 8-7's setting)
 #
 # Exercise 8-7 rounds 8.5.3's figures to $T_v = 26.3$ ms and $t_d = 3.6$ ms per draft token,
-# so a serial draft of length $m$ makes a round of $T_m = 26.3 + 3.6\,m$ ms. The "groups of g"
-# slider pads the draft positions to whole groups, $T_m = 26.3 + 3.6\,g\lceil m/g \rceil$ ms.
+# so a serial draft of length $m$ makes a round of $T_r = 26.3 + 3.6\,m$ ms (the exercise
+# writes $T_m$). The group slider pads the draft positions to whole groups of $m_\text{grp}$,
+# $T_r = 26.3 + 3.6\,m_\text{grp}\lceil m/m_\text{grp} \rceil$ ms.
 # Work the exercise by hand first, then check your table here and read the marginal test at
 # each length.
 
@@ -482,9 +483,9 @@ length_panel.show()
 
 # %%
 n = length_panel.update().numbers
-print(f"m = 4, g = 1: E[X] {n['expected_tokens']:.3f}, T {n['round_ms']:.1f} ms, "
-      f"{n['latency_per_token_ms']:.2f} ms/token; dT/dX {n['marginal_ms_per_token']:.1f} ms vs "
-      f"T/X {n['current_ms_per_token']:.2f} ms -> helps: {n['extension_helps']}")
+print(f"m = 4, m_grp = 1: E[X] {n['expected_tokens']:.3f}, T_r {n['round_ms']:.1f} ms, "
+      f"{n['latency_per_token_ms']:.2f} ms/token; dT_r/dX {n['marginal_ms_per_token']:.1f} ms vs "
+      f"T_r/E[X] {n['current_ms_per_token']:.2f} ms -> helps: {n['extension_helps']}")
 
 # %% [markdown]
 # Concurrency changes the picture as well. At batch 1 the verifier's extra rows run on compute
@@ -497,7 +498,7 @@ print(f"m = 4, g = 1: E[X] {n['expected_tokens']:.3f}, T {n['round_ms']:.1f} ms,
 # A verification pass of $b$ requests computes $b\,(m+1)$ rows. While that pass stays under
 # the card's ridge it is paced by its reads, and the extra rows are free; past the ridge every
 # row costs compute time. With the weights alone the ridge is reached at
-# $b = \text{ridge} \cdot D_w / (2P\,(m+1))$ (`calc.verification_ridge_batch`); each
+# $b = I^\star D_w / (2N\,(m+1))$ (`calc.verification_ridge_batch`); each
 # request's live KV adds reads as well, which pushes that batch out
 # (`calc.verification_under_load`, the roofline's max of the whole pass, attention per row
 # counted). The draft network's weights also sit in the memory the KV budget comes from
@@ -508,14 +509,8 @@ m_draft = 4
 ridge_b = calc.verification_ridge_batch(model, card, m_draft)
 print(f"m = {m_draft}: weights-only ridge at b = {ridge_b:.1f} requests "
       f"({ridge_b * (m_draft + 1):.0f} rows per pass)")
-print(f"{'context':>8} {'compute-bound from b':>21} {'verify / plain at b = 64':>25} "
-      f"{'at b = 128':>11}")
-for L in (0, 128, 512, ch08.SHORT_PROMPT_TOKENS):
-    r64 = calc.verification_under_load(model, card, 64, m_draft, L)
-    r128 = calc.verification_under_load(model, card, 128, m_draft, L)
-    start = r64["compute_bound_from_batch"]
-    print(f"{L:>8,} {'never' if np.isinf(start) else f'{start:.0f}':>21} "
-          f"{r64['verify_over_plain']:>24.2f}x {r128['verify_over_plain']:>10.2f}x")
+print(widgets.verification_load_text(model, card, m_draft,
+                                    (0, 128, 512, ch08.SHORT_PROMPT_TOKENS), batches=(64, 128)))
 draft_kv = {n_tok: calc.draft_kv_budget(ch08.KV_BUDGET_BYTES, ch08.DFLASH_DRAFT_WEIGHT_BYTES,
                                         model,
                                         n_tok, ch08.OUTPUT_TOKENS)
@@ -673,7 +668,7 @@ ledger.show("8.5")
 # 4. Raise the one-off preparation to 5 s and shorten the request to 128 tokens. Is the index
 #    still worth building for the BBBB drafter?
 # 5. In the draft-length explorer, pad to groups of 4 and compare $m = 4$ with $m = 5$: what
-#    are $\Delta T$ and $\Delta X$, and does the marginal test pass? Then lower $t_d$ until
+#    are $\Delta T_r$ and $\Delta X$, and does the marginal test pass? Then lower $t_d$ until
 #    $m = 8$ becomes the best length.
 # 6. **Predict, then move.** In the four-stage explorer, which drafter wins at $m = 8$ with
 #    $\mathbb E[X] = 3$, and by how much? Then find the $\mathbb E[X]$ at which the parallel
@@ -749,7 +744,7 @@ for step in np.arange(3.6, -0.01, -0.1):
         break
 _ = length_panel.reset()
 answer(f"""
-With groups of 4, $m = 5$ opens a second group: $\\Delta T =$ {g4['added_ms']:.1f} ms buys
+With groups of 4, $m = 5$ opens a second group: $\\Delta T_r =$ {g4['added_ms']:.1f} ms buys
 $\\Delta X =$ {g4['added_tokens']:.3f} tokens, a marginal {g4['marginal_ms_per_token']:.1f} ms
 per token against an average of {g4['current_ms_per_token']:.2f} ms, so the test
 {'passes' if g4['extension_helps'] else 'fails'}. Without padding, $m = 8$ becomes the best
@@ -784,7 +779,7 @@ token; the parallel one with 8 draft tokens falls to that speed once its rounds 
 # > - The expected tokens per round $\mathbb E[X]$ from per-position acceptances, and the latency per token it buys ([Exercise 8-7](../../exercises/ex8_7.ipynb)).
 # > - The largest draft cost per round that still beats plain decode, and the output length after which a one-off preparation pays back ([Exercise 8-8](../../exercises/ex8_8.ipynb)).
 # > - A round's four stages for a serial and a parallel drafter, from the draft network's bytes and the batch-1 read rate ([Exercise 8-7](../../exercises/ex8_7.ipynb)).
-# > - Whether one more draft position helps, from the marginal test $\Delta T / \Delta X < T / X$, with and without padded groups ([Exercise 8-7](../../exercises/ex8_7.ipynb)).
+# > - Whether one more draft position helps, from the marginal test $\Delta T_r / \Delta X < T_r / \mathbb E[X]$, with and without padded groups ([Exercise 8-7](../../exercises/ex8_7.ipynb)).
 # >
 # > **Assumptions this notebook made.** Acceptance is a fixed probability per position
 # > (independent of the text and of the position, except where a list of acceptances is given

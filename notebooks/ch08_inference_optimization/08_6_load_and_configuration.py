@@ -254,12 +254,13 @@ plots.goodput_figure(sweep_rates, series).show()
 #
 # ### Processing speeds and GPU-seconds per request
 #
-# Measured rounds turn into speeds: prefill speed $r_P$ in new input tokens per second, decode
-# speed $r_D$ in completed decode calls per second (a round advancing $b$ requests completes
-# $b$ calls). A request with $n_\text{new}$ new (uncached) input tokens and $G$ outputs then
-# occupies the card for
+# Measured rounds turn into speeds: prefill speed $\mu_p$ in new input tokens per second,
+# decode speed $\mu_d$ in completed decode calls per second (a round advancing $b$ requests
+# completes $b$ calls); 8.6.3 writes them $r_P$ and $r_D$, and 17 §8 sizes its pools with the
+# same two rates. A request with $n_\text{new}$ new (uncached) input tokens and $G$ outputs
+# then occupies the card for
 #
-# $$t_\text{GPU} = \frac{n_\text{new}}{r_P} + \frac{G - 1}{r_D}\ \text{GPU-seconds}.$$
+# $$t_\text{GPU} = \frac{n_\text{new}}{\mu_p} + \frac{G - 1}{\mu_d}\ \text{GPU-seconds}.$$
 #
 # The sharing configuration of the example (8K prompts, the first 6K cached, batch 16) is
 # exactly one of Experiment 8-1's measurements: 32,768 new tokens prefilled in 2.04 s, then
@@ -267,15 +268,15 @@ plots.goodput_figure(sweep_rates, series).show()
 
 # %%
 new_tokens = ch08.LONG_PROMPT_TOKENS - ch08.SHARED_PREFIX_TOKENS
-r_p = calc.prefill_token_rate(ch08.LONG_BATCH * new_tokens, ch08.SHARED_PREFILL_S)
-r_d = calc.decode_tokens_per_s(ch08.LONG_BATCH, ch08.SHARED_ROUND_S)
-t_gpu = calc.gpu_seconds_per_request(new_tokens, ch08.OUTPUT_TOKENS, r_p, r_d)
+mu_p = calc.prefill_token_rate(ch08.LONG_BATCH * new_tokens, ch08.SHARED_PREFILL_S)
+mu_d = calc.decode_tokens_per_s(ch08.LONG_BATCH, ch08.SHARED_ROUND_S)
+t_gpu = calc.gpu_seconds_per_request(new_tokens, ch08.OUTPUT_TOKENS, mu_p, mu_d)
 mfu = calc.measured_prefill_mfu(model, card, ch08.LONG_BATCH, new_tokens,
                                 ch08.SHARED_PREFIX_TOKENS, ch08.SHARED_PREFILL_S)
-print(f"r_P = {ch08.LONG_BATCH * new_tokens:,} / {ch08.SHARED_PREFILL_S} s = {r_p:,.0f} new "
+print(f"mu_p = {ch08.LONG_BATCH * new_tokens:,} / {ch08.SHARED_PREFILL_S} s = {mu_p:,.0f} new "
       f"tokens/s ({mfu:.1%} of peak)")
-print(f"r_D = {ch08.LONG_BATCH} / {ch08.SHARED_ROUND_S / units.ms:.2f} ms = {r_d:.0f} calls/s")
-print(f"t_GPU = {new_tokens} / r_P + {ch08.OUTPUT_TOKENS - 1} / r_D = {t_gpu:.3f} "
+print(f"mu_d = {ch08.LONG_BATCH} / {ch08.SHARED_ROUND_S / units.ms:.2f} ms = {mu_d:.0f} calls/s")
+print(f"t_GPU = {new_tokens} / mu_p + {ch08.OUTPUT_TOKENS - 1} / mu_d = {t_gpu:.3f} "
       f"GPU-s per request, {ch08.LONG_BATCH * t_gpu:.2f} for all {ch08.LONG_BATCH}")
 
 # %% [markdown]
@@ -289,13 +290,8 @@ print(f"t_GPU = {new_tokens} / r_P + {ch08.OUTPUT_TOKENS - 1} / r_D = {t_gpu:.3f
 # efficiency; the companion shows it and the prefill time it implies.
 
 # %%
-print(f"{'batch':>5} {'read/round':>11} {'at 1792 GB/s':>13} {'measured':>9} {'MBU':>5} "
-      f"{'gap':>8}")
-table = calc.decode_efficiency_table()
-for row in table:
-    print(f"{row['batch']:>5} {row['read_bytes'] / units.GB:8.2f} GB {row['read_s'] / units.ms:10.2f} "
-          f"ms {row['round_s'] / units.ms:6.2f} ms {row['mbu']:5.0%} "
-          f"{row['gap_s'] / units.ms:5.1f} ms")
+table = calc.decode_efficiency_table(model, card)
+print(widgets.decode_efficiency_text(model, card))
 prefill_row = calc.prefill_efficiency_row()
 print(f"\n{'batch':>5} {'prefill work':>13} {'MFU':>5} {'prefill time':>13}  source")
 for row in prefill_row:
@@ -320,15 +316,13 @@ print(f"\nbatch {first['batch']} -> {last['batch']}: "
 #
 # Sixteen 8192-token requests arrive together; their first 6144 tokens are the same, each
 # writes 256 tokens, and all must be answered within 7 s. KV plus auxiliary buffers may use
-# 12 GiB. Four configurations, all assumed to answer correctly:
-#
-# | scheme | state | what changes |
-# |---|---|---|
-# | A | BF16, every request keeps its own full context | the baseline |
-# | B | BF16, the common prefix stored once and already cached | prefill only 2048 new tokens each |
-# | C | q8_0 KV (34 bytes per 32 values), no sharing | a smaller cache, but the full prefill |
-# | D | B plus a DFlash draft network (7 drafts, 8 positions verified) | 3 tokens per round; the draft's extra peak memory and prefill, as measured in Experiment 8-5 |
-#
+# 12 GiB. Four configurations, all assumed to answer correctly (D's draft network is DFlash;
+# the table reads each scheme's settings off `calc.SCHEMES`):
+
+# %% tags=["remove-input"]
+md(widgets.scheme_definition_markdown([calc.SCHEMES[k] for k in "ABCD"]))
+
+# %% [markdown]
 # The companion computes each one from the chapter's rules (`calc.scheme_result`):
 # memory is the KV held at the end of generation in whole 16-token blocks (the prefix once
 # where shared) plus the draft; prefill time is the uncached FLOPs at B's measured 57.8% of
@@ -338,12 +332,7 @@ print(f"\nbatch {first['batch']} -> {last['batch']}: "
 
 # %%
 results = calc.compare_schemes([calc.SCHEMES[k] for k in "ABCD"])
-print(f"{'':6} {'memory':>10} {'prefill':>8} {'round':>9} {'rounds':>6} {'decode':>8} "
-      f"{'total':>8} {'fits 12 GiB':>11} {'within 7 s':>10}")
-for r in results.values():
-    print(f"{r.name:6} {r.memory_gib:6.2f} GiB {r.prefill_s:6.2f} s {r.round_ms:6.2f} ms "
-          f"{r.rounds:6d} {r.decode_s:6.2f} s {r.total_s:6.2f} s {str(r.fits_memory):>11} "
-          f"{str(r.meets_deadline):>10}")
+print(widgets.scheme_text([calc.SCHEMES[k] for k in "ABCD"]))
 print(f"\nA would need {results['A'].memory_mib:,.0f} MiB; B {results['B'].memory_mib:,.0f} MiB; "
       f"D {results['D'].memory_mib:,.0f} MiB")
 print(f"feasible, least GPU time per qualifying result: "
@@ -507,10 +496,10 @@ md(f"""> **Where this model breaks: the batch waits for its slowest request.** A
 # ## Beyond the instance: Amdahl over a whole task (Figure 8-36)
 #
 # An agent task is more than decode: prefill, tool calls and waiting stay as they were. If
-# decode is a fraction $f$ of the task and becomes $s$ times faster,
+# decode is a fraction $f$ of the task and becomes $\sigma$ times faster,
 #
-# $$\text{speedup}_\text{task} = \frac{1}{(1 - f) + f/s}
-# \;\xrightarrow{s \to \infty}\; \frac{1}{1 - f}.$$
+# $$\text{speedup}_\text{task} = \frac{1}{(1 - f) + f/\sigma}
+# \;\xrightarrow{\sigma \to \infty}\; \frac{1}{1 - f}.$$
 #
 # A one-off cost added to make decode faster (say, building a draft index) adds to the
 # denominator and can cancel the gain.

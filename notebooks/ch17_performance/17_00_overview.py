@@ -29,7 +29,7 @@
 # [notation page](../notation.ipynb) lists them with their units.
 
 # %%
-from companion import calc, ledger, specs, units
+from companion import calc, ledger, specs, units, widgets
 from companion.chapters import ch17
 
 hw, m8, m70 = specs.H100_SXM, specs.LLAMA_8B, specs.LLAMA_70B
@@ -58,22 +58,7 @@ print(f"{'runtime + activations reserve per GPU':38} "
       f"{ch17.RUNTIME_RESERVE_BYTES / units.GB:.0f} GB")
 
 # %%
-print(f"{'model shape':24} {'8B':>12} {'70B':>12}")
-for label, get in (
-        ("parameters", lambda m: f"{m.n_params / 1e9:.0f}e9"),
-        ("layers", lambda m: f"{m.n_layers}"),
-        ("hidden width", lambda m: f"{m.hidden_size:,}"),
-        ("query heads", lambda m: f"{m.n_query_heads}"),
-        ("KV heads (GQA)", lambda m: f"{m.n_kv_heads}"),
-        ("head dimension", lambda m: f"{m.head_dim}"),
-        ("bytes per value (BF16)", lambda m: f"{m.bytes_per_param:g}"),
-        ("weights", lambda m: f"{m.weight_bytes / units.GB:.0f} GB"),
-        ("KV per token", lambda m: f"{calc.kv_bytes_per_token(m) / units.KiB:.0f} KB"),
-        ("KV per 8K sequence",
-         lambda m: f"{calc.kv_bytes(m, ch17.LONG_CONTEXT_TOKENS, block_tokens=1) / units.GB:.2f}"
-                   " GB"),
-        ("weights / one H100", lambda m: f"{m.weight_bytes / hw.mem_bytes:.2f}x")):
-    print(f"{label:24} {get(m8):>12} {get(m70):>12}")
+print(widgets.model_shapes_text([m8, m70], hw, context_tokens=ch17.LONG_CONTEXT_TOKENS))
 
 # %% [markdown]
 # **Reading the chapter's units.** GB and MB are decimal (1e9 and 1e6 bytes), as on a spec

@@ -162,7 +162,7 @@ print(f"{hw.mem_bytes / units.GB:.0f} GB / {hw.mem_bw_bytes_per_s / units.TB:.2f
 # block of keys and values into an SM's shared memory, computes that tile of scores there,
 # folds it into a running softmax (keeping only a running maximum and sum per row), and moves
 # on to the next block. The score matrix never exists in HBM; the only HBM traffic is
-# reading $Q$, $K$, $V$ and writing the output. (The recomputation people associate with
+# reading $\mathbf{Q}$, $\mathbf{K}$, $\mathbf{V}$ and writing the output. (The recomputation people associate with
 # FlashAttention belongs to training, where the backward pass rebuilds the scores instead of
 # storing them; an inference engine runs only the forward pass.) With hundreds of FLOPs of
 # headroom per byte, reorganising work to save HBM traffic is the pattern behind most fast

@@ -375,7 +375,7 @@ step = ch17.SMOOTH_ITL_S
 n10 = 10 * step * ch17.PREFILL_EFFICIENCY * hw.peak_flops_per_s / (2 * m8.n_params)
 near = hol_panel.update(prompt_tokens=int(round(n10 / 256)) * 256).numbers
 answer(f"""
-The stall is linear in the prompt: $t = 2Nn/(0.5\\pi)$, so ten 6 ms steps need
+The stall is linear in the prompt: $t_\\text{{stall}} = 2Nn/(0.5\\pi)$, so ten 6 ms steps need
 $n = 10 \\times 6\\,\\text{{ms}} \\times 0.5\\pi / 2N$ = **{n10:,.0f} tokens**. On the slider (steps
 of 256) the nearest setting, {int(round(n10 / 256)) * 256:,} tokens, reads a stall of
 {near['stall_ms']:.0f} ms = {near['worst_itl_over_step']:.1f} steps. A prompt under two thousand

@@ -177,7 +177,7 @@ print(f"70B KV per token: BF16 {calc.kv_bytes_per_token(m70, 2) / units.KiB:.0f}
 # KV-cache chapter counted only the cache. Neither stream can be skipped, so a step pays for
 # both:
 #
-# $$ t_{\text{step}} = \frac{D_w + L\,k}{\beta}. $$
+# $$ T_\text{step} = \frac{D_w + L\,k}{\beta}. $$
 #
 # The 8B at batch 1, at three context lengths:
 

@@ -159,8 +159,8 @@ print(f"naive: {ch17.PREFIX_USERS} x 2,000 x {k8:,} B = {share['naive_bytes'] / 
 # never *read*: in both systems a decode step streams the weights plus the live KV only. The
 # gain comes from more sequences sharing each pass over the weights:
 #
-# $$ t_{\text{step}} = \frac{D_w + b\,L\,k}{\beta}, \qquad
-#    \text{throughput} = \frac{b}{t_{\text{step}}}. $$
+# $$ T_\text{step} = \frac{D_w + b\,L\,k}{\beta}, \qquad
+#    \text{throughput} = \frac{b}{T_\text{step}}. $$
 
 # %%
 gain = calc.paged_batch_gain(m8, hw, block_tokens=1)     # the chapter's arithmetic: live bytes
@@ -176,19 +176,18 @@ print(f"batch x{gain['batch_gain']:.1f}, throughput x{gain['throughput_gain']:.1
 # %% tags=["remove-input"]
 max_len = calc.paged_batch_gain(m8, hw, block_tokens=1, reservation_tokens=ch17.MAX_LEN_TOKENS)
 naive_e = {e.id: e for e in ledger.by_section("17.5")}["17.5/naive-batch"]
+readings = "\n".join("> " + line
+                     for line in widgets.reservation_readings_markdown(m8, hw).splitlines())
 md(f"""
 > **Erratum: which reservation?** 17 §5 sizes the worst-case reservation at the 8B's maximum
 > length, {ch17.MAX_LEN_TOKENS:,} tokens ({waste['reserved_bytes'] / units.GB:.2f} GB), but
-> its batch arithmetic then divides by 17.4's 8,000-token sequence
+> its batch arithmetic then divides by 17.4's {ch17.LONG_CONTEXT_TOKENS:,}-token sequence
 > ({calc.kv_bytes(m8, ch17.LONG_CONTEXT_TOKENS, block_tokens=1) / units.GB:.2f} GB). The two
 > readings give different naive batches:
 >
-> | reservation | per sequence | naive batch | step | tokens/s | paged gain |
-> |---|---|---|---|---|---|
-> | 8,000 tokens (the chapter's arithmetic) | {calc.kv_bytes(m8, ch17.LONG_CONTEXT_TOKENS, block_tokens=1) / units.GB:.2f} GB | **{gain['naive']['batch']}** | {gain['naive']['step_s'] / units.ms:.2f} ms | {gain['naive']['tokens_per_s']:,.0f} | {gain['throughput_gain']:.2f}x |
-> | {ch17.MAX_LEN_TOKENS:,} tokens (its own max_len) | {waste['reserved_bytes'] / units.GB:.2f} GB | **{max_len['naive']['batch']}** | {max_len['naive']['step_s'] / units.ms:.2f} ms | {max_len['naive']['tokens_per_s']:,.0f} | {max_len['throughput_gain']:.2f}x |
+{readings}
 >
-> The printed {naive_e.printed} sequences come from the 8,000-token reading; a reservation of
+> The printed {naive_e.printed} sequences come from the {ch17.LONG_CONTEXT_TOKENS:,}-token reading; a reservation of
 > the stated maximum length fits {max_len['naive']['batch']}, which makes paging's advantage a
 > little larger. The companion follows the chapter's arithmetic by default
 > (`calc.paged_batch_gain(..., reservation_tokens=...)` takes either).

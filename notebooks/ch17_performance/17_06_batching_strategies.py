@@ -140,22 +140,25 @@ queue is empty, so there is nobody to seat.""")
 
 # %%
 step_s = calc.paged_batch_gain(m8, hw, block_tokens=1)["naive"]["step_s"]
-trade = calc.chunked_prefill_trade(m8, hw, 8000, 512, step_s)
-print(f"closed form, 8,000-token prompt, 512-token chunks, {step_s / units.ms:.2f} ms decode step:")
+prompt, chunk = ch17.LONG_CONTEXT_TOKENS, ch17.CHUNK_TOKENS
+trade = calc.chunked_prefill_trade(m8, hw, prompt, chunk, step_s)
+last_chunk = prompt - (trade["chunks"] - 1) * chunk
+print(f"closed form, {prompt:,}-token prompt, {chunk}-token chunks, {step_s / units.ms:.2f} ms "
+      f"decode step:")
 print(f"  {trade['chunks']} chunks of {trade['chunk_s'] / units.ms:.2f} ms, iteration "
       f"{trade['iteration_s'] / units.ms:.2f} ms")
 print(f"  worst ITL {trade['dedicated_s'] / units.ms:.1f} -> {trade['iteration_s'] / units.ms:.1f} ms"
       f" ({trade['itl_improvement']:.1f}x better)")
 print(f"  TTFT {trade['ttft_s'] / units.ms:.1f} ms vs {trade['dedicated_s'] / units.ms:.1f} ms "
-      f"dedicated (+{100 * trade['ttft_increase']:.1f}%); charging the last 320-token chunk its "
+      f"dedicated (+{100 * trade['ttft_increase']:.1f}%); charging the last {last_chunk}-token chunk its "
       f"own size: {trade['ttft_exact_s'] / units.ms:.1f} ms")
-whole = scenarios.long_prompt_interference(8000)
-chunked = scenarios.long_prompt_interference(8000, 512)
+whole = scenarios.long_prompt_interference(prompt)
+chunked = scenarios.long_prompt_interference(prompt, chunk)
 print("simulated (8 decoding requests, the long prompt arrives at a step boundary):")
 print(f"  whole prompt in one step: worst decode ITL {whole['worst_decode_itl_s'] / units.ms:.1f} ms"
       f" (the {whole['baseline_itl_s'] / units.ms:.1f} ms step + the prefill), long TTFT "
       f"{whole['long_ttft_s'] / units.ms:.1f} ms")
-print(f"  512-token chunks: worst decode ITL {chunked['worst_decode_itl_s'] / units.ms:.1f} ms, "
+print(f"  {chunk}-token chunks: worst decode ITL {chunked['worst_decode_itl_s'] / units.ms:.1f} ms, "
       f"long TTFT {chunked['long_ttft_s'] / units.ms:.1f} ms over "
       f"{chunked['long_prompt_rounds']} steps")
 chunk_panel = widgets.ChunkSizePanel()

@@ -213,7 +213,7 @@ md(f"""> **Where this model breaks: collective latency and overlap.** At the cha
 #
 # What PP costs is waiting. Give the pipe a single unit of work and only one stage is busy at
 # any moment. Cut the batch into $M$ microbatches and inject them one after another: stage
-# $s$ (from 0) handles microbatch $j$ in time slot $s + j$. The last stage first has work in
+# $i$ (from 0) handles microbatch $j$ in time slot $i + j$. The last stage first has work in
 # slot $S-1$ (the pipe is *filling*); the first stage runs out after slot $M-1$ (the pipe is
 # *draining*); the run lasts $M + S - 1$ slots. Every stage is busy in $M$ of them, so the idle
 # share, called the **bubble**, is
@@ -465,7 +465,8 @@ many GPUs as TP = 4 does.""", title="Worked answer 2")
 # %% tags=["remove-input"]
 stages = 8
 need = next(m for m in range(1, 10_000) if calc.pipeline_bubble(stages, m) < 0.05)
-answer(f"""$(S-1)/(M+S-1) < 0.05$ with $S = {stages}$ needs $M + 7 > 140$, so
+answer(f"""$(S-1)/(M+S-1) < 0.05$ with $S = {stages}$ needs
+$M + {stages - 1} > {stages - 1} / 0.05 = {(stages - 1) / 0.05:g}$, so
 $M = {need}$ microbatches (bubble {100 * calc.pipeline_bubble(stages, need):.2f}%; one fewer
 gives {100 * calc.pipeline_bubble(stages, need - 1):.2f}%). That is beyond the explorer's
 slider, which is the point: at 4 sequences per microbatch, {4 * need} sequences must be in

@@ -501,9 +501,10 @@ share40 = (at40["cold_s"] - 0.5) / (at40["cold_s"] - at40["warm_s"])
 answer(f"""The cold TTFT grows by one turn's prefill per turn and first exceeds 500 ms at turn
 {cross} ({calc.kv_routing_ttft(m8, hw, cross)['cold_s'] / units.ms:.0f} ms). At turn 40 a cold
 worker needs {at40['cold_s'] / units.ms:,.0f} ms and a warm one {at40['warm_s'] / units.ms:.0f}
-ms. The mean $s\\,T_\\text{{warm}} + (1-s)\\,T_\\text{{cold}}$ stays under 500 ms when
-$s \\ge (T_\\text{{cold}} - 500\\ \\text{{ms}})/(T_\\text{{cold}} - T_\\text{{warm}})$ =
-{100 * share40:.0f}% of turns landing warm.""", title="Worked answer 4")
+ms. With a share $f_\\text{{warm}}$ of turns landing warm, the mean
+$f_\\text{{warm}}\\,T_\\text{{warm}} + (1-f_\\text{{warm}})\\,T_\\text{{cold}}$ stays under 500 ms when
+$f_\\text{{warm}} \\ge (T_\\text{{cold}} - 500\\ \\text{{ms}})/(T_\\text{{cold}} - T_\\text{{warm}})$ =
+{100 * share40:.0f}%.""", title="Worked answer 4")
 
 # %% tags=["remove-input"]
 small = route_panel.reset().numbers

@@ -323,10 +323,12 @@ n = ui.update().numbers
 print(f"decode MBU {n['decode_mbu_pct']:.1f}%, MFU {n['decode_mfu_pct']:.3f}%, headroom "
       f"{n['headroom']:.2f}x (ceiling {n['ceiling_tok_s']:.0f} tok/s); prefill MFU "
       f"{n['prefill_mfu_pct']:.1f}%")
-n = ui.update(decode_tok_s=9300, batch=57, context_tokens=600).numbers
-print(f"17 §5's naive batch (57 sequences, 600 live tokens) at its computed ceiling of "
-      f"9,300 tok/s: MBU {n['decode_mbu_pct']:.0f}% (the roof itself), MFU "
-      f"{n['decode_mfu_pct']:.1f}%")
+naive = calc.paged_batch_gain(m8, hw, block_tokens=1)["naive"]
+n = ui.update(decode_tok_s=round(naive["tokens_per_s"]), batch=naive["batch"],
+              context_tokens=ch17.CHAT_LIVE_TOKENS).numbers
+print(f"17 §5's naive batch ({naive['batch']} sequences, {ch17.CHAT_LIVE_TOKENS} live tokens) at "
+      f"its computed ceiling of {naive['tokens_per_s']:,.0f} tok/s: MBU "
+      f"{n['decode_mbu_pct']:.0f}% (the roof itself), MFU {n['decode_mfu_pct']:.1f}%")
 _ = ui.reset()
 
 # %% [markdown]

@@ -40,8 +40,8 @@ m8 = specs.LLAMA_8B
 # doing the arithmetic at higher precision, halves those bytes, so the step halves and the
 # ceiling doubles. With $N$ parameters of $s$ bytes each:
 #
-# $$T_\text{token} = \frac{N s}{\beta}, \qquad
-# \text{ceiling} = \frac{1}{T_\text{token}}, \qquad
+# $$T_\text{step} = \frac{N s}{\beta}, \qquad
+# \text{ceiling} = \frac{1}{T_\text{step}}, \qquad
 # I = \frac{2N}{N s} = \frac{2}{s}\ \text{FLOP/byte}.$$
 
 # %%
