@@ -407,3 +407,14 @@ def test_scheme_d_with_its_slowest_request_by_hand():
     assert slow.energy_j_per_result == pytest.approx(600 * slow.total_s / 16)
     plain, none = ls.scheme_result_slowest(SCHEMES["B"])
     assert none is None and plain == scheme_result(SCHEMES["B"])
+
+
+def test_speculative_rounds_when_one_round_can_emit_more_than_is_needed():
+    # a round of m = 7 drafts can emit up to 8 tokens: a request needing 2 is done in one round
+    # unless the first draft is rejected (1 token), then surely in the second. The explorer's
+    # short outputs (2-6 tokens) broke the running-total arithmetic once.
+    a = 0.6
+    assert ls.speculative_rounds_pmf(2, a, 7) == pytest.approx((0.0, a, 1 - a))
+    for n in range(1, 10):
+        pmf = ls.speculative_rounds_pmf(n, a, 7)
+        assert sum(pmf) == pytest.approx(1.0) and min(pmf) >= 0

@@ -179,8 +179,11 @@ def speculative_rounds_pmf(tokens_needed: int, acceptance: float, draft_len: int
     for _ in range(n):                     # at least one token per round: n rounds suffice
         nxt = np.zeros(n + 1)
         for k, p in enumerate(step, start=1):
-            nxt[k:] += p * state[:n + 1 - k]
-            nxt[n] += p * state[n + 1 - k:n].sum()
+            # a running total j below the target moves to j + k, or reaches the target
+            # (a round may emit more tokens than are still needed: k > n - j)
+            if k < n:
+                nxt[k:n] += p * state[:n - k]
+            nxt[n] += p * state[max(0, n - k):n].sum()
         nxt[n] += state[n]
         pmf.append(float(nxt[n] - done_before))
         done_before = float(nxt[n])
