@@ -12,6 +12,9 @@ Sections (all by default; name some to run only those):
               pointer drag across each one's slider (lag, updates per second, largest gap),
               and open -> first figure / Run All -> first live explorer per notebook
               (benchmarks/browser_latency.py; about 10 minutes on a quiet machine)
+  lite        the lite site (make lite) in headless Chromium: page open -> kernel ready, Run
+              All -> first live explorer, slider steps and drags of the same explorers, and
+              Run All of every notebook it serves (benchmarks/lite_latency.py)
   suite       the whole test suite (`make test`'s pytest command)
 
 usage: python benchmarks/run_all.py [section ...]
@@ -154,6 +157,13 @@ def bench_browser() -> None:
     subprocess.run([PY, str(ROOT / "benchmarks" / "browser_latency.py")], cwd=ROOT)
 
 
+def bench_lite() -> None:
+    header("the lite site in a real browser (JupyterLite, Pyodide kernel, headless Chromium)")
+    print(f"  load average {os.getloadavg()[0]:.2f} (1 min) before; the machine should be quiet",
+          flush=True)
+    subprocess.run([PY, str(ROOT / "benchmarks" / "lite_latency.py")], cwd=ROOT)
+
+
 def bench_suite() -> None:
     header("whole test suite (make test's pytest command)")
     cmd = [PY, "-m", "pytest", "-n", "2", "--dist", "loadfile", "-q", "--nbval",
@@ -168,7 +178,8 @@ def bench_suite() -> None:
 
 
 SECTIONS = {"import": bench_import, "panels": bench_panels, "sim": bench_sim,
-            "notebooks": bench_notebooks, "browser": bench_browser, "suite": bench_suite}
+            "notebooks": bench_notebooks, "browser": bench_browser, "lite": bench_lite,
+            "suite": bench_suite}
 
 if __name__ == "__main__":
     chosen = sys.argv[1:] or list(SECTIONS)

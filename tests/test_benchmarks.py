@@ -28,6 +28,14 @@ def test_browser_latency_runs_every_section_without_arguments():
     assert args.sections == ["latency", "open"] and args.moves == 24
 
 
+def test_lite_latency_runs_every_section_without_arguments(capsys):
+    lite = _load("lite_latency")
+    assert lite.parse_args([]).sections == ["open", "latency", "notebooks"]
+    with pytest.raises(SystemExit):
+        lite.parse_args(["notebook"])
+    assert "notebook" in capsys.readouterr().err
+
+
 def test_browser_latency_names_an_unknown_section(capsys):
     with pytest.raises(SystemExit):
         _load("browser_latency").parse_args(["latencey"])

@@ -52,6 +52,23 @@ class BuildError(RuntimeError):
     pass
 
 
+
+# JupyterLab 4.4's notebook shortcuts move between cells on the arrow keys whenever anything in
+# a command-mode notebook has focus, an explorer's slider handle included: in the lite site an
+# arrow key on a focused slider moved the cell cursor instead of the slider (JupyterLab 4.6 with
+# jupyterlab-widgets 3.0.17, which `make lab` serves, leaves the keys to the slider). The four
+# are disabled and added back for everything but focus inside an output.
+_CURSOR = ".jp-Notebook.jp-mod-commandMode:not(.jp-mod-readWrite) :focus"
+ARROW_SHORTCUTS = [
+    dict(entry, **change)
+    for command, key in (("notebook:move-cursor-down", "ArrowDown"),
+                         ("notebook:move-cursor-up", "ArrowUp"),
+                         ("notebook:move-cursor-heading-above-or-collapse", "ArrowLeft"),
+                         ("notebook:move-cursor-heading-below-or-expand", "ArrowRight"))
+    for entry in ({"command": command, "keys": [key], "selector": _CURSOR},)
+    for change in ({"disabled": True},
+                   {"selector": _CURSOR + ":not(.jp-OutputArea-output *)"})]
+
 def canon(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -263,7 +280,8 @@ def build(out: Path, state: Path) -> int:
                 # visibility): JupyterLite 0.6's default ("full") detaches the cells scrolled
                 # out of view, so an explorer's widgets and figures are rebuilt on the way back
                 # and the browser's find-in-page misses them
-                "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"}},
+                "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"},
+                "@jupyterlab/shortcuts-extension:shortcuts": {"shortcuts": ARROW_SHORTCUTS}},
         }}, indent=1))
     stage_contents(state / "content")
 

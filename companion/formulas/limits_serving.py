@@ -176,7 +176,10 @@ def speculative_rounds_pmf(tokens_needed: int, acceptance: float, draft_len: int
     state[0] = 1.0
     done_before = 0.0
     pmf = [0.0]
-    for _ in range(n):                     # at least one token per round: n rounds suffice
+    # at least one token per round: n rounds suffice. All n are carried, not stopped once the
+    # done mass reaches 1 within rounding, so the length does not depend on the platform's
+    # last-bit arithmetic (wasm32 stopped a round earlier than x86-64)
+    for _ in range(n):
         nxt = np.zeros(n + 1)
         for k, p in enumerate(step, start=1):
             # a running total j below the target moves to j + k, or reaches the target
@@ -188,8 +191,6 @@ def speculative_rounds_pmf(tokens_needed: int, acceptance: float, draft_len: int
         pmf.append(float(nxt[n] - done_before))
         done_before = float(nxt[n])
         state = nxt
-        if done_before >= 1.0 - 1e-15:
-            break
     return tuple(pmf)
 
 

@@ -295,7 +295,7 @@ class Result:
         # max over gaps[a:b] per request in one pass: reduceat over the index pairs (a, b),
         # with a sentinel so that b may equal the number of gaps
         gaps = np.append(np.diff(self.round_end_s), -np.inf)
-        bounds = np.empty(2 * len(a), dtype=np.int64)
+        bounds = np.empty(2 * len(a), dtype=np.intp)   # reduceat indices: intp (int32 on wasm32)
         bounds[0::2], bounds[1::2] = a, b
         out[k] = np.maximum.reduceat(gaps, bounds)[0::2]
         return out

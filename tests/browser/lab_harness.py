@@ -961,3 +961,19 @@ class StaticSiteServer(Server):
 
     def shutdown_kernels(self) -> None:
         pass  # no kernels: the book runs none
+
+
+class LiteSite(StaticSiteServer):
+    """The built lite site (make lite) on 127.0.0.1, with what the harness asks of a JupyterLab
+    server: a notebook's address in the site, its stored content and its code cells."""
+
+    name = "lite-site"
+
+    def notebook_url(self, path: str) -> str:
+        return f"{self.base}/lab/index.html?path={path}"
+
+    def notebook(self, path: str) -> dict:
+        return json.loads((self.site / "files" / path).read_text(encoding="utf-8"))
+
+    def code_cell_count(self, path: str) -> int:
+        return sum(c["cell_type"] == "code" for c in self.notebook(path)["cells"])

@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 import lite_build  # noqa: E402  (tools/ is no package: the build's own list of notebooks)
 
 START_HERE = "notebooks/START_HERE.ipynb"
-# 17.11's one explorer is its only figure: every other section notebook also shows a static
-# plotly figure, which the site's kernel cannot show yet (plotly asks for nbformat; see README)
+# a short section notebook whose one explorer is its only figure (test_a_section_with_plain_
+# figures_runs_to_the_end runs one with plain figures; make bench ARGS=lite runs them all)
 SECTION = "notebooks/ch17_performance/17_11_interview_questions.ipynb"
 EXPLORER_VARIABLE, PANEL, DRAGGED = "batch_panel", "BatchSizePanel", ("live_tokens", 0.1)
 EXERCISE, EXERCISE_ID = "exercises/ex8_1.ipynb", "8-1"
@@ -49,21 +49,6 @@ UNREACHABLE = re.compile(r"npm (ERR|error)|No matching distribution|Could not fi
 # Pyodide's start (its wheels, then the companion) in a fresh page, and a Run All in it
 KERNEL_START_MS = 180_000
 RUN_ALL_MS = 300_000
-
-
-class LiteSite(H.StaticSiteServer):
-    """The built lite site on 127.0.0.1, with what lab_harness asks of a JupyterLab server."""
-
-    name = "lite-site"
-
-    def notebook_url(self, path: str) -> str:
-        return f"{self.base}/lab/index.html?path={path}"
-
-    def notebook(self, path: str) -> dict:
-        return json.loads((self.site / "files" / path).read_text(encoding="utf-8"))
-
-    def code_cell_count(self, path: str) -> int:
-        return sum(c["cell_type"] == "code" for c in self.notebook(path)["cells"])
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +76,7 @@ def site(chromium, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(site, tmp_path_factory):
-    srv = LiteSite(site, tmp_path_factory.mktemp("lite-server"))
+    srv = H.LiteSite(site, tmp_path_factory.mktemp("lite-server"))
     srv.start(timeout_s=60)
     try:
         yield srv
@@ -118,6 +103,14 @@ def test_site_serves_every_notebook_offline(site):
     # every cell stays in the page, as in `make lab`: the tests below count on it too
     tracker = config["settingsOverrides"]["@jupyterlab/notebook-extension:tracker"]
     assert tracker["windowingMode"] == "none"
+    # an arrow key on a focused slider moves the slider, not the notebook's cell cursor: the
+    # four cursor shortcuts are disabled where focus is inside an output (make lab's JupyterLab
+    # leaves the keys to the slider already)
+    shortcuts = config["settingsOverrides"]["@jupyterlab/shortcuts-extension:shortcuts"]
+    arrows = {s["keys"][0]: s for s in shortcuts["shortcuts"] if not s.get("disabled")}
+    disabled = {s["keys"][0] for s in shortcuts["shortcuts"] if s.get("disabled")}
+    assert set(arrows) == disabled == {"ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight"}
+    assert all(s["selector"].endswith(":not(.jp-OutputArea-output *)") for s in arrows.values())
 
 
 def test_site_opens_on_start_here(server, reader):
@@ -168,6 +161,10 @@ def test_section_runs_and_explorer_follows_its_slider(server, reader):
     name, fraction = DRAGGED
     params = H.move_and_verify(page, root, panel_cls, params, name, drag_to=fraction)
     clock.mark(f"drag of {name} to {params[name]}: page == companion")
+    # and a reader's arrow key on the focused slider steps it (JupyterLab 4.4's notebook
+    # shortcuts once took the key: the site's settings leave it to the slider)
+    params = H.move_and_verify(page, root, panel_cls, params, name)
+    clock.mark(f"ArrowRight on {name}, to {params[name]}: page == companion")
     H.screenshot(root, "lite_3_explorer_after")
     assert not H.page_problems(page, H.ACTIVE)
 
