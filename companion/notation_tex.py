@@ -23,8 +23,9 @@ GREEK = frozenset("""alpha beta gamma delta epsilon varepsilon zeta eta theta va
 kappa lambda mu nu xi pi varpi rho varrho sigma varsigma tau upsilon phi varphi chi psi omega
 Gamma Delta Theta Lambda Xi Pi Sigma Upsilon Phi Psi Omega""".split())
 # commands that set their argument as words: the argument is no symbol, nor are its scripts
+# (``\begin{aligned}``: an environment's name is a word too)
 _TEXT_COMMANDS = frozenset("text textrm textit textbf mathrm operatorname textsf texttt "
-                           "mbox".split())
+                           "mbox begin end".split())
 # commands that carry no symbol themselves (operators, spacing, delimiters, layout)
 _OPERATORS = frozenset("""min max sum prod frac tfrac dfrac sqrt lceil rceil lfloor rfloor le
 leq ge geq ne neq approx sim times cdot cdots dots ldots vdots to rightarrow leftarrow iff

@@ -19,10 +19,10 @@
 # two limits pin it. Every added sequence adds its live KV, $L$ tokens at $k$ bytes each, to
 # each decode step, which also streams the $D_w$ weight bytes, at bandwidth $\beta$ (17 §5):
 #
-# $$t_\text{step}(b) = \frac{D_w + b\,L\,k}{\beta},$$
+# $$T_\text{step}(b) = \frac{D_w + b\,L\,k}{\beta},$$
 #
 # so an inter-token latency target $\text{ITL}_\text{target}$ caps the batch from above:
-# $t_\text{step}(b) \le \text{ITL}_\text{target}$. The KV memory caps it too. Of the card's
+# $T_\text{step}(b) \le \text{ITL}_\text{target}$. The KV memory caps it too. Of the card's
 # memory $C$, the weights take $M_w = D_w$ and the runtime a reserve $M_a + M_u$ (activations
 # and other buffers), which leaves $M_{KV} = C - M_w - (M_a + M_u)$ for the cache. A worst-case
 # allocator charges every sequence its full reservation of $L_\text{res}$ tokens; a paged one
@@ -37,7 +37,7 @@
 # 3. **(d)** The decode step at the paged cap, in ms.
 # 4. **(e)** The largest batch whose step meets the ITL target.
 # 5. **(f)** With paged KV, which limit binds: `"ITL target"` or `"KV memory"`?
-#    **(g)** The decode throughput $b / t_\text{step}(b)$ at the batch you would run, tok/s.
+#    **(g)** The decode throughput $b / T_\text{step}(b)$ at the batch you would run, tok/s.
 #    **(h)** And with worst-case reservations, which limit binds?
 #
 # Sizes are decimal ($10^9$ bytes to the GB). Your given data come from

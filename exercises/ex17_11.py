@@ -19,7 +19,7 @@
 # attention FLOPs ignored, as in the chapter) and runs at an assumed fraction $u$ of the peak
 # $\pi$ (17 §2-§3):
 #
-# $$T_\text{prefill}(n) = \frac{2 N n}{u\,\pi}.$$
+# $$t_\text{prefill}(n) = \frac{2 N n}{u\,\pi}.$$
 #
 # Decode runs at a healthy batch, one step $T_\text{step}$ per output token. The given step is
 # 17 §5's memory-bound step of its naive batch, $T_\text{step} = (D_w + b\,L\,k)/\beta$ with
@@ -28,7 +28,7 @@
 # no queueing) plus one step per output token, $T = \text{TTFT} + G\,T_\text{step}$ (17 §3).
 #
 # When a long prompt of $n$ tokens is prefilled in one piece, it joins the same round as the
-# running decodes' next step, so that round takes $T_\text{step} + T_\text{prefill}(n)$: every
+# running decodes' next step, so that round takes $T_\text{step} + t_\text{prefill}(n)$: every
 # running stream waits that long for its next token, the worst ITL (the companion's scheduler
 # simulator gives exactly this round). Chunked prefill instead runs one chunk of $c$ tokens per
 # round next to the decode step (17 §6):
@@ -41,11 +41,11 @@
 # 1. **(a)** The prefill time of the typical prompt, in ms, and **(b)** the share of the
 #    request's wall clock spent decoding, $G\,T_\text{step} / T$, in %.
 # 2. **(c)** The stall an unchunked long prompt imposes on every in-flight decode,
-#    $T_\text{prefill}(n)$ of the long prompt, in ms, and **(d)** the worst ITL as a multiple
-#    of the normal step, $(T_\text{step} + T_\text{prefill}) / T_\text{step}$.
+#    $t_\text{prefill}(n)$ of the long prompt, in ms, and **(d)** the worst ITL as a multiple
+#    of the normal step, $(T_\text{step} + t_\text{prefill}) / T_\text{step}$.
 # 3. **(e)** The chunks the long prompt splits into; **(f)** one chunk's compute time, in ms;
 #    **(g)** one round $T_r$ (decode step + one chunk), in ms; **(h)** how much the worst ITL
-#    improves, $(T_\text{step} + T_\text{prefill}) / T_r$.
+#    improves, $(T_\text{step} + t_\text{prefill}) / T_r$.
 # 4. **(i)** The long prompt's TTFT when chunked, charging every chunk a full round, in ms, and
 #    **(j)** its increase over a dedicated prefill, (i) / (c) - 1, in %.
 #

@@ -16,22 +16,23 @@
 # # Exercise 17-6 · The pipeline bubble, and where TP stops and PP starts
 #
 # *Calculation, 17 §7 (pipeline parallelism and the 405B placement; the companion's 17.7
-# notebook).* Pipeline parallelism (PP) gives each of $S$ GPUs a contiguous run of layers, a
-# stage; a token's activation, $d_\text{model}$ values of 2 bytes, crosses each boundary between
-# stages once. Fed with $M$ microbatches back to back, every stage works $M$ stage-steps, but
+# notebook).* Pipeline parallelism (PP) splits the layers into $S$ stages, contiguous runs of
+# layers with one GPU each; a token's activation, $d_\text{model}$ values of 2 bytes, crosses
+# each boundary between stages once. Fed with $M$ microbatches back to back, every stage works $M$ stage-steps, but
 # filling and draining the pipe adds $S - 1$ more, so the idle share of stage-time is
 #
 # $$\text{bubble} = \frac{S - 1}{M + S - 1}.$$
 #
 # Placement follows the communication arithmetic: TP as wide as the NVLink domain (one node of
 # $g_\text{node}$ GPUs), and PP stages across nodes only when one node cannot hold the weights
-# plus the runtime reserve. A layout of $g$ GPUs holds $D_w$ bytes of weights on cards of
-# capacity $C$ with a reserve $M_u$ per GPU when $D_w / g + M_u < C$.
+# plus the runtime reserve. A layout of TP over $g$ GPUs and PP over $S$ stages uses $g\,S$
+# GPUs; it holds $D_w$ bytes of weights on cards of capacity $C$ with a reserve $M_u$ per GPU
+# when $D_w / (g\,S) + M_u < C$.
 #
 # 1. **(a)** Layers per stage; **(b)** stage boundaries a token crosses; **(c)** bytes handed
 #    across one boundary per token.
 # 2. **(d)**, **(e)** The bubble, in %, for each of the two microbatch counts.
-# 3. **(f)** The fewest microbatches that bring the bubble to the target $t$ or below.
+# 3. **(f)** The fewest microbatches that bring the bubble to the given target or below.
 # 4. For the 405B model on the given card, with the given GPUs per node (8 at seed 0):
 #    **(g)** weights per GPU at TP over one whole node, $D_w / g_\text{node}$, in GB;
 #    **(h)** does that fit with the reserve? (`True`/`False`);

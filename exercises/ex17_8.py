@@ -16,14 +16,15 @@
 # # Exercise 17-8 · What does weight quantization do to the decode ceiling?
 #
 # *Calculation, 17 §10.* On the memory roof (17 §2), batch-1 decode streams every weight once
-# per token. With $N$ parameters stored at $s$ bytes each and a memory bandwidth $\beta$:
+# per token: one plain decode step $T_\text{step}$ emits one token. With $N$ parameters stored
+# at $s$ bytes each and a memory bandwidth $\beta$:
 #
-# $$D_w = N s, \qquad T_\text{token} = \frac{D_w}{\beta}, \qquad
-# \text{ceiling} = \frac{1}{T_\text{token}}, \qquad I = \frac{2N}{N s} = \frac{2}{s}\ \text{FLOP/byte}$$
+# $$D_w = N s, \qquad T_\text{step} = \frac{D_w}{\beta}, \qquad
+# \text{ceiling} = \frac{1}{T_\text{step}}, \qquad I = \frac{2N}{N s} = \frac{2}{s}\ \text{FLOP/byte}$$
 #
 # (17 §10, as in its section notebook). Storing the weights in fewer bytes (INT8 or FP8: $s = 1$;
 # the block formats `q8_0`/`q4_0` add a 16-bit scale per block of 32 values, so
-# $s = 8.5/8$ and $4.5/8$ B) while computing in higher precision shrinks $T_\text{token}$ in
+# $s = 8.5/8$ and $4.5/8$ B) while computing in higher precision shrinks $T_\text{step}$ in
 # proportion; a token still costs $2N$ FLOPs. BF16 is $s = 2$. The KV cache is a separate
 # decision: here it stays in BF16, $k$ bytes per token of context (17 §4), and is still read
 # every step, so at a context of $L$ tokens a step streams $N s + L k$ bytes.

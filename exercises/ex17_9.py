@@ -26,14 +26,14 @@
 # \ \xrightarrow{\ m \to \infty\ }\ \frac{1}{1 - \alpha}$$
 #
 # tokens, the target's own token included (17 §10). The draft model's $m$ passes are not free:
-# each streams the draft's weights, $T_d = 2 N_\text{draft} / \beta$ in BF16. One round then
-# takes $T_v + m\,T_d$, and the latency per output token is
+# each streams the draft's weights, $t_d = 2 N_\text{draft} / \beta$ in BF16. One round then
+# takes $T_v + m\,t_d$, and the latency per output token is
 #
-# $$\frac{T_v + m\,T_d}{\mathbb E[X]} .$$
+# $$\frac{T_v + m\,t_d}{\mathbb E[X]} .$$
 #
 # 1. **(a)** $\mathbb E[X]$; **(b)** the tokens one more draft token ($m + 1$) would add,
 #    $\alpha^{m+1}$; **(c)** $\mathbb E[X]$ with an unlimited draft.
-# 2. **(d)** One target pass $T_v$ and **(e)** one draft pass $T_d$, in ms.
+# 2. **(d)** One target pass $T_v$ and **(e)** one draft pass $t_d$, in ms.
 # 3. **(f)** The latency per output token with the draft, in ms; **(g)** the speedup over plain
 #    decode, $T_v$ divided by (f); **(h)** the draft length among 1-8 with the lowest latency
 #    per token; **(i)** does going from $m$ to $m + 1$ lower the latency per token?

@@ -27,10 +27,11 @@
 #
 # 1. **(a)** Over PCIe Gen5: $T_\text{rec}$ and $T_f$ of prefix A (ms), the expected saving of
 #    keeping A, and of keeping all the B prefixes (ms). Which do you keep? Price $T_\text{rec}$
-#    by the prefill FLOPs of $n$ tokens, $F = 2\,N_\text{layer}\,n + F_\text{pair}\,n(n+1)/2$
-#    (the layer matrices, then causal attention over $n(n+1)/2$ query-key pairs at
-#    $F_\text{pair}$ FLOPs each), run at the given fraction $u$ of the card's peak $\pi$:
-#    $T_\text{rec} = F / (u\,\pi)$. $T_f$ moves the prefix's KV over the link, $n$ tokens rounded
+#    by the prefill FLOPs of $n$ tokens,
+#    $F_\text{prefill} = 2\,N_\text{blocks}\,n + a\,n(n+1)/2$ (the matrices of the
+#    $N_\text{blocks}$ parameters in the transformer blocks, then causal attention over
+#    $n(n+1)/2$ query-key pairs at $a$ FLOPs each), run at the given fraction $u$ of the card's
+#    peak $\pi$: $T_\text{rec} = F_\text{prefill} / (u\,\pi)$. $T_f$ moves the prefix's KV over the link, $n$ tokens rounded
 #    up to whole blocks of $p$ tokens at $k$ bytes per token: $T_f = p\lceil n/p\rceil k /
 #    \beta_\text{link}$.
 # 2. **(b)** With the B prefixes' hit probability unchanged, below which hit probability
@@ -68,8 +69,8 @@ print(f"cache {given['cache_bytes'] / units.MiB:g} MiB; prefix A {given['a_token
       f"{given['hit_prob']:.0%} for A, {given['b_hit_prob']:.0%} for each B prefix")
 print(f"links: Gen5 {given['gen5_link_bytes_per_s'] / units.GB:g} GB/s, "
       f"Gen4 {given['gen4_link_bytes_per_s'] / units.GB:g} GB/s per direction")
-print(f"{model.name}: N_layer = {model.layer_params:,} parameters in its layers, "
-      f"F_pair = {calc.attention_flops_per_pair(model):,.0f} FLOPs per query-key pair, "
+print(f"{model.name}: N_blocks = {model.layer_params:,} parameters in its transformer blocks, "
+      f"a = {calc.attention_flops_per_pair(model):,.0f} FLOPs per query-key pair, "
       f"k = {calc.kv_bytes_per_token(model):,} KV bytes per token, blocks of p = 16 tokens")
 
 replay = given["replay"]

@@ -17,17 +17,18 @@
 #
 # *Derivation, sections 8.5.2-8.5.4.* Every draft position is accepted with the same
 # probability $\alpha$ once all earlier ones were, so a round with a draft of $m$ tokens outputs
-# on average $\mathbb E[N_m] = 1 + \alpha + \dots + \alpha^m$ tokens (8.5.2; $N_m$ counts the
-# tokens one round emits). The draft network produces one token at a time, $t_d$ each, so a
-# round takes $T_m = T_v + t_d\,m$ with $T_v$ the verification; the average latency per output
-# token is $T_m / \mathbb E[N_m]$ (total time over total tokens, 8.5.2).
+# on average $\mathbb E[X] = 1 + \alpha + \dots + \alpha^m$ tokens, $X$ being the tokens one
+# round emits at draft length $m$ (8.5.2; the chapter writes $N_m$). The draft network produces
+# one token at a time, $t_d$ each, so a round takes $T_r = T_v + t_d\,m$ with $T_v$ the
+# verification (the chapter's Exercise 8-7 writes $T_m$); the average latency per output token
+# is $T_r / \mathbb E[X]$ (total time over total tokens, 8.5.2).
 #
-# 1. **(a)** $\mathbb E[N_m]$ for the four draft lengths below.
+# 1. **(a)** $\mathbb E[X]$ for the four draft lengths below.
 # 2. **(b)** The latency per output token for each (ms), and the best of the four lengths.
 # 3. **(c)** Now the draft runs in groups of 4 positions and a partial group costs a full one,
-#    $T_m = T_v + t_d \cdot 4\lceil m/4\rceil$. Compute the latency per token at $m = 5$, the
-#    marginal cost $\Delta T/\Delta N$ of going from 4 to 5 (both with groups), and decide
-#    whether that step helps ($\Delta T/\Delta N < T/N$ at $m = 4$; 8.5.4).
+#    $T_r = T_v + t_d \cdot 4\lceil m/4\rceil$. Compute the latency per token at $m = 5$, the
+#    marginal cost $\Delta T_r/\Delta X$ of going from 4 to 5 (both with groups), and decide
+#    whether that step helps ($\Delta T_r/\Delta X < T_r/\mathbb E[X]$ at $m = 4$; 8.5.4).
 #
 # The decision at the end of (c) comes out the same at every seed offered: with groups of 4, the
 # fifth draft position always pays for a whole new group. If a seed would give an unfair variant
@@ -88,7 +89,7 @@ with grading.checks():
 # %% [markdown]
 # ## (c) Grouped drafting: 4 or 5?
 #
-# Set `latency5_ms`, `marginal_ms` ($\Delta T/\Delta N$ from 4 to 5) and `extend` (True if 5
+# Set `latency5_ms`, `marginal_ms` ($\Delta T_r/\Delta X$ from 4 to 5) and `extend` (True if 5
 # beats 4).
 
 # %% nbgrader={"grade": false, "grade_id": "c_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]

@@ -16,13 +16,14 @@
 # # Exercise 8-8 · How much does a faster stage shorten a whole agent task?
 #
 # *Calculation, section 8.6.3.* An agent task spends its time in prefill, decode, and tool use
-# and waiting. Speeding up one stage by $s$ shortens only that stage (Amdahl's law, Figure
-# 8-36); any one-off preparation the speed-up needs is added to the total. With stage times
-# $t_i$ and speedups $s_i$ (1 for a stage left alone), the task takes
+# and waiting. Speeding up one stage by a factor $\sigma$ shortens only that stage (Amdahl's
+# law, Figure 8-36); any one-off preparation the speed-up needs is added to the total. With
+# stage times $t_\text{stage}(i)$ and speedups $\sigma_i$ (1 for a stage left alone), the task
+# takes
 #
-# $$T' = \sum_i \frac{t_i}{s_i} + T_\text{prep}$$
+# $$T' = \sum_i \frac{t_\text{stage}(i)}{\sigma_i} + T_\text{prep}$$
 #
-# instead of $T = \sum_i t_i$, and the net speedup is $T / T'$.
+# instead of $T = \sum_i t_\text{stage}(i)$, and the net speedup is $T / T'$.
 #
 # 1. **(a)** Halve one stage at a time: what is the task time in each case? (s)
 # 2. **(b)** Instead, speed decode up by the factor below and add the draft preparation time:

@@ -19,10 +19,10 @@
 # two limits pin it. Every added sequence adds its live KV, $L$ tokens at $k$ bytes each, to
 # each decode step, which also streams the $D_w$ weight bytes, at bandwidth $\beta$ (17 §5):
 #
-# $$t_\text{step}(b) = \frac{D_w + b\,L\,k}{\beta},$$
+# $$T_\text{step}(b) = \frac{D_w + b\,L\,k}{\beta},$$
 #
 # so an inter-token latency target $\text{ITL}_\text{target}$ caps the batch from above:
-# $t_\text{step}(b) \le \text{ITL}_\text{target}$. The KV memory caps it too. Of the card's
+# $T_\text{step}(b) \le \text{ITL}_\text{target}$. The KV memory caps it too. Of the card's
 # memory $C$, the weights take $M_w = D_w$ and the runtime a reserve $M_a + M_u$ (activations
 # and other buffers), which leaves $M_{KV} = C - M_w - (M_a + M_u)$ for the cache. A worst-case
 # allocator charges every sequence its full reservation of $L_\text{res}$ tokens; a paged one
@@ -37,7 +37,7 @@
 # 3. **(d)** The decode step at the paged cap, in ms.
 # 4. **(e)** The largest batch whose step meets the ITL target.
 # 5. **(f)** With paged KV, which limit binds: `"ITL target"` or `"KV memory"`?
-#    **(g)** The decode throughput $b / t_\text{step}(b)$ at the batch you would run, tok/s.
+#    **(g)** The decode throughput $b / T_\text{step}(b)$ at the batch you would run, tok/s.
 #    **(h)** And with worst-case reservations, which limit binds?
 #
 # Sizes are decimal ($10^9$ bytes to the GB). Your given data come from
@@ -110,7 +110,7 @@ b_\text{{paged}} = \left\lfloor \frac{{{free_gb:g}\ \text{{GB}}}}{{{per_live / u
 
 **Step at the paged cap.**
 
-$$t_\text{{step}}({tex(cap_paged)}) = \frac{{D_w + b\,L\,k}}{{\beta}}
+$$T_\text{{step}}({tex(cap_paged)}) = \frac{{D_w + b\,L\,k}}{{\beta}}
 = \frac{{({D_w / units.GB:g} + {tex(cap_paged)} \times {per_live / units.GB:.6f})\ \text{{GB}}}}{{{tex(beta / units.GB, ',.0f')}\ \text{{GB/s}}}}
 = \frac{{{(D_w + cap_paged * per_live) / units.GB:.2f}\ \text{{GB}}}}{{{tex(beta / units.GB, ',.0f')}\ \text{{GB/s}}}}
 = {step_at_cap_ms:.2f}\ \text{{ms}}.$$
@@ -156,8 +156,8 @@ $$b \le \frac{{\text{{ITL}}_\text{{target}}\,\beta - D_w}}{{L\,k}}
 
 **Paged.** $b_\text{{ITL}} = {tex(itl_batch)}$ against $b_\text{{paged}} = {tex(cap_paged)}$: the
 **{binds_paged}** binds, so run $b = {tex(run)}$:
-$t_\text{{step}} = {step_s(run) / units.ms:.2f}$ ms and
-$b / t_\text{{step}} = {tex(run)} / {step_s(run):.5f}\ \text{{s}} = {tex(throughput, ',.0f')}$ tok/s.
+$T_\text{{step}} = {step_s(run) / units.ms:.2f}$ ms and
+$b / T_\text{{step}} = {tex(run)} / {step_s(run):.5f}\ \text{{s}} = {tex(throughput, ',.0f')}$ tok/s.
 
 **Worst-case reservations.** $b_\text{{ITL}} = {tex(itl_batch)}$ against
 $b_\text{{res}} = {cap_reserved}$: the **{binds_reserved}** binds.

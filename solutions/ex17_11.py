@@ -19,7 +19,7 @@
 # attention FLOPs ignored, as in the chapter) and runs at an assumed fraction $u$ of the peak
 # $\pi$ (17 §2-§3):
 #
-# $$T_\text{prefill}(n) = \frac{2 N n}{u\,\pi}.$$
+# $$t_\text{prefill}(n) = \frac{2 N n}{u\,\pi}.$$
 #
 # Decode runs at a healthy batch, one step $T_\text{step}$ per output token. The given step is
 # 17 §5's memory-bound step of its naive batch, $T_\text{step} = (D_w + b\,L\,k)/\beta$ with
@@ -28,7 +28,7 @@
 # no queueing) plus one step per output token, $T = \text{TTFT} + G\,T_\text{step}$ (17 §3).
 #
 # When a long prompt of $n$ tokens is prefilled in one piece, it joins the same round as the
-# running decodes' next step, so that round takes $T_\text{step} + T_\text{prefill}(n)$: every
+# running decodes' next step, so that round takes $T_\text{step} + t_\text{prefill}(n)$: every
 # running stream waits that long for its next token, the worst ITL (the companion's scheduler
 # simulator gives exactly this round). Chunked prefill instead runs one chunk of $c$ tokens per
 # round next to the decode step (17 §6):
@@ -41,11 +41,11 @@
 # 1. **(a)** The prefill time of the typical prompt, in ms, and **(b)** the share of the
 #    request's wall clock spent decoding, $G\,T_\text{step} / T$, in %.
 # 2. **(c)** The stall an unchunked long prompt imposes on every in-flight decode,
-#    $T_\text{prefill}(n)$ of the long prompt, in ms, and **(d)** the worst ITL as a multiple
-#    of the normal step, $(T_\text{step} + T_\text{prefill}) / T_\text{step}$.
+#    $t_\text{prefill}(n)$ of the long prompt, in ms, and **(d)** the worst ITL as a multiple
+#    of the normal step, $(T_\text{step} + t_\text{prefill}) / T_\text{step}$.
 # 3. **(e)** The chunks the long prompt splits into; **(f)** one chunk's compute time, in ms;
 #    **(g)** one round $T_r$ (decode step + one chunk), in ms; **(h)** how much the worst ITL
-#    improves, $(T_\text{step} + T_\text{prefill}) / T_r$.
+#    improves, $(T_\text{step} + t_\text{prefill}) / T_r$.
 # 4. **(i)** The long prompt's TTFT when chunked, charging every chunk a full round, in ms, and
 #    **(j)** its increase over a dedicated prefill, (i) / (c) - 1, in %.
 #
@@ -132,12 +132,12 @@ $$G\,T_\text{{step}} = {G} \times {step / units.ms:.3f}\ \text{{ms}} = {tex(deco
 
 **The long prompt, whole.**
 
-$$T_\text{{prefill}} = \frac{{2 \times {tex_sci(N)} \times {tex(n_long)}}}{{{reached / 1e12:.1f} \times 10^{{12}}}}
+$$t_\text{{prefill}} = \frac{{2 \times {tex_sci(N)} \times {tex(n_long)}}}{{{reached / 1e12:.1f} \times 10^{{12}}}}
 = \frac{{{2 * N * n_long / 1e12:.0f}\ \text{{TFLOP}}}}{{{reached / 1e12:.1f}\ \text{{TFLOP/s}}}} = {stall_ms:.1f}\ \text{{ms}}.$$
 
 **Worst ITL.** The round that admits it also runs the decode step:
 
-$$\frac{{T_\text{{step}} + T_\text{{prefill}}}}{{T_\text{{step}}}} = \frac{{{step / units.ms:.3f} + {stall_ms:.1f}}}{{{step / units.ms:.3f}}}
+$$\frac{{T_\text{{step}} + t_\text{{prefill}}}}{{T_\text{{step}}}} = \frac{{{step / units.ms:.3f} + {stall_ms:.1f}}}{{{step / units.ms:.3f}}}
 = {stall_ratio:.2f}\times,$$
 
 exactly one more than the chapter's reading, which divides the prefill alone by the step:
@@ -212,14 +212,14 @@ T_r = T_\text{{step}} + T_\text{{chunk}} = {step / units.ms:.3f} + {chunk_ms:.2f
 
 **Worst ITL.** It falls from one step plus the whole prefill to one round:
 
-$$\frac{{T_\text{{step}} + T_\text{{prefill}}}}{{T_r}} = \frac{{{worst / units.ms:.1f}\ \text{{ms}}}}{{{iteration_ms:.2f}\ \text{{ms}}}} = {itl_gain:.2f}\times;$$
+$$\frac{{T_\text{{step}} + t_\text{{prefill}}}}{{T_r}} = \frac{{{worst / units.ms:.1f}\ \text{{ms}}}}{{{iteration_ms:.2f}\ \text{{ms}}}} = {itl_gain:.2f}\times;$$
 
 counting the prefill alone, as the chapter does, ${stall_ms:.1f} / {iteration_ms:.2f} = {chapter_gain:.2f}\times${gain_note}.
 
 **The long prompt's TTFT.**
 
 $$\text{{chunks}} \times T_r = {chunks} \times {iteration_ms:.2f}\ \text{{ms}} = {ttft_chunked_ms:.1f}\ \text{{ms}}
-\quad\text{{against}}\quad T_\text{{prefill}} = {stall_ms:.1f}\ \text{{ms}}:\quad
+\quad\text{{against}}\quad t_\text{{prefill}} = {stall_ms:.1f}\ \text{{ms}}:\quad
 \frac{{{ttft_chunked_ms:.1f}}}{{{stall_ms:.1f}}} - 1 = {ttft_increase_pct:+.1f}\%.$$
 """)
 # check: the companion's 17 §6 closed form, and the simulator's chunked run (its worst gap is

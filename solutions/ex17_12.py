@@ -30,8 +30,8 @@
 #
 # $$b_\text{res} = \left\lfloor \frac{M_{KV}}{L_\text{res}\,k} \right\rfloor, \quad
 # b_\text{paged} = \left\lfloor \frac{M_{KV}}{L\,k} \right\rfloor, \quad
-# t_\text{step}(b) = \frac{D_w + b\,L\,k}{\beta}, \quad
-# \text{throughput} = \frac{b}{t_\text{step}(b)} .$$
+# T_\text{step}(b) = \frac{D_w + b\,L\,k}{\beta}, \quad
+# \text{throughput} = \frac{b}{T_\text{step}(b)} .$$
 #
 # 1. **(a)** The KV a worst-case allocator reserves per request, $L_\text{max}\,k$, in GB, and
 #    **(b)** the share of it a short chat turn leaves empty, in %.

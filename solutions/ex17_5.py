@@ -102,7 +102,7 @@ $$\text{{ring bytes}} = \frac{{2(g-1)}}{{g}} \times {tex(activation_bytes, ',.0f
 **(e)** Over NVLink:
 
 $$\frac{{{tex(bytes_per_token, ',.0f')}\ \text{{B}}}}{{{nvlink / units.GB:g} \times 10^{{9}}\ \text{{B/s}}}}
-= {wire_us:.2f}\ \mu\text{{s}}.$$
+= {wire_us:.2f}\ \text{{µs}}.$$
 """)
 # the companion's own 17 §7 traffic agrees
 traffic = calc.tp_allreduce_traffic(given["model"], g, bytes_per_value=value_bytes)
@@ -148,7 +148,7 @@ tok_per_s = 1 / step_s
 display.md(rf"""
 **(f)** Every collective pays its floor, whatever it carries:
 
-$$n_\text{{coll}}\,T_\text{{floor}} = {collectives} \times {t_floor / units.us:g}\ \mu\text{{s}}
+$$n_\text{{coll}}\,T_\text{{floor}} = {collectives} \times {t_floor / units.us:g}\ \text{{µs}}
 = {floor_nvlink_ms:.3f}\ \text{{ms}}.$$
 
 **(g)** Each GPU reads its $1/g$ of the weights:
@@ -159,7 +159,7 @@ $$\frac{{D_w}}{{g\,\beta}} = \frac{{{D_w / units.GB:g}\ \text{{GB}}}}{{{g} \time
 
 **(h)** $\dfrac{{{floor_nvlink_ms:.3f}}}{{{read_ms:.3f}}} = {overhead_nvlink_pct:.1f}\,\%$ of the read.
 
-**(i)** Leaving out the wire time of (e), ${wire_us:.2f}\ \mu$s:
+**(i)** Leaving out the wire time of (e), {wire_us:.2f} µs:
 $T_\text{{step}} = {read_ms:.3f} + {floor_nvlink_ms:.3f} = {step_ms:.3f}$ ms.
 
 **(j)** One token per step at batch 1: $1 / T_\text{{step}} = 1000 / {step_ms:.3f} =
@@ -195,7 +195,7 @@ overhead_pcie_pct = 100 * floor_pcie_s / read_s
 display.md(rf"""
 **(k)** The same ${collectives}$ collectives, each with PCIe's floor:
 
-$$n_\text{{coll}}\,T_\text{{floor}} = {collectives} \times {t_floor_pcie / units.us:g}\ \mu\text{{s}}
+$$n_\text{{coll}}\,T_\text{{floor}} = {collectives} \times {t_floor_pcie / units.us:g}\ \text{{µs}}
 = {floor_pcie_ms:.2f}\ \text{{ms}}.$$
 
 **(l)** $\dfrac{{{floor_pcie_ms:.2f}}}{{{read_ms:.3f}}} = {overhead_pcie_pct:.1f}\,\%$ of the read,

@@ -16,22 +16,23 @@
 # # Exercise 17-6 · The pipeline bubble, and where TP stops and PP starts
 #
 # *Calculation, 17 §7 (pipeline parallelism and the 405B placement; the companion's 17.7
-# notebook).* Pipeline parallelism (PP) gives each of $S$ GPUs a contiguous run of layers, a
-# stage; a token's activation, $d_\text{model}$ values of 2 bytes, crosses each boundary between
-# stages once. Fed with $M$ microbatches back to back, every stage works $M$ stage-steps, but
+# notebook).* Pipeline parallelism (PP) splits the layers into $S$ stages, contiguous runs of
+# layers with one GPU each; a token's activation, $d_\text{model}$ values of 2 bytes, crosses
+# each boundary between stages once. Fed with $M$ microbatches back to back, every stage works $M$ stage-steps, but
 # filling and draining the pipe adds $S - 1$ more, so the idle share of stage-time is
 #
 # $$\text{bubble} = \frac{S - 1}{M + S - 1}.$$
 #
 # Placement follows the communication arithmetic: TP as wide as the NVLink domain (one node of
 # $g_\text{node}$ GPUs), and PP stages across nodes only when one node cannot hold the weights
-# plus the runtime reserve. A layout of $g$ GPUs holds $D_w$ bytes of weights on cards of
-# capacity $C$ with a reserve $M_u$ per GPU when $D_w / g + M_u < C$.
+# plus the runtime reserve. A layout of TP over $g$ GPUs and PP over $S$ stages uses $g\,S$
+# GPUs; it holds $D_w$ bytes of weights on cards of capacity $C$ with a reserve $M_u$ per GPU
+# when $D_w / (g\,S) + M_u < C$.
 #
 # 1. **(a)** Layers per stage; **(b)** stage boundaries a token crosses; **(c)** bytes handed
 #    across one boundary per token.
 # 2. **(d)**, **(e)** The bubble, in %, for each of the two microbatch counts.
-# 3. **(f)** The fewest microbatches that bring the bubble to the target $t$ or below.
+# 3. **(f)** The fewest microbatches that bring the bubble to the given target or below.
 # 4. For the 405B model on the given card, with the given GPUs per node (8 at seed 0):
 #    **(g)** weights per GPU at TP over one whole node, $D_w / g_\text{node}$, in GB;
 #    **(h)** does that fit with the reserve? (`True`/`False`);
@@ -134,9 +135,10 @@ def bubble_pct(M):
 
 
 display.md(rf"""
-**(f)** Solve the bubble formula for $M$, with $t$ the target:
+**(f)** Solve the bubble formula for $M$:
 
-$$\frac{{S - 1}}{{M + S - 1}} \le t \iff M \ge (S - 1)\left(\frac{{1}}{{t}} - 1\right)
+$$\text{{bubble}} = \frac{{S - 1}}{{M + S - 1}} \le \text{{target}} \iff
+M \ge (S - 1)\left(\frac{{1}}{{\text{{target}}}} - 1\right)
 = {S - 1} \times \left(\frac{{1}}{{{target:g}}} - 1\right) = {m_bound:.2f},
 \qquad M = {m_needed}.$$
 
@@ -156,8 +158,8 @@ with grading.checks():
 # ### BEGIN SOLUTION
 # A token crosses $S - 1$ boundaries, each with one activation vector of a few kilobytes: PP's
 # traffic is small enough to cross nodes. Its price is the bubble, which shrinks only as the
-# microbatches outnumber the stages: a small target needs $(S - 1)(1/t - 1)$ microbatches in
-# flight, many times the number of stages. Those have to come from concurrent traffic, which is
+# microbatches outnumber the stages: a small target needs $(S - 1)(1/\text{target} - 1)$
+# microbatches in flight, many times the number of stages. Those have to come from concurrent traffic, which is
 # why PP is a throughput layout: a single stream still visits every layer in turn, and a deep
 # pipeline under light load is mostly bubble.
 # ### END SOLUTION
@@ -174,7 +176,7 @@ D_w, C, reserve = given["big_weight_bytes"], hw.mem_bytes, given["reserve_bytes"
 node_per_gpu = D_w / node
 node_per_gpu_gb = node_per_gpu / units.GB
 node_fits = node_per_gpu + reserve < C
-# D_w / g + M_u < C  <=>  g > D_w / (C - M_u): more GPUs than this bound
+# D_w / (g S) + M_u < C  <=>  g S > D_w / (C - M_u): more GPUs than this bound
 g_bound = D_w / (C - reserve)
 if node_fits:       # TP alone on one node: the smallest power of two above the bound
     layout_gpus = 2 ** (math.floor(math.log2(g_bound)) + 1) if g_bound >= 1 else 1
@@ -196,12 +198,12 @@ one node **{verdict}**.
 
 **(i)** Each GPU's share of the weights must stay below $C - M_u$, so a layout needs
 
-$$g > \frac{{D_w}}{{C - M_u}} = \frac{{{D_w / units.GB:g}}}{{{C / units.GB:g} - {reserve / units.GB:g}}}
+$$g\,S > \frac{{D_w}}{{C - M_u}} = \frac{{{D_w / units.GB:g}}}{{{C / units.GB:g} - {reserve / units.GB:g}}}
 = {g_bound:.2f}\ \text{{GPUs}},$$
 
 which gives {how}.
 
-**(j)** $D_w / g = {D_w / units.GB:g}\ \text{{GB}} / {layout_gpus} = {layout_per_gpu_gb:.2f}\ \text{{GB}}$
+**(j)** $D_w / (g\,S) = {D_w / units.GB:g}\ \text{{GB}} / {layout_gpus} = {layout_per_gpu_gb:.2f}\ \text{{GB}}$
 per GPU, leaving ${(C - reserve) / units.GB - layout_per_gpu_gb:.2f}$ GB of each card for the
 KV cache.
 """)

@@ -26,14 +26,14 @@
 # \ \xrightarrow{\ m \to \infty\ }\ \frac{1}{1 - \alpha}$$
 #
 # tokens, the target's own token included (17 §10). The draft model's $m$ passes are not free:
-# each streams the draft's weights, $T_d = 2 N_\text{draft} / \beta$ in BF16. One round then
-# takes $T_v + m\,T_d$, and the latency per output token is
+# each streams the draft's weights, $t_d = 2 N_\text{draft} / \beta$ in BF16. One round then
+# takes $T_v + m\,t_d$, and the latency per output token is
 #
-# $$\frac{T_v + m\,T_d}{\mathbb E[X]} .$$
+# $$\frac{T_v + m\,t_d}{\mathbb E[X]} .$$
 #
 # 1. **(a)** $\mathbb E[X]$; **(b)** the tokens one more draft token ($m + 1$) would add,
 #    $\alpha^{m+1}$; **(c)** $\mathbb E[X]$ with an unlimited draft.
-# 2. **(d)** One target pass $T_v$ and **(e)** one draft pass $T_d$, in ms.
+# 2. **(d)** One target pass $T_v$ and **(e)** one draft pass $t_d$, in ms.
 # 3. **(f)** The latency per output token with the draft, in ms; **(g)** the speedup over plain
 #    decode, $T_v$ divided by (f); **(h)** the draft length among 1-8 with the lowest latency
 #    per token; **(i)** does going from $m$ to $m + 1$ lower the latency per token?
@@ -123,17 +123,17 @@ target_ms = draft_ms = latency_ms = speedup = best_k = extend_helps = None
 beta = hw.mem_bw_bytes_per_s
 # step 1: the two passes, each a read of its model's weights
 T_v = given["target_weight_bytes"] / beta
-T_d = given["draft_weight_bytes"] / beta
-target_ms, draft_ms = T_v / units.ms, T_d / units.ms
+t_d = given["draft_weight_bytes"] / beta
+target_ms, draft_ms = T_v / units.ms, t_d / units.ms
 
 
 def latency_s(draft_len):
-    """(T_v + draft_len T_d) / E[X]: seconds per output token."""
-    return (T_v + draft_len * T_d) / expected_tokens(draft_len)
+    """(T_v + draft_len t_d) / E[X]: seconds per output token."""
+    return (T_v + draft_len * t_d) / expected_tokens(draft_len)
 
 
 # step 2: one round at the given m, and what it buys per token
-round_s = T_v + m * T_d
+round_s = T_v + m * t_d
 latency_ms = round_s / expected / units.ms
 speedup = T_v / (round_s / expected)
 # step 3: every draft length offered, and the lowest latency
@@ -143,16 +143,16 @@ best_k = min(table, key=table.get)
 added_ms_per_token = draft_ms / marginal
 extend_helps = latency_s(m + 1) / units.ms < latency_ms
 
-rows = "\n".join(f"| {j} | {expected_tokens(j):.3f} | {(T_v + j * T_d) / units.ms:.2f} | "
+rows = "\n".join(f"| {j} | {expected_tokens(j):.3f} | {(T_v + j * t_d) / units.ms:.2f} | "
                  f"{table[j]:.3f}{' (lowest)' if j == best_k else ''} |" for j in table)
 md(rf"""
 **The two passes.**
 $T_v = D_w / \beta = {given['target_weight_bytes'] / units.GB:g}\ \text{{GB}} / {tex(beta / units.GB, ',.0f')}\ \text{{GB/s}} = {target_ms:.3f}\ \text{{ms}}$;
-$T_d = {given['draft_weight_bytes'] / units.GB:g}\ \text{{GB}} / {tex(beta / units.GB, ',.0f')}\ \text{{GB/s}} = {draft_ms:.3f}\ \text{{ms}}$.
+$t_d = {given['draft_weight_bytes'] / units.GB:g}\ \text{{GB}} / {tex(beta / units.GB, ',.0f')}\ \text{{GB/s}} = {draft_ms:.3f}\ \text{{ms}}$.
 
 **Latency per token at $m = {m}$.**
 
-$$\frac{{T_v + m\,T_d}}{{\mathbb E[X]}} = \frac{{({target_ms:.3f} + {m} \times {draft_ms:.3f})\ \text{{ms}}}}{{{expected:.3f}}}
+$$\frac{{T_v + m\,t_d}}{{\mathbb E[X]}} = \frac{{({target_ms:.3f} + {m} \times {draft_ms:.3f})\ \text{{ms}}}}{{{expected:.3f}}}
 = \frac{{{round_s / units.ms:.3f}\ \text{{ms}}}}{{{expected:.3f}}} = {latency_ms:.3f}\ \text{{ms}},
 \qquad \text{{speedup}} = \frac{{{target_ms:.3f}}}{{{latency_ms:.3f}}} = {speedup:.3f}\times$$
 
@@ -160,20 +160,20 @@ against the free-draft ideal of ${expected:.3f}\times$.
 
 **Every draft length offered.**
 
-| $m$ | $\mathbb E[X]$ | $T_v + m T_d$ (ms) | ms per token |
+| $m$ | $\mathbb E[X]$ | $T_v + m t_d$ (ms) | ms per token |
 |---:|---:|---:|---:|
 {rows}
 
-**Going from $m = {m}$ to ${m + 1}$** adds $T_d = {draft_ms:.3f}$ ms for $\alpha^{{{m + 1}}} = {marginal:.3f}$
+**Going from $m = {m}$ to ${m + 1}$** adds $t_d = {draft_ms:.3f}$ ms for $\alpha^{{{m + 1}}} = {marginal:.3f}$
 tokens, ${added_ms_per_token:.2f}$ ms per added token, against the current average of
 ${latency_ms:.3f}$ ms: it {'lowers' if extend_helps else 'does not lower'} the latency per token.
 """)
 # check: the companion's draft-length arithmetic (8.5.4, Exercise 8-7) gives the same
-rows_c = calc.draft_length_table(alpha, given["draft_lens"], T_v, T_d)
+rows_c = calc.draft_length_table(alpha, given["draft_lens"], T_v, t_d)
 assert min(rows_c, key=lambda r: r["latency_per_token_s"])["draft_len"] == best_k
-assert math.isclose(calc.draft_length_table(alpha, [m], T_v, T_d)[0]["latency_per_token_s"],
+assert math.isclose(calc.draft_length_table(alpha, [m], T_v, t_d)[0]["latency_per_token_s"],
                     latency_ms * units.ms, rel_tol=1e-9)
-assert calc.marginal_draft_gain(alpha, m + 1, T_v, T_d)["helps"] == extend_helps
+assert calc.marginal_draft_gain(alpha, m + 1, T_v, t_d)["helps"] == extend_helps
 assert math.isclose(calc.decode_time_split(given["model"], hw)["step_s"], T_v, rel_tol=1e-9)
 ### END SOLUTION
 

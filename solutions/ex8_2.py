@@ -128,14 +128,14 @@ $t_\text{{pair}} = {t_pair / units.ns:g}$ ns:
 $\text{{pairs}}(n, 0) = \dfrac{{n(n+1)}}{{2}} = {tex(pairs(n0, 0))}$, twice: ${tex(pre_pairs)}$ pairs, and
 ${tex(2 * n0)}$ new tokens.
 
-$$T_r = {t0 / ms:g}\,\text{{ms}} + {t_tok / units.us:g}\,\mu\text{{s}} \times {tex(2 * n0)}
+$$T_r = {t0 / ms:g}\,\text{{ms}} + {t_tok / units.us:g}\,\text{{µs}} \times {tex(2 * n0)}
 + {t_pair / units.ns:g}\,\text{{ns}} \times {tex(pre_pairs)}
 = {pre_terms[0]:.2f} + {pre_terms[1]:.2f} + {pre_terms[2]:.2f} = {prefill_ms:.2f}\ \text{{ms}}$$
 
 **Next round** (one decode step each, on $h = {tex(n0)}$ cached tokens):
 $\text{{pairs}}(1, h) = h + 1 = {tex(n0 + 1)}$, twice: ${tex(dec_pairs)}$ pairs, and 2 new tokens.
 
-$$T_r = {t0 / ms:g}\,\text{{ms}} + {t_tok / units.us:g}\,\mu\text{{s}} \times 2
+$$T_r = {t0 / ms:g}\,\text{{ms}} + {t_tok / units.us:g}\,\text{{µs}} \times 2
 + {t_pair / units.ns:g}\,\text{{ns}} \times {tex(dec_pairs)}
 = {dec_terms[0]:.2f} + {dec_terms[1]:.3f} + {dec_terms[2]:.3f} = {decode_ms:.3f}\ \text{{ms}}$$
 """)
@@ -192,7 +192,7 @@ ${tex(n2)}$ tokens:
 $\text{{pairs}}(1, {tex(h_r0)}) + \text{{pairs}}({tex(n2)}, 0) = {tex(h_r0 + 1)} + {tex(pairs(n2, 0))}
 = {tex(adm_pairs)}$ pairs and $1 + {tex(n2)} = {tex(1 + n2)}$ new tokens.
 
-$$T_r = {t0 / ms:g}\,\text{{ms}} + {t_tok / units.us:g}\,\mu\text{{s}} \times {tex(1 + n2)}
+$$T_r = {t0 / ms:g}\,\text{{ms}} + {t_tok / units.us:g}\,\text{{µs}} \times {tex(1 + n2)}
 + {t_pair / units.ns:g}\,\text{{ns}} \times {tex(adm_pairs)}
 = {adm_terms[0]:.2f} + {adm_terms[1]:.2f} + {adm_terms[2]:.2f} = {admit_ms:.1f}\ \text{{ms}}$$
 

@@ -27,10 +27,11 @@
 #
 # 1. **(a)** Over PCIe Gen5: $T_\text{rec}$ and $T_f$ of prefix A (ms), the expected saving of
 #    keeping A, and of keeping all the B prefixes (ms). Which do you keep? Price $T_\text{rec}$
-#    by the prefill FLOPs of $n$ tokens, $F = 2\,N_\text{layer}\,n + F_\text{pair}\,n(n+1)/2$
-#    (the layer matrices, then causal attention over $n(n+1)/2$ query-key pairs at
-#    $F_\text{pair}$ FLOPs each), run at the given fraction $u$ of the card's peak $\pi$:
-#    $T_\text{rec} = F / (u\,\pi)$. $T_f$ moves the prefix's KV over the link, $n$ tokens rounded
+#    by the prefill FLOPs of $n$ tokens,
+#    $F_\text{prefill} = 2\,N_\text{blocks}\,n + a\,n(n+1)/2$ (the matrices of the
+#    $N_\text{blocks}$ parameters in the transformer blocks, then causal attention over
+#    $n(n+1)/2$ query-key pairs at $a$ FLOPs each), run at the given fraction $u$ of the card's
+#    peak $\pi$: $T_\text{rec} = F_\text{prefill} / (u\,\pi)$. $T_f$ moves the prefix's KV over the link, $n$ tokens rounded
 #    up to whole blocks of $p$ tokens at $k$ bytes per token: $T_f = p\lceil n/p\rceil k /
 #    \beta_\text{link}$.
 # 2. **(b)** With the B prefixes' hit probability unchanged, below which hit probability
@@ -68,8 +69,8 @@ print(f"cache {given['cache_bytes'] / units.MiB:g} MiB; prefix A {given['a_token
       f"{given['hit_prob']:.0%} for A, {given['b_hit_prob']:.0%} for each B prefix")
 print(f"links: Gen5 {given['gen5_link_bytes_per_s'] / units.GB:g} GB/s, "
       f"Gen4 {given['gen4_link_bytes_per_s'] / units.GB:g} GB/s per direction")
-print(f"{model.name}: N_layer = {model.layer_params:,} parameters in its layers, "
-      f"F_pair = {calc.attention_flops_per_pair(model):,.0f} FLOPs per query-key pair, "
+print(f"{model.name}: N_blocks = {model.layer_params:,} parameters in its transformer blocks, "
+      f"a = {calc.attention_flops_per_pair(model):,.0f} FLOPs per query-key pair, "
       f"k = {calc.kv_bytes_per_token(model):,} KV bytes per token, blocks of p = 16 tokens")
 
 replay = given["replay"]
@@ -100,15 +101,15 @@ import math
 from companion import display
 
 
-N_layer, F_pair = model.layer_params, calc.attention_flops_per_pair(model)
+N_blocks, a = model.layer_params, calc.attention_flops_per_pair(model)
 k, p_blk, u, peak = calc.kv_bytes_per_token(model), 16, given["efficiency"], hw.peak_flops_per_s
 ms, TFLOP = units.ms, 1e12
 
 
 def terms(n, rho, link):
     """Every step of V = rho (T_rec - T_f) - T_m for one prefix of n tokens (seconds, FLOPs)."""
-    matrices = 2 * N_layer * n
-    attention = F_pair * n * (n + 1) / 2
+    matrices = 2 * N_blocks * n
+    attention = a * n * (n + 1) / 2
     t_rec = (matrices + attention) / (u * peak)
     kv = p_blk * math.ceil(n / p_blk) * k
     t_f = kv / link
@@ -122,10 +123,10 @@ def derivation(name, t, link):
     n = t["n"]
     return rf"""
 **Prefix {name}, $n = {tex(n)}$, $\rho = {t['rho']:.2f}$.**
-$F = 2 \times {tex(N_layer)} \times {tex(n)} + {tex(F_pair, ',.0f')} \times
+$F_\text{{prefill}} = 2 \times {tex(N_blocks)} \times {tex(n)} + {tex(a, ',.0f')} \times
 \dfrac{{{tex(n)} \times {tex(n + 1)}}}{{2}} = {t['matrices'] / TFLOP:.2f} + {t['attention'] / TFLOP:.2f}
 = {(t['matrices'] + t['attention']) / TFLOP:.2f}$ TFLOP;
-$T_\text{{rec}} = \dfrac{{F}}{{u\,\pi}} = \dfrac{{{(t['matrices'] + t['attention']) / TFLOP:.2f}\ \text{{TFLOP}}}}
+$T_\text{{rec}} = \dfrac{{F_\text{{prefill}}}}{{u\,\pi}} = \dfrac{{{(t['matrices'] + t['attention']) / TFLOP:.2f}\ \text{{TFLOP}}}}
 {{{u:.4f} \times {peak / TFLOP:g}\ \text{{TFLOP/s}}}} = {t['t_rec'] / ms:.2f}$ ms.
 $T_f = T_m = \dfrac{{{tex(p_blk * math.ceil(n / p_blk))} \times {tex(k)}\ \text{{B}}}}
 {{{link / units.GB:g}\ \text{{GB/s}}}} = {t['t_f'] / ms:.2f}$ ms.

@@ -17,17 +17,18 @@
 #
 # *Derivation, sections 8.5.2-8.5.4.* Every draft position is accepted with the same
 # probability $\alpha$ once all earlier ones were, so a round with a draft of $m$ tokens outputs
-# on average $\mathbb E[N_m] = 1 + \alpha + \dots + \alpha^m$ tokens (8.5.2; $N_m$ counts the
-# tokens one round emits). The draft network produces one token at a time, $t_d$ each, so a
-# round takes $T_m = T_v + t_d\,m$ with $T_v$ the verification; the average latency per output
-# token is $T_m / \mathbb E[N_m]$ (total time over total tokens, 8.5.2).
+# on average $\mathbb E[X] = 1 + \alpha + \dots + \alpha^m$ tokens, $X$ being the tokens one
+# round emits at draft length $m$ (8.5.2; the chapter writes $N_m$). The draft network produces
+# one token at a time, $t_d$ each, so a round takes $T_r = T_v + t_d\,m$ with $T_v$ the
+# verification (the chapter's Exercise 8-7 writes $T_m$); the average latency per output token
+# is $T_r / \mathbb E[X]$ (total time over total tokens, 8.5.2).
 #
-# 1. **(a)** $\mathbb E[N_m]$ for the four draft lengths below.
+# 1. **(a)** $\mathbb E[X]$ for the four draft lengths below.
 # 2. **(b)** The latency per output token for each (ms), and the best of the four lengths.
 # 3. **(c)** Now the draft runs in groups of 4 positions and a partial group costs a full one,
-#    $T_m = T_v + t_d \cdot 4\lceil m/4\rceil$. Compute the latency per token at $m = 5$, the
-#    marginal cost $\Delta T/\Delta N$ of going from 4 to 5 (both with groups), and decide
-#    whether that step helps ($\Delta T/\Delta N < T/N$ at $m = 4$; 8.5.4).
+#    $T_r = T_v + t_d \cdot 4\lceil m/4\rceil$. Compute the latency per token at $m = 5$, the
+#    marginal cost $\Delta T_r/\Delta X$ of going from 4 to 5 (both with groups), and decide
+#    whether that step helps ($\Delta T_r/\Delta X < T_r/\mathbb E[X]$ at $m = 4$; 8.5.4).
 #
 # The decision at the end of (c) comes out the same at every seed offered: with groups of 4, the
 # fifth draft position always pays for a whole new group. If a seed would give an unfair variant
@@ -68,10 +69,10 @@ for m in given["draft_lens"]:
         f"{terms[0]:.4f} + {terms[1]:.4f} + … + {terms[-1]:.4f}")
     rows.append(f"| {m} | {shown} | **{expected[m]:.4f}** |")
 display.md(rf"""
-$\alpha = {a:g}$; $\mathbb E[N_m] = \sum_{{j=0}}^{{m}} \alpha^j = \dfrac{{1 - \alpha^{{m+1}}}}{{1 - \alpha}}$,
+$\alpha = {a:g}$; $\mathbb E[X] = \sum_{{j=0}}^{{m}} \alpha^j = \dfrac{{1 - \alpha^{{m+1}}}}{{1 - \alpha}}$,
 never more than $1/(1 - \alpha) = {1 / (1 - a):.3g}$.
 
-| $m$ | $1 + \alpha + \dots + \alpha^m$ | $\mathbb E[N_m]$ |
+| $m$ | $1 + \alpha + \dots + \alpha^m$ | $\mathbb E[X]$ |
 |---:|---|---:|
 """ + "\n".join(rows))
 for m in given["draft_lens"]:   # check against the closed form and the companion's 8.5.2 formula
@@ -108,7 +109,7 @@ for m in given["draft_lens"]:
                 f"| **{latency_ms[m]:.2f}** |")
 best_m = min(latency_ms, key=latency_ms.get)
 display.md(rf"""
-| $m$ | $T_m = T_v + t_d\,m$ (ms) | $\mathbb E[N_m]$ | $T_m / \mathbb E[N_m]$ (ms per token) |
+| $m$ | $T_r = T_v + t_d\,m$ (ms) | $\mathbb E[X]$ | $T_r / \mathbb E[X]$ (ms per token) |
 |---:|---|---:|---:|
 """ + "\n".join(rows) + f"""
 
@@ -136,7 +137,7 @@ with grading.checks():
 # %% [markdown]
 # ## (c) Grouped drafting: 4 or 5?
 #
-# Set `latency5_ms`, `marginal_ms` ($\Delta T/\Delta N$ from 4 to 5) and `extend` (True if 5
+# Set `latency5_ms`, `marginal_ms` ($\Delta T_r/\Delta X$ from 4 to 5) and `extend` (True if 5
 # beats 4).
 
 # %% nbgrader={"grade": false, "grade_id": "c_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -146,7 +147,7 @@ g = given["group"]
 
 
 def grouped_round_ms(m):
-    """T_m = T_v + t_d g ceil(m / g), in ms."""
+    """T_r = T_v + t_d g ceil(m / g), in ms."""
     return (t_v + t_d * g * math.ceil(m / g)) / ms
 
 
@@ -159,14 +160,14 @@ current_ms = t4 / n4
 extend = marginal_ms < current_ms
 relation, verdict = ("<", "helps") if extend else (r"\ge", "does not help")
 display.md(rf"""
-With groups of {g}: $T_4 = {t_v / ms:g} + {t_d / ms:g} \times {g} \lceil 4/{g} \rceil = {t4:.1f}$ ms and
-$T_5 = {t_v / ms:g} + {t_d / ms:g} \times {g} \lceil 5/{g} \rceil = {t5:.1f}$ ms;
-$\mathbb E[N_4] = {n4:.4f}$, $\mathbb E[N_5] = {n5:.4f}$.
+With groups of {g}: $T_r = {t_v / ms:g} + {t_d / ms:g} \times {g} \lceil 4/{g} \rceil = {t4:.1f}$ ms
+at $m = 4$ and $T_r = {t_v / ms:g} + {t_d / ms:g} \times {g} \lceil 5/{g} \rceil = {t5:.1f}$ ms at
+$m = 5$; $\mathbb E[X] = {n4:.4f}$ and ${n5:.4f}$.
 
 - latency per token at $m = 5$: ${t5:.1f} / {n5:.4f} = {latency5_ms:.2f}$ ms;
-- $\Delta T = {t5:.1f} - {t4:.1f} = {d_t:.1f}$ ms for $\Delta N = \alpha^5 = {d_n:.4f}$ tokens:
-  $\Delta T / \Delta N = {marginal_ms:.1f}$ ms per added token;
-- at $m = 4$, $T/N = {t4:.1f} / {n4:.4f} = {current_ms:.2f}$ ms per token.
+- $\Delta T_r = {t5:.1f} - {t4:.1f} = {d_t:.1f}$ ms for $\Delta X = \alpha^5 = {d_n:.4f}$ tokens:
+  $\Delta T_r / \Delta X = {marginal_ms:.1f}$ ms per added token;
+- at $m = 4$, $T_r/\mathbb E[X] = {t4:.1f} / {n4:.4f} = {current_ms:.2f}$ ms per token.
 
 ${marginal_ms:.1f} {relation} {current_ms:.2f}$, so going to 5 {verdict}.
 """)

@@ -29,11 +29,10 @@
 # The rules of 8.6.3, for every scheme: its memory is the KV the batch holds at the end of
 # generation, each request's $n + G - 1$ tokens in whole 16-token blocks at $k$ bytes per token
 # (times the format's size relative to BF16; a shared prefix of $n_s$ tokens stored once), plus
-# its draft's memory; it decodes in $\lceil (G - 1) / 	ext{tokens per round} 
-# ceil$ rounds, and
-# its total time is the prefill plus those rounds. Its $b$ results qualify only if it fits the
-# memory and finishes by the deadline; then it costs (total time) / $b$ GPU-seconds per
-# qualifying result, otherwise none qualify.
+# its draft's memory; it decodes in $\lceil (G - 1) / \text{tokens per round} \rceil$ rounds,
+# and its total time is the prefill plus those rounds. Its $b$ results qualify only if it fits
+# the memory and finishes by the deadline; then each qualifying result costs $t_\text{GPU}$,
+# its total time divided by $b$, in GPU-seconds; otherwise none qualify.
 #
 # 1. **(a)** E's memory (MiB), its total time (s) and its GPU-seconds per qualifying result;
 #    which of A-E is best (least GPU time per qualifying result among the schemes that fit and

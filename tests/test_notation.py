@@ -23,9 +23,9 @@ after it or its parenthesis. A row's cues may mark where the symbol stands with 
 ("hit probability @", "@ GPUs"). Rows without cues (an index, a token, an operator) are never
 held to a meaning.
 
-Findings in ``solutions/`` and ``exercises/`` that other work is rewriting are listed in
-``KNOWN`` below, by exercise: the list is to be emptied, and a listed finding that is gone fails
-too, so it can only shrink.
+Findings in ``solutions/`` and ``exercises/`` that other work is rewriting may be listed in
+``KNOWN`` below, by exercise (it is empty now): a listed finding that is gone fails too, so the
+list can only shrink.
 """
 
 from __future__ import annotations
@@ -48,29 +48,11 @@ BLANK = "\u25a1"        # stands for a formatted value of an f-string
 # Known findings in the exercises and solutions (exercises/exN.py is generated from
 # solutions/exN.py, so one entry covers both), as (exercise, symbol, kind). Kinds: "unknown"
 # (a), "meaning:<entry tex>" (b or c: the text gives the symbol that entry's meaning), "form"
-# (b: a letter the table keeps for one form, P(...) or q(A), used as something else). They are
+# (b: a letter the table keeps for one form, P(...) or q(A), used as something else). It held
 # the exercises' own letters, mostly the chapters' (17 §2's P and B, 17 §7's p and m, 17 §10's
-# k, 8.3.4's p_h and T_r, Exercise 8-7's a, N_m and T_m): to be renamed to the table's when the
-# exercises are next rewritten, then removed here.
-KNOWN: frozenset[tuple[str, str, str]] = frozenset({
-    ("ex8_2", "T_round", "unknown"), ("ex8_2", "t_0", "unknown"), ("ex8_2", "t_tok", "unknown"),
-    ("ex8_4", "N_layer", "unknown"), ("ex8_4", "T_r", "meaning:T_\\text{rec}"),
-    ("ex8_4", "V_B", "unknown"), ("ex8_4", "V_h", "unknown"), ("ex8_4", "p_A", "unknown"),
-    ("ex8_4", "p_h", "unknown"),
-    ("ex8_7", "N_m", "unknown"), ("ex8_7", "T_m", "meaning:T_r"),
-    ("ex8_7", "a", "meaning:\\alpha"),
-    ("ex17_1", "n_KVheads", "unknown"),
-    ("ex17_2", "p", "meaning:g"),
-    ("ex17_3", "B", "form"), ("ex17_3", "P", "form"),
-    ("ex17_4", "B", "form"), ("ex17_4", "P", "form"),
-    ("ex17_5", "p", "meaning:g"),
-    ("ex17_6", "m", "meaning:M"), ("ex17_6", "p", "meaning:g"),
-    ("ex17_9", "N_k", "unknown"), ("ex17_9", "T_target", "unknown"), ("ex17_9", "k", "meaning:m"),
-    ("ex17_9", "t_draft", "unknown"),
-    ("ex17_10", "L_live", "unknown"), ("ex17_10", "t_step", "unknown"),
-    ("ex17_11", "P", "form"),
-    ("ex17_13", "P", "form"),
-})
+# k, 8.3.4's p_h and T_r, Exercise 8-7's a, N_m and T_m); the rewritten solutions use the
+# table's letters, so it is empty, and a finding may enter it again only with a reason.
+KNOWN: frozenset[tuple[str, str, str]] = frozenset()
 
 
 # --- reading the texts ----------------------------------------------------------------------
@@ -334,6 +316,7 @@ def test_symbols_are_read_in_one_spelling():
     assert symbols_in(r"$t_{j+1} - t_j$") == ["t_i", "t_i"]
     assert symbols_in(r"$\mathrm{TTFT} + \sum_{j=1}^{G-1} \mathrm{ITL}_j$") == ["j", "G"]
     assert symbols_in(r"$\alpha^2 + \Delta T_r/\bar n$") == [r"\alpha", r"\Delta T_r", r"\bar n"]
+    assert symbols_in(r"$$\begin{aligned} k &= 2\,n_\text{kv} \end{aligned}$$") == ["k", "n_kv"]
     assert notation.lookup(r"\Delta T_r") is notation.entry_for("T_r")
     assert notation.lookup("G_i") is notation.entry_for("G")
     assert notation.lookup("p_h") is None

@@ -69,7 +69,7 @@ def _mistakes(g: dict) -> dict:
                                 "accepted: alpha^(m+1)")],
         "c-limit": [(1 / a, "the geometric series sums to 1 / (1 - alpha)")],
         "f-latency": [(ms(verify_s) / s["a-expected"], "the draft's own passes take time too: "
-                                                       "(T_v + m x T_d) / E[X]")],
+                                                       "(T_v + m x t_d) / E[X]")],
         "g-speedup": [(s["a-expected"], "that is the ideal with a free draft; charge the m draft "
                                         "passes")],
     }

@@ -167,7 +167,7 @@ def _mistakes(g: dict) -> dict:
              "subtract the maintenance time: the swap-out is paid even when the prefix is "
              "never hit"),
             ((p * a.recompute_s - a.maintain_s) / units.ms,
-             "a hit still fetches the prefix: it saves T_r - T_f, not T_r"),
+             "a hit still fetches the prefix: it saves T_rec - T_f, not T_rec"),
             ((a.recompute_s - a.fetch_s - a.maintain_s) / units.ms,
              "weight the saving per hit by the hit probability"),
         ]

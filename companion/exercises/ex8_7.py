@@ -91,9 +91,9 @@ def _mistakes(g: dict) -> dict:
         (td / (n5 - n4) / units.ms, "with groups of 4 the fifth position costs a whole new "
                                     "group"),
         (draft_round_time(5, tv, td, g["group"]) / n5 / units.ms,
-         "the marginal condition compares the added time per added token, dT/dN"),
+         "the marginal condition compares the added time per added token, dT_r/dX"),
     ]
-    hints["c-extend"] = [(True, "compare dT/dN with the current T/N")]
+    hints["c-extend"] = [(True, "compare dT_r/dX with the current T_r/E[X]")]
     return hints
 
 

@@ -665,7 +665,7 @@ class CompressTransferPanel(Panel):
     controls = (
         Control("size_mib", "data moved (MiB)", "float", ch08.COMPRESS_EXAMPLE_BYTES / units.MiB,
                 1.0, 4096.0, 1.0),
-        Control("compressed_fraction", "compressed size r (fraction of S)", "float",
+        Control("compressed_fraction", "compressed size f_c (fraction of the original)", "float",
                 ch08.COMPRESS_EXAMPLE_FRACTION, 0.05, 0.95, 0.01),
         Control("link_gb_per_s", "link (GB/s per direction)", "float",
                 ch08.PCIE_GEN5_X16_BYTES_PER_S / units.GB, 8.0, 1000.0, 1.0),

@@ -661,14 +661,15 @@ class DraftLengthPanel(Panel):
                    "extension_helps": gain["helps"], "best_draft_len": best_padded,
                    "best_draft_len_ungrouped": best_plain}
         verdict = "helps" if gain["helps"] else "<b>does not help</b>"
-        text = (f"m = {draft_len}, g = {group}: E[X] = {row['expected_tokens']:.3f}, "
-                f"T = {row['round_s'] / units.ms:.1f} ms, "
+        text = (f"m = {draft_len}, m_grp = {group}: E[X] = {row['expected_tokens']:.3f}, "
+                f"T_r = {row['round_s'] / units.ms:.1f} ms, "
                 f"<b>{row['latency_per_token_s'] / units.ms:.2f} ms/token</b><br>"
-                f"going from m = {draft_len - 1} to {draft_len}: dT = "
-                f"{gain['added_s'] / units.ms:.1f} ms for dN = {gain['added_tokens']:.3f} "
-                f"tokens<br>dT/dN = {gain['marginal_s_per_token'] / units.ms:.1f} ms vs T/N = "
-                f"{gain['current_s_per_token'] / units.ms:.2f} ms: the extra position "
-                f"{verdict}<br>best length: {best_plain} (g = 1), {best_padded} (g = {group})")
+                f"going from m = {draft_len - 1} to {draft_len}: dT_r = "
+                f"{gain['added_s'] / units.ms:.1f} ms for dX = {gain['added_tokens']:.3f} "
+                f"tokens<br>dT_r/dX = {gain['marginal_s_per_token'] / units.ms:.1f} ms vs "
+                f"T_r/E[X] = {gain['current_s_per_token'] / units.ms:.2f} ms: the extra position "
+                f"{verdict}<br>best length: {best_plain} (m_grp = 1), {best_padded} "
+                f"(m_grp = {group})")
         return View(numbers=numbers, traces=traces, text=text)
 
 

@@ -87,7 +87,7 @@ def speculative_traces(distribution, simulated, curves, selected, *,
     """
     ns = list(range(1, len(distribution) + 1))
     traces = [
-        {"type": "bar", "x": ns, "y": list(distribution), "name": "exact P(N = n)",
+        {"type": "bar", "x": ns, "y": list(distribution), "name": "exact probability of each count",
          "marker": {"color": theme.SERVING_COLORS["decode"]}},
         {"type": "scatter", "mode": "markers", "x": ns, "y": list(simulated),
          "name": "simulated rounds (rejection sampling, seeded)",
@@ -107,10 +107,10 @@ def speculative_traces(distribution, simulated, curves, selected, *,
     traces.append({"type": "scatter", "mode": "markers", "x": [selected[0]], "y": [selected[1]],
                    "name": "this setting", "xaxis": "x2", "yaxis": "y2",
                    "marker": {"size": 12, "color": theme.INK}})
-    layout = {"xaxis": {"title": {"text": "tokens produced by one target pass (n)"},
+    layout = {"xaxis": {"title": {"text": "tokens produced by one target pass (X)"},
                         "domain": [0, 0.45], "dtick": 1},
               "yaxis": {"title": {"text": "probability"}, "rangemode": "tozero"},
-              "xaxis2": {"title": {"text": "draft length k"}, "domain": [0.58, 1],
+              "xaxis2": {"title": {"text": "draft length m"}, "domain": [0.58, 1],
                          "anchor": "y2", "dtick": 1},
               "yaxis2": {"title": {"text": "tokens per pass, or speed-up"},
                          "anchor": "x2", "rangemode": "tozero"},
@@ -150,7 +150,7 @@ class SpeculativeLeverPanel(Panel):
     controls = (
         Control("acceptance", "acceptance rate alpha", "float", ch17.SPEC_ACCEPTANCE, 0.05, 1.0,
                 0.01),
-        Control("draft_len", "draft length k", "int", ch17.SPEC_DRAFT_LEN, 0, 10, 1),
+        Control("draft_len", "draft length m", "int", ch17.SPEC_DRAFT_LEN, 0, 10, 1),
         Control("rounds", "simulated rounds", "int", 5000, 1000, 10_000, 1000),
         Control("draft_cost_pct", "draft cost per drafted token (% of a target step)", "float",
                 0.0, 0.0, 50.0, 1.0),

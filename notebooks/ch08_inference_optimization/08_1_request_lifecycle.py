@@ -353,12 +353,12 @@ md(f"""> **Where this model breaks: the reservation.** At the chapter's setting 
 # prefills. For $b$ requests that arrive together and each emit $G$ tokens, the rate over the
 # whole cycle is
 #
-# $$\frac{b\,G}{T_\text{prefill}(b) + (G - 1)\,T_\text{round}(b)}$$
+# $$\frac{b\,G}{t_\text{prefill}(b) + (G - 1)\,T_r(b)}$$
 #
-# (`calc.batch_cycle_throughput`). Below, $T_\text{round}$ is Experiment 8-1's measured decode
-# round and $T_\text{prefill}$ the prefill of $b$ prompts at the efficiency that experiment
-# measured (8.6.3's table, `calc.prefill_efficiency_row`). The batch sweep of 8.2.1 measured
-# the cycle at batches 1 and 64.
+# (`calc.batch_cycle_throughput`). Below, $T_r$ is Experiment 8-1's measured decode round and
+# $t_\text{prefill}(b)$ the time to prefill a batch of $b$ prompts at the efficiency that
+# experiment measured (8.6.3's table, `calc.prefill_efficiency_row`). The batch sweep of 8.2.1
+# measured the cycle at batches 1 and 64.
 
 # %%
 prefill_rows = {r["batch"]: r for r in calc.prefill_efficiency_row()}

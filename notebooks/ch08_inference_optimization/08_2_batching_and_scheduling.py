@@ -481,7 +481,7 @@ for key, value in budget_sweep.update().numbers.items():
 # Two of this section's models are simpler than a real round, and the explorers reach the
 # settings where that shows.
 #
-# - **Weights only.** $I_\text{weight} = 2b/s_w$ counts the weight reads alone, so it reaches
+# - **Weights only.** $I_\text{weight} = 2b/s$ counts the weight reads alone, so it reaches
 #   the card's ridge at a batch of a few hundred. A decode round also reads every request's KV.
 #   With it counted, the round's intensity is $bF/(D_w + bLk)$, which can never exceed
 #   $F/(Lk)$ however large the batch (`step_intensity` in the batch explorer's readout).

@@ -774,10 +774,12 @@ _ = retention.reset()
 # - **$T_m$ as waiting.** 8.3.4 charges the swap-out as one more transfer the GPU waits for. A
 #   copy engine can write the prefix back to the host, in the link's other direction, while
 #   the GPU keeps computing; then upkeep costs link time, not GPU time, and $T_m \approx 0$.
-# - **$T_f$ at the nominal rate, in one piece.** Footnote 28 already calls $S/B$ a lower bound.
-#   A paged prefix crosses the link as one contiguous piece per block per layer (keys and
-#   values apart: `calc.kv_transfer_pieces`); if each piece carries a fixed cost $\alpha$, the
-#   fetch becomes $S/B + n_\text{pieces}\,\alpha$.
+# - **$T_f$ at the nominal rate, in one piece.** Footnote 28 already calls the transfer time at
+#   the nominal rate, $D_\text{link}/\beta_\text{link}$, a lower bound. A paged prefix crosses
+#   the link as one contiguous piece per block per layer (keys and values apart:
+#   `calc.kv_transfer_pieces`); if each piece carries a fixed cost $t_\text{piece}$, the fetch
+#   of $n_\text{pieces}$ pieces becomes $D_\text{link}/\beta_\text{link} +
+#   n_\text{pieces}\,t_\text{piece}$.
 #
 # `calc.prefix_retention_fuller` prices all three; the retention explorer's *pricing* toggle
 # switches between the two models (the chapter's stays the default) and its last slider adds
@@ -826,16 +828,16 @@ print(f"A, fuller pricing: T_rec {full_a.recompute_s / ms:.1f} ms, T_f {full_a.f
 print(f"{'link':>10} {'pieces of A':>12} {'T_f of A':>10} {'doubled at':>12}")
 for gbps in (ch08.PCIE_GEN5_X16_BYTES_PER_S, ch08.PCIE_GEN4_X16_BYTES_PER_S,
              ch08.NVLINK_C2C_BYTES_PER_S):
-    alpha = calc.piece_cost_doubling_fetch_s(model, prefix, gbps)
+    t_piece = calc.piece_cost_doubling_fetch_s(model, prefix, gbps)
     fetch = calc.link_transfer_s(calc.kv_bytes(model, prefix), gbps)
     print(f"{gbps / units.GB:>6.0f} GB/s {calc.kv_transfer_pieces(model, prefix):>12,} "
-          f"{fetch / ms:>7.1f} ms {alpha * 1e6:>8.3f} us/piece")
+          f"{fetch / ms:>7.1f} ms {t_piece * 1e6:>8.3f} us/piece")
 
 # %% tags=["remove-input"]
 base_c, base_f = priced["8.3.4: PCIe Gen5, A = 6144, B = 2048"]
 slow_c, slow_f = priced["slowest link on the slider (4 GB/s)"]
 short_c, short_f = priced["A = 768, B = 256 tokens, 100% of peak"]
-gen5_alpha = calc.piece_cost_doubling_fetch_s(model, prefix, ch08.PCIE_GEN5_X16_BYTES_PER_S)
+gen5_t_piece = calc.piece_cost_doubling_fetch_s(model, prefix, ch08.PCIE_GEN5_X16_BYTES_PER_S)
 md(f"""> **Where this model breaks: pricing a kept prefix.** At the chapter's setting only the
 > write-back matters: charged as waiting it costs {base_c['fetch_a_ms']:.1f} ms, off the GPU's
 > path nothing, so keeping A is worth {base_f['value_a_ms']:.1f} ms instead of
@@ -854,7 +856,7 @@ md(f"""> **Where this model breaks: pricing a kept prefix.** At the chapter's se
 > {short_c['b_fit']} B), the fuller one with {short_f['b_fit']} B ({short_f['keep_b_ms']:.1f} ms
 > against {short_f['keep_a_ms']:.1f} ms): below the ridge a short prefix is dearer to rebuild
 > than its FLOPs say. The per-piece cost is the unknown to measure on a real engine: A's
-> fetch over PCIe Gen5 doubles once each of its pieces costs {gen5_alpha * 1e6:.2f} us, which is
+> fetch over PCIe Gen5 doubles once each of its pieces costs {gen5_t_piece * 1e6:.2f} us, which is
 > why a transfer path that gathers the scattered blocks into few large copies matters.""")
 
 # %% [markdown]

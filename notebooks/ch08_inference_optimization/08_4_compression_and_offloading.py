@@ -523,19 +523,29 @@ ledger.show("8.4.3")
 # %% [markdown]
 # ## Where this model breaks: decompressing after the transfer, or during it
 #
-# $rS/B + S/R_\text{dec}$ decompresses only once the last byte has arrived. Sent in chunks,
-# the receiver can decompress one chunk while the next is on the link: a two-stage pipeline
-# whose time, for $k$ equal chunks, is $a + d + (k - 1)\max(a, d)$ with $a = rS/(kB)$ and
-# $d = S/(kR_\text{dec})$. One chunk is the chapter's serial order; fine chunks tend to
-# $\max(rS/B,\ S/R_\text{dec})$, and compression then pays as soon as the decompressor is
-# faster than the link itself (`compress_transfer_pipelined_s` in the companion's
+# $f_c D_\text{link}/\beta_\text{link} + D_\text{link}/R_\text{dec}$ decompresses only once the
+# last byte has arrived (8.4.3 writes the transfer $rS/B_\text{link}$). Sent in
+# $n_\text{pieces}$ equal chunks, the receiver can decompress one chunk while the next is on the
+# link: a two-stage pipeline. Each chunk spends $f_c D_\text{link}/(n_\text{pieces}\,
+# \beta_\text{link})$ on the link and $D_\text{link}/(n_\text{pieces}\,R_\text{dec})$ in the
+# decompressor, and the whole transfer takes the first chunk's two stages plus
+# $n_\text{pieces} - 1$ times the slower one:
+#
+# $$\frac{f_c D_\text{link}}{n_\text{pieces}\,\beta_\text{link}} +
+# \frac{D_\text{link}}{n_\text{pieces}\,R_\text{dec}} + (n_\text{pieces} - 1)
+# \max\left(\frac{f_c D_\text{link}}{n_\text{pieces}\,\beta_\text{link}},\;
+# \frac{D_\text{link}}{n_\text{pieces}\,R_\text{dec}}\right).$$
+#
+# One chunk is the chapter's serial order; fine chunks tend to
+# $\max(f_c D_\text{link}/\beta_\text{link},\ D_\text{link}/R_\text{dec})$, and compression
+# then pays as soon as the decompressor is faster than the link itself (`compress_transfer_pipelined_s` in the companion's
 # `limits_compression`; the explorer above draws it as a second green line).
 
 # %%
 rows = []
-for label, kw in (("8.4.3: 96 MiB at r = 1/4, PCIe Gen5", {}),
+for label, kw in (("8.4.3: 96 MiB at f_c = 1/4, PCIe Gen5", {}),
                   ("decompressing at 70 GB/s", dict(decompress_gb_per_s=70.0)),
-                  ("r = 0.95 (the slider's end)", dict(compressed_fraction=0.95)),
+                  ("f_c = 0.95 (the slider's end)", dict(compressed_fraction=0.95)),
                   ("link at 1000 GB/s (the slider's end)", dict(link_gb_per_s=1000.0))):
     n = transfer.at(**kw).numbers
     rows.append((label, f"{n['direct_ms']:.2f}", f"{n['with_decompression_ms']:.2f}",

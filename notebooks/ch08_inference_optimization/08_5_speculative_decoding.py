@@ -585,15 +585,16 @@ md(f"""> **The gap at the explorer's extremes.** At the chapter's setting the tw
 # %% [markdown]
 # ## Where this model breaks: one acceptance rate for every round
 #
-# $\mathbb E[X] = 1 + a + \dots + a^m$ gives every position of every round the same chance
-# $a$, whatever happened before. Text is not that uniform. A drafter that copies from the
-# context does very well on a repeated name or a pasted code block and badly on a fresh
-# sentence; a draft network is surer of some continuations than others. A simple fuller
-# model: half the rounds fall in easy spans, accepted with $a + s$ per position, and half in
-# hard ones, with $a - s$, so the mean acceptance is still $a$
-# (`calc.spread_expected_tokens`). Since $1 + a + \dots + a^m$ is convex in $a$, the mixture
-# always emits at least as many tokens per round, and once the first position is accepted the
-# next one is more likely to be too: the positions are no longer independent. (Drift the other
+# $\mathbb E[X] = 1 + \alpha + \dots + \alpha^m$ gives every position of every round the same
+# chance $\alpha$, whatever happened before. Text is not that uniform. A drafter that copies
+# from the context does very well on a repeated name or a pasted code block and badly on a
+# fresh sentence; a draft network is surer of some continuations than others. A simple fuller
+# model: half the rounds fall in easy spans, accepted with $\alpha + \Delta\alpha$ per position,
+# and half in hard ones, with $\alpha - \Delta\alpha$, so the mean acceptance is still
+# $\alpha$ (`calc.spread_expected_tokens`). Since $1 + \alpha + \dots + \alpha^m$ is convex in
+# $\alpha$, the mixture always emits at least as many tokens per round, and once the first
+# position is accepted the next one is more likely to be too: the positions are no longer
+# independent. (Drift the other
 # way exists as well: a drafter guessing further ahead of the target's last state gets worse
 # with each position. 8.5.4's form with a list of $a_i$ covers any such pattern.) The latency
 # explorer's spread slider draws the mixture as a dotted curve.
@@ -603,7 +604,7 @@ lat_controls = {c.name: c for c in latency_panel.controls}
 a_bbbb = 0.75
 spread_settings = {"the chapter: BBBB, no spread": dict(),
                    "BBBB, spread 0.25": dict(acceptance_spread=0.25),
-                   "a = 0.5, widest spread, longest draft": dict(
+                   "alpha = 0.5, widest spread, longest draft": dict(
                        acceptance=0.5, acceptance_spread=lat_controls["acceptance_spread"].max,
                        draft_len=lat_controls["draft_len"].max)}
 spread_rows = {label: latency_panel.at(**kw).numbers for label, kw in spread_settings.items()}

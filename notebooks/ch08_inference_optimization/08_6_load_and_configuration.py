@@ -126,13 +126,17 @@ print(f"finish {n['finish_s']:.2f} s, admitted: {n['admitted']}, may wait at mos
 # requests that arrive evenly spaced (a D/D/1 queue), not for requests that arrive at random
 # moments: a Poisson stream bunches, and a bunch queues even when the server is idle much of
 # the time. For a server that takes requests one at a time (8.6.2's individual admission),
-# each needing the same service time $S$, at load $\rho = \lambda S$,
+# each needing the same service time $T$ (its end-to-end time when alone), at load
+# $\lambda T$, the mean wait in the queue and the chance to wait no longer than $t_\text{slack}$
+# are
 #
-# $$W_q = \frac{\rho\,S}{2\,(1 - \rho)} \quad\text{(Pollaczek-Khinchine)}, \qquad
-# P(W_q \le t) = (1 - \rho)\,e^{\lambda t} \ \text{ for } t < S \quad\text{(Erlang)}.$$
+# $$\bar t_\text{queue} = \frac{\lambda T^2}{2\,(1 - \lambda T)}
+# \quad\text{(Pollaczek-Khinchine)}, \qquad
+# P(t_\text{queue} \le t_\text{slack}) = (1 - \lambda T)\,\mathrm{e}^{\lambda t_\text{slack}}
+# \ \text{ for } t_\text{slack} < T \quad\text{(Erlang)}.$$
 #
-# Take the short request of 8.1 as the service: alone it finishes at $S$ = prefill $+ (G - 1)$
-# intervals, and the 7 s deadline leaves a little slack for queueing. Below, the share of
+# Take the short request of 8.1 as the service: alone it finishes at $T$ = prefill $+ (G - 1)$
+# intervals, and the 7 s deadline leaves a little slack for queueing, $t_\text{slack}$. Below, the share of
 # requests that wait no longer than that slack, by formula (`calc.queue_on_time`) and by a
 # seeded simulation of the queue (`companion.sim.queueing`, Lindley's recursion), for evenly
 # spaced and Poisson arrivals. The admission explorer's last menu switches on the same queue
@@ -144,17 +148,17 @@ service = calc.lifecycle_request_time_s(0.0, ch08.PREFILL_S, ch08.CLIENT_ITL_S,
 slack = ch08.DEADLINE_S - service
 loads = [0.05, 0.1, 0.25, 0.5, 0.75, 0.9]
 rows, sim_share = [], []
-for rho in loads:
-    lam = rho / service
+for offered in loads:
+    lam = offered / service
     even = calc.queue_on_time(lam, service, slack, arrivals="even")
     waits = queueing.md1_waits(lam, service, 200_000, seed=0)
     sim_share.append(100 * float((waits <= slack).mean()))
-    rows.append((f"{rho:g}", f"{lam * 3600:.1f}",
+    rows.append((f"{offered:g}", f"{lam * 3600:.1f}",
                  f"{even.mean_wait_s:.2f} / {even.on_time_share:.0%}",
                  f"{calc.md1_mean_wait_s(lam, service):.2f}", f"{float(waits.mean()):.2f}",
                  f"{100 * calc.md1_wait_cdf(slack, lam, service):.1f}% / {sim_share[-1]:.1f}%"))
-print(f"service S = {service:.4f} s alone, slack for queueing {slack:.4f} s")
-md(tables.markdown_table(("load rho", "requests per hour", "even: wait (s) / on time",
+print(f"service T = {service:.4f} s alone, slack for queueing t_slack = {slack:.4f} s")
+md(tables.markdown_table(("load λT", "requests per hour", "even: wait (s) / on time",
                           "Poisson: mean wait, P-K (s)", "simulated (s)",
                           "Poisson: on time, Erlang / simulated"), rows))
 grid = np.linspace(0.0, 0.99, 100)
@@ -174,7 +178,7 @@ md(f"""> **Where this model breaks: waiting below capacity.** Evenly spaced, the
 > {half.mean_wait_s:.2f} s, many times the {slack:.3f} s of slack, and only
 > {100 * half.on_time_share:.1f}% are on time; at a load of 0.9,
 > {100 * ninety.on_time_share:.1f}%. With this little slack the on-time share is close to the
-> chance of finding the server idle, $1 - \\rho$: whoever has to queue at all is late. Even a
+> chance of finding the server idle, $1 - \\lambda T$: whoever has to queue at all is late. Even a
 > slack of a whole {ch08.DEADLINE_S:g} s, more than one service time, leaves
 > {100 * (1 - generous.on_time_share):.1f}% late at half load. The average picture is safe only
 > with slack of several service times or arrivals that are truly paced; otherwise admission

@@ -200,9 +200,10 @@ plots.roofline_figure(hw, points).show()
 #   the whole matrix. The output head, by contrast, runs for every token that needs its next
 #   word, so decode pays for it and a prefill only for its last token.
 # - **Attention's FLOPs.** Scoring a query against a key and mixing in the value costs, in
-#   every layer and every query head, one multiply-add per dimension of each: $a = 4\,d_\text{head}\,H_q\,n_\text{layers}$
-#   FLOPs per causal query-key pair (`calc.attention_flops_per_pair`). A decode token at context
-#   $L$ has $L + 1$ such pairs, a prompt of $n$ tokens $n(n+1)/2$.
+#   every layer and each of its $n_q$ query heads, one multiply-add per dimension of each:
+#   $a = 4\,d_\text{head}\,n_q\,n_\text{layers}$ FLOPs per causal query-key pair
+#   (`calc.attention_flops_per_pair`). A decode token at context $L$ has $L + 1$ such pairs, a
+#   prompt of $n$ tokens $n(n+1)/2$.
 # - **Where those FLOPs land.** Attention reads each sequence's cache, which the chapter's
 #   batched intensity already counts as bytes, and now also does arithmetic with it:
 #

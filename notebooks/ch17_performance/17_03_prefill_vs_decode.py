@@ -219,7 +219,7 @@ for rate in (1.0, 4.0, 8.0):
 #   the prompt and the batch's decode tokens as one forward pass: the weights are read once,
 #   and the pass costs the roofline's max of its reads and of all its FLOPs, attention included:
 #
-# $$ t_{\text{round}} = \max\left(\frac{D_w + b\,L\,k + n\,k}{\beta},\;
+# $$ T_\text{pass} = \max\left(\frac{D_w + b\,L\,k + n\,k}{\beta},\;
 #    \frac{2N\,(n + b) + a\,\big(n(n+1)/2 + b\,(L+1)\big)}{0.5\,\pi}\right). $$
 #
 # The batch $b$ is the one whose step is the chapter's 6 ms with 600 live tokens each

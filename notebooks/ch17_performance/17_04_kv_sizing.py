@@ -231,10 +231,10 @@ plots.context_step_figure(contexts, rows, weight_bytes=m8.streamed_weight_bytes,
 # The three lines above run the step at batch 1, so the cache's growth looks like a cost that
 # its own conversation pays. A serving GPU decodes that conversation inside a batch, and a
 # decode step is one pass for all of its sequences: each of them waits for the whole step, and
-# the step reads every sequence's cache. One sequence of $L$ tokens joining $b$ sequences of
-# $L_0$ live tokens makes the step of *every* sequence
+# the step reads every sequence's cache. One sequence of $L$ tokens joining $b$ sequences that
+# hold $\bar L$ live tokens on average makes the step of *every* sequence
 #
-# $$ t_{\text{step}} = \frac{D_w + b\,L_0\,k + L\,k}{\beta}. $$
+# $$ T_\text{step} = \frac{D_w + b\,\bar L\,k + L\,k}{\beta}. $$
 #
 # The batch below is 17.5's: the chapter's worst-case count of sequences, each holding a
 # 600-token chat (`calc.long_context_in_batch`).

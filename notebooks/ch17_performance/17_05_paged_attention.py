@@ -196,7 +196,8 @@ md(f"""
 # %% tags=["remove-input"]
 ledger_ids = {e.id: e for e in ledger.by_section("17.5")}
 md(f"""
-Thirteen times the batch buys {gain['throughput_gain']:.1f} times the throughput, not thirteen:
+{gain['batch_gain']:.1f} times the batch buys {gain['throughput_gain']:.1f} times the throughput, not
+{gain['batch_gain']:.1f} times:
 the larger batch also makes each step heavier, as 17.2's intensity argument predicts. (The
 chapter rounds the paged batch to ~{ledger_ids['17.5/paged-batch'].printed} and computes with the
 rounded figure, so its step traffic and time, {ledger_ids['17.5/paged-traffic-GB'].printed} GB and
@@ -213,8 +214,8 @@ per second.
 # ## Where this model breaks: more batch, more throughput
 #
 # The chapter's arithmetic gives two points, the contiguous batch and the paged one, and warns
-# that the second is not thirteen times the first. The same step formula, followed along the
-# whole range of batches, shows why: the weight read is shared, the KV reads are not, so
+# that the throughput does not grow as fast as the batch. The same step formula, followed
+# along the whole range of batches, shows why: the weight read is shared, the KV reads are not, so
 #
 # $$ \text{throughput}(b) = \frac{b\,\beta}{D_w + b\,L\,k}
 #    \;\xrightarrow{\;b \to \infty\;}\; \frac{\beta}{L\,k}. $$
@@ -283,7 +284,7 @@ md(f"""
 # of several hundred rows, the shape of a short prefill, and 17 §2 grants a prefill only 50%
 # of peak. At that rate the roofline's max is
 #
-# $$ t_{\text{step}} = \max\left(\frac{D_w + b\,L\,k}{\beta},\;
+# $$ T_\text{step} = \max\left(\frac{D_w + b\,L\,k}{\beta},\;
 #    \frac{b\,(2N + a\,(L+1))}{0.5\,\pi}\right), $$
 #
 # and throughput cannot pass $0.5\,\pi / (2N + a\,(L+1))$ however large the batch

@@ -122,14 +122,15 @@ for e in ledger.by_section("17.7"):
 # 1. **Every all-reduce costs the same floor, whatever $g$.** The ring algorithm, which NCCL
 #    uses for all but the smallest messages, passes the vector around the $g$ GPUs in
 #    $2(g-1)$ steps: $g-1$ to add up the partial sums, $g-1$ to hand the totals back. Each step
-#    is a message, and each message pays a latency $\alpha$. In the usual
+#    is a message, and each message pays a latency $t_\text{msg}$. In the usual
 #    latency-plus-bandwidth form (Thakur, Rabenseifner and Gropp, 2005):
 #
-#    $$T_\text{ring} = 2(g-1)\,\alpha + \frac{2(g-1)}{g}\,\frac{n}{\beta_\text{link}}.$$
+#    $$T_\text{ring} = 2(g-1)\,t_\text{msg} + \frac{2(g-1)}{g}\,
+#    \frac{\text{vector bytes}}{\beta_\text{link}}.$$
 #
 #    The bandwidth part is the chapter's; only the latency part grows with $g$. To compare like
-#    with like we choose $\alpha$ so that the ring costs exactly the chapter's floor at its own
-#    TP = 4 ($\alpha = T_\text{floor}/6$). The two models then agree at the chapter's setting
+#    with like we choose $t_\text{msg}$ so that the ring costs exactly the chapter's floor at its
+#    own TP = 4 ($t_\text{msg} = T_\text{floor}/6$). The two models then agree at the chapter's setting
 #    and part at every other degree. (NCCL also has tree and single-shot algorithms whose latency
 #    grows more slowly than the ring's; the flat floor is closest to those, the ring is the
 #    pessimistic end.)
@@ -161,7 +162,7 @@ md("A 70B decode step at batch 1, four ways (the first column is the chapter's m
    + "\n".join(lines))
 
 # %% tags=["remove-input"]
-alpha = calc.ring_hop_latency_s()
+t_msg = calc.ring_hop_latency_s()
 chap4 = calc.tp_step_fuller(m70, hw, 4, collectives="flat")
 hid4 = calc.tp_step_fuller(m70, hw, 4, collectives="flat", overlap=True)
 flat8 = calc.tp_step_fuller(m70, hw, 8, collectives="flat")
@@ -176,7 +177,7 @@ pc8_hid = calc.tp_step_fuller(m70, hw, 8, collectives="flat", overlap=True, **pc
 pc8_ring_hid = calc.tp_step_fuller(m70, hw, 8, overlap=True, **pcie_link)
 md(f"""> **Where this model breaks: collective latency and overlap.** At the chapter's setting
 > (TP = 4 on NVLink) the ring model agrees with the flat floor by construction: a hop of
-> {alpha / units.us:.2f} µs, six hops per all-reduce. The overlap assumption is the one that
+> {t_msg / units.us:.2f} µs, six hops per all-reduce. The overlap assumption is the one that
 > moves the answer there: hiding the collectives under the reads takes the step from
 > {chap4['step_s'] / units.ms:.2f} ms to {hid4['step_s'] / units.ms:.2f} ms, the
 > {100 * chap4['overhead']:.0f}% overhead to {100 * hid4['overhead']:.0f}%.
@@ -252,13 +253,13 @@ plots.pipeline_figure(grid, bubble_curves=curves,
 # the public Llama-3.1-70B configuration weighs more than a whole layer. In decode a stage's
 # time is its own weight read, so the last stage is the slowest one.
 #
-# With stage times $t_1, \dots, t_S$ the microbatches still enter one after another, but
-# each stage can start microbatch $j$ only when it has finished $j-1$ and the stage before has
-# finished $j$. The last microbatch leaves at
+# With stage times $t_\text{stage}(1), \dots, t_\text{stage}(S)$ the microbatches still enter
+# one after another, but each stage can start microbatch $j$ only when it has finished $j-1$
+# and the stage before has finished $j$. The last microbatch leaves at
 #
-# $$T = \sum_s t_s + (M-1)\,\max_s t_s, \qquad
-# \text{bubble} = 1 - \frac{M \sum_s t_s}{S\,T} \;\xrightarrow{M\to\infty}\;
-# 1 - \frac{\bar t}{\max_s t_s}.$$
+# $$T_\text{pipe} = \sum_i t_\text{stage}(i) + (M-1)\,\max_i t_\text{stage}(i), \qquad
+# \text{bubble} = 1 - \frac{M \sum_i t_\text{stage}(i)}{S\,T_\text{pipe}}
+# \;\xrightarrow{M\to\infty}\; 1 - \frac{\bar t_\text{stage}}{\max_i t_\text{stage}(i)}.$$
 #
 # With equal stages this is the chapter's $(S-1)/(M+S-1)$. With unequal ones the bubble no
 # longer vanishes as $M$ grows: the slowest stage sets the pace and the others wait for it

@@ -102,17 +102,21 @@ and each hop takes {d8k['ship_ms']:.0f} ms.""")
 # that never drains, and the queueing wait lands in every TTFT.
 #
 # The standard model for this is the M/M/c queue: requests arrive at random (a Poisson stream
-# at rate $\lambda$), each of $c$ groups prefills one prompt at a time, and prefill times vary
-# (exponentially, with mean $S = \bar n/\mu_p$). With offered load $a = \lambda S$ groups'
-# worth, Erlang's C formula gives the chance that a request has to wait at all, $C(c, a)$, and
-# the wait beyond that is exponential:
+# at rate $\lambda$), each of the pool's $g_\text{prefill}$ groups prefills one prompt at a
+# time, and prefill times vary (exponentially, with mean $\bar t_\text{prefill} =
+# \bar n/\mu_p$). With an offered load of $\lambda\,\bar t_\text{prefill}$ groups' worth,
+# Erlang's C formula gives the chance that a request has to wait at all,
+# $P(t_\text{queue} > 0)$, and the wait beyond that is exponential:
 #
-# $$P(W > t) = C(c, a)\, e^{-(c/S - \lambda)\,t}, \qquad
-# \bar W = \frac{C(c, a)}{c/S - \lambda}.$$
+# $$P(t_\text{queue} > t_\text{slack}) = P(t_\text{queue} > 0)\,
+# \mathrm{e}^{-(g_\text{prefill}/\bar t_\text{prefill} - \lambda)\,t_\text{slack}}, \qquad
+# \bar t_\text{queue} = \frac{P(t_\text{queue} > 0)}{g_\text{prefill}/\bar t_\text{prefill}
+# - \lambda}.$$
 #
-# Only $c > a$ is stable. To size the pool we ask for the TTFT target of 17 §3 (p90 under
-# 500 ms) and let the queueing wait have what the mean prompt's own prefill leaves of it:
-# the smallest $c$ whose p90 wait fits. `calc.prefill_pool_for_ttft` does it, and the
+# Only $g_\text{prefill} > \lambda\,\bar t_\text{prefill}$ is stable. To size the pool we ask
+# for the TTFT target of 17 §3 (p90 under 500 ms) and let the queueing wait have what the mean
+# prompt's own prefill leaves of it, $t_\text{slack}$: the smallest $g_\text{prefill}$ whose p90
+# wait fits. `calc.prefill_pool_for_ttft` does it, and the
 # companion's pool simulation (`companion.sim.queueing`) checks the formula.
 
 # %% tags=["remove-input"]
@@ -215,10 +219,12 @@ plots.kv_transfer_figure(contexts, curves, marks=marks).show()
 # The transfer times above send the whole cache over one link once the prefill is done. Two
 # things change that. First, a request's layers are finished one after another: the prefill
 # computes layer 1 for the whole prompt, then layer 2, and so on, so layer $i$'s KV can be on
-# the wire while the GPUs work on layer $i+1$. With $n$ layers, a per-layer prefill time
-# $t_p$ and a per-layer shipping time $t_x$, the last byte arrives
+# the wire while the GPUs work on layer $i+1$. With $n_\text{layers}$ layers of equal cost, each
+# takes $t_\text{prefill}/n_\text{layers}$ to prefill and $T_\text{ship}/n_\text{layers}$ to
+# ship, so the last byte arrives
 #
-# $$t_x + (n-1)\,\max(0,\ t_x - t_p)$$
+# $$\frac{T_\text{ship}}{n_\text{layers}} + \frac{n_\text{layers} - 1}{n_\text{layers}}\,
+# \max(0,\ T_\text{ship} - t_\text{prefill})$$
 #
 # after the prefill ends: one layer's worth while the link keeps up, the full time only when it
 # cannot. Second, a 70B prefill group is four GPUs (17 §7), each holding a quarter of the KV
@@ -338,15 +344,17 @@ like sticky sessions or a sharded cache.""")
 #
 # - **Attention is left out of the prefill.** $2N$ FLOPs per token counts the matrices only.
 #   Each new token also attends to every token before it, which at 17 §8's context lengths is
-#   no longer small: a cold prefill of $L$ tokens has $L(L+1)/2$ causal pairs, and even the
-#   warm worker's $\Delta n$ new tokens attend to the whole cached history. With $a$ FLOPs per
-#   pair (`calc.attention_flops_per_pair`), cold costs $2N L + a\,L(L+1)/2$ and warm
-#   $2N\,\Delta n + a\,(\Delta n\,(L - \Delta n) + \Delta n(\Delta n+1)/2)$. The ratio is
+#   no longer small: a cold worker prefills the whole context $L_t$ with $L_t(L_t+1)/2$ causal
+#   pairs, and even the warm worker's $\Delta n$ new tokens attend to the whole cached history.
+#   With $a$ FLOPs per pair (`calc.attention_flops_per_pair`), cold costs
+#   $2N L_t + a\,L_t(L_t+1)/2$ and warm
+#   $2N\,\Delta n + a\,(\Delta n\,(L_t - \Delta n) + \Delta n(\Delta n+1)/2)$. The ratio is
 #   no longer $L_t/\Delta n$, and it now depends on the model's shape.
-# - **A router is summarised by its mean.** TTFT takes two values only: warm for the share $h$
-#   of turns that land on a warm worker, cold for the rest. The mean blends them, but the
-#   percentiles a dashboard shows (17 §9) do not: the p-th percentile is the warm TTFT while
-#   $p/100 \le h$ and a full cold prefill above (`calc.routed_ttft_percentile`).
+# - **A router is summarised by its mean.** TTFT takes two values only: warm for the share
+#   $f_\text{warm}$ of turns that land on a warm worker, cold for the rest. The mean blends
+#   them, but the percentiles a dashboard shows (17 §9) do not: every percentile up to the
+#   $100\,f_\text{warm}$-th is the warm TTFT, every one above it a full cold prefill
+#   (`calc.routed_ttft_percentile`).
 
 # %% tags=["remove-input"]
 full = calc.kv_routing_ttft(m8, hw, 20, attention=True)
@@ -386,8 +394,7 @@ md(f"""> **Where this model breaks: routing.** At the chapter's turn 20 the atte
 > whole history): a hit is worth {full['speedup']:.0f}x, not {r['speedup']:.0f}x, in
 > TTFT, and more milliseconds than before. The ratio also stops being the same for every
 > model: {full70['speedup']:.1f}x for the 70B shape, whose attention is a smaller share of its
-> work, against {full['speedup']:.1f}x for the 8B (worked answer 5 below holds only without
-> attention). The mean of a {100 * good_share:.0f}%-warm router hides its tail: its p99 is a
+> work, against {full['speedup']:.1f}x for the 8B (worked answer 5 below gives both readings). The mean of a {100 * good_share:.0f}%-warm router hides its tail: its p99 is a
 > full cold prefill, {p99_good / units.ms:,.0f} ms; its p90 sits exactly on the edge, since exactly
 > {100 * (1 - good_share):.0f}% of the turns are cold.
 >
@@ -510,11 +517,18 @@ $f_\\text{{warm}} \\ge (T_\\text{{cold}} - 500\\ \\text{{ms}})/(T_\\text{{cold}}
 small = route_panel.reset().numbers
 big = route_panel.update(model=m70.name).numbers
 _ = route_panel.reset()
-answer(f"""No. Both TTFTs scale with the parameter count $N$, so the 70B's are about
+answer(f"""It depends on whether attention is counted. In the chapter's model (the solid
+curves) both TTFTs are $2N$ FLOPs per token, so the 70B's are about
 {big['cold_ms'] / small['cold_ms']:.1f}x longer (cold {big['cold_ms']:,.0f} ms, warm
-{big['warm_ms']:.0f} ms at turn 20) but their ratio is still {big['speedup']:.0f}x, the same
-$L_t/\\Delta n$ as for the 8B ({small['speedup']:.0f}x): the model cancels out of the
-ratio. What the larger model changes is the absolute saving per warm landing.""",
+{big['warm_ms']:.0f} ms at turn 20) while their ratio stays {big['speedup']:.0f}x, the same
+$L_t/\\Delta n$ as for the 8B ({small['speedup']:.0f}x): $N$ cancels out of the ratio. With
+attention counted (the dotted curves) it no longer cancels. Each token then costs $2N$ plus
+$a$ FLOPs for every earlier token it attends to: a warm token attends to the whole history, a
+cold prompt's tokens to half of it on average, so attention adds more per token to the warm
+prefill and the ratio falls below $L_t/\\Delta n$, more so where attention is a larger share of
+the model's work: {big['speedup_attention']:.1f}x for the 70B shape against
+{small['speedup_attention']:.1f}x for the 8B. Either way, what the larger model mostly changes
+is the absolute saving per warm landing.""",
        title="Worked answer 5")
 
 # %% [markdown]

@@ -169,13 +169,14 @@ md(f"""> **Where this model breaks: quantization.** At the chapter's setting (ba
 # granted: drafting $m$ tokens costs nothing, and a pass over $m+1$ positions per sequence
 # costs no more than a pass over one. The second holds while the pass is memory-bound, and at
 # batch $b$ it computes $b(m+1)$ rows, so it stops holding near the ridge (17 §2). Pricing
-# both, with each drafted token costing a share $c$ of a plain step:
+# both, with each drafted token costing $t_d$, a fixed share of a plain step $T_\text{step}(b)$:
 #
-# $$\text{speed-up} = \frac{\mathbb{E}[X]\; T_\text{plain}(b)}
-# {m\,c\,T_\text{plain}(b) + T_\text{verify}(b, m+1)},$$
+# $$\text{speed-up} = \frac{\mathbb{E}[X]\; T_\text{step}(b)}
+# {m\,t_d + T_v(b, m+1)},$$
 #
-# both times on the roofline (`calc.speculative_speedup`). Worked answer 2 below already uses
-# $c$ = 10%; the explorer's last two sliders set $c$ and $b$.
+# with the verification pass $T_v$ over $m+1$ positions per sequence and both times on the
+# roofline (`calc.speculative_speedup`). Worked answer 2 below already prices a draft token at
+# 10% of a plain step; the explorer's last two sliders set that share and $b$.
 
 # %% tags=["remove-input"]
 draft_cost = 0.1                              # worked answer 2's draft cost, assumed
