@@ -566,3 +566,31 @@ def test_gpu_path_with_a_stand_in_torch(monkeypatch):
     assert gpu.peak_flops_per_s == pytest.approx(2 * 16**3 / 0.5e-3)
     with pytest.raises(ValueError, match="dtype"):
         M.hardware_from_measurement(m, device="cuda", dtype="float32")
+
+
+def test_in_a_browser_measure_uses_the_browser_sizes_and_says_so(monkeypatch):
+    # the lite site's Pyodide kernel: FULL_SIZES there ran past ten minutes, and what is
+    # measured is the browser's WebAssembly, which the label must say whatever the caller asks
+    from companion.measure import probes
+
+    asked = {}
+
+    def record(name, result):
+        def probe(*args, **kwargs):
+            asked.setdefault(name, []).append(kwargs)
+            return result
+        return probe
+
+    monkeypatch.setattr(probes, "stream_probe", record("stream", ()))
+    monkeypatch.setattr(probes, "matmul_probe", record("matmul", ()))
+    monkeypatch.setattr(probes, "gpu_probe", record("gpu", ()))
+    monkeypatch.setattr(probes, "decode_sweep", record("sweep", None))
+    monkeypatch.setattr(probes.sys, "platform", "emscripten")
+    assert probes.in_browser()
+    m = probes.measure(fast=False, label="this machine")
+    assert asked["stream"] == [probes.BROWSER_SIZES["stream"]]
+    assert asked["sweep"] == [probes.BROWSER_SIZES["batch_sweep"],
+                              probes.BROWSER_SIZES["context_sweep"]]
+    assert m.label == f"this machine: {probes.IN_BROWSER_LABEL}" and "WebAssembly" in m.label
+    assert probes.measure(fast=True).label == probes.IN_BROWSER_LABEL   # fast sizes say it too
+    assert asked["stream"][-1] == probes.FAST_SIZES["stream"]

@@ -176,6 +176,16 @@ def joined_text(nb: dict) -> dict:
     return nb
 
 
+# data files a notebook opens by a path relative to itself (the lab's stored reference run)
+CONTENT_DATA = ["notebooks/lab/measurements/*.json"]
+
+
+def content_data() -> list[str]:
+    """The data files the site serves beside the notebooks that read them."""
+    return [p.relative_to(ROOT).as_posix() for pattern in CONTENT_DATA
+            for p in sorted(ROOT.glob(pattern))]
+
+
 def stage_contents(dest: Path) -> None:
     if dest.exists():
         shutil.rmtree(dest)
@@ -185,6 +195,9 @@ def stage_contents(dest: Path) -> None:
         nb = json.loads((ROOT / path).read_text(encoding="utf-8"))
         target.write_text(json.dumps(joined_text(nb), ensure_ascii=False, indent=1) + "\n",
                           encoding="utf-8")
+    for path in content_data():
+        (dest / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / path, dest / path)
 
 
 def main(argv: list[str]) -> int:

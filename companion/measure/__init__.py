@@ -36,7 +36,7 @@ from companion.measure.records import (
     SCHEMA, SCHEMA_VERSION, CPU_DTYPES, GPU_DTYPES, ITEMSIZE, Spread, BandwidthResult,
     MatmulResult, SweepPoint, DecodeSweep, Measurement)
 from companion.measure.probes import (
-    STREAM_KERNELS, FULL_SIZES, FAST_SIZES, fast_mode, machine_info, stream_probe,
+    STREAM_KERNELS, FULL_SIZES, FAST_SIZES, BROWSER_SIZES, in_browser, fast_mode, machine_info, stream_probe,
     matmul_probe, gpu_probe, scaled_decode_model, decode_sweep, measure)
 from companion.measure.analysis import (
     hardware_from_measurement, StepTimeFit, fit_step_time, fit_problems, SweepAnalysis,
@@ -46,7 +46,7 @@ from companion.measure.analysis import (
 __all__ = [
     "SCHEMA", "SCHEMA_VERSION", "CPU_DTYPES", "GPU_DTYPES", "ITEMSIZE", "Spread",
     "BandwidthResult", "MatmulResult", "SweepPoint", "DecodeSweep", "Measurement",
-    "STREAM_KERNELS", "FULL_SIZES", "FAST_SIZES", "fast_mode", "machine_info", "stream_probe",
+    "STREAM_KERNELS", "FULL_SIZES", "FAST_SIZES", "BROWSER_SIZES", "in_browser", "fast_mode", "machine_info", "stream_probe",
     "matmul_probe", "gpu_probe", "scaled_decode_model", "decode_sweep", "measure",
     "hardware_from_measurement", "StepTimeFit", "fit_step_time", "fit_problems", "SweepAnalysis",
     "analyze_sweep", "save_measurement", "load_measurement", "compare_measurements",

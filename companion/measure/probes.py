@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
@@ -31,7 +32,8 @@ from companion.measure.records import (
 from companion.specs import QWEN3_8B, Model
 from companion.units import GiB, MiB
 
-__all__ = ["STREAM_KERNELS", "FULL_SIZES", "FAST_SIZES", "fast_mode", "machine_info",
+__all__ = ["STREAM_KERNELS", "FULL_SIZES", "FAST_SIZES", "BROWSER_SIZES", "in_browser",
+           "fast_mode", "machine_info",
            "stream_probe", "matmul_probe", "gpu_probe", "scaled_decode_model", "decode_sweep",
            "measure"]
 
@@ -65,6 +67,25 @@ FAST_SIZES = dict(
                        repeats=3, threads=1),
     gpu=dict(n=1024, array_bytes=64 * MiB, repeats=3),
 )
+
+# In the lite site the kernel is Pyodide: WebAssembly in the reader's browser, one thread, numpy
+# with its own reference BLAS. FULL_SIZES there took over ten minutes; these take about ten
+# seconds, and what they measure is that WebAssembly, not the machine's native speed.
+BROWSER_SIZES = dict(
+    stream=dict(array_bytes=64 * MiB, repeats=3, threads=1),
+    matmul=dict(n=512, repeats=3),
+    batch_sweep=dict(scale=8, n_layers=2, batches=(1, 2, 4, 8, 16, 32, 64), context_tokens=64,
+                     repeats=3, threads=1),
+    context_sweep=dict(scale=8, n_layers=2, batches=(4,), context_tokens=(0, 512, 1024, 2048, 4096),
+                       repeats=3, threads=1),
+    gpu=dict(n=1024, array_bytes=64 * MiB, repeats=3),
+)
+IN_BROWSER_LABEL = "this browser's WebAssembly (Pyodide, one thread)"
+
+
+def in_browser() -> bool:
+    """True inside Pyodide (the lite site's kernel): Python compiled to WebAssembly."""
+    return sys.platform == "emscripten"
 
 
 def fast_mode() -> bool:
@@ -545,7 +566,9 @@ def decode_sweep(model: Model = QWEN3_8B, *, scale: int = 4, n_layers: int = 4,
 
 def measure(*, fast: bool | None = None, label: str = "", model: Model = QWEN3_8B,
             gpu: bool = True) -> Measurement:
-    """Run every probe at the FAST_SIZES (a second or two) or FULL_SIZES (about 25 s) presets.
+    """Run every probe at the FAST_SIZES (a second or two) or FULL_SIZES (about 25 s) presets;
+    in a browser (the lite site's Pyodide kernel) BROWSER_SIZES instead of FULL_SIZES, and the
+    label says that the browser's WebAssembly was measured.
 
     ``fast=None`` follows COMPANION_FAST. Fast sizes fit in cache and run on one thread (the
     BLAS limited to one too), so their numbers check the plumbing, not the machine. The GPU
@@ -559,8 +582,10 @@ def measure(*, fast: bool | None = None, label: str = "", model: Model = QWEN3_8
     if not isinstance(gpu, bool):
         raise TypeError(f"gpu: expected True or False, got {gpu!r}")
     is_fast = fast_mode() if fast is None else fast
-    sizes = FAST_SIZES if is_fast else FULL_SIZES
+    sizes = FAST_SIZES if is_fast else BROWSER_SIZES if in_browser() else FULL_SIZES
     machine = machine_info()
+    if in_browser():  # whatever the caller calls it, say what was measured
+        label = f"{label}: {IN_BROWSER_LABEL}" if label else IN_BROWSER_LABEL
     with _blas_limit(1 if is_fast else None):
         bandwidth = stream_probe(**sizes["stream"])
         matmul = matmul_probe(**sizes["matmul"])

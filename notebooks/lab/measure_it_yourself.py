@@ -106,6 +106,12 @@ for gpu in (specs.H100_SXM, specs.RTX_PRO_6000):
 # * **Decode sweeps** (`decode_sweep`): the next section.
 #
 # Every probe repeats and keeps every sample; the tables show the median and the spread.
+#
+# **In the lite site** (the companion running in your browser, nothing installed) the kernel
+# is Python compiled to WebAssembly, on one thread, with numpy's own plain BLAS. There
+# `ms.measure()` uses smaller sizes that finish in about ten seconds, and its label says what
+# it measured: the browser's WebAssembly, which is a real machine to put on a roofline, but
+# not your computer's native speed.
 
 # %% tags=["nbval-ignore-output"]
 t0 = time.perf_counter()
@@ -114,7 +120,8 @@ measure_s = time.perf_counter() - t0
 info = m.machine
 blas = ", ".join(f"{b['internal_api']} {b['version']} ({b['num_threads']} threads)"
                  for b in info["blas"] if b.get("user_api") == "blas")
-print(f"measured in {measure_s:.1f} s ({'fast' if FAST else 'full'} sizes)")
+sizes = "fast" if FAST else "browser" if ms.in_browser() else "full"
+print(f"measured {m.label} in {measure_s:.1f} s ({sizes} sizes)")
 print(f"CPU {info['cpu_model']}, {info['usable_cores']} usable cores, "
       f"{info['mem_bytes'] / 1e9:.1f} GB memory, last-level cache "
       f"{(info['last_level_cache_bytes'] or 0) / 2**20:.0f} MiB")

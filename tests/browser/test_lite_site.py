@@ -93,8 +93,9 @@ def reader(browsing):
 
 
 def test_site_serves_every_notebook_offline(site):
-    for path in lite_build.content_notebooks():
+    for path in lite_build.content_notebooks() + lite_build.content_data():
         assert (site / "files" / path).is_file(), f"the site does not serve {path}"
+    assert lite_build.content_data(), "the lab's reference measurement should be served"
     assert (site / "lab" / "index.html").is_file()
     config = json.loads((site / "jupyter-lite.json").read_text())["jupyter-config-data"]
     kernel = config["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
