@@ -30,7 +30,7 @@
 # %%
 import numpy as np
 
-from companion import calc, ledger, plots, specs, units, widgets
+from companion import calc, grading, ledger, plots, specs, units, widgets
 from companion.chapters import ch08
 from companion.display import answer, md
 from companion.sim import speculative as sim
@@ -469,13 +469,16 @@ for name, m in ch08.DRAFT_LEN_OF.items():
 
 # %% [markdown]
 # ### Explorer: draft length with a serial drafter (Exercise 8-7's setting)
-#
-# Exercise 8-7 rounds 8.5.3's figures to $T_v = 26.3$ ms and $t_d = 3.6$ ms per draft token,
-# so a serial draft of length $m$ makes a round of $T_r = 26.3 + 3.6\,m$ ms (the exercise
-# writes $T_m$). The group slider pads the draft positions to whole groups of $m_\text{grp}$,
-# $T_r = 26.3 + 3.6\,m_\text{grp}\lceil m/m_\text{grp} \rceil$ ms.
-# Work the exercise by hand first, then check your table here and read the marginal test at
-# each length.
+
+# %% tags=["remove-input"]
+ex87 = grading.params("8-7", 0)
+T_v, t_d = ex87["verify_s"] / units.ms, ex87["per_draft_s"] / units.ms
+md(rf"""Exercise 8-7 rounds 8.5.3's figures to $T_v = {T_v:g}$ ms and $t_d = {t_d:g}$ ms per
+draft token, so a serial draft of length $m$ makes a round of $T_r = {T_v:g} + {t_d:g}\,m$ ms.
+The group slider pads the draft positions to whole groups of $m_\text{{grp}}$,
+$T_r = {T_v:g} + {t_d:g}\,m_\text{{grp}}\lceil m/m_\text{{grp}} \rceil$ ms.
+Work the exercise by hand first, then check your table here and read the marginal test at
+each length.""")
 
 # %% tags=["nbval-ignore-output"]
 length_panel = widgets.DraftLengthPanel()
