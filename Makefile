@@ -36,7 +36,7 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with=nbval_sanitize.cfg
 NOTEBOOK_DIRS := notebooks solutions exercises dashboards
 
 .PHONY: setup setup-latest lock lab fresh-copy dashboard test test-fast test-dispatch execute \
-        exercises bench nbgrader-check course-env course-check book handout lite lite-tools \
+        exercises bench stress nbgrader-check course-env course-check book handout lite lite-tools \
         lite-lock gallery clean
 
 ifeq ($(LATEST),1)
@@ -198,6 +198,15 @@ handout: $(STAMP)
 ## Print the benchmark figures (nothing is asserted).
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py $(ARGS)
+
+## Every browser test STRESS_N times in a row (default 20), one CPU burner per core running
+## throughout (issue 26: no test passes or fails by chance). ARGS: test files or node ids.
+STRESS_N ?= 20
+stress: $(STAMP)
+	mkdir -p $(STATE)
+	COMPANION_FAST=1 $(PY) -m pytest -q -p no:xdist --repeat $(STRESS_N) --cpu-burners \
+	  --junitxml=$(STATE)/stress.xml $(or $(ARGS),tests/browser); \
+	  status=$$?; $(PY) tools/stress_summary.py $(STATE)/stress.xml; exit $$status
 
 ## One offline page with every stored figure: its PNG beside the live plotly figure
 ## (build/gallery/index.html); BEFORE=<git rev> adds that revision's PNGs beside them.

@@ -695,4 +695,6 @@ budget trades intervals against queueing only while prompts overlap.""",
 # > as is in the schedules and the token budget, and floored by the roofline only where the
 # > menus say so; prompts and answers have the lengths the examples give, with no distribution
 # > around them; the six-request sweep is the companion's simulation, not the chapter's replay;
-# > an MoE's router is uniform.
+# > an MoE's router is uniform; 8.2.1's arithmetic intensity counts the weight bytes only
+# > (2b/s), and the column that adds each request's KV bytes shows how far long contexts
+# > pull a batch back below the ridge.

@@ -792,6 +792,7 @@ token; the parallel one with 8 draft tokens falls to that speed once its rounds 
 # > draft network runs at the read rate the target reaches, and stages 2 and 4 of a round cost
 # > nothing unless a slider says so; the under-load numbers are roofline bounds at the card's
 # > data-sheet peak and bandwidth, with every request at the same context and the draft's own
-# > passes left out of the per-request speedup.
+# > passes left out of the per-request speedup; the chapter's KV budget ignores the draft
+# > network's own weights, which the fuller count in 8.5.4 takes out of that budget.
 #
 # Next: [8.6 Load and configuration](08_6_load_and_configuration.ipynb).

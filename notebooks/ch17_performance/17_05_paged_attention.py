@@ -463,4 +463,6 @@ an H100's memory, so without sharing such a service could not run on one card at
 # > KV space is what the weights and a fixed runtime reserve leave; the block tail is ignored
 # > in the chapter's arithmetic and counted only where a line says so; sequences never grow
 # > past the space they are admitted with (no preemption); the toy allocator's requests arrive
-# > in a fixed order with known lengths.
+# > in a fixed order with known lengths; the chapter reads "a bigger batch, more throughput"
+# > from two points, while a step's KV bytes grow with the batch too, so tokens per second
+# > approach a ceiling set by the KV bytes per token (drawn beside the two points).

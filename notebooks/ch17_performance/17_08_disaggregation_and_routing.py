@@ -551,4 +551,6 @@ is the absolute saving per warm landing.""",
 # > by layer, one link per GPU where stated, and ignores per-message latency; prefill runs at
 # > 50% of peak on one GPU per group for the 8B and four for the 70B; routing TTFT is prefill
 # > compute only (no queueing, no network), with attention left out as in the chapter except
-# > where the fuller model counts it; a router's warm share is one fixed probability per turn.
+# > where the fuller model counts it; a router's warm share is one fixed probability per turn,
+# > and routers are compared by mean TTFT, while their tails (p90, p99) are set by the cold
+# > prefills that even the better router still sends.
