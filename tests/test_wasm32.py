@@ -24,17 +24,21 @@ print(json.dumps({"intp_bits": 8 * np.dtype(np.intp).itemsize,
 """
 
 
-@pytest.mark.slow
-def test_ledger_inside_pyodide_equals_native(tmp_path):
+def _run_in_pyodide(script, source: str, timeout_s: int):
+    """Run `source` in the lite site's Pyodide under node (tests/pyodide_run.mjs, the repository
+    mounted at /src) and return the JSON its last line of output prints."""
     if shutil.which("node") is None:
         unavailable("node is missing")
-    pyodide = site() / "static" / "pyodide"
-    script = tmp_path / "ledger.py"
-    script.write_text(SCRIPT)
-    done = subprocess.run(["node", str(ROOT / "tests" / "pyodide_run.mjs"), str(pyodide), str(ROOT),
-                           str(script)], capture_output=True, text=True, timeout=600)
+    script.write_text(source)
+    done = subprocess.run(["node", str(ROOT / "tests" / "pyodide_run.mjs"),
+                           str(site() / "static" / "pyodide"), str(ROOT), str(script)],
+                          capture_output=True, text=True, timeout=timeout_s)
     assert done.returncode == 0, done.stderr[-4000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+@pytest.mark.slow
+def test_ledger_inside_pyodide_equals_native(tmp_path):
+    got = _run_in_pyodide(tmp_path / "ledger.py", SCRIPT, timeout_s=600)
     assert got["intp_bits"] == 32
     native = {e.id: e.value for e in ledger.entries()}
     assert set(got["values"]) == set(native)
@@ -76,15 +80,7 @@ def test_every_public_call_inside_pyodide_equals_native(tmp_path):
     ledger above never reached: 08_2's round-by-round summary failed in the lite site."""
     from tests import wasm32_calls
 
-    if shutil.which("node") is None:
-        unavailable("node is missing")
-    pyodide = site() / "static" / "pyodide"
-    script = tmp_path / "calls.py"
-    script.write_text(CALLS_SCRIPT)
-    done = subprocess.run(["node", str(ROOT / "tests" / "pyodide_run.mjs"), str(pyodide), str(ROOT),
-                           str(script)], capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-4000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    got = _run_in_pyodide(tmp_path / "calls.py", CALLS_SCRIPT, timeout_s=900)
     native = json.loads(json.dumps(wasm32_calls.collect()))
     assert len(native) > 300, "the examples should cover every public function"
     differ = _differences(got, native)
