@@ -673,8 +673,7 @@ def bench_open(browser, lab, notebooks) -> list[dict]:
                 row["open_to_first_figure"] = time.perf_counter() - t0
             except Exception:
                 row["open_to_first_figure"] = None  # the notebook stores no figure
-            page.wait_for_selector(f'{H.ACTIVE} .jp-Notebook-ExecutionIndicator'
-                                   '[data-status="idle"]')
+            H.wait_kernel_ready(page)
             n_code = lab.code_cell_count(notebook)
             page.wait_for_function("([sel, n]) => document.querySelectorAll(sel).length === n",
                                    arg=[f"{H.ACTIVE} .jp-CodeCell", n_code])

@@ -413,13 +413,36 @@ class Clock:
         return self.marks[name]
 
 
+# The active notebook's kernel as the status bar shows it ("Python 3 (ipykernel) | Idle"):
+# JupyterLab's SessionContext.kernelDisplayStatus, which reads "Idle" only once a kernel is
+# attached, its socket connected and the kernel idle. The toolbar's execution indicator is no
+# such sign: its model starts at "idle" before the session has any kernel (JupyterLab 4.6,
+# ExecutionIndicator.Model.attachNotebook), and a Run All clicked in that window meets
+# `hasNoKernel`: JupyterLab starts a kernel itself, may ask "Select Kernel", and clears the
+# cells it ran in the meantime without executing them.
+KERNEL_READY_JS = """active => {
+    const items = [...document.querySelectorAll('#jp-main-statusbar .jp-StatusBar-TextItem')];
+    const kernel = items.map(e => e.textContent.trim()).find(t => / \\| \\S+$/.test(t));
+    const indicator = document.querySelector(active + ' .jp-Notebook-ExecutionIndicator');
+    return !!kernel && !kernel.startsWith('No Kernel') && / \\| Idle$/.test(kernel) &&
+        !!indicator && indicator.getAttribute('data-status') === 'idle'; }"""
+
+
+def wait_kernel_ready(page, timeout_ms: int = 120_000) -> None:
+    """Wait until the active notebook has a connected, idle kernel (see KERNEL_READY_JS)."""
+    try:
+        page.wait_for_function(KERNEL_READY_JS, arg=ACTIVE, timeout=timeout_ms)
+    except Exception as exc:  # noqa: BLE001 - say where it stood, not only that it timed out
+        raise AssertionError(f"the notebook's kernel was not connected and idle within "
+                             f"{timeout_ms / 1e3:.0f} s: {run_state(page)}") from exc
+
+
 def open_notebook(page, lab: LabServer, path: str, timeout_ms: int = 120_000) -> int:
-    """Open ``path`` in JupyterLab, wait for an idle kernel and for every code cell to be
-    attached; returns the number of code cells."""
+    """Open ``path`` in JupyterLab, wait for its kernel to be connected and idle and for every
+    code cell to be attached; returns the number of code cells."""
     page.goto(lab.notebook_url(path), timeout=timeout_ms)
     page.wait_for_selector(f"{ACTIVE} .jp-Cell", state="attached", timeout=timeout_ms)
-    page.wait_for_selector(f'{ACTIVE} .jp-Notebook-ExecutionIndicator[data-status="idle"]',
-                           timeout=timeout_ms)
+    wait_kernel_ready(page, timeout_ms)
     n_code = lab.code_cell_count(path)
     page.wait_for_function(
         "([sel, n]) => document.querySelectorAll(sel).length === n",
@@ -438,53 +461,32 @@ ALL_DONE_OR_ERROR = """([sel, err, n]) => { const ps = [...document.querySelecto
 
 def run_all_cells(page, n_code: int, timeout_ms: int = 240_000) -> None:
     """Edit > Clear Outputs of All Cells, Run > Run All Cells, then wait until every prompt is
-    numbered and the kernel is idle (stored prompts would otherwise look finished). Where
-    JupyterLab asks which kernel to use, it is answered as a reader would (its preferred
-    kernel).
+    numbered and the kernel is idle (stored prompts would otherwise look finished).
 
-    One JupyterLab behaviour is met as a reader meets it. In the full browser suite on a loaded
-    machine, Run All sometimes leaves cells that it never executes: their prompts stay empty
-    (not queued, not numbered), no cell shows an error, the kernel is idle and no dialog is
-    open (JupyterLab's CodeCell.execute returns early, clearing the prompt, while its session
-    has no kernel connection). Seen here on freshly written notebooks (no cell ran) and once on
-    17_02 (only the first cell ran); never in a test run alone. A Run All that stops at an
-    error leaves empty prompts too, but shows the error: that is a failure at once. Where
-    JupyterLab dropped cells, nothing is hidden by running the notebook again from the top,
-    as a reader would: this happens once, the harness says so, and a second drop fails."""
-    for attempt in (1, 2):
-        _menu(page, "Edit", "Clear Outputs of All Cells")
-        page.wait_for_function(NO_PROMPT_NUMBERED, arg=PROMPTS, timeout=30_000)
-        _menu(page, "Run", "Run All Cells")
-        if _wait_run_all(page, n_code, timeout_ms):
-            break
-        if attempt == 2:
-            raise AssertionError(f"Run All left cells unexecuted, twice: {run_state(page)}")
-        print(f"Run All left cells unexecuted ({run_state(page)}); running all again",
-              flush=True)
-    page.wait_for_selector(f'{ACTIVE} .jp-Notebook-ExecutionIndicator[data-status="idle"]',
-                           timeout=timeout_ms)
-
-
-def _wait_run_all(page, n_code: int, timeout_ms: int) -> bool:
-    """True once every code cell has a number; False when JupyterLab left cells unexecuted
-    (the same unfinished, unqueued, error-free state with an idle kernel over 5 s of polls);
-    AssertionError on an error output or past ``timeout_ms``."""
+    Run once, as a reader runs it: call it after ``open_notebook`` (whose wait for a connected
+    kernel is what makes Run All reliable, see KERNEL_READY_JS). Anything a reader would see
+    go wrong fails at once, with where the run stood: an error output (Run All stops there),
+    a "Select Kernel" dialog, or cells JupyterLab left unexecuted (empty prompts, nothing
+    queued, the kernel idle, the same for 5 s of polls)."""
+    _menu(page, "Edit", "Clear Outputs of All Cells")
+    page.wait_for_function(NO_PROMPT_NUMBERED, arg=PROMPTS, timeout=30_000)
+    _menu(page, "Run", "Run All Cells")
     deadline = time.monotonic() + timeout_ms / 1e3
     still, last = None, None
     while True:
-        if accept_kernel_dialog(page):
-            print('(JupyterLab asked "Select Kernel": accepted its preferred one)', flush=True)
+        no_kernel_dialog(page)
         p = _progress(page)
         if p["error"]:
-            return True  # Run All stops at an error: the test reports it (page_problems)
+            raise AssertionError("Run All stopped at an error:\n" +
+                                 "\n".join(page_problems(page, ACTIVE)))
         if p["n"] == n_code and p["done"] == n_code:
-            return True
+            break
         stuck = p["queued"] == 0 and p["kernel"] == "idle"
         if stuck and p == last:
             if still is None:
                 still = time.monotonic()
             elif time.monotonic() - still > 5:
-                return False
+                raise AssertionError(f"Run All left cells unexecuted: {run_state(page)}")
         else:
             still = None
         last = p
@@ -492,6 +494,8 @@ def _wait_run_all(page, n_code: int, timeout_ms: int) -> bool:
             raise AssertionError(f"Run All did not finish in {timeout_ms / 1e3:.0f} s: "
                                  f"{run_state(page)}")
         page.wait_for_timeout(250)
+    page.wait_for_selector(f'{ACTIVE} .jp-Notebook-ExecutionIndicator[data-status="idle"]',
+                           timeout=timeout_ms)
 
 
 def _progress(page) -> dict:
@@ -523,23 +527,13 @@ def run_state(page) -> str:
             f"status bar {state['status'][:200]!r}")
 
 
-def accept_kernel_dialog(page) -> bool:
-    """Accept JupyterLab's "Select Kernel" dialog (its preferred kernel) if one is open.
-    On a loaded machine Lab may ask again right after the first answer (a CI run saw the
-    dialog still there 30 s after its accept click), so it answers until none is left."""
+def no_kernel_dialog(page) -> None:
+    """Fail if JupyterLab asks "Select Kernel": with the notebook's kernel connected (every
+    notebook here names its kernel) it asks only when a cell ran before the kernel was there,
+    which the harness's waits rule out, so a dialog is a failure a reader would meet too."""
     dialog = page.locator(".jp-Dialog").filter(has_text="Select Kernel")
-    deadline = time.monotonic() + 60
-    accepted = False
-    while dialog.count():
-        if time.monotonic() > deadline:
-            raise TimeoutError('JupyterLab kept asking "Select Kernel" for 60 s')
-        try:
-            dialog.first.locator("button.jp-mod-accept").click(timeout=10_000)
-            accepted = True
-        except Exception:  # noqa: BLE001 - detached or re-rendered under the click: look again
-            pass
-        page.wait_for_timeout(500)
-    return accepted
+    if dialog.count():
+        raise AssertionError(f'JupyterLab asked "Select Kernel": {run_state(page)}')
 
 
 def page_problems(page, scope: str = "") -> list[str]:
@@ -884,17 +878,15 @@ def cell_by_grade_id(nb: dict, grade_id: str) -> int:
 
 
 def run_cell(page, cell, timeout_s: float = 120) -> None:
-    """Run one cell as a reader does (click into it, Shift+Enter) and wait for its number.
-    Where JupyterLab asks which kernel to use (on a loaded machine it may, as Run All meets it
-    too), it is answered as a reader would, and the cell runs once the kernel is there."""
-    accept_kernel_dialog(page)
+    """Run one cell as a reader does (click into it, Shift+Enter) and wait for its number
+    (after ``open_notebook``: the kernel is connected; a "Select Kernel" dialog fails)."""
+    no_kernel_dialog(page)
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
     numbered = cell.locator(".jp-InputArea-prompt", has_text=re.compile(r"\[\d+\]"))
     deadline = time.monotonic() + timeout_s
     while not numbered.count():
-        if accept_kernel_dialog(page):
-            print('(JupyterLab asked "Select Kernel": accepted its preferred one)', flush=True)
+        no_kernel_dialog(page)
         if time.monotonic() > deadline:
             raise AssertionError(f"the cell did not run in {timeout_s:.0f} s: {run_state(page)}")
         page.wait_for_timeout(250)

@@ -216,8 +216,7 @@ def test_a_students_first_hour_leaves_the_repository_as_it_was(browser, make_lab
     page = context.new_page()
     try:
         page.goto(server.browser_url(), timeout=120_000)
-        page.wait_for_selector(f'{H.ACTIVE} .jp-Notebook-ExecutionIndicator[data-status="idle"]',
-                               timeout=120_000)
+        H.wait_kernel_ready(page, timeout_ms=120_000)
         for path in (START_HERE, SECTION):
             n_code = H.open_notebook(page, server, path)
             H.run_all_cells(page, n_code)
