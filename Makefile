@@ -115,10 +115,11 @@ dashboard: $(STAMP)
 	  --VoilaConfiguration.extension_denylist=@jupyter-notebook/lab-extension \
 	  --VoilaConfiguration.extension_denylist=@jupyter/nbgrader
 
-# One worker more than cores: the browser tests spend much of their time waiting on a server, a
-# kernel or Chromium, and a third worker fills those waits (2 cores, pass 1: 568 s with 2
-# workers, 453 s with 3, 487 s with 4). WORKERS=N sets another count.
-WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
+# One worker per core (WORKERS=N sets another count). One more was tried: on 2 cores it cut a
+# re-run in a warm clone (pass 1 453 s with 3 workers) but not a fresh clone's run, where the
+# lite build and the course's venv keep both cores busy (594 s with 3 against 487-580 s with
+# 2), and with 4 workers a run was slower still (487 s warm).
+WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 PYTEST := COMPANION_FAST=1 $(PY) -m pytest -n $(WORKERS) --dist loadfile -q
 ## Set everything up and run the whole test suite (unit, property, ledger, browser, notebooks
 ## via nbval), then the notebooks again under another CPU's code paths (tools/cpu_dispatch.py:
