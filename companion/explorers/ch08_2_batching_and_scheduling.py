@@ -183,7 +183,7 @@ def step_time_traces(curve, *, fitted_s=None, measured_round=None, measured_itl=
          "xaxis": xaxis, "yaxis": yaxis},
     ]
     if fitted_s is not None:
-        traces.append({"type": "scatter", "mode": "lines", "x": xs,
+        traces.append({"type": "scatter", "mode": "lines", "x": xs[:len(fitted_s)],
                        "y": np.asarray(fitted_s, dtype=float) / ms,
                        "name": "8.2.2 round model (fixed + per token + per pair)",
                        "line": {"color": theme.GREEN}, "xaxis": xaxis, "yaxis": yaxis})
@@ -493,7 +493,8 @@ class DecodeBatchPanel(Panel):
         measured_itl = {"batch": sweep["batch"], "s": sweep["itl_s"],
                         "label": "batch sweep: measured mean output interval (client)"}
         if not chapter:   # keep the trace count fixed so the figure updates in place
-            fitted = fitted or [math.nan] * len(_BATCHES)
+            # (with no points, not NaNs: plotly.js keeps a legend entry for a line of NaNs)
+            fitted = fitted or []
             measured_round = dict(measured_round, batch=[], s=[])
             measured_itl = dict(measured_itl, batch=[], s=[])
         traces += step_time_traces(curve, fitted_s=fitted, measured_round=measured_round,

@@ -238,7 +238,9 @@
     }
     for (const item of gd.querySelectorAll(".legend .traces")) {
       const d = item.__data__ && item.__data__[0];
-      const trace = d && d.trace && gd.data[d.trace.index];
+      // the full trace, whose arrays plotly.js has decoded: a figure's JSON may carry them
+      // base64-packed ({dtype, bdata}), which the user's trace in gd.data still holds
+      const trace = d && d.trace && gd._fullData[d.trace.index];
       if (trace && drawsNothing(trace))
         problems.push({kind: "empty-legend", text: label(item), detail: "legend entry of a trace with no points"});
     }

@@ -54,6 +54,12 @@ def test_the_check_finds_each_kind_of_defect_and_passes_a_clean_figure(browser):
     for kind, figure in DEFECTS.items():
         kinds = {p["kind"] for _, _, p in FL.check(page, [figure])}
         assert kind in kinds, f"the check missed a {kind} defect (found {sorted(kinds)})"
+    # nor is an empty entry missed when the trace's arrays come base64-packed, as plotly.py
+    # writes numpy arrays (two NaNs, float64: a line with no point to draw)
+    packed = _figure([{"type": "scatter", "x": [1, 2], "y": [1, 2], "name": "curve"},
+                      {"type": "scatter", "x": [1, 2], "name": "fit",
+                       "y": {"dtype": "f8", "bdata": "AAAAAAAA+H8AAAAAAAD4fw=="}}])
+    assert {p["kind"] for _, _, p in FL.check(page, [packed])} == {"empty-legend"}
     # a key trace that says what it stands for is not an empty legend entry
     key = _figure([{"type": "scatter", "x": [1, 2], "y": [1, 2], "name": "curve"},
                    {"type": "scatter", "x": [None], "y": [None], "name": "free block",
