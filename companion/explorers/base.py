@@ -155,6 +155,18 @@ class Control:
         k = (value - self.min) / (self.step or 1)
         return abs(k - round(k)) <= 1e-9 * max(1.0, abs(k))
 
+    def snap(self, value):
+        """A plain float slider's value from the page on its grid (min + k * step, as a clean
+        decimal) where it misses the grid only in the last bits: the page's slider arithmetic
+        can hand over 20.999999999999996 for 21, and 21 GB / 4.8 TB/s must read 4.38 ms, not
+        the 4.37 ms of the number below it. Any other value is returned as it is."""
+        if self.kind != "float" or self.ladder is not None or not self.step:
+            return value
+        k = (value - self.min) / self.step
+        if abs(k - round(k)) > 1e-9 * max(1.0, abs(k)):
+            return value
+        return round(self.min + round(k) * self.step, 12)
+
     def step_from(self, value, direction: int = 1):
         """The value one slider step (an arrow key) from ``value``; None past the range."""
         if self.ladder is not None:
@@ -389,6 +401,7 @@ class Panel:
         after one step, a little later after a jump (unless the reader moves on first)."""
         if self._resetting:
             return
+        value = next(c for c in self.controls if c.name == name).snap(value)
         previous = self.params.get(name)
         if self._pending_lookahead is not None:
             self._pending_lookahead.cancel()

@@ -5,8 +5,9 @@ Pyodide kernel, nothing else computes.
 
 - the site serves every notebook and exercise, opens on START_HERE, keeps every cell in the
   page (windowingMode "none") and never asks PyPI;
-- a section notebook runs top to bottom (Run All) with no error output, and its explorer answers
-  a slider dragged with the mouse with the readout and figure that ``companion`` computes here;
+- a section notebook runs top to bottom (Run All) with no error output, draws its plain figure
+  and its explorer, and the explorer answers a slider dragged with the mouse with the readout
+  and figure that ``companion`` computes here;
 - an exercise graded in the page: one answer right, one wrong (both computed here with
   ``companion.grading``, only typed into the cell), and the check cell's output gives each part's
   verdict and the cell's verdict exactly as ``companion.grading`` words them;
@@ -37,10 +38,11 @@ sys.path.insert(0, str(ROOT / "tools"))
 import lite_build  # noqa: E402  (tools/ is no package: the build's own list of notebooks)
 
 START_HERE = "notebooks/START_HERE.ipynb"
-# a short section notebook whose one explorer is its only figure (test_a_section_with_plain_
-# figures_runs_to_the_end runs one with plain figures; make bench ARGS=lite runs them all)
-SECTION = "notebooks/ch17_performance/17_11_interview_questions.ipynb"
-EXPLORER_VARIABLE, PANEL, DRAGGED = "batch_panel", "BatchSizePanel", ("live_tokens", 0.1)
+# a short section notebook with a plain figure (shown with .show()) and one explorer: one Run
+# All covers both kinds (each Pyodide kernel start and Run All costs about 10 s here; make
+# bench ARGS=lite runs every notebook)
+SECTION = "notebooks/ch17_performance/17_01_memory_hierarchy.ipynb"
+EXPLORER_VARIABLE, PANEL, DRAGGED = "panel", "MemoryHierarchyPanel", ("sweep_gb", 0.1)
 EXERCISE, EXERCISE_ID = "exercises/ex8_1.ipynb", "8-1"
 # the lite build's failures that mean "cannot fetch its pinned artefacts here", not a bug
 UNREACHABLE = re.compile(r"npm (ERR|error)|No matching distribution|Could not find a version|"
@@ -137,17 +139,30 @@ def explorer_cell(nb: dict, variable: str) -> int:
 
 
 def test_section_runs_and_explorer_follows_its_slider(server, reader):
+    """Run All of a section with no error output; its plain figure goes out through
+    companion's own mimetype renderer in the Pyodide kernel too (plotly's would need nbformat,
+    which the site does not ship) and every figure draws; its explorer follows a drag."""
     from companion import widgets
 
     page = reader.page
     panel_cls = getattr(widgets, PANEL)
-    clock = H.Clock("lite 17.11")
+    clock = H.Clock("lite 17.1")
     n_code = H.open_notebook(page, server, SECTION, timeout_ms=KERNEL_START_MS)
     clock.mark(f"notebook open, Pyodide kernel idle, {n_code} code cells attached")
     H.run_all_cells(page, n_code, timeout_ms=RUN_ALL_MS)
     clock.mark("run all cells finished")
     problems = H.page_problems(page, H.ACTIVE)
     assert not problems, "\n".join(problems)
+    nb = server.notebook(SECTION)
+    plain = [c for c in nb["cells"] if c["cell_type"] == "code"
+             and any("application/vnd.plotly.v1+json" in o.get("data", {})
+                     and "application/vnd.jupyter.widget-view+json" not in o.get("data", {})
+                     for o in c.get("outputs", []))]
+    assert plain, f"{SECTION} stores no plain figure: pick a section that has one"
+    stored = sum(1 for c in nb["cells"] if c["cell_type"] == "code"
+                 for o in c.get("outputs", []) if "application/vnd.plotly.v1+json" in
+                 o.get("data", {}))
+    H.wait_figures_rendered(page, page.locator(H.ACTIVE), stored)
 
     cells = page.locator(f"{H.ACTIVE} .jp-CodeCell")
     root = cells.nth(explorer_cell(server.notebook(SECTION), EXPLORER_VARIABLE)).locator(
@@ -221,20 +236,3 @@ def test_exercise_check_cell_grades_a_right_and_a_wrong_answer(server, reader):
     assert error == H.html_text(f"NotYetCorrect: {verdict}"), error
     H.screenshot(check, "lite_4_exercise_verdicts")
 
-
-PLAIN_FIGURES = "notebooks/ch17_performance/17_01_memory_hierarchy.ipynb"
-
-
-def test_a_section_with_plain_figures_runs_to_the_end(server, reader):
-    """A figure shown with .show() goes out through companion's own mimetype renderer in the
-    Pyodide kernel too (plotly's would need nbformat, which the site does not ship)."""
-    page = reader.page
-    n_code = H.open_notebook(page, server, PLAIN_FIGURES, timeout_ms=KERNEL_START_MS)
-    H.run_all_cells(page, n_code, timeout_ms=RUN_ALL_MS)
-    problems = H.page_problems(page, H.ACTIVE)
-    assert not problems, "\n".join(problems)
-    stored = sum(1 for c in server.notebook(PLAIN_FIGURES)["cells"] if c["cell_type"] == "code"
-                 for o in c.get("outputs", []) if "application/vnd.plotly.v1+json" in
-                 o.get("data", {}))
-    assert stored, "the notebook stores no plotly figure: pick one that does"
-    H.wait_figures_rendered(page, page.locator(H.ACTIVE), stored)
