@@ -128,8 +128,9 @@ def first_screen(browser, server: MakeLab, shot: str) -> dict:
 def make_lab(chromium, tmp_path):
     servers = []
 
-    def start(project_settings: bool = True) -> MakeLab:
-        server = MakeLab(tmp_path / f"state-{len(servers)}", project_settings)
+    def start(project_settings: bool = True, state: Path | None = None) -> MakeLab:
+        """`make lab` on a fresh state folder, or again on ``state``."""
+        server = MakeLab(state or tmp_path / f"state-{len(servers)}", project_settings)
         servers.append(server)
         return server.start(timeout_s=180)
 
@@ -139,7 +140,10 @@ def make_lab(chromium, tmp_path):
         assert not leftovers, f"processes left behind by make lab had to be killed: {leftovers}"
 
 
-def test_make_lab_opens_start_here_with_no_dialog(browser, make_lab):
+def test_make_lab_opens_start_here_with_no_dialog_and_a_rerun_keeps_the_work(browser, make_lab):
+    """The first screen of `make lab` on a fresh state; then a student's edit survives the next
+    `make lab` on that state, and a file deleted from the copy comes back. (One test: each
+    start and first screen costs about 15 s, most of it the window a prompt gets to appear.)"""
     server = make_lab()
     seen = first_screen(browser, server, "make_lab_first_screen")
     assert seen["url"].endswith("/lab/tree/" + START_HERE), seen["url"]
@@ -151,6 +155,17 @@ def test_make_lab_opens_start_here_with_no_dialog(browser, make_lab):
     assert not seen["dialogs"], f"a dialog covers the notebook: {seen['dialogs']}"
     assert not seen["toasts"], f"a notification pops up: {seen['toasts']}"
     assert not seen["external"], seen["external"]
+
+    leftovers = server.stop()
+    assert not leftovers, f"processes left behind by make lab had to be killed: {leftovers}"
+    mine = server.work / START_HERE
+    mine.write_text(mine.read_text().replace("Start here", "Start here (my notes)", 1))
+    (server.work / "exercises/ex8_3.ipynb").unlink()
+    again = make_lab(state=server.state)
+    assert "Start here (my notes)" in mine.read_text()
+    assert (server.work / "exercises/ex8_3.ipynb").read_bytes() == \
+        (H.ROOT / "exercises/ex8_3.ipynb").read_bytes()
+    assert again.work == server.work
 
 
 def test_control_without_project_settings_shows_the_news_prompt(browser, make_lab):
@@ -174,25 +189,6 @@ def test_make_lab_runs_as_root_without_a_flag():
         assert nobody.returncode == 0, nobody.stderr
         lab_line = next(line for line in nobody.stdout.splitlines() if "jupyter lab" in line)
         assert "--allow-root" not in lab_line, lab_line
-
-
-def test_second_make_lab_keeps_the_students_work(browser, make_lab):
-    """A student's edit survives the next `make lab`; a file deleted from the copy comes back."""
-    server = make_lab()
-    first_screen(browser, server, "make_lab_first_screen_again")
-    server.stop()
-    mine = server.work / START_HERE
-    mine.write_text(mine.read_text().replace("Start here", "Start here (my notes)", 1))
-    (server.work / "exercises/ex8_3.ipynb").unlink()
-    again = MakeLab(server.state)
-    again.start(timeout_s=180)
-    try:
-        assert "Start here (my notes)" in mine.read_text()
-        assert (server.work / "exercises/ex8_3.ipynb").read_bytes() == \
-            (H.ROOT / "exercises/ex8_3.ipynb").read_bytes()
-    finally:
-        leftovers = again.stop()
-    assert not leftovers, leftovers
 
 
 SECTION = "notebooks/ch08_inference_optimization/08_1_request_lifecycle.ipynb"
