@@ -157,8 +157,8 @@ class Control:
 
     def snap(self, value):
         """A plain float slider's value from the page on its grid (min + k * step, as a clean
-        decimal) where it misses the grid only in the last bits: the page's slider arithmetic
-        can hand over 20.999999999999996 for 21, and 21 GB / 4.8 TB/s must read 4.38 ms, not
+        decimal) where it misses the grid only in the last bits: the page's slider maps values
+        through percentages of its track and hands over 20.999999999999996 for 21, and 21 GB / 4.8 TB/s must read 4.38 ms, not
         the 4.37 ms of the number below it. Any other value is returned as it is."""
         if self.kind != "float" or self.ladder is not None or not self.step:
             return value

@@ -209,7 +209,10 @@ async function render({ model, el, host }) {
   let filmAsked = null;             // JSON of [index, base] last asked for
   const snapshots = new Map();      // digest -> {node, width}, oldest first
   let renderer = null;              // the detached graph div snapshots are drawn in
-  const baseOf = (key, index) => JSON.stringify(key.map((x, i) => (i === index ? null : x)));
+  // the other controls' values (the film's own control left out), compared as keys are: the
+  // page's float slider holds 31.999999999999996 for 32 on an [8, 89] track (noUiSlider maps
+  // values through percentages), which the kernel reads as 32 (Control.snap)
+  const baseOf = (key, index) => key.map((x, i) => (i === index ? null : x));
   const snapshot = (target, width) => {
     const figure = target.load();
     const layout = layoutFor(figure, width);
@@ -317,7 +320,7 @@ async function render({ model, el, host }) {
   const nextForFilm = (width) => {
     if (film.index < 0 || !film.entries.length) return null;
     const key = currentKey();
-    if (baseOf(key, film.index) !== film.base) return null;
+    if (!sameKey(baseOf(key, film.index), film.base)) return null;
     const at = key[film.index];
     let best = null, distance = Infinity;
     for (const entry of film.entries) {
@@ -422,7 +425,7 @@ async function render({ model, el, host }) {
     if (!entries.length) return;
     const index = content.film;
     const base = baseOf(entries[0].key, index);
-    if (film.index !== index || film.base !== base) film = { index, base, entries: [] };
+    if (film.index !== index || !sameKey(film.base, base)) film = { index, base, entries: [] };
     film.entries.push(...entries);
     if (film.entries.length > FILM) film.entries.splice(0, film.entries.length - FILM);
     el.dataset.companionFilm = String(film.entries.length);
@@ -488,7 +491,9 @@ async function render({ model, el, host }) {
   const resize = new ResizeObserver((entries) => {
     const w = entries[entries.length - 1].contentRect.width;
     if (drawn && w > 0 && Math.abs(w - width) > 0.5) {
-      snapshots.clear(); // drawn at the old width
+      snapshots.clear(); // drawn at the old width: the film is drawn again at the new one
+      el.dataset.companionSnapshots = "0";
+      prepareSoon();
       if (shown !== gd && shownTarget) drawLive(shownTarget);
       delete gd.layout.width; // a figure drawn ahead of time was given the width it had then
       Plotly.Plots.resize(gd);
