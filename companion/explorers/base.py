@@ -152,20 +152,23 @@ class Control:
             return value in self.stops()
         if not self.min <= value <= self.max:
             return False
+        return self._grid_index(value) is not None
+
+    def _grid_index(self, value) -> int | None:
+        """k where ``value`` is min + k * step up to its last bits; None off that grid."""
         k = (value - self.min) / (self.step or 1)
-        return abs(k - round(k)) <= 1e-9 * max(1.0, abs(k))
+        return round(k) if abs(k - round(k)) <= 1e-9 * max(1.0, abs(k)) else None
 
     def snap(self, value):
         """A plain float slider's value from the page on its grid (min + k * step, as a clean
         decimal) where it misses the grid only in the last bits: the page's slider maps values
-        through percentages of its track and hands over 20.999999999999996 for 21, and 21 GB / 4.8 TB/s must read 4.38 ms, not
-        the 4.37 ms of the number below it. Any other value is returned as it is."""
+        through percentages of its track and hands over 20.999999999999996 for 21, and
+        21 GB / 4.8 TB/s must read 4.38 ms, not the 4.37 ms of the number below it. Any other
+        value is returned as it is."""
         if self.kind != "float" or self.ladder is not None or not self.step:
             return value
-        k = (value - self.min) / self.step
-        if abs(k - round(k)) > 1e-9 * max(1.0, abs(k)):
-            return value
-        return round(self.min + round(k) * self.step, 12)
+        k = self._grid_index(value)
+        return value if k is None else round(self.min + k * self.step, 12)
 
     def step_from(self, value, direction: int = 1):
         """The value one slider step (an arrow key) from ``value``; None past the range."""
@@ -334,6 +337,9 @@ class Panel:
                 key.append(str(value))
         return key
 
+    def _control(self, name: str) -> Control:
+        return next(c for c in self.controls if c.name == name)
+
     def _stop_index(self, control: Control, value) -> int:
         """Where ``value`` sits among the stops its slider shows (the nearest stop's index for
         a value set from code that the slider does not offer)."""
@@ -347,7 +353,7 @@ class Panel:
     def _neighbours(self, name: str) -> list:
         """The values one step either side of control ``name``'s, as its widget steps (arrow
         keys), inside its range."""
-        control = next(c for c in self.controls if c.name == name)
+        control = self._control(name)
         value = self.params[name]
         if control.indexed:     # the option or stop either side
             if control.kind == "choice":
@@ -388,7 +394,7 @@ class Panel:
     _pending_lookahead = None
 
     def _one_step(self, name: str, previous, value) -> bool:
-        control = next(c for c in self.controls if c.name == name)
+        control = self._control(name)
         if control.kind not in ("int", "float") or previous is None:
             return True
         if control.ladder is not None:
@@ -401,7 +407,7 @@ class Panel:
         after one step, a little later after a jump (unless the reader moves on first)."""
         if self._resetting:
             return
-        value = next(c for c in self.controls if c.name == name).snap(value)
+        value = self._control(name).snap(value)
         previous = self.params.get(name)
         if self._pending_lookahead is not None:
             self._pending_lookahead.cancel()
