@@ -126,7 +126,7 @@ PYTEST := COMPANION_FAST=1 $(PY) -m pytest -n $(WORKERS) --dist loadfile -q
 ## NumPy's widest SIMD tier off, OpenBLAS's plain kernels, another hash seed).
 test: $(STAMP)
 	mkdir -p $(STATE)
-	$(PY) tools/run_tests.py "$(PYTEST) $(NBVAL) tests $(NOTEBOOK_DIRS)" \
+	$(PY) tools/run_tests.py "$(PYTEST) --no-loadscope-reorder $(NBVAL) tests $(NOTEBOOK_DIRS)" \
 	  "$(PYTEST) $(NBVAL) $(NOTEBOOK_DIRS)"
 
 ## Only the second notebook pass (ARGS: notebooks or folders; default all of them).

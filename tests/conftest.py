@@ -18,6 +18,43 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 
+# --- Order of the files (issue 26 item 3: the suite's time). make test's first pass runs with
+# --dist loadfile: a free worker takes the next whole file. xdist's own order (most tests
+# first) left the slowest files last, as they hold one to four long tests each: in a
+# fresh-clone run the course check started at 496 s and one worker ran it alone for the last
+# 54 s. Longest first instead, so that short files fill the end (the Makefile passes
+# --no-loadscope-reorder so that xdist keeps this order).
+# Seconds each took in a quiet fresh-clone `CI=1 .ci/run` on 2 cores (2026-12-06), rounded;
+# every other file took under 11 s. tests/test_run_tests.py checks that each still exists.
+SLOWEST_FILES = {
+    "tests/browser/test_figure_layout.py": 100,
+    "tests/browser/test_lab_explorers.py": 90,
+    "tests/browser/test_lite_site.py": 80,
+    "tests/test_course.py": 70,
+    "tests/browser/test_make_lab.py": 70,
+    "tests/test_wasm32.py": 55,
+    "tests/test_panels.py": 35,
+    "tests/browser/test_explorers_under_load.py": 33,
+    "tests/browser/test_book_site.py": 24,
+    "tests/browser/test_explorer_lookahead.py": 24,
+    "tests/test_variant_screen.py": 22,
+    "tests/test_static_explorers.py": 15,
+    "tests/browser/test_voila_dashboard.py": 11,
+    "tests/browser/test_explorer_coalescing.py": 11,
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    """The slowest files first (SLOWEST_FILES), then the others as xdist orders them (most
+    tests first, which puts the long notebooks before the short ones); a file's tests stay
+    together and in their order."""
+    per_file: dict[str, int] = {}
+    for item in items:
+        per_file[item.nodeid.split("::")[0]] = per_file.get(item.nodeid.split("::")[0], 0) + 1
+    rank = {f: (-SLOWEST_FILES.get(f, 0), -n, i) for i, (f, n) in enumerate(per_file.items())}
+    items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])  # stable: keeps each file's order
+
+
 # --- Stress runs (issue 26 item 3): `make stress` runs each browser test many times in a row,
 # with one busy process per core, to show that no test passes or fails by chance.
 

@@ -104,3 +104,12 @@ def test_property_tests_draw_from_a_fixed_seed_in_the_suite():
     if os.environ.get("HYPOTHESIS_PROFILE", "suite") == "suite":
         assert settings.default.derandomize is True
         assert settings.default.database is None
+
+
+def test_the_slowest_files_named_for_the_run_order_exist():
+    """tests/conftest.py puts these first; a renamed one would silently drop back to the end."""
+    spec = importlib.util.spec_from_file_location("suite_conftest", ROOT / "tests" / "conftest.py")
+    suite_conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(suite_conftest)
+    missing = [f for f in suite_conftest.SLOWEST_FILES if not (ROOT / f).is_file()]
+    assert not missing, f"tests/conftest.py's SLOWEST_FILES names files that do not exist: {missing}"
