@@ -145,6 +145,16 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+def _command_line(pid: int) -> str:
+    """What a process runs, to name it in a failure (shortened)."""
+    try:
+        words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "gone"
+    text = " ".join(w.decode(errors="replace") for w in words if w)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -233,7 +243,8 @@ class Server:
 
     def stop(self) -> list[int]:
         """Shut kernels down, stop the server by its PID, then end any process it left behind
-        (by PID). Returns the PIDs that had to be killed after the server stopped."""
+        (by PID). Returns those that had to be killed after the server stopped ("PID (command
+        line)")."""
         if self.proc is None:
             return []
         if self.proc.poll() is None:
@@ -246,8 +257,8 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
-        leftovers = [pid for pid in below if _alive(pid)]
-        for pid in leftovers:
+        leftovers = [f"{pid} ({_command_line(pid)})" for pid in below if _alive(pid)]
+        for pid in below:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:

@@ -116,6 +116,9 @@ def first_screen(browser, server: MakeLab, shot: str, expect_prompt: bool = Fals
     try:
         page.goto(server.browser_url(), timeout=120_000)
         page.wait_for_selector(f"{H.ACTIVE} .jp-Cell", state="attached", timeout=120_000)
+        # the notebook's kernel up before anything else: a server stopped while it still starts
+        # one can take over 30 s to stop, and then is killed (seen once in 8 control runs)
+        H.wait_kernel_ready(page, timeout_ms=120_000)
         if expect_prompt:
             try:
                 page.wait_for_function(NEWS_PROMPT_SHOWN, arg=[DIALOG, TOAST],
