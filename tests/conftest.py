@@ -48,11 +48,14 @@ def pytest_collection_modifyitems(config, items):
     """The slowest files first (SLOWEST_FILES), then the others as xdist orders them (most
     tests first, which puts the long notebooks before the short ones); a file's tests stay
     together and in their order."""
+    def file_of(item) -> str:
+        return item.nodeid.split("::")[0]
+
     per_file: dict[str, int] = {}
     for item in items:
-        per_file[item.nodeid.split("::")[0]] = per_file.get(item.nodeid.split("::")[0], 0) + 1
+        per_file[file_of(item)] = per_file.get(file_of(item), 0) + 1
     rank = {f: (-SLOWEST_FILES.get(f, 0), -n, i) for i, (f, n) in enumerate(per_file.items())}
-    items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])  # stable: keeps each file's order
+    items.sort(key=lambda item: rank[file_of(item)])  # a stable sort: each file keeps its order
 
 
 # --- Stress runs (issue 26 item 3): `make stress` runs each browser test many times in a row,
