@@ -257,8 +257,9 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
-        leftovers = [f"{pid} ({_command_line(pid)})" for pid in below if _alive(pid)]
-        for pid in below:
+        alive = [pid for pid in below if _alive(pid)]
+        leftovers = [f"{pid} ({_command_line(pid)})" for pid in alive]
+        for pid in alive:  # only those: a PID that has ended may be another process's by now
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
