@@ -10,6 +10,7 @@ while changing a codec or a simulator (what is found there becomes an ``@example
 from __future__ import annotations
 
 import os
+from collections import Counter
 
 from hypothesis import settings
 
@@ -51,9 +52,7 @@ def pytest_collection_modifyitems(config, items):
     def file_of(item) -> str:
         return item.nodeid.split("::")[0]
 
-    per_file: dict[str, int] = {}
-    for item in items:
-        per_file[file_of(item)] = per_file.get(file_of(item), 0) + 1
+    per_file = Counter(map(file_of, items))  # in collection order, as a dict keeps it
     rank = {f: (-SLOWEST_FILES.get(f, 0), -n, i) for i, (f, n) in enumerate(per_file.items())}
     items.sort(key=lambda item: rank[file_of(item)])  # a stable sort: each file keeps its order
 

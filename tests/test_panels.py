@@ -10,13 +10,14 @@ from companion import display, widgets
 from companion.explorers.base import Control, Panel
 from tests.figure_helpers import plotly_json_equal
 
+
 @pytest.fixture(autouse=True)
 def no_event_loop_running():
     """These tests hold the panels to plain Python, where no event loop runs (films are sent
     at once, asyncio.run starts one). A worker process that has run a browser test first holds
     Playwright's sync loop, marked running for the rest of the session though it runs nothing
     else: there the panels queued their film chunks on it and asyncio.run refused to start
-    (23 failures in a run whose order put the browser tests first). Detached for each test."""
+    (24 failures in a run whose order put the browser tests first). Detached for each test."""
     import asyncio
 
     playwright_loop = asyncio._get_running_loop()

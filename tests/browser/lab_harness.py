@@ -241,7 +241,7 @@ class Server:
         except (urllib.error.URLError, OSError, ValueError, TypeError):
             pass
 
-    def stop(self) -> list[int]:
+    def stop(self) -> list[str]:
         """Shut kernels down, stop the server by its PID, then end any process it left behind
         (by PID). Returns those that had to be killed after the server stopped ("PID (command
         line)")."""

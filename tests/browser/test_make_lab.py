@@ -79,7 +79,7 @@ class MakeLab(H.LabServer):
         raise AssertionError(f"no redirect file for the notebook in {runtime}:\n"
                              + self.log_tail())
 
-    def stop(self) -> list[int]:
+    def stop(self) -> list[str]:
         """Stop JupyterLab (the child of make) by its PID, then make."""
         if self.proc is None:
             return []
