@@ -254,3 +254,25 @@ def test_section_notebooks_fold_their_ledger_listings(path):
             html = "".join(out.get("data", {}).get("text/html", ""))
             if 'class="companion-ledger"' in html:
                 assert html.startswith('<details class="companion-ledger"'), path.name
+
+
+def test_every_entry_lies_under_its_modules_declared_sections():
+    # a section notebook computes only the modules whose SECTIONS may hold its entries
+    # (ledger._collect); an entry outside its module's declaration would silently drop out
+    for module in ledger._modules():
+        for e in module.entries():
+            assert any(e.section == d or e.section.startswith(d + ".") for d in module.SECTIONS), \
+                f"{module.__name__}: {e.id} lies in {e.section}, outside SECTIONS {module.SECTIONS}"
+
+
+def test_every_id_starts_with_its_section():
+    # show(ids=...) picks the modules to compute from the ids' sections
+    assert [e.id for e in ENTRIES if e.id.split("/")[0] != e.section] == []
+
+
+@pytest.mark.parametrize("prefix", ["8", "8.3", "8.3.2", "8.1.1", "17", "17.1", "17.10", "17.5"])
+def test_a_section_computed_alone_is_the_whole_ledgers_part(prefix):
+    under = [e.id for e in ENTRIES if e.section == prefix or e.section.startswith(prefix + ".")]
+    assert [e.id for e in ledger.by_section(prefix)] == under
+    some = under[::3]
+    assert [e.id for e in ledger._rows(None, some)] == [i for i in under if i in some]

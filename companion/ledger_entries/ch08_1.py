@@ -10,6 +10,10 @@ from companion.specs import QWEN3_8B
 from companion.units import GiB, KiB, MiB, ms
 
 
+# the sections its entries lie in (or under): the ledger computes this module only for them
+SECTIONS = ("8.1",)
+
+
 def entries() -> list[Entry]:
     m = QWEN3_8B
     budget = calc.memory_budget(ch08.INSTANCE_MEM_BYTES, m.weight_bytes, ch08.KV_BUDGET_BYTES)

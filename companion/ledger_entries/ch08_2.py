@@ -16,6 +16,10 @@ from companion.units import GB, GiB, MiB, ms
 SWEEP_BATCH = 64          # 8.2.1: batch 1 -> 16 -> 64
 
 
+# the sections its entries lie in (or under): the ledger computes this module only for them
+SECTIONS = ("8.2",)
+
+
 def entries() -> list[Entry]:
     m = QWEN3_8B
     k = calc.kv_bytes_per_token(m)

@@ -219,5 +219,9 @@ def _retention() -> list[Entry]:
     ]
 
 
+# the sections its entries lie in (or under): the ledger computes this module only for them
+SECTIONS = ("8.3",)
+
+
 def entries() -> list[Entry]:
     return _paging() + _branch_sharing() + _prefix_reuse() + _retention()

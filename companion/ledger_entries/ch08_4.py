@@ -257,5 +257,9 @@ def _quality() -> list[Entry]:
     ]
 
 
+# the sections its entries lie in (or under): the ledger computes this module only for them
+SECTIONS = ("8.4",)
+
+
 def entries() -> list[Entry]:
     return _weight_quantization() + _kv_compression() + _offload() + _quality()

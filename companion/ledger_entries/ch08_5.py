@@ -23,6 +23,10 @@ def _batch1_bandwidth() -> float:
     return calc.effective_read_bandwidth(read, ch08.ROUND_B1_S)
 
 
+# the sections its entries lie in (or under): the ledger computes this module only for them
+SECTIONS = ("8.5",)
+
+
 def entries() -> list[Entry]:
     out: list[Entry] = []
     add = out.append

@@ -42,6 +42,10 @@ def _table_entries(add) -> None:
               "ms", rows[0]["gap_s"] / ms))
 
 
+# the sections its entries lie in (or under): the ledger computes this module only for them
+SECTIONS = ("8.6",)
+
+
 def entries() -> list[Entry]:
     out: list[Entry] = []
     add = out.append

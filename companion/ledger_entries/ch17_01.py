@@ -12,6 +12,10 @@ from companion.units import ms
 S = "17.1"
 
 
+# the sections its entries lie in (or under): the ledger computes this module only for them
+SECTIONS = ("17.1",)
+
+
 def entries() -> list[Entry]:
     hw = H100_SXM
     ratios = calc.bandwidth_ratios(hw)

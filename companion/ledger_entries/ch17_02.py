@@ -11,6 +11,10 @@ from companion.units import GB, MB, ms, us
 S = "17.2"
 
 
+# the sections its entries lie in (or under): the ledger computes this module only for them
+SECTIONS = ("17.2",)
+
+
 def entries() -> list[Entry]:
     hw, m = H100_SXM, LLAMA_8B
     sparse = hw.with_(peak_flops_per_s=ch17.H100_SPARSE_PEAK_FLOPS_PER_S)

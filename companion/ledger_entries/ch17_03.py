@@ -11,6 +11,10 @@ from companion.units import ms
 S = "17.3"
 
 
+# the sections its entries lie in (or under): the ledger computes this module only for them
+SECTIONS = ("17.3",)
+
+
 def entries() -> list[Entry]:
     hw, m = H100_SXM, LLAMA_8B
     ttft_s = calc.prefill_compute_s(m, hw, ch17.PROMPT_TOKENS)

@@ -42,6 +42,10 @@ def _context_entries(m, hw) -> list[Entry]:
     return out
 
 
+# the sections its entries lie in (or under): the ledger computes this module only for them
+SECTIONS = ("17.4",)
+
+
 def entries() -> list[Entry]:
     hw, m8, m70 = H100_SXM, LLAMA_8B, LLAMA_70B
     L = ch17.LONG_CONTEXT_TOKENS

@@ -11,6 +11,10 @@ from companion.units import GB, MB, ms
 S = "17.5"
 
 
+# the sections its entries lie in (or under): the ledger computes this module only for them
+SECTIONS = ("17.5",)
+
+
 def entries() -> list[Entry]:
     hw, m = H100_SXM, LLAMA_8B
     frag = calc.reservation_waste(m, ch17.CHAT_TURN_TOKENS)

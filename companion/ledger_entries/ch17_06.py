@@ -11,6 +11,10 @@ from companion.units import ms
 S = "17.6"
 
 
+# the sections its entries lie in (or under): the ledger computes this module only for them
+SECTIONS = ("17.6",)
+
+
 def entries() -> list[Entry]:
     hw, m = H100_SXM, LLAMA_8B
     static = calc.static_batch_slot_steps(ch17.STATIC_OUTPUT_LENGTHS)

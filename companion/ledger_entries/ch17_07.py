@@ -11,6 +11,10 @@ from companion.units import GB, KiB, MB, ms, us
 S = "17.7"
 
 
+# the sections its entries lie in (or under): the ledger computes this module only for them
+SECTIONS = ("17.7",)
+
+
 def entries() -> list[Entry]:
     hw, m70, m405 = H100_SXM, LLAMA_70B, LLAMA_405B
     traffic = calc.tp_allreduce_traffic(m70, ch17.TP)

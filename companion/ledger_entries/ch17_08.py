@@ -11,6 +11,10 @@ from companion.units import GB, ms
 S = "17.8"
 
 
+# the sections its entries lie in (or under): the ledger computes this module only for them
+SECTIONS = ("17.8",)
+
+
 def entries() -> list[Entry]:
     hw, m8, m70 = H100_SXM, LLAMA_8B, LLAMA_70B
     pools = calc.disaggregated_pools(ch17.REQUEST_RATE_PER_S, ch17.MEAN_PROMPT_TOKENS,

@@ -10,6 +10,10 @@ from companion.specs import H100_SXM, LLAMA_8B
 S = "17.9"
 
 
+# the sections its entries lie in (or under): the ledger computes this module only for them
+SECTIONS = ("17.9",)
+
+
 def entries() -> list[Entry]:
     hw, m = H100_SXM, LLAMA_8B
     dec = calc.decode_utilization(m, hw, ch17.DECODE_TOK_PER_S)

@@ -17,6 +17,10 @@ def _term(j: int) -> float:
             - calc.speculative_expected_tokens(ch17.SPEC_ACCEPTANCE, j - 1))
 
 
+# the sections its entries lie in (or under): the ledger computes this module only for them
+SECTIONS = ("17.10",)
+
+
 def entries() -> list[Entry]:
     hw, m = H100_SXM, LLAMA_8B
     q = calc.quantization_ceiling(m, hw, ch17.INT8_BYTES_PER_PARAM)

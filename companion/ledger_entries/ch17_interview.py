@@ -10,6 +10,10 @@ from companion.specs import H100_SXM, LLAMA_8B, LLAMA_70B
 from companion.units import ms
 
 
+# the sections its entries lie in (or under): the ledger computes this module only for them
+SECTIONS = ("17.4", "17.5")
+
+
 def entries() -> list[Entry]:
     hw = H100_SXM
     gain = calc.paged_batch_gain(LLAMA_8B, hw, block_tokens=1)

@@ -13,6 +13,10 @@ def _right(results, config: str, task: int | None = None) -> int:
     return sum(it.correct[c] for it in results.items if task is None or it.task == task)
 
 
+# the sections its entries lie in (or under): the ledger computes this module only for them
+SECTIONS = ("8.4.4",)
+
+
 def entries() -> list[Entry]:
     s, S = "8.4.4", "sim"
     res = precision_results(0)

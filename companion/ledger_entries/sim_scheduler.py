@@ -78,6 +78,10 @@ def _8_2_2():
     return static, continuous, chunked, lone
 
 
+# the sections its entries lie in (or under): the ledger computes this module only for them
+SECTIONS = ("8.1.1", "8.2", "17.3", "17.6")
+
+
 def entries() -> list[Entry]:
     alone, inserted = _8_1_1()
     short_times = alone.token_times["short"]

@@ -31,6 +31,10 @@ def _one_accepted_round(m: int):
     return verify_greedy(draft, target)
 
 
+# the sections its entries lie in (or under): the ledger computes this module only for them
+SECTIONS = ("8.5", "17.10")
+
+
 def entries() -> list[Entry]:
     S = "sim"
     fig = verify_greedy(FIG_8_29_DRAFT, FIG_8_29_TARGET)
