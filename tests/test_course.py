@@ -17,6 +17,7 @@ import os
 import runpy
 import signal
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -35,7 +36,8 @@ def _tail(text: str, lines: int = 80) -> str:
 @pytest.mark.slow
 def test_course_cycle_through_jupyterhub():
     setup = subprocess.run(["bash", str(ROOT / "tools" / "course_env.sh"), str(COURSE_ENV)],
-                           capture_output=True, text=True, timeout=1800)
+                           capture_output=True, text=True, timeout=1800,
+                           env={**os.environ, "UV": str(Path(sys.executable).with_name("uv"))})
     if setup.returncode == MISSING_PREREQUISITE:
         reason = f"course check cannot run here: {setup.stderr.strip()}"
         if os.environ.get("CI"):

@@ -119,3 +119,24 @@ def test_the_course_lock_agrees_with_the_main_lock_on_every_shared_package():
     differ = {name: (PINS[name][0], version) for name, (version, _) in COURSE_PINS.items()
               if name in PINS and PINS[name][0] != version}
     assert not differ, f"requirements.lock vs requirements-course.lock: {differ}; run `make lock`"
+
+
+_spec_entry = importlib.util.spec_from_file_location("lock_entry", ROOT / "tools" / "lock_entry.py")
+lock_entry = importlib.util.module_from_spec(_spec_entry)
+_spec_entry.loader.exec_module(lock_entry)
+
+
+@pytest.mark.parametrize("lock", ["requirements.lock", "requirements-course.lock"])
+def test_the_uv_that_make_setup_bootstraps_is_the_locks_with_its_hashes(lock):
+    # make setup has pip install exactly this entry with --require-hashes, then uv the rest
+    text = (ROOT / lock).read_text()
+    lines = lock_entry.entry("uv", text).splitlines()
+    assert lines[0].startswith(f"uv=={PINS['uv'][0]} ")
+    hashes = [line.strip().rstrip(" \\") for line in lines[1:]]
+    assert hashes and all(h.startswith("--hash=sha256:") and len(h) == 14 + 64 for h in hashes)
+    # every hash the lock lists for uv, and nothing of the next entry
+    block = text.split("\nuv==", 1)[1].split("\n# ", 1)[0].split("\n    # via", 1)[0]
+    assert hashes == [line.strip().rstrip(" \\") for line in block.splitlines()[1:]]
+    assert not lines[-1].endswith("\\")
+    with pytest.raises(ValueError, match="no pin of 'no-such-package'"):
+        lock_entry.entry("no-such-package", text)
