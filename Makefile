@@ -71,7 +71,8 @@ setup-latest:
 
 ## Recompile requirements.lock (and requirements-course.lock, the course check's JupyterHub +
 ## nbgrader venv, held to the same pins) from pyproject.toml (keeps the current pins where they still
-## fit; UPGRADE=1 moves every package to its newest release). uv lives in its own venv.
+## fit; UPGRADE=1 moves every package to its newest release; lock-overrides.txt says what is left
+## out and why). uv lives in its own venv.
 UV_VERSION := 0.13.9
 LOCK_TOOLS := $(STATE)/lock-tools
 COURSE_LOCK := requirements-course.lock
@@ -80,11 +81,11 @@ lock:
 	test -x $(LOCK_TOOLS)/bin/uv || { $(PYTHON) -m venv $(LOCK_TOOLS) && \
 	  $(LOCK_TOOLS)/bin/pip install -q uv==$(UV_VERSION); }
 	$(LOCK_TOOLS)/bin/uv pip compile --quiet pyproject.toml --extra test --extra book --group install \
-	  --universal --python-version 3.11.5 --generate-hashes $(if $(UPGRADE),--upgrade) \
-	  --custom-compile-command "make lock" -o $(LOCK)
+	  --universal --python-version 3.11.5 --generate-hashes --overrides lock-overrides.txt \
+	  $(if $(UPGRADE),--upgrade) --custom-compile-command "make lock" -o $(LOCK)
 	$(LOCK_TOOLS)/bin/uv pip compile --quiet pyproject.toml --extra course --group install \
-	  --universal --python-version 3.11.5 --generate-hashes -c $(LOCK) $(if $(UPGRADE),--upgrade) \
-	  --custom-compile-command "make lock" -o $(COURSE_LOCK)
+	  --universal --python-version 3.11.5 --generate-hashes --overrides lock-overrides.txt \
+	  -c $(LOCK) $(if $(UPGRADE),--upgrade) --custom-compile-command "make lock" -o $(COURSE_LOCK)
 
 ## JupyterLab defaults owned by the project (no news prompt, no update check): an overrides.d
 ## file in the venv's app settings, which user settings still override.
@@ -202,7 +203,7 @@ lite-lock:
 	test -x $(LOCK_TOOLS)/bin/uv || { $(PYTHON) -m venv $(LOCK_TOOLS) && \
 	  $(LOCK_TOOLS)/bin/pip install -q uv==$(UV_VERSION); }
 	$(LOCK_TOOLS)/bin/uv pip compile --quiet lite/tools.in --universal --python-version 3.11.5 \
-	  --generate-hashes --custom-compile-command "make lite-lock" -o lite/tools.lock
+	  --generate-hashes --overrides lock-overrides.txt --custom-compile-command "make lite-lock" -o lite/tools.lock
 
 ## A PDF of the exercises with a chosen seed's data: make handout SEED=3 -> build/handout-seed3.pdf
 SEED ?= 0

@@ -70,6 +70,22 @@ def test_the_checker_reports_a_wrong_a_missing_and_an_extra_package():
     assert any("ipywidgets: the lock does not pin it" in p for p in found)
 
 
+def test_a_pin_overridden_away_is_an_extra_when_installed():
+    # lock-overrides.txt leaves rfc3987-syntax in the lock under a marker that never holds:
+    # an old venv that still has it must have it removed by make setup (--extras)
+    pins = {"numpy": ("2.4.6", None), "rfc3987-syntax": ("1.1.0", "sys_platform == 'never'")}
+    present = {"numpy": "2.4.6", "rfc3987-syntax": "1.1.0"}
+    assert check_lock.extras(pins, present) == ["rfc3987-syntax"]
+    assert "rfc3987-syntax: installed (1.1.0) but not in the lock" in check_lock.problems(pins, present)
+
+
+def test_no_lock_installs_the_slow_iri_checker():
+    # importing it added 1.2-1.4 s to every Jupyter process here (lock-overrides.txt)
+    for lock in ("requirements.lock", "requirements-course.lock", "lite/tools.lock"):
+        pins = check_lock.read_lock(ROOT / lock)
+        assert "rfc3987-syntax" not in check_lock.applying(pins), lock
+
+
 def test_read_lock_parses_markers_and_rejects_a_lock_without_pins(tmp_path):
     lock = tmp_path / "requirements.lock"
     lock.write_text("# header\nappnope==1.0.0 ; sys_platform == 'darwin' \\\n"

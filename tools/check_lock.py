@@ -61,18 +61,26 @@ def installed() -> dict[str, str]:
             if d.metadata["Name"]}
 
 
+def applying(pins: dict) -> dict:
+    """The pins whose environment marker holds here (a pin the lock overrides away, with a
+    marker that never holds, is not among them: lock-overrides.txt)."""
+    return {name: pin for name, pin in pins.items() if pin[1] is None or Marker(pin[1]).evaluate()}
+
+
+def extras(pins: dict, present: dict) -> list[str]:
+    """Installed distributions that no pin applying here asks for (the project excepted)."""
+    return sorted(set(present) - set(applying(pins)) - {canonicalize_name(PROJECT)})
+
+
 def problems(pins: dict, present: dict) -> list[str]:
     """What differs between the lock's pins and what is installed, one sentence each."""
     out = [f"{name}: the lock does not pin it" for name in MUST_PIN if name not in pins]
-    for name, (version, marker) in sorted(pins.items()):
-        applies = marker is None or Marker(marker).evaluate()
-        if not applies:
-            continue
+    for name, (version, _) in sorted(applying(pins).items()):
         if name not in present:
             out.append(f"{name}: pinned =={version} but not installed")
         elif present[name] != version:
             out.append(f"{name}: pinned =={version} but {present[name]} is installed")
-    for name in sorted(set(present) - set(pins) - {canonicalize_name(PROJECT)}):
+    for name in extras(pins, present):
         out.append(f"{name}: installed ({present[name]}) but not in the lock")
     return out
 
@@ -80,7 +88,7 @@ def problems(pins: dict, present: dict) -> list[str]:
 def main(argv: list[str]) -> int:
     pins, present = read_lock(), installed()
     if argv == ["--extras"]:
-        for name in sorted(set(present) - set(pins) - {canonicalize_name(PROJECT)}):
+        for name in extras(pins, present):
             print(name)
         return 0
     found = problems(pins, present)
