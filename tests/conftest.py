@@ -25,23 +25,24 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 # fresh-clone run the course check started at 496 s and one worker ran it alone for the last
 # 54 s. Longest first instead, so that short files fill the end (the Makefile passes
 # --no-loadscope-reorder so that xdist keeps this order).
-# Seconds each took in a quiet fresh-clone `CI=1 .ci/run` on 2 cores (2026-12-06), rounded;
-# every other file took under 11 s. tests/test_run_tests.py checks that each still exists.
+# Seconds each took in fresh-clone `CI=1 .ci/run`s on 2 cores (the mean of two runs,
+# 2026-12-06, after the ledger and install speed-ups), rounded; every other file took under
+# 10 s. tests/test_run_tests.py checks that each still exists.
 SLOWEST_FILES = {
-    "tests/browser/test_figure_layout.py": 100,
-    "tests/browser/test_lab_explorers.py": 90,
-    "tests/browser/test_lite_site.py": 80,
-    "tests/test_course.py": 70,
-    "tests/browser/test_make_lab.py": 70,
-    "tests/test_wasm32.py": 55,
+    "tests/browser/test_figure_layout.py": 121,
+    "tests/browser/test_lab_explorers.py": 94,
+    "tests/browser/test_lite_site.py": 75,
+    "tests/browser/test_make_lab.py": 68,
+    "tests/test_course.py": 52,
+    "tests/browser/test_book_site.py": 45,
+    "tests/browser/test_explorers_under_load.py": 40,
+    "tests/test_wasm32.py": 40,
     "tests/test_panels.py": 35,
-    "tests/browser/test_explorers_under_load.py": 33,
-    "tests/browser/test_book_site.py": 24,
-    "tests/browser/test_explorer_lookahead.py": 24,
-    "tests/test_variant_screen.py": 22,
-    "tests/test_static_explorers.py": 15,
-    "tests/browser/test_voila_dashboard.py": 11,
-    "tests/browser/test_explorer_coalescing.py": 11,
+    "tests/test_variant_screen.py": 31,
+    "tests/browser/test_explorer_lookahead.py": 30,
+    "tests/test_static_explorers.py": 16,
+    "tests/browser/test_explorer_coalescing.py": 14,
+    "tests/browser/test_voila_dashboard.py": 10,
 }
 
 
