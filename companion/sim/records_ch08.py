@@ -199,18 +199,12 @@ def _agent_trace(plan: _AgentPlan):
     return inputs, others, plan.summary_at
 
 
-def _plan_totals(plan: _AgentPlan, block: int) -> tuple[int, int]:
-    """(input tokens, large-pool hits) of a plan, counted without the cache: each round's input
-    extends the previous one (the summary round keeps only the system prompt), and a pool that
-    never evicts serves the previous input's whole blocks. The replay's simulator must agree."""
-    return _sizes_totals(plan.system, plan.summary_at, plan.summary, plan.turns, plan.replies,
-                         block)
-
-
-def _sizes_totals(system: int, summary_at: int, summary: int, turns, replies,
-                  block: int) -> tuple[int, int]:
-    """``_plan_totals`` from the plan's sizes, without building a plan (the search below calls
-    it some 180,000 times)."""
+def _plan_totals(system: int, summary_at: int, summary: int, turns, replies,
+                 block: int) -> tuple[int, int]:
+    """(input tokens, large-pool hits) of a plan's sizes, counted without the cache: each
+    round's input extends the previous one (the summary round keeps only the system prompt),
+    and a pool that never evicts serves the previous input's whole blocks. The replay's
+    simulator must agree. Sizes, not a plan: the search below calls it some 180,000 times."""
     total = hits = history = previous = 0
     for k in range(ch08.REPLAY_ROUNDS):
         if k == summary_at:
@@ -235,7 +229,7 @@ def _built_plan(plan: _AgentPlan, input_tokens: int, hit_tokens: int, block: int
     turns, replies = list(plan.turns), list(plan.replies)
 
     def totals():
-        return _sizes_totals(plan.system, plan.summary_at, plan.summary, turns, replies, block)
+        return _plan_totals(plan.system, plan.summary_at, plan.summary, turns, replies, block)
 
     total, hits = totals()
     for _ in range(200_000):
