@@ -23,6 +23,7 @@ import importlib
 import math
 import pkgutil
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -198,11 +199,13 @@ def _module_entries(module) -> tuple[Entry, ...]:
     return tuple(module.entries())
 
 
-def _collect(prefixes=None) -> tuple[Entry, ...]:
+@lru_cache(maxsize=None)
+def _collect(prefixes: frozenset | None = None) -> tuple[Entry, ...]:
     """The entries, in section order: all of them, or (``prefixes``) those of the modules whose
     ``SECTIONS`` may hold an entry under one of the prefixes. A section notebook asks only for
     its own: computing every module (the 8.3.4 agent replay and the 8.4.4 precision sweep
-    among them) took about 2 s of each such notebook's run."""
+    among them) took about 2 s of each such notebook's run. Cached per set of prefixes, as the
+    whole collection was before."""
     found: list[Entry] = []
     for module in _modules():
         if prefixes is not None and not any(_under(d, p) or _under(p, d)
@@ -210,8 +213,7 @@ def _collect(prefixes=None) -> tuple[Entry, ...]:
             continue
         found.extend(_module_entries(module))
     if prefixes is None:
-        ids = [e.id for e in found]
-        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        dupes = sorted(i for i, n in Counter(e.id for e in found).items() if n > 1)
         if dupes:
             raise RuntimeError(f"ledger: duplicate entry ids {dupes}")
     found.sort(key=lambda e: _section_key(e.section))
@@ -229,7 +231,7 @@ def sections() -> list[str]:
 
 def by_section(prefix: str) -> list[Entry]:
     """Entries whose section is ``prefix`` or lies under it ("8.3" gives 8.3.1, 8.3.2, ...)."""
-    return [e for e in _collect((prefix,)) if _under(e.section, prefix)]
+    return [e for e in _collect(frozenset([prefix])) if _under(e.section, prefix)]
 
 
 def disagreements() -> list[Entry]:
@@ -284,7 +286,7 @@ def _rows(prefix: str | None, ids) -> list[Entry]:
         rows = by_section(prefix)
     elif ids is not None:
         # an entry's id starts with its section ("8.3.2/branch-references"; tests/test_ledger)
-        rows = list(_collect({i.split("/")[0] for i in ids}))
+        rows = list(_collect(frozenset(i.split("/")[0] for i in ids)))
     else:
         rows = list(_collect())
     if ids is not None:

@@ -13,7 +13,7 @@ S = "17.1"
 
 
 # the sections its entries lie in (or under): the ledger computes this module only for them
-SECTIONS = ("17.1",)
+SECTIONS = (S,)
 
 
 def entries() -> list[Entry]:

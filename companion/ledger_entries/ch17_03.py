@@ -12,7 +12,7 @@ S = "17.3"
 
 
 # the sections its entries lie in (or under): the ledger computes this module only for them
-SECTIONS = ("17.3",)
+SECTIONS = (S,)
 
 
 def entries() -> list[Entry]:

@@ -43,7 +43,7 @@ def _context_entries(m, hw) -> list[Entry]:
 
 
 # the sections its entries lie in (or under): the ledger computes this module only for them
-SECTIONS = ("17.4",)
+SECTIONS = (S,)
 
 
 def entries() -> list[Entry]:

@@ -12,7 +12,7 @@ S = "17.7"
 
 
 # the sections its entries lie in (or under): the ledger computes this module only for them
-SECTIONS = ("17.7",)
+SECTIONS = (S,)
 
 
 def entries() -> list[Entry]:

@@ -11,7 +11,7 @@ S = "17.9"
 
 
 # the sections its entries lie in (or under): the ledger computes this module only for them
-SECTIONS = ("17.9",)
+SECTIONS = (S,)
 
 
 def entries() -> list[Entry]:

@@ -18,7 +18,7 @@ def _term(j: int) -> float:
 
 
 # the sections its entries lie in (or under): the ledger computes this module only for them
-SECTIONS = ("17.10",)
+SECTIONS = (S,)
 
 
 def entries() -> list[Entry]:
