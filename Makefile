@@ -203,7 +203,8 @@ lite-lock:
 	test -x $(LOCK_TOOLS)/bin/uv || { $(PYTHON) -m venv $(LOCK_TOOLS) && \
 	  $(LOCK_TOOLS)/bin/pip install -q uv==$(UV_VERSION); }
 	$(LOCK_TOOLS)/bin/uv pip compile --quiet lite/tools.in --universal --python-version 3.11.5 \
-	  --generate-hashes --overrides lock-overrides.txt --custom-compile-command "make lite-lock" -o lite/tools.lock
+	  --generate-hashes --overrides lock-overrides.txt --custom-compile-command "make lite-lock" \
+	  -o lite/tools.lock
 
 ## A PDF of the exercises with a chosen seed's data: make handout SEED=3 -> build/handout-seed3.pdf
 SEED ?= 0
