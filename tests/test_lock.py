@@ -19,9 +19,18 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("check_lock", ROOT / "tools" / "check_lock.py")
-check_lock = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(check_lock)
+
+
+def _tool(name: str):
+    """A module of tools/ (not a package), loaded from its file."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+check_lock = _tool("check_lock")
+lock_entry = _tool("lock_entry")
 
 PINS = check_lock.read_lock()
 
@@ -135,11 +144,6 @@ def test_the_course_lock_agrees_with_the_main_lock_on_every_shared_package():
     differ = {name: (PINS[name][0], version) for name, (version, _) in COURSE_PINS.items()
               if name in PINS and PINS[name][0] != version}
     assert not differ, f"requirements.lock vs requirements-course.lock: {differ}; run `make lock`"
-
-
-_spec_entry = importlib.util.spec_from_file_location("lock_entry", ROOT / "tools" / "lock_entry.py")
-lock_entry = importlib.util.module_from_spec(_spec_entry)
-_spec_entry.loader.exec_module(lock_entry)
 
 
 @pytest.mark.parametrize("lock", ["requirements.lock", "requirements-course.lock"])
