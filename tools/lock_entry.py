@@ -15,19 +15,25 @@ import sys
 from pathlib import Path
 
 
+def _normalised(name: str) -> str:
+    """A distribution name as PEP 503 compares it (packaging's canonicalize_name, which this
+    venv does not have yet)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def entry(name: str, text: str) -> str:
     """The lines of ``name``'s pin in a uv/pip-tools lock; ValueError when it has none."""
-    want = re.sub(r"[-_.]+", "-", name).lower()
+    want = _normalised(name)
     out: list[str] = []
     taking = False
     for line in text.splitlines():
         if line and not line[0].isspace():
             pin = re.match(r"([A-Za-z0-9][A-Za-z0-9._-]*)==", line)
-            taking = bool(pin) and re.sub(r"[-_.]+", "-", pin.group(1)).lower() == want
+            taking = bool(pin) and _normalised(pin.group(1)) == want
             if taking:
                 out.append(line)
             continue
-        if out and taking and line.strip().startswith("--hash="):
+        if taking and line.strip().startswith("--hash="):
             out.append(line)
     if not out:
         raise ValueError(f"no pin of {name!r} in the lock")
