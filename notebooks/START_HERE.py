@@ -28,7 +28,8 @@
 # text still matches. The [ledger](ledger.ipynb) puts each printed number of both chapters next
 # to the recomputation, and lists the places where the chapters round unusually or slip.
 #
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 from companion import calc, specs, units
 from companion.display import md
 
@@ -62,7 +63,7 @@ capacity.show()
 # The same panel, asked directly (this is what every explorer does on each slider move):
 
 # %%
-numbers = capacity.update().numbers
+numbers = capacity.at().numbers
 for name, value in numbers.items():
     print(f"{name:24s} {value:,.1f}")
 

@@ -40,7 +40,8 @@
 # table is `companion.notation.SYMBOLS`; a test reads every formula of the notebooks,
 # exercises and solutions against it.
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
 from companion import notation
 from companion.display import md
 

@@ -107,7 +107,8 @@ alone_s = calc.lifecycle_request_time_s(ch08.QUEUE_S, ch08.PREFILL_S, ch08.CLIEN
 print(f"short request alone: {alone_s:.2f} s, margin to the deadline "
       f"{ch08.DEADLINE_S - alone_s:.2f} s")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 from companion.display import md
 
 margin_s = ch08.DEADLINE_S - alone_s

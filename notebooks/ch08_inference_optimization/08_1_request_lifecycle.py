@@ -207,7 +207,7 @@ memory = widgets.MemoryBudgetPanel()
 memory.show()
 
 # %%
-for key, value in memory.update().numbers.items():
+for key, value in memory.at().numbers.items():
     print(f"{key:28} {value:,.3f}" if isinstance(value, float) else f"{key:28} {value}")
 
 # %% [markdown]
@@ -223,13 +223,11 @@ timeline.show()
 
 # %%
 for inserted in (0, 1):
-    numbers = timeline.update(inserted_prefills=inserted).numbers
+    numbers = timeline.at(inserted_prefills=inserted).numbers
     print(f"{inserted} inserted: TTFT {numbers['ttft_s']:.3f} s, request "
           f"{numbers['request_time_s']:.2f} s, longest interval "
           f"{numbers['longest_interval_ms']:.1f} ms, meets the deadline: "
           f"{numbers['meets_deadline']}")
-_ = timeline.reset()
-
 # %% [markdown]
 # ## Where this model breaks: one interval for every token
 #
@@ -274,7 +272,8 @@ for g, iv in growth.items():
     print(f"{g:,} outputs: intervals from {iv[0] / units.ms:.3f} to {iv[-1] / units.ms:.3f} ms, "
           f"{(sum(iv) - len(iv) * ch08.CLIENT_ITL_S) / units.ms:.1f} ms added over the answer")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 one, big, small = (pass_rows[k] for k in settings)
 added = {g: (sum(iv) - len(iv) * ch08.CLIENT_ITL_S) for g, iv in growth.items()}
 g_max = controls["output_tokens"].max
@@ -329,7 +328,8 @@ for label, n in held_rows.items():
           f"{n['reservation_used_on_average']:>6.0%} {n['requests_that_fit']:>13} "
           f"{n['fit_by_mean_holding']:>15}")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 sh, lo, gen, pre = (held_rows[k] for k in shapes)
 md(f"""> **Where this model breaks: the reservation.** At the chapter's setting a short request
 > holds on average {sh['reservation_used_on_average']:.0%} of what it reserves, so admitting by
@@ -374,7 +374,8 @@ for b, round_s in zip(ch08.EXP81_BATCHES, ch08.EXP81_ROUND_S):
     print(f"{b:>5} {round_s / units.ms:>10.2f} ms {cycle[b][0]:>8,.0f} t/s {pre_s:>11.2f} s "
           f"{cycle[b][1]:>8,.0f} t/s {seen:>17}")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 b16, b64, b1 = cycle[16], cycle[64], cycle[1]
 md(f"""> **Where this model breaks: decode-only throughput.** At the chapter's setting (16 requests)
 > the decode rounds run at {b16[0]:,.0f} tokens/s, but the whole cycle, with its
@@ -406,7 +407,8 @@ md(f"""> **Where this model breaks: decode-only throughput.** At the chapter's s
 #    the padding by one block).
 # 5. Pick the 70B shape of Chapter 17. Does the 32 GiB instance even hold its weights?
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 from companion.display import answer, md
 
 ms = units.ms
@@ -422,7 +424,8 @@ brings the request to {engine.numbers['request_time_s']:.3f} s: it
 {'meets' if engine.numbers['meets_deadline'] else 'still misses'} the deadline
 (margin {engine.numbers['margin_s'] * 1000:+.0f} ms).""", title="Worked answer 1")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 long_answer = timeline.at(output_tokens=2 * short_g)
 decode_s = long_answer.numbers["request_time_s"] - long_answer.numbers["ttft_s"]
 needed_interval = (ch08.DEADLINE_S - long_answer.numbers["ttft_s"]) / (2 * short_g - 1)
@@ -433,7 +436,8 @@ story. To finish within {ch08.DEADLINE_S:g} s, each interval may last at most
 (deadline - TTFT) / (G - 1) = {needed_interval / ms:.1f} ms, about half of today's
 {ch08.CLIENT_ITL_S / ms:g} ms.""", title="Worked answer 2")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 bf16 = memory.at(prompt_tokens=long_p).numbers
 fp8 = memory.at(prompt_tokens=long_p, kv_precision=1.0).numbers
 answer(f"""At {long_p:,} prompt tokens each request reserves {bf16['reserved_MiB']:,.0f} MiB, and
@@ -445,7 +449,8 @@ tokens held ({fp8['held_tokens']:,}), the slots reserved in blocks ({fp8['alloca
 the weights ({fp8['weights_GiB']:.1f} GiB) and the slack left for activations.""",
        title="Worked answer 3")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 def padding(**params):
     n = memory.at(**params).numbers
     return n["allocated_tokens"] - n["held_tokens"], n
@@ -463,7 +468,8 @@ reserve {big_300['allocated_tokens']:,} slots, {pad_300_256} of them padding
 {big_300['requests_that_fit']} such requests with 256-token blocks and
 {small_300['requests_that_fit']} with 16-token ones.""", title="Worked answer 4")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 seventy = memory.at(model=specs.LLAMA_70B.name).numbers
 answer(f"""No. The 70B shape's BF16 weights alone take {seventy['weights_GiB']:.0f} GiB, so with
 the {ch08.KV_BUDGET_BYTES / units.GiB:.0f} GiB KV pool the instance is short by

@@ -209,7 +209,7 @@ decode = widgets.DecodeBatchPanel()
 decode.show()
 
 # %%
-for key, value in decode.update().numbers.items():
+for key, value in decode.at().numbers.items():
     print(f"{key:30} {value:,.3f}" if isinstance(value, float) else f"{key:30} {value}")
 
 # %% [markdown]
@@ -231,7 +231,8 @@ for key, value in decode.update().numbers.items():
 # dense model would now read an eighth of the weights per output token. Guess the MoE's factor
 # first, then read it off the readout; then try 64.
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 from companion.display import answer  # noqa: E402  (this cell stands alone for easy merges)
 
 moe_panel = widgets.DecodeBatchPanel(model="qwen3-30b-a3b")  # a second panel: the one
@@ -324,7 +325,7 @@ schedule = widgets.SchedulePanel()
 schedule.show()
 
 # %%
-for key, value in schedule.update().numbers.items():
+for key, value in schedule.at().numbers.items():
     print(f"{key:36} {value:,.1f}" if isinstance(value, float) else f"{key:36} {value}")
 
 # %% [markdown]
@@ -388,7 +389,7 @@ chunked = widgets.ChunkedPrefillPanel()
 chunked.show()
 
 # %%
-for key, value in chunked.update().numbers.items():
+for key, value in chunked.at().numbers.items():
     print(f"{key:24} {value:,.2f}" if isinstance(value, float) else f"{key:24} {value:,}")
 
 # %% [markdown]
@@ -464,7 +465,7 @@ budget = widgets.TokenBudgetPanel()
 budget.show()
 
 # %%
-for key, value in budget.update().numbers.items():
+for key, value in budget.at().numbers.items():
     print(f"{key:16} {value:,.2f}" if isinstance(value, float) else f"{key:16} {value:,}")
 
 # %% tags=["nbval-ignore-output"]
@@ -472,7 +473,7 @@ budget_sweep = widgets.BudgetSweepPanel()
 budget_sweep.show()
 
 # %%
-for key, value in budget_sweep.update().numbers.items():
+for key, value in budget_sweep.at().numbers.items():
     print(f"{key:30} {value:,.1f}" if isinstance(value, float) else f"{key:30} {value:,}")
 
 # %% [markdown]
@@ -540,7 +541,8 @@ print(f"{'setting':40} {'budget by the fit':>18} {'floored':>8}")
 for label, n in budget_rows.items():
     print(f"{label:40} {n['fit_token_budget']:>18,} {n['floored_token_budget']:>8,}")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 at_max = fit_rows[short_p, batch_max]
 far = fit_rows[ctx_max, batch_max]
 chapter_b, worst_b = (budget_rows[k] for k in list(budget_settings)[:2])
@@ -598,7 +600,8 @@ ledger.show("8.2")
 # 7. **Predict, then move.** In the sweep explorer, space the arrivals 400 ms apart. Will the
 #    budget still matter? Write down your guess, then move the arrival slider.
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 from companion.display import answer, md
 
 two_k = decode.at().numbers
@@ -610,7 +613,8 @@ means four times the KV per request. The pool admits {eight_k['requests_fit_12Gi
 {'before' if eight_k['requests_fit_12GiB'] < eight_k['b_KV'] else 'after'} the KV reads reach
 the weight read.""", title="Worked answer 1")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 rom = [decode.at(weights_in_hbm=False, batch=b).numbers["read_per_token_GiB"] for b in (1, 64)]
 tiny = decode.at(context_tokens=128, batch=256).numbers
 answer(f"""No: with the weights in ROM, HBM delivers only each request's own KV, so the bytes
@@ -621,7 +625,8 @@ more compute time than read time (that holds below about
 $b \\approx$ {tiny['compute_catchup_batch']:,.0f}: at batch 256 the roofline round is still
 {tiny['bound']}-bound ({tiny['bound_step_ms']:.2f} ms).""", title="Worked answer 2")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 h100 = decode.at(model=specs.LLAMA_70B.name, hardware=specs.H100_SXM.name).numbers
 catch = h100["compute_catchup_batch"]
 answer(f"""The H100 SXM's ridge point is {calc.ridge_point(specs.H100_SXM):.0f} FLOP per byte
@@ -631,7 +636,8 @@ context, so at 2K compute catches up with the reads at
 {'no batch at all' if catch == float('inf') else f'b = {catch:,.0f}'}; the round at batch 16
 is {h100['bound']}-bound.""", title="Worked answer 3")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 default = schedule.at().numbers
 small = schedule.at(chunk_tokens=512).numbers
 whole = schedule.at(chunk_tokens=8192, token_budget=16384).numbers
@@ -644,7 +650,8 @@ round, so chunked prefill behaves like plain continuous batching: total
 {whole['continuous_total_ms']:.0f} ms and {whole['continuous_longest_interval_ms']:.0f} ms for
 continuous.""", title="Worked answer 4")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 four = schedule.at(max_running=4).numbers
 answer(f"""Yes, on total time: with four slots fixed batching takes
 {four['static_total_ms']:.0f} ms against {four['continuous_total_ms']:.0f} ms for continuous
@@ -655,7 +662,8 @@ carries r2's whole prefill, and the longest output interval becomes
 {default['continuous_longest_interval_ms']:.0f} ms), while fixed batching keeps every interval
 at {four['static_longest_interval_ms']:.0f} ms.""", title="Worked answer 5")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 grid = range(27, 301)
 executed = {t: budget.at(graphs="pow2", itl_target_ms=float(t)).numbers["rows_executed"]
             for t in grid}
@@ -667,7 +675,8 @@ graph), while from {jump} to {jump + 1} ms the executed rows jump from {executed
 {executed[jump + 1]:,}, because the row count just crossed a power of two.""",
        title="Worked answer 6")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 spaced = budget_sweep.at(interarrival_ms=400.0).numbers
 close = budget_sweep.at().numbers
 answer(f"""Far less. With arrivals every 80 ms the largest budget that keeps the longest interval

@@ -121,7 +121,8 @@ for title, mgr in cases:
     plots.block_pool_figure(snap, title=title, columns=4 if mgr.block_tokens > 8 else 8,
                             height=340).show()
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 md(f"""Paging takes the unused space from {alloc.reserved_unused_tokens} slots to
 {alloc.unused_tokens} (tails of {', '.join(map(str, alloc.tail_waste_per_sequence))}, each under
 $p$); sharing then removes a *different* waste, the second copy of identical context. Both
@@ -143,11 +144,9 @@ paging.show()
 
 # %%
 for q in (2, 4, 8):
-    numbers = paging.update(block_tokens=q).numbers
+    numbers = paging.at(block_tokens=q).numbers
     print(f"p = {q}: {numbers['allocated_tokens']} slots, tail waste {numbers['tail_waste']} "
           f"(total {numbers['unused_tokens']}), {numbers['table_entries']} table entries")
-_ = paging.reset()
-
 # %% [markdown]
 # ## Where this model breaks: a bound is not a typical waste
 #
@@ -160,7 +159,8 @@ _ = paging.reset()
 # and the larger the batch, the less likely it comes near the bound. The paging explorer's
 # lower plot draws both lines beside the waste of the four lengths you set.
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# computes the table below
 from companion import tables
 
 long_held = calc.held_tokens(ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS)
@@ -178,7 +178,8 @@ for label, n_seq, q, stored in (
 md(tables.markdown_table(("sequences", "block p", "bound (slots)", "average", "90th percentile",
                           "bound / tokens held", "average / tokens held"), rows))
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 w4 = calc.tail_waste_distribution(p, 4)
 w_long = calc.tail_waste_distribution(ch08.BLOCK_TOKENS, ch08.LONG_BATCH)
 short_end = paging.at(block_tokens=16, len_a=1, len_b=1, len_c=1, len_d=1).numbers
@@ -230,7 +231,8 @@ plots.block_pool_steps_figure(steps, title="Copy-on-write of a shared tail block
 # $B_s + n_\text{br} B_p$ blocks exist.
 # The chapter's four-branch experiment has 95 shared and 9 private blocks per branch:
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 share = calc.branch_block_sharing(ch08.BRANCH_EXPERIMENT_BRANCHES,
                                   ch08.BRANCH_EXPERIMENT_SHARED_BLOCKS,
                                   ch08.BRANCH_EXPERIMENT_PRIVATE_BLOCKS)
@@ -273,7 +275,7 @@ branching = widgets.BranchSharingPanel()
 branching.show()
 
 # %%
-numbers = branching.update().numbers
+numbers = branching.at().numbers
 print(f"{numbers['references']} references, {numbers['physical_blocks']} physical blocks "
       f"(simulator: {numbers['sim_references']} / {numbers['sim_physical_blocks']}), "
       f"{numbers['saved_pct']:.1f}% saved")
@@ -290,7 +292,8 @@ print(f"{numbers['references']} references, {numbers['physical_blocks']} physica
 #
 # with each private part rounded up to whole 16-token blocks.
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 private = calc.held_tokens(ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS) - ch08.SHARED_PREFIX_TOKENS
 prefix_mib = calc.kv_bytes(model, ch08.SHARED_PREFIX_TOKENS) / MiB
 private_mib = calc.kv_bytes(model, private) / MiB
@@ -324,7 +327,7 @@ capacity = widgets.SharedPrefixCapacityPanel()
 capacity.show()
 
 # %%
-numbers = capacity.update().numbers
+numbers = capacity.at().numbers
 print(f"b = 16: {numbers['shared_MiB']:,.0f} MiB shared, {numbers['independent_MiB']:,.0f} MiB "
       f"independent; fit: {numbers['fit_independent']} independent, {numbers['fit_shared']} shared")
 
@@ -384,7 +387,8 @@ for gib in (1, 2):
 plots.pool_usage_figure(runs, title="Generated: four requests decoding in a 1 GiB vs a 2 GiB "
                         "KV pool").show()
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 one_gib = runs[0]
 md(f"""The generated 1 GiB run recomputes {one_gib['recomputed_tokens']:,} tokens, within a few
 of the chapter's {ch08.PREEMPTION_EXTRA_TOKENS:,} extra scheduled tokens. That closeness is a
@@ -495,7 +499,8 @@ long_term = calc.long_term_cache_fraction(ch08.DEEPSEEK_SWA_SHARE,
                                           ch08.DEEPSEEK_GLOBAL_KV_FRACTION)
 print(f"DeepSeek V4.1's long-term cache relative to V4's: {long_term}")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 md(f"""The chapter's storage figures for two and for 32 snapshots are a little below what the
 rounded 53.6 MiB gives ({calc.snapshot_storage_bytes(snapshot_bytes, 2) / MiB:,.1f}
 and {calc.snapshot_storage_bytes(snapshot_bytes, 32) / MiB:,.1f} MiB):
@@ -509,12 +514,10 @@ snapshots.show()
 
 # %%
 for context in (ch08.HYBRID_MATCHED_TOKENS, 131072):
-    numbers = snapshots.update(context_tokens=context).numbers
+    numbers = snapshots.at(context_tokens=context).numbers
     print(f"context {context:,}: {numbers['snapshots']} snapshots, "
           f"{numbers['storage_MiB']:,.1f} MiB per card; the 10,752-token match recomputes "
           f"{numbers['recompute_tokens']:,} tokens")
-_ = snapshots.reset()
-
 # %% [markdown]
 # ### Organising the context: append, rewrite, or summarise?
 #
@@ -542,7 +545,8 @@ for o in options:
           f"{o.summary_tokens:>8,} {o.kv_read_per_step_bytes / MiB:>8,.0f} MiB "
           f"{o.kv_read_over_output_bytes / GiB:>11,.1f} GiB")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 by_name = {o.name: o for o in options}
 append, rewrite, summarise = by_name["append"], by_name["rewrite"], by_name["summarise"]
 per_step_saving = append.kv_read_per_step_bytes - summarise.kv_read_per_step_bytes
@@ -571,7 +575,7 @@ organise = widgets.ContextOrganisationPanel()
 organise.show()
 
 # %%
-numbers = organise.update().numbers
+numbers = organise.at().numbers
 print(f"G = {numbers['output_tokens']}: later reads "
       + ", ".join(f"{name} {numbers[f'{name}_later_read_GiB']:,.1f} GiB"
                   for name in ("append", "rewrite", "summarise"))
@@ -611,7 +615,8 @@ for label, global_hit, swa_hit in cases:
           f"{plan.encoder_replay_tokens + plan.prefix_recomputed_tokens:>14,} "
           f"{plan.decoder_replay_tokens:>15,} {' + '.join(approx):>18}")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 reach = calc.stacked_window_reach_tokens(ch08.DEEPSEEK_DECODER_LAYERS, window)
 fraction = calc.long_term_cache_fraction(ch08.DEEPSEEK_SWA_SHARE, ch08.DEEPSEEK_GLOBAL_KV_FRACTION)
 md(f"""Every round ends its prefill the same way: the last {window} tokens of the prompt are run
@@ -718,7 +723,8 @@ print(f"{'V, with attention':22} {a.value_s / ms:7.1f}ms {n_b * b.value_s / ms:7
 print(f"attention's share of T_r: A {1 - a_flat.recompute_s / a.recompute_s:.1%}, "
       f"B {1 - b_flat.recompute_s / b.recompute_s:.1%}")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 md(f"""Without attention the two choices tie exactly ({a_flat.value_s / ms:.1f} ms against
 {n_b} x {b_flat.value_s / ms:.1f} ms): every term scales with the number of tokens, so the
 same {a.kv_bytes / MiB:,.0f} MiB is worth the same however it is cut. The whole margin of A
@@ -755,11 +761,9 @@ retention.show()
 
 # %%
 for gbps in (64, 32):
-    numbers = retention.update(link_gb_per_s=gbps).numbers
+    numbers = retention.at(link_gb_per_s=gbps).numbers
     print(f"{gbps} GB/s: keep A {numbers['keep_a_ms']:.1f} ms, keep {numbers['b_fit']} B "
           f"{numbers['keep_b_ms']:.1f} ms; A worth keeping above {numbers['break_even_a_pct']:.1f}%")
-_ = retention.reset()
-
 # %% [markdown]
 # ## Where this model breaks: the price of a recompute and of a swap
 #
@@ -785,7 +789,8 @@ _ = retention.reset()
 # switches between the two models (the chapter's stays the default) and its last slider adds
 # a cost per piece. Below, the chapter's setting and the explorer's extremes under both:
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# computes the table below
 settings = {
     "8.3.4: PCIe Gen5, A = 6144, B = 2048": {},
     "PCIe Gen4 (32 GB/s)": dict(link_gb_per_s=32.0),
@@ -833,7 +838,8 @@ for gbps in (ch08.PCIE_GEN5_X16_BYTES_PER_S, ch08.PCIE_GEN4_X16_BYTES_PER_S,
     print(f"{gbps / units.GB:>6.0f} GB/s {calc.kv_transfer_pieces(model, prefix):>12,} "
           f"{fetch / ms:>7.1f} ms {t_piece * 1e6:>8.3f} us/piece")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 base_c, base_f = priced["8.3.4: PCIe Gen5, A = 6144, B = 2048"]
 slow_c, slow_f = priced["slowest link on the slider (4 GB/s)"]
 short_c, short_f = priced["A = 768, B = 256 tokens, 100% of peak"]
@@ -883,7 +889,8 @@ md(f"""> **Where this model breaks: pricing a kept prefix.** At the chapter's se
 #    (tool result and summary as before). Will the summary be repaid sooner or later than at
 #    8K? Guess, then move the history slider and read the repayment point.
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 aligned = paging.at(len_a=8, len_b=12, len_c=4, len_d=16).numbers
 coarse = paging.at(block_tokens=16).numbers
 answer(f"""With lengths 8, 12, 4 and 16 every sequence ends exactly on a block boundary, so the tail
@@ -893,7 +900,8 @@ tables hold {coarse['table_entries']} entries, but the tails waste {coarse['tail
 {coarse['unused_tokens']} slots, as many as reserving 16 slots each did.""",
        title="Worked answer 1")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 eight = paging.at().numbers
 seven = paging.at(shared_ab_tokens=7).numbers
 answer(f"""Only whole blocks can be shared read-only: 8 common tokens fill
@@ -903,7 +911,8 @@ cannot be one block for both: each keeps its own copy. Sharing then saves {seven
 {eight['shared_blocks'] * p} ({seven['allocated_with_sharing_tokens']} slots allocated in
 all).""", title="Worked answer 2")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 n_br, b_s = ch08.BRANCH_EXPERIMENT_BRANCHES, ch08.BRANCH_EXPERIMENT_SHARED_BLOCKS
 slider_end = branching.at(private_blocks=40).numbers
 half = next(q for q in range(1, 10 * b_s)
@@ -916,7 +925,8 @@ half once $B_p$ reaches {half} ({100 * at_half.saved_fraction:.1f}% saved,
 {at_half.physical_blocks} physical blocks for {at_half.references} references), that is once
 each branch's private part is about half as long as the shared prefix.""", title="Worked answer 3")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 import math
 
 held = ch08.LONG_PROMPT_TOKENS + ch08.OUTPUT_TOKENS - 1   # tokens a request holds at the end
@@ -951,7 +961,8 @@ MiB), and the {ch08.LONG_BATCH} of them take {row['shared_GiB']:.2f} GiB with th
 in steps of 256 tokens would stop at the next multiple above the threshold, a slight
 overestimate.) Without sharing, only {row['fit_independent']} fit.""", title="Worked answer 4")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 spacing = ch08.HYBRID_SNAPSHOT_POSITIONS[0]
 long_context = 128 * 1024      # the prompt's 128K context
 sparse = snapshots.at(context_tokens=long_context).numbers
@@ -963,7 +974,8 @@ answer(f"""One snapshot every {spacing // 4:,} tokens instead of {spacing:,} mea
 recomputes {dense['recompute_tokens']:,} tokens instead of {sparse['recompute_tokens']:,}.""",
        title="Worked answer 5")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 fast = retention.at().numbers
 slow = retention.at(link_gb_per_s=32.0).numbers
 shift = slow["a_beats_b_above_pct"] - fast["a_beats_b_above_pct"]
@@ -977,7 +989,8 @@ It changes whether keeping anything pays (A's break-even rises to
 {slow['break_even_a_pct']:.1f}%) far more than which prefix to keep.""",
        title="Worked answer 6")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 full = retention.at(efficiency_pct=100.0).numbers
 ranking = ("stays" if (full['a_per_MiB_ms'] > full['b_per_MiB_ms'])
            == (fast['a_per_MiB_ms'] > fast['b_per_MiB_ms']) else "flips")
@@ -990,7 +1003,8 @@ efficiency {fast['a_per_MiB_ms']:.3f} and {fast['b_per_MiB_ms']:.3f}). The ranki
 A's prefill still costs {full['recompute_a_ms'] / full['recompute_b_ms']:.2f} times B's for three
 times the tokens, because attention pairs grow with the square of the length.""", title="Worked answer 7")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 long_history = organise.at(history_tokens=32768).numbers
 short_history = organise.at().numbers
 answer(f"""Sooner. With a 32K history, writing the 2K summary reads more KV

@@ -104,7 +104,8 @@ rows.append(("UD-Q2_K_XL alone", [("weight file", xl_bytes / GiB, "weights"),
 plots.memory_stack_figure(rows, specs.M2_MAX.mem_bytes / GiB,
                           title="M2 Max, 96 GB: weights, metadata, reserve, KV, headroom").show()
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 md(f"""
 Two files of the same model differ by {(xl_bytes - file_bytes) / GiB:.2f} GiB, and that
 difference decides whether even one 8K request fits; a 32K context fits with neither. On
@@ -123,12 +124,10 @@ fit.show()
 
 # %%
 for ctx in (ch08.LONG_PROMPT_TOKENS, ch08.CONTEXT_32K_TOKENS):
-    numbers = fit.update(context_tokens=ctx).numbers
+    numbers = fit.at(context_tokens=ctx).numbers
     print(f"{ctx:,} tokens: KV {numbers['kv_per_request_GiB']:.2f} GiB per request, "
           f"{numbers['requests_that_fit']} request(s) fit, left after one "
           f"{numbers['left_after_kv_GiB']:+.2f} GiB")
-_ = fit.reset()
-
 # %% [markdown]
 # ## 8.4.2 KV compression and what reading it costs
 #
@@ -137,7 +136,8 @@ _ = fit.reset()
 # values (34 bytes where BF16 needs 64), q4_0 16 bytes of 4-bit codes plus the scale (18
 # bytes). For one long prompt's KV:
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 kv_long = {f: calc.kv_quantized_bytes(model, ch08.LONG_PROMPT_TOKENS, f)
            for f in ("bf16", "q8_0", "q4_0")}
 tex_mib = {f: f"{b / MiB:,.0f}".replace(",", "{,}") for f, b in kv_long.items()}  # TeX: {,}
@@ -197,7 +197,8 @@ print(widgets.kv_format_text(model, kv_budget_bytes=ch08.KV_BUDGET_BYTES,
                              prompt_tokens=ch08.LONG_PROMPT_TOKENS,
                              output_tokens=ch08.OUTPUT_TOKENS, batch=ch08.LONG_BATCH))
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 q8_batch = ch08.LONG_BATCH * calc.kv_quantized_bytes(model, held, "q8_0")
 shared_batch = calc.scheme_result(calc.SCHEMES["B"]).memory_bytes
 md(f"""
@@ -240,12 +241,10 @@ reads.show()
 
 # %%
 for ctx in (2048, 8192, 32768):
-    numbers = reads.update(context_tokens=ctx).numbers
+    numbers = reads.at(context_tokens=ctx).numbers
     print(f"{ctx:6,} tokens: {numbers['saved_MiB']:,.0f} MiB fewer, worth "
           f"{numbers['read_saving_ms']:.3f} ms; net with 0.2 ms conversion "
           f"{numbers['net_saving_ms']:+.3f} ms")
-_ = reads.reset()
-
 # %% [markdown]
 # ## Where this model breaks: a byte not read is not a round shortened
 #
@@ -263,7 +262,8 @@ _ = reads.reset()
 # BF16, priced three ways, and the net with the chapter's 0.2 ms of conversion. Where a round
 # reads less than batch 1 at 2K, the table's first segment is extended (an extrapolation).
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# computes the table below
 card = specs.RTX_PRO_6000
 rows = []
 for ctx in (2048, ch08.LONG_PROMPT_TOKENS, 32768, 131072):
@@ -281,7 +281,8 @@ md(tables.markdown_table(
      "read-bound at peak, ms", "Experiment 8-1's rounds, ms", "a byte less is worth (TB/s)",
      "net at 0.2 ms conversion, ms (8.4.2 / rounds)"), rows))
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 at_8k = reads.at().numbers
 slow_conv = reads.at(conversion_ms=ch08.CONVERSION_S_CASES[1] / ms).numbers
 long_end = reads.at(context_tokens=131072).numbers
@@ -326,7 +327,8 @@ plots.interval_fit_figure(contexts, lines, crossover_tokens=crossover, marks=mar
                           title="Llama-3.1-8B on H100: fitted output interval, BF16 vs FP8 KV"
                           ).show()
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 gap_s = ch08.FP8_INTERVAL_FIXED_S - ch08.BF16_INTERVAL_FIXED_S
 md(f"""
 **What the fit shows, and what it does not.** Over the contexts the fit covers, the FP8 step is
@@ -398,7 +400,8 @@ for name, link in (("PCIe Gen5 x16", ch08.PCIE_GEN5_X16_BYTES_PER_S),
           f"round); {ch08.OFFLOAD_BATCH} requests get at most {c.tokens_per_s:.0f} tokens/s; "
           f"{cm.DECODE_ROUNDS} rounds copy for {c.total_copy_s:.2f} s")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 pcie = calc.offload_copy_bound(offloaded, ch08.PCIE_GEN5_X16_BYTES_PER_S, ch08.ROUND_B1_S,
                                batch=ch08.OFFLOAD_BATCH, rounds=cm.DECODE_ROUNDS)
 md(f"""
@@ -414,12 +417,10 @@ offload.show()
 
 # %%
 for layers, buffers in ((9, 1), (9, 2), (4, 1)):
-    n = offload.update(layers=layers, prefetch_buffers=buffers).numbers
+    n = offload.at(layers=layers, prefetch_buffers=buffers).numbers
     print(f"{layers} layers, {buffers} buffer(s): net {n['net_saved_MiB']:,.0f} MiB "
           f"({n['extra_8k_inputs']} more 8K inputs or {n['extra_complete_requests']} complete), "
           f"copy {n['copy_ms']:.1f} ms per round, {n['total_copy_s']:.2f} s in total")
-_ = offload.reset()
-
 # %% [markdown]
 # ## Where this model breaks: does prefetch hide the copy?
 #
@@ -433,7 +434,8 @@ _ = offload.reset()
 # layers in between to hide behind. With **two**, the link never waits for compute. With none,
 # nothing is fetched ahead.
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# computes the table below
 cases = {
     "9 layers, 1 buffer, PCIe Gen5 (8.4.3)": dict(),
     "9 layers, 2 buffers, PCIe Gen5": dict(prefetch_buffers=2),
@@ -454,7 +456,8 @@ md(tables.markdown_table(("setting", "8.4.3's bound max(copy, compute), ms",
                           "scheduled layer by layer, ms", "scheduled / bound",
                           f"tokens/s for {ch08.OFFLOAD_BATCH} (bound / scheduled)"), rows))
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 one = scheduled["9 layers, 1 buffer, PCIe Gen5 (8.4.3)"]
 two = scheduled["9 layers, 2 buffers, PCIe Gen5"]
 all36 = scheduled["36 layers, 1 buffer, PCIe Gen5"]
@@ -498,7 +501,8 @@ for name, link in (("PCIe Gen5 x16", ch08.PCIE_GEN5_X16_BYTES_PER_S),
           f"(saves {(direct - moved) / ms:.2f} ms) if decompression beats "
           f"{calc.min_decompress_bytes_per_s(link, r) / GB:.1f} GB/s")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 pcie_link = ch08.PCIE_GEN5_X16_BYTES_PER_S
 md(f"""
 Over PCIe Gen5 the compressed transfer takes
@@ -514,10 +518,9 @@ transfer.show()
 
 # %%
 for rate in (50, 100):
-    n = transfer.update(decompress_gb_per_s=rate).numbers
+    n = transfer.at(decompress_gb_per_s=rate).numbers
     print(f"decompressing at {rate} GB/s: {n['with_decompression_ms']:.2f} ms vs raw "
           f"{n['direct_ms']:.2f} ms: compression {'wins' if n['compression_wins'] else 'loses'}")
-_ = transfer.reset()
 ledger.show("8.4.3")
 
 # %% [markdown]
@@ -541,7 +544,8 @@ ledger.show("8.4.3")
 # then pays as soon as the decompressor is faster than the link itself (`compress_transfer_pipelined_s` in the companion's
 # `limits_compression`; the explorer above draws it as a second green line).
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# computes the table below
 rows = []
 for label, kw in (("8.4.3: 96 MiB at f_c = 1/4, PCIe Gen5", {}),
                   ("decompressing at 70 GB/s", dict(decompress_gb_per_s=70.0)),
@@ -558,7 +562,8 @@ for k in (1, 2, 8, 64):
     piped = lc.compress_transfer_pipelined_s(size, r, pcie_link, 100 * GB, chunks=k)
     print(f"{k:3d} chunk(s): {piped / ms:.3f} ms")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 base_t, mid_t = transfer.at().numbers, transfer.at(decompress_gb_per_s=70.0).numbers
 high_r = transfer.at(compressed_fraction=0.95).numbers
 md(f"""> **Where this model breaks: decompression in series.** At the chapter's setting a
@@ -613,7 +618,8 @@ for c, config in enumerate(records.configs):
     print(f"{config:16}: {right} of {len(records.items)} right (generated)")
 plots.precision_grid_figure(records).show()
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 grid = widgets.PrecisionGridPanel().update(seed=0).numbers
 totals = grid["totals"]
 alike = [k for k in totals if list(totals.values()).count(totals[k]) > 1]
@@ -653,11 +659,9 @@ retry = widgets.RetryCostPanel()
 retry.show()
 
 # %%
-n = retry.update(speed_factor_b=0.9).numbers
+n = retry.at(speed_factor_b=0.9).numbers
 print(f"B 10% faster per attempt: A {n['expected_a_s']:.2f} s, B {n['expected_b_s']:.2f} s, "
       f"B wins: {n['b_wins']}")
-_ = retry.reset()
-
 # %% [markdown]
 # ## Where this model breaks: one accuracy for every task
 #
@@ -671,7 +675,8 @@ _ = retry.reset()
 # generated records' FP8 KV result (task by task, from the grids above), each with three
 # attempts allowed:
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# computes the table below
 per_task = {}
 for c, config in enumerate(records.configs[:2]):
     right = {}
@@ -699,7 +704,8 @@ md(tables.markdown_table(("configuration", "average accuracy", "retries assume",
                           f"answered within {attempts_allowed} attempts", "attempts per task",
                           "time per correct answer"), rows))
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 bf_even, bf_spread = outcome[records.configs[0]]
 fp_even, fp_spread = outcome[records.configs[1]]
 worst = retry.at(accuracy_a=0.5, accuracy_b=0.5, systematic_pct=100.0, max_attempts=10).numbers
@@ -718,7 +724,8 @@ md(f"""> **Where this model breaks: retrying as if failures were random.** With 
 > task 5, which BF16 KV never answers, passes every run with FP8 KV and a BF16 query
 > (8.4.4).""")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 md(f"""
 The two capacity routes of this chapter end up side by side: {ch08.LONG_BATCH} independent
 long requests in q8_0 need {q8_batch / GiB:.2f} GiB, the same {ch08.LONG_BATCH} in BF16 with the
@@ -746,14 +753,14 @@ ledger.show("8.4.4")
 # 6. In the retry explorer, how much faster must the less accurate format's attempts be to
 #    break even with the more accurate one?
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 fitting_contexts = []
 for ctx in range(1024, 65537, 1024):
-    n4 = fit.update(kv_format="q4_0", context_tokens=ctx).numbers
+    n4 = fit.at(kv_format="q4_0", context_tokens=ctx).numbers
     if n4["requests_that_fit"] >= 1:
         fitting_contexts.append(ctx)
-at_8k = fit.update(kv_format="q4_0", context_tokens=ch08.LONG_PROMPT_TOKENS).numbers
-_ = fit.reset()
+at_8k = fit.at(kv_format="q4_0", context_tokens=ch08.LONG_PROMPT_TOKENS).numbers
 answer(f"""
 With q4_0 KV an 8K request needs {at_8k['kv_per_request_GiB']:.2f} GiB and
 {at_8k['requests_that_fit']} request(s) of that length fit beside the Q2_K file. Scanning the
@@ -762,7 +769,8 @@ context in steps of 1024 tokens, the longest that still fits one request is
 values instead of 64), so the headroom stretches several times further.
 """, title="Worked answer 1")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 q2k = layouts["Q2_K"]
 bytes_per_value = q2k.code_bytes / q2k.group_values
 # metadata share M_meta / (n_grp b_c + M_meta) < 0.1  <=>  n_grp > 9 M_meta / b_c
@@ -776,16 +784,16 @@ the share falls under 10% when $n_\\text{{grp}} > 9 \\times {q2k.metadata_bytes:
 that is the trade the format designers made.
 """, title="Worked answer 2")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 def break_even_context(fmt):
     for ctx in range(512, 131073, 512):
-        if reads.update(context_tokens=ctx, kv_format=fmt).numbers["net_saving_ms"] >= 0:
+        if reads.at(context_tokens=ctx, kv_format=fmt).numbers["net_saving_ms"] >= 0:
             return ctx
     return None
 
 
 even_q8, even_q4 = break_even_context("q8_0"), break_even_context("q4_0")
-_ = reads.reset()
 answer(f"""
 Scanning in steps of 512 tokens with 0.2 ms of conversion, q8_0 starts to pay at about
 {even_q8:,} tokens of context and q4_0 at about {even_q4:,}. q4_0 saves more bytes per token
@@ -794,7 +802,8 @@ even at a shorter context, but not dramatically: the conversion is a fixed cost 
 the saving grows only linearly with the context.
 """, title="Worked answer 3")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 (a_bf, b_bf), (a_fp, b_fp) = fits_h100["BF16"], fits_h100["FP8"]
 one_ms = (1 * ms + (a_fp - a_bf)) / (b_bf - b_fp)
 answer(f"""
@@ -806,12 +815,12 @@ tokens of context make FP8 only {(b_bf - b_fp) * 1000 / ms:.2f} ms per step fast
 millisecond needs a very long context (an extrapolation, if the fitted data stop short of it).
 """, title="Worked answer 4")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 hidden = [layers for layers in range(1, 37)
-          if offload.update(layers=layers, prefetch_buffers=1).numbers["copy_ms"]
+          if offload.at(layers=layers, prefetch_buffers=1).numbers["copy_ms"]
           <= ch08.ROUND_B1_S / ms]
 nine = calc.ffn_offload(model, ch08.OFFLOAD_EVERY_N_LAYERS, 1).offloaded_bytes
-_ = offload.reset()
 answer(f"""
 Each layer's FFN set takes {calc.ffn_weight_bytes_per_layer(model) / MiB:.0f} MiB, and over
 PCIe Gen5 the copy stays within the {ch08.ROUND_B1_S / ms:.2f} ms round for up to
@@ -820,14 +829,14 @@ PCIe Gen5 the copy stays within the {ch08.ROUND_B1_S / ms:.2f} ms round for up t
 {ch08.NVLINK_C2C_BYTES_PER_S / GB:.0f} GB/s.
 """, title="Worked answer 5")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 even_factor = None
 for factor in np.arange(1.0, 0.0, -0.01):
-    n = retry.update(speed_factor_b=float(factor)).numbers
+    n = retry.at(speed_factor_b=float(factor)).numbers
     if n["expected_b_s"] <= n["expected_a_s"]:
         even_factor = float(factor)
         break
-_ = retry.reset()
 speedup_needed = 1 - ch08.ACCURACY_FP8_KV / ch08.ACCURACY_BF16_KV
 answer(f"""
 With attempts that pass independently, the expected time is the attempt time over its success

@@ -107,7 +107,7 @@ verify_panel = widgets.GreedyVerificationPanel()
 verify_panel.show()
 
 # %%
-print(verify_panel.update().numbers)
+print(verify_panel.at().numbers)
 
 # %% [markdown]
 # ### Sampling instead of greedy: accept with $\min(1, p_\theta/q)$
@@ -168,12 +168,10 @@ sampling_panel.show()
 
 # %%
 for q_a in (1.0, 0.0):
-    n = sampling_panel.update(q_a=q_a).numbers
+    n = sampling_panel.at(q_a=q_a).numbers
     print(f"q(A) = {q_a}: acceptance {n['acceptance']:.2f}, E[X] {n['expected_tokens']:.2f} "
           f"(simulated {n['simulated_tokens_per_round']:.2f}), emitted A share "
           f"{n['simulated_share_A']:.3f} vs p(A) {n['target_share_A']}")
-_ = sampling_panel.reset()
-
 # %% [markdown]
 # ## 8.5.2 How many tokens per round, and at what latency
 #
@@ -250,7 +248,8 @@ print(f"measured: DFlash round {ch08.DFLASH_VERIFY_ROUND_S / ms:.1f} ms vs plain
 print(f"estimate: {dflash_positions - 1} extra rows = {extra_dflash / units.GFLOP:.0f} GFLOP, "
       f"{extra_dflash_s / ms:.2f} ms at {mfu_b1:.1%} of peak")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 md(f"""
 The verifying round came out no longer than the plain step (the medians even put it
 {1 - ratio:.0%} lower), although it checks {dflash_positions} positions instead of one. A
@@ -291,7 +290,8 @@ plots.draft_cost_figure(
      for label, value in en.items()},
     plain_round_s, crossovers=list(crossover.items())).show()
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 md(f"""
 Even the weak AAAA drafter comes out ahead here: a rejected round still emits one token and
 costs barely more than a plain step. With AAAA's acceptance a drafter may spend up to
@@ -337,12 +337,10 @@ latency_panel.show()
 
 # %%
 for label, a in (("BBBB", 0.75), ("AAAA", 0.25)):
-    n = latency_panel.update(acceptance=a).numbers
+    n = latency_panel.at(acceptance=a).numbers
     print(f"{label}: E[X] {n['expected_tokens']:.2f}, {n['latency_per_token_ms']:.2f} ms/token, "
           f"crossover {n['crossover_ms']:.1f} ms, 256 tokens with the index "
           f"{n['request_s']:.2f} s (plain {n['plain_request_s']:.2f} s)")
-_ = latency_panel.reset()
-
 # %% [markdown]
 # ## 8.5.3 Where drafts come from: the four stages of a round
 #
@@ -408,7 +406,8 @@ for r in rows:
           f"{r['verify_s'] / ms:.2f} ms over {r['tokens']} tokens = {t / ms:.1f} ms/token")
 plots.draft_mode_figure(rows, plain_round_s=plain_round_s).show()
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 md(f"""
 (The chapter prints the serial draft as four times its *rounded* single pass; four unrounded
 passes give {serial / ms:.2f} ms. The per-token results agree at one decimal.)
@@ -431,7 +430,7 @@ stages_panel = widgets.RoundStagesPanel()
 stages_panel.show()
 
 # %%
-n = stages_panel.update().numbers
+n = stages_panel.at().numbers
 print(f"m = 4, E[X] = 3: serial {n['serial_ms_per_token']:.1f} ms/token, parallel "
       f"{n['parallel_ms_per_token']:.1f} ms/token")
 
@@ -470,7 +469,8 @@ for name, m in ch08.DRAFT_LEN_OF.items():
 # %% [markdown]
 # ### Explorer: draft length with a serial drafter (Exercise 8-7's setting)
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 ex87 = grading.params("8-7", 0)
 T_v, t_d = ex87["verify_s"] / units.ms, ex87["per_draft_s"] / units.ms
 md(rf"""Exercise 8-7 rounds 8.5.3's figures to $T_v = {T_v:g}$ ms and $t_d = {t_d:g}$ ms per
@@ -485,7 +485,7 @@ length_panel = widgets.DraftLengthPanel()
 length_panel.show()
 
 # %%
-n = length_panel.update().numbers
+n = length_panel.at().numbers
 print(f"m = 4, m_grp = 1: E[X] {n['expected_tokens']:.3f}, T_r {n['round_ms']:.1f} ms, "
       f"{n['latency_per_token_ms']:.2f} ms/token; dT_r/dX {n['marginal_ms_per_token']:.1f} ms vs "
       f"T_r/E[X] {n['current_ms_per_token']:.2f} ms -> helps: {n['extension_helps']}")
@@ -523,7 +523,8 @@ for n_tok, r in draft_kv.items():
           f"{ch08.KV_BUDGET_BYTES / units.GiB:.0f} GiB, {r['requests_after']} once the "
           f"{ch08.DFLASH_DRAFT_WEIGHT_BYTES / units.GiB:.2f} GiB drafter is resident")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 short = draft_kv[ch08.SHORT_PROMPT_TOKENS]
 r_long = calc.verification_under_load(model, card, 128, m_draft, ch08.SHORT_PROMPT_TOKENS)
 md(f"""> **Where this model breaks: free verification.** The batch-1 argument holds up to about
@@ -569,7 +570,8 @@ for label, n in load_rows.items():
     print(f"{label:44} {n['verify_over_plain']:>14.2f}x {n['expected_tokens']:>6.2f} "
           f"{n['speedup_under_load']:>7.2f}x {n['requests_fit_with_drafter']:>6} with drafter")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 base, worst, m4, deep = (load_rows[k] for k in load_settings)
 md(f"""> **The gap at the explorer's extremes.** At the chapter's setting the two readings agree
 > exactly (a ratio of {base['verify_over_plain']:.2f}, so speculation keeps its full
@@ -629,7 +631,8 @@ print(f"simulated, half the rounds each way: {(easy.mean_tokens + hard.mean_toke
       f"{mixture['chapter_expected_tokens']:.3f}); second position accepted with "
       f"{mixture['second_position_acceptance']:.3f} once the first is")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 flat, mid, wide = (spread_rows[k] for k in spread_settings)
 md(f"""> **Where this model breaks: independent acceptance.** At the chapter's setting (BBBB, one
 > acceptance for every round) the two models agree: {flat['expected_tokens']:.2f} tokens per
@@ -678,11 +681,11 @@ ledger.show("8.5")
 #    $\mathbb E[X] = 3$, and by how much? Then find the $\mathbb E[X]$ at which the parallel
 #    drafter with 8 draft tokens is no faster than the serial one at its chapter setting.
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 p_a = ch08.TOY_TARGET_PROBS[0]
-same = sampling_panel.update(q_a=p_a).numbers
-moved = sampling_panel.update(q_a=0.5).numbers
-_ = sampling_panel.reset()
+same = sampling_panel.at(q_a=p_a).numbers
+moved = sampling_panel.at(q_a=0.5).numbers
 answer(f"""
 With $q = p_\\theta$ every proposal is kept: the acceptance is {same['acceptance']:.2f} and
 $\\mathbb E[X] = 1 + 1 + 1 + 1 + 1 =$ {same['expected_tokens']:.0f} tokens per round. At
@@ -693,7 +696,8 @@ panel changes. The emitted share of A stays at the target's {p_a} (simulated
 gets wrong.
 """, title="Worked answer 1")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 target = (0.5, 0.5)
 by_q = {q_a: calc.speculative_acceptance_rate(target, (q_a, 1 - q_a))
         for q_a in (0.0, 0.25, 0.5, 0.75, 1.0)}
@@ -706,7 +710,8 @@ always-A drafter keeps half its tokens, so at $m = 4$ it still emits
 {calc.speculative_expected_tokens(by_q[1.0], 4):.2f} tokens per round.
 """, title="Worked answer 2")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 def least_paying_acceptance(draft_s, m, verify_s=plain_round_s):
     """The smallest acceptance (to 0.001) at which the round beats plain decode."""
     for a in np.linspace(0, 1, 1001):
@@ -726,9 +731,9 @@ $m = 1$ only $1 + \\alpha$ is available, so it needs about {a_m1:.3f}: a *higher
 because a one-token draft cannot make up for a poor rate with extra positions.
 """, title="Worked answer 3")
 
-# %% tags=["remove-input"]
-short = latency_panel.update(prep_s=5.0, output_tokens=128).numbers
-_ = latency_panel.reset()
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+short = latency_panel.at(prep_s=5.0, output_tokens=128).numbers
 answer(f"""
 With 5 s of preparation the index pays for itself only after
 {short['break_even_tokens']:.0f} output tokens, {'more' if short['break_even_tokens'] > 128 else 'fewer'} than the 128 the request writes. The
@@ -738,15 +743,15 @@ An index reused across many requests (a shared document, a long conversation) sp
 5 s over all of them, which changes the verdict.
 """, title="Worked answer 4")
 
-# %% tags=["remove-input"]
-g4 = length_panel.update(group=4, draft_len=5).numbers
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+g4 = length_panel.at(group=4, draft_len=5).numbers
 t_d = None
 for step in np.arange(3.6, -0.01, -0.1):
-    if length_panel.update(group=1, draft_len=8, per_draft_ms=float(step)).numbers[
+    if length_panel.at(group=1, draft_len=8, per_draft_ms=float(step)).numbers[
             "best_draft_len_ungrouped"] == 8:
         t_d = float(step)
         break
-_ = length_panel.reset()
 answer(f"""
 With groups of 4, $m = 5$ opens a second group: $\\Delta T_r =$ {g4['added_ms']:.1f} ms buys
 $\\Delta X =$ {g4['added_tokens']:.3f} tokens, a marginal {g4['marginal_ms_per_token']:.1f} ms
@@ -756,16 +761,16 @@ length once $t_d$ drops to about {t_d:.1f} ms per draft token (scanning down fro
 steps of 0.1 ms).
 """, title="Worked answer 5")
 
-# %% tags=["remove-input"]
-at8 = stages_panel.update(draft_tokens=8).numbers
-chapter = stages_panel.update(draft_tokens=4).numbers
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+at8 = stages_panel.at(draft_tokens=8).numbers
+chapter = stages_panel.at(draft_tokens=4).numbers
 even = None
 for x in np.arange(3.0, 1.0 - 1e-9, -0.05):
-    if stages_panel.update(draft_tokens=8, tokens_per_round=float(x)).numbers[
+    if stages_panel.at(draft_tokens=8, tokens_per_round=float(x)).numbers[
             "parallel_ms_per_token"] >= chapter["serial_ms_per_token"]:
         even = float(x)
         break
-_ = stages_panel.reset()
 answer(f"""
 At $m = 8$ the serial drafter spends {8 * at8['draft_pass_ms']:.1f} ms drafting, so its round
 is {at8['serial_round_ms']:.1f} ms against the parallel {at8['parallel_round_ms']:.1f} ms: over

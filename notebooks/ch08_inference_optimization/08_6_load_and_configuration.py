@@ -114,7 +114,7 @@ admission = widgets.AdmissionPanel()
 admission.show()
 
 # %%
-n = admission.update().numbers
+n = admission.at().numbers
 print(f"finish {n['finish_s']:.2f} s, admitted: {n['admitted']}, may wait at most "
       f"{n['longest_admissible_queue_s']:.3f} s in the queue")
 
@@ -142,7 +142,8 @@ print(f"finish {n['finish_s']:.2f} s, admitted: {n['admitted']}, may wait at mos
 # spaced and Poisson arrivals. The admission explorer's last menu switches on the same queue
 # for the request you set.
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# computes the table below
 service = calc.lifecycle_request_time_s(0.0, ch08.PREFILL_S, ch08.CLIENT_ITL_S,
                                         ch08.OUTPUT_TOKENS)
 slack = ch08.DEADLINE_S - service
@@ -168,7 +169,8 @@ plots.queueing_figure(
                r / service, service, slack).on_time_share for r in grid]},
     points={"Poisson arrivals, seeded simulation": (loads, sim_share)}).show()
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 half = calc.queue_on_time(0.5 / service, service, slack)
 ninety = calc.queue_on_time(0.9 / service, service, slack)
 generous = calc.queue_on_time(0.5 / service, service, ch08.DEADLINE_S)
@@ -323,7 +325,8 @@ print(f"\nbatch {first['batch']} -> {last['batch']}: "
 # 12 GiB. Four configurations, all assumed to answer correctly (D's draft network is DFlash;
 # the table reads each scheme's settings off `calc.SCHEMES`):
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 md(widgets.scheme_definition_markdown([calc.SCHEMES[k] for k in "ABCD"]))
 
 # %% [markdown]
@@ -342,7 +345,8 @@ print(f"\nA would need {results['A'].memory_mib:,.0f} MiB; B {results['B'].memor
 print(f"feasible, least GPU time per qualifying result: "
       f"{calc.best_scheme([calc.SCHEMES[k] for k in 'ABCD'])}")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 A, B, C, D = (results[k] for k in "ABCD")
 md(f"""
 A runs out of memory; B and C fit but are late (B spends {B.decode_s:.2f} s on its {B.rounds}
@@ -390,7 +394,8 @@ print(f"16 tokens: B {b.prefill_s:.2f} + {b.rounds} x {b.round_ms:.2f} ms = {b.t
       f"D faster by {b.total_s - d.total_s:.2f} s, its prefill longer by "
       f"{d.prefill_s - b.prefill_s:.2f} s")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 md(f"""
 At 6 GiB, D ({small['D'].memory_gib:.2f} GiB) no longer fits and B
 ({small['B'].memory_gib:.2f} GiB) fits but is still late, so no scheme qualifies. At 12 GiB with
@@ -415,12 +420,10 @@ schemes.show()
 # %%
 for label, change in (("chapter's setting", {}), ("6 GiB budget", {"kv_budget_gib": 6.0}),
                       ("16-token outputs", {"output_tokens": 16})):
-    n = schemes.update(**{**schemes.defaults(), **change}).numbers
+    n = schemes.at(**{**schemes.defaults(), **change}).numbers
     summary = ", ".join(f"{k} {n[f'{k}_total_s']:.2f} s/{n[f'{k}_memory_GiB']:.2f} GiB"
                         for k in "ABCD")
     print(f"{label:18} best: {n['best']}; {summary}")
-_ = schemes.reset()
-
 # %% [markdown]
 # ## Where this model breaks: three tokens every round
 #
@@ -450,7 +453,8 @@ plots.batch_rounds_figure(
      f"the slowest of {ch08.LONG_BATCH} (the batch)": (r_axis, [spread.cdf[r] for r in r_axis])},
     marks=[(f"the chapter's {spread.average_rounds} rounds", spread.average_rounds)]).show()
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# computes the table below
 rows = []
 for tpr in (ch08.DFLASH_TOKENS_PER_ROUND, 2.5, 2.0, 1.5):
     chap = schemes.at(d_tokens_per_round=tpr).numbers
@@ -480,7 +484,8 @@ thresholds = {how: d_threshold(how) for how in ("mean", "slowest")}
 print(f"D first qualifies at {thresholds['mean']:.1f} tokens per round counting the mean, "
       f"{thresholds['slowest']:.1f} counting the slowest request")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 chapter_d, slowest_d = schemes.at().numbers, schemes.at(d_rounds="slowest").numbers
 md(f"""> **Where this model breaks: the batch waits for its slowest request.** At the chapter's
 > setting the batch needs {spread.batch_median} rounds at the median and {spread.batch_p99} at
@@ -527,7 +532,7 @@ amdahl = widgets.AmdahlPanel()
 amdahl.show()
 
 # %%
-print(amdahl.update().numbers)
+print(amdahl.at().numbers)
 
 # %% [markdown]
 # ## Energy per qualifying result
@@ -589,16 +594,16 @@ ledger.show("8.6")
 # 5. In the Amdahl explorer, with decode at 50% of the task and a 4x speedup, how much added
 #    preparation makes the change pointless? Compare with the break-even the readout prints.
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 long_output = 300
 need_ms = None
 for interval in np.arange(ch08.CLIENT_ITL_S / units.ms, 0.9, -0.1):
-    if admission.update(output_tokens=long_output, interval_ms=float(interval)).numbers[
+    if admission.at(output_tokens=long_output, interval_ms=float(interval)).numbers[
             "admitted"]:
         need_ms = float(interval)
         break
 budget_s = ch08.DEADLINE_S - ch08.QUEUE_S - ch08.PREFILL_S
-_ = admission.reset()
 answer(f"""
 The request has {budget_s:.3f} s for its {long_output - 1} output intervals after the queue and
 the prefill, so each may last at most {budget_s / (long_output - 1) * 1e3:.2f} ms. The explorer
@@ -607,13 +612,13 @@ the measured {ch08.CLIENT_ITL_S / units.ms:.1f} ms: the engine would need a fast
 (a smaller batch, CUDA Graphs) or the request a shorter answer.
 """, title="Worked answer 1")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 steps = round((sv.DFLASH_VERIFY_POSITIONS - 1) / 0.1)
 qualifies = [x for x in (round(1.0 + 0.1 * i, 1) for i in range(steps + 1))
-             if schemes.update(d_tokens_per_round=x).numbers["D_feasible"]]
+             if schemes.at(d_tokens_per_round=x).numbers["D_feasible"]]
 threshold = min(qualifies) if qualifies else None
-at_threshold = schemes.update(d_tokens_per_round=float(threshold)).numbers
-_ = schemes.reset()
+at_threshold = schemes.at(d_tokens_per_round=float(threshold)).numbers
 answer(f"""
 D must finish {ch08.OUTPUT_TOKENS - 1} outputs after the first within the deadline,
 after a prefill of {results['D'].prefill_s:.2f} s. Scanning the tokens per round in steps of
@@ -622,15 +627,15 @@ after a prefill of {results['D'].prefill_s:.2f} s. Scanning the tokens per round
 not move, because the draft's memory does not depend on how well its drafts are accepted.
 """, title="Worked answer 2")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 prefixes = list(range(ch08.SHARED_PREFIX_TOKENS, -1, -128))
 b_stops = next((pfx for pfx in prefixes
-                if not schemes.update(shared_prefix_tokens=pfx).numbers["B_memory_GiB"]
+                if not schemes.at(shared_prefix_tokens=pfx).numbers["B_memory_GiB"]
                 * units.GiB <= ch08.KV_BUDGET_BYTES), None)
 d_stops = next((pfx for pfx in prefixes
-                if not schemes.update(shared_prefix_tokens=pfx).numbers["D_feasible"]), None)
-at_b = schemes.update(shared_prefix_tokens=b_stops).numbers if b_stops is not None else None
-_ = schemes.reset()
+                if not schemes.at(shared_prefix_tokens=pfx).numbers["D_feasible"]), None)
+at_b = schemes.at(shared_prefix_tokens=b_stops).numbers if b_stops is not None else None
 first = "D stops qualifying first" if d_stops > b_stops else "B stops fitting first"
 answer(f"""
 Each request's private part grows as the shared prefix shrinks, so every scheme that shares
@@ -642,9 +647,9 @@ qualified anyway: its {results['B'].rounds} rounds alone overrun the deadline, w
 prefix.
 """, title="Worked answer 3")
 
-# %% tags=["remove-input"]
-ten = schemes.update(deadline_s=10.0).numbers
-_ = schemes.reset()
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+ten = schemes.at(deadline_s=10.0).numbers
 ok = [k for k in "ABCD" if ten[f"{k}_feasible"]]
 answer(f"""
 With 10 s, the schemes that fit and finish are {', '.join(ok)}: B's
@@ -654,11 +659,11 @@ still lacks memory. The least GPU time per qualifying result is **{ten['best']}*
 (B: {ten['B_gpu_s_per_result']:.3f} GPU-s): fewer rounds beat the draft's longer prefill.
 """, title="Worked answer 4")
 
-# %% tags=["remove-input"]
-half = amdahl.update(decode_fraction=0.5, factor=4.0, prep_s=0.0).numbers
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+half = amdahl.at(decode_fraction=0.5, factor=4.0, prep_s=0.0).numbers
 stages_50 = [ch08.AMDAHL_TASK_S * 0.5, ch08.AMDAHL_TASK_S * 0.5]
 saved = stages_50[1] - stages_50[1] / 4.0
-_ = amdahl.reset()
 answer(f"""
 A 4x faster decode turns the {stages_50[1]:g} s of decode into {stages_50[1] / 4:g} s, saving
 {saved:g} s of the {ch08.AMDAHL_TASK_S:g} s task. Any preparation longer than that saving makes

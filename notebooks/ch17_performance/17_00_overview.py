@@ -66,7 +66,8 @@ print(widgets.model_shapes_text([m8, m70], hw, context_tokens=ch17.LONG_CONTEXT_
 # the 8,192-token maximum length that 17 §5's worst-case reservation uses. The chapter rounds
 # the 8B to exactly 8e9 parameters. The cell below shows what these conventions give.
 #
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 from companion.display import md
 
 md(f"""

@@ -102,7 +102,8 @@ ratios = calc.bandwidth_ratios(hw)
 print(f"HBM / NVLink  = {ratios['hbm_over_nvlink']:.2f}x")
 print(f"NVLink / PCIe = {ratios['nvlink_over_pcie']:.1f}x")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 sram = {e.id: e for e in ledger.by_section("17.1")}["17.1/sram-orders-too-small"]
 level = {r["key"]: r for r in rows}
 l2, smem = level["l2"]["capacity_bytes"], level["shared_l1"]["capacity_bytes"]
@@ -209,7 +210,8 @@ for card in (specs.H100_SXM, specs.H200_SXM, specs.A100_80GB, specs.RTX_PRO_6000
 # `calc.achieved_rates` computes both. The rows below take the shares from the chapter: its
 # §9 measurements, its §2 assumption, and the ends of the explorer's two sliders further down.
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 m8 = specs.LLAMA_8B
 mbu = calc.decode_utilization(m8, hw, ch17.DECODE_TOK_PER_S)["mbu"]
 mfu = calc.prefill_utilization(m8, hw, ch17.PREFILL_TOK_PER_S)["mfu"]
@@ -235,7 +237,8 @@ md(f"""
 {table}
 """)
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 spec, mixed, measured, low, high = rows.values()
 md(f"""
 > **When the peaks mislead.** For placing a workload far from the corner the spec-sheet ratio
@@ -272,7 +275,7 @@ panel = widgets.MemoryHierarchyPanel()
 panel.show()
 
 # %%
-numbers = panel.update().numbers
+numbers = panel.at().numbers
 for key in ("ridge_flop_per_byte", "full_sweep_ms", "full_sweeps_per_s", "hbm_over_nvlink",
             "nvlink_over_pcie"):
     print(f"{key:22} {numbers[key]:.4g}")
@@ -290,9 +293,10 @@ for key in ("ridge_flop_per_byte", "full_sweep_ms", "full_sweeps_per_s", "hbm_ov
 # 4. **Predict, then move.** Guess how many times the 70B's weights outweigh the H100's L2
 #    (a thousand? a million?), then work it out and compare with the erratum above.
 
-# %% tags=["remove-input"]
-h100 = panel.update(hardware=specs.H100_SXM.name, sweep_gb=80).numbers
-h200 = panel.update(hardware=specs.H200_SXM.name, sweep_gb=80).numbers
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+h100 = panel.at(hardware=specs.H100_SXM.name, sweep_gb=80).numbers
+h200 = panel.at(hardware=specs.H200_SXM.name, sweep_gb=80).numbers
 step16 = {name: calc.memory_sweep_s(card, specs.LLAMA_8B.weight_bytes)
           for name, card in (("H100", specs.H100_SXM), ("H200", specs.H200_SXM))}
 answer(f"""
@@ -304,8 +308,9 @@ memory-bound step gets **faster**, by the bandwidth ratio alone: streaming the 8
 is not what speeds decode up; the faster memory is.
 """, title="Worked answer 1")
 
-# %% tags=["remove-input"]
-at16 = panel.update(hardware=specs.H100_SXM.name, sweep_gb=16).numbers
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+at16 = panel.at(hardware=specs.H100_SXM.name, sweep_gb=16).numbers
 answer(f"""
 Reading 16 GB at 3.35 TB/s takes {at16['sweep_ms']:.2f} ms, so the H100 can make at most
 **{at16['steps_per_s']:.0f} steps per second**. A batch-1 decode step of the 8B reads exactly its
@@ -313,7 +318,8 @@ weights, so this is also its ceiling in tokens per second; 17.2 derives the same
 roofline.
 """, title="Worked answer 2")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 m2 = specs.M2_MAX
 missing = [r["level"] for r in calc.memory_pyramid(m2)
            if r["capacity_bytes"] is None and r["bandwidth_bytes_per_s"] is None]
@@ -328,7 +334,8 @@ cares about, is fair: {hw.mem_bw_bytes_per_s / m2.mem_bw_bytes_per_s:.1f} times 
 favour.
 """, title="Worked answer 3")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 answer(f"""
 {w70 / units.GB:.0f} GB / {l2 / units.MB:.0f} MB = **{w70 / l2:,.0f}**, a few thousand, i.e.
 {math.log10(w70 / l2):.1f} orders of magnitude rather than four. Against one SM's
@@ -337,8 +344,6 @@ answer(f"""
 chapter's diagram names the L2, so the L2 reading is the honest one, and it still says the model
 cannot live on the die.
 """, title="Worked answer 4")
-_ = panel.reset()
-
 # %% [markdown]
 # Next: [17.2 Roofline](17_02_roofline.ipynb) places decode and prefill on this ratio.
 #

@@ -91,7 +91,8 @@ b1 = calc.roofline_point(i_b1, hw)
 print(f"intensity {i_b1:g} FLOP/byte -> attainable {b1['attainable_flops_per_s']:.3g} FLOP/s "
       f"= {100 * b1['fraction_of_peak']:.2f}% of peak ({b1['bound']}-bound)")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 md(f"""
 An intensity of one, against a ridge of {ridge:.0f}: decode at batch 1 can use at most
 {100 * b1['fraction_of_peak']:.2f}% of the card's arithmetic. The same fact reads more vividly
@@ -215,7 +216,8 @@ plots.roofline_figure(hw, points).show()
 # Llama-3.1-8B `config.json` from the companion's shelf (`companion/data/hf_configs`), then the
 # batched intensity of 17 §2 with and without attention (`calc.decode_attention_intensity`).
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 real = models.load("llama-3.1-8b")
 shape_pf = calc.prefill_readings(m8, hw, n)
 real_pf = calc.prefill_readings(real, hw, n)
@@ -237,7 +239,8 @@ md(f"""
 | prefill at {100 * ch17.PREFILL_EFFICIENCY:.0f}% of peak, with attention | {shape_pf['attention_s'] / units.ms:.1f} ms (chapter: {shape_pf['chapter_s'] / units.ms:.1f} ms) | {real_pf['attention_s'] / units.ms:.1f} ms |
 """)
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 roof_controls = {c.name: c for c in widgets.RooflinePanel.controls}
 L_max = roof_controls["context_tokens"].max
 rows = []
@@ -268,7 +271,8 @@ falling towards zero.
 # $$ t_{\text{prefill}} = \max\left(\frac{D_w + n\,k}{\beta},\;
 #    \frac{2Nn + a\,n(n+1)/2}{0.5\,\pi}\right). $$
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 p_lo, p_hi = roof_controls["prompt_tokens"].min, roof_controls["prompt_tokens"].max
 corner = calc.fused_ridge_tokens(m8, hw)
 lengths = [(p_lo, "explorer's shortest"), (128, "a short classification prompt"),
@@ -284,7 +288,8 @@ md("""
     f"({pf[length]['bound']}) | {pf[length]['roofline_over_chapter']:.2f}x |"
     for length, what in lengths))
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 real_gap = real_split["tokens_per_s"] / shape_split["tokens_per_s"] - 1
 at_chat = calc.decode_attention_intensity(m8, ch17.BATCH, ch17.CHAT_LIVE_TOKENS)
 at_long = calc.decode_attention_intensity(m8, ch17.BATCH, ch17.LONG_CONTEXT_TOKENS)
@@ -335,7 +340,7 @@ panel = widgets.RooflinePanel()
 panel.show()
 
 # %%
-numbers = panel.update().numbers
+numbers = panel.at().numbers
 for key in ("ridge_flop_per_byte", "decode_b1_intensity", "decode_b1_pct_of_peak",
             "decode_b1_step_ms", "decode_b1_tok_s", "decode_batch_weights_only_intensity",
             "decode_batch_with_kv_intensity", "prefill_intensity", "prefill_pct_of_peak"):
@@ -360,7 +365,8 @@ for key in ("ridge_flop_per_byte", "decode_b1_intensity", "decode_b1_pct_of_peak
 # batch that reaches the ridge be closer to the dense model's, or several times larger? Write
 # your guess, then read both batches off the readout.
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 from companion.display import answer  # noqa: E402  (this cell stands alone for easy merges)
 
 from companion import models  # noqa: E402
@@ -397,9 +403,9 @@ answer(f"At the chapter's batch of {widgets.RooflinePanel().params['batch']} the
 # 5. Switch to the 70B. Where does batch-1 decode sit, and what would its ceiling be on one
 #    card if the weights fitted?
 
-# %% tags=["remove-input"]
-_ = panel.reset()  # each answer starts from the chapter's setting
-b_weights = panel.update(batch=int(round(ridge))).numbers
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+b_weights = panel.at(batch=int(round(ridge))).numbers
 kv_room = hw.mem_bytes - m8.weight_bytes
 seq_bytes = calc.kv_bytes(m8, ch17.LONG_CONTEXT_TOKENS, block_tokens=1)
 long_max = calc.decode_intensity(m8, 1024, ch17.LONG_CONTEXT_TOKENS)
@@ -413,10 +419,10 @@ hold the batch anyway: {kv_room / units.GB:.0f} GB beside the weights is room fo
 {int(kv_room // seq_bytes)} such caches before any reserve.
 """, title="Worked answer 1")
 
-# %% tags=["remove-input"]
-_ = panel.reset()  # each answer starts from the chapter's setting
-bf16 = panel.update().numbers
-int8 = panel.update(weight_bytes=1.0).numbers
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+bf16 = panel.at().numbers
+int8 = panel.at(weight_bytes=1.0).numbers
 answer(f"""
 The three decode markers move **right**: halving the weight bytes doubles the batch-1 intensity
 ({bf16['decode_b1_intensity']:.0f} -> {int8['decode_b1_intensity']:.0f} FLOP/B) and raises the
@@ -429,7 +435,8 @@ stays at {int8['prefill_pct_of_peak']:.0f}% of peak. (Faster INT8 arithmetic wou
 roof; the BF16 peak used here does not count it.)
 """, title="Worked answer 2")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 short = 128
 p_short = calc.roofline_point(calc.prefill_intensity(m8, short), hw)
 answer(f"""
@@ -440,10 +447,10 @@ ridge of {ridge:.0f}: prefill is now **{p_short['bound']}-bound**, reaching
 decode step; below the ridge a short prompt costs roughly a weight sweep whatever its length.
 """, title="Worked answer 3")
 
-# %% tags=["remove-input"]
-_ = panel.reset()  # each answer starts from the chapter's setting
-h200 = panel.update(hardware=specs.H200_SXM.name, batch=1).numbers
-h100 = panel.update(hardware=hw.name, batch=1).numbers
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+h200 = panel.at(hardware=specs.H200_SXM.name, batch=1).numbers
+h100 = panel.at(hardware=hw.name, batch=1).numbers
 answer(f"""
 The ceiling **rises**, from {h100['decode_b1_tok_s']:.0f} to {h200['decode_b1_tok_s']:.0f} tok/s,
 by exactly the bandwidth ratio ({specs.H200_SXM.mem_bw_bytes_per_s / hw.mem_bw_bytes_per_s:.2f}x).
@@ -453,9 +460,9 @@ peak compute used rises only from {h100['decode_b1_pct_of_peak']:.2f}% to
 {h200['decode_b1_pct_of_peak']:.2f}%.
 """, title="Worked answer 4")
 
-# %% tags=["remove-input"]
-_ = panel.reset()  # each answer starts from the chapter's setting
-s70 = panel.update(model=m70.name, batch=1).numbers
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+s70 = panel.at(model=m70.name, batch=1).numbers
 answer(f"""
 The 70B's batch-1 intensity is still {s70['decode_b1_intensity']:.0f} FLOP/B: more parameters
 mean more FLOPs *and* more bytes in the same ratio. Its step would stream
@@ -463,8 +470,6 @@ mean more FLOPs *and* more bytes in the same ratio. Its step would stream
 **{s70['decode_b1_tok_s']:.0f} tok/s**, if the weights fitted on one card; they do not
 ({m70.weight_bytes / hw.mem_bytes:.2f}x its memory), which 17.4 and 17.7 deal with.
 """, title="Worked answer 5")
-_ = panel.reset()
-
 # %% [markdown]
 # Next: [17.3 Prefill vs decode](17_03_prefill_vs_decode.ipynb).
 #

@@ -68,7 +68,8 @@ print(f"decode, {G} tokens: {budget['decode_s'] / units.ms:,.0f} ms; total {budg
       f"decode share {100 * budget['decode_share']:.0f}%, prefill share "
       f"{100 * budget['prefill_share']:.0f}%")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 md(f"""
 Almost all of the wall clock ({100 * budget['decode_share']:.0f}%) belongs to the phase that,
 at batch 1, uses well under one percent of the card's arithmetic (17.2). A shorter prompt can
@@ -76,7 +77,8 @@ only win back the remaining {100 * budget['prefill_share']:.0f}%; the latency le
 (17.10) act on decode.
 """)
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 exact = calc.request_budget(ttft_s, G - 1, itl_s)
 md(f"""
 > **Approximation: G or G - 1 intervals?** The budget above multiplies the step by all $G$
@@ -226,7 +228,8 @@ for rate in (1.0, 4.0, 8.0):
 # (`calc.decode_batch_for_step`). `calc.prefill_readings` and `calc.head_of_line_readings`
 # compute the readings side by side.
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 budget_controls = {c.name: c for c in widgets.RequestBudgetPanel.controls}
 hol_controls = {c.name: c for c in widgets.HeadOfLinePanel.controls}
 b_lo, b_hi = budget_controls["prompt_tokens"].min, budget_controls["prompt_tokens"].max
@@ -249,7 +252,8 @@ md(f"""
 |---|---|---|---|---|
 """ + "\n".join(ttft_rows))
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 stall = {length: calc.head_of_line_readings(m8, hw, length, ch17.SMOOTH_ITL_S)
          for length in (h_lo, ch17.LONG_CONTEXT_TOKENS, h_hi)}
 labels = {h_lo: "explorer 2's shortest", ch17.LONG_CONTEXT_TOKENS: "the chapter's long prompt",
@@ -269,7 +273,8 @@ ITL in steps:
     f"({r['fused_over_step']:.1f}x, {r['fused_bound']}) | "
     f"{r['fused_s'] / r['chapter_s']:.2f}x |" for length, r in stall.items()))
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 tiny_prompt = calc.prefill_readings(m8, hw, b_lo)
 at_ch = calc.prefill_readings(m8, hw, ch17.PROMPT_TOKENS)
 s8k, s_max = stall[ch17.LONG_CONTEXT_TOKENS], stall[h_hi]
@@ -310,7 +315,7 @@ budget_panel = widgets.RequestBudgetPanel()
 budget_panel.show()
 
 # %%
-print({k: round(v, 3) for k, v in budget_panel.update().numbers.items()})
+print({k: round(v, 3) for k, v in budget_panel.at().numbers.items()})
 
 # %% [markdown]
 # ## Explorer 2: head-of-line blocking, simulated
@@ -324,7 +329,7 @@ hol_panel = widgets.HeadOfLinePanel()
 hol_panel.show()
 
 # %%
-print({k: round(v, 2) for k, v in hol_panel.update().numbers.items()})
+print({k: round(v, 2) for k, v in hol_panel.at().numbers.items()})
 
 # %% [markdown]
 # ## Explorer 3: TTFT and ITL percentiles against the targets
@@ -341,7 +346,7 @@ slo_panel = widgets.SLOPanel()
 slo_panel.show()
 
 # %%
-slo_numbers = slo_panel.update().numbers
+slo_numbers = slo_panel.at().numbers
 print({k: (v if isinstance(v, (bool, int)) else round(v, 2)) for k, v in slo_numbers.items()})
 
 # %% [markdown]
@@ -358,8 +363,9 @@ print({k: (v if isinstance(v, (bool, int)) else round(v, 2)) for k, v in slo_num
 # 5. At the rate where ITL p99 fails, switch to chunked prefill. Which percentile improves,
 #    which one gets worse, and why?
 
-# %% tags=["remove-input"]
-short = budget_panel.update(output_tokens=20).numbers
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+short = budget_panel.at(output_tokens=20).numbers
 answer(f"""
 With 20 output tokens the decode part is 20 × 6 ms = {short['decode_ms']:.0f} ms against a TTFT
 of {short['ttft_ms']:.0f} ms, so prefill is **{short['prefill_share_pct']:.0f}%** of the request
@@ -367,13 +373,12 @@ of {short['ttft_ms']:.0f} ms, so prefill is **{short['prefill_share_pct']:.0f}%*
 a shorter prompt, a cached shared prefix (8.3), or faster prefill (a higher MFU, or more GPUs on
 it).
 """, title="Worked answer 1")
-_ = budget_panel.reset()
-
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 step = ch17.SMOOTH_ITL_S
 # the stall is linear in n: 10 steps of compute at 50% of peak
 n10 = 10 * step * ch17.PREFILL_EFFICIENCY * hw.peak_flops_per_s / (2 * m8.n_params)
-near = hol_panel.update(prompt_tokens=int(round(n10 / 256)) * 256).numbers
+near = hol_panel.at(prompt_tokens=int(round(n10 / 256)) * 256).numbers
 answer(f"""
 The stall is linear in the prompt: $t_\\text{{stall}} = 2Nn/(0.5\\pi)$, so ten 6 ms steps need
 $n = 10 \\times 6\\,\\text{{ms}} \\times 0.5\\pi / 2N$ = **{n10:,.0f} tokens**. On the slider (steps
@@ -381,11 +386,10 @@ of 256) the nearest setting, {int(round(n10 / 256)) * 256:,} tokens, reads a sta
 {near['stall_ms']:.0f} ms = {near['worst_itl_over_step']:.1f} steps. A prompt under two thousand
 tokens already freezes the streams for ten steps, so a 2,048-token prompt does too.
 """, title="Worked answer 2")
-_ = hol_panel.reset()
-
-# %% tags=["remove-input"]
-half = hol_panel.update().numbers
-full = hol_panel.update(efficiency_pct=100).numbers
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+half = hol_panel.at().numbers
+full = hol_panel.at(efficiency_pct=100).numbers
 answer(f"""
 The stall halves, from {half['stall_ms']:.0f} ms to {full['stall_ms']:.0f} ms
 ({full['worst_itl_over_step']:.0f} steps instead of {half['worst_itl_over_step']:.0f}): the
@@ -393,11 +397,10 @@ FLOPs are the same and now run at the full roof. That is still several times a 2
 and no real kernel reaches 100% of peak. Efficiency cannot fix head-of-line blocking; only
 splitting the prefill (17.6) or moving it elsewhere (17.8) can.
 """, title="Worked answer 3")
-_ = hol_panel.reset()
-
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 rates = [float(r) for r in range(1, 13)]
-runs = {r: slo_panel.update(rate_per_s=r).numbers for r in rates}
+runs = {r: slo_panel.at(rate_per_s=r).numbers for r in rates}
 first_itl = next((r for r in rates if not runs[r]["itl_ok"]), None)
 first_ttft = next((r for r in rates if not runs[r]["ttft_ok"]), None)
 ttft_note = (f"TTFT p90 only crosses 500 ms at {first_ttft:g} req/s" if first_ttft else
@@ -412,11 +415,12 @@ intervals contain one, the p99 *is* a stall. TTFT degrades more gently, through 
 the card nears its prefill capacity.
 """, title="Worked answer 4")
 
-# %% tags=["remove-input"]
-whole = slo_panel.update(rate_per_s=first_itl, policy="continuous").numbers
-chunked = slo_panel.update(rate_per_s=first_itl, policy="chunked").numbers
-busy_whole = slo_panel.update(rate_per_s=8.0, policy="continuous").numbers
-busy_chunked = slo_panel.update(rate_per_s=8.0, policy="chunked").numbers
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+whole = slo_panel.at(rate_per_s=first_itl, policy="continuous").numbers
+chunked = slo_panel.at(rate_per_s=first_itl, policy="chunked").numbers
+busy_whole = slo_panel.at(rate_per_s=8.0, policy="continuous").numbers
+busy_chunked = slo_panel.at(rate_per_s=8.0, policy="chunked").numbers
 answer(f"""
 At {first_itl:g} req/s, cutting each prefill into 512-token pieces takes ITL p99 from
 {whole['itl_p99_ms']:.1f} ms to **{chunked['itl_p99_ms']:.1f} ms**
@@ -429,8 +433,6 @@ intervals now carry a piece of someone's prefill, while p99 falls from
 {busy_whole['itl_p99_ms']:.0f} to {busy_chunked['itl_p99_ms']:.0f} ms. Chunking moves the pain
 from the tail into the middle of the distribution; 17.6 studies that trade.
 """, title="Worked answer 5")
-_ = slo_panel.reset()
-
 # %% [markdown]
 # Next: [17.4 KV sizing](17_04_kv_sizing.ipynb).
 #

@@ -117,7 +117,8 @@ print(f"free for KV       {cap8['free_kv_bytes'] / units.GB:.0f} GB")
 print(f"max concurrent    {cap8['max_sequences']} sequences")
 print(f"batch that reaches the ridge (17.2): ~{calc.ridge_point(hw) / calc.decode_intensity(m8):.0f}")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 ridge_batch = calc.ridge_point(hw) / calc.decode_intensity(m8)
 md(f"""
 Even with every byte packed, the card holds {cap8['max_sequences']} worst-case 8K sequences,
@@ -145,7 +146,8 @@ for r in variants:
           f"{r['reduction_vs_mha']:>6.0f}x")
 plots.attention_variants_figure(variants).show()
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 by_design = {r["attention"]: r for r in variants}
 mha, gqa_row = by_design["MHA"], by_design["GQA"]
 cache = ch17.CACHE_BYTES
@@ -190,7 +192,8 @@ for L in (1_000, 10_000, 100_000):
 cross = calc.kv_weight_crossover_tokens(m8)
 print(f"the cache costs as much bandwidth as the weights at {cross:,.0f} tokens")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 entries = {e.id: e for e in ledger.by_section("17.4")}
 ten = calc.decode_vs_context(m8, hw, 10_000)
 ch00 = entries["17.4/ch00-cache-only-ceiling"]
@@ -239,7 +242,8 @@ plots.context_step_figure(contexts, rows, weight_bytes=m8.streamed_weight_bytes,
 # The batch below is 17.5's: the chapter's worst-case count of sequences, each holding a
 # 600-token chat (`calc.long_context_in_batch`).
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 chat_batch = calc.paged_batch_gain(m8, hw, block_tokens=1)["naive"]["batch"]
 kv_controls = {c.name: c for c in widgets.KVSizingPanel.controls}
 ctx_lo, ctx_hi = kv_controls["context_tokens"].min, kv_controls["context_tokens"].max
@@ -265,7 +269,8 @@ plots.context_step_figure(
     title="One long context, alone and inside a batch (17 §4, fuller)",
 ).update_layout(height=540).show()
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 base_step = shared[1_000]["batch_step_s"]
 at_cross, at_top, at_10k = shared[round(cross)], shared[ctx_hi], shared[10_000]
 md(f"""
@@ -290,7 +295,8 @@ md(f"""
 # holds $\lceil L/16 \rceil \times 16$ tokens (`calc.block_rounded_capacity`; the explorer's
 # dotted curve).
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 block_rows = []
 for model, tp in ((m8, 1), (m70, ch17.TP)):
     for L in (ctx_lo, 1_000, ch17.LONG_CONTEXT_TOKENS, ctx_hi):
@@ -338,13 +344,11 @@ panel.show()
 
 # %%
 for setting in ({}, {"model": m8.name, "tp": 1}):
-    numbers = panel.update(**setting).numbers
+    numbers = panel.at(**setting).numbers
     print(setting or "chapter's setting (70B, TP = 4)",
           {k: round(numbers[k], 3) for k in ("kv_per_token_KB", "kv_per_sequence_GB",
                                              "weights_per_gpu_GB", "free_kv_per_gpu_GB",
                                              "free_kv_total_GB", "max_sequences")})
-_ = panel.reset()
-
 # %% [markdown]
 # ## Try this
 #
@@ -361,11 +365,12 @@ _ = panel.reset()
 #    context where its cache equals its weights is longer or shorter, then select it in the
 #    explorer and read `kv_equals_weights_tokens`.
 
-# %% tags=["remove-input"]
-bf = panel.update().numbers
-fp8 = panel.update(kv_bytes=1.0).numbers
-tp8_bf = panel.update(kv_bytes=2.0, tp=8).numbers
-tp8_fp8 = panel.update(kv_bytes=1.0, tp=8).numbers
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+bf = panel.at().numbers
+fp8 = panel.at(kv_bytes=1.0).numbers
+tp8_bf = panel.at(kv_bytes=2.0, tp=8).numbers
+tp8_fp8 = panel.at(kv_bytes=1.0, tp=8).numbers
 doubled = 2 * bf["max_sequences"]
 how = ("exactly twice" if fp8["max_sequences"] == doubled else
        "a little more than twice" if fp8["max_sequences"] > doubled else "a little less than twice")
@@ -384,8 +389,9 @@ weights and eight reserves. The count becomes {tp8_bf['max_sequences']} (BF16) o
 many bytes it needs.
 """, title="Worked answer 1")
 
-# %% tags=["remove-input"]
-long8 = panel.update(model=m8.name, tp=1, kv_bytes=2.0,
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+long8 = panel.at(model=m8.name, tp=1, kv_bytes=2.0,
                      context_tokens=ch17.LONGEST_CONTEXT_TOKENS).numbers
 answer(f"""
 One 128,000-token sequence of the 8B needs {long8['kv_per_sequence_GB']:.1f} GB, so the
@@ -395,7 +401,8 @@ step reads more cache than weights, so 17.2's batching lever is practically gone
 full after a handful of requests.
 """, title="Worked answer 2")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 h200 = specs.H200_SXM
 on_h200 = calc.tp_kv_capacity(m70, h200, tp=1)
 tp2_h200 = calc.tp_kv_capacity(m70, h200, tp=2)
@@ -410,7 +417,8 @@ alone squeeze in, but with the 4 GB runtime reserve the card is
 8,000 tokens; four H100s leave {tp4['free_kv_bytes'] / units.GB:.0f} GB.
 """, title="Worked answer 3")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 answer(f"""
 $\\lfloor {cache / units.GB:.0f} / {gqa_row['kv_bytes_per_sequence'] / units.GB:.3f} \\rfloor$ =
 **{int(cache // gqa_row['kv_bytes_per_sequence'])}**, against
@@ -422,7 +430,8 @@ left over, which is room for
 {gqa_row['sequences'] - 8 * mha['sequences']} comes from there.
 """, title="Worked answer 4")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 q = specs.QWEN3_8B
 cross_q = calc.kv_weight_crossover_tokens(q)
 answer(f"""
@@ -434,8 +443,6 @@ Qwen3-8B's cache is bigger per token ({calc.kv_bytes_per_token(q) / units.KiB:.0
 The crossover is weights over KV bytes per token, so it is
 **{'shorter' if cross_q < cross else 'longer'}**: {cross_q:,.0f} tokens against {cross:,.0f}.
 """, title="Worked answer 5")
-_ = panel.reset()
-
 # %% [markdown]
 # Next: [17.5 PagedAttention](17_05_paged_attention.ipynb).
 #

@@ -173,7 +173,8 @@ for label, row in (("naive", gain["naive"]), ("paged", gain["paged"]),
           f"{row['step_s'] / units.ms:4.1f} ms -> {row['tokens_per_s']:7,.0f} tok/s")
 print(f"batch x{gain['batch_gain']:.1f}, throughput x{gain['throughput_gain']:.1f}")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 max_len = calc.paged_batch_gain(m8, hw, block_tokens=1, reservation_tokens=ch17.MAX_LEN_TOKENS)
 naive_e = {e.id: e for e in ledger.by_section("17.5")}["17.5/naive-batch"]
 readings = "\n".join("> " + line
@@ -193,7 +194,8 @@ md(f"""
 > (`calc.paged_batch_gain(..., reservation_tokens=...)` takes either).
 """)
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 ledger_ids = {e.id: e for e in ledger.by_section("17.5")}
 md(f"""
 {gain['batch_gain']:.1f} times the batch buys {gain['throughput_gain']:.1f} times the throughput, not
@@ -223,7 +225,8 @@ per second.
 # Below, the reading that scales the contiguous system's throughput with its batch beside the
 # step formula, at the chapter's batches and beyond (`calc.decode_throughput_ceiling`).
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 naive_b, paged_b = gain["naive"]["batch"], gain["paged"]["batch"]
 per_seq = gain["naive"]["tokens_per_s"] / naive_b
 line_rows = []
@@ -240,7 +243,8 @@ md(f"""
 | any | | ceiling $\\beta/(Lk)$ = {top['ceiling_tokens_per_s']:,.0f} | 100% |
 """)
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 ceil = calc.decode_throughput_ceiling(m8, hw, live_tokens=ch17.CHAT_LIVE_TOKENS,
                                       batch=gain["paged"]["batch"])
 naive_share = calc.decode_throughput_ceiling(m8, hw, live_tokens=ch17.CHAT_LIVE_TOKENS,
@@ -290,7 +294,8 @@ md(f"""
 # and throughput cannot pass $0.5\,\pi / (2N + a\,(L+1))$ however large the batch
 # (`calc.decode_roofline_batch`; the explorer's dashed curve).
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 paged_controls = {c.name: c for c in widgets.PagedKVPanel.controls}
 e_lo = paged_controls["decode_efficiency_pct"].min / 100
 live_lo, live_hi = paged_controls["live_tokens"].min, paged_controls["live_tokens"].max
@@ -310,7 +315,8 @@ md("""
 |---|---|---|---|
 """ + "\n".join(step_rows))
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 half = calc.decode_roofline_batch(m8, hw, paged_b, efficiency=ch17.PREFILL_EFFICIENCY)
 naive_half = calc.decode_roofline_batch(m8, hw, naive_b, efficiency=ch17.PREFILL_EFFICIENCY)
 low = calc.decode_roofline_batch(m8, hw, paged_b, efficiency=e_lo)
@@ -366,7 +372,7 @@ panel = widgets.PagedKVPanel()
 panel.show()
 
 # %%
-numbers = panel.update().numbers
+numbers = panel.at().numbers
 for key in ("live_kv_MB", "naive_batch", "paged_batch", "paged_batch_blocks", "naive_step_ms",
             "paged_step_ms", "naive_tok_s", "paged_tok_s", "throughput_gain", "worst_waste_MB"):
     value = numbers[key]
@@ -388,9 +394,10 @@ for key in ("live_kv_MB", "naive_batch", "paged_batch", "paged_batch_blocks", "n
 # 5. **Predict, then move.** Estimate, before computing, the bytes prefix sharing saves for
 #    1,000 users of a 6,000-token system prompt: tens of GB, hundreds, or thousands?
 
-# %% tags=["remove-input"]
-base = panel.update().numbers
-big = panel.update(block_tokens=1024).numbers
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+base = panel.at().numbers
+big = panel.at(block_tokens=1024).numbers
 answer(f"""
 With 1,024-token blocks every 600-token sequence occupies a whole block, so each holds 1,024
 slots: **{big['paged_batch_blocks']}** sequences fit (with 16-token blocks:
@@ -401,8 +408,9 @@ gone: big blocks let internal fragmentation back in. (The live-bytes count,
 {big['paged_batch']}, ignores tails and does not change.)
 """, title="Worked answer 1")
 
-# %% tags=["remove-input"]
-full = panel.update(block_tokens=16, live_tokens=ch17.LONG_CONTEXT_TOKENS).numbers
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+full = panel.at(block_tokens=16, live_tokens=ch17.LONG_CONTEXT_TOKENS).numbers
 answer(f"""
 At 8,000 live tokens per sequence the paged system fits **{full['paged_batch_blocks']}**
 sequences and the contiguous one {full['naive_batch']}: the advantage is gone
@@ -410,9 +418,8 @@ sequences and the contiguous one {full['naive_batch']}: the advantage is gone
 reservations leave empty; when every sequence really uses its maximum, there is nothing to
 recover. Prefix sharing would still help if the prompts had a common start.
 """, title="Worked answer 2")
-_ = panel.reset()
-
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 cap10 = calc.itl_batch_ceiling(m8, hw, 10 * units.ms, ch17.CHAT_LIVE_TOKENS)
 at10 = calc.decode_vs_context(m8, hw, ch17.CHAT_LIVE_TOKENS, batch=cap10)
 answer(f"""
@@ -424,7 +431,8 @@ sequences), so the 10 ms cap gives up
 exchange for an ITL {gain['paged']['step_s'] / (10 * units.ms):.1f} times shorter.
 """, title="Worked answer 3")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 small = widgets.allocator_demo(max_len_tokens=128)
 longest = max(prompt + output for _, prompt, output in widgets.ALLOCATOR_DEMO_SEQUENCES)
 answer(f"""
@@ -437,7 +445,8 @@ requests needs {longest} tokens; one that grew past 128 would have nowhere to go
 contiguous system must reserve for the longest answer it allows.
 """, title="Worked answer 4")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 big_share = calc.prefix_sharing_bytes(m8, 1_000, 6_000)
 answer(f"""
 Naive: 1,000 × 6,000 × {k8:,} B = **{big_share['naive_bytes'] / units.GB:,.0f} GB**, many times

@@ -57,7 +57,8 @@ run, useful = one_batch.slot_steps()
 print(f"the same batch on the companion's scheduler simulator: {run:,} run, {useful:,} useful "
       f"({100 * one_batch.utilization():.2f}%)")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 md(f"""Only {100 * static['utilization']:.0f}% of the slot-steps produce a token: the rest are
 padding, slots kept busy by requests that have already finished. The closed form and the
 simulator agree exactly, because the simulator counts the same slot-steps. The waste has a
@@ -107,7 +108,8 @@ plots.batching_gantt_figure({"static: a group runs until its longest member fini
                              "continuous: a freed slot is refilled at the next step":
                                  trace["continuous"]}).show()
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 speedup = trace["static"].makespan_s / trace["continuous"].makespan_s
 md(f"""Read each row as one slot; a coloured bar is a request occupying it (its letter inside)
 and grey is a slot with nothing to do. The static run shows a staircase of grey after each
@@ -164,7 +166,8 @@ print(f"  {chunk}-token chunks: worst decode ITL {chunked['worst_decode_itl_s'] 
 chunk_panel = widgets.ChunkSizePanel()
 chunk_panel.figure().show()
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 exact_tail = 8000 - (trade["chunks"] - 1) * 512
 md(f"""On the left, the closed form over a range of chunk sizes (lines) with the simulator's
 result at 512 tokens (diamonds). On the right, the gaps between one running request's tokens
@@ -243,7 +246,8 @@ for key, (ch, fu) in pair.items():
     print(f"{label:52} {ch['iteration_s'] / units.ms:9.1f} ms {fu['worst_itl_s'] / units.ms:7.1f} ms"
           f" {100 * ch['ttft_increase']:+12.0f}% {100 * fu['ttft_increase']:+10.0f}%")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 last_full = long_f["iteration_s"][-2] if long_f["chunks"] > 1 else long_f["iteration_s"][-1]
 md(f"""> **Where this model breaks: chunked prefill.** At the chapter's setting the first round is
 > one pass of {512 + batch} tokens, {fused['first_itl_s'] / units.ms:.1f} ms, against the
@@ -287,7 +291,8 @@ md(f"""> **Where this model breaks: chunked prefill.** At the chapter's setting 
 # in a cell is computed from its inputs (the output lengths, the long prompt, the chunk size,
 # the decode step), so passing other inputs rebuilds the table.
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 md(widgets.decision_table_markdown())
 
 # %% [markdown]
@@ -313,7 +318,7 @@ trace_panel = widgets.BatchingTracePanel()
 trace_panel.show()
 
 # %%
-n = trace_panel.update().numbers
+n = trace_panel.at().numbers
 for p in ("static", "continuous"):
     print(f"{p:10}: utilization {n[f'{p}_utilization_pct']:.1f}%, done at "
           f"{n[f'{p}_makespan_s']:.2f} s, mean TTFT {n[f'{p}_mean_ttft_s']:.2f} s")
@@ -330,12 +335,10 @@ chunk_panel.show()
 
 # %%
 for c in (256, 512, 2048):
-    n = chunk_panel.update(chunk_tokens=c).numbers
+    n = chunk_panel.at(chunk_tokens=c).numbers
     print(f"chunk {c:5}: closed form ITL {n['iteration_ms']:.1f} ms, TTFT {n['ttft_ms']:.0f} ms "
           f"(+{n['ttft_increase_pct']:.0f}%); simulated ITL {n['sim_worst_itl_ms']:.1f} ms, "
           f"TTFT {n['sim_ttft_ms']:.0f} ms")
-_ = chunk_panel.reset()
-
 # %% [markdown]
 # ## Try this
 #
@@ -352,9 +355,9 @@ _ = chunk_panel.reset()
 # 5. For a 32,000-token prompt, which is the largest multiple of 32 tokens whose chunks keep the
 #    worst ITL under 30 ms, and what TTFT does the long prompt then pay?
 
-# %% tags=["remove-input"]
-even = trace_panel.update(shortest=450, longest=450).numbers
-_ = trace_panel.reset()
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+even = trace_panel.at(shortest=450, longest=450).numbers
 answer(f"""With every output the same length no slot ever finishes early, so the static
 utilization is {even['static_utilization_pct']:.0f}% (the closed form for the first group:
 {even['first_group_utilization_pct']:.0f}%). Continuous batching has no padding left to remove:
@@ -362,10 +365,10 @@ it finishes at {even['continuous_makespan_s']:.2f} s against {even['static_makes
 for static batching. Its advantage came from the spread of lengths, not from the policy
 itself.""", title="Worked answer 1")
 
-# %% tags=["remove-input"]
-base = trace_panel.update().numbers
-spaced = trace_panel.update(arrival_gap_ms=200).numbers
-_ = trace_panel.reset()
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+base = trace_panel.at().numbers
+spaced = trace_panel.at(arrival_gap_ms=200).numbers
 answer(f"""Both worst cases improve, because TTFT counts from each request's own arrival and
 the late arrivals no longer queue behind everyone from time 0. But static batching gains
 little: {base['static_max_ttft_s']:.2f} s becomes {spaced['static_max_ttft_s']:.2f} s, while
@@ -374,7 +377,8 @@ continuous batching drops from {base['continuous_max_ttft_s']:.2f} s to
 whole group to drain, however early a slot in it became free; under continuous batching it
 waits only until the next slot frees.""", title="Worked answer 2")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 sizes = range(32, 8193, 32)
 # from 512 tokens down: the first chunk size whose closed-form penalty reaches 100%
 doubling = max(c for c in range(32, 513, 32)
@@ -390,7 +394,8 @@ dedicated {at_doubling['dedicated_s'] / units.ms:.0f} ms. The worst ITL it buys 
 with 512-token chunks: the nearer the chunk's time gets to the decode step, the less ITL each
 further cut saves and the more TTFT it costs.""", title="Worked answer 3")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 slow = calc.chunked_prefill_trade(m8, hw, 8000, 512, 30 * units.ms)
 answer(f"""No. The stall without chunking is the prefill plus the step,
 {slow['dedicated_s'] / units.ms:.0f} ms, and with chunking it is the step plus one chunk,
@@ -399,7 +404,8 @@ answer(f"""No. The stall without chunking is the prefill plus the step,
 chunking shrinks is only $T_\\text{{chunk}}$; when the step itself is long, it sets the floor of
 the worst ITL.""", title="Worked answer 4")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 fused_fit = {n_tok: max(c for c in sizes if c <= n_tok and calc.fused_chunked_prefill(
     m8, hw, n_tok, c, decode_batch=batch, decode_context_tokens=live)["worst_itl_s"]
     < 30 * units.ms) for n_tok in (8000, 32_000)}

@@ -98,7 +98,8 @@ print(f"  collectives over PCIe       {pcie['comm_s'] / units.ms:.2f} ms "
 rows = widgets.tp_layout_rows(m70, hw)
 plots.tp_step_figure(rows, selected="TP 4 · NVLink").show()
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 ring_kib = traffic["ring_bytes"] / units.KiB
 md(f"""> **Erratum box: the bytes per token of the TP = 4 step.** The chapter multiplies
 > {traffic['collectives']} collectives by {ring_kib:.0f} "KB" per collective. That
@@ -143,7 +144,8 @@ for e in ledger.by_section("17.7"):
 #
 # `calc.tp_step_fuller` prices a step either way; the TP explorer below has both as dropdowns.
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 tp_controls = {c.name: c for c in widgets.TensorParallelPanel.controls}
 pcie_link = dict(collective_latency_s=ch17.COLLECTIVE_LATENCY_PCIE_S,
                  link_bytes_per_s=ch08.PCIE_GEN5_X16_BYTES_PER_S)
@@ -161,7 +163,8 @@ for g, link, kw in layouts:
 md("A 70B decode step at batch 1, four ways (the first column is the chapter's model):\n\n"
    + "\n".join(lines))
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 t_msg = calc.ring_hop_latency_s()
 chap4 = calc.tp_step_fuller(m70, hw, 4, collectives="flat")
 hid4 = calc.tp_step_fuller(m70, hw, 4, collectives="flat", overlap=True)
@@ -267,7 +270,8 @@ plots.pipeline_figure(grid, bubble_curves=curves,
 # stages, `lm_head` on the last) and prices it; the companion's event-by-event pipeline run
 # (`companion.sim.pipeline`) gives the same figures.
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 from companion import models
 from companion.sim import pipeline
 
@@ -292,7 +296,8 @@ md("The 70B's decode stages on an H100 SXM, each stage's time its weights over t
    "(the configuration's exact parameter counts):\n\n" + "\n".join(rows)
    + f"\n\nThe simulated run of S = 4, M = 16 gives a bubble of {100 * check['bubble']:.1f}%.")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 c416, c464, cmax = real[(4, 16)], real[(4, 64)], real[(s_max, m_max)]
 head_layers = cfg70.head_params / (cfg70.layer_params / cfg70.n_layers)
 md(f"""> **Where this model breaks: the pipeline bubble.** The output projection weighs as much
@@ -335,7 +340,8 @@ cands = widgets.placement_candidates(m405)
 plots.placement_figure(cands, hw.mem_bytes - ch17.RUNTIME_RESERVE_BYTES,
                        chosen="TP 8 x PP 2").show()
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 half = calc.pp_stages(m405, 2, 1)["layers_per_stage"]
 md(f"""So the 405B runs as two servers: inside each, 8 GPUs do TP over NVLink (two
 all-reduces per layer); between them, one activation per token crosses the network.
@@ -380,7 +386,7 @@ tp_panel = widgets.TensorParallelPanel()
 tp_panel.show()
 
 # %%
-n = tp_panel.update().numbers
+n = tp_panel.at().numbers
 print(f"read {n['read_ms']:.2f} ms + floor {n['nvlink_latency_ms']:.2f} ms = step "
       f"{n['step_ms']:.2f} ms, {n['tokens_per_s']:.1f} tok/s; NVLink overhead "
       f"{n['nvlink_overhead_pct']:.1f}%, PCIe overhead {n['pcie_overhead_pct']:.1f}%")
@@ -398,11 +404,9 @@ pipe_panel.show()
 
 # %%
 for m in (16, 64):
-    n = pipe_panel.update(microbatches=m).numbers
+    n = pipe_panel.at(microbatches=m).numbers
     print(f"S = 4, M = {m}: {n['slots']} slots, {n['idle_cells']} idle cells, bubble "
           f"{n['bubble_pct']:.1f}%")
-_ = pipe_panel.reset()
-
 # %% [markdown]
 # ## Explorer: where does a model fit?
 #
@@ -416,7 +420,7 @@ place_panel = widgets.PlacementPanel()
 place_panel.show()
 
 # %%
-n = place_panel.update().numbers
+n = place_panel.at().numbers
 print(f"{n['weights_GB']:,.0f} GB -> {n['layout']} ({n['gpus']} GPUs), "
       f"{n['weights_per_gpu_GB']:.1f} GB per GPU, {n['free_per_gpu_GB']:.1f} GB free")
 
@@ -435,10 +439,10 @@ print(f"{n['weights_GB']:,.0f} GB -> {n['layout']} ({n['gpus']} GPUs), "
 # 5. **Predict, then move.** Ask the placement explorer for 20 GB of KV per GPU for the 70B.
 #    Predict the TP degree first, then compare the result with the TP = 4 that 17 §4 uses.
 
-# %% tags=["remove-input"]
-light = tp_panel.update().numbers
-heavy = tp_panel.update(batch=64, context_tokens=8000).numbers
-_ = tp_panel.reset()
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+light = tp_panel.at().numbers
+heavy = tp_panel.at(batch=64, context_tokens=8000).numbers
 answer(f"""Down. With 64 sequences of 8,000 tokens each GPU reads its quarter of the weights
 *and* of a large KV cache, so the read grows from {light['read_ms']:.1f} ms to
 {heavy['read_ms']:.1f} ms, while the {light['collectives']} collectives still cost about the
@@ -447,7 +451,8 @@ tiny on NVLink). The overhead falls from {light['nvlink_overhead_pct']:.1f}% to
 {heavy['nvlink_overhead_pct']:.1f}% of the step: a fixed cost shrinks in relative terms when
 the variable cost grows.""", title="Worked answer 1")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 pc8 = calc.tp_decode_step(m70, hw, 8, collective_latency_s=ch17.COLLECTIVE_LATENCY_PCIE_S,
                           link_bytes_per_s=ch08.PCIE_GEN5_X16_BYTES_PER_S)
 n_coll = calc.tp_allreduce_traffic(m70, 8)["collectives"]
@@ -463,7 +468,8 @@ collective. Below that floor TP = 8 over PCIe is the faster of the two; at the
 wins per token, but it spends almost half of every step on collectives and ties up twice as
 many GPUs as TP = 4 does.""", title="Worked answer 2")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 stages = 8
 need = next(m for m in range(1, 10_000) if calc.pipeline_bubble(stages, m) < 0.05)
 answer(f"""$(S-1)/(M+S-1) < 0.05$ with $S = {stages}$ needs
@@ -474,11 +480,11 @@ slider, which is the point: at 4 sequences per microbatch, {4 * need} sequences 
 flight to keep an 8-stage pipe busy, traffic only a large fleet sees.""",
        title="Worked answer 3")
 
-# %% tags=["remove-input"]
-fp8 = place_panel.update(bytes_per_param=1.0).numbers
-h200 = place_panel.update(bytes_per_param=1.0, gpu_mem_gb=141).numbers
-bf16_h200 = place_panel.update(bytes_per_param=2.0, gpu_mem_gb=141).numbers
-_ = place_panel.reset()
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+fp8 = place_panel.at(bytes_per_param=1.0).numbers
+h200 = place_panel.at(bytes_per_param=1.0, gpu_mem_gb=141).numbers
+bf16_h200 = place_panel.at(bytes_per_param=2.0, gpu_mem_gb=141).numbers
 answer(f"""In FP8 the 405B's weights are {fp8['weights_GB']:,.0f} GB: {fp8['layout']}, i.e.
 {fp8['gpus']} GPUs at {fp8['weights_per_gpu_GB']:.1f} GB each, so one server suffices. On a
 141 GB card the FP8 model needs {h200['layout']} ({h200['gpus']} GPUs,
@@ -486,10 +492,10 @@ answer(f"""In FP8 the 405B's weights are {fp8['weights_GB']:,.0f} GB: {fp8['layo
 {bf16_h200['layout']} ({bf16_h200['gpus']} GPUs). Halving the bytes per weight, or growing the
 card, removes the pipeline stage and with it the bubble.""", title="Worked answer 4")
 
-# %% tags=["remove-input"]
-kv70 = place_panel.update(params_b=m70.n_params / 1e9, min_kv_gb=20).numbers
-no_kv = place_panel.update(min_kv_gb=0.0).numbers
-_ = place_panel.reset()
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+kv70 = place_panel.at(params_b=m70.n_params / 1e9, min_kv_gb=20).numbers
+no_kv = place_panel.at(params_b=m70.n_params / 1e9, min_kv_gb=0.0).numbers
 answer(f"""Without KV room the 70B's smallest layout is {no_kv['layout']}
 ({no_kv['weights_per_gpu_GB']:.1f} GB of weights per GPU). Asking for 20 GB of KV per GPU
 pushes it to {kv70['layout']}: {kv70['weights_per_gpu_GB']:.1f} GB of weights and

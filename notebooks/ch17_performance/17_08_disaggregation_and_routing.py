@@ -75,10 +75,10 @@ widgets.PoolSizingPanel().figure().show()
 diagram = widgets.DisaggregationDiagramPanel()
 diagram.show()
 
-# %% tags=["remove-input"]
-d = diagram.update().numbers
-d8k = diagram.update(mean_prompt_tokens=8000).numbers
-_ = diagram.reset()
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+d = diagram.at().numbers
+d8k = diagram.at(mean_prompt_tokens=8000).numbers
 md(f"""At the chapter's traffic the diagram holds {d['prefill_groups']} prefill and
 {d['decode_groups']} decode groups. Each mean request hands over
 {d['kv_bytes_per_request'] / units.GB:.2f} GB of 70B KV, {d['ship_ms']:.0f} ms over RDMA, and
@@ -119,7 +119,8 @@ and each hop takes {d8k['ship_ms']:.0f} ms.""")
 # wait fits. `calc.prefill_pool_for_ttft` does it, and the
 # companion's pool simulation (`companion.sim.queueing`) checks the formula.
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 from companion.sim import queueing
 from companion.sim.load import nearest_rank_percentile
 
@@ -144,7 +145,8 @@ md("The chapter's prefill pool (100 req/s, 2,000-token prompts, 10,000 tok/s per
      "A queue this busy has long busy spells, so its sample mean settles slowly on the "
      "formula's value.")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 pool_controls = {c.name: c for c in widgets.PoolSizingPanel.controls}
 rate_hi = pool_controls["request_rate"].max
 prompt_hi = pool_controls["mean_prompt_tokens"].max
@@ -239,7 +241,8 @@ exposed = {label: [calc.kv_layered_transfer(m70, hw, c, bw, tp=tp70)["exposed_s"
 plots.kv_transfer_figure(contexts, curves, marks=marks, exposed=exposed,
                          exposed_note="layer by layer, after the prefill").show()
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 rows = ["| context | link | whole, one link (chapter) | over 4 links | layer by layer "
         "| prefill (4 GPUs) |", "|---|---|---|---|---|---|"]
 for ctx in (ch17.MEAN_PROMPT_TOKENS, L, ch17.LONGEST_CONTEXT_TOKENS):
@@ -252,7 +255,8 @@ for ctx in (ch17.MEAN_PROMPT_TOKENS, L, ch17.LONGEST_CONTEXT_TOKENS):
 md("The 70B's KV hop, four ways of reading it (prefill at 50% of peak on 4 GPUs):\n\n"
    + "\n".join(rows))
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 rdma = ch17.RDMA_400G_BYTES_PER_S
 hop8k = calc.kv_layered_transfer(m70, hw, L, rdma, tp=tp70)
 hop_long = calc.kv_layered_transfer(m70, hw, ch17.LONGEST_CONTEXT_TOKENS, rdma, tp=tp70)
@@ -320,7 +324,8 @@ for share in ch17.ROUTER_WARM_SHARES:
     print(f"router landing {100 * share:.0f}% of turn-20 requests warm: mean TTFT "
           f"{mean / units.ms:.0f} ms")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 good, poor = (calc.routed_mean_ttft_s(r["cold_s"], r["warm_s"], s)
               for s in ch17.ROUTER_WARM_SHARES)
 md(f"""Going from a router that lands {100 * ch17.ROUTER_WARM_SHARES[1]:.0f}% of turns on a
@@ -356,7 +361,8 @@ like sticky sessions or a sharded cache.""")
 #   $100\,f_\text{warm}$-th is the warm TTFT, every one above it a full cold prefill
 #   (`calc.routed_ttft_percentile`).
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 full = calc.kv_routing_ttft(m8, hw, 20, attention=True)
 full70 = calc.kv_routing_ttft(m70, hw, 20, attention=True)
 plain70 = calc.kv_routing_ttft(m70, hw, 20)
@@ -374,7 +380,8 @@ for share in ch17.ROUTER_WARM_SHARES:
 md("\n".join(rows) + "\n\nTurn 20 on the 8B as a dashboard would show it (the chapter's "
    "matrix-only times):\n\n" + "\n".join(rows2))
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 route_controls = {c.name: c for c in widgets.KVRoutingPanel.controls}
 t_hi = route_controls["turn"].max
 first_hi = route_controls["first_turn_tokens"].max
@@ -429,7 +436,7 @@ pool_panel = widgets.PoolSizingPanel()
 pool_panel.show()
 
 # %%
-n = pool_panel.update().numbers
+n = pool_panel.at().numbers
 print(f"{n['prefill_groups']} prefill and {n['decode_groups']} decode groups "
       f"(ratio {n['prefill_to_decode']:g} : 1)")
 
@@ -445,7 +452,7 @@ route_panel = widgets.KVRoutingPanel()
 route_panel.show()
 
 # %%
-n = route_panel.update().numbers
+n = route_panel.at().numbers
 print(f"turn 20: cold {n['cold_ms']:.0f} ms, warm {n['warm_ms']:.1f} ms ({n['speedup']:.0f}x); "
       f"mean at 90% warm {n['mean_ms']:.0f} ms, at 30% warm {n['mean_ms_at_30pct']:.0f} ms")
 
@@ -465,12 +472,11 @@ print(f"turn 20: cold {n['cold_ms']:.0f} ms, warm {n['warm_ms']:.1f} ms ({n['spe
 #    of one H100's peak, which it would not fit: read the times as per-GPU work). Will the
 #    cold-to-warm ratio change? Predict, then switch.
 
-# %% tags=["remove-input"]
-base = pool_panel.reset().numbers
-long_docs = pool_panel.update(mean_prompt_tokens=4000).numbers
-_ = pool_panel.reset()
-chatty = pool_panel.update(mean_output_tokens=500).numbers
-_ = pool_panel.reset()
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+base = pool_panel.at().numbers
+long_docs = pool_panel.at(mean_prompt_tokens=4000).numbers
+chatty = pool_panel.at(mean_output_tokens=500).numbers
 answer(f"""Doubling the prompt doubles the prompt demand and only the prefill pool:
 {long_docs['prefill_groups']} prefill and {long_docs['decode_groups']} decode groups, a ratio
 of {long_docs['prefill_to_decode']:g} : 1. Doubling the output leaves prefill alone and
@@ -478,7 +484,8 @@ doubles decode: {chatty['prefill_groups']} and {chatty['decode_groups']}, a rati
 {chatty['prefill_to_decode']:g} : 1 (the default is {base['prefill_to_decode']:g} : 1). Each
 pool follows its own token stream.""", title="Worked answer 1")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 rate = next(x for x in range(1, 1000)
             if calc.disaggregated_pools(x, 2000, 250)["decode_groups"] >= 11)
 at = calc.disaggregated_pools(rate, 2000, 250)
@@ -490,7 +497,8 @@ groups, while {rate - 1} req/s ({below['output_tok_per_s']:,.0f} tok/s) still fi
 {below['decode_groups']}. The step line jumps just past the chapter's rate of 100 req/s,
 because 100 req/s fills ten groups exactly.""", title="Worked answer 2")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 ship8 = calc.kv_transfer_s(m8, 8000, ch17.RDMA_400G_BYTES_PER_S)
 ship70 = calc.kv_transfer_s(m70, 8000, ch17.RDMA_400G_BYTES_PER_S)
 prefill8 = calc.prefill_compute_s(m8, hw, 8000)
@@ -501,7 +509,8 @@ prefill itself produces, {prefill8 / units.ms:.0f} ms for this prompt at half of
 adds about {100 * ship8 / prefill8:.0f}% if it is not overlapped with the prefill, less if it
 is sent layer by layer.""", title="Worked answer 3")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 cross = next(t for t in range(1, 200) if calc.kv_routing_ttft(m8, hw, t)["cold_s"] > 0.5)
 at40 = calc.kv_routing_ttft(m8, hw, 40)
 share40 = (at40["cold_s"] - 0.5) / (at40["cold_s"] - at40["warm_s"])
@@ -513,10 +522,10 @@ $f_\\text{{warm}}\\,T_\\text{{warm}} + (1-f_\\text{{warm}})\\,T_\\text{{cold}}$ 
 $f_\\text{{warm}} \\ge (T_\\text{{cold}} - 500\\ \\text{{ms}})/(T_\\text{{cold}} - T_\\text{{warm}})$ =
 {100 * share40:.0f}%.""", title="Worked answer 4")
 
-# %% tags=["remove-input"]
-small = route_panel.reset().numbers
-big = route_panel.update(model=m70.name).numbers
-_ = route_panel.reset()
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+small = route_panel.at().numbers
+big = route_panel.at(model=m70.name).numbers
 answer(f"""It depends on whether attention is counted. In the chapter's model (the solid
 curves) both TTFTs are $2N$ FLOPs per token, so the 70B's are about
 {big['cold_ms'] / small['cold_ms']:.1f}x longer (cold {big['cold_ms']:,.0f} ms, warm

@@ -84,7 +84,8 @@ print(f"  headroom at most 1 / MBU = {dec['headroom']:.2f}x "
 print("prefill, 8B, measured 20,000 prompt tok/s:")
 print(f"  FLOP/s  {pre['flops_per_s']:.3g} -> MFU {100 * pre['mfu']:.1f}%")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 md(f"""The same decode measurement gets two opposite grades. Against bandwidth it is in good
 shape, {100 * dec['mbu']:.0f}% of what the memory system can deliver, while its MFU of
 {100 * dec['mfu']:.2f}% looks alarming and means nothing for this phase. No kernel can make
@@ -117,7 +118,8 @@ ui.figure().show()
 # `calc.utilization_counted` returns both versions; the explorer's diamonds mark the fuller
 # ratios.
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 u_controls = {c.name: c for c in widgets.UtilizationPanel.controls}
 ctx_hi = u_controls["context_tokens"].max
 prompt_lo, prompt_hi = u_controls["prompt_tokens"].min, u_controls["prompt_tokens"].max
@@ -141,7 +143,8 @@ for n in (prompt_lo, ch17.PROMPT_TOKENS, ch17.LONG_CONTEXT_TOKENS, 32_000, promp
 md(f"The 8B at the chapter's measured rates ({ch17.DECODE_TOK_PER_S} tok/s of decode, "
    f"{ch17.PREFILL_TOK_PER_S:,} prompt tok/s of prefill) on an H100 SXM:\n\n" + "\n".join(rows))
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 at8k = calc.utilization_counted(m8, hw, context_tokens=ch17.LONG_CONTEXT_TOKENS, **rates)
 at_hi = calc.utilization_counted(m8, hw, context_tokens=ctx_hi, **rates)
 base = counted[ch17.PROMPT_TOKENS]
@@ -220,7 +223,7 @@ md(f"""> **Where this model breaks: MBU and MFU.** At the chapter's settings the
 
 # %%
 timeline_panel = widgets.KernelTimelinePanel()
-tl = timeline_panel.update().numbers
+tl = timeline_panel.at().numbers
 print(f"8B, batch 1: {tl['kernels']} kernels; eager round {tl['eager_step_ms']:.2f} ms "
       f"({tl['gaps_ms']:.2f} ms of it gaps, {tl['idle_pct']:.0f}%), with CUDA Graphs "
       f"{tl['graph_step_ms']:.2f} ms; roofline memory time {tl['memory_ms']:.2f} ms")
@@ -259,12 +262,12 @@ for graphs in (False, True):
 
 # %%
 sol_panel = widgets.SpeedOfLightPanel()
-sol = sol_panel.update().numbers
+sol = sol_panel.at().numbers
 sol_panel.figure().show()
 
-# %% tags=["remove-input"]
-big = sol_panel.update(batch=512).numbers
-_ = sol_panel.reset()
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+big = sol_panel.at(batch=512).numbers
 md(f"""At batch 1 every projection reads about {sol['gate_up_memory_pct']:.0f}% of peak memory
 throughput and about {sol['gate_up_compute_pct']:.2f}% of peak compute: memory-bound, and
 correctly so. Do not try to "fix" the low compute bar of a decode kernel. The element-wise
@@ -319,18 +322,16 @@ ledger.show("17.9")
 ui.show()
 
 # %%
-n = ui.update().numbers
+n = ui.at().numbers
 print(f"decode MBU {n['decode_mbu_pct']:.1f}%, MFU {n['decode_mfu_pct']:.3f}%, headroom "
       f"{n['headroom']:.2f}x (ceiling {n['ceiling_tok_s']:.0f} tok/s); prefill MFU "
       f"{n['prefill_mfu_pct']:.1f}%")
 naive = calc.paged_batch_gain(m8, hw, block_tokens=1)["naive"]
-n = ui.update(decode_tok_s=round(naive["tokens_per_s"]), batch=naive["batch"],
+n = ui.at(decode_tok_s=round(naive["tokens_per_s"]), batch=naive["batch"],
               context_tokens=ch17.CHAT_LIVE_TOKENS).numbers
 print(f"17 §5's naive batch ({naive['batch']} sequences, {ch17.CHAT_LIVE_TOKENS} live tokens) at "
       f"its computed ceiling of {naive['tokens_per_s']:,.0f} tok/s: MBU "
       f"{n['decode_mbu_pct']:.0f}% (the roof itself), MFU {n['decode_mfu_pct']:.1f}%")
-_ = ui.reset()
-
 # %% [markdown]
 # ## Explorer: the kernel timeline
 #
@@ -363,9 +364,9 @@ sol_panel.show()
 # 5. In the timeline explorer (eager, 8B), from which launch cost on do gaps take more than 1%
 #    of the round at batch 1? And at batch 64 with 8,000 cached tokens per sequence?
 
-# %% tags=["remove-input"]
-seventy = ui.update(model=specs.LLAMA_70B.name, decode_tok_s=150).numbers
-_ = ui.reset()
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+seventy = ui.at(model=specs.LLAMA_70B.name, decode_tok_s=150).numbers
 answer(f"""At batch 1 every token streams all {specs.LLAMA_70B.weight_bytes / units.GB:.0f} GB of
 the 70B's weights, so 150 tok/s would need {seventy['decode_bytes_per_s'] / 1e12:.1f} TB/s:
 an MBU of {seventy['decode_mbu_pct']:.0f}%. The memory roof allows
@@ -373,7 +374,8 @@ an MBU of {seventy['decode_mbu_pct']:.0f}%. The memory roof allows
 model does not even fit one H100, so the rate was measured across several GPUs (divide by
 them), with a larger batch, or with quantized weights.""", title="Worked answer 1")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 probe = calc.decode_utilization(m8, hw, 1000.0, batch=64, context_tokens=8000)
 healthy = 0.7 * 1000.0 / probe["mbu"]
 weights_only = calc.decode_utilization(m8, hw, 1000.0, batch=64, context_tokens=0)
@@ -384,15 +386,16 @@ batch. Ignoring the KV reads (weights only) you would expect {healthy_w:,.0f} to
 {healthy_w / healthy:.0f}x more: at this context the KV cache, not the weights, is what each
 step streams.""", title="Worked answer 2")
 
-# %% tags=["remove-input"]
-h200 = ui.update(hardware=specs.H200_SXM.name).numbers
-_ = ui.reset()
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+h200 = ui.at(hardware=specs.H200_SXM.name).numbers
 answer(f"""The same 146 tok/s on an H200 is only {h200['decode_mbu_pct']:.0f}% MBU, below the
 60-80% band: the bigger bandwidth raises the ceiling to {h200['ceiling_tok_s']:.0f} tok/s,
 so the same rate now leaves {h200['headroom']:.2f}x on the table. A rate is healthy or not
 only relative to the card it runs on.""", title="Worked answer 3")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 attn = calc.attention_flops(m8, 8000)
 mat = calc.matrix_flops(m8, 8000)
 short = calc.roofline_point(calc.prefill_intensity(m8, 128), hw)
@@ -405,10 +408,11 @@ timeline (`nsys`) separates (c) from the rest; `ncu`'s Speed of Light on the big
 multiplies separates a kernel that is slow from a kernel that is fine but waits.""",
        title="Worked answer 4")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 def gap_onset(**kw):
     for half in range(0, 121):                  # 0 to 60 µs, the slider's range
-        n = timeline_panel.update(launch_us=half / 2, **kw).numbers
+        n = timeline_panel.at(launch_us=half / 2, **kw).numbers
         if n["idle_pct"] > 1:
             return half / 2, n
     return None, None
@@ -416,7 +420,6 @@ def gap_onset(**kw):
 
 onset1, n1 = gap_onset()
 onset64, n64 = gap_onset(batch=64, context_tokens=8000)
-_ = timeline_panel.reset()
 answer(f"""Gaps open once launches outrun the kernels on average, so the onset sits near the
 round's GPU time divided by its kernel count. At batch 1 that happens at {onset1:.1f} µs per
 launch ({n1['kernels']} kernels in {n1['gpu_busy_ms']:.2f} ms of GPU work). At batch 64 with

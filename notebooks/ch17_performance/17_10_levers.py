@@ -104,7 +104,8 @@ print(f"simulated over 5,000 seeded rounds: " + ", ".join(f"{p:.3f}" for p in ch
 spec_panel = widgets.SpeculativeLeverPanel()
 spec_panel.figure().show()
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 md(f"""At $\\alpha = {alpha}$ and $m = {k}$ one target pass yields {expected:.2f} tokens on
 average, which is where the chapter's "up to" speed-up for one stream comes from. It is an
 upper bound because the draft model takes time too and the wider pass is not quite free.
@@ -128,7 +129,8 @@ good deal; on a prefill pool that is already compute-bound it is a bad one.""")
 # `calc.quantized_decode_speedup` prices both steps on the roofline (F counts each token's
 # matrices and its attention).
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 contexts = (0, ch17.CHAT_LIVE_TOKENS, ch17.LONG_CONTEXT_TOKENS)
 batches = (1, ch17.BATCH, 256, 1024)
 rows = ["| batch | " + " | ".join(f"{c:,} cached tokens" for c in contexts) + " |",
@@ -145,7 +147,8 @@ md(f"INT8 weights on the 8B, speed-up over BF16 on an H100 SXM (the chapter's mo
    f"{quant[(1, 0)]['chapter_speedup']:g}x everywhere; in brackets the quantized step's "
    f"bound):\n\n" + "\n".join(rows))
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 q_chat = quant[(ch17.BATCH, ch17.CHAT_LIVE_TOKENS)]
 q_long = quant[(ch17.BATCH, ch17.LONG_CONTEXT_TOKENS)]
 q_deep = quant[(1024, 0)]
@@ -178,7 +181,8 @@ md(f"""> **Where this model breaks: quantization.** At the chapter's setting (ba
 # roofline (`calc.speculative_speedup`). Worked answer 2 below already prices a draft token at
 # 10% of a plain step; the explorer's last two sliders set that share and $b$.
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 draft_cost = 0.1                              # worked answer 2's draft cost, assumed
 spec_controls = {c.name: c for c in widgets.SpeculativeLeverPanel.controls}
 cost_hi = spec_controls["draft_cost_pct"].max / 100
@@ -194,7 +198,8 @@ for b in (1, ch17.BATCH, 256, batch_hi):
 md("Speculative decoding on the 8B ($\\alpha$ = 0.7, $m$ = 4, short context), speed-up over "
    "plain decode at the same batch:\n\n" + "\n".join(rows))
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 ridge_b = calc.verification_ridge_batch(m8, hw, ch17.SPEC_DRAFT_LEN)
 md(f"""> **Where this model breaks: speculative decoding.** At batch 1 the wider pass is free,
 > as the chapter says, so a free draft gives its {spec[1][0]['chapter_speedup']:.2f}x. A draft
@@ -240,7 +245,8 @@ curves = {
 }
 plots.lever_speedup_figure(sweep, curves).show()
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 pick = {b: c for b, c in zip(sweep, combo)}
 rows = ["| batch | chapter: 2 x E[X] | product of the priced speed-ups | priced together |",
         "|---|---|---|---|"]
@@ -250,7 +256,8 @@ for b in (1, ch17.BATCH, 256):
 md("INT8 weights and speculative decoding together on the 8B, "
    f"{live} live tokens per sequence, draft at 10% of a step:\n\n" + "\n".join(rows))
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 one, mid = pick[1], pick[ch17.BATCH]
 md(f"""> **Where this model breaks: combining levers.** At batch 1 the two levers do multiply:
 > both passes stay memory-bound and quantization shortens each by the same factor, so the
@@ -322,13 +329,11 @@ ledger.show("17.10")
 spec_panel.show()
 
 # %%
-n = spec_panel.update().numbers
+n = spec_panel.at().numbers
 print(f"alpha 0.7, m 4: {n['expected_tokens']:.2f} expected, {n['simulated_mean']:.3f} simulated")
 for a in (0.5, 0.9):
-    n = spec_panel.update(acceptance=a).numbers
+    n = spec_panel.at(acceptance=a).numbers
     print(f"alpha {a}, m 4: {n['expected_tokens']:.2f} expected")
-_ = spec_panel.reset()
-
 # %% tags=["wide-output"]
 print(widgets.cheat_sheet_text([m8, specs.LLAMA_70B], specs.H200_SXM))
 
@@ -347,7 +352,8 @@ print(widgets.cheat_sheet_text([m8, specs.LLAMA_70B], specs.H200_SXM))
 # 5. Redo the levers table's "does not fit one card" row for TP = 8 instead of 4: the weights
 #    per GPU, and the decode step from 17 §7.
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 def extra(a):
     return calc.speculative_expected_tokens(a, 8) - calc.speculative_expected_tokens(a, 4)
 
@@ -362,7 +368,8 @@ answer(f"""The extra tokens of $m = 8$ over $m = 4$ are $\\alpha^5 + \\alpha^6 +
 {calc.speculative_expected_tokens(lo, 8):.2f} tokens per pass. Below that rate the four extra
 guesses together add less than half a token.""", title="Worked answer 1")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 cost = 0.1
 rate = {m: calc.speculative_expected_tokens(0.7, m) / (1 + cost * m) for m in range(0, 11)}
 best = max(rate, key=rate.get)
@@ -373,7 +380,8 @@ the rate is $\\mathbb{{E}}[X]/(1 + 0.1m)$ tokens per pass-time: {rate[4]:.2f} at
 per unit of time, each extra guess has to pay for its own draft cost, and at
 $\\alpha^m$ small it no longer does.""", title="Worked answer 2")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 int4 = calc.quantization_ceiling(m8, hw, 0.5)
 answer(f"""At half a byte per weight the 8B streams {int4['weight_bytes'] / units.GB:.0f} GB per
 token: {int4['step_s'] / units.ms:.2f} ms, a ceiling of {int4['tokens_per_s']:.0f} tok/s
@@ -382,7 +390,8 @@ FLOP/byte, still about {calc.ridge_point(hw) / int4['intensity_flop_per_byte']:.
 ridge of {calc.ridge_point(hw):.0f}: batch-1 decode stays firmly memory-bound however small the
 weights get.""", title="Worked answer 3")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 h100 = {r["quantity"]: r["value"] for r in calc.cheat_sheet(m8, specs.H100_SXM)}
 h200 = {r["quantity"]: r["value"] for r in calc.cheat_sheet(m8, specs.H200_SXM)}
 same = [q for q in h100 if h100[q] == h200[q]]
@@ -393,7 +402,8 @@ stay put depend only on the model or on the dense peak, which the two cards shar
 {h200['ridge point']:.0f} FLOP/byte) and every memory-bound figure improves; the KV bytes
 per token are fixed by the architecture.""", title="Worked answer 4")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 row4 = next(r for r in calc.levers_table(m8, hw) if "tensor" in r["lever"])
 row8 = next(r for r in calc.levers_table(m8, hw, tp=8) if "tensor" in r["lever"])
 step4 = calc.tp_decode_step(specs.LLAMA_70B, hw, 4)

@@ -222,15 +222,13 @@ batch_panel = widgets.BatchSizePanel()
 batch_panel.show()
 
 # %%
-n = batch_panel.update().numbers
+n = batch_panel.at().numbers
 print(f"caps {n['reserved_cap']} (reserved) / {n['paged_cap']} (paged), ITL ceiling "
       f"{n['itl_ceiling']}: run at {n['run_batch']} ({n['binding']}), step "
       f"{n['run_step_ms']:.1f} ms")
-n = batch_panel.update(itl_target_ms=30).numbers
+n = batch_panel.at(itl_target_ms=30).numbers
 print(f"with a 30 ms ITL target: ceiling {n['itl_ceiling']}, run at {n['run_batch']} "
       f"({n['binding']} binds)")
-_ = batch_panel.reset()
-
 # %% [markdown]
 # ## 8. "Prefill should be compute-bound, so why is our MFU only 30%?"
 #
@@ -269,7 +267,8 @@ ledger.show(ids=["17.9/prefill-mfu", "17.2/prefill-memory-bound-below"],
 #    the batch for 600-token chats on one H100?
 # 5. Question 8: at what prompt length does attention cost as many FLOPs as the matrices?
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 m405_kv = calc.kv_bytes_per_token(m405)
 seq405 = calc.kv_bytes(m405, 8000, block_tokens=1)
 lay405 = calc.parallel_layout(m405, hw)
@@ -282,7 +281,8 @@ answer(f"""Same formula, other shape: {m405_kv:,} B = {m405_kv / units.KiB:.0f} 
 cache shards over both the TP group and the stages, so the pool is the sum).""",
        title="Worked answer 1")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 often = widgets.itl_tail_trace(None)
 rare = widgets.itl_tail_trace(None, long_every_s=2.0)
 answer(f"""With long prompts every 0.4 s: p99 {often['itl_p99_s'] / units.ms:.1f} ms, mean
@@ -294,10 +294,10 @@ hit the same freezes. A dashboard of means (or even p99 over a quiet window) can
 problem that the maximum ITL, or the ITL correlated with prompt arrivals, shows at once.""",
        title="Worked answer 2")
 
-# %% tags=["remove-input"]
-one_gpu = batch_panel.reset().numbers
-two_gpu = batch_panel.update(tp=2).numbers
-_ = batch_panel.reset()
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
+one_gpu = batch_panel.at().numbers
+two_gpu = batch_panel.at(tp=2).numbers
 answer(f"""Both limits move. Each GPU now reads half of the weights and half of each KV cache,
 so the step at a given batch shortens and the ITL ceiling rises from {one_gpu['itl_ceiling']}
 to {two_gpu['itl_ceiling']} sequences. Two cards also hold twice the memory but the weights
@@ -306,7 +306,8 @@ only once, so the paged KV cap grows from {one_gpu['paged_cap']} to {two_gpu['pa
 run goes from {one_gpu['run_batch']} to {two_gpu['run_batch']} ({two_gpu['binding']}
 binds).""", title="Worked answer 3")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 targets = [t / 2 for t in range(14, 201)]            # 7 to 100 ms in 0.5 ms steps
 windows = {t: calc.batch_window(m8, hw, itl_target_s=t * units.ms) for t in targets}
 edge = max(t for t, w in windows.items() if w["binding"] == "ITL target")
@@ -319,7 +320,8 @@ for every target up to that value the ITL limit decides the batch. The chapter's
 chats on one H100 it is the latency target, not memory, that sets the batch.""",
        title="Worked answer 4")
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the worked answer below (unfold it there)
 n_tok = next(n for n in range(1, 1_000_000, 16)
              if calc.attention_flops(m8, n) >= calc.matrix_flops(m8, n))
 answer(f"""Matrix FLOPs grow linearly with the prompt ($2N$ per token) and causal attention

@@ -293,7 +293,8 @@ print(f"attention streams the cache at {kv_fit.bandwidth_bytes_per_s / hw.mem_bw
       f" of the measured bandwidth; the weight read alone would take {weights_s * 1e3:.2f} ms")
 plots.measured_step_vs_bytes(ctx, kv_fit).show()
 
-# %% tags=["nbval-ignore-output", "remove-input"]
+# %% jupyter={"source_hidden": true} tags=["nbval-ignore-output", "remove-input"]
+# computes the numbers in the text below
 problems = ms.fit_problems(kv_fit, ctx.kv_bytes, cache_bytes=info["last_level_cache_bytes"],
                            peak_bytes_per_s=hw.mem_bw_bytes_per_s)
 if problems:
@@ -329,7 +330,8 @@ print(f"reference, batch {ref_ctx.points[0].batch}: KV read 0 to "
 print("checks: " + ("passed" if not ref_problems else "; ".join(ref_problems)))
 plots.measured_step_vs_bytes(ref_ctx, ref_fit).show()
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 share = ref_fit.bandwidth_bytes_per_s / ref_hw.mem_bw_bytes_per_s
 md(f"""
 In the reference run the line explains {ref_fit.r_squared:.0%} of the variation, and the cache
@@ -459,7 +461,8 @@ print(f"free fit: {free.fixed_s * 1e3:.1f} ms + bytes / {free.bandwidth_bytes_pe
 print("checks: " + ("passed" if not (p := ms.fit_problems(
     free, ROUND_READ_BYTES, peak_bytes_per_s=card.mem_bw_bytes_per_s)) else "; ".join(p)))
 
-# %% tags=["remove-input"]
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
 mbus = [calc.mbu(nbytes / t, card) for nbytes, t in zip(ROUND_READ_BYTES, ROUND_MEASURED_S)]
 overheads = [t - nbytes / card.mem_bw_bytes_per_s
              for nbytes, t in zip(ROUND_READ_BYTES, ROUND_MEASURED_S)]
