@@ -75,7 +75,7 @@ def decimal_ladder(lo: int, hi: int) -> tuple:
     return tuple(sorted(stops))
 
 
-# an int slider whose range spans more than this factor gets log-spaced stops (issue 23: a
+# an int slider whose range spans more than this factor gets log-spaced stops (a
 # linear 1-1024 slider jumps from 64 to 1,024 in a short drag)
 LADDER_SPAN = 100
 

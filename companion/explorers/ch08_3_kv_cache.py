@@ -223,7 +223,7 @@ def retention_bars_figure(options, *, title: str = ""):
 # --- 8.3.1 paging explorer ----------------------------------------------------------------------
 
 _SWEEP_BLOCKS = np.arange(1, 33)
-# the four sequences' total tail waste when their lengths land anywhere in a block (issue 24)
+# the four sequences' total tail waste when their lengths land anywhere in a block
 _WASTE_BY_BLOCK = {int(q): calc.tail_waste_distribution(int(q), 4) for q in _SWEEP_BLOCKS}
 
 
@@ -288,7 +288,7 @@ class PagingPanel(Panel):
              "mode": "markers", "name": "this block size", "xaxis": "x3", "yaxis": "y3",
              "marker": {"size": 11, "color": theme.INK}},
             # where the bound of 8.3.1 sits against the waste of lengths that land anywhere
-            # in a block (issue 24: the bound is twice the average)
+            # in a block (the bound is twice the average)
             {"type": "scatter", "x": xs, "y": [w.bound_tokens for w in waste_sweep],
              "mode": "lines", "name": "at most 4 (p - 1): 8.3.1's bound", "xaxis": "x3",
              "yaxis": "y3", "line": {"color": theme.GREY, "dash": "dot"}},
@@ -683,7 +683,7 @@ class RetentionPanel(Panel):
                 8192.0, _PREFIX_STEP_MIB),
         Control("efficiency_pct", "recompute at % of BF16 peak", "float",
                 100 * km.RECOMPUTE_EFFICIENCY, 5.0, 100.0, 0.1),
-        # issue 24: where 8.3.4's pricing stops holding (the chapter's stays the default)
+        # Where 8.3.4's pricing stops holding (the chapter's stays the default)
         Control("pricing", "how T_rec and T_m are priced", "choice", "chapter",
                 options=_RETENTION_PRICING),
         Control("piece_cost_us", "fixed cost per copied KV piece (us)", "float", 0.0, 0.0,

@@ -467,7 +467,7 @@ class CompressedReadPanel(Panel):
                                     "width": 3 if fmt == kv_format else 1.5}})
         net = calc.compressed_read_saving_s(saved[kv_format], beta, conversion_ms * units.ms)
         gross = calc.compressed_read_saving_s(saved[kv_format], beta, 0.0)
-        # issue 24: the same bytes priced by Experiment 8-1's measured rounds (one request at
+        # The same bytes priced by Experiment 8-1's measured rounds (one request at
         # this context), where most of a round does not shrink with the bytes read
         read = m.streamed_weight_bytes + bf16
         measured = calc.read_saving_from_rounds_s(saved[kv_format], read)
@@ -571,7 +571,7 @@ class OffloadPanel(Panel):
             copy_s, round_s, total_s, hidden = 0.0, compute_s, 0.0, True
             tokens_per_s = batch / compute_s
             sweep = [None] * len(_SWEEP_LINK_GB)
-        # issue 24: the round scheduled layer by layer with these buffers (footnote 16's
+        # The round scheduled layer by layer with these buffers (footnote 16's
         # compute per layer), against the bound max(copy, compute) above
         n_layers = m.n_layers
         spread = offload_pipeline.spread_layers(n_layers, layers)
@@ -690,7 +690,7 @@ class CompressTransferPanel(Panel):
         threshold = calc.min_decompress_bytes_per_s(link, r)
         xs = _SWEEP_DECOMP_GB.tolist()
         ys = [calc.compress_then_transfer_s(size, r, link, g * units.GB) / units.ms for g in xs]
-        # issue 24: sent in fine chunks, decompression overlaps the link
+        # Sent in fine chunks, decompression overlaps the link
         piped = compress_transfer_pipelined_s(size, r, link, decompress_gb_per_s * units.GB)
         piped_ys = [compress_transfer_pipelined_s(size, r, link, g * units.GB) / units.ms
                     for g in xs]
@@ -758,7 +758,7 @@ class RetryCostPanel(Panel):
         Control("accuracy_b", "accuracy of B (FP8 KV: 26/32)", "float", ch08.ACCURACY_FP8_KV,
                 0.5, 1.0, 0.005),
         Control("check_s", "checking one answer (s)", "float", 0.0, 0.0, 10.0, 0.1),
-        # issue 24: the same accuracies with part of the failures stuck to fixed tasks
+        # The same accuracies with part of the failures stuck to fixed tasks
         Control("systematic_pct", "failures that stick to fixed tasks (%)", "float", 0.0, 0.0,
                 100.0, 1.0),
         Control("max_attempts", "attempts allowed per task", "int", 3, 1, 10, 1),

@@ -381,7 +381,7 @@ class AdmissionPanel(Panel):
         Control("deadline_s", "deadline (s)", "float", ch08.DEADLINE_S, 1.0, 30.0, 0.1),
         Control("arrival_rate", "arrival rate (requests/s)", "float",
                 ch08.LITTLE_ARRIVAL_RATE_PER_S, 0.0, 32.0, 0.5),
-        # issue 24: requests like this one, admitted one at a time, queueing for each other
+        # Requests like this one, admitted one at a time, queueing for each other
         Control("arrivals", "others like it, served one at a time", "choice", "alone",
                 options=_ARRIVALS),
     )
@@ -475,7 +475,7 @@ class SchemePanel(Panel):
         Control("shared_prefix_tokens", "shared prefix (tokens)", "int",
                 ch08.SHARED_PREFIX_TOKENS, 0, ch08.LONG_PROMPT_TOKENS - 128, 128),
         Control("schemes", "schemes", "choice", "ABCD", options=SCHEME_SETS),
-        # issue 24: D's rounds from its slowest request instead of the mean output per round
+        # D's rounds from its slowest request instead of the mean output per round
         Control("d_rounds", "D's rounds", "choice", "mean", options=_D_ROUNDS),
     )
     main_control = "kv_budget_gib"

@@ -87,7 +87,7 @@ def tp_step_figure(rows, *, selected=None,
     return _fig(traces, dict(layout, height=440), title)
 
 
-# the fuller models' toggles (issue 24): the chapter's setting first
+# the fuller models' toggles: the chapter's setting first
 ALLREDUCE_MODELS = {"flat floor per all-reduce (chapter)": "flat",
                     "ring: 2(p - 1) latency hops": "ring"}
 OVERLAP_MODELS = {"added to the step (chapter)": False,

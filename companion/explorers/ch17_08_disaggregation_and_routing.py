@@ -311,7 +311,7 @@ class KVRoutingPanel(Panel):
 
 # --- §8 the router and the two pools, drawn from the pool-sizing formulas ---------------------
 
-# the fuller model's toggle (issue 24): the chapter's hop first
+# the fuller model's toggle: the chapter's hop first
 KV_HOPS = {"whole cache after the prefill (chapter)": "whole",
            "layer by layer during the prefill": "layered"}
 

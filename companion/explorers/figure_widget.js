@@ -21,7 +21,7 @@
 // them): a step that lands on one swaps that div in, with no plotly.js work at all, and shows
 // the same pixels a redraw would.
 //
-// A drag (issue 26): a full plotly.js redraw takes 25-70 ms, too long for a figure that
+// A drag: a full plotly.js redraw takes 25-70 ms, too long for a figure that
 // follows a hand. When the pointer enters or presses one of the panel's sliders (its element
 // carries the class companion-control-<i>), the view asks the kernel once for that slider's
 // film: the figures of every value it can take, the other controls as they are (a custom

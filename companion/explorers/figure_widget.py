@@ -17,7 +17,7 @@ model-initialisation timeout then leaves it blank or deaf to its sliders.
   only the newest is drawn, so figures that arrive faster than the page draws are dropped,
   not queued. Nothing it needs goes through the anywidget model after its creation, so that
   model's initialisation timeout cannot leave the figure deaf.
-- What a redraw costs in the page (issue 16, measured by ``make bench``): the figure's
+- What a redraw costs in the page (measured by ``make bench``): the figure's
   element is CSS-contained (``layout paint style``), so a redraw does not lay out or paint
   the notebook around it again, and every axis is drawn with ``ticklabeloverflow: "allow"``
   unless the figure says otherwise, which spares plotly.js a measurement of every tick label
@@ -27,7 +27,7 @@ model-initialisation timeout then leaves it blank or deaf to its sliders.
   otherwise the page loads the copy that ``_PlotlyLibrary``, one model per kernel, carries
   (``plotly.offline.get_plotlyjs()``), once per page whatever the number of figures.
 
-- Lookahead (issue 16: a slider step answered without waiting for the kernel). A panel
+- Lookahead (a slider step answered without waiting for the kernel). A panel
   tells the figure which control models it depends on (``follow``) and labels each figure with
   its key, the controls' values as the page's models hold them. After a move, the panel sends
   the figures one step either side of the moved control (``lookahead``); the page keeps those
@@ -37,14 +37,14 @@ model-initialisation timeout then leaves it blank or deaf to its sliders.
   (same digest) is not drawn again. A kept figure is one the kernel computed for exactly those
   values (``compute`` is a pure function of the controls), so what is shown does not change,
   only when.
-- A drag (issue 26: a pointer held on the page). ipywidgets sends a slider's next value only
+- A drag (a pointer held on the page). ipywidgets sends a slider's next value only
   once the kernel is idle again, so while a pointer is held the page draws each figure from
   the kernel in the next animation frame instead of in its message's task: it reads the
   kernel's idle first, and the kernel computes the next value's figure while plotly.js draws
   this one. Nothing is drawn ahead of time until the pointer is let go, and the panel offers
   the neighbours of a value reached by a jump only once the hand has stopped there
   (``Panel.LOOKAHEAD_AFTER_JUMP_S``). ``make bench``'s drag rows measure it.
-- A slider's film (issue 26: a figure that follows a dragging hand). A full plotly.js redraw
+- A slider's film (a figure that follows a dragging hand). A full plotly.js redraw
   takes 25-70 ms, so a drag cannot wait for one per value. When the reader's pointer comes
   over one of the panel's sliders, the page asks (a custom message, ``on_film_request``) for
   the figures of every value that slider can take, the other controls as they are; the panel

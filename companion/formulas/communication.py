@@ -1,5 +1,5 @@
 """Where 17 §7-§8's communication and pipeline arithmetic stops holding: the fuller models the
-notebooks show beside the chapter's (issue 24).
+notebooks show beside the chapter's.
 
 - **Collectives.** 17 §7 charges every tensor-parallel all-reduce one flat floor (5 µs on
   NVLink, 25 µs on PCIe) whatever the TP degree, and adds it to the step. A ring all-reduce over

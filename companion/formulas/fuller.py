@@ -5,7 +5,7 @@ the rates a card reaches, counts 2 FLOPs per parameter and leaves attention out,
 prefill by its compute at 50% of peak whatever the prompt's length, prices a decode step by its
 bytes alone, lets batch 1 stand for a serving batch and one context for every sequence. Each
 function here keeps the chapter's inputs, returns the chapter's number next to the fuller one
-and adds the term the chapter dropped, so that a notebook can show both (issue 24):
+and adds the term the chapter dropped, so that a notebook can show both:
 
   §1  achieved_rates             ridge and memory sweep at the rates 17 §9 measures (MBU, MFU)
   §2  decode_attention_intensity decode FLOPs with attention over each sequence's context

@@ -2,7 +2,7 @@
 are not reproduced here): the levers indexed by symptom with their arithmetic, the mechanism -> lever map, and the
 cheat sheet of headline numbers for any model and card.
 
-Below them, the fuller models 17 §9-§10 leave out (issue 24): MFU and MBU counting the
+Below them, the fuller models 17 §9-§10 leave out: MFU and MBU counting the
 attention FLOPs and KV bytes the chapter's ratios drop (``utilization_counted``), and the two
 levers priced on the roofline at any batch and context instead of at batch 1 with free
 drafting (``quantized_decode_speedup``, ``speculative_speedup``), together
@@ -190,7 +190,7 @@ def cheat_sheet(model: Model, hardware: Hardware, *,
     return [dict(quantity=q, value=val, unit=u, section=s) for q, val, u, s in rows]
 
 
-# --- where the §9-§10 arithmetic stops holding (issue 24: the fuller models) -----------------
+# --- where the §9-§10 arithmetic stops holding (the fuller models) ------------------
 
 @serves("17.9")
 def utilization_counted(model: Model, hardware: Hardware, *, decode_tokens_per_s: float,

@@ -1,6 +1,6 @@
 """Where 8.4's simplified models stop holding: fuller versions beside the chapter's.
 
-The chapter's formulas stay in ``compression``; this module adds what they leave out (issue 24):
+The chapter's formulas stay in ``compression``; this module adds what they leave out:
 
 - 8.4.2 prices the bytes a compressed KV read saves at one effective bandwidth, as if the whole
   decode round were reading. Experiment 8-1's measured rounds (8.6.3) grow far more slowly

@@ -1,7 +1,7 @@
 """Where 8.3's simplified models stop holding: fuller versions beside the chapter's.
 
 The chapter's own formulas stay in ``kv_management``; this module adds what they leave out, so a
-notebook can show both side by side (issue 24):
+notebook can show both side by side:
 
 - 8.3.1 states the tail waste of paging as a bound, at most p - 1 slots per sequence. When
   lengths fall anywhere within a block, the waste is spread evenly over 0..p - 1; a batch's

@@ -1,6 +1,6 @@
 """Where 8.6's simplified models stop holding: fuller versions beside the chapter's.
 
-The chapter's formulas stay in ``serving``; this module adds what they leave out (issue 24):
+The chapter's formulas stay in ``serving``; this module adds what they leave out:
 
 - 8.6.1 reasons about queueing with averages: a request waits only once the arrival rate
   exceeds what the instance can serve. With arrivals at random moments (a Poisson stream) a
