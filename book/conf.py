@@ -17,10 +17,11 @@ project = "LLM inference companion"
 author = "the companion's authors"
 copyright = "the companion's authors, MIT licence"
 
-extensions = ["myst_nb", "companion_book"]
+# autodoc and autosummary write the API reference (book/api.md) from the package's docstrings
+extensions = ["myst_nb", "companion_book", "sphinx.ext.autodoc", "sphinx.ext.autosummary"]
 
 root_doc = "index"
-include_patterns = ["index.md", "notebooks/**.ipynb", "exercises/*.ipynb"]
+include_patterns = ["index.md", "notebooks/**.ipynb", "exercises/*.ipynb", "book/api.md"]
 exclude_patterns = [".venv", ".state", ".git", "build", "artifacts", "solutions", "dashboards",
                     "**/.ipynb_checkpoints"]
 
@@ -43,6 +44,9 @@ myst_enable_extensions = ["dollarmath", "amsmath"]
 nb_render_markdown_format = "myst"
 myst_heading_anchors = 3
 suppress_warnings = ["myst.header"]
+# the API page lists every name on its own page: no stub pages, members in source order
+autosummary_generate = False
+autodoc_member_order = "bysource"
 
 html_theme = "sphinx_book_theme"
 html_title = "LLM inference companion"

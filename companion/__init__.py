@@ -10,4 +10,5 @@ companion has for a section. Importing ``companion`` imports no plotting library
 from companion import specs, units  # noqa: F401  (cheap: no numpy-heavy or plotting imports)
 from companion.sections import where  # noqa: F401  (imports the rest only when called)
 
-__version__ = "0.1.0"
+# the package's version, and pyproject.toml's (it reads this line); CHANGELOG.md says what changed
+__version__ = "0.2.0"

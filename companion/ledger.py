@@ -221,7 +221,16 @@ def _collect(prefixes: frozenset | None = None) -> tuple[Entry, ...]:
 
 
 def entries() -> list[Entry]:
-    """Every entry of both chapters, in section order."""
+    """Every entry of both chapters, in section order.
+
+    Each entry holds the number as the chapter prints it, in the chapter's unit, and the value
+    the companion recomputes in that unit: 2048 tokens of Qwen3-8B's KV are 288 MiB (8.1.2).
+
+    >>> from companion import ledger
+    >>> e = next(e for e in ledger.entries() if e.id == "8.1.2/kv-2048-MiB")
+    >>> e.section, e.printed, e.unit, e.value, e.agrees
+    ('8.1.2', '288', 'MiB', 288.0, True)
+    """
     return list(_collect())
 
 

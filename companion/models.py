@@ -399,6 +399,20 @@ def model_from_hf_config(path_or_dict, *, name: str | None = None,
     (tests/data/reference_counts.json, made by tools/reference_counts.py). An unknown
     model_type, a missing field without a model-type default, or a bad value raises ValueError
     naming it; a size-changing field this reader does not model warns (ConfigFieldWarning).
+
+    Qwen3-8B's public config gives the 8.1.2 byte counts:
+
+    >>> from companion import calc, specs
+    >>> qwen = specs.model_from_hf_config({
+    ...     "model_type": "qwen3", "num_hidden_layers": 36, "num_attention_heads": 32,
+    ...     "num_key_value_heads": 8, "head_dim": 128, "hidden_size": 4096,
+    ...     "intermediate_size": 12288, "vocab_size": 151936, "tie_word_embeddings": False})
+    >>> qwen.weight_bytes, calc.kv_bytes_per_token(qwen)
+    (16381470720.0, 147456)
+    >>> specs.model_from_hf_config({"model_type": "qwen3", "num_hidden_layers": 36})
+    Traceback (most recent call last):
+    ...
+    ValueError: config.json: missing required field 'hidden_size' (model_type 'qwen3')
     """
     cfg, default_name = _read(path_or_dict)
     bpp = v.positive("bytes_per_param", bytes_per_param)

@@ -29,6 +29,7 @@ class Model:
     gives it explicitly.
 
     Optional structure read from a Hugging Face config (all None/empty for a plain shape):
+
     - MoE: ``n_experts`` routed experts per MoE layer, ``experts_per_token`` (top-k),
       ``moe_layers`` layers that route, ``expert_params`` parameters of one routed expert in one
       layer, ``n_shared_experts`` always-on experts (counted in the dense part).
@@ -38,6 +39,14 @@ class Model:
     - Local attention: ``sliding_window`` tokens and ``layer_types`` (one "full_attention" or
       "sliding_attention" per layer; a window without layer types means every layer slides).
     - ``notes``: what a reader should know about the count (defaults applied, parts left out).
+
+    Qwen3-8B's shape and exact parameter count give the chapters' 16,381,470,720 B of BF16
+    weights and 147,456 B of KV per token (8.1.2):
+
+    >>> from companion import calc, specs
+    >>> qwen = specs.Model("Qwen3-8B", 36, 8, 128, 8_190_735_360)
+    >>> qwen.weight_bytes, calc.kv_bytes_per_token(qwen)
+    (16381470720.0, 147456)
     """
 
     name: str
@@ -264,7 +273,16 @@ def _rederive(obj, changes: dict, derived: dict) -> dict:
 
 @dataclass(frozen=True)
 class Hardware:
-    """One accelerator (or one unified-memory machine): capacity, bandwidth, dense peak, links."""
+    """One accelerator (or one unified-memory machine): capacity, bandwidth, dense peak, links.
+
+    Bytes, bytes/s, FLOP/s and watts. The H100 SXM of Chapter 17 (80 GB at 3.35 TB/s, 989 dense
+    BF16 TFLOP/s) has its ridge at about 295 FLOP per byte (17 §2):
+
+    >>> from companion import calc, specs, units
+    >>> h100 = specs.Hardware("H100 SXM", 80 * units.GB, 3.35e12, 989e12)
+    >>> round(calc.ridge_point(h100))
+    295
+    """
 
     name: str
     mem_bytes: float

@@ -42,6 +42,7 @@ def _dense_model(name, *, n_layers, hidden, n_heads, n_kv_heads, head_dim, inter
                  source=source)
 
 
+#: Qwen3-8B in BF16, Chapter 8's running example (8.1.2): 36 layers, 8 KV heads, head dim 128.
 QWEN3_8B = _dense_model(
     "Qwen3-8B", n_layers=ch08.QWEN3_8B_LAYERS, hidden=4096, n_heads=32,
     n_kv_heads=ch08.QWEN3_8B_KV_HEADS, head_dim=ch08.QWEN3_8B_HEAD_DIM,
@@ -50,6 +51,7 @@ QWEN3_8B = _dense_model(
            "8,190,735,360 params = 16,381,470,720 B in BF16, D_w 15,136,811,008 B",
 )
 
+#: Chapter 17's 8B shape (32 layers, 8 KV heads, head dim 128; 8e9 parameters).
 LLAMA_8B = Model(
     "Llama-3-8B shape (Ch. 17)", n_layers=ch17.MODEL_8B_LAYERS, n_kv_heads=ch17.MODEL_KV_HEADS,
     head_dim=ch17.MODEL_HEAD_DIM, n_params=ch17.MODEL_8B_PARAMS, hidden_size=ch17.MODEL_8B_HIDDEN,
@@ -58,6 +60,7 @@ LLAMA_8B = Model(
            "(the chapter rounds the parameter count to 8e9, so weights are 16 GB)",
 )
 
+#: Chapter 17's 70B shape (80 layers, hidden 8192, 8 KV heads, head dim 128; 70e9 parameters).
 LLAMA_70B = Model(
     "Llama-3-70B shape (Ch. 17)", n_layers=ch17.MODEL_70B_LAYERS, n_kv_heads=ch17.MODEL_KV_HEADS,
     head_dim=ch17.MODEL_HEAD_DIM, n_params=ch17.MODEL_70B_PARAMS,
@@ -85,6 +88,7 @@ MODELS = {m.name: m for m in (QWEN3_8B, LLAMA_8B, LLAMA_70B, LLAMA_405B, QWEN3_2
 
 # --- hardware -------------------------------------------------------------------------------
 
+#: Chapter 8's card: 96 GB, 1792 GB/s, 503.8 dense BF16 TFLOP/s, 600 W, PCIe Gen5 x16.
 RTX_PRO_6000 = Hardware(
     "RTX PRO 6000 Blackwell WS", mem_bytes=ch08.RTX_PRO_6000_MEM_BYTES,
     mem_bw_bytes_per_s=ch08.RTX_PRO_6000_BW_BYTES_PER_S,
@@ -94,6 +98,7 @@ RTX_PRO_6000 = Hardware(
            "600 W, PCIe Gen5 x16 (64 GB/s per direction)",
 )
 
+#: Chapter 17's card: 80 GB HBM at 3.35 TB/s, 989 dense BF16 TFLOP/s, 900 GB/s NVLink.
 H100_SXM = Hardware(
     "H100 SXM", mem_bytes=ch17.H100_MEM_BYTES, mem_bw_bytes_per_s=ch17.H100_BW_BYTES_PER_S,
     peak_flops_per_s=ch17.H100_PEAK_FLOPS_PER_S, host_link_bytes_per_s=ch17.H100_PCIE_BYTES_PER_S,

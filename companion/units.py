@@ -58,7 +58,14 @@ def _fmt(x: float, digits: int | None) -> str:
 
 
 def fmt_bytes(n_bytes: float, unit: str = "GiB", digits: int | None = None) -> str:
-    """Format a byte count for display, e.g. ``fmt_bytes(147456, "KiB") -> '144 KiB'``."""
+    """Format a byte count for display in ``unit`` (three significant figures by default).
+
+    >>> from companion import units
+    >>> units.fmt_bytes(147456, "KiB")          # Qwen3-8B's KV per token (8.1.2)
+    '144 KiB'
+    >>> units.fmt_bytes(12 * units.GiB - 864 * units.MiB, "MiB", digits=0)
+    '11,424 MiB'
+    """
     if unit not in BYTE_UNITS:
         raise ValueError(f"unit: {unit!r} is not a byte unit; expected one of {sorted(BYTE_UNITS)}")
     return f"{_fmt(n_bytes / BYTE_UNITS[unit], digits)} {unit}"

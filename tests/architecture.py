@@ -165,6 +165,21 @@ FACADE_FILES = {"calc": "companion/calc.py", "sim": "companion/sim/__init__.py",
                 "plots": "companion/plots.py", "widgets": "companion/widgets.py"}
 READERS = ("notebooks/**/*.py", "exercises/*.py", "solutions/*.py", "dashboards/**/*.py")
 
+# The public API promised to students and instructors (/work/shared/design.md §3): each name on
+# the module students read it from. A façade lists these beside what its readers use;
+# tests/test_public_api.py pins each one with a value the chapters print.
+PROMISED = {
+    "specs": ("Model", "Hardware", "QWEN3_8B", "LLAMA_8B", "LLAMA_70B", "RTX_PRO_6000",
+              "H100_SXM", "model_from_hf_config"),
+    "calc": ("kv_bytes_per_token", "kv_bytes", "max_concurrent", "read_bytes_per_output_token",
+             "kv_crossover_batch", "ridge_point", "attention_pairs", "quantized_bytes",
+             "speculative_expected_tokens", "pipeline_bubble", "static_batch_utilization",
+             "amdahl_speedup", "cache_retention_value"),
+    "sim": ("Request", "RoundTimeModel", "simulate", "Result"),
+    "ledger": ("entries",),
+    "grading": ("params", "check"),
+}
+
 
 def _facade_bindings(tree: ast.Module) -> dict[str, str]:
     """Local name -> façade, for the façades a file imports (``from companion import calc``,
@@ -216,6 +231,12 @@ def reader_names(root: Path = ROOT) -> dict[str, set[str]]:
     return out
 
 
+def facade_names(root: Path = ROOT) -> dict[str, set[str]]:
+    """Façade -> the names it must list: those its readers use and those promised."""
+    used = reader_names(root)
+    return {f: used[f] | set(PROMISED.get(f, ())) for f in FACADE_FILES}
+
+
 def literal_all(tree: ast.Module) -> list[str] | None:
     """The module's ``__all__`` if it is one literal list or tuple of strings, else None."""
     for node in tree.body:
@@ -229,38 +250,111 @@ def literal_all(tree: ast.Module) -> list[str] | None:
     return None
 
 
+def _is_type_checking(node: ast.AST) -> bool:
+    return (isinstance(node, ast.If) and not node.orelse
+            and (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"))
+
+
+def _lazy_homes(node: ast.AST) -> dict[str, list[str]] | None:
+    """``{home: [names]}`` of ``__all__, __getattr__, __dir__ = attach(__name__, {...})`` with
+    a literal dict of string tuples, else None."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Tuple)
+            and [getattr(t, "id", None) for t in node.targets[0].elts]
+            == ["__all__", "__getattr__", "__dir__"]
+            and isinstance(node.value, ast.Call) and getattr(node.value.func, "id", "") == "attach"
+            and len(node.value.args) == 2 and isinstance(node.value.args[1], ast.Dict)):
+        return None
+    homes = {}
+    for key, value in zip(node.value.args[1].keys, node.value.args[1].values):
+        if not (isinstance(key, ast.Constant) and isinstance(value, (ast.Tuple, ast.List))
+                and all(isinstance(e, ast.Constant) and isinstance(e.value, str)
+                        for e in value.elts)):
+            return None
+        homes[key.value] = [e.value for e in value.elts]
+    return homes
+
+
+def facade_listing(tree: ast.Module, rel: str = "") -> tuple[dict, dict, list[str]]:
+    """What a façade's source says: ``(listed, imported, problems)`` where ``listed`` maps each
+    name it exports to its home module and ``imported`` each name it imports (or imports under
+    ``if TYPE_CHECKING:``) to its home. An eager façade imports its names and lists them in a
+    literal ``__all__``; a lazy one (``companion.lazy.attach``) names their homes in a literal
+    dict and repeats the imports under ``TYPE_CHECKING`` for type checkers."""
+    problems: list[str] = []
+    listed: dict[str, str] = {}
+    imported: dict[str, str] = {}
+    literal = literal_all(tree)
+
+    def take_imports(node):
+        if any(a.name == "*" for a in node.names):
+            problems.append(f"{rel}:{node.lineno}: star import")
+        for a in node.names:
+            imported[a.asname or a.name] = node.module
+
+    lazy = False
+    for node in tree.body:
+        homes = _lazy_homes(node)
+        if isinstance(node, ast.ImportFrom) and node.module not in ("__future__", "typing",
+                                                                     "companion.lazy"):
+            take_imports(node)
+        elif isinstance(node, ast.ImportFrom):
+            pass
+        elif _is_type_checking(node):
+            for inner in node.body:
+                if isinstance(inner, ast.ImportFrom):
+                    take_imports(inner)
+                else:
+                    problems.append(f"{rel}:{inner.lineno}: a statement other than imports "
+                                    f"under TYPE_CHECKING")
+        elif homes is not None:
+            lazy = True
+            for home, names in homes.items():
+                for n in names:
+                    listed[n] = home
+        elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+                  or isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "")
+                  == "__all__"):
+            problems.append(f"{rel}:{node.lineno}: a statement other than imports")
+    if not lazy:
+        if literal is None:
+            problems.append(f"{rel}: __all__ is not a literal list of names")
+        else:
+            listed = {n: imported.get(n, "") for n in literal}
+    return listed, imported, problems
+
+
 def facade_problems(root: Path = ROOT) -> list[str]:
-    """What keeps a façade from listing exactly what readers use: an ``__all__`` that is not
-    a literal, a statement other than plain imports, an import it does not list, a listed
-    name no notebook, exercise, solution, dashboard or README reads, a read name it lacks."""
-    used = reader_names(root)
+    """What keeps a façade from listing exactly what readers use plus the promised names: an
+    ``__all__`` that is not a literal, a statement other than imports, an import it does not
+    list (or, lazily, a name whose home differs from its ``TYPE_CHECKING`` import), a listed
+    name no reader uses and nobody was promised, a read or promised name it lacks."""
+    wanted = facade_names(root)
     problems = []
     for f, rel in FACADE_FILES.items():
         tree = ast.parse((root / rel).read_text(encoding="utf-8"))
-        names = literal_all(tree)
-        if names is None:
-            problems.append(f"{rel}: __all__ is not a literal list of names")
+        listed, imported, found = facade_listing(tree, rel)
+        problems += found
+        if not listed and found:
             continue
-        imported = set()
-        for node in tree.body:
-            if isinstance(node, ast.ImportFrom):
-                if any(a.name == "*" for a in node.names):
-                    problems.append(f"{rel}:{node.lineno}: star import")
-                if node.module != "__future__":
-                    imported |= {a.asname or a.name for a in node.names}
-            elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-                      or isinstance(node, ast.Assign) and node.targets[0].id == "__all__"):
-                problems.append(f"{rel}:{node.lineno}: a statement other than imports")
-        listed = set(names)
-        if imported - listed:
-            problems.append(f"{rel}: imports but does not list {sorted(imported - listed)}")
-        if listed - imported:
-            problems.append(f"{rel}: lists but does not import {sorted(listed - imported)}")
-        if listed - used[f]:
-            problems.append(f"{rel}: lists names no reader uses (import them from their topic "
-                            f"module instead): {sorted(listed - used[f])}")
-        if used[f] - listed:
-            problems.append(f"{rel}: readers use {sorted(used[f] - listed)}, which it lacks")
+        if set(imported) - set(listed):
+            problems.append(f"{rel}: imports but does not list "
+                            f"{sorted(set(imported) - set(listed))}")
+        if set(listed) - set(imported):
+            problems.append(f"{rel}: lists but does not import "
+                            f"{sorted(set(listed) - set(imported))}")
+        moved = sorted(n for n, home in listed.items()
+                       if n in imported and home and home != imported[n])
+        if moved:
+            problems.append(f"{rel}: the lazy homes and the TYPE_CHECKING imports disagree on "
+                            f"{moved}")
+        if set(listed) - wanted[f]:
+            problems.append(f"{rel}: lists names no reader uses and nobody was promised "
+                            f"(import them from their topic module instead): "
+                            f"{sorted(set(listed) - wanted[f])}")
+        if wanted[f] - set(listed):
+            problems.append(f"{rel}: readers use or were promised "
+                            f"{sorted(wanted[f] - set(listed))}, which it lacks")
     return problems
 
 

@@ -42,9 +42,55 @@ def test_no_module_is_over_a_thousand_lines():
     assert not too_long, f"split these modules by topic: {too_long}"
 
 
-def test_facades_list_what_readers_use():
+def test_facades_list_what_readers_use_and_what_was_promised():
     problems = arch.facade_problems()
     assert not problems, "; ".join(problems)
+
+
+def test_a_facade_exports_at_run_time_what_its_source_lists():
+    import ast
+    import importlib
+    for f, rel in arch.FACADE_FILES.items():
+        listed, _, _ = arch.facade_listing(ast.parse((arch.ROOT / rel).read_text()), rel)
+        module = importlib.import_module(f"companion.{f}")
+        assert sorted(module.__all__) == sorted(listed), f
+        # an eager façade's dir() also shows its ``from __future__ import annotations``
+        public = {n for n in dir(module) if not n.startswith("_")} - {"annotations"}
+        submodules = {n for n in public if (arch.ROOT / "companion" / f / f"{n}.py").exists()}
+        assert public - submodules == set(module.__all__), f
+
+
+_LAZY = """
+from __future__ import annotations
+from typing import TYPE_CHECKING
+from companion.lazy import attach
+if TYPE_CHECKING:
+    from companion.formulas.core import (kv_bytes, ridge_point)
+    from companion.formulas.batching import ttft_s
+__all__, __getattr__, __dir__ = attach(__name__, {
+    "companion.formulas.core": ("kv_bytes", "ttft_s"),
+    "companion.formulas.batching": ("ridge_point",),
+})
+"""
+
+
+def test_the_facade_check_reads_a_lazy_facade_and_sees_its_lists_disagree():
+    import ast
+    listed, imported, problems = arch.facade_listing(ast.parse(_LAZY), "x.py")
+    assert problems == []
+    assert listed == {"kv_bytes": "companion.formulas.core", "ttft_s": "companion.formulas.core",
+                      "ridge_point": "companion.formulas.batching"}
+    assert imported["ttft_s"] == "companion.formulas.batching"
+    # a statement that is neither an import nor the lazy table is refused
+    _, _, problems = arch.facade_listing(ast.parse(_LAZY + "x = 1\n"), "x.py")
+    assert problems == ["x.py:12: a statement other than imports"]
+
+
+def test_every_promised_name_exists_where_it_was_promised():
+    import importlib
+    for module, names in arch.PROMISED.items():
+        m = importlib.import_module(f"companion.{module}")
+        assert [n for n in names if not hasattr(m, n)] == [], module
 
 
 def test_reader_names_sees_only_the_facade_binding():

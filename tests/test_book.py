@@ -21,13 +21,16 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").rglob("*.ipynb")
                    if ".ipynb_checkpoints" not in p.parts)
 STORED = NOTEBOOKS + sorted((ROOT / "dashboards").glob("*.ipynb"))
+# pages that are not notebooks: the API reference, written by autodoc from the docstrings
+REFERENCE_PAGES = {"book/api"}
 
 
 def toctree_entries() -> list[str]:
     """Every document the front page's toctrees name, globs expanded over the notebooks."""
     text = (ROOT / "index.md").read_text()
     docs = [p.relative_to(ROOT).with_suffix("").as_posix()
-            for p in NOTEBOOKS + sorted((ROOT / "exercises").glob("*.ipynb"))]
+            for p in NOTEBOOKS + sorted((ROOT / "exercises").glob("*.ipynb"))] + sorted(
+        REFERENCE_PAGES)
     entries = []
     for block in re.findall(r"```\{toctree\}\n(.*?)```", text, re.S):
         for line in block.splitlines():
@@ -43,8 +46,18 @@ def test_every_notebook_and_exercise_is_a_page_and_no_solution_is():
     assert len(entries) == len(set(entries)), "a page is listed twice"
     wanted = {p.relative_to(ROOT).with_suffix("").as_posix()
               for p in NOTEBOOKS + sorted((ROOT / "exercises").glob("*.ipynb"))}
-    assert set(entries) == wanted
+    assert set(entries) == wanted | REFERENCE_PAGES
     assert not any(e.startswith("solutions/") for e in entries)
+
+
+def test_the_api_page_documents_each_module_and_lists_every_promised_name():
+    from tests.architecture import PROMISED
+
+    page = (ROOT / "book" / "api.md").read_text()
+    for module in ("calc", "sim", "specs", "units", "grading", "ledger"):
+        assert re.search(rf"^\.\. automodule:: companion\.{module}$", page, re.M), module
+    listed = set(re.findall(r"^   companion\.(\w+\.\w+)$", page, re.M))
+    assert listed == {f"{m}.{n}" for m, names in PROMISED.items() for n in names}
 
 
 def test_book_config_builds_from_stored_outputs_only():

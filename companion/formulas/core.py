@@ -45,6 +45,14 @@ def kv_bytes_per_token(model: Model, bytes_per_value: float = 2) -> int:
     sliding-window layers holds this per token only while the context fits the window; see
     ``kv_bytes_at_context``. A fractional bytes_per_value (q8_0 is 34/32) gives a float when
     the product is not whole.
+
+    >>> from companion import calc, specs, units
+    >>> calc.kv_bytes_per_token(specs.QWEN3_8B)
+    147456
+    >>> calc.kv_bytes_per_token(specs.QWEN3_8B) / units.KiB
+    144.0
+    >>> calc.kv_bytes_per_token(specs.LLAMA_70B)
+    327680
     """
     m = _model(model)
     b = v.positive("bytes_per_value", bytes_per_value)
@@ -74,6 +82,12 @@ def kv_bytes(model: Model, tokens: int, *, block_tokens: int = 16, bytes_per_val
 
     2048 tokens of Qwen3-8B: 288 MiB; 2304 (= 2048 + 255 rounded to 16): 324 MiB (8.1.2).
     Sliding-window layers keep at most W - 1 tokens (see ``kv_bytes_at_context``).
+
+    >>> from companion import calc, specs, units
+    >>> calc.kv_bytes(specs.QWEN3_8B, 2048) / units.MiB
+    288.0
+    >>> calc.kv_bytes(specs.QWEN3_8B, 2048 + 255) / units.MiB   # 2303 tokens fill 144 blocks
+    324.0
     """
     m = _model(model)
     held = _held_token_layers(m, v.tokens("tokens", tokens), block_tokens)
@@ -115,6 +129,13 @@ def max_concurrent(kv_budget_bytes: float, model: Model, prompt_tokens: int, out
     Independent: floor(budget / kv_bytes(prompt + output - 1)), e.g. floor(12288 / 324) = 37
     short and floor(12288 / 1188) = 10 long requests in 12 GiB (8.1.2). With a shared prefix
     stored once: floor((budget - prefix) / private), e.g. (12288 - 864) / 324 -> 35 (8.3.2).
+
+    >>> from companion import calc, specs, units
+    >>> calc.max_concurrent(12 * units.GiB, specs.QWEN3_8B, 8192, 256)
+    10
+    >>> calc.max_concurrent(12 * units.GiB, specs.QWEN3_8B, 8192, 256,
+    ...                     shared_prefix_tokens=6144)
+    35
     """
     budget = v.nonnegative("kv_budget_bytes", kv_budget_bytes)
     held = held_tokens(prompt_tokens, output_tokens)
@@ -137,7 +158,19 @@ def max_concurrent(kv_budget_bytes: float, model: Model, prompt_tokens: int, out
 @serves("8.2.1")
 def read_bytes_per_output_token(weight_bytes: float, batch: int, context_tokens: int,
                                 kv_bytes_per_token: float) -> float:
-    """Bytes read per output token in one decode round: D_w / b + L k (8.2.1, Figure 8-3)."""
+    """Bytes read per output token in one decode round: D_w / b + L k (8.2.1, Figure 8-3).
+
+    Qwen3-8B at a 2K context reads 14.38 GiB per output token at batch 1 and 0.50 GiB at
+    batch 64 (8.2.1):
+
+    >>> from companion import calc, specs, units
+    >>> d_w = specs.QWEN3_8B.streamed_weight_bytes
+    >>> k = calc.kv_bytes_per_token(specs.QWEN3_8B)
+    >>> round(calc.read_bytes_per_output_token(d_w, 1, 2048, k) / units.GiB, 2)
+    14.38
+    >>> round(calc.read_bytes_per_output_token(d_w, 64, 2048, k) / units.GiB, 2)
+    0.5
+    """
     w = v.positive("weight_bytes", weight_bytes)
     b = v.count("batch", batch)
     L = v.tokens("context_tokens", context_tokens)
@@ -150,6 +183,12 @@ def kv_crossover_batch(weight_bytes: float, context_tokens: int, kv_bytes_per_to
     """Smallest batch whose KV reads reach the shared weight read: b_KV = ceil(D_w / (L k)).
 
     51 at 2K and 13 at 8K for Qwen3-8B (8.2.1).
+
+    >>> from companion import calc, specs
+    >>> d_w = specs.QWEN3_8B.streamed_weight_bytes
+    >>> k = calc.kv_bytes_per_token(specs.QWEN3_8B)
+    >>> calc.kv_crossover_batch(d_w, 2048, k), calc.kv_crossover_batch(d_w, 8192, k)
+    (51, 13)
     """
     w = v.positive("weight_bytes", weight_bytes)
     L = v.tokens("context_tokens", context_tokens, minimum=1)
@@ -160,7 +199,14 @@ def kv_crossover_batch(weight_bytes: float, context_tokens: int, kv_bytes_per_to
 # --- roofline (8.2.1, 17 §1-§2, §9) --------------------------------------------------------
 
 def ridge_point(hardware: Hardware) -> float:
-    """FLOP per byte at which compute and bandwidth roofs meet: peak / bandwidth (295 on H100)."""
+    """FLOP per byte at which compute and bandwidth roofs meet: peak / bandwidth (17 §2).
+
+    989 TFLOP/s over 3.35 TB/s on the H100 SXM: about 295 FLOP per byte.
+
+    >>> from companion import calc, specs
+    >>> round(calc.ridge_point(specs.H100_SXM))
+    295
+    """
     hw = _hardware(hardware)
     return hw.peak_flops_per_s / hw.mem_bw_bytes_per_s
 
@@ -178,6 +224,10 @@ def attention_pairs(new_tokens: int, history_tokens: int) -> int:
     """Causal query-key pairs of c new tokens on h cached ones: c h + c(c+1)/2 (8.2.3).
 
     c = 512: 131,328 pairs at h = 0 and 4,063,488 at h = 7680 (Figure 8-8).
+
+    >>> from companion import calc
+    >>> calc.attention_pairs(512, 0), calc.attention_pairs(512, 7680)
+    (131328, 4063488)
     """
     c = v.tokens("new_tokens", new_tokens)
     h = v.tokens("history_tokens", history_tokens)
@@ -381,7 +431,18 @@ QUANT_FORMATS = {
 
 
 def quantized_bytes(n_values: int, fmt: str) -> int:
-    """Bytes to store ``n_values`` values in ``fmt``; grouped formats round up to whole groups."""
+    """Bytes to store ``n_values`` values in ``fmt``; grouped formats round up to whole groups.
+
+    ceil(n / group) x bytes per group: 32 values take 64 bytes in BF16, 34 in q8_0 (32 one-byte
+    codes and a 2-byte scale) and 18 in q4_0 (8.4.2, Figure 8-23); a Q2_K group of 256 values
+    takes 84 bytes (8.4.1). Formats: ``QUANT_FORMATS``.
+
+    >>> from companion import calc
+    >>> [calc.quantized_bytes(32, f) for f in ("bf16", "q8_0", "q4_0")]
+    [64, 34, 18]
+    >>> calc.quantized_bytes(256, "Q2_K")
+    84
+    """
     n = v.integer("n_values", n_values, minimum=0, what="a whole number of values")
     f = v.choice("fmt", fmt, QUANT_FORMATS)
     group, group_bytes = QUANT_FORMATS[f]
@@ -404,6 +465,14 @@ def speculative_expected_tokens(acceptance, draft_len: int | None = None) -> flo
     With a single acceptance a and draft_len m: 1 + a + ... + a^m (1.33 for a = 1/4, 3.05 for
     a = 3/4 at m = 4, 8.5.2; 2.77 for a = 0.7, k = 4, 17 §10). Or pass the conditional
     acceptances a_1..a_m as a sequence and omit draft_len.
+
+    >>> from companion import calc
+    >>> round(calc.speculative_expected_tokens(0.25, 4), 2)
+    1.33
+    >>> round(calc.speculative_expected_tokens(0.75, 4), 2)
+    3.05
+    >>> round(calc.speculative_expected_tokens(0.7, 4), 2)
+    2.77
     """
     if draft_len is None:
         seq = v.sequence("acceptance", acceptance, min_len=0)
@@ -423,7 +492,12 @@ def speculative_expected_tokens(acceptance, draft_len: int | None = None) -> flo
 
 @serves("17.7")
 def pipeline_bubble(stages: int, microbatches: int) -> float:
-    """Idle fraction of a pipeline: (p - 1) / (m + p - 1) (15.8% at p=4, m=16; 17 §7)."""
+    """Idle fraction of a pipeline: (p - 1) / (m + p - 1) (15.8% at p=4, m=16; 17 §7).
+
+    >>> from companion import calc
+    >>> round(calc.pipeline_bubble(4, 16), 3)
+    0.158
+    """
     p = v.count("stages", stages)
     m = v.count("microbatches", microbatches)
     return (p - 1) / (m + p - 1)
@@ -431,7 +505,14 @@ def pipeline_bubble(stages: int, microbatches: int) -> float:
 
 @serves("17.6")
 def static_batch_utilization(output_lengths) -> float:
-    """Useful fraction of slot-steps in a static batch: sum(lengths) / (n x max) (56%, 17 §6)."""
+    """Useful fraction of slot-steps in a static batch: sum(lengths) / (n x max) (17 §6).
+
+    Eight requests with 100, 200, ..., 800 output tokens: 3,600 / 6,400 = 56%.
+
+    >>> from companion import calc
+    >>> calc.static_batch_utilization([100, 200, 300, 400, 500, 600, 700, 800])
+    0.5625
+    """
     seq = v.sequence("output_lengths", output_lengths)
     lengths = [v.tokens(f"output_lengths[{i}]", x) for i, x in enumerate(seq)]
     longest = max(lengths)
@@ -445,6 +526,10 @@ def amdahl_speedup(fraction: float, factor: float) -> float:
     """Whole-task speedup when a stage taking ``fraction`` of the time runs ``factor`` x faster.
 
     1 / ((1 - f) + f / s): 1.6x for f = 0.5, s = 4 (8.6.3, Figure 8-36).
+
+    >>> from companion import calc
+    >>> calc.amdahl_speedup(0.5, 4), round(calc.amdahl_speedup(0.2, 4), 2)
+    (1.6, 1.18)
     """
     f = v.probability("fraction", fraction)
     s = v.positive("factor", factor)
@@ -454,7 +539,16 @@ def amdahl_speedup(fraction: float, factor: float) -> float:
 @serves("8.3.4")
 def cache_retention_value(hit_prob: float, recompute_s: float, fetch_s: float,
                           maintain_s: float) -> float:
-    """Expected net time saved by keeping a prefix: V_h = p_h (T_r - T_f) - T_m (8.3.4)."""
+    """Expected net time saved by keeping a prefix, in seconds: V_h = p_h (T_r - T_f) - T_m.
+
+    A 2048-token prefix that takes 94.7 ms to recompute, 4.7 ms to fetch and 4.7 ms to keep,
+    reused half the time, saves 40.3 ms on average (8.3.4).
+
+    >>> from companion import calc, units
+    >>> v = calc.cache_retention_value(0.5, 94.7 * units.ms, 4.7 * units.ms, 4.7 * units.ms)
+    >>> round(v / units.ms, 1)
+    40.3
+    """
     p = v.probability("hit_prob", hit_prob)
     tr = v.nonnegative("recompute_s", recompute_s)
     tf = v.nonnegative("fetch_s", fetch_s)

@@ -445,17 +445,19 @@ def scheme_result(scheme: Scheme, *, kv_budget_bytes: float = ch08.KV_BUDGET_BYT
                   prefill_mfu: float | None = None) -> SchemeResult:
     """Memory, time and cost of serving a batch under one scheme (8.6.3, Figure 8-35, Ex. 8-9).
 
-    memory = KV held at the end of generation (prompt + G - 1 tokens in whole 16-token blocks;
-             a shared prefix once) + draft_bytes: A 19008 MiB, B 6048, C 9.86 GiB, D 9236.
-    prefill = b x prefill FLOPs of the uncached tokens / (peak x MFU) x prefill_factor, MFU
-             defaulting to B's measured 57.77%: A and C 7.34 s, B 2.04 s, D 2.2323 s.
-    round = max(base round, verification FLOPs / (peak x MFU)) + round_extra_s, the base round
-             measured (B, D, E: 27.35 ms) or interpolated from Experiment 8-1 on bytes read
-             (A 34.46 GB -> 29.63 ms, C 25.40 GB -> 28.26 ms).
-    rounds = ceil((G - 1) / tokens_per_round): 255 plain, 85 for D, 128 for E.
-    total = prefill + rounds x round (B 9.01 s, C 14.55 s, D 4.56 s). Results qualify only when
-    the batch fits and finishes by the deadline; GPU-seconds and energy (at the power cap) per
-    qualifying result are then total / b and P total / b (D: 0.285 s, 171 J), else infinite.
+    - memory = KV held at the end of generation (prompt + G - 1 tokens in whole 16-token
+      blocks; a shared prefix once) + draft_bytes: A 19008 MiB, B 6048, C 9.86 GiB, D 9236.
+    - prefill = b x prefill FLOPs of the uncached tokens / (peak x MFU) x prefill_factor, MFU
+      defaulting to B's measured 57.77%: A and C 7.34 s, B 2.04 s, D 2.2323 s.
+    - round = max(base round, verification FLOPs / (peak x MFU)) + round_extra_s, the base
+      round measured (B, D, E: 27.35 ms) or interpolated from Experiment 8-1 on bytes read
+      (A 34.46 GB -> 29.63 ms, C 25.40 GB -> 28.26 ms).
+    - rounds = ceil((G - 1) / tokens_per_round): 255 plain, 85 for D, 128 for E.
+    - total = prefill + rounds x round (B 9.01 s, C 14.55 s, D 4.56 s).
+
+    Results qualify only when the batch fits and finishes by the deadline; GPU-seconds and
+    energy (at the power cap) per qualifying result are then total / b and P total / b (D:
+    0.285 s, 171 J), else infinite.
     """
     s = v.instance("scheme", scheme, Scheme, "a companion.calc.Scheme")
     budget = v.positive("kv_budget_bytes", kv_budget_bytes)

@@ -21,20 +21,49 @@ draft token survives, which request misses its deadline.
   forms of ``companion.formulas.communication`` and ``.queueing``.
 
 Notebooks import the modules themselves (``from companion.sim import scheduler``, then
-``scheduler.simulate``); this façade lists only the few names they read as ``sim.X``, and a
-test (tests/architecture.py) holds it to exactly those. The exercises' simulated records are in
-``records_ch08``.
+``scheduler.simulate``); this façade lists the few names they read as ``sim.X`` and the public
+names promised to students and instructors (``Request``, ``RoundTimeModel``, ``simulate``,
+``Result``), and a test (tests/architecture.py) holds it to exactly those. Each is imported
+from its module when first read (``companion.lazy``), so ``import companion.sim`` is quick.
+The exercises' simulated records are in ``records_ch08``.
 """
 
 from __future__ import annotations
 
-from companion.sim.scenarios import (
-    batching_trace_requests, batching_trace)
-from companion.sim.slo import (
-    slo_run)
-from companion.sim.kernel_timeline import (
-    round_timeline)
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "batching_trace_requests", "batching_trace", "slo_run", "round_timeline",
-]
+from companion.lazy import attach
+
+if TYPE_CHECKING:
+    from companion.sim.scenarios import (
+        batching_trace_requests, batching_trace)
+    from companion.sim.slo import (
+        slo_run)
+    from companion.sim.kernel_timeline import (
+        round_timeline)
+    from companion.sim.requests import (
+        Request)
+    from companion.sim.round_time import (
+        RoundTimeModel)
+    from companion.sim.scheduler import (
+        simulate)
+    from companion.sim.result import (
+        Result)
+
+# what each topic module gives the façade: imported on first use (companion/lazy.py)
+__all__, __getattr__, __dir__ = attach(__name__, {
+    "companion.sim.scenarios": (
+        "batching_trace_requests", "batching_trace"),
+    "companion.sim.slo": (
+        "slo_run",),
+    "companion.sim.kernel_timeline": (
+        "round_timeline",),
+    "companion.sim.requests": (
+        "Request",),
+    "companion.sim.round_time": (
+        "RoundTimeModel",),
+    "companion.sim.scheduler": (
+        "simulate",),
+    "companion.sim.result": (
+        "Result",),
+})

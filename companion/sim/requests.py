@@ -70,6 +70,13 @@ class Request:
     tokens, and the KV reads of h + c tokens), as with a cached shared prefix (8.3.3, 8.6.3).
     C < prompt_tokens: the last prompt token is always computed, since its output is the first
     token.
+
+    8.2.2's r2 arrives at 20 ms with an 8192-token prompt and asks for 2 output tokens:
+
+    >>> from companion import sim, units
+    >>> r2 = sim.Request("r2", 20 * units.ms, 8192, 2)
+    >>> r2.prompt_tokens, r2.output_tokens
+    (8192, 2)
     """
 
     id: object

@@ -282,6 +282,15 @@ class RoundTimeModel(LinearRoundTime):
     With the chapter's fit (26.22 ms, 30.4 us, 3 ns; :meth:`chapter8`) a lone 2048-token prefill
     (2048 rows, 2,098,176 pairs) takes 94.8 ms and a lone decode on 2048 cached tokens (1 row,
     2049 pairs) 26.26 ms. ``rows`` include CUDA-graph padding.
+
+    >>> from companion import sim, units
+    >>> from companion.sim.round_time import round_work
+    >>> model = sim.RoundTimeModel(26.22 * units.ms, 30.4 * units.us, 3 * units.ns)
+    >>> prefill = round_work(0, 0, [(2048, 0)], completing=1)   # a lone 2048-token prompt
+    >>> round(model.time_s(prefill) / units.ms, 1)
+    94.8
+    >>> round(model.time_s(round_work(1, 2048)) / units.ms, 2)  # one decode on 2048 tokens
+    26.26
     """
 
     fixed_s: float
