@@ -10,7 +10,14 @@ Measured on the stored notebooks (``tools/reading_stats.py`` counts the same thi
 2. **A hidden source previews nothing.** JupyterLab shows the first line of a hidden source
    beside its "..." placeholder, so that line is a comment saying what the cell computes: no
    sentence of the paragraph and no number of the answer shows before the reader asks.
-3. **Worked answers are pure.** A cell after an explorer is shown never calls ``update`` or
+3. **A core path, depth folded.** A depth section (a "where this model breaks" section, an
+   aside, a derivation, a simulator replay) opens folded: its heading cell ends with
+   ``<!-- fold: summary -->`` and carries JupyterLab's ``jp-MarkdownHeadingCollapsed``, so Lab
+   and the lite site show the heading with its cells hidden and the book wraps the rest of the
+   section in a closed ``<details>`` (``book/_ext/companion_book.py``). With every fold closed a
+   reading notebook shows at most ``READING_BUDGET_WORDS`` words (about 20 minutes of reading);
+   the ledger and the notation page are reference pages, looked up rather than read through.
+4. **Worked answers are pure.** A cell after an explorer is shown never calls ``update`` or
    ``reset`` on it: answers and tables compute with ``panel.at(...)``, a copy at the chapter's
    setting with the prompt's changes, so Run All never moves the reader's explorer.
 """
@@ -29,6 +36,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 import reading_stats  # noqa: E402
 
 NOTEBOOKS = reading_stats.reading_notebooks()
+REFERENCE_PAGES = {"ledger.ipynb", "notation.ipynb"}
+FOLD_MARK = re.compile(r"<!--\s*fold(?::\s*(.*?))?\s*-->", re.S)
 PROSE_CALL = reading_stats.PROSE_CALL
 SHOWN = re.compile(r"^([A-Za-z_]\w*)\.show\(\)", re.M)
 
@@ -68,6 +77,27 @@ def moved_explorers(cells: list[dict]) -> list[str]:
     return moves
 
 
+def fold_cell_problems(cell: dict) -> list[str]:
+    """A depth section's heading cell: marker and JupyterLab's collapsed flag go together."""
+    if cell["cell_type"] != "markdown":
+        return []
+    src = "".join(cell["source"])
+    marked = FOLD_MARK.search(src) is not None
+    collapsed = reading_stats.heading_collapsed(cell)
+    if not marked and not collapsed:
+        return []
+    problems = []
+    if marked != collapsed:
+        problems.append("the fold marker and jp-MarkdownHeadingCollapsed must go together")
+    if reading_stats.heading_level(cell) is None or not src.lstrip().startswith("#"):
+        problems.append("a folded section's cell starts with its heading")
+    if marked and not src.rstrip().endswith("-->"):
+        problems.append("the fold marker ends the heading cell (the rest of the section folds)")
+    if marked and not (FOLD_MARK.search(src).group(1) or "").strip():
+        problems.append("the fold marker names what is folded (the book's summary line)")
+    return problems
+
+
 def test_there_are_reading_notebooks():
     assert len(NOTEBOOKS) >= 20
 
@@ -78,6 +108,29 @@ def test_no_visible_code_cell_writes_prose(path):
            if (problems := prose_cell_problems(cell))}
     assert not bad, f"{path.name}: code cells (by index among code cells) {bad}"
     assert reading_stats.stats(path)["prose_code_cells"] == 0
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_depth_sections_fold_in_lab_and_the_book(path):
+    nb = json.loads(path.read_text())
+    bad = {i: problems for i, cell in enumerate(nb["cells"])
+           if (problems := fold_cell_problems(cell))}
+    assert not bad, f"{path.name}: cells {bad}"
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name not in REFERENCE_PAGES],
+                         ids=lambda p: p.name)
+def test_a_notebook_reads_in_about_twenty_minutes(path):
+    visible = reading_stats.stats(path)["visible_words"]
+    assert visible <= reading_stats.READING_BUDGET_WORDS, (
+        f"{path.name} shows {visible:,} words with every fold closed; fold depth (asides, "
+        f"derivations, replays) under a collapsed heading")
+
+
+def test_every_section_notebook_folds_its_depth():
+    folded = [p.name for p in NOTEBOOKS
+              if any(reading_stats.heading_collapsed(c) for c in json.loads(p.read_text())["cells"])]
+    assert len(folded) >= 16
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -110,6 +163,35 @@ def test_the_explorer_rule_can_fail():
     assert moved_explorers(cells[:2]) == []
     # a panel that was never shown is a private copy: updating it moves nothing on screen
     assert moved_explorers([_cell("other = widgets.RooflinePanel()\nother.update(batch=2)")]) == []
+
+
+def test_the_fold_rule_can_fail():
+    def md(source, **metadata):
+        return {"cell_type": "markdown", "source": source, "metadata": metadata}
+    good = md("## Where this breaks\n\nLead.\n\n<!-- fold: the detail -->",
+              **{"jp-MarkdownHeadingCollapsed": True})
+    assert fold_cell_problems(good) == []
+    assert len(fold_cell_problems(md("## Where\n\n<!-- fold: the detail -->"))) == 1
+    assert len(fold_cell_problems(md("Lead.\n<!-- fold: x -->\nMore.",
+                                     **{"jp-MarkdownHeadingCollapsed": True}))) == 2
+    assert fold_cell_problems(md("## Plain heading")) == []
+
+
+def test_cells_under_a_collapsed_heading_count_as_folded(tmp_path):
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": "# Title\n\none two three"},
+        {"cell_type": "markdown", "metadata": {"jp-MarkdownHeadingCollapsed": True},
+         "source": "## Depth\n\nfour\n\n<!-- fold: more -->"},
+        {"cell_type": "markdown", "metadata": {}, "source": "five six seven eight"},
+        {"cell_type": "code", "metadata": {}, "source": "print(1)", "outputs": [
+            {"output_type": "stream", "name": "stdout", "text": "nine ten"}]},
+        {"cell_type": "markdown", "metadata": {}, "source": "### Still inside\n\neleven"},
+        {"cell_type": "markdown", "metadata": {}, "source": "## Back out\n\ntwelve"},
+    ]
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps({"cells": cells}))
+    st = reading_stats.stats(path)
+    assert (st["visible_words"], st["folded_words"], st["visible_code_cells"]) == (9, 9, 0)
 
 
 def test_words_are_counted_outside_folds_only():

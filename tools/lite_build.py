@@ -284,6 +284,9 @@ def build(out: Path, state: Path) -> int:
         "jupyter-lite-schema-version": 0,
         "jupyter-config-data": {
             "appName": "LLM inference companion (live)",
+            # window.jupyterapp, as `make lab` in the browser tests: a cell whose source is
+            # hidden shows no prompt number, so a test reads Run All's progress from the models
+            "exposeAppInBrowser": True,
             "litePluginSettings": {"@jupyterlite/pyodide-kernel-extension:kernel": {
                 "disablePyPIFallback": True,
                 "loadPyodideOptions": {"packages": spec["preload"]}}},

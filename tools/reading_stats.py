@@ -7,7 +7,9 @@ reference pages) it prints
 
 - visible words: Markdown cells and rendered outputs (Markdown, HTML, plain text, stdout) with
   every ``<details>`` block closed (its summary line still shows), as a reader sees the page with every fold closed;
-- folded words: the words inside ``<details>`` blocks (worked answers, rounding notes, depth);
+- folded words: the words inside ``<details>`` blocks (worked answers, ledger listings) and
+  under a heading that opens collapsed (``jp-MarkdownHeadingCollapsed``: a depth section, whose
+  heading cell ends with ``<!-- fold: ... -->`` so that the book folds it too);
 - visible code cells: code cells whose source shows in JupyterLab (not ``source_hidden``);
 - prose code cells: visible code cells whose source writes prose (``md(...)``/``answer(...)``),
   which a reader would otherwise see twice. The target is 0.
@@ -30,6 +32,9 @@ READING_BUDGET_WORDS = 3000
 PROSE_CALL = re.compile(r"^\s*(md|answer)\(", re.M)
 _DETAILS = re.compile(r"<details\b.*?</details>", re.S | re.I)
 _SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.S | re.I)
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s", re.M)
+# JupyterLab's cell metadata for a heading shown collapsed (the cells under it hidden)
+COLLAPSED = "jp-MarkdownHeadingCollapsed"
 _TAG = re.compile(r"<[^>]+>")
 _DISPLAY_MATH = re.compile(r"\$\$.*?\$\$", re.S)
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'.,%/-]*")
@@ -74,28 +79,53 @@ def source_hidden(cell: dict) -> bool:
     return bool(cell.get("metadata", {}).get("jupyter", {}).get("source_hidden"))
 
 
+def heading_level(cell: dict) -> int | None:
+    """The level of a Markdown cell's first heading (JupyterLab folds by it), else None."""
+    if cell["cell_type"] != "markdown":
+        return None
+    m = _HEADING.search("".join(cell["source"]))
+    return len(m.group(1)) if m else None
+
+
+def heading_collapsed(cell: dict) -> bool:
+    return bool(cell.get("metadata", {}).get(COLLAPSED))
+
+
 def stats(path: Path) -> dict:
     nb = json.loads(path.read_text())
     visible = folded = code_visible = prose_visible = 0
+    fold_level = None        # inside a collapsed heading's section: that heading's level
     for cell in nb["cells"]:
         src = "".join(cell["source"])
+        level = heading_level(cell)
+        if fold_level is not None and level is not None and level <= fold_level:
+            fold_level = None
+        in_fold = fold_level is not None
+        if level is not None and heading_collapsed(cell) and not in_fold:
+            fold_level = level
         if cell["cell_type"] == "markdown":
             shown, inside = split_folds(src)
-            visible += words(shown)
-            folded += words(inside)
+            if in_fold:
+                folded += words(shown) + words(inside)
+            else:
+                visible += words(shown)
+                folded += words(inside)
             continue
         if cell["cell_type"] != "code":
             continue
-        hidden = source_hidden(cell)
-        if not hidden:
+        if not source_hidden(cell) and not in_fold:
             code_visible += 1
             if PROSE_CALL.search(src):
                 prose_visible += 1
         for output in cell.get("outputs", []):
             shown, inside = split_folds(_output_text(output))
-            visible += words(shown)
-            folded += words(inside)
-    return {"notebook": str(path.relative_to(ROOT)), "visible_words": visible,
+            if in_fold:
+                folded += words(shown) + words(inside)
+            else:
+                visible += words(shown)
+                folded += words(inside)
+    name = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+    return {"notebook": name, "visible_words": visible,
             "folded_words": folded, "visible_code_cells": code_visible,
             "prose_code_cells": prose_visible}
 

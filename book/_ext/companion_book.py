@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import html as html_lib
 import importlib
+import re
 import shutil
 from pathlib import Path
 
@@ -136,6 +137,32 @@ def add_live_link(app, doctree, docname):
     sections[0].insert(sections[0].index(title) + 1 if title is not None else 0, link)
 
 
+# a depth section: its heading cell ends with this comment (and carries JupyterLab's
+# ``jp-MarkdownHeadingCollapsed``, so Lab and the lite site open it folded under its heading)
+FOLD_MARK = re.compile(r"<!--\s*fold(?::\s*(.*?))?\s*-->", re.S)
+
+
+def fold_depth_sections(app, doctree, docname):
+    """Everything of a depth section after its heading cell's marker goes into a closed
+    ``<details>``, as JupyterLab folds the cells under a collapsed heading (HTML only)."""
+    if app.builder.format != "html":
+        return
+    for raw in list(doctree.findall(nodes.raw)):
+        mark = FOLD_MARK.fullmatch(raw.astext().strip())
+        if mark is None:
+            continue
+        summary = html_lib.escape(mark.group(1) or "Show the detail")
+        raw.replace_self(nodes.raw(
+            text=f'<details class="companion-depth"><summary>{summary}</summary>',
+            format="html"))
+    # the closing tags, at the end of each section that opened a fold
+    for section in list(doctree.findall(nodes.section)):
+        opened = [c for c in section.children if isinstance(c, nodes.raw)
+                  and c.astext().startswith('<details class="companion-depth">')]
+        for _ in opened:
+            section.append(nodes.raw(text="</details>", format="html"))
+
+
 def _package_dir(module: str) -> Path:
     return Path(importlib.import_module(module).__file__).parent
 
@@ -164,5 +191,6 @@ def setup(app):
     app.config.mathjax_path = MATHJAX_ENTRY
     app.add_post_transform(ExercisesFolderLinks)
     app.connect("doctree-resolved", add_live_link)
+    app.connect("doctree-resolved", fold_depth_sections)
     app.connect("build-finished", copy_assets)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -228,13 +228,16 @@ for inserted in (0, 1):
           f"{numbers['request_time_s']:.2f} s, longest interval "
           f"{numbers['longest_interval_ms']:.1f} ms, meets the deadline: "
           f"{numbers['meets_deadline']}")
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: one interval for every token
 #
 # The timeline gives every output the same interval and charges an inserted prefill its whole
 # standalone time on top of the interval it lands in. Both are simplifications, and both can be
 # priced with the chapter's own numbers.
 #
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
 # - **A shared pass.** An engine that batches continuously (8.2.2) runs the newcomer's prompt in
 #   the same forward pass as this request's next decode step. Every pass pays a part that does
 #   not depend on its tokens (reading the weights, launching the kernels: the fixed term of
@@ -297,11 +300,15 @@ md(f"""> **Where this model breaks: the output interval.** At the chapter's sett
 > {calc.kv_bytes(model, short_p) / units.GB:.2f} GB of KV. It matters with many long contexts in
 > one batch, where the KV is most of what a round reads (8.2.1).""")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: reserving the whole answer up front
 #
-# 8.1.2 admits a request only when its final KV fits, so it can never run out halfway. A
-# request holds that much only in its last round, though: after prefill it holds its prompt,
+# 8.1.2 admits a request only when its final KV fits, so it can never run out halfway.
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
+# A request holds that much only in its last round, though: after prefill it holds its prompt,
 # and one more token after each decode step. `calc.kv_held_over_answer` averages what it holds
 # over its rounds. That average is also what a pool of requests that started at staggered
 # times holds per request at any moment, so it tells how many requests a scheduler that admits
@@ -345,7 +352,7 @@ md(f"""> **Where this model breaks: the reservation.** At the chapter's setting 
 > and preempting on overflow pays. The chapter fixes every answer at {short_g} tokens; real
 > answers stop early, so a reservation sized for the longest permitted answer wastes more.""")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: throughput from decode rounds alone
 #
 # 8.1.3 divides the tokens of one decode round by its time. That is the rate between a batch's
@@ -353,6 +360,9 @@ md(f"""> **Where this model breaks: the reservation.** At the chapter's setting 
 # prefills. For $b$ requests that arrive together and each emit $G$ tokens, the rate over the
 # whole cycle is
 #
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
 # $$\frac{b\,G}{t_\text{prefill}(b) + (G - 1)\,T_r(b)}$$
 #
 # (`calc.batch_cycle_throughput`). Below, $T_r$ is Experiment 8-1's measured decode round and
@@ -488,7 +498,9 @@ Chapter 17 §7 takes up.""", title="Worked answer 5")
 # > - a request's TTFT, output intervals and end-to-end time from its phases, and what an inserted prefill does to them ([Exercise 8-2](../../exercises/ex8_2.ipynb))
 # > - whether weights, KV pool and workspace fit an instance's memory ([Exercise 8-9](../../exercises/ex8_9.ipynb))
 # >
-# > **Assumptions this notebook made.** The request runs alone on the card except for the
+# > <details><summary>Assumptions this notebook made</summary>
+# >
+# > The request runs alone on the card except for the
 # > prefills inserted into it, and waits an assumed 0.1 s in the queue; every output interval is
 # > the client's measured average (the growing context changes it by well under a millisecond);
 # > an inserted prefill is a pass of its own unless the toggle puts it in the shared pass, whose
@@ -497,3 +509,5 @@ Chapter 17 §7 takes up.""", title="Worked answer 5")
 # > whole answer at admission, and the KV pool is the only memory that grows; the average
 # > holding assumes requests start at evenly staggered times; the whole-cycle throughput uses
 # > Experiment 8-1's measured rounds and prefill efficiencies for a batch that arrives at once.
+# >
+# > </details>

@@ -58,10 +58,16 @@ print(f"ridge point of the {hw.name}: {calc.ridge_point(hw):.0f} FLOP per byte")
 # %% [markdown]
 # Only the weights are shared. Attention still reads each request's own KV cache, which no
 # other request can use, so the KV part of the reads does not shrink with batching.
-#
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ### Sharing the base model across fine-tunes: LoRA
 #
-# Batching needs every row to use the same weights. LoRA keeps the base weights fixed and adds
+# Batching needs every row to use the same weights.
+#
+# <!-- fold: LoRA adapters: what one more fine-tune costs in memory and in reads -->
+
+# %% [markdown]
+# LoRA keeps the base weights fixed and adds
 # to a projection $\mathbf{W}$ a low-rank correction $\mathbf{B}\mathbf{A}$ ($\mathbf{A}$ is
 # $R \times d_\text{in}$, $\mathbf{B}$ is $d_\text{out} \times R$, for a rank $R$), so many
 # tasks can share one base model, each with a small adapter of $R(d_\text{in} + d_\text{out})$
@@ -212,11 +218,16 @@ decode.show()
 for key, value in decode.at().numbers.items():
     print(f"{key:30} {value:,.3f}" if isinstance(value, float) else f"{key:30} {value}")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ### The same explorer with a mixture of experts
 #
 # The model menu also lists the shelf of real `config.json` files (each readout ends with the
-# file's source), and the text box takes your own, as a path or pasted text. Pick an MoE such
+# file's source), and the text box takes your own, as a path or pasted text.
+#
+# <!-- fold: the same explorer with a mixture of experts, and a prediction to make -->
+
+# %% [markdown]
+# Pick an MoE such
 # as Qwen3-30B-A3B. One token passes through only $r$ of a layer's $E$ experts, but a decode
 # step serves the whole batch, and the batch needs every expert any of its tokens chose. If
 # routing is uniform, $b$ tokens leave an expert unchosen with probability $(1-r/E)^b$, so a
@@ -432,12 +443,17 @@ for h in (0, 4096, 7680):
           f"{calc.token_budget_for_itl(50 * units.ms, 1, short_p, h):,} new tokens per round")
 plots.token_budget_figure(targets, by_history).show()
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ### The budget trade on staggered arrivals (simulated)
 #
 # The chapter replays six requests arriving 80 ms apart and raises the budget from 512 to
 # 8192 tokens: later arrivals queue less and less, while the longest output interval of the
-# running requests grows. The replay's data is not printed, so the sweep below is **generated
+# running requests grows.
+#
+# <!-- fold: the budget trade when requests arrive one after another, simulated -->
+
+# %% [markdown]
+# The replay's data is not printed, so the sweep below is **generated
 # by the companion's simulator** with its own assumptions (six 4096-token prompts with 64
 # outputs each, one every 80 ms, 8.2.2's round model, chunk = budget); it shows the same
 # trade, not the chapter's numbers.
@@ -476,12 +492,15 @@ budget_sweep.show()
 for key, value in budget_sweep.at().numbers.items():
     print(f"{key:30} {value:,.1f}" if isinstance(value, float) else f"{key:30} {value:,}")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: the batch-1 round fit
 #
 # Two of this section's models are simpler than a real round, and the explorers reach the
 # settings where that shows.
 #
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
 # - **Weights only.** $I_\text{weight} = 2b/s$ counts the weight reads alone, so it reaches
 #   the card's ridge at a batch of a few hundred. A decode round also reads every request's KV.
 #   With it counted, the round's intensity is $bF/(D_w + bLk)$, which can never exceed
@@ -697,7 +716,9 @@ budget trades intervals against queueing only while prompts overlap.""",
 # > - a mixed round's time from the fitted fixed, per-token and per-pair costs, and the causal pairs of a prefill chunk ([Exercise 8-2](../../exercises/ex8_2.ipynb))
 # > - the largest token budget (and chunk) that keeps the output interval under a target ([Exercise 8-2](../../exercises/ex8_2.ipynb))
 # >
-# > **Assumptions this notebook made.** Every request in a decode batch has the same context and
+# > <details><summary>Assumptions this notebook made</summary>
+# >
+# > Every request in a decode batch has the same context and
 # > none shares its KV; the weights are read once per round and, in the roofline, at the card's
 # > data-sheet bandwidth and peak (a lower bound, not a prediction); a round's time is 8.2.2's
 # > fit (fixed part, per token, per pair) from batch-1 rounds of Qwen3-8B on this card, used
@@ -707,3 +728,5 @@ budget trades intervals against queueing only while prompts overlap.""",
 # > an MoE's router is uniform; 8.2.1's arithmetic intensity counts the weight bytes only
 # > (2b/s), and the column that adds each request's KV bytes shows how far long contexts
 # > pull a batch back below the ridge.
+# >
+# > </details>

@@ -69,7 +69,9 @@ MiB, GiB, ms = units.MiB, units.GiB, units.ms
 # reverse. (vLLM's PagedAttention brought this operating-system idea to the KV cache in 2023;
 # see 8.3.1.)
 #
-# **PagedAttention is not FlashAttention.** The names sound alike and both work in blocks, but
+# <details><summary>PagedAttention is not FlashAttention</summary>
+#
+# The names sound alike and both work in blocks, but
 # they solve different problems and an engine usually runs both. PagedAttention is about
 # *where the cache lives*: the attention kernel follows each sequence's block table to gather
 # keys and values from scattered physical blocks, so memory can be handed out a block at a
@@ -77,6 +79,8 @@ MiB, GiB, ms = units.MiB, units.GiB, units.ms
 # that the large intermediate score matrix never has to be written to HBM, keeping partial
 # results in on-chip memory. One changes the allocator's layout, the other the kernel's
 # arithmetic and memory traffic; a paged FlashAttention kernel does both at once (8.3.1).
+#
+# </details>
 #
 # **Worked example.** Four sequences A, B, C, D hold 9, 13, 5 and 15 tokens and may each grow
 # to 16. Reserving 16 slots each, paging with $p = 4$, and paging where A and B also share
@@ -147,11 +151,15 @@ for q in (2, 4, 8):
     numbers = paging.at(block_tokens=q).numbers
     print(f"p = {q}: {numbers['allocated_tokens']} slots, tail waste {numbers['tail_waste']} "
           f"(total {numbers['unused_tokens']}), {numbers['table_entries']} table entries")
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: a bound is not a typical waste
 #
-# 8.3.1 gives the tail waste of one sequence as a bound: never more than $p - 1$ slots. The
-# bound is met only by a sequence that has just spilled one token into a fresh block. Prompt
+# 8.3.1 gives the tail waste of one sequence as a bound: never more than $p - 1$ slots.
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
+# The bound is met only by a sequence that has just spilled one token into a fresh block. Prompt
 # and answer lengths have nothing to do with the block size, so a sequence's last block is
 # equally likely to hold any number of tokens from 1 to $p$; its empty slots are then spread
 # evenly over $0, 1, \dots, p - 1$, with mean $(p - 1)/2$ and variance $(p^2 - 1)/12$. A batch
@@ -240,6 +248,11 @@ n_br, b_s, b_p = (ch08.BRANCH_EXPERIMENT_BRANCHES, ch08.BRANCH_EXPERIMENT_SHARED
                   ch08.BRANCH_EXPERIMENT_PRIVATE_BLOCKS)
 md(f"""$${n_br}\\,({b_s} + {b_p}) = {share.references} \\text{{ references}}, \\qquad
 {b_s} + {n_br} \\times {b_p} = {share.physical_blocks} \\text{{ physical blocks}}.$$""")
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### The branch experiment, replayed in the simulator
+#
+# <!-- fold: the simulator's pool, step by step -->
 
 # %% [markdown]
 # Below, the simulator replays it: the prefix is prefilled once, forked into four branches,
@@ -331,11 +344,16 @@ numbers = capacity.at().numbers
 print(f"b = 16: {numbers['shared_MiB']:,.0f} MiB shared, {numbers['independent_MiB']:,.0f} MiB "
       f"independent; fit: {numbers['fit_independent']} independent, {numbers['fit_shared']} shared")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ### Release: only when nobody reads the block any more
 #
 # A block may go back to the pool only when two things hold: its reference count is zero, and
-# no accelerator work that was already submitted still reads it. The second condition is
+# no accelerator work that was already submitted still reads it.
+#
+# <!-- fold: release by reference count, replayed block by block -->
+
+# %% [markdown]
+# The second condition is
 # easy to forget. The engine queues GPU work ahead of time; a decode round launched a moment
 # before a user cancels still reads the cancelled request's KV. If the scheduler freed those
 # blocks at once and handed them to a new request, the new request's prefill could overwrite
@@ -360,12 +378,17 @@ released = pool.free("cancelled")
 print(f"after the round completes: {pool.free_blocks} free blocks ({len(released)} released, "
       f"{pool.free_blocks - held_free} more than during the call)")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ### Preemption by recompute
 #
 # When decode needs one more block and none is free, the engine can **preempt** a running
 # request: drop all of its KV (freeing its blocks for the others) and remember its input and
-# the outputs generated so far. When memory frees up, the request is admitted again and its
+# the outputs generated so far.
+#
+# <!-- fold: preemption by recompute in a pool that is too small, simulated -->
+
+# %% [markdown]
+# When memory frees up, the request is admitted again and its
 # whole context is run through prefill once more, which rebuilds the KV it lost. Memory is
 # bought with repeated computation. (The alternative, swapping the blocks to host memory, buys
 # it with transfers instead; 8.3.4.)
@@ -456,11 +479,15 @@ plots.prefix_tree_figure(tree, labels=[f"round {i + 1}" for i in range(len(round
                          title="Generated multi-turn inputs as a prefix tree (shape of "
                                "Figure 8-17)").show()
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### The seven rounds through the simulator's prefix cache
+#
 # Replaying those seven rounds through the simulator's prefix cache (full 16-token blocks,
 # least-recently-used eviction) shows that reuse needs *room*: in a large pool every shared
 # block is found again; in a small pool shared with other traffic (a generated 1200-token
 # request between rounds), the prefixes are evicted before they are needed.
+#
+# <!-- fold: a large pool against a small, busy one -->
 
 # %%
 for label, blocks, noise in (("400-block pool, no other traffic", 400, 0),
@@ -470,11 +497,16 @@ for label, blocks, noise in (("400-block pool, no other traffic", 400, 0),
           f"({100 * replay['hit_tokens'] / replay['input_tokens']:.0f}%), per round "
           f"{replay['hits']}, {replay['evicted_blocks']} blocks evicted")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ### Hybrid models: restoring from a snapshot
 #
 # Full-attention layers keep one KV entry per token, so any matched prefix length can be
-# resumed. Recurrent (linear-attention) layers keep only a running state, which summarises
+# resumed.
+#
+# <!-- fold: hybrid models: snapshots, their spacing and their storage -->
+
+# %% [markdown]
+# Recurrent (linear-attention) layers keep only a running state, which summarises
 # everything so far and cannot be rewound. A hybrid model can therefore resume only at
 # positions where it saved a **snapshot** of the recurrent state, and must recompute from the
 # latest snapshot at or before the match:
@@ -518,13 +550,16 @@ for context in (ch08.HYBRID_MATCHED_TOKENS, 131072):
     print(f"context {context:,}: {numbers['snapshots']} snapshots, "
           f"{numbers['storage_MiB']:,.1f} MiB per card; the 10,752-token match recomputes "
           f"{numbers['recompute_tokens']:,} tokens")
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ### Organising the context: append, rewrite, or summarise?
 #
 # Prefix reuse is not only something the engine finds; the application decides it too, by how
 # it lays out the next round's input. Take the situation 8.3.3 sketches: an agent has an 8K
 # context in the cache, and a tool has just returned 1K tokens. Three ways to go on:
 #
+# <!-- fold: append, rewrite or summarise: what each costs in tokens and cache -->
+
+# %% [markdown]
 # - **append** the tool result at the end;
 # - **rewrite** the instructions at the start (a new date, a changed rule), keeping every later
 #   token word for word;
@@ -581,13 +616,16 @@ print(f"G = {numbers['output_tokens']}: later reads "
                   for name in ("append", "rewrite", "summarise"))
       + f"; the summary is repaid after {numbers['summary_repaid_after_tokens']:,} tokens")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ### Three kinds of state, three lifetimes: DeepSeek V4.1
 #
 # A model that mixes global attention with sliding-window attention (SWA) holds state of
 # different kinds, and they need not live equally long. The DeepSeek V4.1 deployment that
 # 8.3.3 describes keeps three tiers apart:
 #
+# <!-- fold: DeepSeek V4.1's three kinds of state and how long each lives -->
+
+# %% [markdown]
 # | state | what it is | where it lives, and for how long |
 # |---|---|---|
 # | global KV | one entry per token for the global-attention layers | the long-term prefix cache, reusable across rounds |
@@ -702,8 +740,15 @@ plots.retention_bars_figure(
           f"(hit probability {ch08.RETENTION_HIT_PROB:.0%}, PCIe Gen5)"
 ).show()
 
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### Why the long prefix wins: attention's share
+#
+# Where does A's advantage come from?
+#
+# <!-- fold: the recomputation split into matrices and attention, and the agent replay -->
+
 # %% [markdown]
-# Where does A's advantage come from? Split the recomputation into its two parts. The layer
+# Split the recomputation into its two parts. The layer
 # matrices cost the same per token however long the prefix is, and so do the fetch and the
 # swap-out, which move bytes. Only attention grows faster than the length, because every
 # token of the prefix attends to all the tokens before it. Pricing the recomputation without
@@ -764,12 +809,15 @@ for gbps in (64, 32):
     numbers = retention.at(link_gb_per_s=gbps).numbers
     print(f"{gbps} GB/s: keep A {numbers['keep_a_ms']:.1f} ms, keep {numbers['b_fit']} B "
           f"{numbers['keep_b_ms']:.1f} ms; A worth keeping above {numbers['break_even_a_pct']:.1f}%")
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: the price of a recompute and of a swap
 #
 # $V = \rho\,(T_\text{rec} - T_f) - T_m$ prices its three terms simply, and each
 # simplification has a range where it stops holding:
 #
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
 # - **$T_\text{rec}$ at one efficiency, at any length.** A prefill pass reads every weight
 #   once however few tokens it carries, so it can never take less than $D_w/\beta$. Pricing it
 #   by FLOPs alone is right while the prefix is long enough to be compute-bound; below the
@@ -1027,7 +1075,9 @@ looks, as long as the summary keeps what the agent needs.""", title="Worked answ
 # > - how many prompt tokens a cached prefix saves, and where a hybrid model must restart ([Exercise 8-4](../../exercises/ex8_4.ipynb))
 # > - the expected saving $V$ of keeping a prefix and which prefixes a limited cache should hold ([Exercise 8-4](../../exercises/ex8_4.ipynb))
 # >
-# > **Assumptions this notebook made.** KV is Qwen3-8B's per token in BF16 (8.1.2), in
+# > <details><summary>Assumptions this notebook made</summary>
+# >
+# > KV is Qwen3-8B's per token in BF16 (8.1.2), in
 # > 16-token blocks; a finished request holds its prompt plus all outputs but the last, and
 # > every request of a batch holds the same; tail waste is counted exactly for given lengths
 # > (and, where shown, as a distribution for lengths that land anywhere in a block). The
@@ -1039,3 +1089,5 @@ looks, as long as the summary keeps what the agent needs.""", title="Worked answ
 # > prefill efficiency whatever its length (the roofline floor is shown beside it); transfers
 # > run at the link's nominal rate with no cost per piece; the swap-out is waited for (the
 # > fuller pricing lets it overlap); attention is full in every layer.
+# >
+# > </details>

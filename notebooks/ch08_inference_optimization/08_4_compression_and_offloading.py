@@ -245,11 +245,16 @@ for ctx in (2048, 8192, 32768):
     print(f"{ctx:6,} tokens: {numbers['saved_MiB']:,.0f} MiB fewer, worth "
           f"{numbers['read_saving_ms']:.3f} ms; net with 0.2 ms conversion "
           f"{numbers['net_saving_ms']:+.3f} ms")
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: a byte not read is not a round shortened
 #
 # $\Delta T = \Delta D/\beta - T_c$ prices every byte left unread at one effective bandwidth,
-# the batch-64 round's bytes over its time. That treats the whole round as reading. The same
+# the batch-64 round's bytes over its time.
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
+# That treats the whole round as reading. The same
 # experiment's table (8.6.3) says the rounds were mostly something else: from batch 1 to batch 64
 # the bytes read more than double while the round grows by a few milliseconds, because most of
 # each round was the host launching kernels one by one (no CUDA Graphs). On such an engine a
@@ -421,11 +426,16 @@ for layers, buffers in ((9, 1), (9, 2), (4, 1)):
     print(f"{layers} layers, {buffers} buffer(s): net {n['net_saved_MiB']:,.0f} MiB "
           f"({n['extra_8k_inputs']} more 8K inputs or {n['extra_complete_requests']} complete), "
           f"copy {n['copy_ms']:.1f} ms per round, {n['total_copy_s']:.2f} s in total")
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: does prefetch hide the copy?
 #
 # $T_r \ge D_\text{off}/\beta_\text{link}$ is a bound: it assumes that copying and computing
-# overlap perfectly. Whether they can depends on the buffers. The companion's
+# overlap perfectly.
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
+# Whether they can depends on the buffers. The companion's
 # `offload_pipeline.offload_round` plays the round out layer by layer with footnote 16's own
 # assumption, the batch-1 round spread evenly over the 36 layers: one copy at a time on the
 # link, an offloaded layer starting only when its weights have landed, and a copy starting
@@ -523,12 +533,16 @@ for rate in (50, 100):
           f"{n['direct_ms']:.2f} ms: compression {'wins' if n['compression_wins'] else 'loses'}")
 ledger.show("8.4.3")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: decompressing after the transfer, or during it
 #
 # $f_c D_\text{link}/\beta_\text{link} + D_\text{link}/R_\text{dec}$ decompresses only once the
-# last byte has arrived (8.4.3 writes the transfer $rS/B_\text{link}$). Sent in
-# $n_\text{pieces}$ equal chunks, the receiver can decompress one chunk while the next is on the
+# last byte has arrived (8.4.3 writes the transfer $rS/B_\text{link}$).
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
+# Sent in $n_\text{pieces}$ equal chunks, the receiver can decompress one chunk while the next is on the
 # link: a two-stage pipeline. Each chunk spends $f_c D_\text{link}/(n_\text{pieces}\,
 # \beta_\text{link})$ on the link and $D_\text{link}/(n_\text{pieces}\,R_\text{dec})$ in the
 # decompressor, and the whole transfer takes the first chunk's two stages plus
@@ -662,11 +676,16 @@ retry.show()
 n = retry.at(speed_factor_b=0.9).numbers
 print(f"B 10% faster per attempt: A {n['expected_a_s']:.2f} s, B {n['expected_b_s']:.2f} s, "
       f"B wins: {n['b_wins']}")
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: one accuracy for every task
 #
 # The retry loop above gives every attempt the same chance of passing, the configuration's
-# average. The chapter's own results say failures are not spread like that: with BF16 KV the
+# average.
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
+# The chapter's own results say failures are not spread like that: with BF16 KV the
 # only four wrong runs of 32 are task 5's four, so seven tasks always pass and one never does.
 # A retry then rescues nothing on the task that fails, and every attempt spent on it is lost.
 # `calc.retry_outcome` takes one pass chance per task and a cap on attempts; the retry
@@ -855,7 +874,9 @@ faster.
 # > - The memory that offloading FFN weights frees net of prefetch buffers, and the copy it adds to every round ([Exercise 8-5](../../exercises/ex8_5.ipynb)).
 # > - The expected time to a correct answer when failed attempts and checks are counted, and which tasks differ between precisions ([Exercise 8-6](../../exercises/ex8_6.ipynb)).
 # >
-# > **Assumptions this notebook made.** Group sizes, code widths and scales are the GGML
+# > <details><summary>Assumptions this notebook made</summary>
+# >
+# > Group sizes, code widths and scales are the GGML
 # > formats' (q8_0, q4_0: 32 values and a 2-byte scale; Q2_K: 256 values and 20 bytes); KV
 # > sizes round up to 16-token blocks and ignore any per-block metadata beyond the scales. A
 # > compressed read saves its bytes at one effective bandwidth, the batch-64 round's (the
@@ -868,5 +889,7 @@ faster.
 # > chunk during it is shown beside it). The
 # > precision grids are generated, not the chapter's logs; retries pass independently with one
 # > chance per configuration (the task-by-task picture is shown beside it).
+# >
+# > </details>
 #
 # Next: [8.5 Speculative decoding](08_5_speculative_decoding.ipynb).

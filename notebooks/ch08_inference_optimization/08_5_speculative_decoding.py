@@ -216,13 +216,16 @@ plots.expected_output_figure(
 # %% [markdown]
 # A curve reaches its ceiling $m + 1$ only as $\alpha \to 1$. At middling acceptance, making
 # the draft longer only adds powers $\alpha^j$ that are already small.
-#
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ### The price of verifying more positions
 #
 # Verifying 5 positions reads exactly the weights and KV that a plain step reads; only the
 # matrix work grows, by 4 extra rows. Priced at the batch-1 prefill efficiency of
 # Experiment 8-1, that is a small fraction of a round, which is why the chapter counts a
 # verification round as a plain one:
+#
+# <!-- fold: what verifying more positions costs, in FLOPs and in time -->
 
 # %%
 extra = calc.verification_extra_flops(model, ch08.TOY_DRAFT_LEN + 1, ch08.SHORT_PROMPT_TOKENS)
@@ -299,10 +302,15 @@ costs barely more than a plain step. With AAAA's acceptance a drafter may spend 
 {crossover['BBBB'] / ms:.1f} ms.
 """)
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ### A one-off preparation, and the tail of a request
 #
-# The lookup index costs 2 s to build before the first round. Each output token then saves
+# The lookup index costs 2 s to build before the first round.
+#
+# <!-- fold: a one-off preparation, and the last round of a request -->
+
+# %% [markdown]
+# Each output token then saves
 # $T_\text{step} - \bar t_\text{spec}$, so the index has paid for itself after
 # $T_\text{prep} / (T_\text{step} - \bar t_\text{spec})$ tokens. For a whole 256-token request
 # the companion counts the expected number of rounds exactly: the last round is cut off at
@@ -466,8 +474,12 @@ for name, m in ch08.DRAFT_LEN_OF.items():
     out, dropped = calc.verification_outcome(m, 1)
     print(f"{name} accepting one draft token: {out} outputs, {dropped} draft tokens discarded")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ### Explorer: draft length with a serial drafter (Exercise 8-7's setting)
+#
+#
+#
+# <!-- fold: the draft-length explorer with a serial drafter (Exercise 8-7's setting) -->
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
@@ -495,11 +507,16 @@ print(f"m = 4, m_grp = 1: E[X] {n['expected_tokens']:.3f}, T_r {n['round_ms']:.1
 # that would otherwise sit idle; in a full batch, plain decode already spreads each weight read
 # over many requests, and the drafter's passes and memory compete with them. The chapter
 # leaves this qualitative. The companion puts numbers on both halves below.
-#
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: verification under load
 #
-# A verification pass of $b$ requests computes $b\,(m+1)$ rows. While that pass stays under
-# the card's ridge it is paced by its reads, and the extra rows are free; past the ridge every
+# A verification pass of $b$ requests computes $b\,(m+1)$ rows.
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
+# While that pass stays under the card's ridge it is paced by its reads, and the extra rows are free; past the ridge every
 # row costs compute time. With the weights alone the ridge is reached at
 # $b = I^\star D_w / (2N\,(m+1))$ (`calc.verification_ridge_batch`); each
 # request's live KV adds reads as well, which pushes that batch out
@@ -587,11 +604,16 @@ md(f"""> **The gap at the explorer's extremes.** At the chapter's setting the tw
 > exist on this instance. The ratio is a roofline at the card's data-sheet peak; kernels that
 > reach a fraction of that peak meet the compute wall at smaller batches.""")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: one acceptance rate for every round
 #
 # $\mathbb E[X] = 1 + \alpha + \dots + \alpha^m$ gives every position of every round the same
-# chance $\alpha$, whatever happened before. Text is not that uniform. A drafter that copies
+# chance $\alpha$, whatever happened before.
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
+# Text is not that uniform. A drafter that copies
 # from the context does very well on a repeated name or a pasted code block and badly on a
 # fresh sentence; a draft network is surer of some continuations than others. A simple fuller
 # model: half the rounds fall in easy spans, accepted with $\alpha + \Delta\alpha$ per position,
@@ -790,7 +812,9 @@ token; the parallel one with 8 draft tokens falls to that speed once its rounds 
 # > - A round's four stages for a serial and a parallel drafter, from the draft network's bytes and the batch-1 read rate ([Exercise 8-7](../../exercises/ex8_7.ipynb)).
 # > - Whether one more draft position helps, from the marginal test $\Delta T_r / \Delta X < T_r / \mathbb E[X]$, with and without padded groups ([Exercise 8-7](../../exercises/ex8_7.ipynb)).
 # >
-# > **Assumptions this notebook made.** Acceptance is a fixed probability per position
+# > <details><summary>Assumptions this notebook made</summary>
+# >
+# > Acceptance is a fixed probability per position
 # > (independent of the text and of the position, except where a list of acceptances is given
 # > or the spread splits rounds into easy and hard spans of the same mean);
 # > rounds are timed at batch 1 on a 2,048-token context, where every pass is read-bound; the
@@ -799,5 +823,7 @@ token; the parallel one with 8 draft tokens falls to that speed once its rounds 
 # > data-sheet peak and bandwidth, with every request at the same context and the draft's own
 # > passes left out of the per-request speedup; the chapter's KV budget ignores the draft
 # > network's own weights, which the fuller count in 8.5.4 takes out of that budget.
+# >
+# > </details>
 #
 # Next: [8.6 Load and configuration](08_6_load_and_configuration.ipynb).

@@ -195,11 +195,15 @@ for card in (specs.H100_SXM, specs.H200_SXM, specs.A100_80GB, specs.RTX_PRO_6000
           f"{card.peak_precision:>11} {calc.ridge_point(card):6.0f} "
           f"{calc.memory_sweep_s(card) / units.ms:6.1f} ms")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: the spec sheet's peaks as reachable rates
 #
-# The ridge and the sweep above divide two spec-sheet peaks, and no kernel runs at either. The
-# chapter says so itself later: 17 §9 turns a measured decode rate into a share of the peak
+# The ridge and the sweep above divide two spec-sheet peaks, and no kernel runs at either.
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
+# The chapter says so itself later: 17 §9 turns a measured decode rate into a share of the peak
 # bandwidth (MBU) and a measured prefill rate into a share of the peak compute (MFU), and 17 §2
 # assumes half the peak compute for a prefill. Put the shares a card reaches into the two
 # formulas and both move:
@@ -353,8 +357,12 @@ cannot live on the die.
 # > - How much slower NVLink and PCIe are than HBM, and why tensor parallelism stays on NVLink ([Exercise 17-5](../../exercises/ex17_5.ipynb)).
 # > - Whether a model's weights fit on one card at all ([Exercise 17-2](../../exercises/ex17_2.ipynb)).
 # >
-# > **Assumptions this notebook made.** A card runs at its spec-sheet peaks, dense BF16 compute
+# > <details><summary>Assumptions this notebook made</summary>
+# >
+# > A card runs at its spec-sheet peaks, dense BF16 compute
 # > and full HBM bandwidth, in the ratio, the sweep and the card comparison (the part on
 # > reached rates lowers both); a step reads the bytes it names once, with nothing served
 # > from L2 and no other traffic; the per-SM register and shared-memory sizes come from
 # > NVIDIA's H100 whitepaper, not the chapter; the M2 Max's peak is an FP32 figure.
+# >
+# > </details>

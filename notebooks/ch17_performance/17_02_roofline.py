@@ -191,12 +191,15 @@ for p in points:
           f"{100 * p['fraction_of_peak']:6.2f}% of peak")
 plots.roofline_figure(hw, points).show()
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: the FLOPs and bytes of a real 8B, attention included
 #
 # 17 §2 counts with a round shape: 8e9 parameters, every one of them streamed for each decode
 # step and worth 2 FLOPs per token, attention left out. Three things a real model adds:
 #
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
 # - **What a step streams.** The input embedding is a table: a token reads its own row, not
 #   the whole matrix. The output head, by contrast, runs for every token that needs its next
 #   word, so decode pays for it and a prefill only for its last token.
@@ -260,7 +263,7 @@ As contexts grow the fuller intensity levels off at $a/k$ = {limit:.0f} FLOP/B i
 falling towards zero.
 """)
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: short prompts priced by their compute
 #
 # 17 §2 notes that a prompt shorter than the ridge sits on the memory roof, yet prices every
@@ -268,6 +271,9 @@ falling towards zero.
 # time than reading the weights once, so the roofline's own price is the larger of the two
 # terms, attention included on the compute side (`calc.prefill_readings`):
 #
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
 # $$ t_{\text{prefill}} = \max\left(\frac{D_w + n\,k}{\beta},\;
 #    \frac{2Nn + a\,n(n+1)/2}{0.5\,\pi}\right). $$
 
@@ -479,9 +485,13 @@ mean more FLOPs *and* more bytes in the same ratio. Its step would stream
 # > - How the live KV cache drags the effective intensity of a batch down ([Exercise 17-3](../../exercises/ex17_3.ipynb)).
 # > - What a smaller weight format does to that ceiling ([Exercise 17-8](../../exercises/ex17_8.ipynb)).
 # >
-# > **Assumptions this notebook made.** Two FLOPs per parameter per token for a round 8e9
+# > <details><summary>Assumptions this notebook made</summary>
+# >
+# > Two FLOPs per parameter per token for a round 8e9
 # > parameters, all of them streamed each decode step, with attention's FLOPs left out except
 # > where a line adds them; the card runs at its spec-sheet peaks, except a prefill's compute
 # > at an assumed 50%; a prefill is priced by its compute alone except in the short-prompt
 # > table; every sequence of a batch holds the same live context; the MoE's routing is
 # > uniform.
+# >
+# > </details>

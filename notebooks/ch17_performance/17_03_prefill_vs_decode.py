@@ -206,12 +206,15 @@ for rate in (1.0, 4.0, 8.0):
           + " / ".join(f"{run['itl_pct'][p] / units.ms:5.1f}" for p in ("p50", "p90", "p99"))
           + f" ms; SLO {'met' if run['slo_met'] else 'missed'}")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: how a prefill is priced
 #
 # Everything above prices a prefill one way: the matrices' FLOPs, $2Nn$, at 50% of peak. Two
 # things that way leaves out (17.2 showed both on the roofline) and one that the stall adds:
 #
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
 # - **Short prompts** cannot finish faster than one read of the weights; the time is the
 #   roofline's max of that read and the compute, not the compute alone.
 # - **Long prompts** carry attention's $a\,n(n+1)/2$ FLOPs, which grow with the square of the
@@ -442,10 +445,14 @@ from the tail into the middle of the distribution; 17.6 studies that trade.
 # > - Whether a decode step meets an ITL target, and the largest batch that does ([Exercise 17-10](../../exercises/ex17_10.ipynb)).
 # > - The prompt tokens per second a stream of requests asks prefill to absorb ([Exercise 17-7](../../exercises/ex17_7.ipynb)).
 # >
-# > **Assumptions this notebook made.** A prefill is priced by its matrices' compute at a fixed
+# > <details><summary>Assumptions this notebook made</summary>
+# >
+# > A prefill is priced by its matrices' compute at a fixed
 # > 50% of peak, attention and the weight read left out, except in the part that adds them;
 # > every decode step of a request lasts the same 6 ms whatever its context, a step the
 # > chapter rounds from 17.5's batch of 600-token chats; a stalled round adds the prefill to
 # > the step (the simulator) or is the prefill alone (the closed form) rather than one fused
 # > pass; the simulated service has Poisson arrivals of identical requests, one card and the
 # > KV pool of 17.4; percentiles are by nearest rank.
+# >
+# > </details>

@@ -228,11 +228,16 @@ plots.context_step_figure(contexts, rows, weight_bytes=m8.streamed_weight_bytes,
                           bandwidth_bytes_per_s=hw.mem_bw_bytes_per_s, crossover_tokens=cross,
                           marks=(1_000, 10_000, 100_000)).show()
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: one long conversation slows the whole batch
 #
 # The three lines above run the step at batch 1, so the cache's growth looks like a cost that
-# its own conversation pays. A serving GPU decodes that conversation inside a batch, and a
+# its own conversation pays.
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
+# A serving GPU decodes that conversation inside a batch, and a
 # decode step is one pass for all of its sequences: each of them waits for the whole step, and
 # the step reads every sequence's cache. One sequence of $L$ tokens joining $b$ sequences that
 # hold $\bar L$ live tokens on average makes the step of *every* sequence
@@ -287,13 +292,15 @@ md(f"""
 > formula is still the chapter's; only the batch it is applied to changed.
 """)
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: bytes counted token by token
 #
 # The counts of this notebook divide the KV space by $L\,k$, as if memory could be handed out
 # one token at a time. A paged engine (17.5) hands it out in blocks of 16 tokens, so a sequence
 # holds $\lceil L/16 \rceil \times 16$ tokens (`calc.block_rounded_capacity`; the explorer's
 # dotted curve).
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
@@ -452,9 +459,13 @@ The crossover is weights over KV bytes per token, so it is
 # > - The KV space left on a card after weights and reserve, and the number of sequences that fit there, on one GPU or sharded over $g$ ([Exercise 17-2](../../exercises/ex17_2.ipynb)).
 # > - The decode step and token rate as the context grows, and the context where the cache costs as much as the weights ([Exercise 17-4](../../exercises/ex17_4.ipynb)).
 # >
-# > **Assumptions this notebook made.** Every sequence holds the same context, and its cache
+# > <details><summary>Assumptions this notebook made</summary>
+# >
+# > Every sequence holds the same context, and its cache
 # > is counted token by token, with no block tail; the runtime reserve is a fixed 4 GB per GPU
 # > whatever the batch; weights and KV heads split evenly over the tensor-parallel GPUs, and no
 # > GPU holds less than one KV head; the decode step reads weights and caches at the full HBM
 # > bandwidth, at batch 1 unless a line says otherwise (the part on batches shows what a shared
 # > step changes); "8K" is 8,000 tokens and "KB" per token is KiB, as in the chapter.
+# >
+# > </details>

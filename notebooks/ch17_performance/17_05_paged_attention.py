@@ -212,13 +212,16 @@ directions, which is why schedulers cap the batch at an ITL target rather than m
 per second.
 """)
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: more batch, more throughput
 #
 # The chapter's arithmetic gives two points, the contiguous batch and the paged one, and warns
 # that the throughput does not grow as fast as the batch. The same step formula, followed
 # along the whole range of batches, shows why: the weight read is shared, the KV reads are not, so
 #
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
 # $$ \text{throughput}(b) = \frac{b\,\beta}{D_w + b\,L\,k}
 #    \;\xrightarrow{\;b \to \infty\;}\; \frac{\beta}{L\,k}. $$
 #
@@ -279,10 +282,15 @@ md(f"""
 > that every workload lands at this figure.
 """)
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: a decode step priced by its bytes alone
 #
-# The step above is the memory roof's time. The compute roof has a term too: $b$ new tokens
+# The step above is the memory roof's time.
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
+# The compute roof has a term too: $b$ new tokens
 # cost $b\,(2N + a\,(L+1))$ FLOPs, attention's pairs included. At the full peak it never
 # binds for these batches. But a decode step of several hundred sequences is a matrix product
 # of several hundred rows, the shape of a short prefill, and 17 §2 grants a prefill only 50%
@@ -465,7 +473,9 @@ an H100's memory, so without sharing such a service could not run on one card at
 # > - The naive and paged batch caps in a given KV space, and the step time and tokens per second each gives ([Exercise 17-12](../../exercises/ex17_12.ipynb)).
 # > - The batch to run between an ITL target and the KV memory ([Exercise 17-10](../../exercises/ex17_10.ipynb)).
 # >
-# > **Assumptions this notebook made.** Every sequence holds the same mean number of live
+# > <details><summary>Assumptions this notebook made</summary>
+# >
+# > Every sequence holds the same mean number of live
 # > tokens (a distribution of lengths would fit a different count); a decode step streams the
 # > weights and the live KV at the full HBM bandwidth with no attention-kernel or scheduling
 # > overhead, and is priced by those bytes alone except in the part that adds its compute; the
@@ -475,3 +485,5 @@ an H100's memory, so without sharing such a service could not run on one card at
 # > in a fixed order with known lengths; the chapter reads "a bigger batch, more throughput"
 # > from two points, while a step's KV bytes grow with the batch too, so tokens per second
 # > approach a ceiling set by the KV bytes per token (drawn beside the two points).
+# >
+# > </details>

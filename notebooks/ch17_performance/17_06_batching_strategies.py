@@ -199,7 +199,8 @@ for e in ledger.by_section("17.6"):
 # real-time systems. Smaller chunks keep chat streams smooth; larger chunks suit long documents
 # whose users care most about the first token. When no chunk size meets both objectives at
 # once, the next step is to give prefill and decode separate GPUs (17 §8).
-#
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: one fused pass, not two
 #
 # The closed form adds two separate costs per round: a decode step (a weight read) and the
@@ -207,6 +208,9 @@ for e in ledger.by_section("17.6"):
 # batch's decode tokens and the chunk into a single forward pass, so the weights stream once
 # and the pass costs whichever roof it hits, with attention priced too:
 #
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
 # $$T_\text{pass} = \max\!\left(\frac{D_w + (bL + h + c)\,k}{\beta},\;
 # \frac{2N\,(c + b) + a\,(c\,h + \tfrac{c(c+1)}{2} + b\,(L+1))}{0.5\,\pi}\right),$$
 #
@@ -435,9 +439,13 @@ to the longest history.""", title="Worked answer 5")
 # > - How many sequences a continuously batched, paged KV pool can keep decoding at once, and the throughput that buys ([Exercise 17-12](../../exercises/ex17_12.ipynb))
 # > - The batch to run when an ITL target and KV memory both limit it ([Exercise 17-10](../../exercises/ex17_10.ipynb))
 # >
-# > **Assumptions this notebook made.** Prefill runs at a fixed 50% of peak whatever the chunk
+# > <details><summary>Assumptions this notebook made</summary>
+# >
+# > Prefill runs at a fixed 50% of peak whatever the chunk
 # > size; reads run at the full HBM bandwidth; the running batch is one fixed set of decode
 # > sequences, all at the same context (17 §5's chat length); the chapter's closed form adds a
 # > decode step and a chunk's compute and leaves attention out, while the fused model is still a
 # > roofline bound (no kernel launch, scheduling or sampling time); the simulator's queues are
 # > deterministic (every request arrives as listed and emits exactly its output length).
+# >
+# > </details>

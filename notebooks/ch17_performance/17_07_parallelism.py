@@ -115,11 +115,14 @@ for e in ledger.by_section("17.7"):
     if e.id == "17.7/bytes-per-token-MB":
         print(f"{e.claim}: chapter {e.printed} {e.unit}, companion {e.value:.3f}\n  {e.note}")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: one flat floor per all-reduce, added to the step
 #
 # The communication term above rests on two simplifications.
 #
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
 # 1. **Every all-reduce costs the same floor, whatever $g$.** The ring algorithm, which NCCL
 #    uses for all but the smallest messages, passes the vector around the $g$ GPUs in
 #    $2(g-1)$ steps: $g-1$ to add up the partial sums, $g-1$ to hand the totals back. Each step
@@ -247,11 +250,17 @@ plots.pipeline_figure(grid, bubble_curves=curves,
 # Each cell of the diagram is one stage during one slot, labelled with the microbatch it is
 # working on. Orange is the filling triangle, purple the draining one, grey the bubble. Count
 # the grey cells: $S(S-1)$ of $S(M+S-1)$, which is the formula above.
-#
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: stages of unequal length
 #
 # The bubble formula counts slots, so it assumes every stage needs the same time per
-# microbatch. A real split is not that tidy. The layer count need not divide by $S$, and the
+# microbatch.
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
+# A real split is not that tidy. The layer count need not divide by $S$, and the
 # last stage also runs the output projection, `lm_head`, a hidden-by-vocabulary matrix that in
 # the public Llama-3.1-70B configuration weighs more than a whole layer. In decode a stage's
 # time is its own weight read, so the last stage is the slowest one.
@@ -514,7 +523,9 @@ four GPUs not because the weights need them but because the KV cache does.""",
 # > - The pipeline bubble for $S$ stages and $M$ microbatches, and the $M$ a target needs ([Exercise 17-6](../../exercises/ex17_6.ipynb))
 # > - The smallest TP x PP layout that fits a model's weights on a card ([Exercise 17-6](../../exercises/ex17_6.ipynb))
 # >
-# > **Assumptions this notebook made.** A decode step is its weight and KV reads plus the
+# > <details><summary>Assumptions this notebook made</summary>
+# >
+# > A decode step is its weight and KV reads plus the
 # > collectives (the explorer's batches stay below the ridge, so the reads, not the
 # > arithmetic, set it); each all-reduce costs the chapter's flat floor and is added to the
 # > step, while the fuller model prices a ring whose hop latency is fitted to that floor at
@@ -523,3 +534,5 @@ four GPUs not because the weights need them but because the KV cache does.""",
 # > handoff, while the fuller model takes each decode stage's time as its weight read and
 # > still ignores the handoff; placement counts weights and a fixed runtime reserve only (no
 # > activations, no embedding or head imbalance between stages).
+# >
+# > </details>

@@ -92,11 +92,17 @@ and each hop takes {d8k['ship_ms']:.0f} ms.""")
 # pools have two, which is the whole point. The DistServe paper measures the benefit as
 # **goodput**, the rate of requests that meet *both* their TTFT and their ITL objective,
 # rather than tokens per second.
-#
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: a pool sized to its mean demand is full
 #
 # Dividing the mean demand by one group's capacity gives the number of groups that can keep
-# up *on average*. At the chapter's traffic the division comes out whole, so every prefill
+# up *on average*.
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
+# At the chapter's traffic the division comes out whole, so every prefill
 # group it counts would be busy all of the time. Requests do not arrive on a metronome,
 # though, and prompts are not all of mean length; a pool with no spare capacity builds a queue
 # that never drains, and the queueing wait lands in every TTFT.
@@ -215,11 +221,16 @@ plots.kv_transfer_figure(contexts, curves, marks=marks).show()
 # pay: a small model, short prompts, or too few GPUs to keep two pools busy on their own. A
 # deployment of about one server is better off sharing GPUs with chunked prefill; a fleet
 # gains from the split.
-#
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: the hop shipped whole, after the prefill
 #
-# The transfer times above send the whole cache over one link once the prefill is done. Two
-# things change that. First, a request's layers are finished one after another: the prefill
+# The transfer times above send the whole cache over one link once the prefill is done.
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
+# Two things change that. First, a request's layers are finished one after another: the prefill
 # computes layer 1 for the whole prompt, then layer 2, and so on, so layer $i$'s KV can be on
 # the wire while the GPUs work on layer $i+1$. With $n_\text{layers}$ layers of equal cost, each
 # takes $t_\text{prefill}/n_\text{layers}$ to prefill and $T_\text{ship}/n_\text{layers}$ to
@@ -342,11 +353,14 @@ prefix at every move. Practical routers weigh both signals, prefix overlap and c
 and the KV cache becomes distributed state that needs placement and eviction policies, much
 like sticky sessions or a sharded cache.""")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: prefill without attention, and one average per router
 #
 # Two simplifications sit in the routing arithmetic.
 #
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
 # - **Attention is left out of the prefill.** $2N$ FLOPs per token counts the matrices only.
 #   Each new token also attends to every token before it, which at 17 §8's context lengths is
 #   no longer small: a cold worker prefills the whole context $L_t$ with $L_t(L_t+1)/2$ causal
@@ -551,7 +565,9 @@ is the absolute saving per warm landing.""",
 # > - The cold and warm TTFT of a conversation's turn $t$ and their ratio ([Exercise 17-13](../../exercises/ex17_13.ipynb))
 # > - The mean TTFT a router achieves for a given share of warm landings ([Exercise 17-13](../../exercises/ex17_13.ipynb))
 # >
-# > **Assumptions this notebook made.** A GPU group sustains a fixed prefill and decode rate
+# > <details><summary>Assumptions this notebook made</summary>
+# >
+# > A GPU group sustains a fixed prefill and decode rate
 # > (the chapter's illustrative capacities) and a pool is sized by dividing mean demand by
 # > them, while the fuller model treats the prefill pool as an M/M/c queue (Poisson arrivals,
 # > exponential prefill times, one prompt per group at a time) and gives the queueing wait
@@ -563,3 +579,5 @@ is the absolute saving per warm landing.""",
 # > where the fuller model counts it; a router's warm share is one fixed probability per turn,
 # > and routers are compared by mean TTFT, while their tails (p90, p99) are set by the cold
 # > prefills that even the better router still sends.
+# >
+# > </details>

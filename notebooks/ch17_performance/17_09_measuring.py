@@ -98,12 +98,15 @@ as strong that profiling it pays.""")
 ui = widgets.UtilizationPanel()
 ui.figure().show()
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: ratios that count only part of the work
 #
 # Both ratios divide by a peak what a token rate *implies*, and the chapter's versions imply
 # less work than there is.
 #
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
 # - **MBU without the KV cache.** The chapter's decode example reads the weights only, which
 #   is fair for its short context. Each sequence also streams its $L$ cached tokens every step,
 #   $L\,k$ bytes per token on top of $D_w/b$; the formula above already counts them, so at a
@@ -440,7 +443,9 @@ most from CUDA Graphs.""", title="Worked answer 5")
 # > - The most arithmetic a kernel on some of the SMs can use, whatever `nvidia-smi` says ([Exercise 17-4](../../exercises/ex17_4.ipynb))
 # > - Where decode and prefill sit on the roofline, and so which ratio to read ([Exercise 17-3](../../exercises/ex17_3.ipynb))
 # >
-# > **Assumptions this notebook made.** MBU counts the weights once per step and each
+# > <details><summary>Assumptions this notebook made</summary>
+# >
+# > MBU counts the weights once per step and each
 # > sequence's live KV, nothing else (no activations, no KV writes, no re-reads from poor
 # > caching); MFU counts 2 FLOPs per parameter, and the fuller version adds attention over
 # > the context or the prompt but not normalizations or softmax; the peaks are the spec
@@ -449,3 +454,5 @@ most from CUDA Graphs.""", title="Worked answer 5")
 # > and kernels per layer are labelled assumptions, not measurements, and every kernel runs at
 # > its roofline time; Speed of Light assumes each big kernel reaches one fixed share of its
 # > roof.
+# >
+# > </details>

@@ -113,13 +113,16 @@ The bargain is plain: more total arithmetic (a second model, and guesses that ar
 away) in exchange for lower latency. On a decode GPU whose arithmetic sits idle that is a
 good deal; on a prefill pool that is already compute-bound it is a bad one.""")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: quantization's doubling
 #
 # The doubled ceiling is a statement about batch 1 at short context, where a step is nothing
 # but the weight read. Quantizing the weights (and only the weights) changes one term of the
 # roofline step of 17 §2:
 #
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
 # $$T_\text{step} = \max\!\left(\frac{b\,F}{\pi},\ \frac{D_w\,s/2 + b\,L\,k}{\beta}\right),$$
 #
 # with $s$ bytes per weight instead of two. The KV cache keeps its two bytes per value, and the
@@ -164,11 +167,15 @@ md(f"""> **Where this model breaks: quantization.** At the chapter's setting (ba
 > latency: a busy server is exactly where the doubling shrinks. Quantizing the KV cache too
 > (8.4) or computing in FP8 (a higher peak) are what move the other terms.""")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: drafting for free, verifying for free
 #
-# $\mathbb{E}[X]$ counts tokens per target pass. It becomes a speed-up only if a round of
-# speculation costs what one plain step costs, which needs two things the chapter takes for
+# $\mathbb{E}[X]$ counts tokens per target pass.
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
+# It becomes a speed-up only if a round of speculation costs what one plain step costs, which needs two things the chapter takes for
 # granted: drafting $m$ tokens costs nothing, and a pass over $m+1$ positions per sequence
 # costs no more than a pass over one. The second holds while the pass is memory-bound, and at
 # batch $b$ it computes $b(m+1)$ rows, so it stops holding near the ridge (17 §2). Pricing
@@ -214,12 +221,16 @@ md(f"""> **Where this model breaks: speculative decoding.** At batch 1 the wider
 > real draft model costs something, and under load the gain shrinks and then reverses. That
 > is why engines turn speculation off, or shorten the draft, as the batch grows.""")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Where this model breaks: levers that multiply
 #
 # The levers table lists the two speed-ups side by side, and it is tempting to multiply them:
-# INT8 weights and a 4-token draft would give the two headline numbers multiplied. They
-# interact. Quantization
+# INT8 weights and a 4-token draft would give the two headline numbers multiplied.
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
+# They interact. Quantization
 # shrinks the read of both the plain and the verification pass, which moves the verification
 # pass closer to the ridge; KV reads dilute both. `calc.combined_levers` prices the two
 # together (both the target and the draft quantized, the draft still at 10% of a plain step)
@@ -426,7 +437,9 @@ collective floor does not shrink with the degree.""", title="Worked answer 5")
 # > - Whether a longer draft still pays once the draft's own cost is counted ([Exercise 17-9](../../exercises/ex17_9.ipynb))
 # > - The batch an ITL target and KV memory allow, the starting point of the levers ([Exercise 17-10](../../exercises/ex17_10.ipynb))
 # >
-# > **Assumptions this notebook made.** A decode step is the roofline's bound (reads at the
+# > <details><summary>Assumptions this notebook made</summary>
+# >
+# > A decode step is the roofline's bound (reads at the
 # > full HBM bandwidth, arithmetic at the dense BF16 peak), with no kernel or launch overhead;
 # > the chapter's quantization keeps batch 1 and a short context, and the fuller model
 # > quantizes the weights only (KV at two bytes, compute at the BF16 peak); the chapter's
@@ -434,3 +447,5 @@ collective floor does not shrink with the degree.""", title="Worked answer 5")
 # > accepted independently with one probability, while the fuller model charges each drafted
 # > token a fixed share of a plain step; combined levers are priced on one roofline step; the
 # > tables' rows are the chapter's arithmetic for the 8B and the 70B shapes on an H100 SXM.
+# >
+# > </details>

@@ -359,11 +359,16 @@ saved = ms.save_measurement(m, Path(tempfile.gettempdir()) / "my_measurement.jso
 assert ms.load_measurement(saved) == m
 print(f"saved {saved} ({saved.stat().st_size / 1024:.0f} KiB), loads back identical")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## 6. Load a saved measurement instead of measuring
 #
 # The file committed next to this notebook is one full-size run of `ms.measure()` on the
-# 2-core cloud virtual machine the companion was built on. Other programs shared those two
+# 2-core cloud virtual machine the companion was built on.
+#
+# <!-- fold: load a saved measurement (another machine's, or yours from last time) -->
+
+# %% [markdown]
+# Other programs shared those two
 # cores most of the time, and a busy neighbour can slow a multi-threaded BLAS call tenfold
 # (each call waits for its slowest thread), so the run was made at a moment when the cores
 # were otherwise idle; the `noisy` line names the points whose repeats still spread.

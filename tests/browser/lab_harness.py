@@ -282,7 +282,10 @@ class LabServer(Server):
                 # the repository (an absolute checkpoint_dir puts them all in the scratch dir)
                 f"--FileCheckpoints.checkpoint_dir={self.state / 'checkpoints'}",
                 "--LabApp.extension_manager=readonly", "--LabApp.news_url=None",
-                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                # window.jupyterapp: Run All's progress is read from the cells' models, since a
+                # cell whose source is hidden shows no prompt number in the page
+                "--LabApp.expose_app_in_browser=True"]
 
     def notebook_url(self, path: str) -> str:
         # a workspace of its own per page: nothing from an earlier test is restored (no tab,
@@ -463,23 +466,61 @@ def open_notebook(page, lab: LabServer, path: str, timeout_ms: int = 120_000) ->
 
 
 PROMPTS = f"{ACTIVE} .jp-CodeCell .jp-InputArea-prompt"
-NO_PROMPT_NUMBERED = ("sel => [...document.querySelectorAll(sel)]"
-                      ".every(p => !/\\d/.test(p.textContent))")
+# Every code cell's prompt text, by position. A cell whose source is hidden shows no prompt
+# number in the page, so where the server exposes the app (LabServer, `make lab` in the tests,
+# the lite site: exposeAppInBrowser) the numbers come from the cells' models; elsewhere from the
+# prompts in the page (``sel``).
+PROMPT_LIST_JS = """(sel) => {
+    const app = window.jupyterapp, panel = app && app.shell.currentWidget;
+    if (panel && panel.content && panel.content.widgets && panel.content.model) {
+        return panel.content.widgets.filter(c => c.model.type === 'code').map(c => {
+            const n = c.model.executionCount;
+            const p = c.promptNode ? c.promptNode.textContent.trim() : '';
+            return n != null ? `[${n}]:` :
+                (p.includes('*') || c.model.executionState === 'running') ? '[*]:' : ''; });
+    }
+    return [...document.querySelectorAll(sel)].map(p => p.textContent.trim()); }"""
+
+
+NO_PROMPT_NUMBERED = ("sel => (" + PROMPT_LIST_JS + ")(sel)"
+                      ".every(p => !/\\d/.test(p))")
 # done when every prompt is numbered, or as soon as a cell fails (Run All stops there)
-ALL_DONE_OR_ERROR = """([sel, err, n]) => { const ps = [...document.querySelectorAll(sel)];
+ALL_DONE_OR_ERROR = """([sel, err, n]) => { const ps = (""" + PROMPT_LIST_JS + """)(sel);
     if (document.querySelector(err)) return true;
-    return ps.length === n && ps.every(p => /\\[\\d+\\]/.test(p.textContent)); }"""
+    return ps.length === n && ps.every(p => /\\[\\d+\\]/.test(p)); }"""
 
 
-def run_all_cells(page, n_code: int, timeout_ms: int = 240_000) -> None:
-    """Edit > Clear Outputs of All Cells, Run > Run All Cells, then wait until every prompt is
-    numbered and the kernel is idle (stored prompts would otherwise look finished).
+FOLD_BUTTON = f"{ACTIVE} .jp-showHiddenCellsButton"
+
+
+def open_all_folds(page, timeout_s: float = 30) -> int:
+    """Open every depth section that a notebook shows folded (a collapsed heading's "N cells
+    hidden" button), as a reader who reads everything does; returns how many were opened.
+    The cells under a collapsed heading are not in the page, so a check that reads every cell
+    opens them first."""
+    opened = 0
+    deadline = time.monotonic() + timeout_s
+    while page.locator(FOLD_BUTTON).count():
+        page.locator(FOLD_BUTTON).first.click()
+        opened += 1
+        if time.monotonic() > deadline:
+            raise AssertionError(f"folds still closed after {timeout_s:.0f} s of opening them")
+    return opened
+
+
+def run_all_cells(page, n_code: int, timeout_ms: int = 240_000, open_folds: bool = True) -> None:
+    """Open every fold (unless ``open_folds`` is false: a reader who runs everything and reads
+    the core path), Edit > Clear Outputs of All Cells, Run > Run All Cells, then wait until
+    every cell has its number and the kernel is idle (stored prompts would otherwise look
+    finished).
 
     Run once, as a reader runs it: call it after ``open_notebook`` (whose wait for a connected
     kernel is what makes Run All reliable, see KERNEL_READY_JS). Anything a reader would see
     go wrong fails at once, with where the run stood: an error output (Run All stops there),
     a "Select Kernel" dialog, or cells JupyterLab left unexecuted (empty prompts, nothing
     queued, the kernel idle, the same for 5 s of polls)."""
+    if open_folds:
+        open_all_folds(page)
     _menu(page, "Edit", "Clear Outputs of All Cells")
     page.wait_for_function(NO_PROMPT_NUMBERED, arg=PROMPTS, timeout=30_000)
     _menu(page, "Run", "Run All Cells")
@@ -520,7 +561,7 @@ def _progress(page) -> dict:
 
 
 RUN_STATE_JS = """([sel, active]) => {
-    const prompts = [...document.querySelectorAll(sel)].map(p => p.textContent.trim());
+    const prompts = (""" + PROMPT_LIST_JS + """)(sel);
     const kernel = document.querySelector(active + ' .jp-Notebook-ExecutionIndicator');
     return {prompts, kernel: kernel && kernel.getAttribute('data-status'),
             dialogs: [...document.querySelectorAll('.jp-Dialog')].map(d => d.innerText.slice(0, 200)),

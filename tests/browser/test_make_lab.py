@@ -57,7 +57,9 @@ class MakeLab(H.LabServer):
     def command(self) -> list[str]:
         args = [f"--no-browser --ip=127.0.0.1 --port={self.port}",
                 f"--IdentityProvider.token={self.token} --ServerApp.port_retries=0",
-                f"--FileCheckpoints.checkpoint_dir={self.state / 'checkpoints'}"]
+                f"--FileCheckpoints.checkpoint_dir={self.state / 'checkpoints'}",
+                # window.jupyterapp: Run All's progress from the cells' models (lab_harness)
+                "--LabApp.expose_app_in_browser=True"]
         cmd = ["make", "--no-print-directory", "lab", f"STATE={self.state}", f"WORK={self.work}"]
         if not self.project_settings:
             empty = self.state / "no-app-settings"
