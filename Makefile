@@ -35,7 +35,7 @@ export PYTHONHASHSEED          := 0
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with=nbval_sanitize.cfg
 NOTEBOOK_DIRS := notebooks solutions exercises dashboards
 
-.PHONY: setup setup-latest lock lab fresh-copy dashboard test test-fast test-dispatch execute \
+.PHONY: setup setup-latest lock lab lab-instructor fresh-copy dashboard test test-fast test-dispatch execute \
         exercises bench stress nbgrader-check course-env course-check book handout lite lite-tools \
         lite-lock gallery clean
 
@@ -108,6 +108,12 @@ lab: $(STAMP) $(LAB_OVERRIDES)
 	$(PY) tools/work_copy.py $(WORK)
 	$(VENV)/bin/jupyter lab --notebook-dir=$(WORK) $(LAB_FLAGS) $(ROOT_FLAG) $(LAB_ARGS) \
 	  $(WORK)/notebooks/START_HERE.ipynb
+
+## The instructor's view: JupyterLab on the repository root, opened on solutions/index.ipynb
+## (every exercise with its parts, points and answers); exercises/ and my-work/ sit beside it.
+lab-instructor: $(STAMP) $(LAB_OVERRIDES)
+	$(VENV)/bin/jupyter lab --notebook-dir=. $(LAB_FLAGS) $(ROOT_FLAG) $(LAB_ARGS) \
+	  solutions/index.ipynb
 
 fresh-copy: $(STAMP)
 	$(PY) tools/work_copy.py --fresh $(WORK)

@@ -18,10 +18,19 @@ never prints the expected value. Wrong types and units get a message, not a trac
 Unfinished answers: ``None`` (what the answer cells start from) is "not yet answered", and
 ``check(..., answers, key=k)`` looks up entry ``k`` of a dict or list itself, so a missing
 entry is "not yet answered" too instead of a KeyError in the check cell. A check cell wraps its
-checks in ``with grading.checks():``: every part is graded, each prints its line, and at the
-end of the block :class:`NotYetCorrect` (an AssertionError, so nbgrader gives the cell no
-points) names the parts not answered yet and those not yet right. Jupyter shows it as that one
-message, without a traceback. When every part is right, the block says so in one line.
+checks in ``with grading.checks():``: every part is graded and shows its line, then one line
+names the parts not answered yet and those not yet right, and the cell ends normally, so Run All
+goes on to the end. Only where nbgrader runs the notebook (``NBGRADER_EXECUTION`` set: autograde,
+validate) does the block end in :class:`NotYetCorrect` (an AssertionError, so nbgrader gives
+the cell no points), shown as that one message without a traceback. When every part is right,
+the block says so in one line.
+
+Whose numbers: :func:`student_seed` is the seed of whoever runs the notebook, with nothing to
+type: on a JupyterHub from the hub user name (``JUPYTERHUB_USER``), under nbgrader's autograde
+from the submission's student id (``COMPANION_STUDENT``, set by :mod:`companion.course`'s hook
+in ``nbgrader_config.py``), and 0 (the chapter's data) anywhere else. A name's seed is
+:func:`seed_for_student` (a SHA-256 of the name, never Python's salted ``hash``), unless an
+instructor's ``companion_seeds.json`` pins it (:func:`seed_overrides`).
 
 Inside IPython (JupyterLab, nbgrader's kernel) each verdict line is displayed as coloured
 HTML (green correct, amber not yet answered, red not yet right) with the same words as its
@@ -30,10 +39,13 @@ HTML (green correct, amber not yet answered, red not yet right) with the same wo
 
 from __future__ import annotations
 
+import hashlib
 import html
 import importlib
+import json
 import math
 import numbers
+import os
 import pkgutil
 import re
 import reprlib
@@ -46,7 +58,9 @@ from typing import Callable
 from companion import theme, units
 
 __all__ = ["Part", "Exercise", "CheckResult", "NotYetCorrect", "exercises", "params",
-           "resolve_seed", "screen_answers", "check", "checks", "parts", "describe"]
+           "resolve_seed", "screen_answers", "check", "checks", "parts", "describe",
+           "student_seed", "seed_for_student", "student_name", "seed_overrides",
+           "graded_by_nbgrader"]
 
 
 @dataclass(frozen=True)
@@ -213,13 +227,156 @@ def resolve_seed(exercise_id: str, seed: int = 0) -> tuple[int, str]:
     return _resolve(_exercise(exercise_id), _seed(seed))
 
 
+# --- whose numbers: a student's seed ---------------------------------------------------------
+
+# Seeds a name can map to: 1 ... SEED_SPAN (never 0, the chapter's data, whose answers the
+# chapter prints). A million keeps two students of a class of 200 apart with odds of about 50
+# to 1 in favour (and the override file separates any two that meet).
+SEED_SPAN = 999_999
+STUDENT_ENV = "COMPANION_STUDENT"          # set by companion.course's autograde hook
+SEEDS_FILE_ENV = "COMPANION_SEEDS"         # a path: the override file to use
+SEEDS_FILE = "companion_seeds.json"        # looked for in the system-wide Jupyter config folders
+_TLJH_PREFIX = "jupyter-"                  # TLJH's Unix names, which nbgrader takes as the id
+# everything that says who runs a notebook (and so picks its seed): the suite and `make execute`
+# clear these, so that stored outputs are seed 0's wherever they are made or compared
+IDENTITY_ENV = ("JUPYTERHUB_USER", "NBGRADER_EXECUTION", STUDENT_ENV, SEEDS_FILE_ENV)
+
+
+def graded_by_nbgrader() -> bool:
+    """True while nbgrader runs the notebook (autograde or validate: it sets
+    ``NBGRADER_EXECUTION``), where a check cell that is not all right must fail."""
+    return bool(os.environ.get("NBGRADER_EXECUTION"))
+
+
+def student_name(name: str) -> str:
+    """The name a seed is keyed by: ``name`` without surrounding spaces, in lower case, and
+    without TLJH's ``jupyter-`` prefix (stripped as often as it leads), so the hub user
+    ``alice`` and nbgrader's student id ``jupyter-alice`` on a TLJH server are one student."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"student: expected a non-empty name, got {name!r}")
+    key = name.strip().lower()
+    while key.startswith(_TLJH_PREFIX) and len(key) > len(_TLJH_PREFIX):
+        key = key[len(_TLJH_PREFIX):]
+    return key
+
+
+def seed_for_student(name: str) -> int:
+    """A student's seed from their name, the same on every machine and every run:
+    ``1 + int.from_bytes(sha256(student_name(name).encode("utf-8")).digest()[:8], "big")
+    % 999999`` (1 to 999,999; never 0, the chapter's data)."""
+    digest = hashlib.sha256(student_name(name).encode("utf-8")).digest()
+    return 1 + int.from_bytes(digest[:8], "big") % SEED_SPAN
+
+
+def _seeds_file():
+    """The override file in force: $COMPANION_SEEDS, else the first ``companion_seeds.json``
+    in the system-wide Jupyter config folders (``jupyter --paths``, the user's own
+    ``~/.jupyter`` left out, so the file a student's kernel reads is the instructor's); None
+    when there is none."""
+    from pathlib import Path
+
+    named = os.environ.get(SEEDS_FILE_ENV)
+    if named:
+        if not Path(named).is_file():
+            raise FileNotFoundError(f"seeds: ${SEEDS_FILE_ENV} names {named}, which is not a file")
+        return Path(named)
+    try:
+        from jupyter_core.paths import jupyter_config_dir, jupyter_config_path
+    except ImportError:                   # no Jupyter here (a plain script, Pyodide)
+        return None
+    own = Path(jupyter_config_dir()).resolve()
+    for folder in jupyter_config_path():
+        if Path(folder).resolve() == own:
+            continue
+        path = Path(folder) / SEEDS_FILE
+        if path.is_file():
+            return path
+    return None
+
+
+def seed_overrides(path=None) -> dict[str, int]:
+    """The instructor's pinned seeds: ``{name: seed}`` from a JSON object such as
+    ``{"alice": 7, "bob": 0}``; the key ``"*"`` is every student not named (``{"*": 0}``
+    gives the whole class the chapter's data). Names are compared as :func:`student_name`
+    gives them. ``path``: the file to read, default the one in force (see ``_seeds_file``);
+    {} when there is none."""
+    from pathlib import Path
+
+    path = _seeds_file() if path is None else Path(path)
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"seeds: {path} is not valid JSON: {err}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"seeds: {path} must hold a JSON object of name -> seed")
+    pinned = {}
+    for name, seed in data.items():
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seeds: {path}: the seed of {name!r} must be a whole number "
+                             f">= 0, got {seed!r}")
+        pinned["*" if name == "*" else student_name(name)] = seed
+    return pinned
+
+
+def _whoami() -> tuple[str | None, str]:
+    """(the student's name or None, where it came from)."""
+    if os.environ.get("NBGRADER_EXECUTION") == "autograde":
+        student = os.environ.get(STUDENT_ENV)
+        if not student:
+            raise RuntimeError(
+                f"seed: nbgrader is autograding, but ${STUDENT_ENV} is not set, so the "
+                "student's seed is unknown; add the companion's hook to the instructor's "
+                "nbgrader_config.py: `from companion.course import configure; configure(c)` "
+                "(docs/instructors.md)")
+        return student, "the student id nbgrader grades"
+    user = os.environ.get("JUPYTERHUB_USER")
+    if user:
+        return user, "your hub user name"
+    return None, ""
+
+
+def student_seed(verbose: bool = True) -> int:
+    """The seed of whoever runs this notebook, with nothing to type.
+
+    Under nbgrader's autograde: the submission's student id (``$COMPANION_STUDENT``); on a
+    JupyterHub: the hub user name (``$JUPYTERHUB_USER``); anywhere else (your own JupyterLab,
+    the lite site, a script): 0, the chapter's own data. A name's seed is the instructor's
+    pinned one (:func:`seed_overrides`) or else :func:`seed_for_student`. With ``verbose``
+    a name's seed is printed with where it came from (nothing is printed for seed 0 without
+    a name)."""
+    name, source = _whoami()
+    if name is None:
+        return 0
+    key = student_name(name)
+    pinned = seed_overrides()
+    if key in pinned or "*" in pinned:
+        seed = pinned.get(key, pinned.get("*"))
+        why = f"pinned for {key} by the instructor"
+    else:
+        seed = seed_for_student(key)
+        why = f"from {source}, {key}"
+    if verbose:
+        print(f"Seed {seed} ({why}).")
+    return seed
+
+
 def params(exercise_id: str, seed: int = 0) -> dict:
     """The given data of an exercise: seed 0 is the chapter's, other seeds a variant.
 
     A seed whose variant fails the exercise's screen (an empty answer set, a tie the grader would
     break one way, a zero count, an answer on a rounding edge, an optimum at the edge of the
     offered range) moves to the next seed that passes; ``given["seed"]`` is the seed used and
-    ``given["seed_note"]`` says why it moved (it is also printed)."""
+    ``given["seed_note"]`` says why it moved (it is also printed).
+
+    Seed 0 of Exercise 8-1 is the data of 8.2.1: D_w = 15,136,811,008 B and k = 144 KiB.
+
+    >>> from companion import grading
+    >>> given = grading.params("8-1", seed=0)
+    >>> given["weight_bytes"], given["kv_bytes_per_token"], given["contexts"]
+    (15136811008.0, 147456, (2048, 8192))
+    """
     ex = _exercise(exercise_id)
     used, note = resolve_seed(exercise_id, seed)
     given = dict(ex.make_params(used))
@@ -434,6 +591,14 @@ def check(exercise_id: str, part: str, answer, seed: int = 0, *, key=_NO_KEY,
     given yet. With ``key``, ``answer`` is the student's dict or list and the part's answer is
     its entry ``key``; a missing entry is an answer not given yet. Inside ``with checks():`` the
     result is also collected for the block's verdict.
+
+    At a 2K context KV reads first reach the weight reads at batch 51 (8.2.1):
+
+    >>> from companion import grading
+    >>> bool(grading.check("8-1", "b-short", 51, quiet=True))
+    True
+    >>> bool(grading.check("8-1", "b-short", 50, quiet=True))
+    False
     """
     ex = _exercise(exercise_id)
     p = ex.part(part)
@@ -486,10 +651,11 @@ _COLLECTING: list[list[CheckResult]] = []     # the results of each open ``check
 
 
 class NotYetCorrect(AssertionError):
-    """A check cell's verdict when some part has no answer yet or is not yet right.
+    """A check cell's verdict under nbgrader when some part has no answer yet or is not yet right.
 
-    An AssertionError, so nbgrader's autograder counts the cell as failed (no points); Jupyter
-    shows only the message (IPython's ``_render_traceback_``), not a traceback into this module.
+    An AssertionError, so nbgrader's autograder counts the cell as failed (no points); IPython
+    shows only the message (its ``_render_traceback_`` hook), not a traceback into this module,
+    and so does the feedback page.
     ``results`` holds the CheckResult of every part the cell checked.
     """
 
@@ -571,23 +737,34 @@ class _CheckBlock:
                 break
         if exc_type is None:
             if not all(self.results):
-                raise NotYetCorrect(_verdict(self.results), self.results)
+                verdict = _verdict(self.results)
+                if graded_by_nbgrader():
+                    raise NotYetCorrect(verdict, self.results)
+                _show(verdict, "off" if any(r.answered for r in self.results if not r) else "open")
+                return False
             if self.results:
                 _show(_all_correct(self.results), "ok")
             return False
         if issubclass(exc_type, NameError):
             # the kernel restarted, or the answer cell's first line (which defines the answer
             # variables) was deleted
-            raise NotYetCorrect(f"{exc}: run the cells above this one first (Run > Run All "
-                                f"Cells); if it is still missing, put back the first line of "
-                                f"the answer cell, which defines it", self.results) from exc
+            message = (f"{exc}: run the cells above this one first (Run > Run All Cells); if it "
+                       f"is still missing, put back the first line of the answer cell, which "
+                       f"defines it")
+            if graded_by_nbgrader():
+                raise NotYetCorrect(message, self.results) from exc
+            _show(message, "open")
+            return True                   # shown, not raised: Run All goes on
         return False
 
 
 def checks() -> _CheckBlock:
     """``with checks():`` around a check cell's ``check`` calls: every part is graded and prints
-    its message, then the block raises :class:`NotYetCorrect` naming the parts not answered yet
-    and those not yet right, or, when all are correct, says so in one line. A NameError inside
-    the block (the answer cells have not run) becomes a NotYetCorrect that says to run them.
+    its message, then one line names the parts not answered yet (amber) and those not yet right
+    (red), or, when all are correct, says so (green). The cell ends normally, so Run All goes
+    on; only under nbgrader (:func:`graded_by_nbgrader`) does the block raise
+    :class:`NotYetCorrect` with that line, so the cell gets no points. A NameError inside the
+    block (the answer cells have not run) becomes a line that says to run them (under nbgrader,
+    a NotYetCorrect).
     """
     return _CheckBlock()

@@ -38,12 +38,12 @@
 #
 # Chapter 17 labels contexts in thousands: its "8K" is 8,000 tokens here.
 # Your given data come from `grading.params("17-1", SEED)`. Seed 0 is the chapter's own data
-# (the 70B shape); your instructor may give you another seed.
+# (the 70B shape); on a course hub you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import grading, units
 
-SEED = 0
+SEED = grading.student_seed()
 given = grading.params("17-1", SEED)
 L = given["context_tokens"]
 print(f"model: {given['model'].name}")
@@ -61,7 +61,6 @@ print(f"context {given['context_label']}: L = {L:,} tokens; cache space "
 # %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 kv_per_token = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -75,7 +74,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "bcd_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 seq_gb = mha_factor = mha_seq_gb = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "bcd_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -94,7 +92,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "ef_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 fit_own = fit_mha = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ef_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -112,7 +109,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "g_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 kv_per_token_fp8 = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "g_check", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():

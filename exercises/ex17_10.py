@@ -43,15 +43,15 @@
 # Sizes are decimal ($10^9$ bytes to the GB). Your given data come from
 # `grading.params("17-10", SEED)`. Seed 0 is the chapter's own data (the 8B on an H100 SXM,
 # 600 live tokens per sequence, 8,000-token reservations, a 4 GB reserve) with a 20 ms ITL
-# target of ours (the chapter asks for "a few tens of ms"); your instructor may give you
-# another seed.
+# target of ours (the chapter asks for "a few tens of ms"); on a course hub
+# you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import math
 
 from companion import grading, units
 
-SEED = 0
+SEED = grading.student_seed()
 given = grading.params("17-10", SEED)
 hw = given["hardware"]
 D_w, k = given["weight_bytes"], given["kv_bytes_per_token"]
@@ -72,7 +72,6 @@ print(f"L = {L:,} live tokens per sequence; worst-case reservation L_res = {L_re
 # %% nbgrader={"grade": false, "grade_id": "ad_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 free_gb = cap_reserved = cap_paged = step_at_cap_ms = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ad_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -89,7 +88,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "eh_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 itl_batch = binds_paged = throughput = binds_reserved = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "eh_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():

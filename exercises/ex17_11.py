@@ -49,21 +49,22 @@
 # 4. **(i)** The long prompt's TTFT when chunked, charging every chunk a full round, in ms, and
 #    **(j)** its increase over a dedicated prefill, (i) / (c) - 1, in %.
 #
-# **Changed (issue 24).** The decode step is now §5's unrounded step (the 6.1 ms of §6 at seed
-# 0), no longer §3's rounded 6 ms, and the worst ITL without chunking counts the decode step
-# plus the prefill, as the simulator does; (d) and (h) follow. The chapter's own ratios in §3
-# and §6 count the prefill alone; the solution shows both readings.
+# **The decode step and the worst ITL.** The decode step is §5's unrounded step (the 6.1 ms
+# of §6 at seed 0, not §3's rounded 6 ms), and the worst ITL without chunking counts the decode
+# step plus the prefill, as the simulator does; (d) and (h) use both. The chapter's own ratios
+# in §3 and §6 count the prefill alone; the solution shows both readings.
 #
 # Your given data come from `grading.params("17-11", SEED)`. Seed 0 is the chapter's own data
 # (8B on an H100 SXM at 50% of peak, a 2,048-token prompt and 250 outputs, §5's step, an
-# 8,000-token prompt in 512-token chunks); your instructor may give you another seed.
+# 8,000-token prompt in 512-token chunks); on a course hub
+# you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import math
 
 from companion import grading, units
 
-SEED = 0
+SEED = grading.student_seed()
 given = grading.params("17-11", SEED)
 hw, N, u = given["hardware"], given["params"], given["efficiency"]
 step = given["decode_step_s"]
@@ -86,7 +87,6 @@ print(f"long prompt n = {given['long_prompt_tokens']:,} tokens, chunks of "
 # %% nbgrader={"grade": false, "grade_id": "ad_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 ttft_ms = decode_share_pct = stall_ms = stall_ratio = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ad_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -107,7 +107,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "ej_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 chunks = chunk_ms = iteration_ms = itl_gain = ttft_chunked_ms = ttft_increase_pct = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ej_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():

@@ -37,12 +37,13 @@
 #
 # Your given data come from `grading.params("17-13", SEED)`. Seed 0 is the chapter's own data
 # (the 8B on an H100 SXM at 50% of peak; 6,000 tokens plus 1,200 per turn, turn 20; routers
-# landing 90% and 30% of turns warm); your instructor may give you another seed.
+# landing 90% and 30% of turns warm); on a course hub
+# you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import grading, units
 
-SEED = 0
+SEED = grading.student_seed()
 given = grading.params("17-13", SEED)
 hw, N, u = given["hardware"], given["params"], given["efficiency"]
 good, poor = given["hit_rates"]
@@ -60,7 +61,6 @@ print(f"warm-hit shares: {good:.0%} and {poor:.0%}")
 # %% nbgrader={"grade": false, "grade_id": "ae_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 context = cold_tflop = cold_ms = warm_ms = ratio = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ae_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -78,7 +78,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "fg_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 good_ms = poor_ms = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "fg_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():

@@ -39,12 +39,13 @@
 #
 # Sizes are decimal (1 GB = 10⁹ B).
 # Your given data come from `grading.params("17-2", SEED)`. Seed 0 is the chapter's own data
-# (H100 SXM, the 8B and 70B shapes, TP = 4); your instructor may give you another seed.
+# (H100 SXM, the 8B and 70B shapes, TP = 4); on a course hub
+# you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import calc, grading, units
 
-SEED = 0
+SEED = grading.student_seed()
 given = grading.params("17-2", SEED)
 hw, small, big, g = given["hardware"], given["small_model"], given["big_model"], given["tp"]
 L = given["context_tokens"]
@@ -64,7 +65,6 @@ print(f"context L = {L:,} tokens; the large model runs at TP = g = {g}")
 # %% nbgrader={"grade": false, "grade_id": "ab_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 small_free_gb = small_seqs = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ab_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -82,7 +82,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "cg_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 ratio = free_per_gpu_gb = free_total_gb = kv_heads_per_gpu = big_seqs = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "cg_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():

@@ -51,13 +51,13 @@
 # `grading.params` moves to the next seed and prints why.
 #
 # Your given data come from `grading.params("17-3", SEED)`. Seed 0 is the chapter's own data
-# (8B on the H100 SXM, $b$ = 64, 600 and 8,000 live tokens, a 2,048-token prompt); your
-# instructor may give you another seed.
+# (8B on the H100 SXM, $b$ = 64, 600 and 8,000 live tokens, a 2,048-token prompt); on a course hub
+# you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import grading, units
 
-SEED = 0
+SEED = grading.student_seed()
 given = grading.params("17-3", SEED)
 hw = given["hardware"]
 N, s, k = given["params"], given["bytes_per_param"], given["kv_bytes_per_token"]
@@ -77,7 +77,6 @@ print(f"batch b = {b}; live contexts L = {L_short:,} and {L_long:,} tokens; prom
 # %% nbgrader={"grade": false, "grade_id": "ac_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 ridge = i1 = peak_share_1 = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ac_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -96,7 +95,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "dh_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 iB = iB_short = iB_long = bound_long = peak_share_short = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "dh_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -117,7 +115,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "ik_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 i_prefill = bound_prefill = breakeven_batch = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ik_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():

@@ -40,13 +40,13 @@
 # 4. **(g)** The prefill MFU of the measured prompt rate, in %.
 #
 # Your given data come from `grading.params("17-4", SEED)`. Seed 0 is the chapter's own data
-# (8B on the H100 SXM, 146 tok/s at batch 1, 20,000 prompt tok/s); your instructor may give you
-# another seed.
+# (8B on the H100 SXM, 146 tok/s at batch 1, 20,000 prompt tok/s); on a course hub
+# you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import grading, units
 
-SEED = 0
+SEED = grading.student_seed()
 given = grading.params("17-4", SEED)
 hw = given["hardware"]
 N, D_w, k = given["params"], given["weight_bytes"], given["kv_bytes_per_token"]
@@ -68,7 +68,6 @@ print(f"prefill: {given['prefill_tokens_per_s']:,.0f} prompt tok/s measured; pro
 # %% nbgrader={"grade": false, "grade_id": "ac_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 bytes_per_token_gb = mbu_pct = mfu_decode_pct = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ac_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -84,7 +83,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "df_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 headroom = ceiling = promise_possible = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "df_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -103,7 +101,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "g_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 mfu_prefill_pct = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "g_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():

@@ -42,12 +42,12 @@
 #
 # Your given data come from `grading.params("17-5", SEED)`. Seed 0 is the chapter's own data
 # (the 70B shape at TP = 4 on H100 SXMs, 5 µs per collective on NVLink, ~25 µs over PCIe);
-# your instructor may give you another seed.
+# on a course hub you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import grading, units
 
-SEED = 0
+SEED = grading.student_seed()
 given = grading.params("17-5", SEED)
 hw, g = given["hardware"], given["tp"]
 print(f"model: {given['model'].name}: n_layers = {given['n_layers']}, d_model = "
@@ -67,7 +67,6 @@ print(f"NVLink {given['nvlink_bytes_per_s'] / units.GB:g} GB/s, T_floor = "
 # %% nbgrader={"grade": false, "grade_id": "ae_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 activation_bytes = ring_bytes = collectives = bytes_per_token_mb = wire_us = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ae_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -88,7 +87,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "fj_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 floor_nvlink_ms = read_ms = overhead_nvlink_pct = step_ms = tok_per_s = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "fj_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -106,7 +104,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "kl_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 floor_pcie_ms = overhead_pcie_pct = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "kl_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():

@@ -47,12 +47,12 @@
 #
 # Your given data come from `grading.params("17-6", SEED)`. Seed 0 is the chapter's own data
 # (the 70B shape at $S$ = 4 with $M$ = 16 and 64, the 405B on H100 SXMs), plus a 5% bubble
-# target of ours; your instructor may give you another seed.
+# target of ours; on a course hub you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import grading, units
 
-SEED = 0
+SEED = grading.student_seed()
 given = grading.params("17-6", SEED)
 S, (M1, M2), target = given["stages"], given["microbatches"], given["target_bubble"]
 hw, node = given["hardware"], given["gpus_per_node"]
@@ -70,7 +70,6 @@ print(f"placement: {given['big_model'].name}, D_w = {given['big_weight_bytes'] /
 # %% nbgrader={"grade": false, "grade_id": "ae_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 layers_per_stage = boundaries = handoff_bytes = bubble1_pct = bubble2_pct = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ae_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -88,7 +87,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "f_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 m_needed = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "f_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -105,7 +103,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "gj_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 node_per_gpu_gb = node_fits = layout_gpus = layout_per_gpu_gb = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "gj_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():

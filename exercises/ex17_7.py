@@ -46,15 +46,15 @@
 # GB/s are decimal ($10^9$).
 # Your given data come from `grading.params("17-7", SEED)`. Seed 0 is the chapter's own data
 # (100 req/s, 2,000-token prompts, 250-token outputs, 10,000 and 2,500 tok/s per group, one
-# 8,000-token request of the 70B shape, 900 GB/s NVLink, 400 Gb/s RDMA); your instructor may
-# give you another seed.
+# 8,000-token request of the 70B shape, 900 GB/s NVLink, 400 Gb/s RDMA); on a course hub
+# you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 import math
 
 from companion import grading, units
 
-SEED = 0
+SEED = grading.student_seed()
 given = grading.params("17-7", SEED)
 print(f"traffic: lambda = {given['request_rate_per_s']} req/s, mean prompt n = "
       f"{given['mean_prompt_tokens']:,} tokens, mean output G = {given['mean_output_tokens']:,} "
@@ -75,7 +75,6 @@ print(f"links: NVLink {given['nvlink_bytes_per_s'] / units.GB:g} GB/s, RDMA "
 # %% nbgrader={"grade": false, "grade_id": "ae_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 prompt_demand = prefill_groups = output_demand = decode_groups = pool_ratio = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "ae_check", "locked": true, "points": 7, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -96,7 +95,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "fi_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 kv_gb = nvlink_ms = rdma_ms = per_layer_ms = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "fi_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():

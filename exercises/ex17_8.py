@@ -37,13 +37,13 @@
 #
 # Weights are streamed whole every step; sizes are decimal ($10^9$ bytes to the GB). Your given
 # data come from `grading.params("17-8", SEED)`. Seed 0 is the chapter's own data (8B in INT8
-# on the H100 SXM), with an 8,000-token context for (g)-(h); your instructor may give you
-# another seed.
+# on the H100 SXM), with an 8,000-token context for (g)-(h); on a course hub
+# you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import grading, units
 
-SEED = 0
+SEED = grading.student_seed()
 given = grading.params("17-8", SEED)
 hw = given["hardware"]
 N, s, k, L = (given["params"], given["bytes_per_param"], given["kv_bytes_per_token"],
@@ -60,7 +60,6 @@ print(f"format {given['format']}: s = {s:g} bytes per parameter; long context L 
 # %% nbgrader={"grade": false, "grade_id": "af_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 weights_gb = step_ms = ceiling = baseline = gain = intensity = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "af_check", "locked": true, "points": 7, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -82,7 +81,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "gh_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 ceiling_long = gain_long = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "gh_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():

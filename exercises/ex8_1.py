@@ -34,12 +34,12 @@
 #    (`True` or `False`)
 #
 # Your given data come from `grading.params("8-1", SEED)`. Seed 0 is the chapter's own data;
-# your instructor may give you another seed.
+# on a course hub you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import calc, grading, units
 
-SEED = 0
+SEED = grading.student_seed()
 given = grading.params("8-1", SEED)
 short, long_ = given["contexts"]
 print(f"model: {given['model'].name}")
@@ -56,7 +56,6 @@ print(f"KV budget {given['kv_budget_bytes'] / units.GiB:g} GiB, {given['block_to
 # %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 reads = {}
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 8, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -74,7 +73,6 @@ with grading.checks():
 b_kv = {}
 fits = {}
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "bc_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -88,7 +86,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "d_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 capacity_stops_first = {}
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "d_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():

@@ -40,12 +40,12 @@
 # why.
 #
 # Your given data come from `grading.params("8-3", SEED)`. Seed 0 is the chapter's own data;
-# your instructor may give you another seed.
+# on a course hub you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import calc, grading, units
 
-SEED = 0
+SEED = grading.student_seed()
 given = grading.params("8-3", SEED)
 lengths = given["lengths"]
 print(f"sequence lengths {lengths}; block sizes {given['block_sizes']}")
@@ -64,7 +64,6 @@ print(f"(c): {given['joined_blocks']} private full block(s) join the common pref
 # %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 tails, unused, entries = {}, {}, {}
 # YOUR CODE HERE
-raise NotImplementedError()
 for p in given["block_sizes"]:
     print(f"p = {p}: tails {tails.get(p)}, unused {unused.get(p)}, entries {entries.get(p)}")
 
@@ -85,7 +84,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "b_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 independent_mib, shared_mib = {}, {}
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -104,7 +102,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "c_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 saved_blocks = {}
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():

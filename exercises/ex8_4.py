@@ -54,12 +54,12 @@
 # and prints why.
 #
 # Your given data come from `grading.params("8-4", SEED)`. Seed 0 is the chapter's own data;
-# your instructor may give you another seed.
+# on a course hub you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import calc, grading, units
 
-SEED = 0
+SEED = grading.student_seed()
 given = grading.params("8-4", SEED)
 model, hw = given["model"], given["hardware"]
 print(f"{model.name} on the {hw.name}: peak {hw.peak_flops_per_s / 1e12:g} TFLOP/s, prefill at "
@@ -95,7 +95,6 @@ for r in replay.rounds:
 # %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 recompute_a_ms = fetch_a_ms = value_a_ms = value_b_ms = keep = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -116,7 +115,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "b_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 threshold_pct = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -133,7 +131,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "c_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 value_a4_ms = value_b4_ms = keep4 = threshold4_pct = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -161,7 +158,6 @@ print("why_gap:  ", WHY_GAP_8_4)
 # %% nbgrader={"grade": false, "grade_id": "d_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 prefix_ratio_pct = hit_large_pct = reprocessed_small = why_small = why_gap = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "d_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():

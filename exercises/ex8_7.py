@@ -36,12 +36,12 @@
 # the next seed and prints why.
 #
 # Your given data come from `grading.params("8-7", SEED)`. Seed 0 is the chapter's own data;
-# your instructor may give you another seed.
+# on a course hub you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import calc, grading, units
 
-SEED = 0
+SEED = grading.student_seed()
 given = grading.params("8-7", SEED)
 a, t_v, t_d = given["acceptance"], given["verify_s"], given["per_draft_s"]
 print(f"acceptance alpha = {a:g}; verification T_v = {t_v / units.ms:g} ms; "
@@ -56,7 +56,6 @@ print(f"draft lengths {given['draft_lens']}; group of {given['group']} positions
 # %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 expected = {}
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -75,7 +74,6 @@ with grading.checks():
 latency_ms = {}
 best_m = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -95,7 +93,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "c_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 latency5_ms = marginal_ms = extend = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():

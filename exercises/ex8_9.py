@@ -54,12 +54,12 @@
 # the next seed and prints why.
 #
 # Your given data come from `grading.params("8-9", SEED)`. Seed 0 is the chapter's own data;
-# your instructor may give you another seed.
+# on a course hub you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import calc, display, grading, specs, units
 
-SEED = 0
+SEED = grading.student_seed()
 given = grading.params("8-9", SEED)
 model = specs.QWEN3_8B
 print(f"{given['batch']} requests: {given['prompt_tokens']} input tokens "
@@ -107,7 +107,6 @@ for run in load.runs:
 # %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 memory_mib = total_s = gpu_s = best = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -127,7 +126,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "bc_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 best_small = total_short_s = best_short = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "bc_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
@@ -147,7 +145,6 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "d_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 late_b = ontime_e = good_e = better = None
 # YOUR CODE HERE
-raise NotImplementedError()
 
 # %% nbgrader={"grade": true, "grade_id": "d_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():

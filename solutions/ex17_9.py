@@ -41,12 +41,13 @@
 #
 # Your given data come from `grading.params("17-9", SEED)`. Seed 0 is the chapter's own data
 # ($m = 4$, $\alpha = 0.7$, the 8B target on an H100 SXM) plus a draft size of ours (a 1e9-
-# parameter BF16 draft) for (d)-(i); your instructor may give you another seed.
+# parameter BF16 draft) for (d)-(i); on a course hub
+# you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import grading, units
 
-SEED = 0
+SEED = grading.student_seed()
 given = grading.params("17-9", SEED)
 alpha, m, hw = given["acceptance"], given["draft_len"], given["hardware"]
 print(f"acceptance alpha = {alpha:g}, draft length m = {m}")

@@ -31,12 +31,12 @@
 #    change stop saving time? (s)
 #
 # Your given data come from `grading.params("8-8", SEED)`. Seed 0 is the chapter's own data;
-# your instructor may give you another seed.
+# on a course hub you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import calc, grading
 
-SEED = 0
+SEED = grading.student_seed()
 given = grading.params("8-8", SEED)
 stages = dict(zip(given["stage_names"], given["stage_s"]))
 print(f"stage times: {stages} (s)")

@@ -3,7 +3,7 @@
 A real JupyterHub with configurable-http-proxy, one instructor and two students, nbgrader's
 exchange and formgrader: release, fetch, work in the students' own kernels, submit, collect,
 autograde, feedback (tools/course_check.py does it and asserts; this test runs it and restates
-the outcome). Its environment ($COURSE_ENV, which the Makefile names; default
+the outcome, each student's seed among it). Its environment ($COURSE_ENV, which the Makefile names; default
 .state/course-env) is created on first use by tools/course_env.sh.
 
 When node/npm are missing the test skips with the reason, except under CI (CI is set), where
@@ -12,6 +12,7 @@ it fails: CI must be able to run the course.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import runpy
@@ -82,6 +83,12 @@ def test_course_cycle_through_jupyterhub():
     assert full["score"] == full["expected"] > 0
     assert partial["score"] == partial["expected"]
     assert 0 < partial["expected"] < full["expected"], "bob's partial answer must score between"
+    # each student worked and was graded with their own seed: alice's from her user name (the
+    # documented SHA-256 mapping, recomputed here), bob's pinned by the instructor's file
+    digest = hashlib.sha256(b"alice").digest()
+    assert full["seed"] == 1 + int.from_bytes(digest[:8], "big") % 999_999
+    assert partial["seed"] == 3 and full["seed"] != partial["seed"]
+    assert summary["given_data_differ"], "alice's and bob's given data were not compared"
     assert set(summary["feedback"]) == {"alice", "bob"}
     for student, per_notebook in summary["feedback"].items():
         assert per_notebook, f"no feedback notebooks reached {student}"

@@ -4,7 +4,7 @@
 * nothing of a solution leaks into an exercise: no line of a solution block, no solution
   markdown, no expected answer at seed 0, in the sources or the stored outputs;
 * every solution notebook also passes for seeds 1 and 2 (all notebooks run in one kernel, each
-  in a fresh namespace, with ``SEED = 0`` replaced in its given-data cell), and checks every
+  in a fresh namespace, with ``SEED = grading.student_seed()`` replaced in its given-data cell), and checks every
   part of its exercise;
 * the nbgrader metadata is well formed (what nbgrader's validator enforces), the points of a
   notebook's grade cells add up to its exercise's points, and the instructor index lists every
@@ -213,11 +213,12 @@ def _run(client, source: str):
 def _seeded_cells(path: Path, seed: int) -> list[str]:
     cells = [c for c in _read(path).cells if c.cell_type == "code"]
     given = [c for c in cells if _nbgrader(c).get("grade_id") == "given"]
-    assert len(given) == 1 and given[0].source.count("SEED = 0") == 1, (
-        f"{path.name}: the given-data cell must set SEED = 0 once")
+    line = "SEED = grading.student_seed()"
+    assert len(given) == 1 and given[0].source.count(line) == 1, (
+        f"{path.name}: the given-data cell must set {line} once")
     out = []
     for c in cells:
-        source = c.source.replace("SEED = 0", f"SEED = {seed}", 1) if c is given[0] else c.source
+        source = c.source.replace(line, f"SEED = {seed}", 1) if c is given[0] else c.source
         out.append(f"# {path.name}, seed {seed}\n{source}")
     return out
 

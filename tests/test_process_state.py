@@ -110,8 +110,19 @@ def test_only_measure_reads_companion_fast_or_the_environment():
     # never a number
     for display_only in ("explorers/static_image.py", "explorers/common.py"):
         assert "COMPANION_FAST" not in (PACKAGE / display_only).read_text()
-    assert sorted(readers) == ["explorers/common.py", "explorers/static_image.py",
-                               "measure/probes.py"]
+    # and who runs the notebook, which picks a student's seed (grading.student_seed; course.py
+    # sets the student id for nbgrader's kernels): the suite and `make execute` clear exactly
+    # these variables, so stored outputs stay seed 0's
+    from companion.grading import IDENTITY_ENV
+    for who in ("grading.py", "course.py"):
+        text = (PACKAGE / who).read_text()
+        assert "COMPANION_FAST" not in text
+        named = set(re.findall(r'os\.environ\.get\("([A-Z_]+)"', text))
+        assert named <= set(IDENTITY_ENV), (who, named)
+    conftest = (ROOT / "conftest.py").read_text()
+    assert all(f'"{var}"' in conftest for var in IDENTITY_ENV)
+    assert sorted(readers) == ["course.py", "explorers/common.py", "explorers/static_image.py",
+                               "grading.py", "measure/probes.py"]
     # inside measure/probes.py, fast_mode() reads it, and only measure() asks fast_mode(), to choose
     # the probe sizes (and the thread count the probes run on)
     source = (PACKAGE / "measure" / "probes.py").read_text()

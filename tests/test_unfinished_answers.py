@@ -1,20 +1,22 @@
-"""Unfinished answers get a message, not a traceback (issue 11, item 8).
+"""Unfinished answers get a message, not a traceback.
 
 * ``grading.check`` takes ``None`` (what answer cells start from) as "not yet answered", and
   with ``key=`` looks an entry of a dict or list up itself, so a missing entry is "not yet
   answered" too;
-* ``with grading.checks():`` grades every part of a check cell, then raises ``NotYetCorrect``
-  (an AssertionError, which nbgrader counts as a failed cell) naming the parts not answered and
-  those not yet right;
-* every exercise, run cell by cell as Run All does (cells tagged ``raises-exception`` do not
-  stop it): fresh, each check cell ends in NotYetCorrect naming all its parts, never a
+* ``with grading.checks():`` grades every part of a check cell, then names the parts not
+  answered and those not yet right in one line and ends normally (Run All goes on); under
+  nbgrader (``NBGRADER_EXECUTION`` set) it raises ``NotYetCorrect`` instead (an AssertionError,
+  which nbgrader counts as a failed cell), shown as one line without traceback frames;
+* every exercise, run cell by cell as Run All does: fresh, nothing raises (the answer stub
+  assigns nothing and raises nothing) and each check cell says "not yet answered" for each of
+  its parts; under nbgrader each check cell ends in NotYetCorrect naming all its parts, never a
   KeyError, IndexError, TypeError or NameError; answered from the top down to the middle, the
   answered parts pass and the rest are named; with one answer (or one entry of an answer dict)
   removed from a cell, that cell grades the others and names the missing one;
-* the stored exercises/ open clean (issue 23): their unanswered cells are stored as not run,
-  so a student sees the question and empty answers, no traceback and no banner; a copy run
-  through a real kernel (nbclient) shows each check's message, coloured, then NotYetCorrect as
-  one line with no traceback frames;
+* the stored exercises/ open clean: their unanswered cells are stored as not run, so a student
+  sees the question and empty answers; a copy run through a real kernel (nbclient) shows each
+  check's amber lines and no error at all, and under nbgrader's autograde NotYetCorrect as one
+  line with no traceback frames;
 * a block whose every part is right says so; verdicts are coloured HTML inside IPython, with
   the same words as plain text, and plain printed text elsewhere.
 """
@@ -44,6 +46,21 @@ from companion import grading
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION_FILES = sorted((ROOT / "solutions").glob("ex*.py"))
 IDS = [p.stem for p in SOLUTION_FILES]
+
+
+@pytest.fixture
+def nbgrader(monkeypatch):
+    """Run as nbgrader's autograde does (with the companion's hook, which names the student):
+    a check block that is not all right raises."""
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    monkeypatch.setenv("COMPANION_STUDENT", "alice")
+
+
+@pytest.fixture(autouse=True)
+def _not_nbgrader(monkeypatch):
+    """Unless a test asks for nbgrader, run as a student's own kernel does."""
+    for name in ("NBGRADER_EXECUTION", "COMPANION_STUDENT", "JUPYTERHUB_USER"):
+        monkeypatch.delenv(name, raising=False)
 
 
 def _answer(eid, part, seed=0):
@@ -115,7 +132,7 @@ def test_checks_block_passes_when_every_part_is_right(capsys):
     assert not grading._COLLECTING
 
 
-def test_checks_block_grades_every_part_then_names_the_missing_and_the_wrong(capsys):
+def test_checks_block_grades_every_part_then_names_the_missing_and_the_wrong(capsys, nbgrader):
     right = {b: _answer("8-3", f"b-indep-b{b}") for b in (8, 16, 32)}
     answers = {8: right[8], 16: right[16] * 1.3}          # 32 not answered yet
     with pytest.raises(grading.NotYetCorrect) as info:
@@ -136,7 +153,7 @@ def test_checks_block_grades_every_part_then_names_the_missing_and_the_wrong(cap
     assert not grading._COLLECTING
 
 
-def test_checks_block_names_each_exercise_of_a_mixed_cell():
+def test_checks_block_names_each_exercise_of_a_mixed_cell(nbgrader):
     with pytest.raises(grading.NotYetCorrect) as info:
         with grading.checks():
             grading.check("8-3", "c-saved-b8", _answer("8-3", "c-saved-b8"), quiet=True)
@@ -145,7 +162,7 @@ def test_checks_block_names_each_exercise_of_a_mixed_cell():
                                "(a-per-token).")
 
 
-def test_checks_block_turns_an_undefined_answer_into_a_message():
+def test_checks_block_turns_an_undefined_answer_into_a_message(nbgrader):
     with pytest.raises(grading.NotYetCorrect) as info:
         with grading.checks():
             grading.check("8-3", "c-saved-b8", saved_blocks_never_defined, quiet=True)  # noqa: F821
@@ -154,7 +171,7 @@ def test_checks_block_turns_an_undefined_answer_into_a_message():
     assert isinstance(info.value.__cause__, NameError)
 
 
-def test_checks_block_lets_other_errors_through_and_always_closes():
+def test_checks_block_lets_other_errors_through_and_always_closes(nbgrader):
     with pytest.raises(ZeroDivisionError):
         with grading.checks():
             grading.check("8-3", "c-saved-b8", None, quiet=True)
@@ -171,6 +188,34 @@ def test_checks_block_lets_other_errors_through_and_always_closes():
     assert [r.part for r in outer] == ["c-saved-b8", "c-saved-b32"]
     assert "(c-saved-b32)" in str(info.value) and "(c-saved-b16)" not in str(info.value)
     assert not grading._COLLECTING
+
+
+def test_outside_nbgrader_a_block_shows_its_verdict_and_ends_normally(capsys):
+    right = {b: _answer("8-3", f"b-indep-b{b}") for b in (8, 16, 32)}
+    answers = {8: right[8], 16: right[16] * 1.3}          # 32 not answered yet
+    with grading.checks() as results:
+        for b in (8, 16, 32):
+            grading.check("8-3", f"b-indep-b{b}", answers, key=b)
+    assert [r.ok for r in results] == [True, False, False]
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 4 and out[2].startswith("(b-indep-b32) not yet answered")
+    assert out[3] == ("Exercise 8-3, 1 of 3 parts correct; not yet answered: (b-indep-b32); "
+                      "not yet right: (b-indep-b16).")
+    # a cell whose answers are not defined yet says what to do, and Run All goes on
+    with grading.checks():
+        grading.check("8-3", "c-saved-b8", saved_blocks_never_defined, quiet=True)  # noqa: F821
+    said = capsys.readouterr().out
+    assert "'saved_blocks_never_defined' is not defined" in said and "Run All" in said
+    assert not grading._COLLECTING
+
+
+def test_any_nbgrader_run_makes_a_block_fail(monkeypatch):
+    """Autograde and the students' Validate button both set NBGRADER_EXECUTION."""
+    for mode in ("autograde", "validate"):
+        monkeypatch.setenv("NBGRADER_EXECUTION", mode)
+        with pytest.raises(grading.NotYetCorrect):
+            with grading.checks():
+                grading.check("8-3", "c-saved-b8", None, quiet=True)
 
 
 def test_check_outside_a_block_collects_nothing():
@@ -235,7 +280,20 @@ def _eid(path: Path) -> str:
 
 
 @pytest.mark.parametrize("path", SOLUTION_FILES, ids=IDS)
-def test_a_fresh_exercise_names_every_part_in_its_check_cells(path):
+def test_a_fresh_exercise_runs_to_the_end_saying_not_yet_answered(path):
+    """What a student sees on Run All: no cell raises, and every part of the exercise gets its
+    "not yet answered" line under its check cell."""
+    eid = _eid(path)
+    outcomes, _ = _run(_notebooks(path)[1].cells)
+    assert [(o.source, repr(o.error)) for o in outcomes if o.error is not None] == []
+    said = "".join(o.output for o in outcomes if o.role == "check")
+    for part in grading.parts(eid):
+        assert f"({part}) not yet answered" in said, part
+    assert "not yet:" not in said and "correct:" not in said
+
+
+@pytest.mark.parametrize("path", SOLUTION_FILES, ids=IDS)
+def test_under_nbgrader_a_fresh_exercise_fails_every_check_cell(path, nbgrader):
     eid = _eid(path)
     outcomes, _ = _run(_notebooks(path)[1].cells)
     named = []
@@ -248,13 +306,12 @@ def test_a_fresh_exercise_names_every_part_in_its_check_cells(path):
             assert f"({part}) not yet answered" in o.output
         named += parts
     assert sorted(named) == sorted(grading.parts(eid))
-    # the answer cells stop at nbgrader's stub, and nothing else raises
-    assert all(isinstance(o.error, NotImplementedError) for o in outcomes if o.role == "answer")
-    assert all(o.error is None for o in outcomes if o.role == "given")
+    # only the check cells fail: the stubs and the given data run
+    assert all(o.error is None for o in outcomes if o.role in ("answer", "given"))
 
 
 @pytest.mark.parametrize("path", SOLUTION_FILES, ids=IDS)
-def test_an_exercise_answered_down_to_the_middle_grades_what_is_answered(path):
+def test_an_exercise_answered_down_to_the_middle_grades_what_is_answered(path, nbgrader):
     solution, blank = _notebooks(path)
     answers = [i for i, c in enumerate(solution.cells) if c.cell_type == "code"
                and _role(c) == "answer"]
@@ -285,7 +342,7 @@ def _checked_names(source: str) -> list[str]:
 
 
 @pytest.mark.parametrize("path", SOLUTION_FILES, ids=IDS)
-def test_one_missing_answer_in_a_cell_is_named_and_the_rest_are_graded(path):
+def test_one_missing_answer_in_a_cell_is_named_and_the_rest_are_graded(path, nbgrader):
     solution, _ = _notebooks(path)
     cells = solution.cells
     target = next(i for i, c in enumerate(cells) if c.cell_type == "code" and _role(c) == "check"
@@ -312,7 +369,7 @@ def test_one_missing_answer_in_a_cell_is_named_and_the_rest_are_graded(path):
         assert f"({part}) correct" in outcomes[0].output
 
 
-def test_issue_example_8_3_b_with_only_batch_8_filled():
+def test_8_3_b_with_only_batch_8_filled(nbgrader):
     solution, _ = _notebooks(ROOT / "solutions" / "ex8_3.py")
     cells = solution.cells
     check_b = next(i for i, c in enumerate(cells)
@@ -353,11 +410,7 @@ def test_stored_exercises_open_clean(path):
 KERNEL_EXERCISES = ["ex8_3", "ex17_1"]
 
 
-@pytest.mark.parametrize("stem", KERNEL_EXERCISES)
-def test_a_real_kernel_shows_blank_checks_as_one_message_in_colour(stem, tmp_path):
-    """A copy of the stored exercise, run by nbclient through a real kernel as Run All runs it:
-    each check cell shows each part's "not yet answered" line (coloured HTML with the same
-    plain text) and then NotYetCorrect as one line, with no traceback frames."""
+def _kernel_run(stem, tmp_path):
     from nbclient import NotebookClient
 
     nb = nbformat.read(ROOT / "exercises" / f"{stem}.ipynb", as_version=4)
@@ -365,17 +418,50 @@ def test_a_real_kernel_shows_blank_checks_as_one_message_in_colour(stem, tmp_pat
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
     checks = [c for c in nb.cells if c.cell_type == "code" and _role(c) == "check"]
     assert checks
+    return nb, checks
+
+
+def _amber_lines(cell):
+    lines = [o for o in cell.outputs if o.output_type == "display_data"]
+    assert lines, cell.source
+    for line in lines:
+        plain, rich = line.data["text/plain"], line.data["text/html"]
+        assert "not yet answered" in plain
+        assert "companion-verdict-open" in rich and html.escape(plain) in rich
+    return lines
+
+
+@pytest.mark.parametrize("stem", KERNEL_EXERCISES)
+def test_a_real_kernel_runs_a_fresh_exercise_to_the_end_in_amber(stem, tmp_path, monkeypatch):
+    """A copy of the stored exercise, run by nbclient through a real kernel as Run All runs it:
+    no cell has an error output; each check cell shows each part's "not yet answered" line and
+    the cell's summary, amber (coloured HTML with the same plain text)."""
+    monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
+    nb, checks = _kernel_run(stem, tmp_path)
+    errors = [(c.source, o.ename) for c in nb.cells if c.cell_type == "code"
+              for o in c.outputs if o.output_type == "error"]
+    assert errors == []
+    for cell in checks:
+        lines = _amber_lines(cell)
+        assert lines[-1].data["text/plain"].startswith("Exercise ")
+
+
+@pytest.mark.parametrize("stem", KERNEL_EXERCISES)
+def test_under_autograde_a_real_kernel_fails_blank_checks_with_one_line(stem, tmp_path,
+                                                                        monkeypatch):
+    """The same copy as nbgrader's autograde runs it: each check cell shows its lines, then
+    NotYetCorrect as one line (IPython's _render_traceback_), with no traceback frames."""
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    monkeypatch.setenv("COMPANION_STUDENT", "alice")
+    nb, checks = _kernel_run(stem, tmp_path)
     for cell in checks:
         errors = [o for o in cell.outputs if o.output_type == "error"]
         assert len(errors) == 1 and errors[0].ename == "NotYetCorrect", cell.source
         assert errors[0].traceback == [f"NotYetCorrect: {errors[0].evalue}"]
         assert "not yet answered:" in errors[0].evalue
-        lines = [o for o in cell.outputs if o.output_type == "display_data"]
-        assert lines, cell.source
-        for line in lines:
-            plain, rich = line.data["text/plain"], line.data["text/html"]
-            assert "not yet answered" in plain
-            assert "companion-verdict-open" in rich and html.escape(plain) in rich
+        _amber_lines(cell)
+    given = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "given")
+    assert f"Seed {grading.seed_for_student('alice')} " in given.outputs[0]["text"]
     assert not (ROOT / "exercises" / f"{stem}.ipynb").read_text().count('"ename"')
 
 
@@ -393,7 +479,8 @@ def test_a_block_with_every_part_right_says_so(capsys):
     assert capsys.readouterr().out == "Exercise 8-3: this cell's part is correct.\n"
 
 
-def test_verdicts_are_coloured_html_inside_ipython_and_plain_text_outside(capsys, monkeypatch):
+def test_verdicts_are_coloured_html_inside_ipython_and_plain_text_outside(capsys, monkeypatch,
+                                                                          nbgrader):
     import IPython
     from IPython.core.interactiveshell import InteractiveShell
 

@@ -16,7 +16,13 @@ with their password:
 and asserts: alice gets every autograded point, bob exactly the points of the part (a) checks
 (both expected values come from the nbgrader metadata of the source notebooks), each student's
 feedback reached their home and shows that score, a student cannot open the instructor's
-server, no solution text is left in the release copy. It prints the timeline (seconds per step).
+server, no solution text and no raising stub is left in the release copy. Per-student variants:
+alice's seed comes from her user name (the documented hash, recomputed here), bob's is pinned by
+the instructor's companion_seeds.json; each student's kernel must print that seed, the two must
+see different given data in every notebook, and the autograded copy of each must show the same
+seed and given data the student worked with. No cell may raise in a student's kernel, and bob's
+unanswered check cells must say "not yet answered". It prints each student's seed and score
+and the timeline (seconds per step).
 
 Run with the course environment's Python (tools/course_env.sh creates it):
     $COURSE_ENV/venv/bin/python tools/course_check.py --env $COURSE_ENV
@@ -31,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ctypes
+import hashlib
 import json
 import os
 import re
@@ -58,6 +65,9 @@ COURSE_ID = "llm-inference"
 ASSIGNMENT = "ps1"
 INSTRUCTOR = "instructor"
 FULL, PARTIAL = "alice", "bob"          # alice answers everything, bob only part (a)
+# Seeds: alice's comes from her user name (the documented hash, recomputed below), bob's is
+# pinned by the instructor's companion_seeds.json, so both ways a seed is chosen are used.
+PINNED = {PARTIAL: 3}
 PARTIAL_PARTS = ("a",)                  # bob fills "<part>_answer"; "<part>_check" then passes
 DEFAULT_NOTEBOOKS = ("solutions/ex8_1.ipynb", "solutions/ex17_1.ipynb")
 MARKER = "COURSE_CHECK_RUN"
@@ -147,6 +157,35 @@ def nbgrader_ok(body, what: str):
             body, dict) else body
         raise CheckFailed(f"{what} failed in nbgrader: {str(detail)[-1500:]}")
     return body
+
+
+def documented_seed(name: str) -> int:
+    """A user name's seed as docs/instructors.md states it (not read from the companion)."""
+    digest = hashlib.sha256(name.strip().lower().encode("utf-8")).digest()
+    return 1 + int.from_bytes(digest[:8], "big") % 999_999
+
+
+def expected_seed(name: str) -> tuple[int, str]:
+    if name in PINNED:
+        return PINNED[name], "pinned in companion_seeds.json"
+    return documented_seed(name), "from the user name"
+
+
+SEED_LINE = re.compile(r"^Seed (\d+) \(", re.M)
+
+
+def given_output(nb, who: str, name: str) -> tuple[int, str]:
+    """(the seed the given-data cell printed, the given data it printed) of a notebook."""
+    cell = next((c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "given"),
+                None)
+    if cell is None:
+        raise CheckFailed(f"{who}'s {name} has no given-data cell")
+    text = "".join(o.get("text", "") for o in cell.get("outputs", [])
+                   if o.get("output_type") == "stream")
+    found = SEED_LINE.findall(text)
+    if len(found) != 1:
+        raise CheckFailed(f"{who}'s {name}: the given-data cell printed no seed line: {text[:300]!r}")
+    return int(found[0]), SEED_LINE.sub("", text, count=1).split("\n", 1)[-1]
 
 
 def free_port() -> int:
@@ -253,6 +292,7 @@ class Hub:
             "COURSE_STUDENTS": f"{FULL},{PARTIAL}", "COURSE_PASSWORD": self.password,
             "COURSE_PORT": str(self.port), "COURSE_HUB_PORT": str(free_port()),
             "COURSE_PROXY_API_PORT": str(free_port()), MARKER: self.run_id,
+            "COURSE_SEEDS": json.dumps(PINNED),
         })
         log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
@@ -418,7 +458,8 @@ def answer_source(solution_cell) -> str:
 
 def work_notebook(person: Person, path: str, solution_nb, fill_ids: set[str] | None):
     """Open the fetched notebook, write the answers of the cells in fill_ids (None: all),
-    run every code cell in the student's own kernel, save it; the errored cells' grade ids."""
+    run every code cell in the student's own kernel, save it; the errored cells' grade ids and
+    the notebook with its outputs."""
     nb = person.get_notebook(path)
     solutions = {c.metadata["nbgrader"]["grade_id"]: c for c in solution_nb.cells
                  if c.metadata.get("nbgrader", {}).get("solution")}
@@ -444,7 +485,7 @@ def work_notebook(person: Person, path: str, solution_nb, fill_ids: set[str] | N
         if any(o.output_type == "error" for o in outputs):
             errored.append(cell.metadata.get("nbgrader", {}).get("grade_id", cell.get("id")))
     person.put_notebook(path, nb)
-    return errored
+    return errored, nb
 
 
 # --- expected grades, from the source notebooks' nbgrader metadata -------------------------------
@@ -535,6 +576,10 @@ def cycle(hub: Hub, tl: Timeline, notebooks: list[Path]) -> dict:
             if any("BEGIN SOLUTION" in c.source or "BEGIN HIDDEN TESTS" in c.source
                    for c in released.cells):
                 raise CheckFailed(f"solution text left in the release copy of {name}")
+            if any("NotImplementedError" in c.source for c in released.cells):
+                raise CheckFailed(f"the release copy of {name} has nbgrader's raising stub: "
+                                  "the instructor's nbgrader_config.py lacks "
+                                  "companion.course.configure(c)")
 
     with tl.step("instructor: release_assignment"):
         nbgrader_ok(teacher.formgrader("POST", f"assignment/{ASSIGNMENT}/release"), "release")
@@ -554,23 +599,40 @@ def cycle(hub: Hub, tl: Timeline, notebooks: list[Path]) -> dict:
                 raise CheckFailed(f"{s.name} fetched {sorted(got)}, expected {sorted(sources)}")
 
     errors = {}
+    seen = {}      # student -> notebook -> (seed, given data) as their own kernel printed them
     for s, fill in ((alice, None), (bob, bob_answers)):
         with tl.step(f"{s.name}: answer, run in own kernel, save"):
-            errors[s.name] = {}
+            errors[s.name], seen[s.name] = {}, {}
             for name, nb in sources.items():
-                errored = work_notebook(s, f"{ASSIGNMENT}/{name}.ipynb", nb, fill)
+                errored, worked = work_notebook(s, f"{ASSIGNMENT}/{name}.ipynb", nb, fill)
                 errors[s.name][name] = errored
                 if "given" in errored:
                     raise CheckFailed(f"the given-data cell of {name} failed in {s.name}'s "
                                       "kernel: is the companion installed in the single-user "
                                       "environment?")
-                if fill is None and errored:
-                    raise CheckFailed(f"{s.name} answered everything, yet cells {errored} of "
-                                      f"{name} raised in her kernel")
-                wrong = {f"{p}_check" for p in PARTIAL_PARTS} & set(errored)
-                if fill is not None and wrong:
-                    raise CheckFailed(f"{s.name}'s answered part failed its check in {name}: "
-                                      f"{sorted(wrong)}")
+                # a calm run: whatever is not answered yet, no cell raises in a student's kernel
+                if errored:
+                    raise CheckFailed(f"cells {errored} of {name} raised in {s.name}'s kernel")
+                if fill is not None:
+                    open_checks = [c for c in worked.cells if c.cell_type == "code"
+                                   and c.metadata.get("nbgrader", {}).get("grade")
+                                   and c.metadata["nbgrader"]["grade_id"] not in
+                                   {f"{p}_check" for p in PARTIAL_PARTS}]
+                    quiet = [c.metadata["nbgrader"]["grade_id"] for c in open_checks
+                             if "not yet answered" not in json.dumps(c.outputs)]
+                    if not open_checks or quiet:
+                        raise CheckFailed(f"{s.name}'s unanswered check cells of {name} do not "
+                                          f"say 'not yet answered': {quiet}")
+                seed, data = given_output(worked, s.name, name)
+                want, _ = expected_seed(s.name)
+                if seed != want:
+                    raise CheckFailed(f"{s.name}'s kernel gave seed {seed} for {name}, expected "
+                                      f"{want} ({expected_seed(s.name)[1]})")
+                seen[s.name][name] = (seed, data)
+    for name in sources:
+        if seen[FULL][name][1] == seen[PARTIAL][name][1]:
+            raise CheckFailed(f"{FULL} and {PARTIAL} got the same given data in {name} "
+                              f"(seeds {seen[FULL][name][0]} and {seen[PARTIAL][name][0]})")
 
     with tl.step("students: submit"):
         for s in (alice, bob):
@@ -593,6 +655,17 @@ def cycle(hub: Hub, tl: Timeline, notebooks: list[Path]) -> dict:
         nbgrader_ok(teacher.formgrader("POST", f"assignment/{ASSIGNMENT}/release_feedback"),
                     "release_feedback")
 
+    with tl.step("instructor: each student graded against their own seed"):
+        for sid in (FULL, PARTIAL):
+            for name in sources:
+                graded = teacher.get_notebook(f"course/autograded/{sid}/{ASSIGNMENT}/{name}.ipynb")
+                seed, data = given_output(graded, f"the autograded copy of {sid}", name)
+                if (seed, data) != seen[sid][name]:
+                    raise CheckFailed(f"{sid}'s {name} was graded with seed {seed}, but {sid} "
+                                      f"worked with seed {seen[sid][name][0]}"
+                                      + ("" if seed != seen[sid][name][0] else
+                                         " (same seed, other given data)"))
+
     submissions = {s["student"]: s for s in teacher.formgrader("GET", f"submissions/{ASSIGNMENT}")}
     grades = {}
     for sid in (FULL, PARTIAL):
@@ -600,8 +673,9 @@ def cycle(hub: Hub, tl: Timeline, notebooks: list[Path]) -> dict:
         if not sub or not sub.get("autograded"):
             raise CheckFailed(f"no autograded submission of {sid} in the gradebook: {sub}")
         want = sum(expected[sid].values())
+        seed, how = expected_seed(sid)
         grades[sid] = {"score": float(sub["score"]), "max_score": float(sub["max_score"]),
-                       "expected": want}
+                       "expected": want, "seed": seed, "seed_from": how}
         if abs(float(sub["score"]) - want) > 1e-9:
             raise CheckFailed(f"{sid} scored {sub['score']} of {sub['max_score']}, expected "
                               f"{want} (per notebook: {expected[sid]})")
@@ -627,6 +701,7 @@ def cycle(hub: Hub, tl: Timeline, notebooks: list[Path]) -> dict:
                     raise CheckFailed(f"{s.name}'s feedback for {name} says {score}, expected "
                                       f"{expected[s.name][name]}")
     return {"grades": grades, "feedback": feedback, "expected_per_notebook": expected,
+            "given_data_differ": sorted(sources),
             "cells_that_raised": errors, "refused": access,
             "peak_memory_mib": {s.name: s.peak_mib for s in (alice, bob)}}
 
@@ -704,6 +779,12 @@ def main(argv=None) -> int:
     print(tl.table())
     if failure is None:
         g = summary["grades"]
+        for sid in (FULL, PARTIAL):
+            print(f"  {sid:<6} seed {g[sid]['seed']:>6} ({g[sid]['seed_from']}): score "
+                  f"{g[sid]['score']:g} / {g[sid]['max_score']:g}, expected "
+                  f"{g[sid]['expected']:g}; graded against the seed {sid} worked with")
+        print(f"  given data differ between {FULL} and {PARTIAL} in "
+              f"{', '.join(summary['given_data_differ'])}")
         print(f"COURSE CHECK OK: {FULL} {g[FULL]['score']:g}/{g[FULL]['max_score']:g} "
               f"(all answers), {PARTIAL} {g[PARTIAL]['score']:g}/{g[PARTIAL]['max_score']:g} "
               f"(part {', '.join(PARTIAL_PARTS)} only, expected {g[PARTIAL]['expected']:g}); "

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import jupytext
@@ -71,6 +73,25 @@ def merge_adjacent_streams(outputs: list) -> list:
     return merged
 
 
+@contextmanager
+def unix_socket_kernel():
+    """A kernel manager (not started) whose kernel talks over Unix sockets in a folder of its
+    own; the kernel is shut down and the folder removed afterwards: no TCP ports, so none of ipykernel's warning that TCP traffic is
+    unencrypted, and no port another process can take (conftest.py does the same for nbval)."""
+    from jupyter_client import KernelManager
+
+    # short: a Unix socket's path holds at most 107 bytes
+    with tempfile.TemporaryDirectory(prefix="kernel-") as folder:
+        km = KernelManager(kernel_name="python3", transport="ipc",
+                           connection_file=os.path.join(folder, "kernel.json"),
+                           ip=os.path.join(folder, "kernel-ipc"))
+        try:
+            yield km
+        finally:              # a client given a manager leaves its kernel running
+            if km.has_kernel:
+                km.shutdown_kernel(now=True)
+
+
 def store_unanswered_as_not_run(nb) -> None:
     """Empty the outputs and prompt numbers of the cells tagged ``raises-exception`` (an
     exercise's unanswered cells): they ran, but a reader sees them as not run."""
@@ -85,8 +106,9 @@ def execute(py: Path) -> float:
     nb.metadata.setdefault("kernelspec", {"display_name": "Python 3 (ipykernel)",
                                           "language": "python", "name": "python3"})
     t0 = time.perf_counter()
-    NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=False,
-                   resources={"metadata": {"path": str(py.parent)}}).execute()
+    with unix_socket_kernel() as km:
+        NotebookClient(nb, km=km, timeout=600, kernel_name="python3", record_timing=False,
+                       resources={"metadata": {"path": str(py.parent)}}).execute()
     elapsed = time.perf_counter() - t0
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
@@ -108,6 +130,10 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")
     os.environ.setdefault("COMPANION_FAST", "1")
     os.environ.setdefault("COMPANION_STATIC_OUTPUTS", "1")
+    # stored outputs hold the chapter's data (seed 0), whoever runs this (a hub user's terminal)
+    from companion.grading import IDENTITY_ENV
+    for var in IDENTITY_ENV:
+        os.environ.pop(var, None)
     for py in sources(argv):
         elapsed = execute(py)
         size = py.with_suffix(".ipynb").stat().st_size

@@ -5,14 +5,16 @@ For each solutions/<name>.py (jupytext py:percent with nbgrader cell metadata) t
 exercises/<name>.py and executes it into exercises/<name>.ipynb, doing what nbgrader's
 generate_assignment does to a source notebook:
 
-- code between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` becomes
-  ``# YOUR CODE HERE`` / ``raise NotImplementedError()``;
+- code between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` becomes ``# YOUR CODE HERE``
+  (the stub ``companion.course.configure`` gives nbgrader too: the answer cell's first line,
+  which stays, defines its answer variables as empty, so nothing raises and the check cell
+  says "not yet answered");
 - a markdown cell marked as a solution becomes ``YOUR ANSWER HERE``;
 - ``### BEGIN HIDDEN TESTS`` ... ``### END HIDDEN TESTS`` blocks are removed;
 - outputs are dropped, and the unanswered cells (the emptied answers and the checks that
-  need them) are tagged ``raises-exception``, so the executed copy and nbval accept that
-  they fail until a student answers; the executor stores those cells as not run (no
-  traceback, no banner: the student sees the question and empty answer cells).
+  need them) are tagged ``raises-exception``: the executor stores them as not run (the
+  student sees the question and empty answer cells), and JupyterLab's Run All goes on past
+  a student's half-written answer that raises.
 
 The nbgrader metadata stays on every cell, so the exercises also import into nbgrader.
 usage: python tools/make_exercises.py [--check]   (--check: compare, write nothing; exit 1 if stale)
@@ -28,6 +30,8 @@ from pathlib import Path
 import jupytext
 from jupytext.config import load_jupytext_config
 
+from companion import course
+
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
 EXERCISES = ROOT / "exercises"
@@ -36,7 +40,7 @@ _SOLUTION = re.compile(r"^([ \t]*)### BEGIN SOLUTION[^\n]*\n.*?^[ \t]*### END SO
                        re.S | re.M)
 _HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[^\n]*\n.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?",
                      re.S | re.M)
-CODE_STUB = "{indent}# YOUR CODE HERE\n{indent}raise NotImplementedError()"
+CODE_STUB = "{indent}" + course.CODE_STUB     # the stub nbgrader gets too
 MARKDOWN_STUB = "YOUR ANSWER HERE"
 
 

@@ -2,8 +2,8 @@
 """A printable PDF of every exercise with one seed's given data (``make handout SEED=n``).
 
 For each exercise (exercises/*.py, the students' copies: no solutions) it sets ``SEED = n`` in
-the given-data cell, executes the notebook with nbclient (the unanswered cells are tagged
-``raises-exception``: they run and their errors are dropped from the handout), joins the
+the given-data cell (instead of ``SEED = grading.student_seed()``), executes the notebook with nbclient (the unanswered cells are tagged
+``raises-exception``: they run and their outputs are dropped from the handout), joins the
 exercises into one notebook with a page break before each, converts it to HTML with nbconvert
 (JupyterLab's template without CDN scripts, tools/handout_templates/handout) and prints that
 page to PDF with headless Chromium (Debian's, through Playwright), after MathJax has typeset
@@ -30,12 +30,12 @@ from jupytext.config import load_jupytext_config
 from nbclient import NotebookClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from execute_notebooks import store_unanswered_as_not_run  # noqa: E402
+from execute_notebooks import store_unanswered_as_not_run, unix_socket_kernel  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISES = ROOT / "exercises"
 TEMPLATES = Path(__file__).resolve().parent / "handout_templates"
-SEED_LINE = re.compile(r"^SEED = 0$", re.M)
+SEED_LINE = re.compile(r"^SEED = grading\.student_seed\(\)$", re.M)
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--disable-dev-shm-usage"]
@@ -61,7 +61,8 @@ def with_seed(py: Path, seed: int):
     nb = jupytext.read(py, config=load_jupytext_config(str(py)))
     cells = [c for c in nb.cells if c.cell_type == "code" and SEED_LINE.search(c.source)]
     if len(cells) != 1:
-        raise ValueError(f"{py.name}: expected one 'SEED = 0' line, found {len(cells)}")
+        raise ValueError(f"{py.name}: expected one 'SEED = grading.student_seed()' line, "
+                         f"found {len(cells)}")
     cells[0].source = SEED_LINE.sub(f"SEED = {seed}", cells[0].source)
     return nb
 
@@ -69,8 +70,9 @@ def with_seed(py: Path, seed: int):
 def executed(nb, path: Path):
     """``nb`` run top to bottom; the unanswered cells (tagged raises-exception) shown empty, as
     in exercises/."""
-    NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=False,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    with unix_socket_kernel() as km:
+        NotebookClient(nb, km=km, timeout=600, kernel_name="python3", record_timing=False,
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
     store_unanswered_as_not_run(nb)
     nb.metadata.pop("widgets", None)
     return nb

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Check that solutions/ imports into nbgrader and grades as intended: build a throwaway course,
-# generate the release copies, autograde three fake students (one submits the solutions, one
-# nbgrader's blank release copies, one the exercises/ copies this repository hands out) and
-# require full marks for the first and zero for the other two, notebook by notebook.
+# Check that solutions/ imports into nbgrader and grades as intended: build a throwaway course
+# (its nbgrader_config.py calls companion.course.configure, as a course's does), generate the
+# release copies, autograde three fake students (one submits the solutions, one nbgrader's blank
+# release copies, one the exercises/ copies this repository hands out) and require full marks
+# for the first and zero for the other two, notebook by notebook. Each student is graded with
+# the seed of their own id (solver, blank, handout: three different variants), so the solutions
+# pass at seeds other than the chapter's too.
 #
 # nbgrader is not a dependency of the companion: it runs from its own virtual environment,
 # $NBGRADER_VENV (default /tmp/nbgrader-venv), created here on first use with nbgrader and the
@@ -54,6 +57,9 @@ c.CourseDirectory.root = "$COURSE"
 c.CourseDirectory.db_url = "sqlite:///$COURSE/gradebook.db"
 c.Exchange.root = "$COURSE/exchange"
 c.ExecutePreprocessor.timeout = 300
+# the answer stub, each student's own seed at autograde, kernels on Unix sockets
+from companion.course import configure
+configure(c)
 PY
 for nb in "${NOTEBOOKS[@]}"; do
     cp "$nb" "$COURSE/source/$ASSIGNMENT/"

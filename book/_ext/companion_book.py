@@ -151,7 +151,8 @@ def fold_depth_sections(app, doctree, docname):
         mark = FOLD_MARK.fullmatch(raw.astext().strip())
         if mark is None:
             continue
-        summary = html_lib.escape(mark.group(1) or "Show the detail")
+        summary = (mark.group(1) or "").strip() or "show the detail"
+        summary = html_lib.escape(summary[0].upper() + summary[1:])
         raw.replace_self(nodes.raw(
             text=f'<details class="companion-depth"><summary>{summary}</summary>',
             format="html"))

@@ -25,6 +25,7 @@ Choices that fit a CI run on one machine, and what replaces them in production:
 Settings come from the environment (tools/course_check.py sets them all):
 COURSE_WORK, COURSE_ENV, COURSE_ID, COURSE_INSTRUCTOR, COURSE_STUDENTS (comma separated),
 COURSE_PASSWORD, COURSE_PORT (the public proxy port), COURSE_HUB_PORT, COURSE_PROXY_API_PORT,
+COURSE_SEEDS (optional: the JSON of companion_seeds.json, the instructor's pinned seeds),
 and COURSE_CHECK_RUN (a marker every process of this hub inherits, so cleanup can find them).
 """
 
@@ -114,7 +115,10 @@ def provision(spawner) -> None:
         _write(jupyter_dir / "nbgrader_config.py",
                "c = get_config()\n"
                f"c.CourseDirectory.root = {str(course)!r}\n"
-               "c.ExecutePreprocessor.timeout = 300\n")
+               "c.ExecutePreprocessor.timeout = 300\n"
+               "# the answer stub, and each student's own seed when autograding\n"
+               "from companion.course import configure\n"
+               "configure(c)\n")
         disabled, disabled_lab = [], []
     else:
         _write(jupyter_dir / "nbgrader_config.py",
@@ -146,3 +150,7 @@ _write(GLOBAL_CONFIG / "nbgrader_config.py",
        "c = get_config()\n"
        f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
        f"c.Exchange.root = {str(EXCHANGE)!r}\n")
+# The instructor's pinned seeds (docs/instructors.md), where every kernel finds them: a
+# system-wide Jupyter config folder (production: /etc/jupyter or <user env>/etc/jupyter).
+if os.environ.get("COURSE_SEEDS"):
+    _write(GLOBAL_CONFIG / "companion_seeds.json", os.environ["COURSE_SEEDS"])

@@ -6,3 +6,9 @@ c.CourseDirectory.course_id = "llm-inference"
 c.Exchange.root = "/srv/nbgrader/exchange"  # nbgrader's default, spelled out
 # Autograde re-runs each notebook; a few exercises run the companion's simulators.
 c.ExecutePreprocessor.timeout = 300
+# The answer stub that raises nothing ("# YOUR CODE HERE"), and at autograde each submission's
+# own seed (companion.grading.student_seed; docs/instructors.md). Pinned seeds, if any: a
+# companion_seeds.json beside this file.
+from companion.course import configure  # noqa: E402
+
+configure(c)  # noqa: F821

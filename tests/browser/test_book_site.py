@@ -255,3 +255,28 @@ def test_static_explorer_follows_its_slider(server, reader, doc, panel):
     shown_names = gd.evaluate("gd => gd.data.filter(t => t.visible !== false).map(t => t.name)")
     assert [t.get("name") for t in expected.traces] == shown_names[:len(expected.traces)]
     H.screenshot(box, f"book_explorer_{panel}_after")
+
+
+FOLD_MARK = re.compile(r"<!--\s*fold(?::\s*(.*?))?\s*-->", re.S)
+
+
+def test_depth_sections_are_closed_folds_in_the_book(site):
+    """Every depth section of a notebook (a heading cell ending with ``<!-- fold: ... -->``,
+    collapsed in JupyterLab) is a closed ``<details>`` on its page, summary from the marker,
+    holding the rest of the section; no marker shows as text."""
+    checked = 0
+    for doc in notebook_docs():
+        nb = json.loads((ROOT / f"{doc}.ipynb").read_text())
+        marks = [m.group(1).strip() for c in nb["cells"] if c["cell_type"] == "markdown"
+                 for m in FOLD_MARK.finditer("".join(c["source"]))]
+        page = (site / f"{doc}.html").read_text(encoding="utf-8")
+        folds = re.findall(r'<details class="companion-depth"( open)?><summary>(.*?)</summary>',
+                           page, re.S)
+        assert len(folds) == len(marks), f"{doc}: {len(folds)} folds for {len(marks)} markers"
+        for (opened, summary), mark in zip(folds, marks):
+            assert not opened, f"{doc}: a depth fold opens by itself"
+            assert html_lib.unescape(summary).lower() == mark.lower(), (doc, summary, mark)
+        assert page.count("<details") == page.count("</details>"), f"{doc}: unbalanced folds"
+        assert "&lt;!--" not in page, f"{doc}: a fold marker shows as text"
+        checked += len(marks)
+    assert checked >= 30
