@@ -407,36 +407,50 @@ md(f"""> **Where this model breaks: decode-only throughput.** At the chapter's s
 #    how much shorter the queue has to be for the answer to make the deadline again, then drag
 #    the queue slider down until it does. Does the engine's 26.26 ms interval, in place of the
 #    client's 26.5 ms, rescue it without touching the queue?
+#    <!-- states: timeline(inserted_prefills=1); timeline(inserted_prefills=1, queue_ms=...); timeline(inserted_prefills=1, interval_ms=ch08.ROUND_B1_S / ms) -->
 # 2. Ask for 512 output tokens instead of 256. Which phase of the timeline now dominates, and
 #    what output interval would still finish inside the 7 s deadline?
+#    <!-- states: timeline(output_tokens=512) -->
 # 3. **Predict, then move.** In the memory explorer, set the prompt to 8192 tokens and note how
 #    many requests fit. Before switching the KV format to FP8, write down which readouts you
 #    expect to double and which to stay put; then switch and check.
+#    <!-- states: memory(prompt_tokens=8192); memory(prompt_tokens=8192, kv_precision=1.0) -->
 # 4. Use 256-token blocks. How many of the short request's reserved slots are padding? Then
 #    let it generate 300 tokens instead of 256 and compare with 16-token blocks (8.3.1 bounds
 #    the padding by one block).
+#    <!-- states: memory(block_tokens=256); memory(block_tokens=256, output_tokens=300); memory(output_tokens=300) -->
 # 5. Pick the 70B shape of Chapter 17. Does the 32 GiB instance even hold its weights?
+#    <!-- states: memory(model=specs.LLAMA_70B.name) -->
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 from companion.display import answer, md
 
+import math
+
 ms = units.ms
 one = timeline.at(inserted_prefills=1)
 queue_needed_ms = (ch08.QUEUE_S + one.numbers["margin_s"]) / ms
+queue_on_slider = 10 * math.floor(queue_needed_ms / 10)    # the queue slider moves in 10 ms
+shorter_queue = timeline.at(inserted_prefills=1, queue_ms=queue_on_slider)
 engine = timeline.at(inserted_prefills=1, interval_ms=ch08.ROUND_B1_S / ms)
 answer(f"""With one prefill inserted the request ends at {one.numbers['request_time_s']:.3f} s,
 {-one.numbers['margin_s'] * 1000:.0f} ms past the deadline. Every millisecond taken off the
 queue moves the whole timeline left by a millisecond, so the queue has to drop from
-{ch08.QUEUE_S / ms:.0f} ms to about {queue_needed_ms:.0f} ms. The engine's shorter interval saves
+{ch08.QUEUE_S / ms:.0f} ms to about {queue_needed_ms:.0f} ms (on the slider,
+{queue_on_slider:.0f} ms leaves a margin of {shorter_queue.numbers['margin_s'] * 1000:+.0f} ms).
+The engine's shorter interval saves
 {(ch08.CLIENT_ITL_S - ch08.ROUND_B1_S) / ms:.2f} ms on each of the {short_g - 1} intervals, which
 brings the request to {engine.numbers['request_time_s']:.3f} s: it
 {'meets' if engine.numbers['meets_deadline'] else 'still misses'} the deadline
-(margin {engine.numbers['margin_s'] * 1000:+.0f} ms).""", title="Worked answer 1")
+(margin {engine.numbers['margin_s'] * 1000:+.0f} ms). The lesson: a saving on the output
+interval counts once per interval, {short_g - 1} times here, so it
+{'can make up for' if engine.numbers['meets_deadline'] else 'is not enough to make up for'} a
+whole inserted prefill, which a shorter queue repays only millisecond for millisecond.""", title="Worked answer 1")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-long_answer = timeline.at(output_tokens=2 * short_g)
+long_answer = timeline.at(output_tokens=512)
 decode_s = long_answer.numbers["request_time_s"] - long_answer.numbers["ttft_s"]
 needed_interval = (ch08.DEADLINE_S - long_answer.numbers["ttft_s"]) / (2 * short_g - 1)
 answer(f"""With {2 * short_g} tokens the request takes {long_answer.numbers['request_time_s']:.2f} s:
@@ -444,31 +458,33 @@ answer(f"""With {2 * short_g} tokens the request takes {long_answer.numbers['req
 {long_answer.numbers['ttft_s']:.3f} s come before the first token, so decode is almost the whole
 story. To finish within {ch08.DEADLINE_S:g} s, each interval may last at most
 (deadline - TTFT) / (G - 1) = {needed_interval / ms:.1f} ms, about half of today's
-{ch08.CLIENT_ITL_S / ms:g} ms.""", title="Worked answer 2")
+{ch08.CLIENT_ITL_S / ms:g} ms. For a long answer the
+output interval, not the prefill, decides whether the deadline holds.""", title="Worked answer 2")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-bf16 = memory.at(prompt_tokens=long_p).numbers
-fp8 = memory.at(prompt_tokens=long_p, kv_precision=1.0).numbers
+bf16 = memory.at(prompt_tokens=8192).numbers
+fp8 = memory.at(prompt_tokens=8192, kv_precision=1.0).numbers
 answer(f"""At {long_p:,} prompt tokens each request reserves {bf16['reserved_MiB']:,.0f} MiB, and
 {bf16['requests_that_fit']} of them fit in the pool. FP8 stores each key and value in one byte
 instead of two: the KV per token falls from {bf16['kv_per_token_KiB']:.0f} to
 {fp8['kv_per_token_KiB']:.0f} KiB, every request reserves {fp8['reserved_MiB']:,.0f} MiB, and the
 count becomes {fp8['requests_that_fit']}, twice as many up to rounding. What does not move: the
 tokens held ({fp8['held_tokens']:,}), the slots reserved in blocks ({fp8['allocated_tokens']:,}),
-the weights ({fp8['weights_GiB']:.1f} GiB) and the slack left for activations.""",
+the weights ({fp8['weights_GiB']:.1f} GiB) and the slack left for activations. FP8 changes the
+bytes each token takes, never the tokens: only what is counted in bytes moves, and with it how
+many requests fit.""",
        title="Worked answer 3")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-def padding(**params):
-    n = memory.at(**params).numbers
+def padding(n):
     return n["allocated_tokens"] - n["held_tokens"], n
 
 
-pad_256, big = padding(block_tokens=256)
-pad_300_256, big_300 = padding(block_tokens=256, output_tokens=300)
-pad_300_16, small_300 = padding(output_tokens=300)
+pad_256, big = padding(memory.at(block_tokens=256).numbers)
+pad_300_256, big_300 = padding(memory.at(block_tokens=256, output_tokens=300).numbers)
+pad_300_16, small_300 = padding(memory.at(output_tokens=300).numbers)
 answer(f"""Only {pad_256} slot: the short request holds {big['held_tokens']:,} tokens at the end,
 one short of a multiple of 256 ({big['allocated_tokens']:,}), so large blocks happen to cost
 nothing here. With 300 outputs it holds {big_300['held_tokens']:,} tokens: 256-token blocks
@@ -476,7 +492,8 @@ reserve {big_300['allocated_tokens']:,} slots, {pad_300_256} of them padding
 ({pad_300_256 / big_300['allocated_tokens']:.0%}), while 16-token blocks pad only
 {pad_300_16}. Both stay below one block, as 8.3.1's bound says; the pool admits
 {big_300['requests_that_fit']} such requests with 256-token blocks and
-{small_300['requests_that_fit']} with 16-token ones.""", title="Worked answer 4")
+{small_300['requests_that_fit']} with 16-token ones. Large blocks cost at most one block per
+request, which matters only while a request is short next to the block.""", title="Worked answer 4")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)

@@ -606,25 +606,32 @@ ledger.show("8.2")
 #    $b_\text{KV}$ move up or down, and by roughly what factor? Move the slider and compare, then
 #    check how many 8K requests the 12 GiB pool admits: does memory or the read volume stop the
 #    batch first?
+#    <!-- states: decode(context_tokens=8192) -->
 # 2. Serve the weights from ROM. Does a bigger batch still cut the HBM bytes per output token?
 #    Then shorten the context to 128 tokens and push the batch to 256: which roofline term wins?
+#    <!-- states: decode(weights_in_hbm=False); decode(weights_in_hbm=False, context_tokens=128, batch=256) -->
 # 3. Try the H100 SXM with the 70B shape. Where does the ridge point move, and does decode ever
 #    become compute-bound at a 2K context?
+#    <!-- states: decode(model=specs.LLAMA_70B.name, hardware=specs.H100_SXM.name) -->
 # 4. **Predict, then move.** In the schedule explorer, shrink the chunk to 512 tokens. Predict
 #    what happens to r0's longest interval and to the total time before you move it. Then raise
 #    the budget to 16384 with 8192-token chunks: which policy has chunked prefill turned into?
+#    <!-- states: schedule(chunk_tokens=512); schedule(chunk_tokens=8192, token_budget=16384) -->
 # 5. Let up to four requests run at once. Does fixed batching still lose to continuous?
+#    <!-- states: schedule(max_running=4) -->
 # 6. With graphs captured for every power of two, find a permitted interval where a slightly
 #    longer target adds no row at all, and one where a small step doubles the rows executed.
+#    <!-- states: budget(graphs="pow2"); budget(graphs="pow2", itl_target_ms=...) -->
 # 7. **Predict, then move.** In the sweep explorer, space the arrivals 400 ms apart. Will the
 #    budget still matter? Write down your guess, then move the arrival slider.
+#    <!-- states: budget_sweep(interarrival_ms=400.0) -->
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 from companion.display import answer, md
 
 two_k = decode.at().numbers
-eight_k = decode.at(context_tokens=long_p).numbers
+eight_k = decode.at(context_tokens=8192).numbers
 answer(f"""$b_\\text{{KV}} = \\lceil D_w/(Lk)\\rceil$ falls as the context grows: from
 {two_k['b_KV']} at 2K to {eight_k['b_KV']} at 8K, about a quarter, because four times the context
 means four times the KV per request. The pool admits {eight_k['requests_fit_12GiB']} requests of
@@ -634,15 +641,24 @@ the weight read.""", title="Worked answer 1")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-rom = [decode.at(weights_in_hbm=False, batch=b).numbers["read_per_token_GiB"] for b in (1, 64)]
-tiny = decode.at(context_tokens=128, batch=256).numbers
+rom = decode.at(weights_in_hbm=False).numbers
+rom_64 = decode.at(weights_in_hbm=False, batch=64).numbers
+tiny = decode.at(weights_in_hbm=False, context_tokens=128, batch=256).numbers
+tiny_hbm = decode.at(context_tokens=128, batch=256).numbers
+anywhere = tiny["compute_catchup_batch"] <= 1
 answer(f"""No: with the weights in ROM, HBM delivers only each request's own KV, so the bytes
-per output token stay at {rom[0]:.4f} GiB at batch 1 and {rom[1]:.4f} GiB at batch 64. The batch
-still matters for how busy the matrix units are. At a 128-token context each request adds
-more compute time than read time (that holds below about
-{tiny['compute_bound_below_context']:.0f} tokens), so compute does catch up, but only at
-$b \\approx$ {tiny['compute_catchup_batch']:,.0f}: at batch 256 the roofline round is still
-{tiny['bound']}-bound ({tiny['bound_step_ms']:.2f} ms).""", title="Worked answer 2")
+per output token stay at {rom['read_per_token_GiB']:.4f} GiB at the chapter's batch of 16 and
+{rom_64['read_per_token_GiB']:.4f} GiB at batch 64. The batch still matters for how busy the
+matrix units are. Still in ROM, at a 128-token context each request adds more compute time
+than read time (that holds below about {tiny['compute_bound_below_context']:.0f} tokens), and
+with no weight read left to share, compute wins
+{'at any batch' if anywhere else f"from b = {tiny['compute_catchup_batch']:,.0f}"}: at batch
+256 the roofline round is {tiny['bound']}-bound ({tiny['bound_step_ms']:.2f} ms). With the
+weights back in HBM the same round would be {tiny_hbm['bound']}-bound
+({tiny_hbm['bound_step_ms']:.2f} ms), since compute catches up only at
+$b \\approx$ {tiny_hbm['compute_catchup_batch']:,.0f}. Taking the weights out of HBM removes
+the one read a batch shares, so the context alone decides the bound, and short contexts turn
+compute-bound.""", title="Worked answer 2")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
@@ -653,7 +669,8 @@ against {calc.ridge_point(hw):.0f} for the RTX PRO 6000. For the 70B shape at 2K
 request overtakes its KV read only below {h100['compute_bound_below_context']:.0f} tokens of
 context, so at 2K compute catches up with the reads at
 {'no batch at all' if catch == float('inf') else f'b = {catch:,.0f}'}; the round at batch 16
-is {h100['bound']}-bound.""", title="Worked answer 3")
+is {h100['bound']}-bound. A higher ridge only moves compute-bound decode further away:
+at long contexts the KV reads set the pace on either card.""", title="Worked answer 3")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
@@ -667,7 +684,8 @@ the fixed cost again. With 8192-token chunks and a 16384 budget the whole 8K pro
 round, so chunked prefill behaves like plain continuous batching: total
 {whole['total_ms']:.0f} ms and longest interval {whole['longest_interval_ms']:.0f} ms, against
 {whole['continuous_total_ms']:.0f} ms and {whole['continuous_longest_interval_ms']:.0f} ms for
-continuous.""", title="Worked answer 4")
+continuous. Chunking trades total time for shorter intervals, and a chunk as large as the
+prompt leaves nothing to trade.""", title="Worked answer 4")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
@@ -679,19 +697,25 @@ The price of continuous batching grows instead: more running requests share the 
 carries r2's whole prefill, and the longest output interval becomes
 {four['continuous_longest_interval_ms']:.0f} ms (two slots:
 {default['continuous_longest_interval_ms']:.0f} ms), while fixed batching keeps every interval
-at {four['static_longest_interval_ms']:.0f} ms.""", title="Worked answer 5")
+at {four['static_longest_interval_ms']:.0f} ms. Continuous batching buys its shorter total with
+longer worst intervals, and more slots raise that price: it trades smoothness for
+throughput.""", title="Worked answer 5")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 grid = range(27, 301)
+at_50 = budget.at(graphs="pow2").numbers
 executed = {t: budget.at(graphs="pow2", itl_target_ms=float(t)).numbers["rows_executed"]
             for t in grid}
 flat = next(t for t in grid if t + 1 in executed and executed[t + 1] == executed[t])
 jump = next(t for t in grid if t + 1 in executed and executed[t + 1] >= 2 * executed[t])
-answer(f"""Scanning the permitted interval in 1 ms steps: from {flat} to {flat + 1} ms the GPU runs
+answer(f"""At the chapter's 50 ms the graphs execute {at_50['rows_executed']:,} rows for
+{at_50['rows']:,} scheduled. Scanning the permitted interval in 1 ms steps: from {flat} to {flat + 1} ms the GPU runs
 the same {executed[flat]:,} rows (the extra millisecond buys tokens only up to the same captured
 graph), while from {jump} to {jump + 1} ms the executed rows jump from {executed[jump]:,} to
-{executed[jump + 1]:,}, because the row count just crossed a power of two.""",
+{executed[jump + 1]:,}, because the row count just crossed a power of two. With graphs for
+powers of two the permitted interval buys work in steps, so a target just below an edge
+wastes nothing and one just above it pays for padding rows.""",
        title="Worked answer 6")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]

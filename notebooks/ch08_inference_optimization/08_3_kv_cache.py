@@ -916,26 +916,34 @@ md(f"""> **Where this model breaks: pricing a kept prefix.** At the chapter's se
 # %% [markdown]
 # ## Try this
 #
-# 1. In the paging explorer, make all four lengths multiples of the block size. Where did the
-#    waste go? Then set $p = 16$ (lengths back at the chapter's): how many table entries are
+# 1. In the paging explorer, round all four lengths to the nearest multiple of the block size.
+#    Where did the waste go? Then set $p = 16$ (lengths back at the chapter's): how many table entries are
 #    left, and how much waste?
+#    <!-- states: paging(len_a=8, len_b=12, len_c=4, len_d=16); paging(block_tokens=16) -->
 # 2. **Predict, then move.** Let A and B have 7 tokens in common instead of 8 (with $p = 4$).
 #    Guess how many blocks sharing saves now before you move the slider, and explain the answer.
+#    <!-- states: paging(shared_ab_tokens=7) -->
 # 3. In the branch explorer, keep the 95 shared blocks and push the private blocks per branch
 #    to the slider's end. Does sharing still save more than half of the independent storage?
 #    How many private blocks would it take to fall below half?
+#    <!-- states: branching(private_blocks=40) -->
 # 4. **Predict, then move.** In the capacity explorer, shrink the KV budget to 6 GiB. How long
 #    must the shared prefix be for 16 long requests to fit? Guess, then drag the prefix slider.
+#    <!-- states: capacity(kv_budget_gib=6.0); capacity(kv_budget_gib=6.0, shared_prefix_tokens=...) -->
 # 5. Make the snapshots four times denser. What does that cost in storage for a 128K-token
 #    context, and how much recomputation does it save for the 10,752-token match?
+#    <!-- states: snapshots(spacing_tokens=1024); snapshots(spacing_tokens=1024, context_tokens=131072) -->
 # 6. **Predict, then move.** In the retention explorer, lower A's hit probability until three
 #    B's win. Before switching the link to 32 GB/s, predict whether the crossing moves up or
 #    down. (Exercise 8-4 asks for it exactly.)
+#    <!-- states: retention(link_gb_per_s=32.0) -->
 # 7. Raise the recompute efficiency to 100%. Which term of $V$ changes, and does the ranking
 #    per MiB change?
+#    <!-- states: retention(efficiency_pct=100.0) -->
 # 8. **Predict, then move.** In the context explorer, grow the cached history to 32K tokens
 #    (tool result and summary as before). Will the summary be repaid sooner or later than at
 #    8K? Guess, then move the history slider and read the repayment point.
+#    <!-- states: organise(history_tokens=32768) -->
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
@@ -990,8 +998,11 @@ fits_at = calc.max_concurrent(budget6, model, ch08.LONG_PROMPT_TOKENS, ch08.OUTP
 fits_below = calc.max_concurrent(budget6, model, ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS,
                                  shared_prefix_tokens=needed - 1)
 assert fits_at >= ch08.LONG_BATCH > fits_below       # the closed form is the exact threshold
+start = capacity.at(kv_budget_gib=6.0).numbers
 row = capacity.at(kv_budget_gib=6.0, shared_prefix_tokens=needed).numbers
-answer(f"""Sixteen private parts plus one prefix must fit in a KV pool of $M_{{KV}}$ =
+answer(f"""At 6 GiB the chapter's {ch08.SHARED_PREFIX_TOKENS:,}-token prefix lets
+{start['fit_shared']} long requests fit ({start['fit_independent']} without sharing); how much
+shorter may it be? Sixteen private parts plus one prefix must fit in a KV pool of $M_{{KV}}$ =
 {budget6 / GiB:.0f} GiB. Each request holds $L = n + G - 1 = {ch08.LONG_PROMPT_TOKENS:,} + {ch08.OUTPUT_TOKENS} - 1 = {held:,}$ tokens, of which
 a prefix of $n_s$ is shared, at $k = {k_tok:,}$ B per token.
 
@@ -1007,19 +1018,25 @@ a prefix of $n_s$ is shared, at $k = {k_tok:,}$ B per token.
 Each request then privately holds {row['private_tokens']:,} tokens ({row['private_MiB']:,.0f}
 MiB), and the {ch08.LONG_BATCH} of them take {row['shared_GiB']:.2f} GiB with the prefix. (A scan
 in steps of 256 tokens would stop at the next multiple above the threshold, a slight
-overestimate.) Without sharing, only {row['fit_independent']} fit.""", title="Worked answer 4")
+overestimate.) Without sharing, only {row['fit_independent']} fit: the longer the common
+prefix, the more requests one pool serves, because each request pays only for its private
+tail.""", title="Worked answer 4")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 spacing = ch08.HYBRID_SNAPSHOT_POSITIONS[0]
 long_context = 128 * 1024      # the prompt's 128K context
-sparse = snapshots.at(context_tokens=long_context).numbers
-dense = snapshots.at(context_tokens=long_context, spacing_tokens=spacing // 4).numbers
+sparse = snapshots.at(context_tokens=131072).numbers
+dense_here = snapshots.at(spacing_tokens=1024).numbers
+dense = snapshots.at(spacing_tokens=1024, context_tokens=131072).numbers
+assert spacing // 4 == 1024 and long_context == 131072
 answer(f"""One snapshot every {spacing // 4:,} tokens instead of {spacing:,} means
 {dense['snapshots']} snapshots over {long_context:,} tokens instead of {sparse['snapshots']}:
 {dense['storage_MiB']:,.1f} MiB per card instead of {sparse['storage_MiB']:,.1f}. The
-{ch08.HYBRID_MATCHED_TOKENS:,}-token match then restores from {dense['restore_from']:,} and
-recomputes {dense['recompute_tokens']:,} tokens instead of {sparse['recompute_tokens']:,}.""",
+{ch08.HYBRID_MATCHED_TOKENS:,}-token match then restores from {dense_here['restore_from']:,} and
+recomputes {dense_here['recompute_tokens']:,} tokens instead of {sparse['recompute_tokens']:,}.
+Storage grows with the number of snapshots over the whole context, while the saving is capped
+by one spacing per match: denser snapshots pay only when long contexts are matched often.""",
        title="Worked answer 5")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]

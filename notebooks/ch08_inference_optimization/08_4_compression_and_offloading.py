@@ -761,16 +761,20 @@ ledger.show("8.4.4")
 # 1. **Predict, then move.** In the M2 Max explorer, switch the KV format to q4_0. Guess first:
 #    does one 8K request now fit next to the Q2_K file? Then find the longest context that
 #    fits one request.
+#    <!-- states: fit(kv_format="q4_0"); fit(kv_format="q4_0", context_tokens=...) -->
 # 2. Q2_K spends about a quarter of its bytes on metadata. Keeping its 20 bytes of metadata per
 #    group, how many values would a group need for metadata to fall under 10%?
 # 3. In the compressed-read explorer, find the context length below which q8_0 cannot pay for
 #    0.2 ms of conversion. Does q4_0 move it much?
+#    <!-- states: reads(context_tokens=...); reads(kv_format="q4_0", context_tokens=...) -->
 # 4. **Predict, then move.** On the H100 fit, guess how long the context must be for FP8 KV to
 #    save a full millisecond per step, then compute it from the two lines.
 # 5. In the offload explorer, how many FFN layers can move over PCIe Gen5 before the copy no
 #    longer hides behind the batch-1 round? What link would carry all nine within it?
+#    <!-- states: offload(layers=...); offload(link_gb_per_s=...) -->
 # 6. In the retry explorer, how much faster must the less accurate format's attempts be to
 #    break even with the more accurate one?
+#    <!-- states: retry(speed_factor_b=...) -->
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
@@ -779,13 +783,14 @@ for ctx in range(1024, 65537, 1024):
     n4 = fit.at(kv_format="q4_0", context_tokens=ctx).numbers
     if n4["requests_that_fit"] >= 1:
         fitting_contexts.append(ctx)
-at_8k = fit.at(kv_format="q4_0", context_tokens=ch08.LONG_PROMPT_TOKENS).numbers
+at_8k = fit.at(kv_format="q4_0").numbers        # the chapter's 8K context
 answer(f"""
 With q4_0 KV an 8K request needs {at_8k['kv_per_request_GiB']:.2f} GiB and
 {at_8k['requests_that_fit']} request(s) of that length fit beside the Q2_K file. Scanning the
 context in steps of 1024 tokens, the longest that still fits one request is
 {max(fitting_contexts) if fitting_contexts else 0:,} tokens: q4_0's KV is {18 / 64:.0%} of BF16's (18 bytes per 32
-values instead of 64), so the headroom stretches several times further.
+values instead of 64), so the headroom stretches several times further. When weights fill
+nearly all of memory, the KV format decides how long a context the machine can take at all.
 """, title="Worked answer 1")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -805,14 +810,12 @@ that is the trade the format designers made.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-def break_even_context(fmt):
-    for ctx in range(512, 131073, 512):
-        if reads.at(context_tokens=ctx, kv_format=fmt).numbers["net_saving_ms"] >= 0:
-            return ctx
-    return None
-
-
-even_q8, even_q4 = break_even_context("q8_0"), break_even_context("q4_0")
+contexts = range(512, 131073, 512)
+even_q8 = next((ctx for ctx in contexts
+                if reads.at(context_tokens=ctx).numbers["net_saving_ms"] >= 0), None)
+even_q4 = next((ctx for ctx in contexts
+                if reads.at(kv_format="q4_0", context_tokens=ctx).numbers["net_saving_ms"] >= 0),
+               None)
 answer(f"""
 Scanning in steps of 512 tokens with 0.2 ms of conversion, q8_0 starts to pay at about
 {even_q8:,} tokens of context and q4_0 at about {even_q4:,}. q4_0 saves more bytes per token
@@ -837,15 +840,18 @@ millisecond needs a very long context (an extrapolation, if the fitted data stop
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 hidden = [layers for layers in range(1, 37)
-          if offload.at(layers=layers, prefetch_buffers=1).numbers["copy_ms"]
-          <= ch08.ROUND_B1_S / ms]
+          if offload.at(layers=layers).numbers["copy_ms"] <= ch08.ROUND_B1_S / ms]
 nine = calc.ffn_offload(model, ch08.OFFLOAD_EVERY_N_LAYERS, 1).offloaded_bytes
+carrying = next(link for link in range(64, 1001)
+                if offload.at(link_gb_per_s=float(link)).numbers["copy_ms"] <= ch08.ROUND_B1_S / ms)
 answer(f"""
 Each layer's FFN set takes {calc.ffn_weight_bytes_per_layer(model) / MiB:.0f} MiB, and over
 PCIe Gen5 the copy stays within the {ch08.ROUND_B1_S / ms:.2f} ms round for up to
 {max(hidden) if hidden else 0} layers. Carrying all nine sets in one round needs at least
-{nine / ch08.ROUND_B1_S / GB:.0f} GB/s: more than PCIe Gen5 gives, less than NVLink-C2C's
-{ch08.NVLINK_C2C_BYTES_PER_S / GB:.0f} GB/s.
+{nine / ch08.ROUND_B1_S / GB:.0f} GB/s (the explorer's link slider first hides the copy at
+{carrying} GB/s): more than PCIe Gen5 gives, less than NVLink-C2C's
+{ch08.NVLINK_C2C_BYTES_PER_S / GB:.0f} GB/s. Offloading is free only while the link moves a
+round's weights in less than the round's own time; past that, the link sets the pace.
 """, title="Worked answer 5")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]

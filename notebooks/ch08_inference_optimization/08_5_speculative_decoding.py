@@ -688,25 +688,32 @@ ledger.show("8.5")
 # 1. **Predict, then move.** In the rejection-sampling explorer, set $q(A) = p_\theta(A)$.
 #    Write down the acceptance and $\mathbb E[X]$ at $m = 4$ before you look. Then move only
 #    $q(A)$ to 0.5: which of the two panels changes?
+#    <!-- states: sampling_panel(q_a=0.25); sampling_panel(q_a=0.5) -->
 # 2. For a target with $p_\theta(A) = 0.5$, which drafter $q(A)$ maximises the acceptance,
 #    and what does a drafter that always proposes A get? Work it out from
 #    $\alpha = \sum_x \min(p_\theta, q)$, then check with the slider.
+#    <!-- states: sampling_panel(p_a=0.5, q_a=...); sampling_panel(p_a=0.5, q_a=1.0) -->
 # 3. **Predict, then move.** In the latency explorer, set the draft cost to 10 ms. Guess the
 #    smallest acceptance that still beats plain decode at $m = 4$, then find it; is the answer
 #    at $m = 1$ higher or lower?
+#    <!-- states: latency_panel(draft_ms=10.0, acceptance=...); latency_panel(draft_ms=10.0, draft_len=1, acceptance=...) -->
 # 4. Raise the one-off preparation to 5 s and shorten the request to 128 tokens. Is the index
 #    still worth building for the BBBB drafter?
+#    <!-- states: latency_panel(prep_s=5.0, output_tokens=128) -->
 # 5. In the draft-length explorer, pad to groups of 4 and compare $m = 4$ with $m = 5$: what
 #    are $\Delta T_r$ and $\Delta X$, and does the marginal test pass? Then lower $t_d$ until
 #    $m = 8$ becomes the best length.
+#    <!-- states: length_panel(group=4, draft_len=5); length_panel(group=4, draft_len=5, per_draft_ms=...) -->
 # 6. **Predict, then move.** In the four-stage explorer, which drafter wins at $m = 8$ with
 #    $\mathbb E[X] = 3$, and by how much? Then find the $\mathbb E[X]$ at which the parallel
 #    drafter with 8 draft tokens is no faster than the serial one at its chapter setting.
+#    <!-- states: stages_panel(draft_tokens=8); stages_panel(); stages_panel(draft_tokens=8, tokens_per_round=...) -->
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 p_a = ch08.TOY_TARGET_PROBS[0]
-same = sampling_panel.at(q_a=p_a).numbers
+same = sampling_panel.at(q_a=0.25).numbers
+assert p_a == 0.25
 moved = sampling_panel.at(q_a=0.5).numbers
 answer(f"""
 With $q = p_\\theta$ every proposal is kept: the acceptance is {same['acceptance']:.2f} and
@@ -724,12 +731,18 @@ target = (0.5, 0.5)
 by_q = {q_a: calc.speculative_acceptance_rate(target, (q_a, 1 - q_a))
         for q_a in (0.0, 0.25, 0.5, 0.75, 1.0)}
 best_q = max(by_q, key=by_q.get)
+on_slider = {q / 100: sampling_panel.at(p_a=0.5, q_a=q / 100).numbers["acceptance"]
+             for q in range(101)}
+always_a = sampling_panel.at(p_a=0.5, q_a=1.0).numbers
+assert max(on_slider, key=on_slider.get) == best_q
 answer(f"""
 $\\alpha = \\min(0.5, q_A) + \\min(0.5, 1 - q_A)$ is largest when both minima are the full
 0.5, which happens only at $q(A) =$ {best_q}: acceptance {by_q[best_q]:.2f}. Away from it the
 acceptance falls linearly: {', '.join(f'q(A) = {q:g}: {a:.2f}' for q, a in by_q.items())}. An
 always-A drafter keeps half its tokens, so at $m = 4$ it still emits
-{calc.speculative_expected_tokens(by_q[1.0], 4):.2f} tokens per round.
+{always_a['expected_tokens']:.2f} tokens per round (the explorer: acceptance
+{always_a['acceptance']:.2f}). A drafter pays off by matching the target's distribution, not
+by being confident: acceptance counts only the probability the two share.
 """, title="Worked answer 2")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -745,12 +758,20 @@ def least_paying_acceptance(draft_s, m, verify_s=plain_round_s):
 draft_10 = 10 * ms
 a_m4, a_m1 = least_paying_acceptance(draft_10, 4), least_paying_acceptance(draft_10, 1)
 needed = (plain_round_s + draft_10) / plain_round_s
+# the explorer's acceptance slider moves in steps of 0.01: the first stop that beats plain decode
+grid = [a / 100 for a in range(101)]
+slider_m4 = next(a for a in grid
+                 if latency_panel.at(draft_ms=10.0, acceptance=a).numbers["speedup_vs_plain"] > 1)
+slider_m1 = next(a for a in grid if latency_panel.at(draft_ms=10.0, draft_len=1, acceptance=a)
+                 .numbers["speedup_vs_plain"] > 1)
 answer(f"""
 A round now costs {(plain_round_s + draft_10) / ms:.2f} ms, so it must emit more than
 {needed:.3f} tokens on average to beat plain decode. At $m = 4$ that takes an acceptance of
 about {a_m4:.3f} (the curve $1 + \\alpha + \\dots + \\alpha^4$ crosses {needed:.3f} there); at
 $m = 1$ only $1 + \\alpha$ is available, so it needs about {a_m1:.3f}: a *higher* acceptance,
-because a one-token draft cannot make up for a poor rate with extra positions.
+because a one-token draft cannot make up for a poor rate with extra positions. (On the
+slider, the first stops that win are {slider_m4:.2f} and {slider_m1:.2f}.) A costly drafter
+needs either good guesses or enough positions to spread its cost over.
 """, title="Worked answer 3")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -770,23 +791,24 @@ An index reused across many requests (a shared document, a long conversation) sp
 g4 = length_panel.at(group=4, draft_len=5).numbers
 t_d = None
 for step in np.arange(3.6, -0.01, -0.1):
-    if length_panel.at(group=1, draft_len=8, per_draft_ms=float(step)).numbers[
-            "best_draft_len_ungrouped"] == 8:
+    if length_panel.at(group=4, draft_len=5, per_draft_ms=float(step)).numbers[
+            "best_draft_len"] == 8:
         t_d = float(step)
         break
 answer(f"""
 With groups of 4, $m = 5$ opens a second group: $\\Delta T_r =$ {g4['added_ms']:.1f} ms buys
 $\\Delta X =$ {g4['added_tokens']:.3f} tokens, a marginal {g4['marginal_ms_per_token']:.1f} ms
 per token against an average of {g4['current_ms_per_token']:.2f} ms, so the test
-{'passes' if g4['extension_helps'] else 'fails'}. Without padding, $m = 8$ becomes the best
-length once $t_d$ drops to about {t_d:.1f} ms per draft token (scanning down from 3.6 ms in
-steps of 0.1 ms).
+{'passes' if g4['extension_helps'] else 'fails'}. Still padding to groups of 4, $m = 8$
+becomes the best length once $t_d$ drops to about {t_d:.1f} ms per draft token (scanning down
+from 3.6 ms in steps of 0.1 ms). Padding makes a draft grow a whole group at a time, so the
+next group must be cheap enough to pay for all its positions at once.
 """, title="Worked answer 5")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 at8 = stages_panel.at(draft_tokens=8).numbers
-chapter = stages_panel.at(draft_tokens=4).numbers
+chapter = stages_panel.at().numbers
 even = None
 for x in np.arange(3.0, 1.0 - 1e-9, -0.05):
     if stages_panel.at(draft_tokens=8, tokens_per_round=float(x)).numbers[
@@ -801,7 +823,8 @@ per token, the parallel drafter ahead by
 {at8['serial_ms_per_token'] - at8['parallel_ms_per_token']:.1f} ms. The serial drafter at the
 chapter's setting ($m = 4$, 3 tokens) runs at {chapter['serial_ms_per_token']:.1f} ms per
 token; the parallel one with 8 draft tokens falls to that speed once its rounds emit about
-{even:.2f} tokens (scanning down in steps of 0.05).
+{even:.2f} tokens (scanning down in steps of 0.05). A parallel drafter wins by keeping its
+drafting time flat as $m$ grows, which pays only while the longer draft is accepted.
 """, title="Worked answer 6")
 
 # %% [markdown]

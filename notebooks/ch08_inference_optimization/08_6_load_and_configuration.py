@@ -600,28 +600,35 @@ ledger.show("8.6")
 #
 # 1. In the admission explorer, raise the output to 300 tokens. How short must the output
 #    interval become for the request to be admitted again?
+#    <!-- states: admission(output_tokens=300); admission(output_tokens=300, interval_ms=...) -->
 # 2. **Predict, then move.** In the configuration explorer, lower D's tokens per round until
 #    it misses the deadline. Guess the threshold first: how good must the drafts be for D to
 #    qualify?
+#    <!-- states: schemes(d_tokens_per_round=...) -->
 # 3. Shrink the shared prefix. At what prefix length does B stop fitting in 12 GiB, and what
 #    happens to D?
+#    <!-- states: schemes(shared_prefix_tokens=...) -->
 # 4. **Predict, then move.** Set the deadline to 10 s. Before moving it, guess which schemes
 #    qualify now; then check which costs the least GPU time per qualifying result.
+#    <!-- states: schemes(deadline_s=10.0) -->
 # 5. In the Amdahl explorer, with decode at 50% of the task and a 4x speedup, how much added
 #    preparation makes the change pointless? Compare with the break-even the readout prints.
+#    <!-- states: amdahl(); amdahl(prep_s=...) -->
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 long_output = 300
+refused = admission.at(output_tokens=300).numbers
 need_ms = None
 for interval in np.arange(ch08.CLIENT_ITL_S / units.ms, 0.9, -0.1):
-    if admission.at(output_tokens=long_output, interval_ms=float(interval)).numbers[
+    if admission.at(output_tokens=300, interval_ms=float(interval)).numbers[
             "admitted"]:
         need_ms = float(interval)
         break
 budget_s = ch08.DEADLINE_S - ch08.QUEUE_S - ch08.PREFILL_S
 answer(f"""
-The request has {budget_s:.3f} s for its {long_output - 1} output intervals after the queue and
+With 300 tokens at the measured interval the request is
+{'admitted' if refused['admitted'] else 'refused'}. It has {budget_s:.3f} s for its {long_output - 1} output intervals after the queue and
 the prefill, so each may last at most {budget_s / (long_output - 1) * 1e3:.2f} ms. The explorer
 (scanning the interval down in steps of 0.1 ms) first admits it at {need_ms:.1f} ms, against
 the measured {ch08.CLIENT_ITL_S / units.ms:.1f} ms: the engine would need a faster round
@@ -677,14 +684,16 @@ still lacks memory. The least GPU time per qualifying result is **{ten['best']}*
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-half = amdahl.at(decode_fraction=0.5, factor=4.0, prep_s=0.0).numbers
+half = amdahl.at().numbers                 # the chapter's setting: f = 0.5, s = 4
+pointless = next(x / 2 for x in range(0, 121) if amdahl.at(prep_s=x / 2).numbers["speedup"] <= 1)
 stages_50 = [ch08.AMDAHL_TASK_S * 0.5, ch08.AMDAHL_TASK_S * 0.5]
 saved = stages_50[1] - stages_50[1] / 4.0
 answer(f"""
 A 4x faster decode turns the {stages_50[1]:g} s of decode into {stages_50[1] / 4:g} s, saving
 {saved:g} s of the {ch08.AMDAHL_TASK_S:g} s task. Any preparation longer than that saving makes
 the change pointless; the readout's break-even says the same,
-{half['break_even_prep_s']:.1f} s. Without preparation the task speeds up
+{half['break_even_prep_s']:.1f} s, and the preparation slider first erases the gain at
+{pointless:g} s. Without preparation the task speeds up
 {half['speedup']:.2f}x, short of the {1 / (1 - 0.5):.0f}x that even an infinitely fast decode
 would give when decode is half the task.
 """, title="Worked answer 5")
