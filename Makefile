@@ -49,7 +49,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 else
 # exactly the lock: install its pins (hash-checked; pip installs the lock's uv, and uv the
-# rest), remove what it does not pin, add the project itself without resolving anything, then
+# rest), remove what it does not pin, add the project itself without resolving anything (uv,
+# like the rest: it reports the build backend's output only when the build fails, so
+# setuptools' notice about editable installs stays out of a student's terminal), then
 # prove the result equals the lock
 $(STAMP): $(LOCK) pyproject.toml
 	mkdir -p $(STATE)
@@ -59,7 +61,7 @@ $(STAMP): $(LOCK) pyproject.toml
 	$(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY) --require-hashes --no-deps \
 	  -r $(LOCK)
 	$(PY) tools/check_lock.py --extras | xargs -r $(PY) -m pip uninstall -q -y
-	$(PY) -m pip install -q --no-deps --no-build-isolation --no-index -e .
+	$(VENV)/bin/uv pip install -q --python $(PY) --no-deps --no-build-isolation --offline -e .
 	$(PY) tools/check_lock.py
 	touch $(STAMP)
 endif
@@ -104,14 +106,25 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root)
 WORK ?= my-work
 
 ## Set everything up and open the companion in JupyterLab (LAB_ARGS: extra server flags).
-lab: $(STAMP) $(LAB_OVERRIDES)
+## Jupyter Server settings owned by the project (the venv's jupyter_server_config.json):
+## notebook_shim, which only maps the classic Notebook's config onto Jupyter Server, is off (it
+## reads the deprecated ServerApp.token, and every start printed its DeprecationWarning); and
+## kernels get CurveZMQ keys from the server where their kernelspec supports it (ipykernel's
+## does), so their traffic on 127.0.0.1 is encrypted and ipykernel no longer warns, for every
+## notebook opened, that it is not.
+SERVER_CONFIG := $(VENV)/etc/jupyter/jupyter_server_config.json
+$(SERVER_CONFIG): jupyter/server-config.json | $(STAMP)
+	mkdir -p $(dir $@)
+	cp $< $@
+
+lab: $(STAMP) $(LAB_OVERRIDES) $(SERVER_CONFIG)
 	$(PY) tools/work_copy.py $(WORK)
 	$(VENV)/bin/jupyter lab --notebook-dir=$(WORK) $(LAB_FLAGS) $(ROOT_FLAG) $(LAB_ARGS) \
 	  $(WORK)/notebooks/START_HERE.ipynb
 
 ## The instructor's view: JupyterLab on the repository root, opened on solutions/index.ipynb
 ## (every exercise with its parts, points and answers); exercises/ and my-work/ sit beside it.
-lab-instructor: $(STAMP) $(LAB_OVERRIDES)
+lab-instructor: $(STAMP) $(LAB_OVERRIDES) $(SERVER_CONFIG)
 	$(VENV)/bin/jupyter lab --notebook-dir=. $(LAB_FLAGS) $(ROOT_FLAG) $(LAB_ARGS) \
 	  solutions/index.ipynb
 

@@ -8,6 +8,9 @@ Pyodide kernel, nothing else computes.
 - a section notebook runs top to bottom (Run All) with no error output, draws its plain figure
   and its explorer, and the explorer answers a slider dragged with the mouse with the readout
   and figure that ``companion`` computes here;
+- in two section notebooks, a reader sees each paragraph once: the depth folds stay closed
+  through Run All, no visible code cell writes prose, a worked answer opens on a click and
+  the explorers stay at the chapter's setting (``reader_view``, as in JupyterLab);
 - an exercise graded in the page: one answer right, one wrong (both computed here with
   ``companion.grading``, only typed into the cell), and the check cell's output gives each part's
   verdict and the cell's verdict exactly as ``companion.grading`` words them;
@@ -181,6 +184,21 @@ def test_section_runs_and_explorer_follows_its_slider(server, reader):
     clock.mark(f"ArrowRight on {name}, to {params[name]}: page == companion")
     H.screenshot(root, "lite_3_explorer_after")
     assert not H.page_problems(page, H.ACTIVE)
+
+
+# the reader's view (tests/browser/reader_view.py) in two notebooks, as JupyterLab checks it
+# in every section notebook (tests/browser/test_reading_in_lab.py)
+READER_VIEW = [SECTION, "notebooks/ch08_inference_optimization/08_1_request_lifecycle.ipynb"]
+
+
+@pytest.mark.parametrize("path", READER_VIEW, ids=lambda p: Path(p).stem)
+def test_a_reader_sees_prose_once_and_runs_all_without_moving_an_explorer(path, server, reader):
+    import reader_view
+
+    n_code = H.open_notebook(reader.page, server, path, timeout_ms=KERNEL_START_MS)
+    counts = reader_view.check_reader_view(reader.page, server.notebook(path), n_code,
+                                           run_all_ms=RUN_ALL_MS)
+    assert counts["explorers"] >= 1
 
 
 def graded(answers: dict) -> tuple[list[str], str]:

@@ -170,7 +170,12 @@ def test_make_lab_opens_start_here_with_no_dialog_and_a_rerun_keeps_the_work(bro
     assert seen["url"].endswith("/lab/tree/" + START_HERE), seen["url"]
     # the server's root is the working copy, which holds what the repository has
     assert (server.work / START_HERE).is_file() and (server.work / "exercises/ex8_3.ipynb").is_file()
-    assert str(server.work) in server.log_tail(400), "the server does not serve the working copy"
+    log = server.log_tail(400)
+    assert str(server.work) in log, "the server does not serve the working copy"
+    # what `make lab` prints is what a student needs: no warning that reads like a failure
+    # (setuptools' editable-install notice, ServerApp.token's deprecation, ...)
+    assert not re.search(r"Warning\b|WARNING|!!", log), \
+        [line for line in log.splitlines() if re.search(r"Warning\b|WARNING|!!", line)]
     assert seen["tab"].strip() == "START_HERE.ipynb", seen
     assert seen["tabs"] == [seen["tab"]], f"other tabs open: {seen['tabs']}"
     assert not seen["dialogs"], f"a dialog covers the notebook: {seen['dialogs']}"
