@@ -308,7 +308,10 @@ def build(out: Path, state: Path) -> int:
         db.unlink()
     jupyter = str(Path(python).parent / "jupyter")
     run([jupyter, "lite", "build", "--lite-dir", str(lite_dir), "--contents", str(state / "content"),
-         "--output-dir", str(out), "--no-sourcemaps", "--no-unused-shared-packages"],
+         "--output-dir", str(out), "--no-sourcemaps", "--no-unused-shared-packages",
+         # the site's few archives unpack with Python's tarfile: libarchive-c would only be
+         # faster, and JupyterLite warns on every build where it is missing
+         "--no-libarchive"],
         cwd=state)
     # the site's front door opens START_HERE in the lab (the lab app's ?path=). The root
     # index.html also carries the site's config script that every app page reads, so only its
