@@ -129,3 +129,25 @@ def check_reader_view(page, nb: dict, n_code: int, run_all_ms: int = 240_000) ->
     assert not H.page_problems(page, H.ACTIVE)
     return {"source_shown": len(sources), "output_only": len(shown) - len(sources),
             "folds": folds, "explorers": len(state)}
+
+
+def check_fresh_exercise(page, nb: dict, n_code: int, run_all_ms: int = 240_000) -> int:
+    """A fresh exercise (empty answers) as a student first runs it: Run All goes to the end
+    with no error output and no traceback, and every check cell says, in amber, that its parts
+    are not answered yet (none red, none green). Returns the number of check cells."""
+    H.run_all_cells(page, n_code, timeout_ms=run_all_ms)
+    problems = H.page_problems(page, H.ACTIVE)
+    assert not problems, "\n".join(problems)
+    assert page.locator(f"{H.ACTIVE} .jp-OutputArea-output", has_text="Traceback").count() == 0
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    checks = [i for i, c in enumerate(code) if "grading.checks()" in "".join(c["source"])]
+    assert checks, "the exercise has no check cell"
+    cells = page.locator(f"{H.ACTIVE} .jp-CodeCell")
+    for i in checks:
+        cell = cells.nth(i)
+        amber = cell.locator(".companion-verdict-open")
+        assert amber.count() >= 1, f"check cell {i}: no amber 'not yet answered' verdict"
+        assert "not yet answered" in " ".join(amber.all_inner_texts())
+        assert cell.locator(".companion-verdict-off, .companion-verdict-ok").count() == 0, \
+            f"check cell {i}: a red or green verdict on an empty answer"
+    return len(checks)

@@ -201,6 +201,16 @@ def test_a_reader_sees_prose_once_and_runs_all_without_moving_an_explorer(path, 
     assert counts["explorers"] >= 1
 
 
+def test_a_fresh_exercise_runs_to_the_end_calmly(server, reader):
+    """As in JupyterLab (test_reading_in_lab): Run All on a fresh exercise in the Pyodide
+    kernel goes to the end, no traceback, amber 'not yet answered' under every check cell."""
+    import reader_view
+
+    n_code = H.open_notebook(reader.page, server, EXERCISE, timeout_ms=KERNEL_START_MS)
+    assert reader_view.check_fresh_exercise(reader.page, server.notebook(EXERCISE), n_code,
+                                            run_all_ms=RUN_ALL_MS) >= 2
+
+
 def graded(answers: dict) -> tuple[list[str], str]:
     """What the exercise's (b)/(c) check cell says for ``answers`` (its variables b_kv and
     fits), computed here: each part's line (its mark: correct, not yet right, not yet

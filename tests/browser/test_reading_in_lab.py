@@ -4,7 +4,8 @@ depth folded; worked answers closed until asked; Run All leaves the explorers al
 Every section notebook, in the suite's JupyterLab and headless Chromium, run as a reader runs
 it (no fold opened by the test); the checks are ``reader_view.check_reader_view`` (the lite
 site runs the same on two notebooks, tests/browser/test_lite_site.py). The counts of code
-cells that show their source go to the test's report (``record_property``).
+cells that show their source go to the test's report (``record_property``). A fresh exercise
+runs to the end calmly: no traceback, an amber "not yet answered" under every check cell.
 """
 
 from __future__ import annotations
@@ -42,5 +43,19 @@ def test_a_reader_sees_prose_once_and_runs_all_without_moving_an_explorer(
                                f"source, {counts['output_only']} only their output, "
                                f"{counts['folds']} folds closed, {counts['explorers']} explorers "
                                "at the chapter's setting")
+    browsing.assert_offline()
+    lab.shutdown_notebook(rel)
+
+
+EXERCISES = ["exercises/ex8_1.ipynb", "exercises/ex17_1.ipynb"]
+
+
+@pytest.mark.parametrize("rel", EXERCISES, ids=lambda r: Path(r).stem)
+def test_a_fresh_exercise_runs_to_the_end_calmly(rel, lab, browsing):
+    """Run All on a fresh exercise: no traceback, amber 'not yet answered' under every check
+    cell (nbgrader still scores it 0: make nbgrader-check)."""
+    n_code = H.open_notebook(browsing.page, lab, rel)
+    assert reader_view.check_fresh_exercise(browsing.page, json.loads((ROOT / rel).read_text()),
+                                            n_code) >= 2
     browsing.assert_offline()
     lab.shutdown_notebook(rel)
