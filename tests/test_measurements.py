@@ -297,3 +297,15 @@ def test_every_row_prediction_is_the_value_the_notebook_shows(calibration):
         assert f[5] == ("-" if p.fuller is None else format(p.fuller, ".4g")), r.id
         assert f[6] == format(calibration.predict(r), ".4g"), r.id
         assert f[7] == format(p.chapter_error_pct, "+.0f") + "%", r.id
+
+
+def test_stated_accuracy_agrees_with_the_error_table():
+    """The explorers' quick path (no calibration) gives the error table's held-out figures."""
+    table = {t["regime"]: t for t in M.error_table(by=("regime",))}
+    for regime, t in table.items():
+        assert M.stated_accuracy(regime) == pytest.approx(t["chapter_median"])
+        if t["fuller_median"] is not None:
+            assert M.stated_accuracy(regime, "fuller") == pytest.approx(t["fuller_median"])
+        assert M.stated_accuracy(regime, "calibrated") == pytest.approx(t["calibrated_median"])
+    with pytest.raises(ValueError, match="regime"):
+        M.stated_accuracy("memory-bound")
