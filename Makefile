@@ -244,9 +244,10 @@ stress: $(STAMP)
 	  status=$$?; $(PY) tools/stress_summary.py $(STATE)/stress.xml; exit $$status
 
 ## One offline page with every stored figure: its PNG beside the live plotly figure
-## (build/gallery/index.html); BEFORE=<git rev> adds that revision's PNGs beside them.
+## (build/gallery/index.html); BEFORE=<git rev> adds that revision's PNGs beside them. Also
+## every explorer panel in JupyterLab and the book's pages, as screenshots (SURFACES=0: not).
 gallery: $(STAMP)
-	$(PY) tools/make_gallery.py $(if $(BEFORE),--before $(BEFORE))
+	$(PY) tools/make_gallery.py $(if $(BEFORE),--before $(BEFORE)) $(if $(filter 0,$(SURFACES)),,--surfaces)
 
 clean:
 	rm -rf .venv .venv-latest $(STATE)   # never $(WORK): a student's work stays

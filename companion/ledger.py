@@ -358,6 +358,34 @@ def _note_html(e: Entry) -> str:
     return escape(e.note)
 
 
+# The ledger tables' style, sent with each table (the project has no JupyterLab extension, and
+# the book shows the same output): scoped to the tables' class. Columns: claim, chapter,
+# companion, unit, verdict, [checked by,] note. A short claim stays on one line, the numbers
+# sit right, the headers are set off from the rows, and the note takes the rest of the width.
+LEDGER_CSS = (
+    "table.companion-ledger{border-collapse:collapse;font-size:0.82em;line-height:1.35;"
+    "margin:0.4em 0 0.8em;width:auto;max-width:100%}"
+    "table.companion-ledger th,table.companion-ledger td{padding:0.25em 0.4em;"
+    "vertical-align:top;text-align:right;border:none;"
+    "border-bottom:1px solid rgba(128,128,128,0.25)}"
+    "table.companion-ledger thead th{white-space:nowrap;font-weight:600;"
+    "border-bottom:2px solid rgba(128,128,128,0.7);vertical-align:bottom}"
+    "table.companion-ledger tbody th{padding-top:0.7em;"
+    "border-bottom:1px solid rgba(128,128,128,0.5)}"
+    "table.companion-ledger td:first-child{text-align:left;min-width:16em}"
+    "table.companion-ledger td:nth-child(2),table.companion-ledger td:nth-child(3)"
+    "{white-space:nowrap;font-variant-numeric:tabular-nums}"
+    "table.companion-ledger th:nth-child(4),table.companion-ledger td:nth-child(4)"
+    "{text-align:left}"
+    "table.companion-ledger td:nth-child(5){white-space:nowrap;text-align:center}"
+    "table.companion-ledger td.by{text-align:left;min-width:4.5em}"
+    "table.companion-ledger th:last-child,table.companion-ledger td:last-child"
+    "{text-align:left;min-width:11em}"
+    "table.companion-ledger tr.erratum td{background:rgba(214,39,40,0.07)}"
+    "details.companion-ledger>summary{cursor:pointer}")
+LEDGER_STYLE = f"<style>{LEDGER_CSS}</style>"
+
+
 def html_table(prefix: str | None = None, *, ids=None) -> str:
     """The entries as one HTML table grouped by section: the full claim, the chapter's number
     and the companion's in the entry's display unit (``display_number``), the verdict ("✓",
@@ -366,7 +394,7 @@ def html_table(prefix: str | None = None, *, ids=None) -> str:
     from html import escape
 
     rows = _rows(prefix, ids)
-    out = ['<table class="companion-ledger">',
+    out = [LEDGER_STYLE, '<table class="companion-ledger">',
            '<thead><tr><th style="text-align:left">claim</th><th>chapter</th><th>companion</th>'
            '<th>unit</th><th>verdict</th><th style="text-align:left">note</th></tr></thead>',
            "<tbody>"]
@@ -455,7 +483,7 @@ class LedgerView:
 
         c = self._counts()
         out = [f'<details class="companion-ledger"{" open" if c["disagrees"] else ""}>',
-               f"<summary>{escape(self.summary())}</summary>",
+               f"<summary>{escape(self.summary())}</summary>", LEDGER_STYLE,
                '<table class="companion-ledger">',
                '<thead><tr><th style="text-align:left">claim</th><th>chapter</th>'
                '<th>companion</th><th>unit</th><th>verdict</th><th>checked by</th>'
@@ -482,7 +510,7 @@ class LedgerView:
             out.append(f'<tr class="{css}"><td style="text-align:left">{escape(e.claim)}</td>'
                        f"<td>{escape(chapter)}</td><td>{escape(' / '.join(values))}</td>"
                        f'<td style="white-space:nowrap">{escape(unit)}</td><td>{verdict}</td>'
-                       f'<td style="white-space:nowrap">{escape(by)}</td>'
+                       f'<td class="by">{escape(by)}</td>'
                        f'<td style="text-align:left">{" ".join(notes)}</td></tr>')
         out += ["</tbody>", "</table>", "</details>"]
         return "\n".join(out)

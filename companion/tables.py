@@ -13,6 +13,7 @@ library, no widgets.
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 
 from companion import calc, specs, units
@@ -60,12 +61,31 @@ def decision_table_text(**inputs) -> str:
     return text_table(_DECISION_HEADERS, _decision_rows(**inputs), (11, 22, 24, 26, 24))
 
 
+# a cell that holds one number, with at most a short unit ("4.78 ms", "1,024", "0.25x",
+# "**64**", "~295 tok/s", "12%"), or a few such split by " / ": its column is right-aligned
+_NUMBER = r"[~≈<>≤≥±+\-−]?\s?\d[\d,.]*(e[+-]?\d+)?%?(\s?[A-Za-zµ×/%]+){0,2}"
+# ... or a few of them, "94.7 / 307.9" (the chapter's and the fuller model's)
+_NUMBER_CELL = re.compile(rf"{_NUMBER}(\s/\s{_NUMBER}){{0,3}}")
+_NO_VALUE = {"", "-", "–", "—", "n/a"}
+
+
+def _numeric_column(values) -> bool:
+    """Whether every cell of a column that holds a value is a number (at least one does)."""
+    cells = [str(x).strip().strip("*`").strip() for x in values]
+    cells = [c for c in cells if c not in _NO_VALUE]
+    return bool(cells) and all(_NUMBER_CELL.fullmatch(c) for c in cells)
+
+
 def markdown_table(headers, rows) -> str:
-    """A Markdown (pipe) table; a ``|`` inside a cell is escaped."""
+    """A Markdown (pipe) table; a ``|`` inside a cell is escaped. A column of numbers is
+    right-aligned, any other left-aligned (JupyterLab would right-align both)."""
     def cell(x):
         return str(x).replace("|", "\\|")
+    rows = [tuple(r) for r in rows]
+    align = ["---:" if _numeric_column(r[i] for r in rows if i < len(r)) else ":---"
+             for i in range(len(headers))]
     lines = ["| " + " | ".join(cell(h) for h in headers) + " |",
-             "|" + "|".join("---" for _ in headers) + "|"]
+             "|" + "|".join(align) + "|"]
     lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 

@@ -18,7 +18,18 @@ package into the gallery folder: the page loads nothing from another host.
 With ``--before REV`` (a git revision) each figure also shows the PNG that revision stored for the
 same anchor, written to ``png/before/<anchor>.png``: a change's before and after, side by side.
 
-usage: python tools/make_gallery.py [--out build/gallery] [--root .] [--before REV]
+With ``--surfaces`` (what ``make gallery`` runs; ``SURFACES=0`` leaves it out) the gallery also
+shows every other surface a reader sees, as screenshots from headless Chromium (Debian's, as
+the browser tests use; a few minutes on two cores):
+
+- ``surfaces/lab/``: every explorer's widget panel in JupyterLab (``tests/browser/surfaces.py``
+  writes one notebook with each explorer of ``companion.widgets`` at the chapter's setting;
+  ``lab_harness.LabServer`` runs it), at a 1000 px and a 700 px wide notebook, with what the
+  panel probe finds cut or out of line written under each;
+- ``surfaces/book/``: the book (``make book`` into ``<out>/book``), each notebook page's
+  explorers, figures (with the strip above them where plotly's toolbar shows) and tables.
+
+usage: python tools/make_gallery.py [--out build/gallery] [--root .] [--before REV] [--surfaces]
 """
 
 from __future__ import annotations
@@ -143,9 +154,9 @@ def figure_html(anchor: str, where: str, fig: dict, png_path: str | None,
             f'<script type="application/json" id="{anchor}-json">{spec}</script>\n</figure>')
 
 
-def build(root: Path, out: Path, before: str | None = None) -> int:
+def build(root: Path, out: Path, before: str | None = None, extra: str = "") -> int:
     """Write ``out``/index.html, ``out``/png/*.png and ``out``/plotly.min.js; return the
-    number of figures."""
+    number of figures. ``extra``: HTML sections appended after the figures' (the surfaces)."""
     import plotly
 
     (out / "png").mkdir(parents=True, exist_ok=True)
@@ -186,10 +197,201 @@ def build(root: Path, out: Path, before: str | None = None) -> int:
             f'<h1>Every stored figure: the PNG and the live plotly figure</h1>\n'
             f'<p>{total} figures from {len(sections)} notebooks. Left: the PNG stored beside the '
             f'figure (GitHub, print). Right: plotly.js drawing the stored JSON (JupyterLab, the '
-            f'book).</p>\n<nav><ul>\n' + "\n".join(toc) + '\n</ul></nav>\n'
-            + "\n".join(sections) + f'\n<script>{SCRIPT}</script>\n</body>\n</html>\n')
+            f'book).</p>\n<nav><ul>\n' + "\n".join(toc)
+            + ('\n<li><a href="#surfaces-lab">Explorer panels in JupyterLab</a></li>'
+               '\n<li><a href="#surfaces-book">The book\'s pages</a></li>' if extra else "")
+            + '\n</ul></nav>\n'
+            + "\n".join(sections) + extra + f'\n<script>{SCRIPT}</script>\n</body>\n</html>\n')
     (out / "index.html").write_text(page, encoding="utf-8")
     return total
+
+
+# --- surfaces: the explorer panels in JupyterLab and the book's pages, as screenshots ----------
+
+LAB_WIDTHS = (1000, 700)     # the notebook's width in px (sidebars closed)
+BOOK_WIDTH = 1400            # the book's window (its content column is then 784 px)
+
+
+def _browser_tools(root: Path):
+    """lab_harness and surfaces (tests/browser/) imported from ``root``."""
+    sys.path.insert(0, str(root / "tests" / "browser"))
+    import lab_harness
+    import surfaces
+
+    return lab_harness, surfaces
+
+
+def _narrow(page, H, width: int) -> None:
+    """Both JupyterLab sidebars closed and the window sized so the notebook is ``width`` px."""
+    page.evaluate("() => { const s = window.jupyterapp.shell; s.collapseLeft(); "
+                  "s.collapseRight(); }")
+    for _ in range(3):
+        shown = page.evaluate(f"() => document.querySelector('{H.ACTIVE}')"
+                              ".getBoundingClientRect().width")
+        if abs(shown - width) < 1:
+            break
+        size = page.viewport_size
+        page.set_viewport_size({"width": int(size["width"] + width - shown), "height": 2400})
+        page.wait_for_timeout(500)
+
+
+def lab_surfaces(root: Path, out: Path, browser, state: Path) -> list[dict]:
+    """Screenshot every explorer panel in JupyterLab at each of LAB_WIDTHS; returns one entry
+    per shot: its anchor, path (relative to ``out``), panel, width and the probe's findings."""
+    H, S = _browser_tools(root)
+    (out / "surfaces" / "lab").mkdir(parents=True, exist_ok=True)
+    names = S.panel_classes()
+    notebook = S.write_panels_notebook("gallery_panels", names)
+    lab = H.LabServer(state / "lab")
+    lab.start()
+    shots = []
+    try:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.set_default_timeout(120_000)
+        n = H.open_notebook(page, lab, notebook)
+        H.run_all_cells(page, n, timeout_ms=600_000)
+        for width in LAB_WIDTHS:
+            _narrow(page, H, width)
+            page.wait_for_timeout(1000)
+            roots = page.locator(f"{H.ACTIVE} .companion-panel")
+            for i, name in enumerate(names):
+                panel = roots.nth(i)
+                panel.scroll_into_view_if_needed()
+                problems = S.panel_problems(panel.evaluate(S.PANEL_PROBE_JS))
+                rel = f"surfaces/lab/{name}-{width}px.png"
+                panel.screenshot(path=str(out / rel))
+                shots.append({"anchor": f"lab-{name}-{width}", "png": rel, "panel": name,
+                              "width": width, "problems": problems})
+        context.close()
+    finally:
+        lab.stop()
+        (root / notebook).unlink(missing_ok=True)
+    return shots
+
+
+# the book page's surfaces, in page order: explorers, figures outside one, tables
+BOOK_SURFACES_JS = """() => {
+    const out = [];
+    const seen = new Set();
+    for (const el of document.querySelectorAll(
+            '.companion-explorer, .cell_output .js-plotly-plot, .cell_output table')) {
+        if (el.closest('.companion-explorer') && !el.classList.contains('companion-explorer'))
+            continue;
+        if (el.parentElement.closest('table')) continue;
+        if (!el.offsetParent) continue;       // in a fold a reader has not opened
+        out.push(el.classList.contains('companion-explorer') ? 'explorer'
+                 : el.tagName === 'TABLE' ? 'table' : 'figure');
+        el.setAttribute('data-gallery-shot', String(out.length - 1));
+    }
+    return out;
+}"""
+
+
+def book_surfaces(root: Path, out: Path, browser, state: Path) -> list[dict]:
+    """Build the book into ``out``/book and screenshot each notebook page's explorers,
+    figures and tables; returns one entry per shot (anchor, path, page, kind)."""
+    H, _ = _browser_tools(root)
+    site = out / "book"
+    built = subprocess.run(["make", "--no-print-directory", "book", f"BOOK_OUT={site}",
+                            f"BOOK_DOCTREES={state / 'book-doctrees'}"], cwd=root,
+                           capture_output=True, text=True)
+    if built.returncode != 0:
+        print(f"gallery: make book failed, no book screenshots:\n{built.stderr[-2000:]}",
+              file=sys.stderr)
+        return []
+    (out / "surfaces" / "book").mkdir(parents=True, exist_ok=True)
+    server = H.StaticSiteServer(site, state / "book-server")
+    (state / "book-server").mkdir(parents=True, exist_ok=True)
+    server.start(timeout_s=60)
+    shots = []
+    try:
+        context = browser.new_context(viewport={"width": BOOK_WIDTH, "height": 1000})
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        for html_page in sorted((site / "notebooks").rglob("*.html")):
+            doc = html_page.relative_to(site).with_suffix("").as_posix()
+            key = html_page.stem
+            page.goto(f"{server.base}/{doc}.html")
+            page.wait_for_load_state("networkidle")
+            page.mouse.move(1, 1)
+            # open the ledger listings folded under their summary line
+            page.evaluate("() => document.querySelectorAll('details.companion-ledger')"
+                          ".forEach(d => d.open = true)")
+            kinds = page.evaluate(BOOK_SURFACES_JS)
+            for i, kind in enumerate(kinds):
+                el = page.locator(f'[data-gallery-shot="{i}"]')
+                el.scroll_into_view_if_needed()
+                if kind != "table":
+                    el.locator(".main-svg").first.wait_for(timeout=60_000)
+                box = el.bounding_box()
+                if not box or not box["width"] or not box["height"]:
+                    continue
+                rel = f"surfaces/book/{key}-{i + 1}-{kind}.png"
+                # 30 px above: the strip where plotly's toolbar shows on hover
+                top = 30 if kind != "table" else 4
+                page.screenshot(path=str(out / rel), full_page=True, clip={
+                    "x": max(0, box["x"] - 4), "y": max(0, box["y"] + page.evaluate(
+                        "() => window.scrollY") - top),
+                    "width": box["width"] + 8, "height": min(box["height"] + top + 4, 6000)})
+                shots.append({"anchor": f"book-{key}-{i + 1}", "png": rel, "page": doc,
+                              "kind": kind})
+        context.close()
+    finally:
+        server.stop()
+    return shots
+
+
+def surfaces(root: Path, out: Path) -> tuple[list[dict], list[dict]]:
+    """The Lab panels' and the book's screenshots (headless Chromium via Playwright)."""
+    import tempfile
+
+    from playwright.sync_api import sync_playwright
+
+    H, _ = _browser_tools(root)
+    chromium = H.find_chromium()
+    if chromium is None:
+        raise SystemExit("gallery --surfaces: no Chromium (apt-get install -y chromium, or set "
+                         "CHROMIUM_PATH)")
+    for stale in (out / "surfaces").rglob("*.png") if (out / "surfaces").exists() else ():
+        stale.unlink()
+    with tempfile.TemporaryDirectory(prefix="gallery-") as tmp, sync_playwright() as p:
+        browser = H.launch_browser(p, chromium)
+        try:
+            lab = lab_surfaces(root, out, browser, Path(tmp))
+            book = book_surfaces(root, out, browser, Path(tmp))
+        finally:
+            browser.close()
+    return lab, book
+
+
+def surfaces_html(lab: list[dict], book: list[dict]) -> str:
+    """The gallery's second part: the Lab panels (with the probe's findings), the book."""
+    esc = html.escape
+    parts = ['<section id="surfaces-lab">\n<h2>Explorer panels in JupyterLab</h2>\n'
+             f'<p>{len(lab)} screenshots: every explorer at the chapter\'s setting, the notebook '
+             f'{" and ".join(f"{w} px" for w in LAB_WIDTHS)} wide. Under each, what the panel '
+             f'probe (tests/browser/surfaces.py) finds cut or out of line.</p>']
+    for s in lab:
+        found = ("<br>".join(esc(p) for p in s["problems"]) if s["problems"] else "clean")
+        parts.append(f'<figure id="{s["anchor"]}"><figcaption><b>{esc(s["panel"])}</b>, '
+                     f'{s["width"]} px <a href="#{s["anchor"]}">#{s["anchor"]}</a></figcaption>'
+                     f'<img src="{esc(s["png"])}" loading="lazy" alt="{esc(s["panel"])}">'
+                     f'<div class="label{" missing" if s["problems"] else ""}">{found}</div>'
+                     f'</figure>')
+    parts.append("</section>")
+    parts.append('<section id="surfaces-book">\n<h2>The book\'s pages</h2>\n'
+                 f'<p>{len(book)} screenshots: each notebook page\'s explorers, figures (with '
+                 f'the strip above, where plotly\'s toolbar shows) and tables, at a '
+                 f'{BOOK_WIDTH} px window; the pages are in book/ beside this file.</p>')
+    for s in book:
+        parts.append(f'<figure id="{s["anchor"]}"><figcaption><a href="book/{esc(s["page"])}'
+                     f'.html">{esc(s["page"])}</a>, {s["kind"]} '
+                     f'<a href="#{s["anchor"]}">#{s["anchor"]}</a></figcaption>'
+                     f'<img src="{esc(s["png"])}" loading="lazy" alt="{esc(s["kind"])}">'
+                     f'</figure>')
+    parts.append("</section>")
+    return "\n".join(parts)
 
 
 def main(argv: list[str]) -> int:
@@ -198,8 +400,19 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--root", type=Path, default=ROOT,
                         help="the folder holding notebooks/, exercises/, ... (default: the repository)")
     parser.add_argument("--before", help="a git revision whose stored PNGs to show beside")
+    parser.add_argument("--surfaces", action="store_true",
+                        help="also screenshot every explorer panel in JupyterLab and the book's "
+                             "pages (headless Chromium; a few minutes)")
     args = parser.parse_args(argv)
-    total = build(args.root.resolve(), args.out.resolve(), args.before)
+    root, out = args.root.resolve(), args.out.resolve()
+    extra = ""
+    if args.surfaces:
+        lab, book = surfaces(root, out)
+        extra = surfaces_html(lab, book)
+        flagged = sum(bool(s["problems"]) for s in lab)
+        print(f"gallery: {len(lab)} panel screenshots ({flagged} with findings), "
+              f"{len(book)} of the book")
+    total = build(root, out, args.before, extra=extra)
     print(f"gallery: {total} figures in {args.out / 'index.html'}")
     return 0
 

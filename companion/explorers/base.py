@@ -38,6 +38,19 @@ from companion.explorers.axes import finish_axes
 __all__ = ["Control", "View", "Panel"]
 
 
+def panel_css() -> str:
+    """The explorers' CSS (``panel.css`` beside this module), scoped to ``.companion-panel``."""
+    global _PANEL_CSS
+    if _PANEL_CSS is None:
+        from pathlib import Path
+
+        _PANEL_CSS = (Path(__file__).with_name("panel.css")).read_text(encoding="utf-8")
+    return _PANEL_CSS
+
+
+_PANEL_CSS = None
+
+
 def _running_loop():
     """The event loop running this thread's code (a Jupyter kernel's), or None."""
     import asyncio
@@ -529,8 +542,9 @@ class Panel:
                                  key=self._widget_key(self.params), readout_html=view.text)
         # the readout may shrink and scroll; the controls keep their width so that every
         # slider's value stays visible next to a long readout
-        self._readout = w.HTML(value=view.text, layout=w.Layout(flex="1 1 auto", min_width="0",
+        self._readout = w.HTML(value=view.text, layout=w.Layout(flex="1 1 16em", min_width="0",
                                                                 overflow="auto"))
+        self._readout.add_class("companion-readout")
         self._widgets = {c.name: self._widget_for(c) for c in self.controls}
         self._fig.follow([(self._widgets[c.name], "index" if c.indexed else "value")
                           for c in self.controls], self._readout)
@@ -547,7 +561,15 @@ class Panel:
                          tooltip="Restore the chapter's values")
         reset.on_click(lambda _: self.reset())
         controls = w.VBox(list(self._widgets.values()) + [reset], layout=w.Layout(flex="0 0 auto"))
-        self._ui = w.VBox([w.HBox([controls, self._readout]), self._fig])
+        controls.add_class("companion-controls")
+        # controls and readout side by side; the readout goes under the controls where the
+        # page is too narrow for both (panel.css lays out the controls)
+        top = w.HBox([controls, self._readout], layout=w.Layout(flex_flow="row wrap"))
+        top.add_class("companion-top")
+        # the panel's CSS travels with it: a <style> in a hidden HTML widget, last, so that the
+        # readout stays the panel's first HTML widget
+        style = w.HTML(value=f"<style>{panel_css()}</style>", layout=w.Layout(display="none"))
+        self._ui = w.VBox([top, self._fig, style])
         self._ui.add_class("companion-panel")
         from companion.explorers.static import ExplorerOutput
 

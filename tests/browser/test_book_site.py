@@ -280,3 +280,75 @@ def test_depth_sections_are_closed_folds_in_the_book(site):
         assert "&lt;!--" not in page, f"{doc}: a fold marker shows as text"
         checked += len(marks)
     assert checked >= 30
+
+
+# a page with an explorer whose long title reaches the figure's right edge (8.3.1's paging)
+MODEBAR_PAGE = "notebooks/ch08_inference_optimization/08_3_kv_cache"
+
+
+def test_the_modebar_is_never_over_a_figure_title(server, reader):
+    """plotly's toolbar (modebar) sits in a strip above each figure: not over the title, with
+    the pointer away from the figure or over it (where a reader moving a static explorer's
+    slider has it). Shown able to fail: with plotly's own placement back, it covers a title."""
+    import surfaces as S
+
+    page = reader.page
+    page.goto(f"{server.base}/{MODEBAR_PAGE}.html")
+    plots = page.locator(".js-plotly-plot")
+    checked, over = 0, []
+    for i in range(plots.count()):
+        gd = plots.nth(i)
+        if not gd.is_visible():
+            continue   # in a fold a reader has not opened
+        gd.scroll_into_view_if_needed()
+        gd.locator(".main-svg").first.wait_for(timeout=60_000)
+        page.mouse.move(1, 1)
+        away = gd.evaluate(S.MODEBAR_PROBE_JS)
+        box = gd.bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.wait_for_timeout(400)
+        hovered = gd.evaluate(S.MODEBAR_PROBE_JS)
+        assert hovered["shown"], f"figure {i}: no modebar on hover"
+        over += [f"figure {i} ({m['titleText'][:60]!r}, {how})"
+                 for how, m in (("pointer away", away), ("pointer over it", hovered))
+                 if S.modebar_over_title(m)]
+        checked += 1
+    assert checked >= 5, checked
+    assert not over, f"the modebar covers a title: {over}"
+    # self-check: plotly's own placement (the modebar at the figure's top right corner)
+    gd = page.locator(".companion-explorer .js-plotly-plot").first
+    gd.scroll_into_view_if_needed()
+    page.add_style_tag(content=".cell_output .js-plotly-plot { margin-top: 0 }"
+                               ".cell_output .js-plotly-plot .modebar-container "
+                               "{ top: 0 !important }")
+    box = gd.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_timeout(400)
+    assert S.modebar_over_title(gd.evaluate(S.MODEBAR_PROBE_JS)), \
+        "the check cannot see a modebar over the title"
+    H.screenshot(page, "book_modebar_placement_check")
+
+
+def test_text_tables_set_their_headers_apart(server, reader):
+    """A text table (companion.tables.markdown_table, rendered by MyST) and a static
+    explorer's readout table: headers ruled off from the rows, cells padded apart, a readout's
+    headers on one line."""
+    page = reader.page
+    page.goto(f"{server.base}/{SECTION}.html")
+    found = page.evaluate("""() => [...document.querySelectorAll(
+            '.cell_output table:not(.companion-ledger)')].map(t => {
+        const th = t.querySelector('th');
+        const cs = th ? getComputedStyle(th) : null;
+        const lines = el => { const r = document.createRange(); r.selectNodeContents(el);
+            return new Set([...r.getClientRects()].filter(x => x.width > 0)
+                           .map(x => Math.round(x.top))).size; };
+        return {readout: !!t.closest('.companion-explorer-readout'),
+                rule: cs ? parseFloat(cs.borderBottomWidth) : 0,
+                pad: cs ? parseFloat(cs.paddingRight) : 0,
+                wrapped: [...t.querySelectorAll('th')].filter(h => lines(h) > 1)
+                    .map(h => h.textContent)}; })""")
+    assert any(t["readout"] for t in found) and any(not t["readout"] for t in found), found
+    for t in found:
+        assert t["rule"] >= 1 and t["pad"] >= 4, t
+        if t["readout"]:
+            assert not t["wrapped"], t
