@@ -309,3 +309,17 @@ def test_stated_accuracy_agrees_with_the_error_table():
         assert M.stated_accuracy(regime, "calibrated") == pytest.approx(t["calibrated_median"])
     with pytest.raises(ValueError, match="regime"):
         M.stated_accuracy("memory-bound")
+
+
+@pytest.mark.parametrize("panel, regime", [("RooflinePanel", "decode-bound"),
+                                           ("DecodeBatchPanel", "decode-bound"),
+                                           ("RequestBudgetPanel", "prefill-bound"),
+                                           ("TensorParallelPanel", "communication-bound")])
+def test_explorers_that_predict_a_time_state_how_close_it_lands(panel, regime):
+    """An explorer that predicts a step time, a rate or a TTFT says, in its readout, how far
+    that kind of prediction has landed from the held-out published measurements."""
+    from companion import widgets
+
+    text = getattr(widgets, panel)().at().text
+    assert M.accuracy_sentence(regime) in text
+    assert f"{regime}: median of" in text

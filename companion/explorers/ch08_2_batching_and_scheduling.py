@@ -37,6 +37,7 @@ from companion import calc, specs, theme, units
 from companion.chapters import ch08
 from companion.explorers.axes import whole_ticks
 from companion.explorers.base import Control, Panel, View
+from companion.explorers.common import accuracy_note
 from companion.explorers.budget_figures import (budget_sweep_traces, token_budget_traces,
                                                 graph_padding_figure, token_budget_figure,
                                                 budget_sweep_figure)
@@ -551,6 +552,7 @@ class DecodeBatchPanel(Panel):
                    f"from b = {numbers['fit_undercuts_roofline_from_batch']:,.0f}"
                    if extend else "") + source)
         # the floored curve's legend row takes room from the plots: give it back
+        text += accuracy_note("decode-bound")
         return View(numbers=numbers, traces=traces, text=text,
                     layout={"height": self.base_layout["height"] + (25 if extend else 0)})
 

@@ -19,7 +19,7 @@ from companion import validate as v
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import plotly_go as _go
-from companion.explorers.common import readable
+from companion.explorers.common import accuracy_note, readable
 from companion.explorers.presets import (
     HARDWARE_PRESETS,
     KV_PRECISION_BYTES,
@@ -247,6 +247,7 @@ class RooflinePanel(Panel):
                 f"~{numbers['batch_to_reach_ridge']:,.0f} reaches the ridge (weights only)"
                 + _fuller_lines(numbers, full_prefill, prompt_tokens, with_attention)
                 + _moe_sweep_lines(m, hw, batch, i_b1, numbers, kw) + source)
+        text += accuracy_note("decode-bound")
         traces = roofline_traces(hw, points, reference=specs.H100_SXM)
         # the batch sweep under the workload points (which stay the last traces, on top)
         at = len(traces) - len(points)

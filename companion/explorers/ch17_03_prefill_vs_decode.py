@@ -24,6 +24,7 @@ from companion import calc, specs, theme, units
 from companion import validate as v
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
+from companion.explorers.common import accuracy_note
 from companion.explorers.common import plotly_go as _go
 from companion.explorers.presets import HARDWARE_PRESETS, hardware_control, source_line
 from companion.explorers.presets import ROOFLINE_MENU, roofline_model_control
@@ -212,6 +213,7 @@ class RequestBudgetPanel(Panel):
                 f"total <b>{budget['total_s']:.3g} s</b>, "
                 f"<b>{100 * budget['decode_share']:.0f}%</b> of it decode "
                 f"(prefill {100 * budget['prefill_share']:.0f}%)" + source_line(m))
+        text += accuracy_note("prefill-bound")
         return View(numbers=numbers, traces=traces, text=text)
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from companion import calc, models, specs, theme, units
 from companion.chapters import ch17
 from companion.explorers.base import Control, Panel, View
+from companion.explorers.common import accuracy_note
 from companion.explorers.common import discrete_colorscale
 from companion.explorers.common import titled_figure as _fig
 from companion.explorers.common import to_ms as _ms
@@ -184,6 +185,7 @@ class TensorParallelPanel(Panel):
                 f"{numbers['pcie_overhead_pct']:.0f}%" + _fuller_note(numbers, nv, collectives,
                                                                      overlap, tp)
                 + _kv_split_note(m, tp) + source_line(m))
+        text += accuracy_note("communication-bound")
         return View(numbers=numbers, traces=traces, layout=layout, text=text)
 
 

@@ -24,7 +24,7 @@ from companion import theme, units
 from companion import validate as v
 
 __all__ = ["plotly_go", "plain_mimetype_default", "titled_figure", "to_ms", "stacked_axes",
-           "discrete_colorscale", "dict_rows", "readable"]
+           "discrete_colorscale", "dict_rows", "readable", "accuracy_note"]
 
 
 # environments in which plotly picks a renderer other than its plain mimetype one
@@ -189,3 +189,15 @@ def readable(x: float) -> str:
     if abs(x) >= 100:
         return f"{x:,.0f}"
     return f"{x:.3g}"
+
+
+def accuracy_note(regime: str) -> str:
+    """The readout's last line for an explorer that predicts a time or a rate: how far the
+    chapter's arithmetic has landed from published measurements in ``regime``
+    (``companion.measurements``: the held-out median and worst error, computed from the
+    reference set, never typed), and where that is worked out."""
+    from companion import measurements
+
+    return ("<br><small>How close to a real server? "
+            f"{measurements.accuracy_sentence(regime)} The notebook "
+            "<i>How good are these models?</i> shows each measurement.</small>")
