@@ -439,21 +439,27 @@ print(f"{n['weights_GB']:,.0f} GB -> {n['layout']} ({n['gpus']} GPUs), "
 # 1. **Predict, then move.** In the TP explorer, set the batch to 64 and the context to 8,000
 #    tokens. Will the NVLink collective overhead, as a share of the step, go up or down?
 #    Predict, then move the sliders and explain.
+#    <!-- states: tp_panel(batch=64, context_tokens=8000) -->
 # 2. At TP = 8 over PCIe, what share of the step do the collectives take? Below which PCIe
 #    floor (µs per collective) would TP = 8 over PCIe match TP = 4 over NVLink?
+#    <!-- states: tp_panel(tp=8); tp_panel(tp=8, pcie_latency_us=...) -->
 # 3. How many microbatches bring the bubble of an 8-stage pipeline under 5%? If each
 #    microbatch holds 4 sequences, how many sequences must be in flight?
+#    <!-- states: pipe_panel(stages=8, microbatches=...) -->
 # 4. Place the 405B in FP8 rather than BF16. How many GPUs does it need now, and how many on a
 #    card with 141 GB (an H200)?
+#    <!-- states: place_panel(bytes_per_param=1.0); place_panel(bytes_per_param=1.0, gpu_mem_gb=141.0) -->
 # 5. **Predict, then move.** Ask the placement explorer for 20 GB of KV per GPU for the 70B.
 #    Predict the TP degree first, then compare the result with the TP = 4 that 17 §4 uses.
+#    <!-- states: place_panel(params_b=m70.n_params / 1e9, min_kv_gb=20.0) -->
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 light = tp_panel.at().numbers
+heavy_batch, heavy_ctx = 64, 8000
 heavy = tp_panel.at(batch=64, context_tokens=8000).numbers
-answer(f"""Down. With 64 sequences of 8,000 tokens each GPU reads its quarter of the weights
-*and* of a large KV cache, so the read grows from {light['read_ms']:.1f} ms to
+answer(f"""Down. With {heavy_batch} sequences of {heavy_ctx:,} tokens each GPU reads its
+1/{ch17.TP} of the weights *and* of a large KV cache, so the read grows from {light['read_ms']:.1f} ms to
 {heavy['read_ms']:.1f} ms, while the {light['collectives']} collectives still cost about the
 same floor ({heavy['nvlink_latency_ms']:.2f} ms; the payload grows with the batch but stays
 tiny on NVLink). The overhead falls from {light['nvlink_overhead_pct']:.1f}% to
@@ -462,54 +468,79 @@ the variable cost grows.""", title="Worked answer 1")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-pc8 = calc.tp_decode_step(m70, hw, 8, collective_latency_s=ch17.COLLECTIVE_LATENCY_PCIE_S,
-                          link_bytes_per_s=ch08.PCIE_GEN5_X16_BYTES_PER_S)
-n_coll = calc.tp_allreduce_traffic(m70, 8)["collectives"]
-floor = (nvlink["step_s"] - pc8["read_s"] - pc8["wire_s"]) / n_coll
-answer(f"""At TP = 8 over PCIe the collectives take {pc8['comm_s'] / units.ms:.2f} ms of a
-{pc8['step_s'] / units.ms:.2f} ms step, {100 * pc8['comm_s'] / pc8['step_s']:.0f}% of it. TP = 4
-over NVLink takes {nvlink['step_s'] / units.ms:.2f} ms. TP = 8 over PCIe matches it when
-$\\text{{read}} + \\text{{wire}} + n_\\text{{coll}} T_\\text{{floor}}$ equals that, i.e. at a floor
-of ({nvlink['step_s'] / units.ms:.2f} - {pc8['read_s'] / units.ms:.2f} -
-{pc8['wire_s'] / units.ms:.3f}) ms / {n_coll} = {floor / units.us:.1f} µs per
-collective. Below that floor TP = 8 over PCIe is the faster of the two; at the
-{ch17.COLLECTIVE_LATENCY_PCIE_S / units.us:g} µs the chapter assumes for PCIe it still
-wins per token, but it spends almost half of every step on collectives and ties up twice as
-many GPUs as TP = 4 does.""", title="Worked answer 2")
+nv4 = tp_panel.at().numbers                      # the chapter's TP = 4 on NVLink
+tp_wide = 8
+pc8 = tp_panel.at(tp=8).numbers
+pcie_step = pc8["read_ms"] + pc8["pcie_comm_ms"]
+# the reader's scan: every stop of the PCIe floor slider, TP = 8
+floor_ctl = tp_controls["pcie_latency_us"]
+floors = [floor_ctl.min + k * floor_ctl.step
+          for k in range(round((floor_ctl.max - floor_ctl.min) / floor_ctl.step) + 1)]
+scan = {f: tp_panel.at(tp=8, pcie_latency_us=f).numbers for f in floors}
+step_at = {f: n["read_ms"] + n["pcie_comm_ms"] for f, n in scan.items()}
+last_ok = max(f for f in floors if step_at[f] <= nv4["step_ms"])
+after = floors[floors.index(last_ok) + 1]
+# the comm time is linear in the floor: interpolate between the two stops around the tie
+tie = last_ok + (nv4["step_ms"] - step_at[last_ok]) / (step_at[after] - step_at[last_ok]) * (
+    after - last_ok)
+answer(f"""At TP = {tp_wide} over PCIe each GPU reads for {pc8['read_ms']:.2f} ms, and the
+{pc8['collectives']} collectives add {pc8['pcie_comm_ms']:.2f} ms: a step of
+{pcie_step:.2f} ms, of which the collectives take {100 * pc8['pcie_comm_ms'] / pcie_step:.0f}%
+(the readout's "overhead" of {pc8['pcie_overhead_pct']:.0f}% is the same time measured against
+the read). TP = {ch17.TP} over NVLink takes {nv4['step_ms']:.2f} ms. Scanning the PCIe floor
+slider at TP = {tp_wide}, each microsecond of floor adds {pc8['collectives']} µs to the step; it
+still matches or beats TP = {ch17.TP} over NVLink at {last_ok:g} µs
+({step_at[last_ok]:.2f} ms) and loses at {after:g} µs ({step_at[after]:.2f} ms), so the tie
+sits at about {tie:.1f} µs per collective. The chapter's
+{ch17.COLLECTIVE_LATENCY_PCIE_S / units.us:g} µs is below it, so TP = {tp_wide} over PCIe still wins
+per token, but it spends {100 * pc8['pcie_comm_ms'] / pcie_step:.0f}% of every step
+synchronising and ties up twice as many GPUs. Over a slow link, a higher TP degree buys its
+read time back in collective floors, which is why TP stays on NVLink.""", title="Worked answer 2")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-stages = 8
-need = next(m for m in range(1, 10_000) if calc.pipeline_bubble(stages, m) < 0.05)
-answer(f"""$(S-1)/(M+S-1) < 0.05$ with $S = {stages}$ needs
-$M + {stages - 1} > {stages - 1} / 0.05 = {(stages - 1) / 0.05:g}$, so
+stages, per_microbatch, target = 8, 4, 0.05
+m_ctl = pipe_controls["microbatches"]
+swept = {m: pipe_panel.at(stages=8, microbatches=m).numbers
+         for m in range(int(m_ctl.min), int(m_ctl.max) + 1)}
+top = swept[int(m_ctl.max)]
+# beyond the slider: the bubble formula itself
+need = next(m for m in range(1, 10_000) if calc.pipeline_bubble(stages, m) < target)
+answer(f"""$(S-1)/(M+S-1) < {100 * target:g}\\%$ with $S = {stages}$ needs
+$M + {stages - 1} > {stages - 1} / {target:g} = {(stages - 1) / target:g}$, so
 $M = {need}$ microbatches (bubble {100 * calc.pipeline_bubble(stages, need):.2f}%; one fewer
-gives {100 * calc.pipeline_bubble(stages, need - 1):.2f}%). That is beyond the explorer's
-slider, which is the point: at 4 sequences per microbatch, {4 * need} sequences must be in
-flight to keep an 8-stage pipe busy, traffic only a large fleet sees.""",
+gives {100 * calc.pipeline_bubble(stages, need - 1):.2f}%). The explorer cannot show it: its
+microbatch slider stops at {int(m_ctl.max)}, where {stages} stages still idle
+{top['bubble_pct']:.1f}% of the time ({top['idle_cells']} idle stage-slots of
+{stages * top['slots']}), the lowest bubble any of its settings reaches. At {per_microbatch}
+sequences per microbatch, {per_microbatch * need} sequences must be in flight. A deep pipeline
+is only kept busy by traffic far larger than its stage count, so PP suits big fleets, not a
+few streams.""",
        title="Worked answer 3")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 fp8 = place_panel.at(bytes_per_param=1.0).numbers
-h200 = place_panel.at(bytes_per_param=1.0, gpu_mem_gb=141).numbers
-bf16_h200 = place_panel.at(bytes_per_param=2.0, gpu_mem_gb=141).numbers
+h200 = place_panel.at(bytes_per_param=1.0, gpu_mem_gb=141.0).numbers
+bf16_h200 = place_panel.at(gpu_mem_gb=141.0).numbers
+h200_gb = specs.H200_SXM.mem_bytes / units.GB
 answer(f"""In FP8 the 405B's weights are {fp8['weights_GB']:,.0f} GB: {fp8['layout']}, i.e.
 {fp8['gpus']} GPUs at {fp8['weights_per_gpu_GB']:.1f} GB each, so one server suffices. On a
-141 GB card the FP8 model needs {h200['layout']} ({h200['gpus']} GPUs,
+{h200_gb:.0f} GB card the FP8 model needs {h200['layout']} ({h200['gpus']} GPUs,
 {h200['weights_per_gpu_GB']:.1f} GB each), and even the BF16 model fits in
 {bf16_h200['layout']} ({bf16_h200['gpus']} GPUs). Halving the bytes per weight, or growing the
 card, removes the pipeline stage and with it the bubble.""", title="Worked answer 4")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-kv70 = place_panel.at(params_b=m70.n_params / 1e9, min_kv_gb=20).numbers
-no_kv = place_panel.at(params_b=m70.n_params / 1e9, min_kv_gb=0.0).numbers
+kv70 = place_panel.at(params_b=m70.n_params / 1e9, min_kv_gb=20.0).numbers
+no_kv = place_panel.at(params_b=m70.n_params / 1e9).numbers
+kv_wanted = 20.0
 answer(f"""Without KV room the 70B's smallest layout is {no_kv['layout']}
-({no_kv['weights_per_gpu_GB']:.1f} GB of weights per GPU). Asking for 20 GB of KV per GPU
+({no_kv['weights_per_gpu_GB']:.1f} GB of weights per GPU). Asking for {kv_wanted:g} GB of KV per GPU
 pushes it to {kv70['layout']}: {kv70['weights_per_gpu_GB']:.1f} GB of weights and
-{kv70['free_per_gpu_GB']:.1f} GB free per GPU. That is the chapter's TP = 4 of 17 §4: it picks
-four GPUs not because the weights need them but because the KV cache does.""",
+{kv70['free_per_gpu_GB']:.1f} GB free per GPU. That is the chapter's TP = {ch17.TP} of 17 §4:
+the layout is sized by the KV cache it must hold, not by the weights alone.""",
        title="Worked answer 5")
 
 # %% [markdown]

@@ -476,15 +476,20 @@ print(f"turn 20: cold {n['cold_ms']:.0f} ms, warm {n['warm_ms']:.1f} ms ({n['spe
 # 1. **Predict, then move.** In the pool explorer or the diagram, first double the mean
 #    prompt, then instead double the mean output. Predict which pool grows each time and what
 #    happens to the ratio, then move the sliders.
+#    <!-- states: pool_panel(mean_prompt_tokens=4000); pool_panel(mean_output_tokens=500) -->
 # 2. At which request rate does the decode pool need an eleventh group? Read it off the step
 #    line, then confirm with `calc.disaggregated_pools`.
+#    <!-- states: pool_panel(request_rate=...) -->
 # 3. Ship an 8,000-token request of the 8B instead of the 70B. How long does RDMA take, and
 #    which TTFT should you compare that with?
+#    <!-- states: diagram(model=m8.name, mean_prompt_tokens=8000) -->
 # 4. In the routing explorer, from which turn on does a cold worker miss a 500 ms TTFT target?
 #    At turn 40, what share of warm landings keeps the mean under 500 ms?
+#    <!-- states: route_panel(turn=...); route_panel(turn=40, warm_share_pct=...) -->
 # 5. **Predict, then move.** Switch the routing model to the 70B shape (still prefilled at half
 #    of one H100's peak, which it would not fit: read the times as per-GPU work). Will the
 #    cold-to-warm ratio change? Predict, then switch.
+#    <!-- states: route_panel(model=m70.name) -->
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
@@ -500,41 +505,78 @@ pool follows its own token stream.""", title="Worked answer 1")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-rate = next(x for x in range(1, 1000)
-            if calc.disaggregated_pools(x, 2000, 250)["decode_groups"] >= 11)
-at = calc.disaggregated_pools(rate, 2000, 250)
-below = calc.disaggregated_pools(rate - 1, 2000, 250)
-answer(f"""The decode pool needs $\\lceil 250\\lambda / \\mu_d \\rceil$ groups, which exceeds ten as
-soon as $250\\lambda$ passes ten groups' capacity. In whole requests per second that happens
-at {rate} req/s: {at['output_tok_per_s']:,.0f} output tok/s need {at['decode_groups']}
-groups, while {rate - 1} req/s ({below['output_tok_per_s']:,.0f} tok/s) still fit in
-{below['decode_groups']}. The step line jumps just past the chapter's rate of 100 req/s,
-because 100 req/s fills ten groups exactly.""", title="Worked answer 2")
+rate_ctl = pool_controls["request_rate"]
+rates = [rate_ctl.min + k * rate_ctl.step
+         for k in range(round((rate_ctl.max - rate_ctl.min) / rate_ctl.step) + 1)]
+base = pool_panel.at().numbers
+eleventh = base["decode_groups"] + 1
+# the reader's scan along the rate slider, up to the first rate that needs the extra group
+rate = next(r for r in rates
+            if pool_panel.at(request_rate=r).numbers["decode_groups"] >= eleventh)
+at = pool_panel.at(request_rate=rate).numbers
+below = pool_panel.at(request_rate=rate - rate_ctl.step).numbers
+# the confirmation the prompt asks for, with the chapter's request mix
+confirm = calc.disaggregated_pools(rate, ch17.MEAN_PROMPT_TOKENS, ch17.MEAN_OUTPUT_TOKENS)
+per_group = ch17.DECODE_TOK_PER_S_PER_GROUP
+answer(f"""The decode pool needs $\\lceil \\lambda \\bar G / \\mu_d \\rceil$ groups, with
+$\\bar G$ = {ch17.MEAN_OUTPUT_TOKENS} output tokens and $\\mu_d$ = {per_group:,} tok/s per
+group. At the chapter's {ch17.REQUEST_RATE_PER_S} req/s that is
+{base['output_tok_per_s']:,.0f} tok/s, exactly {base['decode_groups']} groups' capacity, so
+the step line jumps at the very next stop of the rate slider, {rate:g} req/s:
+{at['output_tok_per_s']:,.0f} output tok/s need {at['decode_groups']} groups, while
+{rate - rate_ctl.step:g} req/s ({below['output_tok_per_s']:,.0f} tok/s) still fit in
+{below['decode_groups']}. `calc.disaggregated_pools` with the chapter's
+{ch17.MEAN_PROMPT_TOKENS:,}-token prompts and {ch17.MEAN_OUTPUT_TOKENS}-token outputs agrees
+({confirm['decode_groups']} decode groups at {rate:g} req/s). A pool sized exactly to its
+demand has no room left: the first extra request per second costs a whole extra group.""",
+       title="Worked answer 2")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-ship8 = calc.kv_transfer_s(m8, 8000, ch17.RDMA_400G_BYTES_PER_S)
-ship70 = calc.kv_transfer_s(m70, 8000, ch17.RDMA_400G_BYTES_PER_S)
-prefill8 = calc.prefill_compute_s(m8, hw, 8000)
-answer(f"""The 8B's KV for 8,000 tokens is {calc.kv_bytes(m8, 8000, block_tokens=1) / units.GB:.2f}
-GB, so RDMA needs {ship8 / units.ms:.0f} ms, against {ship70 / units.ms:.0f} ms for the 70B
-(same KV heads and head size, {m8.n_layers} layers instead of {m70.n_layers}). Compare it with the TTFT the
-prefill itself produces, {prefill8 / units.ms:.0f} ms for this prompt at half of peak: the hop
-adds about {100 * ship8 / prefill8:.0f}% if it is not overlapped with the prefill, less if it
-is sent layer by layer.""", title="Worked answer 3")
+ship_tokens = 8000
+small_hop = diagram.at(model=m8.name, mean_prompt_tokens=8000).numbers
+big_hop = diagram.at(mean_prompt_tokens=8000).numbers
+# the prefill the hop follows: the diagram does not show its time
+prefill8 = calc.prefill_compute_s(m8, hw, ship_tokens)
+answer(f"""The 8B's KV for {ship_tokens:,} tokens is
+{small_hop['kv_bytes_per_request'] / units.GB:.2f} GB, so RDMA needs
+{small_hop['ship_ms']:.0f} ms, against {big_hop['ship_ms']:.0f} ms for the 70B (same KV heads
+and head size, {m8.n_layers} layers instead of {m70.n_layers}). Compare it with the TTFT the
+prefill itself produces, {prefill8 / units.ms:.0f} ms for this prompt at
+{100 * ch17.PREFILL_EFFICIENCY:.0f}% of peak: shipped whole after the prefill, the hop adds
+about {100 * small_hop['ship_ms'] / (prefill8 / units.ms):.0f}% to it; shipped layer by layer
+while the prefill runs (the diagram's "KV hop" dropdown), only
+{small_hop['exposed_ms']:.2f} ms is left after it. A KV hop is judged against the prefill it
+follows, not on its own: next to the prompt's own compute it is a small tax, and shipping it
+layer by layer hides almost all of it.""", title="Worked answer 3")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-cross = next(t for t in range(1, 200) if calc.kv_routing_ttft(m8, hw, t)["cold_s"] > 0.5)
-at40 = calc.kv_routing_ttft(m8, hw, 40)
-share40 = (at40["cold_s"] - 0.5) / (at40["cold_s"] - at40["warm_s"])
-answer(f"""The cold TTFT grows by one turn's prefill per turn and first exceeds 500 ms at turn
-{cross} ({calc.kv_routing_ttft(m8, hw, cross)['cold_s'] / units.ms:.0f} ms). At turn 40 a cold
-worker needs {at40['cold_s'] / units.ms:,.0f} ms and a warm one {at40['warm_s'] / units.ms:.0f}
-ms. With a share $f_\\text{{warm}}$ of turns landing warm, the mean
-$f_\\text{{warm}}\\,T_\\text{{warm}} + (1-f_\\text{{warm}})\\,T_\\text{{cold}}$ stays under 500 ms when
-$f_\\text{{warm}} \\ge (T_\\text{{cold}} - 500\\ \\text{{ms}})/(T_\\text{{cold}} - T_\\text{{warm}})$ =
-{100 * share40:.0f}%.""", title="Worked answer 4")
+target_ms = ch17.TTFT_P90_TARGET_S / units.ms
+turn_ctl, share_ctl = route_controls["turn"], route_controls["warm_share_pct"]
+turns = range(int(turn_ctl.min), int(turn_ctl.max) + 1)
+cross = next(t for t in turns if route_panel.at(turn=t).numbers["cold_ms"] > target_ms)
+at_cross = route_panel.at(turn=cross).numbers
+late_turn = 40
+shares = [share_ctl.min + k * share_ctl.step
+          for k in range(round((share_ctl.max - share_ctl.min) / share_ctl.step) + 1)]
+mixes = {s: route_panel.at(turn=40, warm_share_pct=s).numbers for s in shares}
+enough = min(s for s, n in mixes.items() if n["mean_ms"] < target_ms)
+at40 = mixes[enough]
+share40 = (at40["cold_ms"] - target_ms) / (at40["cold_ms"] - at40["warm_ms"])
+answer(f"""The cold TTFT grows by one turn's prefill per turn and first exceeds
+{target_ms:.0f} ms at turn {cross} ({at_cross['cold_ms']:.0f} ms). At turn {late_turn} a cold
+worker needs {at40['cold_ms']:,.0f} ms and a warm one {at40['warm_ms']:.0f} ms. With a share
+$f_\\text{{warm}}$ of turns landing warm, the mean
+$f_\\text{{warm}}\\,T_\\text{{warm}} + (1-f_\\text{{warm}})\\,T_\\text{{cold}}$ stays under
+{target_ms:.0f} ms when
+$f_\\text{{warm}} \\ge (T_\\text{{cold}} - {target_ms:.0f}\\ \\text{{ms}})/(T_\\text{{cold}} - T_\\text{{warm}})$
+= {100 * share40:.1f}%. On the explorer's
+{share_ctl.step:g}% steps the first share that does it is {enough:g}% (mean
+{at40['mean_ms']:.0f} ms; {enough - share_ctl.step:g}% gives
+{mixes[enough - share_ctl.step]['mean_ms']:.0f} ms). Late in a long conversation a cold
+landing costs so much that the router must land most turns warm just to keep the mean
+within target.""", title="Worked answer 4")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
@@ -543,7 +585,7 @@ big = route_panel.at(model=m70.name).numbers
 answer(f"""It depends on whether attention is counted. In the chapter's model (the solid
 curves) both TTFTs are $2N$ FLOPs per token, so the 70B's are about
 {big['cold_ms'] / small['cold_ms']:.1f}x longer (cold {big['cold_ms']:,.0f} ms, warm
-{big['warm_ms']:.0f} ms at turn 20) while their ratio stays {big['speedup']:.0f}x, the same
+{big['warm_ms']:.0f} ms at turn {ch17.ROUTING_TURN}) while their ratio stays {big['speedup']:.0f}x, the same
 $L_t/\\Delta n$ as for the 8B ({small['speedup']:.0f}x): $N$ cancels out of the ratio. With
 attention counted (the dotted curves) it no longer cancels. Each token then costs $2N$ plus
 $a$ FLOPs for every earlier token it attends to: a warm token attends to the whole history, a

@@ -358,78 +358,95 @@ sol_panel.show()
 # 1. **Predict, then move.** A colleague reports 150 tok/s for the 70B shape at batch 1 on one
 #    H100. Before entering it, predict whether the MBU will be plausible; then enter it. What
 #    does an MBU above 100% say about the measurement?
+#    <!-- states: ui(model=specs.LLAMA_70B.name, decode_tok_s=150.0) -->
 # 2. At batch 64 with 8,000 live tokens per sequence, which measured rate would be a healthy
 #    70% MBU? Compare it with the answer if you ignored the KV reads.
+#    <!-- states: ui(batch=64, context_tokens=8000) -->
 # 3. **Predict, then move.** Keep the 8B's 146 tok/s but switch the card to an H200. Will the
 #    deployment still look healthy? Predict, then switch.
+#    <!-- states: ui(hardware=specs.H200_SXM.name) -->
 # 4. Your prefill MFU reads 30%. Name three causes the ratio alone cannot tell apart, and for
 #    two of them compute how much they cost.
 # 5. In the timeline explorer (eager, 8B), from which launch cost on do gaps take more than 1%
 #    of the round at batch 1? And at batch 64 with 8,000 cached tokens per sequence?
+#    <!-- states: timeline_panel(launch_us=...); timeline_panel(batch=64, context_tokens=8000, launch_us=...) -->
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-seventy = ui.at(model=specs.LLAMA_70B.name, decode_tok_s=150).numbers
-answer(f"""At batch 1 every token streams all {specs.LLAMA_70B.weight_bytes / units.GB:.0f} GB of
-the 70B's weights, so 150 tok/s would need {seventy['decode_bytes_per_s'] / 1e12:.1f} TB/s:
+reported = 150.0
+seventy = ui.at(model=specs.LLAMA_70B.name, decode_tok_s=150.0).numbers
+answer(f"""At batch {u_controls['batch'].default} every token streams all {specs.LLAMA_70B.weight_bytes / units.GB:.0f} GB of
+the 70B's weights, so {reported:g} tok/s would need {seventy['decode_bytes_per_s'] / 1e12:.1f} TB/s:
 an MBU of {seventy['decode_mbu_pct']:.0f}%. The memory roof allows
-{seventy['ceiling_tok_s']:.0f} tok/s on one card. A number above 100% is a measurement error or a different setup: the
-model does not even fit one H100, so the rate was measured across several GPUs (divide by
-them), with a larger batch, or with quantized weights.""", title="Worked answer 1")
+{seventy['ceiling_tok_s']:.0f} tok/s on one card. The model does not even fit one H100, so
+the rate was measured across several GPUs (divide by them), with a larger batch, or with
+quantized weights. An MBU past the memory roof never describes the setup you think you
+measured: it is a wrong rate or a different deployment.""", title="Worked answer 1")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-probe = calc.decode_utilization(m8, hw, 1000.0, batch=64, context_tokens=8000)
-healthy = 0.7 * 1000.0 / probe["mbu"]
-weights_only = calc.decode_utilization(m8, hw, 1000.0, batch=64, context_tokens=0)
-healthy_w = 0.7 * 1000.0 / weights_only["mbu"]
-answer(f"""MBU is proportional to the rate, so scale any probe: at 64 sequences of 8,000
-tokens, each token costs $D_w/64 + L\\,k$ bytes, and 70% MBU is {healthy:,.0f} tok/s for the
-batch. Ignoring the KV reads (weights only) you would expect {healthy_w:,.0f} tok/s, about
-{healthy_w / healthy:.0f}x more: at this context the KV cache, not the weights, is what each
-step streams.""", title="Worked answer 2")
+healthy_mbu = sum(ch17.HEALTHY_DECODE_MBU) / 2     # the middle of the chapter's healthy band
+busy = ui.at(batch=64, context_tokens=8000).numbers
+bs_val, ctx_val = 64, 8000
+# MBU is proportional to the rate: scale the readout's ceiling (and its weights-only MBU)
+healthy = healthy_mbu * busy["ceiling_tok_s"]
+weights_ceiling = ch17.DECODE_TOK_PER_S / (busy["decode_mbu_weights_only_pct"] / 100)
+healthy_w = healthy_mbu * weights_ceiling
+check = ui.at(batch=64, context_tokens=8000, decode_tok_s=round(healthy)).numbers
+answer(f"""MBU is proportional to the measured rate, so the readout's ceiling is all you need:
+at {bs_val} sequences of {ctx_val:,} tokens each token costs $D_w/{bs_val} + L\\,k$ bytes,
+the memory roof allows {busy['ceiling_tok_s']:,.0f} tok/s for the batch, and
+{100 * healthy_mbu:.0f}% MBU is {healthy:,.0f} tok/s (enter {round(healthy):,} and the
+readout says {check['decode_mbu_pct']:.0f}%). Ignoring the KV reads, as the readout's
+"weights only" line does, you would expect {healthy_w:,.0f} tok/s, about
+{healthy_w / healthy:.0f}x more, and would call a healthy deployment slow. At long contexts
+the KV cache, not the weights, is what each step streams, so MBU must count it.""",
+       title="Worked answer 2")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 h200 = ui.at(hardware=specs.H200_SXM.name).numbers
-answer(f"""The same 146 tok/s on an H200 is only {h200['decode_mbu_pct']:.0f}% MBU, below the
-60-80% band: the bigger bandwidth raises the ceiling to {h200['ceiling_tok_s']:.0f} tok/s,
-so the same rate now leaves {h200['headroom']:.2f}x on the table. A rate is healthy or not
+lo_band, hi_band = ch17.HEALTHY_DECODE_MBU
+answer(f"""The same {ch17.DECODE_TOK_PER_S} tok/s on an H200 is only
+{h200['decode_mbu_pct']:.0f}% MBU, below the {100 * lo_band:.0f}-{100 * hi_band:.0f}% band:
+the bigger bandwidth raises the ceiling to {h200['ceiling_tok_s']:.0f} tok/s, so the same rate now leaves {h200['headroom']:.2f}x on the table. A rate is healthy or not
 only relative to the card it runs on.""", title="Worked answer 3")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-attn = calc.attention_flops(m8, 8000)
-mat = calc.matrix_flops(m8, 8000)
-short = calc.roofline_point(calc.prefill_intensity(m8, 128), hw)
+long_prompt, short_prompt = ch17.LONG_CONTEXT_TOKENS, 128
+attn = calc.attention_flops(m8, long_prompt)
+mat = calc.matrix_flops(m8, long_prompt)
+short = calc.roofline_point(calc.prefill_intensity(m8, short_prompt), hw)
 answer(f"""Three causes with the same symptom: (a) attention work that MFU does not count, for
-an 8,000-token prompt {attn / 1e12:.0f} TFLOP next to {mat / 1e12:.0f} TFLOP of matrix work
+a prompt of {long_prompt:,} tokens {attn / 1e12:.0f} TFLOP next to {mat / 1e12:.0f} TFLOP of matrix work
 ({100 * attn / mat:.0f}% extra); (b) short prompts that never leave the memory roof, a
-128-token prompt reaching at most {100 * short['fraction_of_peak']:.0f}% of peak; (c) time
+{short_prompt}-token prompt reaching at most {100 * short['fraction_of_peak']:.0f}% of peak; (c) time
 between kernels (launches, normalizations, chunking that splits the prefill on purpose). The
 timeline (`nsys`) separates (c) from the rest; `ncu`'s Speed of Light on the big matrix
-multiplies separates a kernel that is slow from a kernel that is fine but waits.""",
+multiplies separates a kernel that is slow from a kernel that is fine but waits. The ratio
+says that time is lost, not where: only a trace and a kernel profile tell the causes apart.""",
        title="Worked answer 4")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-def gap_onset(**kw):
-    for half in range(0, 121):                  # 0 to 60 µs, the slider's range
-        n = timeline_panel.at(launch_us=half / 2, **kw).numbers
-        if n["idle_pct"] > 1:
-            return half / 2, n
-    return None, None
-
-
-onset1, n1 = gap_onset()
-onset64, n64 = gap_onset(batch=64, context_tokens=8000)
+launches = [half / 2 for half in range(0, 121)]     # 0 to 60 µs, the slider's range
+late_batch, late_ctx = 64, 8000
+at_b1 = {us: timeline_panel.at(launch_us=us).numbers for us in launches}
+at_b64 = {us: timeline_panel.at(batch=64, context_tokens=8000, launch_us=us).numbers
+          for us in launches}
+onset1 = next(us for us in launches if at_b1[us]["idle_pct"] > 1)
+onset64 = next(us for us in launches if at_b64[us]["idle_pct"] > 1)
+n1, n64 = at_b1[onset1], at_b64[onset64]
+n1_batch = timeline_panel.defaults()["batch"]
 answer(f"""Gaps open once launches outrun the kernels on average, so the onset sits near the
-round's GPU time divided by its kernel count. At batch 1 that happens at {onset1:.1f} µs per
-launch ({n1['kernels']} kernels in {n1['gpu_busy_ms']:.2f} ms of GPU work). At batch 64 with
-8,000 cached tokens the attention kernels read a large KV cache, the GPU work grows to
-{n64['gpu_busy_ms']:.2f} ms and the onset moves to {onset64:.1f} µs (both searched in steps of
-0.5 µs). Bigger rounds hide launch overhead, which is why small, short-context batches gain
-most from CUDA Graphs.""", title="Worked answer 5")
+round's GPU time divided by its kernel count. At batch {n1_batch} that happens at
+{onset1:.1f} µs per launch ({n1['kernels']} kernels in {n1['gpu_busy_ms']:.2f} ms of GPU
+work). At batch {late_batch} with {late_ctx:,} cached tokens the attention kernels read a
+large KV cache, the GPU work grows to {n64['gpu_busy_ms']:.2f} ms and the onset moves to
+{onset64:.1f} µs (both searched in steps of {launches[1] - launches[0]:g} µs). Bigger rounds
+hide launch overhead, which is why small, short-context batches gain most from CUDA
+Graphs.""", title="Worked answer 5")
 
 
 # %% [markdown]

@@ -353,9 +353,11 @@ print(widgets.cheat_sheet_text([m8, specs.LLAMA_70B], specs.H200_SXM))
 #
 # 1. Which acceptance rate makes $m = 8$ worth half a token per pass more than $m = 4$? Try it
 #    in the explorer, then solve $\alpha^5 + \dots + \alpha^8 = 0.5$.
+#    <!-- states: spec_panel(acceptance=...); spec_panel(draft_len=8, acceptance=...) -->
 # 2. **Predict, then move.** With $\alpha = 0.7$, suppose each drafted token costs a tenth of a
 #    target pass. Predict whether $m = 4$ is still the best draft length (count tokens per
 #    unit of time, not per pass), then move the draft-length slider and compare.
+#    <!-- states: spec_panel(draft_cost_pct=10.0, draft_len=...) -->
 # 3. Quantize the 8B to INT4 (half a byte per weight). Which ceiling does the memory roof
 #    allow, and how close does the decode intensity get to the ridge?
 # 4. **Predict, then move.** Compare the cheat sheet on the H100 and the H200. Predict which
@@ -365,31 +367,61 @@ print(widgets.cheat_sheet_text([m8, specs.LLAMA_70B], specs.H200_SXM))
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
+short_m, long_m, gap = ch17.SPEC_DRAFT_LEN, 8, 0.5
+spec_controls = {c.name: c for c in widgets.SpeculativeLeverPanel.controls}
+a_ctl, m_ctl = spec_controls["acceptance"], spec_controls["draft_len"]
+alphas = [round(a_ctl.min + k * a_ctl.step, 2)
+          for k in range(round((a_ctl.max - a_ctl.min) / a_ctl.step) + 1)]
+
+
+def pair(a):
+    """Tokens per target pass at the chapter's draft length and at the long one (explorer)."""
+    return (spec_panel.at(acceptance=a).numbers["expected_tokens"],
+            spec_panel.at(draft_len=8, acceptance=a).numbers["expected_tokens"])
+
+
+# the reader's scan along the acceptance slider
+first = next(a for a in alphas if pair(a)[1] - pair(a)[0] >= gap)
+prev = alphas[alphas.index(first) - 1]
+
+
 def extra(a):
-    return calc.speculative_expected_tokens(a, 8) - calc.speculative_expected_tokens(a, 4)
+    return calc.speculative_expected_tokens(a, long_m) - calc.speculative_expected_tokens(a, short_m)
 
 
 lo, hi = 0.0, 1.0
 for _ in range(60):                      # bisection: extra() grows with alpha
     mid = (lo + hi) / 2
-    lo, hi = (mid, hi) if extra(mid) < 0.5 else (lo, mid)
-answer(f"""The extra tokens of $m = 8$ over $m = 4$ are $\\alpha^5 + \\alpha^6 + \\alpha^7 +
-\\alpha^8$, which grows with $\\alpha$. Bisection puts the half-token point at $\\alpha \\approx$
-{lo:.3f}: there $m = 4$ gives {calc.speculative_expected_tokens(lo, 4):.2f} and $m = 8$
-{calc.speculative_expected_tokens(lo, 8):.2f} tokens per pass. Below that rate the four extra
-guesses together add less than half a token.""", title="Worked answer 1")
+    lo, hi = (mid, hi) if extra(mid) < gap else (lo, mid)
+answer(f"""The extra tokens of $m = {long_m}$ over $m = {short_m}$ are
+$\\alpha^{{{short_m + 1}}} + \\dots + \\alpha^{{{long_m}}}$, which grows with $\\alpha$.
+Stepping the acceptance slider with the draft length at {short_m} and then at {long_m}, the gap
+first reaches {gap:g} tokens at $\\alpha$ = {first:.2f} ({pair(first)[0]:.2f} against
+{pair(first)[1]:.2f} tokens per pass; at {prev:.2f} it is
+{pair(prev)[1] - pair(prev)[0]:.3f}). Bisection puts the exact point at
+$\\alpha \\approx$ {lo:.3f}. Below that rate the {long_m - short_m} extra guesses together add
+less than {gap:g} tokens, because each is accepted only if every earlier one was: a long
+draft pays only when the acceptance rate is high.""", title="Worked answer 1")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-cost = 0.1
-rate = {m: calc.speculative_expected_tokens(0.7, m) / (1 + cost * m) for m in range(0, 11)}
-best = max(rate, key=rate.get)
-answer(f"""A round now takes $1 + 0.1m$ target-pass times and yields $\\mathbb{{E}}[X]$ tokens, so
-the rate is $\\mathbb{{E}}[X]/(1 + 0.1m)$ tokens per pass-time: {rate[4]:.2f} at $m = 4$,
-{rate[3]:.2f} at $m = 3$, {rate[5]:.2f} at $m = 5$. The best draft length is $m$ = {best}
-({rate[best]:.2f}; no drafting gives {rate[0]:.2f}). Per pass, longer always looks better;
-per unit of time, each extra guess has to pay for its own draft cost, and at
-$\\alpha^m$ small it no longer does.""", title="Worked answer 2")
+cost = 10.0 / 100                        # the draft-cost slider's 10%: a tenth of a pass
+lengths = range(int(m_ctl.min), int(m_ctl.max) + 1)
+priced = {m: spec_panel.at(draft_cost_pct=10.0, draft_len=m).numbers for m in lengths}
+best = max(priced, key=lambda m: priced[m]["speedup"])
+free = {m: spec_panel.at(draft_len=m).numbers["speedup"] for m in lengths}
+m0 = ch17.SPEC_DRAFT_LEN
+answer(f"""A round now takes $1 + {cost:g}m$ target-pass times (the readout's verification pass
+still costs {priced[m0]['verify_over_plain']:.2f} plain steps at batch
+{spec_panel.defaults()['batch']}) and yields $\\mathbb{{E}}[X]$ tokens, so the explorer's
+speed-up is $\\mathbb{{E}}[X]/(1 + {cost:g}m)$: {priced[m0]['speedup']:.2f}x at $m = {m0}$,
+{priced[m0 - 1]['speedup']:.2f}x at $m = {m0 - 1}$, {priced[m0 + 1]['speedup']:.2f}x at
+$m = {m0 + 1}$. The best draft length is $m$ = {best} ({priced[best]['speedup']:.2f}x), but
+the curve is now flat near its top and falls beyond it, to
+{priced[int(m_ctl.max)]['speedup']:.2f}x at $m = {int(m_ctl.max)}$, where a free draft would
+give {free[int(m_ctl.max)]:.2f}x. Per pass, longer always looks better; per unit of time, each
+extra guess has to pay for its own draft cost, and once $\\alpha^m$ is small it no longer
+does.""", title="Worked answer 2")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
@@ -398,7 +430,7 @@ answer(f"""At half a byte per weight the 8B streams {int4['weight_bytes'] / unit
 token: {int4['step_s'] / units.ms:.2f} ms, a ceiling of {int4['tokens_per_s']:.0f} tok/s
 ({int4['speedup']:g}x BF16). The intensity rises to {int4['intensity_flop_per_byte']:g}
 FLOP/byte, still about {calc.ridge_point(hw) / int4['intensity_flop_per_byte']:.0f}x below the
-ridge of {calc.ridge_point(hw):.0f}: batch-1 decode stays firmly memory-bound however small the
+ridge of {calc.ridge_point(hw):.0f}: single-stream decode stays firmly memory-bound however small the
 weights get.""", title="Worked answer 3")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -409,9 +441,10 @@ same = [q for q in h100 if h100[q] == h200[q]]
 moved = [q for q in h100 if h100[q] != h200[q]]
 answer(f"""For the 8B, {len(moved)} of {len(h100)} rows move: {", ".join(moved)}. The rows that
 stay put depend only on the model or on the dense peak, which the two cards share:
-{", ".join(same)}. The H200 has the same dense peak but more bandwidth and memory, so the ridge falls (from {h100['ridge point']:.0f} to
-{h200['ridge point']:.0f} FLOP/byte) and every memory-bound figure improves; the KV bytes
-per token are fixed by the architecture.""", title="Worked answer 4")
+{", ".join(same)}. The H200 has the same dense peak but more bandwidth and memory, so the
+ridge falls (from {h100['ridge point']:.0f} to {h200['ridge point']:.0f} FLOP/byte) and every
+memory-bound figure improves. A new card moves the rows set by bandwidth and memory, never
+those fixed by the model's architecture, such as the KV bytes per token.""", title="Worked answer 4")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
@@ -419,11 +452,12 @@ row4 = next(r for r in calc.levers_table(m8, hw) if "tensor" in r["lever"])
 row8 = next(r for r in calc.levers_table(m8, hw, tp=8) if "tensor" in r["lever"])
 step4 = calc.tp_decode_step(specs.LLAMA_70B, hw, 4)
 step8 = calc.tp_decode_step(specs.LLAMA_70B, hw, 8)
-answer(f"""At TP = 8 each GPU holds {row8['after'] / units.GB:.1f} GB of the 70B's weights
-(TP = 4: {row4['after'] / units.GB:.0f} GB). The batch-1 step becomes
+wide_tp = 8
+answer(f"""At TP = {wide_tp} each GPU holds {row8['after'] / units.GB:.1f} GB of the 70B's
+weights (TP = {ch17.TP}: {row4['after'] / units.GB:.0f} GB). The single-stream step becomes
 {step8['step_s'] / units.ms:.2f} ms ({step8['read_s'] / units.ms:.2f} ms of reads plus
 {step8['comm_s'] / units.ms:.2f} ms of collectives) against {step4['step_s'] / units.ms:.2f}
-ms at TP = 4: twice the GPUs buy {step4['step_s'] / step8['step_s']:.2f}x, because the
+ms at TP = {ch17.TP}: twice the GPUs buy {step4['step_s'] / step8['step_s']:.2f}x, because the
 collective floor does not shrink with the degree.""", title="Worked answer 5")
 
 # %% [markdown]

@@ -263,31 +263,37 @@ ledger.show(ids=["17.9/prefill-mfu", "17.2/prefill-memory-bound-below"],
 #    then run it. Why is that worse news for monitoring?
 # 3. **Predict, then move.** Question 7: in the explorer, put the 8B on TP = 2. Predict which
 #    limit moves, and roughly by how much, then move the control.
+#    <!-- states: batch_panel(tp=2) -->
 # 4. Question 7 again: from which ITL target down does the ITL ceiling, not KV memory, decide
 #    the batch for 600-token chats on one H100?
+#    <!-- states: batch_panel(itl_target_ms=...) -->
 # 5. Question 8: at what prompt length does attention cost as many FLOPs as the matrices?
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 m405_kv = calc.kv_bytes_per_token(m405)
-seq405 = calc.kv_bytes(m405, 8000, block_tokens=1)
+seq_tokens = 8000
+seq405 = calc.kv_bytes(m405, seq_tokens, block_tokens=1)
 lay405 = calc.parallel_layout(m405, hw)
 free405 = lay405["free_kv_bytes_per_gpu"] * lay405["gpus"]
 answer(f"""Same formula, other shape: {m405_kv:,} B = {m405_kv / units.KiB:.0f} KiB per token
-({m405.n_layers} layers instead of 80), so an 8,000-token sequence holds
+({m405.n_layers} layers instead of {m70.n_layers}), so a sequence of {seq_tokens:,} tokens holds
 {seq405 / units.GB:.2f} GB. TP {lay405['tp']} x PP {lay405['pp']} leaves
 {lay405['free_kv_bytes_per_gpu'] / units.GB:.1f} GB free on each of {lay405['gpus']} GPUs,
 {free405 / units.GB:.0f} GB in all, which holds {int(free405 // seq405)} such sequences (the
-cache shards over both the TP group and the stages, so the pool is the sum).""",
+cache shards over both the TP group and the stages, so the pool is the sum). The formula is
+the same for every shape: what changes is the layer count it multiplies and the memory the
+layout leaves free.""",
        title="Worked answer 1")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-often = widgets.itl_tail_trace(None)
-rare = widgets.itl_tail_trace(None, long_every_s=2.0)
-answer(f"""With long prompts every 0.4 s: p99 {often['itl_p99_s'] / units.ms:.1f} ms, mean
+often_s, rare_s = 0.4, 2.0
+often = widgets.itl_tail_trace(None, long_every_s=often_s)
+rare = widgets.itl_tail_trace(None, long_every_s=rare_s)
+answer(f"""With long prompts every {often_s:g} s: p99 {often['itl_p99_s'] / units.ms:.1f} ms, mean
 {often['itl_mean_s'] / units.ms:.1f} ms, median {often['itl_p50_s'] / units.ms:.1f} ms. Every
-2 s: p99 {rare['itl_p99_s'] / units.ms:.1f} ms, mean {rare['itl_mean_s'] / units.ms:.1f} ms,
+{rare_s:g} s: p99 {rare['itl_p99_s'] / units.ms:.1f} ms, mean {rare['itl_mean_s'] / units.ms:.1f} ms,
 median {rare['itl_p50_s'] / units.ms:.1f} ms. The stalls are just as long when they happen,
 but fewer intervals contain one, so the summary statistics look healthier while users still
 hit the same freezes. A dashboard of means (or even p99 over a quiet window) can hide a
@@ -304,28 +310,34 @@ to {two_gpu['itl_ceiling']} sequences. Two cards also hold twice the memory but 
 only once, so the paged KV cap grows from {one_gpu['paged_cap']} to {two_gpu['paged_cap']}
 (the reserved cap from {one_gpu['reserved_cap']} to {two_gpu['reserved_cap']}). The batch to
 run goes from {one_gpu['run_batch']} to {two_gpu['run_batch']} ({two_gpu['binding']}
-binds).""", title="Worked answer 3")
+binds). A second GPU relaxes both limits at once, so the question after the move is which of
+them still binds.""", title="Worked answer 3")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-targets = [t / 2 for t in range(14, 201)]            # 7 to 100 ms in 0.5 ms steps
-windows = {t: calc.batch_window(m8, hw, itl_target_s=t * units.ms) for t in targets}
-edge = max(t for t, w in windows.items() if w["binding"] == "ITL target")
-w_edge = calc.batch_window(m8, hw, itl_target_s=edge * units.ms)
-answer(f"""The paged KV cap for 600-token chats is {w_edge['paged_cap']} sequences whatever
-the target. The ITL ceiling grows with the target and stays below that cap up to about
-{edge:.1f} ms (searched in half-millisecond steps; ceiling {w_edge['itl_ceiling']} there), so
-for every target up to that value the ITL limit decides the batch. The chapter's assumed
-{ch17.ITL_TARGET_S / units.ms:g} ms target is well inside that range: for short
-chats on one H100 it is the latency target, not memory, that sets the batch.""",
+itl_ctl = next(c for c in widgets.BatchSizePanel.controls if c.name == "itl_target_ms")
+targets = [itl_ctl.min + k * itl_ctl.step
+           for k in range(round((itl_ctl.max - itl_ctl.min) / itl_ctl.step) + 1)]
+windows = {ms: batch_panel.at(itl_target_ms=ms).numbers for ms in targets}
+edge = max(ms for ms, n in windows.items() if n["binding"] == "ITL target")
+w_edge, w_past = windows[edge], windows[targets[targets.index(edge) + 1]]
+answer(f"""The paged KV cap for {ch17.CHAT_LIVE_TOKENS}-token chats is {w_edge['paged_cap']}
+sequences whatever the target. The ITL ceiling grows with the target and, stepping the
+slider, stays below that cap up to {edge:g} ms (ceiling {w_edge['itl_ceiling']}); one step
+later the ceiling is {w_past['itl_ceiling']} and KV memory binds. The exact edge is the step
+time of a batch at the cap, {w_edge['paged_cap_step_ms']:.1f} ms: for every target below it
+the ITL limit decides the batch. The chapter's assumed
+{ch17.ITL_TARGET_S / units.ms:g} ms target is inside that range: for short chats on one H100
+it is the latency target, not memory, that sets the batch.""",
        title="Worked answer 4")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-n_tok = next(n for n in range(1, 1_000_000, 16)
+stride = 16
+n_tok = next(n for n in range(1, 1_000_000, stride)
              if calc.attention_flops(m8, n) >= calc.matrix_flops(m8, n))
 answer(f"""Matrix FLOPs grow linearly with the prompt ($2N$ per token) and causal attention
-quadratically (pairs of tokens), so they cross once. Stepping in 16-token steps, attention
+quadratically (pairs of tokens), so they cross once. Stepping in {stride}-token steps, attention
 first matches the matrices at about {n_tok:,} tokens for the 8B
 ({calc.attention_flops(m8, n_tok) / 1e12:.0f} vs {calc.matrix_flops(m8, n_tok) / 1e12:.0f}
 TFLOP). Below a few thousand tokens attention is a small correction to MFU; at very long

@@ -211,6 +211,24 @@ def test_a_fresh_exercise_runs_to_the_end_calmly(server, reader):
                                             run_all_ms=RUN_ALL_MS) >= 2
 
 
+MEASUREMENTS = "notebooks/how_good_are_these_models.ipynb"
+
+
+def test_the_measurements_notebook_runs_in_the_page(server, reader):
+    """'How good are these models?' reads its reference set from the companion's wheel (the
+    measurement CSVs are package data) and runs to the end in Pyodide, figures drawn."""
+    page = reader.page
+    n_code = H.open_notebook(page, server, MEASUREMENTS, timeout_ms=KERNEL_START_MS)
+    H.run_all_cells(page, n_code, timeout_ms=RUN_ALL_MS)
+    problems = H.page_problems(page, H.ACTIVE)
+    assert not problems, "\n".join(problems)
+    nb = server.notebook(MEASUREMENTS)
+    figures = sum("application/vnd.plotly.v1+json" in o.get("data", {})
+                  for c in nb["cells"] for o in c.get("outputs", []))
+    assert figures >= 2
+    H.wait_figures_rendered(page, page.locator(H.ACTIVE), figures)
+
+
 def graded(answers: dict) -> tuple[list[str], str]:
     """What the exercise's (b)/(c) check cell says for ``answers`` (its variables b_kv and
     fits), computed here: each part's line (its mark: correct, not yet right, not yet
