@@ -228,16 +228,43 @@ for inserted in (0, 1):
           f"{numbers['request_time_s']:.2f} s, longest interval "
           f"{numbers['longest_interval_ms']:.1f} ms, meets the deadline: "
           f"{numbers['meets_deadline']}")
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: one interval for every token
 #
-# The timeline gives every output the same interval and charges an inserted prefill its whole
-# standalone time on top of the interval it lands in. Both are simplifications, and both can be
-# priced with the chapter's own numbers.
+# A prefill that joins a decode step's forward pass shares that pass's fixed cost (one read of
+# the weights, one set of kernel launches), so it stretches the interval by less than its own
+# time; the timeline explorer's *an inserted prefill runs* menu switches between the two.
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+from companion import tables
+
+t_ctl = {c.name: c for c in timeline.controls}
+t_rows = []
+for t_label, t_kw in ((f"1 prefill of {ch08.PREFILL_S / units.ms:.0f} ms (the chapter)",
+                       dict(inserted_prefills=1)),
+                      (f"{t_ctl['inserted_prefills'].max} prefills of "
+                       f"{t_ctl['inserted_prefill_ms'].min:g} ms",
+                       dict(inserted_prefills=t_ctl["inserted_prefills"].max,
+                            inserted_prefill_ms=t_ctl["inserted_prefill_ms"].min))):
+    t_own = timeline.at(inserted_pass="own", **t_kw).numbers["request_time_s"]
+    t_shared = timeline.at(inserted_pass="shared", **t_kw).numbers["request_time_s"]
+    t_rows.append((t_label, f"{t_own:.2f} s", f"{t_shared:.2f} s", f"{t_shared / t_own:.2f}"))
+md(tables.markdown_table(("setting (request's end)", "chapter's model (own pass)",
+                          "fuller model (shared pass)", "fuller / chapter"), t_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The shared pass priced, and the growing context too.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# The timeline gives every output the same interval and charges an inserted prefill its whole
+# standalone time on top of the interval it lands in. Both are simplifications, and both can be
+# priced with the chapter's own numbers.
+#
 # - **A shared pass.** An engine that batches continuously (8.2.2) runs the newcomer's prompt in
 #   the same forward pass as this request's next decode step. Every pass pays a part that does
 #   not depend on its tokens (reading the weights, launching the kernels: the fixed term of
@@ -300,14 +327,37 @@ md(f"""> **Where this model breaks: the output interval.** At the chapter's sett
 > {calc.kv_bytes(model, short_p) / units.GB:.2f} GB of KV. It matters with many long contexts in
 > one batch, where the KV is most of what a round reads (8.2.1).""")
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: reserving the whole answer up front
 #
-# 8.1.2 admits a request only when its final KV fits, so it can never run out halfway.
+# A request's KV grows by one token per decode step, so over its life it holds on average much
+# less than the final size that 8.1.2 reserves for it; the memory explorer's dashed curve counts
+# the requests that fit by that average.
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+m_ctl = {c.name: c for c in memory.controls}
+m_rows = []
+for m_label, m_kw in (("short request (the chapter)", dict()),
+                      (f"{m_ctl['prompt_tokens'].min}-token prompt, "
+                       f"{m_ctl['output_tokens'].max:,} outputs",
+                       dict(prompt_tokens=m_ctl["prompt_tokens"].min,
+                            output_tokens=m_ctl["output_tokens"].max))):
+    m_n = memory.at(**m_kw).numbers
+    m_rows.append((m_label, m_n["requests_that_fit"], m_n["fit_by_mean_holding"],
+                   f"{m_n['fit_by_mean_holding'] / m_n['requests_that_fit']:.2f}"))
+md(tables.markdown_table(("setting (requests in the pool)", "chapter's model (reserved)",
+                          "fuller model (held on average)", "fuller / chapter"), m_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# What a request holds, round by round.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# 8.1.2 admits a request only when its final KV fits, so it can never run out halfway.
 # A request holds that much only in its last round, though: after prefill it holds its prompt,
 # and one more token after each decode step. `calc.kv_held_over_answer` averages what it holds
 # over its rounds. That average is also what a pool of requests that started at staggered
@@ -352,17 +402,38 @@ md(f"""> **Where this model breaks: the reservation.** At the chapter's setting 
 > and preempting on overflow pays. The chapter fixes every answer at {short_g} tokens; real
 > answers stop early, so a reservation sized for the longest permitted answer wastes more.""")
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: throughput from decode rounds alone
 #
+# No output appears while a batch's prompts are being prefilled, so the rate over a whole batch
+# cycle, prefill included, is lower than the rate of its decode rounds.
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+c_pre = {r["batch"]: r["prefill_s"] for r in calc.prefill_efficiency_row()}
+c_rows = []
+for c_b, c_round in zip(ch08.EXP81_BATCHES, ch08.EXP81_ROUND_S):
+    if c_b in (ch08.LONG_BATCH, ch08.EXP81_BATCHES[-1]):
+        c_dec = calc.decode_tokens_per_s(c_b, c_round)
+        c_cyc = calc.batch_cycle_throughput(c_b, short_g, c_pre[c_b], c_round)
+        c_rows.append((f"batch {c_b}" + (" (the chapter)" if c_b == ch08.LONG_BATCH else ""),
+                       f"{c_dec:,.0f} tok/s", f"{c_cyc:,.0f} tok/s", f"{c_cyc / c_dec:.2f}"))
+md(tables.markdown_table(("setting", "chapter's model (decode rounds)",
+                          "fuller model (whole cycle)", "fuller / chapter"), c_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The cycle's formula, and the batch sweep beside it.
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
 # 8.1.3 divides the tokens of one decode round by its time. That is the rate between a batch's
 # first tokens and its last ones; before the first token the whole batch waits for its
 # prefills. For $b$ requests that arrive together and each emit $G$ tokens, the rate over the
 # whole cycle is
 #
-# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
-
-# %% [markdown]
 # $$\frac{b\,G}{t_\text{prefill}(b) + (G - 1)\,T_r(b)}$$
 #
 # (`calc.batch_cycle_throughput`). Below, $T_r$ is Experiment 8-1's measured decode round and

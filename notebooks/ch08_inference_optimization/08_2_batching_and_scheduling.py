@@ -492,15 +492,39 @@ budget_sweep.show()
 for key, value in budget_sweep.at().numbers.items():
     print(f"{key:30} {value:,.1f}" if isinstance(value, float) else f"{key:30} {value:,}")
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: the batch-1 round fit
 #
-# Two of this section's models are simpler than a real round, and the explorers reach the
-# settings where that shows.
+# No round beats reading its bytes, each request's KV included, yet the batch-1 fit, stretched
+# to big batches and long contexts, predicts rounds that do (the batch explorer's *8.2.2's round
+# fit* menu draws both).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+from companion import tables
+
+f_ctl = {c.name: c for c in decode.controls}
+f_rows = []
+for f_b, f_L in ((f_ctl["batch"].default, short_p), (f_ctl["batch"].max,
+                                                    f_ctl["context_tokens"].max)):
+    f_r = calc.floored_round_time(model, hw, f_b, f_L)
+    f_rows.append((f"b = {f_b}, {f_L:,} tokens" + (" (the chapter)" if f_L == short_p else ""),
+                   f"{f_r['fit_s'] / units.ms:,.1f} ms", f"{f_r['floored_s'] / units.ms:,.1f} ms",
+                   f"{f_r['floored_s'] / f_r['fit_s']:.1f}"))
+md(tables.markdown_table(("round of", "chapter's model (fit)", "fuller model (floored)",
+                          "fuller / chapter"), f_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# Both simplifications, priced.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# Two of this section's models are simpler than a real round, and the explorers reach the
+# settings where that shows.
+#
 # - **Weights only.** $I_\text{weight} = 2b/s$ counts the weight reads alone, so it reaches
 #   the card's ridge at a batch of a few hundred. A decode round also reads every request's KV.
 #   With it counted, the round's intensity is $bF/(D_w + bLk)$, which can never exceed

@@ -151,14 +151,33 @@ for q in (2, 4, 8):
     numbers = paging.at(block_tokens=q).numbers
     print(f"p = {q}: {numbers['allocated_tokens']} slots, tail waste {numbers['tail_waste']} "
           f"(total {numbers['unused_tokens']}), {numbers['table_entries']} table entries")
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: a bound is not a typical waste
 #
-# 8.3.1 gives the tail waste of one sequence as a bound: never more than $p - 1$ slots.
+# Lengths ignore the block size, so a last block is as likely nearly full as nearly empty and
+# the typical waste is half the bound (the paging explorer's lower plot draws both).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+from companion import tables
+
+w_rows = []
+for w_p in (p, next(c.max for c in paging.controls if c.name == "block_tokens")):
+    w_d = calc.tail_waste_distribution(w_p, len(lengths))
+    w_rows.append((f"A-D, p = {w_p}" + (" (8.3.1)" if w_p == p else ""), w_d.bound_tokens,
+                   f"{w_d.mean_tokens:g}", f"{w_d.mean_tokens / w_d.bound_tokens:.2f}"))
+md(tables.markdown_table(("tail waste, slots", "chapter's model (bound)",
+                          "fuller model (average)", "fuller / chapter"), w_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The waste's spread.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# 8.3.1 gives the tail waste of one sequence as a bound: never more than $p - 1$ slots.
 # The bound is met only by a sequence that has just spilled one token into a fresh block. Prompt
 # and answer lengths have nothing to do with the block size, so a sequence's last block is
 # equally likely to hold any number of tokens from 1 to $p$; its empty slots are then spread
@@ -482,12 +501,15 @@ plots.prefix_tree_figure(tree, labels=[f"round {i + 1}" for i in range(len(round
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # #### The seven rounds through the simulator's prefix cache
 #
+# Reuse needs *room*: a small, busy pool evicts the prefixes before they return.
+#
+# <!-- fold: a large pool against a small, busy one -->
+
+# %% [markdown]
 # Replaying those seven rounds through the simulator's prefix cache (full 16-token blocks,
 # least-recently-used eviction) shows that reuse needs *room*: in a large pool every shared
 # block is found again; in a small pool shared with other traffic (a generated 1200-token
 # request between rounds), the prefixes are evicted before they are needed.
-#
-# <!-- fold: a large pool against a small, busy one -->
 
 # %%
 for label, blocks, noise in (("400-block pool, no other traffic", 400, 0),
@@ -554,12 +576,14 @@ for context in (ch08.HYBRID_MATCHED_TOKENS, 131072):
 # ### Organising the context: append, rewrite, or summarise?
 #
 # Prefix reuse is not only something the engine finds; the application decides it too, by how
-# it lays out the next round's input. Take the situation 8.3.3 sketches: an agent has an 8K
-# context in the cache, and a tool has just returned 1K tokens. Three ways to go on:
+# it lays out the next round's input.
 #
 # <!-- fold: append, rewrite or summarise: what each costs in tokens and cache -->
 
 # %% [markdown]
+# Take the situation 8.3.3 sketches: an agent has an 8K context in the cache, and a tool has
+# just returned 1K tokens. Three ways to go on:
+#
 # - **append** the tool result at the end;
 # - **rewrite** the instructions at the start (a new date, a changed rule), keeping every later
 #   token word for word;
@@ -620,12 +644,13 @@ print(f"G = {numbers['output_tokens']}: later reads "
 # ### Three kinds of state, three lifetimes: DeepSeek V4.1
 #
 # A model that mixes global attention with sliding-window attention (SWA) holds state of
-# different kinds, and they need not live equally long. The DeepSeek V4.1 deployment that
-# 8.3.3 describes keeps three tiers apart:
+# different kinds, and they need not live equally long.
 #
 # <!-- fold: DeepSeek V4.1's three kinds of state and how long each lives -->
 
 # %% [markdown]
+# The DeepSeek V4.1 deployment that 8.3.3 describes keeps three tiers apart:
+#
 # | state | what it is | where it lives, and for how long |
 # |---|---|---|
 # | global KV | one entry per token for the global-attention layers | the long-term prefix cache, reusable across rounds |
@@ -809,15 +834,34 @@ for gbps in (64, 32):
     numbers = retention.at(link_gb_per_s=gbps).numbers
     print(f"{gbps} GB/s: keep A {numbers['keep_a_ms']:.1f} ms, keep {numbers['b_fit']} B "
           f"{numbers['keep_b_ms']:.1f} ms; A worth keeping above {numbers['break_even_a_pct']:.1f}%")
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: the price of a recompute and of a swap
 #
-# $V = \rho\,(T_\text{rec} - T_f) - T_m$ prices its three terms simply, and each
-# simplification has a range where it stops holding:
+# A copy engine writes a prefix back while the GPU computes, so only its fetch is waited for
+# (the retention explorer's *how T_rec and T_m are priced* menu switches models).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+v_rows = []
+for v_label, v_kw in (("64 GB/s (8.3.4)", {}), ("4 GB/s", dict(link_gb_per_s=next(
+        c.min for c in retention.controls if c.name == "link_gb_per_s")))):
+    v_c, v_f = (retention.at(pricing=how, **v_kw).numbers["value_a_ms"]
+                for how in ("chapter", "fuller"))
+    v_rows.append((v_label, f"{v_c:.0f} ms", f"{v_f:.0f} ms", f"{v_f / v_c:.2f}"))
+md(tables.markdown_table(("V of one A, link", "chapter's model", "fuller model",
+                          "fuller / chapter"), v_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# Each of the three terms, repriced.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# $V = \rho\,(T_\text{rec} - T_f) - T_m$ prices its three terms simply, and each
+# simplification has a range where it stops holding:
+#
 # - **$T_\text{rec}$ at one efficiency, at any length.** A prefill pass reads every weight
 #   once however few tokens it carries, so it can never take less than $D_w/\beta$. Pricing it
 #   by FLOPs alone is right while the prefix is long enough to be compute-bound; below the

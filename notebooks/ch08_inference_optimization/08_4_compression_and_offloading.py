@@ -245,15 +245,37 @@ for ctx in (2048, 8192, 32768):
     print(f"{ctx:6,} tokens: {numbers['saved_MiB']:,.0f} MiB fewer, worth "
           f"{numbers['read_saving_ms']:.3f} ms; net with 0.2 ms conversion "
           f"{numbers['net_saving_ms']:+.3f} ms")
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: a byte not read is not a round shortened
 #
-# $\Delta T = \Delta D/\beta - T_c$ prices every byte left unread at one effective bandwidth,
-# the batch-64 round's bytes over its time.
+# Experiment 8-1's rounds were mostly kernel launches, not reads, so an unread byte saves only
+# the measured slope of round time against bytes (the compressed-read explorer's readout prices
+# both).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+r_ctl = {c.name: c for c in reads.controls}
+r_rows = []
+for r_ctx in (r_ctl["context_tokens"].default, r_ctl["context_tokens"].max):
+    r_n = reads.at(context_tokens=r_ctx).numbers
+    r_rows.append((f"{r_ctx:,} tokens" + (" (8.4.2)" if r_ctx == r_ctl["context_tokens"].default
+                                          else ""),
+                   f"{r_n['read_saving_ms']:.2f} ms", f"{r_n['measured_read_saving_ms']:.2f} ms",
+                   f"{r_n['measured_read_saving_ms'] / r_n['read_saving_ms']:.2f}"))
+md(tables.markdown_table(("q8_0 saves per round, context", "chapter's model (8.4.2)",
+                          "fuller model (measured rounds)", "fuller / chapter"), r_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# Three prices.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# $\Delta T = \Delta D/\beta - T_c$ prices every byte left unread at one effective bandwidth,
+# the batch-64 round's bytes over its time.
+#
 # That treats the whole round as reading. The same
 # experiment's table (8.6.3) says the rounds were mostly something else: from batch 1 to batch 64
 # the bytes read more than double while the round grows by a few milliseconds, because most of
@@ -306,9 +328,14 @@ md(f"""> **Where this model breaks: pricing a compressed read.** At the chapter'
 > batches or long contexts); for a launch-bound round like Experiment 8-1's, compression buys
 > capacity far more than speed. The explorer draws both lines.""")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ### The H100 crossover between BF16 and FP8 KV
 #
+# Footnote 15's two fitted interval lines cross at one context.
+#
+# <!-- fold: footnote 15's H100 fits for BF16 and FP8 KV, and where they cross -->
+
+# %% [markdown]
 # An early evaluation of Llama-3.1-8B on an H100 fitted a straight line to the output interval
 # of each KV format (footnote 15): BF16 $6.44 + 4.37\times10^{-5}L$ ms, FP8
 # $6.58 + 2.37\times10^{-5}L$ ms. The FP8 line starts higher and climbs more slowly, so the two
@@ -426,15 +453,36 @@ for layers, buffers in ((9, 1), (9, 2), (4, 1)):
     print(f"{layers} layers, {buffers} buffer(s): net {n['net_saved_MiB']:,.0f} MiB "
           f"({n['extra_8k_inputs']} more 8K inputs or {n['extra_complete_requests']} complete), "
           f"copy {n['copy_ms']:.1f} ms per round, {n['total_copy_s']:.2f} s in total")
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: does prefetch hide the copy?
 #
-# $T_r \ge D_\text{off}/\beta_\text{link}$ is a bound: it assumes that copying and computing
-# overlap perfectly.
+# With one buffer, a copy waits for the offloaded layer before it to finish computing, so copy
+# and compute overlap only in part.
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+o_rows = []
+for o_label, o_kw in (("9 layers, PCIe Gen5 (8.4.3)", {}),
+                      ("36 layers, NVLink-C2C",
+                       dict(layers=specs.QWEN3_8B.n_layers,
+                            link_gb_per_s=ch08.NVLINK_C2C_BYTES_PER_S / GB))):
+    o_n = offload.at(**o_kw).numbers
+    o_rows.append((o_label, f"{o_n['round_ms']:.1f} ms", f"{o_n['scheduled_round_ms']:.1f} ms",
+                   f"{o_n['scheduled_over_bound']:.2f}"))
+md(tables.markdown_table(("round, one buffer", "chapter's model (bound)",
+                          "fuller model (layer by layer)", "fuller / chapter"), o_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# Layer by layer.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# $T_r \ge D_\text{off}/\beta_\text{link}$ is a bound: it assumes that copying and computing
+# overlap perfectly.
+#
 # Whether they can depends on the buffers. The companion's
 # `offload_pipeline.offload_round` plays the round out layer by layer with footnote 16's own
 # assumption, the batch-1 round spread evenly over the 36 layers: one copy at a time on the
@@ -533,15 +581,36 @@ for rate in (50, 100):
           f"{n['direct_ms']:.2f} ms: compression {'wins' if n['compression_wins'] else 'loses'}")
 ledger.show("8.4.3")
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: decompressing after the transfer, or during it
 #
-# $f_c D_\text{link}/\beta_\text{link} + D_\text{link}/R_\text{dec}$ decompresses only once the
-# last byte has arrived (8.4.3 writes the transfer $rS/B_\text{link}$).
+# A receiver can decompress one chunk while the next is still on the link, so the two stages
+# overlap instead of adding up (the transfer explorer's second green line).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+d_fc = next(c for c in transfer.controls if c.name == "compressed_fraction")
+d_rows = []
+for d_label, d_kw in ((f"f_c = {d_fc.default:g} (8.4.3)", {}),
+                      (f"f_c = {d_fc.max:g}", dict(compressed_fraction=d_fc.max))):
+    d_n = transfer.at(**d_kw).numbers
+    d_rows.append((d_label, f"{d_n['with_decompression_ms']:.2f} ms",
+                   f"{d_n['pipelined_ms']:.2f} ms",
+                   f"{d_n['pipelined_ms'] / d_n['with_decompression_ms']:.2f}"))
+md(tables.markdown_table(("compressed transfer", "chapter's model (in series)",
+                          "fuller model (fine chunks)", "fuller / chapter"), d_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The pipeline, priced.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# $f_c D_\text{link}/\beta_\text{link} + D_\text{link}/R_\text{dec}$ decompresses only once the
+# last byte has arrived (8.4.3 writes the transfer $rS/B_\text{link}$).
+#
 # Sent in $n_\text{pieces}$ equal chunks, the receiver can decompress one chunk while the next is on the
 # link: a two-stage pipeline. Each chunk spends $f_c D_\text{link}/(n_\text{pieces}\,
 # \beta_\text{link})$ on the link and $D_\text{link}/(n_\text{pieces}\,R_\text{dec})$ in the
@@ -676,15 +745,47 @@ retry.show()
 n = retry.at(speed_factor_b=0.9).numbers
 print(f"B 10% faster per attempt: A {n['expected_a_s']:.2f} s, B {n['expected_b_s']:.2f} s, "
       f"B wins: {n['b_wins']}")
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: one accuracy for every task
 #
-# The retry loop above gives every attempt the same chance of passing, the configuration's
-# average.
+# Failures cluster on tasks that fail however often they are retried, so retries rescue fewer
+# tasks than the average accuracy promises (the retry explorer's *failures that stick to fixed
+# tasks* slider).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+a_ctl = {c.name: c for c in retry.controls}
+a_right = {}
+for a_it in records.items:
+    a_right.setdefault(a_it.task, []).append(a_it.correct[0])
+a_chances = [sum(v) / len(v) for v in a_right.values()]
+a_mean = sum(a_chances) / len(a_chances)
+a_tries = a_ctl["max_attempts"].default
+a_even = calc.retry_outcome(calc.SHORT_REQUEST_S, [a_mean], max_attempts=a_tries)
+a_spread = calc.retry_outcome(calc.SHORT_REQUEST_S, a_chances, max_attempts=a_tries)
+a_far = retry.at(accuracy_a=a_ctl["accuracy_a"].min, systematic_pct=a_ctl["systematic_pct"].max,
+                 max_attempts=a_ctl["max_attempts"].max).numbers
+a_rows = [(f"{records.configs[0]}, {a_tries} attempts (8.4.4)",
+           f"{100 * a_even.answered_share:.1f}%", f"{100 * a_spread.answered_share:.1f}%",
+           f"{a_spread.answered_share / a_even.answered_share:.2f}"),
+          (f"accuracy {a_ctl['accuracy_a'].min:g}, {a_ctl['systematic_pct'].max:g}% of failures "
+           f"on fixed tasks, {a_ctl['max_attempts'].max} attempts",
+           f"{a_far['independent_answered_a_pct']:.1f}%", f"{a_far['answered_a_pct']:.1f}%",
+           f"{a_far['answered_a_pct'] / a_far['independent_answered_a_pct']:.2f}")]
+md(tables.markdown_table(("tasks answered", "chapter's model (same chance)",
+                          "fuller model (task by task)", "fuller / chapter"), a_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# Retries task by task.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# The retry loop above gives every attempt the same chance of passing, the configuration's
+# average.
+#
 # The chapter's own results say failures are not spread like that: with BF16 KV the
 # only four wrong runs of 32 are task 5's four, so seven tasks always pass and one never does.
 # A retry then rescues nothing on the task that fails, and every attempt spent on it is lost.

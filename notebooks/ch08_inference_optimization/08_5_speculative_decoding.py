@@ -220,12 +220,15 @@ plots.expected_output_figure(
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ### The price of verifying more positions
 #
+# Only the matrix work grows.
+#
+# <!-- fold: what verifying more positions costs, in FLOPs and in time -->
+
+# %% [markdown]
 # Verifying 5 positions reads exactly the weights and KV that a plain step reads; only the
 # matrix work grows, by 4 extra rows. Priced at the batch-1 prefill efficiency of
 # Experiment 8-1, that is a small fraction of a round, which is why the chapter counts a
 # verification round as a plain one:
-#
-# <!-- fold: what verifying more positions costs, in FLOPs and in time -->
 
 # %%
 extra = calc.verification_extra_flops(model, ch08.TOY_DRAFT_LEN + 1, ch08.SHORT_PROMPT_TOKENS)
@@ -305,11 +308,12 @@ costs barely more than a plain step. With AAAA's acceptance a drafter may spend 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ### A one-off preparation, and the tail of a request
 #
-# The lookup index costs 2 s to build before the first round.
+# When an index build pays for itself.
 #
 # <!-- fold: a one-off preparation, and the last round of a request -->
 
 # %% [markdown]
+# The lookup index costs 2 s to build before the first round.
 # Each output token then saves
 # $T_\text{step} - \bar t_\text{spec}$, so the index has paid for itself after
 # $T_\text{prep} / (T_\text{step} - \bar t_\text{spec})$ tokens. For a whole 256-token request
@@ -508,14 +512,39 @@ print(f"m = 4, m_grp = 1: E[X] {n['expected_tokens']:.3f}, T_r {n['round_ms']:.1
 # over many requests, and the drafter's passes and memory compete with them. The chapter
 # leaves this qualitative. The companion puts numbers on both halves below.
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: verification under load
 #
-# A verification pass of $b$ requests computes $b\,(m+1)$ rows.
+# A big batch already uses the compute that batch 1 leaves idle, so past the ridge each
+# verified row costs time (the detail's explorer draws both).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+from companion import tables
+
+u_ctl = {c.name: c for c in widgets.VerificationLoadPanel().controls}
+u_rows = []
+for u_label, u_b, u_m, u_ctx in (
+        (f"b = 1, m = {ch08.TOY_DRAFT_LEN} (8.5)", u_ctl["batch"].default, ch08.TOY_DRAFT_LEN,
+         ch08.SHORT_PROMPT_TOKENS),
+        (f"b = {u_ctl['batch'].max}, m = {u_ctl['draft_len'].max}, no context",
+         u_ctl["batch"].max, u_ctl["draft_len"].max, u_ctl["context_tokens"].min)):
+    u_r = calc.verification_under_load(model, card, u_b, u_m, u_ctx)
+    u_rows.append((u_label, f"{u_r['plain_s'] / units.ms:.1f} ms",
+                   f"{u_r['verify_s'] / units.ms:.1f} ms", f"{u_r['verify_over_plain']:.2f}"))
+md(tables.markdown_table(("verification pass", "chapter's model",
+                          "fuller model", "fuller / chapter"), u_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The ridge.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# A verification pass of $b$ requests computes $b\,(m+1)$ rows.
+#
 # While that pass stays under the card's ridge it is paced by its reads, and the extra rows are free; past the ridge every
 # row costs compute time. With the weights alone the ridge is reached at
 # $b = I^\star D_w / (2N\,(m+1))$ (`calc.verification_ridge_batch`); each
@@ -558,7 +587,7 @@ md(f"""> **Where this model breaks: free verification.** The batch-1 argument ho
 > budget with short contexts would meet the compute wall.""")
 
 # %% [markdown]
-# ### Explorer: verification under load
+# ##### Explorer: verification under load
 #
 # The dashed line is the chapter's batch-1 reading (a verification pass costs a plain step);
 # the solid line is the roofline ratio at the chosen context, the dotted one with no context at
@@ -604,15 +633,39 @@ md(f"""> **The gap at the explorer's extremes.** At the chapter's setting the tw
 > exist on this instance. The ratio is a roofline at the card's data-sheet peak; kernels that
 > reach a fraction of that peak meet the compute wall at smaller batches.""")
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: one acceptance rate for every round
 #
-# $\mathbb E[X] = 1 + \alpha + \dots + \alpha^m$ gives every position of every round the same
-# chance $\alpha$, whatever happened before.
+# Easy spans of text accept long runs and hard ones short; the run being convex in the
+# acceptance, the mix beats one rate at the same mean (the latency explorer's spread slider).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+e_ctl = {c.name: c for c in latency_panel.controls}
+e_rows = []
+for e_label, e_kw in (("BBBB (8.5)", dict()),
+                      (f"α = 0.5, spread ±{e_ctl['acceptance_spread'].max:g}, "
+                       f"m = {e_ctl['draft_len'].max}",
+                       dict(acceptance=0.5, acceptance_spread=e_ctl["acceptance_spread"].max,
+                            draft_len=e_ctl["draft_len"].max))):
+    e_n = latency_panel.at(**e_kw).numbers
+    e_rows.append((e_label, f"{e_n['expected_tokens']:.2f}",
+                   f"{e_n['spread_expected_tokens']:.2f}",
+                   f"{e_n['spread_expected_tokens'] / e_n['expected_tokens']:.2f}"))
+md(tables.markdown_table(("tokens per round", "chapter's model",
+                          "fuller model (spans)", "fuller / chapter"), e_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The mixture.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# $\mathbb E[X] = 1 + \alpha + \dots + \alpha^m$ gives every position of every round the same
+# chance $\alpha$, whatever happened before.
+#
 # Text is not that uniform. A drafter that copies
 # from the context does very well on a repeated name or a pasted code block and badly on a
 # fresh sentence; a draft network is surer of some continuations than others. A simple fuller

@@ -118,15 +118,39 @@ n = admission.at().numbers
 print(f"finish {n['finish_s']:.2f} s, admitted: {n['admitted']}, may wait at most "
       f"{n['longest_admissible_queue_s']:.3f} s in the queue")
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: queueing from averages
 #
-# 8.6.1 describes queueing in averages: requests accumulate once the arrival rate outruns what
-# the instance can process.
+# Random arrivals bunch, and a bunch queues even while the server is idle much of the time, so
+# requests wait, and miss a tight deadline, well below capacity (the admission explorer's last
+# menu switches on the queue).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+q_service = calc.lifecycle_request_time_s(0.0, ch08.PREFILL_S, ch08.CLIENT_ITL_S,
+                                          ch08.OUTPUT_TOKENS)
+q_slack = ch08.DEADLINE_S - q_service
+q_rows = []
+for q_load in (0.5, 0.9):
+    q_even = calc.queue_on_time(q_load / q_service, q_service, q_slack, arrivals="even")
+    q_rand = calc.queue_on_time(q_load / q_service, q_service, q_slack)
+    q_rows.append((f"load {q_load:g}", f"{q_even.on_time_share:.1%}",
+                   f"{q_rand.on_time_share:.1%}",
+                   f"{q_rand.on_time_share / q_even.on_time_share:.2f}"))
+md(tables.markdown_table(("on time", "chapter's model (evenly spaced)",
+                          "fuller model (Poisson)", "fuller / chapter"), q_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The queue's formulas and a simulation.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# 8.6.1 describes queueing in averages: requests accumulate once the arrival rate outruns what
+# the instance can process.
+#
 # Read literally, nobody waits below that point. That holds for
 # requests that arrive evenly spaced (a D/D/1 queue), not for requests that arrive at random
 # moments: a Poisson stream bunches, and a bunch queues even when the server is idle much of
@@ -436,14 +460,37 @@ for label, change in (("chapter's setting", {}), ("6 GiB budget", {"kv_budget_gi
     summary = ", ".join(f"{k} {n[f'{k}_total_s']:.2f} s/{n[f'{k}_memory_GiB']:.2f} GiB"
                         for k in "ABCD")
     print(f"{label:18} best: {n['best']}; {summary}")
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: three tokens every round
 #
-# D's 85 rounds assume each request emits exactly its average, 3 tokens, every round.
+# Accepted drafts vary from round to round, so requests need different numbers of rounds and
+# the batch ends with its slowest one (the configuration explorer's *D's rounds* menu).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+b_tpr = next(c for c in schemes.controls if c.name == "d_tokens_per_round")
+b_tot = {b_x: tuple(schemes.at(d_tokens_per_round=b_x, d_rounds=how).numbers["D_total_s"]
+                    for how in ("mean", "slowest"))
+         for b_x in np.arange(b_tpr.min, b_tpr.max + 0.25, 0.5)}
+b_most = max(b_tot, key=lambda x: b_tot[x][1] / b_tot[x][0])     # the widest gap on the slider
+b_rows = []
+for b_x in dict.fromkeys((b_tpr.default, b_most)):
+    b_c, b_f = b_tot[b_x]
+    b_rows.append((f"{b_x:g} tokens per round" + (" (8.6.3)" if b_x == b_tpr.default else ""),
+                   f"{b_c:.2f} s", f"{b_f:.2f} s", f"{b_f / b_c:.2f}"))
+md(tables.markdown_table(("D's total", "chapter's model (average)",
+                          "fuller model (slowest request)", "fuller / chapter"), b_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The distribution of the batch's rounds.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# D's 85 rounds assume each request emits exactly its average, 3 tokens, every round.
+#
 # Accepted drafts vary from round to round: with each of DFlash's 7 drafted positions accepted
 # independently (8.5's model) at the rate that averages 3 tokens, a request needs a spread of
 # round counts, and the batch of 16 is done only when its slowest request is. The companion

@@ -195,14 +195,45 @@ for card in (specs.H100_SXM, specs.H200_SXM, specs.A100_80GB, specs.RTX_PRO_6000
           f"{card.peak_precision:>11} {calc.ridge_point(card):6.0f} "
           f"{calc.memory_sweep_s(card) / units.ms:6.1f} ms")
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: the spec sheet's peaks as reachable rates
 #
-# The ridge and the sweep above divide two spec-sheet peaks, and no kernel runs at either.
+# Real kernels reach only a share of each peak, so both roofs sit lower and the ridge moves by
+# the ratio of the two shares (the explorer's two share sliders, below, redraw its bars and
+# ridges at reached rates).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+from companion import tables
+
+t_mbu = calc.decode_utilization(specs.LLAMA_8B, hw, ch17.DECODE_TOK_PER_S)["mbu"]
+t_ctl = {c.name: c for c in widgets.MemoryHierarchyPanel.controls}
+t_lo = (t_ctl["compute_pct"].min / 100, t_ctl["bandwidth_pct"].min / 100)
+t_mixed = calc.achieved_rates(hw, compute_efficiency=ch17.PREFILL_EFFICIENCY,
+                              bandwidth_efficiency=t_mbu)
+t_low = calc.achieved_rates(hw, compute_efficiency=t_lo[0], bandwidth_efficiency=t_lo[1])
+md(tables.markdown_table(
+    ("setting", "chapter's model (spec sheet)", "fuller model (reached rates)",
+     "fuller / chapter"),
+    [(f"ridge, compute at {100 * ch17.PREFILL_EFFICIENCY:.0f}% (17 §2), bandwidth at "
+      f"{100 * t_mbu:.0f}% (17 §9)", f"{t_mixed['peak_ridge_flop_per_byte']:.0f} FLOP/B",
+      f"{t_mixed['ridge_flop_per_byte']:.0f} FLOP/B", f"{t_mixed['ridge_ratio']:.2f}"),
+     (f"{hw.mem_bytes / units.GB:.0f} GB read once, bandwidth at {100 * t_mbu:.0f}% (17 §9)",
+      f"{t_mixed['peak_sweep_s'] / units.ms:.0f} ms", f"{t_mixed['sweep_s'] / units.ms:.0f} ms",
+      f"{t_mixed['sweep_s'] / t_mixed['peak_sweep_s']:.2f}"),
+     (f"ridge, both sliders at their lowest ({100 * t_lo[0]:.0f}%, {100 * t_lo[1]:.0f}%)",
+      f"{t_low['peak_ridge_flop_per_byte']:.0f} FLOP/B",
+      f"{t_low['ridge_flop_per_byte']:.0f} FLOP/B", f"{t_low['ridge_ratio']:.2f}")]))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The two shares, taken from the chapter's own measurements.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# The ridge and the sweep above divide two spec-sheet peaks, and no kernel runs at either.
 # The chapter says so itself later: 17 §9 turns a measured decode rate into a share of the peak
 # bandwidth (MBU) and a measured prefill rate into a share of the peak compute (MFU), and 17 §2
 # assumes half the peak compute for a prefill. Put the shares a card reaches into the two
@@ -290,52 +321,65 @@ for key in ("ridge_flop_per_byte", "full_sweep_ms", "full_sweeps_per_s", "hbm_ov
 # 1. **Predict, then move.** The H200 has the H100's arithmetic and faster memory. Before you
 #    switch the explorer to it, write down which way its ridge moves and whether a
 #    memory-bound decode step gets faster or slower. Then switch and compare.
+#    <!-- states: panel(hardware=specs.H200_SXM.name) -->
 # 2. Set "bytes read per step" to 16 GB, the 8B model's weights. At best, how many steps per
 #    second can the H100 make? Keep the answer: 17.2 finds it again as a token rate.
+#    <!-- states: panel(sweep_gb=16.0) -->
 # 3. Choose the M2 Max. Which rows of its pyramid show "n/a", and why does its ridge come out
 #    so low? Is the comparison with the H100 fair?
+#    <!-- states: panel(hardware=specs.M2_MAX.name) -->
 # 4. **Predict, then move.** Guess how many times the 70B's weights outweigh the H100's L2
 #    (a thousand? a million?), then work it out and compare with the erratum above.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-h100 = panel.at(hardware=specs.H100_SXM.name, sweep_gb=80).numbers
-h200 = panel.at(hardware=specs.H200_SXM.name, sweep_gb=80).numbers
-step16 = {name: calc.memory_sweep_s(card, specs.LLAMA_8B.weight_bytes)
-          for name, card in (("H100", specs.H100_SXM), ("H200", specs.H200_SXM))}
+h100 = panel.at().numbers
+h200 = panel.at(hardware=specs.H200_SXM.name).numbers
 answer(f"""
 The ridge moves **left**: {h200['ridge_flop_per_byte']:.0f} FLOP/byte on the H200 against
 {h100['ridge_flop_per_byte']:.0f} on the H100, because the same peak is divided by a larger
 bandwidth ({h200['bandwidth_GBs']:,.0f} against {h100['bandwidth_GBs']:,.0f} GB/s). A
-memory-bound step gets **faster**, by the bandwidth ratio alone: streaming the 8B's weights takes
-{step16['H200'] / units.ms:.2f} ms instead of {step16['H100'] / units.ms:.2f} ms. A lower ridge
-is not what speeds decode up; the faster memory is.
+memory-bound step gets **faster**, by the bandwidth ratio alone: the explorer's
+{h100['sweep_ms'] * h100['bandwidth_GBs'] / 1000:.0f} GB step takes
+{h200['sweep_ms']:.1f} ms instead of {h100['sweep_ms']:.1f} ms
+({h100['sweep_ms'] / h200['sweep_ms']:.2f}x faster, exactly
+{h200['bandwidth_GBs'] / h100['bandwidth_GBs']:.2f}x the bandwidth). A lower ridge is not
+what speeds decode up: for a memory-bound step only the bandwidth counts, and the faster
+memory is what the H200 buys.
 """, title="Worked answer 1")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-at16 = panel.at(hardware=specs.H100_SXM.name, sweep_gb=16).numbers
+at16 = panel.at(sweep_gb=16.0).numbers
 answer(f"""
-Reading 16 GB at 3.35 TB/s takes {at16['sweep_ms']:.2f} ms, so the H100 can make at most
-**{at16['steps_per_s']:.0f} steps per second**. A batch-1 decode step of the 8B reads exactly its
-weights, so this is also its ceiling in tokens per second; 17.2 derives the same number from the
-roofline.
+Reading {at16['sweep_ms'] * at16['bandwidth_GBs'] / 1000:.0f} GB at
+{at16['bandwidth_GBs'] / 1000:.2f} TB/s takes {at16['sweep_ms']:.2f} ms, so the H100 can make
+at most **{at16['steps_per_s']:.0f} steps per second**. A batch-1 decode step of the 8B reads
+exactly its weights, so this is also its ceiling in tokens per second, whatever its
+{at16['peak_TFLOPs']:.0f} TFLOP/s: for a memory-bound step the bytes it must read, divided by
+the bandwidth, set the speed limit (17.2 finds the same number on the roofline).
 """, title="Worked answer 2")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 m2 = specs.M2_MAX
+mac = panel.at(hardware=specs.M2_MAX.name).numbers
+h100 = panel.at().numbers
+# the explorer draws the pyramid; its numbers name no rows, so read them from the same calc
 missing = [r["level"] for r in calc.memory_pyramid(m2)
            if r["capacity_bytes"] is None and r["bandwidth_bytes_per_s"] is None]
 answer(f"""
 The rows without any number are {", ".join(missing)}: the preset has no SM count (so no per-SM
 sizes), no L2 size and no NVLink or PCIe link (its memory is shared with the CPU). Its ridge is
-{calc.ridge_point(m2):.0f} FLOP/byte ({m2.peak_flops_per_s / units.TFLOP:.1f} TFLOP/s
-{m2.peak_precision} over {m2.mem_bw_bytes_per_s / units.GB:.0f} GB/s) against
-{calc.ridge_point(hw):.0f} for the H100. The comparison is only rough: the M2 Max's peak is an FP32
-figure, the H100's a dense BF16 tensor-core one. The bandwidth comparison, which is what decode
-cares about, is fair: {hw.mem_bw_bytes_per_s / m2.mem_bw_bytes_per_s:.1f} times in the H100's
-favour.
+{mac['ridge_flop_per_byte']:.0f} FLOP/byte ({mac['peak_TFLOPs']:.1f} TFLOP/s
+{m2.peak_precision} over {mac['bandwidth_GBs']:.0f} GB/s) against
+{h100['ridge_flop_per_byte']:.0f} for the H100. The ridge comparison is only rough: the M2
+Max's peak is an FP32 figure, the H100's a dense BF16 tensor-core one. The bandwidth
+comparison is fair, {h100['bandwidth_GBs'] / mac['bandwidth_GBs']:.1f} times in the H100's
+favour ({mac['sweep_ms']:.0f} ms against {h100['sweep_ms']:.1f} ms for the same
+{h100['sweep_ms'] * h100['bandwidth_GBs'] / 1000:.0f} GB), and it is the one decode cares
+about: compare cards by what the workload is bound by, and only with peaks that count the
+same thing.
 """, title="Worked answer 3")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]

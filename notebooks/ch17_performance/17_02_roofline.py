@@ -191,15 +191,38 @@ for p in points:
           f"{100 * p['fraction_of_peak']:6.2f}% of peak")
 plots.roofline_figure(hw, points).show()
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: the FLOPs and bytes of a real 8B, attention included
 #
-# 17 §2 counts with a round shape: 8e9 parameters, every one of them streamed for each decode
-# step and worth 2 FLOPs per token, attention left out. Three things a real model adds:
+# Attention multiplies and adds with every cached token it reads, so a long context brings
+# FLOPs along with its bytes and the decode intensity levels off instead of sinking towards
+# zero (the explorer's "FLOPs counted" toggle moves its points to this count).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+from companion import tables
+
+t_longest = next(c.max for c in widgets.RooflinePanel.controls if c.name == "context_tokens")
+t_rows = []
+for t_L, t_what in ((ch17.CHAT_LIVE_TOKENS, "17 §2"), (t_longest, "explorer's longest")):
+    t_r = calc.decode_attention_intensity(m8, ch17.BATCH, t_L)
+    t_rows.append((f"decode, b = {ch17.BATCH}, {t_L:,} live tokens ({t_what})",
+                   f"{t_r['chapter_intensity']:.2f} FLOP/B", f"{t_r['intensity']:.2f} FLOP/B",
+                   f"{t_r['intensity'] / t_r['chapter_intensity']:.2f}"))
+md(tables.markdown_table(("setting", "chapter's model (matrices only)",
+                          "fuller model (attention counted)", "fuller / chapter"), t_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# What a real 8B streams and computes.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# 17 §2 counts with a round shape: 8e9 parameters, every one of them streamed for each decode
+# step and worth 2 FLOPs per token, attention left out. Three things a real model adds:
+#
 # - **What a step streams.** The input embedding is a table: a token reads its own row, not
 #   the whole matrix. The output head, by contrast, runs for every token that needs its next
 #   word, so decode pays for it and a prefill only for its last token.
@@ -263,17 +286,39 @@ As contexts grow the fuller intensity levels off at $a/k$ = {limit:.0f} FLOP/B i
 falling towards zero.
 """)
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: short prompts priced by their compute
 #
+# A pass cannot end before every weight has been read once, so for prompts shorter than about
+# the ridge times the 50% efficiency the memory read, not the arithmetic, sets a prefill's
+# time (the explorer's readout prices the prompt both ways).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+t_shortest = next(c.min for c in widgets.RooflinePanel.controls if c.name == "prompt_tokens")
+t_rows = []
+for t_n, t_what in ((ch17.PROMPT_TOKENS, "17 §2"), (t_shortest, "explorer's shortest")):
+    t_r = calc.prefill_readings(m8, hw, t_n)
+    t_rows.append((f"prefill of a {t_n:,}-token prompt ({t_what})",
+                   f"{t_r['chapter_s'] / units.ms:.2f} ms", f"{t_r['roofline_s'] / units.ms:.2f} ms",
+                   f"{t_r['roofline_over_chapter']:.2f}"))
+md(tables.markdown_table(("setting", "chapter's model (compute at 50%)",
+                          "fuller model (roofline, attention counted)", "fuller / chapter"),
+                         t_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The roofline's price of a prefill.
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
 # 17 §2 notes that a prompt shorter than the ridge sits on the memory roof, yet prices every
 # prefill as $2Nn/(0.5\,\pi)$, which shrinks towards zero with $n$. A pass cannot take less
 # time than reading the weights once, so the roofline's own price is the larger of the two
 # terms, attention included on the compute side (`calc.prefill_readings`):
 #
-# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
-
-# %% [markdown]
 # $$ t_{\text{prefill}} = \max\left(\frac{D_w + n\,k}{\beta},\;
 #    \frac{2Nn + a\,n(n+1)/2}{0.5\,\pi}\right). $$
 
@@ -400,29 +445,41 @@ answer(f"At the chapter's batch of {widgets.RooflinePanel().params['batch']} the
 # 1. Raise the batch until weights-only decode touches the ridge. Then set the live KV to
 #    8,000 tokens: how large must the batch be now, and could one card ever hold it? (17.4
 #    answers with the card's memory.)
+#    <!-- states: panel(batch=...); panel(batch=..., context_tokens=8000) -->
 # 2. **Predict, then move.** Before switching the weights to INT8, predict which of the four
 #    markers move and in which direction. Then switch. Why does prefill gain nothing?
+#    <!-- states: panel(weight_bytes=1.0) -->
 # 3. Shorten the prompt below the ridge value. Which roof is prefill on now, and how long does
 #    it take?
+#    <!-- states: panel(prompt_tokens=...) -->
 # 4. **Predict, then move.** On the H200 with the 8B at batch 1, the ridge moves left. Predict
 #    whether the batch-1 ceiling in tokens per second rises, falls or stays, then check.
+#    <!-- states: panel(hardware=specs.H200_SXM.name, batch=1) -->
 # 5. Switch to the 70B. Where does batch-1 decode sit, and what would its ceiling be on one
 #    card if the weights fitted?
+#    <!-- states: panel(model=m70.name) -->
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 b_weights = panel.at(batch=int(round(ridge))).numbers
+batch_max = {c.name: c for c in widgets.RooflinePanel.controls}["batch"].max
+long_mid = panel.at(batch=int(round(ridge)), context_tokens=8000).numbers
+long_max = panel.at(batch=batch_max, context_tokens=8000).numbers
+# what the explorer does not show: the memory those caches would need
 kv_room = hw.mem_bytes - m8.weight_bytes
 seq_bytes = calc.kv_bytes(m8, ch17.LONG_CONTEXT_TOKENS, block_tokens=1)
-long_max = calc.decode_intensity(m8, 1024, ch17.LONG_CONTEXT_TOKENS)
 answer(f"""
 Weights only, the intensity equals the batch, so the ridge is touched at a batch of about
 **{ridge:.0f}** (the readout shows {b_weights['decode_batch_weights_only_intensity']:.0f} FLOP/B
-there). With 8,000 live tokens per sequence the KV term grows with the batch as fast as the FLOPs
-do, so the intensity levels off near $2N/(Lk)$ = {2 * m8.n_params / seq_bytes:.1f} FLOP/B: even a
-batch of 1,024 reaches only {long_max:.1f}. The ridge is out of reach, and the card could not
-hold the batch anyway: {kv_room / units.GB:.0f} GB beside the weights is room for
-{int(kv_room // seq_bytes)} such caches before any reserve.
+there). With {ch17.LONG_CONTEXT_TOKENS:,} live tokens per sequence the same batch reaches only
+{long_mid['decode_batch_with_kv_intensity']:.1f} FLOP/B with the KV reads counted: the KV term
+grows with the batch as fast as the FLOPs do, so the intensity levels off near $2N/(Lk)$ =
+{2 * m8.n_params / seq_bytes:.1f} FLOP/B, and even the slider's last batch of {batch_max:,}
+reads {long_max['decode_batch_with_kv_intensity']:.1f}. No batch reaches the ridge, and the
+card could not hold one anyway: {kv_room / units.GB:.0f} GB beside the weights is room for
+{int(kv_room // seq_bytes)} such caches before any reserve. Batching lifts decode only while
+the shared weights dominate the bytes; once each sequence's own cache does, it stops
+helping.
 """, title="Worked answer 1")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -438,19 +495,23 @@ points move less once KV reads are part of the step ({bf16['decode_batch_with_kv
 intensity doubles as well ({bf16['prefill_intensity']:,.0f} -> {int8['prefill_intensity']:,.0f}),
 but it was already on the flat compute roof, where fewer bytes buy nothing: its attainable rate
 stays at {int8['prefill_pct_of_peak']:.0f}% of peak. (Faster INT8 arithmetic would raise that
-roof; the BF16 peak used here does not count it.)
+roof; the BF16 peak used here does not count it.) Fewer bytes per weight speed up only the
+work that waits on memory: decode gains, compute-bound prefill does not.
 """, title="Worked answer 2")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 short = 128
-p_short = calc.roofline_point(calc.prefill_intensity(m8, short), hw)
+p_short = panel.at(prompt_tokens=short).numbers
+bound = "memory" if p_short["prefill_intensity"] < p_short["ridge_flop_per_byte"] else "compute"
 answer(f"""
-At {short} tokens the intensity is {p_short['intensity_flop_per_byte']:.0f} FLOP/B, below the
-ridge of {ridge:.0f}: prefill is now **{p_short['bound']}-bound**, reaching
-{100 * p_short['fraction_of_peak']:.0f}% of peak. Its time is set by reading the weights, about
-{calc.decode_vs_context(m8, hw, 0, batch=short)['step_s'] / units.ms:.1f} ms, the same as one
-decode step; below the ridge a short prompt costs roughly a weight sweep whatever its length.
+At {short} tokens the intensity is {p_short['prefill_intensity']:.0f} FLOP/B, below the
+ridge of {p_short['ridge_flop_per_byte']:.0f}: prefill is now **{bound}-bound**, reaching
+{p_short['prefill_pct_of_peak']:.0f}% of peak. On the roofline it takes
+{p_short['prefill_roofline_ms']:.1f} ms, about one batch-1 decode step
+({p_short['decode_b1_step_ms']:.1f} ms), because its time is set by reading the weights once.
+Below the ridge a prompt costs roughly one weight sweep whatever its length, so a short
+prompt is nearly free next to the decode that follows it.
 """, title="Worked answer 3")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -463,18 +524,23 @@ by exactly the bandwidth ratio ({specs.H200_SXM.mem_bw_bytes_per_s / hw.mem_bw_b
 Batch-1 decode sits on the memory roof, where only $\\beta$ matters; the ridge moving to
 {h200['ridge_flop_per_byte']:.0f} FLOP/B is a side effect of the same change, and the share of
 peak compute used rises only from {h100['decode_b1_pct_of_peak']:.2f}% to
-{h200['decode_b1_pct_of_peak']:.2f}%.
+{h200['decode_b1_pct_of_peak']:.2f}%. On the memory roof the ceiling follows the bandwidth
+alone; where the ridge sits does not enter it.
 """, title="Worked answer 4")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-s70 = panel.at(model=m70.name, batch=1).numbers
+s70 = panel.at(model=m70.name).numbers
+s8 = panel.at().numbers
 answer(f"""
-The 70B's batch-1 intensity is still {s70['decode_b1_intensity']:.0f} FLOP/B: more parameters
-mean more FLOPs *and* more bytes in the same ratio. Its step would stream
-{m70.streamed_weight_bytes / units.GB:.0f} GB, {s70['decode_b1_step_ms']:.1f} ms, for a ceiling of
-**{s70['decode_b1_tok_s']:.0f} tok/s**, if the weights fitted on one card; they do not
-({m70.weight_bytes / hw.mem_bytes:.2f}x its memory), which 17.4 and 17.7 deal with.
+The 70B's batch-1 intensity is still {s70['decode_b1_intensity']:.0f} FLOP/B, at the same
+point of the memory roof as the 8B: more parameters mean more FLOPs *and* more bytes in the
+same ratio. Its step would stream {m70.streamed_weight_bytes / units.GB:.0f} GB,
+{s70['decode_b1_step_ms']:.1f} ms, for a ceiling of **{s70['decode_b1_tok_s']:.0f} tok/s**
+(the 8B: {s8['decode_b1_tok_s']:.0f}), if the weights fitted on one card; they do not
+({m70.weight_bytes / hw.mem_bytes:.2f}x its memory), which 17.4 and 17.7 deal with. A larger
+model does not move batch-1 decode off the memory roof; it only divides the ceiling by its
+weight bytes.
 """, title="Worked answer 5")
 # %% [markdown]
 # Next: [17.3 Prefill vs decode](17_03_prefill_vs_decode.ipynb).

@@ -206,15 +206,43 @@ for rate in (1.0, 4.0, 8.0):
           + " / ".join(f"{run['itl_pct'][p] / units.ms:5.1f}" for p in ("p50", "p90", "p99"))
           + f" ms; SLO {'met' if run['slo_met'] else 'missed'}")
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: how a prefill is priced
 #
-# Everything above prices a prefill one way: the matrices' FLOPs, $2Nn$, at 50% of peak. Two
-# things that way leaves out (17.2 showed both on the roofline) and one that the stall adds:
+# A pass never beats one read of the weights, and attention's work grows with the square of
+# the prompt, so pricing by the matrices' compute runs low at both ends of the prompt range
+# (explorer 1's "prefill priced by" toggle draws the roofline's TTFT; explorer 2's readout
+# adds the fused pass).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+from companion import tables
+
+t_shortest = next(c.min for c in widgets.RequestBudgetPanel.controls if c.name == "prompt_tokens")
+t_rows = []
+for t_n, t_what in ((ch17.PROMPT_TOKENS, "17 §3"), (t_shortest, "explorer 1's shortest")):
+    t_r = calc.prefill_readings(m8, hw, t_n)
+    t_rows.append((f"TTFT's prefill, {t_n:,}-token prompt ({t_what})",
+                   f"{t_r['chapter_s'] / units.ms:,.2f} ms", f"{t_r['roofline_s'] / units.ms:,.2f} ms",
+                   f"{t_r['roofline_over_chapter']:.2f}"))
+t_stall = calc.head_of_line_readings(m8, hw, ch17.LONG_CONTEXT_TOKENS, ch17.SMOOTH_ITL_S)
+t_rows.append((f"stalled round, {ch17.LONG_CONTEXT_TOKENS:,}-token prompt (17 §3)",
+               f"{t_stall['chapter_s'] / units.ms:,.0f} ms", f"{t_stall['fused_s'] / units.ms:,.0f} ms",
+               f"{t_stall['fused_s'] / t_stall['chapter_s']:.2f}"))
+md(tables.markdown_table(("setting", "chapter's model (compute at 50%)",
+                          "fuller model (roofline, one fused pass)", "fuller / chapter"), t_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# Three prices of a prefill, side by side.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# Everything above prices a prefill one way: the matrices' FLOPs, $2Nn$, at 50% of peak. Two
+# things that way leaves out (17.2 showed both on the roofline) and one that the stall adds:
+#
 # - **Short prompts** cannot finish faster than one read of the weights; the time is the
 #   roofline's max of that read and the compute, not the compute alone.
 # - **Long prompts** carry attention's $a\,n(n+1)/2$ FLOPs, which grow with the square of the
@@ -357,24 +385,32 @@ print({k: (v if isinstance(v, (bool, int)) else round(v, 2)) for k, v in slo_num
 #
 # 1. In explorer 1, shorten the output to 20 tokens (a classification-style reply). What share
 #    of the request is prefill now, and which lever would you reach for first?
+#    <!-- states: budget_panel(output_tokens=20) -->
 # 2. **Predict, then move.** In explorer 2, guess the prompt length at which the stall lasts
 #    ten decode steps. Then move the prompt slider until the closed-form ratio reads 10.
+#    <!-- states: hol_panel(prompt_tokens=...) -->
 # 3. Raise the prefill efficiency to 100%. How much of the stall disappears, and does that
 #    meet an ITL target of 20 ms?
+#    <!-- states: hol_panel(efficiency_pct=100.0) -->
 # 4. **Predict, then move.** In explorer 3, raise the arrival rate step by step. Which target
 #    fails first, TTFT p90 or ITL p99, and at what rate? Write down your guess before moving.
+#    <!-- states: slo_panel(rate_per_s=...) -->
 # 5. At the rate where ITL p99 fails, switch to chunked prefill. Which percentile improves,
 #    which one gets worse, and why?
+#    <!-- states: slo_panel(rate_per_s=..., policy="chunked") -->
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
+n_out = 20
 short = budget_panel.at(output_tokens=20).numbers
 answer(f"""
-With 20 output tokens the decode part is 20 × 6 ms = {short['decode_ms']:.0f} ms against a TTFT
-of {short['ttft_ms']:.0f} ms, so prefill is **{short['prefill_share_pct']:.0f}%** of the request
-(it was {100 * budget['prefill_share']:.0f}% with {G} tokens). Now the prompt is the lever:
-a shorter prompt, a cached shared prefix (8.3), or faster prefill (a higher MFU, or more GPUs on
-it).
+With {n_out} output tokens the decode part is {n_out} × {itl_s / units.ms:g} ms =
+{short['decode_ms']:.0f} ms against a TTFT of {short['ttft_ms']:.0f} ms, so prefill is
+**{short['prefill_share_pct']:.0f}%** of the request (it was
+{100 * budget['prefill_share']:.0f}% with {G} tokens). Now the prompt is the lever: a shorter
+prompt, a cached shared prefix (8.3), or faster prefill (a higher MFU, or more GPUs on it).
+Which phase to optimise depends on the request's shape: the shorter the reply, the larger
+the prompt's share of the wait.
 """, title="Worked answer 1")
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
@@ -383,20 +419,25 @@ step = ch17.SMOOTH_ITL_S
 n10 = 10 * step * ch17.PREFILL_EFFICIENCY * hw.peak_flops_per_s / (2 * m8.n_params)
 near = hol_panel.at(prompt_tokens=int(round(n10 / 256)) * 256).numbers
 answer(f"""
-The stall is linear in the prompt: $t_\\text{{stall}} = 2Nn/(0.5\\pi)$, so ten 6 ms steps need
-$n = 10 \\times 6\\,\\text{{ms}} \\times 0.5\\pi / 2N$ = **{n10:,.0f} tokens**. On the slider (steps
-of 256) the nearest setting, {int(round(n10 / 256)) * 256:,} tokens, reads a stall of
-{near['stall_ms']:.0f} ms = {near['worst_itl_over_step']:.1f} steps. A prompt under two thousand
-tokens already freezes the streams for ten steps, so a 2,048-token prompt does too.
+The stall is linear in the prompt: $t_\\text{{stall}} = 2Nn/(0.5\\pi)$, so ten
+{step / units.ms:g} ms steps need $n = 10 \\times {step / units.ms:g}\\,\\text{{ms}} \\times
+0.5\\pi / 2N$ = **{n10:,.0f} tokens**. On the slider (steps of 256) the nearest setting,
+{int(round(n10 / 256)) * 256:,} tokens, reads a stall of {near['stall_ms']:.0f} ms =
+{near['worst_itl_over_step']:.1f} steps. So a prompt no longer than the chapter's
+{ch17.PROMPT_TOKENS:,}-token one already freezes every running stream for about ten steps:
+an unchunked prefill is a stall for everyone else, and an ordinary prompt is long enough
+to cause it.
 """, title="Worked answer 2")
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 half = hol_panel.at().numbers
-full = hol_panel.at(efficiency_pct=100).numbers
+full = hol_panel.at(efficiency_pct=100.0).numbers
 answer(f"""
 The stall halves, from {half['stall_ms']:.0f} ms to {full['stall_ms']:.0f} ms
 ({full['worst_itl_over_step']:.0f} steps instead of {half['worst_itl_over_step']:.0f}): the
-FLOPs are the same and now run at the full roof. That is still several times a 20 ms ITL target,
+FLOPs are the same and now run at the full roof. That is still
+{full['stall_ms'] / (ch17.ITL_TARGET_S / units.ms):.0f} times a
+{ch17.ITL_TARGET_S / units.ms:g} ms ITL target,
 and no real kernel reaches 100% of peak. Efficiency cannot fix head-of-line blocking; only
 splitting the prefill (17.6) or moving it elsewhere (17.8) can.
 """, title="Worked answer 3")

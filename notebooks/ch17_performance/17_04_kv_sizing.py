@@ -228,15 +228,40 @@ plots.context_step_figure(contexts, rows, weight_bytes=m8.streamed_weight_bytes,
                           bandwidth_bytes_per_s=hw.mem_bw_bytes_per_s, crossover_tokens=cross,
                           marks=(1_000, 10_000, 100_000)).show()
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: one long conversation slows the whole batch
 #
-# The three lines above run the step at batch 1, so the cache's growth looks like a cost that
-# its own conversation pays.
+# A decode step is one pass that reads every sequence's cache and that every sequence waits
+# for, so one long conversation's bytes stretch the step of all its neighbours, not only its
+# own (the figure under "In detail" draws the batch's step beside the batch-1 line).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+from companion import tables
+
+t_batch = calc.paged_batch_gain(m8, hw, block_tokens=1)["naive"]["batch"]
+t_longest = next(c.max for c in widgets.KVSizingPanel.controls if c.name == "context_tokens")
+t_rows = []
+for t_L, t_what in ((ch17.LONG_CONTEXT_TOKENS, "17 §4"), (t_longest, "explorer's longest")):
+    t_r = calc.long_context_in_batch(m8, hw, t_L, batch=t_batch)
+    t_rows.append((f"{t_batch} {ch17.CHAT_LIVE_TOKENS}-token chats + one {t_L:,}-token context "
+                   f"({t_what})",
+                   f"{t_r['batch_step_s'] / units.ms:.2f} ms",
+                   f"{t_r['mixed_step_s'] / units.ms:.2f} ms", f"{t_r['batch_slowdown']:.2f}"))
+md(tables.markdown_table(("setting (a chat's decode step)",
+                          "chapter's model (the long context pays alone)",
+                          "fuller model (one shared step)", "fuller / chapter"), t_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The step of a batch with one long guest.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# The three lines above run the step at batch 1, so the cache's growth looks like a cost that
+# its own conversation pays.
 # A serving GPU decodes that conversation inside a batch, and a
 # decode step is one pass for all of its sequences: each of them waits for the whole step, and
 # the step reads every sequence's cache. One sequence of $L$ tokens joining $b$ sequences that
@@ -292,15 +317,38 @@ md(f"""
 > formula is still the chapter's; only the batch it is applied to changed.
 """)
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: bytes counted token by token
 #
+# A paged engine hands memory out in whole blocks, so a sequence holds its length rounded up
+# to a block and short sequences lose the largest share to their last block's empty slots
+# (the explorer's dotted curve counts whole blocks).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+t_shortest = next(c.min for c in widgets.KVSizingPanel.controls if c.name == "context_tokens")
+t_rows = []
+for t_L, t_what in ((ch17.LONG_CONTEXT_TOKENS, "17 §4"), (t_shortest, "explorer's shortest")):
+    t_r = calc.block_rounded_capacity(m70, hw, context_tokens=t_L, tp=ch17.TP)
+    t_rows.append((f"the 70B, TP {ch17.TP}, {t_L:,}-token sequences ({t_what})",
+                   f"{t_r['chapter_sequences']:,}", f"{t_r['sequences']:,}",
+                   f"{t_r['sequences'] / t_r['chapter_sequences']:.2f}"))
+md(tables.markdown_table(("setting", "chapter's model (sequences, token by token)",
+                          f"fuller model (sequences, whole {ch17.BLOCK_TOKENS}-token blocks)",
+                          "fuller / chapter"), t_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The count in whole blocks, model by model.
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
 # The counts of this notebook divide the KV space by $L\,k$, as if memory could be handed out
 # one token at a time. A paged engine (17.5) hands it out in blocks of 16 tokens, so a sequence
 # holds $\lceil L/16 \rceil \times 16$ tokens (`calc.block_rounded_capacity`; the explorer's
 # dotted curve).
-#
-# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
@@ -362,21 +410,25 @@ for setting in ({}, {"model": m8.name, "tp": 1}):
 # 1. **Predict, then move.** With the 70B at TP = 4, guess whether an FP8 cache doubles the
 #    number of 8K sequences exactly, a bit less, or a bit more. Switch the KV to FP8 and check.
 #    Then go to TP = 8: how much of that gain comes from the weights, how much from the heads?
+#    <!-- states: panel(kv_bytes=1.0); panel(kv_bytes=1.0, tp=8) -->
 # 2. Set the context to 128,000 tokens (the longest context of 17 §4) with the 8B on one H100. How many conversations fit, and
 #    what is left of 17.2's batching lever?
+#    <!-- states: panel(model=m8.name, tp=1, context_tokens=ch17.LONGEST_CONTEXT_TOKENS) -->
 # 3. Give the 70B an H200 (141 GB). Does it fit on one card now, and how much room is left for
 #    the cache?
+#    <!-- states: panel(hardware=specs.H200_SXM.name, tp=1) -->
 # 4. Redo the GQA erratum yourself: 80 GB over one GQA sequence, floored, against eight times
 #    the floored MHA count.
 # 5. **Predict, then move.** Qwen3-8B has 36 layers to the 8B shape's 32. Predict whether the
 #    context where its cache equals its weights is longer or shorter, then select it in the
 #    explorer and read `kv_equals_weights_tokens`.
+#    <!-- states: panel(model=specs.QWEN3_8B.name) -->
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 bf = panel.at().numbers
 fp8 = panel.at(kv_bytes=1.0).numbers
-tp8_bf = panel.at(kv_bytes=2.0, tp=8).numbers
+tp8_bf = panel.at(tp=8).numbers
 tp8_fp8 = panel.at(kv_bytes=1.0, tp=8).numbers
 doubled = 2 * bf["max_sequences"]
 how = ("exactly twice" if fp8["max_sequences"] == doubled else
@@ -398,30 +450,33 @@ many bytes it needs.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-long8 = panel.at(model=m8.name, tp=1, kv_bytes=2.0,
-                     context_tokens=ch17.LONGEST_CONTEXT_TOKENS).numbers
+long8 = panel.at(model=m8.name, tp=1, context_tokens=ch17.LONGEST_CONTEXT_TOKENS).numbers
 answer(f"""
-One 128,000-token sequence of the 8B needs {long8['kv_per_sequence_GB']:.1f} GB, so the
-{long8['free_kv_total_GB']:.0f} GB of KV space holds **{long8['max_sequences']}** of them. With a batch of
-{long8['max_sequences']} the intensity cannot exceed {long8['max_sequences']} FLOP/byte, and each
-step reads more cache than weights, so 17.2's batching lever is practically gone: the card is
-full after a handful of requests.
+One {ch17.LONGEST_CONTEXT_TOKENS:,}-token sequence of the 8B needs
+{long8['kv_per_sequence_GB']:.1f} GB, so the {long8['free_kv_total_GB']:.0f} GB of KV space holds
+**{long8['max_sequences']}** of them. With a batch of {long8['max_sequences']} the intensity
+cannot exceed {long8['max_sequences']} FLOP/byte, and each step reads more cache than weights
+(the two are equal at {long8['kv_equals_weights_tokens']:,.0f} tokens), so 17.2's batching
+lever is practically gone: the card is full after a handful of requests. At long contexts
+memory, not compute, caps the batch, and with it the throughput.
 """, title="Worked answer 2")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 h200 = specs.H200_SXM
-on_h200 = calc.tp_kv_capacity(m70, h200, tp=1)
-tp2_h200 = calc.tp_kv_capacity(m70, h200, tp=2)
-room = h200.mem_bytes - m70.weight_bytes - ch17.RUNTIME_RESERVE_BYTES
+on_h200 = panel.at(hardware=specs.H200_SXM.name, tp=1).numbers
+tp2_h200 = panel.at(hardware=specs.H200_SXM.name, tp=2).numbers
+h100_tp4 = panel.at().numbers
 answer(f"""
-Only just, and not usefully: {m70.weight_bytes / units.GB:.0f} GB of weights is
-{on_h200['weights_over_memory']:.2f}x the H200's {h200.mem_bytes / units.GB:.0f} GB, so the weights
-alone squeeze in, but with the 4 GB runtime reserve the card is
-{-room / units.GB:.0f} GB short, and there is **no room for any cache**
-({on_h200['max_sequences']} sequences). Two H200s (TP = 2) leave
-{tp2_h200['free_kv_bytes'] / units.GB:.0f} GB of KV space, {tp2_h200['max_sequences']} sequences of
-8,000 tokens; four H100s leave {tp4['free_kv_bytes'] / units.GB:.0f} GB.
+Only just, and not usefully: {on_h200['weights_GB']:.0f} GB of weights is
+{on_h200['weights_over_card']:.2f}x the H200's {h200.mem_bytes / units.GB:.0f} GB, so the
+weights alone squeeze in, but with the {ch17.RUNTIME_RESERVE_BYTES / units.GB:g} GB runtime
+reserve the card is {-on_h200['free_kv_per_gpu_GB']:.0f} GB short, and there is **no room for
+any cache** ({on_h200['max_sequences']} sequences). Two H200s (TP = 2) leave
+{tp2_h200['free_kv_total_GB']:.0f} GB of KV space, {tp2_h200['max_sequences']} sequences of
+{ch17.LONG_CONTEXT_TOKENS:,} tokens; four H100s leave {h100_tp4['free_kv_total_GB']:.0f} GB
+({h100_tp4['max_sequences']} sequences). Fitting the weights is not enough: a serving card
+needs room for the cache too, and that room is what the extra GPUs buy.
 """, title="Worked answer 3")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -440,15 +495,17 @@ left over, which is room for
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 q = specs.QWEN3_8B
-cross_q = calc.kv_weight_crossover_tokens(q)
+qn = panel.at(model=specs.QWEN3_8B.name).numbers
+ln = panel.at(model=m8.name).numbers
 answer(f"""
-Qwen3-8B's cache is bigger per token ({calc.kv_bytes_per_token(q) / units.KiB:.0f} KB against
-{calc.kv_bytes_per_token(m8) / units.KiB:.0f} KB: 36 layers, and its
-{q.n_kv_heads} KV heads of {q.head_dim}), and the weights it streams per step are
-{'smaller' if q.streamed_weight_bytes < m8.streamed_weight_bytes else 'larger'}
-({q.streamed_weight_bytes / units.GB:.1f} GB against {m8.streamed_weight_bytes / units.GB:.0f} GB).
-The crossover is weights over KV bytes per token, so it is
-**{'shorter' if cross_q < cross else 'longer'}**: {cross_q:,.0f} tokens against {cross:,.0f}.
+Qwen3-8B's cache is bigger per token ({qn['kv_per_token_KB']:.0f} KB against
+{ln['kv_per_token_KB']:.0f} KB: {q.n_layers} layers, and its {q.n_kv_heads} KV heads of
+{q.head_dim}), while its weights are about as large ({qn['weights_GB']:.1f} GB against
+{ln['weights_GB']:.0f} GB). The crossover is weights over KV bytes per token, so it is
+**{'shorter' if qn['kv_equals_weights_tokens'] < ln['kv_equals_weights_tokens'] else 'longer'}**:
+`kv_equals_weights_tokens` reads {qn['kv_equals_weights_tokens']:,.0f} against
+{ln['kv_equals_weights_tokens']:,.0f}. Parameter count alone does not say when the cache
+takes over; the layers and KV heads per token do.
 """, title="Worked answer 5")
 # %% [markdown]
 # Next: [17.5 PagedAttention](17_05_paged_attention.ipynb).

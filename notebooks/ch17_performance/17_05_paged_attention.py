@@ -212,16 +212,41 @@ directions, which is why schedulers cap the batch at an ITL target rather than m
 per second.
 """)
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: more batch, more throughput
 #
-# The chapter's arithmetic gives two points, the contiguous batch and the paged one, and warns
-# that the throughput does not grow as fast as the batch. The same step formula, followed
-# along the whole range of batches, shows why: the weight read is shared, the KV reads are not, so
+# A step shares only its weight read while each added sequence brings its own cache read, so
+# throughput flattens towards a ceiling however large the batch grows (the explorer's dotted
+# line is that ceiling, its diamond the batch that reaches half of it).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+from companion import tables
+
+t_per_seq = gain["naive"]["tokens_per_s"] / gain["naive"]["batch"]
+t_rows = []
+for t_key, t_what in (("naive", "contiguous"), ("paged", "paged")):
+    t_b = gain[t_key]["batch"]
+    t_r = calc.decode_throughput_ceiling(m8, hw, live_tokens=ch17.CHAT_LIVE_TOKENS, batch=t_b)
+    t_rows.append((f"batch {t_b:,}, {ch17.CHAT_LIVE_TOKENS} live tokens (17 §5, {t_what})",
+                   f"{t_b * t_per_seq:,.0f} tok/s", f"{t_r['tokens_per_s']:,.0f} tok/s",
+                   f"{t_r['tokens_per_s'] / (t_b * t_per_seq):.2f}"))
+md(tables.markdown_table(("setting", "chapter's model (throughput in step with the batch)",
+                          "fuller model (the step formula along the batch)",
+                          "fuller / chapter"), t_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The ceiling, and how far the chapter's batches sit below it.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# The chapter's arithmetic gives two points, the contiguous batch and the paged one, and warns
+# that the throughput does not grow as fast as the batch. The same step formula, followed
+# along the whole range of batches, shows why: the weight read is shared, the KV reads are not, so
+#
 # $$ \text{throughput}(b) = \frac{b\,\beta}{D_w + b\,L\,k}
 #    \;\xrightarrow{\;b \to \infty\;}\; \frac{\beta}{L\,k}. $$
 #
@@ -282,15 +307,38 @@ md(f"""
 > that every workload lands at this figure.
 """)
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: a decode step priced by its bytes alone
 #
-# The step above is the memory roof's time.
+# Hundreds of decode tokens in one step make a matrix product as large as a short prefill's,
+# and at the share of peak the chapter grants a prefill their arithmetic can outlast the
+# reads (the explorer's decode-efficiency slider moves the dashed curve).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+t_lowest = next(c.min for c in widgets.PagedKVPanel.controls
+                if c.name == "decode_efficiency_pct") / 100
+t_rows = []
+for t_e, t_what in ((ch17.PREFILL_EFFICIENCY, "17 §2's prefill share"),
+                    (t_lowest, "explorer's lowest")):
+    t_r = calc.decode_roofline_batch(m8, hw, gain["paged"]["batch"], efficiency=t_e)
+    t_rows.append((f"paged batch {gain['paged']['batch']:,}, compute at {100 * t_e:.0f}% "
+                   f"({t_what})", f"{t_r['chapter_tokens_per_s']:,.0f} tok/s",
+                   f"{t_r['tokens_per_s']:,.0f} tok/s",
+                   f"{t_r['tokens_per_s'] / t_r['chapter_tokens_per_s']:.2f}"))
+md(tables.markdown_table(("setting", "chapter's model (bytes / bandwidth)",
+                          "fuller model (roofline, attention counted)", "fuller / chapter"),
+                         t_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The compute roof's term, and where it binds.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
-# The compute roof has a term too: $b$ new tokens
+# The step above is the memory roof's time. The compute roof has a term too: $b$ new tokens
 # cost $b\,(2N + a\,(L+1))$ FLOPs, attention's pairs included. At the full peak it never
 # binds for these batches. But a decode step of several hundred sequences is a matrix product
 # of several hundred rows, the shape of a short prefill, and 17 §2 grants a prefill only 50%
@@ -392,10 +440,13 @@ for key in ("live_kv_MB", "naive_batch", "paged_batch", "paged_batch_blocks", "n
 # 1. **Predict, then move.** Before setting the block size to 1,024 tokens, guess how many
 #    600-token sequences still fit: closer to the paged count or to the contiguous one? Then
 #    set it and compare.
+#    <!-- states: panel(block_tokens=1024) -->
 # 2. Raise the mean live tokens to 8,000, so every sequence fills its reservation. What is left
 #    of paging's advantage, and why?
+#    <!-- states: panel(live_tokens=ch17.LONG_CONTEXT_TOKENS) -->
 # 3. Find the batch on the right-hand curve whose step is 10 ms. How much throughput does that
 #    ITL cap give up compared with filling the card?
+#    <!-- states: panel() -->
 # 4. In the allocator drawing, which waiting request would the contiguous pool admit if A
 #    finished? Then run `widgets.allocator_demo(max_len_tokens=128)`: what changes in the top
 #    strip?
@@ -410,33 +461,42 @@ answer(f"""
 With 1,024-token blocks every 600-token sequence occupies a whole block, so each holds 1,024
 slots: **{big['paged_batch_blocks']}** sequences fit (with 16-token blocks:
 {base['paged_batch_blocks']}; contiguous: {base['naive_batch']}). That is still far more than the
-contiguous scheme, because a block is an eighth of the 8,000-token reservation, but
+contiguous scheme, because a block holds only
+{1024 / ch17.LONG_CONTEXT_TOKENS:.0%} of the {ch17.LONG_CONTEXT_TOKENS:,}-token reservation,
+but
 {100 * (1 - big['paged_batch_blocks'] / base['paged_batch_blocks']):.0f}% of the paged batch is
-gone: big blocks let internal fragmentation back in. (The live-bytes count,
-{big['paged_batch']}, ignores tails and does not change.)
+gone (the live-bytes count, {big['paged_batch']}, ignores tails and does not change). Paging
+saves memory only to the extent its blocks are small next to the sequences: big blocks let
+internal fragmentation back in.
 """, title="Worked answer 1")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-full = panel.at(block_tokens=16, live_tokens=ch17.LONG_CONTEXT_TOKENS).numbers
+full = panel.at(live_tokens=ch17.LONG_CONTEXT_TOKENS).numbers
 answer(f"""
-At 8,000 live tokens per sequence the paged system fits **{full['paged_batch_blocks']}**
-sequences and the contiguous one {full['naive_batch']}: the advantage is gone
-(throughput gain {full['throughput_gain']:.2f}x). Paging recovers only the memory that
-reservations leave empty; when every sequence really uses its maximum, there is nothing to
-recover. Prefix sharing would still help if the prompts had a common start.
+At {ch17.LONG_CONTEXT_TOKENS:,} live tokens per sequence the paged system fits
+**{full['paged_batch_blocks']}** sequences and the contiguous one {full['naive_batch']}: the
+advantage is gone (throughput gain {full['throughput_gain']:.2f}x). Prefix sharing would still
+help if the prompts had a common start. Paging recovers only the memory that reservations
+leave empty; when every sequence really uses its maximum, there is nothing to recover.
 """, title="Worked answer 2")
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-cap10 = calc.itl_batch_ceiling(m8, hw, 10 * units.ms, ch17.CHAT_LIVE_TOKENS)
+cap_ms = 10
+full_card = panel.at().numbers
+# the explorer draws the curve; the batch where it crosses the cap comes from the same formula
+cap10 = calc.itl_batch_ceiling(m8, hw, cap_ms * units.ms, ch17.CHAT_LIVE_TOKENS)
 at10 = calc.decode_vs_context(m8, hw, ch17.CHAT_LIVE_TOKENS, batch=cap10)
 answer(f"""
-The step is $(D_w + b L k)/\\beta$, which reaches 10 ms at a batch of **{cap10}**
-({at10['step_s'] / units.ms:.2f} ms). That batch makes {at10['tokens_per_s']:,.0f} tok/s against
-{gain['paged']['tokens_per_s']:,.0f} tok/s with the card full ({gain['paged']['batch']}
-sequences), so the 10 ms cap gives up
-{100 * (1 - at10['tokens_per_s'] / gain['paged']['tokens_per_s']):.0f}% of the throughput, in
-exchange for an ITL {gain['paged']['step_s'] / (10 * units.ms):.1f} times shorter.
+The step is $(D_w + b L k)/\\beta$, which reaches {cap_ms} ms at a batch of **{cap10}**
+({at10['step_s'] / units.ms:.2f} ms). That batch makes {at10['tokens_per_s']:,.0f} tok/s
+against {full_card['paged_tok_s']:,.0f} tok/s with the card full
+({full_card['paged_batch']} sequences, {full_card['paged_step_ms']:.1f} ms per step), so the
+{cap_ms} ms cap gives up {100 * (1 - at10['tokens_per_s'] / full_card['paged_tok_s']):.0f}% of
+the throughput, in exchange for an ITL
+{full_card['paged_step_ms'] / cap_ms:.1f} times shorter. Past the curve's knee the last
+sequences add little throughput and a lot of latency, so an ITL target costs less
+throughput than its share of the batch suggests.
 """, title="Worked answer 3")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]

@@ -200,17 +200,54 @@ for e in ledger.by_section("17.6"):
 # whose users care most about the first token. When no chunk size meets both objectives at
 # once, the next step is to give prefill and decode separate GPUs (17 §8).
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: one fused pass, not two
 #
+# An engine runs the chunk and the batch's decode tokens as one forward pass that reads the
+# weights once, so a round costs the larger of its reads and its compute rather than their
+# sum, and attention makes a long prompt's later chunks dearer (the dotted curves in the
+# chunk-size explorer are this model).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+from companion import tables
+
+t_batch = calc.decode_batch_for_step(m8, hw, step_s)
+t_max = {c.name: c.max for c in chunk_panel.controls}
+t_pairs = {}
+for t_n, t_c in ((ch17.LONG_CONTEXT_TOKENS, ch17.CHUNK_TOKENS),
+                 (t_max["prompt_tokens"], t_max["chunk_tokens"])):
+    t_pairs[t_n, t_c] = (calc.chunked_prefill_trade(m8, hw, t_n, t_c, step_s),
+                         calc.fused_chunked_prefill(m8, hw, t_n, t_c, decode_batch=t_batch,
+                                                    decode_context_tokens=ch17.CHAT_LIVE_TOKENS))
+(t_ch, t_fu), (t_big_ch, t_big_fu) = t_pairs.values()
+t_set = f"{ch17.LONG_CONTEXT_TOKENS:,}-token prompt, {ch17.CHUNK_TOKENS}-token chunks (17 §6)"
+md(tables.markdown_table(
+    ("setting", "chapter's model (step + chunk)", "fuller model (one fused pass)",
+     "fuller / chapter"),
+    [(f"worst ITL, {t_set}", f"{t_ch['iteration_s'] / units.ms:.1f} ms",
+      f"{t_fu['worst_itl_s'] / units.ms:.1f} ms",
+      f"{t_fu['worst_itl_s'] / t_ch['iteration_s']:.2f}"),
+     (f"TTFT penalty, {t_set}", f"+{100 * t_ch['ttft_increase']:.0f}%",
+      f"+{100 * t_fu['ttft_increase']:.0f}%", f"{t_fu['ttft_increase'] / t_ch['ttft_increase']:.2f}"),
+     (f"worst ITL, {t_max['prompt_tokens']:,}-token prompt, {t_max['chunk_tokens']:,}-token "
+      f"chunks (both sliders at their top)", f"{t_big_ch['iteration_s'] / units.ms:.0f} ms",
+      f"{t_big_fu['worst_itl_s'] / units.ms:.0f} ms",
+      f"{t_big_fu['worst_itl_s'] / t_big_ch['iteration_s']:.2f}")]))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The fused pass, chunk by chunk.
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% [markdown]
 # The closed form adds two separate costs per round: a decode step (a weight read) and the
 # chunk's compute. An engine does not run them one after the other. It concatenates the
 # batch's decode tokens and the chunk into a single forward pass, so the weights stream once
 # and the pass costs whichever roof it hits, with attention priced too:
 #
-# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
-
-# %% [markdown]
 # $$T_\text{pass} = \max\!\left(\frac{D_w + (bL + h + c)\,k}{\beta},\;
 # \frac{2N\,(c + b) + a\,(c\,h + \tfrac{c(c+1)}{2} + b\,(L+1))}{0.5\,\pi}\right),$$
 #
@@ -349,15 +386,20 @@ for c in (256, 512, 2048):
 # 1. **Predict, then move.** In the batching explorer, make the shortest and the longest
 #    output both 450 tokens. Write down the static utilization you expect, then move the
 #    sliders. Does continuous batching still finish first?
+#    <!-- states: trace_panel(shortest=450, longest=450) -->
 # 2. Keep the chapter's output mix but space the arrivals 200 ms apart. How does each
 #    policy's *worst* TTFT change, and why so differently?
+#    <!-- states: trace_panel(arrival_gap_ms=200.0) -->
 # 3. In the chunk-size explorer, shrink the chunk until the closed-form TTFT penalty reaches
 #    100%. Which chunk size is that, and what worst ITL do you get for it?
+#    <!-- states: chunk_panel(chunk_tokens=...) -->
 # 4. **Predict, then move.** Set the decode step to 30 ms (a large batch with long contexts).
 #    Will chunking still improve the worst ITL by about the same factor? Predict from the
 #    formula for $T_r$, then move the slider.
+#    <!-- states: chunk_panel(decode_step_ms=30.0) -->
 # 5. For a 32,000-token prompt, which is the largest multiple of 32 tokens whose chunks keep the
 #    worst ITL under 30 ms, and what TTFT does the long prompt then pay?
+#    <!-- states: chunk_panel(prompt_tokens=32000, chunk_tokens=...) -->
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
@@ -372,7 +414,7 @@ itself.""", title="Worked answer 1")
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 base = trace_panel.at().numbers
-spaced = trace_panel.at(arrival_gap_ms=200).numbers
+spaced = trace_panel.at(arrival_gap_ms=200.0).numbers
 answer(f"""Both worst cases improve, because TTFT counts from each request's own arrival and
 the late arrivals no longer queue behind everyone from time 0. But static batching gains
 little: {base['static_max_ttft_s']:.2f} s becomes {spaced['static_max_ttft_s']:.2f} s, while
@@ -384,49 +426,55 @@ waits only until the next slot frees.""", title="Worked answer 2")
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 sizes = range(32, 8193, 32)
-# from 512 tokens down: the first chunk size whose closed-form penalty reaches 100%
-doubling = max(c for c in range(32, 513, 32)
-               if calc.chunked_prefill_trade(m8, hw, 8000, c, step_s)["ttft_increase"] >= 1.0)
-at_doubling = calc.chunked_prefill_trade(m8, hw, 8000, doubling, step_s)
+default_chunk = chunk_panel.at().numbers
+# from the chapter's 512 tokens down: the first chunk size whose closed-form penalty reaches 100%
+penalties = {c: chunk_panel.at(chunk_tokens=c).numbers for c in range(32, chunk + 1, 32)}
+doubling = max(c for c, n in penalties.items() if n["ttft_increase_pct"] >= 100)
+at_doubling = penalties[doubling]
 answer(f"""The penalty grows as chunks shrink, because every round also carries the
 {step_s / units.ms:.1f} ms decode step, and more chunks mean more such steps. Stepping down
-from 512 in multiples of 32 tokens, the penalty first reaches 100% at {doubling} tokens:
-{at_doubling['chunks']} rounds of {at_doubling['iteration_s'] / units.ms:.1f} ms give a TTFT of
-{at_doubling['ttft_s'] / units.ms:.0f} ms, {100 * at_doubling['ttft_increase']:.0f}% above the
-dedicated {at_doubling['dedicated_s'] / units.ms:.0f} ms. The worst ITL it buys is
-{at_doubling['iteration_s'] / units.ms:.1f} ms, against {trade['iteration_s'] / units.ms:.1f} ms
-with 512-token chunks: the nearer the chunk's time gets to the decode step, the less ITL each
-further cut saves and the more TTFT it costs.""", title="Worked answer 3")
+from {chunk} in multiples of 32 tokens, the penalty first reaches 100% at {doubling} tokens:
+{at_doubling['chunks']} rounds of {at_doubling['iteration_ms']:.1f} ms give a TTFT of
+{at_doubling['ttft_ms']:.0f} ms, {at_doubling['ttft_increase_pct']:.0f}% above the
+dedicated {at_doubling['dedicated_ms']:.0f} ms. The worst ITL it buys is
+{at_doubling['iteration_ms']:.1f} ms, against {default_chunk['iteration_ms']:.1f} ms
+with {chunk}-token chunks: the nearer the chunk's time gets to the decode step, the less ITL
+each further cut saves and the more TTFT it costs, so the chunk size is a trade with a
+sweet spot, not a knob to turn all the way down.""", title="Worked answer 3")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-slow = calc.chunked_prefill_trade(m8, hw, 8000, 512, 30 * units.ms)
-answer(f"""No. The stall without chunking is the prefill plus the step,
-{slow['dedicated_s'] / units.ms:.0f} ms, and with chunking it is the step plus one chunk,
-{slow['iteration_s'] / units.ms:.1f} ms: a {slow['itl_improvement']:.1f}x improvement instead of
-{trade['itl_improvement']:.1f}x. In $T_r = T_\\text{{step}} + T_\\text{{chunk}}$ the part that
-chunking shrinks is only $T_\\text{{chunk}}$; when the step itself is long, it sets the floor of
-the worst ITL.""", title="Worked answer 4")
+slow = chunk_panel.at(decode_step_ms=30.0).numbers
+answer(f"""No. Without chunking the running streams wait out the whole prefill,
+{slow['dedicated_ms']:.0f} ms; with chunking a round is the step plus one chunk,
+{slow['iteration_ms']:.1f} ms: a {slow['itl_improvement']:.1f}x improvement instead of
+{default_chunk['itl_improvement']:.1f}x at the chapter's {step_s / units.ms:.1f} ms step. In
+$T_r = T_\\text{{step}} + T_\\text{{chunk}}$ the part that chunking shrinks is only
+$T_\\text{{chunk}}$; when the step itself is long, it sets the floor of the worst ITL, and
+chunking helps least exactly where the batch is already slow.""", title="Worked answer 4")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-fused_fit = {n_tok: max(c for c in sizes if c <= n_tok and calc.fused_chunked_prefill(
-    m8, hw, n_tok, c, decode_batch=batch, decode_context_tokens=live)["worst_itl_s"]
-    < 30 * units.ms) for n_tok in (8000, 32_000)}
-fits = [c for c in sizes if calc.chunked_prefill_trade(m8, hw, 32_000, c, step_s)["iteration_s"]
-        < 30 * units.ms]
-best = calc.chunked_prefill_trade(m8, hw, 32_000, max(fits), step_s)
-answer(f"""The round must satisfy $T_\\text{{step}} + T_\\text{{chunk}} < 30$ ms, so the chunk
-may take at most {30 - step_s / units.ms:.1f} ms. The largest multiple of 32 that fits is
-{max(fits)} tokens ({best['chunk_s'] / units.ms:.1f} ms per chunk, rounds of
-{best['iteration_s'] / units.ms:.1f} ms). The long prompt needs {best['chunks']} such rounds:
-a TTFT of {best['ttft_s'] / units.ms:,.0f} ms, against {best['dedicated_s'] / units.ms:,.0f} ms
-if it had the GPU to itself ({100 * best['ttft_increase']:+.0f}%). In this closed form the
-chunk limit does not depend on the prompt length, only the number of rounds does. That is an
-artefact of leaving attention out: with one fused pass per round and attention counted, the
-largest multiple of 32 whose worst round stays under 30 ms is {fused_fit[32_000]} tokens for
-this prompt and {fused_fit[8000]} tokens for an 8,000-token one, because the last chunks attend
-to the longest history.""", title="Worked answer 5")
+limit_ms = 30
+long_runs = {c: chunk_panel.at(prompt_tokens=32000, chunk_tokens=c).numbers for c in sizes}
+short_runs = {c: chunk_panel.at(chunk_tokens=c).numbers for c in sizes}
+fits = [c for c, n in long_runs.items() if n["iteration_ms"] < limit_ms]
+best = long_runs[max(fits)]
+fused_fit = {32000: max(c for c, n in long_runs.items() if n["fused_worst_itl_ms"] < limit_ms),
+             prompt: max(c for c, n in short_runs.items()
+                         if c <= prompt and n["fused_worst_itl_ms"] < limit_ms)}
+answer(f"""The round must satisfy $T_\\text{{step}} + T_\\text{{chunk}} < {limit_ms}$ ms, so
+the chunk may take at most {limit_ms - step_s / units.ms:.1f} ms. The largest multiple of 32
+that fits is {max(fits)} tokens ({best['chunk_ms']:.1f} ms per chunk, rounds of
+{best['iteration_ms']:.1f} ms). The long prompt needs {best['chunks']} such rounds: a TTFT of
+{best['ttft_ms']:,.0f} ms, against {best['dedicated_ms']:,.0f} ms if it had the GPU to itself
+({best['ttft_increase_pct']:+.0f}%). In this closed form the chunk limit does not depend on
+the prompt length, only the number of rounds does. That is an artefact of leaving attention
+out: with one fused pass per round and attention counted, the largest multiple of 32 whose
+worst round stays under {limit_ms} ms is {fused_fit[32000]} tokens for this prompt and
+{fused_fit[prompt]} tokens for an {prompt:,}-token one, because the last chunks attend to the
+longest history. An ITL bound fixes the chunk's time, not its size: the longer the history a
+chunk attends to, the fewer tokens it may carry.""", title="Worked answer 5")
 
 # %% [markdown]
 # Previous: [17.5 PagedAttention](17_05_paged_attention.ipynb); next:
