@@ -1,4 +1,4 @@
-"""Self-checks for the exercises: tolerant, unit-aware, and never revealing the answer.
+"""Self-checks for the exercises: tolerant, numbers only, and never revealing the answer.
 
 Each exercise (ids "8-1" ... "8-9", "17-1" ...) is defined once, in its own module under
 ``companion.exercises`` (``ex8_4`` holds 8-4, as ``solutions/ex8_4.py`` does), as an
@@ -13,7 +13,9 @@ Students call ``check(exercise, part, answer, seed=...)``. It says whether the a
 within tolerance; when it is not, it names the quantity, and if the answer matches a known
 mistake (MiB vs MB, blocks vs tokens, seconds vs milliseconds, G vs G - 1 outputs, a
 fraction given as a percentage, or an exercise-specific slip) it points at that step. It
-never prints the expected value. Wrong types and units get a message, not a traceback.
+never prints the expected value. Wrong types get a message, not a traceback; text ("288 MiB",
+"15 blocks") is never read as a number: it is "not yet", with a hint to enter a number in the
+part's unit.
 
 Unfinished answers: ``None`` (what the answer cells start from) is "not yet answered", and
 ``check(..., answers, key=k)`` looks up entry ``k`` of a dict or list itself, so a missing
@@ -418,16 +420,6 @@ def _also_accepted(ex: Exercise, seed: int) -> dict:
 
 # --- reading an answer -----------------------------------------------------------------------
 
-_UNIT_RE = re.compile(r"^\s*([-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?)\s*([A-Za-zµ%/]+)?\s*$")
-
-
-def _convert_units(value: float, given_unit: str, want_unit: str) -> float | None:
-    for table in (units.BYTE_UNITS, units.TIME_UNITS):
-        if given_unit in table and want_unit in table:
-            return value * table[given_unit] / table[want_unit]
-    return None
-
-
 def _read_answer(answer, part: Part):
     """(number or None, message or None) for a student's answer."""
     if part.kind == "bool":
@@ -443,20 +435,12 @@ def _read_answer(answer, part: Part):
     if isinstance(answer, bool) or answer is None:
         return None, (f"answer: part ({part.name}) wants a number in {part.unit or 'the stated unit'}"
                       f" for '{part.quantity}', got {answer!r}")
-    if isinstance(answer, str):
-        m = _UNIT_RE.match(answer)
-        if not m:
-            return None, (f"answer: could not read {answer!r} as a number; give a plain number "
-                          f"in {part.unit or 'the stated unit'} (for example 288, not '288 MiB')")
-        number = float(m.group(1).replace(",", ""))
-        unit = m.group(2)
-        if unit and part.unit and unit != part.unit:
-            converted = _convert_units(number, unit, part.unit)
-            if converted is None:
-                return None, (f"answer: {answer!r} is in {unit}, but part ({part.name}) is "
-                              f"asked in {part.unit}")
-            number = converted
-        return number, None
+    if isinstance(answer, (str, bytes)):
+        # text is never read as a number, even "288 MiB" or "15 blocks": the unit or the word
+        # in it is the student's, not checked, so a number is asked for instead
+        unit = part.unit or "the stated unit"
+        return None, (f"({part.name}) not yet: {answer!r} is text, not a number. Hint: give "
+                      f"'{part.quantity}' as a plain number in {unit} (no quotes, no unit).")
     if hasattr(answer, "__len__") and not hasattr(answer, "item"):
         return None, (f"answer: part ({part.name}) wants a single number, got a "
                       f"{type(answer).__name__} of length {len(answer)}")

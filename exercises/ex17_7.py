@@ -37,16 +37,20 @@
 #    **(b)** the prefill groups needed.
 # 2. **(c)** The output tokens per second the decode pool must produce, $\lambda \bar G$, and
 #    **(d)** the decode groups needed; **(e)** prefill groups per decode group.
-# 3. **(f)** The KV one long request ships, $L k$, in GB; the transfer time over **(g)** NVLink
-#    and **(h)** RDMA, in ms; **(i)** one layer's share of the RDMA transfer,
+# 3. **(f)** The KV one long request ships, $L k$, in GB; the transfer time over **(g)** NVLink,
+#    one direction, and **(h)** RDMA, in ms; **(i)** one layer's share of the RDMA transfer,
 #    $T_\text{ship} / n_\text{layers}$, in ms (engines ship layer by layer, overlapped with the
 #    prefill of later layers).
 #
-# The RDMA link is quoted in gigabits per second, as NICs are: divide by 8 for bytes. GB and
-# GB/s are decimal ($10^9$).
+# **Link rates.** A transfer moves the KV one way, from a prefill GPU to a decode GPU, so it
+# runs at a link's per-direction rate. NVLink's spec-sheet figure (the one 17's assumptions
+# give) adds both directions, so one direction is half of it; 17 §7 and §8 divide by the full
+# figure, an erratum the solution works out. The RDMA link is a NIC, quoted per direction in
+# gigabits per second: divide by 8 for bytes. GB and GB/s are decimal ($10^9$).
+#
 # Your given data come from `grading.params("17-7", SEED)`. Seed 0 is the chapter's own data
 # (100 req/s, 2,000-token prompts, 250-token outputs, 10,000 and 2,500 tok/s per group, one
-# 8,000-token request of the 70B shape, 900 GB/s NVLink, 400 Gb/s RDMA); on a course hub
+# 8,000-token request of the 70B shape, the H100 SXM's NVLink, 400 Gb/s RDMA); on a course hub
 # you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -64,8 +68,9 @@ print(f"capacity per GPU group: prefill mu_p = {given['prefill_tok_per_s_per_gro
 print(f"KV hop: {given['model'].name}, n_layers = {given['n_layers']}, "
       f"k = {given['kv_bytes_per_token']:,} B per token, a request of L = "
       f"{given['context_tokens']:,} tokens")
-print(f"links: NVLink {given['nvlink_bytes_per_s'] / units.GB:g} GB/s, RDMA "
-      f"{given['rdma_gbit_per_s']} Gb/s")
+print(f"links: NVLink {given['nvlink_spec_bytes_per_s'] / units.GB:g} GB/s on the spec sheet "
+      f"(both directions added), {given['nvlink_bytes_per_s_each_way'] / units.GB:g} GB/s each "
+      f"way; RDMA {given['rdma_gbit_per_s']} Gb/s each way")
 
 # %% [markdown]
 # ## (a)-(e) The two pools

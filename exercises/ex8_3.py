@@ -21,8 +21,8 @@
 # block tables to one common set of physical blocks, so the prefix is stored once.
 #
 # 1. **(a)** Page the four sequences below with blocks of 2, 4 and 8 tokens. For each block
-#    size, list each sequence's unused tail slots, and give their sum and the total number of
-#    block-table entries.
+#    size, give the unused tail slots of the four sequences summed, and the total number of
+#    block-table entries (work out each sequence's tail on the way; only the sums are checked).
 # 2. **(b)** For the long request below, how much KV do 8, 16 and 32 requests need, stored
 #    independently and with the common prefix stored once? (MiB) Reserve what a request holds
 #    once generation ends, its $n$ prompt tokens plus $G - 1$ outputs (8.1.2), in whole blocks of
@@ -58,14 +58,14 @@ print(f"(c): {given['joined_blocks']} private full block(s) join the common pref
 # %% [markdown]
 # ## (a) Tail waste and block-table entries
 #
-# Fill `tails[p]` with the four sequences' unused tail slots, and `unused[p]`, `entries[p]`
-# with their sums.
+# Fill `unused[p]` with the four sequences' unused tail slots summed, and `entries[p]` with
+# their block-table entries summed.
 
 # %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
-tails, unused, entries = {}, {}, {}
+unused, entries = {}, {}
 # YOUR CODE HERE
 for p in given["block_sizes"]:
-    print(f"p = {p}: tails {tails.get(p)}, unused {unused.get(p)}, entries {entries.get(p)}")
+    print(f"p = {p}: unused {unused.get(p)}, entries {entries.get(p)}")
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():

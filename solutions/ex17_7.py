@@ -37,16 +37,20 @@
 #    **(b)** the prefill groups needed.
 # 2. **(c)** The output tokens per second the decode pool must produce, $\lambda \bar G$, and
 #    **(d)** the decode groups needed; **(e)** prefill groups per decode group.
-# 3. **(f)** The KV one long request ships, $L k$, in GB; the transfer time over **(g)** NVLink
-#    and **(h)** RDMA, in ms; **(i)** one layer's share of the RDMA transfer,
+# 3. **(f)** The KV one long request ships, $L k$, in GB; the transfer time over **(g)** NVLink,
+#    one direction, and **(h)** RDMA, in ms; **(i)** one layer's share of the RDMA transfer,
 #    $T_\text{ship} / n_\text{layers}$, in ms (engines ship layer by layer, overlapped with the
 #    prefill of later layers).
 #
-# The RDMA link is quoted in gigabits per second, as NICs are: divide by 8 for bytes. GB and
-# GB/s are decimal ($10^9$).
+# **Link rates.** A transfer moves the KV one way, from a prefill GPU to a decode GPU, so it
+# runs at a link's per-direction rate. NVLink's spec-sheet figure (the one 17's assumptions
+# give) adds both directions, so one direction is half of it; 17 §7 and §8 divide by the full
+# figure, an erratum the solution works out. The RDMA link is a NIC, quoted per direction in
+# gigabits per second: divide by 8 for bytes. GB and GB/s are decimal ($10^9$).
+#
 # Your given data come from `grading.params("17-7", SEED)`. Seed 0 is the chapter's own data
 # (100 req/s, 2,000-token prompts, 250-token outputs, 10,000 and 2,500 tok/s per group, one
-# 8,000-token request of the 70B shape, 900 GB/s NVLink, 400 Gb/s RDMA); on a course hub
+# 8,000-token request of the 70B shape, the H100 SXM's NVLink, 400 Gb/s RDMA); on a course hub
 # you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -64,8 +68,9 @@ print(f"capacity per GPU group: prefill mu_p = {given['prefill_tok_per_s_per_gro
 print(f"KV hop: {given['model'].name}, n_layers = {given['n_layers']}, "
       f"k = {given['kv_bytes_per_token']:,} B per token, a request of L = "
       f"{given['context_tokens']:,} tokens")
-print(f"links: NVLink {given['nvlink_bytes_per_s'] / units.GB:g} GB/s, RDMA "
-      f"{given['rdma_gbit_per_s']} Gb/s")
+print(f"links: NVLink {given['nvlink_spec_bytes_per_s'] / units.GB:g} GB/s on the spec sheet "
+      f"(both directions added), {given['nvlink_bytes_per_s_each_way'] / units.GB:g} GB/s each "
+      f"way; RDMA {given['rdma_gbit_per_s']} Gb/s each way")
 
 # %% [markdown]
 # ## (a)-(e) The two pools
@@ -150,8 +155,8 @@ L, k, n_layers = given["context_tokens"], given["kv_bytes_per_token"], given["n_
 # step 1: the bytes one request ships, L k
 kv_bytes = L * k
 kv_gb = kv_bytes / units.GB
-# step 2: the two links in bytes per second (the NIC's rate is in bits)
-nvlink_bytes_per_s = given["nvlink_bytes_per_s"]
+# step 2: the two links in bytes per second, one direction each (the NIC's rate is in bits)
+nvlink_bytes_per_s = given["nvlink_spec_bytes_per_s"] / 2     # the spec figure adds both ways
 rdma_bytes_per_s = given["rdma_gbit_per_s"] * 1e9 / 8
 # step 3: T_ship = L k / beta_link over each, and one layer's slice of the RDMA transfer
 nvlink_ms = kv_bytes / nvlink_bytes_per_s / units.ms
@@ -162,7 +167,9 @@ md(rf"""
 **The KV of one request.**
 $L\,k = {tex(L)} \times {tex(k)}\ \text{{B}} = {kv_bytes / units.GB:.3f}\ \text{{GB}}$.
 
-**The RDMA link in bytes.**
+**The links, one direction each.** NVLink:
+${given['nvlink_spec_bytes_per_s'] / units.GB:g}\ \text{{GB/s}} \div 2 = {nvlink_bytes_per_s / units.GB:g}\ \text{{GB/s}}$
+(the spec figure adds both directions). RDMA:
 ${given['rdma_gbit_per_s']}\ \text{{Gb/s}} \div 8 = {rdma_bytes_per_s / units.GB:g}\ \text{{GB/s}}$.
 
 **The transfer.**
@@ -183,6 +190,21 @@ assert math.isclose(calc.kv_transfer_s(m, L, rdma_bytes_per_s) / units.ms, rdma_
                     rel_tol=1e-12)
 assert math.isclose(calc.kv_transfer_s(m, L, nvlink_bytes_per_s) / units.ms, nvlink_ms,
                     rel_tol=1e-12)
+if given["seed"] == 0:       # 17 §8 divides by the spec figure: the erratum, worked both ways
+    from companion import ledger
+
+    printed = {e.id: e for e in ledger.entries()}
+    both_ways_ms = kv_bytes / given["nvlink_spec_bytes_per_s"] / units.ms
+    md(rf"""
+**Erratum (17 §8, and §7's wire time).** 17 §8 prints about
+{printed["17.8/kv-nvlink-ms"].printed} ms over NVLink: that is
+${kv_bytes / units.GB:.2f}\ \text{{GB}} / {given['nvlink_spec_bytes_per_s'] / units.GB:g}\ \text{{GB/s}} = {both_ways_ms:.2f}\ \text{{ms}}$,
+the spec figure used as if one direction carried all of it. One direction carries half:
+${kv_bytes / units.GB:.2f} / {nvlink_bytes_per_s / units.GB:g} = {nvlink_ms:.2f}\ \text{{ms}}$,
+twice the printed time and still {rdma_ms / nvlink_ms:.0f} times faster than RDMA. 17 §7's wire time of an all-reduce divides
+by the same full figure; its ring sends and receives at once, so it too runs at the
+per-direction rate. The RDMA figure needs no change: a NIC's rate is per direction.
+""")
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "fi_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
@@ -194,12 +216,15 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "fi_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# The hop is the request's whole KV cache over the link (derivation above). Inside a node,
-# NVLink moves it in milliseconds; across nodes the RDMA NIC is more than an order of magnitude
-# slower, because its rate is quoted in bits and one NIC carries far less than NVLink. Still,
-# the prefill that produced those $L$ tokens of cache took longer than shipping them, and
-# shipping each layer's slice as soon as the prefill finishes that layer hides most of the
-# transfer behind the remaining layers. The same arithmetic says when not to split: with a
-# small model and short prompts there is little interference to remove, and chunked prefill on
-# a shared pool already gives most of the gain without the hop.
+# The hop is the request's whole KV cache over the link, one way (derivation above). Inside a
+# node NVLink moves it in milliseconds; across nodes RDMA is about an order of magnitude
+# slower because the link itself is: one NIC carries, per direction, a small fraction of what
+# NVLink carries per direction (both rates in bytes above). The gap is a ratio of link rates,
+# not of the units they are quoted in: bits against bytes is only a conversion. Still, the prefill that produced those $L$ tokens of cache
+# took longer than shipping them, and shipping each layer's slice as soon as the prefill
+# finishes that layer hides most of the transfer behind the remaining layers. With a small
+# model and short prompts there is little interference to remove, and chunked prefill on a
+# shared pool already gives most of the gain without the hop. The point: the KV hop is the
+# price of disaggregation, affordable when it is small next to the prefill and hidden layer by
+# layer, and the link's per-direction rate, not its spec-sheet sum, sets that price.
 # ### END SOLUTION

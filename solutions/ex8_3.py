@@ -21,8 +21,8 @@
 # block tables to one common set of physical blocks, so the prefix is stored once.
 #
 # 1. **(a)** Page the four sequences below with blocks of 2, 4 and 8 tokens. For each block
-#    size, list each sequence's unused tail slots, and give their sum and the total number of
-#    block-table entries.
+#    size, give the unused tail slots of the four sequences summed, and the total number of
+#    block-table entries (work out each sequence's tail on the way; only the sums are checked).
 # 2. **(b)** For the long request below, how much KV do 8, 16 and 32 requests need, stored
 #    independently and with the common prefix stored once? (MiB) Reserve what a request holds
 #    once generation ends, its $n$ prompt tokens plus $G - 1$ outputs (8.1.2), in whole blocks of
@@ -58,11 +58,11 @@ print(f"(c): {given['joined_blocks']} private full block(s) join the common pref
 # %% [markdown]
 # ## (a) Tail waste and block-table entries
 #
-# Fill `tails[p]` with the four sequences' unused tail slots, and `unused[p]`, `entries[p]`
-# with their sums.
+# Fill `unused[p]` with the four sequences' unused tail slots summed, and `entries[p]` with
+# their block-table entries summed.
 
 # %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-tails, unused, entries = {}, {}, {}
+unused, entries = {}, {}
 ### BEGIN SOLUTION
 from companion.display import tex
 import math
@@ -70,7 +70,7 @@ import math
 from companion import display
 
 
-rows = []
+rows, tails = [], {}
 for p in given["block_sizes"]:
     blocks = [math.ceil(L / p) for L in lengths]            # ceil(L / p) entries each
     tails[p] = [p * n - L for n, L in zip(blocks, lengths)]  # p ceil(L / p) - L unused slots
@@ -90,7 +90,7 @@ for p in given["block_sizes"]:   # check against the companion's 8.3.1 formulas
     assert entries[p] == sum(calc.kv_blocks_needed(L, p) for L in lengths)
 ### END SOLUTION
 for p in given["block_sizes"]:
-    print(f"p = {p}: tails {tails.get(p)}, unused {unused.get(p)}, entries {entries.get(p)}")
+    print(f"p = {p}: unused {unused.get(p)}, entries {entries.get(p)}")
 
 # %% nbgrader={"grade": true, "grade_id": "a_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false}
 with grading.checks():
@@ -101,10 +101,11 @@ with grading.checks():
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
 # Going from the smallest to the largest block size, the unused tail slots grow and the
-# block-table entries shrink (the table above). Each sequence wastes at most $p - 1$ slots, only
-# in its last block, so smaller blocks waste less; but they need more table entries, more
-# allocations and more lookups per token read. That is the trade-off of 8.3.1, and 8.3.1's
-# worked example is the row for 4-token blocks.
+# block-table entries shrink (the table above; 8.3.1's worked example is the row for 4-token
+# blocks). Each sequence wastes at most $p - 1$ slots, only in its last block, so smaller blocks
+# waste less; but they need more table entries, more allocations and more lookups per token
+# read. The point: the block size trades a bounded tail waste, at most $p - 1$ slots per
+# sequence whatever its length, against bookkeeping that grows as the blocks shrink (8.3.1).
 # ### END SOLUTION
 
 # %% [markdown]

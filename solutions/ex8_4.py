@@ -46,10 +46,9 @@
 # and reply sizes are built so that its totals are those 8.3.4 prints (input tokens, hits with
 # each pool), and the ledger checks them.
 #
-# The two explanations asked for in (d) come out the same at every seed offered: the other
-# requests' traffic between two rounds always outgrows the small pool, and the large pool
-# always keeps the prefix but can reuse it only in whole blocks. Which prefix to keep in (a)
-# and (c) does change with the seed. If a seed would give an unfair variant (a tie, an empty
+# The two explanations asked for in (d) come out the same at every seed: they follow from how
+# the replay runs, which the records show, not from its numbers. Which prefix to keep in (a) and
+# (c) does change with the seed. If a seed would give an unfair variant (a tie, an empty
 # list, a zero count, an answer on a rounding edge), `grading.params` moves to the next seed
 # and prints why.
 #

@@ -29,12 +29,25 @@ def _params(seed: int) -> dict:
                 mean_output_tokens=c["output"], prefill_tok_per_s_per_group=c["pcap"],
                 decode_tok_per_s_per_group=c["dcap"], model=m, n_layers=m.n_layers,
                 kv_bytes_per_token=calc.kv_bytes_per_token(m), context_tokens=c["context"],
-                nvlink_bytes_per_s=c["hw"].interconnect_bytes_per_s,
+                nvlink_spec_bytes_per_s=c["hw"].interconnect_bytes_per_s,
+                nvlink_bytes_per_s_each_way=nvlink_each_way(c["hw"]),
                 rdma_gbit_per_s=c["rdma"])
 
 
+# A spec sheet's NVLink figure (the H100's 900 GB/s, 17's assumptions) adds both directions:
+# 18 links of 25 GB/s each way, 450 GB/s out and 450 GB/s in at once. A KV transfer moves bytes
+# one way, from the prefill GPU to the decode GPU, so it runs at the per-direction rate.
+NVLINK_DIRECTIONS = 2
+
+
+def nvlink_each_way(hw) -> float:
+    """One direction of the card's NVLink: its spec-sheet (bidirectional) figure / 2."""
+    return hw.interconnect_bytes_per_s / NVLINK_DIRECTIONS
+
+
 def _rdma_bytes_per_s(g: dict) -> float:
-    return g["rdma_gbit_per_s"] * 1e9 / 8   # bits to bytes
+    # a NIC's rate is per direction (full duplex) and in bits: 400 Gb/s is 50 GB/s each way
+    return g["rdma_gbit_per_s"] * 1e9 / 8
 
 
 def _solve(g: dict) -> dict:
@@ -51,7 +64,7 @@ def _solve(g: dict) -> dict:
         "d-decode-groups": pools["decode_groups"],
         "e-ratio": pools["prefill_to_decode"],
         "f-kv": gb(calc.kv_bytes(m, L, block_tokens=1)),
-        "g-nvlink": ms(calc.kv_transfer_s(m, L, g["nvlink_bytes_per_s"])),
+        "g-nvlink": ms(calc.kv_transfer_s(m, L, g["nvlink_bytes_per_s_each_way"])),
         "h-rdma": ms(rdma_s),
         "i-per-layer": ms(rdma_s / g["n_layers"]),
     }
@@ -60,8 +73,11 @@ def _solve(g: dict) -> dict:
 def _mistakes(g: dict) -> dict:
     s = _solve(g)
     floor = "a pool needs whole groups: round the division up"
-    bits = "the NIC's 400 Gb/s-style rate is in bits: divide by 8 for bytes"
+    bits = "the NIC's rate is given in gigabits per second: divide by 8 for bytes"
+    both_ways = ("the spec-sheet NVLink figure adds both directions; a transfer from one GPU to "
+                 "another runs one way, at half of it")
     return {
+        "g-nvlink": [(s["g-nvlink"] / NVLINK_DIRECTIONS, both_ways)],
         "b-prefill-groups": [(math.floor(s["a-prompt-demand"] / g["prefill_tok_per_s_per_group"]),
                               floor)],
         "d-decode-groups": [(math.floor(s["c-output-demand"] / g["decode_tok_per_s_per_group"]),
@@ -84,7 +100,7 @@ def exercises() -> list[Exercise]:
             Part("d-decode-groups", "decode GPU groups", "groups", "exact", points=2),
             Part("e-ratio", "prefill groups per decode group", "x", "rel", 0.005),
             Part("f-kv", "KV bytes one long request ships to the decode pool", "GB", "rel", 0.005),
-            Part("g-nvlink", "that transfer over NVLink", "ms", "rel", 0.005),
+            Part("g-nvlink", "that transfer over NVLink, one direction", "ms", "rel", 0.005),
             Part("h-rdma", "that transfer over RDMA", "ms", "rel", 0.005),
             Part("i-per-layer", "one layer's share of the RDMA transfer (shipped layer by layer)",
                  "ms", "rel", 0.005),

@@ -173,8 +173,8 @@ _EDGE_S = 0.1 * units.ms
 
 
 def _tied_queue(g: dict) -> list[int]:
-    """Budgets that queue later arrivals exactly as little as the quickest (every prompt fits
-    in one chunk at each of them, so the schedule is the same)."""
+    """Budgets that queue later arrivals exactly as little as the quickest (each later
+    arrival's first chunk runs in the same round at each of them)."""
     rows = g["replay"].rows
     best = min(r.queue_later_mean_s for r in rows)
     return [r.token_budget for r in rows
@@ -205,8 +205,8 @@ def _also_accepted(g: dict) -> dict:
     tied = _tied_queue(g)
     quickest = _solve(g)["d-budget-queue"]
     return {"d-budget-queue": [
-        (b, f"{len(tied)} budgets queue later arrivals identically here (every prompt fits in "
-            f"one chunk at each), so each of them is the quickest")
+        (b, f"{len(tied)} budgets queue later arrivals identically here (each later arrival's "
+            f"first chunk runs in the same round at each), so each of them is the quickest")
         for b in tied if b != quickest]}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from companion import calc, specs, units
 from companion.exercises.variants import variant
 from companion.grading import Exercise, Part, screen_answers
+from companion.chapters import ch08
 from companion.sim import records_ch08
 
 
@@ -18,7 +19,7 @@ def _params(seed: int) -> dict:
         "model": specs.QWEN3_8B, "prompt_tokens": chosen["prompt"], "output_tokens": 256,
         "block_tokens": 16, "kv_budget_bytes": chosen["budget_gib"] * units.GiB,
         "formats": FORMATS, "precision": records_ch08.precision_results(seed),
-        "retries": records_ch08.retry_records(seed),
+        "retries": records_ch08.retry_records(seed, chosen["prompt"]),
     }
 
 
@@ -37,8 +38,10 @@ def _parts() -> tuple[Part, ...]:
         Part("b-changed", "runs whose correctness differs between BF16 KV and "
                           "FP8 KV + BF16 Q", "runs", "exact"),
         Part("c-successful", "requests that end with a correct answer", "requests", "exact"),
-        Part("c-total", "time to a correct answer, every attempt counted, summed", "s"),
-        Part("c-final-only", "time of the final successful attempts only, summed", "s"),
+        Part("c-total", "time of every attempt of every request, those that never succeed "
+                        "included, summed", "s"),
+        Part("c-final-only", "time of the successful requests' final attempts only, summed",
+             "s"),
     ]
     return tuple(parts)
 
@@ -66,11 +69,20 @@ def _solve(g: dict) -> dict:
         out[f"b-correct-{key}"] = sum(it.correct[configs.index(name)] for it in items)
     i, j = configs.index("BF16 KV"), configs.index("FP8 KV + BF16 Q")
     out["b-changed"] = sum(it.correct[i] != it.correct[j] for it in items)
-    done = [a for a in _attempts_by_request(g["retries"]).values() if a[-1].correct]
+    by_request = _attempts_by_request(g["retries"])
+    done = [a for a in by_request.values() if a[-1].correct]
     out["c-successful"] = len(done)
-    out["c-total"] = sum(calc.time_to_correct_answer_s([x.time_s for x in a]) for a in done)
+    # a request that never succeeds still spent its attempts: every attempt of every request
+    out["c-total"] = sum(calc.time_to_correct_answer_s([x.time_s for x in a])
+                         for a in by_request.values())
     out["c-final-only"] = sum(a[-1].time_s for a in done)
     return out
+
+
+def _chat_attempt_s(output_tokens: int) -> float:
+    """An attempt priced as if its prompt were 8.1's 2K chat prompt (the slip (c) warns of)."""
+    prefill, decode = records_ch08.retry_round_times(ch08.SHORT_PROMPT_TOKENS)
+    return prefill + (output_tokens - 1) * decode
 
 
 def _mistakes(g: dict) -> dict:
@@ -103,11 +115,13 @@ def _mistakes(g: dict) -> dict:
          "compare run by run: equal totals can hide changes in both directions"),
     ]
     by_request = _attempts_by_request(g["retries"])
-    everything = sum(a.time_s for a in g["retries"].attempts)
     hints["c-total"] = [
-        (everything, "count only the requests that end with a correct answer"),
+        (sum(x.time_s for a in by_request.values() if a[-1].correct for x in a),
+         "a request that never succeeds still spent its attempts: count them too"),
         (sum(a[-1].time_s for a in by_request.values() if a[-1].correct),
          "a retry's cost includes the failed attempts before it"),
+        (sum(_chat_attempt_s(x.output_tokens) for x in g["retries"].attempts),
+         "a retry re-sends the request's own prompt: price its prefill at that length"),
     ]
     hints["c-final-only"] = [
         (sum(a[0].time_s for a in by_request.values() if a[-1].correct),
@@ -128,8 +142,8 @@ def _screen(seed: int) -> str | None:
                 "a number with itself")
     answers = _solve(g)
     if answers["b-changed"] == 0:
-        return ("no run changes between BF16 KV and FP8 KV + BF16 Q, so the list in (b) "
-                "would be empty")
+        return ("no run changes between BF16 KV and FP8 KV + BF16 Q, so the count in (b) "
+                "would be zero")
     return screen_answers(exercises()[0], answers)
 
 
@@ -139,8 +153,8 @@ def exercises() -> list[Exercise]:
         section="8.4.2, 8.4.4",
         parts=_parts(), make_params=_params, solve=_solve, mistakes=_mistakes,
         conditions=(
-            "at least one run changes between BF16 KV and FP8 KV + BF16 Q (the list in (b) "
-            "is not empty)",
+            "at least one run changes between BF16 KV and FP8 KV + BF16 Q (the count in (b) "
+            "is not zero)",
             "at least one request that ends with a correct answer needed a retry (the two sums of "
             "(c) differ)",
         ),

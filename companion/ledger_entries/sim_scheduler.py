@@ -11,6 +11,7 @@ from __future__ import annotations
 from companion.chapters import ch08, ch17
 from companion.formulas.core import attention_pairs
 from companion.ledger import Entry, entry
+from companion.sim.records_ch08 import CHAPTER_REPLAY_PROMPTS
 from companion.sim.scenarios import (
     chapter_8_2_2_requests, long_prompt_interference, token_budget_sweep)
 from companion.sim.scheduler import (Request, RoundTimeModel, StepPlusPrefillRoundTime,
@@ -26,13 +27,11 @@ def _replay_512_floor_s() -> float:
             + model.per_pair_s * attention_pairs(511, 0))
 
 
-# 8.2.4: a six-request replay built (a deterministic search over prompt lengths, 64 outputs,
-# arrivals 80 ms apart) so that at 8192 every later request's arrival falls just after a round
-# ends: each of the first five prompts fills the 80 ms to the next arrival with its own prefill
-# round. The sixth prompt's one-round prefill sets the longest interval. Changing the fifth
-# prompt to the next length that still ends a round on the 80 ms grid (one prefill round plus
-# one decode round) is the closest replay below.
-BUILT_REPLAY_PROMPTS = (1637, 1636, 1635, 1634, 1633, 4258)
+# 8.2.4: the six-request replay built so that at 8192 every later request's arrival falls just
+# after a round ends (Exercise 8-2's seed 0 replays it: companion.sim.records_ch08). Changing
+# the fifth prompt to the next length that still ends a round on the 80 ms grid (one prefill
+# round plus one decode round) is the closest replay below.
+BUILT_REPLAY_PROMPTS = CHAPTER_REPLAY_PROMPTS
 NEAREST_BELOW_PROMPTS = (1637, 1636, 1635, 1634, 860, 4258)
 
 
