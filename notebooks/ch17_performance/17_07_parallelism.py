@@ -115,14 +115,55 @@ for e in ledger.by_section("17.7"):
     if e.id == "17.7/bytes-per-token-MB":
         print(f"{e.claim}: chapter {e.printed} {e.unit}, companion {e.value:.3f}\n  {e.note}")
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: one flat floor per all-reduce, added to the step
 #
-# The communication term above rests on two simplifications.
+# A ring all-reduce over $g$ GPUs is $2(g-1)$ messages in a row, each paying its own latency,
+# and an engine can run collectives while the weights stream; the TP explorer's *all-reduce
+# latency* and *collectives and reads* menus redraw the bars with both.
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+from companion import tables
+
+tp_ctl = {c.name: c for c in widgets.TensorParallelPanel.controls}
+pcie_top = dict(collective_latency_s=tp_ctl["pcie_latency_us"].max * units.us,
+                link_bytes_per_s=ch08.PCIE_GEN5_X16_BYTES_PER_S)
+tp_rows = []
+for tp_label, tp_g, tp_kw in (("TP 4 · NVLink (the chapter)", 4, {}),
+                              ("TP 8 · NVLink", 8, {}),
+                              (f"TP 8 · PCIe, {tp_ctl['pcie_latency_us'].max:.0f} µs floor",
+                               8, pcie_top)):
+    tp_flat = calc.tp_step_fuller(m70, hw, tp_g, collectives="flat", **tp_kw)["step_s"]
+    tp_add = calc.tp_step_fuller(m70, hw, tp_g, **tp_kw)["step_s"]
+    tp_hid = calc.tp_step_fuller(m70, hw, tp_g, overlap=True, **tp_kw)["step_s"]
+    tp_rows.append((tp_label, f"{tp_flat / units.ms:.2f} ms",
+                    f"{tp_add / units.ms:.2f} / {tp_hid / units.ms:.2f} ms",
+                    f"{tp_add / tp_flat:.2f} / {tp_hid / tp_flat:.2f}"))
+md(tables.markdown_table(("setting (70B decode step, batch 1)",
+                          "chapter's model (flat floor, added)",
+                          "fuller model (ring, added / hidden)", "fuller / chapter"), tp_rows))
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the number in the sentence below
+from companion import measurements
+
+comm_rows = [r for r in measurements.split()[1] if r.regime == "communication-bound"]
+md(f"""Step times predicted this way, where the collectives set the pace, have been off published
+measurements by about {measurements.stated_accuracy("communication-bound"):.0f}% (a median of
+{len(comm_rows)} held-out {"measurement" if len(comm_rows) == 1 else "measurements"}, so a
+thin sign; see [How good are these models?](../how_good_are_these_models.ipynb)).""")
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The ring's hops and the overlap, priced at every degree and link.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# The communication term above rests on two simplifications.
+#
 # 1. **Every all-reduce costs the same floor, whatever $g$.** The ring algorithm, which NCCL
 #    uses for all but the smallest messages, passes the vector around the $g$ GPUs in
 #    $2(g-1)$ steps: $g-1$ to add up the partial sums, $g-1$ to hand the totals back. Each step
@@ -251,16 +292,44 @@ plots.pipeline_figure(grid, bubble_curves=curves,
 # working on. Orange is the filling triangle, purple the draining one, grey the bubble. Count
 # the grey cells: $S(S-1)$ of $S(M+S-1)$, which is the formula above.
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: stages of unequal length
 #
-# The bubble formula counts slots, so it assumes every stage needs the same time per
-# microbatch.
+# In decode a stage's time is the time to read its own weights, and the last stage also holds
+# the output projection, so it is the slowest and sets the pace of every slot; the pipeline
+# explorer's dashed curve is the bubble with the real 70B's stages.
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+from companion import models
+
+pp_cfg = models.load("llama-3.1-70b")
+pp_ctl = {c.name: c for c in widgets.PipelineBubblePanel.controls}
+pp_grid = {(st, mb): calc.pp_decode_bubble(pp_cfg, hw, st, mb)
+           for st in range(max(2, pp_ctl["stages"].min), pp_ctl["stages"].max + 1)
+           for mb in range(pp_ctl["microbatches"].min, pp_ctl["microbatches"].max + 1)}
+pp_far = max(pp_grid, key=lambda k: pp_grid[k]["bubble"] / pp_grid[k]["equal_bubble"])
+pp_rows = []
+for pp_key, pp_note in (((ch17.PP_STAGES, ch17.PP_MICROBATCHES[0]), " (the chapter)"),
+                        ((ch17.PP_STAGES, ch17.PP_MICROBATCHES[-1]), " (the chapter)"),
+                        (pp_far, "")):
+    pp_r = pp_grid[pp_key]
+    pp_rows.append((f"S = {pp_key[0]}, M = {pp_key[1]}{pp_note}",
+                    f"{100 * pp_r['equal_bubble']:.1f}%", f"{100 * pp_r['bubble']:.1f}%",
+                    f"{pp_r['bubble'] / pp_r['equal_bubble']:.2f}"))
+md(tables.markdown_table(("setting (70B decode stages)", "chapter's model (equal stages)",
+                          "fuller model (real stages)", "fuller / chapter"), pp_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# Stage times from the real configuration, and a bubble that no longer vanishes.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
-# A real split is not that tidy. The layer count need not divide by $S$, and the
+# The bubble formula counts slots, so it assumes every stage needs the same time per
+# microbatch. A real split is not that tidy. The layer count need not divide by $S$, and the
 # last stage also runs the output projection, `lm_head`, a hidden-by-vocabulary matrix that in
 # the public Llama-3.1-70B configuration weighs more than a whole layer. In decode a stage's
 # time is its own weight read, so the last stage is the slowest one.

@@ -93,16 +93,45 @@ and each hop takes {d8k['ship_ms']:.0f} ms.""")
 # **goodput**, the rate of requests that meet *both* their TTFT and their ITL objective,
 # rather than tokens per second.
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: a pool sized to its mean demand is full
 #
-# Dividing the mean demand by one group's capacity gives the number of groups that can keep
-# up *on average*.
+# Requests arrive at random and a group with no idle time builds a queue that never drains,
+# so a pool held to a TTFT target needs spare groups; the pool explorer's dashed line counts
+# them.
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+from companion import tables
+
+pool_ctl = {c.name: c for c in widgets.PoolSizingPanel.controls}
+pool_rates = range(int(pool_ctl["request_rate"].min), int(pool_ctl["request_rate"].max) + 1)
+pool_q = {rate: calc.prefill_pool_for_ttft(rate, ch17.MEAN_PROMPT_TOKENS) for rate in pool_rates}
+pool_far = max(pool_q, key=lambda rate: pool_q[rate]["groups"] / pool_q[rate]["chapter_groups"])
+pool_strict_ms = pool_ctl["ttft_p90_target_ms"].min
+pool_strict = calc.prefill_pool_for_ttft(ch17.REQUEST_RATE_PER_S, ch17.MEAN_PROMPT_TOKENS,
+                                         ttft_p90_target_s=pool_strict_ms * units.ms)
+pool_rows = [(f"{rate:g} req/s{note}", pool_q[rate]["chapter_groups"], pool_q[rate]["groups"],
+              f"{pool_q[rate]['groups'] / pool_q[rate]['chapter_groups']:.2f}")
+             for rate, note in ((ch17.REQUEST_RATE_PER_S, " (the chapter)"), (pool_far, ""))]
+pool_rows.append((f"{ch17.REQUEST_RATE_PER_S:g} req/s, p90 target {pool_strict_ms:.0f} ms",
+                  pool_strict["chapter_groups"],
+                  "none" if pool_strict["groups"] is None else pool_strict["groups"],
+                  "no pool fits" if pool_strict["groups"] is None else
+                  f"{pool_strict['groups'] / pool_strict['chapter_groups']:.2f}"))
+md(tables.markdown_table(("setting (prefill groups)", "chapter's model (mean demand)",
+                          "fuller model (p90 TTFT target met)", "fuller / chapter"), pool_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The pool as a queue: waits, percentiles and the spare groups they ask for.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
-# At the chapter's traffic the division comes out whole, so every prefill
+# Dividing the mean demand by one group's capacity gives the number of groups that can keep
+# up *on average*. At the chapter's traffic the division comes out whole, so every prefill
 # group it counts would be busy all of the time. Requests do not arrive on a metronome,
 # though, and prompts are not all of mean length; a pool with no spare capacity builds a queue
 # that never drains, and the queueing wait lands in every TTFT.
@@ -222,15 +251,42 @@ plots.kv_transfer_figure(contexts, curves, marks=marks).show()
 # deployment of about one server is better off sharing GPUs with chunked prefill; a fleet
 # gains from the split.
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: the hop shipped whole, after the prefill
 #
-# The transfer times above send the whole cache over one link once the prefill is done.
+# The prefill finishes one layer at a time, so each layer's KV can travel while the next is
+# computed and only the last layer's share waits after the prefill; the diagram explorer's
+# *KV hop* menu switches to that.
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+hop_ctl = {c.name: c for c in widgets.DisaggregationDiagramPanel.controls}
+hop_top = hop_ctl["mean_prompt_tokens"].max
+hop_cases = {(mdl, name): calc.kv_layered_transfer(mdl, hw, hop_top, bw, tp=ch17.TP)
+             for mdl in (m70,) for name, bw in links.items()}
+hop_far = max(hop_cases, key=lambda k: hop_cases[k]["whole_s"] - hop_cases[k]["exposed_s"])
+hop_rows = []
+for hop_label, hop in ((f"{ch17.LONG_CONTEXT_TOKENS:,} tokens, 400 Gb RDMA (the chapter)",
+                        calc.kv_layered_transfer(m70, hw, ch17.LONG_CONTEXT_TOKENS,
+                                                 ch17.RDMA_400G_BYTES_PER_S, tp=ch17.TP)),
+                       (f"{hop_top:,} tokens, {hop_far[1]}", hop_cases[hop_far])):
+    hop_rows.append((hop_label, f"{hop['whole_s'] / units.ms:,.1f} ms",
+                     f"{hop['exposed_s'] / units.ms:,.2f} ms",
+                     f"{hop['exposed_s'] / hop['whole_s']:.3f}"))
+md(tables.markdown_table(("setting (70B KV hop, time after the prefill)",
+                          "chapter's model (whole cache)", "fuller model (layer by layer)",
+                          "fuller / chapter"), hop_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The layered hop and the parallel links, priced at three contexts and three links.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
-# Two things change that. First, a request's layers are finished one after another: the prefill
+# The transfer times above send the whole cache over one link once the prefill is done. Two
+# things change that. First, a request's layers are finished one after another: the prefill
 # computes layer 1 for the whole prompt, then layer 2, and so on, so layer $i$'s KV can be on
 # the wire while the GPUs work on layer $i+1$. With $n_\text{layers}$ layers of equal cost, each
 # takes $t_\text{prefill}/n_\text{layers}$ to prefill and $T_\text{ship}/n_\text{layers}$ to
@@ -353,14 +409,44 @@ prefix at every move. Practical routers weigh both signals, prefix overlap and c
 and the KV cache becomes distributed state that needs placement and eviction policies, much
 like sticky sessions or a sharded cache.""")
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: prefill without attention, and one average per router
 #
-# Two simplifications sit in the routing arithmetic.
+# Every prefilled token also attends to all the tokens before it, work that grows with the
+# square of the context, and a router's misses set its tail however good its mean; the routing
+# explorer's dotted curves and percentile line draw both.
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+rt_ctl = {c.name: c for c in widgets.KVRoutingPanel.controls}
+rt_big = dict(first_turn_tokens=rt_ctl["first_turn_tokens"].max,
+              tokens_per_turn=rt_ctl["tokens_per_turn"].max)
+rt_rows = []
+for rt_label, rt_turn, rt_kw in (("turn 20, the agent's turns (the chapter)", 20, {}),
+                                 (f"turn {rt_ctl['turn'].max}, "
+                                  f"{rt_big['first_turn_tokens']:,} + "
+                                  f"{rt_big['tokens_per_turn']:,} per turn",
+                                  rt_ctl["turn"].max, rt_big)):
+    rt_ch = calc.kv_routing_ttft(m8, hw, rt_turn, **rt_kw)
+    rt_full = calc.kv_routing_ttft(m8, hw, rt_turn, attention=True, **rt_kw)
+    rt_rows.append((rt_label, f"{rt_ch['cold_s']:,.2f} s, {rt_ch['speedup']:.0f}x",
+                    f"{rt_full['cold_s']:,.2f} s, {rt_full['speedup']:.0f}x",
+                    f"{rt_full['cold_s'] / rt_ch['cold_s']:.2f}, "
+                    f"{rt_full['speedup'] / rt_ch['speedup']:.2f}"))
+md(tables.markdown_table(("setting (8B, cold TTFT and cold / warm)",
+                          "chapter's model (matrices only)", "fuller model (attention counted)",
+                          "fuller / chapter"), rt_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# Attention's share of a prefill, and the percentiles a router's mean hides.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# Two simplifications sit in the routing arithmetic.
+#
 # - **Attention is left out of the prefill.** $2N$ FLOPs per token counts the matrices only.
 #   Each new token also attends to every token before it, which at 17 §8's context lengths is
 #   no longer small: a cold worker prefills the whole context $L_t$ with $L_t(L_t+1)/2$ causal

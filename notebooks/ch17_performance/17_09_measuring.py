@@ -98,15 +98,57 @@ as strong that profiling it pays.""")
 ui = widgets.UtilizationPanel()
 ui.figure().show()
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: ratios that count only part of the work
 #
-# Both ratios divide by a peak what a token rate *implies*, and the chapter's versions imply
-# less work than there is.
+# A decode step also streams every sequence's cached KV, and every token also attends to the
+# tokens before it, so the same token rate is more bytes and more FLOPs than the chapter's
+# ratios count; the diamonds in the utilization explorer mark the ratios with that work
+# counted.
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+from companion import tables
+
+ut_ctl = {c.name: c for c in widgets.UtilizationPanel.controls}
+ut_rates = dict(decode_tokens_per_s=ch17.DECODE_TOK_PER_S,
+                prefill_tokens_per_s=ch17.PREFILL_TOK_PER_S)
+ut_rows = []
+for ut_label, ut_kw in ((f"the chapter's: decode with no cached context, "
+                         f"{ch17.PROMPT_TOKENS:,}-token prompts", {}),
+                        (f"{ut_ctl['context_tokens'].max:,} cached tokens, "
+                         f"{ut_ctl['prompt_tokens'].max:,}-token prompts",
+                         dict(context_tokens=ut_ctl["context_tokens"].max,
+                              prompt_tokens=ut_ctl["prompt_tokens"].max))):
+    ut = calc.utilization_counted(m8, hw, **ut_rates, **ut_kw)
+    ut_rows.append((ut_label,
+                    f"{100 * ut['decode_mbu_chapter']:.0f}% / {100 * ut['prefill_mfu_chapter']:.0f}%",
+                    f"{100 * ut['decode_mbu']:.0f}% / {100 * ut['prefill_mfu']:.0f}%",
+                    f"{ut['decode_mbu'] / ut['decode_mbu_chapter']:.2f} / "
+                    f"{ut['prefill_mfu'] / ut['prefill_mfu_chapter']:.2f}"))
+md(tables.markdown_table(("setting (8B at the chapter's measured rates)",
+                          "chapter's model (decode MBU / prefill MFU)",
+                          "fuller model (all work counted)", "fuller / chapter"), ut_rows))
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the number in the sentence below
+from companion import measurements
+
+md(f"""Predicted decode-step times, the ceiling this MBU is read against, have been off published
+measurements by a median of about {measurements.stated_accuracy("decode-bound"):.0f}%
+([How good are these models?](../how_good_are_these_models.ipynb)).""")
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The KV reads and the attention FLOPs, priced over context and prompt length.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# Both ratios divide by a peak what a token rate *implies*, and the chapter's versions imply
+# less work than there is.
+#
 # - **MBU without the KV cache.** The chapter's decode example reads the weights only, which
 #   is fair for its short context. Each sequence also streams its $L$ cached tokens every step,
 #   $L\,k$ bytes per token on top of $D_w/b$; the formula above already counts them, so at a

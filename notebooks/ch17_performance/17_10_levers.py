@@ -113,16 +113,41 @@ The bargain is plain: more total arithmetic (a second model, and guesses that ar
 away) in exchange for lower latency. On a decode GPU whose arithmetic sits idle that is a
 good deal; on a prefill pool that is already compute-bound it is a bad one.""")
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: quantization's doubling
 #
-# The doubled ceiling is a statement about batch 1 at short context, where a step is nothing
-# but the weight read. Quantizing the weights (and only the weights) changes one term of the
-# roofline step of 17 §2:
+# Fewer bytes per weight shorten only the weight read: the KV cache is still read at two
+# bytes a value, and past the ridge the step is arithmetic, which no byte count shortens; the
+# lever figure further down draws this as its *INT8, on the roofline* line.
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+from companion import tables
+
+q_grid = {(b, c): calc.quantized_decode_speedup(m8, hw, ch17.INT8_BYTES_PER_PARAM, batch=b,
+                                                context_tokens=c)
+          for b in (1, ch17.BATCH, 256, 1024)
+          for c in (0, ch17.CHAT_LIVE_TOKENS, ch17.LONG_CONTEXT_TOKENS)}
+q_far = min(q_grid, key=lambda key: q_grid[key]["speedup"] / q_grid[key]["chapter_speedup"])
+q_rows = [(f"batch {b:,}, {c:,} cached tokens{note}", f"{q_grid[(b, c)]['chapter_speedup']:.2f}x",
+           f"{q_grid[(b, c)]['speedup']:.2f}x",
+           f"{q_grid[(b, c)]['speedup'] / q_grid[(b, c)]['chapter_speedup']:.2f}")
+          for (b, c), note in (((1, 0), " (the chapter)"), (q_far, ""))]
+md(tables.markdown_table(("setting (8B, INT8 weights)", "chapter's model (speed-up)",
+                          "fuller model (roofline step)", "fuller / chapter"), q_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The quantized step on the roofline, over batch and context.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
+# The doubled ceiling is a statement about batch 1 at short context, where a step is nothing
+# but the weight read. Quantizing the weights (and only the weights) changes one term of the
+# roofline step of 17 §2:
+#
 # $$T_\text{step} = \max\!\left(\frac{b\,F}{\pi},\ \frac{D_w\,s/2 + b\,L\,k}{\beta}\right),$$
 #
 # with $s$ bytes per weight instead of two. The KV cache keeps its two bytes per value, and the
@@ -167,15 +192,39 @@ md(f"""> **Where this model breaks: quantization.** At the chapter's setting (ba
 > latency: a busy server is exactly where the doubling shrinks. Quantizing the KV cache too
 > (8.4) or computing in FP8 (a higher peak) are what move the other terms.""")
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: drafting for free, verifying for free
 #
-# $\mathbb{E}[X]$ counts tokens per target pass.
+# Every drafted token costs the draft model a step, and a verification pass over $b(m+1)$ rows
+# reaches the ridge at a modest batch; the explorer's *draft cost* and *decode batch* sliders
+# move its priced speed-up curve.
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+sp_ctl = {c.name: c for c in widgets.SpeculativeLeverPanel.controls}
+sp_cases = [(sp_ctl["batch"].min, sp_ctl["draft_cost_pct"].default, " (the chapter)")]
+sp_grid = {(b, pct): calc.speculative_speedup(m8, hw, draft_cost=pct / 100, batch=b)
+           for b in (1, ch17.BATCH, 256, sp_ctl["batch"].max)
+           for pct in (sp_ctl["draft_cost_pct"].min, sp_ctl["draft_cost_pct"].max)}
+sp_far = min(sp_grid, key=lambda key: sp_grid[key]["speedup"] / sp_grid[key]["chapter_speedup"])
+sp_rows = []
+for sp_b, sp_pct, sp_note in sp_cases + [(*sp_far, "")]:
+    sp = calc.speculative_speedup(m8, hw, draft_cost=sp_pct / 100, batch=sp_b)
+    sp_rows.append((f"batch {sp_b:,}, draft at {sp_pct:g}% of a step{sp_note}",
+                    f"{sp['chapter_speedup']:.2f}x", f"{sp['speedup']:.2f}x",
+                    f"{sp['speedup'] / sp['chapter_speedup']:.2f}"))
+md(tables.markdown_table(("setting (8B, speculative decoding)", "chapter's model (E[X])",
+                          "fuller model (draft and pass priced)", "fuller / chapter"), sp_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The draft's cost and the wider pass, priced on the roofline.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
-# It becomes a speed-up only if a round of speculation costs what one plain step costs, which needs two things the chapter takes for
+# $\mathbb{E}[X]$ counts tokens per target pass. It becomes a speed-up only if a round of speculation costs what one plain step costs, which needs two things the chapter takes for
 # granted: drafting $m$ tokens costs nothing, and a pass over $m+1$ positions per sequence
 # costs no more than a pass over one. The second holds while the pass is memory-bound, and at
 # batch $b$ it computes $b(m+1)$ rows, so it stops holding near the ridge (17 §2). Pricing
@@ -221,16 +270,37 @@ md(f"""> **Where this model breaks: speculative decoding.** At batch 1 the wider
 > real draft model costs something, and under load the gain shrinks and then reverses. That
 > is why engines turn speculation off, or shorten the draft, as the batch grows.""")
 
-# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# %% [markdown]
 # ## Where this model breaks: levers that multiply
 #
-# The levers table lists the two speed-ups side by side, and it is tempting to multiply them:
-# INT8 weights and a 4-token draft would give the two headline numbers multiplied.
+# Halving the weight bytes shortens the plain step more than the wider verification pass,
+# which sits nearer the ridge, so each lever changes the step the other acts on; the figure
+# under *In detail* draws this as *both, priced together*.
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+cb_batches = (1, ch17.BATCH, 256, 1024)
+cb = {b: calc.combined_levers(m8, hw, ch17.INT8_BYTES_PER_PARAM, draft_cost=draft_cost,
+                              batch=b, context_tokens=ch17.CHAT_LIVE_TOKENS) for b in cb_batches}
+cb_far = min(cb, key=lambda b: cb[b]["joint"] / cb[b]["chapter"])
+md(tables.markdown_table(
+    (f"setting (8B, INT8 and a draft at {100 * draft_cost:g}% of a step)",
+     "chapter's model (2 x E[X])", "fuller model (priced together)", "fuller / chapter"),
+    [(f"batch {b:,}, {ch17.CHAT_LIVE_TOKENS} live tokens{note}", f"{cb[b]['chapter']:.2f}x",
+      f"{cb[b]['joint']:.2f}x", f"{cb[b]['joint'] / cb[b]['chapter']:.2f}")
+     for b, note in ((1, " (the chapter's batch)"), (cb_far, ""))]))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# The two levers priced alone and together, over the batch.
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
-# They interact. Quantization
+# The levers table lists the two speed-ups side by side, and it is tempting to multiply them:
+# INT8 weights and a 4-token draft would give the two headline numbers multiplied. They
+# interact. Quantization
 # shrinks the read of both the plain and the verification pass, which moves the verification
 # pass closer to the ridge; KV reads dilute both. `calc.combined_levers` prices the two
 # together (both the target and the draft quantized, the draft still at 10% of a plain step)
