@@ -27,6 +27,8 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
+from companion import theme
+
 __all__ = ["Entry", "entry", "entries", "by_section", "sections", "disagreements", "table",
            "html_table", "show", "folded_rows", "printed_decimals", "display_number"]
 
@@ -367,11 +369,11 @@ LEDGER_CSS = (
     "margin:0.4em 0 0.8em;width:auto;max-width:100%}"
     "table.companion-ledger th,table.companion-ledger td{padding:0.25em 0.4em;"
     "vertical-align:top;text-align:right;border:none;"
-    "border-bottom:1px solid rgba(128,128,128,0.25)}"
+    f"border-bottom:1px solid {theme.css_rgba(theme.RULE_GREY, 0.25)}}}"
     "table.companion-ledger thead th{white-space:nowrap;font-weight:600;"
-    "border-bottom:2px solid rgba(128,128,128,0.7);vertical-align:bottom}"
+    f"border-bottom:2px solid {theme.css_rgba(theme.RULE_GREY, 0.7)};vertical-align:bottom}}"
     "table.companion-ledger tbody th{padding-top:0.7em;"
-    "border-bottom:1px solid rgba(128,128,128,0.5)}"
+    f"border-bottom:1px solid {theme.css_rgba(theme.RULE_GREY, 0.5)}}}"
     "table.companion-ledger td:first-child{text-align:left;min-width:16em}"
     "table.companion-ledger td:nth-child(2),table.companion-ledger td:nth-child(3)"
     "{white-space:nowrap;font-variant-numeric:tabular-nums}"
@@ -381,7 +383,7 @@ LEDGER_CSS = (
     "table.companion-ledger td.by{text-align:left;min-width:4.5em}"
     "table.companion-ledger th:last-child,table.companion-ledger td:last-child"
     "{text-align:left;min-width:11em}"
-    "table.companion-ledger tr.erratum td{background:rgba(214,39,40,0.07)}"
+    f"table.companion-ledger tr.erratum td{{background:{theme.css_rgba(theme.ERRATUM_RED, 0.07)}}}"
     "details.companion-ledger>summary{cursor:pointer}")
 LEDGER_STYLE = f"<style>{LEDGER_CSS}</style>"
 

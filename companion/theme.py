@@ -60,6 +60,8 @@ PALE_GREY = "#d9d9d9"
 FAINT_GREY = "#ececec"
 WHITE = "#ffffff"
 TRANSPARENT = "rgba(0, 0, 0, 0)"
+RULE_GREY = "#808080"      # the ledger tables' rules, at three strengths (companion.ledger)
+ERRATUM_RED = "#d62728"    # the faint tint of a ledger row the chapter gets wrong
 
 
 def rgba(color: str, alpha: float) -> str:
@@ -70,6 +72,11 @@ def rgba(color: str, alpha: float) -> str:
         raise ValueError(f"alpha must be between 0 and 1, got {alpha!r}")
     r, g, b = (int(color[i:i + 2], 16) for i in (1, 3, 5))
     return f"rgba({r}, {g}, {b}, {alpha:g})"
+
+
+def css_rgba(color: str, alpha: float) -> str:
+    """``rgba(color, alpha)`` written compactly for a stylesheet: "rgba(128,128,128,0.25)"."""
+    return rgba(color, alpha).replace(" ", "")
 
 
 # --- palettes ------------------------------------------------------------------------------------

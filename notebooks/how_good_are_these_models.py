@@ -117,12 +117,12 @@ def predicted_vs_measured(key, rows_, title):
         fig.add_trace(go.Scatter(
             x=[t["measured"] for t in pts], y=[t[key] for t in pts], mode="markers",
             name=regime, marker=dict(color=colour, symbol=symbol, size=10,
-                                     line=dict(width=1, color="white")),
+                                     line=dict(width=1, color=theme.WHITE)),
             text=[f"{t['id']}<br>{t['metric']} ({t['unit']})" for t in pts],
             hovertemplate="%{text}<br>measured %{x:.4g}<br>predicted %{y:.4g}<extra></extra>"))
     fig.update_xaxes(type="log", title="measured value (the row's unit: ms, tokens/s or GB)")
     fig.update_yaxes(type="log", title="predicted value (same unit as measured)")
-    fig.update_layout(title=title, height=480, legend_title_text="regime")
+    fig.update_layout(template=theme.TEMPLATE, title=title, height=480, legend_title_text="regime")
     return fig
 
 

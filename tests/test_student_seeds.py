@@ -139,16 +139,6 @@ def test_the_override_file_is_the_instructors_not_the_students(clean_env, tmp_pa
     with pytest.raises(FileNotFoundError):
         grading.student_seed()
 
-
-def test_nbgrader_hook_sets_the_stub_and_replaces_execute():
-    pytest.importorskip("nbgrader")
-    from traitlets.config import Config
-
-    from companion import course
-
-    c = Config()
-    course.configure(c)
-    assert c.ClearSolutions.code_stub == {"python": "# YOUR CODE HERE"}
-    steps = c.Autograde.autograde_preprocessors
-    names = [getattr(s, "__name__", s) for s in steps]
-    assert "StudentSeedExecute" in names and "Execute" not in names
+# companion.course.configure (nbgrader's answer stub and the Execute step that sets the student
+# id) needs nbgrader, which only the course check's environment has: tests/test_course.py runs
+# a whole term through it, and its exact full and partial marks fail without the hook.
