@@ -82,9 +82,11 @@ wait until the 800-token member is done before it can even be prefilled. The blo
 # (or for the scheduler to preempt one), just as under static batching, only for one sequence
 # rather than a whole group.
 #
-# That condition is why continuous batching and paged KV (17 §5) arrive as a pair: if a
-# sequence could only be admitted into a contiguous region sized for its worst case, the pool
-# would rarely have room at the moment a slot frees.
+# Continuous batching does not need paged KV: a scheduler can refill slots step by step while
+# reserving each sequence's whole maximum length, and the first iteration-level schedulers did.
+# What paging (17 §5) adds is the batch cap: worst-case reservations fill the pool with slots
+# nobody writes, so fewer sequences run at once and a newcomer waits for memory more often;
+# blocks handed out as a sequence grows let the same pool hold several times the batch.
 #
 # The chapter makes the point with a small diagram. Here the companion's scheduler simulator
 # replays one queue (the chapter's output mix three times over, shuffled, each
@@ -302,11 +304,14 @@ md(f"""> **Where this model breaks: chunked prefill.** At the chapter's setting 
 >
 > **Below the ridge.** Computing a pass's tokens takes as long as reading the weights once at
 > {ridge_full:.0f} tokens at the full roof, {ridge_half:.0f} tokens at the chapter's 50% of
-> peak. A pass smaller than that is memory-bound, and pricing its chunk by compute undercounts
-> it. With {batch} decode tokens already in the pass, a chunk below about
-> {ridge_half - batch:.0f} tokens is such a case: at {lo}-token chunks all {tiny['memory_bound_chunks']}
-> of {tiny['chunks']} passes are memory-bound, each {tiny['first_itl_s'] / units.ms:.2f} ms
-> instead of the chapter's {tiny_ch['iteration_s'] / units.ms:.2f} ms.
+> peak. A pass smaller than that is memory-bound: it costs one read of the weights, and its
+> chunk's compute hides under that read. With {batch} decode tokens already in the pass, a
+> chunk below about {ridge_half - batch:.0f} tokens is such a case: at {lo}-token chunks all
+> {tiny['memory_bound_chunks']} of {tiny['chunks']} passes are memory-bound, each
+> {tiny['first_itl_s'] / units.ms:.2f} ms. The chapter's sum, a full decode step plus the
+> chunk's compute, gives {tiny_ch['iteration_s'] / units.ms:.2f} ms: it
+> {'overstates' if tiny_ch['iteration_s'] > tiny['first_itl_s'] else 'understates'} such a round,
+> because it pays for the chunk's arithmetic on top of a weight read the chunk shares.
 >
 > **Long prompts.** The chapter ignores attention FLOPs, and at 8,000 tokens that costs
 > little. At 32,000 tokens in 736-token chunks the last full chunk's pass takes
