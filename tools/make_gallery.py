@@ -221,20 +221,6 @@ def _browser_tools(root: Path):
     return lab_harness, surfaces
 
 
-def _narrow(page, H, width: int) -> None:
-    """Both JupyterLab sidebars closed and the window sized so the notebook is ``width`` px."""
-    page.evaluate("() => { const s = window.jupyterapp.shell; s.collapseLeft(); "
-                  "s.collapseRight(); }")
-    for _ in range(3):
-        shown = page.evaluate(f"() => document.querySelector('{H.ACTIVE}')"
-                              ".getBoundingClientRect().width")
-        if abs(shown - width) < 1:
-            break
-        size = page.viewport_size
-        page.set_viewport_size({"width": int(size["width"] + width - shown), "height": 2400})
-        page.wait_for_timeout(500)
-
-
 def lab_surfaces(root: Path, out: Path, browser, state: Path) -> list[dict]:
     """Screenshot every explorer panel in JupyterLab at each of LAB_WIDTHS; returns one entry
     per shot: its anchor, path (relative to ``out``), panel, width and the probe's findings."""
@@ -252,7 +238,7 @@ def lab_surfaces(root: Path, out: Path, browser, state: Path) -> list[dict]:
         n = H.open_notebook(page, lab, notebook)
         H.run_all_cells(page, n, timeout_ms=600_000)
         for width in LAB_WIDTHS:
-            _narrow(page, H, width)
+            S.narrow_notebook(page, width, height=2400)
             page.wait_for_timeout(1000)
             roots = page.locator(f"{H.ACTIVE} .companion-panel")
             for i, name in enumerate(names):

@@ -38,6 +38,7 @@ from companion.explorers.static_image import CHROMIUM_CANDIDATES, find_chromium 
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
+SCRATCH_NOTEBOOKS = "artifacts/browser"    # inside the Lab server's root, git-ignored
 VOILA_SHARE = ROOT / "dashboards" / "share" / "jupyter"
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -951,6 +952,22 @@ def type_into_cell(page, cell, code: str) -> None:
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("ControlOrMeta+a")
     page.keyboard.insert_text(code)
+
+
+def write_scratch_notebook(name: str, intro: str, code: list[str]) -> str:
+    """Write ``artifacts/browser/<name>.ipynb`` (a Markdown cell ``intro``, then one code cell
+    per source in ``code``, for the venv's Python kernel); returns its path relative to the
+    repository root, as a Lab server opens it."""
+    import nbformat
+
+    cells = [nbformat.v4.new_markdown_cell(intro)] + [nbformat.v4.new_code_cell(c) for c in code]
+    nb = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": {
+        "name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}})
+    notebook = f"{SCRATCH_NOTEBOOKS}/{name}.ipynb"
+    path = ROOT / notebook
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return notebook
 
 
 def screenshot(target, name: str, **options) -> Path:

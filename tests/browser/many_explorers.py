@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import lab_harness as H
 
-FOLDER = "artifacts/browser"
 
 
 @dataclass(frozen=True)
@@ -48,20 +47,10 @@ EXPLORERS = [
 def write_notebook(name: str, specs=EXPLORERS) -> str:
     """Write the notebook ``artifacts/browser/<name>.ipynb`` and return that path (relative to
     the repository root)."""
-    import nbformat
-
-    cells = [nbformat.v4.new_markdown_cell("Several explorers at once (browser tests).")]
-    cells.append(nbformat.v4.new_code_cell("from companion import widgets"))
-    for s in specs:
-        cells.append(nbformat.v4.new_code_cell(
-            f"{s.variable} = widgets.{s.panel}({s.kwargs})\n{s.variable}.show()"))
-    nb = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": {
-        "name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}})
-    notebook = f"{FOLDER}/{name}.ipynb"
-    path = H.ROOT / notebook
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, path)
-    return notebook
+    return H.write_scratch_notebook(
+        name, "Several explorers at once (browser tests).",
+        ["from companion import widgets"]
+        + [f"{s.variable} = widgets.{s.panel}({s.kwargs})\n{s.variable}.show()" for s in specs])
 
 
 def explorer_roots(page, scope: str = "body"):

@@ -1,6 +1,7 @@
 """What a reader sees of every explorer panel and every figure, measured in the page: shared by
 tests/browser/test_clean_surfaces.py and ``make gallery`` (tools/make_gallery.py).
 
+- ``narrow_notebook``: the notebook sized to a given width (both sidebars closed).
 - ``write_panels_notebook``: one notebook with every explorer of ``companion.widgets`` at the
   chapter's setting (one code cell each), written under artifacts/ (git-ignored, inside the
   Lab server's root).
@@ -15,8 +16,6 @@ Nothing here imports playwright; the callers hold the page.
 from __future__ import annotations
 
 import lab_harness as H
-
-FOLDER = "artifacts/browser"
 
 
 def panel_classes() -> list[str]:
@@ -33,21 +32,27 @@ def write_panels_notebook(name: str, panels: list[str] | None = None) -> str:
     """Write ``artifacts/browser/<name>.ipynb``: one cell per explorer (``panels``, default
     every one) showing it at the chapter's setting, each cell starting with a comment that
     names the class. Returns the path relative to the repository root."""
-    import nbformat
-
     panels = panel_classes() if panels is None else panels
-    cells = [nbformat.v4.new_markdown_cell("Every explorer at the chapter's setting "
-                                           "(tests/browser/surfaces.py)."),
-             nbformat.v4.new_code_cell("from companion import widgets")]
-    for p in panels:
-        cells.append(nbformat.v4.new_code_cell(f"# {p}\nwidgets.{p}().show()"))
-    nb = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": {
-        "name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}})
-    notebook = f"{FOLDER}/{name}.ipynb"
-    path = H.ROOT / notebook
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, path)
-    return notebook
+    return H.write_scratch_notebook(
+        name, "Every explorer at the chapter's setting (tests/browser/surfaces.py).",
+        ["from companion import widgets"] + [f"# {p}\nwidgets.{p}().show()" for p in panels])
+
+
+def narrow_notebook(page, width: int, height: int | None = None) -> None:
+    """Close both JupyterLab sidebars and size the window (``height`` px high, when given) so
+    that the notebook is ``width`` px wide."""
+    page.evaluate("() => { const s = window.jupyterapp.shell; s.collapseLeft(); "
+                  "s.collapseRight(); }")
+    if height:
+        page.set_viewport_size({"width": page.viewport_size["width"], "height": height})
+    for _ in range(3):
+        shown = page.evaluate(f"() => document.querySelector('{H.ACTIVE}')"
+                              ".getBoundingClientRect().width")
+        if abs(shown - width) < 1:
+            return
+        size = page.viewport_size
+        page.set_viewport_size({"width": int(size["width"] + width - shown),
+                                "height": size["height"]})
 
 
 # One panel, measured. A <select> shows its chosen option's text without reporting it in

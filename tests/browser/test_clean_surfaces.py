@@ -31,22 +31,6 @@ NOTEBOOK_WIDTH = 700
 BEFORE_FAILS = ("RetentionPanel", "PagingPanel", "RooflinePanel")
 
 
-def _narrow(page, width: int) -> None:
-    """Close both sidebars and size the window so that the notebook is ``width`` px wide."""
-    page.evaluate("() => { const s = window.jupyterapp.shell; s.collapseLeft(); "
-                  "s.collapseRight(); }")
-    for _ in range(3):
-        shown = page.evaluate(f"() => document.querySelector('{H.ACTIVE}')"
-                              ".getBoundingClientRect().width")
-        if abs(shown - width) < 1:
-            return
-        size = page.viewport_size
-        page.set_viewport_size({"width": int(size["width"] + width - shown),
-                                "height": size["height"]})
-        page.wait_for_timeout(500)
-    raise AssertionError(f"the notebook is {shown:.0f} px wide, not {width}")
-
-
 def _measure_all(page, names) -> dict:
     roots = page.locator(f"{H.ACTIVE} .companion-panel")
     assert roots.count() == len(names), (roots.count(), len(names))
@@ -65,8 +49,7 @@ def test_every_explorer_panel_is_clean_at_700_px(lab, browsing):
     n = H.open_notebook(page, lab, notebook)
     H.run_all_cells(page, n, timeout_ms=600_000)
     assert not H.page_problems(page, H.ACTIVE), H.page_problems(page, H.ACTIVE)
-    _narrow(page, NOTEBOOK_WIDTH)
-    page.set_viewport_size({"width": page.viewport_size["width"], "height": 2000})
+    S.narrow_notebook(page, NOTEBOOK_WIDTH, height=2000)
 
     measured = _measure_all(page, names)
     problems = {name: S.panel_problems(m) for name, m in measured.items()}
