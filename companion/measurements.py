@@ -698,17 +698,21 @@ def error_table(rs: list[Row] | None = None, calibration: Calibration | None = N
         groups.setdefault(key, []).append(r)
     out = []
     for key, members in sorted(groups.items()) + [(("all",) * len(by), rs)]:
-        preds = [predict(r) for r in members]
-        chap = [p.chapter_error_pct for p in preds]
-        full = [p.fuller_error_pct for p in preds if p.fuller is not None]
-        calib = [Prediction.error_pct(cal.predict(r), r.value) for r in members]
-        cm, cw = _summary(chap)
-        fm, fw = _summary(full) if full else (None, None)
-        km, kw = _summary(calib)
-        out.append(dict(zip(by, key), n=len(members), chapter_median=cm, chapter_worst=cw,
-                        fuller_median=fm, fuller_worst=fw, calibrated_median=km,
+        km, kw = _summary([Prediction.error_pct(cal.predict(r), r.value) for r in members])
+        out.append(dict(zip(by, key), **_unfitted_summary(members), calibrated_median=km,
                         calibrated_worst=kw))
     return out
+
+
+def _unfitted_summary(members: list[Row]) -> dict:
+    """{n, chapter_median, chapter_worst, fuller_median, fuller_worst} of ``members``: the
+    models that need no fit (fuller ones None where no row has a fuller model)."""
+    preds = [predict(r) for r in members]
+    cm, cw = _summary([p.chapter_error_pct for p in preds])
+    full = [p.fuller_error_pct for p in preds if p.fuller is not None]
+    fm, fw = _summary(full) if full else (None, None)
+    return dict(n=len(members), chapter_median=cm, chapter_worst=cw, fuller_median=fm,
+                fuller_worst=fw)
 
 
 def prediction_table(rs: list[Row] | None = None,
@@ -750,15 +754,8 @@ def _held_out_unfitted() -> dict[str, dict]:
     for r in held:
         groups.setdefault(r.regime, []).append(r)
     groups["all"] = list(held)
-    out = {}
-    for regime, members in groups.items():
-        preds = [predict(r) for r in members]
-        cm, cw = _summary([p.chapter_error_pct for p in preds])
-        full = [p.fuller_error_pct for p in preds if p.fuller is not None]
-        fm, fw = _summary(full) if full else (None, None)
-        out[regime] = dict(regime=regime, n=len(members), chapter_median=cm, chapter_worst=cw,
-                           fuller_median=fm, fuller_worst=fw)
-    return out
+    return {regime: dict(regime=regime, **_unfitted_summary(members))
+            for regime, members in groups.items()}
 
 
 def _held_out(regime: str, model: str) -> dict | None:

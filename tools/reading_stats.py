@@ -91,18 +91,27 @@ def heading_collapsed(cell: dict) -> bool:
     return bool(cell.get("metadata", {}).get(COLLAPSED))
 
 
-def stats(path: Path) -> dict:
-    nb = json.loads(path.read_text())
-    visible = folded = code_visible = prose_visible = 0
+def fold_walk(cells: list[dict]):
+    """``(cell, in_fold, opens_fold)`` for each cell, as JupyterLab shows a notebook: a cell is
+    hidden under the nearest collapsed heading above it until a heading of the same or a higher
+    level; a collapsed heading that is itself shown opens a (top-level) fold."""
     fold_level = None        # inside a collapsed heading's section: that heading's level
-    for cell in nb["cells"]:
-        src = "".join(cell["source"])
+    for cell in cells:
         level = heading_level(cell)
         if fold_level is not None and level is not None and level <= fold_level:
             fold_level = None
         in_fold = fold_level is not None
-        if level is not None and heading_collapsed(cell) and not in_fold:
+        opens = level is not None and heading_collapsed(cell) and not in_fold
+        if opens:
             fold_level = level
+        yield cell, in_fold, opens
+
+
+def stats(path: Path) -> dict:
+    nb = json.loads(path.read_text())
+    visible = folded = code_visible = prose_visible = 0
+    for cell, in_fold, _ in fold_walk(nb["cells"]):
+        src = "".join(cell["source"])
         if cell["cell_type"] == "markdown":
             shown, inside = split_folds(src)
             if in_fold:

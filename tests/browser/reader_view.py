@@ -76,14 +76,7 @@ del __explorers_at_defaults
 
 def top_level_folds(nb: dict) -> int:
     """How many collapsed headings a reader sees (one inside another shows as one)."""
-    count, fold = 0, None
-    for cell in nb["cells"]:
-        level = reading_stats.heading_level(cell)
-        if fold is not None and level is not None and level <= fold:
-            fold = None
-        if fold is None and level is not None and reading_stats.heading_collapsed(cell):
-            fold, count = level, count + 1
-    return count
+    return sum(opens for _, _, opens in reading_stats.fold_walk(nb["cells"]))
 
 
 def explorers_state(page) -> dict:
