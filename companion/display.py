@@ -21,7 +21,8 @@ notebook.
 - ``install()``: registers the rounding plotly renderer and makes it the default in place of
   plain ``plotly_mimetype`` (and the other plain mimetype renderers: ``jupyterlab``,
   ``vscode``, ``nteract``), so ``fig.show()`` and a figure as a cell's last expression go
-  through it. Idempotent; ``companion.explorers.common.plotly_go()`` calls it, so every figure
+  through it, and adds ``NOTES_RENDERER`` after it: each shown figure is followed by an output
+  with its text alternative and data tables (``companion.describe``). Idempotent; ``companion.explorers.common.plotly_go()`` calls it, so every figure
   the companion builds is displayed through it. A renderer the user chose (``browser``, ...)
   is left alone.
 
@@ -41,12 +42,13 @@ import json
 import math
 import textwrap
 
-__all__ = ["tex", "tex_sci", "SIGNIFICANT_DIGITS", "RENDERER_PREFIX", "round_float", "round_floats",
-           "round_figure_json", "figure_mimebundle", "md", "answer", "install"]
+__all__ = ["tex", "tex_sci", "SIGNIFICANT_DIGITS", "RENDERER_PREFIX", "NOTES_RENDERER",
+           "round_float", "round_floats", "round_figure_json", "figure_mimebundle", "notes_bundle", "md", "answer", "install"]
 
 SIGNIFICANT_DIGITS = 6
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 RENDERER_PREFIX = "companion_"
+NOTES_RENDERER = "companion_figure_notes"
 # plotly renderers that only wrap the figure JSON into the plotly mimetype
 _PLAIN_MIMETYPE_RENDERERS = ("plotly_mimetype", "jupyterlab", "vscode", "nteract")
 # plotly.js typed arrays ("bdata" specs) that hold floats; plotly writes native little-endian
@@ -186,9 +188,35 @@ def _renderer_class():
     return RoundedPlotlyRenderer
 
 
+def notes_bundle(figure: dict) -> dict:
+    """The display bundle that follows a figure (its rounded JSON dict): the text alternative
+    and the "Show the numbers" tables of ``companion.describe``."""
+    from companion import describe
+
+    return {"text/html": describe.notes_html(figure),
+            "text/plain": describe.text_alternative(figure)}
+
+
+def _notes_renderer():
+    from plotly.io._base_renderers import ExternalRenderer
+
+    class FigureNotesRenderer(ExternalRenderer):
+        """Displays, right after a figure, its words and numbers (``companion.describe``): the
+        text alternative a screen reader reads and the "Show the numbers" tables."""
+
+        def render(self, fig_dict):
+            from IPython.display import display
+
+            display(notes_bundle(round_figure_json(fig_dict)), raw=True)
+
+    return FigureNotesRenderer()
+
+
 def install() -> str:
     """Register the rounding renderers and put them in plotly's default renderer string in
-    place of the plain mimetype renderers; returns the new default. Safe to call often."""
+    place of the plain mimetype renderers, followed by ``NOTES_RENDERER`` (a figure's text
+    alternative and data tables, as an output of their own); returns the new default. Safe to
+    call often."""
     import plotly.io as pio
 
     from plotly.io._base_renderers import PlotlyRenderer
@@ -205,6 +233,10 @@ def install() -> str:
                 renderers[rounded] = cls(config=renderers[name].config)
             name = rounded
         swapped.append(name)
+    if any(name.startswith(RENDERER_PREFIX) for name in swapped) and NOTES_RENDERER not in swapped:
+        if NOTES_RENDERER not in renderers:
+            renderers[NOTES_RENDERER] = _notes_renderer()
+        swapped.append(NOTES_RENDERER)
     if swapped != names:
         renderers.default = "+".join(swapped)
     return renderers.default

@@ -103,9 +103,9 @@ def default_renderer():
 
 
 @pytest.mark.parametrize("before, after", [
-    ("plotly_mimetype", "companion_plotly_mimetype"),
-    ("plotly_mimetype+notebook", "companion_plotly_mimetype+notebook"),
-    ("jupyterlab", "companion_jupyterlab"),
+    ("plotly_mimetype", "companion_plotly_mimetype+companion_figure_notes"),
+    ("plotly_mimetype+notebook", "companion_plotly_mimetype+notebook+companion_figure_notes"),
+    ("jupyterlab", "companion_jupyterlab+companion_figure_notes"),
     ("browser", "browser"),
     ("png", "png"),
 ])
@@ -132,7 +132,7 @@ def test_companion_figure_builders_install_the_renderer(default_renderer):
     from companion.explorers.common import titled_figure
 
     titled_figure([], {}, "t")
-    assert pio.renderers.default == "companion_plotly_mimetype"
+    assert pio.renderers.default == "companion_plotly_mimetype+companion_figure_notes"
 
 
 

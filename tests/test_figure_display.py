@@ -97,8 +97,16 @@ def test_in_a_kernel_figures_show_rounded_without_plotlys_renderer_module():
                                                                          "execute_result")]
     printed = [json.loads(m["content"]["text"]) for m in outputs if m["msg_type"] == "stream"]
     assert printed[0] == {"nbformat": False, "renderers": False}
-    # show(), then the figure as the cell's value: the rounded plotly bundle, nothing else
-    assert [sorted(d) for d in shown[:2]] == [[display.PLOTLY_MIME]] * 2
-    assert shown[0] == shown[1] == printed[1]
-    # a renderer chosen through plotly is plotly's business: the json renderer's bundle
-    assert "application/json" in shown[2]
+    # show(), then the figure as the cell's value: each time the rounded plotly bundle, then
+    # the figure's words and numbers (its text alternative and data tables), nothing else
+    assert [sorted(d) for d in shown[:4]] == [[display.PLOTLY_MIME],
+                                              ["text/html", "text/plain"]] * 2
+    assert shown[0] == shown[2] == printed[1]
+    from companion import describe
+
+    figure = printed[1][display.PLOTLY_MIME]
+    assert shown[1] == shown[3] == {"text/html": describe.notes_html(figure),
+                                    "text/plain": describe.text_alternative(figure)}
+    assert shown[1]["text/plain"].startswith("Figure: ")
+    # a renderer chosen through plotly is plotly's business: the json renderer's bundle only
+    assert "application/json" in shown[4] and len(shown) == 5

@@ -81,10 +81,10 @@ def test_static_figure_steps_through_the_main_control(cls):
     assert values == sorted(values) or main.kind == "choice"
     # it opens at the chapter's setting, with that setting's readout
     assert values[slider["active"]] == panel.params[main.name]
-    assert meta["readouts"][slider["active"]] == panel.compute(**panel.params).text
+    assert meta["readouts"][slider["active"]] == panel.readout_html(panel.compute(**panel.params))
     # every step's readout is the panel's own computation at that value
     for value, readout in list(zip(values, meta["readouts"]))[::5]:
-        assert readout == panel.compute(**dict(panel.params, **{main.name: value})).text
+        assert readout == panel.readout_html(panel.compute(**dict(panel.params, **{main.name: value})))
     # the other controls are listed at their values and say how to move them
     others = {o["label"] for o in meta["others"]}
     assert others == {c.label for c in cls.controls if c.name != main.name}

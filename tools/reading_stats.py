@@ -62,6 +62,11 @@ def split_folds(text: str) -> tuple[str, str]:
     return _DETAILS.sub(" ", text) + " " + " ".join(summaries), folded
 
 
+# what an output holds but never shows: its style rules, and a figure's text alternative (read
+# by screen readers in the figure's place, companion.describe)
+_NOT_SHOWN = re.compile(r"<style>.*?</style>|<p class=\"companion-sr-only\">.*?</p>", re.S)
+
+
 def _output_text(output: dict) -> str:
     if output.get("output_type") == "stream":
         return "".join(output.get("text", ""))
@@ -71,7 +76,7 @@ def _output_text(output: dict) -> str:
             if mime == "text/plain" and ("application/vnd.plotly.v1+json" in data
                                          or "application/vnd.jupyter.widget-view+json" in data):
                 return ""  # a figure's or widget's repr, not text a reader sees
-            return "".join(data[mime])
+            return _NOT_SHOWN.sub(" ", "".join(data[mime]))
     return ""
 
 

@@ -72,10 +72,14 @@ class PlotlyMimeRenderer:
 
 def explorer_html(explorer: dict, layout: dict, div_id: str, figure_html: str) -> str:
     """A static explorer as the live one is laid out: its controls and readout above the
-    figure. The main control is the plotly slider on top of the figure; the others are shown,
-    disabled, at their values; companion_explorer.js swaps the readout as the slider moves."""
+    figure. The main control is a native range input (keyboard and screen reader) bound to the
+    plotly slider on top of the figure, which it mirrors; the others are shown, disabled, at
+    their values; companion_explorer.js applies a step and swaps the readout as either moves,
+    and announces the new value and readout."""
     esc = html_lib.escape
-    active = layout["sliders"][0]["active"]
+    slider = layout["sliders"][0]
+    active = slider["active"]
+    labels = [step["label"] for step in slider["steps"]]
     fixed = "".join(
         f'<div class="companion-explorer-fixed"><label>{esc(c["label"])} '
         f'<input type="text" value="{esc(c["value"])}" disabled title="{esc(explorer["hint"])}" '
@@ -84,8 +88,13 @@ def explorer_html(explorer: dict, layout: dict, div_id: str, figure_html: str) -
         for c in explorer["others"])
     return (f'<div class="companion-explorer" data-figure="{div_id}">'
             f'<div class="companion-explorer-top"><div class="companion-explorer-controls">'
-            f'<div class="companion-explorer-main">slider above the figure: '
-            f'<b>{esc(explorer["control"])}</b></div>{fixed}</div>'
+            f'<div class="companion-explorer-main"><label>{esc(explorer["control"])} '
+            f'<input type="range" class="companion-explorer-range" min="0" '
+            f'max="{len(labels) - 1}" step="1" value="{active}" '
+            f'aria-valuetext="{esc(labels[active])}"></label> '
+            f'<output class="companion-explorer-value">{esc(labels[active])}</output>'
+            f'<div class="companion-explorer-announce companion-sr-only" aria-live="polite">'
+            f'</div></div>{fixed}</div>'
             f'<div class="companion-explorer-readout">{explorer["readouts"][active]}</div>'
             f'</div>{figure_html}</div>')
 

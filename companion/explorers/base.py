@@ -322,10 +322,22 @@ class Panel:
         # the readout's message first: the page applies it (a little HTML) before the figure's
         # message starts plotly.js, so both show in the same frame instead of the readout
         # waiting behind the redraw
+        layout = self._layout(view)
+        readout = self.readout_html(view, layout)
         if self._readout is not None:
-            self._readout.value = view.text
-        self._fig.update(view.traces, self._layout(view), key=self._widget_key(self.params),
-                         readout_html=view.text)
+            self._readout.value = readout
+        self._fig.update(view.traces, layout, key=self._widget_key(self.params),
+                         readout_html=readout)
+
+    def readout_html(self, view: View, layout: dict | None = None) -> str:
+        """What the readout shows for ``view``: its text, then the words and numbers of the
+        figure beside it (``companion.describe.notes_html``: the text alternative a screen
+        reader reads, and "Show the numbers"), so that they follow every move of a control,
+        including the page's lookahead and film."""
+        from companion.describe import notes_html
+
+        layout = self._layout(view) if layout is None else layout
+        return view.text + notes_html(data=view.traces, layout=layout)
 
     # --- lookahead (figure_widget.PlotlyFigure.follow) -------------------------------------
     # a move that took the kernel longer than this gets no lookahead: the next move would wait
@@ -396,7 +408,9 @@ class Panel:
                 view = type(self).compute(self, **params)
             except Exception:  # noqa: BLE001 - that step reports its error when it is taken
                 continue
-            entries.append((self._widget_key(params), view.traces, self._layout(view), view.text))
+            layout = self._layout(view)
+            entries.append((self._widget_key(params), view.traces, layout,
+                            self.readout_html(view, layout)))
         self._fig.lookahead(entries)
 
     # after a move of more than one step (a drag, a PageUp), the lookahead waits this long and
@@ -491,7 +505,9 @@ class Panel:
                 view = type(self).compute(self, **params)  # the class's, as _lookahead
             except Exception:  # noqa: BLE001 - that value reports its error when it is taken
                 continue
-            entries.append((self._widget_key(params), view.traces, self._layout(view), view.text))
+            layout = self._layout(view)
+            entries.append((self._widget_key(params), view.traces, layout,
+                            self.readout_html(view, layout)))
         if entries:
             self._fig.film(index, entries)
         if values:
@@ -536,13 +552,15 @@ class Panel:
         from companion.explorers.figure_widget import PlotlyFigure
 
         view = self.compute(**self.params)
+        readout = self.readout_html(view)
         self._stops = {c.name: c.stops(include=(self.params[c.name],))
                        for c in self.controls if c.ladder is not None}
         self._fig = PlotlyFigure(view.traces, self._layout(view),
-                                 key=self._widget_key(self.params), readout_html=view.text)
+                                 key=self._widget_key(self.params),
+                                 readout_html=readout)
         # the readout may shrink and scroll; the controls keep their width so that every
         # slider's value stays visible next to a long readout
-        self._readout = w.HTML(value=view.text, layout=w.Layout(flex="1 1 16em", min_width="0",
+        self._readout = w.HTML(value=readout, layout=w.Layout(flex="1 1 16em", min_width="0",
                                                                 overflow="auto"))
         self._readout.add_class("companion-readout")
         self._widgets = {c.name: self._widget_for(c) for c in self.controls}

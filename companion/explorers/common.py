@@ -81,7 +81,8 @@ def plain_mimetype_default() -> bool:
         renderers = sys.modules[_RENDERERS_MODULE].renderers
         display.install()
         name = display.RENDERER_PREFIX + "plotly_mimetype"
-        return renderers.default == name and not renderers[name].config
+        return renderers.default == f"{name}+{display.NOTES_RENDERER}" and \
+            not renderers[name].config
     if any(os.environ.get(name) for name in _OTHER_RENDERER_ENV) or os.path.exists(
             "/kaggle/input"):
         return False
@@ -115,7 +116,10 @@ def _figure_class(go):
                 return super()._ipython_display_()
             from IPython.display import display as ipython_display
 
-            ipython_display(display.figure_mimebundle(self), raw=True)
+            bundle = display.figure_mimebundle(self)
+            ipython_display(bundle, raw=True)
+            # what install()'s notes renderer adds after a figure on plotly's own path
+            ipython_display(display.notes_bundle(bundle[display.PLOTLY_MIME]), raw=True)
 
         def to_dict(self):
             # every way out of a figure (display, to_json, the PNG export) goes through here:

@@ -82,10 +82,15 @@ def control_values(control, steps: int = DEFAULT_STEPS, include=()) -> list:
     on the control's grid, plus ``include`` (the chapter's setting)."""
     if control.kind == "choice":
         return list(control.options.values())
-    if control.ladder is not None:   # the live slider's own stops
-        return control.stops(include=[control.check(x) for x in include])
     if steps < 2:
         raise ValueError(f"steps: need at least 2, got {steps!r}")
+    if control.ladder is not None:   # the live slider's own stops, every k-th if too many
+        kept = [control.check(x) for x in include]
+        stops = control.stops(include=kept)
+        if len(stops) <= steps:
+            return stops
+        picked = {stops[round(i * (len(stops) - 1) / (steps - 1))] for i in range(steps)}
+        return sorted(picked | set(kept))
     lo, hi = control.min, control.max
     if lo > 0 and hi / lo > 50:
         raw = [lo * (hi / lo) ** (i / (steps - 1)) for i in range(steps)]
@@ -167,13 +172,13 @@ def static_figure(panel, control: str | None = None, steps: int | None = None) -
             {"data": view.traces, "layout": panel._layout(view)})))) for view in views])
         active = values.index(base[name])
         figure = _assemble(panel, main, values, views, figures, active)
-        size = stored_size(figure)
+        # the validated figure (plotly fills in the template); the slider steps stay as built
+        validated = round_figure(_plain(json.loads(go.Figure(figure).to_json())))
+        validated["layout"]["sliders"] = figure["layout"]["sliders"]
+        size = stored_size(validated)
         if size <= BUDGET_BYTES or main.kind == "choice" or steps <= 5:
             break
         steps = max(5, int(steps * BUDGET_BYTES / size * 0.9))
-    # the validated figure (plotly fills in the template); the slider steps stay as built
-    validated = round_figure(_plain(json.loads(go.Figure(figure).to_json())))
-    validated["layout"]["sliders"] = figure["layout"]["sliders"]
     return validated
 
 
@@ -207,7 +212,7 @@ def _assemble(panel, main, values, views, figures, active) -> dict:
         "control": main.label,
         "name": main.name,
         "values": list(values),
-        "readouts": [view.text for view in views],
+        "readouts": [panel.readout_html(view) for view in views],
         "others": others,
         "hint": MOVE_ME,
     }}

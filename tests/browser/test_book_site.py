@@ -227,7 +227,9 @@ def test_static_explorer_follows_its_slider(server, reader, doc, panel):
     active = gd.evaluate("gd => gd.layout.sliders[0].active")
     defaults = cls().defaults()
     assert meta["values"][active] == defaults[cls.main_control]
-    assert H.html_text(readout.inner_html()) == H.html_text(cls().compute(**defaults).text)
+    panel_at = cls()
+    assert H.html_text(readout.inner_html()) == H.html_text(
+        panel_at.readout_html(panel_at.compute(**defaults)))
     # the other controls: shown at the chapter's setting, disabled, saying how to move them
     fixed = box.locator(".companion-explorer-fixed")
     assert fixed.count() == len(cls.controls) - 1
@@ -249,12 +251,64 @@ def test_static_explorer_follows_its_slider(server, reader, doc, panel):
     expected = cls().compute(**dict(defaults, **{cls.main_control: value}))
     page.wait_for_function(
         "([el, text]) => el.textContent.replace(/\\s+/g, '') === text",
-        arg=[readout.element_handle(), H.html_text(expected.text)], timeout=30_000)
+        arg=[readout.element_handle(), H.html_text(panel_at.readout_html(expected))],
+        timeout=30_000)
     assert gd.evaluate("gd => JSON.stringify(gd.data)") != before
     # the figure now shows the panel's traces at the new value (to the stored rounding)
     shown_names = gd.evaluate("gd => gd.data.filter(t => t.visible !== false).map(t => t.name)")
     assert [t.get("name") for t in expected.traces] == shown_names[:len(expected.traces)]
     H.screenshot(box, f"book_explorer_{panel}_after")
+
+
+@pytest.mark.parametrize("doc,panel", EXPLORERS, ids=[d.split("/")[-1] for d, _ in EXPLORERS])
+def test_static_explorer_moves_from_the_keyboard(server, reader, doc, panel):
+    """The range input above a static explorer is its slider for the keyboard and screen
+    readers: it has the control's name and the step's value as text; an arrow key applies the
+    next precomputed step (the same frame plotly's slider gives), swaps the readout to the
+    panel's own at that value, and announces it."""
+    from companion import widgets
+
+    page = reader.page
+    page.goto(f"{server.base}/{doc}.html")
+    box = page.locator(".companion-explorer").first
+    box.scroll_into_view_if_needed()
+    gd = box.locator(".js-plotly-plot")
+    gd.locator(".slider-container").wait_for(timeout=60_000)
+    cls = getattr(widgets, panel)
+    meta = gd.evaluate("gd => gd.layout.meta.companion_explorer")
+    steps = gd.evaluate("gd => gd.layout.sliders[0].steps.map(s => s.label)")
+    active = gd.evaluate("gd => gd.layout.sliders[0].active")
+    slider = page.get_by_role("slider", name=meta["control"])
+    assert slider.count() == 1, "the range input is named by its control's label"
+    assert slider.get_attribute("aria-valuetext") == steps[active]
+    # what plotly's own slider shows for the next step, applied to a copy of the figure
+    key, moved = ("ArrowLeft", active - 1) if active > 0 else ("ArrowRight", active + 1)
+    film = gd.evaluate("""([gd, i]) => {
+        const div = document.createElement('div');
+        document.body.appendChild(div);
+        return Plotly.newPlot(div, JSON.parse(JSON.stringify(gd.data)),
+                              JSON.parse(JSON.stringify(gd.layout))).then(() => {
+          const args = gd.layout.sliders[0].steps[i].args;
+          return Plotly.update(div, args[0] || {}, args[1] || {}, args[2]);
+        }).then(() => { const data = JSON.stringify(div.data); div.remove(); return data; });
+    }""", [gd.element_handle(), moved])
+    slider.focus()
+    page.keyboard.press(key)
+    page.wait_for_function("([el, a]) => el.layout.sliders[0].active === a",
+                           arg=[gd.element_handle(), moved], timeout=30_000)
+    readout = box.locator(".companion-explorer-readout")
+    panel_at = cls()
+    expected = panel_at.compute(**dict(panel_at.defaults(),
+                                       **{cls.main_control: meta["values"][moved]}))
+    page.wait_for_function(
+        "([el, text]) => el.textContent.replace(/\\s+/g, '') === text",
+        arg=[readout.element_handle(), H.html_text(panel_at.readout_html(expected))],
+        timeout=30_000)
+    assert gd.evaluate("gd => JSON.stringify(gd.data)") == film
+    assert slider.get_attribute("aria-valuetext") == steps[moved]
+    announced = box.locator(".companion-explorer-announce").text_content()
+    assert announced.startswith(steps[moved] + ".") and len(announced) > len(steps[moved]) + 10
+    H.screenshot(box, f"book_explorer_{panel}_keyboard")
 
 
 FOLD_MARK = re.compile(r"<!--\s*fold(?::\s*(.*?))?\s*-->", re.S)
