@@ -23,7 +23,8 @@ and type checkers. Importing it imports no plotting library. The topic modules::
                  MBU/MFU counting KV and attention, the levers on the roofline and together
   communication  17 §7-§8, fuller: ring all-reduce latency, overlap, uneven pipeline stages,
                  the KV hop shipped layer by layer
-  queueing       17 §8, fuller: Erlang C, a prefill pool sized by a TTFT percentile
+  queueing       17 §8, fuller: Erlang C, a prefill pool sized by a TTFT percentile, the
+                 goodput of a fleet shared with chunked prefill or split into two pools
   moe            mixture-of-experts: experts a batch touches, streamed bytes vs batch, active
                  parameters
   limits_rounds  fuller models beside 8.1, 8.2 and 8.5's simplified ones: a shared pass, KV
@@ -103,11 +104,12 @@ if TYPE_CHECKING:
     from companion.formulas.parallelism import (
         tp_allreduce_traffic, tp_decode_step, pp_stages, weights_per_gpu_bytes, parallel_layout,
         disaggregated_pools, kv_transfer_s, kv_routing_ttft, routed_mean_ttft_s, itl_batch_ceiling,
-        batch_window, routed_ttft_percentile)
+        batch_window, routed_ttft_percentile, nvlink_one_way_bytes_per_s)
     from companion.formulas.communication import (
         ring_hop_latency_s, tp_step_fuller, pp_decode_bubble, kv_layered_transfer)
     from companion.formulas.queueing import (
-        pool_wait, prefill_pool_for_ttft)
+        pool_wait, prefill_pool_for_ttft, pool_time_tail, fleet_goodput, fleet_slo_rate,
+        best_split)
     from companion.formulas.levers import (
         levers_table, cheat_sheet, utilization_counted, quantized_decode_speedup,
         speculative_speedup, combined_levers)
@@ -184,11 +186,13 @@ __all__, __getattr__, __dir__ = attach(__name__, {
     "companion.formulas.parallelism": (
         "tp_allreduce_traffic", "tp_decode_step", "pp_stages", "weights_per_gpu_bytes",
         "parallel_layout", "disaggregated_pools", "kv_transfer_s", "kv_routing_ttft",
-        "routed_mean_ttft_s", "itl_batch_ceiling", "batch_window", "routed_ttft_percentile"),
+        "routed_mean_ttft_s", "itl_batch_ceiling", "batch_window", "routed_ttft_percentile",
+        "nvlink_one_way_bytes_per_s"),
     "companion.formulas.communication": (
         "ring_hop_latency_s", "tp_step_fuller", "pp_decode_bubble", "kv_layered_transfer"),
     "companion.formulas.queueing": (
-        "pool_wait", "prefill_pool_for_ttft"),
+        "pool_wait", "prefill_pool_for_ttft", "pool_time_tail", "fleet_goodput",
+        "fleet_slo_rate", "best_split"),
     "companion.formulas.levers": (
         "levers_table", "cheat_sheet", "utilization_counted", "quantized_decode_speedup",
         "speculative_speedup", "combined_levers"),

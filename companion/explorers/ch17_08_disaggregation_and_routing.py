@@ -2,7 +2,8 @@
 decode pools, and KV-aware routing.
 
 Figures (plotly, deterministic): ``pool_sizing_traces``, ``kv_transfer_figure``,
-``routing_traces`` and ``disaggregation_diagram_traces``.
+``routing_traces``, ``disaggregation_diagram_traces`` and ``goodput_figure`` (a fleet shared
+with chunked prefill against the same GPUs split into two pools).
 
 Panels: ``PoolSizingPanel`` (prefill and decode pool sizes from the request mix),
 ``KVRoutingPanel`` (cold vs warm TTFT per turn of a conversation),
@@ -27,7 +28,7 @@ from companion.serves import serves
 __all__ = [
     "pool_sizing_traces", "kv_transfer_figure", "routing_traces", "PoolSizingPanel",
     "KVRoutingPanel", "KV_LINKS", "KV_HOPS", "disaggregation_diagram_traces",
-    "DisaggregationDiagramPanel",
+    "DisaggregationDiagramPanel", "goodput_figure",
 ]
 
 # the section this module serves (the notebook of its name): every @serves mark here is
@@ -50,7 +51,8 @@ def pool_sizing_traces(rates, prefill_groups, decode_groups, selected: dict, *,
          "line": {"shape": "hv", "color": theme.SERVING_COLORS["prefill"], "width": 3}},
         {"type": "scatter", "mode": "lines", "x": xs, "y": list(decode_groups),
          "name": "decode groups (output tok/s / capacity)",
-         "line": {"shape": "hv", "color": theme.SERVING_COLORS["decode"], "width": 3}},
+         "line": {"shape": "hv", "color": theme.SERVING_COLORS["decode"], "width": 3,
+                  "dash": "dot"}},
     ]
     if queued_groups is not None:
         traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": list(queued_groups),
@@ -89,21 +91,27 @@ def kv_transfer_figure(contexts, curves, *, marks=None, exposed=None, exposed_no
     traces = []
     for i, (label, secs) in enumerate(curves.items()):
         name = f"{label}: {mark_text[label]}" if label in mark_text else label
-        traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": _ms(secs), "name": name,
-                       "legendgroup": label,
-                       "line": {"color": theme.REQUEST_PALETTE[i % len(theme.REQUEST_PALETTE)], "width": 3}})
+        # each link its own marker symbol as well as its colour
+        traces.append({"type": "scatter", "mode": "lines+markers", "x": xs, "y": _ms(secs),
+                       "name": name, "legendgroup": label,
+                       "line": {"color": theme.REQUEST_PALETTE[i % len(theme.REQUEST_PALETTE)], "width": 3},
+                       "marker": {"symbol": theme.SYMBOLS[i % len(theme.SYMBOLS)], "size": 7,
+                                  "maxdisplayed": 10}})
     for i, (label, secs) in enumerate((exposed or {}).items()):
-        traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": _ms(secs),
+        traces.append({"type": "scatter", "mode": "lines+markers", "x": xs, "y": _ms(secs),
                        "name": f"{label}, {exposed_note}" if exposed_note else label,
                        "line": {"color": theme.REQUEST_PALETTE[i % len(theme.REQUEST_PALETTE)],
-                                "width": 2, "dash": "dash"}})
+                                "width": 2, "dash": "dash"},
+                       "marker": {"symbol": theme.SYMBOLS[i % len(theme.SYMBOLS)], "size": 6,
+                                  "maxdisplayed": 10}})
     for i, (label, (ctx, s)) in enumerate(marks.items()):
         traces.append({"type": "scatter", "mode": "markers", "x": [ctx], "y": [s / units.ms],
                        "name": f"{label}: {mark_text[label]}", "legendgroup": label,
                        "showlegend": label not in curves,
                        "hovertemplate": f"{label}: %{{y:,.1f}} ms at %{{x:,}} tokens"
                                         "<extra></extra>",
-                       "marker": {"size": 10, "color": theme.REQUEST_PALETTE[i % len(theme.REQUEST_PALETTE)]}})
+                       "marker": {"size": 10, "color": theme.REQUEST_PALETTE[i % len(theme.REQUEST_PALETTE)],
+                                  "symbol": theme.SYMBOLS[i % len(theme.SYMBOLS)]}})
     layout = {"height": 420,
               "xaxis": {"title": {"text": "context shipped (tokens)"}, "type": "log"},
               "yaxis": {"title": {"text": "transfer time (ms)"}, "type": "log"},
@@ -117,6 +125,49 @@ def kv_transfer_figure(contexts, curves, *, marks=None, exposed=None, exposed_no
     return _fig(traces, layout, title)
 
 
+@serves("17.8")
+def goodput_figure(fleets: dict, *,
+                   title: str = "Goodput of the same GPUs, shared or split (17 §8)"):
+    """Goodput per GPU against the offered request rate per GPU, for each fleet size shared
+    (one colour) and split (another), one dash per fleet size, over the line where every
+    request meets both targets.
+
+    ``fleets``: {GPUs: {"rates": req/s, "shared": goodput req/s, "split": goodput req/s,
+    "split_label": how the split divides the GPUs}} (``calc.fleet_goodput`` per rate)."""
+    traces = []
+    top = 0.0
+    colours = {"shared": theme.REQUEST_PALETTE[0], "split": theme.REQUEST_PALETTE[1]}
+    for i, (gpus, f) in enumerate(sorted(fleets.items())):
+        xs = [r / gpus for r in f["rates"]]
+        top = max(top, max(xs))
+        dash = theme.DASHES[(i + 1) % len(theme.DASHES)] if i else "solid"
+        for kind in ("shared", "split"):
+            name = (f"{gpus} GPUs shared, chunked prefill" if kind == "shared" else
+                    f"{gpus} GPUs split: {f['split_label']}")
+            # shared and split differ by marker as well as by colour
+            traces.append({"type": "scatter", "mode": "lines+markers", "x": xs,
+                           "y": [g / gpus for g in f[kind]], "name": name,
+                           "line": {"color": colours[kind], "width": 3, "dash": dash},
+                           "marker": {"symbol": {"shared": "circle", "split": "square"}[kind],
+                                      "size": 7, "maxdisplayed": 12},
+                           "hovertemplate": f"{name}<br>%{{x:.2f}} req/s per GPU offered, "
+                                            "%{y:.2f} good<extra></extra>"})
+    traces.insert(0, {"type": "scatter", "mode": "lines", "x": [0.0, top], "y": [0.0, top],
+                      "name": "every request within both targets", "legendrank": 2000,
+                      # "dash": no fleet takes it
+                      "line": {"color": theme.GREY, "width": 1.5, "dash": "dash"},
+                      "hoverinfo": "skip"})
+    rows = -(-len(traces) // 2)
+    foot = 60 + 24 * rows + 8
+    layout = {"height": 360 + foot, "legend": theme.foot_legend(),
+              "margin": {"t": 60, "b": foot},
+              "xaxis": {"title": {"text": "offered request rate per GPU (requests/s)"},
+                        "rangemode": "tozero"},
+              "yaxis": {"title": {"text": "goodput per GPU (requests/s)"},
+                        "rangemode": "tozero"}}
+    return _fig(traces, layout, title)
+
+
 def routing_traces(turns, cold_s, warm_s, *, mixed_s=None, mixed_label: str = "",
                    selected=None, attention=None) -> tuple[list, dict]:
     """TTFT per turn of a multi-turn conversation on a cold and a warm worker (log ms), and
@@ -125,19 +176,25 @@ def routing_traces(turns, cold_s, warm_s, *, mixed_s=None, mixed_label: str = ""
     the attention FLOPs counted (``calc.kv_routing_ttft(..., attention=True)``), dotted."""
     xs = list(turns)
     traces = [
-        {"type": "scatter", "mode": "lines", "x": xs, "y": _ms(cold_s),
+        # cold's markers are circles and warm's diamonds, as at the marked turn below
+        {"type": "scatter", "mode": "lines+markers", "x": xs, "y": _ms(cold_s),
          "name": "cold worker: re-prefill the whole conversation",
-         "line": {"color": theme.SERVING_COLORS["cold"], "width": 3}},
-        {"type": "scatter", "mode": "lines", "x": xs, "y": _ms(warm_s),
+         "line": {"color": theme.SERVING_COLORS["cold"], "width": 3},
+         "marker": {"symbol": "circle", "size": 6, "maxdisplayed": 12}},
+        {"type": "scatter", "mode": "lines+markers", "x": xs, "y": _ms(warm_s),
          "name": "warm worker: prefill the new message only",
-         "line": {"color": theme.SERVING_COLORS["warm"], "width": 3}},
+         "line": {"color": theme.SERVING_COLORS["warm"], "width": 3},
+         "marker": {"symbol": "diamond", "size": 7, "maxdisplayed": 12}},
     ]
     if attention is not None:
         for worker, secs in (("cold", attention[0]), ("warm", attention[1])):
-            traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": _ms(secs),
+            traces.append({"type": "scatter", "mode": "lines+markers", "x": xs, "y": _ms(secs),
                            "name": f"{worker}, attention FLOPs counted",
                            "line": {"color": theme.SERVING_COLORS[worker], "width": 2,
-                                    "dash": "dot"}})
+                                    "dash": "dot"},
+                           "marker": {"symbol": {"cold": "circle-open",
+                                                 "warm": "diamond-open"}[worker], "size": 6,
+                                      "maxdisplayed": 12}})
     if mixed_s is not None:
         traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": _ms(mixed_s),
                        "name": mixed_label, "line": {"color": theme.SERVING_COLORS["mix"],
@@ -202,7 +259,7 @@ class PoolSizingPanel(Panel):
              "decode_groups": pools["decode_groups"]},
             # no line (and no legend entry) where no pool size meets the target at any rate
             queued_groups=queued_sweep if any(g is not None for g in queued_sweep) else None,
-            queued_label=f"prefill groups for a TTFT p90 of {ttft_p90_target_ms:,.0f} ms "
+            queued_label=f"prefill groups for a p90 TTFT of {ttft_p90_target_ms:,.0f} ms "
                          f"(queueing, M/M/c)")
         numbers = {k: pools[k] for k in ("prompt_tok_per_s", "output_tok_per_s",
                                          "prefill_groups", "decode_groups", "prefill_to_decode")}
@@ -212,23 +269,26 @@ class PoolSizingPanel(Panel):
             "queued_prefill_groups": queued["groups"] or 0,
             "queued_p90_wait_ms": (queued["fuller"]["percentile_wait_s"] / units.ms
                                    if queued["groups"] else 0.0),
-            "wait_budget_ms": queued["wait_budget_s"] / units.ms})
+            "queued_p90_ttft_ms": (queued["fuller"]["percentile_time_s"] / units.ms
+                                   if queued["groups"] else 0.0),
+            "prefill_p90_ms": queued["service_percentile_s"] / units.ms})
         if queued["groups"] is None:
-            fuller = (f"a mean prompt's prefill alone ({queued['service_s'] / units.ms:,.0f} ms) "
-                      f"exceeds the {ttft_p90_target_ms:,.0f} ms target: no pool size meets it")
+            fuller = (f"the prefill alone has a p90 of {numbers['prefill_p90_ms']:,.0f} ms "
+                      f"(prompts spread around a {queued['service_s'] / units.ms:,.0f} ms mean), "
+                      f"over the {ttft_p90_target_ms:,.0f} ms target: no pool size meets it")
         else:
-            fuller = (f"{queued['groups']} groups keep the p90 queueing wait at "
-                      f"{numbers['queued_p90_wait_ms']:,.0f} ms, within the "
-                      f"{numbers['wait_budget_ms']:,.0f} ms the prefill leaves of the target")
+            fuller = (f"{queued['groups']} groups keep the p90 TTFT (wait plus prefill) at "
+                      f"{numbers['queued_p90_ttft_ms']:,.0f} ms, within the "
+                      f"{ttft_p90_target_ms:,.0f} ms target")
         wait = ("the queue grows without bound" if not chapter_q["stable"] else
-                f"p90 wait {chapter_q['percentile_wait_s'] / units.ms:,.0f} ms")
+                f"p90 TTFT {chapter_q['percentile_time_s'] / units.ms:,.0f} ms")
         text = (f"prompt demand {pools['prompt_tok_per_s']:,.0f} tok/s -> "
                 f"<b>{pools['prefill_groups']} prefill groups</b><br>"
                 f"output demand {pools['output_tok_per_s']:,.0f} tok/s -> "
                 f"<b>{pools['decode_groups']} decode groups</b><br>"
                 f"ratio {pools['prefill_to_decode']:.2g} : 1<br>"
-                f"<i>queueing: at {pools['prefill_groups']} groups the prefill pool runs at "
-                f"{numbers['prefill_load_pct']:.0f}% load ({wait}); {fuller}</i>")
+                f"<i>queueing (M/M/c): at {pools['prefill_groups']} groups the prefill pool runs "
+                f"at {numbers['prefill_load_pct']:.0f}% load ({wait}); {fuller}</i>")
         return View(numbers=numbers, traces=traces, layout=layout, text=text)
 
 
@@ -322,9 +382,11 @@ def prefill_tp(model) -> int:
     return 1 if calc.tp_kv_capacity(model, specs.H100_SXM)["fits"] else ch17.TP
 
 
+# each link at its one-way rate, the direction a KV hop travels: NVLink's spec figure (900 GB/s)
+# adds both directions, so one way is half; PCIe's 64 GB/s and a NIC's 400 Gb/s are per direction
 KV_LINKS = {"400 Gb RDMA (50 GB/s)": ch17.RDMA_400G_BYTES_PER_S,
             "PCIe Gen5 x16 (64 GB/s)": ch08.PCIE_GEN5_X16_BYTES_PER_S,
-            "NVLink (900 GB/s)": ch17.H100_NVLINK_BYTES_PER_S}
+            "NVLink, one way (450 GB/s)": calc.nvlink_one_way_bytes_per_s(specs.H100_SXM)}
 
 
 def _pool_cells(n: int, x0: float, x1: float, y0: float, y1: float) -> tuple[list, list, float]:
@@ -389,8 +451,9 @@ def disaggregation_diagram_traces(pools: dict, flows: dict) -> tuple[list, dict]
                         f"{flows.get('hop', 'per request')}<br>({flows['link']})",
               colour=theme.SERVING_COLORS["comm"]),
         arrow(6.6, 1.0, 2.6, 2.5, colour=theme.SERVING_COLORS["warm"]),
+        # the warm arrow's green is too light for text: its label in the darker green
         label(3.9, 1.2, "a turn whose prefix is<br>already warm on a decode GPU",
-              colour=theme.SERVING_COLORS["warm"]),
+              colour=theme.FOREST),
         arrow(10.4, 1.5, 9.4, 1.5),
         label(10.1, 0.6, f"{flows['output_tok_s']:,.0f}<br>output tok/s"),
     ]

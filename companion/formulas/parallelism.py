@@ -32,7 +32,7 @@ __all__ = [
     "placement_model", "placement_candidates",
     # §8 disaggregation and routing
     "disaggregated_pools", "kv_transfer_s", "kv_routing_ttft", "routed_mean_ttft_s",
-    "routed_ttft_percentile",
+    "routed_ttft_percentile", "NVLINK_DIRECTIONS", "nvlink_one_way_bytes_per_s",
     # interview: the batch between the ITL target and KV memory (§4-§5 arithmetic, TP of §7)
     "itl_batch_ceiling", "batch_window",
 ]
@@ -295,12 +295,33 @@ def disaggregated_pools(request_rate_per_s: float, mean_prompt_tokens: float,
                 prefill_to_decode=prefill_groups / decode_groups)
 
 
+# A spec sheet's NVLink figure (the H100's 900 GB/s, 17's assumptions) adds both directions:
+# 450 GB/s out and 450 GB/s in at once. A KV hop moves bytes one way, prefill GPU to decode GPU.
+NVLINK_DIRECTIONS = 2
+
+
+@serves("17.8")
+def nvlink_one_way_bytes_per_s(hardware: Hardware) -> float:
+    """One direction of the card's NVLink: its spec-sheet figure, which adds both directions,
+    over ``NVLINK_DIRECTIONS`` (17 §8: a KV hop runs one way).
+
+    >>> from companion import specs
+    >>> nvlink_one_way_bytes_per_s(specs.H100_SXM) / 1e9     # 900 GB/s both ways
+    450.0
+    """
+    hw = _hardware(hardware)
+    if hw.interconnect_bytes_per_s is None:
+        raise ValueError(f"hardware: {hw.name} has no NVLink figure")
+    return hw.interconnect_bytes_per_s / NVLINK_DIRECTIONS
+
+
 @serves("17.8")
 def kv_transfer_s(model: Model, context_tokens: int, link_bytes_per_s: float, *,
                   bytes_per_value: float = 2) -> float:
     """Seconds to ship one sequence's KV from the prefill to the decode pool (17 §8).
 
-    8,000 tokens of the 70B (2.62 GB): ~3 ms over 900 GB/s NVLink, ~52 ms over 50 GB/s RDMA.
+    8,000 tokens of the 70B (2.62 GB): ~3 ms over 900 GB/s NVLink as the chapter divides, 5.8 ms
+    at NVLink's one-way 450 GB/s (``nvlink_one_way_bytes_per_s``), ~52 ms over 50 GB/s RDMA.
     """
     m = _model(model)
     L = v.tokens("context_tokens", context_tokens)

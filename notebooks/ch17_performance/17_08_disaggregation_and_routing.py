@@ -36,9 +36,10 @@ m8, m70 = specs.LLAMA_8B, specs.LLAMA_70B
 # Follow one request through a disaggregated deployment. A router hands it to a GPU of the
 # *prefill pool*, which runs the whole prompt in one pass with no decode work beside it. The
 # KV cache that pass produces is copied to a GPU of the *decode pool*, which then produces the
-# answer token by token. Because no prompt is ever prefilled on a decode GPU, the stall of
-# 17 §3 has no way to occur there. And each pool can grow on its own evidence: add prefill
-# GPUs when TTFT slips, decode GPUs when ITL does.
+# answer token by token. A new conversation's prompt is never prefilled on a decode GPU, so the
+# long stall of 17 §3 cannot occur there; the one exception, a returning conversation's short
+# new message, is priced under KV-aware routing below. And each pool can grow on its own
+# evidence: add prefill GPUs when TTFT slips, decode GPUs when ITL does.
 #
 # Sizing is then two separate divisions. Let requests arrive at rate $\lambda$ with mean
 # prompt $\bar n$ and mean output $\bar G$, and let one GPU group sustain $\mu_p$ prompt tokens/s
@@ -47,7 +48,10 @@ m8, m70 = specs.LLAMA_8B, specs.LLAMA_70B
 # $$g_\text{prefill} = \left\lceil \frac{\lambda \bar n}{\mu_p} \right\rceil, \qquad
 # g_\text{decode} = \left\lceil \frac{\lambda \bar G}{\mu_d} \right\rceil.$$
 #
-# The capacities below are the chapter's illustrative ones; a real fleet measures its own.
+# In the chapter's words (17 §8), $\lambda\bar n$ is the prompt demand and $\lambda\bar G$ the
+# output demand, $\mu_p$ and $\mu_d$ the prefill and decode capacity per GPU group, and
+# $g_\text{prefill}$ and $g_\text{decode}$ the prefill and decode groups. The capacities below
+# are the chapter's illustrative ones; a real fleet measures its own.
 
 # %%
 pools = calc.disaggregated_pools(100, 2000, 250)
@@ -67,8 +71,9 @@ widgets.PoolSizingPanel().figure().show()
 # The chapter draws the deployment as a flowchart. Here the same picture is computed: one
 # square per GPU group, from `calc.disaggregated_pools`, and the KV traffic between the pools
 # from 17 §4's bytes per token times the mean prompt, shipped over the chosen link. A turn
-# whose prefix is already cached on a decode GPU can skip the prefill pool (the green arrow;
-# see KV-aware routing below). Move the arrival rate or the request mix in the explorer and
+# whose prefix is already cached on a decode GPU skips the prefill pool (the green arrow) and
+# has its new message prefilled on that decode GPU (see KV-aware routing below for what that
+# costs the GPU's other streams). Move the arrival rate or the request mix in the explorer and
 # the squares and flows are redrawn.
 
 # %% tags=["nbval-ignore-output"]
@@ -138,9 +143,12 @@ md(tables.markdown_table(("setting (prefill groups)", "chapter's model (mean dem
 #
 # The standard model for this is the M/M/c queue: requests arrive at random (a Poisson stream
 # at rate $\lambda$), each of the pool's $g_\text{prefill}$ groups prefills one prompt at a
-# time, and prefill times vary (exponentially, with mean $\bar t_\text{prefill} =
-# \bar n/\mu_p$). With an offered load of $\lambda\,\bar t_\text{prefill}$ groups' worth,
-# Erlang's C formula gives the chance that a request has to wait at all,
+# time, and prefill times vary around their mean $\bar t_\text{prefill} = \bar n/\mu_p$ as an
+# exponential distribution. Exponential prefill times are a choice: the chapter gives only a
+# mean prompt, real prompt lengths spread widely, and the exponential is the usual, somewhat
+# pessimistic stand-in for that spread that keeps a closed form the explorer can redraw at
+# every step of a slider. With an offered load of $\lambda\,\bar t_\text{prefill}$ groups'
+# worth, Erlang's C formula gives the chance that a request has to wait at all,
 # $P(t_\text{queue} > 0)$, and the wait beyond that is exponential:
 #
 # $$P(t_\text{queue} > t_\text{slack}) = P(t_\text{queue} > 0)\,
@@ -148,11 +156,14 @@ md(tables.markdown_table(("setting (prefill groups)", "chapter's model (mean dem
 # \bar t_\text{queue} = \frac{P(t_\text{queue} > 0)}{g_\text{prefill}/\bar t_\text{prefill}
 # - \lambda}.$$
 #
-# Only $g_\text{prefill} > \lambda\,\bar t_\text{prefill}$ is stable. To size the pool we ask
-# for the TTFT target of 17 §3 (p90 under 500 ms) and let the queueing wait have what the mean
-# prompt's own prefill leaves of it, $t_\text{slack}$: the smallest $g_\text{prefill}$ whose p90
-# wait fits. `calc.prefill_pool_for_ttft` does it, and the
-# companion's pool simulation (`companion.sim.queueing`) checks the formula.
+# Only $g_\text{prefill} > \lambda\,\bar t_\text{prefill}$ is stable. The TTFT a request sees
+# is its wait plus its own prefill, $t_\text{queue} + t_\text{prefill}$, and the target of
+# 17 §3 is a percentile of that sum: p90 under 500 ms. The sum has a closed-form tail too (an
+# exponential prefill added to a wait that is either zero or exponential; Gross and Harris,
+# *Fundamentals of Queueing Theory*, ch. 2), `calc.pool_time_tail`, and the pool is sized by
+# the smallest $g_\text{prefill}$ whose p90 of the sum is within the target
+# (`calc.prefill_pool_for_ttft`). The companion's pool simulation (`companion.sim.queueing`)
+# checks the formula.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
@@ -161,24 +172,48 @@ from companion.sim.load import nearest_rank_percentile
 
 q = calc.prefill_pool_for_ttft(100, 2000)
 service = q["service_s"]
-rows = ["| prefill groups | load per group | P(wait) | mean wait | p90 wait |",
+target = ch17.TTFT_P90_TARGET_S
+fmt = (lambda x: "grows without bound" if x == float("inf") else f"{x / units.ms:,.0f} ms")
+# the tempting shortcut: a p90 wait plus the mean prefill, as if percentiles added
+naive = next(c for c in range(q["chapter_groups"], q["groups"] + 1)
+             if calc.pool_wait(100, service, c)["percentile_wait_s"] + service <= target)
+rows = ["| prefill groups | load per group | P(wait) | p90 wait | p90 TTFT (wait + prefill) |",
         "|---|---|---|---|---|"]
 for c in range(q["chapter_groups"], q["groups"] + 3):
     w = calc.pool_wait(100, service, c)
-    fmt = (lambda x: "grows without bound" if x == float("inf") else f"{x / units.ms:,.0f} ms")
     tag = (" (chapter)" if c == q["chapter_groups"] else
-           " (sized for the target)" if c == q["groups"] else "")
+           " (sized for the target)" if c == q["groups"] else
+           " (p90 wait + mean prefill fits)" if c == naive else "")
     rows.append(f"| {c}{tag} | {100 * w['utilization']:.1f}% | {100 * w['wait_prob']:.0f}% | "
-                f"{fmt(w['mean_wait_s'])} | {fmt(w['percentile_wait_s'])} |")
+                f"{fmt(w['percentile_wait_s'])} | {fmt(w['percentile_time_s'])} |")
+at_naive = calc.pool_wait(100, service, naive)
+over_naive = calc.pool_time_tail(100, service, naive, target)
 sim_pool = queueing.pool_run(100, service, q["groups"], n_requests=400_000, seed=17)
-sim_p90 = nearest_rank_percentile(sim_pool["wait_s"], 90)
+sim_p90 = nearest_rank_percentile(sim_pool["time_s"], 90)
+# the same pool with every prompt exactly the mean length (M/D/c): simulated, no closed form
+fixed_groups = q["chapter_groups"]
+while True:
+    fixed = queueing.pool_run(100, service, fixed_groups, n_requests=200_000, seed=17,
+                              service="fixed")
+    fixed_p90 = nearest_rank_percentile(fixed["time_s"], 90)
+    if fixed["utilization"] < 1 and fixed_p90 <= target:
+        break
+    fixed_groups += 1
 md("The chapter's prefill pool (100 req/s, 2,000-token prompts, 10,000 tok/s per group) as "
    "an M/M/c queue:\n\n" + "\n".join(rows)
-   + f"\n\nThe companion's pool simulation with {q['groups']} groups (400,000 seeded "
-     f"requests): {100 * sim_pool['waited_share']:.0f}% of requests wait at all, the p90 wait "
-     f"is {sim_p90 / units.ms:.0f} ms and the mean {sim_pool['mean_wait_s'] / units.ms:.0f} ms. "
-     "A queue this busy has long busy spells, so its sample mean settles slowly on the "
-     "formula's value.")
+   + f"\n\nThe prefill alone has a p90 of {q['service_percentile_s'] / units.ms:.0f} ms "
+     f"(one prompt in ten is longer than {q['service_percentile_s'] * ch17.PREFILL_TOK_PER_S_PER_GROUP:,.0f} tokens), so "
+     f"the target leaves little room for waiting. Adding the p90 wait to the mean prefill "
+     f"would accept {naive} groups: {at_naive['percentile_wait_s'] / units.ms:.0f} + "
+     f"{service / units.ms:.0f} ms fits, yet {100 * over_naive:.1f}% of requests take longer "
+     f"than {target / units.ms:.0f} ms and the p90 TTFT is "
+     f"{at_naive['percentile_time_s'] / units.ms:.0f} ms. Percentiles do not add. "
+     f"The companion's pool simulation with {q['groups']} groups (400,000 seeded requests) "
+     f"gives a p90 TTFT of {sim_p90 / units.ms:.0f} ms against the formula's "
+     f"{q['fuller']['percentile_time_s'] / units.ms:.0f} ms. With every prompt exactly 2,000 "
+     f"tokens (M/D/c, the same simulation with a fixed prefill time) {fixed_groups} groups "
+     f"would do, with a p90 TTFT of {fixed_p90 / units.ms:.0f} ms: the spread of prompt "
+     "lengths costs groups, not only the randomness of arrivals.")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
@@ -194,10 +229,10 @@ assert strict["groups"] is None and long_q["groups"] is None   # what the box sa
 quiet_groups = f"{quiet['groups']} group" + ("s" if quiet["groups"] != 1 else "")
 md(f"""> **Where this model breaks: pool sizing.** At the chapter's setting the division gives
 > {q['chapter_groups']} prefill groups at exactly 100% load: the queue has no way to drain and
-> TTFT grows without bound. Holding a p90 TTFT of 500 ms needs {q['groups']} groups
-> ({100 * q['groups'] / q['chapter_groups'] - 100:.0f}% more), which run at
-> {100 * q['fuller']['utilization']:.0f}% load with a p90 wait of
-> {q['fuller']['percentile_wait_s'] / units.ms:.0f} ms. The decode pool's
+> TTFT grows without bound. Holding a p90 TTFT (wait plus prefill) of 500 ms needs
+> {q['groups']} groups ({100 * q['groups'] / q['chapter_groups'] - 100:.0f}% more), which run
+> at {100 * q['fuller']['utilization']:.0f}% load with a p90 TTFT of
+> {q['fuller']['percentile_time_s'] / units.ms:.0f} ms. The decode pool's
 > {pools['decode_groups']} groups sit at exactly
 > {100 * pools['output_tok_per_s'] / (pools['decode_groups'] * ch17.DECODE_TOK_PER_S_PER_GROUP):.0f}%
 > load too; there the queue is of sequences waiting for a batch slot, and the same
@@ -208,11 +243,12 @@ md(f"""> **Where this model breaks: pool sizing.** At the chapter's setting the 
 > ({100 * busy['groups'] / busy['chapter_groups'] - 100:.0f}% spare); at
 > {pool_controls['request_rate'].min:.0f} req/s a single group is only
 > {100 * quiet['chapter']['utilization']:.0f}% loaded and {quiet_groups} meet the
-> target. At the slider's strictest target, {target_lo / units.ms:.0f} ms, even the mean
-> prompt's own prefill ({strict['service_s'] / units.ms:.0f} ms) does not fit, and neither
-> does a {prompt_hi:,}-token mean prompt at the chapter's target
-> ({long_q['service_s'] / units.ms:,.0f} ms of prefill on one group): no pool size helps
-> then; only a faster group (more GPUs per prompt) does.
+> target. At the slider's strictest target, {target_lo / units.ms:.0f} ms, no pool helps:
+> the prefill alone has a p90 of {strict['service_percentile_s'] / units.ms:.0f} ms (mean
+> {strict['service_s'] / units.ms:.0f} ms), and neither does any pool for a
+> {prompt_hi:,}-token mean prompt at the chapter's target
+> ({long_q['service_s'] / units.ms:,.0f} ms of prefill on one group): only a faster group
+> (more GPUs per prompt) or shorter prompts help then.
 >
 > **When it matters.** Always for latency targets: a pool sized by division meets its
 > throughput and misses its TTFT. The spare share it needs shrinks as the pool grows, so the
@@ -227,16 +263,22 @@ md(f"""> **Where this model breaks: pool sizing.** At the chapter's setting the 
 #
 # $$T_\text{ship} = \frac{L\,k}{\beta_\text{link}}, \qquad
 # k = 2\, n_\text{layers}\, n_\text{kv}\, d_\text{head} \cdot 2\ \text{B}.$$
+#
+# Here $L$ is the chapter's context to ship, $k$ its KV per token and $T_\text{ship}$ its
+# transfer time. A hop travels one way, so $\beta_\text{link}$ is each link's one-way rate.
+# NVLink's 900 GB/s in the chapter's assumptions adds both directions: one way is half of it,
+# and the chapter's "~3 ms" (17 §8) divides by the full figure (the ledger below carries the
+# erratum). PCIe's 64 GB/s and a network card's 400 Gb/s are already rates per direction.
 
 # %%
 L = ch17.LONG_CONTEXT_TOKENS
 kv = calc.kv_bytes(m70, L, block_tokens=1)
-links = {"NVLink (900 GB/s)": ch17.H100_NVLINK_BYTES_PER_S,
+links = {"NVLink, one way (450 GB/s)": calc.nvlink_one_way_bytes_per_s(hw),
          "PCIe Gen5 x16 (64 GB/s)": ch08.PCIE_GEN5_X16_BYTES_PER_S,
          "400 Gb RDMA (50 GB/s)": ch17.RDMA_400G_BYTES_PER_S}
 print(f"70B shape, {L:,}-token context: {kv / units.GB:.2f} GB of KV")
 for label, bw in links.items():
-    print(f"  over {label:24}: {calc.kv_transfer_s(m70, L, bw) / units.ms:5.1f} ms")
+    print(f"  over {label:27}: {calc.kv_transfer_s(m70, L, bw) / units.ms:5.1f} ms")
 contexts = [1000, 2000, 4000, 8000, 16000, 32000, 64000, ch17.LONGEST_CONTEXT_TOKENS]
 curves = {label: [calc.kv_transfer_s(m70, c, bw) for c in contexts] for label, bw in links.items()}
 marks = {label: (L, calc.kv_transfer_s(m70, L, bw)) for label, bw in links.items()}
@@ -355,6 +397,150 @@ md(f"""> **Where this model breaks: the KV hop.** At the chapter's setting (8,00
 > to be sized for the traffic.""")
 
 # %% [markdown]
+# ## Goodput: the same GPUs shared or split
+#
+# The section's case for splitting ends in a rule of thumb: below roughly one node, share the
+# GPUs; at fleet scale, split them (17 §8). Goodput puts the rule to a test. It counts the
+# requests per second that meet *both* targets of 17 §3, a TTFT within 500 ms and every output
+# interval within the ITL target (20 ms, the companion's reading of
+# "a few tens of ms" (17 §3)). Take the same GPUs two ways, each GPU serving the 8B with the
+# chapter's request mix:
+#
+# - **shared**: every GPU decodes its own streams and adds one prompt chunk to each round
+#   (17 §6), the chunk as large as the ITL target allows;
+# - **split**: some GPUs prefill whole prompts and ship each KV cache one way over NVLink, the
+#   rest only decode; of the possible splits, the one that carries the most.
+#
+# The model is analytic: the pool queue of the sizing above, 17 §5's decode step and 17 §6's
+# chunked round, with the KV hop; the fold below lists what it assumes.
+
+# %%
+from companion.explorers.ch17_08_disaggregation_and_routing import goodput_figure
+
+fleets = {}
+for gpus in (2, 8):
+    split = calc.best_split(gpus)
+    rates = [gpus * x / 20 for x in range(1, 201)]          # 0.05 .. 10 req/s per GPU
+    fleets[gpus] = {
+        "rates": rates,
+        "shared": [calc.fleet_goodput(r, gpus)["goodput_per_s"] for r in rates],
+        "split": [calc.fleet_goodput(r, gpus, layout="split",
+                                     prefill_gpus=split["prefill_gpus"])["goodput_per_s"]
+                  for r in rates],
+        "split_label": f"{split['prefill_gpus']} prefill + {split['decode_gpus']} decode",
+        "best": split, "shared_limit": calc.fleet_slo_rate(gpus)}
+goodput_figure(fleets).show()
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the sentence below
+def parting(f):
+    """The first offered rate at which the two curves differ by more than 1% of it."""
+    return next(r for r, a, b in zip(f["rates"], f["shared"], f["split"])
+                if abs(a - b) > 0.01 * r)
+
+
+small, large = fleets[2], fleets[8]
+small_part, large_part = parting(small), parting(large)
+small_leader = "sharing" if small["shared"][small["rates"].index(small_part)] > \
+    small["split"][small["rates"].index(small_part)] else "the split"
+large_leader = "sharing" if large["shared"][large["rates"].index(large_part)] > \
+    large["split"][large["rates"].index(large_part)] else "the split"
+fleet_sizes = range(2, 9)
+first_split = next(n for n in fleet_sizes
+                   if calc.best_split(n)["slo_rate_per_s"] > calc.fleet_slo_rate(n))
+md(f"""Both layouts serve a light load alike; the curves part at {small_part:.1f} req/s on
+2 GPUs, where {small_leader} pulls ahead and holds both targets (for 90% of requests) up to
+{small['shared_limit']:.1f} req/s against the split's
+{small['best']['slo_rate_per_s']:.1f}, and at {large_part:.0f} req/s on 8 GPUs, where
+{large_leader} pulls ahead and holds them up to {large['best']['slo_rate_per_s']:.1f} req/s
+against sharing's {large['shared_limit']:.1f}: in this model the split starts to pay at
+{first_split} GPUs.""")
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# What the goodput model assumes, where each layout hits its limit, and the fleet sizes between.
+#
+# <!-- fold: the goodput model, its assumptions and the fleet sizes between -->
+
+# %% [markdown]
+# The model (`calc.fleet_goodput`) is analytic, fast enough to redraw a curve in milliseconds,
+# and assumes:
+#
+# - **The workload.** Requests arrive at random (Poisson). Prompts are exponentially
+#   distributed around the chapter's mean of 2,000 tokens, as in the pool sizing; every answer
+#   has 250 tokens. A prompt token costs 17 §3's prefill time (the 8B at 50% of peak); a decode
+#   round costs 17 §5's memory-bound step at the GPU's batch $b$, $(D_w + b\,L\,k)/\beta$:
+#   the weight bytes $D_w$ and each stream's KV, $L$ tokens of $k$ bytes, read at the card's
+#   3.35 TB/s, with $L$ the context of a stream halfway through its answer.
+# - **The batch.** Little's law gives each GPU's decode batch: arrivals per second times the
+#   rounds each stream stays. One mean batch per GPU, so the ITL target is met by every stream
+#   or by none.
+# - **Shared.** A round is the decode step plus a chunk of $c$ prompt tokens (17 §6), with $c$
+#   the largest that keeps the round within the ITL target, so ITL holds by construction and a
+#   prompt takes $n/c$ rounds.
+# - **Split.** Prefill GPUs run whole prompts; TTFT adds the mean prompt's KV hop, one way over
+#   NVLink; the decode GPUs' step must stay within the ITL target.
+# - **Both.** Waiting prompts form one first-come-first-served queue that whichever prefilling
+#   GPU frees first takes from (the M/M/c pool above), so the share of requests within the TTFT
+#   target is `calc.pool_time_tail`'s complement. Goodput is the offered rate times that share
+#   when ITL holds and every queue drains, else zero; the highest rate at which 90% of requests
+#   meet both targets is `calc.fleet_slo_rate`.
+# - **Left out.** What running two pools costs to operate, attention's FLOPs, the KV memory a
+#   waiting prompt holds, and a batch that fluctuates (which would turn the split's ITL cliff
+#   into a slope).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table and the numbers in the text below
+rows = ["| GPUs | shared: highest rate within both targets | best split (prefill + decode) "
+        "| split: highest rate within both targets | ahead |", "|---|---|---|---|---|"]
+for n_gpus in (2, 3, 4, 8, 16):
+    sh, sp = calc.fleet_slo_rate(n_gpus), calc.best_split(n_gpus)
+    rows.append(f"| {n_gpus} | {sh:.1f} req/s | {sp['prefill_gpus']} + {sp['decode_gpus']} | "
+                f"{sp['slo_rate_per_s']:.1f} req/s | "
+                f"{'split' if sp['slo_rate_per_s'] > sh else 'shared'} |")
+trickle = calc.fleet_goodput(0.05, 8)
+at_limit = calc.fleet_goodput(large["shared_limit"], 8)
+split_edge = calc.fleet_goodput(large["best"]["slo_rate_per_s"], 8, layout="split",
+                                prefill_gpus=large["best"]["prefill_gpus"])
+decode_context = ch17.MEAN_PROMPT_TOKENS + ch17.MEAN_OUTPUT_TOKENS // 2
+ceiling = calc.itl_batch_ceiling(m8, hw, ch17.ITL_TARGET_S, decode_context)
+# GPU-seconds a request needs in each pool: its prefill, and its share of a full decode GPU
+decode_gpu_s = ((ch17.MEAN_OUTPUT_TOKENS - 1) * calc.decode_step_time(m8, hw, ceiling,
+                                                                       decode_context) / ceiling)
+demand_ratio = split_edge["prefill_service_s"] / decode_gpu_s
+tiny = calc.fleet_goodput(small["best"]["slo_rate_per_s"], 2, layout="split", prefill_gpus=1)
+rdma_16 = calc.fleet_slo_rate(16, layout="split",
+                              prefill_gpus=calc.best_split(16)["prefill_gpus"],
+                              link_bytes_per_s=ch17.RDMA_400G_BYTES_PER_S)
+md("The highest request rate at which 90% of requests meet both targets, by fleet size "
+   "(the split is the best of every division of the GPUs):\n\n" + "\n".join(rows) + f"""
+
+**Why sharing runs out.** A shared GPU pays for its ITL with its prefill speed. At a trickle
+its chunk is {trickle['chunk_tokens']} tokens; at the 8-GPU fleet's limit of
+{large['shared_limit']:.1f} req/s each GPU decodes {at_limit['decode_batch']} streams, the
+step has grown to {at_limit['step_s'] / units.ms:.1f} ms, and only
+{at_limit['chunk_tokens']} prompt tokens fit beside it: a 2,000-token prompt takes
+{ch17.MEAN_PROMPT_TOKENS / at_limit['chunk_tokens']:.1f} rounds, its prefill
+{at_limit['prefill_service_s'] / units.ms:.0f} ms instead of
+{split_edge['prefill_service_s'] / units.ms:.0f} ms on a GPU that does nothing else. The more
+traffic, the bigger the batch and the slower the prefill.
+
+**Why splitting runs out.** At {large['best']['slo_rate_per_s']:.1f} req/s each of the split's
+{large['best']['decode_gpus']} decode GPUs holds {split_edge['decode_batch']} streams and its
+step reaches {split_edge['step_s'] / units.ms:.1f} ms, at the ITL target
+(`calc.itl_batch_ceiling` puts the largest batch within it at {ceiling}); its prefill GPUs are
+{100 * split_edge['prefill_utilization']:.0f}% busy. On 2 GPUs the split has the opposite
+problem: its one prefill GPU limits it while its one decode GPU runs {tiny['decode_batch']}
+streams at a {tiny['step_s'] / units.ms:.1f} ms step, far from its ceiling. That is the
+chapter's fleet "too small to keep two pools independently busy" (17 §8): whole GPUs cannot
+follow a {demand_ratio:.1f} : 1 demand. Between nodes the hop goes over RDMA instead, where
+a 2,000-token prompt of the 8B takes
+{calc.kv_transfer_s(m8, ch17.MEAN_PROMPT_TOKENS, ch17.RDMA_400G_BYTES_PER_S) / units.ms:.1f} ms
+to ship: the 16-GPU split's limit barely moves ({rdma_16:.1f} req/s against
+{calc.best_split(16)['slo_rate_per_s']:.1f} over NVLink).""")
+
+# %% [markdown]
 # ## KV-aware routing
 #
 # With caches living on specific GPUs, the choice of GPU for a request starts to matter. In a
@@ -364,10 +550,14 @@ md(f"""> **Where this model breaks: the KV hop.** At the chapter's setting (8,00
 #
 # $$L_t = n_1 + (t - 1)\,\Delta n.$$
 #
+# ($L_t$ is what the chapter calls the accumulated context; in its example $n_1$ is the agent's
+# prefix and $\Delta n$ the tokens added per turn.)
+#
 # A *cold* worker, one that has not seen this conversation, must prefill all $L_t$ tokens. A
 # *warm* worker still holds the earlier turns' KV blocks and prefills just the $\Delta n$ new
 # ones (the prefix sharing of 17 §5 maps the new sequence onto blocks already resident). At
-# 17 §2's cost of $2N$ FLOPs per prefilled token and half of the peak $\pi$:
+# 17 §2's cost of $2N$ FLOPs per prefilled token, for a model of $N$ parameters (the
+# chapter's "2 × 8e9" (17 §8) for the 8B), and half of the card's peak $\pi$ (989 TFLOP/s):
 #
 # $$\text{TTFT}_\text{cold} = \frac{2N\,L_t}{0.5\,\pi}, \qquad
 # \text{TTFT}_\text{warm} = \frac{2N\,\Delta n}{0.5\,\pi}, \qquad
@@ -408,6 +598,32 @@ conversations swamp one GPU while others idle; spreading load evenly throws away
 prefix at every move. Practical routers weigh both signals, prefix overlap and current load,
 and the KV cache becomes distributed state that needs placement and eviction policies, much
 like sticky sessions or a sharded cache.""")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+new_tokens = ch17.AGENT_TOKENS_PER_TURN
+warm_stall = calc.head_of_line_stall(m8, hw, new_tokens, ch17.DECODE_STEP_S)
+warm_chunked = calc.chunked_prefill_trade(m8, hw, new_tokens, ch17.CHUNK_TOKENS,
+                                          ch17.DECODE_STEP_S)
+fit_chunk = int((ch17.ITL_TARGET_S - ch17.DECODE_STEP_S) / calc.prefill_compute_s(m8, hw, 1))
+warm_fit = calc.chunked_prefill_trade(m8, hw, new_tokens, fit_chunk, ch17.DECODE_STEP_S)
+prefix_hop = calc.kv_transfer_s(m8, r["context_tokens"] - new_tokens,
+                                calc.nvlink_one_way_bytes_per_s(hw))
+md(f"""Where does a warm turn's prefill run? On the decode GPU that holds the conversation's
+blocks: that is what landing warm means, and it is the one prefill a disaggregated
+deployment still runs on a decode GPU. It is short, not free. At turn 20 its
+{new_tokens:,} new tokens take {warm_stall['stall_s'] / units.ms:.0f} ms of compute,
+{warm_stall['worst_itl_over_step']:.1f} decode steps of {ch17.DECODE_STEP_S / units.ms:.1f} ms;
+run whole, they hold up every stream on that GPU for that long, one interval of
+{(warm_stall['stall_s'] + ch17.DECODE_STEP_S) / units.ms:.0f} ms against an ITL target of
+{ch17.ITL_TARGET_S / units.ms:.0f} ms. Chunked as in 17 §6 they cost
+{warm_chunked['chunks']} rounds of {warm_chunked['iteration_s'] / units.ms:.1f} ms with
+{ch17.CHUNK_TOKENS}-token chunks, or {warm_fit['chunks']} rounds of
+{warm_fit['iteration_s'] / units.ms:.1f} ms with chunks of {fit_chunk} tokens, the largest that
+keep a round within the target. Sending the turn to the prefill pool instead would mean
+shipping its {r['context_tokens'] - new_tokens:,}-token cached prefix there and back,
+{prefix_hop / units.ms:.1f} ms each way over NVLink, so a warm turn stays where its blocks are
+and the decode GPU chunks it.""")
 
 # %% [markdown]
 # ## Where this model breaks: prefill without attention, and one average per router
@@ -529,7 +745,7 @@ ledger.show("17.8")
 #
 # Request rate, request mix and per-group capacities. The step lines give each pool's group
 # count as traffic grows; the dot marks the current workload. The dashed line is the prefill
-# pool sized by queueing for the TTFT p90 target you set.
+# pool sized by queueing, so that the p90 of wait plus prefill meets the TTFT target you set.
 
 # %% tags=["nbval-ignore-output"]
 pool_panel = widgets.PoolSizingPanel()
@@ -569,8 +785,9 @@ print(f"turn 20: cold {n['cold_ms']:.0f} ms, warm {n['warm_ms']:.1f} ms ({n['spe
 # 3. Ship an 8,000-token request of the 8B instead of the 70B. How long does RDMA take, and
 #    which TTFT should you compare that with?
 #    <!-- states: diagram(model=m8.name, mean_prompt_tokens=8000) -->
-# 4. In the routing explorer, from which turn on does a cold worker miss a 500 ms TTFT target?
-#    At turn 40, what share of warm landings keeps the mean under 500 ms?
+# 4. In the routing explorer, from which turn on does a cold worker miss the 500 ms TTFT
+#    target? At turn 40, what share of warm landings keeps the p90 TTFT (the readout's
+#    percentiles) under 500 ms? Would the mean have told you?
 #    <!-- states: route_panel(turn=...); route_panel(turn=40, warm_share_pct=...) -->
 # 5. **Predict, then move.** Switch the routing model to the 70B shape (still prefilled at half
 #    of one H100's peak, which it would not fit: read the times as per-GPU work). Will the
@@ -647,22 +864,25 @@ late_turn = 40
 shares = [share_ctl.min + k * share_ctl.step
           for k in range(round((share_ctl.max - share_ctl.min) / share_ctl.step) + 1)]
 mixes = {s: route_panel.at(turn=40, warm_share_pct=s).numbers for s in shares}
-enough = min(s for s, n in mixes.items() if n["mean_ms"] < target_ms)
-at40 = mixes[enough]
-share40 = (at40["cold_ms"] - target_ms) / (at40["cold_ms"] - at40["warm_ms"])
+enough = min(s for s, n in mixes.items() if n["p90_ms"] < target_ms)
+at40, below40 = mixes[enough], mixes[enough - share_ctl.step]
+# the mean's verdict, for contrast: the first share whose mean is under the target
+mean_enough = min(s for s, n in mixes.items() if n["mean_ms"] < target_ms)
 answer(f"""The cold TTFT grows by one turn's prefill per turn and first exceeds
-{target_ms:.0f} ms at turn {cross} ({at_cross['cold_ms']:.0f} ms). At turn {late_turn} a cold
-worker needs {at40['cold_ms']:,.0f} ms and a warm one {at40['warm_ms']:.0f} ms. With a share
-$f_\\text{{warm}}$ of turns landing warm, the mean
-$f_\\text{{warm}}\\,T_\\text{{warm}} + (1-f_\\text{{warm}})\\,T_\\text{{cold}}$ stays under
-{target_ms:.0f} ms when
-$f_\\text{{warm}} \\ge (T_\\text{{cold}} - {target_ms:.0f}\\ \\text{{ms}})/(T_\\text{{cold}} - T_\\text{{warm}})$
-= {100 * share40:.1f}%. On the explorer's
-{share_ctl.step:g}% steps the first share that does it is {enough:g}% (mean
-{at40['mean_ms']:.0f} ms; {enough - share_ctl.step:g}% gives
-{mixes[enough - share_ctl.step]['mean_ms']:.0f} ms). Late in a long conversation a cold
-landing costs so much that the router must land most turns warm just to keep the mean
-within target.""", title="Worked answer 4")
+{target_ms:.0f} ms at turn {cross} ({at_cross['cold_ms']:.0f} ms). At turn {late_turn} a turn's
+TTFT takes one of two values, $T_\\text{{cold}}$ = {at40['cold_ms']:,.0f} ms on a cold worker
+or $T_\\text{{warm}}$ = {at40['warm_ms']:.0f} ms on a warm one. The p90 is the TTFT that 90% of
+turns stay within: it is $T_\\text{{warm}}$ only while at least 90% of turns land warm, and
+$T_\\text{{cold}}$ as soon as more than 10% do not. On the explorer's {share_ctl.step:g}%
+steps the first share with a p90 under {target_ms:.0f} ms is therefore {enough:g}% (p90
+{at40['p90_ms']:.0f} ms); at
+{enough - share_ctl.step:g}% the p90 is the full cold prefill, {below40['p90_ms']:,.0f} ms. The
+mean would have misled: it drops under {target_ms:.0f} ms already at {mean_enough:g}% warm
+({mixes[mean_enough]['mean_ms']:.0f} ms), where the p90 is still
+{mixes[mean_enough]['p90_ms']:,.0f} ms and one turn in {100 / (100 - mean_enough):.0f} waits
+that long. Against a p90 target, what counts is the share of misses, not their average cost:
+once a cold prefill exceeds the target, the router must land at least 90% of turns warm, at
+any turn.""", title="Worked answer 4")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
@@ -698,10 +918,12 @@ is the absolute saving per warm landing.""",
 # > A GPU group sustains a fixed prefill and decode rate
 # > (the chapter's illustrative capacities) and a pool is sized by dividing mean demand by
 # > them, while the fuller model treats the prefill pool as an M/M/c queue (Poisson arrivals,
-# > exponential prefill times, one prompt per group at a time) and gives the queueing wait
-# > what the mean prompt's prefill leaves of a p90 TTFT target; the KV hop moves at the
-# > link's nominal bandwidth, whole, after the prefill, while the fuller model ships it layer
-# > by layer, one link per GPU where stated, and ignores per-message latency; prefill runs at
+# > exponential prefill times, one prompt per group at a time) and sizes it by the p90 of
+# > wait plus prefill; the KV hop moves at the link's one-way rate (half of NVLink's
+# > spec-sheet figure), whole, after the prefill, while the fuller model ships it layer
+# > by layer, one link per GPU where stated, and ignores per-message latency; the goodput
+# > comparison serves the 8B on one GPU per group, with one mean decode batch per GPU, chunks
+# > sized to the ITL target on shared GPUs and no cost for running two pools; prefill runs at
 # > 50% of peak on one GPU per group for the 8B and four for the 70B; routing TTFT is prefill
 # > compute only (no queueing, no network), with attention left out as in the chapter except
 # > where the fuller model counts it; a router's warm share is one fixed probability per turn,
