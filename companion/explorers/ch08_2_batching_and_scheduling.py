@@ -94,20 +94,23 @@ def read_volume_traces(batches, curves, *, rom_curves=None, crossovers=None, uni
     traces = []
     for i, (label, (reads, kv)) in enumerate(curves.items()):
         color = theme.PALETTE[i % len(theme.PALETTE)]
-        traces.append({"type": "scatter", "mode": "lines", "x": xs,
+        # each context its own marker as well as its colour; the dash says which read
+        mark = {"color": color, "symbol": theme.SYMBOLS[i % len(theme.SYMBOLS)], "size": 8}
+        traces.append({"type": "scatter", "mode": "lines+markers", "x": xs,
                        "y": np.asarray(reads) / scale, "name": f"{label}: D_w/b + L k",
-                       "line": {"color": color, "width": 3}, "xaxis": xaxis, "yaxis": yaxis,
+                       "line": {"color": color, "width": 3}, "marker": mark,
+                       "xaxis": xaxis, "yaxis": yaxis,
                        "hovertemplate": f"b=%{{x}}: %{{y:.3f}} {unit}<extra>{label}</extra>"})
-        traces.append({"type": "scatter", "mode": "lines", "x": [int(xs[0]), int(xs[-1])],
+        traces.append({"type": "scatter", "mode": "lines+markers", "x": [int(xs[0]), int(xs[-1])],
                        "y": [kv / scale, kv / scale], "name": f"{label}: KV alone (L k)",
-                       "line": {"color": color, "dash": "dash", "width": 1.5},
+                       "line": {"color": color, "dash": "dash", "width": 1.5}, "marker": mark,
                        "xaxis": xaxis, "yaxis": yaxis,
                        "hovertemplate": f"L k = %{{y:.3f}} {unit}<extra>{label}</extra>"})
         if rom_curves is not None and label in rom_curves:
-            traces.append({"type": "scatter", "mode": "lines", "x": xs,
+            traces.append({"type": "scatter", "mode": "lines+markers", "x": xs,
                            "y": np.asarray(rom_curves[label]) / scale,
                            "name": f"{label}: weights from ROM (HBM reads K only)",
-                           "line": {"color": color, "dash": "dot", "width": 3},
+                           "line": {"color": color, "dash": "dot", "width": 3}, "marker": mark,
                            "xaxis": xaxis, "yaxis": yaxis})
         if crossovers is not None and label in crossovers:
             b = int(crossovers[label])
@@ -174,10 +177,10 @@ def step_time_traces(curve, *, fitted_s=None, measured_round=None, measured_itl=
     ms = units.ms
     traces = [
         {"type": "scatter", "mode": "lines", "x": xs, "y": np.asarray(curve["read_s"]) / ms,
-         "name": "read term (D_w + b L k) / beta", "line": {"color": theme.BLUE, "dash": "dash"},
+         "name": "read term (D_w + b L k) / β", "line": {"color": theme.BLUE, "dash": "dash"},
          "xaxis": xaxis, "yaxis": yaxis},
         {"type": "scatter", "mode": "lines", "x": xs, "y": np.asarray(curve["compute_s"]) / ms,
-         "name": "compute term b F / P", "line": {"color": theme.VERMILLION, "dash": "dash"},
+         "name": "compute term b F / π", "line": {"color": theme.VERMILLION, "dash": "dashdot"},
          "xaxis": xaxis, "yaxis": yaxis},
         {"type": "scatter", "mode": "lines", "x": xs, "y": np.asarray(curve["step_s"]) / ms,
          "name": "roofline lower bound (max of the two)", "line": {"color": theme.INK, "width": 3},
@@ -187,7 +190,8 @@ def step_time_traces(curve, *, fitted_s=None, measured_round=None, measured_itl=
         traces.append({"type": "scatter", "mode": "lines", "x": xs[:len(fitted_s)],
                        "y": np.asarray(fitted_s, dtype=float) / ms,
                        "name": "8.2.2 round model (fixed + per token + per pair)",
-                       "line": {"color": theme.GREEN}, "xaxis": xaxis, "yaxis": yaxis})
+                       "line": {"color": theme.GREEN, "dash": "dot"}, "xaxis": xaxis,
+                       "yaxis": yaxis})
     for data, symbol, color in ((measured_round, "circle", theme.PINK),
                                 (measured_itl, "x", theme.ORANGE)):
         if data is None:
@@ -234,7 +238,7 @@ def lora_capacity_figure(counts, adapter_bytes: float, context_kv_bytes: float, 
         {"type": "scatter", "mode": "lines", "x": n.tolist(),
          "y": (n * context_kv_bytes / gib).tolist(),
          "name": f"n independent contexts ({context_kv_bytes / gib:.3f} GiB of KV each)",
-         "line": {"color": theme.VERMILLION, "width": 3}},
+         "line": {"color": theme.VERMILLION, "width": 3, "dash": "longdash"}},
         {"type": "scatter", "mode": "lines", "x": [n[0], n[-1]],
          "y": [kv_budget_bytes / gib] * 2, "name": f"KV pool ({kv_budget_bytes / gib:g} GiB)",
          "line": {"color": theme.INK, "dash": "dash"}},
@@ -811,11 +815,13 @@ class SchedulePanel(Panel):
                            "marker": {"size": 8 + 2 * k, "symbol": symbol,
                                       "color": theme.PHASE_COLORS["prefill"],
                                       "line": {"width": 2, "color": theme.PHASE_COLORS["prefill"]}}})
-        for name, color in (("static", theme.GREY), ("continuous", theme.BLUE)):
+        for name, color, symbol in (("static", theme.GREY, "square"),
+                                    ("continuous", theme.BLUE, "diamond")):
             r = runs[name]
             traces.append({"type": "scatter", "mode": "markers", "xaxis": "x2",
                            "yaxis": "y2", "x": [r.max_itl_s / ms], "y": [r.makespan_s / ms],
-                           "name": name, "marker": {"size": 11, "color": color}})
+                           "name": name, "marker": {"size": 11, "color": color,
+                                                    "symbol": symbol}})
         traces.append({"type": "scatter", "mode": "markers", "xaxis": "x2", "yaxis": "y2",
                        "x": [shown.max_itl_s / ms], "y": [shown.makespan_s / ms],
                        "name": "shown above", "marker": {"size": 18, "color": theme.INK,
@@ -845,6 +851,15 @@ def _budget_sweep(n_requests: int, interarrival_ms: float, prompt_tokens: int,
                                     interarrival_s=interarrival_ms * units.ms,
                                     prompt_tokens=prompt_tokens, output_tokens=output_tokens,
                                     max_running=n_requests))
+
+
+def _prefill_load(prompt_tokens: int, budget: int, interarrival_ms: float) -> float:
+    """Time one prompt's prefill takes alone, in rounds of ``budget`` tokens (8.2.2's round
+    model), over the gap between arrivals: above 1, prompts arrive faster than prefill clears
+    them and the queue is a growing backlog (infinite for simultaneous arrivals)."""
+    alone = sum(calc.mixed_round_time_s(0, 0, c, h)
+                for c, h in calc.prefill_chunks(prompt_tokens, budget))
+    return alone / (interarrival_ms * units.ms) if interarrival_ms > 0 else math.inf
 
 
 @serves("8.2.4")
@@ -890,15 +905,30 @@ class BudgetSweepPanel(Panel):
             "largest_budget_within_target": max(within) if within else 0,
             "budget_with_least_queueing": fastest["token_budget"],
         }
+        loads = {}
         for r in rows:
             b = r["token_budget"]
+            loads[b] = _prefill_load(prompt_tokens, b, interarrival_ms)
             numbers[f"max_itl_ms@{b}"] = r["max_itl_s"] / units.ms
             numbers[f"queue_mean_ms@{b}"] = r["queue_later_mean_s"] / units.ms
+            numbers[f"prefill_load@{b}"] = loads[b]
         best = (f"<b>{numbers['largest_budget_within_target']:,}</b> tokens" if within
                 else "<b>none</b> of the budgets")
+        carried = [b for b in budgets if loads[b] < 1]
+        if not carried:
+            verdict = "above 1 at every budget: the queueing is a growing backlog"
+        elif len(carried) == len(budgets):
+            verdict = "below 1 at every budget: later arrivals wait only for the round in progress"
+        else:
+            verdict = f"below 1 from {carried[0]:,} tokens on: smaller budgets build a backlog"
+        load_line = ("all arrive at once, so the queueing is a backlog by construction"
+                     if interarrival_ms <= 0 else
+                     f"{loads[budgets[0]]:.2f} at {budgets[0]:,} to {loads[budgets[-1]]:.2f} at "
+                     f"{budgets[-1]:,} tokens, {verdict}")
         text = (f"{n_requests} requests of {prompt_tokens:,} + {output_tokens} tokens, one every "
-                f"{interarrival_ms:g} ms<br>longest interval under {itl_target_ms:g} ms: "
-                f"{best}<br>least queueing of later arrivals: "
+                f"{interarrival_ms:g} ms<br>prefill load (one prompt alone over the gap): "
+                f"{load_line}<br>longest interval under "
+                f"{itl_target_ms:g} ms: {best}<br>least queueing of later arrivals: "
                 f"<b>{fastest['token_budget']:,}</b> tokens "
                 f"({fastest['queue_later_mean_s'] / units.ms:.0f} ms mean)<br>"
                 f"<i>generated by the companion's simulator (8.2.2's round model)</i>")

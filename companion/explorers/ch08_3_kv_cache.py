@@ -153,12 +153,13 @@ def pool_usage_figure(runs, *, title: str = ""):
         keep = [i for i in range(len(used)) if i == 0 or i == len(used) - 1
                 or used[i] != used[i - 1]]
         traces.append({"type": "scatter", "x": keep, "y": [used[i] for i in keep],
-                       "mode": "lines", "line": {"color": color, "shape": "hv"},
+                       "mode": "lines", "line": {"color": color, "shape": "hv",
+                                                 "dash": ("solid", "dash", "longdash")[k % 3]},
                        "name": f"{r['label']}: blocks in use"})
         traces.append({"type": "scatter", "x": [0, len(used) - 1],
                        "y": [r["num_blocks"]] * 2, "mode": "lines",
                        "name": f"{r['label']}: pool size ({r['num_blocks']} blocks)",
-                       "line": {"color": color, "dash": "dot"}})
+                       "line": {"color": color, "dash": ("dot", "dashdot", "longdashdot")[k % 3]}})
         pre = list(r.get("preempt_rounds", ()))
         traces.append({"type": "scatter", "x": pre, "y": [used[i] for i in pre],
                        "mode": "markers", "name": f"{r['label']}: preemption",
@@ -454,7 +455,8 @@ class SharedPrefixCapacityPanel(Panel):
             {"type": "scatter", "x": xs, "y": shr, "mode": "lines",
              "name": f"prefix ({prefix:,} tokens) stored once", "line": {"color": SHARED_COLOR}},
             {"type": "scatter", "x": [0, xs[-1]], "y": [kv_budget_gib] * 2, "mode": "lines",
-             "name": f"KV budget ({kv_budget_gib:g} GiB)", "line": {"color": theme.RED}},
+             "name": f"KV budget ({kv_budget_gib:g} GiB)", "line": {"color": theme.RED,
+                                                                      "dash": "dot"}},
             {"type": "scatter", "x": [fit_ind, fit_shr],
              "y": [calc.prefix_shared_kv_bytes(m, fit_ind, prompt_tokens, output_tokens, **kw)
                    / units.GiB,
@@ -617,7 +619,8 @@ class ContextOrganisationPanel(Panel):
             traces.append({"type": "scatter", "mode": "lines", "x": _LATER_STEPS.tolist(),
                            "y": reads, "xaxis": "x2", "yaxis": "y2",
                            "name": f"{_CONTEXT_LABELS[name]} (L = {L:,})",
-                           "line": {"color": theme.REQUEST_PALETTE[i]}})
+                           "line": {"color": theme.REQUEST_PALETTE[i],
+                                    "dash": theme.DASHES[i % len(theme.DASHES)]}})
         traces.append({"type": "scatter", "mode": "markers", "xaxis": "x2", "yaxis": "y2",
                        "x": [output_tokens] * 3, "name": f"G = {output_tokens:,}",
                        "y": [options[n].kv_read_over_output_bytes / units.GiB
@@ -633,19 +636,27 @@ class ContextOrganisationPanel(Panel):
                             f"{name}_step_read_MiB": o.kv_read_per_step_bytes / units.MiB,
                             f"{name}_later_read_GiB": o.kv_read_over_output_bytes / units.GiB})
         numbers["summary_pass_read_GiB"] = summ.summary_kv_read_bytes / units.GiB
-        # later steps after which the summary's smaller reads repay the reads of writing it
+        # later steps after which the summary's smaller reads repay the reads of writing it,
+        # counted in KV bytes alone (what it costs when many requests share each weight read)
         numbers["summary_repaid_after_tokens"] = (
             math.ceil(summ.summary_kv_read_bytes / saving_per_step) if saving_per_step > 0
             else math.inf)
+        # the same in read time for one request alone (batch 1, read-bound): every summary step
+        # also streams all the weights, which the later steps read in either option
+        summary_read_b1 = summ.summary_tokens * m.streamed_weight_bytes + summ.summary_kv_read_bytes
+        numbers["summary_repaid_after_tokens_batch1"] = (
+            math.ceil(summary_read_b1 / saving_per_step) if saving_per_step > 0 else math.inf)
         text = "<br>".join(
             f"{_CONTEXT_LABELS[n]}: reuse <b>{o.reusable_tokens:,}</b>, prefill "
             f"<b>{o.prefill_tokens:,}</b>, then {o.kv_read_per_step_bytes / units.MiB:,.0f} MiB "
             f"per step, {o.kv_read_over_output_bytes / units.GiB:,.1f} GiB over {output_tokens:,}"
             for n, o in options.items())
         repaid = numbers["summary_repaid_after_tokens"]
-        text += (f"<br>writing the summary reads {numbers['summary_pass_read_GiB']:,.0f} GiB; "
-                 + (f"repaid after {repaid:,} later tokens" if repaid != math.inf
-                    else "never repaid"))
+        repaid_b1 = numbers["summary_repaid_after_tokens_batch1"]
+        text += (f"<br>writing the summary reads {numbers['summary_pass_read_GiB']:,.0f} GiB of "
+                 "KV; " + (f"repaid in KV bytes after {repaid:,} later tokens (a large batch "
+                           f"sharing the weight reads), in read time at batch 1 after "
+                           f"{repaid_b1:,}" if repaid != math.inf else "never repaid"))
         return View(numbers=numbers, traces=traces, text=text)
 
 

@@ -150,7 +150,8 @@ def greedy_verification_traces(verification, step: int | None = None, words=None
             o["x"].append(pos), o["color"].append(VERDICT_COLORS[kind])
             o["text"].append(name(s["draft"] if kind == "accepted" else s["target"]))
     cells = [{"type": "scatter", "mode": "markers+text", "x": r["x"], "y": [row] * len(r["x"]),
-              "text": r["text"], "name": row, "hoverinfo": "text", "textfont": {"size": 12},
+              "text": r["text"], "name": row, "hoverinfo": "text",
+              "textfont": {"size": 12, "color": [theme.text_on(c) for c in r["color"]]},
               "showlegend": False,
               "marker": {"symbol": "square", "size": 46, "color": r["color"],
                          "line": {"width": 1, "color": theme.DARK_GREY}}}
@@ -226,6 +227,7 @@ def expected_output_figure(acceptances, curves, *, points=(),
     xs = list(acceptances)
     traces = [{"type": "scatter", "mode": "lines", "x": xs, "y": list(ys),
                "name": f"draft length m = {m}", "line": {"color": theme.PALETTE[i % 6],
+                                                         "dash": theme.DASHES[i % 6],
                                                          "width": 2.5}}
               for i, (m, ys) in enumerate(curves.items())]
     if points:
@@ -259,18 +261,21 @@ def draft_cost_traces(draft_s, curves, plain_round_s: float, crossovers=(), curr
     colors = {}
     for i, (label, ys) in enumerate(curves.items()):
         colors[label] = theme.PALETTE[i % 6]
+        # "dash" is plain decode's and "dot" a spread's line: the curves take the other dashes
         traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": _ms(ys), "name": label,
-                       "line": {"color": theme.PALETTE[i % 6], "width": 2.5}})
+                       "line": {"color": theme.PALETTE[i % 6], "width": 2.5,
+                                "dash": ("solid", "longdash", "dashdot", "longdashdot")[i % 4]}})
     # each crossover its own marker (its curve's colour) whose legend entry carries the value:
     # crossovers may fall on one another, their labels cannot
-    for label, cross_s in crossovers:
+    for k, (label, cross_s) in enumerate(crossovers):
         color = next((c for name, c in colors.items() if name.startswith(label)), theme.INK)
         traces.append({"type": "scatter", "mode": "markers", "x": [cross_s / units.ms],
                        "y": [plain_round_s / units.ms],
                        "name": f"{label}: no gain past {cross_s / units.ms:.1f} ms",
                        "hovertemplate": f"{label}: the draft may cost up to "
                                         "%{x:.1f} ms per round<extra></extra>",
-                       "marker": {"size": 12, "color": color, "symbol": "x",
+                       "marker": {"size": 12, "color": color,
+                                  "symbol": ("x", "cross", "star", "triangle-down")[k % 4],
                                   "line": {"width": 1, "color": theme.INK}}})
     if current is not None:
         traces.append({"type": "scatter", "mode": "markers", "x": [current[0] / units.ms],
@@ -374,7 +379,7 @@ def draft_length_traces(tables, *, examined=None, best=None):
                        "x": [r["draft_len"] for r in rows],
                        "y": [r["latency_per_token_s"] / units.ms for r in rows],
                        "name": label, "line": {"color": theme.PALETTE[i % 6], "width": 2.5,
-                                               "dash": "solid" if i == 0 else "dash"}})
+                                               "dash": theme.DASHES[i % 6]}})
     if best:
         traces.append({"type": "scatter", "mode": "markers+text",
                        "x": [b[0] for b in best.values()],

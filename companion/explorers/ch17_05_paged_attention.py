@@ -107,7 +107,8 @@ def allocator_traces(paged, naive, *, names=None) -> tuple[list, dict]:
                "hovertext": [c[5] for c in cells],
                "hovertemplate": "%{hovertext}<extra></extra>", "text": [c[6] for c in cells],
                "textposition": "inside", "insidetextanchor": "middle",
-               "textfont": {"color": theme.WHITE, "size": 10}, "showlegend": False}]
+               "textfont": {"color": [theme.text_on(c[3]) for c in cells], "size": 10},
+               "showlegend": False}]
     for sid in order:
         # a key for the bar cells' colours (the bars themselves stay out of the legend)
         traces.append({"type": "scatter", "x": [None], "y": [None], "mode": "markers",
@@ -326,7 +327,7 @@ class PagedKVPanel(Panel):
             {"type": "scatter", "mode": "lines", "x": [0, x_end],
              "y": [ceil["ceiling_tokens_per_s"]] * 2, "xaxis": "x2", "yaxis": "y2",
              "name": "ceiling beta / (L k): each extra sequence adds its own KV read",
-             "line": {"color": theme.REQUEST_PALETTE[2], "dash": "dot"}},
+             "line": {"color": theme.REQUEST_PALETTE[2], "dash": "dashdot"}},
             {"type": "scatter", "mode": "markers", "x": [half["step_s"] / units.ms],
              "y": [half["tokens_per_s"]], "xaxis": "x2", "yaxis": "y2",
              "name": f"half the ceiling: b = D_w / (L k) = {half_b:,}",

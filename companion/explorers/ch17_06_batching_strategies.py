@@ -236,22 +236,27 @@ def chunk_trade_traces(sweep: dict, selected: dict, *, itl_timelines=None,
     ded = sweep["dedicated_s"] / units.ms
     c = int(selected["chunk_tokens"])
     traces = [
-        {"type": "scatter", "mode": "lines", "x": xs, "y": _ms(sweep["iteration_s"]),
+        # ITL's markers are circles, TTFT's squares; the dash says which model
+        {"type": "scatter", "mode": "lines+markers", "x": xs, "y": _ms(sweep["iteration_s"]),
          "name": "worst ITL, closed form (decode step + one chunk)",
-         "line": {"color": theme.SERVING_COLORS["decode"], "width": 3}},
-        {"type": "scatter", "mode": "lines", "x": xs, "y": _ms(sweep["ttft_s"]),
+         "line": {"color": theme.SERVING_COLORS["decode"], "width": 3},
+         "marker": {"symbol": "circle", "size": 7, "maxdisplayed": 12}},
+        {"type": "scatter", "mode": "lines+markers", "x": xs, "y": _ms(sweep["ttft_s"]),
          "name": "long prompt's TTFT, closed form (chunks x iteration)",
-         "line": {"color": theme.SERVING_COLORS["prefill"], "width": 3}},
+         "line": {"color": theme.SERVING_COLORS["prefill"], "width": 3},
+         "marker": {"symbol": "square", "size": 7, "maxdisplayed": 12}},
     ]
     if fused is not None:
         fx = [int(x) for x in fused["chunk_tokens"]]
         traces += [
-            {"type": "scatter", "mode": "lines", "x": fx, "y": _ms(fused["worst_itl_s"]),
+            {"type": "scatter", "mode": "lines+markers", "x": fx, "y": _ms(fused["worst_itl_s"]),
              "name": "worst ITL, fused pass (weights once, attention counted)",
-             "line": {"color": theme.SERVING_COLORS["decode"], "width": 2, "dash": "dot"}},
-            {"type": "scatter", "mode": "lines", "x": fx, "y": _ms(fused["ttft_s"]),
+             "line": {"color": theme.SERVING_COLORS["decode"], "width": 2, "dash": "dot"},
+             "marker": {"symbol": "circle-open", "size": 7, "maxdisplayed": 12}},
+            {"type": "scatter", "mode": "lines+markers", "x": fx, "y": _ms(fused["ttft_s"]),
              "name": "TTFT, fused pass (sum of the chunk passes)",
-             "line": {"color": theme.SERVING_COLORS["prefill"], "width": 2, "dash": "dot"}},
+             "line": {"color": theme.SERVING_COLORS["prefill"], "width": 2, "dash": "dot"},
+             "marker": {"symbol": "square-open", "size": 7, "maxdisplayed": 12}},
         ]
     traces += [
         {"type": "scatter", "mode": "lines", "x": [xs[0], xs[-1]], "y": [ded, ded],
@@ -275,8 +280,9 @@ def chunk_trade_traces(sweep: dict, selected: dict, *, itl_timelines=None,
         for i, (label, (times, gaps)) in enumerate(itl_timelines.items()):
             traces.append({"type": "scatter", "mode": "lines+markers", "x": _ms(times),
                            "y": _ms(gaps), "name": label, "xaxis": "x2", "yaxis": "y2",
-                           "line": {"shape": "hv", "color": colours[i % 2]},
-                           "marker": {"size": 4}})
+                           "line": {"shape": "hv", "color": colours[i % 2],
+                                    "dash": ("solid", "dash")[i % 2]},
+                           "marker": {"size": 4, "symbol": ("circle", "square")[i % 2]}})
         layout["xaxis2"] = {"title": {"text": "emission time of the token (ms, simulated)"},
                             "domain": [0.6, 1], "anchor": "y2"}
         layout["yaxis2"] = {"title": {"text": "interval before it (ms)"}, "anchor": "x2",

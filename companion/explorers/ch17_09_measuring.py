@@ -50,7 +50,7 @@ def sm_share_figure(active_sms, shares, *, title: str = "A busy GPU by nvidia-sm
          "line": {"color": theme.SERVING_COLORS["comm"], "width": 3}},
         {"type": "scatter", "mode": "lines", "x": xs, "y": [100 * s for s in shares],
          "name": "upper bound on compute in use (busy SMs / all SMs)",
-         "line": {"color": theme.SERVING_COLORS["read"], "width": 3}},
+         "line": {"color": theme.SERVING_COLORS["read"], "width": 3, "dash": "dash"}},
     ]
     layout = {"height": 380, "xaxis": {"title": {"text": "SMs the resident kernel occupies"}},
               "yaxis": {"title": {"text": "percent"}, "range": [0, 105]},

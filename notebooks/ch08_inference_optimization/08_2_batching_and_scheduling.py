@@ -26,7 +26,7 @@
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
-from companion.chapters import ch08
+from companion.chapters import ch08, ch17
 from companion.display import md
 from companion.sim import scenarios, scheduler
 
@@ -126,8 +126,8 @@ print(f"64 short requests after one decode step: {resident / units.GB:.1f} GB re
 # %% [markdown]
 # ### From bytes to time: the decode roofline
 #
-# Let $F$ be the FLOPs of one request's decode step, $\pi$ the peak FLOP/s and $\beta$ the
-# bandwidth. A round cannot be faster than its compute or its reads:
+# Let $F$ be the FLOPs of one request's decode step, $\pi$ the peak FLOP/s (8.2.1 writes
+# $P$) and $\beta$ the bandwidth. A round cannot be faster than its compute or its reads:
 #
 # $$T_r \approx \max\left(\frac{bF}{\pi},\ \frac{D_w + bLk}{\beta}\right).$$
 #
@@ -145,10 +145,10 @@ for L in (256, short_p, long_p):
 
 # %% [markdown]
 # At the chapter's contexts decode stays bound by memory reads at every batch. The roofline
-# is a lower bound; the measured rounds are slower. Experiment 8-1 timed decode rounds in the
-# engine at batches 1, 4, 16 and 64, and 8.2.2 fits a round-time model to its batch-1 rounds.
-# The batch sweep (footnote 3) measured the mean output interval seen by the client. All are
-# drawn on the model below; the measurements are quoted, not computed.
+# is a lower bound; measured rounds are slower. Experiment 8-1 timed decode rounds in the
+# engine at four batches, and 8.2.2 fits a round-time model to its batch-1 rounds; the batch
+# sweep (footnote 3) measured the client's mean output interval. All are drawn below, the
+# measurements quoted, not computed.
 
 # %%
 curve = calc.decode_step_time_curve(model, hw, batches, short_p)
@@ -186,22 +186,29 @@ print(f"batch 64 vs 1: throughput x{measured[1]['tokens_per_s'] / measured[0]['t
 #
 # ### Weights from a separate fast memory (Figure 8-4)
 #
-# Suppose the weights were served from an independent read-only memory fast enough to keep up,
-# so HBM only has to deliver the KV: the HBM read per output token drops from $D_w/b + Lk$ to $Lk$.
-# The gap between the two curves is exactly the weight read that batching used to amortize,
-# and it shrinks as $1/b$: the bigger the batch, the less there is left to win.
+# Suppose the weights came from a separate read-only memory fast enough to keep up, so HBM
+# delivers only the KV: its read per output token drops from $D_w/b + Lk$ to $Lk$. The gap
+# between the curves is the weight read batching used to amortize; it shrinks as $1/b$, so the
+# bigger the batch, the less there is to win.
 
 # %%
 reads_hbm = calc.read_bytes_curve(d_w, batches, long_p, k)
 reads_rom = calc.read_bytes_curve(d_w, batches, long_p, k, weights_in_hbm=False)
+print(f"{'batch':>5} {'weights in HBM':>15} {'weights in ROM':>15}   (GiB read per output token)")
 for b in (1, 16, 64):
-    print(f"b = {b:2d}: {reads_hbm[b - 1] / units.GiB:6.2f} GiB with weights in HBM, "
-          f"{reads_rom[b - 1] / units.GiB:.3f} GiB with weights in ROM")
+    print(f"{b:>5} {reads_hbm[b - 1] / units.GiB:>15.2f} {reads_rom[b - 1] / units.GiB:>15.3f}")
 plots.rom_weights_figure(batches, reads_hbm, reads_rom).show()
 
-# %% [markdown]
-# Batch size still matters with ROM-served weights: it sets how full the matrix units are
-# and how much KV the round reads, so the compute-vs-KV crossover above decides the batch.
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+rom_added_s = long_p * k / hw.mem_bw_bytes_per_s   # what one more 8K request adds to a round
+rom_itl = ch08.EXERCISE_8_2_ITL_TARGET_S
+md(f"""In ROM a round takes $\\max(bF/\\pi,\\ bLk/\\beta)$: both terms grow in step with $b$,
+so no crossover in $b$ exists; the context alone picks the bound, and tokens per second stop
+growing with the batch. Memory and latency bound it instead: at 8K each request adds
+{rom_added_s / units.ms:.2f} ms to the round, so a {rom_itl / units.ms:g} ms interval allows
+{int(rom_itl // rom_added_s)} requests, but the KV pool holds
+{calc.max_concurrent(ch08.KV_BUDGET_BYTES, model, long_p, ch08.OUTPUT_TOKENS)}.""")
 
 # %% [markdown]
 # ### Explorer: batch, context, hardware
@@ -423,8 +430,8 @@ plots.graph_padding_figure(needed, [calc.padded_rows(r, shapes) for r in needed]
 
 # %% [markdown]
 # Cutting a round from 18 to 17 rows saves nothing; from 17 to 16 it halves the rows. A graph
-# for 17 rows would remove the padding, but each captured graph takes time to capture and keeps
-# its buffers in memory for good, the $M_u$ of 8.1.2.
+# for 17 rows would remove the padding, but every captured graph costs capture time and keeps
+# its buffers for good (the $M_u$ of 8.1.2).
 #
 # **Choosing the budget in two steps.** First, the permitted output interval bounds how long a
 # round may run. Second, the round model turns that time into new tokens, given how many
@@ -455,18 +462,58 @@ plots.token_budget_figure(targets, by_history).show()
 # %% [markdown]
 # The replay's data is not printed, so the sweep below is **generated
 # by the companion's simulator** with its own assumptions (six 4096-token prompts with 64
-# outputs each, one every 80 ms, 8.2.2's round model, chunk = budget); it shows the same
-# trade, not the chapter's numbers.
+# outputs each, 8.2.2's round model, chunk = budget); it shows the same trade, not the
+# chapter's numbers. Whether its queueing column shows that trade depends on the load. Call
+# **prefill load** the time one prompt's prefill takes alone, in rounds of the budget, over the
+# gap between arrivals: above 1, prompts arrive faster than prefill can clear them. The sweep
+# runs at the chapter's gap and at a longer one.
 
 # %%
-rows = scenarios.token_budget_sweep(widgets.SWEEP_BUDGETS)
-print(f"{'budget':>7} {'longest interval':>17} {'mean queueing of later arrivals':>32}")
-for r in rows:
-    print(f"{r['token_budget']:>7,} {r['max_itl_s'] / units.ms:>14.1f} ms "
-          f"{r['queue_later_mean_s'] / units.ms:>29.1f} ms")
-plots.budget_sweep_figure([r["token_budget"] for r in rows], [r["max_itl_s"] for r in rows],
-                          [r["queue_later_mean_s"] for r in rows],
-                          interval_target_s=50 * units.ms).show()
+def prefill_load(prompt_tokens, budget, gap_s):
+    """One prompt's prefill alone, in rounds of ``budget`` tokens (8.2.2's model), over the gap."""
+    return sum(calc.mixed_round_time_s(0, 0, c, h)
+               for c, h in calc.prefill_chunks(prompt_tokens, budget)) / gap_s
+
+
+sweep_prompt = 4096
+gaps = (ch08.REPLAY_INTERARRIVAL_S, 300 * units.ms)
+sweeps = {g: scenarios.token_budget_sweep(widgets.SWEEP_BUDGETS, interarrival_s=g,
+                                          prompt_tokens=sweep_prompt) for g in gaps}
+print(f"{'':7}" + "".join(f"{f'arrivals every {g / units.ms:.0f} ms':>33}" for g in gaps))
+print(f"{'budget':>7}" + f"{'load':>7} {'longest interval':>16} {'queueing':>8}" * len(gaps))
+for i, budget in enumerate(widgets.SWEEP_BUDGETS):
+    print(f"{budget:>7,}" + "".join(
+        f"{prefill_load(sweep_prompt, budget, g):>7.2f} {sweeps[g][i]['max_itl_s'] / units.ms:>13.1f}"
+        f" ms {sweeps[g][i]['queue_later_mean_s'] / units.ms:>5.0f} ms" for g in gaps))
+carried = sweeps[gaps[1]]
+plots.budget_sweep_figure([r["token_budget"] for r in carried], [r["max_itl_s"] for r in carried],
+                          [r["queue_later_mean_s"] for r in carried],
+                          interval_target_s=ch08.EXERCISE_8_2_ITL_TARGET_S,
+                          title=f"Token budget sweep, six requests {gaps[1] / units.ms:.0f} ms "
+                                f"apart (generated by the companion's simulator)").show()
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+loads = {g: [prefill_load(sweep_prompt, b, g) for b in widgets.SWEEP_BUDGETS] for g in gaps}
+fast, slow = gaps
+first_ok = next(i for i, u in enumerate(loads[slow]) if u < 1)
+slow_rows = sweeps[slow]
+md(f"""At the chapter's gap of {fast / units.ms:.0f} ms the load is {min(loads[fast]):.1f} to
+{max(loads[fast]):.1f}: above 1 at every budget. Each arrival then finds more backlog than the
+last, so that queueing column ({sweeps[fast][-1]['queue_later_mean_s'] / units.ms:.0f} to
+{sweeps[fast][0]['queue_later_mean_s'] / units.ms:.0f} ms) measures how fast a backlog grows
+over six arrivals (a longer run would grow it without bound), not a price the budget trades.
+{slow / units.ms:.0f} ms apart (the chart), the load falls below 1 from
+{widgets.SWEEP_BUDGETS[first_ok]:,} tokens on ({loads[slow][first_ok]:.2f}): later arrivals
+wait only for the round in progress, about
+{slow_rows[first_ok]['queue_later_mean_s'] / units.ms:.0f} ms whatever the budget, while at
+{widgets.SWEEP_BUDGETS[0]} tokens ({loads[slow][0]:.2f}) a backlog builds again
+({slow_rows[0]['queue_later_mean_s'] / units.ms:.0f} ms). That is the trade: a larger budget
+pays the fixed round cost less often and so raises what prefill can carry, and once the load
+is below 1 every further token only lengthens the longest interval
+({slow_rows[first_ok]['max_itl_s'] / units.ms:.0f} to
+{slow_rows[-1]['max_itl_s'] / units.ms:.0f} ms). Pick the smallest budget whose load stays
+below 1.""")
 
 # %% [markdown]
 # ### Explorers: the token budget
@@ -489,8 +536,13 @@ budget_sweep = widgets.BudgetSweepPanel()
 budget_sweep.show()
 
 # %%
-for key, value in budget_sweep.at().numbers.items():
-    print(f"{key:30} {value:,.1f}" if isinstance(value, float) else f"{key:30} {value:,}")
+sweep_now = budget_sweep.at().numbers
+print(f"{'budget':>7} {'prefill load':>13} {'longest interval (ms)':>22} {'queueing (ms)':>14}")
+for b in widgets.SWEEP_BUDGETS:
+    print(f"{b:>7,} {sweep_now[f'prefill_load@{b}']:>13.2f} "
+          f"{sweep_now[f'max_itl_ms@{b}']:>22.1f} {sweep_now[f'queue_mean_ms@{b}']:>14.0f}")
+print(f"largest within target {sweep_now['largest_budget_within_target']:,}, least queueing "
+      f"{sweep_now['budget_with_least_queueing']:,}")
 
 # %% [markdown]
 # ## Where this model breaks: the batch-1 round fit
@@ -688,8 +740,15 @@ compute-bound.""", title="Worked answer 2")
 # computes the worked answer below (unfold it there)
 h100 = decode.at(model=specs.LLAMA_70B.name, hardware=specs.H100_SXM.name).numbers
 catch = h100["compute_catchup_batch"]
+w70, hbm = specs.LLAMA_70B.weight_bytes, specs.H100_SXM.mem_bytes
 answer(f"""The H100 SXM's ridge point is {calc.ridge_point(specs.H100_SXM):.0f} FLOP per byte
-against {calc.ridge_point(hw):.0f} for the RTX PRO 6000. For the 70B shape at 2K, compute per
+against {calc.ridge_point(hw):.0f} for the RTX PRO 6000. The setting itself needs a word: the
+70B shape's weights are {w70 / units.GB:.0f} GB in BF16, {w70 / hbm:.2f} times the H100's
+{hbm / units.GB:.0f} GB of HBM, so it cannot run on one card; 17 §4 and §7 serve it with tensor
+parallelism over {ch17.TP} GPUs ({w70 / ch17.TP / units.GB:.0f} GB of weights each), and
+otherwise a smaller model is the choice. Splitting a step over GPUs divides its FLOPs and its
+bytes alike, so the one-card roofline still says which roof binds on each GPU (the
+all-reduces aside). For the 70B shape at 2K, compute per
 request overtakes its KV read only below {h100['compute_bound_below_context']:.0f} tokens of
 context, so at 2K compute catches up with the reads at
 {'no batch at all' if catch == float('inf') else f'b = {catch:,.0f}'}; the round at batch 16
@@ -746,12 +805,21 @@ wastes nothing and one just above it pays for padding rows.""",
 # computes the worked answer below (unfold it there)
 spaced = budget_sweep.at(interarrival_ms=400.0).numbers
 close = budget_sweep.at().numbers
-answer(f"""Far less. With arrivals every 80 ms the largest budget that keeps the longest interval
-under 50 ms is {close['largest_budget_within_target']:,} tokens and the least queueing needs
-{close['budget_with_least_queueing']:,}; 400 ms apart, a prompt is usually finished before the
-next arrives, so the sweep gives {spaced['largest_budget_within_target']:,} and
-{spaced['budget_with_least_queueing']:,}, and later arrivals hardly queue at any budget. The
-budget trades intervals against queueing only while prompts overlap.""",
+lo, hi = widgets.SWEEP_BUDGETS[0], widgets.SWEEP_BUDGETS[-1]
+sweep_target = next(c.default for c in budget_sweep.controls if c.name == "itl_target_ms")
+answer(f"""Half of it. The interval side stays: 400 ms apart the longest interval still climbs
+from {spaced[f'max_itl_ms@{lo}']:.1f} ms at {lo} tokens to {spaced[f'max_itl_ms@{hi}']:.0f} ms at
+{hi:,} (80 ms apart: {close[f'max_itl_ms@{lo}']:.1f} to {close[f'max_itl_ms@{hi}']:.0f} ms, where
+queued prompts also share the largest rounds). The queueing side goes: the prefill load is
+{spaced[f'prefill_load@{lo}']:.2f} at {lo} tokens and {spaced[f'prefill_load@{hi}']:.2f} at
+{hi:,}, below 1 at every budget, so a later arrival waits only for the round in progress,
+{spaced[f'queue_mean_ms@{lo}']:.1f} ms at {lo} and {spaced[f'queue_mean_ms@{hi}']:.1f} ms at
+{hi:,} (80 ms apart, where the load is above 1, a backlog made it
+{close[f'queue_mean_ms@{lo}']:.0f} and {close[f'queue_mean_ms@{hi}']:.0f} ms). With nothing left
+to buy, the smallest budget wins both columns: the largest budget within {sweep_target:g} ms
+is {spaced['largest_budget_within_target']} tokens, and the least queueing is at
+{spaced['budget_with_least_queueing']}. The budget trades intervals against queueing only while a small budget leaves prefill
+overloaded; when arrivals are sparse, every token of budget costs interval and buys nothing.""",
        title="Worked answer 7")
 
 # %% [markdown]

@@ -463,9 +463,8 @@ ledger.show(ids=["8.3.2/shared-prefix-kv-MiB", "8.3.2/private-tokens",
 #
 # The match must be a *prefix*. The KV of token $i$ depends on every token before it, so once
 # two prompts differ at some position, nothing after it can be reused, even text that happens
-# to be identical again later. That is why a timestamp at the very start of a prompt is
-# expensive: it makes every later token's KV different. Stable content (system prompt, tool
-# definitions) belongs first, the parts that change last.
+# to be identical again later. A timestamp at the very start of a prompt is therefore
+# expensive; stable content (system prompt, tool definitions) belongs first, what changes last.
 
 # %%
 base = list(range(1000, 1200))                      # 200 token ids
@@ -606,9 +605,23 @@ for o in options:
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
+from companion.formulas.core import prefill_flops
+
 by_name = {o.name: o for o in options}
 append, rewrite, summarise = by_name["append"], by_name["rewrite"], by_name["summarise"]
 per_step_saving = append.kv_read_per_step_bytes - summarise.kv_read_per_step_bytes
+bw = specs.RTX_PRO_6000.mem_bw_bytes_per_s
+paid_kv = -(-summarise.summary_kv_read_bytes // per_step_saving)
+summary_weights = summarise.summary_tokens * model.streamed_weight_bytes   # read once per step
+summary_b1_s = (summary_weights + summarise.summary_kv_read_bytes) / bw
+paid_b1 = -(-(summary_weights + summarise.summary_kv_read_bytes) // per_step_saving)
+paid_by_batch = {b: -(-(summary_weights / b + summarise.summary_kv_read_bytes) // per_step_saving)
+                 for b in (4, 16, 64)}
+# the summary's context is prefilled whole; appending prefills only the tool result
+extra_prefill_s = calc.time_at_mfu(
+    prefill_flops(model, summarise.prefill_tokens)
+    - prefill_flops(model, append.prefill_tokens, append.reusable_tokens),
+    specs.RTX_PRO_6000, km.RECOMPUTE_EFFICIENCY)
 md(f"""Appending keeps the whole {append.reusable_tokens:,}-token history as a cached prefix and
 computes only the {append.prefill_tokens:,} new tokens. Rewriting the start gives the same final
 context, word for word after the first edit, yet the cache serves {rewrite.reusable_tokens} of it:
@@ -618,10 +631,21 @@ times shorter, so each later step reads {summarise.kv_read_per_step_bytes / MiB:
 instead of {append.kv_read_per_step_bytes / MiB:,.0f} MiB. It pays for that twice: nothing of the
 new context is cached ({summarise.prefill_tokens:,} tokens to prefill), and writing the summary
 is {summarise.summary_tokens:,} decode steps over the old history, which read
-{summarise.summary_kv_read_bytes / GiB:,.0f} GiB of KV by themselves. Only after about
-{-(-summarise.summary_kv_read_bytes // per_step_saving):,.0f} later output tokens have the
-smaller reads paid back the reads of writing it, and that is before counting the time of those
-sequential steps. Which option wins depends on how long the conversation goes on.""")
+{summarise.summary_kv_read_bytes / GiB:,.0f} GiB of KV by themselves. When the summary pays back
+depends on what is counted, and so on the regime:
+
+- **in KV bytes**: the smaller reads repay the summary's after about
+  {paid_kv:,.0f} later output tokens. That is its cost on a busy server, where many requests
+  share each weight read and a summary step costs little more than its own KV;
+- **in time, for one agent alone on the card** (batch 1, where every step is read-bound): each
+  of the {summarise.summary_tokens:,} summary steps also streams all
+  {model.streamed_weight_bytes / GiB:.1f} GiB of weights, so writing the summary takes about
+  {summary_b1_s:.1f} s at full bandwidth, while a later step saves only
+  {per_step_saving / bw / ms:.2f} ms: it is repaid after about {paid_b1:,.0f} tokens (its
+  larger uncached prefill adds about {extra_prefill_s / (per_step_saving / bw):.0f} more).
+
+Between the two, $b$ requests share each weight read: {", ".join(f"at $b = {b}$ about {n:,.0f} tokens" for b, n in paid_by_batch.items())}.
+Which option wins depends on how long the conversation goes on, and on how busy the card is.""")
 
 # %% [markdown]
 # **Explorer.** The bars are this round's tokens for each option; the lines are the KV that
@@ -638,7 +662,8 @@ numbers = organise.at().numbers
 print(f"G = {numbers['output_tokens']}: later reads "
       + ", ".join(f"{name} {numbers[f'{name}_later_read_GiB']:,.1f} GiB"
                   for name in ("append", "rewrite", "summarise"))
-      + f"; the summary is repaid after {numbers['summary_repaid_after_tokens']:,} tokens")
+      + f"; the summary is repaid after {numbers['summary_repaid_after_tokens']:,} tokens in KV "
+      f"bytes, {numbers['summary_repaid_after_tokens_batch1']:,} in read time at batch 1")
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ### Three kinds of state, three lifetimes: DeepSeek V4.1
@@ -704,8 +729,7 @@ ledger.show("8.3.3")
 # %% [markdown]
 # ## 8.3.4 Keep, evict, swap out, or recompute?
 #
-# The section's title names four separate decisions a cache manager makes, and it helps to
-# keep them apart:
+# The title names four separate decisions of a cache manager:
 #
 # - **admission**: should this prefix enter the cache at all once its request finishes?
 # - **eviction**: when space runs short, which cached prefix goes first?
@@ -717,16 +741,15 @@ ledger.show("8.3.3")
 #
 # Keeping a finished request's prefix costs cache space and some maintenance; it pays off only
 # if the prefix comes back. Let $\rho$ be the probability that it is used again, $T_\text{rec}$ the time
-# to recompute it by prefill, $T_f$ the time to fetch it back from wherever it is kept, and
-# $T_m$ the upkeep (here: writing it out to host memory once). A hit saves $T_\text{rec} - T_f$, so the
-# expected net saving is
+# to recompute it by prefill, $T_f$ the time to fetch it back, and $T_m$ the upkeep (here:
+# writing it out to host memory once); 8.3.4 writes $p_h$, $T_r$ and $V_h$, and this companion
+# keeps $T_r$ for a round's time. A hit saves $T_\text{rec} - T_f$, so the expected net saving is
 #
 # $$V = \rho\,(T_\text{rec} - T_f) - T_m, \qquad \text{worth keeping when } \rho > \frac{T_m}{T_\text{rec} - T_f}.$$
 #
-# For the 6144-token prefix A on the RTX PRO 6000: $T_\text{rec}$ is its prefill FLOPs at the batch-1
-# prefill efficiency of Experiment 8-1 (the chapter rounds it to whole percent in 8.3.4; the
-# unrounded measured value, printed below, is used), $T_f$ and $T_m$ are one transfer of its KV
-# over the host link at its nominal rate.
+# For the 6144-token prefix A on the RTX PRO 6000: $T_\text{rec}$ is its prefill FLOPs at the
+# batch-1 prefill efficiency of Experiment 8-1 (unrounded, as printed below), $T_f$ and $T_m$
+# are one transfer of its KV over the host link at its nominal rate.
 
 # %%
 print(f"prefill efficiency used (measured, Experiment 8-1): {100 * km.RECOMPUTE_EFFICIENCY:.2f}%")
@@ -1120,10 +1143,15 @@ answer(f"""Sooner. With a 32K history, writing the 2K summary reads more KV
 ({long_history['summary_pass_read_GiB']:,.0f} GiB instead of
 {short_history['summary_pass_read_GiB']:,.0f} GiB), but every later step now saves the difference
 between a {long_history['append_context_tokens']:,}-token and a
-{long_history['summarise_context_tokens']:,}-token context, which grew faster still. The summary
-is repaid after {long_history['summary_repaid_after_tokens']:,} later tokens instead of
-{short_history['summary_repaid_after_tokens']:,}: the longer the history, the better summarising
-looks, as long as the summary keeps what the agent needs.""", title="Worked answer 8")
+{long_history['summarise_context_tokens']:,}-token context, which grew faster still. Counted in
+KV bytes (a busy server sharing its weight reads), the summary is repaid after
+{long_history['summary_repaid_after_tokens']:,} later tokens instead of
+{short_history['summary_repaid_after_tokens']:,}; counted in read time for the agent alone at
+batch 1, where each summary step also streams the weights, after
+{long_history['summary_repaid_after_tokens_batch1']:,} instead of
+{short_history['summary_repaid_after_tokens_batch1']:,}. Both fall: the longer the history, the
+better summarising looks, as long as the summary keeps what the agent needs, but on an idle
+card it takes a long conversation to pay off.""", title="Worked answer 8")
 
 # %% [markdown]
 # **Exercises.** [Exercise 8-3](../../exercises/ex8_3.ipynb) practises 8.3.1-8.3.2 and

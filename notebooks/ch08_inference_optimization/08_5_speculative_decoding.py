@@ -61,15 +61,14 @@ ms = units.ms
 # dropped positions are discarded (the sequence length goes back to the confirmed output), and
 # so is any sampler or grammar state that had moved past it.
 #
-# **Same text as plain greedy decode, up to rounding.** The argument above says the output is
-# the token-by-token greedy output, and that holds in exact arithmetic. A real engine computes
-# the verification pass as one matrix product over $m + 1$ rows, where plain decode computes
-# one row; kernels choose tiles, split reductions and order the additions differently for
-# different row counts (and batch sizes), so the logits can differ in their last bits. Where
-# the two best tokens are almost tied, such a difference can change which one wins, and from
-# there the two texts part ways. Both are faithful greedy decodes of the same model to within
-# floating-point rounding; neither is "the" exact one. The cell below shows the mechanism on
-# two float32 logits built from the same three contributions added in two orders.
+# **Same text as plain greedy decode, up to rounding.** In exact arithmetic the output is the
+# token-by-token greedy output. A real engine verifies with one matrix product over $m + 1$
+# rows where plain decode computes one; kernels tile, split and order the additions
+# differently for different row counts (and batch sizes), so the logits can differ in their
+# last bits. Where the two best tokens are almost tied, that can change the winner, and the two
+# texts part ways. Both are faithful greedy decodes to within floating-point rounding; neither
+# is "the" exact one. The cell below shows the mechanism on two float32 logits built from the
+# same three terms added in two orders.
 
 # %%
 contributions = [np.float32(1e8), np.float32(1.0), np.float32(-1e8)]   # one logit's terms
@@ -177,8 +176,9 @@ for q_a in (1.0, 0.0):
 #
 # ### Average over tokens, not over rounds
 #
-# Now rounds differ in how many tokens $X_r$ they emit, so the latency per token has to be
-# total time over total tokens, $\bar t_\text{spec} = \sum_r T_r / \sum_r X_r$. Averaging
+# Now rounds differ in how many tokens $X_r$ they emit (8.5.2 writes $N_r$ and $\mathbb E[N]$;
+# here $N$ counts parameters), so the latency per token has to be total time over total
+# tokens, $\bar t_\text{spec} = \sum_r T_r / \sum_r X_r$. Averaging
 # each round's own ratio $T_r / X_r$ instead lets a round that produced one token count as much
 # as one that produced five. The chapter's pair of rounds, equally long, emitting 1 and 5 tokens:
 
@@ -353,6 +353,57 @@ for label, a in (("BBBB", 0.75), ("AAAA", 0.25)):
     print(f"{label}: E[X] {n['expected_tokens']:.2f}, {n['latency_per_token_ms']:.2f} ms/token, "
           f"crossover {n['crossover_ms']:.1f} ms, 256 tokens with the index "
           f"{n['request_s']:.2f} s (plain {n['plain_request_s']:.2f} s)")
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### What engines report
+#
+# Acceptance counters, and why none of them is $\alpha$.
+#
+# <!-- fold: an engine's acceptance counters against the acceptance and E[X] of 8.5.2 -->
+
+# %% [markdown]
+# A serving engine with speculation on counts, per round, the draft tokens it proposed and how
+# many of them survived, and logs ratios of those counts (vLLM's speculative-decoding metrics
+# are one example). Two of the ratios look like an acceptance probability and are not one:
+#
+# - **accepted ÷ proposed** (a "draft acceptance rate") counts every proposed token, including
+#   those behind the first rejection, which the verifier never judged on their own. With one
+#   $\alpha$ a round keeps $\mathbb E[X] - 1 = \alpha + \dots + \alpha^m$ of its $m$
+#   proposals, so the ratio is $(\mathbb E[X] - 1)/m$, below $\alpha$;
+# - **mean acceptance length**, one plus the accepted tokens per round, is $\mathbb E[X]$
+#   itself: the correction or bonus token is counted in;
+# - an **acceptance rate at position $i$**, the rounds that kept position $i$ over all rounds,
+#   is $P(X > i)$, which is $\alpha^i$ under one $\alpha$; the conditional $a_i$ of 8.5.2 is
+#   the ratio of two neighbouring positions.
+#
+# The counters of 20,000 simulated BBBB rounds, next to what 8.5.2's formulas give:
+
+# %%
+bbbb = sim.simulate_rounds(ch08.TOY_TARGET_PROBS, ch08.TOY_DRAFT_ALWAYS_B, ch08.TOY_DRAFT_LEN,
+                           20_000, seed=4)
+m_toy, a_toy = ch08.TOY_DRAFT_LEN, 0.75
+counters = {"rounds": bbbb.n_rounds, "proposed": m_toy * bbbb.n_rounds,
+            "accepted": int(bbbb.accepted.sum())}
+by_position = [float((bbbb.accepted >= i).mean()) for i in range(1, m_toy + 1)]
+print(f"counters: {counters}")
+print(f"accepted / proposed      {counters['accepted'] / counters['proposed']:.3f}   formula "
+      f"(E[X] - 1) / m = {(en['BBBB'] - 1) / m_toy:.3f}   (alpha = {a_toy})")
+print(f"mean acceptance length   {1 + counters['accepted'] / counters['rounds']:.3f}   formula "
+      f"E[X] = {en['BBBB']:.3f}")
+print("rate at position i       " + ", ".join(f"{r:.3f}" for r in by_position)
+      + "   formula alpha^i = " + ", ".join(f"{a_toy ** i:.3f}" for i in range(1, m_toy + 1)))
+print("neighbouring ratios      " + ", ".join(
+    f"{b / a:.3f}" for a, b in zip([1.0] + by_position, by_position)) + "   (the a_i)")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+md(f"""So a dashboard reading "acceptance {counters['accepted'] / counters['proposed']:.0%}" for
+this drafter describes the same rounds as $\\alpha = {a_toy}$ and
+$\\mathbb E[X] =$ {en['BBBB']:.2f}. For the latency of 8.5.2 the mean acceptance length is
+the number to take, since it is $\\mathbb E[X]$ measured; to compare drafters at another
+draft length, recover $\\alpha$ (or the $a_i$) from the per-position rates first, because the
+accepted-to-proposed ratio falls as $m$ grows even when nothing about the drafter
+changes.""")
+
 # %% [markdown]
 # ## 8.5.3 Where drafts come from: the four stages of a round
 #
@@ -361,16 +412,14 @@ for label, a in (("BBBB", 0.75), ("AAAA", 0.25)):
 # sources of drafts (8.5.3), which differ in what the drafter sees and what it costs:
 #
 # - **context lookup**: copy a span that already appeared in the prompt or the output; no
-#   network at all, only an index to build and query;
-# - **an independent small model**: a separate, smaller language model drafting token by
-#   token, with its own weights and its own KV cache to keep in memory;
-# - **EAGLE-style heads**: a light prediction network that reads the *target's* hidden states
-#   (its intermediate features) rather than the raw tokens, so it can be small and still agree
-#   with the target often; it runs token by token, like a small model, but has no separate
-#   full stack of layers;
-# - **multi-token-prediction (MTP) heads**: extra output heads trained together with the
-#   model itself to predict the next few tokens, so the drafts come from the model's own
-#   training rather than a bolted-on drafter; only models released with such heads have them.
+#   network, only an index to build and query;
+# - **an independent small model**: a smaller language model drafting token by token, with
+#   its own weights and KV cache in memory;
+# - **EAGLE-style heads**: a light network that reads the *target's* hidden states rather
+#   than the raw tokens, so it can be small and still agree often; it runs token by token but
+#   has no full stack of layers of its own;
+# - **multi-token-prediction (MTP) heads**: extra output heads trained with the model itself
+#   to predict the next few tokens; only models released with such heads have them.
 #
 # DFlash, the chapter's running example, is a separate draft network that writes a whole block
 # of draft tokens in one pass. Splitting a round into
@@ -383,9 +432,9 @@ for label, a in (("BBBB", 0.75), ("AAAA", 0.25)):
 # 3. **target verification**: the one pass of the target over $m + 1$ positions;
 # 4. **output determination**: comparing, rolling back and, when sampling, resampling.
 #
-# The chapter puts times on stages 1 and 3 only and takes 2 and 4 as negligible. At batch 1
-# every pass is read-bound, so a pass of the 2.10 GB draft network takes its bytes over the
-# bandwidth the target really reaches in a batch-1 round:
+# The chapter times stages 1 and 3 only and takes 2 and 4 as negligible. At batch 1 every
+# pass is read-bound, so a pass of the 2.10 GB draft network takes its bytes over the rate the
+# target reaches in a batch-1 round:
 
 # %%
 read_b1 = calc.round_read_bytes(model, 1, ch08.SHORT_PROMPT_TOKENS)
@@ -396,8 +445,7 @@ parallel = calc.draft_generation_time(fwd, 4, parallel=True)
 print(f"batch-1 read {read_b1 / units.GB:.2f} GB in {plain_round_s / ms:.2f} ms: "
       f"{bw / units.GB:.0f} GB/s; one draft pass {fwd / ms:.2f} ms")
 print(f"that is {bw / card.mem_bw_bytes_per_s:.2f} of the card's "
-      f"{card.mem_bw_bytes_per_s / units.GB:,.0f} GB/s (about a third): the draft pass is priced "
-      f"at the rate a batch-1 round really reaches, not at the data-sheet bandwidth")
+      f"{card.mem_bw_bytes_per_s / units.GB:,.0f} GB/s (why, and other rates: the fold below)")
 stages = {"serial: 4 draft passes": calc.speculative_round_stages(serial, plain_round_s),
           "parallel: one draft pass": calc.speculative_round_stages(parallel, plain_round_s)}
 for label, parts in stages.items():
@@ -428,6 +476,60 @@ Drafting in parallel saves {(serial - parallel) / ms:.1f} ms per round. If its d
 less often, though (2 tokens per round instead of 3), it ends up *slower* than the serial
 drafter: the round got shorter, but it is now shared by fewer tokens.
 """)
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### Why a third of the bandwidth
+#
+# The draft pass's price, and how it moves with the rate assumed.
+#
+# <!-- fold: why a draft pass is priced at a third of peak bandwidth, and other readings -->
+
+# %% [markdown]
+# A batch-1 pass is a chain of many small kernels (a few per layer, each a matrix-vector
+# product). Every kernel pays launch and synchronisation time that does not shrink with its
+# bytes, and Experiment 8-1 ran without CUDA graphs (8.6.3), so most of its batch-1 round is
+# such fixed time rather than reading. A draft network's kernels are smaller still, so there is
+# no reason to expect it nearer the data sheet than its target. The chapter therefore prices
+# the draft at the target's own measured rate. The cell below sets that rate beside three
+# others: the data sheet, a measured batch-1 rate of a tuned stack from the companion's
+# published measurements, and the companion's fit to those measurements, which adds a fixed
+# cost to every forward pass.
+
+# %%
+from companion import measurements
+
+gpt_fast = next(r for r in measurements.rows() if r.id == "gf-7b-bf16-tp1")
+tuned_mbu = calc.decode_utilization(measurements.models()[gpt_fast.model],
+                                    specs.A100_80GB, gpt_fast.value)["mbu"]
+fit = measurements.calibrate()
+m_stage, x_stage = 4, 3           # the four-stage example: 4 draft tokens, 3 per round
+weights_alone = ch08.DFLASH_DRAFT_WEIGHT_BYTES / card.mem_bw_bytes_per_s
+readings = {
+    "data sheet (100% of peak)": weights_alone,
+    f"tuned stack, measured at batch 1 ({tuned_mbu:.0%})": weights_alone / tuned_mbu,
+    f"the chapter: the target's batch-1 rate ({bw / card.mem_bw_bytes_per_s:.0%})": fwd,
+    f"fit to published rows ({fit.bandwidth_eff:.0%} + {fit.overhead_s / ms:.2f} ms a pass)":
+        weights_alone / fit.bandwidth_eff + fit.overhead_s,
+}
+print(f"tuned stack: {gpt_fast.model}, batch 1, {gpt_fast.gpus}, {gpt_fast.value:g} tok/s "
+      f"({gpt_fast.source_id}) -> MBU {tuned_mbu:.0%}")
+print(f"{'draft pass priced at':52} {'one pass':>9} {'serial':>12} {'parallel':>12}")
+for label, t in readings.items():
+    per_token = {par: calc.speculative_latency_per_token(
+        plain_round_s, x_stage, calc.draft_generation_time(t, m_stage, parallel=par))
+        for par in (False, True)}
+    print(f"{label:52} {t / ms:6.2f} ms {per_token[False] / ms:6.1f} ms/tok "
+          f"{per_token[True] / ms:6.1f} ms/tok")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+gap = {label: (m_stage - 1) * t / x_stage for label, t in readings.items()}
+md(f"""Whatever the rate, the parallel drafter saves {m_stage - 1} passes per round, so its lead
+over the serial one is {m_stage - 1} passes over {x_stage} tokens: from
+{min(gap.values()) / ms:.1f} ms per token at the data sheet to {max(gap.values()) / ms:.1f} ms
+with a fixed cost per pass. The fixed cost is what matters for a small drafter: it is paid per
+pass whatever the bytes, which is why drafting the block in one pass pays most where passes are
+dearest.""")
 
 # %% [markdown]
 # ### Explorer: the four stages, serial against parallel

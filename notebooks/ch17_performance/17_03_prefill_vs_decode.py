@@ -141,6 +141,9 @@ for name, a, b in rows:
 #
 # $$ t_{\text{stall}} = \frac{2N \cdot n}{0.5\,\pi}, \qquad
 #    \frac{\text{worst ITL}}{\text{step}} \approx \frac{t_{\text{stall}}}{\text{step}}. $$
+#
+# Here $N$ is the parameter count (17 §2 writes $P$), $n$ the prompt's tokens and $\pi$ the
+# card's peak FLOP/s (the chapter's "peak compute").
 
 # %%
 hol = calc.head_of_line_stall(m8, hw, ch17.LONG_CONTEXT_TOKENS, ch17.SMOOTH_ITL_S)
@@ -403,14 +406,20 @@ print({k: (v if isinstance(v, (bool, int)) else round(v, 2)) for k, v in slo_num
 # computes the worked answer below (unfold it there)
 n_out = 20
 short = budget_panel.at(output_tokens=20).numbers
+even = short['ttft_ms'] / (itl_s / units.ms)     # outputs at which decode time equals TTFT
 answer(f"""
 With {n_out} output tokens the decode part is {n_out} × {itl_s / units.ms:g} ms =
 {short['decode_ms']:.0f} ms against a TTFT of {short['ttft_ms']:.0f} ms, so prefill is
 **{short['prefill_share_pct']:.0f}%** of the request (it was
-{100 * budget['prefill_share']:.0f}% with {G} tokens). Now the prompt is the lever: a shorter
-prompt, a cached shared prefix (8.3), or faster prefill (a higher MFU, or more GPUs on it).
-Which phase to optimise depends on the request's shape: the shorter the reply, the larger
-the prompt's share of the wait.
+{100 * budget['prefill_share']:.0f}% with {G} tokens). Decode still takes the larger part,
+{100 - short['prefill_share_pct']:.0f}%, so a faster decode step remains the bigger lever. But
+the prompt is no longer negligible: a shorter prompt, a cached shared prefix (8.3) or faster
+prefill (a higher MFU, or more GPUs on it) can now win back up to
+{short['prefill_share_pct']:.0f}% of the wait, against
+{100 * budget['prefill_share']:.0f}% with {G} tokens. The two phases weigh the same at about
+{even:.0f} output tokens (TTFT over the step); only replies shorter than that make the prompt
+the first lever. Which phase to optimise depends on the request's shape: the shorter the
+reply, the larger the prompt's share of the wait.
 """, title="Worked answer 1")
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)

@@ -212,6 +212,58 @@ directions, which is why schedulers cap the batch at an ITL target rather than m
 per second.
 """)
 
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### What engines report
+#
+# The pool's gauges, and a sweep of the concurrency cap.
+#
+# <!-- fold: KV cache usage, preemption counters and sweeping the sequence cap -->
+
+# %% [markdown]
+# An engine does not show its block tables, but it reports what they add up to (vLLM's
+# metrics are one example): the share of the KV pool's blocks in use, how many sequences are
+# running and how many wait, and a running count of preemptions. Read together, they say
+# which limit holds the batch (17 §5, §9):
+#
+# - **usage well below full while requests wait**: something other than memory caps the batch,
+#   usually the engine's limit on concurrent sequences (`--max-num-seqs` in vLLM) or its token
+#   budget per step;
+# - **usage near full and preemptions rising**: the pool caps the batch, and every preemption
+#   throws work away (a recomputed prefix, or a round trip over PCIe);
+# - **usage near full and no preemptions**: the pool is about the right size for the load.
+#
+# The usual experiment is to sweep the concurrency cap and watch throughput, ITL and these
+# counters. For 600-token chats on the 8B, this section's arithmetic predicts the sweep (16-token
+# blocks, every sequence at the mean length):
+
+# %%
+pool = gain["kv_budget_bytes"]
+per_seq = calc.kv_bytes(m8, ch17.CHAT_LIVE_TOKENS)          # whole 16-token blocks
+pool_cap = blocks["paged"]["batch"]
+itl_cap = calc.itl_batch_ceiling(m8, hw, ch17.ITL_TARGET_S, ch17.CHAT_LIVE_TOKENS)
+print(f"{'--max-num-seqs':>14} {'running':>8} {'KV usage':>9} {'step':>8} {'tok/s':>8}  pool")
+for cap in (64, 256, itl_cap, pool_cap, 1024, 2048):
+    running = min(cap, pool_cap)
+    step = calc.decode_vs_context(m8, hw, ch17.CHAT_LIVE_TOKENS, batch=running)
+    print(f"{cap:>14,} {running:>8,} {running * per_seq / pool:>9.0%} "
+          f"{step['step_s'] / units.ms:>5.1f} ms {step['tokens_per_s']:>8,.0f}  "
+          + ("room left" if cap < pool_cap else
+             "full" if cap == pool_cap else "full: the rest wait, preemptions rise"))
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+at_pool = calc.decode_vs_context(m8, hw, ch17.CHAT_LIVE_TOKENS, batch=pool_cap)
+at_itl = calc.decode_vs_context(m8, hw, ch17.CHAT_LIVE_TOKENS, batch=itl_cap)
+md(f"""Throughput climbs with the cap until the pool is full at {pool_cap} sequences
+({at_pool['tokens_per_s']:,.0f} tok/s, a {at_pool['step_s'] / units.ms:.1f} ms step); past
+that, a higher cap adds only waiting requests and preemptions. An ITL target asks for a lower
+cap: a {ch17.ITL_TARGET_S / units.ms:g} ms step holds {itl_cap} sequences
+({at_itl['tokens_per_s']:,.0f} tok/s, {1 - at_itl['tokens_per_s'] / at_pool['tokens_per_s']:.0%}
+less), and the pool then sits at {itl_cap * per_seq / pool:.0%} with no preemptions. Real
+sequences grow and differ in length, so a measured sweep shows preemptions before the usage
+gauge reads 100%; stop at the largest cap whose ITL p99 meets the target with the preemption
+counter flat.""")
+
 # %% [markdown]
 # ## Where this model breaks: more batch, more throughput
 #
@@ -339,7 +391,8 @@ md(tables.markdown_table(("setting", "chapter's model (bytes / bandwidth)",
 
 # %% [markdown]
 # The step above is the memory roof's time. The compute roof has a term too: $b$ new tokens
-# cost $b\,(2N + a\,(L+1))$ FLOPs, attention's pairs included. At the full peak it never
+# cost $b\,(2N + a\,(L+1))$ FLOPs, attention's pairs included ($N$ is the parameter count,
+# which 17 §2 writes $P$; $a$ the FLOPs of one query-key pair; $\pi$ below is the peak FLOP/s). At the full peak it never
 # binds for these batches. But a decode step of several hundred sequences is a matrix product
 # of several hundred rows, the shape of a short prefill, and 17 §2 grants a prefill only 50%
 # of peak. At that rate the roofline's max is

@@ -129,7 +129,7 @@ queue is empty, so there is nobody to seat.""")
 # in 17 §3 for an 8,000-token prompt. *Chunked prefill* (from the Sarathi papers; today an
 # ordinary engine setting) cuts the prompt into pieces of $c$ tokens and adds one piece to each
 # step, next to the usual decode work. With $n$ prompt tokens and the prefill running at half
-# of the peak $\pi$:
+# of the peak $\pi$ ($N$ is the parameter count, which 17 §2 writes $P$):
 #
 # $$\text{chunks} = \left\lceil \frac{n}{c} \right\rceil, \qquad
 # T_\text{chunk} = \frac{2N\,c}{0.5\,\pi}, \qquad
@@ -409,12 +409,17 @@ for c in (256, 512, 2048):
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 even = trace_panel.at(shortest=450, longest=450).numbers
+tied = round(even['continuous_makespan_s'], 2) == round(even['static_makespan_s'], 2)
+verdict = (f"No: the two tie, both done at {even['static_makespan_s']:.2f} s" if tied else
+           f"Continuous batching finishes at {even['continuous_makespan_s']:.2f} s against "
+           f"{even['static_makespan_s']:.2f} s for static batching")
 answer(f"""With every output the same length no slot ever finishes early, so the static
 utilization is {even['static_utilization_pct']:.0f}% (the closed form for the first group:
-{even['first_group_utilization_pct']:.0f}%). Continuous batching has no padding left to remove:
-it finishes at {even['continuous_makespan_s']:.2f} s against {even['static_makespan_s']:.2f} s
-for static batching. Its advantage came from the spread of lengths, not from the policy
-itself.""", title="Worked answer 1")
+{even['first_group_utilization_pct']:.0f}%). Does continuous batching still finish first?
+{verdict}. It gains by refilling a slot the moment a short request frees it; when every
+request in a group ends on the same step, no slot frees early and there is nothing to refill.
+Its advantage came from the spread of output lengths, not from the policy itself.""",
+       title="Worked answer 1")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)

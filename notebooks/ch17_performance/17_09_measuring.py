@@ -62,7 +62,8 @@ plots.sm_share_figure(sms, [calc.sm_share(s, hw) for s in sms]).show()
 # Both divide something implied by a measured token rate by the card's peak.
 #
 # - **MFU** (model FLOPs utilization): the arithmetic the token rate implies, over the dense
-#   peak $\pi$: $\text{MFU} = \dfrac{\text{tok/s} \times 2N}{\pi}$.
+#   peak $\pi$: $\text{MFU} = \dfrac{\text{tok/s} \times 2N}{\pi}$, for a model of $N$
+#   parameters (17 §2 writes $P$).
 # - **MBU** (model bandwidth utilization): the bytes the decode must move per second, over the
 #   bandwidth $\beta$. A step reads the weights once for all $b$ sequences and each sequence's
 #   $L$ tokens of KV, so per output token
@@ -231,7 +232,58 @@ md(f"""> **Where this model breaks: MBU and MFU.** At the chapter's settings the
 #   rising preemptions means memory, not the scheduler, caps the batch);
 # - the batch size of each iteration (if it stays below its cap while requests queue, the
 #   limit is somewhere upstream).
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ### What engines report
 #
+# From an engine's log line to MBU and MFU.
+#
+# <!-- fold: turning an engine's logged token rates into MBU and MFU, a worked example -->
+
+# %% [markdown]
+# An engine's periodic log holds the inputs of both ratios, not the ratios themselves. vLLM,
+# for one, prints every few seconds the prompt and the generation throughput in tokens per
+# second, the sequences running and waiting, and how full its KV pool is. Three steps turn such
+# a line into the two ratios of this section:
+#
+# 1. the batch $b$ is the number of running sequences;
+# 2. the live context $L$ is the pool's bytes times its usage, shared by $b$ sequences of $k$
+#    bytes per token;
+# 3. MBU follows from the generation rate with $D_w/b + L\,k$ bytes per token, and MFU from the
+#    prompt rate with $2N$ FLOPs per token.
+#
+# A log line for the 8B on one H100, with inputs chosen for the example (not a measurement;
+# the prompt rate is the chapter's prefill figure):
+
+# %%
+log = {"prompt tok/s": ch17.PREFILL_TOK_PER_S, "generation tok/s": 4_000.0, "running": 64,
+       "KV usage": 0.40}
+pool_bytes = calc.paged_batch_gain(m8, hw)["kv_budget_bytes"]
+live = log["KV usage"] * pool_bytes / (log["running"] * calc.kv_bytes_per_token(m8))
+from_log = calc.decode_utilization(m8, hw, log["generation tok/s"], batch=log["running"],
+                                   context_tokens=round(live))
+weights_only = calc.decode_utilization(m8, hw, log["generation tok/s"], batch=log["running"])
+prompt_side = calc.prefill_utilization(m8, hw, log["prompt tok/s"])
+print(f"log: {log}")
+print(f"b = {log['running']}, L = {log['KV usage']:.0%} x {pool_bytes / units.GB:.0f} GB / "
+      f"({log['running']} x {calc.kv_bytes_per_token(m8):,} B) = {live:,.0f} tokens")
+print(f"decode: {from_log['bytes_per_s'] / 1e12:.2f} TB/s -> MBU {from_log['mbu']:.0%} "
+      f"(weights only: {weights_only['mbu']:.0%})")
+print(f"prefill: {prompt_side['flops_per_s'] / 1e12:.0f} TFLOP/s -> MFU {prompt_side['mfu']:.0%}")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+lo_band, hi_band = ch17.HEALTHY_DECODE_MBU
+md(f"""The decode side sits at {from_log['mbu']:.0%} MBU, inside the {lo_band:.0%}-{hi_band:.0%}
+band; read without the KV it would be {weights_only['mbu']:.0%} and look slow, because at
+{live:,.0f} live tokens each sequence's cache is a larger read per token than its share of the
+weights. Two cautions for real logs. The rates are averages over the logging interval, and a
+continuously batched engine runs prefill chunks and decode tokens in the same rounds: each
+ratio charges its phase the whole interval, so each is a lower bound on what that phase reached
+while it ran. And the usage counts whole blocks, so $L$ comes out up to a block per sequence
+too high; at 16-token blocks that is noise.""")
+
+# %% [markdown]
 # ## The two Nsight profilers
 #
 # Nsight Systems (`nsys`) records a timeline of the whole process: kernels, memory copies,
