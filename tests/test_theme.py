@@ -1,4 +1,4 @@
-"""One theme (issue 21, item 4): every colour the companion draws is named in companion/theme.py,
+"""One theme: every colour the companion draws is named in companion/theme.py,
 and every figure, stored or live, is drawn with its template."""
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def foreign_colours(node, path="") -> list[str]:
 
 
 def test_foreign_colours_finds_a_colour_the_theme_lacks():
-    fig = {"data": [{"marker": {"color": ["#0072b2", "#123456"]}},
+    fig = {"data": [{"marker": {"color": [theme.BLUE, "#123456"]}},
                     {"fillcolor": theme.rgba(theme.GREEN, 0.2)}, {"line": {"color": "rgb(1, 2, 3)"}}],
            "layout": {"template": {"layout": {"paper_bgcolor": "#abcdef"}}}}
     assert foreign_colours(fig) == [".data[0].marker.color[1] = #123456",

@@ -15,6 +15,13 @@ can cite ``build/gallery/index.html#17_02_roofline-2`` or the PNG itself,
 ``build/gallery/png/17_02_roofline-2.png``. plotly.js is copied from the installed plotly
 package into the gallery folder: the page loads nothing from another host.
 
+A colour-vision section comes first: every palette of ``companion.theme`` drawn as swatches for
+normal vision and as protanopia, deuteranopia and tritanopia simulate it (Machado et al. 2009,
+``theme.simulate_vision``), each row with its closest pair's CIEDE2000 difference against
+``theme.MIN_DELTA_E`` and each swatch with its contrast on white. A switch at the top of the page
+shows every figure, stored PNG and live plot alike, through the same simulation (an SVG
+``feColorMatrix`` filter, which works in linear RGB as the matrices expect).
+
 With ``--before REV`` (a git revision) each figure also shows the PNG that revision stored for the
 same anchor, written to ``png/before/<anchor>.png``: a change's before and after, side by side.
 
@@ -63,6 +70,15 @@ figcaption a { color: #666; font-family: monospace; }
 .pair img { max-width: 100%; border: 1px solid #eee; }
 .label { font-size: 0.8em; color: #666; }
 .missing { color: #b00; }
+section, figure, h3 { scroll-margin-top: 3em; }
+.vision-switch { position: sticky; top: 0; background: #fff; padding: 0.4em 0;
+                 border-bottom: 1px solid #ccc; z-index: 10; }
+table.cvd { border-collapse: collapse; margin: 0.5em 0 1.5em; }
+table.cvd td, table.cvd th { padding: 2px 10px 2px 0; vertical-align: middle; text-align: left; }
+table.cvd .fail { color: #b00; font-weight: bold; }
+body.sim-protanopia figure img, body.sim-protanopia div.live { filter: url(#cvd-protanopia); }
+body.sim-deuteranopia figure img, body.sim-deuteranopia div.live { filter: url(#cvd-deuteranopia); }
+body.sim-tritanopia figure img, body.sim-tritanopia div.live { filter: url(#cvd-tritanopia); }
 """
 
 # draws each live figure when it scrolls into view (117 figures at once would stall the page)
@@ -75,6 +91,13 @@ const seen = new IntersectionObserver((entries) => {
   for (const e of entries) if (e.isIntersecting) { seen.unobserve(e.target); draw(e.target); }
 }, {rootMargin: "600px"});
 document.querySelectorAll("div.live").forEach((div) => seen.observe(div));
+const see = (vision) => { document.body.className = vision === "normal" ? "" : "sim-" + vision; };
+document.querySelectorAll("input[name=vision]").forEach((radio) => radio.addEventListener(
+  "change", () => see(radio.value)));
+// index.html?vision=deuteranopia opens the page already simulated (a link, a screenshot)
+const asked = new URLSearchParams(location.search).get("vision");
+const radio = asked && document.querySelector(`input[name=vision][value="${asked}"]`);
+if (radio) { radio.checked = true; see(asked); }
 """
 
 
@@ -154,6 +177,95 @@ def figure_html(anchor: str, where: str, fig: dict, png_path: str | None,
             f'<script type="application/json" id="{anchor}-json">{spec}</script>\n</figure>')
 
 
+# --- colour vision: the theme's palettes as each vision sees them --------------------------------
+
+SWATCH = 46          # px, one colour's square
+
+
+def _theme():
+    """companion.theme from this repository (the tool runs without the package installed)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from companion import theme
+
+    return theme
+
+
+def vision_filters() -> str:
+    """Hidden SVG filters, one per simulated vision: Machado et al.'s matrix as an
+    feColorMatrix, applied in linear RGB (SVG's default colour space for filters)."""
+    theme = _theme()
+    parts = []
+    for vision in theme.VISIONS[1:]:
+        rows = [theme.vision_matrix(vision)[i] for i in range(3)]
+        values = "  ".join(" ".join(f"{x:g}" for x in row) + " 0 0" for row in rows)
+        parts.append(f'<filter id="cvd-{vision}" color-interpolation-filters="linearRGB">'
+                     f'<feColorMatrix type="matrix" values="{values}  0 0 0 1 0"/></filter>')
+    return ('<svg width="0" height="0" style="position:absolute" aria-hidden="true">'
+            + "".join(parts) + "</svg>")
+
+
+def _swatches(colours: list[str], vision: str) -> str:
+    """An inline SVG row of squares, each colour as ``vision`` sees it, with its hex below."""
+    theme = _theme()
+    cells = []
+    for k, c in enumerate(colours):
+        seen = theme.simulate_vision(c, vision)
+        x = k * (SWATCH + 6)
+        cells.append(f'<rect x="{x}" y="0" width="{SWATCH}" height="{SWATCH}" fill="{seen}" '
+                     f'stroke="#999" stroke-width="0.5"><title>{c} seen as {seen}</title></rect>'
+                     f'<text x="{x + SWATCH / 2}" y="{SWATCH + 12}" font-size="9" '
+                     f'text-anchor="middle" fill="#222">{seen}</text>')
+    width = len(colours) * (SWATCH + 6)
+    return (f'<svg width="{width}" height="{SWATCH + 16}" role="img" '
+            f'aria-label="{len(colours)} colours, {vision}">' + "".join(cells) + "</svg>")
+
+
+def colour_vision_html() -> str:
+    """The gallery's colour-vision section: each palette of the theme, its colours as each
+    vision sees them, and the closest pair's CIEDE2000 difference (flagged under
+    ``theme.MIN_DELTA_E``); under the normal row each colour's contrast on white."""
+    theme = _theme()
+    esc = html.escape
+    palettes = dict(theme.PALETTES)
+    palettes["FILL_ONLY (tints behind a label)"] = theme.FILL_ONLY
+    palettes["SEQUENTIAL_SCALE (low to high)"] = theme.SEQUENTIAL_SCALE
+    parts = ['<section id="colour-vision">\n<h2>Colour vision: the theme\'s palettes</h2>',
+             f'<p>Each palette of <code>companion/theme.py</code> for normal vision and as '
+             f'protanopia, deuteranopia and tritanopia simulate it (Machado, Oliveira and '
+             f'Fernandes 2009, severity 1). Beside each row: the two colours that vision tells '
+             f'apart least and their CIEDE2000 difference; a palette of series keeps at least '
+             f'{theme.MIN_DELTA_E:g}. Under the normal row: each colour\'s contrast on white '
+             f'(lines and markers need {theme.MIN_MARK_CONTRAST:g}:1, text '
+             f'{theme.MIN_TEXT_CONTRAST:g}:1). The switch at the top shows every figure below '
+             f'through the same simulation.</p>']
+    for name, colours in palettes.items():
+        colours = list(dict.fromkeys(c.lower() for c in colours))
+        checked = name in theme.PALETTES
+        parts.append(f'<h3 id="cvd-{esc(name.split()[0])}">{esc(name)}</h3>\n<table class="cvd">')
+        for vision in theme.VISIONS:
+            d, a, b = theme.closest_pair(colours, vision)
+            flag = ' class="fail"' if checked and d < theme.MIN_DELTA_E else ""
+            note = (f'<span{flag}>min &Delta;E<sub>00</sub> = {d:.1f}</span> '
+                    f'({theme.simulate_vision(a, vision)} vs {theme.simulate_vision(b, vision)})'
+                    if b else "")
+            parts.append(f'<tr><th>{vision}</th><td>{_swatches(colours, vision)}</td>'
+                         f'<td>{note}</td></tr>')
+        ratios = " ".join(f"{theme.contrast_ratio(c):.1f}" for c in colours)
+        parts.append(f'<tr><th></th><td class="label">contrast on white: {ratios}</td>'
+                     f'<td></td></tr></table>')
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def vision_switch_html() -> str:
+    theme = _theme()
+    radios = " ".join(f'<label><input type="radio" name="vision" value="{v}"'
+                      f'{" checked" if v == "normal" else ""}> {v}</label>'
+                      for v in theme.VISIONS)
+    return f'<div class="vision-switch">Show every figure as seen with: {radios}</div>'
+
+
 def build(root: Path, out: Path, before: str | None = None, extra: str = "") -> int:
     """Write ``out``/index.html, ``out``/png/*.png and ``out``/plotly.min.js; return the
     number of figures. ``extra``: HTML sections appended after the figures' (the surfaces)."""
@@ -193,14 +305,17 @@ def build(root: Path, out: Path, before: str | None = None, extra: str = "") -> 
         total += len(found)
     page = (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<title>Figure gallery ({total} figures)</title>\n<style>{STYLE}</style>\n'
-            f'<script src="{PLOTLY_JS}"></script>\n</head>\n<body>\n'
+            f'<script src="{PLOTLY_JS}"></script>\n</head>\n<body>\n' + vision_filters()
+            + vision_switch_html() + '\n'
             f'<h1>Every stored figure: the PNG and the live plotly figure</h1>\n'
             f'<p>{total} figures from {len(sections)} notebooks. Left: the PNG stored beside the '
             f'figure (GitHub, print). Right: plotly.js drawing the stored JSON (JupyterLab, the '
-            f'book).</p>\n<nav><ul>\n' + "\n".join(toc)
+            f'book).</p>\n<nav><ul>\n'
+            '<li><a href="#colour-vision">Colour vision: the theme\'s palettes</a></li>\n'
+            + "\n".join(toc)
             + ('\n<li><a href="#surfaces-lab">Explorer panels in JupyterLab</a></li>'
                '\n<li><a href="#surfaces-book">The book\'s pages</a></li>' if extra else "")
-            + '\n</ul></nav>\n'
+            + '\n</ul></nav>\n' + colour_vision_html() + "\n"
             + "\n".join(sections) + extra + f'\n<script>{SCRIPT}</script>\n</body>\n</html>\n')
     (out / "index.html").write_text(page, encoding="utf-8")
     return total

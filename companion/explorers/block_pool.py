@@ -49,7 +49,8 @@ def _bars(name, y, base, length, code, outlined, hover, text, axes, text_colors=
              "xaxis": axes[0], "yaxis": axes[1], "showlegend": False}
     if any(text):
         trace.update({"text": text, "textposition": "inside", "insidetextanchor": "middle",
-                      "textfont": {"size": 10, "color": text_colors or theme.WHITE}})
+                      "textfont": {"size": 10, "color": text_colors
+                                   or [theme.text_on(_PALETTE[c]) for c in code]}})
     return trace
 
 
@@ -161,7 +162,7 @@ def block_pool_traces(snapshot: PoolSnapshot, *, slot_level: bool | None = None,
     py, pb, pl, pc, po, ph, pt, ptc = [], [], [], [], [], [], [], []
     ix, iy, it = [], [], []               # slot level: the block ids, one per block
 
-    def cell(row, x0, length, code, outlined, hover, text="", text_color=theme.WHITE):
+    def cell(row, x0, length, code, outlined, hover, text="", text_color=None):
         py.append(row)
         pb.append(x0)
         pl.append(length)
@@ -169,7 +170,7 @@ def block_pool_traces(snapshot: PoolSnapshot, *, slot_level: bool | None = None,
         po.append(outlined)
         ph.append(hover)
         pt.append(text)
-        ptc.append(text_color)
+        ptc.append(text_color or theme.text_on(_PALETTE[code]))
 
     b = 0
     while b < nb:
@@ -210,7 +211,7 @@ def block_pool_traces(snapshot: PoolSnapshot, *, slot_level: bool | None = None,
         else:
             cell(row, x0, span, code, False,
                  f"{what}: {desc}" + (f", {used}/{p} slots used" if ref else ""),
-                 ids, theme.WHITE if ref else ID_DARK)
+                 ids, theme.text_on(_PALETTE[code]) if ref else ID_DARK)
         b = e + 1
     traces.append(_bars("physical pool", py, pb, pl, pc, po, ph, pt, axes[2:], ptc))
     traces.append(_block_id_trace(ix, iy, it, axes[2:]))

@@ -56,6 +56,7 @@ def token_budget_traces(targets_s, budgets_by_label, *, marker=None, xaxis: str 
         traces.append({"type": "scatter", "mode": "lines", "x": xs,
                        "y": np.asarray(budgets, dtype=int),
                        "name": label, "line": {"color": theme.PALETTE[i % len(theme.PALETTE)],
+                                               "dash": theme.DASHES[i % len(theme.DASHES)],
                                                "shape": "hv" if "graph" in label else "linear"},
                        "xaxis": xaxis, "yaxis": yaxis})
     if marker is not None:

@@ -81,7 +81,8 @@ def byte_layout_traces(rows) -> tuple[list, dict]:
                "width": 0.7, "marker": {"color": colors, "line": {"color": theme.WHITE,
                                                                   "width": 1}},
                "text": text, "textposition": "inside", "insidetextanchor": "middle",
-               "textfont": {"size": 9, "color": theme.WHITE}, "textangle": -90,
+               "textfont": {"size": 9, "color": [theme.text_on(c) for c in colors]},
+               "textangle": -90,
                "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>",
                "showlegend": False, "name": "bytes"}]
     for name, color in (("scale (2-byte half float)", LAYOUT_COLORS["metadata"]),
@@ -243,7 +244,8 @@ def interval_fit_figure(contexts, fits, *, crossover_tokens=None, marks=(), titl
     for k, (name, ys) in enumerate(dict(fits).items()):
         fit_colors[name.split()[0]] = colors[k % len(colors)]
         traces.append({"type": "scatter", "x": xs, "y": list(ys), "mode": "lines",
-                       "name": name, "line": {"color": colors[k % len(colors)]}})
+                       "name": name, "line": {"color": colors[k % len(colors)],
+                                              "dash": theme.DASHES[k % len(theme.DASHES)]}})
     # each reading its own marker and legend entry (its fit's colour, a symbol per reading of
     # that fit): labels in the legend cannot run into each other however close the points are
     symbols, seen = ("circle", "diamond", "square", "triangle-up"), {}
@@ -457,13 +459,15 @@ class CompressedReadPanel(Panel):
         xs = _SWEEP_CONVERSION_MS.tolist()
         traces, saved = [], {}
         colors = {"q8_0": theme.BLUE, "q4_0": theme.GREEN, "fp8": theme.PINK}
+        # the dash tells the formats apart too ("dash" and "dot" are the lines below)
+        dashes = {"q8_0": "solid", "q4_0": "longdash", "fp8": "dashdot"}
         for label, fmt in _READ_FORMATS.items():
             saved[fmt] = bf16 - calc.kv_quantized_bytes(m, context_tokens, fmt)
             ys = [calc.compressed_read_saving_s(saved[fmt], beta, x * units.ms) / units.ms
                   for x in xs]
             traces.append({"type": "scatter", "x": xs, "y": ys, "mode": "lines",
                            "name": f"{label}: {saved[fmt] / units.MiB:,.0f} MiB fewer",
-                           "line": {"color": colors[fmt],
+                           "line": {"color": colors[fmt], "dash": dashes[fmt],
                                     "width": 3 if fmt == kv_format else 1.5}})
         net = calc.compressed_read_saving_s(saved[kv_format], beta, conversion_ms * units.ms)
         gross = calc.compressed_read_saving_s(saved[kv_format], beta, 0.0)
@@ -616,7 +620,8 @@ class OffloadPanel(Panel):
             {"type": "scatter", "x": _SWEEP_LINK_GB.tolist(), "y": sweep, "mode": "lines",
              "name": f"copy of {numbers['copy_per_round_GB']:.2f} GB per round",
              "showlegend": bool(copy_s),
-             "xaxis": "x2", "yaxis": "y2", "line": {"color": theme.VERMILLION}},
+             "xaxis": "x2", "yaxis": "y2", "line": {"color": theme.VERMILLION,
+                                                    "dash": "longdash"}},
             {"type": "scatter", "x": _SWEEP_LINK_GB.tolist(), "y": sched_sweep, "mode": "lines",
              "name": f"round, layer by layer with {buffers} buffer(s)", "xaxis": "x2",
              "yaxis": "y2", "line": {"color": theme.INK, "width": 2.5}},

@@ -120,7 +120,8 @@ def littles_law_figure(rates, curves, *, points=(),
     """
     xs = list(rates)
     traces = [{"type": "scatter", "mode": "lines", "x": xs, "y": list(ys), "name": label,
-               "line": {"color": theme.PALETTE[i % 6], "width": 2.5}}
+               "line": {"color": theme.PALETTE[i % 6], "dash": theme.DASHES[i % 6],
+                        "width": 2.5}}
               for i, (label, ys) in enumerate(curves.items())]
     if points:
         traces.append({"type": "scatter", "mode": "markers+text",
@@ -148,7 +149,7 @@ def queueing_figure(loads, curves, *, points=None,
     xs = list(loads)
     traces = [{"type": "scatter", "mode": "lines", "x": xs, "y": list(ys), "name": label,
                "line": {"color": theme.PALETTE[i % 6], "width": 2.5,
-                        "dash": "solid" if i == 0 else "dash"}}
+                        "dash": theme.DASHES[i % 6]}}
               for i, (label, ys) in enumerate(curves.items())]
     for i, (label, (px, py)) in enumerate((points or {}).items()):
         traces.append({"type": "scatter", "mode": "markers", "x": list(px), "y": list(py),
@@ -170,6 +171,9 @@ def batch_rounds_figure(curves, *, marks=(),
     ``marks`` (label, rounds) drawn as vertical reference lines (each a legend entry)."""
     traces = [{"type": "scatter", "mode": "lines", "x": list(rx), "y": [100 * p for p in py],
                "name": label, "line": {"color": theme.PALETTE[i % 6], "width": 2.5,
+                                       # "dot" and "dash" are the marks' lines
+                                       "dash": ("solid", "longdash", "dashdot",
+                                                "longdashdot")[i % 4],
                                        "shape": "hv"}}
               for i, (label, (rx, py)) in enumerate(curves.items())]
     for j, (label, r) in enumerate(marks):
@@ -197,12 +201,14 @@ def goodput_traces(rates, series, *, measured=None):
     traces = []
     for i, (label, (done, good)) in enumerate(series.items()):
         c = theme.PALETTE[i % 6]
+        # the marker tells the series apart, the dash completion from effective
+        mark = {"color": c, "symbol": theme.SYMBOLS[i % len(theme.SYMBOLS)], "size": 8}
         traces.append({"type": "scatter", "mode": "lines+markers", "x": xs, "y": list(done),
                        "name": f"{label}: completion throughput",
-                       "line": {"color": c, "width": 2.5}})
+                       "line": {"color": c, "width": 2.5}, "marker": mark})
         traces.append({"type": "scatter", "mode": "lines+markers", "x": xs, "y": list(good),
                        "name": f"{label}: effective throughput (correct and on time)",
-                       "line": {"color": c, "width": 2.5, "dash": "dash"}})
+                       "line": {"color": c, "width": 2.5, "dash": "dash"}, "marker": mark})
     for i, (label, (mx, my)) in enumerate((measured or {}).items()):
         traces.append({"type": "scatter", "mode": "markers", "x": list(mx), "y": list(my),
                        "name": label, "marker": {"size": 12, "symbol": ("x", "cross")[i % 2],
@@ -318,7 +324,8 @@ def amdahl_traces(factors, curves, *, current=None) -> list:
     """
     xs = list(factors)
     traces = [{"type": "scatter", "mode": "lines", "x": xs, "y": list(ys), "name": label,
-               "line": {"color": theme.PALETTE[i % 6], "width": 2.5}}
+               "line": {"color": theme.PALETTE[i % 6], "dash": theme.DASHES[i % 6],
+                        "width": 2.5}}
               for i, (label, ys) in enumerate(curves.items())]
     if current is not None:
         traces.append({"type": "scatter", "mode": "markers", "x": [current[0]],
@@ -567,7 +574,7 @@ class AmdahlPanel(Panel):
         curves[label] = [calc.staged_task_speedup(stages, [1.0, s], prep_s) for s in _FACTORS]
         traces = amdahl_traces(_FACTORS.tolist(), curves,
                                current=(factor, speedup, f"s = {factor:g}"))
-        traces[len(AMDAHL_FRACTIONS)]["line"].update({"color": theme.INK, "dash": "dot"})
+        traces[len(AMDAHL_FRACTIONS)]["line"].update({"color": theme.INK, "dash": "longdash"})
         numbers = {"task_time_s": total, "speedup": speedup, "break_even_prep_s": break_even,
                    "saves_time": total < task_s}
         text = (f"{stages[0]:g} s unchanged + {stages[1]:g} s / {factor:g} + {prep_s:g} s = "

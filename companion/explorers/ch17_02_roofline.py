@@ -50,7 +50,7 @@ ROOFLINE_X_RANGE = (-1.0, 5.5)
 ROOFLINE_Y_RANGE = (-2.0, 3.5)
 
 ROOF_COLOR = theme.INK
-REFERENCE_COLOR = theme.LIGHT_GREY
+REFERENCE_COLOR = theme.GREY        # dashed, where the ridge is dotted
 RIDGE_COLOR = theme.GREY
 POINT_COLORS = (theme.VERMILLION, theme.PINK, theme.BLUE, theme.GREEN, theme.ORANGE, theme.SKY)
 POINT_SYMBOLS = ("circle", "circle-open", "diamond", "square", "triangle-up", "x")

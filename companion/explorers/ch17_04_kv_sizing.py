@@ -152,7 +152,7 @@ def context_step_traces(contexts, rows, *, weight_bytes: float, bandwidth_bytes_
                              f"{len(batch_ms)}")
         traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": batch_ms,
                        "name": batch_label,
-                       "line": {"color": theme.MEMORY_COLORS["kv"], "dash": "dash"},
+                       "line": {"color": theme.MEMORY_COLORS["kv"], "dash": "dashdot"},
                        "hovertemplate": "%{x:,} tokens: every sequence waits %{y:.3g} ms"
                                         "<extra></extra>", **axes})
     # each marked context its own trace, its numbers in its legend entry (and hover): labels

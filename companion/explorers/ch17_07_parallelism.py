@@ -273,7 +273,10 @@ def pipeline_traces(grid: dict, *, bubble_curves=None, selected=None,
             traces.append({"type": "scatter", "mode": "lines", "x": list(ms),
                            "y": [100 * f for f in fractions], "name": f"bubble, p = {stages}",
                            "xaxis": "x2", "yaxis": "y2",
-                           "line": {"color": theme.REQUEST_PALETTE[k % len(theme.REQUEST_PALETTE)]}})
+                           # "dash" is the uneven split's line
+                           "line": {"color": theme.REQUEST_PALETTE[k % len(theme.REQUEST_PALETTE)],
+                                    "dash": ("solid", "dot", "dashdot", "longdash",
+                                             "longdashdot")[k % 5]}})
         if uneven_curve is not None:
             label, ms, fractions = uneven_curve
             traces.append({"type": "scatter", "mode": "lines", "x": list(ms),

@@ -64,10 +64,13 @@ def lever_speedup_figure(batches, curves, *, title: str = "The levers' speed-ups
     dash = {"chapter": "dash", "fuller": "solid", "product": "dot"}
     traces = []
     for i, (label, (ys, style)) in enumerate(curves.items()):
-        traces.append({"type": "scatter", "mode": "lines", "x": xs, "y": list(ys),
+        # the dash says the style; the marker, with the colour, which lever
+        traces.append({"type": "scatter", "mode": "lines+markers", "x": xs, "y": list(ys),
                        "name": label,
                        "line": {"color": theme.REQUEST_PALETTE[i % len(theme.REQUEST_PALETTE)],
-                                "width": 3 if style == "fuller" else 2, "dash": dash[style]}})
+                                "width": 3 if style == "fuller" else 2, "dash": dash[style]},
+                       "marker": {"symbol": theme.SYMBOLS[i % len(theme.SYMBOLS)], "size": 7,
+                                  "maxdisplayed": 10}})
     layout = {"height": 460,
               "xaxis": {"title": {"text": "decode batch (sequences)"}, "type": "log"},
               "yaxis": {"title": {"text": "speed-up over plain BF16 decode (x)"},
@@ -97,7 +100,10 @@ def speculative_traces(distribution, simulated, curves, selected, *,
     for i, (alpha, (ks, es)) in enumerate(sorted(curves.items())):
         traces.append({"type": "scatter", "mode": "lines", "x": list(ks), "y": list(es),
                        "name": f"E[X], alpha = {alpha:g}", "xaxis": "x2", "yaxis": "y2",
-                       "line": {"color": theme.REQUEST_PALETTE[i % len(theme.REQUEST_PALETTE)]}})
+                       # "dash" is the priced line's
+                       "line": {"color": theme.REQUEST_PALETTE[i % len(theme.REQUEST_PALETTE)],
+                                "dash": ("solid", "dot", "dashdot", "longdash",
+                                         "longdashdot")[i % 5]}})
     if priced is not None:
         label, ks, ys = priced
         traces.append({"type": "scatter", "mode": "lines+markers", "x": list(ks), "y": list(ys),

@@ -61,7 +61,7 @@ def batch_window_traces(batches, step_s, tokens_per_s, *, slo_s: float, caps: di
             traces.append({"type": "scatter", "mode": "lines", "x": [b, b], "y": [0, top],
                            "name": f"{label}: {b:,}",
                            "line": {"color": colours[i % len(colours)], "width": 2,
-                                    "dash": "dashdot" if i else "solid"}})
+                                    "dash": ("longdash", "dashdot", "longdashdot")[i % 3]}})
     if chosen is not None and chosen[0] >= 1:
         traces.append({"type": "scatter", "mode": "markers", "x": [chosen[0]],
                        "y": [chosen[1] / units.ms], "name": f"run at batch {chosen[0]:,}",

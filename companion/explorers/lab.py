@@ -102,7 +102,7 @@ def measured_roofline(hardware: Hardware, *, references=(H100_SXM, RTX_PRO_6000)
             x=[x_lo, ridge, x_hi],
             y=[attainable_flops(x_lo, h), h.peak_flops_per_s, h.peak_flops_per_s],
             mode="lines", line=dict(color=color, width=3 if i == 0 else 2,
-                                    dash="solid" if i == 0 else "dash"),
+                                    dash=theme.DASHES[i % len(theme.DASHES)]),
             name=(f"{h.name}: {h.mem_bw_bytes_per_s / 1e9:,.1f} GB/s, "
                   f"{_flops_text(h.peak_flops_per_s)}, ridge {ridge:,.3g} FLOP/byte"),
             legendgroup=h.name,
@@ -209,10 +209,12 @@ def measured_utilization(analysis, *, title: str | None = None):
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=b, y=(a.mbu * 100).tolist(), mode="lines+markers",
                              name="MBU: bytes read per s / measured bandwidth",
-                             line=dict(color=theme.PALETTE[0])))
+                             line=dict(color=theme.PALETTE[0]),
+                             marker=dict(symbol=theme.SYMBOLS[0])))
     fig.add_trace(go.Scatter(x=b, y=(a.mfu * 100).tolist(), mode="lines+markers",
                              name="MFU: model FLOP per s / measured matmul peak",
-                             line=dict(color=theme.PALETTE[1])))
+                             line=dict(color=theme.PALETTE[1], dash="dash"),
+                             marker=dict(symbol=theme.SYMBOLS[1])))
     legend, bottom = _foot_legend(fig)
     fig.update_layout(
         title=_title(title, f"Utilisation vs batch on {a.hardware.name}"),
