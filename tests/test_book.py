@@ -21,8 +21,9 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").rglob("*.ipynb")
                    if ".ipynb_checkpoints" not in p.parts)
 STORED = NOTEBOOKS + sorted((ROOT / "dashboards").glob("*.ipynb"))
-# pages that are not notebooks: the API reference, written by autodoc from the docstrings
-REFERENCE_PAGES = {"book/api"}
+# pages that are not notebooks: the API reference (written by autodoc from the docstrings) and
+# the accessibility statement
+REFERENCE_PAGES = {"book/api", "book/accessibility"}
 
 
 def toctree_entries() -> list[str]:
