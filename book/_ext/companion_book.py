@@ -64,10 +64,22 @@ class PlotlyMimeRenderer:
         div_id = "plotly-" + hashlib.sha1(key.encode()).hexdigest()[:12]
         html = pio.to_html(data.content, include_plotlyjs=False, full_html=False,
                            div_id=div_id, config=PLOTLY_CONFIG, validate=False)
+        # the figure is named by its title; its text alternative and numbers follow it (the
+        # notes output after a static figure, the readout above an explorer's figure)
+        title = _plain_title((data.content.get("layout") or {}).get("title"))
+        html = (f'<div role="figure" aria-label="{html_lib.escape(title or "figure")}">'
+                f"{html}</div>")
         explorer = ((data.content.get("layout") or {}).get("meta") or {}).get(EXPLORER_META)
         if explorer:
             html = explorer_html(explorer, data.content["layout"], div_id, html)
         return [nodes.raw(text=html, format="html", classes=["output", "text_html"])]
+
+
+def _plain_title(title) -> str:
+    if isinstance(title, dict):
+        title = title.get("text", "")
+    text = re.sub(r"<br\s*/?>", " ", str(title or ""), flags=re.I)
+    return re.sub(r"\s+", " ", html_lib.unescape(re.sub(r"<[^>]+>", "", text))).strip()
 
 
 def explorer_html(explorer: dict, layout: dict, div_id: str, figure_html: str) -> str:
