@@ -21,7 +21,8 @@ copyright = "the companion's authors, MIT licence"
 extensions = ["myst_nb", "companion_book", "sphinx.ext.autodoc", "sphinx.ext.autosummary"]
 
 root_doc = "index"
-include_patterns = ["index.md", "notebooks/**.ipynb", "exercises/*.ipynb", "book/api.md"]
+include_patterns = ["index.md", "notebooks/**.ipynb", "exercises/*.ipynb", "book/api.md",
+                    "book/accessibility.md"]
 exclude_patterns = [".venv", ".state", ".git", "build", "artifacts", "solutions", "dashboards",
                     "**/.ipynb_checkpoints"]
 
@@ -66,3 +67,20 @@ html_css_files = ["companion_book.css"]
 html_favicon = "_static/favicon.svg"   # a local one: browsers ask for /favicon.ico otherwise
 html_last_updated_fmt = None
 html_copy_source = False
+
+# pydata-sphinx-theme and sphinx-book-theme keep Jinja macro files (webpack-macros.html,
+# sbt-webpack-macros.html) in the static folder that Sphinx copies into every site: templates
+# the themes read at build time, not pages. In the site they are HTML files with no title and
+# no language that no page links to; they are removed once the site is built.
+THEME_TEMPLATES_IN_STATIC = ("webpack-macros.html", "sbt-webpack-macros.html")
+
+
+def _remove_theme_templates(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    for name in THEME_TEMPLATES_IN_STATIC:
+        (Path(app.outdir) / "_static" / name).unlink(missing_ok=True)
+
+
+def setup(app):
+    app.connect("build-finished", _remove_theme_templates)

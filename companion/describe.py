@@ -49,6 +49,7 @@ MAX_LABELS = 10
 # read by screen readers (the usual "sr-only" rules), the numbers right-aligned
 NOTES_STYLE = (".companion-sr-only{position:absolute;width:1px;height:1px;padding:0;"
                "margin:-1px;overflow:hidden;clip:rect(0,0,0,0);white-space:nowrap;border:0}"
+               ".companion-figure-data th,.companion-figure-data td{white-space:normal}"
                ".companion-figure-data td{text-align:right}"
                ".companion-figure-data th[scope=row]{text-align:left;font-weight:normal}"
                ".companion-figure-data caption{text-align:left;caption-side:top}")

@@ -104,10 +104,12 @@ def explorer_html(explorer: dict, layout: dict, div_id: str, figure_html: str) -
             f'<input type="range" class="companion-explorer-range" min="0" '
             f'max="{len(labels) - 1}" step="1" value="{active}" '
             f'aria-valuetext="{esc(labels[active])}"></label> '
-            f'<output class="companion-explorer-value">{esc(labels[active])}</output>'
+            f'<span class="companion-explorer-value" aria-hidden="true">'
+            f'{esc(labels[active])}</span>'
             f'<div class="companion-explorer-announce companion-sr-only" aria-live="polite">'
             f'</div></div>{fixed}</div>'
-            f'<div class="companion-explorer-readout">{explorer["readouts"][active]}</div>'
+            f'<div class="companion-explorer-readout" tabindex="0" role="region" '
+            f'aria-label="readout">{explorer["readouts"][active]}</div>'
             f'</div>{figure_html}</div>')
 
 

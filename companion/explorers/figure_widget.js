@@ -158,11 +158,109 @@ function withDrawingDefaults(layout, width) {
   return out;
 }
 
+// --- accessibility -------------------------------------------------------------------------
+// The figure is a named figure that Tab reaches (role "figure", not "img": plotly's modebar
+// holds buttons, which a role "img" would hide from assistive technology), named after its
+// title, which may change from one drawn figure to the next.
+const titleText = (layout) => {
+  const title = layout && layout.title;
+  const raw = typeof title === "string" ? title : (title && title.text) || "";
+  const t = document.createElement("template"); // inert: markup in a title is only read
+  t.innerHTML = String(raw).replace(/<br\s*\/?>/gi, " ");
+  return t.content.textContent.replace(/\s+/g, " ").trim();
+};
+function nameFigure(el, layout) {
+  const name = titleText(layout) || "figure";
+  if (el.getAttribute("aria-label") !== name) el.setAttribute("aria-label", name);
+}
+
+// The panel's controls, as ipywidgets renders them, lack what a screen reader needs: a
+// dropdown or text box is named by its <label for=...>, but a slider's handle (noUiSlider,
+// role "slider") has no name at all, and a log-spaced slider's handle reports the index of
+// its stop (aria-valuetext "11" for a batch of 64). So the figure, the one part of the panel
+// with code in the page, names each handle and the slider's editable value after the
+// control's label (aria-labelledby) and gives the handle the value that the slider shows;
+// keeps the reset button's icon out of its name; and makes the readout, which scrolls where
+// the page is narrow, focusable and named, so a keyboard can scroll it. The controls render
+// in their own time, before or after the figure: the panel is watched (its direct children
+// only, then the controls' and readout's box, never the figure's own subtree, which every
+// redraw rewrites).
+const LABEL_IDS = (globalThis.__companionLabelIds = globalThis.__companionLabelIds || { n: 0 });
+function labelControls(top) {
+  for (const slider of top.querySelectorAll(".widget-slider")) {
+    const label = slider.querySelector(":scope > label.widget-label");
+    const handle = slider.querySelector(".noUi-handle[role='slider']");
+    if (!label || !handle) continue;
+    if (!label.id) label.id = `companion-label-${++LABEL_IDS.n}`;
+    if (handle.getAttribute("aria-labelledby") !== label.id) {
+      handle.setAttribute("aria-labelledby", label.id);
+    }
+    const shown = slider.querySelector(":scope > .widget-readout");
+    if (shown && shown.getAttribute("aria-labelledby") !== label.id) {
+      shown.setAttribute("aria-labelledby", label.id);
+    }
+    const text = shown && shown.textContent.trim();
+    if (text && handle.getAttribute("aria-valuetext") !== text) {
+      handle.setAttribute("aria-valuetext", text);
+    }
+  }
+  // ipywidgets writes a slider's missing tooltip as title="null", which assistive technology
+  // reads out as the label's description
+  for (const label of top.querySelectorAll("label.widget-label[title='null']")) {
+    label.removeAttribute("title");
+  }
+  for (const icon of top.querySelectorAll("button > i.fa:not([aria-hidden])")) {
+    icon.setAttribute("aria-hidden", "true");
+  }
+  const readout = top.querySelector(".companion-readout");
+  if (readout && !readout.hasAttribute("tabindex")) {
+    readout.setAttribute("tabindex", "0");
+    readout.setAttribute("role", "region");
+    readout.setAttribute("aria-label", "readout");
+  }
+}
+function watchControls(el) {
+  let stopped = false, outer = null, inner = null, top = null, frame = 0;
+  const update = () => { if (top && !stopped) labelControls(top); };
+  const find = () => {
+    frame = 0;
+    if (stopped) return;
+    const panel = el.closest(".companion-panel");
+    if (!panel) {  // not attached yet
+      if (!el.isConnected) frame = requestAnimationFrame(find);
+      return;
+    }
+    const found = panel.querySelector(":scope > .companion-top");
+    if (!outer) {
+      outer = new MutationObserver(find);
+      outer.observe(panel, { childList: true });
+    }
+    if (!found || found === top) return;
+    top = found;
+    if (inner) inner.disconnect();
+    inner = new MutationObserver(update);
+    inner.observe(top, { childList: true, subtree: true, characterData: true,
+                         attributes: true, attributeFilter: ["aria-valuetext"] });
+    update();
+  };
+  find();
+  return () => {
+    stopped = true;
+    if (frame) cancelAnimationFrame(frame);
+    if (outer) outer.disconnect();
+    if (inner) inner.disconnect();
+  };
+}
+
 async function render({ model, el, host }) {
   el.classList.add("companion-plotly-figure");
   // a redraw stays inside the figure: the notebook around it is not laid out or painted
   // again (the figure's height comes from plotly's own size, so no size containment)
   el.style.contain = "layout paint style";
+  el.setAttribute("role", "figure");
+  el.setAttribute("tabindex", "0");
+  nameFigure(el, null);
+  const unwatch = watchControls(el);
   const refs = model.get("controls") || [];
   const attrs = model.get("control_attrs") || [];
   const [state, library, readout, ...controls] = await Promise.all([
@@ -180,7 +278,7 @@ async function render({ model, el, host }) {
   } catch (error) {
     el.textContent = `The figure could not load plotly.js: ${error}`;
     console.error("[companion] plotly.js failed to load", error);
-    return () => {};
+    return unwatch;
   }
   let template = parse(state.get("template"));
   let frame = 0, drawn = false, removed = false, drewThisFrame = false;
@@ -268,6 +366,7 @@ async function render({ model, el, host }) {
     } else {
       drawLive(target);
     }
+    nameFigure(el, shown.layout);
     // until the next frame starts, a further change waits for it (coalescing)
     drewThisFrame = true;
     requestAnimationFrame(() => { drewThisFrame = false; });
@@ -506,6 +605,7 @@ async function render({ model, el, host }) {
 
   return () => {
     removed = true;
+    unwatch();
     POINTER.listeners.delete(onPointer);
     GRABS.delete(onGrab);
     if (frame) cancelAnimationFrame(frame);

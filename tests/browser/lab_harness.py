@@ -689,8 +689,10 @@ def _same(a, b, rtol: float = 1e-9) -> bool:
     return str(a) == str(b)
 
 
-def expected_state(view) -> dict:
-    """What the page must show for a ``View`` computed headless: readout text and trace data."""
+def expected_state(view, readout_html: str | None = None) -> dict:
+    """What the page must show for a ``View`` computed headless: readout text (the panel's
+    ``readout_html(view)`` where given: the view's text and its figure's words and numbers)
+    and trace data."""
     from companion import display
 
     traces = []
@@ -699,7 +701,8 @@ def expected_state(view) -> dict:
         t = display.round_floats(t if isinstance(t, dict) else t.to_plotly_json())
         traces.append({k: _decode(t[k]) for k in DATA_KEYS if k in t}
                       | {"type": t.get("type", "scatter")})
-    return {"text": html_text(view.text), "data": traces}
+    return {"text": html_text(view.text if readout_html is None else readout_html),
+            "data": traces}
 
 
 def state_differences(shown: dict, expected: dict) -> list[str]:
@@ -845,7 +848,8 @@ def expected_for(panel_cls, params: dict, make=None) -> dict:
     """What the explorer must show for ``params``: a fresh panel's ``update``, headless, in
     this process (``make``: how the notebook built the panel, default ``panel_cls()``)."""
     panel = make() if make is not None else panel_cls()
-    return expected_state(panel.update(**params))
+    view = panel.update(**params)
+    return expected_state(view, panel.readout_html(view))
 
 
 def _wait_value(control, slider_locator, want, timeout_s: float = 10) -> None:

@@ -283,7 +283,7 @@ def test_static_explorer_moves_from_the_keyboard(server, reader, doc, panel):
     assert slider.get_attribute("aria-valuetext") == steps[active]
     # what plotly's own slider shows for the next step, applied to a copy of the figure
     key, moved = ("ArrowLeft", active - 1) if active > 0 else ("ArrowRight", active + 1)
-    film = gd.evaluate("""([gd, i]) => {
+    film = gd.evaluate("""(gd, i) => {
         const div = document.createElement('div');
         document.body.appendChild(div);
         return Plotly.newPlot(div, JSON.parse(JSON.stringify(gd.data)),
@@ -291,7 +291,7 @@ def test_static_explorer_moves_from_the_keyboard(server, reader, doc, panel):
           const args = gd.layout.sliders[0].steps[i].args;
           return Plotly.update(div, args[0] || {}, args[1] || {}, args[2]);
         }).then(() => { const data = JSON.stringify(div.data); div.remove(); return data; });
-    }""", [gd.element_handle(), moved])
+    }""", moved)
     slider.focus()
     page.keyboard.press(key)
     page.wait_for_function("([el, a]) => el.layout.sliders[0].active === a",
