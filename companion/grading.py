@@ -430,6 +430,12 @@ def _read_answer(answer, part: Part):
     if part.kind == "choice":
         if isinstance(answer, (str, numbers.Number)) and answer in part.options:
             return answer, None
+        if isinstance(answer, str):
+            # a word option in other capitals or with spaces around it ("Memory ") is that option
+            same = [o for o in part.options
+                    if isinstance(o, str) and o.strip().casefold() == answer.strip().casefold()]
+            if len(same) == 1:
+                return same[0], None
         return None, (f"answer: part ({part.name}) wants one of {list(part.options)}, "
                       f"got {answer!r}")
     if isinstance(answer, bool) or answer is None:

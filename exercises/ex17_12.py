@@ -24,9 +24,16 @@
 #
 # Empty reservations are never read, so both systems stream only live KV per step: paging
 # changes the batch $b$, the number of sequences that ride along on every read of the weights.
-# Of the card's memory $C$, the weights take $M_w = D_w$ and the runtime a reserve $M_a + M_u$,
-# which leaves $M_{KV} = C - M_w - (M_a + M_u)$ for the cache. With $L$ live tokens per
-# sequence and reservations of $L_\text{res}$ tokens (17 §5):
+# Of the card's memory $C$, the resident weights take $M_w$ (all $D_w$ bytes of them: every
+# weight a step streams stays resident, so here the two are one number) and the runtime a
+# reserve $M_a + M_u$, which leaves $M_{KV} = C - M_w - (M_a + M_u)$ for the cache.
+#
+# Part (a) reserves the model's maximum length $L_\text{max}$, as 17 §5's fragmentation
+# example does. The throughput comparison in (d) reserves $L_\text{res}$ tokens per request
+# instead: the worst-case context 17 §4 packs the card with, its 57 sequences of 8K contexts
+# ("8K" read as 8,000 tokens), which 17 §5 reuses as its naive batch. No reservation can
+# exceed the model's maximum length, so $L_\text{res} \le L_\text{max}$ at every seed.
+# With $L$ live tokens per sequence (17 §5):
 #
 # $$b_\text{res} = \left\lfloor \frac{M_{KV}}{L_\text{res}\,k} \right\rfloor, \quad
 # b_\text{paged} = \left\lfloor \frac{M_{KV}}{L\,k} \right\rfloor, \quad
@@ -37,15 +44,16 @@
 #    **(b)** the share of it a short chat turn leaves empty, in %.
 # 2. **(c)** The worst-case paged waste per sequence (a last block holding a single token),
 #    in MB.
-# 3. The decode throughput **(d)** with reservations of $L_\text{res}$ tokens and **(e)** paged
-#    (sequences dividing $M_{KV}$ by their live bytes, no block rounding); **(f)** the
-#    throughput gain; **(g)** the paged batch's decode step (its ITL), in ms.
+# 3. The decode throughput **(d)** with reservations of $L_\text{res}$ tokens (not (a)'s
+#    $L_\text{max}$) and **(e)** paged (sequences dividing $M_{KV}$ by their live bytes, no
+#    block rounding); **(f)** the throughput gain; **(g)** the paged batch's decode step (its
+#    ITL), in ms.
 # 4. A system prompt of $n_s$ tokens shared by $n_\text{users}$ users: its KV **(h)** when
 #    every user stores a copy and **(i)** with prefix sharing, in GB.
 #
 # Sizes are decimal ($10^9$ bytes to the GB, $10^6$ to the MB). Your given data come from
 # `grading.params("17-12", SEED)`. Seed 0 is the chapter's own data (8B on an H100 SXM:
-# max_len 8,192, a 300-token turn, 16-token blocks, 600 live tokens against 8,000-token
+# max_len 8,192, a 300-token turn, 16-token blocks, 600 live tokens against 17 §4's 8,000-token
 # reservations, a 2,000-token system prompt for 100 users); on a course hub
 # you get a seed of your own, from your user name.
 

@@ -26,14 +26,18 @@
 # \text{TTFT}_\text{warm} = \frac{2N\,\Delta n}{u\,\pi}, \qquad
 # \frac{\text{TTFT}_\text{cold}}{\text{TTFT}_\text{warm}} = \frac{L_t}{\Delta n}.$$
 #
-# A router that lands a share of the turns on a warm worker gives the mean
+# Both are the prefill alone, with no wait in a queue before it: call each a TTFT (no
+# queueing).
+#
+# A router that lands a share of the turns on a warm worker sends turn $t$ there with that
+# probability, so turn $t$'s expected TTFT (no queueing) is
 # $\text{share} \times \text{TTFT}_\text{warm} + (1 - \text{share}) \times \text{TTFT}_\text{cold}$.
 #
 # 1. **(a)** The tokens in the conversation at the given turn, $L_t$; **(b)** the prefill
-#    FLOPs on a cold worker, in TFLOP; the TTFT on **(c)** a cold and **(d)** a warm worker,
-#    in ms; **(e)** their ratio.
-# 2. Two routers land the given shares of turns on a warm worker. The mean TTFT of
-#    **(f)** the better and **(g)** the worse router, in ms.
+#    FLOPs on a cold worker, in TFLOP; the TTFT (no queueing) on **(c)** a cold and **(d)** a
+#    warm worker, in ms; **(e)** their ratio.
+# 2. Two routers land the given shares of turns on a warm worker. The expected TTFT (no
+#    queueing) of turn $t$ with **(f)** the better and **(g)** the worse router, in ms.
 #
 # Your given data come from `grading.params("17-13", SEED)`. Seed 0 is the chapter's own data
 # (the 8B on an H100 SXM at 50% of peak; 6,000 tokens plus 1,200 per turn, turn 20; routers

@@ -44,8 +44,9 @@
 # 4. **(i)** Prefill intensity of the given prompt and **(j)** which roof caps it.
 # 5. **(k)** The smallest whole batch at which weights-only decode reaches the ridge.
 #
-# (g) comes out the same at every seed: it follows from how decode's KV reads grow with the
-# context, not from the card or the model. Some variants store the weights in FP8 and widen them
+# Give each number to at least three significant figures: the grader accepts answers within
+# 0.5%, closer than the two figures the chapter prints. Answer (g) and (j) with the word
+# `"memory"` or `"compute"`. Some variants store the weights in FP8 and widen them
 # to BF16 for the products, so $s$ changes but the peak stays BF16's. If a seed would give
 # an unfair variant (a tie, an empty list, a zero count, an answer on a rounding edge),
 # `grading.params` moves to the next seed and prints why.

@@ -54,7 +54,8 @@ print(f"model: {given['model'].name}: n_layers = {given['n_layers']}, d_model = 
       f"{given['hidden_size']:,}, D_w = {given['weight_bytes'] / units.GB:g} GB of weights; "
       f"{given['bytes_per_value']} bytes per activation value")
 print(f"TP = g = {g} on {hw.name}s: HBM beta = {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
-print(f"NVLink {given['nvlink_bytes_per_s'] / units.GB:g} GB/s, T_floor = "
+print(f"NVLink {given['nvlink_bytes_per_s'] / units.GB:g} GB/s each way (the data sheet's "
+      f"{hw.interconnect_bytes_per_s / units.GB:g} GB/s adds both directions), T_floor = "
       f"{given['nvlink_latency_s'] / units.us:g} us per collective; PCIe "
       f"{given['pcie_bytes_per_s'] / units.GB:g} GB/s, T_floor = "
       f"{given['pcie_latency_s'] / units.us:g} us per collective")

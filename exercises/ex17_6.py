@@ -32,7 +32,8 @@
 # 1. **(a)** Layers per stage; **(b)** stage boundaries a token crosses; **(c)** bytes handed
 #    across one boundary per token.
 # 2. **(d)**, **(e)** The bubble, in %, for each of the two microbatch counts.
-# 3. **(f)** The fewest microbatches that bring the bubble to the given target or below.
+# 3. **(f)** The fewest microbatches that bring the bubble to the given target or below
+#    ($\le$: a bubble equal to the target meets it).
 # 4. For the 405B model on the given card, with the given GPUs per node (8 at seed 0):
 #    **(g)** weights per GPU at TP over one whole node, $D_w / g_\text{node}$, in GB;
 #    **(h)** does that fit with the reserve? (`True`/`False`);
@@ -43,7 +44,10 @@
 # The 405B model is fixed; the node size (4 or 8 GPUs), the card and the reserve change with
 # the seed, and with them (g)-(j). If a seed would give an unfair variant (a tie, an
 # empty list, a zero count, an answer on a rounding edge), `grading.params` moves to the next
-# seed and prints why.
+# seed and prints why. Seed 0 is the one exception: it keeps the chapter's $S$ = 4 with a
+# round 5% target, so in (f) the bound on $M$ comes out whole and the bubble at the answer
+# equals the target exactly, which meets it under the $\le$ above (one microbatch more is
+# accepted there too, with a note).
 #
 # Your given data come from `grading.params("17-6", SEED)`. Seed 0 is the chapter's own data
 # (the 70B shape at $S$ = 4 with $M$ = 16 and 64, the 405B on H100 SXMs), plus a 5% bubble

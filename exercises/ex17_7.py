@@ -43,10 +43,9 @@
 #    prefill of later layers).
 #
 # **Link rates.** A transfer moves the KV one way, from a prefill GPU to a decode GPU, so it
-# runs at a link's per-direction rate. NVLink's spec-sheet figure (the one 17's assumptions
-# give) adds both directions, so one direction is half of it; 17 §7 and §8 divide by the full
-# figure, an erratum the solution works out. The RDMA link is a NIC, quoted per direction in
-# gigabits per second: divide by 8 for bytes. GB and GB/s are decimal ($10^9$).
+# runs at a link's per-direction rate: check what each link figure in the given data counts.
+# The RDMA link is a NIC, quoted per direction in gigabits per second. GB and GB/s are decimal
+# ($10^9$).
 #
 # Your given data come from `grading.params("17-7", SEED)`. Seed 0 is the chapter's own data
 # (100 req/s, 2,000-token prompts, 250-token outputs, 10,000 and 2,500 tok/s per group, one
@@ -68,9 +67,8 @@ print(f"capacity per GPU group: prefill mu_p = {given['prefill_tok_per_s_per_gro
 print(f"KV hop: {given['model'].name}, n_layers = {given['n_layers']}, "
       f"k = {given['kv_bytes_per_token']:,} B per token, a request of L = "
       f"{given['context_tokens']:,} tokens")
-print(f"links: NVLink {given['nvlink_spec_bytes_per_s'] / units.GB:g} GB/s on the spec sheet "
-      f"(both directions added), {given['nvlink_bytes_per_s_each_way'] / units.GB:g} GB/s each "
-      f"way; RDMA {given['rdma_gbit_per_s']} Gb/s each way")
+print(f"links: NVLink {given['nvlink_spec_bytes_per_s'] / units.GB:g} GB/s as the data sheet "
+      f"gives it (both directions added); RDMA {given['rdma_gbit_per_s']} Gb/s per direction")
 
 # %% [markdown]
 # ## (a)-(e) The two pools

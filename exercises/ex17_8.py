@@ -15,30 +15,41 @@
 # %% [markdown]
 # # Exercise 17-8 · What does weight quantization do to the decode ceiling?
 #
-# *Calculation, 17 §10.* On the memory roof (17 §2), batch-1 decode streams every weight once
-# per token: one plain decode step $T_\text{step}$ emits one token. With $N$ parameters stored
-# at $s$ bytes each and a memory bandwidth $\beta$:
-#
-# $$D_w = N s, \qquad T_\text{step} = \frac{D_w}{\beta}, \qquad
-# \text{ceiling} = \frac{1}{T_\text{step}}, \qquad I = \frac{2N}{N s} = \frac{2}{s}\ \text{FLOP/byte}$$
-#
-# (17 §10, as in its section notebook). Storing the weights in fewer bytes (INT8 or FP8: $s = 1$;
-# the block formats `q8_0`/`q4_0` add a 16-bit scale per block of 32 values, so
-# $s = 8.5/8$ and $4.5/8$ B) while computing in higher precision shrinks $T_\text{step}$ in
-# proportion; a token still costs $2N$ FLOPs. BF16 is $s = 2$. The KV cache is a separate
-# decision: here it stays in BF16, $k$ bytes per token of context (17 §4), and is still read
-# every step, so at a context of $L$ tokens a step streams $N s + L k$ bytes.
+# *Calculation, 17 §10.* A model of $N$ parameters stores each weight in $s$ bytes and decodes
+# on a card with memory bandwidth $\beta$. Quantization stores the weights in fewer bytes (INT8
+# or FP8: $s = 1$; the block formats `q8_0`/`q4_0` add a 16-bit scale per block of 32 values,
+# so $s = 8.5/8$ and $4.5/8$ B; BF16 is $s = 2$) while the arithmetic still runs in higher
+# precision, so a token costs the same FLOPs as before. The KV cache is a separate decision:
+# here it stays in BF16, $k$ bytes per token of context (17 §4). Work from the memory roof of
+# 17 §2: what does one decode step have to read from HBM, and what does that time buy? (The
+# hints below the questions give the formulas if you are stuck.)
 #
 # 1. **(a)** The quantized weight bytes $D_w$, in GB; **(b)** the batch-1 time per token, in ms;
 #    **(c)** the batch-1 decode ceiling, tok/s; **(d)** the BF16 ceiling for comparison;
-#    **(e)** the gain, (c) / (d); **(f)** the decode intensity with quantized weights.
+#    **(e)** the gain, (c) / (d); **(f)** the decode intensity with quantized weights, FLOPs per
+#    byte read.
 # 2. **(g)** The batch-1 ceiling at the long context $L$, quantized weights and a BF16 KV cache,
-#    $\beta / (N s + L k)$, and **(h)** its gain over BF16 weights at the same context.
+#    tok/s, and **(h)** its gain over BF16 weights at the same context.
+# 3. At a batch of $b$ sequences, each at the long context $L$ (17 §2 runs this case at
+#    $b = 64$): **(i)** the BF16 KV one decode step reads, in GB, and **(j)** the gain of the
+#    quantized weights over BF16 weights at that batch and context (the ratio of the two step
+#    times).
 #
 # Weights are streamed whole every step; sizes are decimal ($10^9$ bytes to the GB). Your given
 # data come from `grading.params("17-8", SEED)`. Seed 0 is the chapter's own data (8B in INT8
-# on the H100 SXM), with an 8,000-token context for (g)-(h); on a course hub
-# you get a seed of your own, from your user name.
+# on the H100 SXM), with an 8,000-token context for (g)-(j) and 17 §2's batch for (i)-(j); on a
+# course hub you get a seed of your own, from your user name.
+#
+# <details><summary>Hints: the formulas</summary>
+#
+# - One decode step at batch 1 streams every weight once: $D_w = N s$ bytes, so
+#   $T_\text{step} = D_w / \beta$, and the ceiling is one token per step, $1 / T_\text{step}$.
+# - Intensity is FLOPs over bytes read: a token costs $2N$ FLOPs against $N s$ bytes.
+# - At a context of $L$ tokens the step also reads the cache: $N s + L k$ bytes.
+# - At batch $b$ the weights are read once for all $b$ sequences and each sequence's cache once:
+#   $N s + b L k$ bytes per step, for BF16 weights $2N + b L k$.
+#
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import grading, units
@@ -46,11 +57,13 @@ from companion import grading, units
 SEED = grading.student_seed()
 given = grading.params("17-8", SEED)
 hw = given["hardware"]
-N, s, k, L = (given["params"], given["bytes_per_param"], given["kv_bytes_per_token"],
-              given["context_tokens"])
-print(f"card: {hw.name}, HBM beta = {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
+N, s, k, L, B = (given["params"], given["bytes_per_param"], given["kv_bytes_per_token"],
+                 given["context_tokens"], given["batch"])
+print(f"card: {hw.name}, HBM beta = {hw.mem_bw_bytes_per_s / 1e12:g} TB/s, "
+      f"{hw.mem_bytes / 1e9:g} GB")
 print(f"model: {given['model'].name}: N = {N:.3g} parameters; k = {k:,} B of BF16 KV per token")
-print(f"format {given['format']}: s = {s:g} bytes per parameter; long context L = {L:,} tokens")
+print(f"format {given['format']}: s = {s:g} bytes per parameter; long context L = {L:,} tokens; "
+      f"batch b = {B} sequences")
 
 # %% [markdown]
 # ## (a)-(f) Short context: the weights are the stream
@@ -88,4 +101,21 @@ with grading.checks():
     grading.check("17-8", "h-speedup-long", gain_long, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "gh_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# YOUR ANSWER HERE
+
+# %% [markdown]
+# ## (i), (j) A batch at the long context: the cache is most of the stream
+#
+# Set `kv_batch_gb` and `gain_batch`.
+
+# %% nbgrader={"grade": false, "grade_id": "ij_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+kv_batch_gb = gain_batch = None
+# YOUR CODE HERE
+
+# %% nbgrader={"grade": true, "grade_id": "ij_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+with grading.checks():
+    grading.check("17-8", "i-kv-batch", kv_batch_gb, seed=SEED)
+    grading.check("17-8", "j-speedup-batch", gain_batch, seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ij_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

@@ -26,15 +26,18 @@
 #    and the long context at batch 1, 4, 16 and 64.
 # 2. **(b)** For each context, find the smallest whole batch $b_\text{KV}$ at which the KV read
 #    volume reaches or exceeds the amortised weight read ($L k \ge D_w / b$).
-# 3. **(c)** With the KV budget below, 16-token blocks and the stated output length $G$, how
-#    many independent requests fit? Reserve for each request the KV it holds at the end of
+# 3. **(c)** With the KV budget, block size $p$ and output length $G$ given below, how many
+#    independent requests fit? Reserve for each request the KV it holds at the end of
 #    generation: its prompt plus $G - 1$ tokens (the last output token is never fed back),
 #    rounded up to whole blocks of $p$ tokens, at $k$ bytes per token slot (8.1.2).
-# 4. **(d)** For each context: does that capacity stop the batch before it reaches $b_\text{KV}$?
-#    (`True` or `False`)
+# 4. **(d)** For each context, take the batch of (c), the most requests that fit, and find what
+#    fraction of $d(b, L)$ is the weight read $D_w / b$ (a number between 0 and 1).
 #
 # Your given data come from `grading.params("8-1", SEED)`. Seed 0 is the chapter's own data;
-# on a course hub you get a seed of your own, from your user name.
+# on a course hub you get a seed of your own, from your user name. Other seeds may give a model
+# too large for one card (the 70B shape's weights alone exceed the chapter's 96 GB card): take
+# it as served by an instance of several cards whose KV budget is the one given; no part
+# depends on the card.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import calc, grading, units
@@ -45,8 +48,8 @@ short, long_ = given["contexts"]
 print(f"model: {given['model'].name}")
 print(f"D_w = {given['weight_bytes']:,.0f} B, k = {given['kv_bytes_per_token'] / units.KiB:g} KiB")
 print(f"contexts: short {short} tokens, long {long_} tokens; batches {given['batches']}")
-print(f"KV budget {given['kv_budget_bytes'] / units.GiB:g} GiB, {given['block_tokens']}-token "
-      f"blocks, {given['output_tokens']} output tokens")
+print(f"KV budget {given['kv_budget_bytes'] / units.GiB:g} GiB, p = {given['block_tokens']} tokens "
+      f"per block, G = {given['output_tokens']} output tokens")
 
 # %% [markdown]
 # ## (a) Read volume per output token
@@ -82,15 +85,19 @@ with grading.checks():
 
 # %% [markdown]
 # ## (d) Which limit binds first?
+#
+# Fill `weight_fraction` with $\dfrac{D_w / b}{d(b, L)}$ at $b$ = your answer to (c), keyed by
+# context. Then, in the cell under the check: does the capacity stop the batch before it
+# reaches $b_\text{KV}$, and what does the fraction say about what one more request would save?
 
 # %% nbgrader={"grade": false, "grade_id": "d_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
-capacity_stops_first = {}
+weight_fraction = {}
 # YOUR CODE HERE
 
 # %% nbgrader={"grade": true, "grade_id": "d_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
     for L, name in ((short, "short"), (long_, "long")):
-        grading.check("8-1", f"d-{name}", capacity_stops_first, key=L, seed=SEED)
+        grading.check("8-1", f"d-{name}", weight_fraction, key=L, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "d_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

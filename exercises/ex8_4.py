@@ -26,14 +26,25 @@
 # 0 uses the chapter's one value for all).
 #
 # 1. **(a)** Over PCIe Gen5: $T_\text{rec}$ and $T_f$ of prefix A (ms), the expected saving of
-#    keeping A, and of keeping all the B prefixes (ms). Which do you keep? Price $T_\text{rec}$
-#    by the prefill FLOPs of $n$ tokens,
-#    $F_\text{prefill} = 2\,N_\text{blocks}\,n + a\,n(n+1)/2$ (the matrices of the
-#    $N_\text{blocks}$ parameters in the transformer blocks, then causal attention over
-#    $n(n+1)/2$ query-key pairs at $a$ FLOPs each), run at the given fraction $u$ of the card's
-#    peak $\pi$: $T_\text{rec} = F_\text{prefill} / (u\,\pi)$. $T_f$ moves the prefix's KV over the link, $n$ tokens rounded
-#    up to whole blocks of $p$ tokens at $k$ bytes per token: $T_f = p\lceil n/p\rceil k /
+#    keeping A, and of keeping all the B prefixes (ms). Which do you keep? $T_\text{rec}$ runs
+#    the prefill of the prefix's $n$ tokens at the given fraction $u$ of the card's peak
+#    $\pi$. Count its FLOPs yourself, from the model's shape below, in two pieces: every
+#    parameter of the transformer blocks does one multiply-add (2 FLOPs) per token; and, in
+#    every layer and for every query head, each causal query-key pair (token $i$ attends to
+#    the tokens $1..i$) costs a dot product of the query with the key over $d_\text{head}$
+#    values, then a multiply-add of that key's value vector, again over $d_\text{head}$ values,
+#    into the output. $T_f$ moves the prefix's KV over the link, its $n$ tokens rounded up to
+#    whole blocks of $p$ tokens at $k$ bytes per token.
+#
+#    <details><summary>Hint: the formulas</summary>
+#
+#    With $a$ FLOPs per query-key pair, $a = 2 \times 2\,d_\text{head} \times n_q \times
+#    n_\text{layers}$ ($n_q$ query heads per layer), and $n(n+1)/2$ causal pairs,
+#    $F_\text{prefill} = 2\,N_\text{blocks}\,n + a\,n(n+1)/2$ and
+#    $T_\text{rec} = F_\text{prefill} / (u\,\pi)$; $T_f = p\lceil n/p\rceil k /
 #    \beta_\text{link}$.
+#
+#    </details>
 # 2. **(b)** With the B prefixes' hit probability unchanged, below which hit probability
 #    $\rho_A$ of A should the cache keep the B prefixes instead? (%)
 # 3. **(c)** Redo (a) and (b) over PCIe Gen4.
@@ -68,9 +79,10 @@ print(f"cache {given['cache_bytes'] / units.MiB:g} MiB; prefix A {given['a_token
       f"{given['hit_prob']:.0%} for A, {given['b_hit_prob']:.0%} for each B prefix")
 print(f"links: Gen5 {given['gen5_link_bytes_per_s'] / units.GB:g} GB/s, "
       f"Gen4 {given['gen4_link_bytes_per_s'] / units.GB:g} GB/s per direction")
-print(f"{model.name}: N_blocks = {model.layer_params:,} parameters in its transformer blocks, "
-      f"a = {calc.attention_flops_per_pair(model):,.0f} FLOPs per query-key pair, "
-      f"k = {calc.kv_bytes_per_token(model):,} KV bytes per token, blocks of p = 16 tokens")
+print(f"{model.name}: N_blocks = {model.layer_params:,} parameters in its transformer blocks; "
+      f"{model.n_layers} layers, each with {model.n_query_heads} query heads of d_head = "
+      f"{model.head_dim} values; k = {calc.kv_bytes_per_token(model):,} KV bytes per token, "
+      f"blocks of p = 16 tokens")
 
 replay = given["replay"]
 large, small = replay.pool_bytes

@@ -45,13 +45,61 @@ md(f"""For instance: a {prompt:,}-token prompt to Qwen3-8B leaves
 # back. Each section ends with "try this" prompts, each with a folded worked answer to open
 # after you have tried, and a box of what you can now compute, linked to its exercises. The
 # [notation page](notation.ipynb) lists the one meaning each symbol has in every notebook.
+#
+# **Where your work lives.** `make lab` opens JupyterLab on working copies of the notebooks
+# and exercises in `my-work/`: change, run and save them freely, the originals stay as they are.
+#
+# **Where to begin.** Read Chapter 8's notebooks in order, from the
+# [8.0 overview](ch08_inference_optimization/08_0_overview.ipynb) (the running example and the
+# question it builds toward) to 8.6, with each section's exercises after it. Chapter 17's
+# notebooks stand on their own; begin them with §1-§3 (memory, the roofline, prefill against
+# decode), which the rest build on. Each
+# notebook reads in about twenty minutes with its "in detail" folds closed.
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+md(f"""**Units.** Memory sizes (weights, KV, pools) are binary: 1 GiB = 2^30 bytes, 1 MiB =
+2^20. Bandwidths and the bytes a step reads are decimal: 1 GB = 10^9 bytes, GB/s, as is a
+card's memory on its specification sheet: the RTX PRO 6000's
+{specs.RTX_PRO_6000.mem_bytes / units.GB:.0f} GB are {specs.RTX_PRO_6000.mem_bytes / units.GiB:.1f}
+GiB.""")
 
 # %% [markdown]
 # ## A first explorer
-#
-# How many requests' KV fits in the instance's 12 GiB? Drag the prompt length, the shared
-# prefix or the KV format and watch the two staircases: independent contexts, and contexts
-# that share a common prefix stored once (sections 8.1.2 and 8.3.2).
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+from companion.chapters import ch08
+
+model = specs.QWEN3_8B
+short_p, out_g = ch08.CHAPTER_REQUEST_TYPES["Short conversation"]
+long_p, _ = ch08.CHAPTER_REQUEST_TYPES["Long context"]
+pool, prefix = ch08.KV_BUDGET_BYTES, ch08.SHARED_PREFIX_TOKENS
+
+
+def reserved_mib(prompt_tokens):
+    """KV one request reserves for its whole answer, in 16-token blocks (8.1.2)."""
+    return calc.kv_bytes(model, calc.held_tokens(prompt_tokens, out_g)) / units.MiB
+
+
+private = calc.held_tokens(long_p, out_g) - prefix
+md(f"""Every token of context leaves a key and a value per layer in the cache:
+{calc.kv_bytes_per_token(model) / units.KiB:.0f} KiB per token for Qwen3-8B. By the end of its
+answer a {short_p:,}-token request holds {reserved_mib(short_p):,.0f} MiB and an
+{long_p:,}-token one {reserved_mib(long_p):,.0f} MiB, and the instance keeps
+{pool / units.GiB:.0f} GiB for KV: it can serve
+{calc.max_concurrent(pool, model, short_p, out_g)} short requests at once, or only
+{calc.max_concurrent(pool, model, long_p, out_g)} long ones (8.1.2). Memory, not arithmetic,
+caps how many users run together. The long requests all begin with the same
+{prefix:,}-token system prompt. Stored once for all of them
+({calc.kv_bytes(model, prefix) / units.MiB:,.0f} MiB) instead of once per request, it leaves
+each request only its private {private:,} tokens ({calc.kv_bytes(model, private) / units.MiB:,.0f}
+MiB in whole blocks), and {calc.max_concurrent(pool, model, long_p, out_g, shared_prefix_tokens=prefix)} long
+requests fit (8.3.2).
+
+Drag the prompt length, the shared prefix or the KV format and watch the two staircases:
+independent contexts, and contexts that share the prefix. Only a prompt at least as long as
+the prefix can contain it, so the shared curve starts at the prefix.""")
 
 # %% tags=["nbval-ignore-output"]
 from companion import widgets
@@ -65,7 +113,7 @@ capacity.show()
 # %%
 numbers = capacity.at().numbers
 for name, value in numbers.items():
-    print(f"{name:24s} {value:,.1f}")
+    print(f"{name:24s} {value:,}" if isinstance(value, int) else f"{name:24s} {value:,.1f}")
 
 # %% [markdown]
 # ## Map
@@ -118,3 +166,11 @@ per_chapter = Counter("Chapter " + e.section.split(".")[0] for e in entries)
 print(f"{len(entries)} printed numbers re-derived ({dict(sorted(per_chapter.items()))})")
 print(f"{sum(e.agrees for e in entries)} agree with the chapter at its printed rounding or a "
       f"noted one; {sum(not e.agrees for e in entries)} are errata, explained in the ledger")
+
+# %% [markdown]
+# ## Next step
+#
+# Open the [8.0 overview](ch08_inference_optimization/08_0_overview.ipynb): it sets up the
+# instance, the two kinds of request and the seven-second deadline that every Chapter 8
+# notebook comes back to. Then go on to
+# [8.1 Request lifecycle](ch08_inference_optimization/08_1_request_lifecycle.ipynb).

@@ -26,14 +26,18 @@
 # \text{TTFT}_\text{warm} = \frac{2N\,\Delta n}{u\,\pi}, \qquad
 # \frac{\text{TTFT}_\text{cold}}{\text{TTFT}_\text{warm}} = \frac{L_t}{\Delta n}.$$
 #
-# A router that lands a share of the turns on a warm worker gives the mean
+# Both are the prefill alone, with no wait in a queue before it: call each a TTFT (no
+# queueing).
+#
+# A router that lands a share of the turns on a warm worker sends turn $t$ there with that
+# probability, so turn $t$'s expected TTFT (no queueing) is
 # $\text{share} \times \text{TTFT}_\text{warm} + (1 - \text{share}) \times \text{TTFT}_\text{cold}$.
 #
 # 1. **(a)** The tokens in the conversation at the given turn, $L_t$; **(b)** the prefill
-#    FLOPs on a cold worker, in TFLOP; the TTFT on **(c)** a cold and **(d)** a warm worker,
-#    in ms; **(e)** their ratio.
-# 2. Two routers land the given shares of turns on a warm worker. The mean TTFT of
-#    **(f)** the better and **(g)** the worse router, in ms.
+#    FLOPs on a cold worker, in TFLOP; the TTFT (no queueing) on **(c)** a cold and **(d)** a
+#    warm worker, in ms; **(e)** their ratio.
+# 2. Two routers land the given shares of turns on a warm worker. The expected TTFT (no
+#    queueing) of turn $t$ with **(f)** the better and **(g)** the worse router, in ms.
 #
 # Your given data come from `grading.params("17-13", SEED)`. Seed 0 is the chapter's own data
 # (the 8B on an H100 SXM at 50% of peak; 6,000 tokens plus 1,200 per turn, turn 20; routers
@@ -120,7 +124,7 @@ with grading.checks():
 # %% nbgrader={"grade": false, "grade_id": "fg_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 good_ms = poor_ms = None
 ### BEGIN SOLUTION
-# the mean over turns: a warm share pays the warm TTFT, the rest the cold one
+# turn t's expected TTFT: warm with probability share, cold otherwise
 good_ms = good * warm_ms + (1 - good) * cold_ms
 poor_ms = poor * warm_ms + (1 - poor) * cold_ms
 
@@ -128,9 +132,9 @@ md(rf"""
 $$\text{{share}} = {good:g}:\quad {good:g} \times {warm_ms:.2f} + {1 - good:.2g} \times {cold_ms:.1f} = {good_ms:.1f}\ \text{{ms}}, \qquad
 \text{{share}} = {poor:g}:\quad {poor:g} \times {warm_ms:.2f} + {1 - poor:.2g} \times {cold_ms:.1f} = {poor_ms:.1f}\ \text{{ms}}.$$
 
-The router with the higher warm share cuts the mean TTFT by ${poor_ms / good_ms:.1f}\times$.
+The router with the higher warm share cuts turn {t}'s expected TTFT by ${poor_ms / good_ms:.1f}\times$.
 """)
-# check: the companion's mean TTFT of a router
+# check: the companion's expected TTFT of a routed turn
 assert math.isclose(calc.routed_mean_ttft_s(cold_ms, warm_ms, good), good_ms, rel_tol=1e-12)
 assert math.isclose(calc.routed_mean_ttft_s(cold_ms, warm_ms, poor), poor_ms, rel_tol=1e-12)
 ### END SOLUTION
@@ -144,8 +148,8 @@ with grading.checks():
 # ### BEGIN SOLUTION
 # A cold worker prefills the whole conversation, a warm one only the newest message, so their
 # ratio is $L_t/\Delta n$ and grows by one with every turn (derivation above). A router that
-# lands most turns warm keeps the mean TTFT close to the warm value; one that lands few pays
-# mostly cold prefills, a larger loss than any kernel tuning in the chapter can win back. The
+# lands most turns warm keeps the expected TTFT close to the warm value; one that lands few
+# pays mostly cold prefills, a larger loss than any kernel tuning in the chapter can win back. The
 # catch is load: pinning every conversation to its warm worker builds hotspots, so real
 # routers score prefix overlap against current load.
 # ### END SOLUTION

@@ -44,8 +44,9 @@
 # 4. **(i)** Prefill intensity of the given prompt and **(j)** which roof caps it.
 # 5. **(k)** The smallest whole batch at which weights-only decode reaches the ridge.
 #
-# (g) comes out the same at every seed: it follows from how decode's KV reads grow with the
-# context, not from the card or the model. Some variants store the weights in FP8 and widen them
+# Give each number to at least three significant figures: the grader accepts answers within
+# 0.5%, closer than the two figures the chapter prints. Answer (g) and (j) with the word
+# `"memory"` or `"compute"`. Some variants store the weights in FP8 and widen them
 # to BF16 for the products, so $s$ changes but the peak stays BF16's. If a seed would give
 # an unfair variant (a tie, an empty list, a zero count, an answer on a rounding edge),
 # `grading.params` moves to the next seed and prints why.
@@ -205,7 +206,9 @@ with grading.checks():
 # $L\,k$ to every step, and at the long context those KV reads outweigh the weights, so the
 # intensity falls to a fraction of (d), far left of the ridge. The batch did not change; the
 # caches grew. Long-context decode is memory-bound twice: the caches fill the card (capacity,
-# Exercise 17-2) and reading them fills the step (bandwidth).
+# Exercise 17-2) and reading them fills the step (bandwidth). (g) comes out the same at every
+# seed: it follows from how decode's KV reads grow with the context, not from the card or the
+# model.
 # ### END SOLUTION
 
 # %% [markdown]

@@ -54,7 +54,8 @@ print(f"model: {given['model'].name}: n_layers = {given['n_layers']}, d_model = 
       f"{given['hidden_size']:,}, D_w = {given['weight_bytes'] / units.GB:g} GB of weights; "
       f"{given['bytes_per_value']} bytes per activation value")
 print(f"TP = g = {g} on {hw.name}s: HBM beta = {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
-print(f"NVLink {given['nvlink_bytes_per_s'] / units.GB:g} GB/s, T_floor = "
+print(f"NVLink {given['nvlink_bytes_per_s'] / units.GB:g} GB/s each way (the data sheet's "
+      f"{hw.interconnect_bytes_per_s / units.GB:g} GB/s adds both directions), T_floor = "
       f"{given['nvlink_latency_s'] / units.us:g} us per collective; PCIe "
       f"{given['pcie_bytes_per_s'] / units.GB:g} GB/s, T_floor = "
       f"{given['pcie_latency_s'] / units.us:g} us per collective")
@@ -103,6 +104,10 @@ $$\text{{ring bytes}} = \frac{{2(g-1)}}{{g}} \times {tex(activation_bytes, ',.0f
 
 $$\frac{{{tex(bytes_per_token, ',.0f')}\ \text{{B}}}}{{{nvlink / units.GB:g} \times 10^{{9}}\ \text{{B/s}}}}
 = {wire_us:.2f}\ \text{{µs}}.$$
+
+A ring sends each byte one way, so the rate is NVLink's one-way figure; the chapter's "about
+4 µs" divides the same bytes by the data sheet's figure, which adds both directions
+({bytes_per_token / hw.interconnect_bytes_per_s / units.us:.2f} µs), half the wire time.
 """)
 # the companion's own 17 §7 traffic agrees
 traffic = calc.tp_allreduce_traffic(given["model"], g, bytes_per_value=value_bytes)

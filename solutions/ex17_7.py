@@ -43,10 +43,9 @@
 #    prefill of later layers).
 #
 # **Link rates.** A transfer moves the KV one way, from a prefill GPU to a decode GPU, so it
-# runs at a link's per-direction rate. NVLink's spec-sheet figure (the one 17's assumptions
-# give) adds both directions, so one direction is half of it; 17 §7 and §8 divide by the full
-# figure, an erratum the solution works out. The RDMA link is a NIC, quoted per direction in
-# gigabits per second: divide by 8 for bytes. GB and GB/s are decimal ($10^9$).
+# runs at a link's per-direction rate: check what each link figure in the given data counts.
+# The RDMA link is a NIC, quoted per direction in gigabits per second. GB and GB/s are decimal
+# ($10^9$).
 #
 # Your given data come from `grading.params("17-7", SEED)`. Seed 0 is the chapter's own data
 # (100 req/s, 2,000-token prompts, 250-token outputs, 10,000 and 2,500 tok/s per group, one
@@ -68,9 +67,8 @@ print(f"capacity per GPU group: prefill mu_p = {given['prefill_tok_per_s_per_gro
 print(f"KV hop: {given['model'].name}, n_layers = {given['n_layers']}, "
       f"k = {given['kv_bytes_per_token']:,} B per token, a request of L = "
       f"{given['context_tokens']:,} tokens")
-print(f"links: NVLink {given['nvlink_spec_bytes_per_s'] / units.GB:g} GB/s on the spec sheet "
-      f"(both directions added), {given['nvlink_bytes_per_s_each_way'] / units.GB:g} GB/s each "
-      f"way; RDMA {given['rdma_gbit_per_s']} Gb/s each way")
+print(f"links: NVLink {given['nvlink_spec_bytes_per_s'] / units.GB:g} GB/s as the data sheet "
+      f"gives it (both directions added); RDMA {given['rdma_gbit_per_s']} Gb/s per direction")
 
 # %% [markdown]
 # ## (a)-(e) The two pools
@@ -183,6 +181,23 @@ $$T_\text{{ship}} = \frac{{L\,k}}{{\beta_\text{{link}}}}:\qquad
 **One layer's slice.** Over RDMA,
 $T_\text{{ship}} / n_\text{{layers}} = {rdma_ms:.1f}\ \text{{ms}} / {n_layers} = {per_layer_ms:.2f}\ \text{{ms}}$.
 """)
+# the prefill that produced the cache, on the GPUs one prompt is split over, at 17 §3's 50%
+from companion.chapters import ch17
+
+m, hw, tp = given["model"], given["hardware"], given["prefill_tp"]
+prefill_ms = calc.prefill_compute_s(m, hw, L) / tp / units.ms
+itl_ms = ch17.ITL_TARGET_S / units.ms
+assert prefill_ms > rdma_ms          # the link keeps up: layer by layer, only a slice is left
+md(rf"""
+**Against the prefill, and where the time lands.** The prefill that produced these {L:,}
+tokens takes $2NL / (0.5\,\pi\,p)$ = {prefill_ms:,.0f} ms, with $p$ = {tp} {hw.name}
+GPU{'s' if tp > 1 else ''} sharing it at half of peak (17 §3): {prefill_ms / rdma_ms:.0f} times
+the RDMA hop. The prefill
+GPU streams token 1, so the hop holds back token 2: shipped whole after the prefill, that one
+interval lasts at least {rdma_ms:.0f} ms against an ITL target of {itl_ms:.0f} ms. Since the link
+carries each layer's KV faster than the prefill produces the next, shipping layer by layer
+leaves only the last layer's slice, {per_layer_ms:.2f} ms, after the prefill.
+""")
 # check: the companion's 17 §8 transfer time, from the model's own KV size
 m = given["model"]
 assert math.isclose(calc.kv_bytes(m, L, block_tokens=1), kv_bytes, rel_tol=1e-12)
@@ -217,14 +232,17 @@ with grading.checks():
 # %% [markdown] nbgrader={"grade": true, "grade_id": "fi_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
 # The hop is the request's whole KV cache over the link, one way (derivation above). Inside a
-# node NVLink moves it in milliseconds; across nodes RDMA is about an order of magnitude
-# slower because the link itself is: one NIC carries, per direction, a small fraction of what
-# NVLink carries per direction (both rates in bytes above). The gap is a ratio of link rates,
-# not of the units they are quoted in: bits against bytes is only a conversion. Still, the prefill that produced those $L$ tokens of cache
-# took longer than shipping them, and shipping each layer's slice as soon as the prefill
-# finishes that layer hides most of the transfer behind the remaining layers. With a small
-# model and short prompts there is little interference to remove, and chunked prefill on a
-# shared pool already gives most of the gain without the hop. The point: the KV hop is the
-# price of disaggregation, affordable when it is small next to the prefill and hidden layer by
-# layer, and the link's per-direction rate, not its spec-sheet sum, sets that price.
+# node NVLink moves it in milliseconds; across nodes RDMA takes an order of magnitude longer,
+# because one NIC carries, per direction, a small fraction of what NVLink carries.
+# Comparing the two needs both rates in the same unit and for the same direction: the NIC's
+# bits become bytes, and the data sheet's two-way NVLink figure becomes its one-way half.
+# The prefill GPU streams the first token, so the hop delays the second: shipped whole, that
+# one interval can outlast an ITL target of a few tens of ms. But the prefill that produced
+# the cache took several times longer than shipping it (derivation above), so the link keeps
+# up with it: shipped layer by layer, each layer's slice travels while later layers are
+# computed, and only the last slice, part (i), is left after the prefill. With a small model
+# and short prompts there is little interference to remove, and chunked prefill on a shared
+# pool already gives most of the gain without the hop. The point: the KV hop is the price of
+# disaggregation, affordable when the prefill outlasts it and it ships layer by layer, and
+# the link's per-direction rate, not the data sheet's two-way sum, sets that price.
 # ### END SOLUTION

@@ -15,30 +15,41 @@
 # %% [markdown]
 # # Exercise 17-8 · What does weight quantization do to the decode ceiling?
 #
-# *Calculation, 17 §10.* On the memory roof (17 §2), batch-1 decode streams every weight once
-# per token: one plain decode step $T_\text{step}$ emits one token. With $N$ parameters stored
-# at $s$ bytes each and a memory bandwidth $\beta$:
-#
-# $$D_w = N s, \qquad T_\text{step} = \frac{D_w}{\beta}, \qquad
-# \text{ceiling} = \frac{1}{T_\text{step}}, \qquad I = \frac{2N}{N s} = \frac{2}{s}\ \text{FLOP/byte}$$
-#
-# (17 §10, as in its section notebook). Storing the weights in fewer bytes (INT8 or FP8: $s = 1$;
-# the block formats `q8_0`/`q4_0` add a 16-bit scale per block of 32 values, so
-# $s = 8.5/8$ and $4.5/8$ B) while computing in higher precision shrinks $T_\text{step}$ in
-# proportion; a token still costs $2N$ FLOPs. BF16 is $s = 2$. The KV cache is a separate
-# decision: here it stays in BF16, $k$ bytes per token of context (17 §4), and is still read
-# every step, so at a context of $L$ tokens a step streams $N s + L k$ bytes.
+# *Calculation, 17 §10.* A model of $N$ parameters stores each weight in $s$ bytes and decodes
+# on a card with memory bandwidth $\beta$. Quantization stores the weights in fewer bytes (INT8
+# or FP8: $s = 1$; the block formats `q8_0`/`q4_0` add a 16-bit scale per block of 32 values,
+# so $s = 8.5/8$ and $4.5/8$ B; BF16 is $s = 2$) while the arithmetic still runs in higher
+# precision, so a token costs the same FLOPs as before. The KV cache is a separate decision:
+# here it stays in BF16, $k$ bytes per token of context (17 §4). Work from the memory roof of
+# 17 §2: what does one decode step have to read from HBM, and what does that time buy? (The
+# hints below the questions give the formulas if you are stuck.)
 #
 # 1. **(a)** The quantized weight bytes $D_w$, in GB; **(b)** the batch-1 time per token, in ms;
 #    **(c)** the batch-1 decode ceiling, tok/s; **(d)** the BF16 ceiling for comparison;
-#    **(e)** the gain, (c) / (d); **(f)** the decode intensity with quantized weights.
+#    **(e)** the gain, (c) / (d); **(f)** the decode intensity with quantized weights, FLOPs per
+#    byte read.
 # 2. **(g)** The batch-1 ceiling at the long context $L$, quantized weights and a BF16 KV cache,
-#    $\beta / (N s + L k)$, and **(h)** its gain over BF16 weights at the same context.
+#    tok/s, and **(h)** its gain over BF16 weights at the same context.
+# 3. At a batch of $b$ sequences, each at the long context $L$ (17 §2 runs this case at
+#    $b = 64$): **(i)** the BF16 KV one decode step reads, in GB, and **(j)** the gain of the
+#    quantized weights over BF16 weights at that batch and context (the ratio of the two step
+#    times).
 #
 # Weights are streamed whole every step; sizes are decimal ($10^9$ bytes to the GB). Your given
 # data come from `grading.params("17-8", SEED)`. Seed 0 is the chapter's own data (8B in INT8
-# on the H100 SXM), with an 8,000-token context for (g)-(h); on a course hub
-# you get a seed of your own, from your user name.
+# on the H100 SXM), with an 8,000-token context for (g)-(j) and 17 §2's batch for (i)-(j); on a
+# course hub you get a seed of your own, from your user name.
+#
+# <details><summary>Hints: the formulas</summary>
+#
+# - One decode step at batch 1 streams every weight once: $D_w = N s$ bytes, so
+#   $T_\text{step} = D_w / \beta$, and the ceiling is one token per step, $1 / T_\text{step}$.
+# - Intensity is FLOPs over bytes read: a token costs $2N$ FLOPs against $N s$ bytes.
+# - At a context of $L$ tokens the step also reads the cache: $N s + L k$ bytes.
+# - At batch $b$ the weights are read once for all $b$ sequences and each sequence's cache once:
+#   $N s + b L k$ bytes per step, for BF16 weights $2N + b L k$.
+#
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import grading, units
@@ -46,11 +57,13 @@ from companion import grading, units
 SEED = grading.student_seed()
 given = grading.params("17-8", SEED)
 hw = given["hardware"]
-N, s, k, L = (given["params"], given["bytes_per_param"], given["kv_bytes_per_token"],
-              given["context_tokens"])
-print(f"card: {hw.name}, HBM beta = {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
+N, s, k, L, B = (given["params"], given["bytes_per_param"], given["kv_bytes_per_token"],
+                 given["context_tokens"], given["batch"])
+print(f"card: {hw.name}, HBM beta = {hw.mem_bw_bytes_per_s / 1e12:g} TB/s, "
+      f"{hw.mem_bytes / 1e9:g} GB")
 print(f"model: {given['model'].name}: N = {N:.3g} parameters; k = {k:,} B of BF16 KV per token")
-print(f"format {given['format']}: s = {s:g} bytes per parameter; long context L = {L:,} tokens")
+print(f"format {given['format']}: s = {s:g} bytes per parameter; long context L = {L:,} tokens; "
+      f"batch b = {B} sequences")
 
 # %% [markdown]
 # ## (a)-(f) Short context: the weights are the stream
@@ -170,4 +183,67 @@ with grading.checks():
 # toward 1 as $Lk$ grows (see the derivation above). The longer the context, the more of the
 # stream is cache, and the more the next lever has to be the cache itself (FP8 KV, fewer KV
 # heads).
+# ### END SOLUTION
+
+# %% [markdown]
+# ## (i), (j) A batch at the long context: the cache is most of the stream
+#
+# Set `kv_batch_gb` and `gain_batch`.
+
+# %% nbgrader={"grade": false, "grade_id": "ij_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+kv_batch_gb = gain_batch = None
+### BEGIN SOLUTION
+from companion.chapters import ch17
+
+# step 1: one copy of the weights per step, but every sequence reads its own BF16 cache
+kv_batch = B * L * k
+kv_batch_gb = kv_batch / units.GB
+# step 2: the step's bytes with quantized and with BF16 weights; the gain is their ratio
+step_q = (weights + kv_batch) / beta
+step_bf16 = (bf16_weights + kv_batch) / beta
+gain_batch = step_bf16 / step_q
+# step 3: what each configuration needs in memory, with 17 §4's runtime reserve
+reserve = ch17.RUNTIME_RESERVE_BYTES
+need_q, need_bf16 = weights + kv_batch + reserve, bf16_weights + kv_batch + reserve
+
+md(rf"""
+**KV read per step.** $b L k = {B} \times {tex(L)} \times {tex(k)}\ \text{{B}}
+= {kv_batch_gb:.1f}\ \text{{GB}}$, {B} times one sequence's {kv / units.GB:.3f} GB, against
+{weights_gb:g} GB of quantized weights read once.
+
+**Gain.** The BF16 step over the quantized one, each its bytes over $\beta$:
+
+$$\frac{{2N + b L k}}{{N s + b L k}}
+= \frac{{{bf16_weights / units.GB:g} + {kv_batch_gb:.1f}}}{{{weights_gb:g} + {kv_batch_gb:.1f}}}
+= {gain_batch:.3f},$$
+
+against {gain_long:.3f} for one sequence at this context and {gain:.3f} at batch 1 and short
+context: the cache is {100 * kv_batch / (weights + kv_batch):.0f}% of what a quantized step
+reads, and quantizing the weights shrinks only the rest.
+
+**Memory.** The quantized configuration needs {need_q / units.GB:.1f} GB with the runtime
+reserve, {"within" if need_q <= hw.mem_bytes else "beyond"} the card's
+{hw.mem_bytes / units.GB:g} GB; with BF16 weights it would need {need_bf16 / units.GB:.1f} GB,
+{"within the card too" if need_bf16 <= hw.mem_bytes else "more than the card holds"}.
+""")
+# check: the companion's roofline step at batch b, quantized against BF16 weights
+q_batch = calc.quantized_decode_speedup(given["model"], hw, s, batch=B, context_tokens=L)
+assert math.isclose(q_batch["speedup"], gain_batch, rel_tol=1e-9)
+assert q_batch["bound"] == "memory"
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "ij_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+with grading.checks():
+    grading.check("17-8", "i-kv-batch", kv_batch_gb, seed=SEED)
+    grading.check("17-8", "j-speedup-batch", gain_batch, seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ij_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# ### BEGIN SOLUTION
+# A batch shares one read of the weights but not the caches: the KV term is $b$ times one
+# sequence's, while the weight term stays as it was, so at a serving batch and a long context
+# the cache is most of every step and the gain $(2N + bLk)/(Ns + bLk)$ sinks close to 1
+# (derivation above). Quantizing the weights then buys little speed per step; what it still
+# buys is room: the bytes it frees can hold more sequences' caches, which is where a batched
+# server gains. The throughput lever for this regime is the cache itself (FP8 KV, fewer KV
+# heads) or a shorter context.
 # ### END SOLUTION

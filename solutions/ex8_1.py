@@ -26,15 +26,18 @@
 #    and the long context at batch 1, 4, 16 and 64.
 # 2. **(b)** For each context, find the smallest whole batch $b_\text{KV}$ at which the KV read
 #    volume reaches or exceeds the amortised weight read ($L k \ge D_w / b$).
-# 3. **(c)** With the KV budget below, 16-token blocks and the stated output length $G$, how
-#    many independent requests fit? Reserve for each request the KV it holds at the end of
+# 3. **(c)** With the KV budget, block size $p$ and output length $G$ given below, how many
+#    independent requests fit? Reserve for each request the KV it holds at the end of
 #    generation: its prompt plus $G - 1$ tokens (the last output token is never fed back),
 #    rounded up to whole blocks of $p$ tokens, at $k$ bytes per token slot (8.1.2).
-# 4. **(d)** For each context: does that capacity stop the batch before it reaches $b_\text{KV}$?
-#    (`True` or `False`)
+# 4. **(d)** For each context, take the batch of (c), the most requests that fit, and find what
+#    fraction of $d(b, L)$ is the weight read $D_w / b$ (a number between 0 and 1).
 #
 # Your given data come from `grading.params("8-1", SEED)`. Seed 0 is the chapter's own data;
-# on a course hub you get a seed of your own, from your user name.
+# on a course hub you get a seed of your own, from your user name. Other seeds may give a model
+# too large for one card (the 70B shape's weights alone exceed the chapter's 96 GB card): take
+# it as served by an instance of several cards whose KV budget is the one given; no part
+# depends on the card.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import calc, grading, units
@@ -45,8 +48,8 @@ short, long_ = given["contexts"]
 print(f"model: {given['model'].name}")
 print(f"D_w = {given['weight_bytes']:,.0f} B, k = {given['kv_bytes_per_token'] / units.KiB:g} KiB")
 print(f"contexts: short {short} tokens, long {long_} tokens; batches {given['batches']}")
-print(f"KV budget {given['kv_budget_bytes'] / units.GiB:g} GiB, {given['block_tokens']}-token "
-      f"blocks, {given['output_tokens']} output tokens")
+print(f"KV budget {given['kv_budget_bytes'] / units.GiB:g} GiB, p = {given['block_tokens']} tokens "
+      f"per block, G = {given['output_tokens']} output tokens")
 
 # %% [markdown]
 # ## (a) Read volume per output token
@@ -140,28 +143,44 @@ with grading.checks():
 
 # %% [markdown]
 # ## (d) Which limit binds first?
+#
+# Fill `weight_fraction` with $\dfrac{D_w / b}{d(b, L)}$ at $b$ = your answer to (c), keyed by
+# context. Then, in the cell under the check: does the capacity stop the batch before it
+# reaches $b_\text{KV}$, and what does the fraction say about what one more request would save?
 
 # %% nbgrader={"grade": false, "grade_id": "d_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-capacity_stops_first = {}
+weight_fraction = {}
 ### BEGIN SOLUTION
+lines = []
 for L in (short, long_):
-    capacity_stops_first[L] = fits[L] < b_kv[L]
-display.md("\n".join(
-    f"- $L = {tex(L)}$: capacity {fits[L]} against $b_\\text{{KV}} = {b_kv[L]}$, so the capacity "
-    + ("stops the batch first." if capacity_stops_first[L] else "does not stop the batch first.")
-    for L in (short, long_)))
+    b = fits[L]
+    weight_part, kv_part = D_w / b, L * k
+    weight_fraction[L] = weight_part / (weight_part + kv_part)
+    side = "below" if b < b_kv[L] else "not below"
+    lines.append(
+        rf"- $L = {tex(L)}$, $b = {b}$: $\dfrac{{D_w / b}}{{D_w / b + L k}} = "
+        rf"\dfrac{{{weight_part / GiB:.4f}}}{{{weight_part / GiB:.4f} + {kv_part / GiB:.4f}}}"
+        rf" = {weight_fraction[L]:.4f}$ (both terms in GiB). The capacity "
+        rf"{b} is {side} "
+        rf"$b_\text{{KV}} = {b_kv[L]}$, so the weight read is "
+        + ("still the larger part." if weight_fraction[L] > 0.5 else "no longer the larger part."))
+display.md("\n".join(lines))
+for L in (short, long_):   # above one half exactly when the capacity stops short of b_KV
+    assert (weight_fraction[L] > 0.5) == (fits[L] < b_kv[L])
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "d_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
 with grading.checks():
     for L, name in ((short, "short"), (long_, "long")):
-        grading.check("8-1", f"d-{name}", capacity_stops_first, key=L, seed=SEED)
+        grading.check("8-1", f"d-{name}", weight_fraction, key=L, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "d_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# Compare the two numbers derived above for each context. Where the capacity is below
-# $b_\text{KV}$ (both contexts in the chapter's setting, 12 GiB), memory stops the batch before
-# the KV reads overtake the weight read, so every request admitted still makes the weight read
-# cheaper per token; the batch is limited by memory, not by the read volume. A longer context
-# lowers both numbers: fewer requests fit, and the KV term catches up sooner.
+# A fraction above one half means the capacity is below $b_\text{KV}$ (both contexts in the
+# chapter's setting, 12 GiB). Below $b_\text{KV}$ the weight term $D_w / b$ is still the larger
+# part of $d(b, L)$, so each further request would still cut the read per output token
+# substantially: memory stops the batch while batching still pays well, and the batch is
+# limited by memory, not by the read volume. Where the fraction is at or below one half the
+# KV reads have caught up before memory runs out, and further requests would save little. A
+# longer context lowers both numbers: fewer requests fit, and the KV term catches up sooner.
 # ### END SOLUTION

@@ -26,14 +26,25 @@
 # 0 uses the chapter's one value for all).
 #
 # 1. **(a)** Over PCIe Gen5: $T_\text{rec}$ and $T_f$ of prefix A (ms), the expected saving of
-#    keeping A, and of keeping all the B prefixes (ms). Which do you keep? Price $T_\text{rec}$
-#    by the prefill FLOPs of $n$ tokens,
-#    $F_\text{prefill} = 2\,N_\text{blocks}\,n + a\,n(n+1)/2$ (the matrices of the
-#    $N_\text{blocks}$ parameters in the transformer blocks, then causal attention over
-#    $n(n+1)/2$ query-key pairs at $a$ FLOPs each), run at the given fraction $u$ of the card's
-#    peak $\pi$: $T_\text{rec} = F_\text{prefill} / (u\,\pi)$. $T_f$ moves the prefix's KV over the link, $n$ tokens rounded
-#    up to whole blocks of $p$ tokens at $k$ bytes per token: $T_f = p\lceil n/p\rceil k /
+#    keeping A, and of keeping all the B prefixes (ms). Which do you keep? $T_\text{rec}$ runs
+#    the prefill of the prefix's $n$ tokens at the given fraction $u$ of the card's peak
+#    $\pi$. Count its FLOPs yourself, from the model's shape below, in two pieces: every
+#    parameter of the transformer blocks does one multiply-add (2 FLOPs) per token; and, in
+#    every layer and for every query head, each causal query-key pair (token $i$ attends to
+#    the tokens $1..i$) costs a dot product of the query with the key over $d_\text{head}$
+#    values, then a multiply-add of that key's value vector, again over $d_\text{head}$ values,
+#    into the output. $T_f$ moves the prefix's KV over the link, its $n$ tokens rounded up to
+#    whole blocks of $p$ tokens at $k$ bytes per token.
+#
+#    <details><summary>Hint: the formulas</summary>
+#
+#    With $a$ FLOPs per query-key pair, $a = 2 \times 2\,d_\text{head} \times n_q \times
+#    n_\text{layers}$ ($n_q$ query heads per layer), and $n(n+1)/2$ causal pairs,
+#    $F_\text{prefill} = 2\,N_\text{blocks}\,n + a\,n(n+1)/2$ and
+#    $T_\text{rec} = F_\text{prefill} / (u\,\pi)$; $T_f = p\lceil n/p\rceil k /
 #    \beta_\text{link}$.
+#
+#    </details>
 # 2. **(b)** With the B prefixes' hit probability unchanged, below which hit probability
 #    $\rho_A$ of A should the cache keep the B prefixes instead? (%)
 # 3. **(c)** Redo (a) and (b) over PCIe Gen4.
@@ -68,9 +79,10 @@ print(f"cache {given['cache_bytes'] / units.MiB:g} MiB; prefix A {given['a_token
       f"{given['hit_prob']:.0%} for A, {given['b_hit_prob']:.0%} for each B prefix")
 print(f"links: Gen5 {given['gen5_link_bytes_per_s'] / units.GB:g} GB/s, "
       f"Gen4 {given['gen4_link_bytes_per_s'] / units.GB:g} GB/s per direction")
-print(f"{model.name}: N_blocks = {model.layer_params:,} parameters in its transformer blocks, "
-      f"a = {calc.attention_flops_per_pair(model):,.0f} FLOPs per query-key pair, "
-      f"k = {calc.kv_bytes_per_token(model):,} KV bytes per token, blocks of p = 16 tokens")
+print(f"{model.name}: N_blocks = {model.layer_params:,} parameters in its transformer blocks; "
+      f"{model.n_layers} layers, each with {model.n_query_heads} query heads of d_head = "
+      f"{model.head_dim} values; k = {calc.kv_bytes_per_token(model):,} KV bytes per token, "
+      f"blocks of p = 16 tokens")
 
 replay = given["replay"]
 large, small = replay.pool_bytes
@@ -100,7 +112,12 @@ import math
 from companion import display
 
 
-N_blocks, a = model.layer_params, calc.attention_flops_per_pair(model)
+N_blocks = model.layer_params
+# FLOPs per causal query-key pair: in each layer and query head, the score q.k and the
+# value's multiply-add into the output, each d_head multiply-adds of 2 FLOPs
+d_head, n_q, n_layers = model.head_dim, model.n_query_heads, model.n_layers
+a = 2 * 2 * d_head * n_q * n_layers
+assert a == calc.attention_flops_per_pair(model)        # the companion's count agrees
 k, p_blk, u, peak = calc.kv_bytes_per_token(model), 16, given["efficiency"], hw.peak_flops_per_s
 ms, TFLOP = units.ms, 1e12
 
@@ -141,7 +158,12 @@ recompute_a_ms, fetch_a_ms = A["t_rec"] / ms, A["t_f"] / ms
 value_a_ms = A["value"] / ms
 value_b_ms = given["b_count"] * B["value"] / ms
 keep = "A" if value_a_ms >= value_b_ms else "B"
-display.md(derivation("A", A, gen5) + derivation("B", B, gen5) + rf"""
+display.md(rf"""
+**FLOPs per query-key pair.** In each of the ${n_layers}$ layers and ${n_q}$ query heads, the
+query-key score and the multiply-add of the key's value vector each take
+$d_\text{{head}} = {d_head}$ multiply-adds of 2 FLOPs: $a = 2 \times 2 \times {d_head} \times {n_q} \times {n_layers}
+= {tex(a)}$ FLOPs per pair.
+""" + derivation("A", A, gen5) + derivation("B", B, gen5) + rf"""
 **All {given['b_count']} B prefixes:** ${given['b_count']} \times {B['value'] / ms:.2f} = {value_b_ms:.2f}$ ms
 against {value_a_ms:.2f} ms for A: keep **{keep}**.
 """)

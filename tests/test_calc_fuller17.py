@@ -64,10 +64,15 @@ def test_overlap_exposes_only_what_the_reads_cannot_hide():
     pcie = dict(collective_latency_s=ch17.COLLECTIVE_LATENCY_PCIE_S,
                 link_bytes_per_s=ch17.H100_PCIE_BYTES_PER_S)
     for tp in (2, 4, 8):
-        added = comm.tp_step_fuller(M70, HW, tp, collectives="flat", **pcie)
-        hidden = comm.tp_step_fuller(M70, HW, tp, collectives="flat", overlap=True, **pcie)
+        added = comm.tp_step_fuller(M70, HW, tp, collectives="flat", batch=2, **pcie)
+        hidden = comm.tp_step_fuller(M70, HW, tp, collectives="flat", overlap=True, batch=2,
+                                     **pcie)
         assert hidden["step_s"] == pytest.approx(max(added["read_s"], added["comm_s"]),
                                                  rel=1e-12)
+        # one sequence has no halves to take turns: the collectives stay in the step
+        one = comm.tp_step_fuller(M70, HW, tp, collectives="flat", overlap=True, **pcie)
+        alone = comm.tp_step_fuller(M70, HW, tp, collectives="flat", **pcie)
+        assert one["step_s"] == alone["step_s"] and one["exposed_s"] == one["comm_s"]
 
 
 # --- §7 pipeline stages ---------------------------------------------------------------------

@@ -99,7 +99,9 @@ def test_the_batch_obeys_littles_law():
 
 def test_the_splits_decode_limit_is_the_itl_batch_ceiling():
     context = ch17.MEAN_PROMPT_TOKENS + ch17.MEAN_OUTPUT_TOKENS // 2
-    ceiling = calc.itl_batch_ceiling(M8, HW, ch17.ITL_TARGET_S, context)
+    # the first interval is the hop plus a step: the step gets what the hop leaves
+    hop = calc.kv_transfer_s(M8, ch17.MEAN_PROMPT_TOKENS, calc.nvlink_one_way_bytes_per_s(HW))
+    ceiling = calc.itl_batch_ceiling(M8, HW, ch17.ITL_TARGET_S - hop, context)
     step = calc.decode_step_time(M8, HW, ceiling, context)
     # two decode GPUs, each holding at most `ceiling` streams for G - 1 steps
     limit = 2 * ceiling / ((ch17.MEAN_OUTPUT_TOKENS - 1) * step)
@@ -109,19 +111,38 @@ def test_the_splits_decode_limit_is_the_itl_batch_ceiling():
     assert not above["itl_met"] and above["goodput_per_s"] == 0.0
 
 
-def test_the_kv_hop_is_part_of_the_splits_ttft():
+def test_the_kv_hop_is_the_splits_first_inter_token_gap_not_its_ttft():
+    # the prefill GPU streams token 1; the hop holds back token 2
     fast = calc.fleet_goodput(30.0, 8, layout="split", prefill_gpus=6)
-    slow = calc.fleet_goodput(30.0, 8, layout="split", prefill_gpus=6, link_bytes_per_s=1e9)
-    assert fast["hop_s"] == pytest.approx(
-        calc.kv_transfer_s(M8, ch17.MEAN_PROMPT_TOKENS, calc.nvlink_one_way_bytes_per_s(HW)))
-    assert slow["ttft_percentile_s"] - fast["ttft_percentile_s"] == pytest.approx(
-        slow["hop_s"] - fast["hop_s"])
-    assert slow["ttft_met_share"] < fast["ttft_met_share"]
+    slow = calc.fleet_goodput(30.0, 8, layout="split", prefill_gpus=6, link_bytes_per_s=1e11)
+    one_way = calc.nvlink_one_way_bytes_per_s(HW)
+    assert fast["hop_s"] == pytest.approx(calc.kv_transfer_s(M8, ch17.MEAN_PROMPT_TOKENS,
+                                                             one_way))
+    assert slow["ttft_percentile_s"] == pytest.approx(fast["ttft_percentile_s"])
+    for out in (fast, slow):
+        assert out["first_gap_s"] == pytest.approx(out["hop_s"] + out["step_s"])
+    # a link so slow that the hop alone fills the ITL target: no stream meets it
+    crawl = ch17.MEAN_PROMPT_TOKENS * calc.kv_bytes_per_token(M8) / ch17.ITL_TARGET_S
+    stalled = calc.fleet_goodput(1.0, 8, layout="split", prefill_gpus=6,
+                                 link_bytes_per_s=0.9 * crawl)
+    assert not stalled["itl_met"] and stalled["goodput_per_s"] == 0.0
+    assert stalled["ttft_percentile_s"] == math.inf or not stalled["slo_met"]
+    # shipped layer by layer, the same link leaves only the last layer's share after the prefill
+    layered = calc.fleet_goodput(1.0, 8, layout="split", prefill_gpus=6,
+                                 link_bytes_per_s=0.9 * crawl, kv_hop="layered")
+    assert layered["hop_s"] == pytest.approx(calc.kv_layered_transfer(
+        M8, HW, ch17.MEAN_PROMPT_TOKENS, 0.9 * crawl)["exposed_s"])
+    assert layered["itl_met"] and layered["goodput_per_s"] > 0.99
+
+
+def test_the_shared_first_gap_is_a_round():
+    out = calc.fleet_goodput(20.0, 8)
+    assert out["first_gap_s"] == out["round_s"] and out["hop_s"] == 0.0
 
 
 def test_ttft_share_is_the_pools_closed_form():
     out = calc.fleet_goodput(50.0, 8, layout="split", prefill_gpus=6)
-    share = 1 - calc.pool_time_tail(50.0, PREFILL_S, 6, ch17.TTFT_P90_TARGET_S - out["hop_s"])
+    share = 1 - calc.pool_time_tail(50.0, PREFILL_S, 6, ch17.TTFT_P90_TARGET_S)
     assert out["ttft_met_share"] == pytest.approx(share)
     assert out["goodput_per_s"] == pytest.approx(50.0 * share)
 
@@ -145,6 +166,24 @@ def test_share_small_split_large():
     # 17 §8: a fleet too small to keep two pools busy is better shared; a large one, split
     assert calc.fleet_slo_rate(2) > calc.best_split(2)["slo_rate_per_s"]
     assert calc.best_split(8)["slo_rate_per_s"] > calc.fleet_slo_rate(8)
+
+
+def test_the_verdict_depends_on_the_itl_target():
+    # at 20 ms the 8-GPU split carries more; at 50 ms sharing does: a looser target widens the
+    # shared GPUs' chunks, while the split's decode GPUs are held by KV memory, not the target
+    def rates(gpus, itl):
+        return (calc.fleet_slo_rate(gpus, itl_target_s=itl),
+                calc.best_split(gpus, itl_target_s=itl)["slo_rate_per_s"])
+
+    shared20, split20 = rates(8, 20e-3)
+    shared50, split50 = rates(8, 50e-3)
+    assert split20 > 1.05 * shared20 and shared50 > 1.05 * split50
+    assert shared50 > shared20                           # looser target, bigger chunks
+    # the split's decode GPUs fill their KV memory at a step below 30 ms: 30 and 50 ms agree
+    context = ch17.MEAN_PROMPT_TOKENS + ch17.MEAN_OUTPUT_TOKENS
+    full = calc.tp_kv_capacity(M8, HW, context_tokens=context)["max_sequences"]
+    assert calc.decode_step_time(M8, HW, full, context - ch17.MEAN_OUTPUT_TOKENS // 2) < 30e-3
+    assert rates(8, 30e-3)[1] == pytest.approx(split50, rel=1e-3)
 
 
 def test_a_split_fleet_needs_two_gpus():

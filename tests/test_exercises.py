@@ -285,3 +285,37 @@ def test_index_lists_every_registered_exercise():
         points = sum(p.points for p in ex.parts)
         assert f"Exercise {eid} ({ex.section}): {ex.title} -- {len(ex.parts)} parts, " \
                f"{points} points" in text, f"re-execute solutions/index.py ({eid} missing)"
+
+
+# --- Exercise 8-1's graded numbers, from the chapter's inputs alone ---------------------------
+
+def test_8_1_weight_fraction_at_the_capacity_batch():
+    # (d) at seed 0: D_w = 15,136,811,008 B, k = 2 x 36 x 8 x 128 x 2 = 147,456 B (8.2.1); the
+    # capacities are floor(12288 / 324) = 37 and floor(12288 / 1188) = 10 (8.1.2)
+    d_w, k = 15_136_811_008, 2 * 36 * 8 * 128 * 2
+    answers = grading.exercises()["8-1"].solve(grading.params("8-1", 0))
+    for name, context, fit in (("short", 2048, 37), ("long", 8192, 10)):
+        assert answers[f"c-{name}"] == fit
+        expected = (d_w / fit) / (d_w / fit + context * k)
+        assert answers[f"d-{name}"] == pytest.approx(expected, rel=1e-12)
+        assert expected > 0.5        # below b_KV the weight read is still the larger part
+    assert answers["d-short"] == pytest.approx(0.5753, abs=5e-5)
+    assert answers["d-long"] == pytest.approx(0.5562, abs=5e-5)
+
+
+def test_8_1_variants_make_the_last_output_token_count():
+    # at seed 0, 2048 + 255 and 2048 + 256 tokens both take 2304 slots in 16-token blocks; every
+    # variant handed out must instead lose at least one request when a student reserves
+    # prompt + G tokens instead of prompt + G - 1
+    def fits(g, context, held):
+        slots = -(-held // g["block_tokens"]) * g["block_tokens"]
+        return g["kv_budget_bytes"] // (slots * g["kv_bytes_per_token"])
+
+    chapter = grading.params("8-1", 0)
+    assert all(fits(chapter, L, L + 255) == fits(chapter, L, L + 256)
+               for L in chapter["contexts"])
+    for seed in range(1, 40):
+        g = grading.params("8-1", seed)
+        G = g["output_tokens"]
+        assert any(fits(g, L, L + G - 1) != fits(g, L, L + G) for L in g["contexts"]), seed
+        assert (G - 1) % g["block_tokens"] == 0, seed

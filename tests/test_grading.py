@@ -263,6 +263,26 @@ def test_a_count_with_a_word_is_not_a_count():
     assert _check("8-3", "a-p2-entries", int(x)).ok
 
 
+def test_a_word_choice_is_read_in_any_capitals():
+    # 17-3 (g): the roof's name, however it is capitalised or spaced, is that option
+    for answer in ("memory", "Memory", "MEMORY", " memory "):
+        assert _check("17-3", "g-bound-long", answer, 0).ok, answer
+    assert not _check("17-3", "g-bound-long", "Compute", 0).ok
+    assert _check("17-3", "g-bound-long", "the memory roof", 0).message.startswith("answer:")
+
+
+def test_the_chapters_two_figures_get_a_rounding_hint():
+    # 17 §2 prints the effective intensities as 49 and 12; the grader allows 0.5%
+    for part, printed in (("e-iB-short", 49), ("f-iB-long", 12)):
+        result = _check("17-3", part, printed, 0)
+        assert not result.ok and "three significant figures" in result.message
+
+
+def test_a_handoff_in_kib_is_named():
+    result = _check("17-6", "c-handoff", 16, 0)          # 16 KiB given as 16
+    assert not result.ok and "bytes, not KiB" in result.message
+
+
 @pytest.mark.parametrize("call,name,exc", [
     (lambda: grading.params("9-9"), "exercise", ValueError),
     (lambda: grading.params(82), "exercise", TypeError),

@@ -36,3 +36,12 @@ def test_entry_agrees_or_is_explained(e):
 def test_every_entry_agrees():
     # none of 8.1-8.2's numbers is an erratum; looser roundings are none either
     assert [e.id for e in ENTRIES if not e.agrees] == []
+
+
+def test_the_stalled_interval_row_shows_its_note_once():
+    # the calculation and the simulator both reproduce "about 123 ms" (8.1.1); the listing
+    # puts them in one row, which says how the chapter rounded once, not twice
+    from companion import ledger
+
+    html = ledger.show("8.1")._repr_html_()
+    assert html.count("rounds the half up to 123") == 1

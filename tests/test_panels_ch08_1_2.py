@@ -36,7 +36,7 @@ def test_timeline_panel_defaults_are_8_1_1():
 
 @settings(max_examples=25, deadline=None)
 @given(inserted=st.integers(0, 40), tokens=st.integers(1, 400),
-       stall_ms=st.floats(5.0, 3000.0))
+       stall_ms=st.floats(27.0, 3000.0))
 def test_each_inserted_prefill_adds_its_time_once(inserted, tokens, stall_ms):
     n = widgets.RequestTimelinePanel().update(inserted_prefills=inserted, output_tokens=tokens,
                                               inserted_prefill_ms=stall_ms).numbers
@@ -243,3 +243,72 @@ def test_budget_sweep_panel_shows_the_8_2_4_trade():
     assert itl == sorted(itl) and queue == sorted(queue, reverse=True)
     assert n["budget_with_least_queueing"] == max(budgets)
     assert n["largest_budget_within_target"] in budgets
+
+
+# --- the 8.1 explorers' ranges and labels ------------------------------------------------------
+
+def test_capacity_panel_draws_the_shared_prefix_only_where_a_prompt_holds_it():
+    panel = widgets.KVCapacityPanel()
+    view = panel.update()
+    shared = view.traces[1]
+    prefix = ch08.SHARED_PREFIX_TOKENS
+    assert min(shared["x"]) == prefix and all(x >= prefix for x in shared["x"])
+    # each point of the curve is the capacity with the whole prefix stored once
+    for x, y in zip(shared["x"], shared["y"]):
+        assert y == calc.max_concurrent(ch08.KV_BUDGET_BYTES, specs.QWEN3_8B, x, 256,
+                                        shared_prefix_tokens=prefix)
+    assert "6,144-token prefix" in shared["name"]
+    # a prompt shorter than the prefix cannot contain it: no shared count, one marker
+    short = panel.update(prompt_tokens=2048)
+    assert short.numbers["shared_prefix_requests"] is None
+    assert short.numbers["independent_requests"] == 37
+    assert len(short.traces[2]["x"]) == 1 and "cannot contain" in short.text
+
+
+def test_timeline_prefill_sliders_start_at_the_fitted_fixed_part():
+    controls = {c.name: c for c in widgets.RequestTimelinePanel.controls}
+    floor = math.ceil(ch08.ROUND_FIXED_S / units.ms)          # 26.22 ms -> 27 ms
+    assert controls["prefill_ms"].min == controls["inserted_prefill_ms"].min == floor == 27
+    # in a shared pass the shortest inserted prefill still costs its per-token part
+    n = widgets.RequestTimelinePanel().update(inserted_pass="shared", inserted_prefills=40,
+                                              inserted_prefill_ms=floor).numbers
+    assert n["stall_per_insert_ms"] == pytest.approx(floor - 26.22)
+
+
+def test_timeline_flags_an_interval_below_the_read_floor():
+    # 8.6.3: 15.44 GB at 1792 GB/s is 8.62 ms, the least a batch-1 decode step can take
+    floor_ms = (15_136_811_008 + 2048 * 147_456) / 1792e9 / units.ms
+    assert printed(floor_ms, "8.62")
+    panel = widgets.RequestTimelinePanel()
+    assert not panel.update().numbers["below_read_floor"]
+    below = panel.update(interval_ms=round(floor_ms - 0.01, 2))
+    assert below.numbers["below_read_floor"] and "read floor" in below.text
+    assert not panel.update(interval_ms=round(floor_ms + 0.01, 2)).numbers["below_read_floor"]
+
+
+def test_timeline_second_row_says_how_many_prefills_it_holds():
+    panel = widgets.RequestTimelinePanel()
+    labels = lambda view: panel._layout(view)["yaxis"]["ticktext"]   # noqa: E731
+    assert labels(panel.update()) == ["alone", "with 0 inserted prefills"]
+    assert labels(panel.update(inserted_prefills=1)) == ["alone", "with 1 inserted prefill"]
+    assert labels(panel.update(inserted_prefills=3)) == ["alone", "with 3 inserted prefills"]
+
+
+def test_memory_panel_counts_on_a_log_axis_and_lists_only_parts_it_draws():
+    panel = widgets.MemoryBudgetPanel()
+    fig = panel.figure(panel.update())
+    assert fig.layout.yaxis2.type == "log"
+    assert 10 in fig.layout.yaxis2.tickvals and 30 in fig.layout.yaxis2.tickvals
+    shown = {t.name for t in fig.data if t.type == "bar" and t.showlegend}
+    hidden = {t.name for t in fig.data if t.type == "bar" and t.showlegend is False}
+    assert "over capacity" in hidden and "weights M_w" in shown
+    # the static figure of 8.1.2: no pool left free, nothing over capacity
+    budget = calc.memory_budget(ch08.INSTANCE_MEM_BYTES, specs.QWEN3_8B.weight_bytes,
+                                ch08.KV_BUDGET_BYTES)
+    static = plots.memory_budget_figure([("instance", budget)], hide_empty=True)
+    assert {t.name for t in static.data if t.type == "bar" and t.showlegend is False} == {
+        "KV pool left free", "activations + graph buffers (M_a + M_u, listed)", "over capacity"}
+    over = calc.memory_budget(ch08.INSTANCE_MEM_BYTES, specs.LLAMA_70B.weight_bytes,
+                              ch08.KV_BUDGET_BYTES)
+    assert [t for t in plots.memory_budget_figure([("70B", over)], hide_empty=True).data
+            if t.name == "over capacity"][0].showlegend

@@ -84,6 +84,42 @@ def test_roofline_long_contexts_and_int8():
     assert int8["decode_b1_intensity"] == pytest.approx(2)   # "2 FLOP per byte"
 
 
+def test_roofline_flags_a_batch_that_does_not_fit():
+    panel = widgets.RooflinePanel()
+    chat = panel.update()
+    assert chat.numbers["fits_in_memory"] and "does not fit" not in chat.text
+    # b = 64 at 128,000 live tokens: 64 x 128,000 x 131,072 B = 1.07 TB of KV, 13x the card
+    long = panel.update(context_tokens=128_000)
+    assert long.numbers["memory_kv_GB"] == pytest.approx(64 * 128_000 * 131_072 / 1e9)
+    assert long.numbers["memory_needed_GB"] == pytest.approx(16 + 64 * 128_000 * 131_072 / 1e9
+                                                             + 4)
+    assert not long.numbers["fits_in_memory"] and "does not fit" in long.text
+
+
+def test_prefill_has_one_marker_in_every_roofline():
+    from companion.explorers.ch17_02_roofline import PREFILL_STYLE, POINT_COLORS
+
+    def prefill_marker(traces):
+        return next(t["marker"] for t in traces if t.get("name", "").startswith("prefill"))
+
+    panel = widgets.RooflinePanel().update()
+    hw, m8 = specs.H100_SXM, specs.LLAMA_8B
+    pts = [dict(label="decode, batch 1", **calc.roofline_point(1.0, hw))]
+    for i in (64.0, 49.0, 12.0):
+        pts.append(dict(label=f"decode, {i:g}", **calc.roofline_point(i, hw)))
+    pts.append(dict(label="prefill, 2,048-token prompt", phase="prefill",
+                    **calc.roofline_point(calc.prefill_intensity(m8, 2048), hw)))
+    static = plots.roofline_figure(hw, pts).to_dict()["data"]
+    for marker in (prefill_marker(panel.traces), prefill_marker(static)):
+        assert marker["color"] == POINT_COLORS[PREFILL_STYLE]
+        assert marker["symbol"] == "triangle-up"
+    # no decode point borrows the prefill's look
+    decode = [t["marker"] for t in panel.traces + static
+              if t.get("name", "").startswith("decode") and "marker" in t
+              and t.get("mode") == "markers"]
+    assert decode and all(m["color"] != POINT_COLORS[PREFILL_STYLE] for m in decode)
+
+
 def test_roofline_readout_lists_the_plotted_numbers():
     panel = widgets.RooflinePanel()
     view = panel.update()

@@ -77,12 +77,40 @@ def test_tensor_parallel_panel_default():
     assert n["collectives"] == 160                                 # "2 x 80 layers = 160"
     assert near(n["nvlink_latency_ms"], 0.8, 0.05)                 # "160 x 5 us = 0.8 ms"
     assert near(n["read_ms"], 10.4, 0.05)                          # "35 GB / 3.35 TB/s = 10.4"
-    assert near(n["step_ms"], 11.2, 0.06)                          # "~ 11.2 ms" (+4 us of wire)
+    assert near(n["step_ms"], 11.2, 0.06)                          # "~ 11.2 ms" (+8.7 us of wire)
     assert near(n["tokens_per_s"], 90, 5)                          # "~ 90 tok/s"
     assert near(n["nvlink_overhead_pct"], 8, 0.5)                  # "~ 8%"
     assert near(n["pcie_comm_ms"], 4, 0.5)                         # "~ 4 ms"
     assert near(n["pcie_overhead_pct"], 40, 5)                     # "~40%" (1 s.f.)
     assert n["weights_per_gpu_GB"] == pytest.approx(35) and n["fits"]
+
+
+def test_tensor_parallel_panel_counts_the_kv_cache_in_its_fit():
+    # try-this 1's batch of 64 at 8,000 tokens: 64 x 8,000 x 327,680 B / 4 GPUs = 41.9 GB of KV
+    # per GPU against 80 - 35 - 4 = 41 GB (17 §4: at most 62 such sequences at TP = 4)
+    view = widgets.TensorParallelPanel().update(batch=64, context_tokens=8000)
+    n = view.numbers
+    assert n["kv_per_gpu_GB"] == pytest.approx(64 * 8000 * 327_680 / 4 / 1e9)
+    assert n["free_kv_per_gpu_GB"] == pytest.approx(41) and n["max_sequences"] == 62
+    assert n["weights_fit"] and not n["fits"] and "does not fit" in view.text
+    assert widgets.TensorParallelPanel().update(batch=62, context_tokens=8000).numbers["fits"]
+
+
+def test_tp_rows_run_nvlink_one_way():
+    # a ring all-reduce sends and receives at once: each direction carries 450 GB/s
+    rows = {r["label"]: r for r in widgets.tp_layout_rows(M70, H100)}
+    assert rows["TP 4 · NVLink"]["wire_s"] == pytest.approx(160 * 24 * 1024 / 450e9)
+    assert rows["TP 4 · PCIe"]["wire_s"] == pytest.approx(160 * 24 * 1024 / 64e9)
+
+
+def test_pipeline_panel_reaches_an_eight_stage_five_percent_bubble():
+    # try-this 3: 7 / (M + 7) <= 5% first at M = 133, which the slider must reach
+    panel = widgets.PipelineBubblePanel()
+    top = next(c for c in panel.controls if c.name == "microbatches").max
+    assert top >= 133
+    view = panel.update(stages=8, microbatches=133)
+    assert view.numbers["bubble_pct"] == pytest.approx(5.0)
+    assert "steady-state decode" in view.text
 
 
 def test_tp_rows_read_shrinks_latency_does_not():

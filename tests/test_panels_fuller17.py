@@ -12,13 +12,22 @@ HW, M8, M70 = specs.H100_SXM, specs.LLAMA_8B, specs.LLAMA_70B
 
 def test_tp_panel_defaults_to_the_chapter_and_toggles_to_the_ring_and_overlap():
     p = widgets.TensorParallelPanel()
+    # NVLink's wire at one direction's rate, 450 of the spec sheet's 900 GB/s
+    one_way = dict(link_bytes_per_s=calc.nvlink_one_way_bytes_per_s(HW))
     chapter = p.update().numbers
-    assert chapter["step_ms"] == pytest.approx(calc.tp_decode_step(M70, HW, 4)["step_s"] * 1e3)
+    assert chapter["step_ms"] == pytest.approx(
+        calc.tp_decode_step(M70, HW, 4, **one_way)["step_s"] * 1e3)
+    assert chapter["nvlink_wire_us"] == pytest.approx(160 * 24 * 1024 / 450e9 * 1e6)  # 8.7 µs
     assert chapter["chapter_step_ms"] == pytest.approx(chapter["step_ms"])
     ring8 = p.update(tp=8, collectives="ring").numbers
-    assert ring8["step_ms"] == pytest.approx(calc.tp_step_fuller(M70, HW, 8)["step_s"] * 1e3)
+    assert ring8["step_ms"] == pytest.approx(
+        calc.tp_step_fuller(M70, HW, 8, **one_way)["step_s"] * 1e3)
     assert ring8["step_ms"] > ring8["chapter_step_ms"]
-    hidden = p.update(tp=4, collectives="flat", overlap=True).numbers
+    # hiding needs two sequences that take turns: at batch 1 nothing hides
+    alone = p.update(tp=4, collectives="flat", overlap=True)
+    assert alone.numbers["step_ms"] == pytest.approx(chapter["step_ms"])
+    assert "cannot be split" in alone.text
+    hidden = p.update(tp=4, collectives="flat", overlap=True, batch=2).numbers
     assert hidden["step_ms"] == pytest.approx(hidden["read_ms"])
     # the stacked bars still add up to the step
     view = p.update()

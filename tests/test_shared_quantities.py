@@ -9,9 +9,7 @@ graded "correct". Where an exercise also accepts another reading (``also_accepte
 notebook's reading must be the one it solves for, not only an accepted one.
 
 Not listed, on purpose: quantities an exercise computes on other inputs than the notebook
-(17-11's (d) divides by §5's unrounded decode step, 17_03 by §3's rounded one), and 17-7's
-NVLink transfer, which runs at NVLink's per-direction rate where 17_08's table divides by the
-spec-sheet figure that adds both directions (see Exercise 17-7's erratum).
+(17-11's (d) divides by §5's unrounded decode step, 17_03 by §3's rounded one).
 """
 
 from __future__ import annotations
@@ -141,6 +139,12 @@ SHARED = [
      "calc.kv_transfer_s(m70, L, bw)", "17-7", "h-rdma",      # its links table, RDMA row
      lambda: calc.kv_transfer_s(M70, ch17.LONG_CONTEXT_TOKENS, ch17.RDMA_400G_BYTES_PER_S)
      / units.ms),
+    # NVLink one way (the spec figure adds both directions; the ledger's erratum)
+    ("KV of one 8,000-token 70B request over NVLink, one way (ms)",
+     CH17 / "17_08_disaggregation_and_routing.py",
+     "calc.kv_transfer_s(m70, L, bw)", "17-7", "g-nvlink",      # its links table, NVLink row
+     lambda: calc.kv_transfer_s(M70, ch17.LONG_CONTEXT_TOKENS,
+                                calc.nvlink_one_way_bytes_per_s(H100)) / units.ms),
     ("cold TTFT at turn 20 (ms)", CH17 / "17_08_disaggregation_and_routing.py",
      "calc.kv_routing_ttft(m8, hw, 20)", "17-13", "c-cold",
      lambda: calc.kv_routing_ttft(M8, H100, 20)["cold_s"] / units.ms),
@@ -150,6 +154,12 @@ SHARED = [
     ("hit vs miss at turn 20 (x)", CH17 / "17_08_disaggregation_and_routing.py",
      "calc.kv_routing_ttft(m8, hw, 20)", "17-13", "e-ratio",
      lambda: calc.kv_routing_ttft(M8, H100, 20)["speedup"]),
+    # 17 §10 at 17 §2's batch: INT8 weights' speed-up at 64 sequences of 8,000 tokens
+    ("INT8 speed-up at batch 64, 8,000 tokens each (x)", CH17 / "17_10_levers.py",
+     "calc.quantized_decode_speedup(m8, hw, ch17.INT8_BYTES_PER_PARAM", "17-8",
+     "j-speedup-batch",
+     lambda: calc.quantized_decode_speedup(M8, H100, ch17.INT8_BYTES_PER_PARAM, batch=ch17.BATCH,
+                                           context_tokens=ch17.LONG_CONTEXT_TOKENS)["speedup"]),
     # 8.2.1: the batch at which KV reads reach the weight read (the crossover batch)
     ("crossover batch b_KV, 2K context", CH08 / "08_2_batching_and_scheduling.py",
      "calc.kv_crossover_batch(d_w, L, k)", "8-1", "b-short",

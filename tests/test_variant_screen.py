@@ -192,7 +192,8 @@ def test_partial_screens_agree_with_the_full_answers(eid):
 # --- variation that matters (issue 22, item 4) -----------------------------------------------
 
 # Choice parts that the concept fixes; each exercise's statement says so ("the same (answer)
-# at every seed" or "come(s) out the same").
+# at every seed" or "come(s) out the same"), or, where saying so would give the answer away
+# (17-3's (g)), its worked solution does.
 FIXED_BY_THE_CONCEPT = {
     "8-2": {"b-source", "d-cost-itl", "d-cost-queue"},
     "8-4": {"d-why-small", "d-why-gap"},

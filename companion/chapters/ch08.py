@@ -344,6 +344,9 @@ DEEPSEEK_V41_SWA_MIB = 2.578
 DEEPSEEK_V4_TOTAL_MIB = 30.521
 """8.4.2: "V4's corresponding two items total 30.521 MiB"."""
 
+MLA_STATE_8K_MIB = 549
+"""8.4.2: the compact MLA state of Section 9.2.2 for the same 8K context "is only 549 MiB"."""
+
 OFFLOAD_EVERY_N_LAYERS = 4
 """8.4.3: "Offloading one layer out of every four across 36 layers"."""
 

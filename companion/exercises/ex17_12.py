@@ -7,7 +7,11 @@ from companion.chapters import ch17
 from companion.exercises import common_ch17
 from companion.exercises.variants import gb, ms, pct, variant
 from companion.grading import Exercise, Part
-from companion.seeds import rng_for
+from companion.seeds import pick, rng_for
+
+# Worst-case contexts a variant reserves in (d), "nK" read as n,000 tokens as 17 §4 reads its
+# 8K; a variant keeps only those that fit its maximum length (L_res <= L_max).
+RESERVATIONS = (4_000, 8_000, 16_000)
 
 
 def _params(seed: int) -> dict:
@@ -17,8 +21,7 @@ def _params(seed: int) -> dict:
                      prefix=ch17.PREFIX_TOKENS, users=ch17.PREFIX_USERS),
                 dict(model=common_ch17.ROUND_SMALL, hw=common_ch17.CARDS,
                      max_len=(4_096, 8_192, 16_384), used=(200, 300, 500, 1_000),
-                     block=(8, 16, 32),
-                     reservation=(8_000, 16_000), prefix=(500, 1_000, 2_000, 4_000),
+                     block=(8, 16, 32), prefix=(500, 1_000, 2_000, 4_000),
                      users=(20, 50, 100, 200)))
     m = c["model"]
     if seed == 0:
@@ -26,6 +29,9 @@ def _params(seed: int) -> dict:
     else:   # keep the paged step on the memory roof, where the chapter's step formula holds
         c["live"] = common_ch17.memory_bound_live(m, c["hw"], [400, 600, 1_000, 2_000],
                                                   rng_for("17-12/live", seed))
+        # a worst-case allocator reserves at most the model's maximum length
+        c["reservation"] = pick(rng_for("17-12/reservation", seed),
+                                [r for r in RESERVATIONS if r <= c["max_len"]])
     return dict(model=m, hardware=c["hw"], weight_bytes=m.weight_bytes,
                 kv_bytes_per_token=calc.kv_bytes_per_token(m),
                 reserve_bytes=ch17.RUNTIME_RESERVE_BYTES,
@@ -62,14 +68,22 @@ def _mistakes(g: dict) -> dict:
     gain = calc.paged_batch_gain(m, hw, live_tokens=g["live_tokens"],
                                  reservation_tokens=g["reservation_tokens"], block_tokens=1,
                                  reserve_bytes=g["reserve_bytes"])
+    # the slip of reserving (a)'s L_max in (d) instead of the given L_res
+    at_max = calc.paged_batch_gain(m, hw, live_tokens=g["live_tokens"],
+                                   reservation_tokens=g["max_len_tokens"], block_tokens=1,
+                                   reserve_bytes=g["reserve_bytes"])
+    at_max_hint = (f"(d) reserves L_res = {g['reservation_tokens']:,} tokens per request, not "
+                   f"(a)'s L_max = {g['max_len_tokens']:,}: the batch is M_KV / (L_res k)")
     return {
         "b-waste": [(100 - s["b-waste"], "waste is the unused share: 1 - used / reserved")],
         "f-gain": [(gain["batch_gain"], "that is the batch gain; each step is heavier at the "
-                                        "larger batch, so compare tokens per second")],
+                                        "larger batch, so compare tokens per second"),
+                   (at_max["throughput_gain"], at_max_hint)],
         "d-naive-tok-s": [(gain["naive"]["batch"] * hw.mem_bw_bytes_per_s
                            / (gain["naive"]["batch"] * g["reservation_tokens"] * k
                               + g["weight_bytes"]),
-                           "empty reservations are never read: a step streams only live KV")],
+                           "empty reservations are never read: a step streams only live KV"),
+                          (at_max["naive"]["tokens_per_s"], at_max_hint)],
     }
 
 
@@ -93,8 +107,8 @@ def exercises() -> list[Exercise]:
             Part("b-waste", "share of that reservation a short chat turn leaves empty", "%", "rel",
                  0.005),
             Part("c-worst-paged", "worst-case paged waste per sequence", "MB", "rel", 0.005),
-            Part("d-naive-tok-s", "decode throughput with worst-case reservations", "tok/s", "rel",
-                 0.005),
+            Part("d-naive-tok-s", "decode throughput with worst-case reservations of L_res tokens",
+                 "tok/s", "rel", 0.005),
             Part("e-paged-tok-s", "decode throughput with paged KV", "tok/s", "rel", 0.005),
             Part("f-gain", "throughput gain from paging", "x", "rel", 0.005, points=2),
             Part("g-itl-paged", "decode step (ITL) of the paged batch", "ms", "rel", 0.005),

@@ -66,13 +66,13 @@ def exercises() -> list[Exercise]:
         parts=(
             Part("a-context", "tokens in the conversation at the given turn", "tokens", "exact"),
             Part("b-cold-flop", "prefill FLOPs on a cold worker", "TFLOP", "rel", 0.005),
-            Part("c-cold", "TTFT on a cold worker", "ms", "rel", 0.005),
-            Part("d-warm", "TTFT on a warm worker", "ms", "rel", 0.005),
+            Part("c-cold", "TTFT (no queueing) on a cold worker", "ms", "rel", 0.005),
+            Part("d-warm", "TTFT (no queueing) on a warm worker", "ms", "rel", 0.005),
             Part("e-ratio", "cold over warm TTFT", "x", "rel", 0.005),
-            Part("f-expected-good", "mean TTFT for the router with the higher warm-hit rate", "ms",
-                 "rel", 0.005),
-            Part("g-expected-poor", "mean TTFT for the router with the lower warm-hit rate", "ms",
-                 "rel", 0.005),
+            Part("f-expected-good", "expected TTFT (no queueing) of turn t, router with the "
+                 "higher warm-hit rate", "ms", "rel", 0.005),
+            Part("g-expected-poor", "expected TTFT (no queueing) of turn t, router with the "
+                 "lower warm-hit rate", "ms", "rel", 0.005),
         ),
         make_params=_params, solve=_solve, mistakes=_mistakes,
     )]

@@ -87,31 +87,44 @@ def _mistakes(g: dict) -> dict:
     }
     for name, L in (("e-iB-short", g["short_context"]), ("f-iB-long", g["long_context"])):
         out[name] = [(b, no_kv), (b * 2 * P / (w + L * k), kv_once)]
+    # the chapter prints two significant figures ("49", "12"); the grader wants three
+    rounded = ("rounded too far: give at least three significant figures (the grader allows "
+               "0.5%)")
+    for part in _PARTS:
+        if part.kind != "rel":
+            continue
+        x = s[part.name]
+        coarse = {float(f"{x:.2g}"), float(f"{x:.1g}")} | ({float(round(x))} if x >= 1 else set())
+        out.setdefault(part.name, []).extend(
+            (c, rounded) for c in sorted(coarse) if abs(c - x) > part.tolerance * abs(x))
     return out
+
+
+# the parts, in the statement's order (``_mistakes`` reads their tolerances)
+_PARTS = (
+    Part("a-ridge", "ridge point of the card", "FLOP/B", "rel", 0.005),
+    Part("b-i1", "decode intensity at batch 1", "FLOP/B", "rel", 0.005),
+    Part("c-peak1", "batch-1 decode's attainable share of peak compute", "%", "rel",
+         0.005),
+    Part("d-iB", "decode intensity at batch b, weights only", "FLOP/B", "rel", 0.005),
+    Part("e-iB-short", "effective decode intensity at batch b with short live contexts",
+         "FLOP/B", "rel", 0.005),
+    Part("f-iB-long", "effective decode intensity at batch b with long live contexts",
+         "FLOP/B", "rel", 0.005),
+    Part("g-bound-long", "which roof caps batched decode at long contexts", kind="choice",
+         options=MEMORY_OR_COMPUTE),
+    Part("h-peak-short", "attainable share of peak for batched decode, short contexts",
+         "%", "rel", 0.005),
+    Part("i-prefill", "prefill intensity of the given prompt", "FLOP/B", "rel", 0.005),
+    Part("j-bound-prefill", "which roof caps that prefill", kind="choice",
+         options=MEMORY_OR_COMPUTE),
+    Part("k-breakeven", "smallest whole batch whose weights-only decode reaches the ridge",
+         "sequences", "exact"),
+)
 
 
 def exercises() -> list[Exercise]:
     return [Exercise(
         id="17-3", title="Place decode and prefill on the roofline", section="17 §2",
-        parts=(
-            Part("a-ridge", "ridge point of the card", "FLOP/B", "rel", 0.005),
-            Part("b-i1", "decode intensity at batch 1", "FLOP/B", "rel", 0.005),
-            Part("c-peak1", "batch-1 decode's attainable share of peak compute", "%", "rel",
-                 0.005),
-            Part("d-iB", "decode intensity at batch b, weights only", "FLOP/B", "rel", 0.005),
-            Part("e-iB-short", "effective decode intensity at batch b with short live contexts",
-                 "FLOP/B", "rel", 0.005),
-            Part("f-iB-long", "effective decode intensity at batch b with long live contexts",
-                 "FLOP/B", "rel", 0.005),
-            Part("g-bound-long", "which roof caps batched decode at long contexts", kind="choice",
-                 options=MEMORY_OR_COMPUTE),
-            Part("h-peak-short", "attainable share of peak for batched decode, short contexts",
-                 "%", "rel", 0.005),
-            Part("i-prefill", "prefill intensity of the given prompt", "FLOP/B", "rel", 0.005),
-            Part("j-bound-prefill", "which roof caps that prefill", kind="choice",
-                 options=MEMORY_OR_COMPUTE),
-            Part("k-breakeven", "smallest whole batch whose weights-only decode reaches the ridge",
-                 "sequences", "exact"),
-        ),
-        make_params=_params, solve=_solve, mistakes=_mistakes,
+        parts=_PARTS, make_params=_params, solve=_solve, mistakes=_mistakes,
     )]

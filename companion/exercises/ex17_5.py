@@ -25,7 +25,8 @@ def _params(seed: int) -> dict:
     m, hw, tp = c["layout"]
     return dict(model=m, hardware=hw, tp=tp, hidden_size=m.hidden_size, n_layers=m.n_layers,
                 weight_bytes=m.weight_bytes, bytes_per_value=2,
-                nvlink_bytes_per_s=hw.interconnect_bytes_per_s,
+                # a ring sends one way: the data sheet's NVLink figure adds both directions
+                nvlink_bytes_per_s=calc.nvlink_one_way_bytes_per_s(hw),
                 nvlink_latency_s=c["nvlink_lat"], pcie_bytes_per_s=ch17.H100_PCIE_BYTES_PER_S,
                 pcie_latency_s=c["pcie_lat"])
 
@@ -91,6 +92,17 @@ def _mistakes(g: dict) -> dict:
     }
 
 
+def _also_accepted(g: dict) -> dict:
+    """The chapter's reading of the wire time: 17 §7 divides by NVLink's data-sheet figure,
+    which adds both directions (900 GB/s on an H100), where a ring all-reduce sends one way."""
+    bytes_per_token = _solve(g)["d-bytes-per-token"] * units.MB
+    both_ways = g["hardware"].interconnect_bytes_per_s
+    note = ("the chapter's reading: it divides by the data sheet's NVLink figure, which adds "
+            "both directions; a ring sends one way, at half of it (notebook 17_07 and the "
+            "ledger's 17.7 erratum)")
+    return {"e-wire": [(bytes_per_token / both_ways / units.us, note)]}
+
+
 def exercises() -> list[Exercise]:
     return [Exercise(
         id="17-5", title="The latency floor of tensor parallelism", section="17 §7",
@@ -111,4 +123,5 @@ def exercises() -> list[Exercise]:
                  0.01),
         ),
         make_params=_params, solve=_solve, mistakes=_mistakes,
+        also_accepted=_also_accepted,
     )]

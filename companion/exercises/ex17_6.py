@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from companion import calc, specs
+from companion.units import KiB
 from companion.chapters import ch17
 from companion.exercises import common_ch17
 from companion.exercises.variants import gb, pct, variant
@@ -76,7 +77,10 @@ def _mistakes(g: dict) -> dict:
     return {
         "b-boundaries": [(p, "S stages have S - 1 boundaries between them")],
         "c-handoff": [(s["c-handoff"] * (p - 1), "per boundary: one activation vector, "
-                                                 "d_model x 2 bytes")],
+                                                 "d_model x 2 bytes"),
+                      (s["c-handoff"] / KiB, "give bytes, not KiB: d_model x 2 B counts "
+                                             "bytes, and the chapter's 'KB' here is a KiB "
+                                             "(2^10 bytes)")],
         "d-bubble-m1": [(pct((p - 1) / m1), total), (pct((p - 1) / (m1 + p)), total)],
         "e-bubble-m2": [(pct((p - 1) / m2), total), (pct((p - 1) / (m2 + p)), total)],
         "f-m-needed": [(math.ceil((p - 1) / t - 1e-9),

@@ -25,13 +25,25 @@ def _params(seed: int) -> dict:
                      context=(4_000, 8_000, 16_000, 32_000),
                      hw=(specs.H100_SXM, specs.A100_80GB), rdma=(100, 200, 400)))
     m = c["model"]
+    # NVLink as the data sheet gives it (both directions added): halving it is part (g)'s step
     return dict(request_rate_per_s=c["rate"], mean_prompt_tokens=c["prompt"],
                 mean_output_tokens=c["output"], prefill_tok_per_s_per_group=c["pcap"],
                 decode_tok_per_s_per_group=c["dcap"], model=m, n_layers=m.n_layers,
                 kv_bytes_per_token=calc.kv_bytes_per_token(m), context_tokens=c["context"],
+                hardware=c["hw"], prefill_tp=prefill_tp(m, c["hw"]),
                 nvlink_spec_bytes_per_s=c["hw"].interconnect_bytes_per_s,
-                nvlink_bytes_per_s_each_way=nvlink_each_way(c["hw"]),
                 rdma_gbit_per_s=c["rdma"])
+
+
+def prefill_tp(model, hw) -> int:
+    """The GPUs one prompt's prefill is split over (tensor parallel): one card when the weights
+    fit it with the runtime reserve, else the chapter's TP = 4 (17 §4, §7) when that fits,
+    else the node's TP of ``calc.parallel_layout`` (pipeline stages do not shorten one prompt)."""
+    if calc.tp_kv_capacity(model, hw)["fits"]:
+        return 1
+    if calc.tp_kv_capacity(model, hw, tp=ch17.TP)["fits"]:
+        return ch17.TP
+    return calc.parallel_layout(model, hw)["tp"]
 
 
 # A spec sheet's NVLink figure (the H100's 900 GB/s, 17's assumptions) adds both directions:
@@ -40,9 +52,9 @@ def _params(seed: int) -> dict:
 NVLINK_DIRECTIONS = 2
 
 
-def nvlink_each_way(hw) -> float:
-    """One direction of the card's NVLink: its spec-sheet (bidirectional) figure / 2."""
-    return hw.interconnect_bytes_per_s / NVLINK_DIRECTIONS
+def _nvlink_bytes_per_s(g: dict) -> float:
+    # the data sheet's figure adds both directions; a transfer runs one way
+    return g["nvlink_spec_bytes_per_s"] / NVLINK_DIRECTIONS
 
 
 def _rdma_bytes_per_s(g: dict) -> float:
@@ -64,7 +76,7 @@ def _solve(g: dict) -> dict:
         "d-decode-groups": pools["decode_groups"],
         "e-ratio": pools["prefill_to_decode"],
         "f-kv": gb(calc.kv_bytes(m, L, block_tokens=1)),
-        "g-nvlink": ms(calc.kv_transfer_s(m, L, g["nvlink_bytes_per_s_each_way"])),
+        "g-nvlink": ms(calc.kv_transfer_s(m, L, _nvlink_bytes_per_s(g))),
         "h-rdma": ms(rdma_s),
         "i-per-layer": ms(rdma_s / g["n_layers"]),
     }

@@ -158,6 +158,19 @@ def _mistakes(g: dict) -> dict:
         (calc.matrix_flops(model, g["a_tokens"]) / (g["efficiency"] * hw.peak_flops_per_s)
          / units.ms, "include the causal attention FLOPs of the prefix"),
     ]
+    # the FLOPs per query-key pair derived wrongly: the score alone (no value mix), or per KV
+    # head instead of per query head
+    n = g["a_tokens"]
+    pairs = n * (n + 1) / 2
+    for wrong_a, why in (
+            (2 * model.head_dim * model.n_query_heads * model.n_layers,
+             "a pair costs the query-key score and the value's multiply-add: "
+             "4 d_head FLOPs per query head and layer, not 2 d_head"),
+            (4 * model.head_dim * model.n_kv_heads * model.n_layers,
+             "attention runs once per query head, not per KV head")):
+        hints["a-recompute-A"].append(
+            ((calc.matrix_flops(model, n) + wrong_a * pairs)
+             / (g["efficiency"] * hw.peak_flops_per_s) / units.ms, why))
     for prefix, link in (("a", "gen5"), ("c", "gen4")):
         a = _retention(g, g["a_tokens"], link)
         b = _retention(g, g["b_tokens"], link)

@@ -17,6 +17,8 @@ prompt grows, independent vs shared prefix, 8.1.2 / 8.3.2).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from companion import calc, specs, theme, units
@@ -44,6 +46,16 @@ MODELS = ModelMenu(CH08_MODELS)
 # how an inserted prefill is charged (8.1.1 adds it; 8.2.2's round shares one pass)
 INSERTED_PASS = {"as a pass of its own (8.1.1)": "own",
                  "in the same pass as this decode step (8.2.2's round)": "shared"}
+
+# the shortest pass 8.2.2's round fit prices: its fixed part (26.22 ms: weight read, kernel
+# submission), rounded up to the prefill sliders' 1 ms step. A prefill below it is outside the
+# fit, where the shared-pass reading max(prefill - fixed, 0) would call any prefill free.
+PASS_FLOOR_MS = math.ceil(ch08.ROUND_FIXED_S / units.ms)
+
+# the time the short request's batch-1 decode step needs just to read the weights and its
+# 2,048 tokens of KV once at the card's peak bandwidth (8.6.3: 15.44 GB / 1792 GB/s): no
+# output interval on this card can be shorter
+READ_FLOOR_S = calc.decode_efficiency_table()[0]["read_s"]
 
 
 
@@ -87,8 +99,10 @@ def timeline_traces(scenarios, deadline_s: float | None = None) -> tuple[list, d
         hbar("decode: G - 1 output intervals", rows, first,
              [b - a for a, b in zip(first, last)], theme.PHASE_COLORS["decode"],
              "decode %{x:.3f} s<extra></extra>"),
-        hbar("interval stretched by an inserted prefill", stall_y, stall_base, stall_x,
-             theme.PHASE_COLORS["stall"], "stall %{x:.3f} s<extra></extra>"),
+        # no legend entry while no interval is stretched (nothing of it is drawn)
+        dict(hbar("interval stretched by an inserted prefill", stall_y, stall_base, stall_x,
+                  theme.PHASE_COLORS["stall"], "stall %{x:.3f} s<extra></extra>"),
+             showlegend=bool(stall_x)),
     ]
     tick_x = np.concatenate([np.asarray(s["token_times_s"], dtype=float) for s in scenarios])
     tick_y = np.concatenate([np.full(len(s["token_times_s"]), float(row))
@@ -139,13 +153,14 @@ def request_timeline_figure(scenarios, deadline_s: float | None = None,
 # --- 8.1.2: the memory budget M_w + M_KV + M_a + M_u <= C -------------------------------------
 
 def budget_traces(budgets, kv_in_use_bytes=None, *, xaxis: str = "x", yaxis: str = "y",
-                  unit: str = "GiB") -> tuple[list, dict]:
+                  unit: str = "GiB", hide_empty: bool = False) -> tuple[list, dict]:
     """Stacked horizontal bars of memory budgets (``calc.memory_budget`` results), in ``unit``.
 
     ``budgets``: a list of (label, MemoryBudget). ``kv_in_use_bytes`` (one per budget, or None)
     splits the KV pool into what the admitted requests reserve and what stays free. The
     remainder C - M_w - M_KV - M_a - M_u is drawn as "activations, graph buffers, workspace"
-    when positive, and as an overflow bar when the parts exceed C.
+    when positive, and as an overflow bar when the parts exceed C. ``hide_empty``: a part of
+    size zero in every bar gets no legend entry (nothing of it is drawn).
     """
     budgets = list(budgets)
     if not budgets:
@@ -161,10 +176,13 @@ def budget_traces(budgets, kv_in_use_bytes=None, *, xaxis: str = "x", yaxis: str
     over = [max(-b.slack_bytes, 0.0) for b in parts]
 
     def bar(name, values, color):
-        return {"type": "bar", "orientation": "h", "name": name, "y": labels,
-                "x": [x / scale for x in values], "marker": {"color": color},
-                "xaxis": xaxis, "yaxis": yaxis,
-                "hovertemplate": f"{name}: %{{x:.2f}} {unit}<extra></extra>"}
+        trace = {"type": "bar", "orientation": "h", "name": name, "y": labels,
+                 "x": [x / scale for x in values], "marker": {"color": color},
+                 "xaxis": xaxis, "yaxis": yaxis,
+                 "hovertemplate": f"{name}: %{{x:.2f}} {unit}<extra></extra>"}
+        if hide_empty:
+            trace["showlegend"] = any(x > 0 for x in values)
+        return trace
 
     traces = [
         bar("weights M_w", [b.weight_bytes for b in parts], theme.MEMORY_COLORS["weights"]),
@@ -186,9 +204,11 @@ def budget_traces(budgets, kv_in_use_bytes=None, *, xaxis: str = "x", yaxis: str
 
 @serves("8.1.2")
 def memory_budget_figure(budgets, kv_in_use_bytes=None, *, unit: str = "GiB",
-                         title: str = "Memory budget of the instance (8.1.2)"):
-    """The 8.1.2 budget as stacked bars: weights, KV (reserved / free), the rest, capacity C."""
-    traces, layout = budget_traces(budgets, kv_in_use_bytes, unit=unit)
+                         title: str = "Memory budget of the instance (8.1.2)",
+                         hide_empty: bool = False):
+    """The 8.1.2 budget as stacked bars: weights, KV (reserved / free), the rest, capacity C
+    (``hide_empty``: no legend entry for a part of size zero)."""
+    traces, layout = budget_traces(budgets, kv_in_use_bytes, unit=unit, hide_empty=hide_empty)
     # the legend in its own rows at the figure's foot, below the x title (however it wraps)
     layout.update(template=theme.TEMPLATE, title={"text": title}, height=400,
                   margin={"t": 80, "b": 150},
@@ -242,14 +262,14 @@ class RequestTimelinePanel(Panel):
         Control("queue_ms", "queue before admission (ms)", "float", ch08.QUEUE_S / units.ms,
                 0.0, 3000.0, 10.0),
         Control("prefill_ms", "prefill + first token (ms)", "float", ch08.PREFILL_S / units.ms,
-                5.0, 3000.0, 1.0),
+                PASS_FLOOR_MS, 3000.0, 1.0),
         # in 0.01 ms steps: "Try this" 1 sets the engine's 26.26 ms round beside the client's 26.5
         Control("interval_ms", "output interval (ms)", "float", ch08.CLIENT_ITL_S / units.ms,
                 5.0, 100.0, 0.01),
         Control("output_tokens", "output (tokens)", "int", ch08.OUTPUT_TOKENS, 1, 1024, 1),
         Control("inserted_prefills", "other requests' prefills inserted", "int", 0, 0, 40, 1),
         Control("inserted_prefill_ms", "each inserted prefill (ms)", "float",
-                ch08.PREFILL_S / units.ms, 5.0, 3000.0, 1.0),
+                ch08.PREFILL_S / units.ms, PASS_FLOOR_MS, 3000.0, 1.0),
         Control("deadline_s", "deadline (s)", "float", ch08.DEADLINE_S, 1.0, 30.0, 0.5),
         # the chapter adds an inserted prefill to the interval; an engine that batches it with
         # this request's decode step pays the pass's shared fixed part once (8.2.2's round)
@@ -269,8 +289,9 @@ class RequestTimelinePanel(Panel):
         stall = own_stall if inserted_pass == "own" else shared_stall
         positions = stalled_interval_positions(output_tokens, inserted_prefills)
         alone = timeline_scenario("alone", q, p, itl, output_tokens)
-        busy = timeline_scenario("with inserted prefills", q, p, itl, output_tokens,
-                                 stall_s=stall, stalled_intervals=positions)
+        n_in = len(positions)
+        busy = timeline_scenario(f"with {n_in} inserted prefill{'' if n_in == 1 else 's'}", q, p,
+                                 itl, output_tokens, stall_s=stall, stalled_intervals=positions)
         times = busy["token_times_s"]
         # t_G - t_a in closed form (equal to calc.request_time_s(times), without re-validating
         # every emission time): each applied insertion adds its prefill time once
@@ -295,8 +316,9 @@ class RequestTimelinePanel(Panel):
             "own_pass_request_time_s": base_total + own_stall * len(positions),
             "shared_pass_request_time_s": base_total + shared_stall * len(positions),
             "stall_per_insert_ms": stall / units.ms,
+            "below_read_floor": itl < READ_FLOOR_S,
         }
-        traces, _ = timeline_traces([alone, busy], deadline_s)
+        traces, layout = timeline_traces([alone, busy], deadline_s)
         verdict = "meets" if numbers["meets_deadline"] else "<b>misses</b>"
         text = (f"TTFT: <b>{numbers['ttft_s']:.3f} s</b><br>"
                 f"{output_tokens - 1} output intervals, longest "
@@ -309,12 +331,19 @@ class RequestTimelinePanel(Panel):
                 + ("a pass of its own" if inserted_pass == "own" else
                    f"in the shared pass; on its own it would add {inserted_prefill_ms:g} ms")
                 + ")")
-        return View(numbers=numbers, traces=traces, text=text)
+        if numbers["below_read_floor"]:
+            text += (f"<br><b>below the read floor</b>: reading the weights and this request's "
+                     f"KV once at peak bandwidth takes {READ_FLOOR_S / units.ms:.2f} ms (8.6.3), "
+                     f"so no decode step on this card is that short")
+        return View(numbers=numbers, traces=traces, text=text,
+                    layout={"yaxis": layout["yaxis"]})
 
 
 # --- 8.1.2 memory budget ------------------------------------------------------------------------
 
 _SWEEP_PROMPTS = np.unique(np.geomspace(128, 131072, 41).astype(int) // 16 * 16)
+# 1-3 ticks for the request counts on a log axis (the axis shows the ones its range reaches)
+_COUNT_TICKS = [m * 10 ** e for e in range(6) for m in (1, 3)]
 
 
 @serves("8.1.2")
@@ -343,8 +372,12 @@ class MemoryBudgetPanel(Panel):
         "xaxis": {"title": {"text": "memory (GiB)"}, "domain": [0, 1], "anchor": "y"},
         "yaxis": {"domain": [0.68, 1.0], "anchor": "x"},
         "xaxis2": {"title": {"text": "prompt length (tokens)"}, "type": "log", "anchor": "y2"},
-        "yaxis2": {"title": {"text": "requests that fit"}, "domain": [0.0, 0.48],
-                   "anchor": "x2", "rangemode": "tozero"},
+        # log: the counts run from hundreds at short prompts to a few at long ones, and the
+        # chapter's own points (37 and 10) sit at the bottom of a linear axis; a count of 0
+        # (a request larger than the pool) has no place on it and ends the curve
+        "yaxis2": {"title": {"text": "requests that fit (log scale)"}, "type": "log",
+                   "domain": [0.0, 0.48], "anchor": "x2", "tickmode": "array",
+                   "tickvals": _COUNT_TICKS, "ticktext": [f"{t:,}" for t in _COUNT_TICKS]},
         "legend": {"orientation": "h", "y": -0.18},
     }
 
@@ -356,7 +389,8 @@ class MemoryBudgetPanel(Panel):
         budget = calc.memory_budget(instance_gib * units.GiB, m.weight_bytes, pool)
         row = kv_capacity_row(m, pool, prompt_tokens, output_tokens, **kw)
         in_use = row["fit"] * row["final_kv_bytes"]
-        traces, _ = budget_traces([(f"instance ({instance_gib:g} GiB)", budget)], [in_use])
+        traces, _ = budget_traces([(f"instance ({instance_gib:g} GiB)", budget)], [in_use],
+                                  hide_empty=True)
         reserved = [calc.max_concurrent(pool, m, int(p), output_tokens, **kw)
                     for p in _SWEEP_PROMPTS]
         at_prefill = [int(pool // calc.kv_bytes(m, int(p), **kw)) for p in _SWEEP_PROMPTS]
@@ -441,7 +475,11 @@ class KVCapacityPanel(Panel):
     main_control = "prompt_tokens"
     base_layout = {
         "xaxis": {"title": {"text": "prompt length (tokens)"}, "type": "log"},
-        "yaxis": {"title": {"text": "requests that fit (reserved for the full output)"}},
+        # log: a few requests at long prompts and hundreds at short ones (or with the whole
+        # prompt shared) on one axis, the chapter's 10 and 35 apart; a count of 0 ends a curve
+        "yaxis": {"title": {"text": "requests that fit (log scale)"}, "type": "log",
+                  "tickmode": "array", "tickvals": _COUNT_TICKS,
+                  "ticktext": [f"{t:,}" for t in _COUNT_TICKS]},
         "legend": {"orientation": "h", "y": -0.2},
     }
 
@@ -449,17 +487,25 @@ class KVCapacityPanel(Panel):
                 block_tokens, kv_budget_gib, config_json) -> View:
         m, source = MODELS.pick(model, config_json)
         budget = kv_budget_gib * units.GiB
-        # a request always keeps at least one private token (its newest), so cap the prefix
-        prefix = min(shared_prefix_tokens, prompt_tokens - 1)
+        prefix = shared_prefix_tokens
         kw = dict(block_tokens=block_tokens, bytes_per_value=precision)
+
+        def holds_prefix(p: int) -> bool:
+            # a prompt shares the prefix only if it contains it, and a request keeps at least
+            # one token of its own (the prefix never covers all it holds)
+            return p >= prefix and calc.held_tokens(p, output_tokens) > prefix
+
         independent = [calc.max_concurrent(budget, m, int(p), output_tokens, **kw)
                        for p in _CAPACITY_PROMPTS]
-        shared = [calc.max_concurrent(budget, m, int(p), output_tokens,
-                                      shared_prefix_tokens=min(prefix, int(p) - 1), **kw)
-                  for p in _CAPACITY_PROMPTS]
+        # the shared curve starts at the prefix itself: shorter prompts cannot contain it
+        shared_x = [p for p in sorted({prefix, *(int(p) for p in _CAPACITY_PROMPTS)})
+                    if _CAPACITY_PROMPTS[0] <= p <= _CAPACITY_PROMPTS[-1] and holds_prefix(p)]
+        shared = [calc.max_concurrent(budget, m, p, output_tokens,
+                                      shared_prefix_tokens=prefix, **kw) for p in shared_x]
         n_ind = calc.max_concurrent(budget, m, prompt_tokens, output_tokens, **kw)
-        n_shared = calc.max_concurrent(budget, m, prompt_tokens, output_tokens,
-                                       shared_prefix_tokens=prefix, **kw)
+        n_shared = (calc.max_concurrent(budget, m, prompt_tokens, output_tokens,
+                                        shared_prefix_tokens=prefix, **kw)
+                    if holds_prefix(prompt_tokens) else None)
         per_token = calc.kv_bytes_per_token(m, precision)
         after_prefill = calc.kv_bytes(m, prompt_tokens, **kw)
         after_generation = calc.kv_bytes(m, calc.held_tokens(prompt_tokens, output_tokens), **kw)
@@ -468,20 +514,27 @@ class KVCapacityPanel(Panel):
             "after_prefill_MiB": after_prefill / units.MiB,
             "after_generation_MiB": after_generation / units.MiB,
             "independent_requests": n_ind,
+            # None where the prompt is shorter than the prefix: there is nothing to share
             "shared_prefix_requests": n_shared,
         }
+        shared_text = (f"<b>{n_shared}</b> with the {prefix:,}-token prefix shared"
+                       if n_shared is not None else
+                       f"no shared count: a {prompt_tokens:,}-token prompt cannot contain a "
+                       f"{prefix:,}-token prefix")
         text = (f"<b>{m.name}</b><br>KV per token: {numbers['kv_per_token_KiB']:,.1f} KiB<br>"
                 f"one request after prefill: {numbers['after_prefill_MiB']:,.0f} MiB<br>"
                 f"after {output_tokens} outputs (reserved): "
                 f"{numbers['after_generation_MiB']:,.0f} MiB<br>"
-                f"fit in {kv_budget_gib:g} GiB: <b>{n_ind}</b> independent, "
-                f"<b>{n_shared}</b> with a {prefix:,}-token shared prefix" + source)
+                f"fit in {kv_budget_gib:g} GiB: <b>{n_ind}</b> independent; {shared_text}"
+                + source)
         traces = [
             {"type": "scatter", "x": _CAPACITY_PROMPTS.tolist(), "y": independent,
              "mode": "lines", "name": "independent contexts", "line": {"shape": "hv"}},
-            {"type": "scatter", "x": _CAPACITY_PROMPTS.tolist(), "y": shared, "mode": "lines",
-             "name": f"shared prefix ({prefix:,} tokens)", "line": {"shape": "hv", "dash": "dash"}},
-            {"type": "scatter", "x": [prompt_tokens, prompt_tokens], "y": [n_ind, n_shared],
+            {"type": "scatter", "x": shared_x, "y": shared, "mode": "lines",
+             "name": f"{prefix:,}-token prefix stored once (prompts that contain it)",
+             "line": {"shape": "hv", "dash": "dash"}},
+            {"type": "scatter", "x": [prompt_tokens] * (1 if n_shared is None else 2),
+             "y": [n_ind] + ([] if n_shared is None else [n_shared]),
              "mode": "markers", "name": "this setting", "marker": {"size": 11}},
         ]
         return View(numbers=numbers, traces=traces, text=text)

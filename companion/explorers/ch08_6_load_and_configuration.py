@@ -346,21 +346,26 @@ def amdahl_figure(factors, curves, *, current=None,
 # --- energy per qualifying result ---------------------------------------------------------------------
 
 @serves("8.6.3")
-def energy_per_result_figure(measured, computed, *,
+def energy_per_result_figure(measured, computed=None, *,
                              title: str = "Energy per qualifying result (8.6.3)"):
     """Bars of joules per qualifying result: ``measured`` {label: J} (the chapter's
-    measurements) and ``computed`` {label: J} (companion bounds), in two colours."""
+    measurements) and, if given, ``computed`` {label: J} (companion bounds), in two colours.
+    The two are different quantities (measured GPU + CPU joules of real requests against a
+    GPU-only bound at the power cap): draw them together only with that said."""
     traces = [
         {"type": "bar", "x": list(measured), "y": list(measured.values()),
          "name": "measured in Experiment 8-9 (GPU + CPU package)",
          "marker": {"color": theme.GREY},
          "text": [f"{j:,.1f} J" for j in measured.values()], "textposition": "outside"},
-        {"type": "bar", "x": list(computed), "y": [_finite(j, 0.0) for j in computed.values()],
-         "name": "computed by the companion (card at its power cap)",
-         "marker": {"color": theme.GREEN},
-         "text": [f"{j:,.0f} J" if math.isfinite(j) else "no qualifying result"
-                  for j in computed.values()], "textposition": "outside"},
     ]
+    if computed:
+        traces.append(
+            {"type": "bar", "x": list(computed),
+             "y": [_finite(j, 0.0) for j in computed.values()],
+             "name": "computed by the companion (card at its power cap)",
+             "marker": {"color": theme.GREEN},
+             "text": [f"{j:,.0f} J" if math.isfinite(j) else "no qualifying result"
+                      for j in computed.values()], "textposition": "outside"})
     # disjoint categories: stacking keeps each bar at full width
     layout = {"height": 420, "barmode": "stack",
               "xaxis": {"title": {"text": "configuration"}},

@@ -54,6 +54,22 @@ REFERENCE_COLOR = theme.GREY        # dashed, where the ridge is dotted
 RIDGE_COLOR = theme.GREY
 POINT_COLORS = (theme.VERMILLION, theme.PINK, theme.BLUE, theme.GREEN, theme.ORANGE, theme.SKY)
 POINT_SYMBOLS = ("circle", "circle-open", "diamond", "square", "triangle-up", "x")
+# a point marked phase="prefill" always draws as the orange triangle (the theme's prefill
+# colour), in every figure; the other points take the remaining styles in order
+PREFILL_STYLE = 4
+_OTHER_STYLES = tuple(i for i in range(len(POINT_COLORS)) if i != PREFILL_STYLE)
+
+
+def _point_styles(points) -> list[int]:
+    """The style index of each point: ``PREFILL_STYLE`` for a prefill, the others in turn."""
+    out, k = [], 0
+    for p in points:
+        if p.get("phase") == "prefill":
+            out.append(PREFILL_STYLE)
+        else:
+            out.append(_OTHER_STYLES[k % len(_OTHER_STYLES)])
+            k += 1
+    return out
 
 
 def _hw(hardware) -> Hardware:
@@ -94,7 +110,8 @@ def roofline_traces(hardware: Hardware, points, *, reference: Hardware | None = 
     """Trace dicts of the log-log roofline (17 §2) with workload points on it.
 
     ``points``: dicts as ``calc.roofline_point`` returns them plus a ``label`` (as in
-    ``calc.roofline_points``). The roof is min(peak, intensity x bandwidth) in TFLOP/s; the
+    ``calc.roofline_points``) and optionally ``phase="prefill"``, which draws the point as the
+    prefill's orange triangle whatever its place in the list. The roof is min(peak, intensity x bandwidth) in TFLOP/s; the
     ridge (peak / bandwidth) is a dotted vertical line; ``reference`` draws a second card's roof
     in grey (the chapter's H100 when another card is chosen; hidden when it is the same card).
     Three traces (roof, reference roof, ridge) and then one per point, last: each point is a
@@ -111,6 +128,7 @@ def roofline_traces(hardware: Hardware, points, *, reference: Hardware | None = 
     ridge = ridge_point(hw)
     peak_t = hw.peak_flops_per_s / units.TFLOP
     axes = {} if (xaxis, yaxis) == ("x", "y") else {"xaxis": xaxis, "yaxis": yaxis}
+    styles = _point_styles(pts)
     return [
         {"type": "scatter", "mode": "lines", "x": rx, "y": ry, "name": f"roof: {hw.name}",
          "line": {"color": ROOF_COLOR, "width": 3}, **axes},
@@ -126,11 +144,10 @@ def roofline_traces(hardware: Hardware, points, *, reference: Hardware | None = 
         {"type": "scatter", "mode": "markers", "name": _point_label(p),
          "x": [p["intensity_flop_per_byte"]], "y": [p["attainable_flops_per_s"] / units.TFLOP],
          "hovertemplate": f"{p['label']}<br>%{{x:,.3g}} FLOP/B, %{{y:,.4g}} TFLOP/s<extra></extra>",
-         "marker": {"size": 13, "color": POINT_COLORS[i % len(POINT_COLORS)],
-                    "symbol": POINT_SYMBOLS[i % len(POINT_SYMBOLS)],
-                    "line": {"width": 2, "color": POINT_COLORS[i % len(POINT_COLORS)]}},
+         "marker": {"size": 13, "color": POINT_COLORS[i], "symbol": POINT_SYMBOLS[i],
+                    "line": {"width": 2, "color": POINT_COLORS[i]}},
          **axes}
-        for i, p in enumerate(pts)
+        for i, p in zip(styles, pts)
     ]
 
 
@@ -199,7 +216,7 @@ class RooflinePanel(Panel):
                  **calc.roofline_point(i_weights, hw)),
             dict(label=f"decode, batch {batch}, + {context_tokens:,} live KV tokens each{tag}",
                  **calc.roofline_point(shown[0], hw)),
-            dict(label=f"prefill, {prompt_tokens:,}-token prompt{tag}",
+            dict(label=f"prefill, {prompt_tokens:,}-token prompt{tag}", phase="prefill",
                  **calc.roofline_point(shown[1], hw)),
         ]
         split = calc.decode_time_split(m, hw, **kw)
@@ -230,6 +247,7 @@ class RooflinePanel(Panel):
             "prefill_chapter_ms": full_prefill["chapter_s"] / units.ms,
             "prefill_roofline_ms": full_prefill["roofline_s"] / units.ms,
         })
+        numbers.update(_memory_numbers(m, hw, weight_bytes, step["kv_bytes"]))
         rows = "".join(
             f"<tr><td>{p['label']}</td><td align='right'>{readable(p['intensity_flop_per_byte'])}"
             f"</td><td align='right'>{p['attainable_flops_per_s'] / units.TFLOP:,.4g}</td>"
@@ -245,6 +263,7 @@ class RooflinePanel(Panel):
                 f"batch {batch}: {numbers['decode_batch_step_ms']:.3g} ms per step = "
                 f"{numbers['decode_batch_tok_s']:,.0f} tok/s; a batch of "
                 f"~{numbers['batch_to_reach_ridge']:,.0f} reaches the ridge (weights only)"
+                + _memory_line(numbers, batch, context_tokens, hw)
                 + _fuller_lines(numbers, full_prefill, prompt_tokens, with_attention)
                 + _moe_sweep_lines(m, hw, batch, i_b1, numbers, kw) + source)
         text += accuracy_note("decode-bound")
@@ -306,6 +325,33 @@ def _moe_sweep_lines(m, hw, batch, i_b1, numbers, kw) -> str:
             f"<br>once every expert is read, intensity grows with B again, along the lower "
             f"grey line: each token computes through {m.experts_per_token} of "
             f"{m.n_experts} experts but the step reads all of them")
+
+
+def _memory_numbers(m, hw, weight_bytes: float, kv_bytes: float) -> dict:
+    """What the batched decode point needs in memory: every stored weight at the chosen
+    precision, the batch's live KV and the chapter's runtime reserve (17 §4), against the card.
+    The intensity formula does not look at memory, so a point can sit where no card holds it."""
+    weights = m.with_(bytes_per_param=weight_bytes).weight_bytes
+    needed = weights + kv_bytes + ch17.RUNTIME_RESERVE_BYTES
+    return {"memory_weights_GB": weights / units.GB, "memory_kv_GB": kv_bytes / units.GB,
+            "memory_needed_GB": needed / units.GB,
+            "memory_over_card": needed / hw.mem_bytes, "fits_in_memory": needed <= hw.mem_bytes}
+
+
+def _memory_line(numbers, batch, context_tokens, hw) -> str:
+    """A readout line: does the batched decode point fit on the card at all?"""
+    def gb(x):
+        return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+    parts = (f"{gb(numbers['memory_weights_GB'])} GB of weights + "
+             f"{gb(numbers['memory_kv_GB'])} GB of KV ({batch:,} x {context_tokens:,} tokens) + "
+             f"{ch17.RUNTIME_RESERVE_BYTES / units.GB:g} GB reserve = "
+             f"{gb(numbers['memory_needed_GB'])} GB")
+    if numbers["fits_in_memory"]:
+        return f"<br>memory: {parts}, fits the {hw.mem_bytes / units.GB:g} GB card"
+    return (f"<br><b>does not fit</b>: {parts}, {numbers['memory_over_card']:.1f}x the "
+            f"{hw.mem_bytes / units.GB:g} GB card; the batched point shows the intensity such a "
+            f"batch would have, not one this card can run")
 
 
 def _fuller_lines(numbers, prefill, prompt_tokens, with_attention) -> str:

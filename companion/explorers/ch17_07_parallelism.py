@@ -60,7 +60,7 @@ def tp_step_traces(rows, *, selected: str | None = None) -> tuple[list, dict]:
     labels = [r["label"] for r in rows]
     outline = [3 if r["label"] == selected else 0 for r in rows]
     traces = []
-    for key, name in (("read_s", "read weights + KV (1/p each)"),
+    for key, name in (("read_s", "read weights + KV (1/g each)"),
                       ("latency_s", "collective latency (count x floor)"),
                       ("wire_s", "collective bytes on the wire")):
         traces.append({"type": "bar", "x": labels, "y": _ms(r[key] for r in rows), "name": name,
@@ -82,7 +82,7 @@ def tp_step_traces(rows, *, selected: str | None = None) -> tuple[list, dict]:
 
 @serves("17.7")
 def tp_step_figure(rows, *, selected=None,
-                   title: str = "A tensor-parallel decode step: reads shrink as 1/p, "
+                   title: str = "A tensor-parallel decode step: reads shrink as 1/g, "
                                 "collectives do not (17 §7)"):
     traces, layout = tp_step_traces(rows, selected=selected)
     return _fig(traces, dict(layout, height=440), title)
@@ -90,9 +90,9 @@ def tp_step_figure(rows, *, selected=None,
 
 # the fuller models' toggles: the chapter's setting first
 ALLREDUCE_MODELS = {"flat floor per all-reduce (chapter)": "flat",
-                    "ring: 2(p - 1) latency hops": "ring"}
+                    "ring: 2(g - 1) latency hops (pessimistic bound)": "ring"}
 OVERLAP_MODELS = {"added to the step (chapter)": False,
-                  "hidden under the reads (best case)": True}
+                  "hidden under the reads (best case, batch 2 or more)": True}
 
 
 def fuller_tp_rows(rows, model, hardware, *, batch: int, context_tokens: int,
@@ -100,10 +100,12 @@ def fuller_tp_rows(rows, model, hardware, *, batch: int, context_tokens: int,
                    overlap: bool) -> list[dict]:
     """``rows`` (``calc.tp_layout_rows``) repriced by ``tp_step_fuller``: ring latency and/or
     collectives overlapped with the reads. The latency and wire parts become what stays
-    exposed, so the stacked bars still add up to the step."""
-    links = {"NVLink": (nvlink_latency_s, hardware.interconnect_bytes_per_s),
+    exposed, so the stacked bars still add up to the step. NVLink's wire runs at its one-way
+    rate, as in ``calc.tp_layout_rows``."""
+    one_way = calc.nvlink_one_way_bytes_per_s(hardware)
+    links = {"NVLink": (nvlink_latency_s, one_way),
              "PCIe": (pcie_latency_s, hardware.host_link_bytes_per_s),
-             "none": (nvlink_latency_s, hardware.interconnect_bytes_per_s)}
+             "none": (nvlink_latency_s, one_way)}
     out = []
     for r in rows:
         lat, bw = links[r["link"]]
@@ -119,19 +121,19 @@ def fuller_tp_rows(rows, model, hardware, *, batch: int, context_tokens: int,
 
 @serves("17.7")
 class TensorParallelPanel(Panel):
-    """17 §7: each GPU reads 1/p of the weights, then pays 2 all-reduces per layer."""
+    """17 §7: each GPU reads 1/g of the weights, then pays 2 all-reduces per layer."""
 
     title = "Tensor parallelism: a decode step over NVLink and PCIe (17 §7)"
     controls = (
         model_control(),
         card_control(),
-        choice_control("tp", "TP degree (highlighted)", 4, TP_DEGREES),
+        choice_control("tp", "TP degree g (highlighted)", 4, TP_DEGREES),
         Control("batch", "batch (sequences)", "int", 1, 1, 256, 1),
         Control("context_tokens", "live KV per sequence (tokens)", "int", 0, 0, 32_000, 500),
         Control("nvlink_latency_us", "NVLink collective floor (µs)", "float",
                 ch17.COLLECTIVE_LATENCY_NVLINK_S / units.us, 1.0, 20.0, 0.5),
         Control("pcie_latency_us", "PCIe collective floor (µs)", "float",
-                ch17.COLLECTIVE_LATENCY_PCIE_S / units.us, 5.0, 100.0, 1.0),
+                ch17.COLLECTIVE_LATENCY_PCIE_S / units.us, 1.0, 100.0, 1.0),
         choice_control("collectives", "all-reduce latency", "flat", ALLREDUCE_MODELS),
         choice_control("overlap", "collectives and reads", False, OVERLAP_MODELS),
     )
@@ -153,6 +155,7 @@ class TensorParallelPanel(Panel):
         pc = pick.get("PCIe", nv)
         traffic = calc.tp_allreduce_traffic(m, tp)
         cap = calc.tp_kv_capacity(m, hw, tp=tp)
+        kv = _kv_per_gpu(m, hw, tp, batch, context_tokens)
         traces, layout = tp_step_traces(rows, selected=nv["label"])
         numbers = {
             "activation_KiB": traffic["activation_bytes"] / units.KiB,
@@ -164,16 +167,19 @@ class TensorParallelPanel(Panel):
             "tokens_per_s": nv["tokens_per_s"], "pcie_comm_ms": pc["comm_s"] / units.ms,
             "pcie_overhead_pct": 100 * pc["overhead"],
             "weights_per_gpu_GB": cap["weight_bytes_per_gpu"] / units.GB,
-            "fits": bool(cap["fits"]),
+            # weights, the reserve and this batch's KV share, all on one GPU
+            "fits": bool(cap["fits"]) and kv["kv_bytes_per_gpu"] <= kv["free_bytes_per_gpu"],
+            "weights_fit": bool(cap["fits"]),
+            "kv_per_gpu_GB": kv["kv_bytes_per_gpu"] / units.GB,
+            "free_kv_per_gpu_GB": kv["free_bytes_per_gpu"] / units.GB,
+            "max_sequences": kv["max_sequences"],
             # past tp = KV heads (or at any tp > 1 with MLA's one shared latent) the KV cache is
             # copied on every GPU rather than split: the closed forms here assume a split
             "kv_replicated": tp > 1 and (m.kv_lora_rank is not None or tp > m.n_kv_heads),
             "chapter_step_ms": chapter_nv["step_s"] / units.ms,
         }
-        fit = "fits" if cap["fits"] else "<b>does not fit</b>"
-        per_gpu = numbers["weights_per_gpu_GB"]
-        text = (f"<b>{m.name}, TP {tp}</b>: {per_gpu:.{1 if per_gpu < 10 else 0}f} GB of "
-                f"weights per GPU ({fit} with the 4 GB reserve)<br>"
+        text = (f"<b>{m.name}, TP {tp}</b>: " + _fit_line(numbers, batch, context_tokens)
+                + "<br>"
                 f"{numbers['collectives']} all-reduces per token, "
                 f"{numbers['ring_KiB']:.0f} KiB each on the ring, "
                 f"{numbers['bytes_per_token_MB']:.2f} MB per token<br>"
@@ -183,21 +189,56 @@ class TensorParallelPanel(Panel):
                 f"overhead {numbers['nvlink_overhead_pct']:.0f}%<br>"
                 f"over PCIe: {numbers['pcie_comm_ms']:.2f} ms of collectives, overhead "
                 f"{numbers['pcie_overhead_pct']:.0f}%" + _fuller_note(numbers, nv, collectives,
-                                                                     overlap, tp)
+                                                                     overlap, tp, batch)
                 + _kv_split_note(m, tp) + source_line(m))
         text += accuracy_note("communication-bound")
         return View(numbers=numbers, traces=traces, layout=layout, text=text)
 
 
-def _fuller_note(numbers: dict, nv: dict, collectives: str, overlap: bool, tp: int) -> str:
+def _kv_per_gpu(m, hw, tp: int, batch: int, context_tokens: int) -> dict:
+    """This batch's KV on one GPU and the room for it: the cache splits with the KV heads, up
+    to one head per GPU (past that each GPU keeps a copy; MLA's shared latent is copied at any
+    degree); the room is the card less 1/g of the weights and the chapter's reserve (17 §4)."""
+    shards = 1 if m.kv_lora_rank is not None else min(tp, m.n_kv_heads)
+    per_sequence = context_tokens * calc.kv_bytes_per_token(m) / shards
+    free = hw.mem_bytes - m.weight_bytes / tp - ch17.RUNTIME_RESERVE_BYTES
+    most = int(free // per_sequence) if per_sequence > 0 and free > 0 else 0
+    return dict(kv_bytes_per_gpu=batch * per_sequence, free_bytes_per_gpu=free,
+                max_sequences=most)
+
+
+def _fit_line(numbers: dict, batch: int, context_tokens: int) -> str:
+    """Weights and this batch's KV per GPU against the card, after the runtime reserve."""
+    per_gpu = numbers["weights_per_gpu_GB"]
+    free = f"{max(numbers['free_kv_per_gpu_GB'], 0.0):.0f} GB left"
+    reserve = f"after the {ch17.RUNTIME_RESERVE_BYTES / units.GB:g} GB reserve"
+    weights = f"{per_gpu:.{1 if per_gpu < 10 else 0}f} GB of weights per GPU"
+    if context_tokens == 0:
+        head = f"{weights}, {free} for KV {reserve}: "
+    else:
+        head = (f"{weights} + {numbers['kv_per_gpu_GB']:.1f} GB of KV ({batch:,} x "
+                f"{context_tokens:,} tokens) against {free} {reserve}: ")
+    if not numbers["weights_fit"]:
+        return head + "<b>does not fit</b> (the weights alone overflow)"
+    if not numbers["fits"]:
+        return (head + f"<b>does not fit</b> (at most {numbers['max_sequences']:,} sequences "
+                f"of {context_tokens:,} tokens)")
+    return head + "fits"
+
+
+def _fuller_note(numbers: dict, nv: dict, collectives: str, overlap: bool, tp: int,
+                 batch: int) -> str:
     """A readout line naming the fuller model in use and the chapter's step beside it."""
     if collectives == "flat" and not overlap:
         return ""
     parts = []
     if collectives == "ring" and tp > 1:
         parts.append(f"ring: {2 * (tp - 1)} hops of {nv['hop_latency_s'] / units.us:.2f} µs "
-                     f"per all-reduce")
-    if overlap:
+                     f"per all-reduce, a pessimistic bound for messages this small")
+    if overlap and batch < 2:
+        parts.append("a batch of 1 cannot be split into halves that take turns, so nothing "
+                     "hides: raise the batch to 2 or more")
+    elif overlap:
         parts.append("collectives hidden under the reads where they fit")
     return (f"<br><i>{'; '.join(parts) or 'one GPU: nothing to all-reduce'}: step "
             f"{numbers['step_ms']:.2f} ms against the chapter's "
@@ -271,7 +312,7 @@ def pipeline_traces(grid: dict, *, bubble_curves=None, selected=None,
     if split:
         for k, (stages, (ms, fractions)) in enumerate(sorted(bubble_curves.items())):
             traces.append({"type": "scatter", "mode": "lines", "x": list(ms),
-                           "y": [100 * f for f in fractions], "name": f"bubble, p = {stages}",
+                           "y": [100 * f for f in fractions], "name": f"bubble, S = {stages}",
                            "xaxis": "x2", "yaxis": "y2",
                            # "dash" is the uneven split's line
                            "line": {"color": theme.REQUEST_PALETTE[k % len(theme.REQUEST_PALETTE)],
@@ -287,7 +328,7 @@ def pipeline_traces(grid: dict, *, bubble_curves=None, selected=None,
             traces.append({"type": "scatter", "mode": "markers", "x": [selected[0]],
                            "y": [100 * selected[1]], "name": "this setting", "xaxis": "x2",
                            "yaxis": "y2", "marker": {"size": 12, "color": theme.INK}})
-        layout["xaxis2"] = {"title": {"text": "microbatches m"}, "type": "log",
+        layout["xaxis2"] = {"title": {"text": "microbatches M"}, "type": "log",
                             "domain": [0.68, 1], "anchor": "y2"}
         layout["yaxis2"] = {"title": {"text": "bubble (% of stage time idle)"},
                             "anchor": "x2", "rangemode": "tozero"}
@@ -322,19 +363,20 @@ def uneven_bubble_curve(stages: int) -> tuple:
     """(label, microbatches, bubbles) of ``calc.pp_decode_bubble`` for the real 70B config split
     into ``stages`` decode stages (the dashed curve of ``PipelineBubblePanel``)."""
     cfg = models.load(PIPELINE_CONFIG)
-    label = f"p = {stages}, real 70B stages (lm_head on the last)"
+    label = f"S = {stages}, real 70B stages (lm_head on the last)"
     return label, _MICROBATCH_SWEEP, tuple(
         pp_decode_bubble(cfg, specs.H100_SXM, stages, m)["bubble"] for m in _MICROBATCH_SWEEP)
 
 
 @serves("17.7")
 class PipelineBubblePanel(Panel):
-    """17 §7: stage s runs microbatch j in slot s + j; the empty corners are the bubble."""
+    """17 §7: stage s runs microbatch j in slot s + j; the empty corners are the bubble (of a
+    batch pushed through once; the readout adds what steady-state decode leaves)."""
 
     title = "Pipeline parallelism: the bubble (17 §7)"
     controls = (
-        Control("stages", "pipeline stages p", "int", ch17.PP_STAGES, 1, 16, 1),
-        Control("microbatches", "microbatches m", "int", ch17.PP_MICROBATCHES[0], 1, 64, 1),
+        Control("stages", "pipeline stages S", "int", ch17.PP_STAGES, 1, 16, 1),
+        Control("microbatches", "microbatches M", "int", ch17.PP_MICROBATCHES[0], 1, 160, 1),
     )
     main_control = "microbatches"
     base_layout = {"height": 440}
@@ -357,13 +399,21 @@ class PipelineBubblePanel(Panel):
         split = (f"{lo} layers each" if lo == hi else
                  "/".join(str(n) for n in real["stage_layers"]) + " layers" if stages <= 8
                  else f"{lo} to {hi} layers")
-        text = (f"<b>p = {stages}, m = {microbatches}</b>: {grid['slots']} slots per stage, "
+        text = (f"<b>S = {stages}, M = {microbatches}</b>: {grid['slots']} slots per stage, "
                 f"{grid['idle_cells']} of {stages * grid['slots']} stage-slots idle<br>"
-                f"bubble (p - 1) / (m + p - 1) = <b>{numbers['bubble_pct']:.1f}%</b><br>"
+                f"bubble (S - 1) / (M + S - 1) = <b>{numbers['bubble_pct']:.1f}%</b> "
+                f"(one batch through the pipe, as in a prefill)<br>"
                 f"the 70B shape: {layers:g} layers per stage<br>"
                 f"<i>stages as the real 70B config splits ({split}, lm_head on the "
                 f"last): bubble {numbers['uneven_bubble_pct']:.1f}%, never below "
-                f"{numbers['uneven_floor_pct']:.1f}% however many microbatches</i>")
+                f"{numbers['uneven_floor_pct']:.1f}% however many microbatches</i><br>"
+                f"<i>steady-state decode, where each microbatch comes back to stage 1 for its "
+                f"next token: M ≥ S keeps the pipe full and only that "
+                f"{numbers['uneven_floor_pct']:.1f}% remains"
+                + ("" if microbatches >= stages else
+                   f"; with fewer microbatches than stages, "
+                   f"{100 * (1 - microbatches / stages):.0f}% of stage time stays idle")
+                + "</i>")
         return View(numbers=numbers, traces=traces, layout=layout, text=text)
 
 

@@ -314,11 +314,13 @@ class KVRoutingPanel(Panel):
 
     title = "KV-aware routing: TTFT per turn, cold vs warm worker (17 §8)"
     controls = (
-        Control("turn", "turn", "int", 20, 1, 60, 1),
+        # the three maxima together reach 10,000 + 59 x 2,000 = 128,000 tokens at the last
+        # turn: 17 §4's longest context, whose 8B KV (16.8 GB) fits one H100's 60 GB free
+        Control("turn", "turn", "int", 20, 1, _TURNS[-1], 1),
         Control("first_turn_tokens", "first turn (tokens, system + tools)", "int",
-                ch17.AGENT_FIRST_TURN_TOKENS, 500, 32_000, 500),
+                ch17.AGENT_FIRST_TURN_TOKENS, 500, 10_000, 500),
         Control("tokens_per_turn", "added per turn (tokens)", "int",
-                ch17.AGENT_TOKENS_PER_TURN, 100, 8000, 100),
+                ch17.AGENT_TOKENS_PER_TURN, 100, 2_000, 100),
         Control("warm_share_pct", "turns the router lands warm (%)", "float",
                 100 * ch17.ROUTER_WARM_SHARES[0], 0.0, 100.0, 5.0),
         Control("efficiency_pct", "prefill at % of peak", "float",
@@ -347,7 +349,9 @@ class KVRoutingPanel(Panel):
         weak = ch17.ROUTER_WARM_SHARES[1]
         mean_s = calc.routed_mean_ttft_s(r["cold_s"], r["warm_s"], share)
         weak_mean_s = calc.routed_mean_ttft_s(r["cold_s"], r["warm_s"], weak)
-        numbers = {"context_tokens": r["context_tokens"], "cold_TFLOP": r["cold_flops"] / 1e12,
+        kv_gb = calc.kv_bytes(m, r["context_tokens"], block_tokens=1) / units.GB
+        numbers = {"context_tokens": r["context_tokens"], "kv_GB": kv_gb,
+                   "cold_TFLOP": r["cold_flops"] / 1e12,
                    "cold_ms": r["cold_s"] / units.ms, "warm_TFLOP": r["warm_flops"] / 1e12,
                    "warm_ms": r["warm_s"] / units.ms, "speedup": r["speedup"],
                    "mean_ms": mean_s / units.ms, "mean_ms_at_30pct": weak_mean_s / units.ms,
@@ -355,7 +359,8 @@ class KVRoutingPanel(Panel):
                    "p99_ms": pct[99] / units.ms, "cold_attention_ms": full["cold_s"] / units.ms,
                    "warm_attention_ms": full["warm_s"] / units.ms,
                    "speedup_attention": full["speedup"]}
-        text = (f"turn {turn}: context {r['context_tokens']:,} tokens<br>"
+        text = (f"turn {turn}: context {r['context_tokens']:,} tokens "
+                f"({kv_gb:,.1f} GB of KV held)<br>"
                 f"cold: {numbers['cold_TFLOP']:,.1f} TFLOP -> <b>{numbers['cold_ms']:,.0f} ms"
                 f"</b>; warm: {numbers['warm_TFLOP']:,.1f} TFLOP -> "
                 f"<b>{numbers['warm_ms']:,.0f} ms</b> ({numbers['speedup']:.0f}x)<br>"
@@ -446,7 +451,10 @@ def disaggregation_diagram_traces(pools: dict, flows: dict) -> tuple[list, dict]
         arrow(3.2, 4.4, 2.6, 3.5),
         label(2.1, 4.3, f"{flows['prompt_tok_s']:,.0f}<br>prompt tok/s"),
         arrow(6.9, 2.8, 5.6, 3.4, colour=theme.SERVING_COLORS["comm"]),
+        # the total is spread over the prefill groups' own links: each sends its share
         label(7.9, 3.9, f"KV hop: {flows['kv_bytes_s'] / units.GB:,.1f} GB/s in all,<br>"
+                        f"{flows['kv_bytes_s'] / pools['prefill_groups'] / units.GB:,.1f} GB/s "
+                        f"from each prefill group,<br>"
                         f"{flows['ship_ms']:.{0 if flows['ship_ms'] >= 10 else 1}f} ms "
                         f"{flows.get('hop', 'per request')}<br>({flows['link']})",
               colour=theme.SERVING_COLORS["comm"]),
@@ -503,6 +511,8 @@ class DisaggregationDiagramPanel(Panel):
                    "decode_groups": pools["decode_groups"],
                    "prefill_to_decode": pools["prefill_to_decode"],
                    "kv_bytes_per_request": kv_request, "kv_GB_per_s": flows["kv_bytes_s"] / units.GB,
+                   "kv_GB_per_s_per_prefill_group": (flows["kv_bytes_s"] / pools["prefill_groups"]
+                                                     / units.GB),
                    "ship_ms": ship / units.ms, "exposed_ms": layered["exposed_s"] / units.ms,
                    "hop_ms": shown / units.ms}
         overlap = (f"<br><i>shipped layer by layer while the prefill ({prefill_tp(m)} GPU"
@@ -511,6 +521,7 @@ class DisaggregationDiagramPanel(Panel):
         text = (f"<b>{pools['prefill_groups']} prefill</b> and <b>{pools['decode_groups']} "
                 f"decode</b> groups (ratio {pools['prefill_to_decode']:.2g} : 1)<br>"
                 f"KV per mean request {kv_request / units.GB:.2f} GB, {ship / units.ms:.0f} ms "
-                f"over {link}; {flows['kv_bytes_s'] / units.GB:,.1f} GB/s between the pools"
+                f"over {link}; {flows['kv_bytes_s'] / units.GB:,.1f} GB/s between the pools, "
+                f"{numbers['kv_GB_per_s_per_prefill_group']:,.1f} GB/s from each prefill group"
                 + overlap + source_line(m))
         return View(numbers=numbers, traces=traces, layout=layout, text=text)

@@ -81,8 +81,11 @@ def tp_step_fuller(model: Model, hardware: Hardware, tp: int, *, collectives: st
     at the chapter's TP = 4 and part at other degrees. The bytes on the wire are the chapter's
     in both. ``overlap=False`` adds the collectives to the reads (the chapter); ``True``
     exposes only max(0, comm - read), the bound for collectives fully overlapped with the
-    weight and KV reads. Returns read_s, latency_s, wire_s, comm_s, exposed_s, step_s,
-    overhead (exposed / read), tokens_per_s and hop_latency_s (17 §7, fuller).
+    weight and KV reads. Overlap needs the batch split into two halves that take turns (one
+    reads weights while the other all-reduces), so it takes a batch of 2 or more: at batch 1
+    nothing hides and the step is the added one. Returns read_s, latency_s, wire_s, comm_s,
+    exposed_s, step_s, overhead (exposed / read), tokens_per_s and hop_latency_s (17 §7,
+    fuller).
     """
     kind = v.choice("collectives", collectives, COLLECTIVE_MODELS)
     hide = v.boolean("overlap", overlap)
@@ -96,7 +99,8 @@ def tp_step_fuller(model: Model, hardware: Hardware, tp: int, *, collectives: st
         count = tp_allreduce_traffic(model, tp)["collectives"]
         latency = count * 2 * (tp - 1) * hop
     comm = latency + base["wire_s"]
-    exposed = max(0.0, comm - base["read_s"]) if hide else comm
+    # a single sequence cannot be split into halves that take turns: nothing to overlap
+    exposed = max(0.0, comm - base["read_s"]) if hide and batch >= 2 else comm
     step = base["read_s"] + exposed
     return dict(read_s=base["read_s"], latency_s=latency, wire_s=base["wire_s"], comm_s=comm,
                 exposed_s=exposed, step_s=step, overhead=exposed / base["read_s"],

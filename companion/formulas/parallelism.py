@@ -104,14 +104,21 @@ def tp_decode_step(model: Model, hardware: Hardware, tp: int, *,
 def tp_layout_rows(model, hardware, *, degrees=(1, 2, 4, 8), batch: int = 1,
                    context_tokens: int = 0,
                    nvlink_latency_s: float = ch17.COLLECTIVE_LATENCY_NVLINK_S,
-                   pcie_latency_s: float = ch17.COLLECTIVE_LATENCY_PCIE_S) -> list[dict]:
+                   pcie_latency_s: float = ch17.COLLECTIVE_LATENCY_PCIE_S,
+                   nvlink_bytes_per_s: float | None = None) -> list[dict]:
     """``tp_decode_step`` for each TP degree over NVLink and over PCIe (TP 1 once):
-    dicts with label, tp, link, read_s, latency_s, wire_s, step_s, overhead, tokens_per_s."""
+    dicts with label, tp, link, read_s, latency_s, wire_s, step_s, overhead, tokens_per_s.
+
+    A ring all-reduce sends and receives at once, so each direction carries its own bytes:
+    the NVLink wire term uses one direction, ``nvlink_bytes_per_s`` (default
+    ``nvlink_one_way_bytes_per_s``, 450 GB/s on the H100, half the 900 GB/s that adds both);
+    PCIe's figure (64 GB/s for Gen5 x16) is already per direction."""
     hw = _hardware(hardware)
     seq = v.sequence("degrees", degrees)
     tps = [v.count(f"degrees[{i}]", d) for i, d in enumerate(seq)]
-    links = {"NVLink": (v.nonnegative("nvlink_latency_s", nvlink_latency_s),
-                        hw.interconnect_bytes_per_s),
+    nv_bw = (nvlink_one_way_bytes_per_s(hw) if nvlink_bytes_per_s is None
+             else v.positive("nvlink_bytes_per_s", nvlink_bytes_per_s))
+    links = {"NVLink": (v.nonnegative("nvlink_latency_s", nvlink_latency_s), nv_bw),
              "PCIe": (v.nonnegative("pcie_latency_s", pcie_latency_s),
                       hw.host_link_bytes_per_s)}
     rows = []

@@ -31,6 +31,7 @@ from companion.chapters import ch17
 from companion.formulas.args import hardware_arg as _hardware
 from companion.formulas.args import model_arg as _model
 from companion.formulas.core import decode_step_time
+from companion.formulas.communication import kv_layered_transfer
 from companion.formulas.parallelism import kv_transfer_s, nvlink_one_way_bytes_per_s
 from companion.formulas.performance import (chunked_prefill_trade, prefill_compute_s,
                                             tp_kv_capacity)
@@ -214,6 +215,10 @@ def prefill_pool_for_ttft(request_rate_per_s: float, mean_prompt_tokens: float, 
 
 FLEET_LAYOUTS = ("shared", "split")
 
+# how the split's KV hop travels: the whole cache after the prefill (the chapter's reading), or
+# layer by layer while the prefill still runs (``kv_layered_transfer``: only its exposed tail)
+_FLEET_HOPS = ("whole", "layered")
+
 
 def _decode_batch(per_gpu_rate: float, decode_tokens: int, round_s, cap: int):
     """The least whole batch B with B >= rate x decode tokens x round_s(B) (Little's law: a
@@ -240,7 +245,7 @@ def fleet_goodput(request_rate_per_s: float, gpus: int, *, layout: str = "shared
                   output_tokens: int = ch17.MEAN_OUTPUT_TOKENS,
                   ttft_target_s: float = ch17.TTFT_P90_TARGET_S,
                   itl_target_s: float = ch17.ITL_TARGET_S,
-                  link_bytes_per_s: float | None = None,
+                  link_bytes_per_s: float | None = None, kv_hop: str = "whole",
                   efficiency: float = ch17.PREFILL_EFFICIENCY, percentile: float = 90.0) -> dict:
     """Goodput of ``gpus`` GPUs at a Poisson request rate: the requests per second that meet
     both the TTFT and the ITL target (17 §8's measure, after DistServe), an analytic model.
@@ -257,16 +262,20 @@ def fleet_goodput(request_rate_per_s: float, gpus: int, *, layout: str = "shared
       chapter's §6 iteration (``chunked_prefill_trade``); the chunk is the largest that keeps
       the round within the ITL target (the token budget), so ITL holds by construction and a
       prompt of n tokens takes n / c rounds. TTFT: the time in an M/M/N pool of that service.
-    - "split": ``prefill_gpus`` GPUs prefill whole prompts, the rest decode; TTFT is the time in
-      an M/M/P pool plus the KV hop of a mean prompt (``kv_transfer_s`` over
-      ``link_bytes_per_s``, default NVLink one way); the decode GPUs' step must stay within the
-      ITL target at their batch.
+    - "split": ``prefill_gpus`` GPUs prefill whole prompts, the rest decode. The prefill GPU
+      streams token 1 (the prompt's last position yields it), so TTFT is the time in an M/M/P
+      pool; the KV hop of a mean prompt (``link_bytes_per_s``, default NVLink one way) delays
+      token 2: the first inter-token gap is the hop plus a decode step, and it must stay
+      within the ITL target like every later step. ``kv_hop`` "whole" ships the cache after
+      the prefill (``kv_transfer_s``, the chapter's reading); "layered" ships it layer by layer
+      during the prefill, leaving only ``kv_layered_transfer``'s exposed tail.
 
     A request meets its TTFT target with the pool's probability; ITL is met by every stream or
     by none (one mean batch per GPU). goodput = rate x P(TTFT <= target) when ITL holds and the
     queues are stable, else 0. Returns goodput_per_s, ttft_met_share, ttft_percentile_s (the
     ``percentile``-th TTFT), itl_met, slo_met (TTFT percentile and ITL both within target),
-    stable, decode_batch, step_s, round_s (the longest round a stream sees), chunk_tokens
+    stable, decode_batch, step_s, round_s (the longest round a stream sees), first_gap_s (the
+    first inter-token gap: the hop plus a step when split, a round when shared), chunk_tokens
     (shared), prefill_service_s, prefill_utilization, hop_s, prefill_gpus, decode_gpus and
     limit (what fails first, "" when nothing does).
 
@@ -287,6 +296,7 @@ def fleet_goodput(request_rate_per_s: float, gpus: int, *, layout: str = "shared
     q = v.number("percentile", percentile, at_least=0.0, at_most=100.0)
     link = (nvlink_one_way_bytes_per_s(hw) if link_bytes_per_s is None
             else v.positive("link_bytes_per_s", link_bytes_per_s))
+    hop_kind = v.choice("kv_hop", kv_hop, _FLEET_HOPS)
     if kind == "split":
         if n_gpus < 2:
             raise ValueError(f"gpus: a split fleet needs at least 2 GPUs, got {gpus!r}")
@@ -301,7 +311,8 @@ def fleet_goodput(request_rate_per_s: float, gpus: int, *, layout: str = "shared
     out = dict(rate_per_s=lam, layout=kind, gpus=n_gpus, prefill_gpus=p,
                decode_gpus=n_gpus if kind == "shared" else n_gpus - p, goodput_per_s=0.0,
                ttft_met_share=0.0, ttft_percentile_s=math.inf, itl_met=False, slo_met=False,
-               stable=False, decode_batch=None, step_s=None, round_s=None, chunk_tokens=None,
+               stable=False, decode_batch=None, step_s=None, round_s=None, first_gap_s=None,
+               chunk_tokens=None,
                prefill_service_s=None, prefill_utilization=None, hop_s=0.0, limit="")
 
     def step(b):
@@ -333,13 +344,14 @@ def fleet_goodput(request_rate_per_s: float, gpus: int, *, layout: str = "shared
         if batch is None:
             out["limit"] = found.get("limit") or "KV cache full"
             return out
-        service, hop = found["service"], 0.0
+        service = found["service"]
         out.update(decode_batch=batch, step_s=found["step"], round_s=found["iteration"],
-                   chunk_tokens=found["chunk"])
+                   first_gap_s=found["iteration"], chunk_tokens=found["chunk"])
     else:
         d = n_gpus - p
         service = prefill_compute_s(m, hw, n, efficiency=e)
-        hop = kv_transfer_s(m, n, link)
+        hop = (kv_transfer_s(m, n, link) if hop_kind == "whole" else
+               kv_layered_transfer(m, hw, n, link, efficiency=e)["exposed_s"])
         out.update(hop_s=hop, prefill_service_s=service, prefill_utilization=lam * service / p)
         if lam * service >= p:
             out["limit"] = "prefill queue unstable"
@@ -348,13 +360,15 @@ def fleet_goodput(request_rate_per_s: float, gpus: int, *, layout: str = "shared
         if batch is None:
             out["limit"] = "KV cache full"
             return out
-        out.update(decode_batch=batch, step_s=st, round_s=st)
-        if st > itl_target:
-            out["limit"] = "decode step over the ITL target"
+        # token 1 left with the prefill; token 2 waits for the hop, then a decode step
+        out.update(decode_batch=batch, step_s=st, round_s=st, first_gap_s=hop + st)
+        if hop + st > itl_target:
+            out["limit"] = ("decode step over the ITL target" if st > itl_target else
+                            "KV hop and first step over the ITL target")
             return out
     prob = erlang_c(p, lam * service)
-    met = 1.0 - _time_tail(lam, service, p, prob, ttft_target - hop)
-    ttft_q = hop + _time_percentile(lam, service, p, prob, 1.0 - q / 100.0)
+    met = 1.0 - _time_tail(lam, service, p, prob, ttft_target)
+    ttft_q = _time_percentile(lam, service, p, prob, 1.0 - q / 100.0)
     out.update(goodput_per_s=lam * met, ttft_met_share=met, ttft_percentile_s=ttft_q,
                itl_met=True, slo_met=ttft_q <= ttft_target, stable=True,
                prefill_service_s=service, prefill_utilization=lam * service / p)

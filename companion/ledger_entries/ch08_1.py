@@ -49,7 +49,10 @@ def entries() -> list[Entry]:
                                             short_g)),
         entry("8.1.1/stalled-interval-ms", "8.1.1", "interval with an inserted 0.096 s prefill",
               "123", "ms", stalled_itl / ms,
-              note="26.5 + 96 = 122.5 ms exactly; the chapter rounds the half up to 123."),
+              # word for word the note of sim_scheduler's "8.1.1/sim-stalled-interval-ms":
+              # the ledger shows the two in one row, and a note the row carries is shown once
+              note="26.5 + 96 = 122.5 ms exactly (one decode interval plus the 0.096 s "
+                   "prefill); the chapter rounds the half up to 123."),
         entry("8.1.1/stalled-total-s", "8.1.1", "total time with one inserted prefill", "7.05",
               "s", calc.request_time_s(stalled)),
 

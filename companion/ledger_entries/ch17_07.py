@@ -6,7 +6,7 @@ from companion import calc
 from companion.chapters import ch08, ch17
 from companion.ledger import Entry, entry
 from companion.specs import H100_SXM, LLAMA_70B, LLAMA_405B
-from companion.units import GB, KiB, MB, ms, us
+from companion.units import GB, KiB, MiB, ms, us
 
 S = "17.7"
 
@@ -33,13 +33,18 @@ def entries() -> list[Entry]:
               traffic["ring_bytes"] / KiB),
         entry("17.7/collectives", S, "collectives per token = 2 x 80 layers", "160",
               "collectives", traffic["collectives"]),
-        entry("17.7/bytes-per-token-MB", S, "bytes per token per GPU = 160 x 24 KB", "3.8", "MB",
-              traffic["bytes_per_token"] / MB, tol=0.15,
-              note="Mixed units: 160 x 24 KiB = 3,932,160 B = 3.93 MB (3.75 MiB); the chapter's "
-                   "3.8 is 160 x 24 = 3,840 'KB' divided by 1,000. The wire time (~4 us) holds "
-                   "either way."),
+        entry("17.7/bytes-per-token-MB", S, "bytes per token per GPU = 160 x 24 KB", "3.8",
+              "MB (MiB)", traffic["bytes_per_token"] / MiB,
+              note="Units: the chapter's 'KB' is KiB here, and so is its 'MB': 160 x 24 KiB = "
+                   "3,840 KiB = 3.75 MiB, printed 3.8. In decimal units the same bytes are "
+                   "3,932,160 B = 3.93 MB."),
         entry("17.7/wire-us", S, "wire time on NVLink = 3.8e6 / 900e9", "4", "µs",
-              nvlink["wire_s"] / us),
+              nvlink["wire_s"] / us,
+              note="Erratum (both directions counted). H100 NVLink's 900 GB/s adds the two "
+                   "directions; a ring all-reduce sends and receives at once, so each direction "
+                   "carries its bytes at 450 GB/s and the wire time is twice the printed one "
+                   f"({traffic['bytes_per_token'] / calc.nvlink_one_way_bytes_per_s(hw) / us:.1f}"
+                   " us). Still trivial beside the 0.8 ms latency floor."),
         entry("17.7/latency-floor-ms", S, "latency floor ~ 160 x 5 µs", "0.8", "ms",
               nvlink["latency_s"] / ms),
         entry("17.7/weights-read-ms", S, "decode step at TP = 4: weights 35 GB / 3.35 TB/s",

@@ -34,11 +34,13 @@ def entries() -> list[Entry]:
               pools["prefill_to_decode"]),
         entry("17.8/kv-to-ship-GB", S, "one 8K-token 70B request's KV to ship", "2.62", "GB",
               calc.kv_bytes(m70, L, block_tokens=1) / GB),
+        # a hop runs one way: the companion's value is the one-way time, not 2.62 / 900
         entry("17.8/kv-nvlink-ms", S, "over NVLink 900 GB/s: 2.62 / 900", "3", "ms",
-              calc.kv_transfer_s(m70, L, ch17.H100_NVLINK_BYTES_PER_S) / ms,
+              calc.kv_transfer_s(m70, L, calc.nvlink_one_way_bytes_per_s(hw)) / ms,
               note="Erratum (both directions counted). H100 NVLink's 900 GB/s adds the two "
                    "directions; a KV hop goes one way, at 450 GB/s, so the ship takes twice "
-                   "the printed time (2.62 GB / 450 GB/s = 5.8 ms). Still far below RDMA's."),
+                   "the printed time (2.62 GB / 450 GB/s = 5.8 ms; 2.62 / 900 = 2.9 ms is the "
+                   "printed reading). Still far below RDMA's."),
         entry("17.8/kv-rdma-ms", S, "over 400 Gb RDMA 50 GB/s: 2.62 / 50", "52", "ms",
               calc.kv_transfer_s(m70, L, ch17.RDMA_400G_BYTES_PER_S) / ms),
         entry("17.8/turn20-context", S, "turn 20 context = 6,000 + 19 x 1,200", "28,800",

@@ -124,9 +124,10 @@ def entries() -> list[Entry]:
         entry("8.1.1/sim-stalled-interval-ms", "8.1.1",
               "simulated: interval holding another request's prefill", "123", "ms",
               stalled_itl / ms,
-              note="The round holding the other prompt takes 26.5 + 96 = 122.5 ms on this "
-                   "timeline (one decode step plus the 0.096 s prefill); the chapter rounds the "
-                   "half up to 123.", **S),
+              # word for word the note of ch08_1's "8.1.1/stalled-interval-ms": the ledger
+              # shows the two entries in one row, and a note the row carries is shown once
+              note="26.5 + 96 = 122.5 ms exactly (one decode interval plus the 0.096 s "
+                   "prefill); the chapter rounds the half up to 123.", **S),
         entry("8.1.1/sim-stalled-total-s", "8.1.1", "simulated: total time with one inserted "
               "prefill", "7.05", "s", inserted.token_times["short"][-1], **S),
 

@@ -76,7 +76,7 @@ print(f"capacity C               {instance.capacity_bytes / units.GiB:6.1f} GiB"
 print(f"weights M_w              {instance.weight_bytes / units.GiB:6.1f} GiB")
 print(f"KV pool M_KV             {instance.kv_pool_bytes / units.GiB:6.1f} GiB")
 print(f"left for M_a + M_u       {instance.slack_bytes / units.GiB:6.1f} GiB")
-plots.memory_budget_figure([("32 GiB instance", instance)],
+plots.memory_budget_figure([("32 GiB instance", instance)], hide_empty=True,
                            title="The chapter's instance on the RTX PRO 6000").show()
 
 # %% [markdown]

@@ -22,7 +22,8 @@
 # deadline of the running example) and a *memory* budget per instance (32 GiB, of which
 # 12 GiB is KV cache). This notebook takes both apart for the chapter's short request, a
 # 2048-token prompt answered with 256 tokens by Qwen3-8B on an RTX PRO 6000
-# ([overview](08_0_overview.ipynb)).
+# ([overview](08_0_overview.ipynb)). It takes 8.1.3's metrics straight after 8.1.1's timeline,
+# because they are read off that timeline, and comes to memory (8.1.2) last.
 
 # %%
 from companion import calc, ledger, plots, specs, units, widgets
@@ -97,11 +98,17 @@ print(f"TTFT                    {calc.ttft_s(times):.3f} s")
 print(f"output intervals        {len(intervals)}, summing to {sum(intervals):.2f} s")
 print(f"request time            {calc.request_time_s(times):.2f} s")
 
-# %% [markdown]
-# These are per-request numbers. The instance as a whole is judged by throughput, the tokens
-# it produces per second over all requests. One decode round that advances 16 requests yields
-# 16 tokens; Experiment 8-1 measures such a round at 27.44 ms, against 26.26 ms for a round
-# with one request:
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+delivery_ms = (ch08.CLIENT_ITL_S - ch08.ROUND_B1_S) / units.ms
+md(f"""These are per-request numbers. The instance as a whole is judged by throughput, the
+tokens it produces per second over all requests. One decode round that advances
+16 requests yields 16 tokens; Experiment 8-1 measures such a round
+at {ch08.ROUND_B16_S / units.ms:.2f} ms, against {ch08.ROUND_B1_S / units.ms:.2f} ms for a round
+with one request. Both come from the engine's own log of its rounds. The
+{ch08.CLIENT_ITL_S / units.ms:g} ms interval of the timeline above is what the *client*
+measures between tokens, which also includes handing each token over to it (8.6.3): the
+{delivery_ms:.2f} ms between the two numbers is delivery, not computation.""")
 
 # %%
 for n, round_s in ((16, ch08.ROUND_B16_S), (1, ch08.ROUND_B1_S)):
@@ -133,7 +140,7 @@ print(f"weights {instance.weight_bytes / units.GiB:.1f} GiB + KV pool "
       f"{instance.kv_pool_bytes / units.GiB:.0f} GiB in C = "
       f"{instance.capacity_bytes / units.GiB:.0f} GiB leaves "
       f"{instance.slack_bytes / units.GiB:.1f} GiB for activations and graph buffers")
-plots.memory_budget_figure([("32 GiB instance", instance)]).show()
+plots.memory_budget_figure([("32 GiB instance", instance)], hide_empty=True).show()
 
 # %% [markdown]
 # ### KV per token
@@ -197,10 +204,11 @@ ledger.show("8.1")
 # ## Explorer: memory budget and KV capacity
 #
 # Change the model, the KV format, the prompt and output lengths, the block size, the KV pool
-# or the instance size. The top bar is the instance's memory; the lower plot shows how many
-# requests of each prompt length fit when each reserves its final KV (solid) and how many a
-# scheduler that sized them at prefill would admit (dotted; they would run out mid-answer).
-# The button restores the chapter's setting.
+# or the instance size. The top bar is the instance's memory; the lower plot shows, on a log
+# scale, how many requests of each prompt length fit when each reserves its final KV (solid),
+# how many a scheduler that sized them at prefill would admit (dotted; they would run out
+# mid-answer) and how many fit by what they hold on average (dashed; see below). The button
+# restores the chapter's setting.
 
 # %% tags=["nbval-ignore-output"]
 memory = widgets.MemoryBudgetPanel()
@@ -214,8 +222,12 @@ for key, value in memory.at().numbers.items():
 # ## Explorer: the timeline against the deadline
 #
 # Move the queueing time, the prefill time, the output interval and the output length, and
-# insert other requests' prefills into this request's decode phase. The readout tells how many
-# such insertions the request can absorb before it misses the deadline.
+# insert other requests' prefills into this request's decode phase. The second row is the
+# request with the prefills you insert (none at the chapter's setting, so it matches the
+# first). The readout tells how many such insertions the request can absorb before it misses
+# the deadline, and warns when the output interval is shorter than reading the weights once
+# allows. The prefill sliders start at the fixed part of 8.2.2's round fit, the shortest pass
+# that fit prices.
 
 # %% tags=["nbval-ignore-output"]
 timeline = widgets.RequestTimelinePanel()
@@ -232,26 +244,34 @@ for inserted in (0, 1):
 # ## Where this model breaks: one interval for every token
 #
 # A prefill that joins a decode step's forward pass shares that pass's fixed cost (one read of
-# the weights, one set of kernel launches), so it stretches the interval by less than its own
-# time; the timeline explorer's *an inserted prefill runs* menu switches between the two.
+# the weights, one round of kernel submissions), so it stretches the interval by less than its
+# own time; the timeline explorer's *an inserted prefill runs* menu switches between the two.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the table below
 from companion import tables
 
+
+def ends(n):
+    """The request's end and its margin against the deadline, as a table cell."""
+    late = n["margin_s"] < 0
+    return (f"{n['request_time_s']:.3f} s, {abs(n['margin_s']) / units.ms:,.0f} ms "
+            f"{'late' if late else 'to spare'}")
+
+
 t_ctl = {c.name: c for c in timeline.controls}
-t_rows = []
-for t_label, t_kw in ((f"1 prefill of {ch08.PREFILL_S / units.ms:.0f} ms (the chapter)",
-                       dict(inserted_prefills=1)),
-                      (f"{t_ctl['inserted_prefills'].max} prefills of "
-                       f"{t_ctl['inserted_prefill_ms'].min:g} ms",
-                       dict(inserted_prefills=t_ctl["inserted_prefills"].max,
-                            inserted_prefill_ms=t_ctl["inserted_prefill_ms"].min))):
-    t_own = timeline.at(inserted_pass="own", **t_kw).numbers["request_time_s"]
-    t_shared = timeline.at(inserted_pass="shared", **t_kw).numbers["request_time_s"]
-    t_rows.append((t_label, f"{t_own:.2f} s", f"{t_shared:.2f} s", f"{t_shared / t_own:.2f}"))
-md(tables.markdown_table(("setting (request's end)", "chapter's model (own pass)",
-                          "fuller model (shared pass)", "fuller / chapter"), t_rows))
+most, shortest_ms = t_ctl["inserted_prefills"].max, t_ctl["inserted_prefill_ms"].min
+t_settings = {f"1 prefill of {ch08.PREFILL_S / units.ms:.0f} ms (the chapter)":
+              dict(inserted_prefills=1),
+              f"{most} prefills of {shortest_ms:g} ms (the slider's shortest)":
+              dict(inserted_prefills=most, inserted_prefill_ms=shortest_ms)}
+pass_rows = {label: {way: timeline.at(inserted_pass=way, **kw).numbers
+                     for way in ("own", "shared")}
+             for label, kw in t_settings.items()}
+md(tables.markdown_table(("setting (request's end, against the deadline)",
+                          "chapter's model (own pass)", "fuller model (shared pass)"),
+                         [(label, ends(r["own"]), ends(r["shared"]))
+                          for label, r in pass_rows.items()]))
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # #### In detail
@@ -260,72 +280,49 @@ md(tables.markdown_table(("setting (request's end)", "chapter's model (own pass)
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
-# %% [markdown]
-# The timeline gives every output the same interval and charges an inserted prefill its whole
-# standalone time on top of the interval it lands in. Both are simplifications, and both can be
-# priced with the chapter's own numbers.
-#
-# - **A shared pass.** An engine that batches continuously (8.2.2) runs the newcomer's prompt in
-#   the same forward pass as this request's next decode step. Every pass pays a part that does
-#   not depend on its tokens (reading the weights, launching the kernels: the fixed term of
-#   8.2.2's round fit), and a shared pass pays it once, so the interval grows by the prefill
-#   minus that part (`calc.inserted_prefill_stall_s`). An engine that gives each prefill a pass
-#   of its own pays the chapter's sum. The timeline explorer has a toggle for the two.
-# - **A growing context.** Each decode step reads the KV of every token before it, so a later
-#   step reads a little more than an early one. `calc.context_growth_intervals_s` prices the
-#   extra bytes along Experiment 8-1's measured decode rounds (round time against bytes read).
-
-# %%
-controls = {c.name: c for c in timeline.controls}
-most, longest_ms = controls["inserted_prefills"].max, controls["inserted_prefill_ms"].max
-shortest_ms = controls["inserted_prefill_ms"].min
-settings = {f"the chapter: 1 prefill of {ch08.PREFILL_S / units.ms:.0f} ms":
-            dict(inserted_prefills=1),
-            f"{most} prefills of {longest_ms:,.0f} ms": dict(inserted_prefills=most,
-                                                             inserted_prefill_ms=longest_ms),
-            f"{most} prefills of {shortest_ms:,.0f} ms": dict(inserted_prefills=most,
-                                                              inserted_prefill_ms=shortest_ms)}
-pass_rows = {label: {way: timeline.at(inserted_pass=way, **kw).numbers for way in ("own", "shared")}
-             for label, kw in settings.items()}
-print(f"a {ch08.PREFILL_S / units.ms:.0f} ms prefill adds "
-      f"{calc.inserted_prefill_stall_s(ch08.PREFILL_S) / units.ms:.2f} ms in a pass of its own, "
-      f"{calc.inserted_prefill_stall_s(ch08.PREFILL_S, fused=True) / units.ms:.2f} ms in a "
-      f"shared one\n")
-print(f"{'inserted':34} {'own pass: longest':>18} {'request':>9} {'shared: longest':>16} "
-      f"{'request':>9}")
-for label, r in pass_rows.items():
-    print(f"{label:34} {r['own']['longest_interval_ms']:>15,.1f} ms {r['own']['request_time_s']:>7.2f} s"
-          f" {r['shared']['longest_interval_ms']:>13,.1f} ms {r['shared']['request_time_s']:>7.3f} s")
-growth = {g: calc.context_growth_intervals_s(model, ch08.CLIENT_ITL_S, short_p, g)
-          for g in (short_g, controls["output_tokens"].max)}
-for g, iv in growth.items():
-    print(f"{g:,} outputs: intervals from {iv[0] / units.ms:.3f} to {iv[-1] / units.ms:.3f} ms, "
-          f"{(sum(iv) - len(iv) * ch08.CLIENT_ITL_S) / units.ms:.1f} ms added over the answer")
-
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
-one, big, small = (pass_rows[k] for k in settings)
-added = {g: (sum(iv) - len(iv) * ch08.CLIENT_ITL_S) for g, iv in growth.items()}
-g_max = controls["output_tokens"].max
-md(f"""> **Where this model breaks: the output interval.** At the chapter's setting one inserted
-> prefill stretches an interval to {one['own']['longest_interval_ms']:.1f} ms in a pass of its own
-> and to {one['shared']['longest_interval_ms']:.1f} ms in a shared pass; the request ends at
-> {one['own']['request_time_s']:.3f} s or {one['shared']['request_time_s']:.3f} s. Both miss the
-> {ch08.DEADLINE_S:g} s deadline, so the chapter's verdict stands, but the overshoot shrinks from
-> {-one['own']['margin_s'] * 1000:.0f} to {-one['shared']['margin_s'] * 1000:.0f} ms. At the
-> explorer's extremes the gap is one fixed part per insertion: {most} prefills of
-> {longest_ms:,.0f} ms cost {big['own']['request_time_s']:.1f} s against
-> {big['shared']['request_time_s']:.1f} s, and {most} prefills of {shortest_ms:,.0f} ms, which the
-> chapter's sum turns into {small['own']['request_time_s']:.2f} s and a missed deadline, ride
-> free in a shared pass ({small['shared']['request_time_s']:.2f} s). It matters for short
-> prefills (short prompts, chunks of a long one): a shared pass hides them almost entirely.
->
-> The growing context does not matter at batch 1: over {short_g} outputs the intervals add
-> {added[short_g] / units.ms:.1f} ms in all, and even at the explorer's {g_max:,} outputs only
-> {added[g_max] / units.ms:.0f} ms, because each step reads
-> {model.streamed_weight_bytes / units.GB:.1f} GB of weights beside
-> {calc.kv_bytes(model, short_p) / units.GB:.2f} GB of KV. It matters with many long contexts in
-> one batch, where the KV is most of what a round reads (8.2.1).""")
+one, small = pass_rows.values()
+small_tokens = (shortest_ms * units.ms - ch08.ROUND_FIXED_S) / ch08.ROUND_PER_TOKEN_S
+shared_stall = calc.inserted_prefill_stall_s(ch08.PREFILL_S, fused=True)
+
+
+def side(n):
+    """How far before or after the deadline a request ends."""
+    return (f"{abs(n['margin_s']) / units.ms:,.0f} ms "
+            f"{'before' if n['margin_s'] >= 0 else 'after'}")
+
+
+g_max = t_ctl["output_tokens"].max
+added = {g: sum(iv) - len(iv) * ch08.CLIENT_ITL_S
+         for g in (short_g, g_max)
+         for iv in [calc.context_growth_intervals_s(model, ch08.CLIENT_ITL_S, short_p, g)]}
+md(f"""**The shared pass.** An engine that batches continuously (8.2.2) runs a newcomer's
+prompt in the same forward pass as this request's next decode step. 8.2.2's fit prices a pass
+as a fixed {ch08.ROUND_FIXED_S / units.ms:.2f} ms (reading the weights, submitting the kernels)
+plus {ch08.ROUND_PER_TOKEN_S / units.us:.1f} µs per new token and
+{ch08.ROUND_PER_PAIR_S / units.ns:g} ns per query-key pair; a shared pass pays the fixed part
+once, so the interval grows by the prefill minus that part
+(`calc.inserted_prefill_stall_s`): the chapter's {ch08.PREFILL_S / units.ms:.0f} ms prefill
+adds {shared_stall / units.ms:.2f} ms and stretches it to
+{one['shared']['longest_interval_ms']:.1f} ms instead of
+{one['own']['longest_interval_ms']:.1f} ms. The verdict stands (the request still misses),
+but by less. No pass of that fit is shorter than its fixed part, so the prefill sliders start
+there: the shortest, {shortest_ms:g} ms, is a chunk of about {small_tokens:.0f} new tokens. In
+a shared pass each such chunk costs only its per-token terms, so {most} of them end the request
+{side(small['shared'])} the deadline, where {most} passes of their own end it
+{side(small['own'])} it. Short prefills (short
+prompts, chunks of a long one) are where the two models part.
+
+**The growing context.** Each decode step reads the KV of every token before it, so later
+steps read a little more. The {ch08.CLIENT_ITL_S / units.ms:g} ms interval is the client's
+average over the answer, so it already contains that growth; `calc.context_growth_intervals_s`
+prices it from Experiment 8-1's rounds and adds it on top, which bounds what treating every
+interval alike can miss: {added[short_g] / units.ms:.1f} ms over {short_g} outputs and
+{added[g_max] / units.ms:.0f} ms over the explorer's {g_max:,}. It is small because each step
+reads {model.streamed_weight_bytes / units.GiB:.1f} GiB of weights beside
+{calc.kv_bytes(model, short_p) / units.GiB:.2f} GiB of KV; it matters with many long contexts in
+one batch, where the KV is most of what a round reads (8.2.1).""")
 
 # %% [markdown]
 # ## Where this model breaks: reserving the whole answer up front
@@ -337,17 +334,18 @@ md(f"""> **Where this model breaks: the output interval.** At the chapter's sett
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the table below
 m_ctl = {c.name: c for c in memory.controls}
-m_rows = []
-for m_label, m_kw in (("short request (the chapter)", dict()),
-                      (f"{m_ctl['prompt_tokens'].min}-token prompt, "
-                       f"{m_ctl['output_tokens'].max:,} outputs",
-                       dict(prompt_tokens=m_ctl["prompt_tokens"].min,
-                            output_tokens=m_ctl["output_tokens"].max))):
-    m_n = memory.at(**m_kw).numbers
-    m_rows.append((m_label, m_n["requests_that_fit"], m_n["fit_by_mean_holding"],
-                   f"{m_n['fit_by_mean_holding'] / m_n['requests_that_fit']:.2f}"))
-md(tables.markdown_table(("setting (requests in the pool)", "chapter's model (reserved)",
-                          "fuller model (held on average)", "fuller / chapter"), m_rows))
+shapes = {"short request (the chapter)": dict(),
+          "long request (the chapter)": dict(prompt_tokens=long_p),
+          f"{m_ctl['prompt_tokens'].min}-token prompt, {m_ctl['output_tokens'].max:,} outputs":
+          dict(prompt_tokens=m_ctl["prompt_tokens"].min, output_tokens=m_ctl["output_tokens"].max)}
+held_rows = {label: memory.at(**kw).numbers for label, kw in shapes.items()}
+sh, lo, gen = held_rows.values()
+md(tables.markdown_table(
+    ("setting (requests in the pool)", "chapter's model (reserved)",
+     "fuller model (held on average)", "fuller / chapter"),
+    [(label, n["requests_that_fit"], n["fit_by_mean_holding"],
+      f"{n['fit_by_mean_holding'] / n['requests_that_fit']:.2f}")
+     for label, n in held_rows.items() if n is not lo]))
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # #### In detail
@@ -356,51 +354,29 @@ md(tables.markdown_table(("setting (requests in the pool)", "chapter's model (re
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
-# %% [markdown]
-# 8.1.2 admits a request only when its final KV fits, so it can never run out halfway.
-# A request holds that much only in its last round, though: after prefill it holds its prompt,
-# and one more token after each decode step. `calc.kv_held_over_answer` averages what it holds
-# over its rounds. That average is also what a pool of requests that started at staggered
-# times holds per request at any moment, so it tells how many requests a scheduler that admits
-# by what requests hold now (and evicts one when a run of long answers overflows the pool, see
-# 8.3) keeps running on average. The memory explorer draws that count as a dashed curve.
-
-# %%
-mem_controls = {c.name: c for c in memory.controls}
-shapes = {"short request (the chapter)": dict(),
-          "long request (the chapter)": dict(prompt_tokens=long_p),
-          "shortest prompt, longest answer": dict(
-              prompt_tokens=mem_controls["prompt_tokens"].min,
-              output_tokens=mem_controls["output_tokens"].max),
-          "long prompt, shortest answer": dict(prompt_tokens=long_p,
-                                               output_tokens=mem_controls["output_tokens"].min)}
-held = calc.kv_held_over_answer(model, ch08.KV_BUDGET_BYTES, short_p, short_g)
-print(f"the short request reserves {held['reserved_bytes'] / units.MiB:,.0f} MiB and holds "
-      f"{held['mean_held_bytes'] / units.MiB:,.1f} MiB on average over its {short_g} rounds\n")
-held_rows = {label: memory.at(**kw).numbers for label, kw in shapes.items()}
-print(f"{'request':34} {'reserved':>10} {'held on average':>16} {'share':>6} "
-      f"{'fit reserved':>13} {'fit by average':>15}")
-for label, n in held_rows.items():
-    print(f"{label:34} {n['reserved_MiB']:>6,.0f} MiB {n['mean_held_MiB']:>12,.0f} MiB "
-          f"{n['reservation_used_on_average']:>6.0%} {n['requests_that_fit']:>13} "
-          f"{n['fit_by_mean_holding']:>15}")
-
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
-sh, lo, gen, pre = (held_rows[k] for k in shapes)
-md(f"""> **Where this model breaks: the reservation.** At the chapter's setting a short request
-> holds on average {sh['reservation_used_on_average']:.0%} of what it reserves, so admitting by
-> what requests hold would run {sh['fit_by_mean_holding']} short requests instead of
-> {sh['requests_that_fit']}, and {lo['fit_by_mean_holding']} long ones instead of
-> {lo['requests_that_fit']}: the guarantee costs little when the answer is short next to the
-> prompt. At the explorer's extremes it costs up to half the pool: a
-> {mem_controls['prompt_tokens'].min}-token prompt with {mem_controls['output_tokens'].max:,}
-> outputs uses {gen['reservation_used_on_average']:.0%} of its reservation on average
-> ({gen['requests_that_fit']} admitted against {gen['fit_by_mean_holding']} by the average),
-> while a one-token answer uses {pre['reservation_used_on_average']:.0%} of it. Long answers (reasoning,
-> code) are where a reserving scheduler leaves memory idle, and where admitting by what is held
-> and preempting on overflow pays. The chapter fixes every answer at {short_g} tokens; real
-> answers stop early, so a reservation sized for the longest permitted answer wastes more.""")
+short_held = calc.kv_held_over_answer(model, ch08.KV_BUDGET_BYTES, short_p, short_g)
+one_token = memory.at(prompt_tokens=long_p, output_tokens=m_ctl["output_tokens"].min).numbers
+long_gain = (f"{lo['fit_by_mean_holding']} long ones instead of {lo['requests_that_fit']}"
+             if lo["fit_by_mean_holding"] != lo["requests_that_fit"] else
+             f"no more long ones ({lo['requests_that_fit']} either way)")
+md(f"""8.1.2 admits a request only when its final KV fits, so it never runs out halfway, but it
+holds that much only in its last round: after prefill it holds its prompt, and one token more
+after each decode step. `calc.kv_held_over_answer` averages what it holds over its rounds;
+that is also what requests started at staggered times hold per request at any moment, so it
+counts the requests a scheduler that admits by what is held now (and evicts one when a run of
+long answers overflows the pool, 8.3) keeps running on average. A short request reserves
+{short_held['reserved_bytes'] / units.MiB:,.0f} MiB and holds
+{short_held['mean_held_bytes'] / units.MiB:,.0f} MiB on average
+({sh['reservation_used_on_average']:.0%}), which would run
+{sh['fit_by_mean_holding']} short requests instead of {sh['requests_that_fit']} and
+{long_gain}: the guarantee costs little while the answer is short next to the prompt, and
+nothing for a one-token answer ({one_token['reservation_used_on_average']:.0%} used). A long
+answer after a short prompt uses only {gen['reservation_used_on_average']:.0%} of it, half the
+pool left idle: reasoning and code are where admitting by what is held, and preempting on
+overflow, pays. The chapter fixes every answer at {short_g} tokens; real answers stop early,
+so a reservation sized for the longest permitted answer wastes more.""")
 
 # %% [markdown]
 # ## Where this model breaks: throughput from decode rounds alone
@@ -410,16 +386,18 @@ md(f"""> **Where this model breaks: the reservation.** At the chapter's setting 
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the table below
-c_pre = {r["batch"]: r["prefill_s"] for r in calc.prefill_efficiency_row()}
-c_rows = []
+prefill_rows = {r["batch"]: r for r in calc.prefill_efficiency_row()}
+cycle = {}
 for c_b, c_round in zip(ch08.EXP81_BATCHES, ch08.EXP81_ROUND_S):
-    if c_b in (ch08.LONG_BATCH, ch08.EXP81_BATCHES[-1]):
-        c_dec = calc.decode_tokens_per_s(c_b, c_round)
-        c_cyc = calc.batch_cycle_throughput(c_b, short_g, c_pre[c_b], c_round)
-        c_rows.append((f"batch {c_b}" + (" (the chapter)" if c_b == ch08.LONG_BATCH else ""),
-                       f"{c_dec:,.0f} tok/s", f"{c_cyc:,.0f} tok/s", f"{c_cyc / c_dec:.2f}"))
-md(tables.markdown_table(("setting", "chapter's model (decode rounds)",
-                          "fuller model (whole cycle)", "fuller / chapter"), c_rows))
+    cycle[c_b] = (calc.decode_tokens_per_s(c_b, c_round),
+                  calc.batch_cycle_throughput(c_b, short_g, prefill_rows[c_b]["prefill_s"],
+                                              c_round))
+md(tables.markdown_table(
+    ("setting", "chapter's model (decode rounds)", "fuller model (whole cycle)",
+     "fuller / chapter"),
+    [(f"batch {b}" + (" (the chapter)" if b == ch08.LONG_BATCH else ""),
+      f"{cycle[b][0]:,.0f} tok/s", f"{cycle[b][1]:,.0f} tok/s", f"{cycle[b][1] / cycle[b][0]:.2f}")
+     for b in (ch08.LONG_BATCH, ch08.EXP81_BATCHES[-1])]))
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # #### In detail
@@ -428,59 +406,49 @@ md(tables.markdown_table(("setting", "chapter's model (decode rounds)",
 #
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
-# %% [markdown]
-# 8.1.3 divides the tokens of one decode round by its time. That is the rate between a batch's
-# first tokens and its last ones; before the first token the whole batch waits for its
-# prefills. For $b$ requests that arrive together and each emit $G$ tokens, the rate over the
-# whole cycle is
-#
-# $$\frac{b\,G}{t_\text{prefill}(b) + (G - 1)\,T_r(b)}$$
-#
-# (`calc.batch_cycle_throughput`). Below, $T_r$ is Experiment 8-1's measured decode round and
-# $t_\text{prefill}(b)$ the time to prefill a batch of $b$ prompts at the efficiency that
-# experiment measured (8.6.3's table, `calc.prefill_efficiency_row`). The batch sweep of 8.2.1
-# measured the cycle at batches 1 and 64.
-
-# %%
-prefill_rows = {r["batch"]: r for r in calc.prefill_efficiency_row()}
-sweep = dict(zip(ch08.BATCH_SWEEP_MEASURED["batch"], ch08.BATCH_SWEEP_MEASURED["tokens_per_s"]))
-cycle = {}
-print(f"{'batch':>5} {'decode round':>13} {'decode only':>12} {'prefill of b':>13} "
-      f"{'whole cycle':>12} {'measured (sweep)':>17}")
-for b, round_s in zip(ch08.EXP81_BATCHES, ch08.EXP81_ROUND_S):
-    pre_s = prefill_rows[b]["prefill_s"]
-    cycle[b] = (calc.decode_tokens_per_s(b, round_s),
-                calc.batch_cycle_throughput(b, short_g, pre_s, round_s))
-    seen = f"{sweep[b]:,.0f} tok/s" if b in sweep else "-"
-    print(f"{b:>5} {round_s / units.ms:>10.2f} ms {cycle[b][0]:>8,.0f} t/s {pre_s:>11.2f} s "
-          f"{cycle[b][1]:>8,.0f} t/s {seen:>17}")
-
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
-b16, b64, b1 = cycle[16], cycle[64], cycle[1]
-md(f"""> **Where this model breaks: decode-only throughput.** At the chapter's setting (16 requests)
-> the decode rounds run at {b16[0]:,.0f} tokens/s, but the whole cycle, with its
-> {prefill_rows[16]['prefill_s']:.2f} s of prefill, delivers {b16[1]:,.0f} tokens/s,
-> {1 - b16[1] / b16[0]:.0%} less. At the ends of the measured range the gap runs from
-> {1 - b1[1] / b1[0]:.0%} at batch 1 to {1 - b64[1] / b64[0]:.0%} at batch 64, where the decode-only
-> rate ({b64[0]:,.0f} tokens/s) is nearly twice what the batch sweep measured
-> ({sweep[64]:,.0f}), while the cycle formula gives {b64[1]:,.0f}. (That the two land so
-> close is partly luck: the sweep quotes rounded medians of a real engine that interleaves
-> prefill chunks with decoding.) The
-> decode-only rate is the right number for a steady stream of requests whose prefills are
-> spread over many rounds; for a batch that arrives at once, and for short answers after long
-> prompts, the prefill is a large share of the cycle.""")
+b_top = ch08.EXP81_BATCHES[-1]
+sweep = {k: dict(zip(ch08.BATCH_SWEEP_MEASURED["batch"], v))
+         for k, v in ch08.BATCH_SWEEP_MEASURED.items() if k in ("tokens_per_s", "ttft_s", "itl_s")}
+round_top = dict(zip(ch08.EXP81_BATCHES, ch08.EXP81_ROUND_S))[b_top]
+pre_top = prefill_rows[b_top]["prefill_s"]
+moved_s = (short_g - 1) * (sweep["itl_s"][b_top] - round_top)
+end_formula = pre_top + (short_g - 1) * round_top
+end_sweep = sweep["ttft_s"][b_top] + (short_g - 1) * sweep["itl_s"][b_top]
+md(f"""8.1.3 divides the tokens of one decode round by its time: the rate between a batch's
+first tokens and its last. For $b$ requests that arrive together and each emit $G$ tokens,
+the rate over the whole cycle is $bG / (t_\\text{{prefill}}(b) + (G - 1)\\,T_r(b))$
+(`calc.batch_cycle_throughput`), with $T_r$ Experiment 8-1's measured decode round and
+$t_\\text{{prefill}}(b)$ the time to prefill $b$ prompts at the efficiency that experiment
+measured (8.6.3, `calc.prefill_efficiency_row`). At batch 1 the cycle runs only
+{1 - cycle[1][1] / cycle[1][0]:.0%} below the decode-only rate; at batch {b_top} the prefill
+puts {pre_top:.2f} s before any first token. The batch sweep of 8.2.1 shows how a real engine
+arranges the same work: it interleaves prompt chunks with decode steps, so a first token
+comes after about {sweep['ttft_s'][b_top]:.2f} s rather than after the whole batch's prefill, and
+its
+output interval grows from the {round_top / units.ms:.2f} ms of a decode-only round to
+{sweep['itl_s'][b_top] / units.ms:.0f} ms, because rounds carry prefill beside decoding: over
+{short_g - 1} intervals that is {moved_s:.2f} s of prefill paid inside the answer. Up front or
+spread, the prefill is paid once (last token after {end_formula:.1f} s in the formula,
+{end_sweep:.1f} s in the sweep), which is why the cycle's {cycle[b_top][1]:,.0f} tokens/s sits
+beside the sweep's {sweep['tokens_per_s'][b_top]:,.0f} and the decode-only
+{cycle[b_top][0]:,.0f} does not. The decode-only rate fits a steady stream whose prefills are
+spread over many rounds; for a batch that arrives at once, and for short answers after long
+prompts, the prefill is a large share of the cycle.""")
 
 # %% [markdown]
 # ## Try this
 #
 # 1. **Predict, then move.** Put one other request's prefill into the timeline explorer. Guess
 #    how much shorter the queue has to be for the answer to make the deadline again, then drag
-#    the queue slider down until it does. Does the engine's 26.26 ms interval, in place of the
-#    client's 26.5 ms, rescue it without touching the queue?
+#    the queue slider down until it does. Then put the queue back and set the output interval
+#    to the engine's 26.26 ms round in place of the client's 26.5 ms, as if delivering each
+#    token cost nothing: does that rescue the request, and could it pay for a whole prefill?
 #    <!-- states: timeline(inserted_prefills=1); timeline(inserted_prefills=1, queue_ms=...); timeline(inserted_prefills=1, interval_ms=ch08.ROUND_B1_S / ms) -->
-# 2. Ask for 512 output tokens instead of 256. Which phase of the timeline now dominates, and
-#    what output interval would still finish inside the 7 s deadline?
+# 2. Ask for 512 output tokens instead of 256. Which phase of the timeline now dominates, what
+#    output interval would still finish inside the 7 s deadline, and what on this card would
+#    have to change to get it?
 #    <!-- states: timeline(output_tokens=512) -->
 # 3. **Predict, then move.** In the memory explorer, set the prompt to 8192 tokens and note how
 #    many requests fit. Before switching the KV format to FP8, write down which readouts you
@@ -505,32 +473,52 @@ queue_needed_ms = (ch08.QUEUE_S + one.numbers["margin_s"]) / ms
 queue_on_slider = 10 * math.floor(queue_needed_ms / 10)    # the queue slider moves in 10 ms
 shorter_queue = timeline.at(inserted_prefills=1, queue_ms=queue_on_slider)
 engine = timeline.at(inserted_prefills=1, interval_ms=ch08.ROUND_B1_S / ms)
+saved_s = one.numbers["request_time_s"] - engine.numbers["request_time_s"]
 answer(f"""With one prefill inserted the request ends at {one.numbers['request_time_s']:.3f} s,
-{-one.numbers['margin_s'] * 1000:.0f} ms past the deadline. Every millisecond taken off the
+{-one.numbers['margin_s'] / ms:.0f} ms past the deadline. Every millisecond taken off the
 queue moves the whole timeline left by a millisecond, so the queue has to drop from
 {ch08.QUEUE_S / ms:.0f} ms to about {queue_needed_ms:.0f} ms (on the slider,
-{queue_on_slider:.0f} ms leaves a margin of {shorter_queue.numbers['margin_s'] * 1000:+.0f} ms).
-The engine's shorter interval saves
-{(ch08.CLIENT_ITL_S - ch08.ROUND_B1_S) / ms:.2f} ms on each of the {short_g - 1} intervals, which
-brings the request to {engine.numbers['request_time_s']:.3f} s: it
-{'meets' if engine.numbers['meets_deadline'] else 'still misses'} the deadline
-(margin {engine.numbers['margin_s'] * 1000:+.0f} ms). The lesson: a saving on the output
-interval counts once per interval, {short_g - 1} times here, so it
-{'can make up for' if engine.numbers['meets_deadline'] else 'is not enough to make up for'} a
-whole inserted prefill, which a shorter queue repays only millisecond for millisecond.""", title="Worked answer 1")
+{queue_on_slider:.0f} ms leaves a margin of {shorter_queue.numbers['margin_s'] / ms:+.0f} ms).
+
+The engine's {ch08.ROUND_B1_S / ms:.2f} ms is not an interval the client sees: it is a round in
+the engine's log, and the client's {ch08.CLIENT_ITL_S / ms:g} ms adds the delivery of each
+token (8.6.3). So nothing is rescued unless delivery itself is removed. If it were, each of the
+{short_g - 1} intervals would lose {(ch08.CLIENT_ITL_S - ch08.ROUND_B1_S) / ms:.2f} ms,
+{saved_s / ms:.0f} ms in all, and the request would end at
+{engine.numbers['request_time_s']:.3f} s: it
+{'meets' if engine.numbers['meets_deadline'] else 'still misses'} the deadline (margin
+{engine.numbers['margin_s'] / ms:+.0f} ms). That covers the
+{-one.numbers['margin_s'] / ms:.0f} ms overshoot, but
+{'not' if saved_s < ch08.PREFILL_S else 'also'} a whole {ch08.PREFILL_S / ms:.0f} ms prefill.
+The lesson: a saving on
+the output interval counts once per interval, {short_g - 1} times here, so a fraction of a
+millisecond per token adds up to tens of milliseconds per request, while the queue repays
+only millisecond for millisecond; but the saving has to be real, and comparing the engine's
+round with the client's interval is not one.""", title="Worked answer 1")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 long_answer = timeline.at(output_tokens=512)
 decode_s = long_answer.numbers["request_time_s"] - long_answer.numbers["ttft_s"]
 needed_interval = (ch08.DEADLINE_S - long_answer.numbers["ttft_s"]) / (2 * short_g - 1)
+b1 = calc.decode_efficiency_table()[0]      # Experiment 8-1's batch-1 round (8.6.3)
 answer(f"""With {2 * short_g} tokens the request takes {long_answer.numbers['request_time_s']:.2f} s:
 {decode_s:.2f} s of it are the {2 * short_g - 1} output intervals and only
 {long_answer.numbers['ttft_s']:.3f} s come before the first token, so decode is almost the whole
 story. To finish within {ch08.DEADLINE_S:g} s, each interval may last at most
 (deadline - TTFT) / (G - 1) = {needed_interval / ms:.1f} ms, about half of today's
-{ch08.CLIENT_ITL_S / ms:g} ms. For a long answer the
-output interval, not the prefill, decides whether the deadline holds.""", title="Worked answer 2")
+{ch08.CLIENT_ITL_S / ms:g} ms.
+
+Can this card do that? Reading the weights and the KV once at
+{specs.RTX_PRO_6000.mem_bw_bytes_per_s / units.GB:,.0f} GB/s takes {b1['read_s'] / ms:.2f} ms
+({b1['read_bytes'] / units.GB:.2f} GB, 8.6.3), so {needed_interval / ms:.1f} ms is well above
+that floor: the bandwidth allows it. But the measured {b1['round_s'] / ms:.2f} ms round is mostly not reading:
+{b1['gap_s'] / ms:.1f} ms of it is submitting kernels one at a time and host-side scheduling
+(Experiment 8-1 ran without CUDA Graphs). Capturing the step as a CUDA Graph and scheduling
+better attack that part; a card with more bandwidth would shrink only the
+{b1['read_s'] / ms:.2f} ms. For a long answer the output interval, not the prefill, decides
+whether the deadline holds, and at batch 1 that interval is mostly overhead.""",
+       title="Worked answer 2")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)

@@ -52,38 +52,27 @@ print(f"ridge = {hw.peak_flops_per_s / units.TFLOP:.0f} TFLOP/s / "
       f"{hw.mem_bw_bytes_per_s / units.TB:.2f} TB/s = {ridge:.0f} FLOP per byte")
 
 # %% [markdown]
-# > **Erratum: the sparse peak moves things the other way.** NVIDIA's headline H100 figure,
-# > 1,979 BF16 TFLOP/s, assumes 2:4 structured sparsity (half of each group of four weights is
-# > zero and skipped). Served LLM weights are dense, so the dense 989 belongs in the numerator,
-# > and 17 §2 is right that mixing the two is a factor-of-two mistake. But it states the
-# > consequences backwards: it says the sparse figure halves the ridge and doubles the MFU you
-# > would report. The ridge is peak over bandwidth, so a doubled peak *doubles* it; MFU divides
-# > the achieved rate by the peak, so a doubled peak *halves* it. The conclusion survives
-# > either way: quote the dense peak. The cell below checks both directions.
-
-# %%
-sparse = hw.with_(peak_flops_per_s=ch17.H100_SPARSE_PEAK_FLOPS_PER_S)
-# 17 §9's decode measurement on the 8B as the achieved rate; any rate gives the same ratio
-achieved = calc.decode_utilization(m8, hw, ch17.DECODE_TOK_PER_S)["flops_per_s"]
-print(f"ridge with the sparse peak: {calc.ridge_point(sparse):.0f} FLOP/B "
-      f"({calc.ridge_point(sparse) / ridge:.2f}x the dense ridge)")
-print(f"MFU of {achieved:.3g} FLOP/s: dense {100 * calc.mfu(achieved, hw):.2f}%, "
-      f"sparse {100 * calc.mfu(achieved, sparse):.2f}%")
-for e in ledger.by_section("17.2"):
-    if not e.agrees:
-        print(f"- {e.claim}: chapter {e.printed} {e.unit}, companion {e.value:.2f}. {e.note}")
-
-# %% [markdown]
 # ## Decode at batch 1: one FLOP per byte
 #
 # Producing one token means sending one activation vector through every weight of the model.
 # Each weight takes part in one multiply and one add, so a model with $N$ parameters costs
-# about $2N$ FLOPs per token (attention over the cache adds a little on long contexts; leaving
-# it out can only make decode look better). Nothing carries over between tokens: the weights
-# are thousands of times larger than the on-die memory, so each token has to fetch all of them
-# from HBM again. At 2 bytes per BF16 weight,
-#
-# $$ I_{\text{decode}} = \frac{2N\ \text{FLOP}}{2N\ \text{bytes}} = 1\ \text{FLOP/byte}. $$
+# about $2N$ FLOPs per token. Attention over the KV cache is left out here, and it adds two
+# things on long contexts that pull in different directions: its *bytes* (reading the cache)
+# make each step slower, so leaving them out makes decode look faster than it is (the
+# batching section below and 17.4 add them back); its *FLOPs* raise the intensity a little,
+# so leaving them out places decode slightly further left (the fold further down counts them).
+# Neither moves batch-1 decode off the memory roof.
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+md(rf"""
+Nothing carries over between tokens: the {m8.weight_bytes / units.GB:.0f} GB of weights are
+{m8.weight_bytes / hw.l2_bytes:.0f} times the card's {hw.l2_bytes / units.MB:.0f} MB of on-die
+L2 cache, so almost none of them can stay on the chip and each token fetches all of them from
+HBM again. At 2 bytes per BF16 weight,
+
+$$ I_{{\text{{decode}}}} = \frac{{2N\ \text{{FLOP}}}}{{2N\ \text{{bytes}}}} = 1\ \text{{FLOP/byte}}. $$
+""")
 
 # %%
 i_b1 = calc.decode_intensity(m8)
@@ -109,6 +98,17 @@ print(f"FLOPs per token      {split['flops_per_token'] / 1e9:.0f} GFLOP")
 print(f"time to compute them {split['compute_s'] / units.us:.1f} µs")
 print(f"waiting : working    {split['wait_to_work']:.0f} : 1")
 
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+per_sm = split["flops_per_token"] / hw.sm_count
+md(f"""
+This is 17.1's latency hiding failing for lack of work. Spread over the card's {hw.sm_count}
+SMs, one token brings {per_sm / 1e6:.0f} MFLOP per SM, about
+{split['compute_s'] / units.us:.0f} µs of arithmetic against a
+{split['read_s'] / units.us:,.0f} µs wait for the weights: there are not enough independent
+operations in flight for the warp schedulers to switch to while the bytes stream past.
+""")
+
 # %% [markdown]
 # Because decode is priced in bytes, the storage format of the weights is a speed setting, not
 # only a memory one: 4-byte FP32 weights would double the bytes of every token, and 1-byte
@@ -119,6 +119,28 @@ for label, bpp in (("FP32", 4), ("BF16", 2), ("INT8", 1)):
     s = calc.decode_time_split(m8, hw, bytes_per_param=bpp)
     print(f"{label}: {s['step_s'] / units.ms:5.2f} ms per token, {s['tokens_per_s']:4.0f} tok/s, "
           f"intensity {calc.decode_intensity(m8, bytes_per_param=bpp):g} FLOP/byte")
+
+# %% [markdown]
+# > **Side note, an erratum: the sparse peak moves things the other way.** NVIDIA's headline
+# > H100 figure, 1,979 BF16 TFLOP/s, assumes 2:4 structured sparsity (half of each group of
+# > four weights is zero and skipped). Served LLM weights are dense, so the dense 989 belongs
+# > in the numerator, and 17 §2 is right that mixing the two is a factor-of-two mistake. But it
+# > states the consequences backwards: it says the sparse figure halves the ridge and doubles
+# > the MFU you would report. The ridge is peak over bandwidth, so a doubled peak *doubles* it; MFU divides
+# > the achieved rate by the peak, so a doubled peak *halves* it. The conclusion survives
+# > either way: quote the dense peak. The cell below checks both directions.
+
+# %%
+sparse = hw.with_(peak_flops_per_s=ch17.H100_SPARSE_PEAK_FLOPS_PER_S)
+# 17 §9's decode measurement on the 8B as the achieved rate; any rate gives the same ratio
+achieved = calc.decode_utilization(m8, hw, ch17.DECODE_TOK_PER_S)["flops_per_s"]
+print(f"ridge with the sparse peak: {calc.ridge_point(sparse):.0f} FLOP/B "
+      f"({calc.ridge_point(sparse) / ridge:.2f}x the dense ridge)")
+print(f"MFU of {achieved:.3g} FLOP/s: dense {100 * calc.mfu(achieved, hw):.2f}%, "
+      f"sparse {100 * calc.mfu(achieved, sparse):.2f}%")
+for e in ledger.by_section("17.2"):
+    if not e.agrees:
+        print(f"- {e.claim}: chapter {e.printed} {e.unit}, companion {e.value:.2f}. {e.note}")
 
 # %% [markdown]
 # ## Prefill: the prompt length is the intensity
@@ -183,13 +205,32 @@ for label, L in (("decode, b=64, weights only", 0),
                  ("decode, b=64, 600 live tokens", ch17.CHAT_LIVE_TOKENS),
                  ("decode, b=64, 8,000 live tokens", ch17.LONG_CONTEXT_TOKENS)):
     points.append(dict(label=label, **calc.roofline_point(calc.decode_intensity(m8, 64, L), hw)))
-points.append(dict(label=f"prefill, {n:,}-token prompt",
+points.append(dict(label=f"prefill, {n:,}-token prompt", phase="prefill",
                    **calc.roofline_point(calc.prefill_intensity(m8, n), hw)))
 for p in points:
     print(f"{p['label']:34} {p['intensity_flop_per_byte']:7,.1f} FLOP/B "
           f"{p['attainable_flops_per_s'] / units.TFLOP:7.1f} TFLOP/s "
           f"{100 * p['fraction_of_peak']:6.2f}% of peak")
 plots.roofline_figure(hw, points).show()
+
+# %% [markdown]
+# Prefill is the orange triangle here and in the explorer below. The chapter closes §2 with a
+# habit: for any performance question, draw this picture first and place the question on it.
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+int8 = calc.decode_time_split(m8, hw, bytes_per_param=1)
+md(f"""
+- *"Should we quantize?"* asks whether shrinking the bytes moves decode right: INT8 weights
+  take batch-1 decode from {calc.decode_intensity(m8):g} to
+  {calc.decode_intensity(m8, bytes_per_param=1):g} FLOP/B and its ceiling from
+  {split['tokens_per_s']:.0f} to {int8['tokens_per_s']:.0f} tok/s, while the prefill of
+  {n:,} tokens, already on the compute roof, gains nothing.
+- *"Why is utilization high but throughput low?"* A batch-1 step keeps a kernel running for all
+  of its {split['step_s'] / units.ms:.2f} ms, so a busy-time meter reads near 100%, yet the
+  arithmetic units do {100 * b1['fraction_of_peak']:.2f}% of what they could: the point sits on
+  the memory roof, which that meter does not see (17.9).
+""")
 
 # %% [markdown]
 # ## Where this model breaks: the FLOPs and bytes of a real 8B, attention included
@@ -206,11 +247,16 @@ t_longest = next(c.max for c in widgets.RooflinePanel.controls if c.name == "con
 t_rows = []
 for t_L, t_what in ((ch17.CHAT_LIVE_TOKENS, "17 §2"), (t_longest, "explorer's longest")):
     t_r = calc.decode_attention_intensity(m8, ch17.BATCH, t_L)
+    t_mem = widgets.RooflinePanel().at(context_tokens=t_L).numbers
     t_rows.append((f"decode, b = {ch17.BATCH}, {t_L:,} live tokens ({t_what})",
                    f"{t_r['chapter_intensity']:.2f} FLOP/B", f"{t_r['intensity']:.2f} FLOP/B",
-                   f"{t_r['intensity'] / t_r['chapter_intensity']:.2f}"))
+                   f"{t_r['intensity'] / t_r['chapter_intensity']:.2f}",
+                   f"{t_mem['memory_needed_GB']:,.0f} GB: "
+                   + ("fits" if t_mem["fits_in_memory"] else
+                      f"**does not fit** ({t_mem['memory_over_card']:.1f}x the card)")))
 md(tables.markdown_table(("setting", "chapter's model (matrices only)",
-                          "fuller model (attention counted)", "fuller / chapter"), t_rows))
+                          "fuller model (attention counted)", "fuller / chapter",
+                          "weights + KV + reserve on the H100"), t_rows))
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # #### In detail
@@ -237,6 +283,8 @@ md(tables.markdown_table(("setting", "chapter's model (matrices only)",
 # $$ I_{\text{eff}} = \frac{b\,(2N + a\,(L+1))}{D_w + b\,L\,k}
 #    \;\xrightarrow{\;L \to \infty\;}\; \frac{a}{k}, $$
 #
+# where $D_w$ is the weight bytes a decode step streams (the first point above: every weight
+# but the input embedding table; the chapter's round shape takes $2N$). The limit is
 # the attention's own intensity, which for grouped-query attention is the number of query heads
 # sharing each KV head (times 2 / bytes per value). Below, the chapter's shape beside the
 # Llama-3.1-8B `config.json` from the companion's shelf (`companion/data/hf_configs`), then the
@@ -272,18 +320,22 @@ L_max = roof_controls["context_tokens"].max
 rows = []
 for L in (ch17.CHAT_LIVE_TOKENS, ch17.LONG_CONTEXT_TOKENS, L_max):
     r = calc.decode_attention_intensity(m8, ch17.BATCH, L)
+    mem = widgets.RooflinePanel().at(context_tokens=L).numbers
+    fit = ("fits" if mem["fits_in_memory"] else
+           f"**does not fit** ({mem['memory_over_card']:.1f}x the card)")
     rows.append(f"| {L:,} | {r['chapter_intensity']:.1f} | {r['intensity']:.1f} | "
-                f"{100 * r['attention_share']:.0f}% |")
+                f"{100 * r['attention_share']:.0f}% | {mem['memory_needed_GB']:,.0f} GB: {fit} |")
 limit = calc.decode_attention_intensity(m8, ch17.BATCH, L_max)["long_context_limit"]
 md(f"""
 Decode at b = {ch17.BATCH} on the {m8.name}:
 
-| live tokens per sequence | chapter's intensity (FLOP/B) | with attention (FLOP/B) | attention's share of the FLOPs |
-|---|---|---|---|
+| live tokens per sequence | chapter's intensity (FLOP/B) | with attention (FLOP/B) | attention's share of the FLOPs | weights + KV + reserve on the H100 |
+|---|---|---|---|---|
 """ + "\n".join(rows) + f"""
 
 As contexts grow the fuller intensity levels off at $a/k$ = {limit:.0f} FLOP/B instead of
-falling towards zero.
+falling towards zero. The last column is a reminder that the intensity formula never asks
+whether the batch fits: the longer rows describe batches no single card could hold (17.4).
 """)
 
 # %% [markdown]
@@ -465,9 +517,9 @@ b_weights = panel.at(batch=int(round(ridge))).numbers
 batch_max = {c.name: c for c in widgets.RooflinePanel.controls}["batch"].max
 long_mid = panel.at(batch=int(round(ridge)), context_tokens=8000).numbers
 long_max = panel.at(batch=batch_max, context_tokens=8000).numbers
-# what the explorer does not show: the memory those caches would need
-kv_room = hw.mem_bytes - m8.weight_bytes
-seq_bytes = calc.kv_bytes(m8, ch17.LONG_CONTEXT_TOKENS, block_tokens=1)
+# the memory those caches need: 17 §4's count, with its runtime reserve
+cap = calc.tp_kv_capacity(m8, hw)
+seq_bytes = cap["kv_bytes_per_sequence"]
 answer(f"""
 Weights only, the intensity equals the batch, so the ridge is touched at a batch of about
 **{ridge:.0f}** (the readout shows {b_weights['decode_batch_weights_only_intensity']:.0f} FLOP/B
@@ -476,10 +528,15 @@ there). With {ch17.LONG_CONTEXT_TOKENS:,} live tokens per sequence the same batc
 grows with the batch as fast as the FLOPs do, so the intensity levels off near $2N/(Lk)$ =
 {2 * m8.n_params / seq_bytes:.1f} FLOP/B, and even the slider's last batch of {batch_max:,}
 reads {long_max['decode_batch_with_kv_intensity']:.1f}. No batch reaches the ridge, and the
-card could not hold one anyway: {kv_room / units.GB:.0f} GB beside the weights is room for
-{int(kv_room // seq_bytes)} such caches before any reserve. Batching lifts decode only while
-the shared weights dominate the bytes; once each sequence's own cache does, it stops
-helping.
+card could not hold one anyway: {hw.mem_bytes / units.GB:.0f} GB less
+{m8.weight_bytes / units.GB:.0f} GB of weights and the
+{ch17.RUNTIME_RESERVE_BYTES / units.GB:.0f} GB runtime reserve leaves
+{cap['free_kv_bytes'] / units.GB:.0f} GB, room for {cap['max_sequences']} such caches (17.4);
+the readout flags a batch of {int(round(ridge))} at {ch17.LONG_CONTEXT_TOKENS:,} tokens as
+**does not fit**: {long_mid['memory_needed_GB']:,.0f} GB, {long_mid['memory_over_card']:.1f}
+times the card.
+Batching lifts decode only while the shared weights dominate the bytes; once each sequence's
+own cache does, it stops helping.
 """, title="Worked answer 1")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -504,14 +561,23 @@ work that waits on memory: decode gains, compute-bound prefill does not.
 short = 128
 p_short = panel.at(prompt_tokens=short).numbers
 bound = "memory" if p_short["prefill_intensity"] < p_short["ridge_flop_per_byte"] else "compute"
+# where compute at the chapter's 50% overtakes the weight read, and a prompt at the ridge
+corner = calc.fused_ridge_tokens(m8, hw)
+at_ridge = calc.prefill_readings(m8, hw, int(round(ridge)))
 answer(f"""
 At {short} tokens the intensity is {p_short['prefill_intensity']:.0f} FLOP/B, below the
 ridge of {p_short['ridge_flop_per_byte']:.0f}: prefill is now **{bound}-bound**, reaching
 {p_short['prefill_pct_of_peak']:.0f}% of peak. On the roofline it takes
 {p_short['prefill_roofline_ms']:.1f} ms, about one batch-1 decode step
 ({p_short['decode_b1_step_ms']:.1f} ms), because its time is set by reading the weights once.
-Below the ridge a prompt costs roughly one weight sweep whatever its length, so a short
-prompt is nearly free next to the decode that follows it.
+That floor holds only below about {corner:.0f} tokens, though, not all the way to the ridge:
+the ridge assumes the full peak, and at the chapter's
+{100 * ch17.PREFILL_EFFICIENCY:.0f}% of peak the arithmetic outlasts the weight read from the
+ridge times {ch17.PREFILL_EFFICIENCY:g} onwards. A {ridge:.0f}-token prompt, still left of the
+ridge by intensity, takes {at_ridge['roofline_s'] / units.ms:.1f} ms,
+{at_ridge['roofline_s'] / (p_short['decode_b1_step_ms'] * units.ms):.1f} times the sweep. A
+prompt of up to about {corner:.0f} tokens costs one weight sweep whatever its length, nearly
+free next to the decode that follows it; past that its compute sets the price.
 """, title="Worked answer 3")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]

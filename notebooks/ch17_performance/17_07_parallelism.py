@@ -27,6 +27,8 @@
 # divide *one* copy of the model among GPUs, and dividing is what forces them to talk.
 
 # %%
+from fractions import Fraction
+
 from companion import calc, ledger, plots, specs, units, widgets
 from companion.chapters import ch08, ch17
 from companion.display import answer, md
@@ -63,12 +65,41 @@ m70, m405 = specs.LLAMA_70B, specs.LLAMA_405B
 # \; + \; n_\text{coll}\left(T_\text{floor} + \frac{b \cdot \text{ring bytes}}
 # {\beta_\text{link}}\right).$$
 #
+# Here $D_w$ is the weight bytes, $b$ the batch (sequences decoded together), $L$ the live
+# tokens each sequence holds and $k$ the KV bytes per token, so $b\,L\,k$ is the batch's
+# cache; $\beta$ is the HBM bandwidth; each all-reduce pays $T_\text{floor}$, its fixed
+# latency, plus its bytes over $\beta_\text{link}$, the link's rate in one direction. (17 §7
+# calls both the TP degree and the stage count *p*, and the microbatch count *m*; here they
+# are $g$, $S$ and $M$, in the explorers too.)
+#
 # The first term is TP's reason to exist: no other split cuts the time of one token by $g$.
 # The second term explains where TP lives: on NVLink, inside one server.
 
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+one_way = calc.nvlink_one_way_bytes_per_s(hw)
+heads4 = calc.tp_kv_capacity(m70, hw, tp=4)["kv_heads_per_gpu"]
+heads8 = calc.tp_kv_capacity(m70, hw, tp=8)["kv_heads_per_gpu"]
+md(rf"""
+*One direction.* A ring all-reduce sends and receives at the same time, so each direction of a
+link carries its own bytes. NVLink's {hw.interconnect_bytes_per_s / units.GB:.0f} GB/s in the
+chapter's assumptions adds both directions; one direction is
+{one_way / units.GB:.0f} GB/s (`calc.nvlink_one_way_bytes_per_s`), and that is
+$\beta_\text{{link}}$ here. PCIe's {ch08.PCIE_GEN5_X16_BYTES_PER_S / units.GB:.0f} GB/s is
+already a figure per direction. The chapter divides by the full
+{hw.interconnect_bytes_per_s / units.GB:.0f}, which halves its wire time; the bytes stay small
+either way.
+
+*The KV cache splits with the heads.* Each GPU runs its share of the attention heads and keeps
+their K and V: the 70B's {m70.n_kv_heads} KV heads are {heads4:g} per GPU at TP = 4 and
+{heads8:g} at TP = 8. A head cannot be cut further, so past $g$ = $n_\text{{kv}}$ =
+{m70.n_kv_heads} each GPU would keep copies and its KV would stop shrinking: TP degrees up to
+the KV-head count split the cache cleanly.
+""")
+
 # %%
 traffic = calc.tp_allreduce_traffic(m70, 4)
-nvlink = calc.tp_decode_step(m70, hw, 4)
+nvlink = calc.tp_decode_step(m70, hw, 4, link_bytes_per_s=one_way)   # one direction
 pcie = calc.tp_decode_step(m70, hw, 4,
                            collective_latency_s=ch17.COLLECTIVE_LATENCY_PCIE_S,
                            link_bytes_per_s=ch08.PCIE_GEN5_X16_BYTES_PER_S)
@@ -101,14 +132,15 @@ plots.tp_step_figure(rows, selected="TP 4 · NVLink").show()
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
 ring_kib = traffic["ring_bytes"] / units.KiB
-md(f"""> **Erratum box: the bytes per token of the TP = 4 step.** The chapter multiplies
-> {traffic['collectives']} collectives by {ring_kib:.0f} "KB" per collective. That
-> {ring_kib:.0f} is in KiB ($2 \\times 3/4 \\times 16{{,}}384$ B), so the product is
-> {traffic['bytes_per_token'] / units.MB:.2f} MB in decimal units, or
-> {traffic['bytes_per_token'] / units.MiB:.2f} MiB. The chapter's figure is what one gets by
-> treating the product in "KB" as thousands of bytes. Either way the wire time on NVLink is a
-> few microseconds ({nvlink['wire_s'] / units.us:.1f} µs here), so the argument does not
-> change. The ledger's note follows.""")
+mb_entry = next(e for e in ledger.by_section("17.7") if e.id == "17.7/bytes-per-token-MB")
+md(f"""> **Units note: the bytes per token of the TP = 4 step.** The chapter multiplies
+> {traffic['collectives']} collectives by {ring_kib:.0f} "KB" per collective. Its "KB" is KiB
+> ($2 \\times 3/4 \\times 16{{,}}384$ B), and its "MB" then is MiB: the product is
+> {traffic['bytes_per_token'] / units.KiB:,.0f} KiB =
+> {traffic['bytes_per_token'] / units.MiB:.2f} MiB, which it prints as {mb_entry.printed}. In decimal units the
+> same bytes are {traffic['bytes_per_token'] / units.MB:.2f} MB. Either way the wire time on
+> NVLink is a few microseconds ({nvlink['wire_s'] / units.us:.1f} µs at the one-way rate), so
+> the argument does not change. The ledger's note follows.""")
 
 # %%
 for e in ledger.by_section("17.7"):
@@ -120,39 +152,34 @@ for e in ledger.by_section("17.7"):
 #
 # A ring all-reduce over $g$ GPUs is $2(g-1)$ messages in a row, each paying its own latency,
 # and an engine can run collectives while the weights stream; the TP explorer's *all-reduce
-# latency* and *collectives and reads* menus redraw the bars with both.
+# latency* and *collectives and reads* menus redraw the bars with both. The ring is a
+# pessimistic bound for decode's small messages, and hiding needs a batch that can be split
+# in two, so the best case is priced at $b$ = 2.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the table below
 from companion import tables
 
 tp_ctl = {c.name: c for c in widgets.TensorParallelPanel.controls}
+nv_link = dict(link_bytes_per_s=one_way)          # NVLink, one direction
 pcie_top = dict(collective_latency_s=tp_ctl["pcie_latency_us"].max * units.us,
                 link_bytes_per_s=ch08.PCIE_GEN5_X16_BYTES_PER_S)
 tp_rows = []
-for tp_label, tp_g, tp_kw in (("TP 4 · NVLink (the chapter)", 4, {}),
-                              ("TP 8 · NVLink", 8, {}),
+for tp_label, tp_g, tp_kw in (("TP 4 · NVLink (the chapter)", 4, nv_link),
+                              ("TP 8 · NVLink", 8, nv_link),
                               (f"TP 8 · PCIe, {tp_ctl['pcie_latency_us'].max:.0f} µs floor",
                                8, pcie_top)):
     tp_flat = calc.tp_step_fuller(m70, hw, tp_g, collectives="flat", **tp_kw)["step_s"]
-    tp_add = calc.tp_step_fuller(m70, hw, tp_g, **tp_kw)["step_s"]
-    tp_hid = calc.tp_step_fuller(m70, hw, tp_g, overlap=True, **tp_kw)["step_s"]
+    tp_ring = calc.tp_step_fuller(m70, hw, tp_g, **tp_kw)["step_s"]
+    tp_hid = calc.tp_step_fuller(m70, hw, tp_g, collectives="flat", overlap=True, batch=2,
+                                 **tp_kw)["step_s"]
     tp_rows.append((tp_label, f"{tp_flat / units.ms:.2f} ms",
-                    f"{tp_add / units.ms:.2f} / {tp_hid / units.ms:.2f} ms",
-                    f"{tp_add / tp_flat:.2f} / {tp_hid / tp_flat:.2f}"))
-md(tables.markdown_table(("setting (70B decode step, batch 1)",
-                          "chapter's model (flat floor, added)",
-                          "fuller model (ring, added / hidden)", "fuller / chapter"), tp_rows))
-
-# %% jupyter={"source_hidden": true} tags=["remove-input"]
-# computes the number in the sentence below
-from companion import measurements
-
-comm_rows = [r for r in measurements.split()[1] if r.regime == "communication-bound"]
-md(f"""Step times predicted this way, where the collectives set the pace, have been off published
-measurements by about {measurements.stated_accuracy("communication-bound"):.0f}% (a median of
-{len(comm_rows)} held-out {"measurement" if len(comm_rows) == 1 else "measurements"}, so a
-thin sign; see [How good are these models?](../how_good_are_these_models.ipynb)).""")
+                    f"{tp_ring / units.ms:.2f} ms ({tp_ring / tp_flat:.2f}x)",
+                    f"{tp_hid / units.ms:.2f} ms ({tp_hid / tp_flat:.2f}x)"))
+md(tables.markdown_table(("setting (70B decode step)",
+                          "chapter's model (flat floor, added; b = 1)",
+                          "pessimistic bound (ring, added; b = 1)",
+                          "best case (flat floor hidden; b = 2)"), tp_rows))
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # #### In detail
@@ -164,8 +191,8 @@ thin sign; see [How good are these models?](../how_good_are_these_models.ipynb))
 # %% [markdown]
 # The communication term above rests on two simplifications.
 #
-# 1. **Every all-reduce costs the same floor, whatever $g$.** The ring algorithm, which NCCL
-#    uses for all but the smallest messages, passes the vector around the $g$ GPUs in
+# 1. **Every all-reduce costs the same floor, whatever $g$.** The ring algorithm passes the
+#    vector around the $g$ GPUs in
 #    $2(g-1)$ steps: $g-1$ to add up the partial sums, $g-1$ to hand the totals back. Each step
 #    is a message, and each message pays a latency $t_\text{msg}$. In the usual
 #    latency-plus-bandwidth form (Thakur, Rabenseifner and Gropp, 2005):
@@ -176,12 +203,16 @@ thin sign; see [How good are these models?](../how_good_are_these_models.ipynb))
 #    The bandwidth part is the chapter's; only the latency part grows with $g$. To compare like
 #    with like we choose $t_\text{msg}$ so that the ring costs exactly the chapter's floor at its
 #    own TP = 4 ($t_\text{msg} = T_\text{floor}/6$). The two models then agree at the chapter's setting
-#    and part at every other degree. (NCCL also has tree and single-shot algorithms whose latency
-#    grows more slowly than the ring's; the flat floor is closest to those, the ring is the
-#    pessimistic end.)
+#    and part at every other degree. Take the ring as a **pessimistic bound**: decode's
+#    all-reduces, one activation vector per token, are the smallest messages NCCL handles, and
+#    for those it picks tree, NVLink SHARP (NVLS) or one-shot algorithms whose latency barely
+#    grows with $g$. The flat floor is the closer model there; the ring marks how bad a
+#    latency that grows with $g$ could make it.
 # 2. **The collectives are added to the reads.** An engine can overlap part of them with other
 #    work, for instance by splitting the batch in two halves that take turns, one reading
-#    weights while the other all-reduces. The best possible case hides them entirely:
+#    weights while the other all-reduces. That needs at least two sequences: at $b$ = 1 there
+#    is nothing to split, and the collectives stay in the step. For $b \ge 2$ the best possible
+#    case hides them entirely:
 #    $T_\text{step} = \max(\text{read}, \text{comm})$. 17 §9's checklist asks a trace whether
 #    the collectives overlap and speaks as if §7's arithmetic assumed they did, yet §7 adds the
 #    two. The sum and the max bracket what a real trace can show.
@@ -193,41 +224,60 @@ thin sign; see [How good are these models?](../how_good_are_these_models.ipynb))
 tp_controls = {c.name: c for c in widgets.TensorParallelPanel.controls}
 pcie_link = dict(collective_latency_s=ch17.COLLECTIVE_LATENCY_PCIE_S,
                  link_bytes_per_s=ch08.PCIE_GEN5_X16_BYTES_PER_S)
-layouts = [(2, "NVLink", {}), (4, "NVLink", {}), (8, "NVLink", {}), (4, "PCIe", pcie_link),
-           (8, "PCIe", pcie_link)]
-variants = {"chapter: flat, added": dict(collectives="flat"), "ring, added": dict(),
-            "flat, hidden (best case)": dict(collectives="flat", overlap=True),
-            "ring, hidden": dict(overlap=True)}
+layouts = [(2, "NVLink", nv_link), (4, "NVLink", nv_link), (8, "NVLink", nv_link),
+           (4, "PCIe", pcie_link), (8, "PCIe", pcie_link)]
+variants = {"chapter: flat, added": dict(collectives="flat"),
+            "ring (pessimistic bound), added": dict(),
+            "flat, hidden (best case, b = 2)": dict(collectives="flat", overlap=True, batch=2),
+            "ring, hidden (b = 2)": dict(overlap=True, batch=2)}
 head = "| layout | " + " | ".join(variants) + " |"
 lines = [head, "|" + "---|" * (len(variants) + 1)]
 for g, link, kw in layouts:
     cells = [f"{calc.tp_step_fuller(m70, hw, g, **kw, **v)['step_s'] / units.ms:.2f} ms"
              for v in variants.values()]
     lines.append(f"| TP {g} · {link} | " + " | ".join(cells) + " |")
-md("A 70B decode step at batch 1, four ways (the first column is the chapter's model):\n\n"
+md("A 70B decode step, four ways (the first column is the chapter's model; the two added "
+   "columns at batch 1, the two hidden ones at batch 2, the smallest batch that splits):\n\n"
    + "\n".join(lines))
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
 t_msg = calc.ring_hop_latency_s()
-chap4 = calc.tp_step_fuller(m70, hw, 4, collectives="flat")
-hid4 = calc.tp_step_fuller(m70, hw, 4, collectives="flat", overlap=True)
-flat8 = calc.tp_step_fuller(m70, hw, 8, collectives="flat")
-ring8 = calc.tp_step_fuller(m70, hw, 8)
-ring2, flat2 = calc.tp_step_fuller(m70, hw, 2), calc.tp_step_fuller(m70, hw, 2, collectives="flat")
+chap4 = calc.tp_step_fuller(m70, hw, 4, collectives="flat", **nv_link)
+one4 = calc.tp_step_fuller(m70, hw, 4, collectives="flat", overlap=True, **nv_link)
+chap4_b2 = calc.tp_step_fuller(m70, hw, 4, collectives="flat", batch=2, **nv_link)
+hid4 = calc.tp_step_fuller(m70, hw, 4, collectives="flat", overlap=True, batch=2, **nv_link)
+flat8 = calc.tp_step_fuller(m70, hw, 8, collectives="flat", **nv_link)
+ring8 = calc.tp_step_fuller(m70, hw, 8, **nv_link)
+ring2 = calc.tp_step_fuller(m70, hw, 2, **nv_link)
+flat2 = calc.tp_step_fuller(m70, hw, 2, collectives="flat", **nv_link)
 top = tp_controls["nvlink_latency_us"].max * units.us
-flat8_top = calc.tp_step_fuller(m70, hw, 8, collectives="flat", collective_latency_s=top)
-ring8_top = calc.tp_step_fuller(m70, hw, 8, collective_latency_s=top)
+flat8_top = calc.tp_step_fuller(m70, hw, 8, collectives="flat", collective_latency_s=top,
+                                **nv_link)
+ring8_top = calc.tp_step_fuller(m70, hw, 8, collective_latency_s=top, **nv_link)
 pc8_flat = calc.tp_step_fuller(m70, hw, 8, collectives="flat", **pcie_link)
 pc8_ring = calc.tp_step_fuller(m70, hw, 8, **pcie_link)
-pc8_hid = calc.tp_step_fuller(m70, hw, 8, collectives="flat", overlap=True, **pcie_link)
-pc8_ring_hid = calc.tp_step_fuller(m70, hw, 8, overlap=True, **pcie_link)
+pc8_hid = calc.tp_step_fuller(m70, hw, 8, collectives="flat", overlap=True, batch=2, **pcie_link)
+pc8_ring_hid = calc.tp_step_fuller(m70, hw, 8, overlap=True, batch=2, **pcie_link)
+# how the chapter's model has fared against published measurements, and in which direction
+from companion import measurements
+
+comm_rows = [r for r in measurements.split()[1] if r.regime == "communication-bound"]
+comm_err = [measurements.predict(r).chapter_error_pct for r in comm_rows]
+comm_pct = measurements.stated_accuracy("communication-bound")
+direction = (f"too short, about {comm_pct:.0f}% below the measured times"
+             if all(e < 0 for e in comm_err) else
+             f"too long, about {comm_pct:.0f}% above the measured times"
+             if all(e > 0 for e in comm_err) else
+             f"off by about {comm_pct:.0f}%, in both directions")
 md(f"""> **Where this model breaks: collective latency and overlap.** At the chapter's setting
 > (TP = 4 on NVLink) the ring model agrees with the flat floor by construction: a hop of
 > {t_msg / units.us:.2f} µs, six hops per all-reduce. The overlap assumption is the one that
-> moves the answer there: hiding the collectives under the reads takes the step from
-> {chap4['step_s'] / units.ms:.2f} ms to {hid4['step_s'] / units.ms:.2f} ms, the
-> {100 * chap4['overhead']:.0f}% overhead to {100 * hid4['overhead']:.0f}%.
+> moves the answer there, from a batch of 2 on: hiding the collectives under the reads takes
+> the step from {chap4_b2['step_s'] / units.ms:.2f} ms to {hid4['step_s'] / units.ms:.2f} ms,
+> the {100 * chap4_b2['overhead']:.0f}% overhead to {100 * hid4['overhead']:.0f}%. At the
+> chapter's batch of 1 nothing can take turns, and the step stays at
+> {one4['step_s'] / units.ms:.2f} ms.
 >
 > At the explorer's other degrees the latency model matters. At TP = 8 the ring needs
 > {2 * (8 - 1)} hops per all-reduce, so the collectives cost {ring8['latency_s'] / units.ms:.2f} ms instead of
@@ -240,7 +290,7 @@ md(f"""> **Where this model breaks: collective latency and overlap.** At the cha
 > {flat8_top['step_s'] / units.ms:.2f} ms under the flat floor. Over PCIe at TP = 8 the ring
 > puts {pc8_ring['comm_s'] / units.ms:.1f} ms of collectives on a
 > {pc8_ring['read_s'] / units.ms:.1f} ms read (flat floor: {pc8_flat['comm_s'] / units.ms:.1f}
-> ms). Perfect overlap would hide the flat floor's collectives entirely (a
+> ms). At $b$ = 2, perfect overlap would hide the flat floor's collectives entirely (a
 > {pc8_hid['step_s'] / units.ms:.2f} ms step) but not the ring's, which outlast the read
 > ({pc8_ring_hid['step_s'] / units.ms:.2f} ms).
 >
@@ -249,7 +299,13 @@ md(f"""> **Where this model breaks: collective latency and overlap.** At the cha
 > floor says TP = 8 cuts the step by {chap4['step_s'] / flat8['step_s']:.2f}x over TP = 4, the
 > ring says {chap4['step_s'] / ring8['step_s']:.2f}x. The chapter's numbers stay as printed;
 > the "all-reduce latency" and "collectives and reads" dropdowns of the TP explorer switch
-> the bars to the fuller model.""")
+> the bars to the fuller model.
+>
+> **Against measurements.** Step times predicted the chapter's way, where the collectives set
+> the pace, have come out {direction} (the median of {len(comm_rows)} held-out published
+> {"measurement" if len(comm_rows) == 1 else "measurements"}, so a thin sign; see
+> [How good are these models?](../how_good_are_these_models.ipynb)): a real step carries costs
+> this arithmetic leaves out.""")
 
 # %% [markdown]
 # ## Pipeline parallelism: each GPU owns a run of whole layers
@@ -271,6 +327,14 @@ md(f"""> **Where this model breaks: collective latency and overlap.** At the cha
 # Only many more microbatches than stages make it small, which in serving means plenty of
 # concurrent traffic. And PP never speeds up one stream: a token still visits every layer one
 # after another.
+#
+# **Where the formula holds.** It prices one batch pushed through the pipe once: the pipe fills,
+# runs and drains for every batch, as in the prefill of a batch of prompts or any one-shot
+# batch. Steady-state decode runs differently. A microbatch that leaves the last stage with its
+# new token goes straight back to the first stage for the next one, so with $M \ge S$
+# microbatches in rotation the pipe never drains and the fill happens once, when serving
+# starts. Only unequal stage times then leave stages idle (the fold below prices that for the
+# real 70B); with $M < S$ a share $1 - M/S$ of stage time stays idle.
 
 # %%
 for mb in (16, 64):
@@ -455,9 +519,11 @@ ledger.show("17.7")
 #
 # Choose the model, the card and the TP degree. Raise the batch or the context and the reads
 # grow back; move the two collective floors to see where NVLink's lead comes from. At the
-# defaults the readout reproduces the chapter's TP = 4 step. The last two dropdowns switch to
-# the fuller model of the box above: ring latency that grows with the degree, and collectives
-# hidden under the reads.
+# defaults the readout reproduces the chapter's TP = 4 step, with NVLink's wire at its one-way
+# rate, and its first line checks that each GPU holds its weights and this batch's share of
+# the KV cache. The last two dropdowns switch to the fuller model of the box above: ring
+# latency that grows with the degree (a pessimistic bound), and collectives hidden under the
+# reads (from a batch of 2).
 
 # %% tags=["nbval-ignore-output"]
 tp_panel = widgets.TensorParallelPanel()
@@ -509,11 +575,13 @@ print(f"{n['weights_GB']:,.0f} GB -> {n['layout']} ({n['gpus']} GPUs), "
 #    tokens. Will the NVLink collective overhead, as a share of the step, go up or down?
 #    Predict, then move the sliders and explain.
 #    <!-- states: tp_panel(batch=64, context_tokens=8000) -->
-# 2. At TP = 8 over PCIe, what share of the step do the collectives take? Below which PCIe
-#    floor (µs per collective) would TP = 8 over PCIe match TP = 4 over NVLink?
+# 2. At TP = 8 over PCIe, what share of the step do the collectives take, and how does the step
+#    compare with TP = 8 over NVLink, the same GPUs on the faster link? Below which PCIe floor
+#    (µs per collective) would the two match?
 #    <!-- states: tp_panel(tp=8); tp_panel(tp=8, pcie_latency_us=...) -->
-# 3. How many microbatches bring the bubble of an 8-stage pipeline under 5%? If each
-#    microbatch holds 4 sequences, how many sequences must be in flight?
+# 3. How many microbatches bring the bubble of an 8-stage pipeline to 5% or below? If each
+#    microbatch holds 4 sequences, how many sequences must be in flight? Does the answer
+#    change for steady-state decode?
 #    <!-- states: pipe_panel(stages=8, microbatches=...) -->
 # 4. Place the 405B in FP8 rather than BF16. How many GPUs does it need now, and how many on a
 #    card with 141 GB (an H200)?
@@ -528,63 +596,79 @@ light = tp_panel.at().numbers
 heavy_batch, heavy_ctx = 64, 8000
 heavy = tp_panel.at(batch=64, context_tokens=8000).numbers
 answer(f"""Down. With {heavy_batch} sequences of {heavy_ctx:,} tokens each GPU reads its
-1/{ch17.TP} of the weights *and* of a large KV cache, so the read grows from {light['read_ms']:.1f} ms to
-{heavy['read_ms']:.1f} ms, while the {light['collectives']} collectives still cost about the
-same floor ({heavy['nvlink_latency_ms']:.2f} ms; the payload grows with the batch but stays
-tiny on NVLink). The overhead falls from {light['nvlink_overhead_pct']:.1f}% to
-{heavy['nvlink_overhead_pct']:.1f}% of the step: a fixed cost shrinks in relative terms when
-the variable cost grows.""", title="Worked answer 1")
+1/{ch17.TP} of the weights *and* of a large KV cache, so the read grows from
+{light['read_ms']:.1f} ms to {heavy['read_ms']:.1f} ms. The {light['collectives']} collectives
+keep their latency floor ({heavy['nvlink_latency_ms']:.2f} ms), but their bytes grow with the
+batch: {heavy_batch} activation vectors per all-reduce take
+{heavy['nvlink_wire_us'] / 1000:.2f} ms on the wire at NVLink's one-way rate (against
+{light['nvlink_wire_us']:.1f} µs at batch 1), no longer negligible beside the floor. Both
+together still grow far less than the read, so the overhead, collectives over read, falls from
+{light['nvlink_overhead_pct']:.1f}% to {heavy['nvlink_overhead_pct']:.1f}%. The setting also
+does not fit: each GPU would hold {heavy['kv_per_gpu_GB']:.1f} GB of KV beside
+{heavy['weights_per_gpu_GB']:.0f} GB of weights, against {heavy['free_kv_per_gpu_GB']:.0f} GB
+left after the reserve, room for {heavy['max_sequences']} such sequences (17 §4's count), and
+the readout says so. A cost that is mostly fixed shrinks in relative terms when the variable
+cost grows.""", title="Worked answer 1")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 nv4 = tp_panel.at().numbers                      # the chapter's TP = 4 on NVLink
 tp_wide = 8
-pc8 = tp_panel.at(tp=8).numbers
+pc8 = tp_panel.at(tp=8).numbers                  # TP = 8: NVLink in step_ms, PCIe beside it
+nv8_step = pc8["step_ms"]
 pcie_step = pc8["read_ms"] + pc8["pcie_comm_ms"]
-# the reader's scan: every stop of the PCIe floor slider, TP = 8
+# the reader's scan: every stop of the PCIe floor slider, TP = 8 on both links
 floor_ctl = tp_controls["pcie_latency_us"]
 floors = [floor_ctl.min + k * floor_ctl.step
           for k in range(round((floor_ctl.max - floor_ctl.min) / floor_ctl.step) + 1)]
 scan = {f: tp_panel.at(tp=8, pcie_latency_us=f).numbers for f in floors}
 step_at = {f: n["read_ms"] + n["pcie_comm_ms"] for f, n in scan.items()}
-last_ok = max(f for f in floors if step_at[f] <= nv4["step_ms"])
+last_ok = max(f for f in floors if step_at[f] <= nv8_step)
 after = floors[floors.index(last_ok) + 1]
 # the comm time is linear in the floor: interpolate between the two stops around the tie
-tie = last_ok + (nv4["step_ms"] - step_at[last_ok]) / (step_at[after] - step_at[last_ok]) * (
+tie = last_ok + (nv8_step - step_at[last_ok]) / (step_at[after] - step_at[last_ok]) * (
     after - last_ok)
+# the pessimistic bound: ring latency growing with the degree
+ring8 = tp_panel.at(tp=8, collectives="ring").numbers
+ring_pcie_step = ring8["read_ms"] + ring8["pcie_comm_ms"]
 answer(f"""At TP = {tp_wide} over PCIe each GPU reads for {pc8['read_ms']:.2f} ms, and the
 {pc8['collectives']} collectives add {pc8['pcie_comm_ms']:.2f} ms: a step of
 {pcie_step:.2f} ms, of which the collectives take {100 * pc8['pcie_comm_ms'] / pcie_step:.0f}%
 (the readout's "overhead" of {pc8['pcie_overhead_pct']:.0f}% is the same time measured against
-the read). TP = {ch17.TP} over NVLink takes {nv4['step_ms']:.2f} ms. Scanning the PCIe floor
-slider at TP = {tp_wide}, each microsecond of floor adds {pc8['collectives']} µs to the step; it
-still matches or beats TP = {ch17.TP} over NVLink at {last_ok:g} µs
-({step_at[last_ok]:.2f} ms) and loses at {after:g} µs ({step_at[after]:.2f} ms), so the tie
-sits at about {tie:.1f} µs per collective. The chapter's
-{ch17.COLLECTIVE_LATENCY_PCIE_S / units.us:g} µs is below it, so TP = {tp_wide} over PCIe still wins
-per token, but it spends {100 * pc8['pcie_comm_ms'] / pcie_step:.0f}% of every step
-synchronising and ties up twice as many GPUs. Over a slow link, a higher TP degree buys its
-read time back in collective floors, which is why TP stays on NVLink.""", title="Worked answer 2")
+the read). The same {tp_wide} GPUs on NVLink take {nv8_step:.2f} ms, so PCIe makes every token
+{pcie_step / nv8_step:.2f} times slower. Scanning the PCIe floor slider at TP = {tp_wide}, each
+microsecond of floor adds {pc8['collectives']} µs to the step; PCIe still keeps up with NVLink at
+{last_ok:g} µs ({step_at[last_ok]:.2f} ms) and loses at {after:g} µs
+({step_at[after]:.2f} ms), so the tie sits at about {tie:.1f} µs per collective, below
+NVLink's own {ch17.COLLECTIVE_LATENCY_NVLINK_S / units.us:g} µs floor: PCIe's slower wire has to be paid back in latency too. The chapter's
+{ch17.COLLECTIVE_LATENCY_PCIE_S / units.us:g} µs is far above it. (Against TP = {ch17.TP} over
+NVLink, {nv4['step_ms']:.2f} ms, TP = {tp_wide} over PCIe wins under the flat floor only by
+spending twice the GPUs, and under the ring's pessimistic bound it loses that too:
+{ring_pcie_step:.1f} ms.) On the slower link the collective floors eat what the extra GPUs
+saved in reads, which is why TP stays on NVLink.""", title="Worked answer 2")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
-stages, per_microbatch, target = 8, 4, 0.05
-m_ctl = pipe_controls["microbatches"]
-swept = {m: pipe_panel.at(stages=8, microbatches=m).numbers
-         for m in range(int(m_ctl.min), int(m_ctl.max) + 1)}
-top = swept[int(m_ctl.max)]
-# beyond the slider: the bubble formula itself
-need = next(m for m in range(1, 10_000) if calc.pipeline_bubble(stages, m) < target)
-answer(f"""$(S-1)/(M+S-1) < {100 * target:g}\\%$ with $S = {stages}$ needs
-$M + {stages - 1} > {stages - 1} / {target:g} = {(stages - 1) / target:g}$, so
-$M = {need}$ microbatches (bubble {100 * calc.pipeline_bubble(stages, need):.2f}%; one fewer
-gives {100 * calc.pipeline_bubble(stages, need - 1):.2f}%). The explorer cannot show it: its
-microbatch slider stops at {int(m_ctl.max)}, where {stages} stages still idle
-{top['bubble_pct']:.1f}% of the time ({top['idle_cells']} idle stage-slots of
-{stages * top['slots']}), the lowest bubble any of its settings reaches. At {per_microbatch}
-sequences per microbatch, {per_microbatch * need} sequences must be in flight. A deep pipeline
-is only kept busy by traffic far larger than its stage count, so PP suits big fleets, not a
-few streams.""",
+stages, per_microbatch, target = 8, 4, Fraction(5, 100)
+# the bubble formula, solved exactly: the smallest M with (S - 1) / (M + S - 1) <= target
+need = next(m for m in range(1, 10_000) if Fraction(stages - 1, m + stages - 1) <= target)
+at_need = pipe_panel.at(stages=8, microbatches=need).numbers
+before = pipe_panel.at(stages=8, microbatches=need - 1).numbers
+# steady-state decode: M = S microbatches keep the pipe full; unequal stages leave the floor
+steady = pipe_panel.at(stages=8, microbatches=stages).numbers
+answer(f"""$(S-1)/(M+S-1) \\le {float(100 * target):g}\\%$ with $S = {stages}$ needs
+$M + {stages - 1} \\ge {stages - 1} / {float(target):g} = {float((stages - 1) / target):g}$, so
+$M = {need}$ microbatches: the explorer shows a bubble of {at_need['bubble_pct']:.1f}%, exactly
+the target, and {before['bubble_pct']:.2f}% one microbatch fewer. At {per_microbatch} sequences
+per microbatch, **{per_microbatch * need} sequences** must be in flight. That is the chapter's
+model, and it is right where a batch goes through the pipe once and the pipe fills and drains
+around it: the prefill of a batch of prompts, or any one-shot batch. Steady-state decode is
+kinder. Each microbatch returns to the first stage for its next token, so $M = S = {stages}$
+microbatches already keep every stage busy: {per_microbatch * stages} sequences, not
+{per_microbatch * need}. What idles the stages then is only their unequal length: the real
+70B's {stages} stages leave {steady['uneven_floor_pct']:.1f}% however many microbatches
+circulate. A one-shot pipeline needs traffic far larger than its stage count; a decoding one
+needs about one microbatch per stage, and then its slowest stage sets the pace.""",
        title="Worked answer 3")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -629,10 +713,12 @@ the layout is sized by the KV cache it must hold, not by the weights alone.""",
 # > collectives (the explorer's batches stay below the ridge, so the reads, not the
 # > arithmetic, set it); each all-reduce costs the chapter's flat floor and is added to the
 # > step, while the fuller model prices a ring whose hop latency is fitted to that floor at
-# > TP = 4 and bounds overlap by hiding the collectives completely; links run at their
-# > nominal bandwidth; the bubble formula takes equal stages and ignores the stage-to-stage
-# > handoff, while the fuller model takes each decode stage's time as its weight read and
-# > still ignores the handoff; placement counts weights and a fixed runtime reserve only (no
-# > activations, no embedding or head imbalance between stages).
+# > TP = 4 (a pessimistic bound) and, from a batch of 2, bounds overlap by hiding the
+# > collectives completely; links run at their nominal bandwidth in one direction (NVLink's
+# > spec figure halved); the bubble formula takes equal stages, one batch pushed through
+# > once, and ignores the stage-to-stage handoff, while the fuller model takes each decode
+# > stage's time as its weight read and still ignores the handoff; placement counts weights
+# > and a fixed runtime reserve only (no activations, no embedding or head imbalance between
+# > stages), while the TP explorer also counts the batch's KV cache.
 # >
 # > </details>

@@ -33,7 +33,8 @@ m8, m70 = specs.LLAMA_8B, specs.LLAMA_70B
 # %% [markdown]
 # ## Two pools, sized by two divisions
 #
-# Follow one request through a disaggregated deployment. A router hands it to a GPU of the
+# Follow one request through a disaggregated deployment, the design of the DistServe and
+# Splitwise papers that NVIDIA Dynamo productizes (17 §8). A router hands it to a GPU of the
 # *prefill pool*, which runs the whole prompt in one pass with no decode work beside it. The
 # KV cache that pass produces is copied to a GPU of the *decode pool*, which then produces the
 # answer token by token. A new conversation's prompt is never prefilled on a decode GPU, so the
@@ -65,6 +66,18 @@ for label, prompt, output in (("longer documents (prompt x 2)", 4000, 250),
     print(f"{label:32}: {p['prefill_groups']} prefill, {p['decode_groups']} decode groups")
 widgets.PoolSizingPanel().figure().show()
 
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+cap_chapter = ch17.PREFILL_TOK_PER_S_PER_GROUP
+cap_8b = 1 / calc.prefill_compute_s(m8, hw, 1)                 # one H100, 50% of peak
+cap_70b = ch17.TP / calc.prefill_compute_s(m70, hw, 1)         # a TP-4 group, 50% of peak
+md(f"""Which model fills a "group"? The chapter's {cap_chapter:,} tok/s names none. At
+{100 * ch17.PREFILL_EFFICIENCY:.0f}% of peak one H100 prefills the 8B at {cap_8b:,.0f} tok/s
+and a TP-{ch17.TP} group the 70B at {cap_70b:,.0f} tok/s, so the chapter's figure reads as
+that 70B group at {100 * ch17.PREFILL_EFFICIENCY * cap_chapter / cap_70b:.0f}% of peak. The
+pool sizing and its queue below use the chapter's figure, the KV hop the 70B group, and the
+goodput comparison the 8B on one GPU.""")
+
 # %% [markdown]
 # ## The picture: router, pools and the KV hop
 #
@@ -87,7 +100,9 @@ d8k = diagram.at(mean_prompt_tokens=8000).numbers
 md(f"""At the chapter's traffic the diagram holds {d['prefill_groups']} prefill and
 {d['decode_groups']} decode groups. Each mean request hands over
 {d['kv_bytes_per_request'] / units.GB:.2f} GB of 70B KV, {d['ship_ms']:.0f} ms over RDMA, and
-the pools exchange {d['kv_GB_per_s']:.0f} GB/s in all. With 8,000-token prompts the prefill
+the pools exchange {d['kv_GB_per_s']:.0f} GB/s in all, spread over the prefill groups' own
+links: {d['kv_GB_per_s_per_prefill_group']:.1f} GB/s from each of the {d['prefill_groups']},
+well within one {ch17.RDMA_400G_BYTES_PER_S / units.GB:.0f} GB/s card. With 8,000-token prompts the prefill
 pool grows to {d8k['prefill_groups']} groups, the decode pool stays at {d8k['decode_groups']},
 and each hop takes {d8k['ship_ms']:.0f} ms.""")
 
@@ -258,8 +273,12 @@ md(f"""> **Where this model breaks: pool sizing.** At the chapter's setting the 
 # %% [markdown]
 # ## The cost of the hop: moving the KV cache
 #
-# The decode GPU can emit the second token only once it holds the request's entire KV cache.
-# Its size comes from 17 §4, and moving it takes its bytes over the link's bandwidth:
+# **Where the hop's cost lands.** The prefill's last position already yields token 1, so the
+# prefill GPU streams it and TTFT ends there. The decode GPU can compute token 2 only once it
+# holds the request's entire KV cache: the hop lengthens the *first inter-token interval*, and
+# this notebook judges it against the ITL target throughout. (The chapter sets it against TTFT,
+# which fits an engine whose decode GPU emits token 1.) The cache's size comes from 17 §4, and
+# moving it takes its bytes over the link's bandwidth:
 #
 # $$T_\text{ship} = \frac{L\,k}{\beta_\text{link}}, \qquad
 # k = 2\, n_\text{layers}\, n_\text{kv}\, d_\text{head} \cdot 2\ \text{B}.$$
@@ -284,14 +303,19 @@ curves = {label: [calc.kv_transfer_s(m70, c, bw) for c in contexts] for label, b
 marks = {label: (L, calc.kv_transfer_s(m70, L, bw)) for label, bw in links.items()}
 plots.kv_transfer_figure(contexts, curves, marks=marks).show()
 
-# %% [markdown]
-# (RDMA means the network card writes straight into the other server's memory, without a
-# CPU copy at either end.) A few tens of milliseconds is a modest addition to a TTFT measured
-# in hundreds, and engines overlap most of it with the prefill by sending each layer's KV as
-# soon as that layer is done. Read the other way, the same numbers say when splitting does not
-# pay: a small model, short prompts, or too few GPUs to keep two pools busy on their own. A
-# deployment of about one server is better off sharing GPUs with chunked prefill; a fleet
-# gains from the split.
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+itl_ms = ch17.ITL_TARGET_S / units.ms
+hop_rdma = calc.kv_layered_transfer(m70, hw, L, ch17.RDMA_400G_BYTES_PER_S, tp=ch17.TP)
+md(f"""(RDMA means the network card writes straight into the other server's memory, without a
+CPU copy at either end.) Shipped whole after the prefill, the 70B's
+{hop_rdma['whole_s'] / units.ms:.0f} ms over RDMA holds back token 2 for at least that long,
+against an ITL target of {itl_ms:.0f} ms: every later token arrives on time, this one visibly
+late. Engines avoid it by sending each layer's KV as soon as that layer is computed, overlapped
+with the rest of the prefill, which leaves {hop_rdma['exposed_s'] / units.ms:.2f} ms (next
+section). Read the other way, the same numbers say when splitting does not pay: a small model,
+short prompts, or too few GPUs to keep two pools busy. The chapter's rule, "below roughly node
+scale, share; at fleet scale, split" (17 §8), is tested under *Goodput* below.""")
 
 # %% [markdown]
 # ## Where this model breaks: the hop shipped whole, after the prefill
@@ -374,6 +398,8 @@ hop8b = calc.kv_layered_transfer(m8, hw, L, rdma)
 diagram_controls = {c.name: c for c in widgets.DisaggregationDiagramPanel.controls}
 p_hi = diagram_controls["mean_prompt_tokens"].max
 hop_hi = calc.kv_layered_transfer(m70, hw, p_hi, rdma, tp=tp70)
+# the context whose whole-cache hop alone fills the ITL target (the first interval's budget)
+itl_tokens = ch17.ITL_TARGET_S * rdma / calc.kv_bytes_per_token(m70)
 md(f"""> **Where this model breaks: the KV hop.** At the chapter's setting (8,000 tokens of the
 > 70B over 400 Gb RDMA) the whole cache takes {hop8k['whole_s'] / units.ms:.0f} ms, but the
 > prefill that produces it runs {hop8k['prefill_s'] / units.ms:.0f} ms on four GPUs, producing
@@ -391,10 +417,12 @@ md(f"""> **Where this model breaks: the KV hop.** At the chapter's setting (8,00
 > production rate, about {keep_up / units.GB:.1f} GB/s here (a slow Ethernet, or a prefill much
 > faster than 50% of peak).
 >
-> **When it matters.** For TTFT the chapter's whole-cache figure is the pessimistic end: with
-> layer-by-layer shipping the hop costs little at any context. What the bytes still cost is
-> link capacity: the pools exchange the full volume whatever the overlap, so the link has
-> to be sized for the traffic.""")
+> **When it matters.** For the first inter-token interval the chapter's whole-cache figure is
+> the pessimistic end: shipped whole over RDMA, the 70B's hop alone passes the
+> {ch17.ITL_TARGET_S / units.ms:.0f} ms ITL target from {itl_tokens:,.0f} tokens of context on,
+> while layer by layer it leaves {hop_hi['exposed_s'] / units.ms:.1f} ms at {p_hi:,} tokens.
+> What the bytes still cost is link capacity: the pools exchange the full volume whatever the
+> overlap, so the link has to be sized for the traffic.""")
 
 # %% [markdown]
 # ## Goodput: the same GPUs shared or split
@@ -402,14 +430,15 @@ md(f"""> **Where this model breaks: the KV hop.** At the chapter's setting (8,00
 # The section's case for splitting ends in a rule of thumb: below roughly one node, share the
 # GPUs; at fleet scale, split them (17 §8). Goodput puts the rule to a test. It counts the
 # requests per second that meet *both* targets of 17 §3, a TTFT within 500 ms and every output
-# interval within the ITL target (20 ms, the companion's reading of
-# "a few tens of ms" (17 §3)). Take the same GPUs two ways, each GPU serving the 8B with the
-# chapter's request mix:
+# interval within an ITL target, which the chapter gives only as "a few tens of ms" (17 §3):
+# the figure takes 20 ms, the table after it two looser targets too. Take the same GPUs two
+# ways, each GPU serving the 8B with the chapter's request mix:
 #
 # - **shared**: every GPU decodes its own streams and adds one prompt chunk to each round
 #   (17 §6), the chunk as large as the ITL target allows;
-# - **split**: some GPUs prefill whole prompts and ship each KV cache one way over NVLink, the
-#   rest only decode; of the possible splits, the one that carries the most.
+# - **split**: some GPUs prefill whole prompts and stream token 1, then ship each KV cache one
+#   way over NVLink before token 2; the rest only decode; of the possible splits, the one that
+#   carries the most.
 #
 # The model is analytic: the pool queue of the sizing above, 17 §5's decode step and 17 §6's
 # chunked round, with the KV hop; the fold below lists what it assumes.
@@ -448,13 +477,64 @@ large_leader = "sharing" if large["shared"][large["rates"].index(large_part)] > 
 fleet_sizes = range(2, 9)
 first_split = next(n for n in fleet_sizes
                    if calc.best_split(n)["slo_rate_per_s"] > calc.fleet_slo_rate(n))
-md(f"""Both layouts serve a light load alike; the curves part at {small_part:.1f} req/s on
-2 GPUs, where {small_leader} pulls ahead and holds both targets (for 90% of requests) up to
-{small['shared_limit']:.1f} req/s against the split's
-{small['best']['slo_rate_per_s']:.1f}, and at {large_part:.0f} req/s on 8 GPUs, where
-{large_leader} pulls ahead and holds them up to {large['best']['slo_rate_per_s']:.1f} req/s
-against sharing's {large['shared_limit']:.1f}: in this model the split starts to pay at
-{first_split} GPUs.""")
+assert small_leader == "sharing" and large_leader == "the split"   # what the text says
+md(f"""Both layouts serve a light load alike. Per GPU, as the figure plots it: on 2 GPUs the
+curves part at {small_part / 2:.1f} req/s per GPU, where sharing pulls ahead and holds both
+targets (for 90% of requests) up to {small['shared_limit'] / 2:.1f} per GPU against the split's
+{small['best']['slo_rate_per_s'] / 2:.1f}; on 8 GPUs they part at {large_part / 8:.1f} per GPU,
+where the split pulls ahead, up to {large['best']['slo_rate_per_s'] / 8:.1f} per GPU against
+sharing's {large['shared_limit'] / 8:.1f}. At this {ch17.ITL_TARGET_S / units.ms:.0f} ms target
+the split starts to pay at {first_split} GPUs.""")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table and the verdict below
+itl_targets = (ch17.ITL_TARGET_S, 30 * units.ms, 50 * units.ms)
+sweep_sizes = (2, 3, 4, 8, 16, 64)
+
+
+def ahead(shared_rate, split_rate):
+    """Which layout carries more; within 1% the model cannot tell them apart."""
+    return ("tie" if abs(split_rate / shared_rate - 1) <= 0.01 else
+            "split" if split_rate > shared_rate else "shared")
+
+
+sweep = {(n, t): (calc.fleet_slo_rate(n, itl_target_s=t),
+                  calc.best_split(n, itl_target_s=t)["slo_rate_per_s"])
+         for n in sweep_sizes for t in itl_targets}
+verdicts = {key: ahead(*rates) for key, rates in sweep.items()}
+t20, t30, t50 = itl_targets
+sweep_rows = ["| GPUs | " + " | ".join(f"ITL {t / units.ms:.0f} ms: shared / split"
+                                        for t in itl_targets) + " |",
+              "|---" * (len(itl_targets) + 1) + "|"]
+for n in sweep_sizes:
+    sweep_rows.append(f"| {n} | " + " | ".join(
+        f"{sweep[(n, t)][0]:.1f} / {sweep[(n, t)][1]:.1f}: **{verdicts[(n, t)]}**"
+        for t in itl_targets) + " |")
+split_from = min(n for n in sweep_sizes
+                 if all(verdicts[(m, t20)] == "split" for m in sweep_sizes if m >= n))
+shared_30 = [n for n in sweep_sizes if verdicts[(n, t30)] == "shared"]
+shared_50 = max(n for n in sweep_sizes
+                if all(verdicts[(m, t50)] == "shared" for m in sweep_sizes if m <= n))
+lead_50 = max(sweep[(n, t50)][1] / sweep[(n, t50)][0] - 1 for n in sweep_sizes)
+assert verdicts[(8, t30)] == "tie" and not any(v == "shared" for (n, t), v in verdicts.items()
+                                                   if t == t50 and n > shared_50)
+# where the split's decode GPUs run out: KV memory, not the ITL target
+kv_full = calc.tp_kv_capacity(m8, hw, context_tokens=ch17.MEAN_PROMPT_TOKENS
+                              + ch17.MEAN_OUTPUT_TOKENS)
+full_step = calc.decode_step_time(m8, hw, kv_full["max_sequences"],
+                                  ch17.MEAN_PROMPT_TOKENS + ch17.MEAN_OUTPUT_TOKENS // 2)
+ms_ = lambda t: f"{t / units.ms:.0f} ms"                      # noqa: E731
+md("The highest rate (requests/s, whole fleet) at which 90% of requests meet both targets, "
+   "the split the best division of the GPUs; within 1% is a tie:\n\n" + "\n".join(sweep_rows)
+   + f"""
+
+The verdict moves with the target. At {ms_(t20)} the split carries more from {split_from} GPUs
+on. At {ms_(t30)} sharing keeps the lead on {" and ".join(map(str, shared_30))} GPUs, and the
+8-GPU fleet ties ({sweep[(8, t30)][0]:.1f} against {sweep[(8, t30)][1]:.1f} req/s). At
+{ms_(t50)} sharing carries more up to {shared_50} GPUs and the split never leads by more than
+{100 * lead_50:.0f}%. The chapter's "below roughly node scale, share" sits at the loose end
+of this range, and the model leaves out two costs that move the crossover up: operating two
+pools instead of one, and a batch that fluctuates around its mean.""")
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # #### In detail
@@ -479,8 +559,9 @@ against sharing's {large['shared_limit']:.1f}: in this model the split starts to
 # - **Shared.** A round is the decode step plus a chunk of $c$ prompt tokens (17 §6), with $c$
 #   the largest that keeps the round within the ITL target, so ITL holds by construction and a
 #   prompt takes $n/c$ rounds.
-# - **Split.** Prefill GPUs run whole prompts; TTFT adds the mean prompt's KV hop, one way over
-#   NVLink; the decode GPUs' step must stay within the ITL target.
+# - **Split.** Prefill GPUs run whole prompts and stream token 1, so TTFT is their queue and
+#   prefill; the mean prompt's KV hop, one way over NVLink, comes before token 2, so the hop
+#   plus one decode step, like every later step, must stay within the ITL target.
 # - **Both.** Waiting prompts form one first-come-first-served queue that whichever prefilling
 #   GPU frees first takes from (the M/M/c pool above), so the share of requests within the TTFT
 #   target is `calc.pool_time_tail`'s complement. Goodput is the offered rate times that share
@@ -491,30 +572,42 @@ against sharing's {large['shared_limit']:.1f}: in this model the split starts to
 #   into a slope).
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
-# computes the table and the numbers in the text below
-rows = ["| GPUs | shared: highest rate within both targets | best split (prefill + decode) "
-        "| split: highest rate within both targets | ahead |", "|---|---|---|---|---|"]
-for n_gpus in (2, 3, 4, 8, 16):
-    sh, sp = calc.fleet_slo_rate(n_gpus), calc.best_split(n_gpus)
-    rows.append(f"| {n_gpus} | {sh:.1f} req/s | {sp['prefill_gpus']} + {sp['decode_gpus']} | "
-                f"{sp['slo_rate_per_s']:.1f} req/s | "
-                f"{'split' if sp['slo_rate_per_s'] > sh else 'shared'} |")
+# computes the numbers in the text below
+divisions = {n: calc.best_split(n) for n in sweep_sizes}
 trickle = calc.fleet_goodput(0.05, 8)
 at_limit = calc.fleet_goodput(large["shared_limit"], 8)
 split_edge = calc.fleet_goodput(large["best"]["slo_rate_per_s"], 8, layout="split",
                                 prefill_gpus=large["best"]["prefill_gpus"])
 decode_context = ch17.MEAN_PROMPT_TOKENS + ch17.MEAN_OUTPUT_TOKENS // 2
-ceiling = calc.itl_batch_ceiling(m8, hw, ch17.ITL_TARGET_S, decode_context)
+# the first interval is the hop plus a step: the step gets what the hop leaves of the target
+step_budget = ch17.ITL_TARGET_S - split_edge["hop_s"]
+ceiling = calc.itl_batch_ceiling(m8, hw, step_budget, decode_context)
 # GPU-seconds a request needs in each pool: its prefill, and its share of a full decode GPU
 decode_gpu_s = ((ch17.MEAN_OUTPUT_TOKENS - 1) * calc.decode_step_time(m8, hw, ceiling,
                                                                        decode_context) / ceiling)
 demand_ratio = split_edge["prefill_service_s"] / decode_gpu_s
 tiny = calc.fleet_goodput(small["best"]["slo_rate_per_s"], 2, layout="split", prefill_gpus=1)
-rdma_16 = calc.fleet_slo_rate(16, layout="split",
-                              prefill_gpus=calc.best_split(16)["prefill_gpus"],
-                              link_bytes_per_s=ch17.RDMA_400G_BYTES_PER_S)
-md("The highest request rate at which 90% of requests meet both targets, by fleet size "
-   "(the split is the best of every division of the GPUs):\n\n" + "\n".join(rows) + f"""
+rdma_16 = {hop: calc.fleet_slo_rate(16, layout="split", prefill_gpus=divisions[16]["prefill_gpus"],
+                                    link_bytes_per_s=ch17.RDMA_400G_BYTES_PER_S, kv_hop=hop)
+           for hop in ("whole", "layered")}
+# the decode pool's card (17 §8: bandwidth-heavy SKUs for decode): same peak, more bandwidth
+h200 = specs.H200_SXM
+per_card = {card.name: calc.itl_batch_ceiling(m8, card, ch17.ITL_TARGET_S, decode_context)
+            for card in (hw, h200)}
+tok_s = {card.name: per_card[card.name] / calc.decode_step_time(m8, card, per_card[card.name],
+                                                                decode_context)
+         for card in (hw, h200)}
+md(f"""The best divisions at {ch17.ITL_TARGET_S / units.ms:.0f} ms (prefill + decode GPUs): """
+   + ", ".join(f"{d['prefill_gpus']} + {d['decode_gpus']} of {n}" for n, d in divisions.items())
+   + f""".
+
+**Why the target moves the verdict.** A looser target lets each shared GPU fit bigger prefill
+chunks beside its decode step, while the split's decode GPUs fill their memory first:
+{kv_full['max_sequences']} streams of {ch17.MEAN_PROMPT_TOKENS + ch17.MEAN_OUTPUT_TOKENS:,}
+tokens fill the 8B's {kv_full['free_kv_bytes'] / units.GB:.0f} GB at a
+{full_step / units.ms:.1f} ms step, so no target beyond that lends them anything. A batch that
+fluctuates hurts the split more: its decode GPUs run at their ceiling, so each upward swing
+breaks the ITL target or waits for memory, where a shared GPU shrinks its chunk instead.
 
 **Why sharing runs out.** A shared GPU pays for its ITL with its prefill speed. At a trickle
 its chunk is {trickle['chunk_tokens']} tokens; at the 8-GPU fleet's limit of
@@ -528,8 +621,10 @@ traffic, the bigger the batch and the slower the prefill.
 
 **Why splitting runs out.** At {large['best']['slo_rate_per_s']:.1f} req/s each of the split's
 {large['best']['decode_gpus']} decode GPUs holds {split_edge['decode_batch']} streams and its
-step reaches {split_edge['step_s'] / units.ms:.1f} ms, at the ITL target
-(`calc.itl_batch_ceiling` puts the largest batch within it at {ceiling}); its prefill GPUs are
+step reaches {split_edge['step_s'] / units.ms:.1f} ms: with the
+{split_edge['hop_s'] / units.ms:.2f} ms hop before a stream's first step, that fills the ITL
+target (`calc.itl_batch_ceiling` at {step_budget / units.ms:.2f} ms puts the largest batch at
+{ceiling}); its prefill GPUs are
 {100 * split_edge['prefill_utilization']:.0f}% busy. On 2 GPUs the split has the opposite
 problem: its one prefill GPU limits it while its one decode GPU runs {tiny['decode_batch']}
 streams at a {tiny['step_s'] / units.ms:.1f} ms step, far from its ceiling. That is the
@@ -537,8 +632,18 @@ chapter's fleet "too small to keep two pools independently busy" (17 §8): whole
 follow a {demand_ratio:.1f} : 1 demand. Between nodes the hop goes over RDMA instead, where
 a 2,000-token prompt of the 8B takes
 {calc.kv_transfer_s(m8, ch17.MEAN_PROMPT_TOKENS, ch17.RDMA_400G_BYTES_PER_S) / units.ms:.1f} ms
-to ship: the 16-GPU split's limit barely moves ({rdma_16:.1f} req/s against
-{calc.best_split(16)['slo_rate_per_s']:.1f} over NVLink).""")
+to ship, all of it in the first interval: the 16-GPU split's limit barely moves
+({rdma_16['whole']:.1f} req/s against {divisions[16]['slo_rate_per_s']:.1f} over NVLink), since
+its decode GPUs have room beside their step, and shipped layer by layer it is
+{rdma_16['layered']:.1f}.
+
+**The decode pool's card.** Decode is bound by memory bandwidth and prefill by arithmetic, so
+17 §8's rack designs give the decode pool bandwidth-heavy cards. An {h200.name}
+({h200.mem_bw_bytes_per_s / 1e12:.2g} TB/s against {hw.mem_bw_bytes_per_s / 1e12:.3g}) holds
+{per_card[h200.name]} of the 8B's streams within {ch17.ITL_TARGET_S / units.ms:.0f} ms where an
+{hw.name} holds {per_card[hw.name]}, {tok_s[h200.name] / tok_s[hw.name]:.2f}x the output tokens
+per GPU; in the prefill pool it is no faster, with the same
+{h200.peak_flops_per_s / 1e12:.0f} TFLOP/s.""")
 
 # %% [markdown]
 # ## KV-aware routing
@@ -596,8 +701,9 @@ The difficulty is an old one from distributed systems: affinity and load balance
 opposite directions. Always sending a conversation to its warm worker lets a few busy
 conversations swamp one GPU while others idle; spreading load evenly throws away the cached
 prefix at every move. Practical routers weigh both signals, prefix overlap and current load,
-and the KV cache becomes distributed state that needs placement and eviction policies, much
-like sticky sessions or a sharded cache.""")
+and the KV cache becomes distributed state with the usual placement, eviction and consistency
+problems (a router's map of which worker holds which prefix goes stale the moment a worker
+evicts), much like sticky sessions or a sharded cache.""")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
@@ -630,7 +736,7 @@ and the decode GPU chunks it.""")
 #
 # Every prefilled token also attends to all the tokens before it, work that grows with the
 # square of the context, and a router's misses set its tail however good its mean; the routing
-# explorer's dotted curves and percentile line draw both.
+# explorer's dotted curves draw the first, its readout's percentiles the second.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the table below
@@ -707,6 +813,9 @@ far_full = calc.kv_routing_ttft(m8, hw, t_hi, attention=True)
 big = dict(first_turn_tokens=first_hi, tokens_per_turn=step_hi)
 huge = calc.kv_routing_ttft(m8, hw, t_hi, **big)
 huge_full = calc.kv_routing_ttft(m8, hw, t_hi, attention=True, **big)
+# what the box says of the sliders' far corner: the longest context, attention over half
+assert huge["context_tokens"] == ch17.LONGEST_CONTEXT_TOKENS
+assert huge_full["cold_s"] > 2 * huge["cold_s"]
 good_share = ch17.ROUTER_WARM_SHARES[0]
 p99_good = calc.routed_ttft_percentile(r["cold_s"], r["warm_s"], good_share, 99)
 md(f"""> **Where this model breaks: routing.** At the chapter's turn 20 the attention FLOPs make
@@ -724,15 +833,18 @@ md(f"""> **Where this model breaks: routing.** At the chapter's turn 20 the atte
 > At the explorer's extremes: at turn {t_hi} the cold prefill is
 > {far_full['cold_s'] / units.ms:,.0f} ms with attention against
 > {far['cold_s'] / units.ms:,.0f} ms without; with a {first_hi:,}-token first turn and
-> {step_hi:,} tokens per turn the context reaches {huge['context_tokens']:,} tokens and the
-> attention term dominates: {huge_full['cold_s']:,.0f} s against {huge['cold_s']:,.0f} s
+> {step_hi:,} tokens per turn the context reaches {huge['context_tokens']:,} tokens, 17 §4's
+> longest context, where the sliders stop (its
+> {calc.kv_bytes(m8, huge['context_tokens'], block_tokens=1) / units.GB:.1f} GB of 8B KV fits the
+> {calc.tp_kv_capacity(m8, hw)['free_kv_bytes'] / units.GB:.0f} GB an H100 has free), and the
+> attention term dominates: {huge_full['cold_s']:,.1f} s against {huge['cold_s']:,.1f} s
 > cold, and the hit-to-miss ratio is {huge_full['speedup']:.0f}x instead of
 > {huge['speedup']:.0f}x.
 >
 > **When it matters.** The attention term matters from tens of thousands of tokens on, which
 > is exactly where routing matters most; the percentile matters for any SLO stated as a p90 or
-> p99, since a router's misses set the tail no matter how good its mean. The dotted curves
-> and the percentile line in the routing explorer are this model.""")
+> p99, since a router's misses set the tail no matter how good its mean. The routing
+> explorer's dotted curves and its readout's percentiles are this model.""")
 
 # %% [markdown]
 # ## Chapter says / companion computes
@@ -782,9 +894,10 @@ print(f"turn 20: cold {n['cold_ms']:.0f} ms, warm {n['warm_ms']:.1f} ms ({n['spe
 # 2. At which request rate does the decode pool need an eleventh group? Read it off the step
 #    line, then confirm with `calc.disaggregated_pools`.
 #    <!-- states: pool_panel(request_rate=...) -->
-# 3. Ship an 8,000-token request of the 8B instead of the 70B. How long does RDMA take, and
-#    which TTFT should you compare that with?
-#    <!-- states: diagram(model=m8.name, mean_prompt_tokens=8000) -->
+# 3. Ship an 8,000-token request of the 8B instead of the 70B. How long does RDMA take, which
+#    interval of the stream does it lengthen, and does that interval meet the ITL target? Then
+#    switch the *KV hop* menu to layer by layer.
+#    <!-- states: diagram(model=m8.name, mean_prompt_tokens=8000); diagram(model=m8.name, mean_prompt_tokens=8000, kv_hop="layered") -->
 # 4. In the routing explorer, from which turn on does a cold worker miss the 500 ms TTFT
 #    target? At turn 40, what share of warm landings keeps the p90 TTFT (the readout's
 #    percentiles) under 500 ms? Would the mean have told you?
@@ -838,20 +951,25 @@ demand has no room left: the first extra request per second costs a whole extra 
 # computes the worked answer below (unfold it there)
 ship_tokens = 8000
 small_hop = diagram.at(model=m8.name, mean_prompt_tokens=8000).numbers
+layered_hop = diagram.at(model=m8.name, mean_prompt_tokens=8000, kv_hop="layered").numbers
 big_hop = diagram.at(mean_prompt_tokens=8000).numbers
-# the prefill the hop follows: the diagram does not show its time
+# the prefill the layered hop overlaps: the diagram's readout gives its time
 prefill8 = calc.prefill_compute_s(m8, hw, ship_tokens)
+itl_ms = ch17.ITL_TARGET_S / units.ms
+whole_verdict = (f"already over the {itl_ms:.0f} ms ITL target before the decode step is added"
+                 if small_hop["ship_ms"] > itl_ms else
+                 f"leaving {itl_ms - small_hop['ship_ms']:.1f} ms of the {itl_ms:.0f} ms ITL "
+                 "target for the decode step")
 answer(f"""The 8B's KV for {ship_tokens:,} tokens is
 {small_hop['kv_bytes_per_request'] / units.GB:.2f} GB, so RDMA needs
 {small_hop['ship_ms']:.0f} ms, against {big_hop['ship_ms']:.0f} ms for the 70B (same KV heads
-and head size, {m8.n_layers} layers instead of {m70.n_layers}). Compare it with the TTFT the
-prefill itself produces, {prefill8 / units.ms:.0f} ms for this prompt at
-{100 * ch17.PREFILL_EFFICIENCY:.0f}% of peak: shipped whole after the prefill, the hop adds
-about {100 * small_hop['ship_ms'] / (prefill8 / units.ms):.0f}% to it; shipped layer by layer
-while the prefill runs (the diagram's "KV hop" dropdown), only
-{small_hop['exposed_ms']:.2f} ms is left after it. A KV hop is judged against the prefill it
-follows, not on its own: next to the prompt's own compute it is a small tax, and shipping it
-layer by layer hides almost all of it.""", title="Worked answer 3")
+and head size, {m8.n_layers} layers instead of {m70.n_layers}). The prefill GPU has already
+streamed token 1, so the hop lengthens the interval before token 2. Shipped whole after the
+prefill, that interval is at least {small_hop['ship_ms']:.0f} ms, {whole_verdict}. Shipped
+layer by layer during the {prefill8 / units.ms:.0f} ms prefill, the diagram shows
+{layered_hop['hop_ms']:.2f} ms left after it, and the first interval is a decode step like any
+other. A KV hop is judged against the interval it lengthens, the ITL target, not against
+TTFT, and shipping it layer by layer is what makes it fit.""", title="Worked answer 3")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
@@ -868,21 +986,27 @@ enough = min(s for s, n in mixes.items() if n["p90_ms"] < target_ms)
 at40, below40 = mixes[enough], mixes[enough - share_ctl.step]
 # the mean's verdict, for contrast: the first share whose mean is under the target
 mean_enough = min(s for s, n in mixes.items() if n["mean_ms"] < target_ms)
+# the edge itself: exactly 10% cold passes only by the nearest rank; one miss more fails
+r40 = calc.kv_routing_ttft(m8, hw, late_turn)
+just_under = calc.routed_ttft_percentile(r40["cold_s"], r40["warm_s"], enough / 100 - 0.001, 90)
+safe = enough + share_ctl.step
+assert mixes[safe]["p90_ms"] < target_ms and just_under / units.ms > target_ms
 answer(f"""The cold TTFT grows by one turn's prefill per turn and first exceeds
 {target_ms:.0f} ms at turn {cross} ({at_cross['cold_ms']:.0f} ms). At turn {late_turn} a turn's
 TTFT takes one of two values, $T_\\text{{cold}}$ = {at40['cold_ms']:,.0f} ms on a cold worker
 or $T_\\text{{warm}}$ = {at40['warm_ms']:.0f} ms on a warm one. The p90 is the TTFT that 90% of
-turns stay within: it is $T_\\text{{warm}}$ only while at least 90% of turns land warm, and
-$T_\\text{{cold}}$ as soon as more than 10% do not. On the explorer's {share_ctl.step:g}%
-steps the first share with a p90 under {target_ms:.0f} ms is therefore {enough:g}% (p90
-{at40['p90_ms']:.0f} ms); at
-{enough - share_ctl.step:g}% the p90 is the full cold prefill, {below40['p90_ms']:,.0f} ms. The
-mean would have misled: it drops under {target_ms:.0f} ms already at {mean_enough:g}% warm
-({mixes[mean_enough]['mean_ms']:.0f} ms), where the p90 is still
-{mixes[mean_enough]['p90_ms']:,.0f} ms and one turn in {100 / (100 - mean_enough):.0f} waits
-that long. Against a p90 target, what counts is the share of misses, not their average cost:
-once a cold prefill exceeds the target, the router must land at least 90% of turns warm, at
-any turn.""", title="Worked answer 4")
+turns stay within: $T_\\text{{warm}}$ while fewer than 10% of turns are cold,
+$T_\\text{{cold}}$ as soon as more are. At exactly {enough:g}% warm the readout shows a p90 of
+{at40['p90_ms']:.0f} ms, but only because exactly one turn in ten is cold and the nearest-rank
+p90 is the last warm one: at {enough - 0.1:g}% warm it is the cold {just_under / units.ms:,.0f}
+ms. A router's warm share is no constant, so the answer is *more than* {enough:g}%: on the
+slider {safe:g}%, where one turn in {100 / (100 - safe):.0f} is cold and the p90 stays
+{mixes[safe]['p90_ms']:.0f} ms with room to spare. The mean would have misled: it drops under
+{target_ms:.0f} ms already at {mean_enough:g}% warm ({mixes[mean_enough]['mean_ms']:.0f} ms),
+where the p90 is still {mixes[mean_enough]['p90_ms']:,.0f} ms and one turn in
+{100 / (100 - mean_enough):.0f} waits that long. Against a p90 target, what counts is the share
+of misses, not their average cost: once a cold prefill exceeds the target, the router must
+land more than 90% of turns warm, at any turn.""", title="Worked answer 4")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
@@ -909,7 +1033,7 @@ is the absolute saving per warm landing.""",
 # > **What you can now compute**
 # >
 # > - The prefill and decode pool sizes for a request rate and mix, and how each moves with the workload ([Exercise 17-7](../../exercises/ex17_7.ipynb))
-# > - The time to ship one request's KV cache over NVLink, PCIe or RDMA ([Exercise 17-7](../../exercises/ex17_7.ipynb))
+# > - The time to ship one request's KV cache over NVLink or RDMA ([Exercise 17-7](../../exercises/ex17_7.ipynb)), and over PCIe (the table above)
 # > - The cold and warm TTFT of a conversation's turn $t$ and their ratio ([Exercise 17-13](../../exercises/ex17_13.ipynb))
 # > - The mean TTFT a router achieves for a given share of warm landings ([Exercise 17-13](../../exercises/ex17_13.ipynb))
 # >
@@ -919,10 +1043,11 @@ is the absolute saving per warm landing.""",
 # > (the chapter's illustrative capacities) and a pool is sized by dividing mean demand by
 # > them, while the fuller model treats the prefill pool as an M/M/c queue (Poisson arrivals,
 # > exponential prefill times, one prompt per group at a time) and sizes it by the p90 of
-# > wait plus prefill; the KV hop moves at the link's one-way rate (half of NVLink's
-# > spec-sheet figure), whole, after the prefill, while the fuller model ships it layer
-# > by layer, one link per GPU where stated, and ignores per-message latency; the goodput
-# > comparison serves the 8B on one GPU per group, with one mean decode batch per GPU, chunks
+# > wait plus prefill; the prefill GPU streams token 1 and the KV hop delays token 2; the hop
+# > moves at the link's one-way rate (half of NVLink's spec-sheet figure), whole, after the
+# > prefill, while the fuller model ships it layer by layer, one link per GPU where stated,
+# > and ignores per-message latency; the goodput comparison serves the 8B on one GPU per
+# > group at the goodput table's three ITL targets, with one mean decode batch per GPU, chunks
 # > sized to the ITL target on shared GPUs and no cost for running two pools; prefill runs at
 # > 50% of peak on one GPU per group for the 8B and four for the 70B; routing TTFT is prefill
 # > compute only (no queueing, no network), with attention left out as in the chapter except
