@@ -515,12 +515,7 @@ def _heatmap_table(trace: dict, caption: str, x_title: str, y_title: str) -> str
     if len(cols) < len(xs) or len(rows) < len(ys):
         note = (f"Thinned to {len(rows)} of {len(ys)} rows and {len(cols)} of {len(xs)} "
                 "columns, evenly spaced.")
-    head = "".join(_cell(h, header=True, scope="col") for h in header)
-    lines = "".join("<tr>" + _cell(r[0], header=True, scope="row")
-                    + "".join(_cell(v) for v in r[1:]) + "</tr>" for r in body)
-    foot = f"<p>{html.escape(note)}</p>" if note else ""
-    return (f"<table><caption>{html.escape(caption)}</caption><thead><tr>{head}</tr></thead>"
-            f"<tbody>{lines}</tbody></table>{foot}")
+    return _table(caption, header, body, note)
 
 
 def notes_html(fig=None, *, data=None, layout=None) -> str:
