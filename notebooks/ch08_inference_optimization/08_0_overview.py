@@ -17,8 +17,8 @@
 #
 # A model that answers one user at a few dozen tokens per second can serve thousands of
 # tokens per second to many users at once, on the same card. The gap comes from how decode
-# works: every new token needs the whole set of weights read from memory, and that read costs
-# the same whether it serves one request or sixty-four. Chapter 8 is about arranging requests
+# works: every new token needs the model's weight matrices read from memory again, and that
+# read costs the same whether it serves one request or sixty-four. Chapter 8 is about arranging requests
 # so that they share those reads (batching, scheduling), fit in memory (paging, prefix
 # sharing, compression, offloading) and need fewer sequential steps (speculative decoding),
 # while each user still gets a complete answer before a deadline.
@@ -28,7 +28,7 @@
 # and links every section's notebook.
 
 # %%
-from companion import calc, plots, specs, units
+from companion import calc, ledger, plots, specs, units
 from companion.chapters import ch08
 
 hw, model = specs.RTX_PRO_6000, specs.QWEN3_8B
@@ -41,6 +41,12 @@ hw, model = specs.RTX_PRO_6000, specs.QWEN3_8B
 # and how fast it multiplies. Their ratio, the *ridge point*, says how many FLOPs a kernel must
 # do per byte it reads before compute, not memory, becomes the limit. Decode does about 1 FLOP
 # per weight byte at batch 1, far below the ridge: it is a memory-bound job.
+#
+# Two weight sizes appear below, and the chapter uses both. $M_w$ is what the weights occupy
+# in memory: every parameter, the input embedding table included. $D_w$ is what one decode
+# step streams: every weight *except* that table, because a step looks up only one row of it
+# per token (footnote 1 of Chapter 8). Memory budgets use $M_w$; read volumes and read times
+# use $D_w$.
 
 # %%
 print(f"{'accelerator':34} {hw.name}")
@@ -53,10 +59,14 @@ print()
 print(f"{'model':34} {model.name}")
 print(f"{'layers, KV heads, head dim':34} {model.n_layers}, {model.n_kv_heads}, {model.head_dim}")
 print(f"{'parameters':34} {model.n_params:,.0f}")
-print(f"{'BF16 weights (resident)':34} {model.weight_bytes:,.0f} B = "
+embedding_table = model.weight_bytes - model.streamed_weight_bytes
+print(f"{'resident BF16 weights M_w (all)':34} {model.weight_bytes:,.0f} B = "
       f"{model.weight_bytes / units.GiB:.1f} GiB")
-print(f"{'matrix weights read per step D_w':34} {model.streamed_weight_bytes:,.0f} B = "
-      f"{model.streamed_weight_bytes / units.GiB:.1f} GiB")
+print(f"{'  of which input embedding table':34} {embedding_table:,.0f} B = "
+      f"{embedding_table / units.GiB:.2f} GiB (looked up by row)")
+print(f"{'weights streamed per step D_w':34} {model.streamed_weight_bytes:,.0f} B = "
+      f"{model.streamed_weight_bytes / units.GiB:.1f} GiB = "
+      f"{model.streamed_weight_bytes / units.GB:.2f} GB")
 print(f"{'KV per token (K and V, all layers)':34} {calc.kv_bytes_per_token(model):,} B = "
       f"{calc.kv_bytes_per_token(model) / units.KiB:.0f} KiB")
 print(f"{'weight reuse at batch 1':34} {calc.weight_reuse_intensity(1):.0f} FLOP per weight byte")
@@ -65,16 +75,19 @@ print(f"{'weight reuse at batch 1':34} {calc.weight_reuse_intensity(1):.0f} FLOP
 # ## The instance: 32 GiB of the card
 #
 # The chapter does not give the model the whole card. Its instance gets 32 GiB, and three
-# claims share it: the resident weights, a 12 GiB pool for the KV cache (the keys and values
-# every request keeps for its context), and whatever remains for activations, the buffers
-# that CUDA-graph replay keeps, and other workspace. Section 8.1.2 writes the rule as
-# $M_w + M_{KV} + M_a + M_u \le C$; the cell below splits the instance that way.
+# claims share it: the resident weights $M_w$, 12 GiB for the KV cache (the keys and values
+# every request keeps for its context) *and auxiliary buffers*, and whatever remains for
+# activations, the buffers that CUDA-graph replay keeps, and other workspace. Section 8.1.2
+# writes the rule as $M_w + M_{KV} + M_a + M_u \le C$; the cell below splits the instance that
+# way. The 12 GiB is not for KV alone: whatever else a configuration keeps per instance is
+# charged to it too, such as scheme D's draft model in the final comparison (8.6.3, computed
+# further down).
 
 # %%
 instance = calc.memory_budget(ch08.INSTANCE_MEM_BYTES, model.weight_bytes, ch08.KV_BUDGET_BYTES)
 print(f"capacity C               {instance.capacity_bytes / units.GiB:6.1f} GiB")
 print(f"weights M_w              {instance.weight_bytes / units.GiB:6.1f} GiB")
-print(f"KV pool M_KV             {instance.kv_pool_bytes / units.GiB:6.1f} GiB")
+print(f"KV + auxiliary M_KV      {instance.kv_pool_bytes / units.GiB:6.1f} GiB")
 print(f"left for M_a + M_u       {instance.slack_bytes / units.GiB:6.1f} GiB")
 plots.memory_budget_figure([("32 GiB instance", instance)], hide_empty=True,
                            title="The chapter's instance on the RTX PRO 6000").show()
@@ -117,10 +130,52 @@ md(f"""That leaves about {margin_s / units.ms:.0f} ms of slack, less than one ot
 tokens already breaks the deadline (notebook 8.1 shows it).""")
 
 # %% [markdown]
+# ### What a 26.5 ms interval is made of
+#
+# Each decode step streams $D_w$ from memory, so the card's bandwidth puts a floor under the
+# interval: $D_w / \beta$. That floor is far below the measured interval. The cell below adds
+# up the rest from Experiment 8-1's batch-1 numbers (8.2.2, 8.6.3): the request's own KV, the
+# time the engine spends outside the reads, and the delivery to the client.
+
+# %%
+row = calc.decode_efficiency_table()[0]          # batch 1, 2048-token context (8.6.3)
+weights_s = model.streamed_weight_bytes / hw.mem_bw_bytes_per_s
+kv_s = row["read_s"] - weights_s
+delivery_s = ch08.CLIENT_ITL_S - row["round_s"]
+print(f"{'read D_w at full bandwidth (floor)':44} {weights_s / units.ms:6.2f} ms")
+print(f"{'+ read the 2K context KV':44} {kv_s / units.ms:6.2f} ms")
+print(f"{'= the round bytes at full bandwidth':44} {row['read_s'] / units.ms:6.2f} ms "
+      f"({row['read_bytes'] / units.GB:.2f} GB)")
+print(f"{'+ everything else (mostly host overhead)':44} {row['gap_s'] / units.ms:6.2f} ms")
+print(f"{'= measured engine round, batch ' + str(row['batch']):44} {row['round_s'] / units.ms:6.2f} ms "
+      f"(MBU {100 * row['mbu']:.0f}%)")
+print(f"{'+ delivery to the client':44} {delivery_s / units.ms:6.2f} ms")
+print(f"{'= interval the client sees':44} {ch08.CLIENT_ITL_S / units.ms:6.2f} ms")
+ledger.show(ids=["8.2.2/weight-read-ms", "8.6.3/table-read-ms-b1", "8.6.3/table-mbu-pct-b1",
+                 "8.6.3/fixed-gap-ms"], label="the interval's numbers")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+rows = calc.decode_efficiency_table()
+big = rows[-1]
+md(f"""So the {weights_s / units.ms:.1f} ms weight read is a lower bound on the interval, not a
+prediction of it. The request runs alone (batch {row['batch']}), so nothing shares the read,
+and its KV adds little. The other {row['gap_s'] / units.ms:.1f} ms of each round are not
+spent reading at full speed. Part of it is kernels streaming below the card's peak, but 8.6.3
+puts nearly all of it on the host: Experiment 8-1 ran without CUDA Graphs, so every kernel is
+launched one at a time, with scheduling and synchronisation around them. The evidence is that
+the round hardly follows the bytes: at batch {big['batch']} a round reads
+{big['read_bytes'] / row['read_bytes']:.1f}x the bytes yet takes only
+{(big['round_s'] - row['round_s']) / units.ms:.1f} ms longer, so batching spreads the same
+overhead over more useful reads and the bandwidth efficiency (MBU) climbs from
+{100 * row['mbu']:.0f}% to {100 * big['mbu']:.0f}%. Notebook 8.2 builds on this split.""")
+
+# %% [markdown]
 # ## The question the chapter builds toward
 #
 # Sixteen long requests arrive at the same moment. Which configuration of the instance
-# answers all sixteen within 7 s, in 12 GiB of KV, for the least GPU time? Section 8.6.3
+# answers all sixteen within 7 s, in 12 GiB for KV and auxiliary buffers, for the least GPU
+# time? Section 8.6.3
 # compares four schemes: BF16 with independent contexts (A), BF16 with the common prefix
 # shared (B), a compressed KV cache (C) and speculative decoding with a draft model (D);
 # Exercise 8-9 adds a fifth. Every section in between supplies one piece of that comparison:
@@ -135,12 +190,17 @@ tokens already breaks the deadline (notebook 8.1 shows it).""")
 reserved = calc.kv_bytes(model, calc.held_tokens(long_p, long_g))
 need = 16 * reserved
 print(f"one long request reserves {reserved / units.MiB:,.0f} MiB of KV; sixteen need "
-      f"{need / units.GiB:.2f} GiB of a {ch08.KV_BUDGET_BYTES / units.GiB:.0f} GiB pool")
+      f"{need / units.GiB:.2f} GiB of the {ch08.KV_BUDGET_BYTES / units.GiB:.0f} GiB for KV and "
+      f"auxiliary buffers")
 independent = calc.max_concurrent(ch08.KV_BUDGET_BYTES, model, long_p, long_g)
 shared = calc.max_concurrent(ch08.KV_BUDGET_BYTES, model, long_p, long_g,
                              shared_prefix_tokens=ch08.SHARED_PREFIX_TOKENS)
 print(f"long requests that fit: {independent} with independent contexts, {shared} with the "
       f"{ch08.SHARED_PREFIX_TOKENS:,}-token prefix stored once")
+scheme_d = calc.scheme_result(calc.SCHEMES["D"])
+print(f"scheme D in the same 12 GiB: {scheme_d.kv_bytes / units.MiB:,.0f} MiB of shared-prefix "
+      f"KV + {calc.SCHEMES['D'].draft_bytes / units.MiB:,.0f} MiB for its draft model = "
+      f"{scheme_d.memory_bytes / units.GiB:.2f} GiB")
 
 # %% [markdown]
 # ## Map of the Chapter 8 notebooks

@@ -47,8 +47,9 @@ print(f"{'accelerator':38} {hw.name}")
 print(f"{'HBM capacity':38} {hw.mem_bytes / units.GB:.0f} GB")
 print(f"{'HBM bandwidth':38} {hw.mem_bw_bytes_per_s / units.TB:.2f} TB/s")
 print(f"{'dense BF16 peak':38} {hw.peak_flops_per_s / units.TFLOP:.0f} TFLOP/s")
-print(f"{'NVLink (GPU to GPU)':38} {hw.interconnect_bytes_per_s / units.GB:.0f} GB/s")
-print(f"{'PCIe Gen5 x16 (to the host)':38} {hw.host_link_bytes_per_s / units.GB:.0f} GB/s")
+print(f"{'NVLink (GPU to GPU), both directions':38} {hw.interconnect_bytes_per_s / units.GB:.0f} GB/s "
+      f"= {calc.nvlink_one_way_bytes_per_s(hw) / units.GB:.0f} GB/s each way")
+print(f"{'PCIe Gen5 x16 (to the host), each way':38} {hw.host_link_bytes_per_s / units.GB:.0f} GB/s")
 print(f"{'streaming multiprocessors':38} {hw.sm_count}")
 print(f"{'L2 cache':38} {hw.l2_bytes / units.MB:.0f} MB")
 print(f"{'ridge point (peak / bandwidth)':38} {calc.ridge_point(hw):.0f} FLOP per byte")
@@ -64,7 +65,9 @@ print(widgets.model_shapes_text([m8, m70], hw, context_tokens=ch17.LONG_CONTEXT_
 # **Reading the chapter's units.** GB and MB are decimal (1e9 and 1e6 bytes), as on a spec
 # sheet, but a per-token size written "KB" is in KiB. "8K tokens" means 8,000 tokens, except for
 # the 8,192-token maximum length that 17 §5's worst-case reservation uses. The chapter rounds
-# the 8B to exactly 8e9 parameters. The cell below shows what these conventions give.
+# the 8B to exactly 8e9 parameters. A link's rate is what one direction carries, except
+# NVLink's spec-sheet figure, which adds the two directions together (17.8 shows what that does
+# to a KV transfer). The cell below shows what these conventions give.
 #
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
@@ -128,13 +131,76 @@ print(f"prefill of a {ch17.PROMPT_TOKENS:,}-token prompt at 50% of peak: "
 #
 # Every number Chapter 17 prints is re-derived in the [ledger](../ledger.ipynb), with a note
 # where the chapter rounds oddly; where it slips, the section notebook has an erratum box that
-# explains both readings. The chapter's noted errata:
+# explains both readings. The table below lists each of the chapter's errata with the reading
+# the companion computes in its place and the reason.
 
-# %%
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+import math
+
 errata = [e for e in ledger.by_section("17") if not e.agrees]
-print(f"{len(errata)} entries of Chapter 17 disagree with the companion, each with a note:")
+m405 = specs.LLAMA_405B
+level = {r["key"]: r for r in calc.memory_pyramid(hw)}
+l2, smem = level["l2"]["capacity_bytes"], level["shared_l1"]["capacity_bytes"]
+sparse = hw.with_(peak_flops_per_s=ch17.H100_SPARSE_PEAK_FLOPS_PER_S)
+achieved = calc.decode_utilization(m8, hw, ch17.DECODE_TOK_PER_S)["flops_per_s"]
+gqa = next(r for r in calc.attention_variants(m70) if r["attention"] == "GQA")
+mha = next(r for r in calc.attention_variants(m70) if r["attention"] == "MHA")
+per_ms = hw.mem_bw_bytes_per_s / units.GB * units.ms          # GB per millisecond
+step_4 = calc.decode_vs_context(m8, hw, 1_000)
+step_5 = calc.paged_batch_gain(m8, hw, block_tokens=1)["naive"]
+one_way = calc.nvlink_one_way_bytes_per_s(hw)
+kv_ship = calc.kv_bytes(m70, ch17.LONG_CONTEXT_TOKENS, block_tokens=1)
+stage_layers = calc.pp_stages(m405, 2, 1)["layers_per_stage"]
+correct = {
+    "17.1/sram-orders-too-small": (
+        f"{math.log10(m70.weight_bytes / l2):.1f} orders for the 70B "
+        f"({m70.weight_bytes / l2:,.0f}x the {l2 / units.MB:.0f} MB L2), "
+        f"{math.log10(m8.weight_bytes / l2):.1f} for the 8B",
+        f"against the L2 the chapter names; four orders appear only against one SM's "
+        f"{smem / units.KiB:.0f} KiB ({math.log10(m8.weight_bytes / smem):.1f} for the 8B), a "
+        f"size it never states. The lesson stands: the weights live in HBM"),
+    "17.2/sparse-ridge-halves": (
+        f"it doubles: {calc.ridge_point(sparse):.0f} against {calc.ridge_point(hw):.0f} FLOP/byte "
+        f"({calc.ridge_point(sparse) / calc.ridge_point(hw):.2f}x)",
+        "the ridge is peak over bandwidth, and the sparse peak is twice the dense one"),
+    "17.2/sparse-mfu-doubles": (
+        f"it halves: {100 * calc.mfu(achieved, hw):.2f}% would read "
+        f"{100 * calc.mfu(achieved, sparse):.2f}%",
+        "MFU divides the achieved rate by the peak, so a larger peak shrinks it"),
+    "17.4/gqa-sequences": (
+        f"{gqa['sequences']}: {ch17.CACHE_BYTES / units.GB:.0f} GB / "
+        f"{gqa['kv_bytes_per_sequence'] / units.GB:.2f} GB = "
+        f"{ch17.CACHE_BYTES / gqa['kv_bytes_per_sequence']:.1f}, rounded down",
+        f"the printed count is 8 x the floored MHA count {mha['sequences']}, which drops MHA's "
+        f"remainder ({ch17.CACHE_BYTES / mha['kv_bytes_per_sequence']:.1f} sequences)"),
+    "17.4/bw-GB-per-ms": (
+        f"{hw.mem_bw_bytes_per_s / units.GB:,.0f} GB/s = {per_ms:.2f} GB/ms",
+        f"only the unit is wrong: {step_4['step_bytes'] / units.GB:.1f} GB / "
+        f"{hw.mem_bw_bytes_per_s / units.GB:,.0f} GB/s = {step_4['step_s'] / units.ms:.1f} ms, "
+        f"the quotient printed"),
+    "17.5/bw-GB-per-ms": (
+        f"{hw.mem_bw_bytes_per_s / units.GB:,.0f} GB/s = {per_ms:.2f} GB/ms",
+        f"the same slip as in §4: {step_5['step_bytes'] / units.GB:.1f} GB / "
+        f"{hw.mem_bw_bytes_per_s / units.GB:,.0f} GB/s = {step_5['step_s'] / units.ms:.1f} ms "
+        f"is right"),
+    "17.7/figure-layers-per-stage": (
+        f"{stage_layers:g} layers per stage ({m405.n_layers} in two)",
+        f"the drawing is the 405B's TP 8 x PP 2 layout, and the 405B has {m405.n_layers} layers "
+        f"(public configuration); {m70.n_layers} is the 70B's depth"),
+    "17.8/kv-nvlink-ms": (
+        f"{calc.kv_transfer_s(m70, ch17.LONG_CONTEXT_TOKENS, one_way) / units.ms:.1f} ms: "
+        f"{kv_ship / units.GB:.2f} GB at {one_way / units.GB:.0f} GB/s",
+        f"the {hw.interconnect_bytes_per_s / units.GB:.0f} GB/s of NVLink counts both directions "
+        f"together; a KV hop uses one"),
+}
+lines = [f"| § | the chapter reads | the correct reading | why |", "|---|---|---|---|"]
 for e in errata:
-    print(f"  [{e.section}] {e.claim}: printed {e.printed} {e.unit}, recomputed {e.value:.3g}")
+    right, why = correct.get(e.id, (f"{e.value:.3g} {e.unit}", e.reason))
+    lines.append(f"| {e.section} | {e.claim} ({e.printed} {e.unit}) | {right} | {why} |")
+md(f"""{len(errata)} entries of Chapter 17 disagree with the companion:
+
+""" + "\n".join(lines))
 
 # %% [markdown]
 #
