@@ -60,8 +60,9 @@ def sm_share_figure(active_sms, shares, *, title: str = "A busy GPU by nvidia-sm
 
 def utilization_traces(ratios: dict, rates: dict, *, bands=None,
                        counted=None) -> tuple[list, dict]:
-    """Left: utilization bars (%) with the healthy band of each shaded; right: measured decode
-    tok/s against the memory-roof ceiling it implies.
+    """Left: utilization bars (%) with 17 §9's band of each shaded (healthy for decode MBU,
+    strong for prefill MFU); right: measured decode tok/s against the memory-roof ceiling it
+    implies.
 
     ``ratios``: {label: fraction}; ``bands``: {label: (low, high) fractions}; ``rates``:
     {label: tok/s}; ``counted``: {label: fraction}, the fuller model's ratio for the same
@@ -92,7 +93,8 @@ def utilization_traces(ratios: dict, rates: dict, *, bands=None,
                        "hovertemplate": "%{y}, all work counted: %{x:.3g}%<extra></extra>"})
     # the key of the shaded bands (shapes), drawing nothing itself
     traces.append({"type": "scatter", "mode": "markers", "x": [None], "y": [None],
-                   "name": "healthy band (17 §9)", "meta": {"legend_key": True},
+                   "name": "17 §9's band (decode: healthy; prefill: strong)",
+                   "meta": {"legend_key": True},
                    "marker": {"symbol": "square", "size": 12, "color": theme.SERVING_COLORS["good"]}})
     rl = list(rates)
     traces.append({"type": "bar", "x": rl, "y": [rates[k] for k in rl], "xaxis": "x2",

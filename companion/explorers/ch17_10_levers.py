@@ -84,8 +84,8 @@ def speculative_traces(distribution, simulated, curves, selected, *,
     """Left: P(N = n tokens per target pass), exact (bars) and simulated (markers); right:
     expected tokens per pass against the draft length for several acceptance rates.
 
-    ``distribution``/``simulated``: probabilities for n = 1 .. k+1; ``curves``: {alpha: (k list,
-    expected list)}; ``selected``: (k, expected) marked; ``priced``: (label, k list, speed-ups)
+    ``distribution``/``simulated``: probabilities for n = 1 .. m+1; ``curves``: {alpha: (m list,
+    expected list)}; ``selected``: (m, expected) marked; ``priced``: (label, m list, speed-ups)
     of the fuller model (``calc.speculative_speedup``: draft and verification priced), dashed.
     """
     ns = list(range(1, len(distribution) + 1))
@@ -137,20 +137,21 @@ _LEVER_MODEL, _LEVER_CARD = specs.LLAMA_8B, specs.H100_SXM
 @lru_cache(maxsize=128)
 def _priced_curve(alpha: float, draft_cost: float, batch: int) -> tuple:
     """``calc.speculative_speedup`` for every draft length of ``_DRAFT_LENGTHS``."""
-    return tuple(calc.speculative_speedup(_LEVER_MODEL, _LEVER_CARD, alpha, k,
+    return tuple(calc.speculative_speedup(_LEVER_MODEL, _LEVER_CARD, alpha, m,
                                           draft_cost=draft_cost, batch=batch)["speedup"]
-                 for k in _DRAFT_LENGTHS)
+                 for m in _DRAFT_LENGTHS)
 
 
 @lru_cache(maxsize=64)
 def _expected_curve(alpha: float) -> tuple:
-    return _DRAFT_LENGTHS, tuple(calc.speculative_expected_tokens(alpha, k)
-                                 for k in _DRAFT_LENGTHS)
+    return _DRAFT_LENGTHS, tuple(calc.speculative_expected_tokens(alpha, m)
+                                 for m in _DRAFT_LENGTHS)
 
 
 @serves("17.10")
 class SpeculativeLeverPanel(Panel):
-    """17 §10: 1 + alpha + ... + alpha^k tokens per target pass, checked by simulation."""
+    """17 §10: 1 + alpha + ... + alpha^m tokens per target pass (m, the draft length, is the
+    chapter's k), checked by simulation."""
 
     title = "Speculative decoding: tokens per target pass (17 §10)"
     controls = (
@@ -183,7 +184,7 @@ class SpeculativeLeverPanel(Panel):
                    "terms": [1.0] + terms, "speedup": fuller["speedup"],
                    "verify_over_plain": fuller["verify_s"] / fuller["plain_s"]}
         shown = " + ".join(f"{t:.3g}" for t in numbers["terms"])
-        text = (f"alpha = {acceptance:.2f}, k = {draft_len}: {shown} = "
+        text = (f"alpha = {acceptance:.2f}, m = {draft_len}: {shown} = "
                 f"<b>{check['expected']:.2f}</b> tokens per target pass<br>"
                 f"simulated over {rounds:,} rounds: {check['sim_mean']:.3f}<br>"
                 f"at most {check['expected']:.1f}x lower single-stream latency (draft and the "

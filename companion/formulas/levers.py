@@ -93,7 +93,8 @@ def levers_table(model: Model, hardware: Hardware, *, large_model: Model = LLAMA
              changes="bytes per parameter (intensity x2)", section="§10", unit="tok/s",
              before=quant["baseline_tokens_per_s"], after=quant["tokens_per_s"]),
         dict(symptom="single-stream latency too high", lever="speculative decoding",
-             changes="tokens per target pass (k = 4, alpha = 0.7)", section="§10",
+             changes=f"tokens per target pass (m = {ch17.SPEC_DRAFT_LEN}, "
+                     f"alpha = {ch17.SPEC_ACCEPTANCE:g})", section="§10",
              unit="tokens per pass", before=1.0, after=spec),
         dict(symptom="KV memory caps the batch", lever="GQA at design time, FP8 KV at serve time",
              changes="KV bytes per token", section="§4", unit="B per token",
@@ -180,7 +181,8 @@ def cheat_sheet(model: Model, hardware: Hardware, *,
         ("INT8 batch-1 decode ceiling",
          quantization_ceiling(m, hw, ch17.INT8_BYTES_PER_PARAM)["tokens_per_s"], "tok/s",
          "§10"),
-        ("speculative tokens per pass (k=4, alpha=0.7)",
+        (f"speculative tokens per pass (m={ch17.SPEC_DRAFT_LEN}, "
+         f"alpha={ch17.SPEC_ACCEPTANCE:g})",
          speculative_expected_tokens(ch17.SPEC_ACCEPTANCE, ch17.SPEC_DRAFT_LEN),
          "tokens", "§10"),
     ]
@@ -271,11 +273,11 @@ def speculative_speedup(model: Model, hardware: Hardware, acceptance: float = ch
                         bytes_per_param: float | None = None) -> dict:
     """Speed-up of speculative decoding with the draft and the verification priced (17 §10).
 
-    The chapter's bound is E[X] = 1 + alpha + ... + alpha^k: drafting free and the wider pass
-    as cheap as a plain step. Here a round costs k x ``draft_cost`` plain steps of drafting
-    plus one verification pass of b (k + 1) rows on the roofline
-    (``speculative.verification_under_load``: free only while memory-bound), so
-    speed-up = E[X] x plain / (k c plain + verify). Returns chapter_speedup (E[X]), speedup,
+    The chapter's bound is E[X] = 1 + alpha + ... + alpha^m (m = ``draft_len``; 17 §10 writes
+    k): drafting free and the wider pass as cheap as a plain step. Here a round costs
+    m x ``draft_cost`` plain steps of drafting plus one verification pass of b (m + 1) rows on
+    the roofline (``speculative.verification_under_load``: free only while memory-bound), so
+    speed-up = E[X] x plain / (m c plain + verify). Returns chapter_speedup (E[X]), speedup,
     plain_s, verify_s, round_s and bound (of the verification pass).
     """
     m = _at_precision(_model(model), bytes_per_param)

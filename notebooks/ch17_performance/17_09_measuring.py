@@ -90,10 +90,11 @@ print(f"  FLOP/s  {pre['flops_per_s']:.3g} -> MFU {100 * pre['mfu']:.1f}%")
 md(f"""The same decode measurement gets two opposite grades. Against bandwidth it is in good
 shape, {100 * dec['mbu']:.0f}% of what the memory system can deliver, while its MFU of
 {100 * dec['mfu']:.2f}% looks alarming and means nothing for this phase. No kernel can make
-this decode more than {dec['headroom']:.1f}x faster; anyone promising 5x must change the
+this decode more than {dec['headroom']:.1f}x faster; anyone promising {ch17.PROMISED_SPEEDUP}x must change the
 workload itself (a bigger batch, fewer bytes per weight). The prefill reaches
-{100 * pre['mfu']:.0f}% of peak: respectable, with enough left below the 40-60% range counted
-as strong that profiling it pays.""")
+{100 * pre['mfu']:.0f}% of peak: respectable, yet below the
+{100 * ch17.STRONG_PREFILL_MFU[0]:.0f}-{100 * ch17.STRONG_PREFILL_MFU[1]:.0f}% band that 17 §9
+calls a strong prefill, far enough below it that profiling pays.""")
 
 # %%
 ui = widgets.UtilizationPanel()
@@ -154,15 +155,41 @@ measurements by a median of about {measurements.stated_accuracy("decode-bound"):
 #   is fair for its short context. Each sequence also streams its $L$ cached tokens every step,
 #   $L\,k$ bytes per token on top of $D_w/b$; the formula above already counts them, so at a
 #   long context the same token rate means a larger MBU and less headroom.
-# - **MFU without attention.** $2N$ FLOPs per token counts the matrices. A token also attends
-#   to the tokens before it, $a$ FLOPs per query-key pair: $L+1$ pairs for a decode token at
-#   context $L$, $n(n+1)/2$ pairs over a prompt of $n$ tokens. The common definition of MFU in
-#   the literature (Chowdhery et al., PaLM, 2022, appendix B) counts that attention work as
-#   model FLOPs. The chapter gives no prompt length for its prefill measurement; the
-#   explorer takes 17 §2's 2,048-token prompt by default.
+# - **MFU without attention.** The chapter prices each token at $2N$ FLOPs, the matrices and
+#   nothing else, when it computes MFU (17 §9). A token also attends to the tokens before it, $a$ FLOPs per
+#   query-key pair. Under the causal mask a token sees only itself and the tokens before it:
+#   $L+1$ pairs for a decode token at context $L$, $n(n+1)/2$ pairs over a prompt of $n$
+#   tokens. That causal count is the work a causal attention kernel actually does and the
+#   usual convention for a decoder; the fuller ratios here use it. The attention term of the
+#   PaLM paper's FLOP count (Chowdhery et al., 2022, appendix B), often quoted for MFU,
+#   charges every token for the whole sequence, masked half included: $n^2$ pairs per prompt,
+#   about twice the causal count. The chapter gives no prompt length for its prefill
+#   measurement; the explorer takes 17 §2's prompt length by default.
 #
 # `calc.utilization_counted` returns both versions; the explorer's diamonds mark the fuller
-# ratios.
+# ratios. What the PaLM-style count would add, at the notebook's prefill rate:
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+pair_flops = calc.attention_flops_per_pair(m8)
+conv_rows = []
+for conv_n in (ch17.PROMPT_TOKENS, 32_000):
+    conv = calc.utilization_counted(m8, hw, decode_tokens_per_s=ch17.DECODE_TOK_PER_S,
+                                    prefill_tokens_per_s=ch17.PREFILL_TOK_PER_S,
+                                    prompt_tokens=conv_n)
+    # PaLM's appendix B: each token against all n positions, n^2 pairs per prompt
+    palm = calc.mfu(calc.prefill_utilization(m8, hw, ch17.PREFILL_TOK_PER_S)["flops_per_s"]
+                    + ch17.PREFILL_TOK_PER_S * pair_flops * conv_n, hw)
+    conv_rows.append((f"{conv_n:,}-token prompts" + (" (the explorer's default)"
+                                                    if conv_n == ch17.PROMPT_TOKENS else ""),
+                      f"{100 * conv['prefill_mfu_chapter']:.1f}%",
+                      f"{100 * conv['prefill_mfu']:.1f}%", f"{100 * palm:.1f}%",
+                      f"+{100 * (palm - conv['prefill_mfu']):.1f} points"))
+md(f"Prefill MFU of the 8B at {ch17.PREFILL_TOK_PER_S:,} prompt tok/s on an H100 SXM, by what "
+   "the FLOP count includes:\n\n"
+   + tables.markdown_table(("prompts", "the chapter's (matrices only)",
+                            "causal attention (used here)", "PaLM-style (full square)",
+                            "PaLM-style over causal"), conv_rows))
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
@@ -359,24 +386,33 @@ for graphs in (False, True):
 
 # %%
 sol_panel = widgets.SpeedOfLightPanel()
+sol_default = sol_panel.defaults()
 sol = sol_panel.at().numbers
+print(f"the explorer opens at: {sol_default['model']} on the {sol_default['hardware']}, batch "
+      f"{sol_default['batch']}, {sol_default['context_tokens']:,} cached tokens per sequence "
+      f"(the chapter's short context, no KV to read), each big kernel at "
+      f"{sol_default['roof_pct']:.0f}% of its roof")
 sol_panel.figure().show()
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
 big = sol_panel.at(batch=512).numbers
-md(f"""At batch 1 every projection reads about {sol['gate_up_memory_pct']:.0f}% of peak memory
-throughput and about {sol['gate_up_compute_pct']:.2f}% of peak compute: memory-bound, and
-correctly so. Do not try to "fix" the low compute bar of a decode kernel. The element-wise
-kernels show almost nothing on either bar: they are too small to load the chip, which is why
-fusing them away matters more than tuning them. The whole round lands at an MBU of
-{sol['mbu_pct']:.0f}% (inside the healthy band) and an MFU of {sol['mfu_pct']:.2f}%. At a
-batch of 512 one read of the weights serves 512 rows, more FLOPs per byte than the ridge
-point: the projection's compute bar rises to {big['gate_up_compute_pct']:.0f}% and its memory
-bar falls to {big['gate_up_memory_pct']:.0f}%, so the kernel now presses against the compute
-roof, and the round's MFU is {big['mfu_pct']:.0f}%. On a prefill matrix multiply
-the compute bar should be the long one; a prefill kernel whose bars look like a decode
-kernel's points at a problem.""")
+sol_lo, sol_hi = ch17.HEALTHY_DECODE_MBU
+sol_band = "inside" if sol_lo <= sol["mbu_pct"] / 100 <= sol_hi else "outside"
+md(f"""At batch {sol_default['batch']} every projection reads about
+{sol['gate_up_memory_pct']:.0f}% of peak memory throughput and about
+{sol['gate_up_compute_pct']:.2f}% of peak compute: memory-bound, and correctly so. Do not try
+to "fix" the low compute bar of a decode kernel. The element-wise kernels show almost nothing
+on either bar: they are too small to load the chip, which is why fusing them away matters
+more than tuning them. The whole round lands at an MBU of {sol['mbu_pct']:.0f}% ({sol_band}
+17 §9's healthy {100 * sol_lo:.0f}-{100 * sol_hi:.0f}% band) and an MFU of
+{sol['mfu_pct']:.2f}%. At a batch of 512, still with {sol_default['context_tokens']:,} cached
+tokens, one read of the weights serves 512 rows, more FLOPs per byte than the ridge point:
+the projection's compute bar rises to {big['gate_up_compute_pct']:.0f}% and its memory bar
+falls to {big['gate_up_memory_pct']:.0f}%, so the kernel now presses against the compute
+roof, and the round's MFU is {big['mfu_pct']:.0f}%. On a prefill matrix multiply the compute
+bar should be the long one; a prefill kernel whose bars look like a decode kernel's points at
+a problem.""")
 
 # %% [markdown]
 # ## A checklist for a healthy decode trace
@@ -407,13 +443,20 @@ ledger.show("17.9")
 
 # %% [markdown]
 # ## Explorer: MBU and MFU of your measurement
-#
-# Enter a measured decode rate (for the whole batch) and a measured prefill rate, pick the
-# model and the card, and give the batch and live context of the decode measurement (they
-# change how many bytes each token costs). The shaded bands are the healthy ranges: 60-80% MBU
-# for decode, 40-60% MFU for prefill. The right panel compares the measured rate with the
-# memory-roof ceiling it implies (measured / MBU). The diamonds are the fuller ratios of the
-# box above, with attention counted over the prompt length you give.
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+dec_lo, dec_hi = ch17.HEALTHY_DECODE_MBU
+pre_lo, pre_hi = ch17.STRONG_PREFILL_MFU
+md(f"""Enter a measured decode rate (for the whole batch) and a measured prefill rate, pick the
+model and the card, and give the batch and live context of the decode measurement (they
+change how many bytes each token costs). The shaded bands are 17 §9's: for decode MBU the
+{100 * dec_lo:.0f}-{100 * dec_hi:.0f}% of its checklist for a healthy decode profile, for
+prefill MFU the {100 * pre_lo:.0f}-{100 * pre_hi:.0f}% it calls strong. The right panel
+compares the measured rate with the memory-roof ceiling it implies (measured / MBU). The
+diamonds are the fuller ratios of the box above, with attention counted over the prompt
+length you give. The explorer does not check that the batch and context you give fit the
+card's memory (17 §4 does).""")
 
 # %% tags=["nbval-ignore-output"]
 ui.show()
@@ -487,15 +530,26 @@ healthy = healthy_mbu * busy["ceiling_tok_s"]
 weights_ceiling = ch17.DECODE_TOK_PER_S / (busy["decode_mbu_weights_only_pct"] / 100)
 healthy_w = healthy_mbu * weights_ceiling
 check = ui.at(batch=64, context_tokens=8000, decode_tok_s=round(healthy)).numbers
+# does that batch fit the card? 17 §2's memory check (weights + KV + reserve) and 17 §4's count
+busy_mem = widgets.RooflinePanel().at(batch=bs_val, context_tokens=ctx_val).numbers
+busy_most = calc.tp_kv_capacity(m8, hw, context_tokens=ctx_val)["max_sequences"]
+most_healthy = healthy_mbu * ui.at(batch=busy_most, context_tokens=8000).numbers["ceiling_tok_s"]
 answer(f"""MBU is proportional to the measured rate, so the readout's ceiling is all you need:
 at {bs_val} sequences of {ctx_val:,} tokens each token costs $D_w/{bs_val} + L\\,k$ bytes,
 the memory roof allows {busy['ceiling_tok_s']:,.0f} tok/s for the batch, and
 {100 * healthy_mbu:.0f}% MBU is {healthy:,.0f} tok/s (enter {round(healthy):,} and the
 readout says {check['decode_mbu_pct']:.0f}%). Ignoring the KV reads, as the readout's
 "weights only" line does, you would expect {healthy_w:,.0f} tok/s, about
-{healthy_w / healthy:.0f}x more, and would call a healthy deployment slow. At long contexts
-the KV cache, not the weights, is what each step streams, so MBU must count it.""",
-       title="Worked answer 2")
+{healthy_w / healthy:.0f}x more, and would call a healthy deployment slow. The setting itself
+**does not fit** one H100: {busy_mem['memory_weights_GB']:.0f} GB of weights and
+{busy_mem['memory_kv_GB']:.1f} GB of KV are already
+{busy_mem['memory_weights_GB'] + busy_mem['memory_kv_GB']:.0f} GB, and with the
+{ch17.RUNTIME_RESERVE_BYTES / units.GB:.0f} GB runtime reserve
+{busy_mem['memory_needed_GB']:.0f} GB, {busy_mem['memory_over_card']:.1f}x the
+{hw.mem_bytes / units.GB:.0f} GB card. The largest batch of {ctx_val:,}-token sequences that fits
+is {busy_most} (17 §4's count); there the healthy rate would be {most_healthy:,.0f} tok/s.
+Either way, at long contexts the KV cache, not the weights, is what each step streams, so MBU
+must count it.""", title="Worked answer 2")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
@@ -533,14 +587,24 @@ onset1 = next(us for us in launches if at_b1[us]["idle_pct"] > 1)
 onset64 = next(us for us in launches if at_b64[us]["idle_pct"] > 1)
 n1, n64 = at_b1[onset1], at_b64[onset64]
 n1_batch = timeline_panel.defaults()["batch"]
+# the batch that fits: 17 §2's memory check and 17 §4's count, as in Worked answer 2
+late_mem = widgets.RooflinePanel().at(batch=late_batch, context_tokens=late_ctx).numbers
+late_most = calc.tp_kv_capacity(m8, hw, context_tokens=late_ctx)["max_sequences"]
+onset_most = next(us for us in launches
+                  if timeline_panel.at(batch=late_most, context_tokens=late_ctx,
+                                       launch_us=us).numbers["idle_pct"] > 1)
 answer(f"""Gaps open once launches outrun the kernels on average, so the onset sits near the
 round's GPU time divided by its kernel count. At batch {n1_batch} that happens at
 {onset1:.1f} µs per launch ({n1['kernels']} kernels in {n1['gpu_busy_ms']:.2f} ms of GPU
 work). At batch {late_batch} with {late_ctx:,} cached tokens the attention kernels read a
 large KV cache, the GPU work grows to {n64['gpu_busy_ms']:.2f} ms and the onset moves to
-{onset64:.1f} µs (both searched in steps of {launches[1] - launches[0]:g} µs). Bigger rounds
-hide launch overhead, which is why small, short-context batches gain most from CUDA
-Graphs.""", title="Worked answer 5")
+{onset64:.1f} µs (both searched in steps of {launches[1] - launches[0]:g} µs). That second
+round is one no H100 could run, though: it **does not fit**
+({late_mem['memory_needed_GB']:.0f} GB of weights, KV and runtime reserve,
+{late_mem['memory_over_card']:.1f}x the card). The largest batch that fits at {late_ctx:,}
+tokens is {late_most} (17 §4), and its onset is {onset_most:.1f} µs. Bigger rounds hide launch
+overhead, which is why small, short-context batches gain most from CUDA Graphs.""",
+       title="Worked answer 5")
 
 
 # %% [markdown]
@@ -559,7 +623,9 @@ Graphs.""", title="Worked answer 5")
 # > MBU counts the weights once per step and each
 # > sequence's live KV, nothing else (no activations, no KV writes, no re-reads from poor
 # > caching); MFU counts 2 FLOPs per parameter, and the fuller version adds attention over
-# > the context or the prompt but not normalizations or softmax; the peaks are the spec
+# > the context or the prompt, causal pairs only (not PaLM's full square), but not
+# > normalizations or softmax; the memory check of a batch and context is left to the worked
+# > answers (weights, KV and the runtime reserve, 17 §4); the peaks are the spec
 # > sheet's dense BF16 figures, so a headroom of $1/\text{MBU}$ is an upper bound (no real
 # > kernel reaches the spec bandwidth); the kernel timeline's launch costs, minimum kernel time
 # > and kernels per layer are labelled assumptions, not measurements, and every kernel runs at

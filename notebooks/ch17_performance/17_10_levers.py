@@ -69,14 +69,18 @@ plots.quantization_figure(rows).show()
 # A batch-1 decode step uses well under 1% of the card's arithmetic. Speculative decoding
 # spends some of that slack: a small draft model guesses $m$ tokens, and the large model
 # scores all of them in a single forward pass. That pass is memory-bound, so scoring $m+1$
-# positions streams the same weights as scoring one and takes (almost) the same time:
+# positions streams the same weights as scoring one and takes (almost) the same time.
+#
+# A note on letters: 17 §10 uses the letter $k$ where this notebook writes $m$. The companion
+# keeps $m$, the letter of 8.5, because $k$ already stands for the KV bytes per token (17 §2,
+# §4, and the quantized step below); every table, explorer and exercise here uses $m$.
 
 # %%
-k = 4
+m = ch17.SPEC_DRAFT_LEN
 one = calc.decode_step_time(m8, hw, 1, 0)
-wide = calc.decode_step_time(m8, hw, k + 1, 0)
-print(f"target pass over 1 position: {one / units.ms:.3f} ms; over {k + 1} positions: "
-      f"{wide / units.ms:.3f} ms (intensity {calc.decode_intensity(m8, k + 1):g} FLOP/byte, "
+wide = calc.decode_step_time(m8, hw, m + 1, 0)
+print(f"target pass over 1 position: {one / units.ms:.3f} ms; over {m + 1} positions: "
+      f"{wide / units.ms:.3f} ms (intensity {calc.decode_intensity(m8, m + 1):g} FLOP/byte, "
       f"ridge {calc.ridge_point(hw):.0f})")
 
 # %% [markdown]
@@ -92,13 +96,13 @@ print(f"target pass over 1 position: {one / units.ms:.3f} ms; over {k + 1} posit
 # round at a time.
 
 # %%
-alpha = 0.7
+alpha = ch17.SPEC_ACCEPTANCE
 terms = [calc.speculative_expected_tokens(alpha, j) - calc.speculative_expected_tokens(alpha, j - 1)
-         for j in range(1, k + 1)]
-expected = calc.speculative_expected_tokens(alpha, k)
+         for j in range(1, m + 1)]
+expected = calc.speculative_expected_tokens(alpha, m)
 print("E[X] = 1 + " + " + ".join(f"{t:.3f}" for t in terms) + f" = {expected:.2f} tokens per pass")
-check = widgets.speculative_check(alpha, k, 5000)
-print(f"exact P(X = n), n = 1..{k + 1}: " + ", ".join(f"{p:.3f}" for p in check["distribution"]))
+check = widgets.speculative_check(alpha, m, 5000)
+print(f"exact P(X = n), n = 1..{m + 1}: " + ", ".join(f"{p:.3f}" for p in check["distribution"]))
 print(f"simulated over 5,000 seeded rounds: " + ", ".join(f"{p:.3f}" for p in check["simulated"])
       + f"; mean {check['sim_mean']:.3f}")
 spec_panel = widgets.SpeculativeLeverPanel()
@@ -106,7 +110,7 @@ spec_panel.figure().show()
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
-md(f"""At $\\alpha = {alpha}$ and $m = {k}$ one target pass yields {expected:.2f} tokens on
+md(f"""At $\\alpha = {alpha}$ and $m = {m}$ one target pass yields {expected:.2f} tokens on
 average, which is where the chapter's "up to" speed-up for one stream comes from. It is an
 upper bound because the draft model takes time too and the wider pass is not quite free.
 The bargain is plain: more total arithmetic (a second model, and guesses that are thrown
@@ -128,7 +132,18 @@ q_grid = {(b, c): calc.quantized_decode_speedup(m8, hw, ch17.INT8_BYTES_PER_PARA
                                                 context_tokens=c)
           for b in (1, ch17.BATCH, 256, 1024)
           for c in (0, ch17.CHAT_LIVE_TOKENS, ch17.LONG_CONTEXT_TOKENS)}
-q_far = min(q_grid, key=lambda key: q_grid[key]["speedup"] / q_grid[key]["chapter_speedup"])
+
+
+def memory(batch, context_tokens, bytes_per_param=2.0):
+    """17 §2's memory check: the weights at that precision, the batch's KV and the runtime
+    reserve against the card (the roofline explorer's readout)."""
+    return widgets.RooflinePanel().at(batch=batch, context_tokens=context_tokens,
+                                      weight_bytes=bytes_per_param).numbers
+
+
+# the farthest setting among those the card can hold in BF16 (the speed-up's baseline)
+q_far = min((key for key in q_grid if memory(*key)["fits_in_memory"]),
+            key=lambda key: q_grid[key]["speedup"] / q_grid[key]["chapter_speedup"])
 q_rows = [(f"batch {b:,}, {c:,} cached tokens{note}", f"{q_grid[(b, c)]['chapter_speedup']:.2f}x",
            f"{q_grid[(b, c)]['speedup']:.2f}x",
            f"{q_grid[(b, c)]['speedup'] / q_grid[(b, c)]['chapter_speedup']:.2f}")
@@ -169,24 +184,43 @@ for b in batches:
     for c in contexts:
         quant[(b, c)] = calc.quantized_decode_speedup(m8, hw, ch17.INT8_BYTES_PER_PARAM,
                                                       batch=b, context_tokens=c)
-        cells.append(f"{quant[(b, c)]['speedup']:.2f}x ({quant[(b, c)]['bound']})")
+        bf16, int8 = memory(b, c), memory(b, c, ch17.INT8_BYTES_PER_PARAM)
+        room = ("" if bf16["fits_in_memory"] else
+                f"; **does not fit** in BF16 ({bf16['memory_needed_GB']:,.0f} GB, "
+                f"{bf16['memory_over_card']:.1f}x the card)"
+                + (f", fits in INT8 ({int8['memory_needed_GB']:,.0f} GB)"
+                   if int8["fits_in_memory"] else ""))
+        cells.append(f"{quant[(b, c)]['speedup']:.2f}x ({quant[(b, c)]['bound']}{room})")
     rows.append(f"| {b} | " + " | ".join(cells) + " |")
 md(f"INT8 weights on the 8B, speed-up over BF16 on an H100 SXM (the chapter's model: "
    f"{quant[(1, 0)]['chapter_speedup']:g}x everywhere; in brackets the quantized step's "
-   f"bound):\n\n" + "\n".join(rows))
+   f"bound, and whether weights, KV and the {ch17.RUNTIME_RESERVE_BYTES / units.GB:.0f} GB "
+   f"runtime reserve fit the {hw.mem_bytes / units.GB:.0f} GB card, 17 §2, §4):\n\n"
+   + "\n".join(rows))
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
 q_chat = quant[(ch17.BATCH, ch17.CHAT_LIVE_TOKENS)]
 q_long = quant[(ch17.BATCH, ch17.LONG_CONTEXT_TOKENS)]
-q_deep = quant[(1024, 0)]
+q_deep_batch = 1024
+q_deep = quant[(q_deep_batch, 0)]
+long_bf16 = memory(ch17.BATCH, ch17.LONG_CONTEXT_TOKENS)
+long_int8 = memory(ch17.BATCH, ch17.LONG_CONTEXT_TOKENS, ch17.INT8_BYTES_PER_PARAM)
+most_bf16 = calc.tp_kv_capacity(m8, hw, context_tokens=ch17.LONG_CONTEXT_TOKENS)["max_sequences"]
+most_int8 = calc.tp_kv_capacity(m8.with_(bytes_per_param=ch17.INT8_BYTES_PER_PARAM), hw,
+                                context_tokens=ch17.LONG_CONTEXT_TOKENS)["max_sequences"]
 md(f"""> **Where this model breaks: quantization.** At the chapter's setting (batch 1, short
 > context) the fuller model gives the chapter's {quant[(1, 0)]['speedup']:.2f}x exactly. At
 > 17 §2's batch of {ch17.BATCH} with {ch17.CHAT_LIVE_TOKENS} live tokens each, the KV cache is
 > a good part of every read and INT8 weights buy {q_chat['speedup']:.2f}x; at
-> {ch17.LONG_CONTEXT_TOKENS:,} tokens each, {q_long['speedup']:.2f}x. At a batch of 1,024
-> (beyond the ridge even in BF16) the step is compute-bound and quantizing the weights buys
-> {q_deep['speedup']:.2f}x.
+> {ch17.LONG_CONTEXT_TOKENS:,} tokens each, {q_long['speedup']:.2f}x, though that BF16 baseline
+> **does not fit** one H100 ({long_bf16['memory_needed_GB']:.0f} GB with the runtime reserve,
+> {long_bf16['memory_over_card']:.1f}x the card, a slip 17 §2's own example at this batch and
+> context shares): in BF16 at most
+> {most_bf16} such sequences fit, while the INT8 weights free room for {most_int8} (the batch
+> of {ch17.BATCH} then needs {long_int8['memory_needed_GB']:.0f} GB). At a batch
+> of {q_deep_batch:,} with no cached context (beyond the ridge even in BF16) the step is
+> compute-bound and quantizing the weights buys {q_deep['speedup']:.2f}x.
 >
 > **When it matters.** Whenever quantization is sold for throughput rather than single-stream
 > latency: a busy server is exactly where the doubling shrinks. Quantizing the KV cache too
@@ -251,8 +285,9 @@ for b in (1, ch17.BATCH, 256, batch_hi):
                for c in (0.0, draft_cost, cost_hi)]
     rows.append(f"| {b} | {spec[b][0]['chapter_speedup']:.2f}x | "
                 + " | ".join(f"{x['speedup']:.2f}x" for x in spec[b]) + " |")
-md("Speculative decoding on the 8B ($\\alpha$ = 0.7, $m$ = 4, short context), speed-up over "
-   "plain decode at the same batch:\n\n" + "\n".join(rows))
+md(f"Speculative decoding on the 8B ($\\alpha$ = {ch17.SPEC_ACCEPTANCE}, $m$ = "
+   f"{ch17.SPEC_DRAFT_LEN}, no cached context), speed-up over plain decode at the same "
+   f"batch:\n\n" + "\n".join(rows))
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
@@ -282,7 +317,9 @@ md(f"""> **Where this model breaks: speculative decoding.** At batch 1 the wider
 cb_batches = (1, ch17.BATCH, 256, 1024)
 cb = {b: calc.combined_levers(m8, hw, ch17.INT8_BYTES_PER_PARAM, draft_cost=draft_cost,
                               batch=b, context_tokens=ch17.CHAT_LIVE_TOKENS) for b in cb_batches}
-cb_far = min(cb, key=lambda b: cb[b]["joint"] / cb[b]["chapter"])
+# the farthest batch among those whose weights, KV and reserve fit the card in BF16
+cb_far = min((b for b in cb if memory(b, ch17.CHAT_LIVE_TOKENS)["fits_in_memory"]),
+             key=lambda b: cb[b]["joint"] / cb[b]["chapter"])
 md(tables.markdown_table(
     (f"setting (8B, INT8 and a draft at {100 * draft_cost:g}% of a step)",
      "chapter's model (2 x E[X])", "fuller model (priced together)", "fuller / chapter"),
@@ -318,8 +355,8 @@ curves = {
                                                      for c in combo], "fuller"),
     "speculative, the chapter's E[X]": ([combo[0]["speculative"]["chapter_speedup"]]
                                         * len(sweep), "chapter"),
-    "speculative, draft at 10%, pass on the roofline": ([c["speculative"]["speedup"]
-                                                         for c in combo], "fuller"),
+    f"speculative, draft at {100 * draft_cost:g}%, pass on the roofline": (
+        [c["speculative"]["speedup"] for c in combo], "fuller"),
     "both, the chapter's product": ([combo[0]["chapter"]] * len(sweep), "chapter"),
     "both, priced together": ([c["joint"] for c in combo], "fuller"),
     "both, the two priced speed-ups multiplied": ([c["product"] for c in combo], "product"),
@@ -334,8 +371,21 @@ rows = ["| batch | chapter: 2 x E[X] | product of the priced speed-ups | priced 
 for b in (1, ch17.BATCH, 256):
     c = pick[b]
     rows.append(f"| {b} | {c['chapter']:.2f}x | {c['product']:.2f}x | {c['joint']:.2f}x |")
+too_big = [b for b in sweep if not memory(b, live)["fits_in_memory"]]
+sweep_room = ""
+if too_big:
+    worst, plural = memory(too_big[-1], live), len(too_big) > 1
+    sweep_room = (
+        f"\n\nThe figure's batch{'es' if plural else ''} of "
+        f"{', '.join(f'{b:,}' for b in too_big)} **{'do' if plural else 'does'} not fit** the "
+        f"card in BF16 (at {too_big[-1]:,}: {worst['memory_needed_GB']:.0f} GB of weights, KV "
+        f"and runtime reserve, {worst['memory_over_card']:.1f}x the card); at most "
+        f"{calc.tp_kv_capacity(m8, hw, context_tokens=live)['max_sequences']:,} sequences of "
+        f"{live} tokens fit (17 §4), so {'those points show' if plural else 'that point shows'} "
+        f"what such a batch would do, not one this card can run.")
 md("INT8 weights and speculative decoding together on the 8B, "
-   f"{live} live tokens per sequence, draft at 10% of a step:\n\n" + "\n".join(rows))
+   f"{live} live tokens per sequence, draft at {100 * draft_cost:g}% of a step:\n\n"
+   + "\n".join(rows) + sweep_room)
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
@@ -410,11 +460,13 @@ ledger.show("17.10")
 spec_panel.show()
 
 # %%
+spec_default = spec_panel.defaults()
 n = spec_panel.at().numbers
-print(f"alpha 0.7, m 4: {n['expected_tokens']:.2f} expected, {n['simulated_mean']:.3f} simulated")
+print(f"alpha {spec_default['acceptance']:g}, m {spec_default['draft_len']}: "
+      f"{n['expected_tokens']:.2f} expected, {n['simulated_mean']:.3f} simulated")
 for a in (0.5, 0.9):
     n = spec_panel.at(acceptance=a).numbers
-    print(f"alpha {a}, m 4: {n['expected_tokens']:.2f} expected")
+    print(f"alpha {a}, m {spec_default['draft_len']}: {n['expected_tokens']:.2f} expected")
 # %% tags=["wide-output"]
 print(widgets.cheat_sheet_text([m8, specs.LLAMA_70B], specs.H200_SXM))
 
@@ -440,8 +492,8 @@ print(widgets.cheat_sheet_text([m8, specs.LLAMA_70B], specs.H200_SXM))
 short_m, long_m, gap = ch17.SPEC_DRAFT_LEN, 8, 0.5
 spec_controls = {c.name: c for c in widgets.SpeculativeLeverPanel.controls}
 a_ctl, m_ctl = spec_controls["acceptance"], spec_controls["draft_len"]
-alphas = [round(a_ctl.min + k * a_ctl.step, 2)
-          for k in range(round((a_ctl.max - a_ctl.min) / a_ctl.step) + 1)]
+alphas = [round(a_ctl.min + i * a_ctl.step, 2)
+          for i in range(round((a_ctl.max - a_ctl.min) / a_ctl.step) + 1)]
 
 
 def pair(a):
