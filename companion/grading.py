@@ -12,8 +12,9 @@ the hints for the usual wrong turns. Each module's ``exercises()`` returns its e
 Students call ``check(exercise, part, answer, seed=...)``. It says whether the answer is
 within tolerance; when it is not, it names the quantity, and if the answer matches a known
 mistake (MiB vs MB, blocks vs tokens, seconds vs milliseconds, G vs G - 1 outputs, a
-fraction given as a percentage, or an exercise-specific slip) it points at that step. It
-never prints the expected value. Wrong types get a message, not a traceback; text ("288 MiB",
+fraction given as a percentage, or an exercise-specific slip) it points at that step; else it
+says whether the answer is close (within a few percent: the rounding or the units) or far off
+(the formula). It never prints the expected value. Wrong types get a message, not a traceback; text ("288 MiB",
 "15 blocks") is never read as a number: it is "not yet", with a hint to enter a number in the
 part's unit.
 
@@ -72,6 +73,8 @@ class Part:
     ``tolerance`` is relative for ``kind="rel"`` (default 0.5%), absolute (in ``unit``) for
     ``kind="abs"``; ``kind="exact"`` wants the same whole number (block counts, requests);
     ``kind="bool"`` a True/False decision; ``kind="choice"`` one of ``options``.
+    ``no_slips``: factors of the shared unit-slip hints that mean something else in this part
+    (a batch of 16 requests is no 16-token block), so no such hint is given for them.
     """
 
     name: str
@@ -81,6 +84,7 @@ class Part:
     tolerance: float = 0.005
     points: int = 1
     options: tuple = ()
+    no_slips: tuple = ()
 
     def __post_init__(self):
         if self.kind not in ("rel", "abs", "exact", "bool", "choice"):
@@ -488,22 +492,41 @@ _GENERIC_SLIPS = [
 ]
 
 
-def _slip_hint(value: float, expected: float) -> str | None:
+def _slip_hint(value: float, expected: float, skip=()) -> str | None:
     if expected == 0 or value == 0:
         return None
     ratio = value / expected
     for factor, hint in _GENERIC_SLIPS:
+        if factor in skip:
+            continue
         for r in (factor, 1 / factor):
             if abs(ratio - r) <= 0.003 * r:
                 return hint
     return None
 
 
+# an answer this close (relative) to the expected one, but outside the part's tolerance, is a
+# near miss: a rounded intermediate step or a unit read slightly differently, not a wrong formula
+_NEAR_MISS = 0.05
+# the decimal/binary pair a byte quantity's unit can be confused with
+_UNIT_PAIRS = {"GB": "GB vs GiB", "GiB": "GB vs GiB", "GB/s": "GB vs GiB", "MB": "MB vs MiB",
+               "MiB": "MB vs MiB", "B": "KB vs KiB", "KB": "KB vs KiB", "KiB": "KB vs KiB"}
+
+
+def _near_miss(value: float, expected: float, part: Part) -> bool:
+    """Within a few percent of the expected answer (a count: within one or a few percent)."""
+    slack = _NEAR_MISS * abs(expected)
+    if part.kind == "exact":
+        slack = max(slack, 1.0)
+    return abs(value - expected) <= slack
+
+
 def _hint(value, expected, part: Part, mistakes) -> str:
     """The step to look at for a wrong answer: the exercise's own known mistake that matches
     (ignoring any that coincide with the right answer), and a unit slip (MiB vs MB, s vs ms,
     blocks vs tokens, ...) when the ratio shows one; both when both fit, since the two cannot
-    be told apart; else a generic pointer."""
+    be told apart. Otherwise it says how far off the answer is: close (within a few percent)
+    points at the rounding and the units, far off at the formula."""
     if part.kind in ("bool", "choice"):
         return next((why for wrong, why in mistakes if value == wrong and wrong != expected),
                     "recheck the comparison this decision rests on")
@@ -512,12 +535,19 @@ def _hint(value, expected, part: Part, mistakes) -> str:
     known = next((why for wrong, why in mistakes
                   if not _close(float(wrong), expected, part) and _close(value, float(wrong), near)),
                  None)
-    found = [h for h in (known, _slip_hint(value, expected)) if h]
+    found = [h for h in (known, _slip_hint(value, expected, part.no_slips)) if h]
     if found:
         return "; or ".join(found)
-    if part.kind == "exact":
+    if part.kind == "exact" and not float(value).is_integer():
         return "a whole number is expected: check the rounding (floor or ceil?)"
-    return "recheck the formula and the inputs you used"
+    if _near_miss(value, expected, part):
+        if part.kind == "exact":
+            return ("close (off by one or a few percent): check the rounding (floor or ceil?) "
+                    "and the units of the inputs")
+        units_note = f" ({_UNIT_PAIRS[part.unit]})" if part.unit in _UNIT_PAIRS else ""
+        return (f"close (within a few percent): check your rounding (keep full precision until "
+                f"the final answer) and units{units_note}")
+    return "far off: recheck the formula and the inputs you used"
 
 
 @dataclass(frozen=True)

@@ -16,29 +16,43 @@
 # # Exercise 17-1 · How big is the KV cache of the model you are given?
 #
 # *Calculation, 17 §4 (the size formula and the GQA/MHA comparison; the companion rebuilds
-# both in the 17.4 notebook).* Every layer keeps a key and a value vector for every KV head and
-# every token it has seen, so one token of context costs
+# both in the 17.4 notebook).* Every layer runs its own attention, and for every token of
+# context it keeps one key vector and one value vector per KV head, each $d_\text{head}$ values
+# wide. Under grouped-query attention (GQA) a group of query heads reads the same K/V pair, so
+# the model has fewer KV heads $n_\text{kv}$ than query heads $n_q$; plain multi-head attention
+# (MHA) would keep one K/V pair per query head ($n_\text{kv} = n_q$). Write $k$ for the KV
+# bytes one token of context costs, $L$ for the context in tokens and $M_{KV}$ for the cache
+# space. Build $k$ from the model's shape yourself (the hints below give the formulas if you
+# are stuck).
 #
-# $$k = 2 \cdot n_\text{layers} \cdot n_\text{kv} \cdot d_\text{head} \cdot
-# \text{bytes per value}$$
-#
-# bytes, and a sequence of $L$ tokens costs $L\,k$. Under grouped-query attention (GQA) a group
-# of query heads reads the same K/V pair, so the model has fewer KV heads $n_\text{kv}$ than
-# query heads $n_q$; plain multi-head attention (MHA) would keep one K/V pair per query head
-# ($n_\text{kv} = n_q$). A cache space of $M_{KV}$ bytes holds
-# $\lfloor M_{KV} / (L\,k) \rfloor$ whole sequences.
-#
-# 1. **(a)** The KV bytes per token $k$ of the model below, in BF16 (2 bytes per value).
-# 2. **(b)** The KV of one sequence at the given context, $L\,k$, in GB (decimal).
-# 3. **(c)** How many times larger the cache would be if the same model used MHA.
-#    **(d)** The MHA size of one such sequence, in GB.
+# 1. **(a)** The KV bytes per token $k$ of the model below, in BF16 (2 bytes per value), in
+#    bytes.
+# 2. **(b)** The KV of one sequence at the given context, in GB.
+# 3. **(c)** How many times larger the cache would be if the same model used MHA (a plain
+#    ratio); **(d)** the MHA size of one such sequence, in GB.
 # 4. **(e)** How many whole sequences of that context fit in the given cache space with the
 #    model's own heads, and **(f)** how many under MHA?
-# 5. **(g)** The KV bytes per token if the cache is stored in FP8 (1 byte per value).
+# 5. **(g)** The KV bytes per token if the cache is stored in FP8 (1 byte per value), in bytes.
 #
-# Chapter 17 labels contexts in thousands: its "8K" is 8,000 tokens here.
+# **Precision and units.** (a), (c) and (g) come out as whole numbers: give them exactly (the
+# check allows 0.1%). Give (b) and (d) in GB to at least three significant figures (the check
+# allows 0.5%), and round only the final answer, not the steps. (e) and (f) count whole
+# sequences and must be exact. Sizes are decimal: 1 GB = 10⁹ bytes. Chapter 17 labels contexts
+# in thousands: its "8K" is 8,000 tokens here. Each section below also asks a short written
+# question, answered in the cell under its check.
+#
 # Your given data come from `grading.params("17-1", SEED)`. Seed 0 is the chapter's own data
 # (the 70B shape); on a course hub you get a seed of your own, from your user name.
+#
+# <details><summary>Hints: the formulas</summary>
+#
+# - One token costs a K and a V vector per KV head per layer, each value in its bytes:
+#   $k = 2 \cdot n_\text{layers} \cdot n_\text{kv} \cdot d_\text{head} \cdot
+#   \text{bytes per value}$; a sequence of $L$ tokens costs $L\,k$.
+# - A sequence either fits whole or not at all: the cache holds
+#   $\lfloor M_{KV} / (L\,k) \rfloor$ sequences.
+#
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import grading, units
@@ -92,7 +106,12 @@ with grading.checks():
 # %% [markdown]
 # ## (b) One sequence, (c) the GQA factor, (d) the same sequence under MHA
 #
-# Set `seq_gb`, `mha_factor` and `mha_seq_gb`.
+# Set `seq_gb` and `mha_seq_gb` in GB and `mha_factor` as a plain number.
+#
+# **Then explain**, in two to four sentences in the cell under the check: why is the head count
+# in $k$ the KV heads $n_\text{kv}$ and not the query heads $n_q$, and what does using $n_q$ by
+# mistake do to (a) and (b)? A good answer says what one KV head stores, which heads share it
+# under GQA, and by how much the slip inflates the sizes, in terms of (c).
 
 # %% nbgrader={"grade": false, "grade_id": "bcd_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 seq_gb = mha_factor = mha_seq_gb = None
@@ -135,17 +154,24 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "bcd_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# The derivation above counts the model's own KV heads. Putting the query heads into the
-# formula instead is the classic slip, and it inflates every size by exactly the factor of (c).
-# At seed 0 (the chapter's 70B shape) the bytes per token are the figure 17 §4 prints, once
-# its "KB" is read as 1,024 bytes. Reading a "K" context as a multiple of 1,024 tokens instead
-# of 1,000 makes each sequence 2.4% larger, at any seed.
+# A KV head is what the cache stores: for every token, in every layer, one K vector and one V
+# vector of $d_\text{head}$ values. Under GQA the $n_q / n_\text{kv}$ query heads of a group all
+# read their group's single pair, so a layer keeps $n_\text{kv}$ pairs per token, not $n_q$.
+# Counting the query heads instead computes the cache of the same model under MHA: (a) and (b)
+# come out larger by exactly the factor of (c), and (b) becomes (d).
+#
+# *Look for:* (1) one K/V pair per KV head, per token and layer; (2) the query heads of a group
+# share it; (3) the slip multiplies the sizes by $n_q / n_\text{kv}$, the factor of (c).
 # ### END SOLUTION
 
 # %% [markdown]
 # ## (e), (f) How many sequences fit?
 #
 # Set `fit_own` and `fit_mha` (whole sequences).
+#
+# **Then explain**, in two or three sentences in the cell under the check: why is (e) counted
+# directly rather than as (c) times (f), and how can the two differ? A good answer names the
+# rounding in each count and says in which direction multiplying (f) by (c) errs.
 
 # %% nbgrader={"grade": false, "grade_id": "ef_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 fit_own = fit_mha = None
@@ -177,19 +203,27 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ef_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# Each count divides the cache space by one sequence's bytes and takes the floor. The MHA
-# cache is larger by the factor of (c), so it holds about that factor fewer sequences; the two
-# floors keep the ratio of the counts from being exactly the factor. For the chapter's data,
-# 17 §4 gets its GQA count by multiplying the rounded MHA count by the factor, which carries
-# the MHA floor's rounding; counting directly, as above, gives a few more. GQA is a capacity
-# decision taken at training time: the serving engineer inherits the larger batch before any
-# serving technique runs.
+# Each count divides the cache space by one sequence's bytes and rounds down, because a
+# sequence fits whole or not at all. Multiplying (f) by the factor of (c) scales a number that
+# was already rounded down, so the MHA count's discarded remainder is multiplied too: the
+# product is a whole number no larger than $M_{KV} / (L\,k)$, so it never exceeds (e) and
+# usually falls short of it (by up to (c) minus one sequences). The direct count (e) is right.
+# At seed 0 this is why 17 §4's GQA count, which scales the MHA count, is lower than the one
+# above.
+#
+# *Look for:* (1) both counts are $\lfloor M_{KV} / (\text{one sequence's bytes}) \rfloor$;
+# (2) scaling (f) carries its rounding along; (3) so it undercounts, never overcounts.
 # ### END SOLUTION
 
 # %% [markdown]
 # ## (g) An FP8 KV cache
 #
 # Set `kv_per_token_fp8` in bytes.
+#
+# **Then explain**, in two or three sentences in the cell under the check: how does the FP8
+# saving combine with GQA's, and how does storing the cache in FP8 differ from GQA as a
+# decision? A good answer says how the two factors combine, who takes each decision and when,
+# and what FP8 has to be checked for.
 
 # %% nbgrader={"grade": false, "grade_id": "g_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 kv_per_token_fp8 = None
@@ -215,6 +249,10 @@ with grading.checks():
 # %% [markdown] nbgrader={"grade": true, "grade_id": "g_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
 # One byte per value instead of two halves $k$ and every size derived from it, and the saving
-# stacks with GQA's (the two factors multiply, as shown above). Unlike GQA, it is a choice made
-# at serving time, and it needs its own accuracy check.
+# stacks with GQA's: the two factors multiply (shown above). GQA is fixed when the model is
+# trained, so the serving engineer inherits it; FP8 storage is a choice made at serving time,
+# and since it rounds every cached value it needs its own accuracy check on the evaluations.
+#
+# *Look for:* (1) the factors multiply; (2) GQA at training time, FP8 at serving time;
+# (3) FP8 must be checked for accuracy.
 # ### END SOLUTION

@@ -16,31 +16,46 @@
 # # Exercise 17-2 · How many sequences can the card hold at once?
 #
 # *Calculation, 17 §4 (the 70B on four GPUs and the 8B on one; the companion's 17.4 notebook
-# writes the same formula).* On cards of capacity $C$ bytes, the KV cache gets what the weights
-# ($D_w$ bytes) and a runtime reserve $M_u$ per GPU (activations, workspace, the engine itself)
-# leave free. A model too big for one card is split with tensor parallelism over $g$ GPUs: each
-# holds $D_w / g$ of the weights, and the KV heads shard with the attention heads
-# ($n_\text{kv} / g$ per GPU), so each GPU stores only its share of every sequence and the KV
-# space of all $g$ GPUs together holds the sequences:
-#
-# $$M_{KV} = g\left(C - \frac{D_w}{g} - M_u\right), \qquad
-# \text{max concurrent} = \left\lfloor \frac{M_{KV}}{L\,k} \right\rfloor ,$$
-#
-# with $g = 1$ for a model on one card. The weights take 2 bytes per parameter, $D_w = 2N$ for
-# $N$ parameters, and a token of context keeps
-# $k = 2 \cdot n_\text{layers} \cdot n_\text{kv} \cdot d_\text{head} \cdot 2$ bytes of KV (BF16,
-# as in Exercise 17-1).
+# does the same arithmetic).* On a card of capacity $C$ bytes, the KV cache $M_{KV}$ gets what
+# the weights ($D_w$ bytes) and a runtime reserve $M_u$ per GPU (activations, workspace, the
+# engine itself) leave free. The weights take 2 bytes per parameter (BF16), and each token of
+# context keeps $k$ bytes of BF16 KV, built from the model's shape as in Exercise 17-1. A model
+# too big for one card is split with tensor parallelism (TP) over $g$ GPUs: each GPU holds
+# $1/g$ of every layer's weights and computes $1/g$ of its attention heads (17 §4, 17 §7).
+# Work out what that split means for each GPU's free memory, for the KV heads each GPU keeps,
+# and for how many sequences the group holds at a context of $L$ tokens (the hints below the
+# questions help if you are stuck).
 #
 # 1. **(a)** For the small model on one card: the KV space left, in GB, and **(b)** how many
-#    sequences of the given context fit.
-# 2. **(c)** The large model's weights as a multiple of one card's memory, $D_w / C$.
+#    whole sequences of the given context fit.
+# 2. **(c)** The large model's weights as a multiple of one card's memory, $D_w / C$ (a plain
+#    ratio).
 # 3. **(d)** With the large model at TP = $g$: the KV space per GPU and **(e)** of the whole
-#    group, in GB; **(f)** the KV heads each GPU holds; **(g)** the sequences that fit.
+#    group, in GB; **(f)** the KV heads each GPU holds; **(g)** how many whole sequences of the
+#    given context the group holds.
 #
-# Sizes are decimal (1 GB = 10⁹ B).
+# **Precision and units.** Give (a), (c), (d) and (e) to at least three significant figures
+# (the check allows 0.5%), and round only the final answer, not the steps. (f) is a whole number
+# of heads (the check allows 0.1%), and (b) and (g) count whole sequences and must be exact.
+# Sizes are decimal: 1 GB = 10⁹ bytes. Each section below also asks a short written question,
+# answered in the cell under its check.
+#
 # Your given data come from `grading.params("17-2", SEED)`. Seed 0 is the chapter's own data
 # (H100 SXM, the 8B and 70B shapes, TP = 4); on a course hub
 # you get a seed of your own, from your user name.
+#
+# <details><summary>Hints</summary>
+#
+# - One card ($g = 1$): the cache space is what is left, $M_{KV} = C - D_w - M_u$, with
+#   $D_w = 2N$ for $N$ parameters. A sequence of $L$ tokens holds $L\,k$ bytes, and it fits
+#   whole or not at all: round the number of sequences down.
+# - TP: the reserve is paid on every GPU, the weights only once in all. A query head reads only
+#   the K/V pair of its own group, so ask where each group's KV must live; 17 §4 works the 70B
+#   case through.
+# - For (g), ask what share of one sequence's KV a single GPU stores, and count against the
+#   space that holds the whole sequence.
+#
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import calc, grading, units
@@ -59,8 +74,14 @@ print(f"context L = {L:,} tokens; the large model runs at TP = g = {g}")
 # %% [markdown]
 # ## (a), (b) The small model on one card
 #
-# Set `small_free_gb` and `small_seqs`. You may use `calc.kv_bytes_per_token(model)` to
-# check your $k$.
+# Set `small_free_gb` in GB and `small_seqs` (whole sequences). You may use
+# `calc.kv_bytes_per_token(model)` to check your $k$.
+#
+# **Then explain**, in two or three sentences in the cell under the check: which quantities set
+# (b), and what happens to it if each sequence's KV is halved (an FP8 cache, or half the
+# context)? A good answer says which inputs set the KV space and which set one sequence's bytes,
+# whether the count exactly doubles and why, and what the larger count buys on the memory roof
+# of 17 §2.
 
 # %% nbgrader={"grade": false, "grade_id": "ab_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 small_free_gb = small_seqs = None
@@ -116,16 +137,30 @@ with grading.checks():
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ab_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# Compare (b) with the batch that decode needs to reach the ridge (Exercise 17-3 (k)). At the
-# chapter's data the card runs out of KV space long before that batch: a full card of
-# worst-case long sequences still decodes on the memory roof however well it is packed, and
-# every byte taken off the KV cache (GQA, an FP8 cache, shorter contexts) turns into batch.
+# (b) is the KV space over one sequence's KV, rounded down: the card's memory, the weights and
+# the reserve set the space (a), while the model's shape ($n_\text{layers}$, $n_\text{kv}$,
+# $d_\text{head}$), the bytes per value and the context set one sequence's $L\,k$. Halving
+# $L\,k$ doubles the quotient, so the count becomes twice the old one or one more (the floor
+# of twice a number). On the memory roof (17 §2) every sequence in the batch shares each step's
+# read of the weights, so every byte taken off the KV cache turns into batch, and batch into
+# tokens per second.
+#
+# *Look for:* (1) count = space over per-sequence bytes, floored, naming what sets each;
+# (2) about double, exactly double or one more because of the floor; (3) a larger batch
+# shares the weight read, so throughput rises.
 # ### END SOLUTION
 
 # %% [markdown]
 # ## (c)-(g) The large model, sharded
 #
-# Set `ratio`, `free_per_gpu_gb`, `free_total_gb`, `kv_heads_per_gpu` and `big_seqs`.
+# Set `ratio` (a plain number), `free_per_gpu_gb` and `free_total_gb` in GB,
+# `kv_heads_per_gpu` (heads) and `big_seqs` (whole sequences).
+#
+# **Then explain**, in three or four sentences in the cell under the check: what does (c) say
+# about why the large model runs tensor-parallel at all, and why does (g) count sequences
+# against the whole group's space (e) rather than one GPU's (d)? A good answer says what the
+# weights leave of one card, what share of every sequence's KV one GPU stores and why, and
+# what dividing (d) by one whole sequence's bytes would get wrong.
 
 # %% nbgrader={"grade": false, "grade_id": "cg_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ratio = free_per_gpu_gb = free_total_gb = kv_heads_per_gpu = big_seqs = None
@@ -155,7 +190,8 @@ $$C - \frac{{D_w}}{{g}} - M_u = {C / units.GB:g} - {big_weights / g / units.GB:g
 **(e)** The group: $M_{{KV}} = g \times {free_per_gpu_gb:.2f} = {g} \times
 {free_per_gpu_gb:.2f} = {free_total_gb:.2f}$ GB.
 
-**(f)** The KV heads shard with the weights:
+**(f)** Each GPU computes $1/g$ of the attention heads, and a query head reads only its own
+group's K/V pair, so the KV heads go with their groups:
 $n_\text{{kv}} / g = {big.n_kv_heads} / {g} = {kv_heads_per_gpu:g}$ per GPU.
 
 **(g)** Each GPU keeps only its heads' share of every sequence, so whole sequences are
@@ -188,9 +224,15 @@ with grading.checks():
 # %% [markdown] nbgrader={"grade": true, "grade_id": "cg_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
 # When (c) is above 1, as at the chapter's data, the weights alone overflow one card before a
-# single token is cached: tensor parallelism is there to make the model fit, not to make it
-# faster. Split over $g$ GPUs, each GPU holds $1/g$ of the weights and $1/g$ of the KV heads,
-# so it stores only its share of every sequence; the sequences are counted against the
-# group's KV space (e), not one GPU's (d). Dividing one GPU's space by a whole sequence's
-# bytes undercounts by about the factor $g$ (the last line above).
+# single token is cached (and near 1 they leave it no room for KV): tensor parallelism is there
+# to make the model fit, not to make it faster. Split over $g$ GPUs, each GPU computes $1/g$ of
+# the attention heads, and a query head reads only its own group's K/V pair, so each GPU keeps
+# the KV heads of its groups, $n_\text{kv} / g$ of them, and stores that share of every
+# sequence. A whole sequence is therefore spread over all $g$ GPUs and is counted against the
+# group's KV space (e), not one GPU's (d). Dividing (d) by a whole sequence's bytes charges one
+# GPU for what all $g$ share and undercounts by about the factor $g$ (the last line above).
+#
+# *Look for:* (1) (c) at or above 1: the weights do not leave room on one card, so TP is
+# about fit; (2) each GPU stores $1/g$ of every sequence because the KV heads shard with the
+# attention heads; (3) one GPU's space over a whole sequence undercounts by about $g$.
 # ### END SOLUTION

@@ -278,6 +278,23 @@ def test_the_chapters_two_figures_get_a_rounding_hint():
         assert not result.ok and "three significant figures" in result.message
 
 
+def test_a_near_miss_points_at_rounding_and_a_far_miss_at_the_formula():
+    # 17-1 (b) in GB and (e) a count: a slip of a few percent is rounding or units, not the formula
+    size = grading.exercises()["17-1"].solve(grading.params("17-1", 0))["b-per-seq"]
+    close = _check("17-1", "b-per-seq", size * 1.02, 0)
+    assert not close.ok and "close (within a few percent)" in close.message
+    assert "rounding" in close.message and "GB vs GiB" in close.message
+    assert "formula" not in close.message
+    far = _check("17-1", "b-per-seq", size * 1.5, 0)
+    assert not far.ok and "far off" in far.message and "formula" in far.message
+    assert "far off" in _check("17-1", "e-fit-own", 3, 0).message
+    assert "floor or ceil" in _check("17-2", "g-big-seqs", 60, 0).message
+    # a near miss in a unit without a decimal/binary twin names no such pair
+    step = grading.exercises()["17-9"].solve(grading.params("17-9", 0))["d-target-step"]
+    msg = _check("17-9", "d-target-step", step * 0.98, 0).message
+    assert "close (within a few percent)" in msg and "GiB" not in msg
+
+
 def test_a_handoff_in_kib_is_named():
     result = _check("17-6", "c-handoff", 16, 0)          # 16 KiB given as 16
     assert not result.ok and "bytes, not KiB" in result.message
@@ -319,7 +336,7 @@ def test_describe_lists_parts_without_answers():
 PRINTED = [
     # (exercise, part, printed value, half a unit in the last printed digit)
     ("8-2", "a-prefill", 163.3, 0.05),              # 8.2.2: r0/r1 TTFT in the simulation
-    ("8-2", "b-admit-round", 376, 0.5),             # 8.2.2: longest interval 376 ms
+    ("8-2", "b-longest-round", 376, 0.5),           # 8.2.2: longest interval 376 ms
     ("8-2", "c-pairs-first", 131_328, 0),           # 8.2.3
     ("8-2", "c-pairs-last", 4_063_488, 0),          # 8.2.3
     ("8-3", "a-p4-unused", 10, 0),                  # 8.3.1: 52 allocated - 42 stored
@@ -380,6 +397,20 @@ def test_budget_replay_shows_the_trade_of_8_2_4():
     itl = [r.max_itl_s for r in rows]
     assert itl == sorted(itl)                                   # bigger chunks, longer stalls
     assert rows[-1].queue_later_mean_s < rows[0].queue_later_mean_s
+
+
+def test_8_2_prefill_load_is_08_2s():
+    # Exercise 8-2's prefill load is the one 08_2 and its budget-sweep explorer compute
+    from companion.exercises import ex8_2
+    from companion.explorers import ch08_2_batching_and_scheduling as explorer
+
+    for prompt, budget, gap_ms in ((4096, 512, 80), (1637, 2048, 80), (6144, 256, 100)):
+        assert ex8_2.prefill_load(prompt, budget, gap_ms * units.ms) == pytest.approx(
+            explorer._prefill_load(prompt, budget, gap_ms), rel=1e-12)
+    # seed 0: 512 tokens per round cannot keep up (about 1.98), 2048 barely can
+    replay = records_ch08.budget_replay(0)
+    assert ex8_2.replay_prefill_load(replay, 512) > 1.9
+    assert 0.99 < ex8_2.replay_prefill_load(replay, 2048) < 1
 
 
 def test_cache_replay_small_pool_is_evicted_large_pool_keeps_whole_blocks():
@@ -463,3 +494,54 @@ def test_bf16_rounding(values):
     assert np.array_equal(records_ch08._bf16(q), q)
     # bf16 keeps 8 significant bits: the low 16 bits of the float32 pattern are zero
     assert np.all(q.astype(np.float32).view(np.uint32) & 0xFFFF == 0)
+
+
+# --- Exercises 8-7 to 8-9: variants and hints ----------------------------------------------------
+
+def test_8_7_variants_stay_within_experiment_8_1():
+    # every seed keeps Experiment 8-1's batch-1 round as T_v; t_d is the draft's weights read at
+    # that round's rate, to 0.1 ms (2.10 GB -> 3.6 ms, the exercise's own figure)
+    from companion import calc, specs
+    from companion.chapters import ch08
+
+    rate = calc.effective_read_bandwidth(
+        calc.round_read_bytes(specs.QWEN3_8B, 1, ch08.SHORT_PROMPT_TOKENS), ch08.ROUND_B1_S)
+    for seed in range(0, 40):
+        g = grading.params("8-7", seed)
+        assert g["verify_s"] == ch08.EXERCISE_8_7_VERIFY_S, seed
+        pass_ms = calc.draft_forward_time(g["draft_bytes"], rate) / units.ms
+        assert abs(g["per_draft_s"] / units.ms - pass_ms) <= 0.05 + 1e-9, seed
+
+
+def test_8_8_inverted_ratio_and_kept_decode_get_their_hints():
+    g = grading.params("8-8", 0)
+    a = _answers("8-8", 0)
+    inverted = _check("8-8", "b-speedup", 1 / a["b-speedup"])
+    assert not inverted and "new time / old time" in inverted.message
+    total, decode = sum(g["stage_s"]), g["stage_s"][1]
+    kept = _check("8-8", "b-time", total + decode / g["decode_factor"] + g["prep_s"])
+    assert not kept and "take the original out" in kept.message
+
+
+def test_8_9_batch_total_is_not_called_a_block_slip():
+    a = _answers("8-9", 0)
+    result = _check("8-9", "a-gpu-E", a["a-total-E"])          # the batch's time, not / 16
+    assert not result and "qualifying results" in result.message
+    assert "block" not in result.message
+
+
+def test_8_9_whole_rounds_stand_alone_at_two_tokens_per_round():
+    # the chapter counts 128 rounds at 2 tokens per round: 127.5 is not a second reading there
+    g = grading.params("8-9", 0)
+    a = _answers("8-9", 0)
+    half_round_less = a["a-total-E"] - 0.5 * (g["shared_round_s"] + g["lookup_s"])
+    assert not _check("8-9", "a-total-E", half_round_less)
+
+
+def test_8_9_load_cost_per_qualifying_result():
+    g = grading.params("8-9", 0)
+    e = g["load"].runs[1]
+    good = sum(r.correct and r.finish_s - r.arrival_s <= g["load"].deadline_s for r in e.records)
+    assert _answers("8-9", 0)["d-gpu-E"] == pytest.approx(e.busy_s / good, rel=1e-12)
+    every = _check("8-9", "d-gpu-E", e.busy_s / len(e.records))
+    assert not every and "not by every request" in every.message

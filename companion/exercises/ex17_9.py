@@ -66,8 +66,9 @@ def _mistakes(g: dict) -> dict:
                        (s["a-expected"] - a ** k, "the sum runs to alpha^m: m draft tokens, "
                                                   "m + 1 terms")],
         "b-marginal": [(a ** k, "the (m+1)-th token counts only if it and all m before it are "
-                                "accepted: alpha^(m+1)")],
-        "c-limit": [(1 / a, "the geometric series sums to 1 / (1 - alpha)")],
+                                "accepted: count every acceptance it needs")],
+        "c-limit": [(1 / a, "sum the geometric series 1 + alpha + alpha^2 + ... in closed form, "
+                            "then let m grow")],
         "f-latency": [(ms(verify_s) / s["a-expected"], "the draft's own passes take time too: "
                                                        "(T_v + m x t_d) / E[X]")],
         "g-speedup": [(s["a-expected"], "that is the ideal with a free draft; charge the m draft "
