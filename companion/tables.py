@@ -186,6 +186,16 @@ def _gib(x: float) -> str:
     return f"{x / units.GiB:g} GiB"
 
 
+def _exact(x: float, decimals: int = 4) -> str:
+    """``x`` to ``decimals`` places without trailing zeros: 1188, 631.125, 1.0625."""
+    text = f"{x:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _mib(n_bytes: float) -> str:
+    return f"{_exact(n_bytes / units.MiB, 3)} MiB"
+
+
 @serves("8.1.2")
 def kv_capacity_text(model, kv_budget_bytes: float | None = None, requests=None, *,
                      block_tokens: int | None = None) -> str:
@@ -217,9 +227,11 @@ def kv_format_text(model, *, kv_budget_bytes: float | None = None,
     rows = []
     for f in v.sequence("formats", formats):
         end = calc.kv_quantized_bytes(model, held, f)
-        rows.append((f, f"{kv_format_bytes_per_value(model, f):.4f}",
-                     f"{calc.kv_quantized_bytes(model, n, f) / units.MiB:,.0f} MiB",
-                     f"{end / units.MiB:,.3f} MiB", f"{b * end / units.GiB:.2f} GiB",
+        # MiB and GiB (8.4.2's units), as the other KV tables print them: whole MiB, unless a
+        # group scale leaves a fraction (8.4.2's 631.125 MiB), which is then printed in full
+        rows.append((f, _exact(kv_format_bytes_per_value(model, f)),
+                     _mib(calc.kv_quantized_bytes(model, n, f)), _mib(end),
+                     f"{b * end / units.GiB:.2f} GiB",
                      calc.max_concurrent_kv_format(budget, model, n, g, f)))
     return columns(("format", "B/value", f"{n:,}-token input", "finished", f"{b} finished",
                     f"fit in {_gib(budget)}"), rows)

@@ -160,8 +160,15 @@ def test_amdahl_panel():
     panel = widgets.AmdahlPanel()
     n = panel.update().numbers                      # decode 50 of 100 s, 4x: 62.5 s, 1.6x
     assert printed(n["task_time_s"], "62.5") and printed(n["speedup"], "1.6")
-    n = panel.update(decode_fraction=0.2).numbers   # 20 of 100 s: 85 s, 1.18x
+    view = panel.update(decode_fraction=0.2)         # 20 of 100 s: 85 s, 1.18x
+    n = view.numbers
     assert printed(n["task_time_s"], "85") and printed(n["speedup"], "1.18")
+    # the readout names the fraction its break-even belongs to: 20 s - 5 s saved
+    assert "f = 0.2" in view.text and "<b>15 s</b>" in view.text
+    # the book's static slider stops at both of the chapter's fractions
+    from companion.explorers.static import control_values
+    fraction = next(c for c in panel.controls if c.name == "decode_fraction")
+    assert {0.2, 0.5} <= set(control_values(fraction, include=[0.5]))
 
 
 # --- figure builders --------------------------------------------------------------------------

@@ -35,6 +35,8 @@ def test_memory_hierarchy_defaults_are_the_chapters():
     assert sig(n["full_sweeps_per_s"], 40, 1)               # "capped at ~40 such steps"
     assert close(n["hbm_over_nvlink"], 3.7, 1)              # "3.7x slower than HBM"
     assert close(n["nvlink_over_pcie"], 14)                 # "14x faster than PCIe"
+    # like for like: 450 GB/s one way over PCIe's 64 GB/s one way
+    assert n["nvlink_over_pcie_one_way"] == pytest.approx(450 / 64)
     assert n["memory_GB"] == 80 and n["bandwidth_GBs"] == 3350
 
 
@@ -368,6 +370,17 @@ def test_head_of_line_readout_adds_the_fused_pass():
     n = widgets.HeadOfLinePanel().update().numbers
     assert close(n["stall_ms"], 259)                         # the chapter's, unchanged
     assert n["fused_stall_ms"] > n["sim_worst_itl_ms"] > n["stall_ms"]
+
+
+def test_kv_sizing_counts_on_a_log_axis_from_one_sequence():
+    view = widgets.KVSizingPanel().update()
+    axis = view.layout["yaxis2"]
+    assert axis["type"] == "log" and "log" in axis["title"]["text"]
+    assert axis["tickvals"][0] == 1 and all(float(t).is_integer() for t in axis["tickvals"])
+    n = widgets.KVSizingPanel().update(model=specs.QWEN3_8B.name).numbers
+    assert n["streamed_weights_GB"] < n["weights_GB"]       # D_w: no input embedding table
+    assert n["kv_equals_weights_tokens"] == pytest.approx(
+        n["streamed_weights_GB"] * units.GB / (n["kv_per_token_KB"] * units.KiB))
 
 
 def test_kv_sizing_block_curve_never_counts_more():

@@ -201,3 +201,10 @@ def test_the_code_string_rule_can_fail(tmp_path):
     path.write_text('# %%\nprint(f"{x:.1f} ms against the chapter\'s {y:.2f} ms")\n',
                     encoding="utf-8")
     assert not typed_in_code(path)
+
+
+def test_kv_format_table_prints_the_chapters_mib_exactly():
+    # whole MiB as the other KV tables, and a scale's fraction in full (8.4.2's 631.125 MiB)
+    text = tables.kv_format_text(Q8)
+    assert "1,188 MiB" in text and "631.125 MiB" in text and "1,188.000" not in text
+    assert "2.0000" not in text and "1.0625" in text

@@ -559,8 +559,10 @@ class AmdahlPanel(Panel):
 
     title = "Task speedup from speeding up decode (8.6.3, Figure 8-36)"
     controls = (
+        # steps of 0.05: the chapter's fractions (0.5, 0.2) and Figure 8-36's are stops of the
+        # live slider and of the book's static one
         Control("decode_fraction", "decode fraction f of the task", "float", 0.5, 0.0, 1.0,
-                0.01),
+                0.05),
         Control("factor", "decode speedup s (x)", "float", ch08.AMDAHL_FACTOR, 1.0, 64.0, 0.5),
         Control("prep_s", "added preparation (s)", "float", 0.0, 0.0, 60.0, 0.5),
         Control("task_s", "original task time (s)", "float", ch08.AMDAHL_TASK_S, 10.0, 1000.0,
@@ -584,5 +586,7 @@ class AmdahlPanel(Panel):
                    "saves_time": total < task_s}
         text = (f"{stages[0]:g} s unchanged + {stages[1]:g} s / {factor:g} + {prep_s:g} s = "
                 f"<b>{total:.1f} s</b><br>task speedup <b>{speedup:.2f}x</b><br>"
-                f"the change stops saving time at {break_even:.1f} s of preparation")
+                f"break-even at f = {decode_fraction:g}: decode saves {stages[1]:.4g} - "
+                f"{stages[1] / factor:.4g} = <b>{break_even:.4g} s</b>, so the change stops "
+                f"saving time at that much preparation")
         return View(numbers=numbers, traces=traces, text=text)

@@ -154,6 +154,10 @@ class MemoryHierarchyPanel(Panel):
             "host_link_GBs": _opt(hw.host_link_bytes_per_s, units.GB),
             "hbm_over_nvlink": ratios.get("hbm_over_nvlink"),
             "nvlink_over_pcie": ratios.get("nvlink_over_pcie"),
+            # like for like: NVLink's figure adds both directions, PCIe's counts one
+            "nvlink_over_pcie_one_way": (
+                None if not ratios else
+                calc.nvlink_one_way_bytes_per_s(hw) / hw.host_link_bytes_per_s),
         }
         reached = achieved_rates(hw, sweep_bytes=sweep_bytes, **rates)
         numbers.update({
@@ -174,8 +178,9 @@ class MemoryHierarchyPanel(Panel):
             "marker": {"color": [theme.FOREST if n == hardware else theme.PALE_FOREST for n in names]},
             "text": [f"{t:,.3g} ms (ridge {r:,.0f} FLOP/B)" for t, r in zip(times, ridges)]})
         link = ("" if not ratios else
-                f"<br>HBM / NVLink = {ratios['hbm_over_nvlink']:.2g}x, NVLink / PCIe = "
-                f"{ratios['nvlink_over_pcie']:.2g}x")
+                f"<br>HBM / NVLink = {ratios['hbm_over_nvlink']:.2g}x; NVLink (both "
+                f"directions) / PCIe (one) = {ratios['nvlink_over_pcie']:.2g}x, one direction "
+                f"each = {numbers['nvlink_over_pcie_one_way']:.2g}x")
         text = (f"<b>{hw.name}</b>: {numbers['memory_GB']:,.0f} GB at "
                 f"{numbers['bandwidth_GBs']:,.0f} GB/s, {numbers['peak_TFLOPs']:,.4g} TFLOP/s"
                 f"<br>ridge = peak / bandwidth = <b>{numbers['ridge_flop_per_byte']:,.0f} FLOP "

@@ -12,12 +12,14 @@ curve counts each sequence in whole 16-token blocks, ``calc.block_rounded_capaci
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from companion import calc, specs, theme, units
 from companion import validate as v
 from companion.chapters import ch17
-from companion.explorers.axes import whole_ticks
+from companion.explorers.axes import log_ticks
 from companion.explorers.base import Control, Panel, View
 from companion.explorers.common import dict_rows
 from companion.explorers.common import titled_figure as _fig
@@ -79,7 +81,7 @@ def attention_variants_figure(rows, *, cache_bytes: float = ch17.CACHE_BYTES,
                               title: str = "One shape, three attention designs "
                                            "(17 §4, re-derived)"):
     """Two bar panels of ``calc.attention_variants`` rows: KV per token (KB = KiB, log) and
-    sequences of ``context_tokens`` that fit in ``cache_bytes``."""
+    sequences of ``context_tokens`` that fit in ``cache_bytes`` (log)."""
     data = dict_rows("rows", rows)
     cache = v.positive("cache_bytes", cache_bytes)
     ctx = v.tokens("context_tokens", context_tokens, minimum=1)
@@ -101,8 +103,13 @@ def attention_variants_figure(rows, *, cache_bytes: float = ch17.CACHE_BYTES,
         "yaxis": {"title": {"text": "KV per token (KB = KiB, log)"}, "type": "log",
                   "anchor": "x"},
         "xaxis2": {"domain": [0.55, 1.0], "anchor": "y2"},
-        "yaxis2": {"title": {"text": f"{ctx:,}-token sequences in {cache / units.GB:,.0f} GB"},
-                   "anchor": "x2", "rangemode": "tozero"},
+        # log, as the left panel: the counts span two orders of magnitude (MHA's 3 to MQA's
+        # hundreds), and each design's factor over the next is then one equal step
+        "yaxis2": {"title": {"text": f"{ctx:,}-token sequences in {cache / units.GB:,.0f} GB "
+                                     "(log)"},
+                   "type": "log", "anchor": "x2",
+                   # bars grow from one sequence, so a design's bar height reads as its count
+                   "range": [0.0, math.log10(2.0 * max([r["sequences"] for r in data] + [1]))]},
         "height": 420,
     }
     return _fig(traces, layout, title)
@@ -253,8 +260,9 @@ class KVSizingPanel(Panel):
         "yaxis": {"domain": [0.72, 1.0], "anchor": "x", "showticklabels": False},
         "xaxis2": {"title": {"text": "context per sequence (tokens)"}, "type": "log",
                    "anchor": "y2"},
-        "yaxis2": {"title": {"text": "sequences that fit (all GPUs)"}, "domain": [0, 0.5],
-                   "anchor": "x2", "rangemode": "tozero"},
+        # log: the count runs from thousands at short contexts to a handful at the longest
+        "yaxis2": {"title": {"text": "sequences that fit, all GPUs (log scale)"}, "type": "log",
+                   "domain": [0, 0.5], "anchor": "x2"},
         "legend": {"orientation": "h", "y": -0.22},
     }
 
@@ -275,7 +283,9 @@ class KVSizingPanel(Panel):
         numbers = {
             "kv_per_token_KB": per_token / units.KiB,     # Chapter 17's "KB" is KiB
             "kv_per_sequence_GB": cap["kv_bytes_per_sequence"] / units.GB,
-            "weights_GB": m.weight_bytes / units.GB,
+            "weights_GB": m.weight_bytes / units.GB,               # resident (all of them)
+            # D_w: what a decode step streams, all but the input embedding table
+            "streamed_weights_GB": m.streamed_weight_bytes / units.GB,
             "weights_over_card": cap["weights_over_memory"],
             "weights_per_gpu_GB": cap["weight_bytes_per_gpu"] / units.GB,
             "kv_heads_per_gpu": cap["kv_heads_per_gpu"],
@@ -319,12 +329,18 @@ class KVSizingPanel(Panel):
                 f"{numbers['kv_per_token_KB']:,.4g} KB per token<br>"
                 f"one {context_tokens:,}-token sequence: <b>{numbers['kv_per_sequence_GB']:,.3g} "
                 f"GB</b> ({100 * numbers['sequence_over_card']:.3g}% of one card)<br>"
-                f"weights {numbers['weights_GB']:,.4g} GB = {numbers['weights_over_card']:.3g}x "
-                f"the card; at TP {tp}: {numbers['weights_per_gpu_GB']:,.4g} GB and "
+                f"resident weights {numbers['weights_GB']:,.4g} GB = "
+                f"{numbers['weights_over_card']:.3g}x the card; at TP {tp}: {numbers['weights_per_gpu_GB']:,.4g} GB and "
                 f"{heads:g} KV heads per GPU{head_note}<br>{verdict}<br>"
-                f"a sequence's KV equals the weights at "
-                f"{numbers['kv_equals_weights_tokens']:,.0f} tokens" + source)
-        # whole sequences: integer ticks, also where none or one fits (plotly: 0.2, 0.4 ...)
-        count_axis = dict(self.base_layout["yaxis2"], tickmode="array",
-                          tickvals=whole_ticks(0, max(sweep + [n, 1])))
+                f"a sequence's KV equals the streamed weights (D_w = "
+                f"{numbers['streamed_weights_GB']:,.4g} GB"
+                + (", all but the input embedding table"
+                   if m.streamed_weight_bytes < m.weight_bytes else "")
+                + f") at {numbers['kv_equals_weights_tokens']:,.0f} tokens" + source)
+        # whole sequences on a log axis: ticks at 1-2-5 or decades from one sequence up (a
+        # setting where none fits leaves no point; the readout says so)
+        top = max(sweep + sweep_blocks + [n, 2])
+        ticks, labels = log_ticks(1.0, 1.3 * top)
+        count_axis = dict(self.base_layout["yaxis2"], tickmode="array", tickvals=ticks,
+                          ticktext=labels, range=[math.log10(0.8), math.log10(1.3 * top)])
         return View(numbers=numbers, traces=traces, text=text, layout={"yaxis2": count_axis})

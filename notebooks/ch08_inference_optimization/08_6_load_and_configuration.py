@@ -787,11 +787,14 @@ pointless = next(x / 2 for x in range(0, 121)
                  if amdahl.at(decode_fraction=0.2, prep_s=x / 2).numbers["speedup"] <= 1)
 decode_s, factor = 0.2 * ch08.AMDAHL_TASK_S, ch08.AMDAHL_FACTOR
 saved = decode_s - decode_s / factor
+opening = amdahl.at().numbers                        # the explorer as it opens, f = 0.5
 answer(f"""
 A {factor:g}x faster decode turns the {decode_s:g} s of decode into {decode_s / factor:g} s,
 saving {saved:g} s of the {ch08.AMDAHL_TASK_S:g} s task. Any preparation longer than that
-saving makes the change pointless; the readout's break-even says the same,
-{fifth['break_even_prep_s']:.1f} s, and the preparation slider first erases the gain at
+saving makes the change pointless. With the decode fraction moved to 0.2, the readout's
+break-even says the same, {fifth['break_even_prep_s']:.4g} s (as the explorer opens, at
+f = 0.5, it reads {opening['break_even_prep_s']:.4g} s: the break-even follows the decode
+time), and the preparation slider first erases the gain at
 {pointless:g} s. Without preparation the task speeds up only {fifth['speedup']:.2f}x, and
 even an infinitely fast decode would give {1 / (1 - 0.2):.2f}x: the smaller decode's share of
 the task, the less a faster decode can buy, and the less preparation it can afford.

@@ -60,7 +60,9 @@ print(f"{hw.name}: {hw.sm_count} SMs, {hw.mem_bytes / units.GB:.0f} GB of HBM at
 # The chapter's pyramid table is not reproduced here; we rebuild it with `calc.memory_pyramid`
 # from the numbers in the chapter's diagram (17 §1: registers at about a nanosecond, about
 # 50 MB of L2, 80 GB of HBM at 3.35 TB/s, 900 GB/s of NVLink, 64 GB/s of PCIe) and the card
-# preset.
+# preset. The two link figures do not count the same thing: NVLink's 900 GB/s adds its two
+# directions (450 GB/s out and 450 GB/s in at once), while PCIe's 64 GB/s is one direction of
+# a Gen5 x16 link. The "counts" column says which.
 #
 # Read the capacities with their scope. The two top levels live *inside every SM*: each of
 # the 132 SMs has its own register file and its own block of fast SRAM that serves as L1
@@ -80,27 +82,58 @@ def _size(b):
                                                    "MB" if b >= units.MB else "KiB")
 
 
-print(f"{'level':30} {'capacity':>10} {'whole card':>10} {'bandwidth':>12} {'HBM / level':>11}")
+# what a link's bandwidth figure counts (HBM's is every byte read or written, either way)
+counts = {"nvlink": "both directions", "pcie": "one direction"}
+print(f"{'level':30} {'capacity':>10} {'whole card':>10} {'bandwidth':>12} {'counts':>15} "
+      f"{'HBM / level':>11}")
 for r in rows:
     bw = ("n/a" if r["bandwidth_bytes_per_s"] is None
           else f"{r['bandwidth_bytes_per_s'] / units.GB:,.0f} GB/s")
     ratio = "" if r["hbm_over_level"] is None else f"{r['hbm_over_level']:.3g}x"
     print(f"{r['level']:30} {_size(r['capacity_bytes']):>10} {_size(r['device_bytes']):>10} "
-          f"{bw:>12} {ratio:>11}")
+          f"{bw:>12} {counts.get(r['key'], ''):>15} {ratio:>11}")
 
 # %%
 plots.memory_hierarchy_figure(rows).show()
 
 # %% [markdown]
-# Look at the last column. Leaving HBM for NVLink costs a factor of a few, and leaving NVLink
-# for PCIe costs more than another factor of ten. Tensor parallelism (17 §7) exchanges data
-# between GPUs several times for every token, so it only pays on the fast link inside one
-# server; across PCIe it would spend more time talking than computing.
+# Look at the last column. Each step down the links costs a large factor: leaving HBM for
+# NVLink, then leaving NVLink for PCIe. How large depends on whether the two figures count the
+# same thing. 17 §1 divides the figures as printed, NVLink's two directions over PCIe's one;
+# set one direction against one direction, as a transfer from one GPU to another uses them,
+# and the second step is half as tall.
 
 # %%
 ratios = calc.bandwidth_ratios(hw)
-print(f"HBM / NVLink  = {ratios['hbm_over_nvlink']:.2f}x")
-print(f"NVLink / PCIe = {ratios['nvlink_over_pcie']:.1f}x")
+nvlink_one_way = calc.nvlink_one_way_bytes_per_s(hw)       # half of the both-ways figure
+pcie = hw.host_link_bytes_per_s                             # already one direction
+printed = {e.id: e.printed for e in ledger.by_section("17.1")}
+print(f"{'':48} {'ratio':>6}  chapter")
+print(f"{'HBM / NVLink (both directions)':48} {ratios['hbm_over_nvlink']:5.2f}x  "
+      f"{printed['17.1/hbm-over-nvlink']}x")
+print(f"{'HBM / NVLink (one direction)':48} {hw.mem_bw_bytes_per_s / nvlink_one_way:5.2f}x")
+print(f"{'NVLink (both directions) / PCIe (one direction)':48} "
+      f"{ratios['nvlink_over_pcie']:5.1f}x  {printed['17.1/nvlink-over-pcie']}x")
+print(f"{'NVLink / PCIe, one direction each':48} {nvlink_one_way / pcie:5.1f}x")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+md(f"""
+> **Erratum: NVLink against PCIe, like for like.** The chapter's
+> {printed['17.1/nvlink-over-pcie']}x sets NVLink's {hw.interconnect_bytes_per_s / units.GB:.0f}
+> GB/s, which adds both directions, against PCIe's {pcie / units.GB:.0f} GB/s, which counts one.
+> One direction against one direction, {nvlink_one_way / units.GB:.0f} GB/s over
+> {pcie / units.GB:.0f} GB/s, NVLink is **{nvlink_one_way / pcie:.1f}x** faster (both
+> directions of each, {hw.interconnect_bytes_per_s / units.GB:.0f} over
+> {2 * pcie / units.GB:.0f} GB/s, give the same). Against HBM, whose
+> {hw.mem_bw_bytes_per_s / units.TB:.2f} TB/s counts every byte read or written, the chapter's
+> {printed['17.1/hbm-over-nvlink']}x compares total traffic; a copy that runs one way gets
+> {nvlink_one_way / units.GB:.0f} GB/s, {hw.mem_bw_bytes_per_s / nvlink_one_way:.1f}x below HBM.
+> The placement rule survives the smaller factor: tensor parallelism (17 §7) exchanges data
+> between GPUs several times for every token, so it pays only on the fast link inside one
+> server, and across PCIe it would spend more time talking than computing. 17.7 prices those
+> exchanges at one direction of NVLink.
+""")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
@@ -159,15 +192,30 @@ print(f"{hw.mem_bytes / units.GB:.0f} GB / {hw.mem_bw_bytes_per_s / units.TB:.2f
 # Attention compares every query of a sequence with every key. Written naively, the kernel
 # would store the whole matrix of scores in HBM, read it back for the softmax, and read it
 # once more to weight the values: three trips through the slowest on-card level for data
-# that is thrown away right after. FlashAttention instead loads a block of queries and a
-# block of keys and values into an SM's shared memory, computes that tile of scores there,
-# folds it into a running softmax (keeping only a running maximum and sum per row), and moves
-# on to the next block. The score matrix never exists in HBM; the only HBM traffic is
-# reading $\mathbf{Q}$, $\mathbf{K}$, $\mathbf{V}$ and writing the output. (The recomputation people associate with
-# FlashAttention belongs to training, where the backward pass rebuilds the scores instead of
-# storing them; an inference engine runs only the forward pass.) With hundreds of FLOPs of
-# headroom per byte, reorganising work to save HBM traffic is the pattern behind most fast
-# kernels (17 §1, §9).
+# that is thrown away right after. FlashAttention keeps the scores on the die (17 §1). How it
+# does so differs between the two phases of serving (17 §3).
+#
+# *Prefill* has many queries per sequence. The kernel gives each thread block a block of
+# queries, streams blocks of keys and values through the SM's shared memory, computes that
+# tile of scores there and folds it into a running softmax (a running maximum and sum per
+# query row), then moves to the next key block. The score matrix never exists in HBM; the HBM
+# traffic is reading $\mathbf{Q}$, $\mathbf{K}$, $\mathbf{V}$ and writing the output.
+#
+# *Decode* has one new query per sequence (a few query heads per KV head under GQA), so there
+# is no block of queries to hand out: at a small batch, one thread block per sequence and KV
+# head would leave most of the card's SMs idle while a long cache streams through a few of
+# them. Decode kernels split the *keys and values* instead (split-KV, the idea published as
+# FlashDecoding): each thread block takes one chunk of the cache, computes its partial softmax
+# (its maximum, its sum and its weighted values), and a short second pass merges the chunks.
+# Every cached byte is read once, by many SMs at a time, so the step can reach the bandwidth
+# that 17.4's step time assumes.
+#
+# In both phases the trade is arithmetic for bytes: a little extra work (rescaling partial
+# results as they merge) to keep intermediate data out of HBM. (The recomputation people
+# associate with FlashAttention belongs to training, where the backward pass rebuilds the
+# scores instead of storing them; an inference engine runs only the forward pass.) With
+# hundreds of FLOPs of headroom per byte, reorganising work to save HBM traffic is the pattern
+# behind most fast kernels (17 §1, §9).
 #
 # ## Chapter says / companion computes
 
@@ -184,16 +232,37 @@ ledger.show("17.1")
 # memory-bound step can go, so the card with the fastest memory wins decode even when its
 # compute is no larger. And the ridge says how much work per byte a workload needs before the
 # arithmetic becomes the limit; a card with a lower ridge needs less batching to get there.
+#
+# Two time columns, because they answer different questions. "Own memory" times each card
+# reading *all of its own* memory once, 17 §1's sweep, a floor for a step that fills that card;
+# a card with more memory takes longer there even when its memory is faster. The last column
+# times *the same bytes* on every card, the chapter's sweep of the H100's whole memory (the
+# explorer's default, below), so it compares the cards' bandwidths and nothing else.
 
 # %%
+same_bytes = hw.mem_bytes          # the chapter's sweep, 80 GB, timed on every card
+same_label = f"same {same_bytes / units.GB:.0f} GB"
 print(f"{'card':26} {'memory':>8} {'bandwidth':>11} {'peak TFLOP/s':>13} {'precision':>11} "
-      f"{'ridge':>6} {'sweep':>9}")
+      f"{'ridge':>6} {'own memory':>11} {same_label:>11}")
 for card in (specs.H100_SXM, specs.H200_SXM, specs.A100_80GB, specs.RTX_PRO_6000, specs.GH200,
              specs.M2_MAX):
     print(f"{card.name:26} {card.mem_bytes / units.GB:6.0f} GB "
           f"{card.mem_bw_bytes_per_s / units.GB:7,.0f} GB/s {card.peak_flops_per_s / units.TFLOP:13.1f} "
           f"{card.peak_precision:>11} {calc.ridge_point(card):6.0f} "
-          f"{calc.memory_sweep_s(card) / units.ms:6.1f} ms")
+          f"{calc.memory_sweep_s(card) / units.ms:8.1f} ms "
+          f"{calc.memory_sweep_s(card, same_bytes) / units.ms:8.1f} ms")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+h200 = specs.H200_SXM
+md(f"""
+The H200 shows why the two columns differ: sweeping its own {h200.mem_bytes / units.GB:.0f} GB
+takes {calc.memory_sweep_s(h200) / units.ms:.1f} ms, longer than the H100's
+{calc.memory_sweep_s(hw) / units.ms:.1f} ms, yet the same {same_bytes / units.GB:.0f} GB take
+it {calc.memory_sweep_s(h200, same_bytes) / units.ms:.1f} ms. The "own memory" column mixes
+how much a card holds with how fast it reads; only the "{same_label}" column ranks the cards
+for a memory-bound step of a given size.
+""")
 
 # %% [markdown]
 # ## Where this model breaks: the spec sheet's peaks as reachable rates
@@ -312,8 +381,8 @@ panel.show()
 # %%
 numbers = panel.at().numbers
 for key in ("ridge_flop_per_byte", "full_sweep_ms", "full_sweeps_per_s", "hbm_over_nvlink",
-            "nvlink_over_pcie"):
-    print(f"{key:22} {numbers[key]:.4g}")
+            "nvlink_over_pcie", "nvlink_over_pcie_one_way"):
+    print(f"{key:24} {numbers[key]:.4g}")
 
 # %% [markdown]
 # ## Try this
@@ -407,6 +476,7 @@ cannot live on the die.
 # > and full HBM bandwidth, in the ratio, the sweep and the card comparison (the part on
 # > reached rates lowers both); a step reads the bytes it names once, with nothing served
 # > from L2 and no other traffic; the per-SM register and shared-memory sizes come from
-# > NVIDIA's H100 whitepaper, not the chapter; the M2 Max's peak is an FP32 figure.
+# > NVIDIA's H100 whitepaper, not the chapter; the M2 Max's peak is an FP32 figure; the link
+# > figures are the spec sheet's, NVLink's adding both directions and PCIe's counting one.
 # >
 # > </details>

@@ -120,11 +120,16 @@ print(f"batch that reaches the ridge (17.2): ~{calc.ridge_point(hw) / calc.decod
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
 ridge_batch = calc.ridge_point(hw) / calc.decode_intensity(m8)
+full = calc.decode_intensity(m8, cap8['max_sequences'], ch17.LONG_CONTEXT_TOKENS)
 md(f"""
-Even with every byte packed, the card holds {cap8['max_sequences']} worst-case 8K sequences,
-while decode would need a batch near {ridge_batch:.0f} to reach the ridge: roughly
-{ridge_batch / cap8['max_sequences']:.0f} times more. Memory runs out long before the batch
-stops paying, so decode stays memory-bound, and any byte shaved off the cache becomes room for
+Even with every byte packed, the card holds {cap8['max_sequences']} worst-case 8K sequences.
+Counting the weights alone, as 17.2's ridge batch does, decode would need a batch near
+{ridge_batch:.0f} to reach the ridge: roughly {ridge_batch / cap8['max_sequences']:.0f} times
+more than fits. Counting the caches too makes it worse: each of the
+{cap8['max_sequences']} sequences reads its own {ch17.LONG_CONTEXT_TOKENS:,} tokens of KV every
+step, and the step's intensity is {full:.0f} FLOP/byte (17.2's formula with the cache), far
+from the ridge's {calc.ridge_point(hw):.0f}. Memory runs out long before the batch stops
+paying, so decode stays memory-bound, and any byte shaved off the cache becomes room for
 another sequence, which becomes throughput.
 """)
 
@@ -186,7 +191,8 @@ print(f"70B KV per token: BF16 {calc.kv_bytes_per_token(m70, 2) / units.KiB:.0f}
 # %%
 for L in (1_000, 10_000, 100_000):
     r = calc.decode_vs_context(m8, hw, L)
-    print(f"{L:>7,} tokens: {m8.weight_bytes / units.GB:.0f} + {r['kv_bytes'] / units.GB:.2f} GB = "
+    print(f"{L:>7,} tokens: {m8.streamed_weight_bytes / units.GB:.0f} + "
+          f"{r['kv_bytes'] / units.GB:.2f} GB = "
           f"{r['step_bytes'] / units.GB:.1f} GB -> {r['step_s'] / units.ms:.2f} ms -> "
           f"{r['tokens_per_s']:.1f} tok/s")
 cross = calc.kv_weight_crossover_tokens(m8)
@@ -390,8 +396,11 @@ ledger.show("17.4")
 # Choose the model, the card, the context of each sequence, the KV precision, the number of
 # tensor-parallel GPUs and the runtime reserve. The bar shows one GPU's memory (weights,
 # reserve, the KV of the sequences that fit, what remains); the curve shows the count falling
-# as the context grows, and the dotted curve the same count in whole 16-token blocks. The chapter's setting is the 70B at TP = 4 with 8,000-token sequences;
-# select the 8B and TP = 1 for the one-card case.
+# as the context grows, and the dotted curve the same count in whole 16-token blocks. The
+# count's axis is logarithmic because the count spans orders of magnitude, from thousands of
+# short sequences to a handful of the longest (a setting where none fits has no point on it).
+# The chapter's setting is the 70B at TP = 4 with 8,000-token sequences; select the 8B and
+# TP = 1 for the one-card case.
 
 # %% tags=["nbval-ignore-output"]
 panel = widgets.KVSizingPanel()
@@ -420,8 +429,8 @@ for setting in ({}, {"model": m8.name, "tp": 1}):
 # 4. Redo the GQA erratum yourself: 80 GB over one GQA sequence, floored, against eight times
 #    the floored MHA count.
 # 5. **Predict, then move.** Qwen3-8B has 36 layers to the 8B shape's 32. Predict whether the
-#    context where its cache equals its weights is longer or shorter, then select it in the
-#    explorer and read `kv_equals_weights_tokens`.
+#    context where its cache equals its streamed weights is longer or shorter, then select it
+#    in the explorer and read `kv_equals_weights_tokens`.
 #    <!-- states: panel(model=specs.QWEN3_8B.name) -->
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -451,14 +460,23 @@ many bytes it needs.
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 long8 = panel.at(model=m8.name, tp=1, context_tokens=ch17.LONGEST_CONTEXT_TOKENS).numbers
+b_long = long8["max_sequences"]
+at_long = calc.decode_attention_intensity(m8, b_long, ch17.LONGEST_CONTEXT_TOKENS)
 answer(f"""
 One {ch17.LONGEST_CONTEXT_TOKENS:,}-token sequence of the 8B needs
 {long8['kv_per_sequence_GB']:.1f} GB, so the {long8['free_kv_total_GB']:.0f} GB of KV space holds
-**{long8['max_sequences']}** of them. With a batch of {long8['max_sequences']} the intensity
-cannot exceed {long8['max_sequences']} FLOP/byte, and each step reads more cache than weights
-(the two are equal at {long8['kv_equals_weights_tokens']:,.0f} tokens), so 17.2's batching
-lever is practically gone: the card is full after a handful of requests. At long contexts
-memory, not compute, caps the batch, and with it the throughput.
+**{b_long}** of them. Reading the weights alone, a batch of {b_long} would do {b_long} FLOP
+per byte, but each sequence also reads its cache every step, and a cache this long outweighs
+the weights (the two are equal at {long8['kv_equals_weights_tokens']:,.0f} tokens). The step
+reads {at_long['bytes'] / units.GB:.0f} GB, {m8.streamed_weight_bytes / units.GB:.0f} GB of
+them weights, and the chapter's intensity falls to
+**{at_long['chapter_intensity']:.2f} FLOP/byte**. Counting attention's own arithmetic on the
+cache (17.2's fuller count: about {at_long['long_context_limit']:.0f} FLOP per cached byte,
+set by the query heads that share each KV head) lifts it to {at_long['intensity']:.1f}, still
+{calc.ridge_point(hw) / at_long['intensity']:.0f} times below the ridge's
+{calc.ridge_point(hw):.0f}. Either way 17.2's batching lever is practically gone: the card is
+full after a handful of requests, and each step mostly reads cache. At long contexts memory,
+not compute, caps the batch, and with it the throughput.
 """, title="Worked answer 2")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -499,13 +517,18 @@ qn = panel.at(model=specs.QWEN3_8B.name).numbers
 ln = panel.at(model=m8.name).numbers
 answer(f"""
 Qwen3-8B's cache is bigger per token ({qn['kv_per_token_KB']:.0f} KB against
-{ln['kv_per_token_KB']:.0f} KB: {q.n_layers} layers, and its {q.n_kv_heads} KV heads of
-{q.head_dim}), while its weights are about as large ({qn['weights_GB']:.1f} GB against
-{ln['weights_GB']:.0f} GB). The crossover is weights over KV bytes per token, so it is
+{ln['kv_per_token_KB']:.0f} KB: {q.n_layers} layers against {m8.n_layers}, with the same
+{q.n_kv_heads} KV heads of {q.head_dim}). The weights that matter here are the streamed ones,
+$D_w$, the bytes a decode step reads: {qn['streamed_weights_GB']:.1f} GB for Qwen3-8B (its
+{qn['weights_GB']:.1f} GB of resident weights less the input embedding table, which a step
+looks up by row) against {ln['streamed_weights_GB']:.0f} GB for the 8B shape, which counts
+every weight as streamed. The crossover is $D_w$ over the KV bytes per token,
+{qn['streamed_weights_GB']:.1f} GB / {qn['kv_per_token_KB']:.0f} KB for Qwen3-8B, so it is
 **{'shorter' if qn['kv_equals_weights_tokens'] < ln['kv_equals_weights_tokens'] else 'longer'}**:
 `kv_equals_weights_tokens` reads {qn['kv_equals_weights_tokens']:,.0f} against
-{ln['kv_equals_weights_tokens']:,.0f}. Parameter count alone does not say when the cache
-takes over; the layers and KV heads per token do.
+{ln['kv_equals_weights_tokens']:,.0f}. Both changes push the same way, a bigger cache per
+token and fewer bytes of weights to stream. Parameter count alone does not say when the cache
+takes over; the layers and KV heads per token, set against the streamed weights, do.
 """, title="Worked answer 5")
 # %% [markdown]
 # Next: [17.5 PagedAttention](17_05_paged_attention.ipynb).
