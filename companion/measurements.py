@@ -8,20 +8,27 @@ source does not give says "not stated").
 
 For each row three predictions:
 
-- ``chapter``: Chapter 17's back-of-envelope model at that setting. A decode step is the bytes
+- ``chapter``: the chapters' back-of-envelope model at that setting. A decode step is the bytes
   it streams over peak bandwidth, (D_w + b L k) / beta, or the FLOPs at peak if larger
-  (``calc.decode_step_time``, 17 §2, 8.2.1); a prefill is 2 N n FLOPs at 50% of peak
-  (``calc.prefill_compute_s``, 17 §2-§3); tensor parallelism splits the reads over p GPUs and
+  (``calc.decode_step_time``, 17 §2, 8.2.1); a prefill is 17 §2's roofline, max(D_w / beta,
+  2 N n at 50% of peak) (``chapter_parts``); tensor parallelism splits the reads over p GPUs and
   adds the chapter's flat all-reduce floor (``calc.tp_decode_step``, 17 §7); an offline
-  throughput is the compute ceiling 0.5 x peak / 2N (17 §5).
+  throughput is 0.5 x peak over one output token's FLOPs (17 §5), blind to the input tokens,
+  so such a row is not ``modelled`` (left out of every statistic and fit).
 - ``fuller``: the companion's fuller model where one exists: the roofline max of bytes and
   FLOPs with attention and compute at 50% (``formulas.fuller.pass_roofline``), ring
   all-reduces (``formulas.communication.tp_step_fuller``), quantisation group scales counted in
   the bytes.
 - ``calibrated``: the fuller pass counts with three fitted constants a practitioner would
-  use: achieved fraction of peak bandwidth, achieved fraction of peak compute and a fixed
-  overhead per forward pass (``calibrate``), fitted on one deterministic half of the rows
-  (``split``) and judged on the other (``error_table``).
+  use: the share of peak bandwidth the reads reach once a fixed cost is taken out, the share
+  of peak compute, and that fixed cost per forward pass (``calibrate``), fitted with one
+  publisher held out at a time (``publisher_folds``, ``held_out_prediction``); ``calibrate()``
+  alone fits ``split``'s fixed half of the rows.
+
+Errors are time ratios (``time_ratio``, a rate's inverted: below 1 the model promised less
+time than measured); ``miss`` is the factor either way (``miss_table``, ``median_miss``,
+``accuracy_sentence``). ``Prediction.error_pct`` and ``stated_accuracy`` are signed
+percentages in each row's own unit.
 
 Units inside are bytes, seconds, FLOP; ``Prediction`` converts to the row's unit.
 """
@@ -30,8 +37,8 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import itertools
 import math
+import re
 import statistics
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -74,9 +81,14 @@ RATE_METRICS = {"decode_tokens_per_s", "output_tokens_per_s_per_gpu", "output_to
                 "offline_output_tokens_per_s"}
 # metrics that are arithmetic on the model alone: no chip, no time, nothing to calibrate
 CAPACITY_METRICS = {"kv_bytes_per_sequence"}
-# What sets the time in the chapter's own prediction for the row (``regime``); KV arithmetic
-# rows have no time.
-REGIMES = ("decode-bound", "prefill-bound", "communication-bound", "KV arithmetic")
+# What sets the time in the chapter's own prediction for the row (``regime``), in the chapters'
+# words (17 §2); KV arithmetic rows have no time.
+REGIMES = ("memory-bound", "compute-bound", "communication-bound", "KV arithmetic")
+# other names for the first two (the phase that is usually in them), accepted wherever a
+# regime is asked for
+REGIME_ALIASES = {"decode-bound": "memory-bound", "prefill-bound": "compute-bound"}
+# metrics whose setting the sources leave too open to model (input and output lengths unknown)
+UNMODELLED_METRICS = {"offline_output_tokens_per_s"}
 # a row is communication-bound when collectives are at least this share of the chapter's time
 COMM_BOUND_SHARE = 0.2
 
@@ -228,9 +240,10 @@ class Row:
     @property
     def regime(self) -> str:
         """What sets the time in the chapter's prediction for this row: ``communication-bound``
-        when collectives are at least ``COMM_BOUND_SHARE`` of it, else ``decode-bound`` when
-        streaming bytes outweighs FLOPs, else ``prefill-bound`` (compute: a prefill, a large
-        batch, an offline run); ``KV arithmetic`` for a row with no time."""
+        when collectives are at least ``COMM_BOUND_SHARE`` of it, else ``memory-bound`` when
+        streaming bytes outweighs FLOPs (most decode, and prompts too short to pass the ridge),
+        else ``compute-bound`` (long prompts, very large batches, an offline run); ``KV
+        arithmetic`` for a row with no time (17 §2's words)."""
         return regime_of(self)
 
 
@@ -485,6 +498,41 @@ class Prediction:
     def fuller_error_pct(self) -> float | None:
         return self.error_pct(self.fuller, self.measured)
 
+    @property
+    def chapter_ratio(self) -> float:
+        """The chapter's ``time_ratio`` (below 1: it promised less time than was measured)."""
+        return time_ratio(self.row, self.chapter)
+
+    @property
+    def fuller_ratio(self) -> float | None:
+        return None if self.fuller is None else time_ratio(self.row, self.fuller)
+
+
+def time_ratio(row: Row, predicted: float) -> float:
+    """Predicted over measured, read as time: predicted / measured for a time or a size, and
+    measured / predicted for a rate (tokens/s), so a value below 1 always means the model
+    promised less time (a faster system) than was measured, and 1 / r is as far off as r."""
+    p = float(predicted)
+    if not math.isfinite(p) or p <= 0:
+        raise ValueError(f"predicted: must be a positive number, got {predicted!r}")
+    return row.value / p if row.metric in RATE_METRICS else p / row.value
+
+
+def miss(ratio: float) -> float:
+    """How far a ``time_ratio`` is from 1 as a factor either way: max(r, 1/r) (1 is exact)."""
+    r = float(ratio)
+    if not math.isfinite(r) or r <= 0:
+        raise ValueError(f"ratio: must be a positive number, got {ratio!r}")
+    return max(r, 1.0 / r)
+
+
+def modelled(row: Row) -> bool:
+    """Whether the row's setting is known well enough to predict its time: False for a KV
+    arithmetic row (no time) and for a metric in ``UNMODELLED_METRICS`` (an offline run whose
+    input and output lengths the source does not give). Statistics and fits use modelled
+    rows only."""
+    return row.metric not in CAPACITY_METRICS and row.metric not in UNMODELLED_METRICS
+
 
 def _to_metric(row: Row, s: Setting, seconds: float) -> float:
     """A predicted time (the whole measured span) in the row's metric."""
@@ -502,9 +550,12 @@ def _to_metric(row: Row, s: Setting, seconds: float) -> float:
 
 
 def chapter_parts(row: Row) -> dict[str, float]:
-    """The chapter's time for the row's span, split into ``compute_s`` (prefill and any
-    compute-bound decode steps), ``read_s`` (bandwidth-bound decode steps) and ``comm_s``
-    (collectives); ``chapter_seconds`` is their sum and ``regime_of`` reads their shares."""
+    """The chapter's time for the row's span, split into ``compute_s`` (compute-bound prefill
+    and decode steps), ``read_s`` (memory-bound ones) and ``comm_s`` (collectives);
+    ``chapter_seconds`` is their sum and ``regime_of`` reads their shares.
+
+    A prefill of n = b x input tokens is 17 §2's roofline: max(D_w / beta, 2 N n / (0.5 x
+    peak)), D_w the streamed weights (an MoE's: the experts n tokens touch), over all chips."""
     if row.metric in CAPACITY_METRICS:
         raise ValueError(f"row {row.id!r}: {row.metric} has no time")
     s = setting(row)
@@ -517,7 +568,13 @@ def chapter_parts(row: Row) -> dict[str, float]:
                               / (0.5 * big.peak_flops_per_s))
         return parts
     if row.metric in PREFILL_METRICS:
-        parts["compute_s"] += prefill_compute_s(m, big, s.batch * max(s.input_tokens, 1))
+        n = s.batch * max(s.input_tokens, 1)
+        compute = prefill_compute_s(m, big, n)
+        read = moe_streamed_weight_bytes(m, n) / big.mem_bw_bytes_per_s
+        if read > compute:
+            parts["read_s"] += read
+        else:
+            parts["compute_s"] += compute
     steps, ctx = _decode_steps(s, row)
     if steps:
         comm = 0.0
@@ -556,7 +613,7 @@ def regime_of(row: Row) -> str:
     total = sum(parts.values())
     if parts["comm_s"] >= COMM_BOUND_SHARE * total:
         return "communication-bound"
-    return "decode-bound" if parts["read_s"] >= parts["compute_s"] else "prefill-bound"
+    return "memory-bound" if parts["read_s"] >= parts["compute_s"] else "compute-bound"
 
 
 def capacity_value(row: Row, *, blocks: bool) -> float:
@@ -646,130 +703,278 @@ COMPUTE_GRID = _grid(0.10, 1.00, 0.02)
 OVERHEAD_GRID_S = [i * 50e-6 for i in range(0, 61)]  # 0 ... 3 ms per pass
 
 
+def _loss(prepared, eb: float, ec: float, t0: float) -> float:
+    """The fit's loss at one grid point: sum of log(predicted / measured) squared."""
+    loss = 0.0
+    for r, s, passes in prepared:
+        over = 0.0 if r.metric == "offline_output_tokens_per_s" else t0
+        t = _time(passes, s, bandwidth_eff=eb, compute_eff=ec, overhead_s=over)
+        loss += math.log(_to_metric(r, s, t) / r.value) ** 2
+    return loss
+
+
+def _loss_grid(prepared):
+    """The loss at every (bandwidth, compute, overhead) grid point at once, shape (len(
+    BANDWIDTH_GRID), len(COMPUTE_GRID), len(OVERHEAD_GRID_S)), computed as ``_loss`` does."""
+    import numpy as np
+
+    eb = np.asarray(BANDWIDTH_GRID)[:, None, None]
+    ec = np.asarray(COMPUTE_GRID)[None, :, None]
+    t0 = np.asarray(OVERHEAD_GRID_S)[None, None, :]
+    loss = np.zeros((eb.size, ec.size, t0.size))
+    for r, s, passes in prepared:
+        over = 0.0 * t0 if r.metric == "offline_output_tokens_per_s" else t0
+        bw = s.hw.mem_bw_bytes_per_s * s.chips * eb
+        fl = s.hw.peak_flops_per_s * s.chips * ec
+        t = 0.0
+        for p in passes:
+            t = t + p.count * (np.maximum(p.bytes / bw, p.flops / fl) + over + p.comm_s)
+        loss = loss + np.log(_to_metric(r, s, t) / r.value) ** 2
+    return loss
+
+
 def calibrate(rs: list[Row] | None = None) -> Calibration:
     """Fit (bandwidth fraction, compute fraction, per-pass overhead) on ``rs`` (default: the fit
     half of ``split``) by least squares on log(predicted / measured), over a fixed grid (no
-    randomness: the same rows give the same constants)."""
+    randomness: the same rows give the same constants). The grid is searched in one array
+    pass; the few points within a hair of the best are then compared one by one, smallest
+    loss (to 12 decimals) first, ties to the smaller constants."""
     rs = split()[0] if rs is None else list(rs)
     fitted = [r.id for r in rs]
     rs = [r for r in rs if r.metric not in CAPACITY_METRICS]     # nothing to fit there
     if not rs:
         raise ValueError("rs: nothing to fit on")
-    prepared = []
-    for r in rs:
-        s = setting(r)
-        prepared.append((r, s, work(r)))
-    best, best_key = None, None
-    for eb, ec, t0 in itertools.product(BANDWIDTH_GRID, COMPUTE_GRID, OVERHEAD_GRID_S):
-        cal = Calibration(eb, ec, t0)
-        loss = 0.0
-        for r, s, passes in prepared:
-            over = 0.0 if r.metric == "offline_output_tokens_per_s" else t0
-            t = _time(passes, s, bandwidth_eff=eb, compute_eff=ec, overhead_s=over)
-            loss += math.log(_to_metric(r, s, t) / r.value) ** 2
-        key = (round(loss, 12), eb, ec, t0)
+    prepared = [(r, setting(r), work(r)) for r in rs]
+    import numpy as np
+
+    grid = _loss_grid(prepared)
+    near = np.argwhere(grid <= grid.min() + 1e-9 * max(1.0, float(grid.min())))
+    best_key = None
+    for i, j, k in near:
+        eb, ec, t0 = BANDWIDTH_GRID[i], COMPUTE_GRID[j], OVERHEAD_GRID_S[k]
+        key = (round(_loss(prepared, eb, ec, t0), 12), eb, ec, t0)
         if best_key is None or key < best_key:
-            best, best_key = cal, key
-    return Calibration(best.bandwidth_eff, best.compute_eff, best.overhead_s,
-                       fitted_on=tuple(fitted))
-
-
-def _summary(errors: list[float]) -> tuple[float, float]:
-    """(median |error| %, worst |error| %)."""
-    mags = [abs(e) for e in errors]
-    return statistics.median(mags), max(mags)
+            best_key = key
+    _, eb, ec, t0 = best_key
+    return Calibration(eb, ec, t0, fitted_on=tuple(fitted))
 
 
 def error_table(rs: list[Row] | None = None, calibration: Calibration | None = None, *,
                 by: tuple[str, ...] = ("model", "regime")) -> list[dict]:
-    """Median and worst absolute error (%) per group of rows, for the chapter's model, the
-    fuller one and the calibrated one. Default: the held-out half, calibrated on the fit half.
-
-    Each dict: the group's keys, ``n``, and ``chapter_median``, ``chapter_worst``,
-    ``fuller_median``, ``fuller_worst`` (None when no row has a fuller model),
-    ``calibrated_median``, ``calibrated_worst``; a last row with every key ``"all"``.
-    """
+    """Median and worst absolute error (%, in each row's own unit) per group of rows, for the
+    chapter's model, the fuller one and the calibrated one. Default: the held-out half of
+    ``split``, calibrated on the fit half. Each dict: the group's keys, ``n``, and
+    ``{chapter,fuller,calibrated}_{median,worst}`` (fuller ones None when no row has a fuller
+    model); a last row with every key ``"all"``. ``miss_table`` is the symmetric counterpart."""
     fit, held = split()
     rs = held if rs is None else list(rs)
     cal = calibrate(fit) if calibration is None else calibration
     groups: dict[tuple, list[Row]] = {}
     for r in rs:
-        key = tuple(r.regime if k == "regime" else getattr(r, k) for k in by)
-        groups.setdefault(key, []).append(r)
+        groups.setdefault(tuple(getattr(r, k) for k in by), []).append(r)
     out = []
     for key, members in sorted(groups.items()) + [(("all",) * len(by), rs)]:
-        km, kw = _summary([Prediction.error_pct(cal.predict(r), r.value) for r in members])
-        out.append(dict(zip(by, key), **_unfitted_summary(members), calibrated_median=km,
-                        calibrated_worst=kw))
+        preds = [predict(r) for r in members]
+        row = dict(zip(by, key), n=len(members))
+        for name, errors in (
+                ("chapter", [p.chapter_error_pct for p in preds]),
+                ("fuller", [p.fuller_error_pct for p in preds if p.fuller is not None]),
+                ("calibrated", [Prediction.error_pct(cal.predict(r), r.value) for r in members])):
+            mags = [abs(e) for e in errors]
+            row[f"{name}_median"] = statistics.median(mags) if mags else None
+            row[f"{name}_worst"] = max(mags) if mags else None
+        out.append(row)
     return out
-
-
-def _unfitted_summary(members: list[Row]) -> dict:
-    """{n, chapter_median, chapter_worst, fuller_median, fuller_worst} of ``members``: the
-    models that need no fit (fuller ones None where no row has a fuller model)."""
-    preds = [predict(r) for r in members]
-    cm, cw = _summary([p.chapter_error_pct for p in preds])
-    full = [p.fuller_error_pct for p in preds if p.fuller is not None]
-    fm, fw = _summary(full) if full else (None, None)
-    return dict(n=len(members), chapter_median=cm, chapter_worst=cw, fuller_median=fm,
-                fuller_worst=fw)
 
 
 def prediction_table(rs: list[Row] | None = None,
                      calibration: Calibration | None = None) -> list[dict]:
-    """One dict per row: id, source, setting, metric, measured, chapter, fuller, calibrated,
-    their errors in %, regime, whether it was in the fit half, and the assumptions made."""
+    """One dict per row: id, source, publisher, setting, metric, measured, chapter, fuller,
+    calibrated (``calibration``, default ``calibrate()``) and their errors in %, the same
+    models' ``time_ratio`` (``*_ratio``), ``held_out`` (the value predicted by the publisher
+    fold that did not see the row, None where the row is not ``modelled``) and its ratio,
+    regime, ``modelled``, whether it was in ``split``'s fit half, and the assumptions made."""
     rs = rows() if rs is None else list(rs)
     cal = calibrate() if calibration is None else calibration
     out = []
     for r in rs:
         p = predict(r)
         k = cal.predict(r)
+        held = held_out_prediction(r) if modelled(r) else None
         out.append(dict(
-            id=r.id, source_id=r.source_id, model=r.model, gpus=r.gpus, precision=r.precision,
+            id=r.id, source_id=r.source_id, publisher=SOURCES[r.source_id][0], model=r.model,
+            gpus=r.gpus, precision=r.precision,
             batch=r.batch, input_tokens=r.input_tokens, output_tokens=r.output_tokens,
             metric=r.metric, unit=r.unit, regime=r.regime, fit=in_fit_half(r),
+            modelled=modelled(r),
             measured=r.value, chapter=p.chapter, fuller=p.fuller, calibrated=k,
             chapter_error_pct=p.chapter_error_pct, fuller_error_pct=p.fuller_error_pct,
             calibrated_error_pct=Prediction.error_pct(k, r.value),
+            chapter_ratio=p.chapter_ratio, fuller_ratio=p.fuller_ratio,
+            calibrated_ratio=time_ratio(r, k), held_out=held,
+            held_out_ratio=None if held is None else time_ratio(r, held),
             assumptions="; ".join(p.assumptions)))
     return out
+
+
+# --- fit without a publisher, judge on it -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Fold:
+    """One publisher held out: ``calibration`` fitted on every other publisher's modelled rows,
+    ``held`` the ids of this publisher's modelled rows it is judged on."""
+
+    publisher: str
+    held: tuple[str, ...]
+    calibration: Calibration
+
+
+@lru_cache(maxsize=1)
+def publisher_folds() -> tuple[Fold, ...]:
+    """One ``Fold`` per independent publisher (``publishers``) with a modelled row, in name
+    order. Rows of one publisher share an engine, a harness and often a table, so holding out
+    a whole publisher tests what a calibration carries to an engine it never saw."""
+    timed = [r for r in rows() if modelled(r)]
+    by_pub = {pub: [r for r in timed if SOURCES[r.source_id][0] == pub]
+              for pub in sorted(publishers())}
+    return tuple(Fold(pub, tuple(r.id for r in held),
+                      calibrate([r for r in timed if SOURCES[r.source_id][0] != pub]))
+                 for pub, held in by_pub.items() if held)
+
+
+@lru_cache(maxsize=1)
+def calibrate_all() -> Calibration:
+    """The three constants fitted on every modelled row."""
+    return calibrate([r for r in rows() if modelled(r)])
+
+
+def held_out_prediction(row: Row) -> float:
+    """``row``'s value (its unit) as predicted by the calibration of the publisher fold that
+    held it out; ValueError for a row that is not ``modelled``."""
+    if not modelled(row):
+        raise ValueError(f"row {row.id!r}: {row.metric} is not modelled")
+    for fold in publisher_folds():
+        if row.id in fold.held:
+            return fold.calibration.predict(row)
+    raise ValueError(f"row {row.id!r}: not in the reference set")
+
+
+def _misses(ratios: list[float]) -> dict:
+    """median and worst ``miss`` of ``ratios`` and how many were optimistic (below 1)."""
+    m = [miss(x) for x in ratios]
+    return dict(median=statistics.median(m), worst=max(m),
+                optimistic=sum(1 for x in ratios if x < 1))
+
+
+def _canonical(regime: str) -> str:
+    """``regime`` as one of ``REGIMES`` (or "all"), an alias read as its regime."""
+    regime = REGIME_ALIASES.get(regime, regime)
+    if regime not in REGIMES and regime != "all":
+        raise ValueError(f"regime: {regime!r} is not one of {REGIMES} or 'all'")
+    return regime
+
+
+def _group_misses(members: list[Row], calibrated: bool) -> dict:
+    preds = [predict(r) for r in members]
+    series = [("chapter", [p.chapter_ratio for p in preds]),
+              ("fuller", [p.fuller_ratio for p in preds if p.fuller is not None])]
+    if calibrated:
+        series.append(("calibrated", [time_ratio(r, held_out_prediction(r)) for r in members]))
+    out = dict(n=len(members))
+    for name, ratios in series:
+        got = _misses(ratios) if ratios else dict(median=None, worst=None, optimistic=None)
+        out.update({f"{name}_{k}": v for k, v in got.items()})
+    return out
+
+
+def miss_table(rs: list[Row] | None = None, *, by: tuple[str, ...] = ("regime",),
+               calibrated: bool = True) -> list[dict]:
+    """Per group of the ``modelled`` rows of ``rs`` (default: every row): ``n`` and, for the
+    chapter's, the fuller and (with ``calibrated``) the publisher-held-out calibrated model,
+    ``*_median`` and ``*_worst`` ``miss`` (factors, 1 is exact) and ``*_optimistic``, how many
+    rows it promised less time than measured (fuller values None where no row has a fuller
+    model); a last row with every key ``"all"``."""
+    rs = [r for r in (rows() if rs is None else rs) if modelled(r)]
+    if not rs:
+        raise ValueError("rs: no modelled row")
+    groups: dict[tuple, list[Row]] = {}
+    for r in rs:
+        groups.setdefault(tuple(getattr(r, k) for k in by), []).append(r)
+    return [dict(zip(by, key), **_group_misses(members, calibrated))
+            for key, members in sorted(groups.items()) + [(("all",) * len(by), rs)]]
+
+
+@lru_cache(maxsize=None)
+def _regime_misses(calibrated: bool) -> dict[str, dict]:
+    return {t["regime"]: t for t in miss_table(calibrated=calibrated)}
+
+
+def median_miss(regime: str, model: str = "chapter") -> float:
+    """The median ``miss`` (a factor, 1 is exact) of ``model`` ("chapter", "fuller" or
+    "calibrated", the last held out by publisher) over the modelled published measurements of
+    ``regime`` (one of ``REGIMES``, a ``REGIME_ALIASES`` name, or "all")."""
+    regime = _canonical(regime)
+    if model not in ("chapter", "fuller", "calibrated"):
+        raise ValueError(f"model: {model!r} is not 'chapter', 'fuller' or 'calibrated'")
+    t = _regime_misses(model == "calibrated").get(regime)
+    if t is None:
+        raise ValueError(f"regime {regime!r} has no modelled row")
+    if t[f"{model}_median"] is None:
+        raise ValueError(f"the {model} model has no prediction in regime {regime!r}")
+    return t[f"{model}_median"]
+
+
+def factor(x: float) -> str:
+    """A ``miss`` or a ``time_ratio`` for a sentence or a table: 1.53 -> "1.53x"."""
+    return f"{x:.2f}x" if x < 10 else f"{x:.3g}x"
+
+
+# --- what an engine reaches: MBU of a measured decode step (17 §9) ------------------------------------
+
+def reported_bandwidth(row: Row) -> float | None:
+    """The achieved bandwidth (bytes/s) the source itself reports for the row, as its notes
+    transcribe it ("... 1397.31 GB/s achieved", "1069.20 GB/s reported"); None where the source
+    gives none."""
+    m = re.search(r"([0-9][0-9,]*\.?[0-9]*) GB/s (?:achieved|reported)", row.notes)
+    return None if m is None else float(m.group(1).replace(",", "")) * 1e9
+
+
+def decode_step_bytes(row: Row) -> float | None:
+    """Bytes one decode step of a per-token decode row streams over all chips, counted the
+    fuller way (weights but the input table, group scales, the context's KV); else None."""
+    if row.metric not in ("decode_tokens_per_s", "decode_ms_per_token"):
+        return None
+    return work(row)[-1].bytes
+
+
+def measured_mbu(row: Row) -> float | None:
+    """17 §9's MBU of a per-token decode row: step bytes x steps per second over the chips'
+    datasheet bandwidth (gross: every cost of the step is in the measured time); None for
+    other rows."""
+    b = decode_step_bytes(row)
+    if b is None:
+        return None
+    step_s = 1.0 / row.value if row.metric == "decode_tokens_per_s" else row.value / 1e3
+    return b / step_s / (row.hardware.mem_bw_bytes_per_s * row.gpu_count)
 
 
 # --- the accuracy a panel can state ----------------------------------------------------------------
 
 @lru_cache(maxsize=None)
-def _held_out_summary() -> dict[str, dict]:
-    """regime -> the held-out error table row of that regime (calibrated on the fit half)."""
+def _held_out_pct() -> dict[str, dict]:
+    """regime -> ``error_table``'s row of that regime (held-out half, calibrated on the other)."""
     return {t["regime"]: t for t in error_table(by=("regime",))}
 
 
-@lru_cache(maxsize=None)
-def _held_out_unfitted() -> dict[str, dict]:
-    """regime -> held-out {n, chapter_median, chapter_worst, fuller_median, fuller_worst}:
-    the chapter's and the fuller model need no fit, so an explorer states their accuracy
-    without the calibration's grid search (milliseconds instead of seconds)."""
-    held = split()[1]
-    groups: dict[str, list[Row]] = {}
-    for r in held:
-        groups.setdefault(r.regime, []).append(r)
-    groups["all"] = list(held)
-    return {regime: dict(regime=regime, **_unfitted_summary(members))
-            for regime, members in groups.items()}
-
-
-def _held_out(regime: str, model: str) -> dict | None:
-    return (_held_out_summary() if model == "calibrated" else _held_out_unfitted()).get(regime)
-
-
 def stated_accuracy(regime: str, model: str = "chapter") -> float:
-    """The median absolute error (%) of ``model`` ("chapter", "fuller" or "calibrated") on the
-    held-out published measurements of ``regime`` (one of ``REGIMES``, or "all")."""
-    if regime not in REGIMES and regime != "all":
-        raise ValueError(f"regime: {regime!r} is not one of {REGIMES} or 'all'")
+    """The median absolute error (%, in each row's own unit: a rate's and a time's errors are
+    not symmetric, see ``median_miss``) of ``model`` ("chapter", "fuller" or "calibrated") on
+    the held-out half of ``split`` in ``regime`` (one of ``REGIMES``, a ``REGIME_ALIASES``
+    name, or "all")."""
+    regime = _canonical(regime)
     if model not in ("chapter", "fuller", "calibrated"):
         raise ValueError(f"model: {model!r} is not 'chapter', 'fuller' or 'calibrated'")
-    t = _held_out(regime, model)
+    t = _held_out_pct().get(regime)
     if t is None:
         raise ValueError(f"regime {regime!r} has no held-out row")
     value = t[f"{model}_median"]
@@ -778,20 +983,17 @@ def stated_accuracy(regime: str, model: str = "chapter") -> float:
     return value
 
 
-def _round_pct(x: float) -> int:
-    """A percentage rounded the way a sentence states it: to 1 below 10, to 5 above."""
-    return max(1, round(x)) if x < 10 else int(5 * round(x / 5))
-
-
 def accuracy_sentence(regime: str, model: str = "chapter") -> str:
-    """One sentence an explorer can show under a prediction: how far ``model`` has been from
-    published measurements in ``regime`` (held-out median, with the worst case and the count)."""
-    median = stated_accuracy(regime, model)
-    t = _held_out(regime, model)
-    worst = t[f"{model}_worst"]
-    label = {"chapter": "The chapter's arithmetic", "fuller": "The fuller model",
-             "calibrated": "The calibrated model"}[model]
-    return (f"{label} has been within about {_round_pct(median)}% of published measurements "
-            f"in this regime ({regime}: median of {t['n']} held-out "
-            f"{'row' if t['n'] == 1 else 'rows'}; worst "
-            f"{_round_pct(worst)}%).")
+    """One sentence an explorer can show under a prediction: how far ``model`` has missed the
+    modelled published measurements of ``regime`` (``median_miss``, the worst ``miss``, how
+    many rows it was optimistic on, and the count), in time, as a factor either way."""
+    median = median_miss(regime, model)
+    regime = _canonical(regime)
+    t = _regime_misses(model == "calibrated")[regime]
+    n, worst, opt = t["n"], t[f"{model}_worst"], t[f"{model}_optimistic"]
+    label = {"chapter": "the chapter's arithmetic", "fuller": "the companion's fuller model",
+             "calibrated": "the calibrated model (fitted without the row's publisher)"}[model]
+    kind = "published measurements" if regime == "all" else f"published {regime} measurements"
+    return (f"Against {n} {kind}, {label} missed the measured time by a median factor of "
+            f"{factor(median)} (worst {factor(worst)}) and promised too little time in "
+            f"{opt} of the {n}.")
