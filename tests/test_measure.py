@@ -409,6 +409,67 @@ def test_measure_rejects_bad_arguments():
         M.measure(fast="yes")
     with pytest.raises(TypeError, match="model"):
         M.measure(fast=True, model="Qwen3-8B")
+    with pytest.raises(ValueError, match="threads"):
+        M.measure(fast=True, threads=0)
+    with pytest.raises(TypeError, match="threads"):
+        M.measure(fast=True, threads="one")
+
+
+def test_measure_threads_limits_every_cpu_probe(monkeypatch):
+    # threads=N reaches the probes' own worker threads (STREAM's element-wise kernels, the
+    # sweeps' attention) and the BLAS alike, and the file says so
+    asked, limits = {}, []
+
+    def record(name, result):
+        def probe(*args, **kwargs):
+            asked.setdefault(name, []).append(kwargs)
+            return result
+        return probe
+
+    class Limit:
+        def __init__(self, n):
+            limits.append(n)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(probes, "stream_probe", record("stream", ()))
+    monkeypatch.setattr(probes, "matmul_probe", record("matmul", ()))
+    monkeypatch.setattr(probes, "gpu_probe", record("gpu", ()))
+    monkeypatch.setattr(probes, "decode_sweep", record("sweep", None))
+    monkeypatch.setattr(probes, "_blas_limit", Limit)
+    m = probes.measure(fast=False, threads=1, gpu=False)
+    assert limits == [1]
+    assert asked["stream"] == [dict(probes.FULL_SIZES["stream"], threads=1)]
+    assert asked["matmul"] == [probes.FULL_SIZES["matmul"]]
+    assert [kw["threads"] for kw in asked["sweep"]] == [1, 1]
+    assert m.machine["threads_limit"] == 1
+    assert "threads" not in probes.FULL_SIZES["stream"]        # the presets stay untouched
+    # without threads, the presets pass through unchanged (fast: the BLAS on one thread)
+    asked.clear()
+    limits.clear()
+    probes.measure(fast=True, gpu=False)
+    assert limits == [1] and asked["stream"] == [probes.FAST_SIZES["stream"]]
+    ref = M.load_measurement(REFERENCE)
+    one = replace(ref, machine={**ref.machine, "threads_limit": 1})
+    assert [r["cores"] for r in M.compare_measurements([ref, one])] == [2, 1]
+
+
+def test_measured_hardware_names_its_format():
+    ref = M.load_measurement(REFERENCE)
+    assert M.hardware_from_measurement(ref, dtype="float32").peak_precision.startswith("FP32")
+    assert M.hardware_from_measurement(ref, dtype="float64").peak_precision.startswith("FP64")
+    assert H100_SXM.peak_precision == "dense BF16"
+
+
+def test_analysis_reports_tokens_per_second():
+    sw = _synthetic_sweep(TOY, fixed_s=0.002)
+    a = M.analyze_sweep(sw, TOY)
+    assert np.allclose(a.tokens_per_s, a.batches / a.step_s)
+    assert "MBU vs measured" in a.summary() and "MFU vs measured" in a.summary()
 
 
 # --- figures -----------------------------------------------------------------------------------
@@ -432,9 +493,20 @@ def test_figures_are_labelled_and_deterministic():
     assert "(ms)" in step.layout.yaxis.title.text and "batch" in step.layout.xaxis.title.text
     assert list(step.data[0].y) == pytest.approx((a.step_s * 1e3).tolist())
 
+    # the ridge prediction's line is not drawn like the roofline-bound series
+    bound = [t for t in step.data if t.name and t.name.startswith("roofline bound")][0]
+    ridge_line = [sh for sh in step.layout.shapes if sh.x0 == pytest.approx(a.ridge_batch)][0]
+    assert (ridge_line.line.color, ridge_line.line.dash) != (bound.line.color, bound.line.dash)
+    # every roof names the format its peak counts, and the diamonds have a legend entry
+    assert "dense BF16" in h100.name and TOY.peak_precision in roof.data[0].name
+    diamonds = [t for t in roof.data if t.marker.symbol == "diamond"]
+    assert len(diamonds) == 3 and sum(bool(t.showlegend) for t in diamonds) == 1
+    assert "ridge" in diamonds[0].name
+
     util = P.measured_utilization(a)
     assert "(%)" in util.layout.yaxis.title.text
     assert list(util.data[0].y) == pytest.approx((a.mbu * 100).tolist())
+    assert util.data[0].name.startswith("MBU vs measured")
 
     ctx = _synthetic_sweep(TOY, fixed_s=0.002, context=512, batches=(1, 2))
     fit = M.fit_step_time(ctx.kv_bytes, ctx.step_median_s)

@@ -68,6 +68,13 @@ def _foot_legend(fig) -> tuple[dict, int]:
     return legend, _AXIS_FOOT_PX + _LEGEND_ROW_PX * rows + 10
 
 
+def _precision(hardware: Hardware) -> str:
+    """The number format a roof's peak counts, for its legend entry: a GPU's datasheet peak is
+    a dense BF16 tensor rate, a measured CPU's the matmul dtype it ran (17 §2 warns that the
+    format changes the peak)."""
+    return hardware.peak_precision
+
+
 def _log_x(value: float) -> float:
     """An annotation's x on a log axis is log10 of the value (a shape's is the value itself)."""
     return float(np.log10(value))
@@ -104,15 +111,19 @@ def measured_roofline(hardware: Hardware, *, references=(H100_SXM, RTX_PRO_6000)
             mode="lines", line=dict(color=color, width=3 if i == 0 else 2,
                                     dash=theme.DASHES[i % len(theme.DASHES)]),
             name=(f"{h.name}: {h.mem_bw_bytes_per_s / 1e9:,.1f} GB/s, "
-                  f"{_flops_text(h.peak_flops_per_s)}, ridge {ridge:,.3g} FLOP/byte"),
+                  f"{_flops_text(h.peak_flops_per_s)} {_precision(h)}, "
+                  f"ridge {ridge:,.3g} FLOP/byte"),
             legendgroup=h.name,
         ))
         # the ridge's value is in the roof's legend entry: labels beside the diamonds would
-        # print over each other where two cards' ridges are close
+        # print over each other where two cards' ridges are close; one legend entry (the
+        # first roof's diamond) says what every diamond is
         fig.add_trace(go.Scatter(
             x=[ridge], y=[h.peak_flops_per_s], mode="markers",
-            marker=dict(color=color, size=9, symbol="diamond"), showlegend=False,
-            legendgroup=h.name, hovertemplate="ridge %{x:.3g} FLOP/byte<extra></extra>",
+            marker=dict(color=color, size=9, symbol="diamond"), showlegend=i == 0,
+            name="ridge point of each roof (diamond in the roof's colour)",
+            legendgroup="ridge points" if i == 0 else h.name,
+            hovertemplate="ridge %{x:.3g} FLOP/byte<extra></extra>",
         ))
     if a is not None:
         achieved = a.sweep.flop / a.step_s
@@ -144,10 +155,11 @@ def measured_roofline(hardware: Hardware, *, references=(H100_SXM, RTX_PRO_6000)
 def measured_step_time(analysis, *, title: str | None = None):
     """Median step time vs batch (min-max bars) with the fitted read model and roofline bound.
 
-    Lines: the read model fixed + bytes / bandwidth, the fitted two-roof model
-    fixed + max(bytes / bandwidth, FLOP / P_eff), and the roofline lower bound with no fixed
-    cost (calc.decode_step_time on the measured Hardware). Vertical lines: where the step stops
-    being flat (measured) and the ridge-point prediction.
+    Lines: the read model constant + bytes / bandwidth, the fitted two-roof model
+    constant + max(bytes / bandwidth, FLOP / P_eff), and the roofline lower bound with nothing
+    added (calc.decode_step_time on the measured Hardware). Vertical lines: where the step
+    stops being flat (measured, dotted) and the ridge-point prediction (dash-dot, a colour of
+    its own).
     """
     a = _analysis(analysis)
     go = _go()
@@ -164,18 +176,20 @@ def measured_step_time(analysis, *, title: str | None = None):
     ))
     fig.add_trace(go.Scatter(
         x=b, y=(a.read_model_s * ms).tolist(), mode="lines", line=dict(color=theme.PALETTE[0]),
-        name=(f"read model: {a.read_fit.fixed_s * ms:.2f} ms + bytes / "
-              f"{a.read_fit.bandwidth_bytes_per_s / 1e9:.1f} GB/s"),
+        name=(f"read model: bytes / {a.read_fit.bandwidth_bytes_per_s / 1e9:.1f} GB/s + "
+              f"{a.read_fit.fixed_s * ms:.2f} ms"
+              + ("" if a.read_fit.bandwidth_fitted else " (mean excess of the read-bound points)")),
     ))
     if a.compute_flops_per_s is not None:
         fig.add_trace(go.Scatter(
             x=b, y=(a.model_step_s * ms).tolist(), mode="lines",
             line=dict(color=theme.PALETTE[1], dash="dot"),
-            name=f"fixed + max(read, FLOP / {a.compute_flops_per_s / 1e9:.1f} GFLOP/s)",
+            name=f"constant + max(read, FLOP / {a.compute_flops_per_s / 1e9:.1f} GFLOP/s)",
         ))
     fig.add_trace(go.Scatter(
         x=b, y=(a.roofline_step_s * ms).tolist(), mode="lines",
-        line=dict(color=theme.PALETTE[2], dash="dash"), name="roofline bound (no fixed cost)",
+        line=dict(color=theme.PALETTE[2], dash="dash"),
+        name="roofline bound (measured roofs, nothing added)",
     ))
     # the lines are shapes (x in data units) and their labels annotations (x in log10 units
     # on a log axis): add_vline's own label would take the batch as a log10 and stretch the
@@ -186,7 +200,8 @@ def measured_step_time(analysis, *, title: str | None = None):
                            xanchor="right", yanchor="top", showarrow=False,
                            text=f"leaves flat: b={a.knee_batch}")
     if a.ridge_batch is not None:
-        fig.add_vline(x=a.ridge_batch, line=dict(color=theme.PALETTE[2], dash="dash"))
+        # its own colour and dash: the green dash is the roofline-bound series
+        fig.add_vline(x=a.ridge_batch, line=dict(color=theme.PALETTE[3], dash="dashdot"))
         fig.add_annotation(x=_log_x(a.ridge_batch), xref="x", y=0, yref="y domain",
                            xanchor="left", yanchor="bottom", showarrow=False,
                            text=f"ridge predicts b={a.ridge_batch:.3g}")
@@ -202,17 +217,18 @@ def measured_step_time(analysis, *, title: str | None = None):
 
 @serves("8.6.3", "17.9")
 def measured_utilization(analysis, *, title: str | None = None):
-    """MBU and MFU (percent) of every sweep point vs batch (17 §9, 8.6.3)."""
+    """MBU and MFU (percent) of every sweep point vs batch (17 §9, 8.6.3), each against the
+    analysis' hardware: the measured roofs when it comes from hardware_from_measurement."""
     a = _analysis(analysis)
     go = _go()
     b = a.batches.tolist()
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=b, y=(a.mbu * 100).tolist(), mode="lines+markers",
-                             name="MBU: bytes read per s / measured bandwidth",
+                             name="MBU vs measured: bytes read per s / measured bandwidth",
                              line=dict(color=theme.PALETTE[0]),
                              marker=dict(symbol=theme.SYMBOLS[0])))
     fig.add_trace(go.Scatter(x=b, y=(a.mfu * 100).tolist(), mode="lines+markers",
-                             name="MFU: model FLOP per s / measured matmul peak",
+                             name="MFU vs measured: model FLOP per s / measured matmul peak",
                              line=dict(color=theme.PALETTE[1], dash="dash"),
                              marker=dict(symbol=theme.SYMBOLS[1])))
     legend, bottom = _foot_legend(fig)

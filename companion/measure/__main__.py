@@ -1,4 +1,5 @@
-"""``python -m companion.measure OUT.json [--fast] [--label TEXT]``: measure and save."""
+"""``python -m companion.measure OUT.json [--fast] [--label TEXT] [--threads N]``: measure and
+save."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from companion.measure.probes import measure
 
 
 def main(argv=None) -> int:
-    """python -m companion.measure OUT.json [--fast] [--label TEXT]: measure and save."""
+    """python -m companion.measure OUT.json [--fast] [--label TEXT] [--threads N]: measure and
+    save (``--threads`` limits every CPU probe, BLAS included, as ``measure(threads=N)``)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m companion.measure",
@@ -17,9 +19,11 @@ def main(argv=None) -> int:
     parser.add_argument("out", help="JSON file to write")
     parser.add_argument("--fast", action="store_true", help="small sizes (a few seconds)")
     parser.add_argument("--label", default="", help="a name for this machine")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="limit every CPU probe (the BLAS too) to N threads")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
-    m = measure(fast=args.fast, label=args.label)
+    m = measure(fast=args.fast, label=args.label, threads=args.threads)
     path = save_measurement(m, args.out)
     print(comparison_text(compare_measurements([m])))
     print(f"saved {path} after {time.perf_counter() - t0:.1f} s")

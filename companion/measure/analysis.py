@@ -42,7 +42,9 @@ def hardware_from_measurement(measurement: Measurement, *, device: str = "cpu",
     mem_bw_bytes_per_s is the best STREAM-style figure (bytes over the fastest run, the highest
     of all kernels, STREAM's count without write-allocate); peak_flops_per_s the best matmul
     FLOP/s over the dtypes (or of ``dtype`` only: use the dtype your workload runs in, since a
-    CPU's float64 peak is about half its float32 peak). Then calc.ridge_point gives this
+    CPU's float64 peak is about half its float32 peak); peak_precision names that dtype
+    ("FP32 (measured matmul)"), as a datasheet preset's says "dense BF16", so a comparison
+    with a GPU can say which formats it sets side by side. Then calc.ridge_point gives this
     machine's ridge (17 §2) and every explorer can use it in place of a datasheet preset.
     """
     m = _measurement("measurement", measurement)
@@ -58,6 +60,9 @@ def hardware_from_measurement(measurement: Measurement, *, device: str = "cpu",
                          f"{'' if dtype is None else f' for dtype {dtype}'}")
     best_bw = max(bws, key=lambda r: r.best_bytes_per_s)
     best_mm = max(mms, key=lambda r: r.best_flop_per_s)
+    # the format the peak counts, in the words the datasheet presets use ("dense BF16")
+    precision = {"float32": "FP32", "float64": "FP64", "bfloat16": "dense BF16",
+                 "float16": "dense FP16"}.get(best_mm.dtype, best_mm.dtype)
     mem = m.machine.get("mem_bytes") if dev == "cpu" else m.machine.get("gpu_mem_bytes")
     who = m.machine.get("cpu_model") if dev == "cpu" else m.machine.get("gpu_name")
     return Hardware(
@@ -71,6 +76,7 @@ def hardware_from_measurement(measurement: Measurement, *, device: str = "cpu",
                 f"n={best_mm.n}, fastest of {len(best_mm.time_s.samples)}"),
         extra={"label": m.label, "bandwidth_kernel": best_bw.kernel,
                "peak_dtype": best_mm.dtype, "created_utc": m.created_utc},
+        peak_precision=f"{precision} (measured matmul)",
     )
 
 
@@ -106,7 +112,9 @@ def fit_step_time(bytes_read, step_s, *, bandwidth_bytes_per_s: float | None = N
     ``bandwidth_bytes_per_s`` is given: then only fixed_s = mean(step_s - bytes_read / bw),
     which is how 8.6.3 splits a measured round into a read at spec bandwidth plus overhead.
     The fitted bandwidth is what the step actually streams at; fixed_s is what a step costs
-    whatever it reads (launches, synchronisation, Python). A free fit needs at least two
+    whatever it reads (launches, synchronisation, Python), but only as far as the model holds:
+    with the bandwidth held, any per-byte slowness lands in fixed_s too, and where the costs
+    overlap rather than add (8.6.3's rounds) no split is exact. A free fit needs at least two
     distinct byte counts and a step time that grows with them.
     """
     x = _float_array("bytes_read", bytes_read, min_len=1, positive=False)
@@ -175,7 +183,9 @@ class SweepAnalysis:
     """A batch sweep read through the roofline: fits, knee, ridge prediction, MBU and MFU.
 
     Arrays are per sweep point, in sweep order. ``knee_batch``, ``crossover_batch`` and
-    ``ridge_batch`` are defined in ``analyze_sweep``'s docstring.
+    ``ridge_batch`` are defined in ``analyze_sweep``'s docstring. ``mbu`` and ``mfu`` divide by
+    the *measured* roofs of ``hardware`` (best STREAM bandwidth, best matmul rate), not by a
+    datasheet peak: "MBU vs measured" and "MFU vs measured" in what the lab prints.
     """
 
     sweep: DecodeSweep
@@ -207,9 +217,11 @@ class SweepAnalysis:
             f"sweep: {self.sweep.model.name}, D_w {self.sweep.points[0].weight_bytes / 1e6:.1f} MB, "
             f"context {self.sweep.points[0].context_tokens} tokens, batch "
             f"{int(self.batches[0])}..{int(self.batches[-1])}",
-            f"read model: fixed {fit.fixed_s * 1e3:.2f} ms + bytes / "
-            f"{fit.bandwidth_bytes_per_s / GB:.1f} GB/s "
-            f"({'fitted' if fit.bandwidth_fitted else 'bandwidth fixed at the measured STREAM best'})",
+            f"read model: bytes / {fit.bandwidth_bytes_per_s / GB:.1f} GB/s + "
+            f"{fit.fixed_s * 1e3:.2f} ms "
+            + ("(both fitted)" if fit.bandwidth_fitted else
+               "(bandwidth held at the STREAM best; the constant is the read-bound points' "
+               "mean excess)"),
             "compute line: " + ("none (no point is clearly compute-bound)"
                                 if self.compute_flops_per_s is None else
                                 f"{self.compute_flops_per_s / GFLOP:.1f} GFLOP/s effective"),
@@ -217,13 +229,19 @@ class SweepAnalysis:
             f"{'none in the sweep' if self.knee_batch is None else self.knee_batch}",
             f"fitted lines cross at batch {fmt_b(self.crossover_batch)}; "
             f"ridge-point prediction: batch {fmt_b(self.ridge_batch)}",
-            f"MBU {self.mbu.min():.0%}..{self.mbu.max():.0%}, "
-            f"MFU {self.mfu.min():.1%}..{self.mfu.max():.1%}",
+            f"MBU vs measured {self.mbu.min():.0%}..{self.mbu.max():.0%}, "
+            f"MFU vs measured {self.mfu.min():.1%}..{self.mfu.max():.1%}",
         ]
         if self.noisy_batches:
             lines.append(f"noisy (slowest repeat > {_NOISY:g} x fastest) at batch "
                          f"{', '.join(map(str, self.noisy_batches))}: was the machine busy?")
         return "\n".join(lines)
+
+    @property
+    def tokens_per_s(self) -> np.ndarray:
+        """Decode throughput per point: batch / median step, one token per request per step
+        (17 §5's tokens/s; each request's inter-token latency is the step itself)."""
+        return self.batches / self.step_s
 
     @property
     def noisy_batches(self) -> list:
@@ -270,7 +288,13 @@ def analyze_sweep(sweep: DecodeSweep, hardware: Hardware, *,
     b F / (D_w + b L k) reaches ridge_point(hardware) (17 §2). With 2-byte weights and no KV
     that is b = ridge; the sweep's weights are float32 (4 bytes, intensity about b / 2, so
     b = 2 x ridge) or float64 (b / 4, so b = 4 x ridge).
-    MBU and MFU per point: calc.mbu(bytes_read / step) and calc.mfu(flop / step) (17 §9).
+    MBU and MFU per point: calc.mbu(bytes_read / step) and calc.mfu(flop / step) (17 §9),
+    against ``hardware``'s roofs: measured ones when it comes from hardware_from_measurement.
+    The read model's constant is not necessarily a per-step cost: with the bandwidth held at
+    the STREAM best it is the mean time the read-bound points take beyond a read at that
+    rate, so a kernel that streams the weights more slowly for a few rows than for one lands
+    in it too (a per-byte loss). A sweep over the weight size at fixed batch separates the
+    two: its slope is the rate the step streams at, its intercept the per-step cost.
     """
     sw = v.instance("sweep", sweep, DecodeSweep, "a companion.measure.DecodeSweep")
     hw = v.instance("hardware", hardware, Hardware, "a companion.specs.Hardware")
@@ -377,7 +401,8 @@ def load_measurement(path) -> Measurement:
 def compare_measurements(paths) -> list:
     """One row per measurement file (or Measurement): the numbers to compare machines by.
 
-    Columns: label, cpu, cores, bandwidth_GB_per_s (best STREAM), float32_GFLOP_per_s,
+    Columns: label, cpu, cores (the usable cores, or fewer when ``measure(threads=...)``
+    limited the run), bandwidth_GB_per_s (best STREAM), float32_GFLOP_per_s,
     float64_GFLOP_per_s, ridge_float32_flop_per_byte, knee_batch and ridge_batch of the
     batch sweep (analyzed against the machine's own roofline in the sweep's dtype), gpu.
     """
@@ -390,7 +415,9 @@ def compare_measurements(paths) -> list:
         row = {
             "label": m.label,
             "cpu": m.machine.get("cpu_model"),
-            "cores": m.machine.get("usable_cores"),
+            "cores": (m.machine.get("usable_cores") if m.machine.get("threads_limit") is None
+                      else min(m.machine["threads_limit"], m.machine.get("usable_cores") or
+                               m.machine["threads_limit"])),
             "bandwidth_GB_per_s": hw.mem_bw_bytes_per_s / GB,
             "float32_GFLOP_per_s": best["float32"] / GFLOP if "float32" in best else None,
             "float64_GFLOP_per_s": best["float64"] / GFLOP if "float64" in best else None,

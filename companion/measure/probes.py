@@ -565,14 +565,17 @@ def decode_sweep(model: Model = QWEN3_8B, *, scale: int = 4, n_layers: int = 4,
 # --- everything at once ------------------------------------------------------------------------
 
 def measure(*, fast: bool | None = None, label: str = "", model: Model = QWEN3_8B,
-            gpu: bool = True) -> Measurement:
+            gpu: bool = True, threads: int | None = None) -> Measurement:
     """Run every probe at the FAST_SIZES (a second or two) or FULL_SIZES (about 25 s) presets;
     in a browser (the lite site's Pyodide kernel) BROWSER_SIZES instead of FULL_SIZES, and the
     label says that the browser's WebAssembly was measured.
 
     ``fast=None`` follows COMPANION_FAST. Fast sizes fit in cache and run on one thread (the
     BLAS limited to one too), so their numbers check the plumbing, not the machine. The GPU
-    probe runs only when torch sees CUDA.
+    probe runs only when torch sees CUDA. ``threads`` (default: the preset's, which is every
+    usable core at full size) limits every CPU probe at once: the BLAS (matrix products, the
+    STREAM ``read`` kernel, the sweeps' products) and the probes' own worker threads (the
+    other STREAM kernels, the sweeps' attention). ``threads=1`` measures one core.
     """
     if fast is not None and not isinstance(fast, bool):
         raise TypeError(f"fast: expected True, False or None, got {fast!r}")
@@ -581,12 +584,19 @@ def measure(*, fast: bool | None = None, label: str = "", model: Model = QWEN3_8
     v.instance("model", model, Model, "a companion.specs.Model")
     if not isinstance(gpu, bool):
         raise TypeError(f"gpu: expected True or False, got {gpu!r}")
+    n_threads = None if threads is None else v.count("threads", threads)
     is_fast = fast_mode() if fast is None else fast
     sizes = FAST_SIZES if is_fast else BROWSER_SIZES if in_browser() else FULL_SIZES
-    machine = machine_info()
+    if n_threads is not None:
+        sizes = {name: (dict(preset, threads=n_threads)
+                        if name in ("stream", "batch_sweep", "context_sweep") else preset)
+                 for name, preset in sizes.items()}
     if in_browser():  # whatever the caller calls it, say what was measured
         label = f"{label}: {IN_BROWSER_LABEL}" if label else IN_BROWSER_LABEL
-    with _blas_limit(1 if is_fast else None):
+    with _blas_limit(n_threads if n_threads is not None else 1 if is_fast else None):
+        machine = machine_info()      # inside the limit: it records the BLAS threads used
+        if n_threads is not None:
+            machine["threads_limit"] = n_threads
         bandwidth = stream_probe(**sizes["stream"])
         matmul = matmul_probe(**sizes["matmul"])
         if gpu:

@@ -25,7 +25,7 @@ EXAMPLES = {
     "decode_sweep": dict(model=QWEN3_8B, scale=8, n_layers=1, batches=[1, 2],
                          context_tokens=[0, 8], dtype="float32", repeats=1, threads=1,
                          max_memory_fraction=0.5),
-    "measure": dict(fast=True, label="api example", model=QWEN3_8B, gpu=False),
+    "measure": dict(fast=True, label="api example", model=QWEN3_8B, gpu=False, threads=1),
     "hardware_from_measurement": dict(measurement=_REF, device="cpu", dtype="float32"),
     "fit_step_time": dict(bytes_read=[1e8, 2e8, 3e8], step_s=[0.011, 0.021, 0.031]),
     "fit_problems": dict(fit=fit_step_time([1e8, 2e8, 3e8], [0.011, 0.021, 0.032]),
