@@ -16,8 +16,9 @@ has no default for raises a ValueError naming it. Fields a model type fills in b
 they are absent (Gemma ties its embeddings, Mistral slides over 4096 tokens ...) are applied as
 ``transformers`` applies them and listed in ``Model.notes``.
 
-``shelf()`` returns every config in ``companion/data/hf_configs/`` as a Model, ``load(key)`` one
-of them, ``shelf_sources()`` where each file came from.
+``shelf()`` returns every config in ``companion/data/hf_configs/`` as a Model keyed by display
+name, ``load(key)`` one of them (by key or display name), ``shelf_sources()`` where each file
+came from.
 """
 
 from __future__ import annotations
@@ -465,9 +466,20 @@ def shelf_keys() -> list[str]:
     return list(shelf_sources())
 
 
+def _shelf_key(key) -> str:
+    """The shelf key ``key`` names: a key ("qwen3-30b-a3b") or a display name as ``shelf()``
+    lists it ("Qwen3-30B-A3B"), case ignored; anything else raises naming the keys."""
+    sources = shelf_sources()
+    if isinstance(key, str) and key not in sources:
+        by_name = {meta["model"].lower(): k for k, meta in sources.items()}
+        by_name.update({k.lower(): k for k in sources})
+        key = by_name.get(key.strip().lower(), key)
+    return v.choice("key", key, sources)
+
+
 def shelf_config(key: str) -> dict:
-    """The raw config.json of one shelf model, as shipped."""
-    k = v.choice("key", key, shelf_sources())
+    """The raw config.json of one shelf model, as shipped (``key`` as in ``load``)."""
+    k = _shelf_key(key)
     return json.loads((_data_dir() / f"{k}.json").read_text(encoding="utf-8"))
 
 
@@ -488,8 +500,9 @@ def _load(key: str, bytes_per_param: float) -> Model:
 
 
 def load(key: str, *, bytes_per_param: float = 2.0) -> Model:
-    """One shelf model by key, e.g. ``load("qwen3-30b-a3b")`` (see ``shelf_keys()``)."""
-    k = v.choice("key", key, shelf_sources())
+    """One shelf model by key, e.g. ``load("qwen3-30b-a3b")`` (see ``shelf_keys()``), or by
+    the display name ``shelf()`` lists it under (``load("Qwen3-30B-A3B")``, case ignored)."""
+    k = _shelf_key(key)
     return _load(k, v.positive("bytes_per_param", bytes_per_param))
 
 

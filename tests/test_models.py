@@ -73,6 +73,13 @@ def test_unknown_shelf_key_is_named():
         models.load("gpt-5")
 
 
+def test_load_takes_the_display_names_shelf_lists():
+    # shelf() is keyed by display name; each of them loads the same model as its key
+    for name, m in models.shelf().items():
+        assert models.load(name) is models.load(name.upper()) is m
+        assert models.shelf_config(name) == models.shelf_config(name.lower())
+
+
 @pytest.mark.slow
 def test_the_wheel_ships_the_shelf(tmp_path):
     """Build the wheel as pip does (setuptools from pyproject's build-system) and look inside:
@@ -402,3 +409,46 @@ def test_schemes_for_a_bigger_model_read_more_per_round():
     assert budget == 32 * units.GiB - m.weight_bytes - (32 * units.GiB
                                                         - specs.QWEN3_8B.weight_bytes
                                                         - 12 * units.GiB)
+
+
+def test_an_moe_speculative_round_reads_the_experts_its_verified_tokens_touch():
+    m = models.load("qwen3-30b-a3b")
+    d = calc.SCHEMES["D"]
+    routed = 16 * d.verify_positions                       # 128 verified tokens per round
+    plain = calc.round_read_bytes(m, 16, 8192, shared_prefix_tokens=6144)
+    verified = calc.round_read_bytes(m, 16, 8192, shared_prefix_tokens=6144,
+                                     routed_tokens=routed)
+    extra = (expected_experts_touched(128, 8, routed) - expected_experts_touched(128, 8, 16))
+    assert verified - plain == pytest.approx(extra * m.moe_layers * m.expert_params * 2)
+    assert calc.scheme_result(d, model=m, kv_budget_bytes=20 * units.GiB).read_bytes == verified
+    # a dense model reads all its weights whatever the routed tokens
+    q = specs.QWEN3_8B
+    assert calc.round_read_bytes(q, 16, 8192, routed_tokens=128) == calc.round_read_bytes(
+        q, 16, 8192)
+
+
+def test_the_two_transfers_bracket_the_moved_round():
+    q = specs.QWEN3_8B
+    # the chapter's own model: both transfers give the chapter's rounds
+    table = calc.compare_schemes(list(calc.schemes_for_model(q).values()))
+    spec = calc.compare_schemes(list(calc.schemes_for_model(q, transfer="bandwidth").values()))
+    for name in table:
+        assert spec[name].round_s == pytest.approx(table[name].round_s, rel=1e-12)
+    # an MoE that reads more: the extra bytes at the card's bandwidth cost more than the
+    # table's last segment (about 6.6 TB/s) says
+    m = models.load("qwen3-30b-a3b")
+    hw = specs.RTX_PRO_6000
+    slow = calc.schemes_for_model(m, transfer="bandwidth")
+    fast = calc.schemes_for_model(m)
+    for name in "BDE":
+        s = calc.SCHEMES[name]
+        routed = 16 * s.verify_positions
+        extra = (calc.round_read_bytes(m, 16, 8192, shared_prefix_tokens=6144,
+                                       routed_tokens=routed)
+                 - calc.round_read_bytes(q, 16, 8192, shared_prefix_tokens=6144))
+        assert slow[name].base_round_s == pytest.approx(
+            s.base_round_s + extra / hw.mem_bw_bytes_per_s)
+        assert fast[name].base_round_s < slow[name].base_round_s
+    assert slow["A"].base_round_s is not None and fast["A"].base_round_s is None
+    with pytest.raises(ValueError, match="transfer"):
+        calc.schemes_for_model(m, transfer="spec")

@@ -166,21 +166,28 @@ def gpu_seconds_per_request(new_tokens: int, output_tokens: int, prefill_tokens_
 
 @serves("8.6.3")
 def round_read_bytes(model: Model, batch: int, context_tokens: int, *,
-                     bytes_per_value: float = 2, shared_prefix_tokens: int = 0) -> float:
+                     bytes_per_value: float = 2, shared_prefix_tokens: int = 0,
+                     routed_tokens: int | None = None) -> float:
     """Bytes one decode round reads: D_w + KV tokens read x k (8.6.3 table, schemes A-D).
 
     Independent contexts read D_w + b L k (15.44 GB at b = 1, 34.46 GB at b = 64, L = 2048).
     A shared prefix is counted once: D_w + (P + b (L - P)) k. No block rounding.
+
+    For a mixture-of-experts model D_w is the part the round's tokens touch
+    (``moe_streamed_weight_bytes``): ``routed_tokens`` of them pass the routers, by default
+    one per request; a speculative round that verifies P positions per request routes b P
+    (scheme D: 16 x 8 = 128). A dense model reads all of D_w either way.
     """
     b = v.count("batch", batch)
     L = v.tokens("context_tokens", context_tokens)
     p = v.tokens("shared_prefix_tokens", shared_prefix_tokens)
     if p > L:
         raise ValueError(f"shared_prefix_tokens: {p} exceeds context_tokens={L}")
+    routed = b if routed_tokens is None else v.count("routed_tokens", routed_tokens)
     k = kv_bytes_per_token(model, bytes_per_value)
     # b x (D_w / b + (L - P) k) for the private parts, plus the prefix read once; an MoE's D_w
-    # is the part the batch touches
-    d_w = moe_streamed_weight_bytes(_model(model), b)
+    # is the part the round's routed tokens touch
+    d_w = moe_streamed_weight_bytes(_model(model), routed)
     return b * read_bytes_per_output_token(d_w, b, L - p, k) + p * k
 
 
@@ -451,7 +458,8 @@ def scheme_result(scheme: Scheme, *, kv_budget_bytes: float = ch08.KV_BUDGET_BYT
       defaulting to B's measured 57.77%: A and C 7.34 s, B 2.04 s, D 2.2323 s.
     - round = max(base round, verification FLOPs / (peak x MFU)) + round_extra_s, the base
       round measured (B, D, E: 27.35 ms) or interpolated from Experiment 8-1 on bytes read
-      (A 34.46 GB -> 29.63 ms, C 25.40 GB -> 28.26 ms).
+      (A 34.46 GB -> 29.63 ms, C 25.40 GB -> 28.26 ms). The read routes b x
+      verify_positions tokens: the same for a dense model, more experts for an MoE.
     - rounds = ceil((G - 1) / tokens_per_round): 255 plain, 85 for D, 128 for E.
     - total = prefill + rounds x round (B 9.01 s, C 14.55 s, D 4.56 s).
 
@@ -481,7 +489,9 @@ def scheme_result(scheme: Scheme, *, kv_budget_bytes: float = ch08.KV_BUDGET_BYT
     pf_flops = b * prefill_flops(model, L - p, p)
     prefill_s = time_at_mfu(pf_flops, hw, eff) * s.prefill_factor
 
-    read = round_read_bytes(model, b, L, bytes_per_value=bpv, shared_prefix_tokens=p)
+    # a speculative round routes every verified position (an MoE touches more experts)
+    read = round_read_bytes(model, b, L, bytes_per_value=bpv, shared_prefix_tokens=p,
+                            routed_tokens=b * s.verify_positions)
     base = s.base_round_s if s.base_round_s is not None else round_time_from_reads(read)
     vf = verification_flops(model, s.verify_positions, L, b)
     verify_s = time_at_mfu(vf, hw, eff)
@@ -582,16 +592,29 @@ def instance_kv_budget_bytes(model: Model, *, instance_bytes: float = ch08.INSTA
 @serves("8.6.3")
 def schemes_for_model(model: Model, schemes=None, *, reference_model: Model = QWEN3_8B,
                       batch: int = ch08.LONG_BATCH, prompt_tokens: int = ch08.LONG_PROMPT_TOKENS,
-                      shared_prefix_tokens: int = ch08.SHARED_PREFIX_TOKENS) -> dict:
+                      shared_prefix_tokens: int = ch08.SHARED_PREFIX_TOKENS,
+                      transfer: str = "table", hardware: Hardware = RTX_PRO_6000) -> dict:
     """Schemes A-E with their measured decode rounds moved to another model (8.6.3).
 
-    A measured round (B, D, E: 27.35 ms for Qwen3-8B) becomes measured + T(read of the model) -
-    T(read of Qwen3-8B), T being Experiment 8-1's bytes-to-round-time table of this card
-    (``round_time_from_reads``) and the read the scheme's (``round_read_bytes``: its weights,
-    an MoE's touched experts, and its KV layout). Schemes without a measured round (A, C) are
-    interpolated on the new read as the chapter does. The draft's memory, its prefill share and
-    the tokens per round stay the chapter's (Experiment 8-5's draft for Qwen3-8B), an
-    assumption the caller should state. Returns {name: Scheme}.
+    The read of a round is the scheme's (``round_read_bytes``: its weights, an MoE's experts
+    touched by the b x verify_positions tokens the round routes, and its KV layout). How the
+    extra bytes over Qwen3-8B's read are charged (``transfer``):
+
+    - "table" (default): a measured round (B, D, E: 27.35 ms for Qwen3-8B) becomes measured +
+      T(read of the model) - T(read of Qwen3-8B), T being Experiment 8-1's bytes-to-round-time
+      table of this card (``round_time_from_reads``); schemes without a measured round (A, C)
+      are interpolated on the new read as the chapter does. Past the table's last column
+      (34.46 GB) T is its last segment extended, 2.19 ms per 14.49 GB: bytes at about 6.6 TB/s,
+      far above what the card can read, so for a model that reads more this is the optimistic
+      end.
+    - "bandwidth": every extra byte at the card's peak bandwidth on top of Qwen3-8B's round
+      (measured, or T of its read for A and C): round + (read of the model - read of
+      Qwen3-8B) / bandwidth, the pessimistic end (nothing of it hides in the per-round
+      overhead). Every scheme then carries a round.
+
+    For the reference model itself both give the chapter's rounds. The draft's memory, its
+    prefill share and the tokens per round stay the chapter's (Experiment 8-5's draft for
+    Qwen3-8B), an assumption the caller should state. Returns {name: Scheme}.
     """
     m, ref = _model(model), _model(reference_model)
     chosen = list(SCHEMES.values()) if schemes is None else list(v.sequence("schemes", schemes))
@@ -600,20 +623,31 @@ def schemes_for_model(model: Model, schemes=None, *, reference_model: Model = QW
     prefix = v.tokens("shared_prefix_tokens", shared_prefix_tokens)
     if prefix > L:
         raise ValueError(f"shared_prefix_tokens: {prefix} exceeds prompt_tokens={L}")
+    how = v.choice("transfer", transfer, ("table", "bandwidth"))
+    hw = _hardware(hardware)
     out = {}
     for s in chosen:
         s = v.instance("schemes", s, Scheme, "a companion.calc.Scheme")
-        if s.base_round_s is None:
+        if s.base_round_s is None and how == "table":
             out[s.name] = s
             continue
         p = prefix if s.shared_prefix else 0
 
-        def table_s(mod):
+        def read(mod, s=s, p=p):
             bpv = kv_format_bytes_per_value(mod, s.kv_format)
-            return round_time_from_reads(round_read_bytes(mod, b, L, bytes_per_value=bpv,
-                                                          shared_prefix_tokens=p))
+            return round_read_bytes(mod, b, L, bytes_per_value=bpv, shared_prefix_tokens=p,
+                                    routed_tokens=b * s.verify_positions)
 
-        out[s.name] = s.with_(base_round_s=s.base_round_s + table_s(m) - table_s(ref))
+        if how == "table":
+            moved = (s.base_round_s + round_time_from_reads(read(m))
+                     - round_time_from_reads(read(ref)))
+        else:
+            start = (s.base_round_s if s.base_round_s is not None
+                     else round_time_from_reads(read(ref)))
+            moved = start + (read(m) - read(ref)) / hw.mem_bw_bytes_per_s
+            # never faster than the model's own read at peak bandwidth
+            moved = max(moved, read(m) / hw.mem_bw_bytes_per_s)
+        out[s.name] = s.with_(base_round_s=moved)
     return out
 
 
