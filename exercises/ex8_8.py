@@ -23,7 +23,13 @@
 #
 # $$T' = \sum_i \frac{t_\text{stage}(i)}{\sigma_i} + T_\text{prep}$$
 #
-# instead of $T = \sum_i t_\text{stage}(i)$, and the net speedup is $T / T'$.
+# instead of $T = \sum_i t_\text{stage}(i)$, and the net speedup is $T / T'$. For one stage
+# that takes a fraction $f$ of the task and no preparation this is 8.6.3's form of Amdahl's
+# law, $T / T' = 1/((1 - f) + f/\sigma)$; the chapter writes the factor <i>s</i>.
+#
+# The preparation in (b) is the work a drafter needs before it can help, such as building the
+# context index that 8.5.2 looks drafts up in. 8.5.2 notes that such an index can be built
+# ahead of time and shared across requests, so its cost need not fall on one task alone.
 #
 # 1. **(a)** Halve one stage at a time: what is the task time in each case? (s)
 # 2. **(b)** Instead, speed decode up by the factor below and add the draft preparation time:
@@ -38,15 +44,17 @@ from companion import calc, grading
 
 SEED = grading.student_seed()
 given = grading.params("8-8", SEED)
-stages = dict(zip(given["stage_names"], given["stage_s"]))
-print(f"stage times: {stages} (s)")
+print(f"{'stage':>9} | " + " | ".join(f"{n:>7}" for n in given["stage_names"]) + " |    task")
+print(f"{'time (s)':>9} | " + " | ".join(f"{t:>7g}" for t in given["stage_s"])
+      + f" | {sum(given['stage_s']):>7g}")
 print(f"(a) halve one stage (factor {given['halving_factor']:g}); (b) decode "
       f"{given['decode_factor']:g}x faster plus {given['prep_s']:g} s of draft preparation")
 
 # %% [markdown]
 # ## (a) One stage at a time
 #
-# Fill `halved_s[name]` for each stage name.
+# Fill `halved_s[name]` for each stage name: `"prefill"`, `"decode"` and `"tool"` (tool use
+# and waiting).
 
 # %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 halved_s = {}
@@ -56,6 +64,10 @@ halved_s = {}
 with grading.checks():
     for name in given["stage_names"]:
         grading.check("8-8", f"a-{name}", halved_s, key=name, seed=SEED)
+
+# %% [markdown]
+# **Explain (not graded).** Which halving helps most, and which of the three halvings could
+# the inference engine deliver?
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -74,6 +86,10 @@ with grading.checks():
     grading.check("8-8", "b-time", new_time_s, seed=SEED)
     grading.check("8-8", "b-speedup", speedup, seed=SEED)
     grading.check("8-8", "b-breakeven", break_even_s, seed=SEED)
+
+# %% [markdown]
+# **Explain (not graded).** Why is the net speedup well below the decode factor, and how
+# would sharing the preparation across several tasks move the break-even?
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

@@ -20,19 +20,24 @@
 # deadline, with 12 GiB for KV and buffers on the RTX PRO 6000. Schemes A-D are those of 8.6.3
 # ("The design problem" in the 8.6 notebook; Figure 8-35): their settings and their stage
 # figures (the batch's prefill, one decode round) are printed below. Scheme E is B plus drafts
-# looked up from the context: no extra prefill, a round yields the number of tokens per request
-# given below and takes B's 27.35 ms plus the lookup time (verifying E's few draft positions
-# stays inside the round, as D's eight do in 8.6.3). In the chapter the index lives in host
-# memory and takes no GPU memory; a variant may keep it on the GPU instead, where it takes the
-# memory given below.
+# looked up from the context (8.5.2-8.5.3): no extra prefill, a round yields the number of tokens per
+# request given below and takes B's decode round plus the lookup time (verifying E's few draft
+# positions stays inside the round, as D's eight do in 8.6.3). In the chapter the lookup index
+# lives in host memory and takes no GPU memory; a variant may keep it on the GPU instead, where
+# it takes the few MiB given below (a few bytes per indexed token).
 #
 # The rules of 8.6.3, for every scheme: its memory is the KV the batch holds at the end of
 # generation, each request's $n + G - 1$ tokens in whole 16-token blocks at $k$ bytes per token
 # (times the format's size relative to BF16; a shared prefix of $n_s$ tokens stored once), plus
 # its draft's memory; it decodes in $\lceil (G - 1) / \text{tokens per round} \rceil$ rounds,
-# and its total time is the prefill plus those rounds. Its $b$ results qualify only if it fits
-# the memory and finishes by the deadline; then each qualifying result costs $t_\text{GPU}$,
-# its total time divided by $b$, in GPU-seconds; otherwise none qualify.
+# and its total time is the prefill plus those rounds. The tokens per round are a mean: a real
+# batch ends with its slowest request, which this count, like the chapter's for D, leaves out.
+# Its $b$ results qualify only if it fits the memory and finishes by the deadline. The cost of
+# a qualifying result is the card's busy time over the number of qualifying results (8.6.3
+# writes <i>T</i><sub>GPU</sub>/<i>N</i><sub>g</sub>); for this batch, which occupies the card
+# from its arrival to its last answer, that is its total time over $b$, in GPU-seconds. (The
+# 8.6 notebook's $t_\text{GPU}$ is another quantity: the GPU time of one request, qualifying or
+# not.) Where no result qualifies there is no such cost.
 #
 # 1. **(a)** E's memory (MiB), its total time (s) and its GPU-seconds per qualifying result;
 #    which of A-E is best (least GPU time per qualifying result among the schemes that fit and
@@ -40,24 +45,24 @@
 # 2. **(b)** The best scheme when only the smaller memory below is available.
 # 3. **(c)** E's total time when the output is shortened as below (s), and the best scheme then.
 # 4. **(d)** The open-ended experiment, run for you: B and E served the same seeded arrival
-#    trace and problem set (records below). How many of B's requests finish late (after
-#    arrival + deadline), how many of E's finish in time, what is E's effective throughput
-#    $R_\text{good} = \sum_i \kappa_i \tau_i / T_\text{obs}$ (8.6.2) over the common observation
-#    window $T_\text{obs}$ (from 0 to the last completion of either run) (req/s), and which scheme
-#    serves more correct answers in time?
-#
-# Within the ranges the seeds draw from, the best scheme in (a) and the better scheme in (d) are
-# the same at every seed: D's draft model saves more rounds than E's lookup as long as both fit,
-# and E is B with fewer rounds. The best scheme in (b) and (c) changes with the index's memory
-# and the output length. If a seed would give an unfair variant
-# (a tie, an empty list, a zero count, an answer on a rounding edge), `grading.params` moves to
-# the next seed and prints why.
+#    trace and problem set, and their records (arrival, first token, completion, correctness,
+#    peak KV and GPU busy time) are printed below. Both schemes run the same target model, and
+#    verification only keeps tokens the target itself would emit (8.5.1), so a problem is right
+#    or wrong under B and E alike: the two correctness columns are identical, and only timing
+#    separates the schemes. With $\kappa_i = 1$ for a correct answer and $\tau_i = 1$ for one
+#    that finishes by its arrival plus the deadline (8.6.2 writes <i>Q<sub>i</sub></i> and
+#    <i>D<sub>i</sub></i>): what is E's GPU time per qualifying result in this run (its GPU busy
+#    time over its correct and on-time results), how many of E's requests finish in time, what
+#    is E's effective throughput $R_\text{good} = \sum_i \kappa_i \tau_i / T_\text{obs}$ (8.6.2)
+#    (req/s), and which scheme serves more correct answers in time? $T_\text{obs}$ is one
+#    window for both runs, from 0 to the last completion of either: both served the same
+#    trace, so their rates are comparable only over the same time.
 #
 # Your given data come from `grading.params("8-9", SEED)`. Seed 0 is the chapter's own data;
 # on a course hub you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
-from companion import calc, display, grading, specs, units
+from companion import calc, display, grading, specs, units, widgets
 
 SEED = grading.student_seed()
 given = grading.params("8-9", SEED)
@@ -71,16 +76,19 @@ print(f"B: prefill {given['shared_prefill_s']:g} s, decode round "
 print(f"(b) memory {given['small_kv_budget_bytes'] / units.GiB:g} GiB; (c) output "
       f"{given['short_output_tokens']} tokens")
 index = given["index_bytes"]
-print("E's lookup index: " + (f"on the GPU, {index / units.MiB:g} MiB" if index
-                              else "in host memory (no GPU memory)"))
+print("E's lookup index: " + (f"on the GPU, {given['index_bytes_per_token']} B per indexed token "
+                              f"over {given['batch']} x ({given['prompt_tokens']} + "
+                              f"{given['output_tokens']}) = {given['indexed_tokens']:,} tokens"
+                              if index else "in host memory (no GPU memory)"))
 print(f"{model.name}: k = {calc.kv_bytes_per_token(model) / units.KiB:g} KiB of BF16 KV per "
       f"token, 16-token blocks")
+display.md(widgets.scheme_definition_markdown([calc.SCHEMES[k] for k in "ABCD"]))
 stage = calc.compare_schemes([calc.SCHEMES[k] for k in "ABCD"])   # 8.6.3's figures
-for name, s in calc.SCHEMES.items():
-    if name != "E":
-        print(f"  scheme {name}: {display.round_floats(s)}")  # 6 significant digits
-        print(f"    8.6.3's stage figures: prefill {stage[name].prefill_s:.4f} s, decode round "
-              f"{stage[name].round_s / units.ms:.4f} ms")
+print("8.6.3's stage figures:")
+print(f"{'scheme':>6} {'prefill (s)':>11} {'decode round (ms)':>17} {'tokens per round':>16}")
+for name in "ABCD":
+    print(f"{name:>6} {stage[name].prefill_s:>11.4f} {stage[name].round_s / units.ms:>17.4f} "
+          f"{calc.SCHEMES[name].tokens_per_round:>16g}")
 
 load = given["load"]
 print(f"\nLoad experiment, GENERATED BY THE COMPANION (its load simulator; the chapter leaves the "
@@ -115,6 +123,10 @@ with grading.checks():
     grading.check("8-9", "a-gpu-E", gpu_s, seed=SEED)
     grading.check("8-9", "a-best", best, seed=SEED)
 
+# %% [markdown]
+# **Explain (not graded).** Why does E need no more memory than B (or only a little more), why
+# does it meet the deadline where B does not, and what decides between E and D?
+
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
 
@@ -133,25 +145,36 @@ with grading.checks():
     grading.check("8-9", "c-total-E-short", total_short_s, seed=SEED)
     grading.check("8-9", "c-best-short", best_short, seed=SEED)
 
+# %% [markdown]
+# **Explain (not graded).** How does the amount of memory decide which scheme survives, and
+# what does an index on the GPU change? With the shorter output, what happens to D's advantage
+# over E, and why?
+
 # %% [markdown] nbgrader={"grade": true, "grade_id": "bc_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
 
 # %% [markdown]
 # ## (d) The load experiment
 #
-# Set `late_b` and `ontime_e` (counts), `good_e` (req/s, over the window from 0 to the last
-# completion of either run) and `better` (`"B"` or `"E"`).
+# Set `gpu_e` (GPU-seconds per qualifying result of E in this run), `ontime_e` (a count),
+# `good_e` (req/s, over the window from 0 to the last completion of either run) and `better`
+# (`"B"` or `"E"`).
 
 # %% nbgrader={"grade": false, "grade_id": "d_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
-late_b = ontime_e = good_e = better = None
+gpu_e = ontime_e = good_e = better = None
 # YOUR CODE HERE
 
 # %% nbgrader={"grade": true, "grade_id": "d_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
-    grading.check("8-9", "d-late-B", late_b, seed=SEED)
+    grading.check("8-9", "d-gpu-E", gpu_e, seed=SEED)
     grading.check("8-9", "d-ontime-E", ontime_e, seed=SEED)
     grading.check("8-9", "d-good-E", good_e, seed=SEED)
     grading.check("8-9", "d-better", better, seed=SEED)
+
+# %% [markdown]
+# **Explain (not graded).** B and E complete the same requests with the same answers: why do
+# their numbers of qualifying results differ? How does E's GPU time per qualifying result in
+# this run compare with the batch design of (a), and why?
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "d_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

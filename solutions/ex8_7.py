@@ -15,13 +15,22 @@
 # %% [markdown]
 # # Exercise 8-7 · Which draft length gives the lowest latency per output token?
 #
-# *Derivation, sections 8.5.2-8.5.4.* Every draft position is accepted with the same
-# probability $\alpha$ once all earlier ones were, so a round with a draft of $m$ tokens outputs
-# on average $\mathbb E[X] = 1 + \alpha + \dots + \alpha^m$ tokens, $X$ being the tokens one
-# round emits at draft length $m$ (8.5.2; the chapter writes $N_m$). The draft network produces
-# one token at a time, $t_d$ each, so a round takes $T_r = T_v + t_d\,m$ with $T_v$ the
-# verification (the chapter's Exercise 8-7 writes $T_m$); the average latency per output token
-# is $T_r / \mathbb E[X]$ (total time over total tokens, 8.5.2).
+# *Derivation, sections 8.5.2-8.5.4.* A draft network proposes $m$ tokens per round, one pass
+# per token, and the target checks them all in one verification pass. Every draft position
+# survives with the same probability $\alpha$ once all earlier ones did (8.5.2 and the
+# chapter's Exercise 8-7 write it $a$; it is the chance that a draft token survives, not the
+# acceptance test <i>α</i>(<i>x</i>) that 8.5.1 applies to one particular token). So a round
+# emits on average $\mathbb E[X] = 1 + \alpha + \dots + \alpha^m$ tokens, $X$ being the tokens
+# one round emits (8.5.2 writes $\mathbb E[N]$ and 8.5.4 writes $\mathbb E[N_m]$; the
+# companion keeps $N$ for the model's parameters).
+#
+# A draft pass takes $t_d$ and the verification pass $T_v$, so a round takes
+# $T_r = T_v + t_d\,m$ (the chapter's Exercise 8-7 writes this whole round $T_m$), and the
+# average latency per output token is $T_r / \mathbb E[X]$: total time over total tokens
+# (8.5.2). $T_v$ is the same at every draft length here: at batch 1 the verification pass
+# reads the target's weights and KV once however many positions it checks, and the few extra
+# rows of arithmetic cost a small fraction of a millisecond (8.5.2), so it stays one plain
+# decode round of Experiment 8-1.
 #
 # 1. **(a)** $\mathbb E[X]$ for the four draft lengths below.
 # 2. **(b)** The latency per output token for each (ms), and the best of the four lengths.
@@ -30,13 +39,11 @@
 #    marginal cost $\Delta T_r/\Delta X$ of going from 4 to 5 (both with groups), and decide
 #    whether that step helps ($\Delta T_r/\Delta X < T_r/\mathbb E[X]$ at $m = 4$; 8.5.4).
 #
-# The decision at the end of (c) comes out the same at every seed offered: with groups of 4, the
-# fifth draft position always pays for a whole new group. If a seed would give an unfair variant
-# (a tie, an empty list, a zero count, an answer on a rounding edge), `grading.params` moves to
-# the next seed and prints why.
-#
-# Your given data come from `grading.params("8-7", SEED)`. Seed 0 is the chapter's own data;
-# on a course hub you get a seed of your own, from your user name.
+# Your given data come from `grading.params("8-7", SEED)`. Seed 0 is the chapter's own data
+# (Experiment 8-1's batch-1 round and the 2.10 GB DFlash draft network of 8.5.3). Other seeds
+# change the acceptance and the draft network's size; its pass time $t_d$ is always its weights
+# read at the rate of that same batch-1 round (8.5.3), so every time comes from one experiment.
+# On a course hub you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import calc, grading, units
@@ -45,7 +52,8 @@ SEED = grading.student_seed()
 given = grading.params("8-7", SEED)
 a, t_v, t_d = given["acceptance"], given["verify_s"], given["per_draft_s"]
 print(f"acceptance alpha = {a:g}; verification T_v = {t_v / units.ms:g} ms; "
-      f"draft t_d = {t_d / units.ms:g} ms per token")
+      f"draft t_d = {t_d / units.ms:g} ms per token (a {given['draft_bytes'] / units.GB:g} GB "
+      f"draft network)")
 print(f"draft lengths {given['draft_lens']}; group of {given['group']} positions in (c)")
 
 # %% [markdown]
@@ -61,20 +69,27 @@ import math
 from companion import display
 
 ms = units.ms
-rows = []
+rows, previous = [], 0
 for m in given["draft_lens"]:
     terms = [a ** j for j in range(m + 1)]          # 1, alpha, ..., alpha^m
     expected[m] = sum(terms)
+    added = sum(terms[previous + 1:])               # alpha^(previous+1) + ... + alpha^m
     shown = " + ".join(f"{x:.4f}" for x in terms) if m <= 4 else (
         f"{terms[0]:.4f} + {terms[1]:.4f} + … + {terms[-1]:.4f}")
-    rows.append(f"| {m} | {shown} | **{expected[m]:.4f}** |")
+    rows.append(f"| {m} | {shown} | **{expected[m]:.4f}** | {previous} → {m}: {added:.4f} "
+                f"| {added / (m - previous):.4f} |")
+    previous = m
 display.md(rf"""
 $\alpha = {a:g}$; $\mathbb E[X] = \sum_{{j=0}}^{{m}} \alpha^j = \dfrac{{1 - \alpha^{{m+1}}}}{{1 - \alpha}}$,
 never more than $1/(1 - \alpha) = {1 / (1 - a):.3g}$.
 
-| $m$ | $1 + \alpha + \dots + \alpha^m$ | $\mathbb E[X]$ |
-|---:|---|---:|
-""" + "\n".join(rows))
+| $m$ | $1 + \alpha + \dots + \alpha^m$ | $\mathbb E[X]$ | added over the previous length | added per added position |
+|---:|---|---:|---:|---:|
+""" + "\n".join(rows) + r"""
+
+Position $j$ adds $\alpha^j$, so a step that adds several positions gains less per position
+than the step before it (the last column), even where it adds more in total.
+""")
 for m in given["draft_lens"]:   # check against the closed form and the companion's 8.5.2 formula
     assert math.isclose(expected[m], (1 - a ** (m + 1)) / (1 - a))
     assert math.isclose(expected[m], calc.speculative_expected_tokens(a, m))
@@ -85,11 +100,17 @@ with grading.checks():
     for m in given["draft_lens"]:
         grading.check("8-7", f"a-m{m}", expected, key=m, seed=SEED)
 
+# %% [markdown]
+# **Explain (not graded).** How much does each added draft position add to $\mathbb E[X]$,
+# and why can no draft length, however long, raise it past a fixed ceiling?
+
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# Each extra position adds $\alpha^m$, the chance that every draft token up to it survived, so
-# the gains shrink geometrically: doubling a long draft adds much less than doubling a short
-# one (the table above). The output can never exceed $1/(1 - \alpha)$, however long the draft.
+# Position $j$ adds $\alpha^j$, the chance that it and every draft token before it survive,
+# so each position is worth $\alpha$ times the one before it: per added position the gain
+# shrinks from one step of the table to the next (its last column), although a step that adds
+# more positions can still add more in total. The sum is a geometric series, so $\mathbb E[X]$
+# stays below $1/(1 - \alpha)$ however long the draft.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -108,12 +129,27 @@ for m in given["draft_lens"]:
     rows.append(f"| {m} | {t_v / ms:g} + {t_d / ms:g} × {m} = {round_ms:.1f} | {expected[m]:.4f} "
                 f"| **{latency_ms[m]:.2f}** |")
 best_m = min(latency_ms, key=latency_ms.get)
+lens = list(given["draft_lens"])
+if best_m == lens[-1]:
+    shape = (f"Across the four lengths the latency only falls, so the table alone cannot say "
+             f"whether it would rise again beyond $m = {best_m}$.")
+elif best_m == lens[0]:
+    shape = "The latency is lowest at the shortest length offered and rises from there."
+else:
+    after = lens[lens.index(best_m) + 1]
+    shape = f"The latency falls to $m = {best_m}$ and is higher again at $m = {after}$."
+# every whole length, the same rule: where does the minimum really lie?
+every = {m: (t_v + t_d * m) / ms / calc.speculative_expected_tokens(a, m) for m in range(1, 65)}
+best_any = min(every, key=every.get)
+around = ", ".join(f"$m = {m}$: {every[m]:.2f} ms" for m in (best_any - 1, best_any + 1) if m in every)
 display.md(rf"""
 | $m$ | $T_r = T_v + t_d\,m$ (ms) | $\mathbb E[X]$ | $T_r / \mathbb E[X]$ (ms per token) |
 |---:|---|---:|---:|
 """ + "\n".join(rows) + f"""
 
-The lowest latency per token is at $m = {best_m}$.
+The lowest latency per token of the four is at $m = {best_m}$. {shape}
+Over every whole length from 1 to {max(every)} the lowest is at $m = {best_any}$,
+{every[best_any]:.2f} ms per token ({around}).
 """)
 for row in calc.draft_length_table(a, given["draft_lens"], t_v, t_d):   # the companion agrees
     assert math.isclose(row["latency_per_token_s"] / ms, latency_ms[row["draft_len"]])
@@ -125,13 +161,22 @@ with grading.checks():
         grading.check("8-7", f"b-m{m}", latency_ms, key=m, seed=SEED)
     grading.check("8-7", "b-best", best_m, seed=SEED)
 
+# %% [markdown]
+# **Explain (not graded).** Why does making the draft longer stop lowering the latency per
+# token, and what decides where that happens? Why is total time over total tokens the right
+# average, rather than the mean of each round's own latency per token?
+
 # %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# Every draft token costs the same $t_d$, but the token it adds on average, $\alpha^m$, shrinks;
-# once $\alpha^m$ buys less than $t_d$ divided by the current latency per token, a longer draft
-# makes each token slower, so the latency falls, reaches a minimum and rises again (the table
-# above). Dividing total time by total tokens is the right average (8.5.2); averaging the
-# per-round latencies would weigh a one-token round like a long one and overstate the latency.
+# Every draft position costs the same $t_d$, but the token it adds on average, $\alpha^m$,
+# keeps shrinking. A longer draft lowers the latency only while the added position costs less
+# per added token than a token costs now, $t_d/\alpha^m < T_r/\mathbb E[X]$ (8.5.4's marginal
+# test); past that point the latency rises again. Where it turns depends on $\alpha$ and
+# $t_d$: with a high acceptance and a cheap draft it lies at or beyond the longest length
+# offered, and the table only falls (the worked solution says which at this seed and finds the
+# best whole length). Dividing total time by total tokens is the right average (8.5.2), since
+# that is what a user waits per token over many rounds; averaging the per-round latencies
+# would weigh a one-token round like a long one and overstate the latency.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -159,6 +204,15 @@ marginal_ms = d_t / d_n
 current_ms = t4 / n4
 extend = marginal_ms < current_ms
 relation, verdict = ("<", "helps") if extend else (r"\ge", "does not help")
+ungrouped_ms = (t_d / ms) / d_n                 # the same step without groups: one draft pass
+if ungrouped_ms < current_ms:
+    without = ("below the current latency per token, so without groups the fifth position "
+               "would pay: here the grouping is what rules it out.")
+else:
+    without = (f"{ungrouped_ms / current_ms:.2f} times the current latency per token, so the "
+               f"step fails even without groups; grouping raises its price to "
+               f"{marginal_ms / current_ms:.1f} times the current latency but does not change "
+               f"the choice.")
 display.md(rf"""
 With groups of {g}: $T_r = {t_v / ms:g} + {t_d / ms:g} \times {g} \lceil 4/{g} \rceil = {t4:.1f}$ ms
 at $m = 4$ and $T_r = {t_v / ms:g} + {t_d / ms:g} \times {g} \lceil 5/{g} \rceil = {t5:.1f}$ ms at
@@ -170,6 +224,9 @@ $m = 5$; $\mathbb E[X] = {n4:.4f}$ and ${n5:.4f}$.
 - at $m = 4$, $T_r/\mathbb E[X] = {t4:.1f} / {n4:.4f} = {current_ms:.2f}$ ms per token.
 
 ${marginal_ms:.1f} {relation} {current_ms:.2f}$, so going to 5 {verdict}.
+
+Without groups the fifth position costs one draft pass: $\Delta T_r / \Delta X = t_d / \alpha^5
+= {t_d / ms:g} / {d_n:.4f} = {ungrouped_ms:.1f}$ ms per added token, {without}
 """)
 step = calc.marginal_draft_gain(a, 5, t_v, t_d, g)                  # the companion's 8.5.4 test
 assert math.isclose(step["marginal_s_per_token"] / ms, marginal_ms) and step["helps"] == extend
@@ -183,11 +240,19 @@ with grading.checks():
     grading.check("8-7", "c-marginal", marginal_ms, seed=SEED)
     grading.check("8-7", "c-extend", extend, seed=SEED)
 
+# %% [markdown]
+# **Explain (not graded).** What does the fifth position cost with groups of 4, and what would
+# it cost without groups? Is it the grouping that decides between 4 and 5 at your seed?
+
 # %% [markdown] nbgrader={"grade": true, "grade_id": "c_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# The fifth position opens a new group, so it costs a whole group of draft time, four times
-# $t_d$, for only $\alpha^5$ more tokens. That added time per added token is several times the
-# current latency per token, so the marginal condition fails and the draft stays at 4 (the
-# derivation above). Padding makes the added time jump at group boundaries, so draft lengths
-# that fill whole groups are the ones worth considering.
+# With groups, the fifth position opens a new group and costs a whole group of draft time,
+# $4t_d$, for only $\alpha^5$ more tokens. That added time per added token is well above the
+# current latency per token at every seed offered, so the decision comes out the same at
+# every seed: the draft stays at 4. Without groups the same position would cost only $t_d$;
+# whether that alone would pay depends on $\alpha$ and $t_d$ (the worked solution compares both
+# at this seed). At some seeds the grouping turns a step that would pay into a loss; at others,
+# the chapter's data among them, the step fails even ungrouped, and the grouping only widens
+# the loss. Padding makes the added time jump at group boundaries, so draft lengths that fill
+# whole groups are the ones worth considering.
 # ### END SOLUTION

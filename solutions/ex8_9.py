@@ -20,19 +20,24 @@
 # deadline, with 12 GiB for KV and buffers on the RTX PRO 6000. Schemes A-D are those of 8.6.3
 # ("The design problem" in the 8.6 notebook; Figure 8-35): their settings and their stage
 # figures (the batch's prefill, one decode round) are printed below. Scheme E is B plus drafts
-# looked up from the context: no extra prefill, a round yields the number of tokens per request
-# given below and takes B's 27.35 ms plus the lookup time (verifying E's few draft positions
-# stays inside the round, as D's eight do in 8.6.3). In the chapter the index lives in host
-# memory and takes no GPU memory; a variant may keep it on the GPU instead, where it takes the
-# memory given below.
+# looked up from the context (8.5.2-8.5.3): no extra prefill, a round yields the number of tokens per
+# request given below and takes B's decode round plus the lookup time (verifying E's few draft
+# positions stays inside the round, as D's eight do in 8.6.3). In the chapter the lookup index
+# lives in host memory and takes no GPU memory; a variant may keep it on the GPU instead, where
+# it takes the few MiB given below (a few bytes per indexed token).
 #
 # The rules of 8.6.3, for every scheme: its memory is the KV the batch holds at the end of
 # generation, each request's $n + G - 1$ tokens in whole 16-token blocks at $k$ bytes per token
 # (times the format's size relative to BF16; a shared prefix of $n_s$ tokens stored once), plus
 # its draft's memory; it decodes in $\lceil (G - 1) / \text{tokens per round} \rceil$ rounds,
-# and its total time is the prefill plus those rounds. Its $b$ results qualify only if it fits
-# the memory and finishes by the deadline; then each qualifying result costs $t_\text{GPU}$,
-# its total time divided by $b$, in GPU-seconds; otherwise none qualify.
+# and its total time is the prefill plus those rounds. The tokens per round are a mean: a real
+# batch ends with its slowest request, which this count, like the chapter's for D, leaves out.
+# Its $b$ results qualify only if it fits the memory and finishes by the deadline. The cost of
+# a qualifying result is the card's busy time over the number of qualifying results (8.6.3
+# writes <i>T</i><sub>GPU</sub>/<i>N</i><sub>g</sub>); for this batch, which occupies the card
+# from its arrival to its last answer, that is its total time over $b$, in GPU-seconds. (The
+# 8.6 notebook's $t_\text{GPU}$ is another quantity: the GPU time of one request, qualifying or
+# not.) Where no result qualifies there is no such cost.
 #
 # 1. **(a)** E's memory (MiB), its total time (s) and its GPU-seconds per qualifying result;
 #    which of A-E is best (least GPU time per qualifying result among the schemes that fit and
@@ -40,24 +45,24 @@
 # 2. **(b)** The best scheme when only the smaller memory below is available.
 # 3. **(c)** E's total time when the output is shortened as below (s), and the best scheme then.
 # 4. **(d)** The open-ended experiment, run for you: B and E served the same seeded arrival
-#    trace and problem set (records below). How many of B's requests finish late (after
-#    arrival + deadline), how many of E's finish in time, what is E's effective throughput
-#    $R_\text{good} = \sum_i \kappa_i \tau_i / T_\text{obs}$ (8.6.2) over the common observation
-#    window $T_\text{obs}$ (from 0 to the last completion of either run) (req/s), and which scheme
-#    serves more correct answers in time?
-#
-# Within the ranges the seeds draw from, the best scheme in (a) and the better scheme in (d) are
-# the same at every seed: D's draft model saves more rounds than E's lookup as long as both fit,
-# and E is B with fewer rounds. The best scheme in (b) and (c) changes with the index's memory
-# and the output length. If a seed would give an unfair variant
-# (a tie, an empty list, a zero count, an answer on a rounding edge), `grading.params` moves to
-# the next seed and prints why.
+#    trace and problem set, and their records (arrival, first token, completion, correctness,
+#    peak KV and GPU busy time) are printed below. Both schemes run the same target model, and
+#    verification only keeps tokens the target itself would emit (8.5.1), so a problem is right
+#    or wrong under B and E alike: the two correctness columns are identical, and only timing
+#    separates the schemes. With $\kappa_i = 1$ for a correct answer and $\tau_i = 1$ for one
+#    that finishes by its arrival plus the deadline (8.6.2 writes <i>Q<sub>i</sub></i> and
+#    <i>D<sub>i</sub></i>): what is E's GPU time per qualifying result in this run (its GPU busy
+#    time over its correct and on-time results), how many of E's requests finish in time, what
+#    is E's effective throughput $R_\text{good} = \sum_i \kappa_i \tau_i / T_\text{obs}$ (8.6.2)
+#    (req/s), and which scheme serves more correct answers in time? $T_\text{obs}$ is one
+#    window for both runs, from 0 to the last completion of either: both served the same
+#    trace, so their rates are comparable only over the same time.
 #
 # Your given data come from `grading.params("8-9", SEED)`. Seed 0 is the chapter's own data;
 # on a course hub you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
-from companion import calc, display, grading, specs, units
+from companion import calc, display, grading, specs, units, widgets
 
 SEED = grading.student_seed()
 given = grading.params("8-9", SEED)
@@ -71,16 +76,19 @@ print(f"B: prefill {given['shared_prefill_s']:g} s, decode round "
 print(f"(b) memory {given['small_kv_budget_bytes'] / units.GiB:g} GiB; (c) output "
       f"{given['short_output_tokens']} tokens")
 index = given["index_bytes"]
-print("E's lookup index: " + (f"on the GPU, {index / units.MiB:g} MiB" if index
-                              else "in host memory (no GPU memory)"))
+print("E's lookup index: " + (f"on the GPU, {given['index_bytes_per_token']} B per indexed token "
+                              f"over {given['batch']} x ({given['prompt_tokens']} + "
+                              f"{given['output_tokens']}) = {given['indexed_tokens']:,} tokens"
+                              if index else "in host memory (no GPU memory)"))
 print(f"{model.name}: k = {calc.kv_bytes_per_token(model) / units.KiB:g} KiB of BF16 KV per "
       f"token, 16-token blocks")
+display.md(widgets.scheme_definition_markdown([calc.SCHEMES[k] for k in "ABCD"]))
 stage = calc.compare_schemes([calc.SCHEMES[k] for k in "ABCD"])   # 8.6.3's figures
-for name, s in calc.SCHEMES.items():
-    if name != "E":
-        print(f"  scheme {name}: {display.round_floats(s)}")  # 6 significant digits
-        print(f"    8.6.3's stage figures: prefill {stage[name].prefill_s:.4f} s, decode round "
-              f"{stage[name].round_s / units.ms:.4f} ms")
+print("8.6.3's stage figures:")
+print(f"{'scheme':>6} {'prefill (s)':>11} {'decode round (ms)':>17} {'tokens per round':>16}")
+for name in "ABCD":
+    print(f"{name:>6} {stage[name].prefill_s:>11.4f} {stage[name].round_s / units.ms:>17.4f} "
+          f"{calc.SCHEMES[name].tokens_per_round:>16g}")
 
 load = given["load"]
 print(f"\nLoad experiment, GENERATED BY THE COMPANION (its load simulator; the chapter leaves the "
@@ -177,15 +185,20 @@ $M_E = {tex(slots(n_s) * k / MiB, ',g')} + {b} \times {tex(slots(held - n_s) * k
 **E's time.** $\lceil (G - 1) / {E['tokens']:g} \rceil = \lceil {G - 1} / {E['tokens']:g} \rceil = {e['rounds']}$
 rounds of ${given['shared_round_s'] / ms:g} + {given['lookup_s'] / ms:g} = {E['round_s'] / ms:g}$ ms after the
 ${E['prefill_s']:g}$ s prefill: $T = {E['prefill_s']:g} + {e['rounds']} \times {E['round_s']:g} = {total_s:.4f}$ s.
+B needs {res['B']['rounds']} rounds for the same tokens, so E runs {e['rounds'] / res['B']['rounds']:.3f} of
+B's rounds, each {given['lookup_s'] / ms:g} ms longer.
 
 **Cost per qualifying result.** E fits ({memory_mib / 1024:.2f} GiB against {setting[0] / GiB:g} GiB)
 {"and" if e["on_time"] else "but"} {"meets" if e["on_time"] else "misses"} the {deadline:g} s deadline, so
-""" + (rf"$T / b = {total_s:.4f} / {b} = {gpu_s:.4f}$ GPU-seconds per qualifying result."
+""" + (f"the card is busy for E's whole {total_s:.4f} s and all {b} results qualify: "
+       f"{total_s:.4f} / {b} = {gpu_s:.4f} GPU-seconds per qualifying result."
        if math.isfinite(gpu_s) else "none of its results qualify.") + f"""
 
 {shown}
 
-The feasible scheme with the least GPU time per qualifying result: **{best}**.
+The feasible scheme with the least GPU time per qualifying result: **{best}**. This choice comes
+out the same at every seed: D's draft model saves more rounds than E's lookup, and at
+{given['kv_budget_bytes'] / GiB:g} GiB both fit.
 """)
 # check every scheme against the companion's 8.6.3 model
 scheme_e = calc.SCHEMES["E"].with_(tokens_per_round=given["e_tokens_per_round"],
@@ -206,14 +219,19 @@ with grading.checks():
     grading.check("8-9", "a-gpu-E", gpu_s, seed=SEED)
     grading.check("8-9", "a-best", best, seed=SEED)
 
+# %% [markdown]
+# **Explain (not graded).** Why does E need no more memory than B (or only a little more), why
+# does it meet the deadline where B does not, and what decides between E and D?
+
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
 # With the index in host memory, as in the chapter, E stores exactly what B stores: the
-# prefix once and each request's private part; an index on the GPU adds its own memory. It
-# needs half of B's decode rounds or fewer, each a little longer by the lookup, so it finishes
-# within the deadline where B does not. D needs even fewer rounds and still fits, so it costs
-# less GPU time per qualifying result and remains the choice; B and C miss the deadline and A
-# does not fit (the table above).
+# prefix once and each request's private part; an index on the GPU adds only its few MiB. E
+# emits several tokens per request per round, so it needs about one round in tokens-per-round
+# of B's (rounded up; the worked solution compares the counts), each a little longer by the
+# lookup, and it finishes within the deadline where B does not. D emits even more tokens per
+# round and still fits, so it finishes sooner and costs less GPU time per qualifying result:
+# it remains the choice, while B and C miss the deadline and A does not fit (the table above).
 # ### END SOLUTION
 
 # %% [markdown]
@@ -228,12 +246,21 @@ small_budget, short_G = given["small_kv_budget_bytes"], given["short_output_toke
 _, best_small, shown_small = table(small_budget, G)
 res_short, best_short, shown_short = table(setting[0], short_G)
 total_short_s = res_short["E"]["total"]
+res_small = {name: figures(plan, small_budget, G) for name, plan in plans.items()}
+margin = (small_budget - res_small["E"]["memory"]) / MiB
+index_note = (f" Its index takes {given['index_bytes'] / MiB:g} MiB of GPU memory, far too "
+              f"little to change the choice." if given["index_bytes"] else
+              " Its index lives in host memory.")
+extra_prefill = plans["D"]["prefill_s"] - E["prefill_s"]
+decode_saved = (res_short["E"]["rounds"] * E["round_s"]
+                - res_short["D"]["rounds"] * plans["D"]["round_s"])
 display.md(rf"""
 **(b) {small_budget / GiB:g} GiB.** Only the memory check changes:
 
 {shown_small}
 
-Best: **{best_small}**.
+Best: **{best_small}**. E needs {res_small['E']['memory'] / MiB:,.2f} MiB, {abs(margin):,.2f} MiB
+{"below" if margin >= 0 else "above"} the budget.{index_note}
 
 **(c) {short_G} output tokens.** Fewer rounds, and a little less KV per request; E needs
 $\lceil {short_G - 1} / {E['tokens']:g} \rceil = {res_short['E']['rounds']}$ rounds:
@@ -241,7 +268,9 @@ $T = {E['prefill_s']:g} + {res_short['E']['rounds']} \times {E['round_s']:g} = {
 
 {shown_short}
 
-Best: **{best_short}**.
+Best: **{best_short}**. Against E, D's draft model adds {extra_prefill:.3f} s of prefill and
+saves {decode_saved:.3f} s of decode ({res_short['E']['rounds']} rounds of E against
+{res_short['D']['rounds']} of D), so {"D" if decode_saved > extra_prefill else "E"} finishes sooner.
 """)
 assert math.isclose(total_short_s,
                     calc.scheme_result(scheme_e, **dict(kw, output_tokens=short_G)).total_s)
@@ -256,64 +285,120 @@ with grading.checks():
     grading.check("8-9", "c-total-E-short", total_short_s, seed=SEED)
     grading.check("8-9", "c-best-short", best_short, seed=SEED)
 
+# %% [markdown]
+# **Explain (not graded).** How does the amount of memory decide which scheme survives, and
+# what does an index on the GPU change? With the shorter output, what happens to D's advantage
+# over E, and why?
+
 # %% [markdown] nbgrader={"grade": true, "grade_id": "bc_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# With the chapter's 6 GiB, D no longer fits and B fits but is late; E with its index in host
-# memory needs no more memory than B and meets the deadline, so E turns "no feasible scheme"
-# into a feasible one: a draft source that costs no GPU memory is worth most when memory is
-# what binds. An index kept on the GPU can push E out of the smaller memory as well. With 16 output
-# tokens the prefill dominates every total: D's draft model adds prefill time that eats most of
-# what its fewer rounds save, while E adds no prefill, so at the chapter's data E costs the
-# least GPU time per result (the tables above).
+# Memory decides among the drafters. Below what B itself needs (the prefix once plus the
+# private parts) nothing fits. Between B's needs and D's, D's draft model no longer fits and B
+# is late, so only E, whose drafts cost no GPU memory or a few MiB, is feasible: a draft
+# source that costs no GPU memory turns "no feasible scheme" into a feasible one (8.6.3's
+# 6 GiB case). With room for D's draft model, D wins again. An index on the GPU takes a few
+# MiB, far too little to change any of these choices (the margin above). With a short output
+# the prefill dominates every total: D's draft model adds prefill time that eats much or all
+# of what its fewer rounds save, while E adds no prefill. The longer the output, the more
+# rounds D saves, so D's lead returns once the output is long enough (the comparison above
+# says which way it goes at your seed).
 # ### END SOLUTION
 
 # %% [markdown]
 # ## (d) The load experiment
 #
-# Set `late_b` and `ontime_e` (counts), `good_e` (req/s, over the window from 0 to the last
-# completion of either run) and `better` (`"B"` or `"E"`).
+# Set `gpu_e` (GPU-seconds per qualifying result of E in this run), `ontime_e` (a count),
+# `good_e` (req/s, over the window from 0 to the last completion of either run) and `better`
+# (`"B"` or `"E"`).
 
 # %% nbgrader={"grade": false, "grade_id": "d_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-late_b = ontime_e = good_e = better = None
+gpu_e = ontime_e = good_e = better = None
 ### BEGIN SOLUTION
+from companion.chapters import ch08
+
 window_s = max(r.finish_s for run in load.runs for r in run.records)     # T_obs
-good, counts, lines = {}, {}, []
+good, counts, lines, per_good = {}, {}, [], {}
 for run in load.runs:
     on_time = [r.finish_s - r.arrival_s <= load.deadline_s for r in run.records]   # tau_i
     qualifying = sum(1 for r, t in zip(run.records, on_time) if r.correct and t)    # kappa_i tau_i
     good[run.scheme] = qualifying / window_s
     counts[run.scheme] = (len(on_time), sum(on_time), qualifying)
+    per_good[run.scheme] = run.busy_s / qualifying if qualifying else math.inf
+    cost = (f"{run.busy_s:.2f} / {qualifying} = {per_good[run.scheme]:.3f} GPU-s per qualifying "
+            f"result" if qualifying else f"{run.busy_s:.2f} GPU-s for no qualifying result")
     lines.append(rf"- **{run.scheme}**: {len(on_time)} requests, {sum(on_time)} finish within "
                  rf"{load.deadline_s:g} s of arrival ({len(on_time) - sum(on_time)} late), "
                  rf"{qualifying} correct and on time: $R_\text{{good}} = {qualifying} / {window_s:.3f}"
-                 rf" = {good[run.scheme]:.4f}$ req/s.")
-late_b = counts["B"][0] - counts["B"][1]
+                 rf" = {good[run.scheme]:.4f}$ req/s; GPU busy {cost}.")
+gpu_e = per_good["E"]
 ontime_e = counts["E"][1]
 good_e = good["E"]
 better = max(good, key=good.get)
+
+# B at its best: one request alone, its own prefill then G - 1 rounds of B's round
+mu_p = calc.prefill_token_rate(b * (n - n_s), given["shared_prefill_s"])
+alone_s = (n - n_s) / mu_p + (G - 1) * given["shared_round_s"]
+alone = (f"Even alone, a request of B needs its prefill and {G - 1} rounds: "
+         f"${n - n_s} / \\mu_p + {G - 1} \\times {given['shared_round_s'] / ms:g}$ ms "
+         f"$= {alone_s:.2f}$ s (Experiment 8-1's prefill speed, $\\mu_p = {tex(mu_p, ',.0f')}$ new "
+         f"tokens/s), " + (f"over the {load.deadline_s:g} s deadline, so no request of "
+                                     f"B can be on time however light the load."
+                                     if alone_s > load.deadline_s else
+                                     f"within the {load.deadline_s:g} s deadline, so only a "
+                                     f"request that waits less than "
+                                     f"{load.deadline_s - alone_s:.2f} s in all can make it."))
+# the peak state each run recorded, against the pool and the batch cap
+full16 = res["B"]["memory"]                     # 16 requests holding all their KV (no index)
+peaks = ", ".join(f"{run.scheme} {run.peak_kv_bytes / MiB:,.0f} MiB" for run in load.runs)
+bound = "; ".join(f"{run.scheme}'s run " + ("reached that (the cap of 16 running requests bound)"
+                                            if run.peak_kv_bytes >= full16 else
+                                            "never held 16 full requests at once")
+                  for run in load.runs)
 display.md(rf"$T_\text{{obs}}$ runs from 0 to the last completion of either run, "
-           rf"{window_s:.3f} s." + "\n\n" + "\n".join(lines)
-           + f"\n\n**{better}** serves more correct answers in time.")
+           rf"{window_s:.3f} s." + "\n\n" + "\n".join(lines) + f"""
+
+**{better}** serves more correct answers in time. The better scheme under load comes out the
+same at every seed: E is B with fewer rounds, on the same trace and the same answers.
+
+Under load each of E's qualifying results costs {gpu_e:.3f} GPU-seconds, against {gpu_s:.4f} in
+the batch design of (a): {gpu_e / gpu_s:.2f} times as much. {alone} The simulator holds B's round
+at the 16-request batch's measured {given['shared_round_s'] / ms:g} ms whatever the batch, since
+a round barely shrinks with fewer requests on this card (Experiment 8-1:
+{ch08.ROUND_B1_S / ms:.2f} ms at batch 1 against {ch08.ROUND_B16_S / ms:.2f} ms at batch 16).
+
+Peak KV: {peaks}, against a {load.kv_budget_bytes / MiB:,.0f} MiB pool. Sixteen requests
+holding all their KV need {full16 / MiB:,.0f} MiB: {bound}. The pool itself never filled.
+""")
 for run in load.runs:   # check against the companion's 8.6.2 formula
     on_time = [r.finish_s - r.arrival_s <= load.deadline_s for r in run.records]
     assert math.isclose(good[run.scheme], calc.effective_throughput(
         [r.correct for r in run.records], on_time, window_s))
+    assert run.peak_kv_bytes <= full16 + given["index_bytes"] < load.kv_budget_bytes
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "d_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 with grading.checks():
-    grading.check("8-9", "d-late-B", late_b, seed=SEED)
+    grading.check("8-9", "d-gpu-E", gpu_e, seed=SEED)
     grading.check("8-9", "d-ontime-E", ontime_e, seed=SEED)
     grading.check("8-9", "d-good-E", good_e, seed=SEED)
     grading.check("8-9", "d-better", better, seed=SEED)
 
+# %% [markdown]
+# **Explain (not graded).** B and E complete the same requests with the same answers: why do
+# their numbers of qualifying results differ? How does E's GPU time per qualifying result in
+# this run compare with the batch design of (a), and why?
+
 # %% [markdown] nbgrader={"grade": true, "grade_id": "d_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# Under load B misses the deadline almost always: even a request alone needs $G - 1$ rounds of
-# B's decode round, close to the deadline by itself, and the prefills of later arrivals stretch
-# its rounds further. E divides the number of decode rounds by its tokens per round, so most
-# of its requests finish in time, even though queueing makes some late arrivals miss. Only
-# correct and timely answers count in $R_\text{good} = \sum_i \kappa_i \tau_i / T_\text{obs}$,
-# over one window for both runs: B completes as many requests as E but delivers few or no
-# qualifying results, so most of its GPU time and energy is waste.
+# B's $G - 1$ one-token rounds alone take close to the deadline, so even a request served by
+# itself barely makes it or misses (the worked solution says which at this seed), and under
+# load the prefills of later arrivals and the queue stretch it further: B misses almost
+# always. E divides the number of decode rounds by its tokens per round, so most of its
+# requests finish in time, though queueing makes some late arrivals miss. Only correct and
+# timely answers count in $R_\text{good} = \sum_i \kappa_i \tau_i / T_\text{obs}$, over one
+# window for both runs: B completes as many requests as E but delivers few or no qualifying
+# results, so most of its GPU time and energy is waste. Each of E's qualifying results costs
+# more GPU time than in the batch design because the requests arrive spread out: many rounds
+# run with fewer than 16 requests, so a round's time is shared by fewer results, and the time
+# spent on wrong or late answers is still the card's time (8.6.3 counts all of it).
 # ### END SOLUTION

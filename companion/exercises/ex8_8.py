@@ -59,13 +59,23 @@ def _mistakes(g: dict) -> dict:
     faster = _speedups(g, "decode", g["decode_factor"])
     hints = {f"a-{name}": [(total / 2, "halve only that one stage; the others keep their time")]
              for name in g["stage_names"]}
-    hints["b-time"] = [(calc.staged_task_time(g["stage_s"], faster),
-                        "add the draft preparation time")]
+    kept_decode = total + g["prep_s"]                            # decode never sped up
+    both_decodes = total + decode / g["decode_factor"] + g["prep_s"]
+    hints["b-time"] = [
+        (calc.staged_task_time(g["stage_s"], faster), "add the draft preparation time"),
+        (kept_decode, "decode runs faster too: replace its time by decode / factor before adding "
+                      "the preparation"),
+        (both_decodes, "the faster decode replaces the original decode time: take the original "
+                       "out before adding decode / factor and the preparation"),
+    ]
     hints["b-speedup"] = [
         (calc.staged_task_speedup(g["stage_s"], faster),
          "Amdahl alone leaves out the preparation time: add it to the new total"),
         (1 - calc.staged_task_time(g["stage_s"], faster, g["prep_s"]) / total,
          "speedup is old time / new time, not the fraction saved"),
+        (calc.staged_task_time(g["stage_s"], faster, g["prep_s"]) / total,
+         "this is new time / old time: a speedup is old time / new time, above 1 when the "
+         "task gets faster"),
     ]
     hints["b-breakeven"] = [
         (decode, "the preparation may use up the time decode saves, not all of decode"),

@@ -14,22 +14,26 @@ from companion.sim import records_ch08
 
 CHOICES = ("A", "B", "C", "D", "E", "none")
 LOAD_CHOICES = ("B", "E")
-_INDEX_MIB = (0, 0, 128, 256, 512)
+# Where E's lookup index lives: host memory (0, as in the chapter) or the GPU, at this many
+# bytes per indexed token. An n-gram or suffix index holds a few token ids and positions per
+# token, so one index per request over its n + G tokens takes a few MiB for the whole batch.
+_INDEX_BYTES_PER_TOKEN = (0, 0, 16, 32, 64)
 
 
 def _params(seed: int) -> dict:
     chosen = variant("8-9", seed,
                      {"deadline": ch08.DEADLINE_S, "e_tokens": 2.0, "lookup_ms": 0.1,
                       "small_gib": 6, "short": 16, "rate": records_ch08.LOAD_ARRIVAL_RATE_PER_S,
-                      "index_mib": 0},
+                      "index_per_token": 0},
                      {"deadline": (7.0, 7.5, 8.0), "e_tokens": (2.0, 2.5),
-                      "lookup_ms": (0.1, 0.2, 0.5), "small_gib": (6, 7, 8),
+                      "lookup_ms": (0.1, 0.2, 0.5),
+                      # below B's memory, between B's and D's, and enough for D
+                      "small_gib": (5, 6, 10),
                       "short": (16, 24, 32, 48), "rate": (1.0, 2.0, 4.0, 6.0, 8.0),
-                      # where E's lookup index lives: host memory (0, as in the chapter) or
-                      # the GPU, taking this much of the memory for KV and buffers
-                      "index_mib": _INDEX_MIB})
+                      "index_per_token": _INDEX_BYTES_PER_TOKEN})
     lookup_s = chosen["lookup_ms"] * units.ms
-    index_bytes = chosen["index_mib"] * units.MiB
+    indexed_tokens = ch08.LONG_BATCH * (ch08.LONG_PROMPT_TOKENS + ch08.OUTPUT_TOKENS)
+    index_bytes = float(chosen["index_per_token"] * indexed_tokens)
     return {
         "kv_budget_bytes": ch08.KV_BUDGET_BYTES, "deadline_s": chosen["deadline"],
         "output_tokens": ch08.OUTPUT_TOKENS, "batch": ch08.LONG_BATCH,
@@ -39,6 +43,7 @@ def _params(seed: int) -> dict:
         "e_tokens_per_round": chosen["e_tokens"], "lookup_s": lookup_s,
         "small_kv_budget_bytes": chosen["small_gib"] * units.GiB,
         "short_output_tokens": chosen["short"], "index_bytes": index_bytes,
+        "index_bytes_per_token": chosen["index_per_token"], "indexed_tokens": indexed_tokens,
         "load": records_ch08.scheme_load_runs(seed, deadline_s=chosen["deadline"],
                                               e_tokens_per_round=chosen["e_tokens"],
                                               lookup_s=lookup_s,
@@ -49,9 +54,12 @@ def _params(seed: int) -> dict:
 
 def _parts() -> tuple[Part, ...]:
     return (
-        Part("a-memory-E", "KV and buffer memory of scheme E", "MiB"),
+        # whole blocks plus the index: exact, so an index of a few MiB is not lost in the tolerance
+        Part("a-memory-E", "KV and buffer memory of scheme E", "MiB", "abs", 0.5),
         Part("a-total-E", "time for scheme E to finish the batch", "s", "rel", 0.001),
-        Part("a-gpu-E", "GPU-seconds per qualifying result, scheme E", "s", "rel", 0.001),
+        # the batch of 16 requests is no 16-token block: no blocks-vs-tokens hint here
+        Part("a-gpu-E", "GPU-seconds per qualifying result, scheme E", "s", "rel", 0.001,
+             no_slips=(16.0,)),
         Part("a-best", "scheme with the least GPU time per qualifying result", kind="choice",
              options=CHOICES),
         Part("b-best-small", "best scheme with the smaller memory", kind="choice",
@@ -60,7 +68,8 @@ def _parts() -> tuple[Part, ...]:
              0.001),
         Part("c-best-short", "best scheme with the shorter output", kind="choice",
              options=CHOICES),
-        Part("d-late-B", "requests of B that finish after their deadline", "requests", "exact"),
+        Part("d-gpu-E", "GPU-seconds per qualifying result of E in the load experiment",
+             "s", no_slips=(16.0,)),
         Part("d-ontime-E", "requests of E that finish by their deadline", "requests", "exact"),
         Part("d-good-E", "effective throughput of E in the load experiment", "req/s"),
         Part("d-better", "which scheme serves more correct answers on time", kind="choice",
@@ -92,8 +101,10 @@ def _load_throughputs(experiment) -> dict:
     out = {}
     for run in experiment.runs:
         on_time = [r.finish_s - r.arrival_s <= experiment.deadline_s for r in run.records]
+        good = sum(t and r.correct for r, t in zip(run.records, on_time))
         out[run.scheme] = {
-            "on_time": sum(on_time),
+            "on_time": sum(on_time), "good": good,
+            "gpu_per_good": run.busy_s / good if good else math.inf,
             "completion": completion_throughput(len(run.records), window),
             "effective": calc.effective_throughput([r.correct for r in run.records], on_time,
                                                    window)}
@@ -114,7 +125,7 @@ def _solve(g: dict) -> dict:
             g, kv_budget_bytes=g["small_kv_budget_bytes"])) or "none",
         "c-total-E-short": calc.scheme_result(schemes[-1], **short).total_s,
         "c-best-short": calc.best_scheme(schemes, **short) or "none",
-        "d-late-B": len(g["load"].runs[0].records) - load["B"]["on_time"],
+        "d-gpu-E": load["E"]["gpu_per_good"],
         "d-ontime-E": load["E"]["on_time"],
         "d-good-E": load["E"]["effective"],
         "d-better": max(LOAD_CHOICES, key=lambda s: load[s]["effective"]),
@@ -159,10 +170,19 @@ def _mistakes(g: dict) -> dict:
         (throughputs["E"]["effective"] * _load_window(load) / own_window["E"],
          "use the common observation window for both schemes"),
     ]
-    late_or_wrong = {run.scheme: sum(r.finish_s - r.arrival_s > load.deadline_s or not r.correct
-                                     for r in run.records) for run in load.runs}
-    hints["d-late-B"] = [(late_or_wrong["B"], "count lateness only: a wrong answer can still be "
-                                              "on time")]
+    e_run = load.runs[1]
+    hints["d-gpu-E"] = [
+        (e_run.busy_s / len(e_run.records), "divide by the qualifying results (correct and on "
+                                            "time), not by every request"),
+        (e_run.busy_s / throughputs["E"]["on_time"] if throughputs["E"]["on_time"] else math.inf,
+         "a late answer does not qualify, and neither does a wrong one: count only answers "
+         "that are both correct and on time"),
+        (_load_window(load) / throughputs["E"]["good"] if throughputs["E"]["good"] else math.inf,
+         "take the time the card was busy (the run's GPU busy time), not the whole observation "
+         "window"),
+        (e.gpu_s_per_result, "that is the batch design of (a); here divide the run's busy time by "
+                             "the results that qualified in the run"),
+    ]
     hints["d-ontime-E"] = [(throughputs["E"]["effective"] * _load_window(load),
                             "count every on-time request, correct or not")]
     hints["d-better"] = [(o, "compare effective throughput, not completion throughput")
@@ -173,9 +193,14 @@ def _mistakes(g: dict) -> dict:
 def _also_accepted(g: dict) -> dict:
     """E's times with the rounds not rounded up, (G - 1) / tokens per round: where E yields a
     fractional number of tokens per round (2.5) this differs from whole rounds by more than
-    the 0.1% tolerance. Both readings are accepted; the note names the difference."""
+    the 0.1% tolerance. Both readings are accepted there; the note names the difference. At a
+    whole number of tokens per round the chapter's own count of whole rounds stands alone."""
     e = _schemes(g)[-1]
     out = {}
+    if float(g["e_tokens_per_round"]).is_integer():
+        # a whole number of tokens per round: the chapter counts whole rounds (2 tokens per
+        # round, "followed by 128 subsequent rounds"), so that reading is the only one
+        return out
     for key, part, output in (("a", "a-total-E", g["output_tokens"]),
                               ("c", "c-total-E-short", g["short_output_tokens"])):
         res = calc.scheme_result(e, **_scheme_kwargs(g, output_tokens=output))
