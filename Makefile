@@ -132,9 +132,15 @@ fresh-copy: $(STAMP)
 	$(PY) tools/work_copy.py --fresh $(WORK)
 
 ## The lecture dashboard (8.6 scheme comparison + 17 §2 roofline) as a standalone page, offline.
+## Voila keeps one kernel that has already run the notebook (preheated), so the page a lecturer
+## opens has its figures without waiting for the kernel; the template loads plotly.js from the
+## page's first bytes (tools/dashboard_assets.py links the installed copy beside it).
+## tests/browser/lab_harness.py's VoilaServer starts the same command.
 dashboard: $(STAMP)
+	$(PY) tools/dashboard_assets.py >/dev/null
 	JUPYTER_PATH=$(CURDIR)/dashboards/share/jupyter $(PY) -m voila dashboards/lecture.ipynb \
 	  --template=lab-offline --Voila.ip=127.0.0.1 \
+	  --VoilaConfiguration.preheat_kernel=True --VoilaConfiguration.default_pool_size=1 \
 	  --VoilaConfiguration.extension_denylist=jupyterlab-jupytext \
 	  --VoilaConfiguration.extension_denylist=@jupyter-notebook/lab-extension \
 	  --VoilaConfiguration.extension_denylist=@jupyter/nbgrader

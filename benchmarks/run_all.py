@@ -87,7 +87,7 @@ import numpy as np
 from companion import widgets
 from companion.explorers.base import Panel
 results = {}
-for name, cls in sorted(vars(widgets).items()):
+for name, cls in sorted(((n, getattr(widgets, n)) for n in widgets.__all__)):
     if not (inspect.isclass(cls) and issubclass(cls, Panel) and cls is not Panel):
         continue
     panel = cls()

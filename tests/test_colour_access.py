@@ -371,7 +371,7 @@ def test_the_checks_can_fail():
     assert line_style_clashes(fig) == []
 
 
-PANELS = sorted((obj for obj in vars(widgets).values()
+PANELS = sorted((obj for obj in (getattr(widgets, n) for n in widgets.__all__)
                  if inspect.isclass(obj) and issubclass(obj, Panel) and obj is not Panel),
                 key=lambda c: c.__name__)
 

@@ -22,7 +22,7 @@ from companion.explorers.base import Panel
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted(p for folder in ("notebooks", "dashboards") for p in (ROOT / folder).rglob("*.py")
                  if "__pycache__" not in p.parts and ".ipynb_checkpoints" not in p.parts)
-PANELS = {name: obj for name, obj in vars(widgets).items()
+PANELS = {name: obj for name, obj in ((n, getattr(widgets, n)) for n in widgets.__all__)
           if isinstance(obj, type) and issubclass(obj, Panel)}
 
 

@@ -28,7 +28,7 @@ def no_event_loop_running():
         asyncio._set_running_loop(playwright_loop)
 
 
-PANELS = sorted((obj for obj in vars(widgets).values()
+PANELS = sorted((obj for obj in (getattr(widgets, n) for n in widgets.__all__)
                  if inspect.isclass(obj) and issubclass(obj, Panel) and obj is not Panel),
                 key=lambda c: c.__name__)
 

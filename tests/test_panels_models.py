@@ -23,7 +23,7 @@ from companion.formulas.core import decode_step_parts, moe_streamed_weight_bytes
 from companion.formulas.moe import moe_kv_crossover_batch
 from companion.formulas.performance import decode_ridge_batch
 
-PANELS = sorted((obj for obj in vars(widgets).values()
+PANELS = sorted((obj for obj in (getattr(widgets, n) for n in widgets.__all__)
                  if inspect.isclass(obj) and issubclass(obj, Panel) and obj is not Panel),
                 key=lambda c: c.__name__)
 WITH_MODEL = [c for c in PANELS if any(k.name == "model" for k in c.controls)]

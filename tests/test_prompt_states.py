@@ -38,7 +38,7 @@ SECTION_NOTEBOOKS = sorted(
     [p for p in (ROOT / "notebooks" / "ch08_inference_optimization").glob("08_[1-6]_*.py")]
     + [p for p in (ROOT / "notebooks" / "ch17_performance").glob("17_[01]*.py")
        if not p.name.startswith("17_00")])
-PANELS = {name: obj for name, obj in vars(widgets).items()
+PANELS = {name: obj for name, obj in ((n, getattr(widgets, n)) for n in widgets.__all__)
           if isinstance(obj, type) and issubclass(obj, Panel)}
 
 STATES = re.compile(r"<!--\s*states:(.*?)-->", re.S)

@@ -25,7 +25,7 @@ from companion.explorers import static as S
 from companion.explorers.base import Panel
 
 ROOT = Path(__file__).resolve().parents[1]
-PANELS = sorted((obj for obj in vars(widgets).values()
+PANELS = sorted((obj for obj in (getattr(widgets, n) for n in widgets.__all__)
                  if inspect.isclass(obj) and issubclass(obj, Panel) and obj is not Panel),
                 key=lambda c: c.__name__)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -85,6 +85,22 @@ def test_the_template_is_plotly_white_with_the_companions_colours():
     assert layout.plot_bgcolor == pio.templates["plotly_white"].layout.plot_bgcolor
 
 
+def test_the_plain_template_is_what_plotly_builds_from_the_same_settings():
+    """``theme.template_json`` skips plotly's validation; plotly itself, given plotly_white and
+    the companion's three settings as attribute assignments, must build the same template."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    built = go.layout.Template(pio.templates["plotly_white"])
+    built.layout.colorway = list(theme.PALETTE)
+    built.layout.font = {"family": theme.FONT_FAMILY, "size": theme.FONT_SIZE,
+                         "color": theme.TEXT}
+    built.layout.hoverlabel = {"font": {"family": theme.FONT_FAMILY}}
+    assert theme.template_json() == built.to_plotly_json()
+    theme.register_template()
+    assert pio.templates[theme.TEMPLATE].to_plotly_json() == built.to_plotly_json()
+
+
 # --- what figures actually draw ------------------------------------------------------------------
 
 def _theme_rgb() -> set[tuple[int, int, int]]:

@@ -551,13 +551,15 @@ class Panel:
 
         from companion.explorers.figure_widget import PlotlyFigure
 
+        # the figure's model first: the page starts loading plotly.js when it arrives, while
+        # this computes the figure (figure_widget.js, initialize)
+        self._fig = PlotlyFigure()
         view = self.compute(**self.params)
         readout = self.readout_html(view)
         self._stops = {c.name: c.stops(include=(self.params[c.name],))
                        for c in self.controls if c.ladder is not None}
-        self._fig = PlotlyFigure(view.traces, self._layout(view),
-                                 key=self._widget_key(self.params),
-                                 readout_html=readout)
+        self._fig.update(view.traces, self._layout(view), key=self._widget_key(self.params),
+                         readout_html=readout)
         # the readout may shrink and scroll; the controls keep their width so that every
         # slider's value stays visible next to a long readout
         self._readout = w.HTML(value=readout, layout=w.Layout(flex="1 1 16em", min_width="0",

@@ -112,8 +112,26 @@ function plotlyFor(library) {
   if (present && present.version === version && typeof present.react === "function") {
     return Promise.resolve(present); // e.g. JupyterLab's plotly renderer, same wheel
   }
-  if (!LOADED.has(version)) LOADED.set(version, load(library.get("source")));
+  if (!LOADED.has(version)) {
+    LOADED.set(version, pageCopy(version).then((lib) => lib || load(library.get("source"))));
+  }
   return LOADED.get(version);
+}
+
+// A page may load plotly.js itself from its first bytes (the lecture dashboard's template, a
+// <script data-companion-plotly>): wait for that script rather than load a second copy; the
+// kernel's copy is the fallback if it fails or brings another version.
+function pageCopy(version) {
+  const tag = document.querySelector("script[data-companion-plotly]");
+  const same = () => {
+    const lib = globalThis.Plotly;
+    return lib && lib.version === version && typeof lib.react === "function" ? lib : null;
+  };
+  if (!tag || tag.dataset.done) return Promise.resolve(same());
+  return new Promise((resolve) => {
+    tag.addEventListener("load", () => resolve(same()), { once: true });
+    tag.addEventListener("error", () => resolve(null), { once: true });
+  });
 }
 
 async function load(source) {
@@ -625,4 +643,12 @@ async function render({ model, el, host }) {
   };
 }
 
-export default { render };
+// A figure's model reaches the page before its view, while the kernel is still computing the
+// figure and building the panel around it: plotly.js starts loading then (on a page's first
+// figure, about half a second of the page's time), not once the view is drawn. anywidget
+// waits on initialize, so it only starts the load.
+function initialize({ model }) {
+  modelFor(model.get("library"), model, null).then(plotlyFor).catch(() => {});
+}
+
+export default { initialize, render };

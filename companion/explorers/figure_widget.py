@@ -231,10 +231,11 @@ def _encode_figure(data: list, layout: dict) -> tuple[bytes, bytes]:
 @lru_cache(maxsize=8)
 def _template_json(name: str) -> bytes:
     """A named template (``theme.TEMPLATE``) as plotly.js needs it: the full template object,
-    which is what plotly.py puts in a figure's JSON."""
+    which is what plotly.py puts in a figure's JSON. The companion's own comes from
+    ``theme.template_json`` (no plotly objects built); another name is asked of plotly."""
+    if name == theme.TEMPLATE:
+        return _dumps(display.round_floats(theme.template_json()))
     import plotly.io as pio
-
-    theme.register_template()
 
     return _dumps(display.round_floats(pio.templates[name].to_plotly_json()))
 

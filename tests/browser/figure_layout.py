@@ -89,7 +89,7 @@ def panel_classes() -> list:
     from companion import widgets
     from companion.explorers.base import Panel
 
-    return sorted((obj for obj in vars(widgets).values()
+    return sorted((obj for obj in (getattr(widgets, n) for n in widgets.__all__)
                    if inspect.isclass(obj) and issubclass(obj, Panel) and obj is not Panel),
                   key=lambda c: c.__name__)
 

@@ -37,6 +37,9 @@ import numpy as np
 from companion.explorers.static_image import CHROMIUM_CANDIDATES, find_chromium  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+from dashboard_assets import link_plotly_js  # noqa: E402  (make dashboard's own step)
+
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 SCRATCH_NOTEBOOKS = "artifacts/browser"    # inside the Lab server's root, git-ignored
 VOILA_SHARE = ROOT / "dashboards" / "share" / "jupyter"
@@ -307,6 +310,12 @@ class LabServer(Server):
                 self.api("DELETE", f"/api/sessions/{s['id']}", timeout_s=30)
 
 
+# `make dashboard`'s own flags beyond the template and the denylist (the Makefile's VOILA_FLAGS):
+# one kernel kept executed ahead of the reader (Voila's preheated kernels)
+VOILA_FLAGS = ["--VoilaConfiguration.preheat_kernel=True",
+               "--VoilaConfiguration.default_pool_size=1"]
+
+
 class VoilaServer(Server):
     """``voila <notebook>`` with the offline lab template and the extension denylist."""
 
@@ -316,11 +325,12 @@ class VoilaServer(Server):
         super().__init__(state, env)
         self.notebook = notebook
         self.env["JUPYTER_PATH"] = str(VOILA_SHARE)
+        link_plotly_js()   # as `make dashboard` does: the template loads it from the page's start
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", "voila", self.notebook, "--no-browser",
                 f"--port={self.port}", "--Voila.ip=127.0.0.1", "--show_tracebacks=True",
-                "--template=lab-offline"] + [
+                "--template=lab-offline"] + VOILA_FLAGS + [
                     f"--VoilaConfiguration.extension_denylist={name}"
                     for name in VOILA_EXTENSION_DENYLIST]
 
@@ -334,6 +344,18 @@ class VoilaServer(Server):
             return True
         except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
             return False
+
+    def wait_preheated(self, timeout_s: float = 120.0) -> None:
+        """Wait until Voila has executed the notebook in its pool's kernel (its log says the
+        pool is filled), as it has by the time a reader comes to a dashboard served a while."""
+        deadline = time.monotonic() + timeout_s
+        while "is filled with" not in self.log_path.read_text(errors="replace"):
+            if self.proc is None or self.proc.poll() is not None:
+                raise RuntimeError(f"voila exited:\n{self.log_tail()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"Voila's kernel pool was not filled within "
+                                     f"{timeout_s:.0f} s:\n{self.log_tail()}")
+            time.sleep(0.1)
 
     def shutdown_kernels(self) -> None:
         pass  # Voila's kernels belong to its pages; closing the page ends them, stop() the rest
