@@ -21,26 +21,33 @@
 # block tables to one common set of physical blocks, so the prefix is stored once.
 #
 # 1. **(a)** Page the four sequences below with blocks of 2, 4 and 8 tokens. For each block
-#    size, give the unused tail slots of the four sequences summed, and the total number of
-#    block-table entries (work out each sequence's tail on the way; only the sums are checked).
-# 2. **(b)** For the long request below, how much KV do 8, 16 and 32 requests need, stored
-#    independently and with the common prefix stored once? (MiB) Reserve what a request holds
-#    once generation ends, its $n$ prompt tokens plus $G - 1$ outputs (8.1.2), in whole blocks of
-#    $p = 16$ tokens at $k$ bytes per token slot. Stored independently, each of the $b$ requests
-#    keeps all of it; with sharing (8.3.2), the $n_s$ prefix tokens are kept once and each request
-#    keeps only its $n + G - 1 - n_s$ private tokens, each part rounded up to whole blocks:
-#    $M_{KV} = k\,p\lceil n_s/p\rceil + b\,k\,p\lceil (n + G - 1 - n_s)/p\rceil$.
+#    size, give the unused tail slots of the four sequences summed, and the block-table entries
+#    summed. Only these sums are graded, not each sequence's tail.
+# 2. **(b)** For the long request below, how much KV do 8, 16 and 32 requests need once
+#    generation ends, stored independently and with the common prefix stored once (MiB)? Reserve
+#    what a finished request holds (8.1.2), in whole blocks of $p = 16$ tokens, $k$ bytes per
+#    token. Then: how many such requests fit in the KV pool given below, each way?
 # 3. **(c)** Keep each request's total length fixed but move the number of full private blocks
 #    given below (one in the chapter) into the common prefix. How many fewer physical blocks do
-#    8, 16 and 32 requests need? (Physical blocks: the prefix's $B_s$ blocks once, plus each
-#    request's $B_p$ private blocks.)
+#    8, 16 and 32 requests need, and how many fewer does the larger batch given below need?
 #
-# If a seed would give an unfair variant (a tie, an empty list, a
-# zero count, an answer on a rounding edge), `grading.params` moves to the next seed and prints
-# why.
+# In every variant the shared prefix is a whole number of blocks ($n_s$ a multiple of $p$), so
+# its blocks are full and read-only. Were it not, its last block would be partly filled, and
+# the first request to write its next token there would get a private copy of that block
+# (copy-on-write, 8.3.2).
 #
-# Your given data come from `grading.params("8-3", SEED)`. Seed 0 is the chapter's own data;
-# on a course hub you get a seed of your own, from your user name.
+# **Precision and units.** Sizes in MiB ($2^{20}$ bytes) to 0.001%: they are whole numbers of
+# blocks, so give them unrounded. Slots, entries, blocks and requests are exact whole numbers.
+#
+# <details><summary>Hints</summary>
+#
+# - (b): 8.3.2's "shared prefix as capacity" stores the prefix once and keeps the rest per
+#   request; each part is rounded to whole blocks on its own. A pool holds as many whole
+#   requests as fit.
+# - (c): count physical blocks as 8.3.2 counts them for a prefix shared by several branches;
+#   8.3.1's worked example (A and B sharing their first 8 tokens) is the smallest case.
+#
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import calc, grading, units
@@ -53,7 +60,9 @@ print(f"model {given['model'].name}: KV {given['kv_bytes_per_token'] / units.KiB
 print(f"long request: {given['prompt_tokens']} prompt tokens, the first "
       f"{given['shared_prefix_tokens']} shared, {given['output_tokens']} output tokens, "
       f"{given['block_tokens']}-token blocks; batches {given['batches']}")
-print(f"(c): {given['joined_blocks']} private full block(s) join the common prefix")
+print(f"KV pool {given['kv_pool_bytes'] / units.GiB:g} GiB")
+print(f"(c): {given['joined_blocks']} private full block(s) join the common prefix; larger "
+      f"batch {given['general_batch']}")
 
 # %% [markdown]
 # ## (a) Tail waste and block-table entries
@@ -73,23 +82,35 @@ with grading.checks():
         grading.check("8-3", f"a-p{p}-unused", unused, key=p, seed=SEED)
         grading.check("8-3", f"a-p{p}-entries", entries, key=p, seed=SEED)
 
+# %% [markdown]
+# **In words (not graded).** As the block size grows, what happens to the unused tail slots and
+# to the block-table entries, what bounds the waste per sequence, and what does a small block
+# cost instead?
+
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
 
 # %% [markdown]
-# ## (b) KV of a batch of long requests, independent and shared
+# ## (b) KV of a batch of long requests, independent and shared, and how many fit
 #
-# Fill `independent_mib[b]` and `shared_mib[b]` for each batch size.
+# Fill `independent_mib[b]` and `shared_mib[b]` for each batch size, and set `fit_independent`
+# and `fit_shared` to the most finished requests the KV pool holds each way.
 
 # %% nbgrader={"grade": false, "grade_id": "b_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
-independent_mib, shared_mib = {}, {}
+independent_mib, shared_mib, fit_independent, fit_shared = {}, {}, None, None
 # YOUR CODE HERE
 
-# %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+# %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 8, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
     for b in given["batches"]:
         grading.check("8-3", f"b-indep-b{b}", independent_mib, key=b, seed=SEED)
         grading.check("8-3", f"b-shared-b{b}", shared_mib, key=b, seed=SEED)
+    grading.check("8-3", "b-fit-indep", fit_independent, seed=SEED)
+    grading.check("8-3", "b-fit-shared", fit_shared, seed=SEED)
+
+# %% [markdown]
+# **In words (not graded).** How does each layout grow with the batch, why does the gap between
+# them widen, and what does that do to the number of requests the pool holds?
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE
@@ -97,16 +118,21 @@ with grading.checks():
 # %% [markdown]
 # ## (c) More blocks in the common prefix
 #
-# Fill `saved_blocks[b]` for each batch size.
+# Fill `saved_blocks[b]` for each batch size, and set `saved_general` for the larger batch.
 
 # %% nbgrader={"grade": false, "grade_id": "c_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
-saved_blocks = {}
+saved_blocks, saved_general = {}, None
 # YOUR CODE HERE
 
-# %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+# %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
     for b in given["batches"]:
         grading.check("8-3", f"c-saved-b{b}", saved_blocks, key=b, seed=SEED)
+    grading.check("8-3", "c-saved-general", saved_general, seed=SEED)
+
+# %% [markdown]
+# **In words (not graded).** Why is the saving $j(b - 1)$ blocks whatever the lengths or the
+# model, and where does 8.3.1's two-sequence example fit in that count?
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "c_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

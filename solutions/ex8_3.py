@@ -21,26 +21,33 @@
 # block tables to one common set of physical blocks, so the prefix is stored once.
 #
 # 1. **(a)** Page the four sequences below with blocks of 2, 4 and 8 tokens. For each block
-#    size, give the unused tail slots of the four sequences summed, and the total number of
-#    block-table entries (work out each sequence's tail on the way; only the sums are checked).
-# 2. **(b)** For the long request below, how much KV do 8, 16 and 32 requests need, stored
-#    independently and with the common prefix stored once? (MiB) Reserve what a request holds
-#    once generation ends, its $n$ prompt tokens plus $G - 1$ outputs (8.1.2), in whole blocks of
-#    $p = 16$ tokens at $k$ bytes per token slot. Stored independently, each of the $b$ requests
-#    keeps all of it; with sharing (8.3.2), the $n_s$ prefix tokens are kept once and each request
-#    keeps only its $n + G - 1 - n_s$ private tokens, each part rounded up to whole blocks:
-#    $M_{KV} = k\,p\lceil n_s/p\rceil + b\,k\,p\lceil (n + G - 1 - n_s)/p\rceil$.
+#    size, give the unused tail slots of the four sequences summed, and the block-table entries
+#    summed. Only these sums are graded, not each sequence's tail.
+# 2. **(b)** For the long request below, how much KV do 8, 16 and 32 requests need once
+#    generation ends, stored independently and with the common prefix stored once (MiB)? Reserve
+#    what a finished request holds (8.1.2), in whole blocks of $p = 16$ tokens, $k$ bytes per
+#    token. Then: how many such requests fit in the KV pool given below, each way?
 # 3. **(c)** Keep each request's total length fixed but move the number of full private blocks
 #    given below (one in the chapter) into the common prefix. How many fewer physical blocks do
-#    8, 16 and 32 requests need? (Physical blocks: the prefix's $B_s$ blocks once, plus each
-#    request's $B_p$ private blocks.)
+#    8, 16 and 32 requests need, and how many fewer does the larger batch given below need?
 #
-# If a seed would give an unfair variant (a tie, an empty list, a
-# zero count, an answer on a rounding edge), `grading.params` moves to the next seed and prints
-# why.
+# In every variant the shared prefix is a whole number of blocks ($n_s$ a multiple of $p$), so
+# its blocks are full and read-only. Were it not, its last block would be partly filled, and
+# the first request to write its next token there would get a private copy of that block
+# (copy-on-write, 8.3.2).
 #
-# Your given data come from `grading.params("8-3", SEED)`. Seed 0 is the chapter's own data;
-# on a course hub you get a seed of your own, from your user name.
+# **Precision and units.** Sizes in MiB ($2^{20}$ bytes) to 0.001%: they are whole numbers of
+# blocks, so give them unrounded. Slots, entries, blocks and requests are exact whole numbers.
+#
+# <details><summary>Hints</summary>
+#
+# - (b): 8.3.2's "shared prefix as capacity" stores the prefix once and keeps the rest per
+#   request; each part is rounded to whole blocks on its own. A pool holds as many whole
+#   requests as fit.
+# - (c): count physical blocks as 8.3.2 counts them for a prefix shared by several branches;
+#   8.3.1's worked example (A and B sharing their first 8 tokens) is the smallest case.
+#
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import calc, grading, units
@@ -53,7 +60,9 @@ print(f"model {given['model'].name}: KV {given['kv_bytes_per_token'] / units.KiB
 print(f"long request: {given['prompt_tokens']} prompt tokens, the first "
       f"{given['shared_prefix_tokens']} shared, {given['output_tokens']} output tokens, "
       f"{given['block_tokens']}-token blocks; batches {given['batches']}")
-print(f"(c): {given['joined_blocks']} private full block(s) join the common prefix")
+print(f"KV pool {given['kv_pool_bytes'] / units.GiB:g} GiB")
+print(f"(c): {given['joined_blocks']} private full block(s) join the common prefix; larger "
+      f"batch {given['general_batch']}")
 
 # %% [markdown]
 # ## (a) Tail waste and block-table entries
@@ -98,6 +107,11 @@ with grading.checks():
         grading.check("8-3", f"a-p{p}-unused", unused, key=p, seed=SEED)
         grading.check("8-3", f"a-p{p}-entries", entries, key=p, seed=SEED)
 
+# %% [markdown]
+# **In words (not graded).** As the block size grows, what happens to the unused tail slots and
+# to the block-table entries, what bounds the waste per sequence, and what does a small block
+# cost instead?
+
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
 # Going from the smallest to the largest block size, the unused tail slots grow and the
@@ -109,12 +123,13 @@ with grading.checks():
 # ### END SOLUTION
 
 # %% [markdown]
-# ## (b) KV of a batch of long requests, independent and shared
+# ## (b) KV of a batch of long requests, independent and shared, and how many fit
 #
-# Fill `independent_mib[b]` and `shared_mib[b]` for each batch size.
+# Fill `independent_mib[b]` and `shared_mib[b]` for each batch size, and set `fit_independent`
+# and `fit_shared` to the most finished requests the KV pool holds each way.
 
 # %% nbgrader={"grade": false, "grade_id": "b_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-independent_mib, shared_mib = {}, {}
+independent_mib, shared_mib, fit_independent, fit_shared = {}, {}, None, None
 ### BEGIN SOLUTION
 k, MiB = given["kv_bytes_per_token"], units.MiB
 n, G, n_s, p = (given["prompt_tokens"], given["output_tokens"], given["shared_prefix_tokens"],
@@ -130,80 +145,134 @@ for b in given["batches"]:
     shared_mib[b] = prefix_mib + b * private_mib
     rows.append(f"| {b} | {b} × {full_mib:,g} = **{independent_mib[b]:,g}** "
                 f"| {prefix_mib:,g} + {b} × {private_mib:,g} = **{shared_mib[b]:,g}** |")
+# the pool: whole requests only
+pool_mib = given["kv_pool_bytes"] / MiB
+fit_independent = math.floor(pool_mib / full_mib)
+fit_shared = math.floor((pool_mib - prefix_mib) / private_mib)
 display.md(rf"""
 A finished request holds $n + G - 1 = {tex(n)} + {G} - 1 = {tex(held)}$ tokens:
 ${tex(p * math.ceil(held / p))}$ slots, $\times\ {tex(k)}$ B $= {tex(full_mib, ',g')}$ MiB.
 Shared: the prefix takes ${tex(p * math.ceil(n_s / p))}$ slots $= {tex(prefix_mib, ',g')}$ MiB once,
 and each request keeps $n + G - 1 - n_s = {tex(private)}$ private tokens,
-${tex(p * math.ceil(private / p))}$ slots $= {tex(private_mib, ',g')}$ MiB.
+${tex(p * math.ceil(private / p))}$ slots $= {tex(private_mib, ',g')}$ MiB. So
+
+$$M_{{KV}}(b) = {tex(prefix_mib, ',g')} + {tex(private_mib, ',g')}\,b \ \text{{MiB shared}}, \qquad
+{tex(full_mib, ',g')}\,b \ \text{{MiB independent}}.$$
 
 | $b$ | independent, $b \times$ full (MiB) | shared, prefix $+\ b \times$ private (MiB) |
 |---:|---|---|
-""" + "\n".join(rows))
+""" + "\n".join(rows) + rf"""
+
+**How many fit.** The pool holds {pool_mib:,g} MiB:
+$\lfloor {tex(pool_mib, ',g')} / {tex(full_mib, ',g')} \rfloor = \mathbf{{{fit_independent}}}$
+requests independent, and
+$\lfloor ({tex(pool_mib, ',g')} - {tex(prefix_mib, ',g')}) / {tex(private_mib, ',g')} \rfloor
+= \mathbf{{{fit_shared}}}$ with the prefix stored once.
+""")
 model = given["model"]
 for b in given["batches"]:   # check against the companion's 8.3.2 formula
     assert math.isclose(independent_mib[b] * MiB,
                         calc.prefix_shared_kv_bytes(model, b, n, G, block_tokens=p))
     assert math.isclose(shared_mib[b] * MiB, calc.prefix_shared_kv_bytes(
         model, b, n, G, shared_prefix_tokens=n_s, block_tokens=p))
+pool = given["kv_pool_bytes"]                 # and its 8.3.2 capacity, as 08_3 computes it
+assert fit_independent == calc.max_concurrent(pool, model, n, G, block_tokens=p)
+assert fit_shared == calc.max_concurrent(pool, model, n, G, shared_prefix_tokens=n_s,
+                                         block_tokens=p)
 ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 6, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "b_check", "locked": true, "points": 8, "schema_version": 3, "solution": false, "task": false}
 with grading.checks():
     for b in given["batches"]:
         grading.check("8-3", f"b-indep-b{b}", independent_mib, key=b, seed=SEED)
         grading.check("8-3", f"b-shared-b{b}", shared_mib, key=b, seed=SEED)
+    grading.check("8-3", "b-fit-indep", fit_independent, seed=SEED)
+    grading.check("8-3", "b-fit-shared", fit_shared, seed=SEED)
+
+# %% [markdown]
+# **In words (not graded).** How does each layout grow with the batch, why does the gap between
+# them widen, and what does that do to the number of requests the pool holds?
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "b_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
 # Independent storage grows by a whole request's KV with every request; shared storage pays
 # the prefix once and then grows only by the private part, which is a fraction of it (the
-# derivation above). The gap therefore widens in proportion to the batch. Against the chapter's
-# 12 GiB reservation, only the shared layout keeps the larger batches inside it.
+# derivation above). The gap therefore widens in proportion to the batch, and the same pool
+# holds more requests once the prefix is stored once, the more so the larger the prefix's share
+# of each request: sharing turns into capacity, not just into saved bytes.
 # ### END SOLUTION
 
 # %% [markdown]
 # ## (c) More blocks in the common prefix
 #
-# Fill `saved_blocks[b]` for each batch size.
+# Fill `saved_blocks[b]` for each batch size, and set `saved_general` for the larger batch.
 
 # %% nbgrader={"grade": false, "grade_id": "c_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
-saved_blocks = {}
+saved_blocks, saved_general = {}, None
 ### BEGIN SOLUTION
+from companion.chapters import ch08
+
 j = given["joined_blocks"]
 B_s = math.ceil(n_s / p)                    # prefix blocks, stored once
 B_p = math.ceil(private / p)                # private blocks of each request
+block_mib = p * k / MiB                     # one block's KV
 rows = []
-for b in given["batches"]:
+for b in given["batches"] + (given["general_batch"],):
     before = B_s + b * B_p
     after = (B_s + j) + b * (B_p - j)       # j full blocks move from every request to the prefix
-    saved_blocks[b] = before - after
+    saved = before - after
+    if b in given["batches"]:
+        saved_blocks[b] = saved
+    else:
+        saved_general = saved
     rows.append(f"| {b} | {B_s} + {b} × {B_p} = {before:,} | {B_s + j} + {b} × {B_p - j} = "
-                f"{after:,} | **{saved_blocks[b]}** $= {j}\\times({b} - 1)$ |")
+                f"{after:,} | **{saved}** $= {j}\\times({b} - 1)$ | {saved * block_mib:,g} |")
+# 8.3.1's worked example is the smallest case: A and B share their first 8 tokens
+ex_p, ex_shared = ch08.PAGING_EXAMPLE_BLOCK_TOKENS, ch08.PAGING_EXAMPLE_SHARED_TOKENS
+ex_alloc = calc.paged_allocation(ch08.PAGING_EXAMPLE_LENGTHS, ex_p,
+                                 max_tokens=ch08.PAGING_EXAMPLE_MAX_TOKENS)
+ex_j = ex_shared // ex_p
+ex_saved = calc.shared_prefix_blocks_saved(ex_shared, 2, ex_p)
 display.md(rf"""
 Before: $B_s = \lceil {tex(n_s)}/{p} \rceil = {B_s}$ prefix blocks and
 $B_p = \lceil {tex(private)}/{p} \rceil = {B_p}$ private blocks per request. Moving $j = {j}$ full
-private block(s) into the prefix gives $B_s + j$ and $B_p - j$:
+private block(s) into the prefix gives $B_s + j$ and $B_p - j$. One block holds
+${p} \times {tex(k)}$ B $= {tex(block_mib, ',g')}$ MiB of KV.
 
-| $b$ | before, $B_s + b B_p$ | after, $(B_s + j) + b (B_p - j)$ | saved, $j(b - 1)$ |
-|---:|---|---|---|
-""" + "\n".join(rows))
+| $b$ | before, $B_s + b B_p$ | after, $(B_s + j) + b (B_p - j)$ | saved, $j(b - 1)$ | saved (MiB) |
+|---:|---|---|---|---:|
+""" + "\n".join(rows) + rf"""
+
+In general $(B_s + b B_p) - (B_s + j + b(B_p - j)) = j(b - 1)$ blocks. 8.3.1's worked example
+is the case $b = 2$: A and B share their first {ex_shared} tokens, $j = {ex_shared} / {ex_p}
+= {ex_j}$ blocks of {ex_p} slots, so ${ex_j} \times (2 - 1) = {ex_saved}$ blocks are saved and
+the {ex_alloc.allocated_tokens} allocated slots drop to
+{ex_alloc.allocated_tokens - ex_saved * ex_p}.
+""")
 assert held == calc.held_tokens(n, G)            # the companion's 8.1.2 count
-for b in given["batches"]:                        # and its 8.3.1 block count
-    assert saved_blocks[b] == (calc.kv_blocks_needed(n_s, p) + b * calc.kv_blocks_needed(private, p)
-                               - calc.kv_blocks_needed(n_s + j * p, p)
-                               - b * calc.kv_blocks_needed(private - j * p, p))
+for b in given["batches"] + (given["general_batch"],):   # and its 8.3.1 block count
+    got = saved_blocks.get(b, saved_general)
+    assert got == (calc.kv_blocks_needed(n_s, p) + b * calc.kv_blocks_needed(private, p)
+                   - calc.kv_blocks_needed(n_s + j * p, p)
+                   - b * calc.kv_blocks_needed(private - j * p, p))
+assert ex_saved == ex_j * (2 - 1)
 ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "c_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 with grading.checks():
     for b in given["batches"]:
         grading.check("8-3", f"c-saved-b{b}", saved_blocks, key=b, seed=SEED)
+    grading.check("8-3", "c-saved-general", saved_general, seed=SEED)
+
+# %% [markdown]
+# **In words (not graded).** Why is the saving $j(b - 1)$ blocks whatever the lengths or the
+# model, and where does 8.3.1's two-sequence example fit in that count?
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "c_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
 # Each of the $b$ requests gives up $j$ private blocks, and the common prefix gains $j$ blocks
-# that are stored once: $j(b - 1)$ fewer physical blocks, whatever the lengths or the model.
-# Growing the shared prefix pays off in proportion to the batch, while the private tails still
-# grow with every request.
+# that are stored once: $j(b - 1)$ fewer physical blocks, whatever the lengths or the model;
+# only the bytes per block depend on the model. 8.3.1's A and B are the case $b = 2$: their two
+# shared blocks are stored once instead of twice. Growing the shared prefix pays off in
+# proportion to the batch, while the private tails still grow with every request.
 # ### END SOLUTION

@@ -380,7 +380,7 @@ def test_8_3_b_with_only_batch_8_filled(nbgrader):
             del answers[b]
     outcomes, _ = _run([cells[check_b]], namespace)
     assert str(outcomes[0].error) == (
-        "Exercise 8-3, 2 of 6 parts correct; not yet answered: (b-indep-b16), (b-shared-b16), "
+        "Exercise 8-3, 4 of 8 parts correct; not yet answered: (b-indep-b16), (b-shared-b16), "
         "(b-indep-b32), (b-shared-b32).")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from companion import calc, units
 from companion.chapters import ch08
 from companion.exercises.variants import variant
@@ -10,8 +12,28 @@ from companion.sim import records_ch08, scheduler
 
 
 SOURCES_8_2 = ("r3-prefill", "context-growth", "r2-prefill", "queueing")
-COSTS_8_2 = ("chunk time per round", "queue wait")
+# the round model's three costs, and the wait they cause
+COSTS_8_2 = ("fixed per-round cost", "per-token cost", "per-pair cost", "queue wait")
+NO_BUDGET = "none"
 _BUDGETS = records_ch08.REPLAY_TOKEN_BUDGETS
+# (d)'s table prints the prefill load to three decimals
+_LOAD_DECIMALS = 3
+
+
+def prefill_load(prompt_tokens: int, budget: int, gap_s: float) -> float:
+    """08_2's *prefill load*: one prompt's prefill alone, in rounds of ``budget`` tokens under
+    8.2.2's round model, over the gap between arrivals (above 1, prompts arrive faster than
+    prefill clears them). The same sum as the 8.2.4 budget-sweep explorer's."""
+    alone = sum(calc.mixed_round_time_s(0, 0, c, h)
+                for c, h in calc.prefill_chunks(prompt_tokens, budget))
+    return alone / gap_s
+
+
+def replay_prefill_load(replay, budget: int) -> float:
+    """The replay's prefill load at ``budget``: :func:`prefill_load` averaged over the prompts
+    a later arrival can queue behind (every prompt but the last)."""
+    ahead = replay.prompt_tokens[:-1]
+    return sum(prefill_load(n, budget, replay.interarrival_s) for n in ahead) / len(ahead)
 
 
 def _params(seed: int) -> dict:
@@ -41,22 +63,30 @@ def _parts() -> tuple[Part, ...]:
              "rel", 0.002),
         Part("a-decode", "duration of the next round (one decode step for each request)", "ms",
              "rel", 0.0005),
-        Part("b-admit-round", "duration of the round in which continuous batching admits r2",
+        Part("b-longest-round", "duration of the longest round that carries a decode step",
              "ms", "rel", 0.002),
-        Part("b-source", "what makes the longest output interval under continuous batching",
+        Part("b-source", "what makes that round the longest output interval",
              kind="choice", options=SOURCES_8_2),
         Part("c-pairs-first", "query-key pairs of the first chunk (no cached context)", "pairs",
              "exact"),
         Part("c-pairs-last", "query-key pairs of the last chunk of r2's prompt", "pairs",
              "exact"),
+        Part("c-budget-first", "most new prompt tokens a round with one decode step may carry "
+                               "within the interval target, on no cached context", "tokens",
+             "exact"),
+        Part("c-budget-last", "most new prompt tokens a round with one decode step may carry "
+                              "within the interval target, on the cached history of the last "
+                              "chunk", "tokens", "exact"),
         Part("d-budget-itl", "token budget for the interval goal", "tokens", "choice",
              options=_BUDGETS),
-        Part("d-budget-queue", "token budget for the admission goal", "tokens", "choice",
-             options=_BUDGETS),
-        Part("d-cost-itl", "the time cost that decides the interval goal", kind="choice",
-             options=COSTS_8_2),
-        Part("d-cost-queue", "the time cost that decides the admission goal", kind="choice",
-             options=COSTS_8_2),
+        Part("d-budget-queue", "token budget under which later arrivals queue least", "tokens",
+             "choice", options=_BUDGETS),
+        Part("d-keeps-up", "smallest token budget whose prefill load is below 1, if any",
+             kind="choice", options=_BUDGETS + (NO_BUDGET,)),
+        Part("d-cost-itl", "the round-model cost a larger budget adds to every round that "
+                           "carries a prompt chunk", kind="choice", options=COSTS_8_2),
+        Part("d-cost-queue", "the round-model cost a smaller budget pays more often (it sets "
+                             "the prefill load)", kind="choice", options=COSTS_8_2),
     )
 
 
@@ -74,11 +104,32 @@ def _long_prompt(g: dict) -> int:
     return dict((r[0], r[2]) for r in g["requests"])["r2"]
 
 
+def _chunk_budget(g: dict, history: int) -> int:
+    """(c)'s chunk size: the most new tokens next to one decode step on the short prompt's
+    context, on ``history`` cached tokens, within the interval target (8.2.4)."""
+    return calc.token_budget_for_itl(g["itl_target_s"], 1, g["requests"][0][2], history,
+                                     fixed_s=g["fixed_s"], per_token_s=g["per_token_s"],
+                                     per_pair_s=g["per_pair_s"])
+
+
+def _chunk_root(g: dict, history: int) -> float:
+    """The unrounded chunk size of :func:`_chunk_budget` (the root of its quadratic)."""
+    f, t, p = g["fixed_s"], g["per_token_s"], g["per_pair_s"]
+    n = g["requests"][0][2]
+    slack = g["itl_target_s"] - (f + t + p * (n + 1))
+    a, b = p / 2, t + p * (history + 0.5)
+    return (-b + math.sqrt(b * b + 4 * a * slack)) / (2 * a)
+
+
+def _loads(g: dict) -> dict:
+    """budget -> the replay's prefill load, rounded as (d)'s table prints it."""
+    return {r.token_budget: round(replay_prefill_load(g["replay"], r.token_budget),
+                                  _LOAD_DECIMALS) for r in g["replay"].rows}
+
+
 def _solve(g: dict) -> dict:
     res = _continuous(g)
     rounds = res.rounds
-    admit = next(r for r in rounds
-                 if any(s.request_id == "r2" and s.kind == "prefill" for s in r.segments))
     # every running request emits once per round, so its output interval is one round's
     # duration: the longest interval is the longest round that carries a decode step
     worst = max((r for r in rounds if any(s.kind == "decode" for s in r.segments)),
@@ -89,17 +140,22 @@ def _solve(g: dict) -> dict:
     rows = g["replay"].rows
     meets = [r.token_budget for r in rows if r.max_itl_s < g["itl_target_s"]]
     quickest = min(rows, key=lambda r: (r.queue_later_mean_s, r.token_budget))
+    loads = _loads(g)
+    keeping_up = [b for b in _BUDGETS if loads[b] < 1]
     return {
         "a-prefill": rounds[0].duration_s / units.ms,
         "a-decode": rounds[1].duration_s / units.ms,
-        "b-admit-round": admit.duration_s / units.ms,
+        "b-longest-round": worst.duration_s / units.ms,
         "b-source": source,
         "c-pairs-first": calc.attention_pairs(c, 0),
         "c-pairs-last": calc.attention_pairs(c, L - c),
+        "c-budget-first": _chunk_budget(g, 0),
+        "c-budget-last": _chunk_budget(g, L - c),
         "d-budget-itl": max(meets) if meets else min(r.token_budget for r in rows),
         "d-budget-queue": quickest.token_budget,
-        "d-cost-itl": COSTS_8_2[0],
-        "d-cost-queue": COSTS_8_2[1],
+        "d-keeps-up": min(keeping_up) if keeping_up else NO_BUDGET,
+        "d-cost-itl": "per-token cost",
+        "d-cost-queue": "fixed per-round cost",
     }
 
 
@@ -112,6 +168,25 @@ def _mistakes(g: dict) -> dict:
     solved = _solve(g)
     too_big = [r.token_budget for r in rows if r.max_itl_s >= g["itl_target_s"]]
     slowest_queue = max(rows, key=lambda r: r.queue_later_mean_s).token_budget
+    target = g["itl_target_s"]
+    loads = _loads(g)
+    keeps = solved["d-keeps-up"]
+
+    def no_decode(h):
+        return calc.token_budget_for_itl(target, 0, 0, h, fixed_s=f, per_token_s=t,
+                                         per_pair_s=p)
+
+    budget_hints = {}
+    for name, h in (("c-budget-first", 0), ("c-budget-last", L - c)):
+        best = solved[name]
+        budget_hints[name] = [
+            (best + 1, "round down: the round with the chunk must not exceed the target"),
+            (no_decode(h), "the round also carries the decode step: one more row and its "
+                           "n + 1 pairs"),
+        ]
+    budget_hints["c-budget-last"].append(
+        (solved["c-budget-first"], "the chunk's new tokens also attend to the h cached ones: "
+                                   "add the rectangle c h"))
     return {
         "a-prefill": [
             ((f + t * 2 * short) / units.ms, "add the attention term: per_pair x the causal "
@@ -127,13 +202,14 @@ def _mistakes(g: dict) -> dict:
             ((f + t * 2 * short + p * pairs_two) / units.ms,
              "this is the round after the prefill: one new token per request"),
         ],
-        "b-admit-round": [
-            ((f + t * (L + 1)) / units.ms, "add the attention term of r2's prompt and r0's "
-                                           "decode step"),
+        "b-longest-round": [
+            ((f + t * (L + 1)) / units.ms, "add the attention term of the prompt in that round "
+                                           "and of the decode step beside it"),
             ((f + t * (L + 1) + p * (L * L + short + 2)) / units.ms,
              "causal attention: a prompt of c tokens has c(c+1)/2 pairs, not c squared"),
             ((f + t + p * (short + 2)) / units.ms,
-             "continuous batching runs r2's whole prompt in the same round as r0's decode"),
+             "continuous batching runs a newly admitted prompt whole, in the same round as the "
+             "running requests' decode steps"),
         ],
         "b-source": [(s, "look at what else runs in the round where r0 waits longest")
                      for s in SOURCES_8_2 if s != solved["b-source"]],
@@ -147,6 +223,7 @@ def _mistakes(g: dict) -> dict:
             (c * L, "the k-th new token sees h + k tokens: c h + c(c+1)/2"),
             (c * (L - c) + c * c // 2, "count the diagonal too: c(c+1)/2"),
         ],
+        **budget_hints,
         "d-budget-itl": [
             (min(r.token_budget for r in rows),
              "choose the largest budget that still meets the interval target: fewer, larger "
@@ -158,10 +235,27 @@ def _mistakes(g: dict) -> dict:
              "read the queueing column: the largest budget is not always the quickest"),
             (slowest_queue, "the admission goal wants the least queueing, not the most"),
         ],
-        "d-cost-itl": [(COSTS_8_2[1], "a running request waits for the whole round, prompt "
-                                      "chunk included")],
-        "d-cost-queue": [(COSTS_8_2[0], "later arrivals wait in the queue until a round has "
-                                        "budget left for their prompt")],
+        "d-keeps-up": (
+            [(b, "read the prefill-load column: keeping up needs a load below 1")
+             for b in _BUDGETS if loads[b] >= 1 and b != keeps]
+            + ([(NO_BUDGET, "a budget whose load is below 1 keeps up: look again at the "
+                            "largest budgets")] if keeps != NO_BUDGET else [])
+            + [(b, "the smallest budget that keeps up is asked for") for b in _BUDGETS
+               if loads[b] < 1 and b != keeps]),
+        "d-cost-itl": [
+            ("fixed per-round cost", "every round pays it whatever its budget: it does not "
+                                     "grow with the chunk"),
+            ("per-pair cost", "it grows too, but each extra token's pairs cost less than the "
+                              "token itself here: compare t_pair (h + c) with t_token"),
+            ("queue wait", "a running request does not queue: it waits for the round it is in"),
+        ],
+        "d-cost-queue": [
+            ("per-token cost", "a prompt's tokens cost the same however it is split: count "
+                               "what each extra round adds"),
+            ("per-pair cost", "a prompt's pairs sum to n(n+1)/2 however it is split: count "
+                              "what each extra round adds"),
+            ("queue wait", "the queue wait is the effect; name the cost that causes it"),
+        ],
     }
 
 
@@ -170,6 +264,9 @@ _TIE = 1e-9
 # the replay table prints times to 0.1 ms: a longest interval closer than this to the target,
 # or a queueing time closer than this to the quickest, could not be told apart in the table
 _EDGE_S = 0.1 * units.ms
+# (c)'s chunk sizes are whole tokens: an unrounded root this close to a whole number would
+# turn on the last digits of the student's arithmetic
+_ROOT_EDGE = 0.005
 
 
 def _tied_queue(g: dict) -> list[int]:
@@ -198,6 +295,16 @@ def _screen(seed: int) -> str | None:
             and r.queue_later_mean_s - best < _EDGE_S]
     if near:
         return f"budget {near[0]} queues within 0.1 ms of the quickest budget"
+    loads = _loads(g)
+    if any(loads[b] == 1 for b in loads):
+        return "a budget's prefill load prints as exactly 1"
+    if any(loads[r.token_budget] < 1 for r in meets):
+        return "a budget both meets the interval goal and keeps up with the arrivals"
+    L, c = _long_prompt(g), g["chunk_tokens"]
+    for h in (0, L - c):
+        x = _chunk_root(g, h)
+        if min(x % 1, 1 - x % 1) < _ROOT_EDGE:
+            return f"(c)'s chunk size on {h} cached tokens is within {_ROOT_EDGE} of a whole token"
     return screen_answers(exercises()[0], _solve(g))
 
 
@@ -220,6 +327,9 @@ def exercises() -> list[Exercise]:
             "rounding) of the goal",
             "budgets that queue later arrivals identically are all accepted in (d); no other "
             "budget queues within 0.1 ms of the quickest",
+            "no budget's prefill load prints as exactly 1.000, and no budget both meets the "
+            "interval goal and has a prefill load below 1 (the worked solution's lesson)",
+            "(c)'s unrounded chunk sizes lie at least 0.005 tokens from a whole number",
         ),
         screen=_screen, also_accepted=_also_accepted,
     )]

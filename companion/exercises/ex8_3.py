@@ -14,12 +14,19 @@ _SHAPES = [  # (prompt, shared prefix, output): prefixes are whole 16-token bloc
     (ch08.LONG_PROMPT_TOKENS, ch08.SHARED_PREFIX_TOKENS, ch08.OUTPUT_TOKENS), (4096, 3072, 256),
     (16384, 12288, 256), (8192, 4096, 128)]
 _JOINED_BLOCKS = (1, 2, 3, 4)   # private full blocks that join the prefix in (c)
+# (c)'s batch outside the listed ones, where only the general count j (b - 1) answers
+_GENERAL_BATCHES = (12, 24, 48, 64, 100)
+_GENERAL_BATCH_SEED_0 = 100
+# (b)'s sizes are whole numbers of blocks: this tolerance fails an answer that skips the block
+# rounding (one slot per request at most 16,639 tokens is 0.006%)
+_SIZE_TOLERANCE = 1e-5
 
 
 def _params(seed: int) -> dict:
     if seed == 0:
         lengths, model, shape = ch08.PAGING_EXAMPLE_LENGTHS, specs.QWEN3_8B, _SHAPES[0]
         joined = 1                 # Exercise 8-3: "convert one originally private full block"
+        general = _GENERAL_BATCH_SEED_0
     else:
         rng = rng_for("8-3", seed)
         lengths = [int(x) for x in rng.integers(3, 21, size=4)]
@@ -28,12 +35,14 @@ def _params(seed: int) -> dict:
         model = pick(rng, common_ch08.VARIANT_MODELS)
         shape = pick(rng, _SHAPES)
         joined = pick(rng, _JOINED_BLOCKS)
+        general = pick(rng, _GENERAL_BATCHES)
     prompt, prefix, output = shape
     return {"lengths": tuple(lengths), "block_sizes": ch08.EXERCISE_8_3_BLOCK_SIZES,
             "model": model,
             "kv_bytes_per_token": calc.kv_bytes_per_token(model), "prompt_tokens": prompt,
             "shared_prefix_tokens": prefix, "output_tokens": output, "block_tokens": 16,
-            "batches": ch08.EXERCISE_8_3_BATCHES, "joined_blocks": joined}
+            "batches": ch08.EXERCISE_8_3_BATCHES, "joined_blocks": joined,
+            "kv_pool_bytes": ch08.KV_BUDGET_BYTES, "general_batch": general}
 
 
 def _parts() -> tuple[Part, ...]:
@@ -45,14 +54,21 @@ def _parts() -> tuple[Part, ...]:
                           "exact"))
     for b in ch08.EXERCISE_8_3_BATCHES:
         parts.append(Part(f"b-indep-b{b}", f"KV of {b} finished long requests, independent",
-                          "MiB"))
+                          "MiB", tolerance=_SIZE_TOLERANCE))
     for b in ch08.EXERCISE_8_3_BATCHES:
         parts.append(Part(f"b-shared-b{b}", f"KV of {b} finished long requests, shared prefix",
-                          "MiB"))
+                          "MiB", tolerance=_SIZE_TOLERANCE))
+    parts.append(Part("b-fit-indep", "most finished long requests the KV pool holds, "
+                                     "independent", "requests", "exact"))
+    parts.append(Part("b-fit-shared", "most finished long requests the KV pool holds, "
+                                      "shared prefix", "requests", "exact"))
     for b in ch08.EXERCISE_8_3_BATCHES:
         parts.append(Part(f"c-saved-b{b}", f"physical blocks saved for {b} requests when the "
                                            f"given private blocks join the prefix", "blocks",
                           "exact"))
+    parts.append(Part("c-saved-general", "physical blocks saved for the given larger batch "
+                                         "when the given private blocks join the prefix",
+                      "blocks", "exact"))
     return tuple(parts)
 
 
@@ -68,16 +84,19 @@ def _shared_blocks(g: dict, batch: int, prefix: int) -> int:
 
 def _solve(g: dict) -> dict:
     out = _solve_ab(g)
+    prefix = g["shared_prefix_tokens"]
     for b in g["batches"]:
-        prefix = g["shared_prefix_tokens"]
         out[f"c-saved-b{b}"] = (_shared_blocks(g, b, prefix)
                                 - _shared_blocks(g, b, prefix + _joined_tokens(g)))
+    b = g["general_batch"]
+    out["c-saved-general"] = (_shared_blocks(g, b, prefix)
+                              - _shared_blocks(g, b, prefix + _joined_tokens(g)))
     return out
 
 
 def _screen(seed: int) -> str | None:
     """(a) and (b) only, so that the screen does not page every batch twice: (c) saves
-    k (b - 1) blocks for k joined blocks and a batch of b >= 2 at every seed (8.3.2)."""
+    j (b - 1) blocks for j joined blocks and a batch of b >= 2 at every seed (8.3.2)."""
     return screen_answers(exercises()[0], _solve_ab(_params(seed)))
 
 
@@ -94,6 +113,11 @@ def _solve_ab(g: dict) -> dict:
         out[f"b-shared-b{b}"] = calc.prefix_shared_kv_bytes(
             g["model"], b, g["prompt_tokens"], g["output_tokens"],
             shared_prefix_tokens=g["shared_prefix_tokens"], **kw) / units.MiB
+    request = (g["prompt_tokens"], g["output_tokens"])
+    out["b-fit-indep"] = calc.max_concurrent(g["kv_pool_bytes"], g["model"], *request, **kw)
+    out["b-fit-shared"] = calc.max_concurrent(g["kv_pool_bytes"], g["model"], *request,
+                                              shared_prefix_tokens=g["shared_prefix_tokens"],
+                                              **kw)
     return out
 
 
@@ -118,6 +142,8 @@ def _mistakes(g: dict) -> dict:
     held = calc.held_tokens(prompt, out_t)
     prefix = g["shared_prefix_tokens"]
     private = calc.kv_bytes(model, held - prefix) / units.MiB
+    prefix_mib = calc.kv_bytes(model, prefix) / units.MiB
+    rounding = "round each part up to whole 16-token blocks"
     for b in g["batches"]:
         hints[f"b-indep-b{b}"] = [
             (b * calc.kv_bytes(model, prompt) / units.MiB,
@@ -128,15 +154,32 @@ def _mistakes(g: dict) -> dict:
             (b * calc.kv_bytes(model, held) / units.MiB,
              "with sharing the common prefix is stored once, not once per request"),
             (b * private, "the shared prefix is still stored, once"),
-            (b * (private + calc.kv_bytes(model, prefix) / units.MiB),
+            (b * (private + prefix_mib),
              "with sharing the common prefix is stored once, not once per request"),
+            ((prefix * k + b * (held - prefix) * k) / units.MiB, rounding),
         ]
-        k = g["joined_blocks"]
-        hints[f"c-saved-b{b}"] = [
-            (k * b, "the common prefix gains those blocks, stored once: count them"),
-            (k * (b + 1), "each request loses its private blocks and the prefix gains them"),
-            (b - 1, f"{k} blocks join the prefix, not one"),
+    j = g["joined_blocks"]
+    for b in g["batches"] + (g["general_batch"],):
+        name = f"c-saved-b{b}" if b in g["batches"] else "c-saved-general"
+        hints[name] = [
+            (j * b, "the common prefix gains those blocks, stored once: count them"),
+            (j * (b + 1), "each request loses its private blocks and the prefix gains them"),
+            (b - 1, f"{j} blocks join the prefix, not one"),
         ]
+    pool = g["kv_pool_bytes"]
+    whole = calc.kv_bytes(model, held)
+    hints["b-fit-indep"] = [
+        (-(-pool // whole), "only whole requests fit: round down"),
+        (pool // calc.kv_bytes(model, prompt), "reserve what a finished request holds: prompt + "
+                                               "output - 1 tokens"),
+    ]
+    hints["b-fit-shared"] = [
+        (-(-(pool - prefix_mib * units.MiB) // (private * units.MiB)),
+         "only whole requests fit: round down"),
+        (pool // (private * units.MiB), "the prefix is stored once, but it is stored: take it "
+                                        "out of the pool first"),
+        (pool // whole, "with sharing each request adds only its private part"),
+    ]
     return hints
 
 

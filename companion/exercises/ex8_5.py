@@ -9,6 +9,9 @@ from companion.grading import Exercise, Part
 
 
 LINKS = ("pcie", "c2c")
+# totals over a request's steps and the bandwidths are graded to 0.1%, so that counting G steps
+# instead of G - 1 (0.2% at 512 outputs, more at fewer) fails with its own hint
+_STEP_TOLERANCE = 0.001
 
 
 def _params(seed: int) -> dict:
@@ -24,6 +27,7 @@ def _params(seed: int) -> dict:
         "pcie_link_bytes_per_s": ch08.PCIE_GEN5_X16_BYTES_PER_S,
         "c2c_link_bytes_per_s": ch08.NVLINK_C2C_BYTES_PER_S,
         "compute_round_s": ch08.ROUND_B1_S, "copy_budget_s": chosen["budget_s"],
+        "kv_pool_bytes": ch08.KV_BUDGET_BYTES,
     }
 
 
@@ -36,19 +40,35 @@ def _parts() -> tuple[Part, ...]:
                                               f"({n} buffer set(s))", "requests", "exact"))
         parts.append(Part(f"a-complete-{n}buf", f"extra finished-request KV states that fit "
                                                 f"({n} buffer set(s))", "requests", "exact"))
+    for n in ch08.OFFLOAD_PREFETCH_BUFFERS:
+        parts.append(Part(f"a-pool-{n}buf", f"extra finished requests the KV pool holds once "
+                                            f"the freed memory joins it ({n} buffer set(s))",
+                          "requests", "exact"))
     for link, name in (("pcie", "PCIe Gen5 x16"), ("c2c", "NVLink-C2C")):
         parts.append(Part(f"b-copy-{link}", f"lower bound of the copy per step over {name}",
                           "ms"))
         parts.append(Part(f"b-total-{link}", f"lower bound of the copying over all steps, {name}",
-                          "s"))
-        parts.append(Part(f"b-hidden-{link}", f"can prefetch hide the copy behind a decode round "
-                                              f"over {name}?", kind="bool"))
-    parts.append(Part("c-min-bw", "smallest one-way bandwidth for the copy budget", "GB/s"))
+                          "s", tolerance=_STEP_TOLERANCE))
+        parts.append(Part(f"b-hidden-{link}", f"with two buffer sets, can prefetch hide the copy "
+                                              f"behind a decode round over {name}?", kind="bool"))
+    parts.append(Part("c-min-bw", "smallest one-way bandwidth for the copy budget", "GB/s",
+                      tolerance=_STEP_TOLERANCE))
+    parts.append(Part("c-hide-bw", "smallest one-way bandwidth at which the copy per step fits "
+                                   "in a decode round", "GB/s", tolerance=_STEP_TOLERANCE))
     return tuple(parts)
 
 
 def _steps(g: dict) -> int:
     return calc.held_tokens(0, g["output_tokens"])  # G - 1 forward passes after the prefill
+
+
+def _pool_gain(g: dict, net_bytes: float) -> int:
+    """Extra finished requests the KV pool holds when ``net_bytes`` join it: KV blocks are paged
+    and interchangeable (8.3.1), so the freed bytes add to the pool's own leftover."""
+    request = (g["prompt_tokens"], g["output_tokens"])
+    pool = g["kv_pool_bytes"]
+    return (calc.max_concurrent(pool + net_bytes, g["model"], *request)
+            - calc.max_concurrent(pool, g["model"], *request))
 
 
 def _solve(g: dict) -> dict:
@@ -61,6 +81,7 @@ def _solve(g: dict) -> dict:
         out[f"a-net-{n}buf"] = net / units.MiB
         out[f"a-inputs-{n}buf"] = int(net // input_state)
         out[f"a-complete-{n}buf"] = int(net // complete_state)
+        out[f"a-pool-{n}buf"] = _pool_gain(g, net)
     moved = calc.ffn_offload(model, g["every_n_layers"], 1).offloaded_bytes
     steps = _steps(g)
     for link in LINKS:
@@ -70,6 +91,7 @@ def _solve(g: dict) -> dict:
         out[f"b-total-{link}"] = copy.total_copy_s
         out[f"b-hidden-{link}"] = bool(copy.copy_hidden)
     out["c-min-bw"] = calc.min_link_bytes_per_s(moved, steps, g["copy_budget_s"]) / units.GB
+    out["c-hide-bw"] = moved / g["compute_round_s"] / units.GB
     return out
 
 
@@ -94,6 +116,12 @@ def _mistakes(g: dict) -> dict:
             (-(-net // complete_state), "only whole states fit: round down"),
             (net // input_state, "a finished request holds prompt + output - 1 tokens"),
         ]
+        hints[f"a-pool-{n}buf"] = [
+            (net // complete_state, "that is the freed memory on its own; the pool's leftover "
+                                    "after its own requests adds to it (paged blocks, 8.3.1)"),
+            ((g["kv_pool_bytes"] + net) // complete_state, "count only the extra requests: "
+                                                           "subtract what the pool held before"),
+        ]
     for link in LINKS:
         bw = g[f"{link}_link_bytes_per_s"]
         net1 = calc.ffn_offload(model, g["every_n_layers"], 1).net_saved_bytes
@@ -108,6 +136,12 @@ def _mistakes(g: dict) -> dict:
     hints["c-min-bw"] = [
         ((steps + 1) * off.offloaded_bytes / g["copy_budget_s"] / units.GB,
          "the first token comes from the prefill: G - 1 steps copy weights"),
+    ]
+    hints["c-hide-bw"] = [
+        (steps * off.offloaded_bytes / g["compute_round_s"] / units.GB,
+         "one step's copy has to fit in one round: D_off / T_round, not all steps'"),
+        (off.offloaded_bytes / g["copy_budget_s"] / units.GB,
+         "compare one step's copy with the decode round, not with the copy budget"),
     ]
     return hints
 
