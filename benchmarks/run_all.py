@@ -2,6 +2,10 @@
 """Print the companion's speed figures (nothing is asserted; tests never time things).
 
 Sections (all by default; name some to run only those):
+  startup     the start-up table (benchmarks/startup.py): import, JupyterLab cold and warm Run
+              All -> first live explorer (START_HERE, 8.3, 17.2), the dashboard's URL -> first
+              figure, the lite site's kernel ready (first and second notebook) and its Run All
+              -> first explorer, each row against its target
   import      `import companion` / `import companion.calc` in a fresh interpreter (median of 7),
               and `python -c "import companion.calc"` less `python -c pass` (target < 150 ms)
   panels      every explorer's update latency inside a Jupyter kernel: recompute + figure
@@ -203,7 +207,13 @@ def bench_suite() -> None:
     print(f"  {elapsed:.1f} s  ({last[0] if last else 'no output'})")
 
 
-SECTIONS = {"import": bench_import, "panels": bench_panels, "sim": bench_sim,
+def bench_startup() -> None:
+    header("start-up: the wait for the first figure (each row measured in this run)")
+    subprocess.run([PY, str(ROOT / "benchmarks" / "startup.py")], cwd=ROOT)
+
+
+SECTIONS = {"startup": bench_startup, "import": bench_import, "panels": bench_panels,
+            "sim": bench_sim,
             "notebooks": bench_notebooks, "browser": bench_browser, "lite": bench_lite,
             "suite": bench_suite}
 

@@ -142,6 +142,33 @@ def wheel_metadata(data: bytes) -> tuple[str, str, list[str], list[str]]:
     return meta["Name"], meta["Version"], deps, tops
 
 
+def trim_wheel(data: bytes, drop: tuple[str, ...] | list[str]) -> bytes:
+    """The wheel ``data`` without the files whose names start with one of ``drop`` (and
+    without their RECORD lines); unchanged when ``drop`` is empty. Each prefix must match a
+    file: a pin that moved on would otherwise trim nothing without a word."""
+    if not drop:
+        return data
+    out = io.BytesIO()
+    hits = dict.fromkeys(drop, 0)
+    with zipfile.ZipFile(io.BytesIO(data)) as src, \
+            zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            gone = [p for p in drop if info.filename.startswith(p)]
+            for p in gone:
+                hits[p] += 1
+            if gone:
+                continue
+            body = src.read(info)
+            if info.filename.endswith(".dist-info/RECORD"):
+                body = "".join(line for line in body.decode().splitlines(keepends=True)
+                               if not line.startswith(tuple(drop))).encode()
+            dst.writestr(info, body)
+    unused = [p for p, n in hits.items() if not n]
+    if unused:
+        raise BuildError(f"lite/artefacts.json trims {unused}, which the wheel does not hold")
+    return out.getvalue()
+
+
 def build_companion_wheel(dest: Path, python: str) -> Path:
     for old in dest.glob("*.whl"):
         old.unlink()
@@ -214,6 +241,27 @@ def main(argv: list[str]) -> int:
         return build(Path(args.out).resolve(), state)  # jupyter lite runs elsewhere
 
 
+STARTUP_EXTENSION = ROOT / "lite" / "startup-extension"
+
+
+def add_startup_extension(out: Path) -> None:
+    """Serve lite/startup-extension (the line that says what a notebook's kernel is doing
+    until it can run a cell) as one more federated extension of the built site."""
+    meta = json.loads((STARTUP_EXTENSION / "package.json").read_text())
+    name, build = meta["name"], meta["jupyterlab"]["_build"]
+    dest = out / "extensions" / name
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(STARTUP_EXTENSION, dest)
+    config_path = out / "jupyter-lite.json"
+    config = json.loads(config_path.read_text())
+    data = config["jupyter-config-data"]
+    listed = [e for e in data.get("federated_extensions", []) if e.get("name") != name]
+    data["federated_extensions"] = listed + [
+        {"name": name, "load": build["load"], "extension": build["extension"]}]
+    config_path.write_text(json.dumps(config, indent=1))
+
+
 def build(out: Path, state: Path) -> int:
     t0 = time.monotonic()
     spec = json.loads(ARTEFACTS.read_text())
@@ -255,7 +303,10 @@ def build(out: Path, state: Path) -> int:
 
     # the extra wheels, described for Pyodide's lock (dependencies from their own metadata)
     skip = {canon(k) for k in spec["not_in_kernel"] if not k.startswith("_")}
-    extra = [(wheels / w["file"]).read_bytes() for w in spec["pypi_wheels"]]
+    trimmed = {canon(k): v for k, v in spec.get("trimmed", {}).items() if not k.startswith("_")}
+    extra = [trim_wheel((wheels / w["file"]).read_bytes(),
+                        trimmed.get(canon(Requirement(w["requirement"]).name), ()))
+             for w in spec["pypi_wheels"]]
     extra.append(build_companion_wheel(state / "dist", python).read_bytes())
     site_lock = {"info": official["info"], "packages": {n: lock[n] for n in wanted}}
     for data in extra:
@@ -313,6 +364,7 @@ def build(out: Path, state: Path) -> int:
          # faster, and JupyterLite warns on every build where it is missing
          "--no-libarchive"],
         cwd=state)
+    add_startup_extension(out)
     # the site's front door opens START_HERE in the lab (the lab app's ?path=). The root
     # index.html also carries the site's config script that every app page reads, so only its
     # redirect (to the bare lab) is replaced

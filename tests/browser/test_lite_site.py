@@ -103,6 +103,10 @@ def test_site_serves_every_notebook_offline(site):
     assert lite_build.content_data(), "the lab's reference measurement should be served"
     assert (site / "lab" / "index.html").is_file()
     config = json.loads((site / "jupyter-lite.json").read_text())["jupyter-config-data"]
+    # the start-up line is one of the site's extensions, served from the site
+    startup = [e for e in config["federated_extensions"]
+               if e["name"] == "llm-inference-companion-startup"]
+    assert startup and (site / "extensions" / startup[0]["name"] / startup[0]["load"]).is_file()
     kernel = config["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
     assert kernel["disablePyPIFallback"] is True
     assert "llm-inference-companion" in kernel["loadPyodideOptions"]["packages"]
@@ -131,6 +135,23 @@ def test_site_opens_on_start_here(server, reader):
     page.locator(f"{H.ACTIVE} .jp-MarkdownCell h1").first.wait_for(timeout=60_000)
     assert title in page.locator(f"{H.ACTIVE} .jp-MarkdownCell h1").first.inner_text()
     H.screenshot(page, "lite_1_start_here")
+
+
+def test_a_line_says_what_the_kernel_does_until_it_can_run_a_cell(server, reader):
+    """While Pyodide starts, the notebook says so (a polite status, with its clock); once the
+    kernel is idle the line says it is ready, then goes."""
+    page = reader.page
+    page.goto(server.notebook_url(START_HERE))
+    line = page.locator(f"{H.ACTIVE} .companion-kernel-progress[role=status]")
+    line.wait_for(state="visible", timeout=120_000)
+    # the kernel takes seconds to start: the line is there before it is ready
+    assert not page.evaluate(H.KERNEL_READY_JS, H.ACTIVE)
+    assert line.inner_text().startswith("Starting Python in your browser")
+    assert re.search(r"\d+ s so far", line.inner_text())
+    H.wait_kernel_ready(page, 300_000)
+    page.locator(f"{H.ACTIVE} .companion-kernel-progress.companion-ready").wait_for(
+        state="attached", timeout=30_000)
+    line.wait_for(state="detached", timeout=30_000)
 
 
 def explorer_cell(nb: dict, variable: str) -> int:
