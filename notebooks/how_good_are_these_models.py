@@ -251,9 +251,12 @@ benchmarks; it is {b1['gap_s'] / CAL.overhead_s:.1f} times smaller than 8.6.3's.
 MBU of {ref_peak_s / ref_cal_s:.0%}. That is the figure to set beside 8.6.3's and beside 17 §9's
 healthy band of {lo_band:.0%}-{hi_band:.0%}; the net {CAL.bandwidth_eff:.0%} is not.""")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Held out by publisher: how much does a calibration carry?
 #
+# <!-- fold: each publisher left out of the fit in turn, how far the constants move, and the held-out misses -->
+
+# %% [markdown]
 # Rows from one publisher share an engine, a benchmark harness and often a table, so a fit
 # that has seen a sibling row has half seen the row it is judged on. Here each publisher in
 # turn is left out, the three constants are fitted on everyone else, and the left-out rows are
@@ -504,9 +507,12 @@ TensorRT-LLM's
 about {a100_mfu:.0%}, {'above' if a100_mfu > eff else 'below'} the half of peak the chapter
 assumes and {band(a100_mfu, mfu_lo, mfu_hi)} 17 §9's strong band ({mfu_lo:.0%}-{mfu_hi:.0%}).""")
 
-# %% [markdown]
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ### 4. What the set cannot judge
 #
+# <!-- fold: throughput under a scheduler, tails, memory beyond bytes: what these rows cannot test -->
+
+# %% [markdown]
 # **Throughput under a scheduler.** The chapter treats a static batch as one prefill and then
 # identical decode steps. A real engine admits, pads, splits and reorders work, which the
 # static-batch rows here only brush against.

@@ -22,8 +22,12 @@ ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("notebooks", "solutions", "exercises", "dashboards")
 NOTEBOOKS = sorted(p for d in FOLDERS for p in (ROOT / d).rglob("*.ipynb")
                    if ".ipynb_checkpoints" not in p.parts)
+# the project's own template files; plotly.min.js beside them is plotly's (a git-ignored copy,
+# tools/dashboard_assets.py), the same file the kernel sends a page that lacks it, whose CDN
+# names are for features the companion does not use (geo maps' topojson, MathJax: "local")
 TEMPLATES = sorted(p for p in (ROOT / "dashboards").rglob("*")
-                   if p.is_file() and p.suffix in (".j2", ".html", ".css", ".js", ".json"))
+                   if p.is_file() and p.suffix in (".j2", ".html", ".css", ".js", ".json")
+                   and p.name != "plotly.min.js")
 # the front-end modules the companion's own widgets send to the page
 WIDGET_MODULES = sorted((ROOT / "companion").rglob("*.js"))
 
