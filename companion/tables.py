@@ -109,6 +109,8 @@ def _display(value, unit) -> str:
         return f"{100 * value:.2g}%"
     if unit == "x card memory":
         return f"{value:.2f}x card"
+    if unit == "x":
+        return f"{value:.2f}x"
     if unit in ("tok/s",):
         return f"{value:,.0f} tok/s"
     if value == 0 and unit in _COUNT_UNITS:

@@ -25,15 +25,18 @@
 # hints below the questions give the formulas if you are stuck.)
 #
 # 1. **(a)** The quantized weight bytes $D_w$, in GB; **(b)** the batch-1 time per token, in ms;
-#    **(c)** the batch-1 decode ceiling, tok/s; **(d)** the BF16 ceiling for comparison;
-#    **(e)** the gain, (c) / (d); **(f)** the decode intensity with quantized weights, FLOPs per
+#    **(c)** the batch-1 decode ceiling, tok/s; **(d)** the BF16 ceiling for comparison,
+#    tok/s; **(e)** the gain, (c) / (d); **(f)** the decode intensity with quantized weights, FLOPs per
 #    byte read.
 # 2. **(g)** The batch-1 ceiling at the long context $L$, quantized weights and a BF16 KV cache,
 #    tok/s, and **(h)** its gain over BF16 weights at the same context.
 # 3. At a batch of $b$ sequences, each at the long context $L$ (17 §2 runs this case at
 #    $b = 64$): **(i)** the BF16 KV one decode step reads, in GB, and **(j)** the gain of the
 #    quantized weights over BF16 weights at that batch and context (the ratio of the two step
-#    times).
+#    times). The BF16 side of (j) is a comparison on paper: check whether it fits the card
+#    with 17 §4's runtime reserve (at seed 0 it does not).
+#
+# (e), (h) and (j) are plain ratios, without a unit. Each answer is checked to within 0.5%.
 #
 # Weights are streamed whole every step; sizes are decimal ($10^9$ bytes to the GB). Your given
 # data come from `grading.params("17-8", SEED)`. Seed 0 is the chapter's own data (8B in INT8
@@ -68,6 +71,9 @@ print(f"format {given['format']}: s = {s:g} bytes per parameter; long context L 
 # %% [markdown]
 # ## (a)-(f) Short context: the weights are the stream
 #
+# **Then explain**, in two or three sentences in the cell under the check: why is the gain
+# exactly $2/s$ here, and why does the decode stay memory-bound however small $s$ gets?
+#
 # Set `weights_gb`, `step_ms`, `ceiling`, `baseline`, `gain` and `intensity`.
 
 # %% nbgrader={"grade": false, "grade_id": "af_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
@@ -89,6 +95,9 @@ with grading.checks():
 # %% [markdown]
 # ## (g), (h) Long context: the KV cache does not shrink
 #
+# **Then explain**, in two or three sentences in the cell under the check: why is (h) smaller
+# than (e), and what does it tend to as the context grows?
+#
 # Set `ceiling_long` and `gain_long`.
 
 # %% nbgrader={"grade": false, "grade_id": "gh_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
@@ -107,6 +116,9 @@ with grading.checks():
 # ## (i), (j) A batch at the long context: the cache is most of the stream
 #
 # Set `kv_batch_gb` and `gain_batch`.
+#
+# **Then explain**, in three or four sentences in the cell under the check: why is (j) close
+# to 1, and what does quantizing the weights still buy a batched server at this context?
 
 # %% nbgrader={"grade": false, "grade_id": "ij_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 kv_batch_gb = gain_batch = None

@@ -15,7 +15,8 @@
 # %% [markdown]
 # # Exercise 17-9 · Speculative decoding: how many tokens per pass, and at what cost?
 #
-# *Calculation, 17 §10.* A small draft model proposes $m$ tokens; the target model checks all
+# *Calculation, 17 §10.* A small draft model proposes $m$ tokens (the chapter writes $k$ for
+# the draft length; here $k$ is kept for KV bytes, so the draft length is $m$); the target model checks all
 # of them in one forward pass. Batch-1 decode is memory-bound, so checking $m + 1$ positions
 # streams the same weights as generating one token: the target's verification pass costs
 # about one ordinary decode step, $T_v = D_w / \beta$ with $D_w = 2N$ its BF16 weight bytes
@@ -25,7 +26,10 @@
 # $$\mathbb E[X] = 1 + \alpha + \alpha^2 + \dots + \alpha^m$$
 #
 # tokens, the target's own token included (17 §10). The draft model's $m$ passes are not free:
-# each streams the draft's weights, $t_d = 2 N_\text{draft} / \beta$ in BF16. One round then
+# each streams the draft's weights, $t_d = 2 N_\text{draft} / \beta$ in BF16. That assumes
+# the draft runs under CUDA Graphs (17 §9): an eager small draft is bound by its kernel
+# launches, not by its weight read. 17.10's explorer states the same cost as a share of a
+# plain step, $t_d / T_v$. One round then
 # takes $T_v + m\,t_d$, and the latency per output token is
 #
 # $$\frac{T_v + m\,t_d}{\mathbb E[X]} .$$

@@ -25,15 +25,18 @@
 # hints below the questions give the formulas if you are stuck.)
 #
 # 1. **(a)** The quantized weight bytes $D_w$, in GB; **(b)** the batch-1 time per token, in ms;
-#    **(c)** the batch-1 decode ceiling, tok/s; **(d)** the BF16 ceiling for comparison;
-#    **(e)** the gain, (c) / (d); **(f)** the decode intensity with quantized weights, FLOPs per
+#    **(c)** the batch-1 decode ceiling, tok/s; **(d)** the BF16 ceiling for comparison,
+#    tok/s; **(e)** the gain, (c) / (d); **(f)** the decode intensity with quantized weights, FLOPs per
 #    byte read.
 # 2. **(g)** The batch-1 ceiling at the long context $L$, quantized weights and a BF16 KV cache,
 #    tok/s, and **(h)** its gain over BF16 weights at the same context.
 # 3. At a batch of $b$ sequences, each at the long context $L$ (17 §2 runs this case at
 #    $b = 64$): **(i)** the BF16 KV one decode step reads, in GB, and **(j)** the gain of the
 #    quantized weights over BF16 weights at that batch and context (the ratio of the two step
-#    times).
+#    times). The BF16 side of (j) is a comparison on paper: check whether it fits the card
+#    with 17 §4's runtime reserve (at seed 0 it does not).
+#
+# (e), (h) and (j) are plain ratios, without a unit. Each answer is checked to within 0.5%.
 #
 # Weights are streamed whole every step; sizes are decimal ($10^9$ bytes to the GB). Your given
 # data come from `grading.params("17-8", SEED)`. Seed 0 is the chapter's own data (8B in INT8
@@ -67,6 +70,9 @@ print(f"format {given['format']}: s = {s:g} bytes per parameter; long context L 
 
 # %% [markdown]
 # ## (a)-(f) Short context: the weights are the stream
+#
+# **Then explain**, in two or three sentences in the cell under the check: why is the gain
+# exactly $2/s$ here, and why does the decode stay memory-bound however small $s$ gets?
 #
 # Set `weights_gb`, `step_ms`, `ceiling`, `baseline`, `gain` and `intensity`.
 
@@ -134,10 +140,17 @@ with grading.checks():
 # far left of the card's ridge, so the step remains a memory read and the arithmetic is no
 # limit. Quantization is the first lever in the chapter's list that can change the output,
 # so the gain is only free once the evaluations say the answers did not suffer.
+#
+# *Look for:* (1) the batch-1 step is the weight read, so time scales with $s$; (2) gain and
+# intensity both rise by $2/s$; (3) the intensity stays far below the ridge, so the step is
+# still a memory read; (4) bonus: the gain has a price in quality to check.
 # ### END SOLUTION
 
 # %% [markdown]
 # ## (g), (h) Long context: the KV cache does not shrink
+#
+# **Then explain**, in two or three sentences in the cell under the check: why is (h) smaller
+# than (e), and what does it tend to as the context grows?
 #
 # Set `ceiling_long` and `gain_long`.
 
@@ -183,12 +196,19 @@ with grading.checks():
 # toward 1 as $Lk$ grows (see the derivation above). The longer the context, the more of the
 # stream is cache, and the more the next lever has to be the cache itself (FP8 KV, fewer KV
 # heads).
+#
+# *Look for:* (1) the BF16 cache, $Lk$, is read every step and quantizing the weights leaves
+# it alone; (2) the gain $(2N + Lk)/(Ns + Lk)$ falls toward 1 as $L$ grows; (3) the next
+# lever is the cache itself.
 # ### END SOLUTION
 
 # %% [markdown]
 # ## (i), (j) A batch at the long context: the cache is most of the stream
 #
 # Set `kv_batch_gb` and `gain_batch`.
+#
+# **Then explain**, in three or four sentences in the cell under the check: why is (j) close
+# to 1, and what does quantizing the weights still buy a batched server at this context?
 
 # %% nbgrader={"grade": false, "grade_id": "ij_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 kv_batch_gb = gain_batch = None
@@ -246,4 +266,8 @@ with grading.checks():
 # buys is room: the bytes it frees can hold more sequences' caches, which is where a batched
 # server gains. The throughput lever for this regime is the cache itself (FP8 KV, fewer KV
 # heads) or a shorter context.
+#
+# *Look for:* (1) the weights are read once per step, the caches $b$ times; (2) so the cache
+# is most of the step and the gain sinks toward 1; (3) the freed bytes hold more sequences'
+# caches, a larger batch; (4) bonus: the BF16 baseline may not even fit the card.
 # ### END SOLUTION

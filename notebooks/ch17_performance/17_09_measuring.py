@@ -103,42 +103,52 @@ ui.figure().show()
 # %% [markdown]
 # ## Where this model breaks: ratios that count only part of the work
 #
-# A decode step also streams every sequence's cached KV, and every token also attends to the
-# tokens before it, so the same token rate is more bytes and more FLOPs than the chapter's
-# ratios count; the diamonds in the utilization explorer mark the ratios with that work
-# counted.
+# 17 §9 defines MBU with the weights *plus the live KV*; its worked decode has almost no
+# context, so there the weights alone are the whole count. Read weights-only at a long context,
+# the same token rate understates the bytes moved. MFU as the chapter computes it, $2N$ per
+# token, leaves attention out at any length. The diamonds in the utilization explorer mark the
+# ratios with all the work counted.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the table below
-from companion import tables
+from companion import measurements, tables
 
-ut_ctl = {c.name: c for c in widgets.UtilizationPanel.controls}
-ut_rates = dict(decode_tokens_per_s=ch17.DECODE_TOK_PER_S,
-                prefill_tokens_per_s=ch17.PREFILL_TOK_PER_S)
+u_controls = {c.name: c for c in widgets.UtilizationPanel.controls}
+ctx_hi = u_controls["context_tokens"].max
+prompt_lo, prompt_hi = u_controls["prompt_tokens"].min, u_controls["prompt_tokens"].max
+rates = dict(decode_tokens_per_s=ch17.DECODE_TOK_PER_S,
+             prefill_tokens_per_s=ch17.PREFILL_TOK_PER_S)
 ut_rows = []
-for ut_label, ut_kw in ((f"the chapter's: decode with no cached context, "
-                         f"{ch17.PROMPT_TOKENS:,}-token prompts", {}),
-                        (f"{ut_ctl['context_tokens'].max:,} cached tokens, "
-                         f"{ut_ctl['prompt_tokens'].max:,}-token prompts",
-                         dict(context_tokens=ut_ctl["context_tokens"].max,
-                              prompt_tokens=ut_ctl["prompt_tokens"].max))):
-    ut = calc.utilization_counted(m8, hw, **ut_rates, **ut_kw)
-    ut_rows.append((ut_label,
-                    f"{100 * ut['decode_mbu_chapter']:.0f}% / {100 * ut['prefill_mfu_chapter']:.0f}%",
-                    f"{100 * ut['decode_mbu']:.0f}% / {100 * ut['prefill_mfu']:.0f}%",
-                    f"{ut['decode_mbu'] / ut['decode_mbu_chapter']:.2f} / "
-                    f"{ut['prefill_mfu'] / ut['prefill_mfu_chapter']:.2f}"))
-md(tables.markdown_table(("setting (8B at the chapter's measured rates)",
-                          "chapter's model (decode MBU / prefill MFU)",
-                          "fuller model (all work counted)", "fuller / chapter"), ut_rows))
+for ctx in (0, ch17.LONG_CONTEXT_TOKENS, ctx_hi):
+    u = calc.utilization_counted(m8, hw, context_tokens=ctx, **rates)
+    ut_rows.append((f"decode MBU, batch 1, {ctx:,} cached tokens",
+                    f"{100 * u['decode_mbu_chapter']:.0f}%", f"{100 * u['decode_mbu']:.0f}%"))
+u = calc.utilization_counted(m8, hw, context_tokens=ctx_hi, **rates)
+ut_rows.append((f"decode MFU, batch 1, {ctx_hi:,} cached tokens",
+                f"{100 * u['decode_mfu_chapter']:.2f}%", f"{100 * u['decode_mfu']:.2f}%"))
+counted = {}
+for n in (prompt_lo, ch17.PROMPT_TOKENS, ch17.LONG_CONTEXT_TOKENS, 32_000, prompt_hi):
+    counted[n] = calc.utilization_counted(m8, hw, prompt_tokens=n, **rates)
+    ut_rows.append((f"prefill MFU, {n:,}-token prompts",
+                    f"{100 * counted[n]['prefill_mfu_chapter']:.0f}%",
+                    f"{100 * counted[n]['prefill_mfu']:.0f}%"))
+md(f"The 8B at the chapter's measured rates ({ch17.DECODE_TOK_PER_S} tok/s of decode, "
+   f"{ch17.PREFILL_TOK_PER_S:,} prompt tok/s of prefill) on an H100 SXM:\n\n"
+   + tables.markdown_table(("measurement", "MBU weights only; MFU matrices only (the chapter's 2N)",
+                            "all work counted (MBU: 17 §9's weights + live KV; MFU: + attention)"),
+                           ut_rows))
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
-# computes the number in the sentence below
-from companion import measurements
-
-md(f"""Predicted decode-step times, the ceiling this MBU is read against, have been off published
-measurements by a median of about {measurements.stated_accuracy("decode-bound"):.0f}%
-([How good are these models?](../how_good_are_these_models.ipynb)).""")
+# computes the numbers in the sentence below
+mem_t = measurements._regime_misses(False)[measurements._canonical("decode-bound")]
+mem_f = measurements.median_miss("decode-bound")
+md(f"""How close do real deployments come to that memory roof? Against
+{mem_t['n']} published decode-bound measurements
+([How good are these models?](../how_good_are_these_models.ipynb)) the roofline's step time
+was optimistic in {mem_t['chapter_optimistic']} of {mem_t['n']}, by a median factor of
+{measurements.factor(mem_f)}. That factor is the inverse of those deployments' MBU: a median
+of about {100 / mem_f:.0f}%, just below 17 §9's healthy
+{100 * ch17.HEALTHY_DECODE_MBU[0]:.0f}-{100 * ch17.HEALTHY_DECODE_MBU[1]:.0f}% band.""")
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # #### In detail
@@ -193,31 +203,6 @@ md(f"Prefill MFU of the 8B at {ch17.PREFILL_TOK_PER_S:,} prompt tok/s on an H100
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
-u_controls = {c.name: c for c in widgets.UtilizationPanel.controls}
-ctx_hi = u_controls["context_tokens"].max
-prompt_lo, prompt_hi = u_controls["prompt_tokens"].min, u_controls["prompt_tokens"].max
-rates = dict(decode_tokens_per_s=ch17.DECODE_TOK_PER_S,
-             prefill_tokens_per_s=ch17.PREFILL_TOK_PER_S)
-rows = ["| measurement | the chapter's ratio | all work counted |", "|---|---|---|"]
-for ctx in (0, ch17.LONG_CONTEXT_TOKENS, ctx_hi):
-    u = calc.utilization_counted(m8, hw, context_tokens=ctx, **rates)
-    rows.append(f"| decode MBU, batch 1, {ctx:,} cached tokens | "
-                f"{100 * u['decode_mbu_chapter']:.0f}% | {100 * u['decode_mbu']:.0f}% |")
-for ctx in (0, ctx_hi):
-    u = calc.utilization_counted(m8, hw, context_tokens=ctx, **rates)
-    rows.append(f"| decode MFU, batch 1, {ctx:,} cached tokens | "
-                f"{100 * u['decode_mfu_chapter']:.2f}% | {100 * u['decode_mfu']:.2f}% |")
-counted = {}
-for n in (prompt_lo, ch17.PROMPT_TOKENS, ch17.LONG_CONTEXT_TOKENS, 32_000, prompt_hi):
-    counted[n] = calc.utilization_counted(m8, hw, prompt_tokens=n, **rates)
-    rows.append(f"| prefill MFU, {n:,}-token prompts | "
-                f"{100 * counted[n]['prefill_mfu_chapter']:.0f}% | "
-                f"{100 * counted[n]['prefill_mfu']:.0f}% |")
-md(f"The 8B at the chapter's measured rates ({ch17.DECODE_TOK_PER_S} tok/s of decode, "
-   f"{ch17.PREFILL_TOK_PER_S:,} prompt tok/s of prefill) on an H100 SXM:\n\n" + "\n".join(rows))
-
-# %% jupyter={"source_hidden": true} tags=["remove-input"]
-# computes the numbers in the text below
 at8k = calc.utilization_counted(m8, hw, context_tokens=ch17.LONG_CONTEXT_TOKENS, **rates)
 at_hi = calc.utilization_counted(m8, hw, context_tokens=ctx_hi, **rates)
 base = counted[ch17.PROMPT_TOKENS]
@@ -227,10 +212,10 @@ md(f"""> **Where this model breaks: MBU and MFU.** At the chapter's settings the
 > work, so prefill MFU reads {100 * base['prefill_mfu']:.0f}% instead of
 > {100 * base['prefill_mfu_chapter']:.0f}%. Both gaps grow with length. If the same
 > {ch17.DECODE_TOK_PER_S} tok/s were measured at {ch17.LONG_CONTEXT_TOKENS:,} cached tokens,
-> the MBU would be {100 * at8k['decode_mbu']:.0f}%, not {100 * at8k['decode_mbu_chapter']:.0f}%,
-> and at the explorer's {ctx_hi:,} tokens {100 * at_hi['decode_mbu']:.0f}%: the headroom the
-> chapter reads off $1/\\text{{MBU}}$ shrinks from {1 / at_hi['decode_mbu_chapter']:.2f}x to
-> {1 / at_hi['decode_mbu']:.2f}x. A prefill of 32,000-token prompts at
+> 17 §9's MBU (weights plus live KV) would be {100 * at8k['decode_mbu']:.0f}%, where a
+> weights-only count says {100 * at8k['decode_mbu_chapter']:.0f}%, and at the explorer's
+> {ctx_hi:,} tokens {100 * at_hi['decode_mbu']:.0f}%: the headroom $1/\\text{{MBU}}$ is
+> {1 / at_hi['decode_mbu']:.2f}x, not the weights-only {1 / at_hi['decode_mbu_chapter']:.2f}x. A prefill of 32,000-token prompts at
 > {ch17.PREFILL_TOK_PER_S:,} tok/s is doing {100 * counted[32_000]['prefill_mfu']:.0f}% of
 > peak in model FLOPs, not {100 * counted[32_000]['prefill_mfu_chapter']:.0f}%, inside the
 > band the chapter calls strong rather than below it. At the explorer's longest prompts,
@@ -383,20 +368,28 @@ for graphs in (False, True):
 # (`companion.sim.speed_of_light`), assuming each big kernel reaches a given share of its roof
 # (by default the 80% memory of the chapter's decode example in 17 §9), and for the whole
 # round it reports the round's MBU and MFU from `calc.decode_utilization`, the ratios above.
+#
+# One difference in what the compute bar means. The companion's is the kernel's FLOP/s over
+# the dense tensor peak. `ncu`'s compute bar is the busiest of the SM's pipelines and issue
+# slots (load/store, integer, tensor, ...) as a share of its own peak, so a decode kernel that
+# does almost no tensor arithmetic still keeps its load/store pipe busy. That is why 17 §9's
+# decode kernel shows "compute ~5%" in `ncu` where FLOP/s over peak is a fraction of a
+# percent. The explorer opens with some cached context, so the attention kernel has a KV
+# cache to read.
 
 # %%
-sol_panel = widgets.SpeedOfLightPanel()
-sol_default = sol_panel.defaults()
-sol = sol_panel.at().numbers
+sol_panel = widgets.SpeedOfLightPanel(context_tokens=600)
+sol_default = sol_panel.params
+sol = sol_panel.at(**sol_default).numbers
 print(f"the explorer opens at: {sol_default['model']} on the {sol_default['hardware']}, batch "
       f"{sol_default['batch']}, {sol_default['context_tokens']:,} cached tokens per sequence "
-      f"(the chapter's short context, no KV to read), each big kernel at "
+      f"(a short chat context), each big kernel at "
       f"{sol_default['roof_pct']:.0f}% of its roof")
 sol_panel.figure().show()
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
-big = sol_panel.at(batch=512).numbers
+big = sol_panel.at(**{**sol_default, 'batch': 512}).numbers
 sol_lo, sol_hi = ch17.HEALTHY_DECODE_MBU
 sol_band = "inside" if sol_lo <= sol["mbu_pct"] / 100 <= sol_hi else "outside"
 md(f"""At batch {sol_default['batch']} every projection reads about
@@ -496,60 +489,58 @@ sol_panel.show()
 #    H100. Before entering it, predict whether the MBU will be plausible; then enter it. What
 #    does an MBU above 100% say about the measurement?
 #    <!-- states: ui(model=specs.LLAMA_70B.name, decode_tok_s=150.0) -->
-# 2. At batch 64 with 8,000 live tokens per sequence, which measured rate would be a healthy
-#    70% MBU? Compare it with the answer if you ignored the KV reads.
-#    <!-- states: ui(batch=64, context_tokens=8000) -->
+# 2. At batch 57 with 8,000 live tokens per sequence (about the most that fits one H100,
+#    17 §4), which measured rate would be a healthy 70% MBU? Compare it with the answer if you
+#    ignored the KV reads.
+#    <!-- states: ui(batch=57, context_tokens=8000) -->
 # 3. **Predict, then move.** Keep the 8B's 146 tok/s but switch the card to an H200. Will the
 #    deployment still look healthy? Predict, then switch.
 #    <!-- states: ui(hardware=specs.H200_SXM.name) -->
 # 4. Your prefill MFU reads 30%. Name three causes the ratio alone cannot tell apart, and for
 #    two of them compute how much they cost.
 # 5. In the timeline explorer (eager, 8B), from which launch cost on do gaps take more than 1%
-#    of the round at batch 1? And at batch 64 with 8,000 cached tokens per sequence?
-#    <!-- states: timeline_panel(launch_us=...); timeline_panel(batch=64, context_tokens=8000, launch_us=...) -->
+#    of the round at batch 1? And at batch 57 with 8,000 cached tokens per sequence?
+#    <!-- states: timeline_panel(launch_us=...); timeline_panel(batch=57, context_tokens=8000, launch_us=...) -->
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 reported = 150.0
 seventy = ui.at(model=specs.LLAMA_70B.name, decode_tok_s=150.0).numbers
+tp_g = 8
+tp_mbu = seventy["decode_bytes_per_s"] / (tp_g * specs.H100_SXM.mem_bw_bytes_per_s)
 answer(f"""At batch {u_controls['batch'].default} every token streams all {specs.LLAMA_70B.weight_bytes / units.GB:.0f} GB of
 the 70B's weights, so {reported:g} tok/s would need {seventy['decode_bytes_per_s'] / 1e12:.1f} TB/s:
 an MBU of {seventy['decode_mbu_pct']:.0f}%. The memory roof allows
 {seventy['ceiling_tok_s']:.0f} tok/s on one card. The model does not even fit one H100, so
-the rate was measured across several GPUs (divide by them), with a larger batch, or with
-quantized weights. An MBU past the memory roof never describes the setup you think you
+the rate was measured some other way: across $g$ GPUs (divide by $g$ times the bandwidth; at
+TP={tp_g} the MBU is about {100 * tp_mbu:.0f}%), with a larger batch, with quantized weights,
+or with speculative decoding, where one pass over the weights yields more than one token. An
+MBU past the memory roof never describes the setup you think you
 measured: it is a wrong rate or a different deployment.""", title="Worked answer 1")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 healthy_mbu = sum(ch17.HEALTHY_DECODE_MBU) / 2     # the middle of the chapter's healthy band
-busy = ui.at(batch=64, context_tokens=8000).numbers
-bs_val, ctx_val = 64, 8000
+bs_val, ctx_val = 57, 8000
+busy = ui.at(batch=bs_val, context_tokens=ctx_val).numbers
 # MBU is proportional to the rate: scale the readout's ceiling (and its weights-only MBU)
 healthy = healthy_mbu * busy["ceiling_tok_s"]
 weights_ceiling = ch17.DECODE_TOK_PER_S / (busy["decode_mbu_weights_only_pct"] / 100)
 healthy_w = healthy_mbu * weights_ceiling
-check = ui.at(batch=64, context_tokens=8000, decode_tok_s=round(healthy)).numbers
-# does that batch fit the card? 17 §2's memory check (weights + KV + reserve) and 17 §4's count
+check = ui.at(batch=bs_val, context_tokens=ctx_val, decode_tok_s=round(healthy)).numbers
+# 17 §2's memory check (weights + KV + reserve): the batch fits, barely
 busy_mem = widgets.RooflinePanel().at(batch=bs_val, context_tokens=ctx_val).numbers
-busy_most = calc.tp_kv_capacity(m8, hw, context_tokens=ctx_val)["max_sequences"]
-most_healthy = healthy_mbu * ui.at(batch=busy_most, context_tokens=8000).numbers["ceiling_tok_s"]
 answer(f"""MBU is proportional to the measured rate, so the readout's ceiling is all you need:
 at {bs_val} sequences of {ctx_val:,} tokens each token costs $D_w/{bs_val} + L\\,k$ bytes,
 the memory roof allows {busy['ceiling_tok_s']:,.0f} tok/s for the batch, and
 {100 * healthy_mbu:.0f}% MBU is {healthy:,.0f} tok/s (enter {round(healthy):,} and the
 readout says {check['decode_mbu_pct']:.0f}%). Ignoring the KV reads, as the readout's
 "weights only" line does, you would expect {healthy_w:,.0f} tok/s, about
-{healthy_w / healthy:.0f}x more, and would call a healthy deployment slow. The setting itself
-**does not fit** one H100: {busy_mem['memory_weights_GB']:.0f} GB of weights and
-{busy_mem['memory_kv_GB']:.1f} GB of KV are already
-{busy_mem['memory_weights_GB'] + busy_mem['memory_kv_GB']:.0f} GB, and with the
-{ch17.RUNTIME_RESERVE_BYTES / units.GB:.0f} GB runtime reserve
-{busy_mem['memory_needed_GB']:.0f} GB, {busy_mem['memory_over_card']:.1f}x the
-{hw.mem_bytes / units.GB:.0f} GB card. The largest batch of {ctx_val:,}-token sequences that fits
-is {busy_most} (17 §4's count); there the healthy rate would be {most_healthy:,.0f} tok/s.
-Either way, at long contexts the KV cache, not the weights, is what each step streams, so MBU
-must count it.""", title="Worked answer 2")
+{healthy_w / healthy:.0f}x more, and would call a healthy deployment slow. (The batch fits:
+{busy_mem['memory_weights_GB']:.0f} GB of weights, {busy_mem['memory_kv_GB']:.1f} GB of KV and
+the runtime reserve fill {100 * busy_mem['memory_over_card']:.1f}% of the card.) At long
+contexts the KV cache, not the weights, is what each step streams, so MBU must count it.""",
+       title="Worked answer 2")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
@@ -579,31 +570,25 @@ says that time is lost, not where: only a trace and a kernel profile tell the ca
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 launches = [half / 2 for half in range(0, 121)]     # 0 to 60 µs, the slider's range
-late_batch, late_ctx = 64, 8000
+late_batch, late_ctx = 57, 8000
 at_b1 = {us: timeline_panel.at(launch_us=us).numbers for us in launches}
-at_b64 = {us: timeline_panel.at(batch=64, context_tokens=8000, launch_us=us).numbers
-          for us in launches}
+at_late = {us: timeline_panel.at(batch=late_batch, context_tokens=late_ctx, launch_us=us).numbers
+           for us in launches}
 onset1 = next(us for us in launches if at_b1[us]["idle_pct"] > 1)
-onset64 = next(us for us in launches if at_b64[us]["idle_pct"] > 1)
-n1, n64 = at_b1[onset1], at_b64[onset64]
+onset_late = next(us for us in launches if at_late[us]["idle_pct"] > 1)
+n1, n_late = at_b1[onset1], at_late[onset_late]
 n1_batch = timeline_panel.defaults()["batch"]
-# the batch that fits: 17 §2's memory check and 17 §4's count, as in Worked answer 2
-late_mem = widgets.RooflinePanel().at(batch=late_batch, context_tokens=late_ctx).numbers
-late_most = calc.tp_kv_capacity(m8, hw, context_tokens=late_ctx)["max_sequences"]
-onset_most = next(us for us in launches
-                  if timeline_panel.at(batch=late_most, context_tokens=late_ctx,
-                                       launch_us=us).numbers["idle_pct"] > 1)
-answer(f"""Gaps open once launches outrun the kernels on average, so the onset sits near the
-round's GPU time divided by its kernel count. At batch {n1_batch} that happens at
-{onset1:.1f} µs per launch ({n1['kernels']} kernels in {n1['gpu_busy_ms']:.2f} ms of GPU
-work). At batch {late_batch} with {late_ctx:,} cached tokens the attention kernels read a
-large KV cache, the GPU work grows to {n64['gpu_busy_ms']:.2f} ms and the onset moves to
-{onset64:.1f} µs (both searched in steps of {launches[1] - launches[0]:g} µs). That second
-round is one no H100 could run, though: it **does not fit**
-({late_mem['memory_needed_GB']:.0f} GB of weights, KV and runtime reserve,
-{late_mem['memory_over_card']:.1f}x the card). The largest batch that fits at {late_ctx:,}
-tokens is {late_most} (17 §4), and its onset is {onset_most:.1f} µs. Bigger rounds hide launch
-overhead, which is why small, short-context batches gain most from CUDA Graphs.""",
+avg1 = 1e3 * n1["gpu_busy_ms"] / n1["kernels"]
+avg_late = 1e3 * n_late["gpu_busy_ms"] / n_late["kernels"]
+answer(f"""At batch {n1_batch} gaps pass 1% of the round from {onset1:.1f} µs per launch
+({n1['kernels']} kernels in {n1['gpu_busy_ms']:.2f} ms of GPU work). At batch {late_batch}
+with {late_ctx:,} cached tokens the attention kernels read a large KV cache, the GPU work grows
+to {n_late['gpu_busy_ms']:.2f} ms and the onset moves to {onset_late:.1f} µs (both searched in
+steps of {launches[1] - launches[0]:g} µs). Both onsets come before the average kernel time
+(GPU work over kernel count: {avg1:.1f} µs and {avg_late:.1f} µs): the long kernels let the CPU run ahead, but each layer's run of tiny kernels
+(norms, rotary, KV write, adds) drains that lead, and the GPU waits at the end of each run
+once a launch outlasts them. Bigger rounds hide launch overhead, which is why small,
+short-context batches gain most from CUDA Graphs.""",
        title="Worked answer 5")
 
 

@@ -322,7 +322,7 @@ cb_far = min((b for b in cb if memory(b, ch17.CHAT_LIVE_TOKENS)["fits_in_memory"
              key=lambda b: cb[b]["joint"] / cb[b]["chapter"])
 md(tables.markdown_table(
     (f"setting (8B, INT8 and a draft at {100 * draft_cost:g}% of a step)",
-     "chapter's model (2 x E[X])", "fuller model (priced together)", "fuller / chapter"),
+     "headline numbers multiplied (2 x E[X])", "fuller model (priced together)", "fuller / headlines"),
     [(f"batch {b:,}, {ch17.CHAT_LIVE_TOKENS} live tokens{note}", f"{cb[b]['chapter']:.2f}x",
       f"{cb[b]['joint']:.2f}x", f"{cb[b]['joint'] / cb[b]['chapter']:.2f}")
      for b, note in ((1, " (the chapter's batch)"), (cb_far, ""))]))
@@ -366,7 +366,7 @@ plots.lever_speedup_figure(sweep, curves).show()
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
 pick = {b: c for b, c in zip(sweep, combo)}
-rows = ["| batch | chapter: 2 x E[X] | product of the priced speed-ups | priced together |",
+rows = ["| batch | headlines multiplied: 2 x E[X] | product of the priced speed-ups | priced together |",
         "|---|---|---|---|"]
 for b in (1, ch17.BATCH, 256):
     c = pick[b]
@@ -414,6 +414,15 @@ md(f"""> **Where this model breaks: combining levers.** At batch 1 the two lever
 # %% tags=["wide-output"]
 print(widgets.levers_text(m8, hw))
 
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+paged16 = calc.paged_batch_gain(m8, hw)
+paged1 = calc.paged_batch_gain(m8, hw, block_tokens=1)
+md(f"""The paged row allocates KV in 16-token blocks, so each sequence wastes up to a block:
+{paged16['paged']['batch']} sequences and {paged16['paged']['tokens_per_s']:,.0f} tok/s. The
+interview notebook counts the KV token by token (1-token blocks, no waste), which gives
+{paged1['paged']['batch']} sequences and {paged1['paged']['tokens_per_s']:,.0f} tok/s.""")
+
 # %% [markdown]
 # **In which order.** First measure (MBU and MFU, the ITL distribution, KV-pool occupancy and
 # preemptions; 17 §9). Next make sure the engine really gives you what it should by default:
@@ -435,9 +444,10 @@ print(widgets.mechanism_map_text())
 #
 # Headline numbers for both model shapes on an H100 SXM, from `calc.cheat_sheet`: spec-sheet
 # peaks, BF16, prefill at half of peak, a 4 GB runtime reserve, 8,000-token sequences. Redo
-# it for your own card before quoting any of them; a cell below does it for an H200. A dash
-# marks a quantity that does not exist for that model (no single-card number for a model
-# that needs several cards).
+# it for your own card before quoting any of them; a cell below does it for an H200. The
+# 70B's weights do not fit one card (weights / card memory above 1x), so its batch-1 decode
+# rows are what one card's bandwidth would allow if they did: a yardstick, not a deployment.
+# "none" marks a count that is zero; a dash, a quantity that does not exist for a model.
 
 # %% tags=["wide-output"]
 print(widgets.cheat_sheet_text([m8, specs.LLAMA_70B], hw))
@@ -477,11 +487,13 @@ print(widgets.cheat_sheet_text([m8, specs.LLAMA_70B], specs.H200_SXM))
 #    in the explorer, then solve $\alpha^5 + \dots + \alpha^8 = 0.5$.
 #    <!-- states: spec_panel(acceptance=...); spec_panel(draft_len=8, acceptance=...) -->
 # 2. **Predict, then move.** With $\alpha = 0.7$, suppose each drafted token costs a tenth of a
-#    target pass. Predict whether $m = 4$ is still the best draft length (count tokens per
-#    unit of time, not per pass), then move the draft-length slider and compare.
+#    target pass. With a free draft, a longer draft always gives more; predict which draft
+#    length now gives the most tokens per unit of time (not per pass), then move the
+#    draft-length slider and compare.
 #    <!-- states: spec_panel(draft_cost_pct=10.0, draft_len=...) -->
-# 3. Quantize the 8B to INT4 (half a byte per weight). Which ceiling does the memory roof
-#    allow, and how close does the decode intensity get to the ridge?
+# 3. Quantize the 8B to INT4 (half a byte per weight; then add a 16-bit scale per 32
+#    weights, as Exercise 17-8's q4_0). Which ceiling does the memory roof allow, and how close
+#    does the decode intensity get to the ridge?
 # 4. **Predict, then move.** Compare the cheat sheet on the H100 and the H200. Predict which
 #    rows change and which cannot, then compare the two printouts.
 # 5. Redo the levers table's "does not fit one card" row for TP = 8 instead of 4: the weights
@@ -548,10 +560,15 @@ does.""", title="Worked answer 2")
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 int4 = calc.quantization_ceiling(m8, hw, 0.5)
+q4_bits = 4.5                            # q4_0: 4 bits a weight plus a 16-bit scale per 32
+q4 = calc.quantization_ceiling(m8, hw, q4_bits / 8)
 answer(f"""At half a byte per weight the 8B streams {int4['weight_bytes'] / units.GB:.0f} GB per
 token: {int4['step_s'] / units.ms:.2f} ms, a ceiling of {int4['tokens_per_s']:.0f} tok/s
-({int4['speedup']:g}x BF16). The intensity rises to {int4['intensity_flop_per_byte']:g}
-FLOP/byte, still about {calc.ridge_point(hw) / int4['intensity_flop_per_byte']:.0f}x below the
+({int4['speedup']:.2f}x BF16). Counting q4_0's scales, {q4_bits:g} bits or
+{q4_bits / 8:g} B per weight, it streams {q4['weight_bytes'] / units.GB:.1f} GB: a ceiling of
+{q4['tokens_per_s']:.0f} tok/s, {q4['speedup']:.2f}x BF16. The intensity rises to
+{int4['intensity_flop_per_byte']:.2f} FLOP/byte ({q4['intensity_flop_per_byte']:.2f} with the
+scales), still about {calc.ridge_point(hw) / int4['intensity_flop_per_byte']:.0f}x below the
 ridge of {calc.ridge_point(hw):.0f}: single-stream decode stays firmly memory-bound however small the
 weights get.""", title="Worked answer 3")
 
@@ -560,12 +577,17 @@ weights get.""", title="Worked answer 3")
 h100 = {r["quantity"]: r["value"] for r in calc.cheat_sheet(m8, specs.H100_SXM)}
 h200 = {r["quantity"]: r["value"] for r in calc.cheat_sheet(m8, specs.H200_SXM)}
 same = [q for q in h100 if h100[q] == h200[q]]
+sweep100 = calc.memory_sweep_s(specs.H100_SXM)
+sweep200 = calc.memory_sweep_s(specs.H200_SXM)
 moved = [q for q in h100 if h100[q] != h200[q]]
 answer(f"""For the 8B, {len(moved)} of {len(h100)} rows move: {", ".join(moved)}. The rows that
 stay put depend only on the model or on the dense peak, which the two cards share:
 {", ".join(same)}. The H200 has the same dense peak but more bandwidth and memory, so the
-ridge falls (from {h100['ridge point']:.0f} to {h200['ridge point']:.0f} FLOP/byte) and every
-memory-bound figure improves. A new card moves the rows set by bandwidth and memory, never
+ridge falls (from {h100['ridge point']:.0f} to {h200['ridge point']:.0f} FLOP/byte), every
+bandwidth-bound rate improves (decode steps and ceilings) and more sequences fit. One
+bandwidth row gets worse: the full-HBM sweep rises from {sweep100 / units.ms:.1f} to
+{sweep200 / units.ms:.1f} ms, because the larger memory takes longer to read even at the higher
+bandwidth. A new card moves the rows set by bandwidth and memory, never
 those fixed by the model's architecture, such as the KV bytes per token.""", title="Worked answer 4")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]

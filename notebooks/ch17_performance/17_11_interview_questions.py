@@ -15,12 +15,12 @@
 # %% [markdown]
 # # Chapter 17: the interview questions, worked live
 #
-# Chapter 17 ends with eight questions that interviewers put to candidates about inference
+# Chapter 17 ends with nine questions that interviewers put to candidates about inference
 # performance, each with a sketch of a strong answer. What makes those answers strong is that
 # each one is a short derivation. Here every question is restated in our words and its
 # arithmetic is done by `companion`, with the chapter's printed numbers beside it from the
-# ledger. Treat each section as a drill: read the question, derive the answer on paper, then
-# run the cell and compare.
+# ledger. Treat each section as a drill: read only its heading, derive the answer on paper,
+# then read the explanation and the printout and compare.
 #
 # The setting is the chapter's throughout: an H100 SXM (80 GB, 3.35 TB/s, 989 dense BF16
 # TFLOP/s, 900 GB/s NVLink counting both directions together), the 8B and 70B Llama-3 shapes
@@ -44,7 +44,8 @@ m8, m70, m405 = specs.LLAMA_8B, specs.LLAMA_70B, specs.LLAMA_405B
 # memory stopped being the limit, a few hundred, so decode runs at the bandwidth times one
 # FLOP per byte, a tiny fraction of peak. A batch of $b$ lets one fetch of a weight serve $b$
 # tokens; the catch is the KV cache, which belongs to one sequence and is read at every step,
-# so long contexts drag the intensity back toward one.
+# so long contexts drag the intensity down again: below one once the cache is as large as the
+# weights, and toward zero as it grows further.
 
 # %%
 ridge = calc.ridge_point(hw)
@@ -114,9 +115,9 @@ ledger.show(ids=["17.9/sm-share", "17.3/decode-fraction-of-peak", "17.9/decode-m
 # Contrast what each one sends and how often (17 §7). TP slices every matrix and must
 # all-reduce twice per layer for every token: many small collectives, each with a fixed
 # latency floor, so it wants NVLink and stays within a server; its reward is a per-token time
-# divided by $g$, and a model too big for one card becomes runnable. PP slices the layer
-# stack and passes one activation across each stage boundary, cheap enough to cross servers;
-# its price is the bubble $(S-1)/(M+S-1)$, paid unless many microbatches are in flight, and it
+# divided by the TP degree $g$, and a model too big for one card becomes runnable. PP slices
+# the layer stack into $S$ stages and passes one activation across each stage boundary, cheap
+# enough to cross servers; its price is the bubble $(S-1)/(M+S-1)$ with $M$ microbatches, paid unless many microbatches are in flight, and it
 # never makes a single stream faster. The usual answer combines them: TP across the NVLink
 # domain, PP stages across servers only when one server is not enough, as for the 405B.
 
@@ -139,8 +140,8 @@ ledger.show(ids=["17.7/collectives", "17.7/latency-floor-ms", "17.7/bubble-16",
 #
 # Think about which intervals are slow. When a long prompt is admitted whole, its prefill sits
 # in one step, and every running stream waits that step out: one interval many times the
-# usual decode step (17 §3). Such steps are rare, so the median interval is untouched and the
-# mean rises a little, but once more than one interval in a hundred holds a stall, the 99th
+# usual decode step (17 §3). Such steps are rare, so the median interval is untouched, while
+# the mean is pulled well above it (the trace below), and once more than one interval in a hundred holds a stall, the 99th
 # percentile is one of those stalls. To confirm, line up the ITL spikes with the arrival of
 # long prompts. The remedy is chunked prefill with a token budget per step, paying a bounded
 # TTFT cost (17 §6); a large fleet whose two objectives still collide can separate prefill and
@@ -204,7 +205,9 @@ print(f"paged KV: batch {gain['naive']['batch']} -> {gain['paged']['batch']}, th
       f"({gain['throughput_gain']:.1f}x)")
 print(f"INT8 weights: ceiling {q['baseline_tokens_per_s']:.0f} -> {q['tokens_per_s']:.0f} tok/s "
       f"({q['speedup']:g}x)")
-print(f"KV-aware routing, turn 20: TTFT {route['cold_s'] / units.ms:.0f} -> "
+print(f"KV-aware routing, turn 20 of a chat ({ch17.AGENT_FIRST_TURN_TOKENS:,} tokens, then "
+      f"{ch17.AGENT_TOKENS_PER_TURN:,} per turn; cold re-prefills all, warm only the new "
+      f"message): TTFT {route['cold_s'] / units.ms:.0f} -> "
       f"{route['warm_s'] / units.ms:.0f} ms ({route['speedup']:.0f}x)")
 ledger.show(ids=["17.5/throughput-gain", "17.10/int8-speedup", "17.8/routing-gain"],
             label="this answer's numbers")
@@ -263,7 +266,8 @@ print(f"with a 30 ms ITL target: ceiling {n['itl_ceiling']}, run at {n['run_batc
 # it: attention, which grows with the square of the prompt and is not in the numerator,
 # normalisations, and the launch gaps between kernels. The scheduler adds losses of its own:
 # chunked prefill breaks the work up deliberately, and prompts shorter than the ridge point in
-# tokens stay on the memory roof. A value between a third and a half of peak is ordinary. To
+# tokens stay on the memory roof. The chapter gives two bands: 30-50% is normal (its interview
+# answer), 40-60% strong (17 §9); 17.9's 32% is normal, not strong. To
 # locate the loss, run `ncu` on the dominant kernels: if each large matrix multiply shows high
 # compute Speed of Light, the time is being lost *between* kernels.
 
@@ -281,12 +285,29 @@ ledger.show(ids=["17.9/prefill-mfu", "17.2/prefill-memory-bound-below"],
             label="this answer's numbers")
 
 # %% [markdown]
+# ## 9. "You keep saying roofline: what's on the axes?"
+#
+# The horizontal axis is arithmetic intensity, FLOPs done per byte moved from HBM; the vertical
+# one is attainable FLOP/s, the smaller of the peak and intensity times bandwidth (17 §2). The
+# two roofs meet at the ridge. Batch-1 decode sits at one FLOP per byte, a prefill at about
+# its prompt length; batching, quantization and speculative decoding all move a point right
+# on this one plot.
+
+# %%
+rf = widgets.RooflinePanel()
+rn = rf.at().numbers
+print(f"ridge {rn['ridge_flop_per_byte']:.0f} FLOP/byte; batch-1 decode at "
+      f"{rn['decode_b1_intensity']:g} ({rn['decode_b1_pct_of_peak']:.2f}% of peak); prefill at "
+      f"{rn['prefill_intensity']:,.0f} ({rn['prefill_pct_of_peak']:.0f}% of peak)")
+rf.figure().show()
+
+# %% [markdown]
 # ## Try this
 #
 # 1. Question 2 for the 405B shape (126 layers, 8 KV heads): the KV per token, one 8K
 #    sequence, and how many such sequences fit in the TP 8 x PP 2 layout's free memory.
 # 2. **Predict, then move.** Question 5: in `widgets.itl_tail_trace`, send the long prompts
-#    every 2 s instead of every 0.4 s, and lengthen the chats (`decode_outputs`) in the same
+#    every 2 s instead of every 0.4 s (`long_every_s=2.0`), and lengthen the chats (`decode_outputs`) in the same
 #    proportion so that all six prompts still arrive while they decode. Predict what happens
 #    to the p99 ITL and to the mean, then run it. Why is that worse news for monitoring?
 # 3. **Predict, then move.** Question 7: in the explorer, put the 8B on TP = 2. Predict which
@@ -345,14 +366,17 @@ once.""",
 # computes the worked answer below (unfold it there)
 one_gpu = batch_panel.at().numbers
 two_gpu = batch_panel.at(tp=2).numbers
+tp2_comm = calc.tp_decode_step(m8, hw, 2, batch=two_gpu["run_batch"],
+                               context_tokens=ch17.CHAT_LIVE_TOKENS)["comm_s"]
 answer(f"""Both limits move. Each GPU now reads half of the weights and half of each KV cache,
 so the step at a given batch shortens and the ITL ceiling rises from {one_gpu['itl_ceiling']}
 to {two_gpu['itl_ceiling']} sequences. Two cards also hold twice the memory but the weights
 only once, so the paged KV cap grows from {one_gpu['paged_cap']} to {two_gpu['paged_cap']}
 (the reserved cap from {one_gpu['reserved_cap']} to {two_gpu['reserved_cap']}). The batch to
 run goes from {one_gpu['run_batch']} to {two_gpu['run_batch']} ({two_gpu['binding']}
-binds). A second GPU relaxes both limits at once, so the question after the move is which of
-them still binds.""", title="Worked answer 3")
+binds). The step at that batch includes {tp2_comm / units.ms:.2f} ms of TP collectives
+(17 §7), a cost one GPU never paid. A second GPU relaxes both limits at once, so the question
+after the move is which of them still binds.""", title="Worked answer 3")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
