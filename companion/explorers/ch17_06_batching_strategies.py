@@ -155,14 +155,19 @@ def batching_gantt_figure(results, *, title: str = "Static vs continuous batchin
     return _fig(traces, layout, title)
 
 
-def _trace_numbers(results: dict) -> dict:
+def _trace_numbers(results: dict, slots: int | None = None) -> dict:
+    """Per policy: slot-steps, utilization, makespan and TTFTs. With ``slots``, utilization is
+    useful slot-steps over ``slots`` x the rounds run (the makespan), so an idle tail counts
+    for both policies; without, over the slot-steps each policy held."""
     out = {}
     for policy, res in results.items():
         run, useful = res.slot_steps()
+        if slots is not None:
+            run = slots * res.n_rounds
         ttft = np.array(list(res.ttft_s.values()))
         out[f"{policy}_slot_steps_run"] = run
         out[f"{policy}_slot_steps_useful"] = useful
-        out[f"{policy}_utilization_pct"] = 100 * res.utilization()
+        out[f"{policy}_utilization_pct"] = 100 * useful / run if run else math.nan
         out[f"{policy}_makespan_s"] = res.makespan_s
         out[f"{policy}_mean_ttft_s"] = float(ttft.mean())
         out[f"{policy}_max_ttft_s"] = float(ttft.max())
@@ -207,13 +212,13 @@ class BatchingTracePanel(Panel):
         group = calc.static_batch_slot_steps(
             [r.output_tokens for r in reqs[:min(slots, n_requests)]])
         numbers = {"first_group_utilization_pct": 100 * group["utilization"],
-                   **_trace_numbers(results)}
+                   **_trace_numbers(results, slots)}
         text = (f"<b>{n_requests} requests, {slots} slots</b> (simulated)<br>"
                 f"closed form, first group: {group['useful']:,} of {group['run']:,} "
                 f"slot-steps useful = <b>{numbers['first_group_utilization_pct']:.0f}%</b><br>")
         for p in results:
-            text += (f"{p}: utilization {numbers[f'{p}_utilization_pct']:.0f}%, all done at "
-                     f"{numbers[f'{p}_makespan_s']:.2f} s, mean TTFT "
+            text += (f"{p}: utilization over the run {numbers[f'{p}_utilization_pct']:.0f}%, "
+                     f"all done at {numbers[f'{p}_makespan_s']:.2f} s, mean TTFT "
                      f"{numbers[f'{p}_mean_ttft_s']:.2f} s (worst "
                      f"{numbers[f'{p}_max_ttft_s']:.2f} s)<br>")
         return View(numbers=numbers, traces=traces, layout=layout, text=text)

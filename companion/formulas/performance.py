@@ -754,7 +754,8 @@ def batching_decision_table(model: Model = LLAMA_8B, hardware: Hardware = H100_S
              fits="offline jobs with similar, predictable output lengths",
              values=dict(utilization=static["utilization"])),
         dict(strategy="continuous", joins="at every token boundary (iteration-level, Orca)",
-             fixes="padding and batch-boundary queueing; needs paged KV (§5)",
+             fixes="padding and batch-boundary queueing; works without paged KV, which "
+                   "raises its batch cap (§5)",
              costs=f"a long prefill still freezes every in-flight decode ({about(stall / ms)} ms "
                    f"for {prompt_tokens:,} tokens)",
              fits="the default for online serving with short prompts",

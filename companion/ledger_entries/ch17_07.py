@@ -19,6 +19,9 @@ def entries() -> list[Entry]:
     hw, m70, m405 = H100_SXM, LLAMA_70B, LLAMA_405B
     traffic = calc.tp_allreduce_traffic(m70, ch17.TP)
     nvlink = calc.tp_decode_step(m70, hw, ch17.TP)
+    # a ring all-reduce sends each direction at once: NVLink's one-way 450 GB/s, as in 17.8
+    one_way = calc.tp_decode_step(m70, hw, ch17.TP,
+                                  link_bytes_per_s=calc.nvlink_one_way_bytes_per_s(hw))
     pcie = calc.tp_decode_step(m70, hw, ch17.TP,
                                collective_latency_s=ch17.COLLECTIVE_LATENCY_PCIE_S,
                                link_bytes_per_s=ch08.PCIE_GEN5_X16_BYTES_PER_S)
@@ -39,12 +42,12 @@ def entries() -> list[Entry]:
                    "3,840 KiB = 3.75 MiB, printed 3.8. In decimal units the same bytes are "
                    "3,932,160 B = 3.93 MB."),
         entry("17.7/wire-us", S, "wire time on NVLink = 3.8e6 / 900e9", "4", "µs",
-              nvlink["wire_s"] / us,
+              one_way["wire_s"] / us,
               note="Erratum (both directions counted). H100 NVLink's 900 GB/s adds the two "
                    "directions; a ring all-reduce sends and receives at once, so each direction "
                    "carries its bytes at 450 GB/s and the wire time is twice the printed one "
-                   f"({traffic['bytes_per_token'] / calc.nvlink_one_way_bytes_per_s(hw) / us:.1f}"
-                   " us). Still trivial beside the 0.8 ms latency floor."),
+                   f"({one_way['wire_s'] / us:.1f} us; {nvlink['wire_s'] / us:.1f} us is the "
+                   "printed reading). Still trivial beside the 0.8 ms latency floor."),
         entry("17.7/latency-floor-ms", S, "latency floor ~ 160 x 5 µs", "0.8", "ms",
               nvlink["latency_s"] / ms),
         entry("17.7/weights-read-ms", S, "decode step at TP = 4: weights 35 GB / 3.35 TB/s",
@@ -58,9 +61,10 @@ def entries() -> list[Entry]:
               note="4 ms / 10.45 ms = 38% (38.9% with the 61 us of wire time); ~40% to one "
                    "significant figure."),
         entry("17.7/tp4-step-ms", S, "70B, batch 1, TP = 4: 10.4 + 0.8 ms", "11.2", "ms",
-              nvlink["step_s"] / ms, tol=0.06,
+              one_way["step_s"] / ms, tol=0.06,
               note="10.448 + 0.800 = 11.248 ms rounds to 11.2; the companion also charges the "
-                   "4.4 us of wire time (11.252 ms), which tips the last digit."),
+                   f"wire time, one way at 450 GB/s ({one_way['wire_s'] / us:.1f} us, "
+                   f"{one_way['step_s'] / ms:.3f} ms), which tips the last digit."),
         entry("17.7/tp4-tok-s", S, "decode ceiling ~ 90 tok/s", "90", "tok/s",
               nvlink["tokens_per_s"], sig=1,
               note="1 / 11.25 ms = 88.9 tok/s, printed as ~90."),

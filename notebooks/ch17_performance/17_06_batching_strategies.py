@@ -84,7 +84,7 @@ wait until the 800-token member is done before it can even be prefilled. The blo
 #
 # Continuous batching does not need paged KV: a scheduler can refill slots step by step while
 # reserving each sequence's whole maximum length, and the first iteration-level schedulers did.
-# What paging (17 §5) adds is the batch cap: worst-case reservations fill the pool with slots
+# What paging (17 §5) does is raise the batch cap: worst-case reservations fill the pool with slots
 # nobody writes, so fewer sequences run at once and a newcomer waits for memory more often;
 # blocks handed out as a sequence grows let the same pool hold several times the batch.
 #
@@ -93,17 +93,23 @@ wait until the 800-token member is done before it can even be prefilled. The blo
 # with a 256-token prompt, all waiting at time 0) through 8 slots, once per policy. A round
 # takes the chapter's 6.1 ms decode step plus the prefill of any prompt tokens admitted in it,
 # at 50% of peak. **The timelines come from the companion's simulator**; the chapter shows no
-# such trace.
+# such trace. Utilization here is useful slot-steps over every slot of every round until the
+# last request finishes (the makespan), for both policies, so an idle tail counts as waste in
+# each.
 
 # %%
 requests = widgets.batching_trace_requests()
 trace = widgets.batching_trace(requests)
 print(f"{len(requests)} requests, outputs per group of 8: "
       f"{sorted(r.output_tokens for r in requests[:8])}")
+slots = 8
+span_util = {}
 for policy, res in trace.items():
     run, useful = res.slot_steps()
+    span_util[policy] = useful / (slots * res.n_rounds)
     ttft = [res.ttft_s[r.id] for r in requests]
-    print(f"{policy:10}: slot-steps {run:,} run / {useful:,} useful ({100 * res.utilization():.1f}%),"
+    print(f"{policy:10}: {slots * res.n_rounds:,} slot-steps over the makespan / {useful:,} useful "
+          f"({100 * span_util[policy]:.1f}%),"
           f" all done at {res.makespan_s:.2f} s, mean TTFT {sum(ttft) / len(ttft):.2f} s, "
           f"worst {max(ttft):.2f} s")
 plots.batching_gantt_figure({"static: a group runs until its longest member finishes": trace["static"],
@@ -118,8 +124,10 @@ and grey is a slot with nothing to do. The static run shows a staircase of grey 
 group, the same {100 * static['utilization']:.0f}% utilization three times over. The
 continuous run keeps its rows coloured until the queue is empty and finishes the same work
 {speedup:.2f}x sooner; requests also see their first token earlier, a gain the utilization
-figure does not record. The grey at the very end of the continuous run is not padding: the
-queue is empty, so there is nobody to seat.""")
+figure does not record. It is not at 100% either: once the queue is empty, its last long
+requests run with the other slots idle, and over the makespan that tail holds it to
+{100 * span_util['continuous']:.0f}% (static: {100 * span_util['static']:.0f}%). That grey is
+not padding, since there is nobody left to seat, but a slot idles all the same.""")
 
 # %% [markdown]
 # ## Chunked prefill: serve a long prompt in courses
@@ -191,16 +199,23 @@ for e in ledger.by_section("17.6"):
     if e.id in ("17.6/ttft-ms", "17.6/sim-ttft-chunked-ms"):
         print(f"[{e.id}] chapter {e.printed} {e.unit}, companion {e.value:.1f}\n    {e.note}")
 
-# %% [markdown]
-# Notice what chunking gives up. Two costs hide in it, and they are not the same thing: every
-# chunk streams the full set of weights again, reads a single prefill would have done once, and
-# every chunk shares its round with the batch's decode tokens, so the long prompt waits for
-# work that is not its own. The closed form above charges only the second cost (one decode
-# step per chunk); the first is invisible in it because it prices the chunk by compute alone.
-# Either way this is a deliberate purchase of steadiness with speed, the usual bargain of soft
-# real-time systems. Smaller chunks keep chat streams smooth; larger chunks suit long documents
-# whose users care most about the first token. When no chunk size meets both objectives at
-# once, the next step is to give prefill and decode separate GPUs (17 §8).
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+g_batch = calc.decode_batch_for_step(m8, hw, step_s)
+g_ridge = calc.fused_ridge_tokens(m8, hw)
+md(f"""Notice what chunking gives up. Two costs hide in it, and they are not the same thing:
+every chunk streams the full set of weights again, reads a single prefill would have done
+once, and every chunk shares its round with the batch's decode tokens, so the long prompt
+waits for work that is not its own. The first cost is real only for small chunks: a pass of
+{g_batch} decode tokens plus a chunk computes for longer than it reads the weights once the
+pass holds about {g_ridge:.0f} tokens (the ridge at 50% of peak, worked out below), so above a
+chunk of about {g_ridge - g_batch:.0f} tokens the re-read hides under compute. The closed form
+above charges only the second cost (one decode step per chunk); the first is invisible in it
+because it prices the chunk by compute alone. Either way this is a deliberate purchase of
+steadiness with speed, the usual bargain of soft real-time systems. Smaller chunks keep chat
+streams smooth; larger chunks suit long documents whose users care most about the first
+token. When no chunk size meets both objectives at once, the next step is to give prefill
+and decode separate GPUs (17 §8).""")
 
 # %% [markdown]
 # ## Where this model breaks: one fused pass, not two
@@ -299,18 +314,21 @@ md(f"""> **Where this model breaks: chunked prefill.** At the chapter's setting 
 > {100 * trade['ttft_increase']:+.0f}% to {100 * fused['ttft_increase']:+.0f}% (over the prompt
 > alone on the same roofline, {fused['alone_s'] / units.ms:.0f} ms with attention; without
 > attention {100 * flat['ttft_increase']:+.0f}%). Attention makes later chunks dearer, so the
-> worst round is the last one, {fused['worst_itl_s'] / units.ms:.1f} ms: close to the chapter's
-> figure, but by a different route.
+> worst round is the last full chunk's, {fused['worst_itl_s'] / units.ms:.1f} ms (the final
+> {8000 - (fused['chunks'] - 1) * 512}-token remainder takes
+> {fused['iteration_s'][-1] / units.ms:.1f} ms): close to the chapter's figure, but by a
+> different route.
 >
 > **Below the ridge.** Computing a pass's tokens takes as long as reading the weights once at
 > {ridge_full:.0f} tokens at the full roof, {ridge_half:.0f} tokens at the chapter's 50% of
 > peak. A pass smaller than that is memory-bound: it costs one read of the weights, and its
 > chunk's compute hides under that read. With {batch} decode tokens already in the pass, a
 > chunk below about {ridge_half - batch:.0f} tokens is such a case: at {lo}-token chunks all
-> {tiny['memory_bound_chunks']} of {tiny['chunks']} passes are memory-bound, each
-> {tiny['first_itl_s'] / units.ms:.2f} ms. The chapter's sum, a full decode step plus the
+> {tiny['memory_bound_chunks']} of {tiny['chunks']} passes are memory-bound, from
+> {tiny['first_itl_s'] / units.ms:.2f} ms for the first to {max(tiny['iteration_s']) / units.ms:.2f} ms
+> for the last (the KV read grows with the prompt's history). The chapter's sum, a full decode step plus the
 > chunk's compute, gives {tiny_ch['iteration_s'] / units.ms:.2f} ms: it
-> {'overstates' if tiny_ch['iteration_s'] > tiny['first_itl_s'] else 'understates'} such a round,
+> {'overstates' if tiny_ch['iteration_s'] > max(tiny['iteration_s']) else 'misjudges'} such a round,
 > because it pays for the chunk's arithmetic on top of a weight read the chunk shares.
 >
 > **Long prompts.** The chapter ignores attention FLOPs, and at 8,000 tokens that costs
@@ -441,24 +459,40 @@ default_chunk = chunk_panel.at().numbers
 penalties = {c: chunk_panel.at(chunk_tokens=c).numbers for c in range(32, chunk + 1, 32)}
 doubling = max(c for c, n in penalties.items() if n["ttft_increase_pct"] >= 100)
 at_doubling = penalties[doubling]
+below = min(c for c, n in penalties.items() if n["ttft_increase_pct"] < 100)
+at_below = penalties[below]
+per_token_s = default_chunk["dedicated_ms"] * units.ms / prompt
+crossing = step_s / per_token_s                  # T_step / (c t) = 1
+cut_ms = 32 * per_token_s / units.ms
 answer(f"""The penalty grows as chunks shrink, because every round also carries the
-{step_s / units.ms:.1f} ms decode step, and more chunks mean more such steps. Stepping down
-from {chunk} in multiples of 32 tokens, the penalty first reaches 100% at {doubling} tokens:
+{step_s / units.ms:.1f} ms decode step, and more chunks mean more such steps. Ignoring the
+rounding up of the chunk count, the penalty is $T_\\text{{step}} / T_\\text{{chunk}}$, so it
+reaches 100% where a chunk takes exactly one decode step: at
+{step_s / units.ms:.2f} ms / {per_token_s / units.ms * 1000:.1f} µs per token = {crossing:.0f}
+tokens. In multiples of 32, {below} tokens stays just under 100%
+({at_below['ttft_increase_pct']:.1f}%, which the readout rounds to
++{at_below['ttft_increase_pct']:.0f}%), and {doubling} tokens is the first past it:
 {at_doubling['chunks']} rounds of {at_doubling['iteration_ms']:.1f} ms give a TTFT of
 {at_doubling['ttft_ms']:.0f} ms, {at_doubling['ttft_increase_pct']:.0f}% above the
-dedicated {at_doubling['dedicated_ms']:.0f} ms. The worst ITL it buys is
+dedicated {at_doubling['dedicated_ms']:.0f} ms. The worst ITL there is
 {at_doubling['iteration_ms']:.1f} ms, against {default_chunk['iteration_ms']:.1f} ms
-with {chunk}-token chunks: the nearer the chunk's time gets to the decode step, the less ITL
-each further cut saves and the more TTFT it costs, so the chunk size is a trade with a
-sweet spot, not a knob to turn all the way down.""", title="Worked answer 3")
+with {chunk}-token chunks. Each 32-token cut saves the same {cut_ms:.2f} ms of ITL, since
+$T_\\text{{chunk}}$ is linear in $c$, while the TTFT penalty grows as $1/c$: the smaller the
+chunk, the more TTFT each equal ITL saving costs, so the chunk size is a trade with a sweet
+spot, not a knob to turn all the way down.""", title="Worked answer 3")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 slow = chunk_panel.at(decode_step_ms=30.0).numbers
-answer(f"""No. Without chunking the running streams wait out the whole prefill,
+answer(f"""No. Reading the gain as the chapter does, the prefill alone against a chunked
+round: without chunking the running streams wait out the whole prefill,
 {slow['dedicated_ms']:.0f} ms; with chunking a round is the step plus one chunk,
 {slow['iteration_ms']:.1f} ms: a {slow['itl_improvement']:.1f}x improvement instead of
-{default_chunk['itl_improvement']:.1f}x at the chapter's {step_s / units.ms:.1f} ms step. In
+{default_chunk['itl_improvement']:.1f}x at the chapter's {step_s / units.ms:.1f} ms step. The
+simulator's readout also charges the unchunked round its decode step,
+{slow['sim_unchunked_worst_itl_ms']:.0f} ms, and so reports
+{slow['sim_unchunked_worst_itl_ms'] / slow['sim_worst_itl_ms']:.1f}x; either reading gives the
+same answer. In
 $T_r = T_\\text{{step}} + T_\\text{{chunk}}$ the part that chunking shrinks is only
 $T_\\text{{chunk}}$; when the step itself is long, it sets the floor of the worst ITL, and
 chunking helps least exactly where the batch is already slow.""", title="Worked answer 4")

@@ -127,6 +127,8 @@ print(f"  collectives over PCIe       {pcie['comm_s'] / units.ms:.2f} ms "
 
 # %%
 rows = widgets.tp_layout_rows(m70, hw)
+rows = [dict(r, label=f"{r['label']} (does not fit)") if m70.weight_bytes / r["tp"] > hw.mem_bytes
+        else r for r in rows]
 plots.tp_step_figure(rows, selected="TP 4 · NVLink").show()
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -178,7 +180,7 @@ for tp_label, tp_g, tp_kw in (("TP 4 · NVLink (the chapter)", 4, nv_link),
                     f"{tp_hid / units.ms:.2f} ms ({tp_hid / tp_flat:.2f}x)"))
 md(tables.markdown_table(("setting (70B decode step)",
                           "chapter's model (flat floor, added; b = 1)",
-                          "pessimistic bound (ring, added; b = 1)",
+                          "ring, added; b = 1 (pessimistic for g > 4)",
                           "best case (flat floor hidden; b = 2)"), tp_rows))
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
@@ -305,7 +307,12 @@ md(f"""> **Where this model breaks: collective latency and overlap.** At the cha
 > the pace, have come out {direction} (the median of {len(comm_rows)} held-out published
 > {"measurement" if len(comm_rows) == 1 else "measurements"}, so a thin sign; see
 > [How good are these models?](../how_good_are_these_models.ipynb)): a real step carries costs
-> this arithmetic leaves out.""")
+> this arithmetic leaves out. That one measurement is a {comm_rows[0].model} at
+> {comm_rows[0].notes.split(",")[0]}, batch {comm_rows[0].batch}, {comm_rows[0].output_tokens}
+> output tokens per request: a model that small spread over that many GPUs reads its weights
+> in under a millisecond per step, so fixed per-step costs the chapter leaves out
+> (kernel launches, scheduling, sampling) set the time. Read the miss as a warning for small
+> models at high TP, not as the error at the chapter's 70B.""")
 
 # %% [markdown]
 # ## Pipeline parallelism: each GPU owns a run of whole layers
@@ -508,8 +515,10 @@ for e in ledger.by_section("17.7"):
 # %% [markdown]
 # ## Chapter says / companion computes
 #
-# Every number in 17 §7, recomputed. A `*` flags an entry with a note; the only disagreement
-# is the diagram's layer labels discussed above.
+# Every number in 17 §7, recomputed. A `*` flags an entry with a note. Two errata: the
+# diagram's layer labels discussed above, and the NVLink wire time, which the chapter prices at
+# the 900 GB/s of both directions where a ring all-reduce gets 450 GB/s each way (the same
+# reading 17 §8's KV hop gets); the step it feeds still rounds to the printed figure.
 
 # %%
 ledger.show("17.7")
@@ -595,6 +604,7 @@ print(f"{n['weights_GB']:,.0f} GB -> {n['layout']} ({n['gpus']} GPUs), "
 light = tp_panel.at().numbers
 heavy_batch, heavy_ctx = 64, 8000
 heavy = tp_panel.at(batch=64, context_tokens=8000).numbers
+light_comm, heavy_comm = (n["nvlink_latency_ms"] + n["nvlink_wire_us"] / 1000 for n in (light, heavy))
 answer(f"""Down. With {heavy_batch} sequences of {heavy_ctx:,} tokens each GPU reads its
 1/{ch17.TP} of the weights *and* of a large KV cache, so the read grows from
 {light['read_ms']:.1f} ms to {heavy['read_ms']:.1f} ms. The {light['collectives']} collectives
@@ -602,8 +612,10 @@ keep their latency floor ({heavy['nvlink_latency_ms']:.2f} ms), but their bytes 
 batch: {heavy_batch} activation vectors per all-reduce take
 {heavy['nvlink_wire_us'] / 1000:.2f} ms on the wire at NVLink's one-way rate (against
 {light['nvlink_wire_us']:.1f} µs at batch 1), no longer negligible beside the floor. Both
-together still grow far less than the read, so the overhead, collectives over read, falls from
-{light['nvlink_overhead_pct']:.1f}% to {heavy['nvlink_overhead_pct']:.1f}%. The setting also
+together still grow far less than the read, so the collectives' share of the step falls from
+{100 * light_comm / light['step_ms']:.1f}% to {100 * heavy_comm / heavy['step_ms']:.1f}%
+(measured against the read alone, the chapter's "overhead":
+{light['nvlink_overhead_pct']:.1f}% to {heavy['nvlink_overhead_pct']:.1f}%). The setting also
 does not fit: each GPU would hold {heavy['kv_per_gpu_GB']:.1f} GB of KV beside
 {heavy['weights_per_gpu_GB']:.0f} GB of weights, against {heavy['free_kv_per_gpu_GB']:.0f} GB
 left after the reserve, room for {heavy['max_sequences']} such sequences (17 §4's count), and
