@@ -45,7 +45,8 @@
 # 5. **(k)** The smallest whole batch at which weights-only decode reaches the ridge.
 #
 # Give each number to at least three significant figures: the grader accepts answers within
-# 0.5%, closer than the two figures the chapter prints. Answer (g) and (j) with the word
+# 0.5%, closer than the two figures the chapter prints; (k) is a whole batch, checked exactly.
+# Answer (g) and (j) with the word
 # `"memory"` or `"compute"`. Some variants store the weights in FP8 and widen them
 # to BF16 for the products, so $s$ changes but the peak stays BF16's. If a seed would give
 # an unfair variant (a tie, an empty list, a zero count, an answer on a rounding edge),
@@ -53,10 +54,13 @@
 #
 # Your given data come from `grading.params("17-3", SEED)`. Seed 0 is the chapter's own data
 # (8B on the H100 SXM, $b$ = 64, 600 and 8,000 live tokens, a 2,048-token prompt); on a course hub
-# you get a seed of your own, from your user name.
+# you get a seed of your own, from your user name. Every other seed's long-context batch fits its
+# card; the chapter's own does not (the given cell prints what it needs), so at seed 0 (f) is the
+# roofline's arithmetic for a batch no 80 GB card holds.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import grading, units
+from companion.chapters import ch17
 
 SEED = grading.student_seed()
 given = grading.params("17-3", SEED)
@@ -69,11 +73,20 @@ print(f"model: {given['model'].name}: N = {N:.3g} params at s = {s:g} bytes, "
       f"k = {k:,} B of KV per token")
 print(f"batch b = {b}; live contexts L = {L_short:,} and {L_long:,} tokens; prompt "
       f"n = {given['prompt_tokens']:,} tokens")
+need = N * s + b * L_long * k + ch17.RUNTIME_RESERVE_BYTES
+print(f"memory at the long context: weights + KV + {ch17.RUNTIME_RESERVE_BYTES / units.GB:g} GB "
+      f"reserve = {need / units.GB:.1f} GB of the card's {hw.mem_bytes / units.GB:g} GB: "
+      + ("fits" if need <= hw.mem_bytes else "does not fit"))
 
 # %% [markdown]
 # ## (a)-(c) The ridge, and decode at batch 1
 #
 # Set `ridge`, `i1` and `peak_share_1` (in %).
+#
+# **Then explain**, in two or three sentences in the cell under the check: why does batch-1
+# decode's intensity not depend on the model's size, and what does (c) say about the card's
+# arithmetic units? A good answer says where $N$ cancels, which roof caps the step, and what
+# would have to change to move it right.
 
 # %% nbgrader={"grade": false, "grade_id": "ac_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 ridge = i1 = peak_share_1 = None
@@ -92,6 +105,12 @@ with grading.checks():
 # ## (d)-(h) Batched decode, with and without the KV reads
 #
 # Set `iB`, `iB_short`, `iB_long`, `bound_long` and `peak_share_short` (in %).
+#
+# **Then explain**, in two to four sentences in the cell under the check: why does a batch of
+# $b$ multiply (d) by $b$ while (e) and (f) fall short of it, and why would a larger batch not
+# rescue the long context? A good answer says which bytes the batch shares and which it does
+# not, compares the KV bytes of (f) with the weight bytes, and says what the intensity tends to
+# as $b$ grows.
 
 # %% nbgrader={"grade": false, "grade_id": "dh_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 iB = iB_short = iB_long = bound_long = peak_share_short = None
@@ -112,6 +131,12 @@ with grading.checks():
 # ## (i)-(k) Prefill, and the break-even batch
 #
 # Set `i_prefill`, `bound_prefill` and `breakeven_batch`.
+#
+# **Then explain**, in two or three sentences in the cell under the check: how can the same
+# model on the same card sit on either roof in prefill, and how does the prompt length where
+# prefill crosses the ridge compare with (k)? A good answer writes prefill's intensity in $n$
+# and $s$, names the crossing length, and says what keeps batched decode from reaching the ridge
+# at that batch.
 
 # %% nbgrader={"grade": false, "grade_id": "ik_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 i_prefill = bound_prefill = breakeven_batch = None

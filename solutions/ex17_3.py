@@ -45,7 +45,8 @@
 # 5. **(k)** The smallest whole batch at which weights-only decode reaches the ridge.
 #
 # Give each number to at least three significant figures: the grader accepts answers within
-# 0.5%, closer than the two figures the chapter prints. Answer (g) and (j) with the word
+# 0.5%, closer than the two figures the chapter prints; (k) is a whole batch, checked exactly.
+# Answer (g) and (j) with the word
 # `"memory"` or `"compute"`. Some variants store the weights in FP8 and widen them
 # to BF16 for the products, so $s$ changes but the peak stays BF16's. If a seed would give
 # an unfair variant (a tie, an empty list, a zero count, an answer on a rounding edge),
@@ -53,10 +54,13 @@
 #
 # Your given data come from `grading.params("17-3", SEED)`. Seed 0 is the chapter's own data
 # (8B on the H100 SXM, $b$ = 64, 600 and 8,000 live tokens, a 2,048-token prompt); on a course hub
-# you get a seed of your own, from your user name.
+# you get a seed of your own, from your user name. Every other seed's long-context batch fits its
+# card; the chapter's own does not (the given cell prints what it needs), so at seed 0 (f) is the
+# roofline's arithmetic for a batch no 80 GB card holds.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import grading, units
+from companion.chapters import ch17
 
 SEED = grading.student_seed()
 given = grading.params("17-3", SEED)
@@ -69,11 +73,20 @@ print(f"model: {given['model'].name}: N = {N:.3g} params at s = {s:g} bytes, "
       f"k = {k:,} B of KV per token")
 print(f"batch b = {b}; live contexts L = {L_short:,} and {L_long:,} tokens; prompt "
       f"n = {given['prompt_tokens']:,} tokens")
+need = N * s + b * L_long * k + ch17.RUNTIME_RESERVE_BYTES
+print(f"memory at the long context: weights + KV + {ch17.RUNTIME_RESERVE_BYTES / units.GB:g} GB "
+      f"reserve = {need / units.GB:.1f} GB of the card's {hw.mem_bytes / units.GB:g} GB: "
+      + ("fits" if need <= hw.mem_bytes else "does not fit"))
 
 # %% [markdown]
 # ## (a)-(c) The ridge, and decode at batch 1
 #
 # Set `ridge`, `i1` and `peak_share_1` (in %).
+#
+# **Then explain**, in two or three sentences in the cell under the check: why does batch-1
+# decode's intensity not depend on the model's size, and what does (c) say about the card's
+# arithmetic units? A good answer says where $N$ cancels, which roof caps the step, and what
+# would have to change to move it right.
 
 # %% nbgrader={"grade": false, "grade_id": "ac_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ridge = i1 = peak_share_1 = None
@@ -126,12 +139,22 @@ with grading.checks():
 # or less. Nothing is misconfigured; the workload cannot feed the arithmetic units.
 # Quoting the 2:4-sparse headline peak instead of the dense one would double the ridge and halve
 # every share of peak.
+#
+# *Look for:* (1) 2 FLOPs and $s$ bytes per parameter, so $N$ cancels; (2) left of the ridge,
+# the memory roof caps the step at $I\,\beta$, a small share of peak; (3) only more FLOPs per
+# byte read (a batch) moves it right, not a faster arithmetic unit.
 # ### END SOLUTION
 
 # %% [markdown]
 # ## (d)-(h) Batched decode, with and without the KV reads
 #
 # Set `iB`, `iB_short`, `iB_long`, `bound_long` and `peak_share_short` (in %).
+#
+# **Then explain**, in two to four sentences in the cell under the check: why does a batch of
+# $b$ multiply (d) by $b$ while (e) and (f) fall short of it, and why would a larger batch not
+# rescue the long context? A good answer says which bytes the batch shares and which it does
+# not, compares the KV bytes of (f) with the weight bytes, and says what the intensity tends to
+# as $b$ grows.
 
 # %% nbgrader={"grade": false, "grade_id": "dh_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 iB = iB_short = iB_long = bound_long = peak_share_short = None
@@ -205,16 +228,27 @@ with grading.checks():
 # $b$ tokens. But the weights are the only bytes the batch shares. Each sequence adds its own
 # $L\,k$ to every step, and at the long context those KV reads outweigh the weights, so the
 # intensity falls to a fraction of (d), far left of the ridge. The batch did not change; the
-# caches grew. Long-context decode is memory-bound twice: the caches fill the card (capacity,
-# Exercise 17-2) and reading them fills the step (bandwidth). (g) comes out the same at every
-# seed: it follows from how decode's KV reads grow with the context, not from the card or the
-# model.
+# caches grew. As $b$ grows the intensity tends to $2N/(L\,k)$, a limit set by the context
+# alone, so a larger batch cannot carry the long context past the ridge. Long-context decode is
+# memory-bound twice: the caches fill the card (capacity, Exercise 17-2) and reading them fills
+# the step (bandwidth). (g) comes out the same at every seed: it follows from how decode's KV
+# reads grow with the context, not from the card or the model.
+#
+# *Look for:* (1) the weights are read once for all $b$ sequences, the KV once per sequence;
+# (2) at the long context $b\,L\,k$ outweighs $N s$; (3) the limit $2N/(L\,k)$ as $b$ grows,
+# which no batch size passes.
 # ### END SOLUTION
 
 # %% [markdown]
 # ## (i)-(k) Prefill, and the break-even batch
 #
 # Set `i_prefill`, `bound_prefill` and `breakeven_batch`.
+#
+# **Then explain**, in two or three sentences in the cell under the check: how can the same
+# model on the same card sit on either roof in prefill, and how does the prompt length where
+# prefill crosses the ridge compare with (k)? A good answer writes prefill's intensity in $n$
+# and $s$, names the crossing length, and says what keeps batched decode from reaching the ridge
+# at that batch.
 
 # %% nbgrader={"grade": false, "grade_id": "ik_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 i_prefill = bound_prefill = breakeven_batch = None
@@ -262,4 +296,8 @@ with grading.checks():
 # the memory roof. Weights-only decode needs a batch of that same size, $s\,I^\star/2$, to reach
 # the ridge (k), and only if its KV reads were free; (e) and (f) show they are not. This is why
 # the batch is the first lever and KV memory the first wall.
+#
+# *Look for:* (1) $I_\text{prefill} = 2n/s$, set by the prompt length; (2) the crossing at
+# $n = s\,I^\star/2$ tokens, the same number as the batch of (k); (3) decode's per-sequence KV
+# reads keep a real batch of that size below the ridge.
 # ### END SOLUTION

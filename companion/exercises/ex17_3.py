@@ -8,7 +8,7 @@ from companion import calc, specs
 from companion.chapters import ch17
 from companion.exercises import common_ch17
 from companion.exercises.variants import pct, variant
-from companion.grading import Exercise, Part
+from companion.grading import Exercise, Part, screen_answers
 
 
 MEMORY_OR_COMPUTE = ("memory", "compute")
@@ -20,8 +20,8 @@ def _params(seed: int) -> dict:
                      short=ch17.CHAT_LIVE_TOKENS, long=ch17.LONG_CONTEXT_TOKENS,
                      prompt=ch17.PROMPT_TOKENS, weight_bytes=None),
                 dict(hw=common_ch17.CARDS_17_3, model=common_ch17.ROUND_SMALL,
-                     batch=(16, 32, 64, 128), short=(300, 600, 1_000, 2_000),
-                     long=(4_000, 8_000, 16_000, 32_000),
+                     batch=(16, 32, 64), short=(300, 600, 1_000, 2_000),
+                     long=(4_000, 8_000, 16_000),
                      prompt=(128, 256, 512, 2_048, 8_192),
                      # weights as the chapter stores them (BF16), or weight-only FP8 that is
                      # widened to BF16 for the matrix products
@@ -33,6 +33,27 @@ def _params(seed: int) -> dict:
     return dict(hardware=c["hw"], model=m, params=m.n_params, bytes_per_param=m.bytes_per_param,
                 kv_bytes_per_token=calc.kv_bytes_per_token(m), batch=c["batch"],
                 short_context=c["short"], long_context=c["long"], prompt_tokens=c["prompt"])
+
+
+def long_batch_bytes(g: dict) -> float:
+    """Bytes the long-context batch holds: weights + b x L_long x k of KV + 17 §4's reserve."""
+    return (g["params"] * g["bytes_per_param"]
+            + g["batch"] * g["long_context"] * g["kv_bytes_per_token"]
+            + ch17.RUNTIME_RESERVE_BYTES)
+
+
+def fits(g: dict) -> bool:
+    """Does the batch at the long context fit the card's memory, reserve included?"""
+    return long_batch_bytes(g) <= g["hardware"].mem_bytes
+
+
+def _screen(seed: int) -> str | None:
+    g = _params(seed)
+    # seed 0 is the chapter's own batch, which does not fit an 80 GB card: the statement says so
+    if seed != 0 and not fits(g):
+        return ("the batch's KV at the long context, the weights and the runtime reserve would "
+                "not fit the card's memory")
+    return screen_answers(exercises()[0], _solve(g))
 
 
 def _solve(g: dict) -> dict:
@@ -82,9 +103,15 @@ def _mistakes(g: dict) -> dict:
         "h-peak-short": [(pct(b * hw.mem_bw_bytes_per_s / hw.peak_flops_per_s), no_kv),
                          (pct(s["e-iB-short"] * hw.mem_bw_bytes_per_s
                               / (2 * hw.peak_flops_per_s)), sparse)],
-        "k-breakeven": [(math.floor(s["a-ridge"]), "round the batch up: below the ridge it is "
-                                                   "still memory-bound")],
+        "k-breakeven": [(math.floor(g["bytes_per_param"] * s["a-ridge"] / 2),
+                         "round the batch up: below the ridge it is still memory-bound")],
     }
+    if g["bytes_per_param"] != 2:
+        # the BF16 answer, b = I*: the weights' s bytes per parameter left out of 2b/s
+        s_hint = (f"the weights take {g['bytes_per_param']:g} byte(s) per parameter here: "
+                  "2b/s reaches the ridge at b = s I*/2, not at b = I*")
+        out["k-breakeven"] += [(math.ceil(s["a-ridge"]), s_hint),
+                               (math.floor(s["a-ridge"]), s_hint)]
     for name, L in (("e-iB-short", g["short_context"]), ("f-iB-long", g["long_context"])):
         out[name] = [(b, no_kv), (b * 2 * P / (w + L * k), kv_once)]
     # the chapter prints two significant figures ("49", "12"); the grader wants three
@@ -102,8 +129,10 @@ def _mistakes(g: dict) -> dict:
 
 # the parts, in the statement's order (``_mistakes`` reads their tolerances)
 _PARTS = (
-    Part("a-ridge", "ridge point of the card", "FLOP/B", "rel", 0.005),
-    Part("b-i1", "decode intensity at batch 1", "FLOP/B", "rel", 0.005),
+    # no KV in the ridge, batch-1 weights-only decode, the prefill or the break-even batch: a
+    # factor of 2 there is not the K-and-V slip the shared hint names
+    Part("a-ridge", "ridge point of the card", "FLOP/B", "rel", 0.005, no_slips=(2.0,)),
+    Part("b-i1", "decode intensity at batch 1", "FLOP/B", "rel", 0.005, no_slips=(2.0,)),
     Part("c-peak1", "batch-1 decode's attainable share of peak compute", "%", "rel",
          0.005),
     Part("d-iB", "decode intensity at batch b, weights only", "FLOP/B", "rel", 0.005),
@@ -115,11 +144,12 @@ _PARTS = (
          options=MEMORY_OR_COMPUTE),
     Part("h-peak-short", "attainable share of peak for batched decode, short contexts",
          "%", "rel", 0.005),
-    Part("i-prefill", "prefill intensity of the given prompt", "FLOP/B", "rel", 0.005),
+    Part("i-prefill", "prefill intensity of the given prompt", "FLOP/B", "rel", 0.005,
+         no_slips=(2.0,)),
     Part("j-bound-prefill", "which roof caps that prefill", kind="choice",
          options=MEMORY_OR_COMPUTE),
     Part("k-breakeven", "smallest whole batch whose weights-only decode reaches the ridge",
-         "sequences", "exact"),
+         "sequences", "exact", no_slips=(2.0,)),
 )
 
 
@@ -127,4 +157,7 @@ def exercises() -> list[Exercise]:
     return [Exercise(
         id="17-3", title="Place decode and prefill on the roofline", section="17 §2",
         parts=_PARTS, make_params=_params, solve=_solve, mistakes=_mistakes,
+        conditions=("the batch's KV at the long context, the weights and the runtime reserve "
+                    "fit the card (except at seed 0, the chapter's own batch)",),
+        screen=_screen,
     )]

@@ -55,9 +55,15 @@ def memory_hierarchy_layout(level_names, *, xaxes=("x", "x2"), yaxes=("y", "y2")
         xb: {"type": "log", "title": {"text": "bandwidth (GB/s, log scale)"},
              "domain": [0.53, 1.0], "range": [-0.3, 4.5], "anchor": yaxes[1]},
         ya: dict(cat, anchor=xaxes[0]),
-        yb: dict(cat, anchor=xaxes[1], showticklabels=False),
+        # the same rows at the same heights in both panels
+        yb: dict(cat, anchor=xaxes[1], showticklabels=False, matches=yaxes[0]),
         "showlegend": False,
     }
+
+
+def _capacity_label(b: float) -> str:
+    """A capacity as the pyramid's table writes it: GB, MB, or KiB for a per-SM block."""
+    return units.fmt_bytes(b, "GB" if b >= units.GB else "MB" if b >= units.MB else "KiB")
 
 
 def memory_hierarchy_traces(rows, *, xaxes=("x", "x2"), yaxes=("y", "y2")) -> list:
@@ -78,7 +84,8 @@ def memory_hierarchy_traces(rows, *, xaxes=("x", "x2"), yaxes=("y", "y2")) -> li
             "y": [r["level"] for r in have], "x": [r[key] / units.GB for r in have],
             "marker": {"color": [LEVEL_COLORS[names.index(r["level"]) % len(LEVEL_COLORS)]
                                  for r in have]},
-            "text": [f"{r[key] / units.GB:,.4g} {unit}" for r in have],
+            "text": [_capacity_label(r[key]) if key == "capacity_bytes"
+                     else f"{r[key] / units.GB:,.4g} {unit}" for r in have],
             "hovertext": [f"{r['level']} ({r['where']}): {r['text']}" for r in have],
             "xaxis": xa, "yaxis": ya})
         traces.append({

@@ -18,12 +18,14 @@
 # Chapter 17 studies LLM serving from the silicon upwards, and one quotient carries the whole
 # argument: the arithmetic a GPU could do in the time one byte travels from its memory to its
 # cores. Producing tokens one at a time asks for far less arithmetic per byte than that, so the
-# card spends most of its time waiting for data. Read that way, the techniques of a serving
-# stack fall into two groups: those that make each fetched byte do more work (batching, paged
-# KV memory, quantization, speculative decoding) and those that organise the two phases of a
-# request around the waiting (chunked prefill, tensor and pipeline parallelism, separate
-# prefill and decode pools). Each claim comes with arithmetic; these notebooks redo that
-# arithmetic with the `companion` package and let you change every input.
+# card spends most of its time waiting for data. Read that way, 17 §1 sorts the techniques of a
+# serving stack into two groups: those that change how much work each fetched byte does
+# (batching, paged KV memory, quantization, separate prefill and decode pools) and those that
+# spend the arithmetic decode leaves idle (speculative decoding). Chunked prefill schedules the
+# two phases of a request around each other, and tensor and pipeline parallelism split a model
+# that one card cannot hold or serve fast enough (17 §6, §7). Each claim comes with arithmetic;
+# these notebooks redo that arithmetic with the `companion` package and let you change every
+# input.
 #
 # Every symbol keeps one meaning in all the notebooks of both chapters; the
 # [notation page](../notation.ipynb) lists them with their units.
@@ -119,7 +121,7 @@ print(f"prefill of a {ch17.PROMPT_TOKENS:,}-token prompt at 50% of peak: "
 # |---|---|---|
 # | [17.1 Memory hierarchy](17_01_memory_hierarchy.ipynb) | §1 | the memory pyramid per SM and per device (re-derived), the ridge ratio, the time to read the whole card, other cards |
 # | [17.2 Roofline](17_02_roofline.ipynb) | §2 | decode and prefill on the roofline, the batch-1 decode ceiling, prefill time, batching and the KV drag on intensity; the roofline explorer |
-# | [17.3 Prefill vs decode](17_03_prefill_vs_decode.ipynb) | §3 | TTFT, ITL, TPOT; a request's time budget (G or G - 1 intervals); head-of-line blocking on the scheduler simulator; TTFT and ITL percentiles against SLO targets under load |
+# | [17.3 Prefill vs decode](17_03_prefill_vs_decode.ipynb) | §3 | TTFT, ITL, TPOT; a request's time budget (TTFT plus one inter-token gap per later token: G - 1 gaps for G tokens, or G as the chapter's shortcut counts); head-of-line blocking on the scheduler simulator; TTFT and ITL percentiles against SLO targets under load |
 # | [17.4 KV sizing](17_04_kv_sizing.ipynb) | §4 | the KV formula, sizes by context (re-derived), the 70B over four GPUs, how many 8K sequences the 8B holds, GQA vs MHA vs MQA (re-derived), decode slowing with context |
 # | [17.5 PagedAttention](17_05_paged_attention.ipynb) | §5 | fragmentation, blocks and block tables on a real allocator, prefix sharing, the naive and paged batches and the throughput gain |
 # | [17.6 Batching strategies](17_06_batching_strategies.ipynb) | §6 | static vs continuous batching, chunked prefill and its ITL/TTFT trade |
@@ -154,19 +156,27 @@ kv_ship = calc.kv_bytes(m70, ch17.LONG_CONTEXT_TOKENS, block_tokens=1)
 stage_layers = calc.pp_stages(m405, 2, 1)["layers_per_stage"]
 correct = {
     "17.1/sram-orders-too-small": (
-        f"{math.log10(m70.weight_bytes / l2):.1f} orders for the 70B "
+        f"loose rather than wrong: {math.log10(m70.weight_bytes / l2):.1f} orders for the 70B "
         f"({m70.weight_bytes / l2:,.0f}x the {l2 / units.MB:.0f} MB L2), "
-        f"{math.log10(m8.weight_bytes / l2):.1f} for the 8B",
-        f"against the L2 the chapter names; four orders appear only against one SM's "
-        f"{smem / units.KiB:.0f} KiB ({math.log10(m8.weight_bytes / smem):.1f} for the 8B), a "
-        f"size it never states. The lesson stands: the weights live in HBM"),
+        f"{math.log10(m8.weight_bytes / l2):.1f} for the 8B, "
+        f"{math.log10(m405.weight_bytes / l2):.1f} for the 405B "
+        f"({m405.weight_bytes / l2:,.0f}x)",
+        f"against the L2 the chapter names the count depends on the model; against one SM's "
+        f"{smem / units.KiB:.0f} KiB it is {math.log10(m8.weight_bytes / smem):.1f} for the 8B, "
+        f"a size the chapter never states. The lesson stands: the weights live in HBM"),
+    "17.1/nvlink-over-pcie": (
+        f"{one_way / hw.host_link_bytes_per_s:.1f}x: {one_way / units.GB:.0f} against "
+        f"{hw.host_link_bytes_per_s / units.GB:.0f} GB/s, one direction each",
+        f"the {hw.interconnect_bytes_per_s / units.GB:.0f} GB/s of NVLink adds both directions, "
+        f"PCIe's {hw.host_link_bytes_per_s / units.GB:.0f} GB/s counts one; the placement rule "
+        f"stands"),
     "17.2/sparse-ridge-halves": (
         f"it doubles: {calc.ridge_point(sparse):.0f} against {calc.ridge_point(hw):.0f} FLOP/byte "
         f"({calc.ridge_point(sparse) / calc.ridge_point(hw):.2f}x)",
         "the ridge is peak over bandwidth, and the sparse peak is twice the dense one"),
     "17.2/sparse-mfu-doubles": (
-        f"it halves: {100 * calc.mfu(achieved, hw):.2f}% would read "
-        f"{100 * calc.mfu(achieved, sparse):.2f}%",
+        f"it halves: the batch-1 decode of 17 §9, {100 * calc.mfu(achieved, hw):.2f}% MFU "
+        f"against the dense peak, would read {100 * calc.mfu(achieved, sparse):.2f}%",
         "MFU divides the achieved rate by the peak, so a larger peak shrinks it"),
     "17.4/gqa-sequences": (
         f"{gqa['sequences']}: {ch17.CACHE_BYTES / units.GB:.0f} GB / "

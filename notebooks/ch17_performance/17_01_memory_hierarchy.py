@@ -46,8 +46,12 @@ hw = specs.H100_SXM
 # How does such a machine survive slow memory? Not the CPU way (big caches, guessing which
 # data comes next) but by juggling: an SM holds many warps at once, and whenever one of them
 # is waiting on a memory load, another one that has its data gets the arithmetic units. The
-# trick needs a crowd of independent work. Producing the next token for a single user is a
-# crowd of one, which is the situation 17 §1 warns about.
+# trick hides the *wait* for each load; it cannot make memory deliver bytes any faster. A
+# batch-1 decode step is not short of independent work (every layer holds thousands of
+# independent dot products, 17.2), so the SMs can keep enough loads in flight to run the HBM
+# near its full bandwidth. What it lacks is arithmetic per byte: at about one FLOP per byte
+# fetched, the arithmetic units idle even with perfect overlap. (17 §1 and §2 blame "not enough
+# independent operations in flight"; the bound is the bandwidth, as 17.2's roofline shows.)
 
 # %%
 print(f"{hw.name}: {hw.sm_count} SMs, {hw.mem_bytes / units.GB:.0f} GB of HBM at "
@@ -142,7 +146,7 @@ level = {r["key"]: r for r in rows}
 l2, smem = level["l2"]["capacity_bytes"], level["shared_l1"]["capacity_bytes"]
 w70, w8 = specs.LLAMA_70B.weight_bytes, specs.LLAMA_8B.weight_bytes
 md(f"""
-> **Erratum: how many orders of magnitude?** 17 §1 puts the gap between on-die SRAM and a
+> **Loose rather than wrong: how many orders of magnitude?** 17 §1 puts the gap between on-die SRAM and a
 > model at four orders of magnitude. Measured against the L2 it names, the 70B's
 > {w70 / units.GB:.0f} GB of weights is {w70 / l2:,.0f} times larger
 > ({sram.value:.1f} orders) and the 8B's {w8 / units.GB:.0f} GB is {w8 / l2:,.0f} times larger
@@ -150,7 +154,7 @@ md(f"""
 > {smem / units.KiB:.0f} KiB of shared memory ({math.log10(w8 / smem):.1f} orders for the 8B),
 > a size the chapter never gives. Either reading leads to the same design fact: the weights
 > cannot stay on the die, so each decode step fetches them from HBM again. The ledger keeps
-> the recomputed value with this note.
+> the 70B's value with this note.
 """)
 
 # %% [markdown]
@@ -190,9 +194,9 @@ print(f"{hw.mem_bytes / units.GB:.0f} GB / {hw.mem_bw_bytes_per_s / units.TB:.2f
 # ### What FlashAttention does with the hierarchy at inference
 #
 # Attention compares every query of a sequence with every key. Written naively, the kernel
-# would store the whole matrix of scores in HBM, read it back for the softmax, and read it
-# once more to weight the values: three trips through the slowest on-card level for data
-# that is thrown away right after. FlashAttention keeps the scores on the die (17 §1). How it
+# would write the matrix of scores to HBM, read it back for the softmax, write the resulting
+# probabilities, and read those once more to weight the values: four trips (two writes, two
+# reads) through the slowest on-card level for data that is thrown away right after. FlashAttention keeps the scores on the die (17 §1). How it
 # does so differs between the two phases of serving (17 §3).
 #
 # *Prefill* has many queries per sequence. The kernel gives each thread block a block of
@@ -269,30 +273,7 @@ for a memory-bound step of a given size.
 #
 # Real kernels reach only a share of each peak, so both roofs sit lower and the ridge moves by
 # the ratio of the two shares (the explorer's two share sliders, below, redraw its bars and
-# ridges at reached rates).
-
-# %% jupyter={"source_hidden": true} tags=["remove-input"]
-# computes the table below
-from companion import tables
-
-t_mbu = calc.decode_utilization(specs.LLAMA_8B, hw, ch17.DECODE_TOK_PER_S)["mbu"]
-t_ctl = {c.name: c for c in widgets.MemoryHierarchyPanel.controls}
-t_lo = (t_ctl["compute_pct"].min / 100, t_ctl["bandwidth_pct"].min / 100)
-t_mixed = calc.achieved_rates(hw, compute_efficiency=ch17.PREFILL_EFFICIENCY,
-                              bandwidth_efficiency=t_mbu)
-t_low = calc.achieved_rates(hw, compute_efficiency=t_lo[0], bandwidth_efficiency=t_lo[1])
-md(tables.markdown_table(
-    ("setting", "chapter's model (spec sheet)", "fuller model (reached rates)",
-     "fuller / chapter"),
-    [(f"ridge, compute at {100 * ch17.PREFILL_EFFICIENCY:.0f}% (17 §2), bandwidth at "
-      f"{100 * t_mbu:.0f}% (17 §9)", f"{t_mixed['peak_ridge_flop_per_byte']:.0f} FLOP/B",
-      f"{t_mixed['ridge_flop_per_byte']:.0f} FLOP/B", f"{t_mixed['ridge_ratio']:.2f}"),
-     (f"{hw.mem_bytes / units.GB:.0f} GB read once, bandwidth at {100 * t_mbu:.0f}% (17 §9)",
-      f"{t_mixed['peak_sweep_s'] / units.ms:.0f} ms", f"{t_mixed['sweep_s'] / units.ms:.0f} ms",
-      f"{t_mixed['sweep_s'] / t_mixed['peak_sweep_s']:.2f}"),
-     (f"ridge, both sliders at their lowest ({100 * t_lo[0]:.0f}%, {100 * t_lo[1]:.0f}%)",
-      f"{t_low['peak_ridge_flop_per_byte']:.0f} FLOP/B",
-      f"{t_low['ridge_flop_per_byte']:.0f} FLOP/B", f"{t_low['ridge_ratio']:.2f}")]))
+# ridges at reached rates). The table in the fold works it out with the chapter's own shares.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # #### In detail
@@ -351,9 +332,12 @@ md(f"""
 > the {100 * mbu:.0f}% that 17 §9 measures, the two roofs meet at
 > **{mixed['ridge_flop_per_byte']:,.0f}** FLOP/B instead of {spec['ridge_flop_per_byte']:,.0f}
 > ({100 * (1 - mixed['ridge_ratio']):.0f}% lower); with §9's measured prefill MFU,
-> {100 * mfu:.0f}%, at {measured['ridge_flop_per_byte']:,.0f}. A batch or a prompt between
-> those values and {spec['ridge_flop_per_byte']:,.0f} is already held back by the arithmetic
-> although the peak ratio calls it memory-bound. The sweep time is a floor: at the measured
+> {100 * mfu:.0f}%, at {measured['ridge_flop_per_byte']:,.0f}. Read the measured share with
+> care: it is a whole prefill's rate, and much of its gap to the peak is time spent outside the
+> matrix products (attention, normalisation, kernel launches), not a lower compute roof for the
+> products themselves. So a workload between the reached ridge and
+> {spec['ridge_flop_per_byte']:,.0f} is not thereby compute-bound; the reached ridge only says
+> where the rates a real engine measures cross. The sweep time is a floor: at the measured
 > bandwidth the card's {hw.mem_bytes / units.GB:.0f} GB take
 > **{mixed['sweep_s'] / units.ms:.0f} ms**, not {spec['sweep_s'] / units.ms:.0f} ms, so
 > {mixed['steps_per_s']:.0f} full sweeps a second rather than {spec['steps_per_s']:.0f}. At the
@@ -397,8 +381,9 @@ for key in ("ridge_flop_per_byte", "full_sweep_ms", "full_sweeps_per_s", "hbm_ov
 # 3. Choose the M2 Max. Which rows of its pyramid show "n/a", and why does its ridge come out
 #    so low? Is the comparison with the H100 fair?
 #    <!-- states: panel(hardware=specs.M2_MAX.name) -->
-# 4. **Predict, then move.** Guess how many times the 70B's weights outweigh the H100's L2
-#    (a thousand? a million?), then work it out and compare with the erratum above.
+# 4. **Predict, then compute.** The box above measures the 70B and the 8B against the L2.
+#    Guess how many orders of magnitude the 405B's weights sit above it, and whether any of the
+#    three models reaches the chapter's four, then work it out.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
@@ -453,13 +438,15 @@ same thing.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
+w405 = specs.LLAMA_405B.weight_bytes
 answer(f"""
-{w70 / units.GB:.0f} GB / {l2 / units.MB:.0f} MB = **{w70 / l2:,.0f}**, a few thousand, i.e.
-{math.log10(w70 / l2):.1f} orders of magnitude rather than four. Against one SM's
-{smem / units.KiB:.0f} KiB of shared memory the ratio is {w70 / smem:,.3g}
-({math.log10(w70 / smem):.1f} orders). Which reading is fair depends on what "SRAM" means: the
-chapter's diagram names the L2, so the L2 reading is the honest one, and it still says the model
-cannot live on the die.
+{w405 / units.GB:.0f} GB / {l2 / units.MB:.0f} MB = **{w405 / l2:,.0f}**, that is
+{math.log10(w405 / l2):.1f} orders of magnitude: the 405B reaches the chapter's four, while the
+70B ({math.log10(w70 / l2):.1f}) and the 8B ({math.log10(w8 / l2):.1f}) fall short. Against one
+SM's {smem / units.KiB:.0f} KiB of shared memory even the 70B is {w70 / smem:,.0f} times larger
+({math.log10(w70 / smem):.1f} orders). So "four orders" is loose, right for the largest model
+and too many for the smaller ones, and every reading gives the same lesson: no model of these
+sizes lives on the die, so each decode step streams its weights from HBM.
 """, title="Worked answer 4")
 # %% [markdown]
 # Next: [17.2 Roofline](17_02_roofline.ipynb) places decode and prefill on this ratio.

@@ -102,11 +102,13 @@ print(f"waiting : working    {split['wait_to_work']:.0f} : 1")
 # computes the numbers in the text below
 per_sm = split["flops_per_token"] / hw.sm_count
 md(f"""
-This is 17.1's latency hiding failing for lack of work. Spread over the card's {hw.sm_count}
-SMs, one token brings {per_sm / 1e6:.0f} MFLOP per SM, about
-{split['compute_s'] / units.us:.0f} µs of arithmetic against a
-{split['read_s'] / units.us:,.0f} µs wait for the weights: there are not enough independent
-operations in flight for the warp schedulers to switch to while the bytes stream past.
+The chapter reads this as 17.1's latency hiding failing for lack of work; the work is there.
+Spread over the card's {hw.sm_count} SMs, one token brings {per_sm / 1e6:.0f} MFLOP per SM,
+thousands of independent dot products per layer, plenty to keep loads in flight. But it is
+only about {split['compute_s'] / units.us:.0f} µs of arithmetic against a
+{split['read_s'] / units.us:,.0f} µs read of the weights. Latency hiding hides the wait for
+each load; it cannot make the bytes arrive faster, so at about one FLOP per byte the
+arithmetic idles even with perfect overlap: the bound is the bandwidth.
 """)
 
 # %% [markdown]
@@ -214,7 +216,7 @@ for p in points:
 plots.roofline_figure(hw, points).show()
 
 # %% [markdown]
-# Prefill is the orange triangle here and in the explorer below. The chapter closes §2 with a
+# Prefill is the tan triangle here and in the explorer below. The chapter closes §2 with a
 # habit: for any performance question, draw this picture first and place the question on it.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
