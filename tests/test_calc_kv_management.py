@@ -440,3 +440,22 @@ def test_without_attention_one_long_prefix_is_worth_exactly_its_pieces():
     assert a.value_s - n * b.value_s == pytest.approx(margin, rel=1e-9)
     with pytest.raises(TypeError, match="attention"):
         prefix_recompute_s(QWEN3_8B, RTX_PRO_6000, long_, 0.5, attention="no")
+
+
+@FAST
+@given(budget_mib=st.integers(3, 12_000), prefix=st.integers(0, 8192))
+def test_capacity_shares_only_whole_prefix_blocks_like_the_pool(budget_mib, prefix):
+    # A prefix ending inside a block shares floor(prefix / p) blocks; the partial block is
+    # private to every request, as in the block pool the simulator fills (8.3.2).
+    from companion.sim.kv_scenarios import fill_kv_pool
+    budget = budget_mib * MiB
+    held = calc.held_tokens(8192, 256)
+    assert calc.max_concurrent(budget, M, 8192, 256, shared_prefix_tokens=prefix) \
+        == fill_kv_pool(budget, M, held, shared_prefix_tokens=prefix).admitted
+    assert calc.max_concurrent(budget, M, 8192, 256, shared_prefix_tokens=prefix) \
+        == calc.max_concurrent(budget, M, 8192, 256, shared_prefix_tokens=prefix // 16 * 16)
+
+
+def test_six_gib_prefix_threshold_is_a_whole_number_of_blocks():
+    assert calc.max_concurrent(6 * GiB, M, 8192, 256, shared_prefix_tokens=6112) == 16
+    assert calc.max_concurrent(6 * GiB, M, 8192, 256, shared_prefix_tokens=6111) == 15

@@ -437,10 +437,11 @@ class SharedPrefixCapacityPanel(Panel):
         at_b_ind = calc.prefix_shared_kv_bytes(m, batch, prompt_tokens, output_tokens, **kw)
         at_b_shr = calc.prefix_shared_kv_bytes(m, batch, prompt_tokens, output_tokens,
                                                shared_prefix_tokens=prefix, **kw)
+        whole = prefix - prefix % block_tokens    # only whole prefix blocks are shared (8.3.2)
         numbers = {
-            "prefix_MiB": (calc.kv_bytes(m, prefix, **kw) if prefix else 0) / units.MiB,
-            "private_tokens": held - prefix,
-            "private_MiB": calc.kv_bytes(m, held - prefix, **kw) / units.MiB,
+            "prefix_MiB": (calc.kv_bytes(m, whole, **kw) if whole else 0) / units.MiB,
+            "private_tokens": held - whole,
+            "private_MiB": calc.kv_bytes(m, held - whole, **kw) / units.MiB,
             "request_MiB": calc.kv_bytes(m, held, **kw) / units.MiB,
             "independent_MiB": at_b_ind / units.MiB,
             "shared_MiB": at_b_shr / units.MiB,

@@ -129,6 +129,8 @@ def max_concurrent(kv_budget_bytes: float, model: Model, prompt_tokens: int, out
     Independent: floor(budget / kv_bytes(prompt + output - 1)), e.g. floor(12288 / 324) = 37
     short and floor(12288 / 1188) = 10 long requests in 12 GiB (8.1.2). With a shared prefix
     stored once: floor((budget - prefix) / private), e.g. (12288 - 864) / 324 -> 35 (8.3.2).
+    Only whole blocks of the prefix are shared (8.3.2): a prefix that ends inside a block
+    shares floor(prefix / p) blocks, and each request holds its own copy of the partial one.
 
     >>> from companion import calc, specs, units
     >>> calc.max_concurrent(12 * units.GiB, specs.QWEN3_8B, 8192, 256)
@@ -143,6 +145,8 @@ def max_concurrent(kv_budget_bytes: float, model: Model, prompt_tokens: int, out
     if prefix > v.tokens("prompt_tokens", prompt_tokens):
         raise ValueError(f"shared_prefix_tokens: {prefix} exceeds prompt_tokens={prompt_tokens}")
     kw = dict(block_tokens=block_tokens, bytes_per_value=bytes_per_value)
+    # Only whole blocks are shared; a partly filled prefix block is each request's own copy.
+    prefix -= prefix % v.tokens("block_tokens", block_tokens, minimum=1)
     prefix_bytes = kv_bytes(model, prefix, **kw) if prefix else 0
     private_bytes = kv_bytes(model, held - prefix, **kw)
     if private_bytes == 0:

@@ -158,7 +158,8 @@ def prefix_shared_kv_bytes(model: Model, requests: int, prompt_tokens: int, outp
     """KV bytes of ``requests`` requests once generation ends, a common prefix stored once (8.3.2).
 
     M_KV = kv(prefix) + b x kv(prompt + output - 1 - prefix), each rounded to whole blocks (the
-    same reservation ``max_concurrent`` divides the budget by). 16 long Qwen3-8B requests with a
+    same reservation ``max_concurrent`` divides the budget by); only whole prefix blocks are
+    shared, a partly filled one is private to each request. 16 long Qwen3-8B requests with a
     6144-token prefix: 864 + 16 x 324 = 6048 MiB instead of 16 x 1188 = 19008 MiB.
     """
     m = _model(model)
@@ -169,6 +170,8 @@ def prefix_shared_kv_bytes(model: Model, requests: int, prompt_tokens: int, outp
     if prefix > prompt:
         raise ValueError(f"shared_prefix_tokens: {prefix} exceeds prompt_tokens={prompt}")
     kw = dict(block_tokens=block_tokens, bytes_per_value=bytes_per_value)
+    # Only whole blocks are shared; a partly filled prefix block is each request's own copy.
+    prefix -= prefix % v.tokens("block_tokens", block_tokens, minimum=1)
     prefix_bytes = kv_bytes(m, prefix, **kw) if prefix else 0
     return prefix_bytes + b * kv_bytes(m, held - prefix, **kw)
 

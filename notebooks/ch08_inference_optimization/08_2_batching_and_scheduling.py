@@ -445,9 +445,9 @@ plots.graph_padding_figure(needed, [calc.padded_rows(r, shapes) for r in needed]
 targets = [t * units.ms for t in range(27, 301, 3)]
 by_history = {f"h = {h:,} cached": [calc.token_budget_for_itl(t, 1, short_p, h) for t in targets]
               for h in (0, 4096, 7680)}
-for h in (0, 4096, 7680):
-    print(f"50 ms target, one 2K decode, h = {h:5,}: "
-          f"{calc.token_budget_for_itl(50 * units.ms, 1, short_p, h):,} new tokens per round")
+for h in (0, 4096, 7680):    # the method at a 60 ms target; move the target in the explorer
+    print(f"60 ms target, one 2K decode, h = {h:5,}: "
+          f"{calc.token_budget_for_itl(60 * units.ms, 1, short_p, h):,} new tokens per round")
 plots.token_budget_figure(targets, by_history).show()
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
@@ -512,8 +512,12 @@ wait only for the round in progress, about
 pays the fixed round cost less often and so raises what prefill can carry, and once the load
 is below 1 every further token only lengthens the longest interval
 ({slow_rows[first_ok]['max_itl_s'] / units.ms:.0f} to
-{slow_rows[-1]['max_itl_s'] / units.ms:.0f} ms). Pick the smallest budget whose load stays
-below 1.""")
+{slow_rows[-1]['max_itl_s'] / units.ms:.0f} ms). The two rules bound one feasible range: the
+load sets its bottom, the smallest budget whose load stays below 1, and 8.2.3's interval target
+its top, the largest chunk whose rounds keep the intervals within target. Any budget in between
+works; 8.2.3's choice, the top end, reads the weights least often. When the bottom lies above
+the top the range is empty: no budget keeps up within the target, and only more capacity or a
+looser target does.""")
 
 # %% [markdown]
 # ### Explorers: the token budget
@@ -773,13 +777,20 @@ prompt leaves nothing to trade.""", title="Worked answer 4")
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 four = schedule.at(max_running=4).numbers
+r3_prompt = dict((r[0], r[2]) for r in ch08.SCHEDULE_EXAMPLE_REQUESTS)["r3"]   # 8.2.2's r3
+r3_rows_ms = r3_prompt * ch08.ROUND_PER_TOKEN_S / units.ms
+r3_pairs_ms = r3_prompt * (r3_prompt + 1) / 2 * ch08.ROUND_PER_PAIR_S / units.ms
+rest_ms = (four['continuous_longest_interval_ms'] - default['continuous_longest_interval_ms']
+           - r3_rows_ms - r3_pairs_ms)
 answer(f"""Yes, on total time: with four slots fixed batching takes
 {four['static_total_ms']:.0f} ms against {four['continuous_total_ms']:.0f} ms for continuous
 (with two slots: {default['static_total_ms']:.0f} and {default['continuous_total_ms']:.0f} ms).
-The price of continuous batching grows instead: more running requests share the round that
-carries r2's whole prefill, and the longest output interval becomes
-{four['continuous_longest_interval_ms']:.0f} ms (two slots:
-{default['continuous_longest_interval_ms']:.0f} ms), while fixed batching keeps every interval
+The price of continuous batching grows instead. With four slots r3 is admitted together with
+r2, so r3's whole {r3_prompt:,}-token prefill joins the round that carries r2's: the longest
+output interval grows from {default['continuous_longest_interval_ms']:.1f} ms by
+{r3_rows_ms:.1f} ms of rows ({r3_prompt:,} x {ch08.ROUND_PER_TOKEN_S * 1e6:.1f} us) and
+{r3_pairs_ms:.1f} ms of pairs to {four['continuous_longest_interval_ms']:.1f} ms; the extra
+decode rows add only {rest_ms:.2f} ms. Meanwhile fixed batching keeps every interval
 at {four['static_longest_interval_ms']:.0f} ms. Continuous batching buys its shorter total with
 longer worst intervals, and more slots raise that price: it trades smoothness for
 throughput.""", title="Worked answer 5")
@@ -788,6 +799,10 @@ throughput.""", title="Worked answer 5")
 # computes the worked answer below (unfold it there)
 grid = range(27, 301)
 at_50 = budget.at(graphs="pow2").numbers
+at_50_free = budget.at().numbers
+n_dec = next(c.default for c in budget.controls if c.name == "decode_requests")
+from companion.explorers.ch08_2_batching_and_scheduling import graph_shapes
+pow2_shapes = graph_shapes("pow2")
 executed = {t: budget.at(graphs="pow2", itl_target_ms=float(t)).numbers["rows_executed"]
             for t in grid}
 flat = next(t for t in grid if t + 1 in executed and executed[t + 1] == executed[t])
@@ -798,7 +813,12 @@ the same {executed[flat]:,} rows (the extra millisecond buys tokens only up to t
 graph), while from {jump} to {jump + 1} ms the executed rows jump from {executed[jump]:,} to
 {executed[jump + 1]:,}, because the row count just crossed a power of two. With graphs for
 powers of two the permitted interval buys work in steps, so a target just below an edge
-wastes nothing and one just above it pays for padding rows.""",
+wastes nothing and one just above it pays for padding rows. That is why the budget itself falls
+at 50 ms: without graphs the target allows a round of {at_50_free['rows']:,} rows
+({n_dec} decode, {at_50_free['rows'] - n_dec:,} new tokens), but padding it to the next graph,
+{calc.padded_rows(at_50_free['rows'], pow2_shapes):,} rows, would overrun the target, so the
+round is held to {at_50['rows']:,} rows and the budget falls to {at_50['rows'] - n_dec:,} new
+tokens, the most whose padded round still fits.""",
        title="Worked answer 6")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]

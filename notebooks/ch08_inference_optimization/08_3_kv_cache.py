@@ -147,7 +147,7 @@ paging = widgets.PagingPanel()
 paging.show()
 
 # %%
-for q in (2, 4, 8):
+for q in (3, 6, 12):
     numbers = paging.at(block_tokens=q).numbers
     print(f"p = {q}: {numbers['allocated_tokens']} slots, tail waste {numbers['tail_waste']} "
           f"(total {numbers['unused_tokens']}), {numbers['table_entries']} table entries")
@@ -432,11 +432,9 @@ plots.pool_usage_figure(runs, title="Generated: four requests decoding in a 1 Gi
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
 one_gib = runs[0]
-md(f"""The generated 1 GiB run recomputes {one_gib['recomputed_tokens']:,} tokens, within a few
-of the chapter's {ch08.PREEMPTION_EXTRA_TOKENS:,} extra scheduled tokens. That closeness is a
-coincidence: the chapter's workload is not printed, and this one (four requests, lengths chosen
-to force one preemption) is the companion's own. Its recomputed tokens are the preempted
-request's context when it was dropped, which depends entirely on the lengths chosen here.""")
+md(f"""The generated 1 GiB run recomputes {one_gib['recomputed_tokens']:,} tokens: the preempted
+request's context when it was dropped. The lengths were chosen to force one preemption; the
+mechanism, not the count, carries over.""")
 
 # %% [markdown]
 # In the 1 GiB pool the blocks in use climb to the pool size, drop when the most recently
@@ -597,11 +595,12 @@ for context in (ch08.HYBRID_MATCHED_TOKENS, 131072):
 # %%
 options = kvp.context_organisation()
 print(f"{'option':10} {'context L':>10} {'reused':>7} {'prefill':>8} {'summary':>8} "
-      f"{'KV per step':>12} {'KV over next G':>15}")
+      f"{'KV per step':>12} {'KV over next G':>15} {'+ writing summary':>18}")
 for o in options:
     print(f"{o.name:10} {o.context_tokens:>10,} {o.reusable_tokens:>7,} {o.prefill_tokens:>8,} "
           f"{o.summary_tokens:>8,} {o.kv_read_per_step_bytes / MiB:>8,.0f} MiB "
-          f"{o.kv_read_over_output_bytes / GiB:>11,.1f} GiB")
+          f"{o.kv_read_over_output_bytes / GiB:>11,.1f} GiB "
+          f"{(o.kv_read_over_output_bytes + o.summary_kv_read_bytes) / GiB:>14,.1f} GiB")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
@@ -749,7 +748,7 @@ ledger.show("8.3.3")
 #
 # For the 6144-token prefix A on the RTX PRO 6000: $T_\text{rec}$ is its prefill FLOPs at the
 # batch-1 prefill efficiency of Experiment 8-1 (unrounded, as printed below), $T_f$ and $T_m$
-# are one transfer of its KV over the host link at its nominal rate.
+# are one transfer of its KV over the host link at its nominal rate (per direction).
 
 # %%
 print(f"prefill efficiency used (measured, Experiment 8-1): {100 * km.RECOMPUTE_EFFICIENCY:.2f}%")
@@ -757,7 +756,7 @@ for link_name, link in (("PCIe Gen5 x16", ch08.PCIE_GEN5_X16_BYTES_PER_S),
                         ("PCIe Gen4 x16", ch08.PCIE_GEN4_X16_BYTES_PER_S)):
     a = calc.prefix_retention(model, specs.RTX_PRO_6000, prefix, hit_prob=ch08.RETENTION_HIT_PROB,
                               efficiency=km.RECOMPUTE_EFFICIENCY, link_bytes_per_s=link)
-    print(f"{link_name} ({link / units.GB:.0f} GB/s): T_rec {a.recompute_s / ms:.1f} ms, "
+    print(f"{link_name} ({link / units.GB:.0f} GB/s per direction): T_rec {a.recompute_s / ms:.1f} ms, "
           f"T_f = T_m {a.fetch_s / ms:.1f} ms, a hit saves {a.saving_per_hit_s / ms:.2f} ms, "
           f"V(50%) {a.value_s / ms:.1f} ms, break-even {100 * a.break_even_hit_prob:.1f}%")
 
@@ -870,9 +869,9 @@ for v_label, v_kw in (("64 GB/s (8.3.4)", {}), ("4 GB/s", dict(link_gb_per_s=nex
         c.min for c in retention.controls if c.name == "link_gb_per_s")))):
     v_c, v_f = (retention.at(pricing=how, **v_kw).numbers["value_a_ms"]
                 for how in ("chapter", "fuller"))
-    v_rows.append((v_label, f"{v_c:.0f} ms", f"{v_f:.0f} ms", f"{v_f / v_c:.2f}"))
-md(tables.markdown_table(("V of one A, link", "chapter's model", "fuller model",
-                          "fuller / chapter"), v_rows))
+    v_rows.append((v_label, f"{v_c:.0f} ms", f"{v_f:.0f} ms", f"{v_f - v_c:+.0f} ms"))
+md(tables.markdown_table(("V of one A, link per direction", "chapter's model", "fuller model",
+                          "fuller - chapter"), v_rows))
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # #### In detail
@@ -964,7 +963,8 @@ md(f"""> **Where this model breaks: pricing a kept prefix.** At the chapter's se
 > path nothing, so keeping A is worth {base_f['value_a_ms']:.1f} ms instead of
 > {base_c['value_a_ms']:.1f} ms (+{100 * (base_f['value_a_ms'] / base_c['value_a_ms'] - 1):.0f}%)
 > and pays at any hit probability above zero instead of above
-> {base_c['break_even_a_pct']:.1f}%. The choice of one A over three B does not move. The gap
+> {base_c['break_even_a_pct']:.1f}%, ignoring that its blocks are taken from running requests
+> (neither model prices that space). The choice of one A over three B does not move. The gap
 > decides things where transfers are slow: on the slider's 4 GB/s link the chapter's pricing
 > says a kept A loses {-slow_c['value_a_ms']:.0f} ms on average (it never pays), the fuller one
 > that it still saves {slow_f['value_a_ms']:.0f} ms, because only the fetch is waited for. The
@@ -1057,9 +1057,12 @@ k_tok = calc.kv_bytes_per_token(model)
 budget6 = 6 * GiB          # not a chapter input: the budget this question sets
 x_smooth = (ch08.LONG_BATCH * held * k_tok - budget6) / ((ch08.LONG_BATCH - 1) * k_tok)
 pool_blocks = int(budget6 // (ch08.BLOCK_TOKENS * k_tok))
-prefix_blocks = math.ceil(math.ceil(x_smooth) / ch08.BLOCK_TOKENS)
-private_blocks = (pool_blocks - prefix_blocks) // ch08.LONG_BATCH
-needed = held - ch08.BLOCK_TOKENS * private_blocks
+held_blocks = math.ceil(held / ch08.BLOCK_TOKENS)     # blocks one request holds in all
+# only whole blocks are shared (Worked answer 2): s shared blocks leave held_blocks - s private
+s_exact = (ch08.LONG_BATCH * held_blocks - pool_blocks) / (ch08.LONG_BATCH - 1)
+prefix_blocks = math.ceil(s_exact)
+private_blocks = held_blocks - prefix_blocks
+needed = ch08.BLOCK_TOKENS * prefix_blocks
 fits_at = calc.max_concurrent(budget6, model, ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS,
                               shared_prefix_tokens=needed)
 fits_below = calc.max_concurrent(budget6, model, ch08.LONG_PROMPT_TOKENS, ch08.OUTPUT_TOKENS,
@@ -1076,11 +1079,15 @@ a prefix of $n_s$ is shared, at $k = {k_tok:,}$ B per token.
 1. Ignoring block rounding, $n_s k + {ch08.LONG_BATCH}\\,(L - n_s)\\,k \\le M_{{KV}}$ gives
    $n_s \\ge ({ch08.LONG_BATCH} L k - M_{{KV}}) / ({ch08.LONG_BATCH - 1}\\,k) = {x_smooth:,.1f}$ tokens.
 2. With {ch08.BLOCK_TOKENS}-token blocks the pool holds $\\lfloor M_{{KV}} / ({ch08.BLOCK_TOKENS} k) \\rfloor
-   = {pool_blocks:,}$ blocks. A prefix of about that length takes {prefix_blocks} blocks, which
-   leaves $\\lfloor ({pool_blocks:,} - {prefix_blocks}) / {ch08.LONG_BATCH} \\rfloor =
-   {private_blocks}$ blocks, {ch08.BLOCK_TOKENS * private_blocks:,} tokens, for each private part.
-3. So the prefix must cover $n_s \\ge {held:,} - {ch08.BLOCK_TOKENS * private_blocks:,} =$
-   **{needed:,} tokens**. At that length {fits_at} requests fit; one token shorter, {fits_below}.
+   = {pool_blocks:,}$ blocks and each request's $L$ tokens fill $\\lceil L / {ch08.BLOCK_TOKENS} \\rceil =
+   {held_blocks}$. Only whole blocks are shared (Worked answer 2), so a prefix of $s$ whole blocks
+   leaves ${held_blocks} - s$ private blocks per request:
+   $s + {ch08.LONG_BATCH}\\,({held_blocks} - s) \\le {pool_blocks:,}$ gives
+   $s \\ge ({ch08.LONG_BATCH} \\times {held_blocks} - {pool_blocks:,}) / {ch08.LONG_BATCH - 1} = {s_exact:.1f}$,
+   so {prefix_blocks} shared blocks and {private_blocks} private ones.
+3. So the prefix must cover $n_s \\ge {prefix_blocks} \\times {ch08.BLOCK_TOKENS} =$
+   **{needed:,} tokens**. At that length {fits_at} requests fit; one token shorter, the last
+   prefix block is partly filled, so every request keeps its own copy of it, and {fits_below} fit.
 
 Each request then privately holds {row['private_tokens']:,} tokens ({row['private_MiB']:,.0f}
 MiB), and the {ch08.LONG_BATCH} of them take {row['shared_GiB']:.2f} GiB with the prefix. (A scan
@@ -1111,14 +1118,16 @@ by one spacing per match: denser snapshots pay only when long contexts are match
 fast = retention.at().numbers
 slow = retention.at(link_gb_per_s=32.0).numbers
 shift = slow["a_beats_b_above_pct"] - fast["a_beats_b_above_pct"]
-answer(f"""Three B's beat one A once A's hit probability falls below
-{fast['a_beats_b_above_pct']:.1f}% (B's staying at 50%). On a 32 GB/s link every transfer takes
-twice as long: A's fetch goes from {fast['fetch_a_ms']:.1f} to {slow['fetch_a_ms']:.1f} ms and
-each B's from {fast['fetch_b_ms']:.1f} to {slow['fetch_b_ms']:.1f} ms. Yet the crossing barely
-moves ({'down' if shift < 0 else 'up'} to {slow['a_beats_b_above_pct']:.1f}%): either way the
-same bytes go over the link, so the slower link takes nearly the same time from both choices.
-It changes whether keeping anything pays (A's break-even rises to
-{slow['break_even_a_pct']:.1f}%) far more than which prefix to keep.""",
+answer(f"""Set one A's $V$ equal to three B's (each $V = \\rho\\,(T_\\text{{rec}} - T_f) - T_m$ with
+its own prefix's terms, B's hit probability at 50%) and solve for A's $\\rho$ (Exercise 8-4
+asks for it exactly). On a 32 GB/s link every transfer takes
+{slow['fetch_a_ms'] / fast['fetch_a_ms']:.0f} times as long, A's and the B's alike. Yet the
+crossing barely moves ({'down' if shift < 0 else 'up'}, by
+{'less than one percentage point' if abs(shift) < 1 else 'a few percentage points'}): either
+way the same bytes go over the link, so the slower link takes nearly the same time from both
+choices. It changes whether keeping anything pays (A's break-even hit probability
+{'rises' if slow['break_even_a_pct'] > fast['break_even_a_pct'] else 'falls'}) far more than
+which prefix to keep.""",
        title="Worked answer 6")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
