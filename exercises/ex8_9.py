@@ -26,18 +26,22 @@
 # lives in host memory and takes no GPU memory; a variant may keep it on the GPU instead, where
 # it takes the few MiB given below (a few bytes per indexed token).
 #
-# The rules of 8.6.3, for every scheme: its memory is the KV the batch holds at the end of
-# generation, each request's $n + G - 1$ tokens in whole 16-token blocks at $k$ bytes per token
-# (times the format's size relative to BF16; a shared prefix of $n_s$ tokens stored once), plus
-# its draft's memory; it decodes in $\lceil (G - 1) / \text{tokens per round} \rceil$ rounds,
-# and its total time is the prefill plus those rounds. The tokens per round are a mean: a real
-# batch ends with its slowest request, which this count, like the chapter's for D, leaves out.
-# Its $b$ results qualify only if it fits the memory and finishes by the deadline. The cost of
-# a qualifying result is the card's busy time over the number of qualifying results (8.6.3
-# writes <i>T</i><sub>GPU</sub>/<i>N</i><sub>g</sub>); for this batch, which occupies the card
-# from its arrival to its last answer, that is its total time over $b$, in GPU-seconds. (The
-# 8.6 notebook's $t_\text{GPU}$ is another quantity: the GPU time of one request, qualifying or
-# not.) Where no result qualifies there is no such cost.
+# **The rules** (8.6.3), for every scheme:
+#
+# - *Memory*: the KV the batch holds at the end of generation, each request's $n + G - 1$
+#   tokens in whole 16-token blocks at $k$ bytes per token (times the format's size relative
+#   to BF16; a shared prefix of $n_s$ tokens stored once), plus its draft's memory.
+# - *Time*: the prefill plus $\lceil (G - 1) / \text{tokens per round} \rceil$ decode rounds.
+#   The tokens per round are a mean: a real batch ends with its slowest request, which this
+#   count, like the chapter's for D, leaves out.
+# - *Qualifying*: the $b$ results qualify only if the scheme fits the memory and finishes by
+#   the deadline.
+# - *Cost*: the card's busy time over the number of qualifying results (8.6.3 writes
+#   <i>T</i><sub>GPU</sub>/<i>N</i><sub>g</sub>); this batch occupies the card from its arrival
+#   to its last answer, so that is its total time over $b$, in GPU-seconds. Where no result
+#   qualifies there is no such cost.
+#
+# **The questions.**
 #
 # 1. **(a)** E's memory (MiB), its total time (s) and its GPU-seconds per qualifying result;
 #    which of A-E is best (least GPU time per qualifying result among the schemes that fit and
@@ -45,18 +49,23 @@
 # 2. **(b)** The best scheme when only the smaller memory below is available.
 # 3. **(c)** E's total time when the output is shortened as below (s), and the best scheme then.
 # 4. **(d)** The open-ended experiment, run for you: B and E served the same seeded arrival
-#    trace and problem set, and their records (arrival, first token, completion, correctness,
-#    peak KV and GPU busy time) are printed below. Both schemes run the same target model, and
-#    verification only keeps tokens the target itself would emit (8.5.1), so a problem is right
-#    or wrong under B and E alike: the two correctness columns are identical, and only timing
-#    separates the schemes. With $\kappa_i = 1$ for a correct answer and $\tau_i = 1$ for one
-#    that finishes by its arrival plus the deadline (8.6.2 writes <i>Q<sub>i</sub></i> and
-#    <i>D<sub>i</sub></i>): what is E's GPU time per qualifying result in this run (its GPU busy
-#    time over its correct and on-time results), how many of E's requests finish in time, what
-#    is E's effective throughput $R_\text{good} = \sum_i \kappa_i \tau_i / T_\text{obs}$ (8.6.2)
-#    (req/s), and which scheme serves more correct answers in time? $T_\text{obs}$ is one
-#    window for both runs, from 0 to the last completion of either: both served the same
-#    trace, so their rates are comparable only over the same time.
+#    trace and problem set; their records (arrival, first token, completion, correctness,
+#    peak KV and GPU busy time) are printed below. Under greedy decoding E's verification
+#    keeps exactly the tokens B would emit (8.5.1), so a problem is right or wrong under both
+#    alike; the simulator assumes this, and the two correctness columns are identical: only
+#    timing separates the schemes. (Under sampling, verification preserves the target's
+#    output distribution, not the sample: single answers could differ, their accuracy would
+#    not.) With $\kappa_i = 1$ for a
+#    correct answer and $\tau_i = 1$ for one that finishes by its arrival plus the deadline
+#    (8.6.2 writes <i>Q<sub>i</sub></i> and <i>D<sub>i</sub></i>), find for E: its GPU time per
+#    qualifying result (its GPU busy time over its correct and on-time results), how many of
+#    its requests finish in time, and its effective throughput
+#    $R_\text{good} = \sum_i \kappa_i \tau_i / T_\text{obs}$ (8.6.2, req/s), where each run's
+#    window $T_\text{obs}$ runs from 0 to its own last completion, as in the 8.6 notebook's
+#    simulator. Which scheme serves more correct answers in time?
+#
+# <small>Notation: the 8.6 notebook's $t_\text{GPU}$ is another quantity, the GPU time of one
+# request, qualifying or not.</small>
 #
 # Your given data come from `grading.params("8-9", SEED)`. Seed 0 is the chapter's own data;
 # on a course hub you get a seed of your own, from your user name.
@@ -157,7 +166,7 @@ with grading.checks():
 # ## (d) The load experiment
 #
 # Set `gpu_e` (GPU-seconds per qualifying result of E in this run), `ontime_e` (a count),
-# `good_e` (req/s, over the window from 0 to the last completion of either run) and `better`
+# `good_e` (req/s, over E's own window, from 0 to E's last completion) and `better`
 # (`"B"` or `"E"`).
 
 # %% nbgrader={"grade": false, "grade_id": "d_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]

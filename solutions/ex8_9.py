@@ -26,18 +26,22 @@
 # lives in host memory and takes no GPU memory; a variant may keep it on the GPU instead, where
 # it takes the few MiB given below (a few bytes per indexed token).
 #
-# The rules of 8.6.3, for every scheme: its memory is the KV the batch holds at the end of
-# generation, each request's $n + G - 1$ tokens in whole 16-token blocks at $k$ bytes per token
-# (times the format's size relative to BF16; a shared prefix of $n_s$ tokens stored once), plus
-# its draft's memory; it decodes in $\lceil (G - 1) / \text{tokens per round} \rceil$ rounds,
-# and its total time is the prefill plus those rounds. The tokens per round are a mean: a real
-# batch ends with its slowest request, which this count, like the chapter's for D, leaves out.
-# Its $b$ results qualify only if it fits the memory and finishes by the deadline. The cost of
-# a qualifying result is the card's busy time over the number of qualifying results (8.6.3
-# writes <i>T</i><sub>GPU</sub>/<i>N</i><sub>g</sub>); for this batch, which occupies the card
-# from its arrival to its last answer, that is its total time over $b$, in GPU-seconds. (The
-# 8.6 notebook's $t_\text{GPU}$ is another quantity: the GPU time of one request, qualifying or
-# not.) Where no result qualifies there is no such cost.
+# **The rules** (8.6.3), for every scheme:
+#
+# - *Memory*: the KV the batch holds at the end of generation, each request's $n + G - 1$
+#   tokens in whole 16-token blocks at $k$ bytes per token (times the format's size relative
+#   to BF16; a shared prefix of $n_s$ tokens stored once), plus its draft's memory.
+# - *Time*: the prefill plus $\lceil (G - 1) / \text{tokens per round} \rceil$ decode rounds.
+#   The tokens per round are a mean: a real batch ends with its slowest request, which this
+#   count, like the chapter's for D, leaves out.
+# - *Qualifying*: the $b$ results qualify only if the scheme fits the memory and finishes by
+#   the deadline.
+# - *Cost*: the card's busy time over the number of qualifying results (8.6.3 writes
+#   <i>T</i><sub>GPU</sub>/<i>N</i><sub>g</sub>); this batch occupies the card from its arrival
+#   to its last answer, so that is its total time over $b$, in GPU-seconds. Where no result
+#   qualifies there is no such cost.
+#
+# **The questions.**
 #
 # 1. **(a)** E's memory (MiB), its total time (s) and its GPU-seconds per qualifying result;
 #    which of A-E is best (least GPU time per qualifying result among the schemes that fit and
@@ -45,18 +49,23 @@
 # 2. **(b)** The best scheme when only the smaller memory below is available.
 # 3. **(c)** E's total time when the output is shortened as below (s), and the best scheme then.
 # 4. **(d)** The open-ended experiment, run for you: B and E served the same seeded arrival
-#    trace and problem set, and their records (arrival, first token, completion, correctness,
-#    peak KV and GPU busy time) are printed below. Both schemes run the same target model, and
-#    verification only keeps tokens the target itself would emit (8.5.1), so a problem is right
-#    or wrong under B and E alike: the two correctness columns are identical, and only timing
-#    separates the schemes. With $\kappa_i = 1$ for a correct answer and $\tau_i = 1$ for one
-#    that finishes by its arrival plus the deadline (8.6.2 writes <i>Q<sub>i</sub></i> and
-#    <i>D<sub>i</sub></i>): what is E's GPU time per qualifying result in this run (its GPU busy
-#    time over its correct and on-time results), how many of E's requests finish in time, what
-#    is E's effective throughput $R_\text{good} = \sum_i \kappa_i \tau_i / T_\text{obs}$ (8.6.2)
-#    (req/s), and which scheme serves more correct answers in time? $T_\text{obs}$ is one
-#    window for both runs, from 0 to the last completion of either: both served the same
-#    trace, so their rates are comparable only over the same time.
+#    trace and problem set; their records (arrival, first token, completion, correctness,
+#    peak KV and GPU busy time) are printed below. Under greedy decoding E's verification
+#    keeps exactly the tokens B would emit (8.5.1), so a problem is right or wrong under both
+#    alike; the simulator assumes this, and the two correctness columns are identical: only
+#    timing separates the schemes. (Under sampling, verification preserves the target's
+#    output distribution, not the sample: single answers could differ, their accuracy would
+#    not.) With $\kappa_i = 1$ for a
+#    correct answer and $\tau_i = 1$ for one that finishes by its arrival plus the deadline
+#    (8.6.2 writes <i>Q<sub>i</sub></i> and <i>D<sub>i</sub></i>), find for E: its GPU time per
+#    qualifying result (its GPU busy time over its correct and on-time results), how many of
+#    its requests finish in time, and its effective throughput
+#    $R_\text{good} = \sum_i \kappa_i \tau_i / T_\text{obs}$ (8.6.2, req/s), where each run's
+#    window $T_\text{obs}$ runs from 0 to its own last completion, as in the 8.6 notebook's
+#    simulator. Which scheme serves more correct answers in time?
+#
+# <small>Notation: the 8.6 notebook's $t_\text{GPU}$ is another quantity, the GPU time of one
+# request, qualifying or not.</small>
 #
 # Your given data come from `grading.params("8-9", SEED)`. Seed 0 is the chapter's own data;
 # on a course hub you get a seed of your own, from your user name.
@@ -227,8 +236,8 @@ with grading.checks():
 # ### BEGIN SOLUTION
 # With the index in host memory, as in the chapter, E stores exactly what B stores: the
 # prefix once and each request's private part; an index on the GPU adds only its few MiB. E
-# emits several tokens per request per round, so it needs about one round in tokens-per-round
-# of B's (rounded up; the worked solution compares the counts), each a little longer by the
+# emits several tokens per request per round, so it needs about 1/(tokens per round) as many
+# rounds as B (rounded up; the worked solution compares the counts), each a little longer by the
 # lookup, and it finishes within the deadline where B does not. D emits even more tokens per
 # round and still fits, so it finishes sooner and costs less GPU time per qualifying result:
 # it remains the choice, while B and C miss the deadline and A does not fit (the table above).
@@ -308,17 +317,19 @@ with grading.checks():
 # ## (d) The load experiment
 #
 # Set `gpu_e` (GPU-seconds per qualifying result of E in this run), `ontime_e` (a count),
-# `good_e` (req/s, over the window from 0 to the last completion of either run) and `better`
+# `good_e` (req/s, over E's own window, from 0 to E's last completion) and `better`
 # (`"B"` or `"E"`).
 
 # %% nbgrader={"grade": false, "grade_id": "d_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 gpu_e = ontime_e = good_e = better = None
 ### BEGIN SOLUTION
 from companion.chapters import ch08
+from companion.formulas import serving as sv
 
-window_s = max(r.finish_s for run in load.runs for r in run.records)     # T_obs
-good, counts, lines, per_good = {}, {}, [], {}
+good, counts, lines, per_good, windows = {}, {}, [], {}, {}
 for run in load.runs:
+    window_s = max(r.finish_s for r in run.records)                  # this run's T_obs
+    windows[run.scheme] = window_s
     on_time = [r.finish_s - r.arrival_s <= load.deadline_s for r in run.records]   # tau_i
     qualifying = sum(1 for r, t in zip(run.records, on_time) if r.correct and t)    # kappa_i tau_i
     good[run.scheme] = qualifying / window_s
@@ -333,20 +344,34 @@ for run in load.runs:
 gpu_e = per_good["E"]
 ontime_e = counts["E"][1]
 good_e = good["E"]
-better = max(good, key=good.get)
+better = max(counts, key=lambda name: counts[name][2])    # more correct and on-time answers
 
-# B at its best: one request alone, its own prefill then G - 1 rounds of B's round
+# B at its best: one request alone, its own prefill then G - 1 rounds
 mu_p = calc.prefill_token_rate(b * (n - n_s), given["shared_prefill_s"])
-alone_s = (n - n_s) / mu_p + (G - 1) * given["shared_round_s"]
-alone = (f"Even alone, a request of B needs its prefill and {G - 1} rounds: "
+prefill_alone = (n - n_s) / mu_p
+sim_alone_s = prefill_alone + (G - 1) * given["shared_round_s"]      # the simulator's round
+# a lone request's round from Experiment 8-1's table (bytes read), at its longest context
+lone_round_s = sv.round_time_from_reads(sv.round_read_bytes(model, 1, n + G - 1))
+lone_s = prefill_alone + (G - 1) * lone_round_s
+slack_lone = load.deadline_s - lone_s
+alone = (f"Alone, a request of B needs its prefill and {G - 1} rounds. The simulator prices "
+         f"each round at the batch's {given['shared_round_s'] / ms:g} ms: "
          f"${n - n_s} / \\mu_p + {G - 1} \\times {given['shared_round_s'] / ms:g}$ ms "
-         f"$= {alone_s:.2f}$ s (Experiment 8-1's prefill speed, $\\mu_p = {tex(mu_p, ',.0f')}$ new "
-         f"tokens/s), " + (f"over the {load.deadline_s:g} s deadline, so no request of "
-                                     f"B can be on time however light the load."
-                                     if alone_s > load.deadline_s else
-                                     f"within the {load.deadline_s:g} s deadline, so only a "
-                                     f"request that waits less than "
-                                     f"{load.deadline_s - alone_s:.2f} s in all can make it."))
+         f"$= {sim_alone_s:.2f}$ s (Experiment 8-1's prefill speed, $\\mu_p = {tex(mu_p, ',.0f')}$ "
+         f"new tokens/s), "
+         + ("over" if sim_alone_s > load.deadline_s else "within")
+         + f" the {load.deadline_s:g} s deadline. A lone request reads less than a batch of 16, "
+         f"though: interpolating Experiment 8-1's table on the bytes it reads gives at most "
+         f"{lone_round_s / ms:.2f} ms a round, and {prefill_alone:.3f} s + {G - 1} × "
+         f"{lone_round_s / ms:.2f} ms = {lone_s:.2f} s, "
+         + (f"within the deadline, so on an idle card a request of B could just make it "
+            f"(with {slack_lone:.2f} s to spare); the simulator's fixed round makes B slightly "
+            f"slower at light load than that. In this run about "
+            f"{load.arrival_rate_per_s * lone_s:.0f} more requests arrive while one would run "
+            f"alone, so a request rarely has the card to itself."
+            if slack_lone >= 0 else
+            f"still over the deadline, so no request of B can be on time however light the "
+            f"load."))
 # the peak state each run recorded, against the pool and the batch cap
 full16 = res["B"]["memory"]                     # 16 requests holding all their KV (no index)
 peaks = ", ".join(f"{run.scheme} {run.peak_kv_bytes / MiB:,.0f} MiB" for run in load.runs)
@@ -354,17 +379,18 @@ bound = "; ".join(f"{run.scheme}'s run " + ("reached that (the cap of 16 running
                                             if run.peak_kv_bytes >= full16 else
                                             "never held 16 full requests at once")
                   for run in load.runs)
-display.md(rf"$T_\text{{obs}}$ runs from 0 to the last completion of either run, "
-           rf"{window_s:.3f} s." + "\n\n" + "\n".join(lines) + f"""
+display.md(r"Each run's $T_\text{obs}$ runs from 0 to its own last completion: "
+           + ", ".join(f"{name} {w:.3f} s" for name, w in windows.items()) + ".\n\n" + "\n".join(lines) + f"""
 
 **{better}** serves more correct answers in time. The better scheme under load comes out the
 same at every seed: E is B with fewer rounds, on the same trace and the same answers.
 
 Under load each of E's qualifying results costs {gpu_e:.3f} GPU-seconds, against {gpu_s:.4f} in
-the batch design of (a): {gpu_e / gpu_s:.2f} times as much. {alone} The simulator holds B's round
-at the 16-request batch's measured {given['shared_round_s'] / ms:g} ms whatever the batch, since
-a round barely shrinks with fewer requests on this card (Experiment 8-1:
-{ch08.ROUND_B1_S / ms:.2f} ms at batch 1 against {ch08.ROUND_B16_S / ms:.2f} ms at batch 16).
+the batch design of (a): {gpu_e / gpu_s:.2f} times as much.
+
+{alone} The simulator holds B's round at the batch's value whatever the batch because a round barely shrinks with fewer requests on this card
+(Experiment 8-1: {ch08.ROUND_B1_S / ms:.2f} ms at batch 1 against {ch08.ROUND_B16_S / ms:.2f} ms
+at batch 16), but near a deadline this tight that small difference decides.
 
 Peak KV: {peaks}, against a {load.kv_budget_bytes / MiB:,.0f} MiB pool. Sixteen requests
 holding all their KV need {full16 / MiB:,.0f} MiB: {bound}. The pool itself never filled.
@@ -372,7 +398,7 @@ holding all their KV need {full16 / MiB:,.0f} MiB: {bound}. The pool itself neve
 for run in load.runs:   # check against the companion's 8.6.2 formula
     on_time = [r.finish_s - r.arrival_s <= load.deadline_s for r in run.records]
     assert math.isclose(good[run.scheme], calc.effective_throughput(
-        [r.correct for r in run.records], on_time, window_s))
+        [r.correct for r in run.records], on_time, windows[run.scheme]))
     assert run.peak_kv_bytes <= full16 + given["index_bytes"] < load.kv_budget_bytes
 ### END SOLUTION
 
@@ -395,8 +421,8 @@ with grading.checks():
 # load the prefills of later arrivals and the queue stretch it further: B misses almost
 # always. E divides the number of decode rounds by its tokens per round, so most of its
 # requests finish in time, though queueing makes some late arrivals miss. Only correct and
-# timely answers count in $R_\text{good} = \sum_i \kappa_i \tau_i / T_\text{obs}$, over one
-# window for both runs: B completes as many requests as E but delivers few or no qualifying
+# timely answers count in $R_\text{good} = \sum_i \kappa_i \tau_i / T_\text{obs}$, each run over
+# its own window: B completes as many requests as E but delivers few or no qualifying
 # results, so most of its GPU time and energy is waste. Each of E's qualifying results costs
 # more GPU time than in the batch design because the requests arrive spread out: many rounds
 # run with fewer than 16 requests, so a round's time is shared by fewer results, and the time

@@ -74,13 +74,16 @@ def test_retry_panel_with_every_failure_on_fixed_tasks():
 
 def test_admission_panel_poisson_queue_by_hand():
     n = widgets.AdmissionPanel().update(arrivals="poisson", output_tokens=30, deadline_s=1.0,
-                                        arrival_rate=1.0).numbers
-    s = ch08.PREFILL_S + 29 * ch08.CLIENT_ITL_S
-    assert n["utilisation"] == pytest.approx(s)
-    assert n["mean_wait_s"] == pytest.approx(s * s / (2 * (1 - s)))
+                                        queue_rate_per_h=1200.0).numbers
+    s, lam = ch08.PREFILL_S + 29 * ch08.CLIENT_ITL_S, 1200.0 / 3600.0
+    assert n["utilisation"] == pytest.approx(lam * s)
+    assert n["mean_wait_s"] == pytest.approx(lam * s * s / (2 * (1 - lam * s)))
     # the slack 1 - S is under one service time: Erlang's first term alone
     assert 1.0 - s < s
-    assert n["on_time_pct"] == pytest.approx(100 * (1 - s) * math.exp(1.0 - s))
+    assert n["on_time_pct"] == pytest.approx(100 * (1 - lam * s) * math.exp(lam * (1.0 - s)))
+    # at the chapter's request the queue's default rate is under capacity
+    d = widgets.AdmissionPanel().update(arrivals="poisson").numbers
+    assert 0 < d["utilisation"] < 1
     assert "utilisation" not in widgets.AdmissionPanel().update().numbers
 
 

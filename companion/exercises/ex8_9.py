@@ -91,19 +91,25 @@ def _scheme_kwargs(g: dict, **changes) -> dict:
     return kw
 
 
-def _load_window(experiment) -> float:
-    """Common observation window: from 0 to the last completion of either run."""
-    return max(r.finish_s for run in experiment.runs for r in run.records)
+def _load_window(run) -> float:
+    """A run's own observation window: from 0 to its own last completion (as 8.6's load
+    simulator counts it), so one scheme's rate does not depend on how slow the other is."""
+    return max(r.finish_s for r in run.records)
+
+
+def _common_window(experiment) -> float:
+    """From 0 to the last completion of either run (a mistake the hints name)."""
+    return max(_load_window(run) for run in experiment.runs)
 
 
 def _load_throughputs(experiment) -> dict:
-    window = _load_window(experiment)
     out = {}
     for run in experiment.runs:
+        window = _load_window(run)
         on_time = [r.finish_s - r.arrival_s <= experiment.deadline_s for r in run.records]
         good = sum(t and r.correct for r, t in zip(run.records, on_time))
         out[run.scheme] = {
-            "on_time": sum(on_time), "good": good,
+            "on_time": sum(on_time), "good": good, "window": window,
             "gpu_per_good": run.busy_s / good if good else math.inf,
             "completion": completion_throughput(len(run.records), window),
             "effective": calc.effective_throughput([r.correct for r in run.records], on_time,
@@ -128,7 +134,8 @@ def _solve(g: dict) -> dict:
         "d-gpu-E": load["E"]["gpu_per_good"],
         "d-ontime-E": load["E"]["on_time"],
         "d-good-E": load["E"]["effective"],
-        "d-better": max(LOAD_CHOICES, key=lambda s: load[s]["effective"]),
+        # the same trace and the same problems: compare the counts of qualifying results
+        "d-better": max(LOAD_CHOICES, key=lambda s: load[s]["good"]),
     }
 
 
@@ -164,11 +171,11 @@ def _mistakes(g: dict) -> dict:
                           "qualifying result") for o in CHOICES if o != solved[key]]
     load = g["load"]
     throughputs = _load_throughputs(load)
-    own_window = {run.scheme: max(r.finish_s for r in run.records) for run in load.runs}
+    e_window = throughputs["E"]["window"]
     hints["d-good-E"] = [
         (throughputs["E"]["completion"], "count only answers that are correct and on time"),
-        (throughputs["E"]["effective"] * _load_window(load) / own_window["E"],
-         "use the common observation window for both schemes"),
+        (throughputs["E"]["good"] / _common_window(load),
+         "divide by E's own window, from 0 to E's last completion, not to B's"),
     ]
     e_run = load.runs[1]
     hints["d-gpu-E"] = [
@@ -177,15 +184,15 @@ def _mistakes(g: dict) -> dict:
         (e_run.busy_s / throughputs["E"]["on_time"] if throughputs["E"]["on_time"] else math.inf,
          "a late answer does not qualify, and neither does a wrong one: count only answers "
          "that are both correct and on time"),
-        (_load_window(load) / throughputs["E"]["good"] if throughputs["E"]["good"] else math.inf,
+        (e_window / throughputs["E"]["good"] if throughputs["E"]["good"] else math.inf,
          "take the time the card was busy (the run's GPU busy time), not the whole observation "
          "window"),
         (e.gpu_s_per_result, "that is the batch design of (a); here divide the run's busy time by "
                              "the results that qualified in the run"),
     ]
-    hints["d-ontime-E"] = [(throughputs["E"]["effective"] * _load_window(load),
+    hints["d-ontime-E"] = [(throughputs["E"]["good"],
                             "count every on-time request, correct or not")]
-    hints["d-better"] = [(o, "compare effective throughput, not completion throughput")
+    hints["d-better"] = [(o, "compare correct and on-time answers, not completed ones")
                          for o in LOAD_CHOICES if o != solved["d-better"]]
     return hints
 

@@ -2,9 +2,9 @@
 
 ``AdmissionPanel``: queue time, prefill/TTFT, output interval and output length against the
 deadline (admit or reject, 8.6.1), with Little's law for the arrival rate.
-``SchemePanel``: the comprehensive example's schemes A-D (and Exercise 8-9's E) as a live table
-and on the memory x deadline plane (Figure 8-35), with sliders for the KV budget, output
-length, deadline, tokens per round and shared prefix.
+``SchemePanel``: the comprehensive example's schemes A-D as a live table and on the memory x
+deadline plane (Figure 8-35), with sliders for the KV budget, output length, deadline, D's
+tokens per round and shared prefix. Scheme E is left out: Exercise 8-9 asks for it.
 ``AmdahlPanel``: the decode fraction, its speedup and an added preparation time -> whole-task
 speedup (Figure 8-36, Exercise 8-8's setting).
 
@@ -312,7 +312,7 @@ def scheme_time_figure(results, deadline_s: float, *,
 
 AMDAHL_LAYOUT = {
     "height": 420,
-    "xaxis": {"title": {"text": "speedup s of the accelerated stage (x)"}, "type": "log"},
+    "xaxis": {"title": {"text": "speedup σ of the accelerated stage (x)"}, "type": "log"},
     "yaxis": {"title": {"text": "whole-task speedup (x)"}, "rangemode": "tozero"},
     "legend": {"orientation": "h", "y": -0.25}}
 
@@ -391,17 +391,21 @@ class AdmissionPanel(Panel):
         Control("output_tokens", "output (tokens)", "int", ch08.OUTPUT_TOKENS, 1, 1024, 1,
                 extra_stops=(300,)),              # "Try this" 1: raise the output to 300
         Control("deadline_s", "deadline (s)", "float", ch08.DEADLINE_S, 1.0, 30.0, 0.1),
-        Control("arrival_rate", "arrival rate (requests/s)", "float",
+        Control("arrival_rate", "arrival rate for Little's law (requests/s)", "float",
                 ch08.LITTLE_ARRIVAL_RATE_PER_S, 0.0, 32.0, 0.5),
         # Requests like this one, admitted one at a time, queueing for each other
         Control("arrivals", "others like it, served one at a time", "choice", "alone",
                 options=_ARRIVALS),
+        # The queue's own rate: one at a time, a request of about 7 s saturates the server
+        # near 500 per hour, so a rate in requests per second would be overloaded at every stop
+        Control("queue_rate_per_h", "queue: requests like it per hour", "float", 250.0, 0.0,
+                1200.0, 10.0),
     )
     main_control = "output_tokens"
     base_layout = ADMISSION_LAYOUT
 
     def compute(self, *, queue_s, prefill_s, interval_ms, output_tokens, deadline_s,
-                arrival_rate, arrivals="alone") -> View:
+                arrival_rate, arrivals="alone", queue_rate_per_h=250.0) -> View:
         itl = interval_ms * units.ms
         finish = calc.lifecycle_request_time_s(queue_s, prefill_s, itl, output_tokens)
         unqueued = calc.lifecycle_request_time_s(0.0, prefill_s, itl, output_tokens)
@@ -418,7 +422,8 @@ class AdmissionPanel(Panel):
         queue_text = ""
         if arrivals != "alone":
             # one server, every request taking `unqueued` seconds: D/D/1 or M/D/1
-            q = calc.queue_on_time(arrival_rate, unqueued, max(0.0, deadline_s - unqueued),
+            queue_rate = queue_rate_per_h / 3600.0
+            q = calc.queue_on_time(queue_rate, unqueued, max(0.0, deadline_s - unqueued),
                                    arrivals=arrivals)
             numbers.update({"utilisation": q.utilisation, "mean_wait_s": q.mean_wait_s,
                             "on_time_pct": 100 * q.on_time_share,
@@ -431,12 +436,12 @@ class AdmissionPanel(Panel):
                                "y": [wait_at], "name": f"mean wait, {kind} arrivals",
                                "marker": {"size": 12, "symbol": "diamond",
                                           "color": theme.ORANGE}})
-                queue_text = (f"<br>{kind} at {arrival_rate:g} req/s, one at a time: load "
+                queue_text = (f"<br>{kind} at {queue_rate_per_h:g} req/h, one at a time: load "
                               f"{q.utilisation:.2f}, mean wait <b>{q.mean_wait_s:.3f} s</b>, "
                               f"<b>{100 * q.on_time_share:.1f}%</b> on time, "
                               f"{q.mean_in_system:.2f} in the system")
             else:
-                queue_text = (f"<br>{kind} at {arrival_rate:g} req/s, one at a time: load "
+                queue_text = (f"<br>{kind} at {queue_rate_per_h:g} req/h, one at a time: load "
                               f"{q.utilisation:.2f} &ge; 1, the queue grows without end")
         verdict = "<b>admit</b>" if admitted else "<b>reject</b> (or send elsewhere)"
         text = (f"first token at {queue_s + prefill_s:.3f} s; {output_tokens - 1} intervals "
@@ -450,7 +455,9 @@ class AdmissionPanel(Panel):
 
 # --- 8.6.3 schemes A-E and Figure 8-35 --------------------------------------------------------
 
-SCHEME_SETS = {"A-D (Figure 8-35)": "ABCD", "A-E (with Exercise 8-9's E)": "ABCDE"}
+# Exercise 8-9 asks for scheme E at the chapter's setting and its variants, so the explorer
+# shows A-D only
+SCHEME_SETS = {"A-D (Figure 8-35)": "ABCD"}
 _D_ROUNDS = {"(G - 1) / mean tokens per round (8.6.3)": "mean",
              "until its slowest request is done (median)": "slowest"}
 
@@ -469,7 +476,7 @@ def _fmt_cost(x: float, unit: str, digits: int) -> str:
 
 
 class SchemePanel(Panel):
-    """Sixteen long requests under schemes A-D (E): memory against the KV budget and batch
+    """Sixteen long requests under schemes A-D: memory against the KV budget and batch
     completion time against the deadline; only a scheme inside both limits counts."""
 
     title = "Which configuration serves 16 long requests? (8.6.3, Figure 8-35)"
@@ -482,11 +489,8 @@ class SchemePanel(Panel):
         Control("d_tokens_per_round", "D: tokens per round (acceptance)", "float",
                 float(ch08.DFLASH_TOKENS_PER_ROUND), 1.0, float(sv.DFLASH_VERIFY_POSITIONS),
                 0.1),
-        Control("e_tokens_per_round", "E: tokens per round (lookup draft)", "float",
-                float(ch08.LOOKUP_TOKENS_PER_ROUND), 1.0, 5.0, 0.1),
         Control("shared_prefix_tokens", "shared prefix (tokens)", "int",
                 ch08.SHARED_PREFIX_TOKENS, 0, ch08.LONG_PROMPT_TOKENS - 128, 128),
-        Control("schemes", "schemes", "choice", "ABCD", options=SCHEME_SETS),
         # D's rounds from its slowest request instead of the mean output per round
         Control("d_rounds", "D's rounds", "choice", "mean", options=_D_ROUNDS),
     )
@@ -494,9 +498,8 @@ class SchemePanel(Panel):
     base_layout = SCHEME_PLANE_LAYOUT
 
     def compute(self, *, kv_budget_gib, output_tokens, deadline_s, d_tokens_per_round,
-                e_tokens_per_round, shared_prefix_tokens, schemes, d_rounds="mean") -> View:
-        chosen = chapter_schemes(schemes, d_tokens_per_round=d_tokens_per_round,
-                                 e_tokens_per_round=e_tokens_per_round,
+                shared_prefix_tokens, d_rounds="mean") -> View:
+        chosen = chapter_schemes("ABCD", d_tokens_per_round=d_tokens_per_round,
                                  shared_prefix_tokens=shared_prefix_tokens)
         budget = kv_budget_gib * units.GiB
         kw = dict(kv_budget_bytes=budget, output_tokens=output_tokens, deadline_s=deadline_s,
@@ -563,7 +566,7 @@ class AmdahlPanel(Panel):
         # live slider and of the book's static one
         Control("decode_fraction", "decode fraction f of the task", "float", 0.5, 0.0, 1.0,
                 0.05),
-        Control("factor", "decode speedup s (x)", "float", ch08.AMDAHL_FACTOR, 1.0, 64.0, 0.5),
+        Control("factor", "decode speedup σ (x)", "float", ch08.AMDAHL_FACTOR, 1.0, 64.0, 0.5),
         Control("prep_s", "added preparation (s)", "float", 0.0, 0.0, 60.0, 0.5),
         Control("task_s", "original task time (s)", "float", ch08.AMDAHL_TASK_S, 10.0, 1000.0,
                 10.0),
@@ -580,7 +583,7 @@ class AmdahlPanel(Panel):
         label = f"this setting: f = {decode_fraction:g}, +{prep_s:g} s preparation"
         curves[label] = [calc.staged_task_speedup(stages, [1.0, s], prep_s) for s in _FACTORS]
         traces = amdahl_traces(_FACTORS.tolist(), curves,
-                               current=(factor, speedup, f"s = {factor:g}"))
+                               current=(factor, speedup, f"σ = {factor:g}"))
         traces[len(AMDAHL_FRACTIONS)]["line"].update({"color": theme.INK, "dash": "longdash"})
         numbers = {"task_time_s": total, "speedup": speedup, "break_even_prep_s": break_even,
                    "saves_time": total < task_s}

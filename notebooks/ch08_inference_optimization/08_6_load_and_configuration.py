@@ -44,15 +44,19 @@ model, card = specs.QWEN3_8B, specs.RTX_PRO_6000
 #
 # $$\bar n_\text{sys} = \frac{\sum_i T_i}{T_\text{obs}} = \lambda\,\bar T .$$
 #
-# No assumption about the arrival pattern or the service order is needed. It tells us how
-# much *state* the instance must hold: every request present (queued, computing or paused
-# on a tool call) keeps its KV. The chapter's example is 4 requests per second:
+# No assumption about the arrival pattern or the service order is needed. Requests computing
+# or paused on a tool call keep their KV; one awaiting admission holds none. And it gives a
+# *mean*: sizing the KV pool needs a high percentile. The
+# chapter's example is 4 requests per second, each holding 8.1's short request's full KV:
 
 # %%
 rate = ch08.LITTLE_ARRIVAL_RATE_PER_S
+short_kv = calc.kv_bytes(model, calc.held_tokens(load.SHORT_REQUEST.prompt_tokens,
+                                                 load.SHORT_REQUEST.output_tokens))
 for residence in ch08.LITTLE_RESIDENCE_S:
-    print(f"{rate:g} req/s x {residence:g} s in the system = "
-          f"{calc.requests_in_system(rate, residence):g} requests on average")
+    held = calc.requests_in_system(rate, residence)
+    print(f"{rate:g} req/s x {residence:g} s in the system = {held:g} requests on average; "
+          f"x {short_kv / units.MiB:.0f} MiB of KV each = {held * short_kv / units.GiB:.2f} GiB")
 rates = np.linspace(0, 8, 33).tolist()
 plots.littles_law_figure(
     rates, {f"T = {t:g} s": [calc.requests_in_system(r, t) for r in rates]
@@ -82,9 +86,8 @@ print(f"simulated: arrival rate {run.arrival_rate_per_s:.2f} req/s x mean reside
 # Before admitting a request, the scheduler can ask two questions: is there KV space for
 # everything it will hold at the end of its answer (8.1.2), and can it still finish in time?
 # The finish time is what has already been spent queueing plus the prefill plus $G - 1$
-# output intervals. The short request of 8.1.1 (0.1 s queue, 0.096 s prefill, 26.5 ms per
-# token, 256 tokens) just fits the 7 s deadline; a further 0.1 s in the queue would push it
-# past:
+# output intervals. The short request of 8.1.1 (its queue, prefill, output interval and 256
+# tokens) just fits the 7 s deadline; a further 0.1 s in the queue would push it past:
 
 # %%
 for queue_s in (ch08.QUEUE_S, 2 * ch08.QUEUE_S):
@@ -106,7 +109,8 @@ for queue_s in (ch08.QUEUE_S, 2 * ch08.QUEUE_S):
 #
 # The top plot is the finish time against the time already spent queueing; the bar below
 # splits this request's time into queue, prefill and generation. The readout also applies
-# Little's law at the chosen arrival rate, taking this request's time as everyone's.
+# Little's law at the chosen arrival rate, taking this request's time as everyone's. The last
+# menu queues others like it, one at a time, at the hourly rate its own slider sets.
 
 # %% tags=["nbval-ignore-output"]
 admission = widgets.AdmissionPanel()
@@ -123,8 +127,9 @@ print(f"finish {n['finish_s']:.2f} s, admitted: {n['admitted']}, may wait at mos
 # Random arrivals bunch, and a bunch queues even while the server is idle much of the time, so
 # requests wait, and miss a tight deadline, well below capacity (the admission explorer's last
 # menu switches on the queue). The queue here serves one request at a time, like 8.6.2's
-# individual admission; continuous batching serves the bunch together, which is why it keeps
-# far more answers on time at the same arrival rate (the simulated sweep below).
+# individual admission, each taking the measured engine's time; continuous batching serves
+# the bunch together, which is why it keeps far more answers on time at the same arrival rate
+# (the simulated sweep below, whose faster roofline engine saturates one at a time later).
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the table below
@@ -238,11 +243,10 @@ print(f"{losses['responses']} responses: {losses['wrong']} wrong, {losses['late_
 
 # %% [markdown]
 # **Measured** (the chapter's Experiment 8-9, quoted, not recomputed): at 1 req/s both online
-# strategies reach about 0.90 req/s of effective throughput. At 4 req/s, admitting requests
-# one at a time completes 1.22 req/s but only 0.31 req/s are correct and on time, while
-# continuous batching completes 2.33 req/s with 1.02 req/s effective. At 16 req/s continuous
-# batching completes barely more, 2.38 req/s, and its effective throughput *falls* to
-# 0.60 req/s:
+# strategies reach about the same effective throughput. At 4 req/s, admitting requests one
+# at a time leaves only a fraction of its completions correct and on time, while continuous
+# batching keeps most of them. At 16 req/s continuous batching completes barely more, and its
+# effective throughput *falls* (printed below):
 
 # %%
 measured = ch08.GOODPUT_CB_REQ_PER_S
@@ -286,14 +290,17 @@ plots.goodput_figure(sweep_rates, series).show()
 
 # %% [markdown]
 # The same runs count energy per qualifying result (**simulated**, the card at its 600 W cap
-# while busy, idle power taken as zero): lowest near the effective-throughput peak, climbing
-# once late answers pile up; wrong or late answers still cost their joules (8.6.3).
+# whenever busy, idle power taken as zero): lowest near the effective-throughput peak, climbing
+# once late answers pile up; wrong or late answers still cost their joules (8.6.3). Low load
+# draws well under the cap, so its joules are overstated, and a figure over a handful of
+# qualifying results (shown beside it) says little.
 
 # %%
 for label, rows in sweeps.items():
     cells = ", ".join(f"{row['rate_per_s']:g}/s: "
-                      + (f"{row['energy_j_per_good']:,.0f} J" if np.isfinite(
-                          row["energy_j_per_good"]) else "none")
+                      + (f"{row['energy_j_per_good']:,.0f} J ({row['good']} of "
+                         f"{row['requests']} qualify)" if np.isfinite(
+                          row["energy_j_per_good"]) else "none qualify")
                       for row in rows)
     print(f"simulated, {label}: {cells}")
 
@@ -381,9 +388,9 @@ print(f"\nbatch {first['batch']} -> {last['batch']}: "
       f"{last['round_s'] / first['round_s']:.2f}x the round time")
 
 # %% [markdown]
-# More than twice the bytes, barely more time: most of a batch-1 round is the nearly fixed
-# gap in the last column, the cost of launching kernels one by one from the host (this
-# experiment ran without CUDA Graphs). Decode "efficiency" rises with batch because that
+# More than twice the bytes, barely more time: most of a batch-1 round is the gap in the last
+# column, the cost of launching kernels one by one from the host (this experiment ran without
+# CUDA Graphs). It shrinks once kernels run long enough to hide the host's launches. Decode "efficiency" rises with batch because that
 # overhead is amortised over more bytes, not because memory got faster. Prefill is the
 # opposite case: its work is large matrix products from the start, so its efficiency hardly
 # moves with batch, and even drifts down a little as longer batched prefills run.
@@ -402,8 +409,8 @@ md(widgets.scheme_definition_markdown([calc.SCHEMES[k] for k in "ABCD"]))
 # %% [markdown]
 # The companion computes each one from the chapter's rules (`calc.scheme_result`):
 # memory is the KV held at the end of generation in whole 16-token blocks (the prefix once
-# where shared) plus the draft; prefill time is the uncached FLOPs at B's measured 57.8% of
-# peak; a decode round is B's measured 27.35 ms where the prefix is shared, or Experiment
+# where shared) plus the draft; prefill time is the uncached FLOPs at B's measured share of
+# peak (printed above); a decode round is B's measured 27.35 ms where the prefix is shared, or Experiment
 # 8-1's table interpolated on the bytes a round reads (A and C); rounds are
 # $\lceil (G - 1) / \text{tokens per round} \rceil$.
 
@@ -484,9 +491,9 @@ eats most of the {b.rounds - d.rounds} rounds it saves.
 #
 # Sliders for the KV budget, output length, deadline, D's tokens per round (how well its
 # drafts are accepted), and the shared prefix. Reach the chapter's variants by moving the
-# budget to 6 GiB or the output to 16 tokens. The *schemes* menu adds Exercise 8-9's
-# scheme E (a context-lookup draft kept in host memory); work the exercise before you look.
-# For a prefix other than 6144 tokens, B, D and E's measured 27.35 ms round is shifted by
+# budget to 6 GiB or the output to 16 tokens. Scheme E, a context-lookup draft, is left out:
+# working it out is Exercise 8-9.
+# For a prefix other than 6144 tokens, B and D's measured 27.35 ms round is shifted by
 # what Experiment 8-1's table predicts for the extra bytes read (an extrapolation).
 
 # %% tags=["nbval-ignore-output"]
@@ -529,10 +536,11 @@ md(tables.markdown_table(("D's total", "chapter's model (average)",
 # <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
 
 # %% [markdown]
-# D's 85 rounds assume each request emits exactly its average, 3 tokens, every round.
+# D's rounds in 8.6.3 assume each request emits exactly its average tokens per round, every
+# round.
 #
-# Accepted drafts vary from round to round: with each of DFlash's 7 drafted positions accepted
-# independently (8.5's model) at the rate that averages 3 tokens, a request needs a spread of
+# Accepted drafts vary from round to round: with each of DFlash's drafted positions accepted
+# independently (8.5's model) at the rate that gives that average, a request needs a spread of
 # round counts, and the batch of 16 is done only when its slowest request is. The companion
 # computes the distribution exactly (`calc.batch_rounds`: the running total of tokens carried
 # round by round, then the maximum over the batch). The configuration explorer's *D's rounds*
@@ -655,10 +663,12 @@ for label, joules in energy.items():
     policy, at = label.split("@")
     name = "continuous batching" if policy == "cb" else "one at a time"
     print(f"measured, {name} at {at} req/s: {joules:,.1f} J per qualifying result")
+spelled = {k: ("continuous batching" if k.split("@")[0] == "cb" else "one at a time")
+              + f", {k.split('@')[1]} req/s" for k in ch08.ENERGY_PER_GOOD_J}
 print(f"4 -> 16 req/s with continuous batching: "
       f"{calc.fractional_change(energy['cb@4'], energy['cb@16']):+.0%}")
 plots.energy_per_result_figure(
-    {f"{k} (measured)": j for k, j in ch08.ENERGY_PER_GOOD_J.items()},
+    {spelled[k]: j for k, j in ch08.ENERGY_PER_GOOD_J.items()},
     title="Energy per qualifying result, Experiment 8-9 (measured, 8.6.3)").show()
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -738,11 +748,15 @@ qualifies = [x for x in (round(1.0 + 0.1 * i, 1) for i in range(steps + 1))
              if schemes.at(d_tokens_per_round=x).numbers["D_feasible"]]
 threshold = min(qualifies) if qualifies else None
 at_threshold = schemes.at(d_tokens_per_round=float(threshold)).numbers
+accept = calc.batch_rounds(ch08.OUTPUT_TOKENS - 1, float(threshold),
+                           sv.DFLASH_VERIFY_POSITIONS - 1, 1).acceptance
 answer(f"""
 D must finish {ch08.OUTPUT_TOKENS - 1} outputs after the first within the deadline,
 after a prefill of {results['D'].prefill_s:.2f} s. Scanning the tokens per round in steps of
 0.1, D first qualifies at {threshold:.1f} tokens per round, finishing in
-{at_threshold['D_total_s']:.2f} s. Below that, its rounds are too many; the memory check does
+{at_threshold['D_total_s']:.2f} s. In 8.5's model of independent positions that takes each of
+its {sv.DFLASH_VERIFY_POSITIONS - 1} drafted positions accepted with probability about
+{accept:.2f}. Below that, its rounds are too many; the memory check does
 not move, because the draft's memory does not depend on how well its drafts are accepted.
 """, title="Worked answer 2")
 
