@@ -23,8 +23,8 @@
 #
 # so an inter-token latency target $\text{ITL}_\text{target}$ caps the batch from above:
 # $T_\text{step}(b) \le \text{ITL}_\text{target}$. The KV memory caps it too. Of the card's
-# memory $C$, the weights take $M_w = D_w$ and the runtime a reserve $M_a + M_u$ (activations
-# and other buffers), which leaves $M_{KV} = C - M_w - (M_a + M_u)$ for the cache. A worst-case
+# memory $C$, the weights take $D_w$ and the runtime a reserve $M_u$ (activations and other
+# buffers, as in 17.4), which leaves $M_{KV} = C - D_w - M_u$ for the cache. A worst-case
 # allocator charges every sequence its full reservation of $L_\text{res}$ tokens; a paged one
 # only the $L$ live tokens (the chapter divides by the live bytes alone, with no block
 # rounding, and so do we):
@@ -37,7 +37,8 @@
 # 3. **(d)** The decode step at the paged cap, in ms.
 # 4. **(e)** The largest batch whose step meets the ITL target.
 # 5. **(f)** With paged KV, which limit binds: `"ITL target"` or `"KV memory"`?
-#    **(g)** The decode throughput $b / T_\text{step}(b)$ at the batch you would run, tok/s.
+#    **(g)** The decode throughput $b / T_\text{step}(b)$ at the batch you would run (paged
+#    KV), tok/s.
 #    **(h)** And with worst-case reservations, which limit binds?
 #
 # Sizes are decimal ($10^9$ bytes to the GB). Your given data come from
@@ -58,7 +59,7 @@ D_w, k = given["weight_bytes"], given["kv_bytes_per_token"]
 L, L_res = given["live_tokens"], given["reservation_tokens"]
 itl_target = given["itl_target_s"]
 print(f"card: {hw.name}, C = {hw.mem_bytes / units.GB:g} GB at beta = "
-      f"{hw.mem_bw_bytes_per_s / 1e12:g} TB/s; reserve M_a + M_u = "
+      f"{hw.mem_bw_bytes_per_s / 1e12:g} TB/s; reserve M_u = "
       f"{given['reserve_bytes'] / units.GB:g} GB")
 print(f"model: {given['model'].name}: weights D_w = {D_w / units.GB:g} GB, k = {k:,} B per token")
 print(f"L = {L:,} live tokens per sequence; worst-case reservation L_res = {L_res:,} tokens; "
@@ -95,6 +96,11 @@ with grading.checks():
     grading.check("17-10", "f-binds-paged", binds_paged, seed=SEED)
     grading.check("17-10", "g-throughput", throughput, seed=SEED)
     grading.check("17-10", "h-binds-reserved", binds_reserved, seed=SEED)
+
+# %% [markdown]
+# **In words (not graded).** Why does paging move the binding limit from KV memory to the ITL
+# target at the chapter's data, how would you pick the batch on a real service, and how far can
+# you trust the step's price at that batch?
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "eh_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

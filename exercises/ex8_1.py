@@ -27,11 +27,16 @@
 # 2. **(b)** For each context, find the smallest whole batch $b_\text{KV}$ at which the KV read
 #    volume reaches or exceeds the amortised weight read ($L k \ge D_w / b$).
 # 3. **(c)** With the KV budget, block size $p$ and output length $G$ given below, how many
-#    independent requests fit? Reserve for each request the KV it holds at the end of
-#    generation: its prompt plus $G - 1$ tokens (the last output token is never fed back),
-#    rounded up to whole blocks of $p$ tokens, at $k$ bytes per token slot (8.1.2).
+#    independent requests fit, each reserving the KV it holds at the end of generation (8.1.2)?
 # 4. **(d)** For each context, take the batch of (c), the most requests that fit, and find what
-#    fraction of $d(b, L)$ is the weight read $D_w / b$ (a number between 0 and 1).
+#    fraction of $d(b, L)$ is the weight read $D_w / b$ (a number between 0 and 1). Does the
+#    capacity stop the batch before it reaches $b_\text{KV}$?
+#
+# Give GiB values and fractions to at least 3 significant figures (they are checked to within
+# 0.5%); batches and request counts are whole numbers. Key `b_kv`, `fits`, `weight_fraction`
+# and `stops` by context length, `short` or `long_` (the variables of the given-data cell).
+# $d(b, L)$ counts bytes, not time: in Experiment 8-1 a round's time barely follows its bytes
+# (8.2.1), because most of a small batch's round is fixed overhead.
 #
 # Your given data come from `grading.params("8-1", SEED)`. Seed 0 is the chapter's own data;
 # on a course hub you get a seed of your own, from your user name. Other seeds may give a model
@@ -54,7 +59,9 @@ print(f"KV budget {given['kv_budget_bytes'] / units.GiB:g} GiB, p = {given['bloc
 # %% [markdown]
 # ## (a) Read volume per output token
 #
-# Fill the dictionary `reads` with the eight values in GiB, keyed `(context, batch)`.
+# Fill the dictionary `reads` with the eight values in GiB, keyed `(context, batch)`, for
+# example `reads[(short, 1)]`. Then, in the cell under the check: how does batching change the
+# read per output token for each context, in GiB saved and as a ratio?
 
 # %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 reads = {}
@@ -86,18 +93,21 @@ with grading.checks():
 # %% [markdown]
 # ## (d) Which limit binds first?
 #
-# Fill `weight_fraction` with $\dfrac{D_w / b}{d(b, L)}$ at $b$ = your answer to (c), keyed by
-# context. Then, in the cell under the check: does the capacity stop the batch before it
-# reaches $b_\text{KV}$, and what does the fraction say about what one more request would save?
+# Fill `weight_fraction` with $\dfrac{D_w / b}{d(b, L)}$ at $b$ = your answer to (c), and
+# `stops` with `True` or `False`: does the capacity of (c) stop the batch below $b_\text{KV}$?
+# Both keyed by context. Then, in the cell under the check: what does the fraction say about
+# what a larger batch could still save?
 
 # %% nbgrader={"grade": false, "grade_id": "d_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 weight_fraction = {}
+stops = {}
 # YOUR CODE HERE
 
-# %% nbgrader={"grade": true, "grade_id": "d_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+# %% nbgrader={"grade": true, "grade_id": "d_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
 with grading.checks():
     for L, name in ((short, "short"), (long_, "long")):
         grading.check("8-1", f"d-{name}", weight_fraction, key=L, seed=SEED)
+        grading.check("8-1", f"d-stops-{name}", stops, key=L, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "d_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

@@ -58,11 +58,15 @@ md(f"""For instance: a {prompt:,}-token prompt to Qwen3-8B leaves
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
+batch1_read = specs.QWEN3_8B.streamed_weight_bytes + 2048 * calc.kv_bytes_per_token(specs.QWEN3_8B)
 md(f"""**Units.** Memory sizes (weights, KV, pools) are binary: 1 GiB = 2^30 bytes, 1 MiB =
-2^20. Bandwidths and the bytes a step reads are decimal: 1 GB = 10^9 bytes, GB/s, as is a
-card's memory on its specification sheet: the RTX PRO 6000's
-{specs.RTX_PRO_6000.mem_bytes / units.GB:.0f} GB are {specs.RTX_PRO_6000.mem_bytes / units.GiB:.1f}
-GiB.""")
+2^20. Bandwidths are decimal: 1 GB = 10^9 bytes, GB/s, as is a card's memory on its
+specification sheet: the RTX PRO 6000's {specs.RTX_PRO_6000.mem_bytes / units.GB:.0f} GB are
+{specs.RTX_PRO_6000.mem_bytes / units.GiB:.1f} GiB. The bytes a step reads appear in both: Chapter 8
+gives the same batch-1 read at a 2,048-token context as {batch1_read / units.GiB:.2f} GiB (8.2.1)
+and as {batch1_read / units.GB:.2f} GB (8.6.3); 1 GiB = {units.GiB / units.GB:.4f} GB. Each
+notebook names the unit of every number it prints, and each exercise states the unit it
+wants.""")
 
 # %% [markdown]
 # ## A first explorer
@@ -82,24 +86,19 @@ def reserved_mib(prompt_tokens):
     return calc.kv_bytes(model, calc.held_tokens(prompt_tokens, out_g)) / units.MiB
 
 
-private = calc.held_tokens(long_p, out_g) - prefix
+held = calc.held_tokens(short_p, out_g)
 md(f"""Every token of context leaves a key and a value per layer in the cache:
 {calc.kv_bytes_per_token(model) / units.KiB:.0f} KiB per token for Qwen3-8B. By the end of its
-answer a {short_p:,}-token request holds {reserved_mib(short_p):,.0f} MiB and an
-{long_p:,}-token one {reserved_mib(long_p):,.0f} MiB, and the instance keeps
-{pool / units.GiB:.0f} GiB for KV: it can serve
-{calc.max_concurrent(pool, model, short_p, out_g)} short requests at once, or only
-{calc.max_concurrent(pool, model, long_p, out_g)} long ones (8.1.2). Memory, not arithmetic,
-caps how many users run together. The long requests all begin with the same
-{prefix:,}-token system prompt. Stored once for all of them
-({calc.kv_bytes(model, prefix) / units.MiB:,.0f} MiB) instead of once per request, it leaves
-each request only its private {private:,} tokens ({calc.kv_bytes(model, private) / units.MiB:,.0f}
-MiB in whole blocks), and {calc.max_concurrent(pool, model, long_p, out_g, shared_prefix_tokens=prefix)} long
-requests fit (8.3.2).
+answer a {short_p:,}-token request holds its prompt and all but its last output token (the last
+one is never fed back): {short_p:,} + {out_g} - 1 = {held:,} tokens. The cache hands out whole
+{ch08.BLOCK_TOKENS}-token blocks, so the request reserves {reserved_mib(short_p):,.0f} MiB; an {long_p:,}-token
+one reserves {reserved_mib(long_p):,.0f} MiB. The instance keeps {pool / units.GiB:.0f} GiB for
+KV and auxiliary buffers: it can serve {calc.max_concurrent(pool, model, short_p, out_g)} short
+requests at once, or only {calc.max_concurrent(pool, model, long_p, out_g)} long ones (8.1.2).
+Memory, not arithmetic, caps how many users run together.
 
-Drag the prompt length, the shared prefix or the KV format and watch the two staircases:
-independent contexts, and contexts that share the prefix. Only a prompt at least as long as
-the prefix can contain it, so the shared curve starts at the prefix.""")
+Drag the prompt length and watch the staircase fall. Qwen3-8B's native context is 32,768
+tokens (longer ones need rope scaling); the slider runs past it only to show the trend.""")
 
 # %% tags=["nbval-ignore-output"]
 from companion import widgets
@@ -114,6 +113,23 @@ capacity.show()
 numbers = capacity.at().numbers
 for name, value in numbers.items():
     print(f"{name:24s} {value:,}" if isinstance(value, int) else f"{name:24s} {value:,.1f}")
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail: sharing the prefix
+#
+# <!-- fold: the panel's second staircase -->
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+private = calc.held_tokens(long_p, out_g) - prefix
+md(f"""The long requests all begin with the same {prefix:,}-token system prompt. Stored once for
+all of them ({calc.kv_bytes(model, prefix) / units.MiB:,.0f} MiB) instead of once per request,
+it leaves each request only its own tokens: the {calc.held_tokens(long_p, out_g):,} it holds less
+the shared {prefix:,}, {private:,} tokens ({calc.kv_bytes(model, private) / units.MiB:,.0f} MiB in
+whole blocks), and {calc.max_concurrent(pool, model, long_p, out_g, shared_prefix_tokens=prefix)}
+long requests fit (8.3.2). The panel's second staircase counts these; it starts at the prefix,
+since only a prompt at least as long as the prefix can contain it. The shared-prefix and KV
+format controls move it.""")
 
 # %% [markdown]
 # ## Map
@@ -166,6 +182,16 @@ per_chapter = Counter("Chapter " + e.section.split(".")[0] for e in entries)
 print(f"{len(entries)} printed numbers re-derived ({dict(sorted(per_chapter.items()))})")
 print(f"{sum(e.agrees for e in entries)} agree with the chapter at its printed rounding or a "
       f"noted one; {sum(not e.agrees for e in entries)} are errata, explained in the ledger")
+
+# %% [markdown]
+# ## For instructors
+#
+# [docs/instructors.md](../docs/instructors.md) is the quick start for running the exercises
+# as a graded course: the worked solutions and their index
+# ([`solutions/index.ipynb`](../solutions/index.ipynb): parts, points, tolerances), the
+# nbgrader cycle on a JupyterHub, and how each student gets numbers of their own
+# (`grading.student_seed()` derives a seed from the hub user name; seed 0 is the chapter's
+# data).
 
 # %% [markdown]
 # ## Next step

@@ -27,11 +27,16 @@
 # 2. **(b)** For each context, find the smallest whole batch $b_\text{KV}$ at which the KV read
 #    volume reaches or exceeds the amortised weight read ($L k \ge D_w / b$).
 # 3. **(c)** With the KV budget, block size $p$ and output length $G$ given below, how many
-#    independent requests fit? Reserve for each request the KV it holds at the end of
-#    generation: its prompt plus $G - 1$ tokens (the last output token is never fed back),
-#    rounded up to whole blocks of $p$ tokens, at $k$ bytes per token slot (8.1.2).
+#    independent requests fit, each reserving the KV it holds at the end of generation (8.1.2)?
 # 4. **(d)** For each context, take the batch of (c), the most requests that fit, and find what
-#    fraction of $d(b, L)$ is the weight read $D_w / b$ (a number between 0 and 1).
+#    fraction of $d(b, L)$ is the weight read $D_w / b$ (a number between 0 and 1). Does the
+#    capacity stop the batch before it reaches $b_\text{KV}$?
+#
+# Give GiB values and fractions to at least 3 significant figures (they are checked to within
+# 0.5%); batches and request counts are whole numbers. Key `b_kv`, `fits`, `weight_fraction`
+# and `stops` by context length, `short` or `long_` (the variables of the given-data cell).
+# $d(b, L)$ counts bytes, not time: in Experiment 8-1 a round's time barely follows its bytes
+# (8.2.1), because most of a small batch's round is fixed overhead.
 #
 # Your given data come from `grading.params("8-1", SEED)`. Seed 0 is the chapter's own data;
 # on a course hub you get a seed of your own, from your user name. Other seeds may give a model
@@ -54,7 +59,9 @@ print(f"KV budget {given['kv_budget_bytes'] / units.GiB:g} GiB, p = {given['bloc
 # %% [markdown]
 # ## (a) Read volume per output token
 #
-# Fill the dictionary `reads` with the eight values in GiB, keyed `(context, batch)`.
+# Fill the dictionary `reads` with the eight values in GiB, keyed `(context, batch)`, for
+# example `reads[(short, 1)]`. Then, in the cell under the check: how does batching change the
+# read per output token for each context, in GiB saved and as a ratio?
 
 # %% nbgrader={"grade": false, "grade_id": "a_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 reads = {}
@@ -73,6 +80,9 @@ for L in (short, long_):
         weight_gib = D_w / b / GiB                        # D_w / b, shared by the batch
         reads[(L, b)] = weight_gib + kv_gib
         rows.append(f"| {L:,} | {b} | {weight_gib:.4f} | {kv_gib:.4f} | {reads[(L, b)]:.4f} |")
+b_lo, b_hi = given["batches"][0], given["batches"][-1]
+cut = {L: reads[(L, b_lo)] / reads[(L, b_hi)] for L in (short, long_)}
+saved = (D_w / b_lo - D_w / b_hi) / GiB
 display.md(rf"""
 $d(b, L) = \dfrac{{D_w}}{{b}} + L\,k$ with $D_w = {tex(D_w, ',.0f')}$ B $= {D_w / GiB:.4f}$ GiB
 and $k = {tex(k)}$ B. The KV term does not depend on the batch:
@@ -81,7 +91,11 @@ ${tex(long_)} \times {tex(k)}$ B $= {long_ * k / GiB:.4f}$ GiB for the long one.
 
 | $L$ (tokens) | $b$ | $D_w / b$ (GiB) | $L k$ (GiB) | $d(b, L)$ (GiB) |
 |---:|---:|---:|---:|---:|
-""" + "\n".join(rows))
+""" + "\n".join(rows) + f"""
+
+From batch {b_lo} to {b_hi} both contexts save the same {saved:.4f} GiB per output token, the
+weight term $D_w (1/{b_lo} - 1/{b_hi})$; only the ratio differs, because the KV term stays:
+the read falls {cut[short]:.1f}x for the short context and {cut[long_]:.1f}x for the long one.""")
 for (L, b), value in reads.items():   # check against the companion's 8.2.1 formula
     assert math.isclose(value * GiB, calc.read_bytes_per_output_token(D_w, b, L, k),
                         rel_tol=1e-12)
@@ -96,10 +110,11 @@ with grading.checks():
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
 # The weight term halves every time the batch doubles, while the KV term $L k$ stays put, so
-# the total falls towards the KV line and never below it (the table above). With the short
-# context the weight term dominates at batch 1 and batching cuts the read per token many
-# times over; with the long context the KV term alone is several times larger, so the same
-# batches save much less, and at large batch the read is mostly the request's own KV.
+# the total falls towards the KV line and never below it (the table above). The bytes saved
+# per output token are the same for both contexts, since only the weight term shrinks; the
+# ratio is not. With the short context the weight term dominates at batch 1 and batching cuts
+# the read many times over; with the long context the KV term is larger, so the same saving is
+# a smaller share of the read, and at large batch the read is mostly the request's own KV.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -144,12 +159,14 @@ with grading.checks():
 # %% [markdown]
 # ## (d) Which limit binds first?
 #
-# Fill `weight_fraction` with $\dfrac{D_w / b}{d(b, L)}$ at $b$ = your answer to (c), keyed by
-# context. Then, in the cell under the check: does the capacity stop the batch before it
-# reaches $b_\text{KV}$, and what does the fraction say about what one more request would save?
+# Fill `weight_fraction` with $\dfrac{D_w / b}{d(b, L)}$ at $b$ = your answer to (c), and
+# `stops` with `True` or `False`: does the capacity of (c) stop the batch below $b_\text{KV}$?
+# Both keyed by context. Then, in the cell under the check: what does the fraction say about
+# what a larger batch could still save?
 
 # %% nbgrader={"grade": false, "grade_id": "d_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 weight_fraction = {}
+stops = {}
 ### BEGIN SOLUTION
 lines = []
 for L in (short, long_):
@@ -163,24 +180,32 @@ for L in (short, long_):
         rf" = {weight_fraction[L]:.4f}$ (both terms in GiB). The capacity "
         rf"{b} is {side} "
         rf"$b_\text{{KV}} = {b_kv[L]}$, so the weight read is "
-        + ("still the larger part." if weight_fraction[L] > 0.5 else "no longer the larger part."))
+        + ("still the larger part." if weight_fraction[L] > 0.5 else "no longer the larger part.")
+        + f" So `stops[{'short' if L == short else 'long_'}] = {b < b_kv[L]}`. No batch, however"
+        rf" large, removes more than this fraction of the read; doubling $b$ would remove"
+        rf" {weight_fraction[L] / 2:.1%}, one more request only"
+        rf" {weight_fraction[L] / (b + 1):.1%}.")
+    stops[L] = b < b_kv[L]
 display.md("\n".join(lines))
 for L in (short, long_):   # above one half exactly when the capacity stops short of b_KV
     assert (weight_fraction[L] > 0.5) == (fits[L] < b_kv[L])
 ### END SOLUTION
 
-# %% nbgrader={"grade": true, "grade_id": "d_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+# %% nbgrader={"grade": true, "grade_id": "d_check", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false}
 with grading.checks():
     for L, name in ((short, "short"), (long_, "long")):
         grading.check("8-1", f"d-{name}", weight_fraction, key=L, seed=SEED)
+        grading.check("8-1", f"d-stops-{name}", stops, key=L, seed=SEED)
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "d_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
-# A fraction above one half means the capacity is below $b_\text{KV}$ (both contexts in the
-# chapter's setting, 12 GiB). Below $b_\text{KV}$ the weight term $D_w / b$ is still the larger
-# part of $d(b, L)$, so each further request would still cut the read per output token
-# substantially: memory stops the batch while batching still pays well, and the batch is
-# limited by memory, not by the read volume. Where the fraction is at or below one half the
-# KV reads have caught up before memory runs out, and further requests would save little. A
-# longer context lowers both numbers: fewer requests fit, and the KV term catches up sooner.
+# A fraction above one half means the capacity is below $b_\text{KV}$: the weight term
+# $D_w / b$ is still the larger part of $d(b, L)$ when memory stops the batch, so the batch is
+# limited by memory, not by the read volume. The fraction is also the most that any larger
+# batch could remove from the read per output token, since only the weight term shrinks with
+# $b$. Getting much of it back takes far more requests: doubling the batch removes half the
+# fraction, which memory forbids, while one more request removes only the fraction divided by
+# $b + 1$ (the numbers above). Where the fraction is at or below one half the KV reads have
+# caught up before memory runs out. A longer context lowers both numbers: fewer requests fit,
+# and the KV term catches up sooner.
 # ### END SOLUTION

@@ -63,6 +63,8 @@ def _parts() -> tuple[Part, ...]:
         parts.append(Part(f"d-{ctx_name}", f"fraction of the read per output token that is the "
                                            f"weight read D_w / b, at the batch of (c), "
                                            f"{ctx_name} context", "fraction", "rel", 0.005))
+        parts.append(Part(f"d-stops-{ctx_name}", f"does the capacity of (c) stop the batch "
+                                                 f"below b_KV, {ctx_name} context?", kind="bool"))
     return tuple(parts)
 
 
@@ -81,6 +83,7 @@ def _solve(g: dict) -> dict:
         out[f"c-{names[ctx]}"] = c["max_requests"]
         out[f"d-{names[ctx]}"] = weight_fraction(g["weight_bytes"], c["max_requests"], ctx,
                                                   g["kv_bytes_per_token"])
+        out[f"d-stops-{names[ctx]}"] = bool(c["max_requests"] < c["crossover_batch"])
     return out
 
 

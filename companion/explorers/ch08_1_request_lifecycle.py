@@ -157,7 +157,8 @@ def budget_traces(budgets, kv_in_use_bytes=None, *, xaxis: str = "x", yaxis: str
     """Stacked horizontal bars of memory budgets (``calc.memory_budget`` results), in ``unit``.
 
     ``budgets``: a list of (label, MemoryBudget). ``kv_in_use_bytes`` (one per budget, or None)
-    splits the KV pool into what the admitted requests reserve and what stays free. The
+    splits the KV pool into what the admitted requests reserve and what stays free; without it
+    the whole budget is one bar, "KV pool + auxiliary buffers". The
     remainder C - M_w - M_KV - M_a - M_u is drawn as "activations, graph buffers, workspace"
     when positive, and as an overflow bar when the parts exceed C. ``hide_empty``: a part of
     size zero in every bar gets no legend entry (nothing of it is drawn).
@@ -170,6 +171,12 @@ def budget_traces(budgets, kv_in_use_bytes=None, *, xaxis: str = "x", yaxis: str
     parts = [b for _, b in budgets]
     in_use = (list(kv_in_use_bytes) if kv_in_use_bytes is not None
               else [b.kv_pool_bytes for b in parts])
+    # without requests the whole budget is one bar: the chapter's 12 GiB holds the KV pool
+    # and auxiliary buffers, and nothing of it is reserved yet
+    kv_name = "KV reserved by admitted requests"
+    if kv_in_use_bytes is None:
+        sizes = sorted({f"{b.kv_pool_bytes / scale:.3g} {unit}" for b in parts})
+        kv_name = "KV pool + auxiliary buffers" + (f" ({sizes[0]})" if len(sizes) == 1 else "")
     free = [b.kv_pool_bytes - u for b, u in zip(parts, in_use)]
     named = [b.activation_bytes + b.other_bytes for b in parts]
     rest = [max(b.slack_bytes, 0.0) for b in parts]
@@ -186,7 +193,7 @@ def budget_traces(budgets, kv_in_use_bytes=None, *, xaxis: str = "x", yaxis: str
 
     traces = [
         bar("weights M_w", [b.weight_bytes for b in parts], theme.MEMORY_COLORS["weights"]),
-        bar("KV reserved by admitted requests", in_use, theme.MEMORY_COLORS["kv"]),
+        bar(kv_name, in_use, theme.MEMORY_COLORS["kv"]),
         bar("KV pool left free", free, theme.MEMORY_COLORS["free"]),
         bar("activations + graph buffers (M_a + M_u, listed)", named, theme.MEMORY_COLORS["activations"]),
         bar("left for activations, graph buffers, workspace", rest, theme.MEMORY_COLORS["reserve"]),
@@ -360,7 +367,7 @@ class MemoryBudgetPanel(Panel):
         Control("output_tokens", "output (tokens)", "int", ch08.OUTPUT_TOKENS, 1, 8192, 1,
                 extra_stops=(300,)),              # "Try this" 4: 300 outputs
         Control("block_tokens", "KV block (tokens)", "int", ch08.BLOCK_TOKENS, 1, 256, 1),
-        Control("kv_budget_gib", "KV pool M_KV (GiB)", "float",
+        Control("kv_budget_gib", "KV pool + auxiliary (GiB)", "float",
                 ch08.KV_BUDGET_BYTES / units.GiB, 0.5, 80.0, 0.5),
         Control("instance_gib", "instance memory C (GiB)", "float",
                 ch08.INSTANCE_MEM_BYTES / units.GiB, 8.0, 89.0, 0.5),

@@ -20,7 +20,7 @@
 #
 # Two budgets govern every later section of Chapter 8: a *time* budget per request (the 7 s
 # deadline of the running example) and a *memory* budget per instance (32 GiB, of which
-# 12 GiB is KV cache). This notebook takes both apart for the chapter's short request, a
+# 12 GiB go to the KV pool and auxiliary buffers). This notebook takes both apart for the chapter's short request, a
 # 2048-token prompt answered with 256 tokens by Qwen3-8B on an RTX PRO 6000
 # ([overview](08_0_overview.ipynb)). It takes 8.1.3's metrics straight after 8.1.1's timeline,
 # because they are read off that timeline, and comes to memory (8.1.2) last.
@@ -48,6 +48,11 @@ long_p, long_g = ch08.CHAPTER_REQUEST_TYPES["Long context"]
 #    same pass, which is where batching gets its throughput (8.2).
 # 4. **Release.** Once the last token is out, the request's private KV is freed; a shared
 #    prefix may stay cached for later requests (8.3).
+#
+# Two words recur from here on (8.1). A *batch* is the set of input tokens the card processes
+# in one execution; a *scheduling iteration* is one pass of the scheduler: it chooses what the
+# round runs, launches it and handles its results. A request spans many
+# iterations, and the requests it is batched with may change from one to the next.
 #
 # The chapter measures the short request alone (Experiment 8-1): 0.096 s for prefill and the
 # first token, then one token every 26.5 ms on average. With an assumed 0.1 s in the queue,
@@ -89,7 +94,9 @@ plots.request_timeline_figure([alone, busy], deadline_s=ch08.DEADLINE_S).show()
 # $$T = \mathrm{TTFT} + \sum_{j=1}^{G-1} \mathrm{ITL}_j = t_G - t_a.$$
 #
 # TTFT is *not* one of the intervals: $G$ tokens have $G - 1$ intervals. The companion computes
-# all three from the emission times above.
+# all three from the emission times above. A service-level objective (*SLO*) turns what users
+# need into limits on these metrics; the running example's SLO is that $T$ stays within 7 s,
+# and the scheduling sections also compare the longest output interval.
 
 # %%
 times = alone["token_times_s"]
@@ -117,9 +124,18 @@ for n, round_s in ((16, ch08.ROUND_B16_S), (1, ch08.ROUND_B1_S)):
 print(f"16x the tokens per round for {(ch08.ROUND_B16_S / ch08.ROUND_B1_S - 1) * 100:.1f}% more "
       f"time per round")
 
-# %% [markdown]
-# Many times the output for barely more time per round: that asymmetry is what 8.2 explains.
-# The chapter also keeps answer quality in view: a fast wrong answer is not served work (8.6).
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+reads = {r["batch"]: r for r in calc.decode_efficiency_table()}
+md(f"""Many times the output for barely more time per round: that asymmetry is what 8.2 explains.
+Do not credit it all to the shared weight read. At peak bandwidth the bytes of a round take
+{reads[1]['read_s'] / units.ms:.2f} ms at batch 1 and {reads[16]['read_s'] / units.ms:.2f} ms at
+batch 16, {(reads[16]['read_s'] / reads[1]['read_s'] - 1) * 100:.0f}% more, since every request
+reads its own KV. The measured rounds rise only
+{(ch08.ROUND_B16_S / ch08.ROUND_B1_S - 1) * 100:.1f}% because about
+{reads[1]['gap_s'] / units.ms:.1f} ms of each is fixed host overhead that the batch does not
+add to (8.6.3). The chapter also keeps answer quality in view: a fast wrong answer is not
+served work (8.6).""")
 
 # %% [markdown]
 # ## 8.1.2 What must fit in memory
@@ -408,6 +424,8 @@ md(tables.markdown_table(
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
+import math
+
 b_top = ch08.EXP81_BATCHES[-1]
 sweep = {k: dict(zip(ch08.BATCH_SWEEP_MEASURED["batch"], v))
          for k, v in ch08.BATCH_SWEEP_MEASURED.items() if k in ("tokens_per_s", "ttft_s", "itl_s")}
@@ -416,6 +434,7 @@ pre_top = prefill_rows[b_top]["prefill_s"]
 moved_s = (short_g - 1) * (sweep["itl_s"][b_top] - round_top)
 end_formula = pre_top + (short_g - 1) * round_top
 end_sweep = sweep["ttft_s"][b_top] + (short_g - 1) * sweep["itl_s"][b_top]
+sweep_end_rate = b_top * short_g / end_sweep
 md(f"""8.1.3 divides the tokens of one decode round by its time: the rate between a batch's
 first tokens and its last. For $b$ requests that arrive together and each emit $G$ tokens,
 the rate over the whole cycle is $bG / (t_\\text{{prefill}}(b) + (G - 1)\\,T_r(b))$
@@ -423,16 +442,19 @@ the rate over the whole cycle is $bG / (t_\\text{{prefill}}(b) + (G - 1)\\,T_r(b
 $t_\\text{{prefill}}(b)$ the time to prefill $b$ prompts at the efficiency that experiment
 measured (8.6.3, `calc.prefill_efficiency_row`). At batch 1 the cycle runs only
 {1 - cycle[1][1] / cycle[1][0]:.0%} below the decode-only rate; at batch {b_top} the prefill
-puts {pre_top:.2f} s before any first token. The batch sweep of 8.2.1 shows how a real engine
-arranges the same work: it interleaves prompt chunks with decode steps, so a first token
+puts {pre_top:.2f} s before any first token. The batch sweep of 8.2.1 measures a real engine; this
+notebook's reading of its numbers (not a claim of the chapter) is that it interleaves prompt
+chunks with decode steps, so a first token
 comes after about {sweep['ttft_s'][b_top]:.2f} s rather than after the whole batch's prefill, and
 its
 output interval grows from the {round_top / units.ms:.2f} ms of a decode-only round to
 {sweep['itl_s'][b_top] / units.ms:.0f} ms, because rounds carry prefill beside decoding: over
 {short_g - 1} intervals that is {moved_s:.2f} s of prefill paid inside the answer. Up front or
 spread, the prefill is paid once (last token after {end_formula:.1f} s in the formula,
-{end_sweep:.1f} s in the sweep), which is why the cycle's {cycle[b_top][1]:,.0f} tokens/s sits
-beside the sweep's {sweep['tokens_per_s'][b_top]:,.0f} and the decode-only
+{end_sweep:.1f} s in the sweep), which is why the cycle's {cycle[b_top][1]:,.0f} tokens/s comes
+within about {math.ceil(100 * max(abs(cycle[b_top][1] / x - 1) for x in (sweep['tokens_per_s'][b_top], sweep_end_rate)))}%
+of the sweep (its reported {sweep['tokens_per_s'][b_top]:,.0f}, or the
+{sweep_end_rate:,.0f} its own last token at {end_sweep:.1f} s implies) and the decode-only
 {cycle[b_top][0]:,.0f} does not. The decode-only rate fits a steady stream whose prefills are
 spread over many rounds; for a batch that arrives at once, and for short answers after long
 prompts, the prefill is a large share of the cycle.""")
@@ -480,21 +502,17 @@ queue moves the whole timeline left by a millisecond, so the queue has to drop f
 {ch08.QUEUE_S / ms:.0f} ms to about {queue_needed_ms:.0f} ms (on the slider,
 {queue_on_slider:.0f} ms leaves a margin of {shorter_queue.numbers['margin_s'] / ms:+.0f} ms).
 
-The engine's {ch08.ROUND_B1_S / ms:.2f} ms is not an interval the client sees: it is a round in
-the engine's log, and the client's {ch08.CLIENT_ITL_S / ms:g} ms adds the delivery of each
-token (8.6.3). So nothing is rescued unless delivery itself is removed. If it were, each of the
-{short_g - 1} intervals would lose {(ch08.CLIENT_ITL_S - ch08.ROUND_B1_S) / ms:.2f} ms,
-{saved_s / ms:.0f} ms in all, and the request would end at
-{engine.numbers['request_time_s']:.3f} s: it
+With delivery costing nothing, each of the {short_g - 1} intervals shrinks to the engine's
+{ch08.ROUND_B1_S / ms:.2f} ms round, {(ch08.CLIENT_ITL_S - ch08.ROUND_B1_S) / ms:.2f} ms less
+than the client's {ch08.CLIENT_ITL_S / ms:g} ms: {short_g - 1} x
+{(ch08.CLIENT_ITL_S - ch08.ROUND_B1_S) / ms:.2f} ms = {saved_s / ms:.0f} ms in all. The request
+ends at {engine.numbers['request_time_s']:.3f} s and
 {'meets' if engine.numbers['meets_deadline'] else 'still misses'} the deadline (margin
-{engine.numbers['margin_s'] / ms:+.0f} ms). That covers the
+{engine.numbers['margin_s'] / ms:+.0f} ms): the saving covers the
 {-one.numbers['margin_s'] / ms:.0f} ms overshoot, but
 {'not' if saved_s < ch08.PREFILL_S else 'also'} a whole {ch08.PREFILL_S / ms:.0f} ms prefill.
-The lesson: a saving on
-the output interval counts once per interval, {short_g - 1} times here, so a fraction of a
-millisecond per token adds up to tens of milliseconds per request, while the queue repays
-only millisecond for millisecond; but the saving has to be real, and comparing the engine's
-round with the client's interval is not one.""", title="Worked answer 1")
+The lesson: a saving on the output interval counts once per interval, {short_g - 1} times
+here, so a fraction of a millisecond per token adds up to tens of milliseconds per request.""", title="Worked answer 1")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
@@ -517,7 +535,11 @@ that floor: the bandwidth allows it. But the measured {b1['round_s'] / ms:.2f} m
 (Experiment 8-1 ran without CUDA Graphs). Capturing the step as a CUDA Graph and scheduling
 better attack that part; a card with more bandwidth would shrink only the
 {b1['read_s'] / ms:.2f} ms. For a long answer the output interval, not the prefill, decides
-whether the deadline holds, and at batch 1 that interval is mostly overhead.""",
+whether the deadline holds, and at batch 1 that interval is mostly overhead. Even with all the
+overhead gone the round would have to read at {100 * b1['read_s'] / needed_interval:.0f}% of peak
+bandwidth ({b1['read_s'] / ms:.2f} / {needed_interval / ms:.1f} ms), about the
+{100 * calc.decode_efficiency_table()[-1]['mbu']:.0f}% that Experiment 8-1 measured only at batch
+{calc.decode_efficiency_table()[-1]['batch']} (8.6.3).""",
        title="Worked answer 2")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -558,11 +580,14 @@ request, which matters only while a request is short next to the block.""", titl
 # computes the worked answer below (unfold it there)
 seventy = memory.at(model=specs.LLAMA_70B.name).numbers
 answer(f"""No. The 70B shape's BF16 weights alone take {seventy['weights_GiB']:.0f} GiB, so with
-the {ch08.KV_BUDGET_BYTES / units.GiB:.0f} GiB KV pool the instance is short by
+the {ch08.KV_BUDGET_BYTES / units.GiB:.0f} GiB KV pool and auxiliary buffers the instance is short by
 {-seventy['left_for_activations_GiB']:.0f} GiB before a single activation. Its KV is also
 {seventy['kv_per_token_KiB']:.0f} KiB per token, so the same pool would hold only
-{seventy['requests_that_fit']} short requests anyway. Such a model needs several cards, which
-Chapter 17 §7 takes up.""", title="Worked answer 5")
+{seventy['requests_that_fit']} short requests anyway. In BF16 it needs a larger instance or
+several cards (Chapter 17 §7). FP8 weights halve it to about
+{seventy['weights_GiB'] / 2:.0f} GiB, which fits one whole card of
+{specs.RTX_PRO_6000.mem_bytes / units.GiB:.1f} GiB with room for KV (weight quantization, 8.4.1), though not the
+32 GiB instance.""", title="Worked answer 5")
 
 # %% [markdown]
 # **Exercises.** 8.1 has no exercise of its own; its numbers feed the exercises below.
@@ -571,7 +596,7 @@ Chapter 17 §7 takes up.""", title="Worked answer 5")
 # > **What you can now compute**
 # > - the KV bytes per token of a model from its layers, KV heads and head size, and a request's reservation in whole blocks ([Exercise 8-1](../../exercises/ex8_1.ipynb))
 # > - how many requests a KV pool admits when each reserves its KV for the whole answer ([Exercise 8-3](../../exercises/ex8_3.ipynb))
-# > - a request's TTFT, output intervals and end-to-end time from its phases, and what an inserted prefill does to them ([Exercise 8-2](../../exercises/ex8_2.ipynb))
+# > - a request's TTFT, output intervals and end-to-end time from its phases, and what an inserted prefill does to them (the timeline explorer above; [Exercise 8-2](../../exercises/ex8_2.ipynb) then picks a prefill chunk size from an output-interval target)
 # > - whether weights, KV pool and workspace fit an instance's memory ([Exercise 8-9](../../exercises/ex8_9.ipynb))
 # >
 # > <details><summary>Assumptions this notebook made</summary>
