@@ -100,7 +100,8 @@ if TYPE_CHECKING:
         decode_batch_for_step)
     from companion.formulas.fuller import (
         achieved_rates, decode_attention_intensity, prefill_readings, head_of_line_readings,
-        long_context_in_batch, block_rounded_capacity, decode_roofline_batch)
+        long_context_in_batch, block_rounded_capacity, decode_roofline_batch,
+        decode_step_per_kernel)
     from companion.formulas.parallelism import (
         tp_allreduce_traffic, tp_decode_step, pp_stages, weights_per_gpu_bytes, parallel_layout,
         disaggregated_pools, kv_transfer_s, kv_routing_ttft, routed_mean_ttft_s, itl_batch_ceiling,
@@ -182,7 +183,7 @@ __all__, __getattr__, __dir__ = attach(__name__, {
     "companion.formulas.fuller": (
         "achieved_rates", "decode_attention_intensity", "prefill_readings",
         "head_of_line_readings", "long_context_in_batch", "block_rounded_capacity",
-        "decode_roofline_batch"),
+        "decode_roofline_batch", "decode_step_per_kernel"),
     "companion.formulas.parallelism": (
         "tp_allreduce_traffic", "tp_decode_step", "pp_stages", "weights_per_gpu_bytes",
         "parallel_layout", "disaggregated_pools", "kv_transfer_s", "kv_routing_ttft",

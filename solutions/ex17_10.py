@@ -23,8 +23,8 @@
 #
 # so an inter-token latency target $\text{ITL}_\text{target}$ caps the batch from above:
 # $T_\text{step}(b) \le \text{ITL}_\text{target}$. The KV memory caps it too. Of the card's
-# memory $C$, the weights take $M_w = D_w$ and the runtime a reserve $M_a + M_u$ (activations
-# and other buffers), which leaves $M_{KV} = C - M_w - (M_a + M_u)$ for the cache. A worst-case
+# memory $C$, the weights take $D_w$ and the runtime a reserve $M_u$ (activations and other
+# buffers, as in 17.4), which leaves $M_{KV} = C - D_w - M_u$ for the cache. A worst-case
 # allocator charges every sequence its full reservation of $L_\text{res}$ tokens; a paged one
 # only the $L$ live tokens (the chapter divides by the live bytes alone, with no block
 # rounding, and so do we):
@@ -37,7 +37,8 @@
 # 3. **(d)** The decode step at the paged cap, in ms.
 # 4. **(e)** The largest batch whose step meets the ITL target.
 # 5. **(f)** With paged KV, which limit binds: `"ITL target"` or `"KV memory"`?
-#    **(g)** The decode throughput $b / T_\text{step}(b)$ at the batch you would run, tok/s.
+#    **(g)** The decode throughput $b / T_\text{step}(b)$ at the batch you would run (paged
+#    KV), tok/s.
 #    **(h)** And with worst-case reservations, which limit binds?
 #
 # Sizes are decimal ($10^9$ bytes to the GB). Your given data come from
@@ -58,7 +59,7 @@ D_w, k = given["weight_bytes"], given["kv_bytes_per_token"]
 L, L_res = given["live_tokens"], given["reservation_tokens"]
 itl_target = given["itl_target_s"]
 print(f"card: {hw.name}, C = {hw.mem_bytes / units.GB:g} GB at beta = "
-      f"{hw.mem_bw_bytes_per_s / 1e12:g} TB/s; reserve M_a + M_u = "
+      f"{hw.mem_bw_bytes_per_s / 1e12:g} TB/s; reserve M_u = "
       f"{given['reserve_bytes'] / units.GB:g} GB")
 print(f"model: {given['model'].name}: weights D_w = {D_w / units.GB:g} GB, k = {k:,} B per token")
 print(f"L = {L:,} live tokens per sequence; worst-case reservation L_res = {L_res:,} tokens; "
@@ -96,7 +97,7 @@ def step_s(batch):
 step_at_cap_ms = step_s(cap_paged) / units.ms
 
 md(rf"""
-**KV space.** $M_{{KV}} = C - M_w - (M_a + M_u) = {hw.mem_bytes / units.GB:g} - {D_w / units.GB:g} - {given['reserve_bytes'] / units.GB:g} = {free_gb:g}\ \text{{GB}}$.
+**KV space.** $M_{{KV}} = C - D_w - M_u = {hw.mem_bytes / units.GB:g} - {D_w / units.GB:g} - {given['reserve_bytes'] / units.GB:g} = {free_gb:g}\ \text{{GB}}$.
 
 **Per sequence.** Reserved: $L_\text{{res}}\,k = {tex(L_res)} \times {tex(k)}\ \text{{B}} = {per_reserved / units.GB:.4f}\ \text{{GB}}$;
 live: $L\,k = {tex(L)} \times {tex(k)}\ \text{{B}} = {per_live / units.MB:.2f}\ \text{{MB}}$.
@@ -145,6 +146,22 @@ binds_paged = "ITL target" if itl_batch < cap_paged else "KV memory"
 run = min(itl_batch, cap_paged)
 throughput = run / step_s(run)
 binds_reserved = "ITL target" if itl_batch < cap_reserved else "KV memory"
+# step 3 (not graded): the run batch priced kernel by kernel, where the weight products turn
+# compute-bound (17 §2's ridge for this model), and the batch that pricing allows
+m = given["model"]
+
+
+def kernel_step_s(batch):
+    return calc.decode_step_per_kernel(m, hw, batch, live_tokens=L)["step_s"]
+
+
+kr = calc.decode_step_per_kernel(m, hw, run, live_tokens=L)
+turn = run * kr["weights_read_s"] / kr["weights_compute_s"]
+lo, hi = 0, itl_batch                # kernels in sequence are never faster than the bytes
+while lo < hi:
+    mid = (lo + hi + 1) // 2
+    lo, hi = (mid, hi) if kernel_step_s(mid) <= itl_target else (lo, mid - 1)
+kernel_cap = lo
 
 md(rf"""
 **ITL cap.** From $(D_w + b\,L\,k)/\beta \le \text{{ITL}}_\text{{target}}$:
@@ -161,9 +178,16 @@ $b / T_\text{{step}} = {tex(run)} / {step_s(run):.5f}\ \text{{s}} = {tex(through
 
 **Worst-case reservations.** $b_\text{{ITL}} = {tex(itl_batch)}$ against
 $b_\text{{res}} = {cap_reserved}$: the **{binds_reserved}** binds.
+
+**Kernel by kernel.** The graded step prices the batch by its bytes alone. An engine runs the
+weight products and attention one after the other, and past $b = {turn:.0f}$ (17 §2's ridge
+for this card and model) the products are compute-bound even at full peak. Priced that way
+(`calc.decode_step_per_kernel`), the step at $b = {tex(run)}$ is
+${kr['weights_s'] / units.ms:.1f} + {kr['attention_s'] / units.ms:.1f} = {kr['step_s'] / units.ms:.1f}$ ms,
+{"over" if kr['step_s'] > itl_target else "within"} the {itl_target / units.ms:g} ms target, and
+the target allows $b = {tex(kernel_cap)}$ rather than ${tex(itl_batch)}$.
 """)
 # check: the companion's decode step (the roofline's max of bytes and FLOPs) at the ITL cap
-m = given["model"]
 assert calc.decode_step_time(m, hw, itl_batch, L) <= itl_target * (1 + 1e-12)
 assert calc.decode_step_time(m, hw, itl_batch + 1, L) > itl_target
 assert math.isclose(calc.decode_vs_context(m, hw, L, batch=run)["tokens_per_s"], throughput,
@@ -177,6 +201,11 @@ with grading.checks():
     grading.check("17-10", "g-throughput", throughput, seed=SEED)
     grading.check("17-10", "h-binds-reserved", binds_reserved, seed=SEED)
 
+# %% [markdown]
+# **In words (not graded).** Why does paging move the binding limit from KV memory to the ITL
+# target at the chapter's data, how would you pick the batch on a real service, and how far can
+# you trust the step's price at that batch?
+
 # %% [markdown] nbgrader={"grade": true, "grade_id": "eh_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
 # The batch to run is the smaller of the two caps (derivation above). Worst-case reservations
@@ -187,5 +216,9 @@ with grading.checks():
 # decides. (With long live contexts, a tight target or a loose one, either limit can bind in
 # either case; the derivation says which at your seed.) That is the interview answer: the
 # ceiling is the ITL SLO, the cap is KV memory, paging raises the cap, and the batch to run is
-# the largest one that still holds p99 ITL on real traffic.
+# the largest one that still holds p99 ITL on real traffic. Start the search below the graded
+# $b_\text{ITL}$: its step is the chapter's bytes-only price, and once the batch passes the
+# point where the weight products turn compute-bound (17 §2's ridge) that price runs short,
+# because the products and attention run as separate kernels whose times add (the
+# kernel-by-kernel line above gives the batch that pricing allows at your seed).
 # ### END SOLUTION

@@ -24,16 +24,13 @@
 #
 # Empty reservations are never read, so both systems stream only live KV per step: paging
 # changes the batch $b$, the number of sequences that ride along on every read of the weights.
-# Of the card's memory $C$, the resident weights take $M_w$ (all $D_w$ bytes of them: every
-# weight a step streams stays resident, so here the two are one number) and the runtime a
-# reserve $M_a + M_u$, which leaves $M_{KV} = C - M_w - (M_a + M_u)$ for the cache.
+# Of the card's memory $C$, the weights take $D_w$ and the runtime a reserve $M_u$ (as in
+# 17.4), which leaves $M_{KV} = C - D_w - M_u$ for the cache.
 #
 # Part (a) reserves the model's maximum length $L_\text{max}$, as 17 §5's fragmentation
-# example does. The throughput comparison in (d) reserves $L_\text{res}$ tokens per request
-# instead: the worst-case context 17 §4 packs the card with, its 57 sequences of 8K contexts
-# ("8K" read as 8,000 tokens), which 17 §5 reuses as its naive batch. No reservation can
-# exceed the model's maximum length, so $L_\text{res} \le L_\text{max}$ at every seed.
-# With $L$ live tokens per sequence (17 §5):
+# example does; (d) reserves $L_\text{res} \le L_\text{max}$ tokens, the worst-case context
+# 17 §4 packs the card with and 17 §5 reuses for its naive batch. With $L$ live tokens per
+# sequence (17 §5):
 #
 # $$b_\text{res} = \left\lfloor \frac{M_{KV}}{L_\text{res}\,k} \right\rfloor, \quad
 # b_\text{paged} = \left\lfloor \frac{M_{KV}}{L\,k} \right\rfloor, \quad
@@ -48,8 +45,9 @@
 #    $L_\text{max}$) and **(e)** paged (sequences dividing $M_{KV}$ by their live bytes, no
 #    block rounding); **(f)** the throughput gain; **(g)** the paged batch's decode step (its
 #    ITL), in ms.
-# 4. A system prompt of $n_s$ tokens shared by $n_\text{users}$ users: its KV **(h)** when
-#    every user stores a copy and **(i)** with prefix sharing, in GB.
+# 4. Another service, whose $n_\text{users}$ users all start from one system prompt of $n_s$
+#    tokens (its sequences are not (d)'s chats): the prompt's KV **(h)** when every user
+#    stores a copy and **(i)** with prefix sharing, in GB.
 #
 # Sizes are decimal ($10^9$ bytes to the GB, $10^6$ to the MB). Your given data come from
 # `grading.params("17-12", SEED)`. Seed 0 is the chapter's own data (8B on an H100 SXM:
@@ -64,7 +62,7 @@ SEED = grading.student_seed()
 given = grading.params("17-12", SEED)
 hw, D_w, k = given["hardware"], given["weight_bytes"], given["kv_bytes_per_token"]
 print(f"card: {hw.name}, C = {hw.mem_bytes / units.GB:g} GB at beta = "
-      f"{hw.mem_bw_bytes_per_s / 1e12:g} TB/s; reserve M_a + M_u = "
+      f"{hw.mem_bw_bytes_per_s / 1e12:g} TB/s; reserve M_u = "
       f"{given['reserve_bytes'] / units.GB:g} GB")
 print(f"model: {given['model'].name}: weights D_w = {D_w / units.GB:g} GB, k = {k:,} B per token")
 print(f"L_max = {given['max_len_tokens']:,}; chat turn L_turn = {given['used_tokens']} tokens; "
@@ -152,6 +150,11 @@ naive_tok_s = naive_batch / naive_step
 paged_tok_s = paged_batch / paged_step
 gain = paged_tok_s / naive_tok_s
 paged_step_ms = paged_step / units.ms
+# step 3 (not graded): the same batches priced kernel by kernel, and where the weight
+# products turn compute-bound (17 §2's ridge for this model)
+kp = calc.decode_step_per_kernel(m, hw, paged_batch, live_tokens=L)
+kn = calc.decode_step_per_kernel(m, hw, naive_batch, live_tokens=L)
+turn = paged_batch * kp["weights_read_s"] / kp["weights_compute_s"]
 
 
 def row(label, b, t):
@@ -178,6 +181,14 @@ $${row('paged', paged_batch, paged_step)}$$
 **Gain.** ${tex(paged_tok_s, ',.0f')} / {tex(naive_tok_s, ',.0f')} = {gain:.2f}\times$ the throughput from
 ${paged_batch / naive_batch:.1f}\times$ the batch, while each step grows from
 ${naive_step / units.ms:.2f}$ to ${paged_step_ms:.2f}$ ms.
+
+**Kernel by kernel.** The graded steps price each batch by its bytes alone. An engine runs the
+weight products and attention one after the other, and past $b = {turn:.0f}$ (17 §2's ridge
+for this card and model) the products are compute-bound even at full peak. Priced that way
+(`calc.decode_step_per_kernel`), the paged step is
+${kp['weights_s'] / units.ms:.1f} + {kp['attention_s'] / units.ms:.1f} = {kp['step_s'] / units.ms:.1f}$ ms
+({kp['tokens_per_s']:,.0f} tok/s) against the graded {paged_step_ms:.1f} ms, and the gain is
+${kp['tokens_per_s'] / kn['tokens_per_s']:.2f}\times$ rather than ${gain:.2f}\times$.
 """)
 # check: the companion's 17 §5 paging arithmetic (live bytes, no block rounding)
 pg = calc.paged_batch_gain(m, hw, live_tokens=L, reservation_tokens=L_res, block_tokens=1,
@@ -194,6 +205,11 @@ with grading.checks():
     grading.check("17-12", "f-gain", gain, seed=SEED)
     grading.check("17-12", "g-itl-paged", paged_step_ms, seed=SEED)
 
+# %% [markdown]
+# **In words (not graded).** Why does a short turn waste most of a worst-case reservation but
+# little of a paged one, why does the throughput grow less than the batch, and how far can you
+# trust the paged step's price at this batch?
+
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ag_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
 # A worst-case reservation is almost all empty for a short turn, while paging wastes at most
@@ -201,7 +217,10 @@ with grading.checks():
 # $L_\text{res}/L$, yet throughput grows less: the bigger batch makes every step heavier,
 # because each added sequence streams its own live KV next to the shared weight read, so the
 # step (the ITL) lengthens too. Throughput and ITL trade against each other, which is why a
-# serving config caps the batch.
+# serving config caps the batch. The step's price is the chapter's bytes-only one: once the
+# batch passes the point where the weight products turn compute-bound (17 §2's ridge), it
+# runs short, because the products and attention run as separate kernels whose times add
+# (the kernel-by-kernel line above gives both at your seed).
 # ### END SOLUTION
 
 # %% [markdown]

@@ -233,3 +233,26 @@ def test_the_paged_batch_is_compute_bound_at_half_of_peak_only():
     # the contiguous batch is memory-bound either way: nothing changes for it
     naive = calc.decode_roofline_batch(M8, HW, 57, efficiency=ch17.PREFILL_EFFICIENCY)
     assert naive["step_s"] == naive["chapter_step_s"]
+
+
+@pytest.mark.parametrize("e", [1.0, 0.5])
+def test_decode_step_per_kernel_adds_the_two_kernels(e):
+    b, L = 762, ch17.CHAT_LIVE_TOKENS
+    r = calc.decode_step_per_kernel(M8, HW, b, efficiency=e)
+    weights = max(D_W / BETA, b * 2 * P8 / (e * PI))
+    attention = max(b * L * K8 / BETA, b * A8 * (L + 1) / (e * PI))
+    assert r["step_s"] == pytest.approx(weights + attention)
+    assert r["tokens_per_s"] == pytest.approx(b / (weights + attention))
+    # kernels in sequence never run faster than one overlapped max, nor than the bytes alone
+    assert r["step_s"] >= r["overlapped_step_s"] >= r["chapter_step_s"] * (1 - 1e-12)
+
+
+def test_per_kernel_weights_turn_compute_bound_at_the_ridge():
+    ridge = calc.ridge_point(HW)                                    # 295 (17 §2)
+    below = calc.decode_step_per_kernel(M8, HW, int(ridge) - 5)
+    above = calc.decode_step_per_kernel(M8, HW, int(ridge) + 5)
+    assert below["weights_bound"] == "memory" and above["weights_bound"] == "compute"
+    # below the ridge at full peak the per-kernel step is the chapter's bytes-only step
+    assert below["step_s"] == pytest.approx(below["chapter_step_s"])
+    # the paged batch of 17 §5 (762): 12.3 ms of products + 17.9 ms of KV = 30.2 ms
+    assert calc.decode_step_per_kernel(M8, HW, 762)["step_s"] == pytest.approx(30.2e-3, abs=1e-4)

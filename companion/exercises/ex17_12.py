@@ -12,6 +12,7 @@ from companion.seeds import pick, rng_for
 # Worst-case contexts a variant reserves in (d), "nK" read as n,000 tokens as 17 §4 reads its
 # 8K; a variant keeps only those that fit its maximum length (L_res <= L_max).
 RESERVATIONS = (4_000, 8_000, 16_000)
+PREFIXES = (500, 1_000, 2_000, 4_000)
 
 
 def _params(seed: int) -> dict:
@@ -21,7 +22,7 @@ def _params(seed: int) -> dict:
                      prefix=ch17.PREFIX_TOKENS, users=ch17.PREFIX_USERS),
                 dict(model=common_ch17.ROUND_SMALL, hw=common_ch17.CARDS,
                      max_len=(4_096, 8_192, 16_384), used=(200, 300, 500, 1_000),
-                     block=(8, 16, 32), prefix=(500, 1_000, 2_000, 4_000),
+                     block=(8, 16, 32), prefix=PREFIXES,
                      users=(20, 50, 100, 200)))
     m = c["model"]
     if seed == 0:
@@ -32,6 +33,10 @@ def _params(seed: int) -> dict:
         # a worst-case allocator reserves at most the model's maximum length
         c["reservation"] = pick(rng_for("17-12/reservation", seed),
                                 [r for r in RESERVATIONS if r <= c["max_len"]])
+        # the shared prompt plus one turn must fit a request's reservation
+        fits = [n for n in PREFIXES if n + c["used"] <= c["reservation"]]
+        if c["prefix"] not in fits:
+            c["prefix"] = pick(rng_for("17-12/prefix", seed), fits)
     return dict(model=m, hardware=c["hw"], weight_bytes=m.weight_bytes,
                 kv_bytes_per_token=calc.kv_bytes_per_token(m),
                 reserve_bytes=ch17.RUNTIME_RESERVE_BYTES,

@@ -16,6 +16,8 @@ and adds the term the chapter dropped, so that a notebook can show both:
   §4  long_context_in_batch      one long conversation in a serving batch: every sequence waits
   §4  block_rounded_capacity     sequences that fit when each holds whole blocks
   §5  decode_roofline_batch      a decode step as max(bytes / beta, FLOPs / (e x peak))
+  §5  decode_step_per_kernel     the same step with the weight products and attention priced
+                                 as the separate kernels engines run (their times add)
 
 Attention FLOPs follow ``core.attention_flops_per_pair`` (2 x (qk + v width) x query heads per
 layer and causal pair); a sliding-window layer lets a query see at most W keys, itself included,
@@ -41,7 +43,7 @@ from companion.specs import Hardware, Model
 __all__ = [
     "achieved_rates", "decode_attention_intensity", "prefill_readings", "pass_roofline",
     "head_of_line_readings", "long_context_in_batch", "block_rounded_capacity",
-    "decode_roofline_batch",
+    "decode_roofline_batch", "decode_step_per_kernel",
 ]
 
 
@@ -357,3 +359,53 @@ def decode_roofline_batch(model: Model, hardware: Hardware, batch: int, *,
                 compute_s=full["compute_s"], step_s=full["step_s"], bound=full["bound"],
                 chapter_tokens_per_s=chapter["tokens_per_s"], tokens_per_s=b / full["step_s"],
                 compute_ceiling_tokens_per_s=e * hw.peak_flops_per_s / per_token)
+
+
+@serves("17.5")
+def decode_step_per_kernel(model: Model, hardware: Hardware, batch: int, *,
+                           live_tokens: int = ch17.CHAT_LIVE_TOKENS, efficiency: float = 1.0,
+                           kv_bytes_per_value: float = 2) -> dict:
+    """A decode step of ``batch`` sequences priced kernel by kernel (17 §2, §5, fuller).
+
+    ``decode_roofline_batch`` takes one max over the whole step's bytes and FLOPs, as if the
+    weight matrices' products ran at the same time as attention's KV reads. Engines run them
+    one after the other, so each kernel gets its own roofline and the times add:
+
+        step = max(D_w / beta, b 2P / (e pi))  +  max(b L k / beta, b a (L + 1) / (e pi))
+               (weight products)                  (attention over the KV)
+
+    Past b = e x ridge (295 on the H100 SXM at full peak, 17 §2) the weight products are
+    compute-bound. Returns weights_read_s, weights_compute_s, weights_s, kv_read_s,
+    attention_compute_s, attention_s, step_s, tokens_per_s, weights_bound ("memory" or
+    "compute"), and for comparison chapter_step_s / chapter_tokens_per_s (bytes alone) and
+    overlapped_step_s (``decode_roofline_batch``'s single max at the same efficiency).
+
+    >>> from companion import calc, specs
+    >>> r = calc.decode_step_per_kernel(specs.LLAMA_8B, specs.H100_SXM, 762)
+    >>> round(r["weights_compute_s"] * 1e3, 1), round(r["kv_read_s"] * 1e3, 1)
+    (12.3, 17.9)
+    >>> round(r["step_s"] * 1e3, 1), r["weights_bound"]
+    (30.2, 'compute')
+    """
+    m = _model(model)
+    hw = _hardware(hardware)
+    b = v.count("batch", batch)
+    L = v.tokens("live_tokens", live_tokens, minimum=1)
+    e = _efficiency("efficiency", efficiency)
+    v.positive("kv_bytes_per_value", kv_bytes_per_value)
+    rate, beta = e * hw.peak_flops_per_s, hw.mem_bw_bytes_per_s
+    w_read = moe_streamed_weight_bytes(m, b) / beta
+    w_compute = matrix_flops(m, b, include_lm_head=True) / rate
+    kv_read = b * kv_bytes_at_context(m, L, bytes_per_value=kv_bytes_per_value) / beta
+    a_compute = b * _attention_flops(m, 1, L) / rate
+    step = max(w_read, w_compute) + max(kv_read, a_compute)
+    chapter = decode_vs_context(m, hw, L, batch=b, kv_bytes_per_value=kv_bytes_per_value)
+    overlapped = pass_roofline(m, hw, decode_batch=b, decode_context_tokens=L, efficiency=e,
+                               kv_bytes_per_value=kv_bytes_per_value)
+    return dict(weights_read_s=w_read, weights_compute_s=w_compute,
+                weights_s=max(w_read, w_compute), kv_read_s=kv_read,
+                attention_compute_s=a_compute, attention_s=max(kv_read, a_compute),
+                step_s=step, tokens_per_s=b / step,
+                weights_bound="compute" if w_compute > w_read else "memory",
+                chapter_step_s=chapter["step_s"], chapter_tokens_per_s=chapter["tokens_per_s"],
+                overlapped_step_s=overlapped["step_s"])

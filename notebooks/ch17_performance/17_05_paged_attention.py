@@ -87,8 +87,8 @@ print(f"40 tokens, 16-token blocks: {a['blocks']} blocks; the last holds {a['las
 # Six requests arrive at one small KV pool of 1,024 token slots
 # (`companion.sim.kvcache.BlockManager`, a toy size so that each block is visible; the
 # chapter's sizes come next). Top strip: the contiguous scheme, where each request reserves a
-# maximum of 256 slots on arrival. Four fit, E and F are refused, and the reserved tails stay
-# empty (red outline). Bottom strip: 16-token blocks handed out as tokens arrive. All six fit,
+# maximum of 256 slots on arrival. Four fit, E and F wait in the queue, and the reserved tails
+# stay empty (red outline). Bottom strip: 16-token blocks handed out as tokens arrive. All six fit,
 # none wastes more than part of one block, and because the sequences grow side by side their
 # later blocks interleave in physical memory; the block tables printed below map them back.
 # Sequence A ends with 40 tokens, as in the chapter's example.
@@ -96,8 +96,8 @@ print(f"40 tokens, 16-token blocks: {a['blocks']} blocks; the last holds {a['las
 # %%
 demo = widgets.allocator_demo()
 paged, naive = demo["paged"], demo["naive"]
-print(f"contiguous: admitted {demo['admitted']['naive']}, turned away {demo['rejected']['naive']}")
-print(f"paged:      admitted {demo['admitted']['paged']}, turned away {demo['rejected']['paged']}")
+print(f"contiguous: admitted {demo['admitted']['naive']}, waiting {demo['rejected']['naive']}")
+print(f"paged:      admitted {demo['admitted']['paged']}, waiting {demo['rejected']['paged']}")
 print(f"{'seq':>3} {'tokens':>6}  block table (logical -> physical)   empty slots in the last block")
 for sid in paged.sequences:
     print(f"{sid:>3} {paged.num_tokens(sid):>6}  {str(paged.block_table(sid)):34} "
@@ -136,9 +136,12 @@ print(f"a 1,024-token block can waste up to {calc.paged_worst_waste(m8, 1024)['t
 #
 # Blocks make two more operating-system tricks possible. Requests whose prompts start with the
 # same tokens can list the *same* physical blocks for that prefix in their tables, so a system
-# prompt is stored once no matter how many users send it (**prefix sharing**). And when one of
-# them needs to change a shared block, only then does it get a private copy (**copy-on-write**,
-# as a forked Unix process does). For 100 concurrent users of one 2,000-token system prompt:
+# prompt is stored once no matter how many users send it (**prefix sharing**). Between users
+# only full blocks are shared, and nobody writes into a full block. Sequences forked from one
+# request (several samples of one prompt, the beams of a beam search) also share its partly
+# filled last block, and each then appends a different next token into it: the first writer gets
+# a private copy (**copy-on-write**, as a forked Unix process does). For 100 concurrent users of one 2,000-token
+# system prompt:
 
 # %%
 share = calc.prefix_sharing_bytes(m8, ch17.PREFIX_USERS, 2_000)
@@ -233,8 +236,10 @@ per second.
 # - **usage near full and no preemptions**: the pool is about the right size for the load.
 #
 # The usual experiment is to sweep the concurrency cap and watch throughput, ITL and these
-# counters. For 600-token chats on the 8B, this section's arithmetic predicts the sweep (16-token
-# blocks, every sequence at the mean length):
+# counters. For 600-token chats on the 8B, this section's arithmetic predicts the sweep (every
+# sequence at the mean length). An engine's pool hands out whole 16-token blocks, so the sweep's
+# pool cap counts them; the chapter's batch (and worked answer 3) counts live bytes only, a few
+# sequences more:
 
 # %%
 pool = gain["kv_budget_bytes"]
@@ -248,13 +253,14 @@ for cap in (64, 256, itl_cap, pool_cap, 1024, 2048):
     print(f"{cap:>14,} {running:>8,} {running * per_seq / pool:>9.0%} "
           f"{step['step_s'] / units.ms:>5.1f} ms {step['tokens_per_s']:>8,.0f}  "
           + ("room left" if cap < pool_cap else
-             "full" if cap == pool_cap else "full: the rest wait, preemptions rise"))
+             "full" if cap == pool_cap else "full: the rest wait (preempted, if they grow)"))
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
 at_pool = calc.decode_vs_context(m8, hw, ch17.CHAT_LIVE_TOKENS, batch=pool_cap)
 at_itl = calc.decode_vs_context(m8, hw, ch17.CHAT_LIVE_TOKENS, batch=itl_cap)
-md(f"""Throughput climbs with the cap until the pool is full at {pool_cap} sequences
+md(f"""Throughput climbs with the cap until the pool is full at {pool_cap} sequences in whole
+blocks ({gain['paged']['batch']} by live bytes)
 ({at_pool['tokens_per_s']:,.0f} tok/s, a {at_pool['step_s'] / units.ms:.1f} ms step); past
 that, a higher cap adds only waiting requests and preemptions. An ITL target asks for a lower
 cap: a {ch17.ITL_TARGET_S / units.ms:g} ms step holds {itl_cap} sequences
@@ -347,7 +353,8 @@ md(f"""
 > shrinks as contexts grow: at {ch17.LONG_CONTEXT_TOKENS:,} live tokens the ceiling is
 > {long_ceil['ceiling_tokens_per_s']:,.0f} tok/s, half of it at
 > b = {long_ceil['half_ceiling_batch']:.1f}. The compute roof,
-> {ceil['compute_ceiling_tokens_per_s']:,.0f} tok/s for this model, binds first only for
+> {ceil['compute_ceiling_tokens_per_s']:,.0f} tok/s for this model (full peak, attention left
+> out), binds first only for
 > contexts short enough that $\\beta / (L k)$ exceeds it. The explorer below draws the
 > ceiling (dotted) and its half-way batch.
 >
@@ -364,7 +371,8 @@ md(f"""
 #
 # Hundreds of decode tokens in one step make a matrix product as large as a short prefill's,
 # and at the share of peak the chapter grants a prefill their arithmetic can outlast the
-# reads (the explorer's decode-efficiency slider moves the dashed curve).
+# reads (the explorer's decode-efficiency slider moves the dashed curve). Priced kernel by
+# kernel, as engines run them, that happens even at full peak.
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the table below
@@ -378,6 +386,10 @@ for t_e, t_what in ((ch17.PREFILL_EFFICIENCY, "17 §2's prefill share"),
                    f"({t_what})", f"{t_r['chapter_tokens_per_s']:,.0f} tok/s",
                    f"{t_r['tokens_per_s']:,.0f} tok/s",
                    f"{t_r['tokens_per_s'] / t_r['chapter_tokens_per_s']:.2f}"))
+t_k = calc.decode_step_per_kernel(m8, hw, gain["paged"]["batch"], efficiency=1.0)
+t_rows.append((f"paged batch {gain['paged']['batch']:,}, compute at 100%, kernels in sequence",
+               f"{t_k['chapter_tokens_per_s']:,.0f} tok/s", f"{t_k['tokens_per_s']:,.0f} tok/s",
+               f"{t_k['tokens_per_s'] / t_k['chapter_tokens_per_s']:.2f}"))
 md(tables.markdown_table(("setting", "chapter's model (bytes / bandwidth)",
                           "fuller model (roofline, attention counted)", "fuller / chapter"),
                          t_rows))
@@ -392,8 +404,10 @@ md(tables.markdown_table(("setting", "chapter's model (bytes / bandwidth)",
 # %% [markdown]
 # The step above is the memory roof's time. The compute roof has a term too: $b$ new tokens
 # cost $b\,(2N + a\,(L+1))$ FLOPs, attention's pairs included ($N$ is the parameter count,
-# which 17 §2 writes $P$; $a$ the FLOPs of one query-key pair; $\pi$ below is the peak FLOP/s). At the full peak it never
-# binds for these batches. But a decode step of several hundred sequences is a matrix product
+# which 17 §2 writes $P$; $a$ the FLOPs of one query-key pair; $\pi$ below is the peak
+# FLOP/s). Taken as one max over the whole step's bytes and FLOPs, at the full peak it never
+# binds for these batches; that max, though, lets the weight products run while attention reads
+# the KV, and the per-kernel pricing further down drops that overlap. But a decode step of several hundred sequences is a matrix product
 # of several hundred rows, the shape of a short prefill, and 17 §2 grants a prefill only 50%
 # of peak. At that rate the roofline's max is
 #
@@ -415,13 +429,15 @@ for b, what in ((naive_b, "contiguous"), (paged_b, "paged, live bytes"),
                 (blocks["paged"]["batch"], "paged, 16-token blocks")):
     for e, which in effs:
         r = calc.decode_roofline_batch(m8, hw, b, efficiency=e)
+        k = calc.decode_step_per_kernel(m8, hw, b, efficiency=e)
         step_rows.append(
             f"| {b:,} ({what}) | {100 * e:.0f}% ({which}) | {r['chapter_step_s'] / units.ms:.1f} ms, "
             f"{r['chapter_tokens_per_s']:,.0f} tok/s | {r['step_s'] / units.ms:.1f} ms, "
-            f"{r['tokens_per_s']:,.0f} tok/s ({r['bound']}) |")
+            f"{r['tokens_per_s']:,.0f} tok/s ({r['bound']}) | {k['step_s'] / units.ms:.1f} ms, "
+            f"{k['tokens_per_s']:,.0f} tok/s |")
 md("""
-| batch (600 live tokens) | decode's compute at | the chapter: bytes / bandwidth | roofline max, attention counted |
-|---|---|---|---|
+| batch (600 live tokens) | decode's compute at | the chapter: bytes / bandwidth | roofline max, attention counted | per kernel, in sequence |
+|---|---|---|---|---|
 """ + "\n".join(step_rows))
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -451,8 +467,37 @@ md(f"""
 > ceilings trade places with the context: at the explorer's {live_lo} live tokens the
 > memory ceiling is {ends[live_lo][0]:,.0f} tok/s and the compute one at 50%
 > {ends[live_lo][1]:,.0f}, so compute binds; at {live_hi:,} tokens they are
-> {ends[live_hi][0]:,.0f} and {ends[live_hi][1]:,.0f}, and memory binds. The chapter's
-> figures stay as printed and the ledger checks them.
+> {ends[live_hi][0]:,.0f} and {ends[live_hi][1]:,.0f}, and memory binds. (These two ceilings
+> are at 50% of peak with attention counted; the earlier compute roof was at full peak without
+> it.) The chapter's figures stay as printed and the ledger checks them.
+""")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+kp = calc.decode_step_per_kernel(m8, hw, paged_b)
+kn = calc.decode_step_per_kernel(m8, hw, naive_b)
+ridge = calc.ridge_point(hw)
+md(f"""
+> **Kernel by kernel.** The max above assumes the weight products overlap attention's KV reads.
+> In an engine they are separate kernels that run one after the other, each with its own
+> roofline, so their times add:
+>
+> $$ T_\\text{{step}} = \\max\\left(\\frac{{D_w}}{{\\beta}}, \\frac{{2Nb}}{{\\pi}}\\right)
+>    + \\max\\left(\\frac{{b\\,L\\,k}}{{\\beta}}, \\frac{{b\\,a\\,(L+1)}}{{\\pi}}\\right). $$
+>
+> (`calc.decode_step_per_kernel`.) The weight products read {kp['weights_read_s'] / units.ms:.1f} ms of weights whatever the
+> batch, and their compute grows with it: past b = {ridge:.0f}, 17 §2's ridge, they are
+> compute-bound even at full peak. At the paged batch of {paged_b} they take
+> {kp['weights_compute_s'] / units.ms:.1f} ms of compute, then attention reads
+> {kp['kv_read_s'] / units.ms:.1f} ms of KV: a **{kp['step_s'] / units.ms:.1f} ms** step and
+> **{kp['tokens_per_s']:,.0f} tok/s**, against the chapter's
+> {kp['chapter_step_s'] / units.ms:.1f} ms and {kp['chapter_tokens_per_s']:,.0f}. The
+> contiguous batch, {naive_b}, sits below the ridge and keeps its price, so paging's gain is
+> **{kp['tokens_per_s'] / kn['tokens_per_s']:.1f}x** rather than {gain['throughput_gain']:.1f}x
+> at 100% of peak. A real engine lies between the two pricings: the sum of two kernels is at
+> most twice their single max, and here it is
+> {100 * (kp['step_s'] / kp['overlapped_step_s'] - 1):.0f}% longer
+> ({kp['overlapped_step_s'] / units.ms:.1f} ms overlapped).
 """)
 
 # %% [markdown]
@@ -561,7 +606,7 @@ When A finishes its reservation becomes one free slot of the maximum size, so th
 could take the next request that asks, such as **E**, into A's old place; F would still not fit.
 With `max_len_tokens=128` each reservation is half as large, so the same 1,024 slots hold twice
 as many: the contiguous pool now admits {len(small['admitted']['naive'])} of the six requests
-({len(small['rejected']['naive'])} turned away). That works only because the longest of these
+({len(small['rejected']['naive'])} waiting). That works only because the longest of these
 requests needs {longest} tokens; one that grew past 128 would have nowhere to go, which is why a
 contiguous system must reserve for the longest answer it allows.
 """, title="Worked answer 4")
@@ -591,12 +636,14 @@ an H100's memory, so without sharing such a service could not run on one card at
 # > Every sequence holds the same mean number of live
 # > tokens (a distribution of lengths would fit a different count); a decode step streams the
 # > weights and the live KV at the full HBM bandwidth with no attention-kernel or scheduling
-# > overhead, and is priced by those bytes alone except in the part that adds its compute; the
+# > overhead, and is priced by those bytes alone except in the part that adds its compute
+# > (there the weight products and attention are also priced as separate kernels); the
 # > KV space is what the weights and a fixed runtime reserve leave; the block tail is ignored
 # > in the chapter's arithmetic and counted only where a line says so; sequences never grow
-# > past the space they are admitted with (no preemption); the toy allocator's requests arrive
-# > in a fixed order with known lengths; the chapter reads "a bigger batch, more throughput"
-# > from two points, while a step's KV bytes grow with the batch too, so tokens per second
+# > past the space they are admitted with, so the arithmetic has no preemption (the sweep's
+# > status column only marks where a real engine, whose sequences grow, would start
+# > preempting); the toy allocator's requests arrive in a fixed order with known lengths; the
+# > chapter reads "a bigger batch, more throughput" from two points, while a step's KV bytes grow with the batch too, so tokens per second
 # > approach a ceiling set by the KV bytes per token (drawn beside the two points).
 # >
 # > </details>

@@ -20,6 +20,8 @@ EXAMPLES = {
                                    block_tokens=16, tp=1, reserve_bytes=4e9, bytes_per_value=2),
     "decode_roofline_batch": dict(model=LLAMA_8B, hardware=H100_SXM, batch=762, live_tokens=600,
                                   efficiency=0.5, kv_bytes_per_value=2),
+    "decode_step_per_kernel": dict(model=LLAMA_8B, hardware=H100_SXM, batch=762,
+                                   live_tokens=600, efficiency=1.0, kv_bytes_per_value=2),
 }
 
 ALLOW = {
