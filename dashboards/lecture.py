@@ -18,15 +18,15 @@
 # Two explorers of the companion on one page, for a lecture or a lab session: served with
 # Voila (`make dashboard`), code hidden, nothing fetched from the internet. Each control
 # recomputes the chapter's numbers with the `companion` package; the **chapter's setting**
-# button puts the chapter's values back (for the schemes, that is Figure 8-35's A-D).
+# button puts the chapter's values back.
 #
 # **1. Chapter 8, section 8.6.3 (Figure 8-35).** Sixteen long requests (8192-token prompts
-# sharing a 6144-token prefix, 256 output tokens each) under five serving schemes, A to E.
+# sharing a 6144-token prefix, 256 output tokens each) under the chapter's four serving
+# schemes, A to D.
 # Each scheme is a point on the memory x deadline plane: its KV + auxiliary memory against
 # the budget, and the time until the whole batch completes against the 7 s deadline. Only a
-# scheme inside both limits returns qualifying results. Scheme E is Exercise 8-9's
-# context-lookup draft; the dashboard opens with all five, and "A-D" in the *schemes* menu
-# shows the chapter's figure as printed.
+# scheme inside both limits returns qualifying results. (Exercise 8-9's scheme E, a
+# context-lookup draft, is left for the students to place.)
 #
 # **2. Chapter 17, section 2 (the roofline).** Decode at batch 1, batched decode (weights
 # only, then with each sequence's KV) and prefill placed on a card's roofline. Decode is far
@@ -34,12 +34,12 @@
 # roof.
 
 # %% [markdown]
-# ## Schemes A-E on the memory x deadline plane (8.6.3)
+# ## Schemes A-D on the memory x deadline plane (8.6.3)
 
 # %% tags=["nbval-ignore-output"]
 from companion import widgets
 
-schemes = widgets.SchemePanel(schemes="ABCDE")
+schemes = widgets.SchemePanel()
 schemes.show()
 
 # %% [markdown]

@@ -287,6 +287,24 @@ def test_index_lists_every_registered_exercise():
                f"{points} points" in text, f"re-execute solutions/index.py ({eid} missing)"
 
 
+def test_the_docs_state_each_chapters_points_as_the_exercises_sum_them():
+    """README, solutions/README and the instructors' page each type the two totals (an
+    instructor reads them before opening a notebook): they must be the parts' sum."""
+    totals: dict[str, int] = {}
+    for eid, ex in grading.exercises().items():
+        chapter = eid.split("-")[0]
+        totals[chapter] = totals.get(chapter, 0) + sum(p.points for p in ex.parts)
+    for doc in ("README.md", "solutions/README.md", "docs/instructors.md"):
+        text = " ".join((ROOT / doc).read_text().split())
+        for chapter, points in totals.items():
+            last = max(int(eid.split("-")[1]) for eid in grading.exercises()
+                       if eid.startswith(f"{chapter}-"))
+            stated = re.findall(rf"{chapter}-1 to {chapter}-{last}\b[^()]{{0,40}}\((\d+) points", text)
+            assert stated, f"{doc}: no '({chapter}-1 to {chapter}-{last} ... (N points)' found"
+            assert all(int(n) == points for n in stated), \
+                f"{doc} states {stated} points for Chapter {chapter}; the parts sum to {points}"
+
+
 # --- Exercise 8-1's graded numbers, from the chapter's inputs alone ---------------------------
 
 def test_8_1_weight_fraction_at_the_capacity_batch():

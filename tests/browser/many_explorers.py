@@ -36,7 +36,7 @@ class Spec:
 
 EXPLORERS = [
     Spec("roofline", "RooflinePanel", "", "batch"),
-    Spec("schemes", "SchemePanel", "schemes='ABCDE'", "output_tokens"),
+    Spec("schemes", "SchemePanel", "", "output_tokens"),
     Spec("admission", "AdmissionPanel", "", "output_tokens"),
     Spec("amdahl", "AmdahlPanel", "", "decode_fraction"),
     Spec("memory", "MemoryBudgetPanel", "", "prompt_tokens"),

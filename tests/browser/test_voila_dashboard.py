@@ -1,5 +1,5 @@
 """The lecture dashboard (dashboards/lecture.ipynb) served by Voila with the offline lab
-template: both explorers (8.6's schemes A-E on the memory x deadline plane, 17 §2's roofline)
+template: both explorers (8.6's schemes A-D on the memory x deadline plane, 17 §2's roofline)
 render their figure and controls with no request leaving 127.0.0.1, show what ``companion``
 computes, and follow a slider moved with the keyboard and one dragged with the mouse.
 """
@@ -64,7 +64,7 @@ def test_dashboard_renders_offline_and_follows_sliders(voila, browsing):
     assert {"anywidget", "jupyterlab-plotly", "@jupyter-widgets/jupyterlab-manager"} <= loaded
 
     def make_schemes():  # as the dashboard builds it
-        return widgets.SchemePanel(schemes="ABCDE")
+        return widgets.SchemePanel()
 
     panels = [
         (widgets.SchemePanel, make_schemes, "output_tokens", None),
