@@ -23,9 +23,9 @@
 # matrices (gate, up, down) of $d_\text{model} \times d_\text{ff}$ weights each, $d_\text{ff}$
 # being the FFN's inner width, at the bytes per weight given below.
 #
-# 1. **(a)** With one and with two buffer sets: the net GPU memory freed (MiB), and how many
-#    extra KV states fit in it *on its own*, the chapter's count (the freed bytes taken as a
-#    region of their own that holds only whole states), counting a state as the prompt's KV
+# 1. **(a)** With one and with two buffer sets: what is the net GPU memory freed (MiB)? How
+#    many extra KV states fit in it *on its own*, the chapter's count (the freed bytes taken as
+#    a region of their own that holds only whole states)? Count a state as the prompt's KV
 #    ($n$ tokens) or as what a finished request holds ($n + G - 1$ tokens; 8.1.2), each in whole
 #    16-token blocks at $k$ bytes per token. Then count at the pool instead: KV blocks are paged
 #    and interchangeable (8.3.1), so the freed memory joins the KV pool given below; how many
@@ -37,7 +37,8 @@
 #    copy behind the measured decode round, that is, is the copy per step no longer than the
 #    round? (`True` or `False`.)
 # 3. **(c)** If all the copying of a request must fit in the copy budget below, with none of it
-#    overlapped by compute, what one-way bandwidth is needed at least? And from what one-way
+#    overlapped by compute (the companion's reading of the chapter's "total time budget for
+#    all copying"), what one-way bandwidth is needed at least? And from what one-way
 #    bandwidth on does the copy per step fit inside one decode round, so that, with two buffer
 #    sets, it stops slowing the step? (GB/s, $10^9$ bytes/s)
 #
@@ -48,8 +49,10 @@
 #
 # A caveat on the data: NVLink-C2C is the CPU-GPU link of NVIDIA's GH200, not of the
 # RTX PRO 6000 whose decode round is given below, and that round was measured at a 2K context
-# while this request runs at 8K. The comparison shows which side of the round each link falls
-# on, not a measured system.
+# while this request runs at 8K. That round was also mostly launch overhead (Experiment 8-1
+# ran without CUDA Graphs; 8.6.3), so a tuned engine's round, and with it the room prefetch
+# has to hide a copy, would be shorter. The comparison shows which side of the round each link
+# falls on, not a measured system.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import calc, grading, units

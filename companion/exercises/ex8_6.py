@@ -38,6 +38,8 @@ def _parts() -> tuple[Part, ...]:
         Part("b-changed", "runs whose correctness differs between BF16 KV and "
                           "FP8 KV + BF16 Q", "runs", "exact"),
         Part("c-successful", "requests that end with a correct answer", "requests", "exact"),
+        Part("c-successful-attempts", "time of every attempt of the successful requests, "
+                                      "summed (the chapter's total)", "s"),
         Part("c-total", "time of every attempt of every request, those that never succeed "
                         "included, summed", "s"),
         Part("c-final-only", "time of the successful requests' final attempts only, summed",
@@ -72,6 +74,7 @@ def _solve(g: dict) -> dict:
     by_request = _attempts_by_request(g["retries"])
     done = [a for a in by_request.values() if a[-1].correct]
     out["c-successful"] = len(done)
+    out["c-successful-attempts"] = sum(x.time_s for a in done for x in a)
     # a request that never succeeds still spent its attempts: every attempt of every request
     out["c-total"] = sum(calc.time_to_correct_answer_s([x.time_s for x in a])
                          for a in by_request.values())
@@ -115,6 +118,7 @@ def _mistakes(g: dict) -> dict:
          "compare run by run: equal totals can hide changes in both directions"),
     ]
     by_request = _attempts_by_request(g["retries"])
+    done_requests = [a for a in by_request.values() if a[-1].correct]
     hints["c-total"] = [
         (sum(x.time_s for a in by_request.values() if a[-1].correct for x in a),
          "a request that never succeeds still spent its attempts: count them too"),
@@ -122,6 +126,12 @@ def _mistakes(g: dict) -> dict:
          "a retry's cost includes the failed attempts before it"),
         (sum(_chat_attempt_s(x.output_tokens) for x in g["retries"].attempts),
          "a retry re-sends the request's own prompt: price its prefill at that length"),
+    ]
+    hints["c-successful-attempts"] = [
+        (sum(a[-1].time_s for a in done_requests), "a retry's cost includes the failed attempts "
+                                                     "before it"),
+        (sum(x.time_s for x in g["retries"].attempts), "count only the requests that end "
+                                                        "with a correct answer"),
     ]
     hints["c-final-only"] = [
         (sum(a[0].time_s for a in by_request.values() if a[-1].correct),

@@ -672,7 +672,8 @@ class DraftLengthPanel(Panel):
                 f"going from m = {draft_len - 1} to {draft_len}: dT_r = "
                 f"{gain['added_s'] / units.ms:.1f} ms for dX = {gain['added_tokens']:.3f} "
                 f"tokens<br>dT_r/dX = {gain['marginal_s_per_token'] / units.ms:.1f} ms vs "
-                f"T_r/E[X] = {gain['current_s_per_token'] / units.ms:.2f} ms: the extra position "
+                f"T_r/E[X] at m = {draft_len - 1} = {gain['current_s_per_token'] / units.ms:.2f} "
+                f"ms: the extra position "
                 f"{verdict}<br>best length: {best_plain} (m_grp = 1), {best_padded} "
                 f"(m_grp = {group})")
         return View(numbers=numbers, traces=traces, text=text)
@@ -720,7 +721,7 @@ class VerificationLoadPanel(Panel):
         here = calc.verification_under_load(QWEN3_8B, hw, batch, draft_len, context_tokens)
         ridge = here["ridge_batch"]
         n = calc.speculative_expected_tokens(acceptance, draft_len)
-        budget = calc.draft_kv_budget(ch08.KV_BUDGET_BYTES, ch08.DFLASH_DRAFT_WEIGHT_BYTES,
+        budget = calc.draft_kv_budget(ch08.KV_BUDGET_BYTES, ch08.DFLASH_DRAFT_MEMORY_BYTES,
                                       QWEN3_8B, context_tokens, ch08.OUTPUT_TOKENS)
         traces = [
             {"type": "scatter", "mode": "lines", "x": [1, 256], "y": [1.0, 1.0],
@@ -761,5 +762,6 @@ class VerificationLoadPanel(Panel):
                 f"<b>{numbers['speedup_under_load']:.2f}x</b> at b = {batch} (draft cost left "
                 f"out)<br>12 GiB of KV holds {budget['requests_before']} such requests, "
                 f"{budget['requests_after']} beside the "
-                f"{ch08.DFLASH_DRAFT_WEIGHT_BYTES / units.GB:.2f} GB drafter")
+                f"{ch08.DFLASH_DRAFT_MEMORY_BYTES / units.GiB:.2f} GiB drafter (8.6.3's "
+                f"measured footprint)")
         return View(numbers=numbers, traces=traces, text=text)

@@ -468,9 +468,11 @@ def draft_kv_budget(kv_budget_bytes: float, draft_weight_bytes: float, model: Mo
                     prompt_tokens: int, output_tokens: int, *, block_tokens: int = 16) -> dict:
     """What a draft network resident beside the target takes from the KV budget (8.5.4).
 
-    The draft's weights come out of the budget: budget - draft bytes is left for KV, and
-    ``core.max_concurrent`` counts the requests that fit before and after. DFlash's 2.10 GB
-    drafter in 8.1's 12 GiB budget leaves ~10.04 GiB.
+    The draft's resident bytes come out of the budget: budget - draft bytes is left for KV,
+    and ``core.max_concurrent`` counts the requests that fit before and after. Pass the
+    weights alone (DFlash's 2.10 GB leaves ~10.04 GiB of 8.1's 12 GiB) or the whole measured
+    footprint, weights plus the draft's KV and buffers (8.6.3 charges 3188 MiB, leaving
+    ~8.89 GiB).
     """
     from companion.formulas.core import max_concurrent
     budget = v.positive("kv_budget_bytes", kv_budget_bytes)

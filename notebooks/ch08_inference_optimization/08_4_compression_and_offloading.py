@@ -247,8 +247,8 @@ bytes, and the two can be combined.
 # $$\Delta T_r = \frac{\Delta D}{\beta} - T_c .$$
 #
 # For an 8K context, q8_0 leaves a sizeable slice of the BF16 cache unread. The effective
-# bandwidth is the one Experiment 8-1's read-bound batch-64 round reached (its bytes over its
-# measured 29.63 ms). The chapter rounds that share of the 1792 GB/s peak to "65%" (8.4.2);
+# bandwidth is the one Experiment 8-1's batch-64 round reached, its measured MBU (its bytes
+# over its measured 29.63 ms; 8.6.3 shows those rounds were still partly launch-bound). The chapter rounds that share of the 1792 GB/s peak to "65%" (8.4.2);
 # the unrounded share is the one that reproduces its time saving.
 
 # %%
@@ -333,7 +333,7 @@ for ctx in (2048, ch08.LONG_PROMPT_TOKENS, 32768, 131072):
                  f"{(chapter_s - conv) / ms:+.3f} / {(rounds_s - conv) / ms:+.3f}"))
 md(tables.markdown_table(
     ("context (tokens)", "MiB not read", "8.4.2 (at the batch-64 bandwidth), ms",
-     "read-bound at peak, ms", "Experiment 8-1's rounds, ms", "a byte less is worth (TB/s)",
+     "read-bound at peak, ms", "Experiment 8-1's rounds, ms", "measured marginal rate (TB/s)",
      "net at 0.2 ms conversion, ms (8.4.2 / rounds)"), rows))
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -341,20 +341,32 @@ md(tables.markdown_table(
 at_8k = reads.at().numbers
 slow_conv = reads.at(conversion_ms=ch08.CONVERSION_S_CASES[1] / ms).numbers
 long_end = reads.at(context_tokens=131072).numbers
+seg = [r for r in calc.decode_efficiency_table()
+       if r["batch"] in (1, 4)]                 # the segment that holds batch 1 at 8K
+kv_8k_fewer = calc.kv_bytes(model, ch08.LONG_PROMPT_TOKENS) - calc.kv_quantized_bytes(
+    model, ch08.LONG_PROMPT_TOKENS, "q8_0")
+read_8k = model.streamed_weight_bytes + calc.kv_bytes(model, ch08.LONG_PROMPT_TOKENS)
 md(f"""> **Where this model breaks: pricing a compressed read.** At the chapter's 8K context the
 > measured rounds say q8_0 saves {at_8k['measured_read_saving_ms']:.3f} ms a round, not
 > {at_8k['read_saving_ms']:.3f} ms: with 0.2 ms of conversion the net is
 > {at_8k['measured_net_saving_ms']:+.3f} ms instead of {at_8k['net_saving_ms']:+.3f} ms, close
 > to break-even, and with 0.8 ms it is {slow_conv['measured_net_saving_ms']:+.3f} ms instead of
-> {slow_conv['net_saving_ms']:+.3f} ms. On that engine a byte is worth
+> {slow_conv['net_saving_ms']:+.3f} ms. On that engine the measured marginal rate is
 > {at_8k['marginal_bandwidth_TB_per_s']:.2f} TB/s, more than the card's
 > {card.mem_bw_bytes_per_s / units.TB:.3f} TB/s peak: extra bytes mostly fill time the GPU spent
-> waiting for the host, so removing them barely shortens the round. At the slider's longest
+> waiting for the host, so removing them barely shortens the round. That rate is a slope
+> between two medians only {(seg[1]['round_s'] - seg[0]['round_s']) / ms:.2f} ms apart (batch 1
+> and 4), so it is noisy; its direction, not its digits, is the lesson. At the slider's longest
 > context ({131072:,} tokens) the gap is {long_end['read_saving_ms'] - long_end['measured_read_saving_ms']:.2f} ms
 > ({long_end['read_saving_ms']:.2f} against {long_end['measured_read_saving_ms']:.2f} ms). The
-> chapter's pricing is the right one for a round that is mostly reading (CUDA Graphs on, large
-> batches or long contexts); for a launch-bound round like Experiment 8-1's, compression buys
-> capacity far more than speed. The explorer draws both lines.""")
+> chapter's {at_8k['read_saving_ms']:.3f} ms holds only if a round that is mostly reading still
+> runs at the batch-64 round's {100 * calc.mbu(beta, card):.0f}% of peak; a purely read-bound round at full bandwidth
+> approaches the roofline's {kv_8k_fewer / card.mem_bw_bytes_per_s / ms:.3f} ms (the table's
+> "read-bound at peak" column). For a launch-bound round like Experiment 8-1's, compression buys
+> capacity far more than speed. In proportion: at batch 1 and 8K, q8_0 leaves
+> {kv_8k_fewer / MiB:.0f} MiB of a {read_8k / units.GB:.1f} GB read unread
+> ({100 * kv_8k_fewer / read_8k:.1f}%); the {model.streamed_weight_bytes / units.GB:.1f} GB weight
+> read is what weight quantisation cuts. The explorer draws both lines.""")
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ### The H100 crossover between BF16 and FP8 KV
@@ -879,8 +891,9 @@ ledger.show("8.4.4")
 #    <!-- states: reads(context_tokens=...); reads(kv_format="q4_0", context_tokens=...) -->
 # 4. **Predict, then move.** On the H100 fit, guess how long the context must be for FP8 KV to
 #    save a full millisecond per step, then compute it from the two lines.
-# 5. In the offload explorer, how many FFN layers can move over PCIe Gen5 before the round
-#    outgrows the batch-1 round, with one prefetch buffer and with two? What link would carry
+# 5. In the offload explorer, how many FFN layers can move over PCIe Gen5 before the round, as
+#    the layer-by-layer schedule plays it, outgrows the batch-1 round, with one prefetch buffer
+#    and with two? What link would carry
 #    all nine within it?
 #    <!-- states: offload(layers=...); offload(layers=..., prefetch_buffers=2); offload(link_gb_per_s=...); offload(link_gb_per_s=..., prefetch_buffers=2) -->
 # 6. In the retry explorer, how much faster must the less accurate format's attempts be to
@@ -1019,8 +1032,7 @@ faster.
 # %% [markdown]
 # > **What you can now compute**
 # >
-# > - Bits per value and the metadata share of a grouped format, and what a quantized file leaves for KV ([Exercise 8-6](../../exercises/ex8_6.ipynb)).
-# > - The bytes a compressed KV cache saves per step, and whether they pay for a conversion cost ([Exercise 8-6](../../exercises/ex8_6.ipynb)).
+# > - Bits per value of a grouped KV format and what it does to a KV budget ([Exercise 8-6](../../exercises/ex8_6.ipynb)); in Try this 1 to 3, the metadata share of a format, what a quantized file leaves for KV, and whether a compressed read pays for its conversion.
 # > - The memory that offloading FFN weights frees net of prefetch buffers, and the copy it adds to every round ([Exercise 8-5](../../exercises/ex8_5.ipynb)).
 # > - The expected time to a correct answer when failed attempts and checks are counted, and which tasks differ between precisions ([Exercise 8-6](../../exercises/ex8_6.ipynb)).
 # >

@@ -408,7 +408,7 @@ changes.""")
 # ## 8.5.3 Where drafts come from: the four stages of a round
 #
 # A lookup drafter costs next to nothing per round but needs its index; a draft *network*
-# costs forward passes of its own plus memory for its weights and KV. The chapter lists four
+# costs forward passes of its own plus memory for its weights and KV. The chapter lists five
 # sources of drafts (8.5.3), which differ in what the drafter sees and what it costs:
 #
 # - **context lookup**: copy a span that already appeared in the prompt or the output; no
@@ -419,10 +419,11 @@ changes.""")
 #   than the raw tokens, so it can be small and still agree often; it runs token by token but
 #   has no full stack of layers of its own;
 # - **multi-token-prediction (MTP) heads**: extra output heads trained with the model itself
-#   to predict the next few tokens; only models released with such heads have them.
+#   to predict the next few tokens; only models released with such heads have them;
+# - **parallel (DFlash-style) drafting**: a separate draft network that writes a whole block
+#   of draft tokens in one pass; DFlash is the chapter's running example.
 #
-# DFlash, the chapter's running example, is a separate draft network that writes a whole block
-# of draft tokens in one pass. Splitting a round into
+# Splitting a round into
 # four stages, one after another, makes drafters comparable term by term:
 #
 # 1. **draft generation**: $m$ passes of a network that writes one token per pass, or a
@@ -432,9 +433,9 @@ changes.""")
 # 3. **target verification**: the one pass of the target over $m + 1$ positions;
 # 4. **output determination**: comparing, rolling back and, when sampling, resampling.
 #
-# The chapter times stages 1 and 3 only and takes 2 and 4 as negligible. At batch 1 every
-# pass is read-bound, so a pass of the 2.10 GB draft network takes its bytes over the rate the
-# target reaches in a batch-1 round:
+# The chapter times stages 1 and 3 only and takes 2 and 4 as negligible. It prices a pass of
+# the 2.10 GB draft network at the measured batch-1 rate: the draft's bytes over the rate the
+# target reaches in a batch-1 round (a rate set mostly by launch overhead, the fold below):
 
 # %%
 read_b1 = calc.round_read_bytes(model, 1, ch08.SHORT_PROMPT_TOKENS)
@@ -605,8 +606,9 @@ length_panel.show()
 # %%
 n = length_panel.at().numbers
 print(f"m = 4, m_grp = 1: E[X] {n['expected_tokens']:.3f}, T_r {n['round_ms']:.1f} ms, "
-      f"{n['latency_per_token_ms']:.2f} ms/token; dT_r/dX {n['marginal_ms_per_token']:.1f} ms vs "
-      f"T_r/E[X] {n['current_ms_per_token']:.2f} ms -> helps: {n['extension_helps']}")
+      f"{n['latency_per_token_ms']:.2f} ms/token")
+print(f"going from m = 3 to m = 4: dT_r/dX {n['marginal_ms_per_token']:.1f} ms vs the m = 3 "
+      f"average T_r/E[X] {n['current_ms_per_token']:.2f} ms -> helps: {n['extension_helps']}")
 
 # %% [markdown]
 # Concurrency changes the picture as well. At batch 1 the verifier's extra rows run on compute
@@ -634,8 +636,8 @@ for u_label, u_b, u_m, u_ctx in (
     u_r = calc.verification_under_load(model, card, u_b, u_m, u_ctx)
     u_rows.append((u_label, f"{u_r['plain_s'] / units.ms:.1f} ms",
                    f"{u_r['verify_s'] / units.ms:.1f} ms", f"{u_r['verify_over_plain']:.2f}"))
-md(tables.markdown_table(("verification pass", "chapter's model",
-                          "fuller model", "fuller / chapter"), u_rows))
+md(tables.markdown_table(("verification pass", "plain step (roofline)",
+                          "verify (roofline)", "verify / plain"), u_rows))
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # #### In detail
@@ -652,8 +654,9 @@ md(tables.markdown_table(("verification pass", "chapter's model",
 # $b = I^\star D_w / (2N\,(m+1))$ (`calc.verification_ridge_batch`); each
 # request's live KV adds reads as well, which pushes that batch out
 # (`calc.verification_under_load`, the roofline's max of the whole pass, attention per row
-# counted). The draft network's weights also sit in the memory the KV budget comes from
-# (`calc.draft_kv_budget`).
+# counted). The drafter also sits in the memory the KV budget comes from
+# (`calc.draft_kv_budget`): 8.6.3 charges its measured peak, weights plus its own KV and
+# buffers, inside the 12 GiB, and 8.5.4 asks to leave room for the draft's KV.
 
 # %%
 m_draft = 4
@@ -662,14 +665,15 @@ print(f"m = {m_draft}: weights-only ridge at b = {ridge_b:.1f} requests "
       f"({ridge_b * (m_draft + 1):.0f} rows per pass)")
 print(widgets.verification_load_text(model, card, m_draft,
                                     (0, 128, 512, ch08.SHORT_PROMPT_TOKENS), batches=(64, 128)))
-draft_kv = {n_tok: calc.draft_kv_budget(ch08.KV_BUDGET_BYTES, ch08.DFLASH_DRAFT_WEIGHT_BYTES,
+draft_kv = {n_tok: calc.draft_kv_budget(ch08.KV_BUDGET_BYTES, ch08.DFLASH_DRAFT_MEMORY_BYTES,
                                         model,
                                         n_tok, ch08.OUTPUT_TOKENS)
             for n_tok in (ch08.SHORT_PROMPT_TOKENS, ch08.LONG_PROMPT_TOKENS)}
 for n_tok, r in draft_kv.items():
     print(f"{n_tok:,}-token prompts: {r['requests_before']} requests fit in "
           f"{ch08.KV_BUDGET_BYTES / units.GiB:.0f} GiB, {r['requests_after']} once the "
-          f"{ch08.DFLASH_DRAFT_WEIGHT_BYTES / units.GiB:.2f} GiB drafter is resident")
+          f"{ch08.DFLASH_DRAFT_MEMORY_BYTES / units.GiB:.2f} GiB drafter is resident "
+          f"(its weights alone are {ch08.DFLASH_DRAFT_WEIGHT_BYTES / units.GiB:.2f} GiB)")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
@@ -682,7 +686,7 @@ md(f"""> **Where this model breaks: free verification.** The batch-1 argument ho
 > step. Long contexts hide it: at {ch08.SHORT_PROMPT_TOKENS:,} tokens each request's KV read
 > grows as fast as its verification compute, so the pass never turns compute-bound on this card
 > ({r_long['verify_over_plain']:.2f}x at 128 requests). Memory is the tighter limit here: the
-> drafter takes {100 * short['draft_share']:.0f}% of the
+> drafter's measured footprint (8.6.3) takes {100 * short['draft_share']:.0f}% of the
 > {ch08.KV_BUDGET_BYTES / units.GiB:.0f} GiB budget, so {short['requests_before']} short requests
 > become {short['requests_after']}, and the budget runs out long before the ridge batch. So
 > on this instance speculative decoding is charged in memory first, and only a larger KV
@@ -953,7 +957,7 @@ for step in np.arange(3.6, -0.01, -0.1):
 answer(f"""
 With groups of 4, $m = 5$ opens a second group: $\\Delta T_r =$ {g4['added_ms']:.1f} ms buys
 $\\Delta X =$ {g4['added_tokens']:.3f} tokens, a marginal {g4['marginal_ms_per_token']:.1f} ms
-per token against an average of {g4['current_ms_per_token']:.2f} ms, so the test
+per token against the $m = 4$ average of {g4['current_ms_per_token']:.2f} ms, so the test
 {'passes' if g4['extension_helps'] else 'fails'}. Still padding to groups of 4, $m = 8$
 becomes the best length once $t_d$ drops to about {t_d:.1f} ms per draft token (scanning down
 from 3.6 ms in steps of 0.1 ms). Padding makes a draft grow a whole group at a time, so the
@@ -995,12 +999,13 @@ drafting time flat as $m$ grows, which pays only while the longer draft is accep
 # > Acceptance is a fixed probability per position
 # > (independent of the text and of the position, except where a list of acceptances is given
 # > or the spread splits rounds into easy and hard spans of the same mean);
-# > rounds are timed at batch 1 on a 2,048-token context, where every pass is read-bound; the
-# > draft network runs at the read rate the target reaches, and stages 2 and 4 of a round cost
+# > rounds are timed at batch 1 on a 2,048-token context and priced at the measured batch-1
+# > rate (mostly launch overhead, not reading); the draft network runs at the rate the target
+# > reaches, and stages 2 and 4 of a round cost
 # > nothing unless a slider says so; the under-load numbers are roofline bounds at the card's
 # > data-sheet peak and bandwidth, with every request at the same context and the draft's own
-# > passes left out of the per-request speedup; the chapter's KV budget ignores the draft
-# > network's own weights, which the fuller count in 8.5.4 takes out of that budget.
+# > passes left out of the per-request speedup; the drafter's whole measured footprint
+# > (weights, its KV and buffers, 8.6.3) comes out of the 12 GiB KV budget, as 8.6.3 counts it.
 # >
 # > </details>
 #
