@@ -55,7 +55,8 @@ print(f"card: {hw.name}: peak pi = {hw.peak_flops_per_s / 1e12:g} TFLOP/s (dense
       f"HBM beta = {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
 print(f"model: {given['model'].name}: N = {N:.3g} params, D_w = {D_w / units.GB:g} GB, "
       f"k = {k:,} B per token")
-print(f"decode: {given['decode_tokens_per_s']:,} tok/s measured at batch b = {b}, "
+in_all = " in all, summed over the batch's sequences," if b > 1 else ""
+print(f"decode: {given['decode_tokens_per_s']:,} tok/s measured{in_all} at batch b = {b}, "
       f"L = {L:,} live tokens per sequence")
 print(f"prefill: {given['prefill_tokens_per_s']:,.0f} prompt tok/s measured; promised kernel "
       f"speedup {given['promised_speedup']:g}x")
@@ -78,6 +79,10 @@ with grading.checks():
 # %% [markdown]
 # ## (d)-(f) How much is left?
 #
+# **Then explain**, in two or three sentences in the cell under the check: which of the two
+# ratios, MBU or MFU, judges this decode, and why does the other stay low however well it runs?
+# What bounds any kernel's speedup here, and what would have to change to beat that bound?
+#
 # Set `headroom`, `ceiling` (tok/s) and `promise_possible`.
 
 # %% nbgrader={"grade": false, "grade_id": "df_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
@@ -95,6 +100,10 @@ with grading.checks():
 
 # %% [markdown]
 # ## (g) Prefill MFU
+#
+# **Then explain**, in two or three sentences in the cell under the check: is this prefill
+# healthy by the ratio that fits its roof, and why would judging each phase by the other
+# phase's ratio mislead?
 #
 # Set `mfu_prefill_pct`.
 

@@ -57,11 +57,16 @@ print(f"TP = g = {g} on {hw.name}s: HBM beta = {hw.mem_bw_bytes_per_s / 1e12:g} 
 print(f"NVLink {given['nvlink_bytes_per_s'] / units.GB:g} GB/s each way (the data sheet's "
       f"{hw.interconnect_bytes_per_s / units.GB:g} GB/s adds both directions), T_floor = "
       f"{given['nvlink_latency_s'] / units.us:g} us per collective; PCIe "
-      f"{given['pcie_bytes_per_s'] / units.GB:g} GB/s, T_floor = "
+      f"{given['pcie_generation']} {given['pcie_bytes_per_s'] / units.GB:g} GB/s each way, "
+      f"T_floor = "
       f"{given['pcie_latency_s'] / units.us:g} us per collective")
 
 # %% [markdown]
 # ## (a)-(e) The bytes
+#
+# **Then explain**, in two or three sentences in the cell under the check: set the wire time of
+# (e) against the per-GPU weight read of a decode step, (g) below. Is tensor parallelism's cost
+# per token in the bytes it moves?
 #
 # Set `activation_bytes`, `ring_bytes`, `collectives`, `bytes_per_token_mb` and `wire_us`.
 
@@ -99,6 +104,9 @@ with grading.checks():
 
 # %% [markdown]
 # ## (k), (l) The same collectives over PCIe
+#
+# **Then explain**, in two or three sentences in the cell under the check: compare (l) with
+# (h). What does the difference say about where the GPUs of one tensor-parallel group may sit?
 #
 # Set `floor_pcie_ms` and `overhead_pcie_pct`.
 

@@ -55,7 +55,8 @@ print(f"card: {hw.name}: peak pi = {hw.peak_flops_per_s / 1e12:g} TFLOP/s (dense
       f"HBM beta = {hw.mem_bw_bytes_per_s / 1e12:g} TB/s")
 print(f"model: {given['model'].name}: N = {N:.3g} params, D_w = {D_w / units.GB:g} GB, "
       f"k = {k:,} B per token")
-print(f"decode: {given['decode_tokens_per_s']:,} tok/s measured at batch b = {b}, "
+in_all = " in all, summed over the batch's sequences," if b > 1 else ""
+print(f"decode: {given['decode_tokens_per_s']:,} tok/s measured{in_all} at batch b = {b}, "
       f"L = {L:,} live tokens per sequence")
 print(f"prefill: {given['prefill_tokens_per_s']:,.0f} prompt tok/s measured; promised kernel "
       f"speedup {given['promised_speedup']:g}x")
@@ -118,6 +119,10 @@ with grading.checks():
 # %% [markdown]
 # ## (d)-(f) How much is left?
 #
+# **Then explain**, in two or three sentences in the cell under the check: which of the two
+# ratios, MBU or MFU, judges this decode, and why does the other stay low however well it runs?
+# What bounds any kernel's speedup here, and what would have to change to beat that bound?
+#
 # Set `headroom`, `ceiling` (tok/s) and `promise_possible`.
 
 # %% nbgrader={"grade": false, "grade_id": "df_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -165,14 +170,23 @@ with grading.checks():
 # Decode runs against the memory roof, so MBU is its ratio: it says what share of the ceiling
 # (e) the measured rate already reaches, and 60-80% counts as healthy (17 §9). The MFU of the
 # same measurement stays low however healthy the decode is, since its intensity (at most about
-# $2b/s$ FLOP per byte) sits far left of the ridge; it says nothing about this phase. Since no
+# $2b/s$ FLOP per byte, with $s$ the bytes per weight, 2 in BF16) sits far left of the ridge;
+# it says nothing about this phase. Since no
 # kernel can push the rate past the ceiling, $1/\text{MBU}$ bounds any kernel speedup; a
 # promise beyond it has to come from changing the workload (a larger batch, smaller weights or a
 # smaller KV cache), not from a kernel.
+#
+# *Look for:* (1) decode is memory-bound, so MBU is its ratio; (2) MFU stays low because the
+# intensity is far below the ridge; (3) $1/\text{MBU}$ bounds any kernel speedup; (4) beating
+# it needs a different workload (batch, weight or KV bytes).
 # ### END SOLUTION
 
 # %% [markdown]
 # ## (g) Prefill MFU
+#
+# **Then explain**, in two or three sentences in the cell under the check: is this prefill
+# healthy by the ratio that fits its roof, and why would judging each phase by the other
+# phase's ratio mislead?
 #
 # Set `mfu_prefill_pct`.
 
@@ -205,4 +219,7 @@ with grading.checks():
 # prefill (17 §9), and a value below that band leaves headroom worth profiling. Judge decode by
 # MBU and prefill by MFU: quoting the other ratio for a phase gives the wrong verdict in both
 # directions.
+#
+# *Look for:* (1) prefill is compute-bound, so MFU is its ratio; (2) the value set against the
+# 40-60% band (17 §9); (3) decode by MBU, prefill by MFU, or the verdict is wrong both ways.
 # ### END SOLUTION

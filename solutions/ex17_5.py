@@ -57,11 +57,16 @@ print(f"TP = g = {g} on {hw.name}s: HBM beta = {hw.mem_bw_bytes_per_s / 1e12:g} 
 print(f"NVLink {given['nvlink_bytes_per_s'] / units.GB:g} GB/s each way (the data sheet's "
       f"{hw.interconnect_bytes_per_s / units.GB:g} GB/s adds both directions), T_floor = "
       f"{given['nvlink_latency_s'] / units.us:g} us per collective; PCIe "
-      f"{given['pcie_bytes_per_s'] / units.GB:g} GB/s, T_floor = "
+      f"{given['pcie_generation']} {given['pcie_bytes_per_s'] / units.GB:g} GB/s each way, "
+      f"T_floor = "
       f"{given['pcie_latency_s'] / units.us:g} us per collective")
 
 # %% [markdown]
 # ## (a)-(e) The bytes
+#
+# **Then explain**, in two or three sentences in the cell under the check: set the wire time of
+# (e) against the per-GPU weight read of a decode step, (g) below. Is tensor parallelism's cost
+# per token in the bytes it moves?
 #
 # Set `activation_bytes`, `ring_bytes`, `collectives`, `bytes_per_token_mb` and `wire_us`.
 
@@ -131,6 +136,10 @@ with grading.checks():
 # 17 §7 multiplies binary kilobytes and reads the product as decimal megabytes, so its figure
 # is a few percent below the one above; working in bytes, as the derivation does, avoids
 # mixing the two.
+#
+# *Look for:* (1) one activation vector per all-reduce, a bit under twice that sent per GPU by
+# the ring; (2) megabytes per token, microseconds on NVLink, against a read of milliseconds;
+# (3) so the bytes are not the cost; (4) bonus: the chapter's unit mix at seed 0.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -188,6 +197,9 @@ with grading.checks():
 # %% [markdown]
 # ## (k), (l) The same collectives over PCIe
 #
+# **Then explain**, in two or three sentences in the cell under the check: compare (l) with
+# (h). What does the difference say about where the GPUs of one tensor-parallel group may sit?
+#
 # Set `floor_pcie_ms` and `overhead_pcie_pct`.
 
 # %% nbgrader={"grade": false, "grade_id": "kl_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -223,4 +235,8 @@ with grading.checks():
 # number of collectives, each several times slower, cost several times that share (l), eating
 # much of what splitting the weights saved. That is the placement rule: TP talks at every layer
 # of every token, so it stays inside the NVLink domain of one node.
+#
+# *Look for:* (1) the same number of collectives, each with a larger floor; (2) the PCIe share
+# is the NVLink share times the ratio of the floors; (3) it eats much of the read time TP
+# saved; (4) so TP stays inside one NVLink domain.
 # ### END SOLUTION

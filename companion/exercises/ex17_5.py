@@ -14,6 +14,9 @@ _LAYOUTS = [(specs.LLAMA_70B, specs.H100_SXM, 2), (specs.LLAMA_70B, specs.H100_S
             (specs.LLAMA_70B, specs.A100_80GB, 8), (specs.LLAMA_405B, specs.H200_SXM, 8),
             (specs.LLAMA_8B, specs.H100_SXM, 2), (common_ch17.SHAPE_14B, specs.A100_80GB, 2)]
 
+_PCIE_GENERATION = {specs.H100_SXM.name: "Gen5 x16", specs.H200_SXM.name: "Gen5 x16",
+                    specs.A100_80GB.name: "Gen4 x16"}
+
 
 def _params(seed: int) -> dict:
     c = variant("17-5", seed,
@@ -27,7 +30,10 @@ def _params(seed: int) -> dict:
                 weight_bytes=m.weight_bytes, bytes_per_value=2,
                 # a ring sends one way: the data sheet's NVLink figure adds both directions
                 nvlink_bytes_per_s=calc.nvlink_one_way_bytes_per_s(hw),
-                nvlink_latency_s=c["nvlink_lat"], pcie_bytes_per_s=ch17.H100_PCIE_BYTES_PER_S,
+                nvlink_latency_s=c["nvlink_lat"],
+                # each card's own host link, per direction: Gen5 x16 on Hopper, Gen4 on A100
+                pcie_bytes_per_s=hw.host_link_bytes_per_s,
+                pcie_generation=_PCIE_GENERATION[hw.name],
                 pcie_latency_s=c["pcie_lat"])
 
 

@@ -24,8 +24,8 @@
 # previous: [17.3 Prefill vs decode](17_03_prefill_vs_decode.ipynb) |
 # [overview](17_00_overview.ipynb) | next: [17.5 PagedAttention](17_05_paged_attention.ipynb)
 #
-# Units, as in the chapter: GB and MB are decimal, a per-token size quoted in "KB" is KiB,
-# and "8K tokens" means 8,000 tokens.
+# Units, as in the chapter: GB and MB are decimal, the chapter's per-token "KB" is KiB (printed
+# here as KiB), and "8K tokens" means 8,000 tokens.
 
 # %%
 import numpy as np
@@ -58,7 +58,7 @@ for m in (m70, m8):
     k = calc.kv_bytes_per_token(m)
     seq = calc.kv_bytes(m, ch17.LONG_CONTEXT_TOKENS, block_tokens=1)
     print(f"{m.name}: 2 x {m.n_layers} x {m.n_kv_heads} x {m.head_dim} x 2 = {k:,} B "
-          f"= {k / units.KiB:.0f} KB per token; {ch17.LONG_CONTEXT_TOKENS:,} tokens = "
+          f"= {k / units.KiB:.0f} KiB per token; {ch17.LONG_CONTEXT_TOKENS:,} tokens = "
           f"{seq / units.GB:.2f} GB")
 
 # %% [markdown]
@@ -91,6 +91,10 @@ plots.kv_by_context_figure(by_ctx, capacity_bytes=hw.mem_bytes).show()
 #
 # $$ \text{KV space} = g\,\left(C - \frac{D_w}{g} - M_u\right), \qquad
 #    \text{sequences} = \left\lfloor \frac{\text{KV space}}{L\,k} \right\rfloor. $$
+#
+# The heads split only while $g$ is at most the number of KV heads (8 here): with more GPUs
+# than KV heads, TP replicates KV heads, so some cache is stored twice and the formula
+# overstates the room.
 
 # %%
 one = calc.tp_kv_capacity(m70, hw, tp=1)
@@ -109,7 +113,7 @@ print(f"TP = 4: weights {tp4['weight_bytes_per_gpu'] / units.GB:.0f} GB and "
 # %%
 cap8 = calc.tp_kv_capacity(m8, hw)
 print(f"KV per token      {calc.kv_bytes_per_token(m8):,} B = "
-      f"{calc.kv_bytes_per_token(m8) / units.KiB:.0f} KB")
+      f"{calc.kv_bytes_per_token(m8) / units.KiB:.0f} KiB")
 print(f"per sequence (8K) {cap8['kv_bytes_per_sequence'] / units.GB:.2f} GB")
 print(f"weights           {m8.weight_bytes / units.GB:.0f} GB")
 print(f"runtime reserve   {ch17.RUNTIME_RESERVE_BYTES / units.GB:.0f} GB")
@@ -146,7 +150,7 @@ variants = calc.attention_variants(m70)
 print(f"{'design':6} {'KV heads':>8} {'KV / token':>12} {'8K sequence':>12} {'in 80 GB':>9} "
       f"{'vs MHA':>7}")
 for r in variants:
-    print(f"{r['attention']:6} {r['n_kv_heads']:>8} {r['kv_bytes_per_token'] / units.KiB:>9,.0f} KB "
+    print(f"{r['attention']:6} {r['n_kv_heads']:>8} {r['kv_bytes_per_token'] / units.KiB:>8,.0f} KiB "
           f"{r['kv_bytes_per_sequence'] / units.GB:>9.2f} GB {r['sequences']:>9} "
           f"{r['reduction_vs_mha']:>6.0f}x")
 plots.attention_variants_figure(variants).show()
@@ -174,8 +178,8 @@ md(f"""
 # value, another factor of two that multiplies with GQA's.
 
 # %%
-print(f"70B KV per token: BF16 {calc.kv_bytes_per_token(m70, 2) / units.KiB:.0f} KB, "
-      f"FP8 {calc.kv_bytes_per_token(m70, 1) / units.KiB:.0f} KB")
+print(f"70B KV per token: BF16 {calc.kv_bytes_per_token(m70, 2) / units.KiB:.0f} KiB, "
+      f"FP8 {calc.kv_bytes_per_token(m70, 1) / units.KiB:.0f} KiB")
 
 # %% [markdown]
 # ## Decode gets slower as the context grows
@@ -381,6 +385,66 @@ md("""
 """)
 
 # %% [markdown]
+# ## Where this model breaks: an "80 GB" card holds 80 GiB
+#
+# The chapter takes the card's capacity as decimal gigabytes, 80 GB for the H100 and 141 GB for
+# the H200. The memory is sized in binary units, so each card holds a few gigabytes more than
+# its label, and that extra space goes straight to the cache.
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the table below
+import dataclasses
+
+# total memory as nvidia-smi reports it on the SXM cards, in MiB
+SMI_MIB = {hw.name: 81_559, specs.H200_SXM.name: 143_771}
+gib_cards = {name: dataclasses.replace(specs.HARDWARE[name], mem_bytes=mib * units.MiB)
+             for name, mib in SMI_MIB.items()}
+gib_cases = ((m8, hw.name, 1), (m70, hw.name, ch17.TP), (m70, specs.H200_SXM.name, 1))
+gib_rows, gib_read = [], {}
+for g_m, g_name, g_tp in gib_cases:
+    g_dec = calc.tp_kv_capacity(g_m, specs.HARDWARE[g_name], tp=g_tp)
+    g_bin = calc.tp_kv_capacity(g_m, gib_cards[g_name], tp=g_tp)
+    gib_read[(g_m.name, g_name)] = g_bin
+    gib_rows.append((f"{g_m.name}, TP {g_tp}, {g_name}",
+                     f"{g_dec['free_kv_bytes'] / units.GB:.1f} GB, {g_dec['max_sequences']}",
+                     f"{g_bin['free_kv_bytes'] / units.GB:.1f} GB, {g_bin['max_sequences']}"))
+md(tables.markdown_table(
+    ("setting (8,000-token sequences)", "chapter's model (KV space, sequences; label's GB)",
+     "fuller model (KV space, sequences; nvidia-smi's MiB)"), gib_rows))
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# #### In detail
+#
+# Where the binary capacities come from, and what they change.
+#
+# <!-- fold: the fuller model, its numbers and where it parts from the chapter's -->
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+smi_h100, smi_h200 = (SMI_MIB[n] for n in (hw.name, specs.H200_SXM.name))
+b8 = gib_read[(m8.name, hw.name)]
+b70 = gib_read[(m70.name, specs.H200_SXM.name)]
+md(f"""
+`nvidia-smi` reports the total memory of an H100 SXM as {smi_h100:,} MiB, which is
+{smi_h100 * units.MiB / units.GB:.1f} GB (just under 80 GiB), and of an H200 SXM as
+{smi_h200:,} MiB, {smi_h200 * units.MiB / units.GB:.1f} GB. The companion's hardware specs keep
+the label's decimal capacities, as the chapter does; the table above recomputes the KV space
+with these totals and changes nothing else. The weights, the 4 GB reserve and the sequences stay
+decimal and unchanged.
+
+> **When it matters.** On the 8B the extra
+> {(smi_h100 * units.MiB - hw.mem_bytes) / units.GB:.1f} GB all goes to the cache:
+> {b8['free_kv_bytes'] / units.GB:.1f} GB of KV space, **{b8['max_sequences']}** sequences
+> instead of {cap8['max_sequences']}, about {100 * (b8['max_sequences'] / cap8['max_sequences'] - 1):.0f}%
+> more. On one H200 it changes the verdict on the 70B in BF16: the chapter's reading leaves no
+> room after the reserve, the card's real capacity leaves
+> {b70['free_kv_bytes'] / units.GB:.1f} GB, **{b70['max_sequences']}** sequences of
+> {ch17.LONG_CONTEXT_TOKENS:,} tokens. That is enough to serve, if not to batch. A real engine
+> also budgets a share of the memory (vLLM's `gpu_memory_utilization`, 0.9 by default), which
+> can take the gain back.
+""")
+
+# %% [markdown]
 # A classic interview trap hides in "size the KV cache for model X": plugging in all 64 query
 # heads of a GQA model makes the answer eight times too large. Write the formula down, say
 # whether the model uses GQA, and substitute each number visibly.
@@ -418,7 +482,9 @@ for setting in ({}, {"model": m8.name, "tp": 1}):
 #
 # 1. **Predict, then move.** With the 70B at TP = 4, guess whether an FP8 cache doubles the
 #    number of 8K sequences exactly, a bit less, or a bit more. Switch the KV to FP8 and check.
-#    Then go to TP = 8: how much of that gain comes from the weights, how much from the heads?
+#    Then go to TP = 8 (BF16 again): of the extra sequences over TP = 4, how many come from
+#    having twice the cards, how many from spreading the weights thinner, and how many from
+#    splitting the heads further?
 #    <!-- states: panel(kv_bytes=1.0); panel(kv_bytes=1.0, tp=8) -->
 # 2. Set the context to 128,000 tokens (the longest context of 17 §4) with the 8B on one H100. How many conversations fit, and
 #    what is left of 17.2's batching lever?
@@ -440,6 +506,8 @@ fp8 = panel.at(kv_bytes=1.0).numbers
 tp8_bf = panel.at(tp=8).numbers
 tp8_fp8 = panel.at(kv_bytes=1.0, tp=8).numbers
 doubled = 2 * bf["max_sequences"]
+same_layout = int(8 * bf["free_kv_per_gpu_GB"] * units.GB // calc.kv_bytes(
+    m70, ch17.LONG_CONTEXT_TOKENS, block_tokens=1))
 how = ("exactly twice" if fp8["max_sequences"] == doubled else
        "a little more than twice" if fp8["max_sequences"] > doubled else "a little less than twice")
 answer(f"""
@@ -448,13 +516,17 @@ sequences: {how}. Each sequence halves ({bf['kv_per_sequence_GB']:.2f} -> {fp8['
 GB) while the KV space stays {bf['free_kv_total_GB']:.0f} GB, and the part of a sequence that the
 floor dropped at BF16 ({bf['free_kv_total_GB'] / bf['kv_per_sequence_GB'] - bf['max_sequences']:.2f})
 is worth {2 * (bf['free_kv_total_GB'] / bf['kv_per_sequence_GB'] - bf['max_sequences']):.2f} FP8
-sequences. At TP = 8 the space grows to {tp8_bf['free_kv_total_GB']:.0f} GB: each GPU holds only
-{tp8_bf['weights_per_gpu_GB']:.1f} GB of weights, so the total cache room is
-{8 * hw.mem_bytes / units.GB:.0f} GB of memory less the same {m70.weight_bytes / units.GB:.0f} GB of
-weights and eight reserves. The count becomes {tp8_bf['max_sequences']} (BF16) or
-{tp8_fp8['max_sequences']} (FP8). The gain is all memory: the heads (now
-{tp8_bf['kv_heads_per_gpu']:g} per GPU) only decide where each sequence's bytes live, not how
-many bytes it needs.
+sequences. At TP = 8 (BF16) the space grows from {bf['free_kv_total_GB']:.0f} to
+{tp8_bf['free_kv_total_GB']:.0f} GB, {bf['max_sequences']} -> **{tp8_bf['max_sequences']}**
+sequences ({tp8_fp8['max_sequences']} in FP8). Split the gain in two. Twice the cards at TP = 4's
+layout, {bf['weights_per_gpu_GB']:.0f} GB of weights per card, would give 8 ×
+{bf['free_kv_per_gpu_GB']:.0f} = {8 * bf['free_kv_per_gpu_GB']:.0f} GB, {same_layout} sequences.
+Spreading the {m70.weight_bytes / units.GB:.0f} GB of weights over 8 cards instead of 4
+({tp8_bf['weights_per_gpu_GB']:.1f} GB each) frees
+{tp8_bf['free_kv_total_GB'] - 8 * bf['free_kv_per_gpu_GB']:.0f} GB more, the remaining
+{tp8_bf['max_sequences'] - same_layout} sequences. The heads (now
+{tp8_bf['kv_heads_per_gpu']:g} per GPU) contribute nothing: they decide where each sequence's
+bytes live, not how many bytes it needs.
 """, title="Worked answer 1")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -494,7 +566,10 @@ any cache** ({on_h200['max_sequences']} sequences). Two H200s (TP = 2) leave
 {tp2_h200['free_kv_total_GB']:.0f} GB of KV space, {tp2_h200['max_sequences']} sequences of
 {ch17.LONG_CONTEXT_TOKENS:,} tokens; four H100s leave {h100_tp4['free_kv_total_GB']:.0f} GB
 ({h100_tp4['max_sequences']} sequences). Fitting the weights is not enough: a serving card
-needs room for the cache too, and that room is what the extra GPUs buy.
+needs room for the cache too, and that room is what the extra GPUs buy. (This is the
+chapter's decimal reading of "141 GB". Read with the capacity `nvidia-smi` reports, the single
+H200 leaves {b70['free_kv_bytes'] / units.GB:.1f} GB, room for {b70['max_sequences']} sequences:
+see "an 80 GB card holds 80 GiB" above.)
 """, title="Worked answer 3")
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -516,14 +591,14 @@ q = specs.QWEN3_8B
 qn = panel.at(model=specs.QWEN3_8B.name).numbers
 ln = panel.at(model=m8.name).numbers
 answer(f"""
-Qwen3-8B's cache is bigger per token ({qn['kv_per_token_KB']:.0f} KB against
-{ln['kv_per_token_KB']:.0f} KB: {q.n_layers} layers against {m8.n_layers}, with the same
+Qwen3-8B's cache is bigger per token ({qn['kv_per_token_KB']:.0f} KiB against
+{ln['kv_per_token_KB']:.0f} KiB: {q.n_layers} layers against {m8.n_layers}, with the same
 {q.n_kv_heads} KV heads of {q.head_dim}). The weights that matter here are the streamed ones,
 $D_w$, the bytes a decode step reads: {qn['streamed_weights_GB']:.1f} GB for Qwen3-8B (its
 {qn['weights_GB']:.1f} GB of resident weights less the input embedding table, which a step
 looks up by row) against {ln['streamed_weights_GB']:.0f} GB for the 8B shape, which counts
 every weight as streamed. The crossover is $D_w$ over the KV bytes per token,
-{qn['streamed_weights_GB']:.1f} GB / {qn['kv_per_token_KB']:.0f} KB for Qwen3-8B, so it is
+{qn['streamed_weights_GB']:.1f} GB / {qn['kv_per_token_KB']:.0f} KiB for Qwen3-8B, so it is
 **{'shorter' if qn['kv_equals_weights_tokens'] < ln['kv_equals_weights_tokens'] else 'longer'}**:
 `kv_equals_weights_tokens` reads {qn['kv_equals_weights_tokens']:,.0f} against
 {ln['kv_equals_weights_tokens']:,.0f}. Both changes push the same way, a bigger cache per
