@@ -16,28 +16,35 @@
 # # Exercise 8-8 · How much does a faster stage shorten a whole agent task?
 #
 # *Calculation, section 8.6.3.* An agent task spends its time in prefill, decode, and tool use
-# and waiting. Speeding up one stage by a factor $\sigma$ shortens only that stage (Amdahl's
-# law, Figure 8-36); any one-off preparation the speed-up needs is added to the total. With
-# stage times $t_\text{stage}(i)$ and speedups $\sigma_i$ (1 for a stage left alone), the task
-# takes
-#
-# $$T' = \sum_i \frac{t_\text{stage}(i)}{\sigma_i} + T_\text{prep}$$
-#
-# instead of $T = \sum_i t_\text{stage}(i)$, and the net speedup is $T / T'$. For one stage
-# that takes a fraction $f$ of the task and no preparation this is 8.6.3's form of Amdahl's
-# law, $T / T' = 1/((1 - f) + f/\sigma)$; the chapter writes the factor <i>s</i>.
-#
-# The preparation in (b) is the work a drafter needs before it can help, such as building the
-# context index that 8.5.2 looks drafts up in. 8.5.2 notes that such an index can be built
-# ahead of time and shared across requests, so its cost need not fall on one task alone.
+# and waiting. Speeding up one stage shortens only that stage (Amdahl's law, Figure 8-36), and
+# any one-off preparation the speed-up needs is added to the task's time. The net speedup is
+# the old task time over the new one. The preparation in (b) is the work a drafter needs
+# before it can help, such as building the context index that 8.5.2 looks drafts up in.
 #
 # 1. **(a)** Halve one stage at a time: what is the task time in each case? (s)
 # 2. **(b)** Instead, speed decode up by the factor below and add the draft preparation time:
 #    what are the new task time (s) and the net speedup, and at what preparation time does the
 #    change stop saving time? (s)
 #
+# Compute the answers yourself first, then check them with the Amdahl explorer of the 8.6
+# notebook ("Beyond the instance: Amdahl over a whole task"): its decode fraction stands for
+# the share of the task the faster stage takes; set it, the speedup and the preparation.
+#
 # Your given data come from `grading.params("8-8", SEED)`. Seed 0 is the chapter's own data;
 # on a course hub you get a seed of your own, from your user name.
+#
+# <details><summary>Hints: the formula (open after you have tried)</summary>
+#
+# - With stage times $t_\text{stage}(i)$ and speedups $\sigma_i$ (1 for a stage left alone),
+#   the task takes $T' = \sum_i t_\text{stage}(i)/\sigma_i + T_\text{prep}$ instead of
+#   $T = \sum_i t_\text{stage}(i)$, and the net speedup is $T/T'$.
+# - For one stage that takes a fraction $f$ of the task and no preparation this is 8.6.3's
+#   form of Amdahl's law, $T/T' = 1/((1 - f) + f/\sigma)$; the chapter writes the factor
+#   <i>s</i>.
+# - For the question under (b): 8.5.2 notes that a context index can be built ahead of time and
+#   shared across requests. What does each task then pay?
+#
+# </details>
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
 from companion import calc, grading
@@ -74,6 +81,8 @@ engine = ("prefill", "decode")                        # the stages the inference
 saved = {name: total - halved_s[name] for name in names}
 ranked = sorted(names, key=saved.get, reverse=True)
 words = {"prefill": "prefill", "decode": "decode", "tool": "tool use and waiting"}
+outside = ("external tool time, which no inference optimization touches (queueing for the "
+           "engine is partly the scheduler's doing)")
 top = [n for n in ranked if saved[n] == saved[ranked[0]]]
 
 
@@ -82,16 +91,15 @@ def than(x, y):
 
 
 if "tool" in top and len(top) > 1:
-    lesson = (f"Halving tool use and waiting, which no inference optimization touches, saves as "
-              f"much as the engine's best lever, {words[top[0] if top[0] != 'tool' else top[1]]}.")
+    lesson = (f"Halving tool use and waiting, mostly {outside}, saves as much as the engine's "
+              f"best lever, {words[top[0] if top[0] != 'tool' else top[1]]}.")
 elif "tool" in top:
-    lesson = (f"The best lever is tool use and waiting, which no inference optimization "
-              f"touches: faster tools or less waiting save more here than any halving of the "
-              f"engine's own stages (decode {saved['decode']:g} s, prefill "
-              f"{saved['prefill']:g} s).")
+    lesson = (f"The best lever is tool use and waiting, mostly {outside}: faster tools save "
+              f"more here than any halving of the engine's own stages (decode "
+              f"{saved['decode']:g} s, prefill {saved['prefill']:g} s).")
 else:
-    lesson = (f"The best lever, {words[top[0]]}, is GPU work. Tool use and waiting, which no "
-              f"inference optimization touches, still saves {saved['tool']:g} s when halved, "
+    lesson = (f"The best lever, {words[top[0]]}, is GPU work. Tool use and waiting, mostly "
+              f"{outside}, still saves {saved['tool']:g} s when halved, "
               f"{than(saved['tool'], saved['prefill'])} halving prefill "
               f"({saved['prefill']:g} s).")
 display.md(lines[0] + "\n\n" + "\n".join(lines[1:]) + "\n\nTime saved, largest first: "
@@ -113,20 +121,27 @@ with grading.checks():
 # %% [markdown] nbgrader={"grade": true, "grade_id": "a_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
 # Halving a stage saves half of that stage and nothing else, so the larger the stage, the
-# better the lever (the ranking above). Only prefill and decode run on the GPU; no inference
-# optimization shortens tool use and waiting, yet halving it can save more than halving
-# prefill, and at some seeds it is the largest stage of all, where the best lever is faster
-# tools or less waiting rather than a faster engine. Even the best halving leaves every other
-# stage as it was.
+# better the lever (the ranking above). Only prefill and decode run on the GPU, so the engine
+# can deliver those two halvings. The third stage is mostly the external tools' own time
+# (searches, code runs, other services), which no inference optimization shortens; only the
+# part spent queueing for the engine is partly the scheduler's doing. Halving that stage can
+# still save more than halving prefill, and at some seeds it is the largest stage of all,
+# where the best lever is faster tools rather than a faster engine. Even the best halving
+# leaves every other stage as it was.
+#
+# *Look for:* (1) a halving saves half of its own stage, so the largest stage is the best
+# lever; (2) the engine delivers prefill and decode; (3) external tool time lies outside any
+# inference optimization, queueing only partly so.
 # ### END SOLUTION
 
 # %% [markdown]
 # ## (b) Faster decode with a preparation cost
 #
-# Set `new_time_s`, `speedup` and `break_even_s`.
+# Set `new_time_s` (s), `speedup` (a ratio, e.g. 1.5) and `break_even_s` (s).
 
 # %% nbgrader={"grade": false, "grade_id": "b_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 new_time_s = speedup = break_even_s = None
+# speedup: a ratio, e.g. 1.5
 ### BEGIN SOLUTION
 i = names.index("decode")
 s_d, prep = given["decode_factor"], given["prep_s"]
@@ -181,4 +196,8 @@ with grading.checks():
 # once ahead of time and reused, 8.5.2) is paid once for all of them, so each task carries only
 # its share, and the whole preparation may take that many times the single-task break-even
 # before it stops paying. One-off costs belong in the same sum as the stages they speed up.
+#
+# *Look for:* (1) the unchanged stages and the added preparation cap the net speedup (Amdahl);
+# (2) break-even where the preparation equals decode's saving; (3) a shared preparation is
+# divided among the tasks, multiplying the preparation each can afford.
 # ### END SOLUTION
