@@ -17,8 +17,9 @@
 #
 # *Calculation, 17 §4 (the 70B on four GPUs and the 8B on one; the companion's 17.4 notebook
 # does the same arithmetic).* On a card of capacity $C$ bytes, the KV cache $M_{KV}$ gets what
-# the weights ($D_w$ bytes) and a runtime reserve $M_u$ per GPU (activations, workspace, the
-# engine itself) leave free. The weights take 2 bytes per parameter (BF16), and each token of
+# the resident weights ($M_w$ bytes, every stored weight; not $D_w$, the bytes a decode step
+# streams) and a runtime reserve $M_u$ per GPU (activations, workspace, the engine itself)
+# leave free. The weights take 2 bytes per parameter (BF16), and each token of
 # context keeps $k$ bytes of BF16 KV, built from the model's shape as in Exercise 17-1. A model
 # too big for one card is split with tensor parallelism (TP) over $g$ GPUs: each GPU holds
 # $1/g$ of every layer's weights and computes $1/g$ of its attention heads (17 §4, 17 §7).
@@ -28,7 +29,7 @@
 #
 # 1. **(a)** For the small model on one card: the KV space left, in GB, and **(b)** how many
 #    whole sequences of the given context fit.
-# 2. **(c)** The large model's weights as a multiple of one card's memory, $D_w / C$ (a plain
+# 2. **(c)** The large model's weights as a multiple of one card's memory, $M_w / C$ (a plain
 #    ratio).
 # 3. **(d)** With the large model at TP = $g$: the KV space per GPU and **(e)** of the whole
 #    group, in GB; **(f)** the KV heads each GPU holds; **(g)** how many whole sequences of the
@@ -46,8 +47,8 @@
 #
 # <details><summary>Hints</summary>
 #
-# - One card ($g = 1$): the cache space is what is left, $M_{KV} = C - D_w - M_u$, with
-#   $D_w = 2N$ for $N$ parameters. A sequence of $L$ tokens holds $L\,k$ bytes, and it fits
+# - One card ($g = 1$): the cache space is what is left, $M_{KV} = C - M_w - M_u$, with
+#   $M_w = 2N$ for $N$ parameters. A sequence of $L$ tokens holds $L\,k$ bytes, and it fits
 #   whole or not at all: round the number of sequences down.
 # - TP: the reserve is paid on every GPU, the weights only once in all. A query head reads only
 #   the K/V pair of its own group, so ask where each group's KV must live; 17 §4 works the 70B

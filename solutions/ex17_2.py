@@ -17,8 +17,9 @@
 #
 # *Calculation, 17 §4 (the 70B on four GPUs and the 8B on one; the companion's 17.4 notebook
 # does the same arithmetic).* On a card of capacity $C$ bytes, the KV cache $M_{KV}$ gets what
-# the weights ($D_w$ bytes) and a runtime reserve $M_u$ per GPU (activations, workspace, the
-# engine itself) leave free. The weights take 2 bytes per parameter (BF16), and each token of
+# the resident weights ($M_w$ bytes, every stored weight; not $D_w$, the bytes a decode step
+# streams) and a runtime reserve $M_u$ per GPU (activations, workspace, the engine itself)
+# leave free. The weights take 2 bytes per parameter (BF16), and each token of
 # context keeps $k$ bytes of BF16 KV, built from the model's shape as in Exercise 17-1. A model
 # too big for one card is split with tensor parallelism (TP) over $g$ GPUs: each GPU holds
 # $1/g$ of every layer's weights and computes $1/g$ of its attention heads (17 §4, 17 §7).
@@ -28,7 +29,7 @@
 #
 # 1. **(a)** For the small model on one card: the KV space left, in GB, and **(b)** how many
 #    whole sequences of the given context fit.
-# 2. **(c)** The large model's weights as a multiple of one card's memory, $D_w / C$ (a plain
+# 2. **(c)** The large model's weights as a multiple of one card's memory, $M_w / C$ (a plain
 #    ratio).
 # 3. **(d)** With the large model at TP = $g$: the KV space per GPU and **(e)** of the whole
 #    group, in GB; **(f)** the KV heads each GPU holds; **(g)** how many whole sequences of the
@@ -46,8 +47,8 @@
 #
 # <details><summary>Hints</summary>
 #
-# - One card ($g = 1$): the cache space is what is left, $M_{KV} = C - D_w - M_u$, with
-#   $D_w = 2N$ for $N$ parameters. A sequence of $L$ tokens holds $L\,k$ bytes, and it fits
+# - One card ($g = 1$): the cache space is what is left, $M_{KV} = C - M_w - M_u$, with
+#   $M_w = 2N$ for $N$ parameters. A sequence of $L$ tokens holds $L\,k$ bytes, and it fits
 #   whole or not at all: round the number of sequences down.
 # - TP: the reserve is paid on every GPU, the weights only once in all. A query head reads only
 #   the K/V pair of its own group, so ask where each group's KV must live; 17 §4 works the 70B
@@ -107,10 +108,10 @@ small_seqs = int(small_free // small_seq)
 display.md(rf"""
 **(a)** The weights first, then what the weights and the reserve leave of the card:
 
-$$D_w = 2N = 2 \times {small.n_params / 1e9:g} \times 10^{{9}}\ \text{{B}}
+$$M_w = 2N = 2 \times {small.n_params / 1e9:g} \times 10^{{9}}\ \text{{B}}
 = {small_weights / units.GB:g}\ \text{{GB}},$$
 
-$$M_{{KV}} = C - D_w - M_u = {C / units.GB:g} - {small_weights / units.GB:g}
+$$M_{{KV}} = C - M_w - M_u = {C / units.GB:g} - {small_weights / units.GB:g}
 - {reserve / units.GB:g} = {small_free_gb:.2f}\ \text{{GB}}.$$
 
 **(b)** One sequence's KV, then the floor:
@@ -176,15 +177,15 @@ k_big = kv_per_token(big)
 big_seq = L * k_big
 big_seqs = int(free_total // big_seq)
 display.md(rf"""
-**(c)** $D_w = 2 \times {big.n_params / 1e9:g} \times 10^{{9}}\ \text{{B}} =
+**(c)** $M_w = 2 \times {big.n_params / 1e9:g} \times 10^{{9}}\ \text{{B}} =
 {big_weights / units.GB:g}\ \text{{GB}}$, and
 
-$$\frac{{D_w}}{{C}} = \frac{{{big_weights / units.GB:g}}}{{{C / units.GB:g}}} = {ratio:.3f}.$$
+$$\frac{{M_w}}{{C}} = \frac{{{big_weights / units.GB:g}}}{{{C / units.GB:g}}} = {ratio:.3f}.$$
 
-**(d)** Each of the $g = {g}$ GPUs holds $D_w / g = {big_weights / g / units.GB:g}$ GB of
+**(d)** Each of the $g = {g}$ GPUs holds $M_w / g = {big_weights / g / units.GB:g}$ GB of
 weights:
 
-$$C - \frac{{D_w}}{{g}} - M_u = {C / units.GB:g} - {big_weights / g / units.GB:g}
+$$C - \frac{{M_w}}{{g}} - M_u = {C / units.GB:g} - {big_weights / g / units.GB:g}
 - {reserve / units.GB:g} = {free_per_gpu_gb:.2f}\ \text{{GB per GPU}}.$$
 
 **(e)** The group: $M_{{KV}} = g \times {free_per_gpu_gb:.2f} = {g} \times

@@ -256,3 +256,48 @@ def test_per_kernel_weights_turn_compute_bound_at_the_ridge():
     assert below["step_s"] == pytest.approx(below["chapter_step_s"])
     # the paged batch of 17 §5 (762): 12.3 ms of products + 17.9 ms of KV = 30.2 ms
     assert calc.decode_step_per_kernel(M8, HW, 762)["step_s"] == pytest.approx(30.2e-3, abs=1e-4)
+
+
+# --- the weight products with their activations (17 §2, long prompts) ------------------------
+
+def _gemm_by_hand(t: int, d: int = 4096, q: int = 4096, kv: int = 1024, f: int = 14336):
+    """FLOPs and bytes of one layer's seven products, each reading X and writing Y in BF16."""
+    shapes = [(d, q), (d, kv), (d, kv), (q, d), (d, f), (d, f), (f, d)]
+    flops = sum(2 * t * a * b for a, b in shapes)
+    nbytes = sum(2 * (a * b + t * a + t * b) for a, b in shapes)
+    return flops, nbytes
+
+
+@pytest.mark.parametrize("t", [1, 64, 2048, 32_768])
+def test_matmul_intensity_matches_a_layer_by_hand(t):
+    from companion.formulas.fuller import matmul_intensity
+
+    r = matmul_intensity(M8, t, intermediate_size=14_336)
+    flops, nbytes = _gemm_by_hand(t)
+    assert r["intensity"] == pytest.approx(flops / nbytes, rel=1e-12)
+    assert r["chapter_intensity"] == pytest.approx(t, rel=1e-12)      # 17 §2's "I ~ n"
+    assert r["intensity"] < r["chapter_intensity"] < r["intensity"] * 2 + t
+    assert r["intensity"] < r["long_prompt_limit"]
+
+
+def test_matmul_intensity_keeps_the_compute_bound_verdict_and_moves_the_ridge_batch():
+    from companion.formulas.fuller import matmul_intensity
+
+    ridge = calc.ridge_point(HW)
+    at = {t: matmul_intensity(M8, t, intermediate_size=14_336)["intensity"]
+          for t in (2048, 32_768)}
+    assert round(at[2048]) == 1158 and round(at[32_768]) == 2462
+    assert min(at.values()) > ridge                                   # prefill: compute-bound
+    first = next(b for b in range(1, 1000)
+                 if matmul_intensity(M8, b, intermediate_size=14_336)["intensity"] >= ridge)
+    assert first == 333 and first > math.ceil(ridge)
+
+
+def test_matmul_intensity_needs_the_mlp_width():
+    from companion.formulas.fuller import matmul_intensity
+
+    with pytest.raises(ValueError, match="intermediate_size"):
+        matmul_intensity(M8, 2048)
+    real = models.load("llama-3.1-8b")
+    assert matmul_intensity(real, 2048)["intensity"] == pytest.approx(
+        matmul_intensity(M8, 2048, intermediate_size=14_336)["intensity"], rel=1e-12)

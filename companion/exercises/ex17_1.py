@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
-from companion import calc, specs
+from companion import calc, specs, units
 from companion.chapters import ch17
 from companion.exercises.variants import gb, variant
-from companion.grading import Exercise, Part
+from companion.grading import Exercise, Part, screen_answers
 
 
 # --- models beyond the presets -----------------------------------------------------------------
@@ -34,8 +34,10 @@ HF_CONFIGS = {
 HF_MODELS = {key: specs.model_from_hf_config(cfg, name=f"{key} (config.json)")
              for key, cfg in HF_CONFIGS.items()}
 
+# GQA and MQA models only: an MHA model (llama-2-7b-mha) would make (c) 1, (d) equal (b) and
+# (f) equal (e), and the written questions about the saving empty (the screen rejects one too)
 _MODELS = [specs.LLAMA_70B, specs.LLAMA_405B, HF_MODELS["llama-3-8b"], HF_MODELS["qwen3-8b"],
-           HF_MODELS["gemma-2b-mqa"], HF_MODELS["llama-2-7b-mha"]]
+           HF_MODELS["gemma-2b-mqa"]]
 
 
 def _thousands_label(tokens: int) -> str:
@@ -54,6 +56,17 @@ def _params(seed: int) -> dict:
                 n_kv_heads=m.n_kv_heads, head_dim=m.head_dim, bytes_per_value=2,
                 context_tokens=c["context"], context_label=_thousands_label(c["context"]),
                 cache_bytes=c["cache"], fp8_bytes_per_value=1)
+
+
+def _screen(seed: int) -> str | None:
+    """Why a seed's variant is unfair, or None. A model that already uses MHA (as many KV heads
+    as query heads) makes (c) 1, (d) equal to (b), (f) equal to (e) and the written questions
+    about GQA's saving empty, so no seed hands one out."""
+    g = _params(seed)
+    if g["n_kv_heads"] == g["n_query_heads"]:
+        return (f"{g['model'].name} already uses MHA ({g['n_kv_heads']} KV heads for "
+                f"{g['n_query_heads']} query heads): nothing to compare it with")
+    return screen_answers(exercises()[0], _solve(g))
 
 
 def _variants(g: dict) -> dict:
@@ -95,7 +108,11 @@ def _mistakes(g: dict) -> dict:
         fit.append((g["cache_bytes"] // (k * binary), hint_8k))
     return {
         "a-per-token": [(query, hint_heads),
-                        (k / 2, "count both K and V (the leading 2) and 2 bytes per BF16 value")],
+                        (k / 2, "count both K and V (the leading 2) and 2 bytes per BF16 value"),
+                        (k / units.KiB * 1000,
+                         "that reads the size in KiB as if 1 KB were 1,000 bytes: Chapter "
+                         "17's \"KB\" per token is binary (1 KiB = 1,024 bytes), and the "
+                         "answer is asked in bytes")],
         "b-per-seq": seq,
         "c-factor": [(1 / s["c-factor"], "give MHA over this model: query heads / KV heads "
                                          "(a factor >= 1)")],
@@ -128,4 +145,7 @@ def exercises() -> list[Exercise]:
             Part("g-fp8", "KV bytes per token with an FP8 KV cache", "B", "rel", 0.001),
         ),
         make_params=_params, solve=_solve, mistakes=_mistakes,
+        conditions=("the model uses GQA or MQA (fewer KV heads than query heads), so that the "
+                    "MHA comparison means something",),
+        screen=_screen,
     )]

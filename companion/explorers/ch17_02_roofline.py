@@ -45,8 +45,10 @@ SECTION = "17.2"
 
 
 # log10 axis ranges, fixed so that the picture does not jump when a control moves:
-# intensity 0.1 .. ~3e5 FLOP/byte, attainable 0.01 .. ~3,000 TFLOP/s
-ROOFLINE_X_RANGE = (-1.0, 5.5)
+# intensity 0.1 .. ~1.6e5 FLOP/byte (the farthest point the controls reach is the 405B's
+# 32,768-token prefill with INT4 weights and attention counted, ~1.4e5), attainable
+# 0.01 .. ~3,000 TFLOP/s
+ROOFLINE_X_RANGE = (-1.0, 5.2)
 ROOFLINE_Y_RANGE = (-2.0, 3.5)
 
 ROOF_COLOR = theme.INK
@@ -54,8 +56,8 @@ REFERENCE_COLOR = theme.GREY        # dashed, where the ridge is dotted
 RIDGE_COLOR = theme.GREY
 POINT_COLORS = (theme.VERMILLION, theme.PINK, theme.BLUE, theme.GREEN, theme.ORANGE, theme.SKY)
 POINT_SYMBOLS = ("circle", "circle-open", "diamond", "square", "triangle-up", "x")
-# a point marked phase="prefill" always draws as the orange triangle (the theme's prefill
-# colour), in every figure; the other points take the remaining styles in order
+# a point marked phase="prefill" always draws as the tan triangle (theme.ORANGE, the theme's
+# prefill colour), in every figure; the other points take the remaining styles in order
 PREFILL_STYLE = 4
 _OTHER_STYLES = tuple(i for i in range(len(POINT_COLORS)) if i != PREFILL_STYLE)
 
@@ -111,9 +113,9 @@ def roofline_traces(hardware: Hardware, points, *, reference: Hardware | None = 
 
     ``points``: dicts as ``calc.roofline_point`` returns them plus a ``label`` (as in
     ``calc.roofline_points``) and optionally ``phase="prefill"``, which draws the point as the
-    prefill's orange triangle whatever its place in the list. The roof is min(peak, intensity x bandwidth) in TFLOP/s; the
-    ridge (peak / bandwidth) is a dotted vertical line; ``reference`` draws a second card's roof
-    in grey (the chapter's H100 when another card is chosen; hidden when it is the same card).
+    prefill's tan triangle whatever its place in the list. The roof is min(peak, intensity x
+    bandwidth) in TFLOP/s; the ridge (peak / bandwidth) is a dotted vertical line;
+    ``reference`` draws a second card's roof in grey (the chapter's H100 when another card is chosen; hidden when it is the same card).
     Three traces (roof, reference roof, ridge) and then one per point, last: each point is a
     marker of its own colour and symbol whose legend entry carries its label, intensity and
     share of peak, so labels never print over each other or off the plot however close the

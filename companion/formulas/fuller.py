@@ -11,6 +11,8 @@ and adds the term the chapter dropped, so that a notebook can show both:
   §2  decode_attention_intensity decode FLOPs with attention over each sequence's context
   §2  prefill_readings           prefill: the chapter's compute price, with attention, and the
                                  roofline's max with the weight read (short prompts)
+  §2  matmul_intensity           a pass's weight products with their activations read and
+                                 written, beside the weights-only count (long prompts)
   §3  head_of_line_readings      the stall: the prefill alone (chapter), decode step + prefill
                                  (the simulator's round), one fused pass on the roofline
   §4  long_context_in_batch      one long conversation in a serving batch: every sequence waits
@@ -41,7 +43,8 @@ from companion.serves import serves
 from companion.specs import Hardware, Model
 
 __all__ = [
-    "achieved_rates", "decode_attention_intensity", "prefill_readings", "pass_roofline",
+    "achieved_rates", "decode_attention_intensity", "prefill_readings", "matmul_intensity",
+    "pass_roofline",
     "head_of_line_readings", "long_context_in_batch", "block_rounded_capacity",
     "decode_roofline_batch", "decode_step_per_kernel",
 ]
@@ -225,6 +228,58 @@ def prefill_readings(model: Model, hardware: Hardware, prompt_tokens: int, *,
                 attention_share=full["attention_flops"] / full["flops"],
                 attention_over_chapter=full["compute_s"] / chapter,
                 roofline_over_chapter=full["step_s"] / chapter)
+
+
+@serves("17.2")
+def matmul_intensity(model: Model, tokens: int, *, intermediate_size: int | None = None,
+                     bytes_per_param: float | None = None,
+                     activation_bytes: float = 2) -> dict:
+    """Intensity of a pass's weight products with their activations counted (17 §2, fuller).
+
+    The chapter counts only the weights as bytes, so t tokens through them give
+    I = 2 P t / (P x bytes_per_param) = t in BF16. Each product of a d_in x d_out weight also
+    reads its t x d_in input X and writes its t x d_out output Y, which grow with t as the FLOPs
+    do. Per layer of a dense transformer with a gated MLP (q, k, v, o; gate, up, down), with
+    S = sum of d_in d_out and T = sum of (d_in + d_out) over those seven products,
+
+        I = 2 t S / (bytes_per_param x S + activation_bytes x t T)  ->  2 S / (activation_bytes x T),
+
+    close to the chapter's t while t is small next to d_model and d_ff, levelling off past them.
+    For the 8B shape (hidden 4,096, d_ff 14,336): 1,158 FLOP/B at 2,048 tokens, 2,462 at 32,768,
+    2,662 however long, still far right of the 295 ridge; weights-only decode reaches the ridge
+    at t = 333 instead of 295. Each product is its own kernel here; engines that fuse q/k/v and
+    gate/up read X once per group and sit a little higher. Embedding, head and attention's own
+    work are left out. ``intermediate_size`` defaults to the model's (a shape without one must
+    give it). Returns flops, weight_bytes, activation_bytes, chapter_intensity (FLOPs over the
+    weight bytes), intensity, activation_share (of the bytes) and long_prompt_limit.
+
+    >>> from companion.specs import LLAMA_8B
+    >>> r = matmul_intensity(LLAMA_8B, 2048, intermediate_size=14336)
+    >>> round(r["chapter_intensity"]), round(r["intensity"]), round(r["long_prompt_limit"])
+    (2048, 1158, 2662)
+    """
+    m = _at_precision(_model(model), bytes_per_param)
+    t = v.tokens("tokens", tokens, minimum=1)
+    act = v.positive("activation_bytes", activation_bytes)
+    f = m.intermediate_size if intermediate_size is None else v.count("intermediate_size",
+                                                                      intermediate_size)
+    if m.is_moe or m.is_mla:
+        raise ValueError(f"model: {m.name} routes experts or compresses its KV (MLA); "
+                         "matmul_intensity counts a dense grouped-query layer")
+    if m.hidden_size is None or f is None:
+        raise ValueError(f"intermediate_size: {m.name} gives no hidden_size or intermediate_size; "
+                         "pass intermediate_size (and use a model with hidden_size)")
+    d, q, kv = m.hidden_size, m.n_query_heads * m.head_dim, m.n_kv_heads * m.head_dim
+    shapes = ((d, q), (d, kv), (d, kv), (q, d), (d, f), (d, f), (f, d))
+    s_sum = sum(a * b for a, b in shapes)
+    t_sum = sum(a + b for a, b in shapes)
+    flops = 2.0 * t * s_sum * m.n_layers
+    weights = m.bytes_per_param * s_sum * m.n_layers
+    acts = act * t * t_sum * m.n_layers
+    return dict(flops=flops, weight_bytes=weights, activation_bytes=acts,
+                chapter_intensity=flops / weights, intensity=flops / (weights + acts),
+                activation_share=acts / (weights + acts),
+                long_prompt_limit=2.0 * s_sum / (act * t_sum))
 
 
 # --- §3: the head-of-line stall, three ways ---------------------------------------------------

@@ -168,6 +168,30 @@ print(f"at the full roof: {calc.prefill_compute_s(m8, hw, n, efficiency=1.0) / u
 print(f"prompts shorter than ~{ridge / calc.prefill_intensity(m8, 1):.0f} tokens stay on the "
       "memory roof")
 
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+from companion.formulas.fuller import matmul_intensity  # noqa: E402
+
+d_ff = models.load("llama-3.1-8b").intermediate_size   # the MLP width the round shape omits
+p_longest = next(c.max for c in widgets.RooflinePanel.controls if c.name == "prompt_tokens")
+gemm = {t: matmul_intensity(m8, t, intermediate_size=d_ff) for t in (n, p_longest)}
+gemm_ridge_b = next(b for b in range(1, 10 * round(ridge))
+                    if matmul_intensity(m8, b, intermediate_size=d_ff)["intensity"] >= ridge)
+md(f"""
+**Where "intensity ≈ n" stops holding.** The count takes the weights as the only bytes. Each
+weight product also reads its input activations ($n$ rows as wide as the product's input) and
+writes its output, and those bytes grow with $n$ as the FLOPs do. While $n$ is small next to the
+model's widths (hidden {m8.hidden_size:,}, MLP {d_ff:,}) they hardly count; at the chapter's
+{n:,} tokens they are {100 * gemm[n]['activation_share']:.0f}% of the bytes, and the intensity is
+{gemm[n]['intensity']:,.0f} FLOP/B, not {n:,}; at the explorer's longest prompt,
+{p_longest:,} tokens, it is {gemm[p_longest]['intensity']:,.0f}, and no prompt passes
+{gemm[n]['long_prompt_limit']:,.0f}. Even {gemm[n]['intensity']:,.0f} is
+{gemm[n]['intensity'] / ridge:.1f} times the ridge, so prefill stays compute-bound. The same
+bytes move weights-only decode a little: it reaches the ridge near a batch of {gemm_ridge_b},
+not {ridge:.0f}. (Counted per layer with the shapes of Llama-3.1-8B, each product as its own
+kernel, by `matmul_intensity` in `companion.formulas.fuller`.)
+""")
+
 # %% [markdown]
 # ## Batching lifts decode, and the KV cache pulls it back down
 #
@@ -183,18 +207,36 @@ print(f"prompts shorter than ~{ridge / calc.prefill_intensity(m8, 1):.0f} tokens
 # sequence) and once with long contexts (8,000 tokens each).
 
 # %%
+def fits_note(L, batch=64):
+    """Weights + the batch's KV + 17 §4's runtime reserve against the card (the explorer's
+    memory check), e.g. "87 GB: does not fit"."""
+    mem = widgets.RooflinePanel().at(batch=batch, context_tokens=L).numbers
+    return (f"{mem['memory_needed_GB']:.0f} GB: "
+            + ("fits" if mem["fits_in_memory"] else "does not fit"))
+
+
 for L in (0, ch17.CHAT_LIVE_TOKENS, ch17.LONG_CONTEXT_TOKENS):
     step = calc.decode_vs_context(m8, hw, L, batch=64)
     print(f"b = 64, {L:>5,} live tokens: KV {step['kv_bytes'] / 64 / units.GB:5.3f} GB each, "
           f"bytes per step {step['step_bytes'] / units.GB:5.1f} GB, "
-          f"intensity {calc.decode_intensity(m8, 64, L):4.1f} FLOP/byte")
+          f"intensity {calc.decode_intensity(m8, 64, L):4.1f} FLOP/byte; "
+          f"weights + KV + reserve {fits_note(L)}")
+
+# %% jupyter={"source_hidden": true} tags=["remove-input"]
+# computes the numbers in the text below
+long_mem = widgets.RooflinePanel().at(batch=64, context_tokens=ch17.LONG_CONTEXT_TOKENS).numbers
+md(f"""
+The batch did not change, yet long caches cut the intensity to a fraction of the short-chat
+value. Serving long contexts runs into memory twice: the caches fill the card (capacity) and
+reading them eats the step (bandwidth). The {ch17.LONG_CONTEXT_TOKENS:,}-token row shows the
+first already: weights, 64 caches and the runtime reserve come to
+{long_mem['memory_needed_GB']:.0f} GB, {long_mem['memory_over_card']:.2f} times the
+{hw.mem_bytes / units.GB:.0f} GB card, so that batch **does not fit**; its intensity is what
+such a batch would have, not one this card can run. 17.4 therefore sizes the cache exactly,
+and 17.5 stops allocating memory that holds nothing.
+""")
 
 # %% [markdown]
-# The batch did not change, yet long caches cut the intensity to a fraction of the short-chat
-# value. Serving long contexts runs into memory twice: the caches fill the card (capacity) and
-# reading them eats the step (bandwidth). 17.4 therefore sizes the cache exactly, and 17.5
-# stops allocating memory that holds nothing.
-#
 # ## The roofline, drawn from the numbers
 #
 # The chapter sketches the plot by hand; here every marker is computed with
@@ -206,11 +248,13 @@ points = [dict(label="decode, batch 1", **b1)]
 for label, L in (("decode, b=64, weights only", 0),
                  ("decode, b=64, 600 live tokens", ch17.CHAT_LIVE_TOKENS),
                  ("decode, b=64, 8,000 live tokens", ch17.LONG_CONTEXT_TOKENS)):
+    if fits_note(L).endswith("does not fit"):
+        label += f" ({fits_note(L)})"
     points.append(dict(label=label, **calc.roofline_point(calc.decode_intensity(m8, 64, L), hw)))
 points.append(dict(label=f"prefill, {n:,}-token prompt", phase="prefill",
                    **calc.roofline_point(calc.prefill_intensity(m8, n), hw)))
 for p in points:
-    print(f"{p['label']:34} {p['intensity_flop_per_byte']:7,.1f} FLOP/B "
+    print(f"{p['label']:53} {p['intensity_flop_per_byte']:7,.1f} FLOP/B "
           f"{p['attainable_flops_per_s'] / units.TFLOP:7.1f} TFLOP/s "
           f"{100 * p['fraction_of_peak']:6.2f}% of peak")
 plots.roofline_figure(hw, points).show()
@@ -568,16 +612,17 @@ corner = calc.fused_ridge_tokens(m8, hw)
 at_ridge = calc.prefill_readings(m8, hw, int(round(ridge)))
 answer(f"""
 At {short} tokens the intensity is {p_short['prefill_intensity']:.0f} FLOP/B, below the
-ridge of {p_short['ridge_flop_per_byte']:.0f}: prefill is now **{bound}-bound**, reaching
-{p_short['prefill_pct_of_peak']:.0f}% of peak. On the roofline it takes
-{p_short['prefill_roofline_ms']:.1f} ms, about one batch-1 decode step
-({p_short['decode_b1_step_ms']:.1f} ms), because its time is set by reading the weights once.
-That floor holds only below about {corner:.0f} tokens, though, not all the way to the ridge:
-the ridge assumes the full peak, and at the chapter's
-{100 * ch17.PREFILL_EFFICIENCY:.0f}% of peak the arithmetic outlasts the weight read from the
-ridge times {ch17.PREFILL_EFFICIENCY:g} onwards. A {ridge:.0f}-token prompt, still left of the
-ridge by intensity, takes {at_ridge['roofline_s'] / units.ms:.1f} ms,
-{at_ridge['roofline_s'] / (p_short['decode_b1_step_ms'] * units.ms):.1f} times the sweep. A
+ridge of {p_short['ridge_flop_per_byte']:.0f}: prefill is now **{bound}-bound**, and the roof
+lets it reach {p_short['prefill_pct_of_peak']:.0f}% of peak. Its time is set by reading the
+weights once: **{p_short['prefill_roofline_ms']:.1f} ms**, about one batch-1 decode step
+({p_short['decode_b1_step_ms']:.1f} ms), however short the prompt.
+
+*A refinement.* The ridge assumes the full peak. At the chapter's
+{100 * ch17.PREFILL_EFFICIENCY:.0f}% of peak the arithmetic outlasts the weight read sooner,
+from about {corner:.0f} tokens (the ridge times {ch17.PREFILL_EFFICIENCY:g}). Between those two
+lengths a prompt is still left of the ridge by its intensity, yet its compute sets the time:
+a {ridge:.0f}-token prompt takes {at_ridge['roofline_s'] / units.ms:.1f} ms,
+{at_ridge['roofline_s'] / (p_short['decode_b1_step_ms'] * units.ms):.1f} times the sweep. So a
 prompt of up to about {corner:.0f} tokens costs one weight sweep whatever its length, nearly
 free next to the decode that follows it; past that its compute sets the price.
 """, title="Worked answer 3")
@@ -625,7 +670,8 @@ weight bytes.
 # > parameters, all of them streamed each decode step, with attention's FLOPs left out except
 # > where a line adds them; the card runs at its spec-sheet peaks, except a prefill's compute
 # > at an assumed 50%; a prefill is priced by its compute alone except in the short-prompt
-# > table; every sequence of a batch holds the same live context; the MoE's routing is
+# > table; only the weights count as bytes, except where the activations of long prompts are
+# > added; every sequence of a batch holds the same live context; the MoE's routing is
 # > uniform.
 # >
 # > </details>

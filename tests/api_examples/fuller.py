@@ -9,6 +9,8 @@ EXAMPLES = {
                                        bytes_per_param=2, kv_bytes_per_value=2),
     "prefill_readings": dict(model=LLAMA_8B, hardware=H100_SXM, prompt_tokens=2048,
                              efficiency=0.5, bytes_per_param=2),
+    "matmul_intensity": dict(model=LLAMA_8B, tokens=2048, intermediate_size=14336,
+                             bytes_per_param=2, activation_bytes=2),
     "pass_roofline": dict(model=LLAMA_8B, hardware=H100_SXM, prompt_tokens=512,
                           history_tokens=512, decode_batch=57, decode_context_tokens=600,
                           efficiency=0.5, attention=True, kv_bytes_per_value=2),
