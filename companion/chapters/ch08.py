@@ -506,8 +506,9 @@ DFLASH_PEAK_AFTER_MIB = 20_894
 """8.6.3: "to 20,894 MiB"."""
 
 DFLASH_DRAFT_MEMORY_BYTES = (DFLASH_PEAK_AFTER_MIB - DFLASH_PEAK_BEFORE_MIB) * MiB
-"""8.6.3: the drafter's extra peak memory, 20,894 - 17,706 = 3188 MiB (weights, its KV and
-buffers), which 8.6.3 charges inside the 12 GiB KV budget; more than the 2.10 GB of weights."""
+"""8.6.3: the drafter's extra peak memory, "(from 17,706 MiB to 20,894 MiB)", 3188 MiB (weights,
+its KV and buffers), which 8.6.3 charges inside the 12 GiB KV budget; more than the 2.10 GB of
+weights."""
 
 DFLASH_TTFT_BEFORE_S = 129.4e-3
 """8.6.3: "first-token time rose from 129.4 ms to 141.6 ms" (about 2300 input tokens)."""
