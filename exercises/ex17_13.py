@@ -38,6 +38,10 @@
 #    warm worker, in ms; **(e)** their ratio.
 # 2. Two routers land the given shares of turns on a warm worker. The expected TTFT (no
 #    queueing) of turn $t$ with **(f)** the better and **(g)** the worse router, in ms.
+# 3. The tail of the same turn: the p90 TTFT (no queueing), the smallest TTFT that fewer than
+#    10% of such turns exceed, with **(h)** the better and **(i)** the worse router, in ms.
+#    Each turn takes one of two times, warm or cold, so the p90 is one of them: which one
+#    depends on the share of turns that land cold.
 #
 # Your given data come from `grading.params("17-13", SEED)`. Seed 0 is the chapter's own data
 # (the 8B on an H100 SXM at 50% of peak; 6,000 tokens plus 1,200 per turn, turn 20; routers
@@ -88,5 +92,24 @@ with grading.checks():
     grading.check("17-13", "f-expected-good", good_ms, seed=SEED)
     grading.check("17-13", "g-expected-poor", poor_ms, seed=SEED)
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "ag_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# %% [markdown]
+# ## (h), (i) The tail each router leaves
+#
+# Set `good_p90_ms` and `poor_p90_ms`.
+#
+# **Then explain**, in three or four sentences in the cell under the check: why does the cold
+# to warm ratio grow with every turn, what do the expected TTFT and the p90 each say about a
+# router, and why can a router that wins on the mean still leave the tail at a full cold
+# prefill? What keeps a real router from pinning every conversation to its warm worker?
+
+# %% nbgrader={"grade": false, "grade_id": "hi_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
+good_p90_ms = poor_p90_ms = None
+# YOUR CODE HERE
+
+# %% nbgrader={"grade": true, "grade_id": "hi_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} tags=["raises-exception"]
+with grading.checks():
+    grading.check("17-13", "h-p90-good", good_p90_ms, seed=SEED)
+    grading.check("17-13", "i-p90-poor", poor_p90_ms, seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ai_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

@@ -44,13 +44,10 @@
 # The 405B model is fixed; the node size (4 or 8 GPUs), the card and the reserve change with
 # the seed, and with them (g)-(j). If a seed would give an unfair variant (a tie, an
 # empty list, a zero count, an answer on a rounding edge), `grading.params` moves to the next
-# seed and prints why. Seed 0 is the one exception: it keeps the chapter's $S$ = 4 with a
-# round 5% target, so in (f) the bound on $M$ comes out whole and the bubble at the answer
-# equals the target exactly, which meets it under the $\le$ above (one microbatch more is
-# accepted there too, with a note).
+# seed and prints why.
 #
 # Your given data come from `grading.params("17-6", SEED)`. Seed 0 is the chapter's own data
-# (the 70B shape at $S$ = 4 with $M$ = 16 and 64, the 405B on H100 SXMs), plus a 5% bubble
+# (the 70B shape at $S$ = 4 with $M$ = 16 and 64, the 405B on H100 SXMs), plus a bubble
 # target of ours; on a course hub you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -87,6 +84,11 @@ with grading.checks():
 # ## (f) Microbatches for the target
 #
 # Set `m_needed`.
+#
+# **Then explain**, in three or four sentences in the cell under the check: why does a small
+# bubble need many more microbatches than stages, and what kind of load does that make PP
+# suited to? The formula counts a batch pushed through the pipe once, as in a prefill: why does
+# steady-state decode keep the pipe full with only about $S$ microbatches in rotation?
 
 # %% nbgrader={"grade": false, "grade_id": "f_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 m_needed = None
@@ -103,6 +105,10 @@ with grading.checks():
 # ## (g)-(j) Placing the 405B
 #
 # Set `node_per_gpu_gb`, `node_fits`, `layout_gpus` and `layout_per_gpu_gb`.
+#
+# **Then explain**, in two or three sentences in the cell under the check: why does TP stop at
+# the edge of the node while whole nodes are added as PP stages, and what is the room left on
+# each card above its weights and the reserve used for?
 
 # %% nbgrader={"grade": false, "grade_id": "gj_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 node_per_gpu_gb = node_fits = layout_gpus = layout_per_gpu_gb = None

@@ -47,6 +47,10 @@
 # The RDMA link is a NIC, quoted per direction in gigabits per second. GB and GB/s are decimal
 # ($10^9$).
 #
+# **ITL target.** 17 §3 asks that tokens keep coming "a few tens of ms" apart; the companion
+# reads that as the ITL target the given data print, the yardstick for the hop below (no part
+# asks for it).
+#
 # Your given data come from `grading.params("17-7", SEED)`. Seed 0 is the chapter's own data
 # (100 req/s, 2,000-token prompts, 250-token outputs, 10,000 and 2,500 tok/s per group, one
 # 8,000-token request of the 70B shape, the H100 SXM's NVLink, 400 Gb/s RDMA); on a course hub
@@ -69,11 +73,17 @@ print(f"KV hop: {given['model'].name}, n_layers = {given['n_layers']}, "
       f"{given['context_tokens']:,} tokens")
 print(f"links: NVLink {given['nvlink_spec_bytes_per_s'] / units.GB:g} GB/s as the data sheet "
       f"gives it (both directions added); RDMA {given['rdma_gbit_per_s']} Gb/s per direction")
+print(f"ITL target (the companion's choice for 17 §3's 'a few tens of ms'): "
+      f"{given['itl_target_s'] / units.ms:g} ms")
 
 # %% [markdown]
 # ## (a)-(e) The two pools
 #
 # Set `prompt_demand`, `prefill_groups`, `output_demand`, `decode_groups` and `pool_ratio`.
+#
+# **Then explain**, in two or three sentences in the cell under the check: why is each pool
+# sized by a division of its own, and what change in the traffic moves the ratio (e), and
+# which way?
 
 # %% nbgrader={"grade": false, "grade_id": "ae_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 prompt_demand = prefill_groups = output_demand = decode_groups = pool_ratio = None
@@ -94,6 +104,12 @@ with grading.checks():
 # ## (f)-(i) The KV hop
 #
 # Set `kv_gb`, `nvlink_ms`, `rdma_ms` and `per_layer_ms`.
+#
+# **Then explain**, in four or five sentences in the cell under the check: why is the RDMA hop
+# so much slower than the NVLink one? The prefill GPU streams the first token, so the hop holds
+# back the second: shipped whole after the prefill, how does (h) compare with the given ITL
+# target, and why does shipping layer by layer, overlapped with the prefill, leave only (i)
+# after it? (Compare the hop with the prefill that produced the cache.)
 
 # %% nbgrader={"grade": false, "grade_id": "fi_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 kv_gb = nvlink_ms = rdma_ms = per_layer_ms = None

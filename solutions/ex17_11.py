@@ -49,11 +49,15 @@
 # 4. **(i)** The long prompt's TTFT when chunked, charging every chunk a full round, in ms, and
 #    **(j)** its increase over a dedicated prefill, (i) / (c) - 1, in %.
 #
-# **The decode step and the worst ITL.** The decode step is §5's unrounded step (§6's, not
-# §3's rounded one). The round that admits the whole prompt also runs the decode step, so a
-# scheduler (the companion's simulator) sees an unchunked worst gap of
-# $T_\text{step} + t_\text{prefill}$, one step more than the chapter's reading. The grader
-# accepts that reading in (d) and (h) too, and its message says which reading you used.
+# <details><summary>Note: which decode step, and which worst ITL</summary>
+#
+# The decode step is §5's unrounded step (§6's, not §3's rounded one). The round that admits
+# the whole prompt also runs the decode step, so a scheduler (the companion's simulator) sees
+# an unchunked worst gap of $T_\text{step} + t_\text{prefill}$, one step more than the
+# chapter's reading. The grader accepts that reading in (d) and (h) too, and its message says
+# which reading you used.
+#
+# </details>
 #
 # Your given data come from `grading.params("17-11", SEED)`. Seed 0 is the chapter's own data
 # (8B on an H100 SXM at 50% of peak, a 2,048-token prompt and 250 outputs, §5's step, an
@@ -84,6 +88,10 @@ print(f"long prompt n = {given['long_prompt_tokens']:,} tokens, chunks of "
 # ## (a)-(d) One request, and one long prompt
 #
 # Set `ttft_ms`, `decode_share_pct`, `stall_ms` and `stall_ratio`.
+#
+# **Then explain**, in two or three sentences in the cell under the check: which phase takes
+# most of a typical request's wall clock, and why does one long prompt prefilled whole hurt
+# every running stream's p99 ITL while barely moving the mean?
 
 # %% nbgrader={"grade": false, "grade_id": "ad_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ttft_ms = decode_share_pct = stall_ms = stall_ratio = None
@@ -172,6 +180,10 @@ with grading.checks():
 # the step, and every running stream's next token waits for it: one gap many steps long.
 # The mean ITL barely moves, because the freeze is one gap among many; p99 spikes exactly when
 # long prompts arrive.
+#
+# *Look for:* (1) decode is most of a typical request's time, (b); (2) a whole long prefill
+# is one block of compute many decode steps long, (d); (3) every running stream waits it out,
+# one long gap; (4) one gap among many barely moves the mean but sets the p99.
 # ### END SOLUTION
 
 # %% [markdown]
@@ -179,6 +191,10 @@ with grading.checks():
 #
 # Set `chunks`, `chunk_ms`, `iteration_ms`, `itl_gain`, `ttft_chunked_ms` and
 # `ttft_increase_pct`.
+#
+# **Then explain**, in three or four sentences in the cell under the check: what does chunking
+# buy the running streams, what does the long prompt pay for it, and how does the chunk size
+# move the two? When would you move the phases to separate pools instead?
 
 # %% nbgrader={"grade": false, "grade_id": "ej_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 chunks = chunk_ms = iteration_ms = itl_gain = ttft_chunked_ms = ttft_increase_pct = None
@@ -259,4 +275,9 @@ with grading.checks():
 # chunked prefill does not remove the long prompt's work, it spreads it out, trading that
 # prompt's TTFT for every other stream's worst ITL, and the chunk size sets the rate of that
 # exchange.
+#
+# *Look for:* (1) the worst gap falls from the whole prefill to one round, step plus chunk,
+# (h); (2) the long prompt's TTFT rises, every chunk sharing a round with the decode step,
+# (j); (3) smaller chunks: a smaller worst ITL, a larger TTFT penalty; (4) when no chunk size
+# meets both targets, separate prefill and decode pools (17 §8).
 # ### END SOLUTION

@@ -38,6 +38,10 @@
 #    warm worker, in ms; **(e)** their ratio.
 # 2. Two routers land the given shares of turns on a warm worker. The expected TTFT (no
 #    queueing) of turn $t$ with **(f)** the better and **(g)** the worse router, in ms.
+# 3. The tail of the same turn: the p90 TTFT (no queueing), the smallest TTFT that fewer than
+#    10% of such turns exceed, with **(h)** the better and **(i)** the worse router, in ms.
+#    Each turn takes one of two times, warm or cold, so the p90 is one of them: which one
+#    depends on the share of turns that land cold.
 #
 # Your given data come from `grading.params("17-13", SEED)`. Seed 0 is the chapter's own data
 # (the 8B on an H100 SXM at 50% of peak; 6,000 tokens plus 1,200 per turn, turn 20; routers
@@ -144,12 +148,67 @@ with grading.checks():
     grading.check("17-13", "f-expected-good", good_ms, seed=SEED)
     grading.check("17-13", "g-expected-poor", poor_ms, seed=SEED)
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "ag_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
+# %% [markdown]
+# ## (h), (i) The tail each router leaves
+#
+# Set `good_p90_ms` and `poor_p90_ms`.
+#
+# **Then explain**, in three or four sentences in the cell under the check: why does the cold
+# to warm ratio grow with every turn, what do the expected TTFT and the p90 each say about a
+# router, and why can a router that wins on the mean still leave the tail at a full cold
+# prefill? What keeps a real router from pinning every conversation to its warm worker?
+
+# %% nbgrader={"grade": false, "grade_id": "hi_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
+good_p90_ms = poor_p90_ms = None
+### BEGIN SOLUTION
+def p90_ms(share):
+    """The smallest TTFT that fewer than 10% of turns exceed: warm only when fewer than 10%
+    of turns land cold."""
+    return cold_ms if 1 - share >= 0.1 - 1e-12 else warm_ms
+
+
+good_p90_ms, poor_p90_ms = p90_ms(good), p90_ms(poor)
+
+
+def reading(share, p90):
+    cold_share = 1 - share
+    which = "cold" if p90 == cold_ms else "warm"
+    rel = "at least" if which == "cold" else "fewer than"
+    return (rf"share {share:g}: {100 * cold_share:.0f}% of turns land cold, {rel} 10%, so the "
+            rf"p90 is the {which} TTFT, {p90:.1f} ms")
+
+
+md(rf"""
+- Better router, {reading(good, good_p90_ms)} (its mean: {good_ms:.1f} ms).
+- Worse router, {reading(poor, poor_p90_ms)} (its mean: {poor_ms:.1f} ms).
+""")
+# check: the companion's grader reads the p90 the same way
+from companion.exercises import ex17_13
+
+assert good_p90_ms == (cold_ms if ex17_13.p90_is_cold(good) else warm_ms)
+assert poor_p90_ms == (cold_ms if ex17_13.p90_is_cold(poor) else warm_ms)
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "hi_check", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false}
+with grading.checks():
+    grading.check("17-13", "h-p90-good", good_p90_ms, seed=SEED)
+    grading.check("17-13", "i-p90-poor", poor_p90_ms, seed=SEED)
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ai_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
 # A cold worker prefills the whole conversation, a warm one only the newest message, so their
 # ratio is $L_t/\Delta n$ and grows by one with every turn (derivation above). A router that
 # lands most turns warm keeps the expected TTFT close to the warm value; one that lands few
-# pays mostly cold prefills, a larger loss than any kernel tuning in the chapter can win back. The
-# catch is load: pinning every conversation to its warm worker builds hotspots, so real
-# routers score prefix overlap against current load.
+# pays mostly cold prefills, a larger loss than any kernel tuning in the chapter can win back.
+# The mean hides the tail, though: each turn is either warm or cold, so as long as one turn in
+# ten or more lands cold the p90 is a full cold prefill, whatever the mean; only a router that
+# keeps more than nine turns in ten warm brings the p90 down to the warm value. The catch is
+# load: pinning every conversation to its warm worker builds hotspots, so real routers score
+# prefix overlap against current load.
+#
+# *Look for:* (1) cold over warm is $L_t / \Delta n$, which grows with the turn; (2) the mean
+# mixes the two times by the warm share and favours the better router; (3) the p90 is one of
+# the two times, cold while at least 10% of turns land cold, so it needs a warm share above
+# 90% to fall; (4) pinning conversations to warm workers builds hotspots, so routers weigh
+# prefix overlap against load.
 # ### END SOLUTION

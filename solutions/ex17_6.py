@@ -44,13 +44,10 @@
 # The 405B model is fixed; the node size (4 or 8 GPUs), the card and the reserve change with
 # the seed, and with them (g)-(j). If a seed would give an unfair variant (a tie, an
 # empty list, a zero count, an answer on a rounding edge), `grading.params` moves to the next
-# seed and prints why. Seed 0 is the one exception: it keeps the chapter's $S$ = 4 with a
-# round 5% target, so in (f) the bound on $M$ comes out whole and the bubble at the answer
-# equals the target exactly, which meets it under the $\le$ above (one microbatch more is
-# accepted there too, with a note).
+# seed and prints why.
 #
 # Your given data come from `grading.params("17-6", SEED)`. Seed 0 is the chapter's own data
-# (the 70B shape at $S$ = 4 with $M$ = 16 and 64, the 405B on H100 SXMs), plus a 5% bubble
+# (the 70B shape at $S$ = 4 with $M$ = 16 and 64, the 405B on H100 SXMs), plus a bubble
 # target of ours; on a course hub you get a seed of your own, from your user name.
 
 # %% nbgrader={"grade": false, "grade_id": "given", "locked": true, "schema_version": 3, "solution": false, "task": false}
@@ -123,15 +120,18 @@ with grading.checks():
 # ## (f) Microbatches for the target
 #
 # Set `m_needed`.
+#
+# **Then explain**, in three or four sentences in the cell under the check: why does a small
+# bubble need many more microbatches than stages, and what kind of load does that make PP
+# suited to? The formula counts a batch pushed through the pipe once, as in a prefill: why does
+# steady-state decode keep the pipe full with only about $S$ microbatches in rotation?
 
 # %% nbgrader={"grade": false, "grade_id": "f_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 m_needed = None
 ### BEGIN SOLUTION
 # (S - 1) / (M + S - 1) <= t  <=>  M >= (S - 1)(1/t - 1): the smallest whole M is its ceiling
-# (a bound that is whole up to rounding error counts as whole: there the bubble equals the
-# target exactly, which meets it)
 m_bound = (S - 1) * (1 / target - 1)
-m_needed = max(1, math.ceil(m_bound - 1e-9))
+m_needed = max(1, math.ceil(m_bound))
 
 
 def bubble_pct(M):
@@ -172,12 +172,22 @@ with grading.checks():
 # the last stage comes back to the first for its next token, so with $M \ge S$ microbatches
 # in rotation the pipe never drains, and only unequal stage times leave some idle (17.7's
 # fuller model).
+#
+# *Look for:* (1) the bubble falls only as $M$ outgrows $S$: (f) is many times $S$; (2) those
+# microbatches come from concurrent requests, so PP buys throughput, not single-stream latency;
+# (3) in steady-state decode a microbatch leaving the last stage re-enters the first for its
+# next token, so about $S$ microbatches in rotation keep every stage busy and the pipe never
+# drains; (4) bonus: unequal stage times still leave some idle.
 # ### END SOLUTION
 
 # %% [markdown]
 # ## (g)-(j) Placing the 405B
 #
 # Set `node_per_gpu_gb`, `node_fits`, `layout_gpus` and `layout_per_gpu_gb`.
+#
+# **Then explain**, in two or three sentences in the cell under the check: why does TP stop at
+# the edge of the node while whole nodes are added as PP stages, and what is the room left on
+# each card above its weights and the reserve used for?
 
 # %% nbgrader={"grade": false, "grade_id": "gj_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 node_per_gpu_gb = node_fits = layout_gpus = layout_per_gpu_gb = None
@@ -237,4 +247,9 @@ with grading.checks():
 # NVLink, and whole nodes are added as PP stages, with one activation handoff between them per
 # token; what each card has left above its share of the weights and the reserve is room for
 # the KV cache. At the chapter's data one node of 8 falls short and two nodes fit.
+#
+# *Look for:* (1) any layout needs more than $D_w / (C - M_u)$ GPUs; (2) TP's per-layer
+# all-reduces need NVLink, so TP stops at the node's width; (3) PP's one small activation per
+# token and boundary crosses nodes cheaply, so extra nodes become stages; (4) what is left on
+# each card holds the KV cache, which sets the batch.
 # ### END SOLUTION

@@ -47,6 +47,10 @@
 # The RDMA link is a NIC, quoted per direction in gigabits per second. GB and GB/s are decimal
 # ($10^9$).
 #
+# **ITL target.** 17 §3 asks that tokens keep coming "a few tens of ms" apart; the companion
+# reads that as the ITL target the given data print, the yardstick for the hop below (no part
+# asks for it).
+#
 # Your given data come from `grading.params("17-7", SEED)`. Seed 0 is the chapter's own data
 # (100 req/s, 2,000-token prompts, 250-token outputs, 10,000 and 2,500 tok/s per group, one
 # 8,000-token request of the 70B shape, the H100 SXM's NVLink, 400 Gb/s RDMA); on a course hub
@@ -69,11 +73,17 @@ print(f"KV hop: {given['model'].name}, n_layers = {given['n_layers']}, "
       f"{given['context_tokens']:,} tokens")
 print(f"links: NVLink {given['nvlink_spec_bytes_per_s'] / units.GB:g} GB/s as the data sheet "
       f"gives it (both directions added); RDMA {given['rdma_gbit_per_s']} Gb/s per direction")
+print(f"ITL target (the companion's choice for 17 §3's 'a few tens of ms'): "
+      f"{given['itl_target_s'] / units.ms:g} ms")
 
 # %% [markdown]
 # ## (a)-(e) The two pools
 #
 # Set `prompt_demand`, `prefill_groups`, `output_demand`, `decode_groups` and `pool_ratio`.
+#
+# **Then explain**, in two or three sentences in the cell under the check: why is each pool
+# sized by a division of its own, and what change in the traffic moves the ratio (e), and
+# which way?
 
 # %% nbgrader={"grade": false, "grade_id": "ae_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 prompt_demand = prefill_groups = output_demand = decode_groups = pool_ratio = None
@@ -139,12 +149,23 @@ with grading.checks():
 # documents grow only $\lambda \bar n$ and so only the prefill pool, chattier sessions only
 # $\lambda \bar G$ and the decode pool, and two pools can follow each shift on their own where
 # a shared fleet cannot.
+#
+# *Look for:* (1) prefill is sized in prompt tokens per second, decode in output tokens per
+# second, each against one group's rate; (2) both rounded up to whole groups; (3) the ratio
+# follows the workload: longer prompts grow the prefill pool, longer outputs the decode pool;
+# (4) separate pools can each follow their own shift.
 # ### END SOLUTION
 
 # %% [markdown]
 # ## (f)-(i) The KV hop
 #
 # Set `kv_gb`, `nvlink_ms`, `rdma_ms` and `per_layer_ms`.
+#
+# **Then explain**, in four or five sentences in the cell under the check: why is the RDMA hop
+# so much slower than the NVLink one? The prefill GPU streams the first token, so the hop holds
+# back the second: shipped whole after the prefill, how does (h) compare with the given ITL
+# target, and why does shipping layer by layer, overlapped with the prefill, leave only (i)
+# after it? (Compare the hop with the prefill that produced the cache.)
 
 # %% nbgrader={"grade": false, "grade_id": "fi_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 kv_gb = nvlink_ms = rdma_ms = per_layer_ms = None
@@ -186,7 +207,8 @@ from companion.chapters import ch17
 
 m, hw, tp = given["model"], given["hardware"], given["prefill_tp"]
 prefill_ms = calc.prefill_compute_s(m, hw, L) / tp / units.ms
-itl_ms = ch17.ITL_TARGET_S / units.ms
+itl_ms = given["itl_target_s"] / units.ms
+assert given["itl_target_s"] == ch17.ITL_TARGET_S
 assert prefill_ms > rdma_ms          # the link keeps up: layer by layer, only a slice is left
 md(rf"""
 **Against the prefill, and where the time lands.** The prefill that produced these {L:,}
@@ -245,4 +267,10 @@ with grading.checks():
 # pool already gives most of the gain without the hop. The point: the KV hop is the price of
 # disaggregation, affordable when the prefill outlasts it and it ships layer by layer, and
 # the link's per-direction rate, not the data sheet's two-way sum, sets that price.
+#
+# *Look for:* (1) the hop is $L k$ one way, at each link's per-direction rate (bits to bytes for
+# the NIC, half the two-way NVLink figure); (2) the hop delays the second token, and shipped
+# whole it can exceed the ITL target; (3) the prefill takes longer than the hop, so a
+# layer-by-layer transfer keeps up and only the last layer's slice, (i), remains; (4) bonus:
+# for small models and short prompts chunked prefill on one pool may be the cheaper fix.
 # ### END SOLUTION

@@ -25,6 +25,16 @@ def _params(seed: int) -> dict:
                 hit_rates=c["hits"])
 
 
+# the percentile the tail parts ask for: the smallest TTFT that fewer than 10% of turns exceed
+P90_TAIL = 0.10
+
+
+def p90_is_cold(warm_share: float) -> bool:
+    """Is a router's p90 TTFT a full cold prefill? Yes unless fewer than 10% of turns land
+    cold, i.e. whenever the warm share is at most 90%."""
+    return 1 - warm_share >= P90_TAIL - 1e-12
+
+
 def _solve(g: dict) -> dict:
     r = calc.kv_routing_ttft(g["model"], g["hardware"], g["turn"],
                              first_turn_tokens=g["first_turn_tokens"],
@@ -34,6 +44,9 @@ def _solve(g: dict) -> dict:
     def expectedms(hit: float) -> float:
         return ms(hit * r["warm_s"] + (1 - hit) * r["cold_s"])
 
+    def p90ms(hit: float) -> float:
+        return ms(r["cold_s"] if p90_is_cold(hit) else r["warm_s"])
+
     return {
         "a-context": r["context_tokens"],
         "b-cold-flop": r["cold_flops"] / units.TFLOP,
@@ -42,6 +55,8 @@ def _solve(g: dict) -> dict:
         "e-ratio": r["speedup"],
         "f-expected-good": expectedms(good),
         "g-expected-poor": expectedms(poor),
+        "h-p90-good": p90ms(good),
+        "i-p90-poor": p90ms(poor),
     }
 
 
@@ -50,7 +65,24 @@ def _mistakes(g: dict) -> dict:
     t, first, per = g["turn"], g["first_turn_tokens"], g["tokens_per_turn"]
     good, poor = g["hit_rates"]
     swapped = "a warm hit costs the warm TTFT: hit x warm + (1 - hit) x cold"
+    mean = ("that is the mean; the p90 is one of the two TTFTs: cold unless fewer than 10% of "
+            "turns land cold")
+    edge = ("at a 90% warm share exactly one turn in ten is cold, which is not fewer than 10%: "
+            "the p90 is the cold TTFT")
+    tail = {}
+    for part, mean_part, hit in (("h-p90-good", "f-expected-good", good),
+                                 ("i-p90-poor", "g-expected-poor", poor)):
+        other = s["d-warm"] if s[part] == s["c-cold"] else s["c-cold"]
+        why = edge if abs(hit - (1 - P90_TAIL)) < 1e-9 else (
+            "the p90 is the cold TTFT when at least 10% of turns land cold (a warm share of at "
+            "most 90%), else the warm one")
+        tail[part] = [(s[mean_part], mean), (other, why)]
     return {
+        **tail,
+        "b-cold-flop": [(s["b-cold-flop"] * 1e12, "give TFLOP, not FLOP: divide 2 N L_t by "
+                                                  "10^12")],
+        "e-ratio": [(1 / s["e-ratio"], "cold over warm, not warm over cold: the ratio is "
+                                       "L_t / Delta n, above 1")],
         "a-context": [(first + t * per, "turn t adds t - 1 messages to the first turn's prompt")],
         "c-cold": [(s["c-cold"] * g["efficiency"], "prefill runs at the assumed fraction of "
                                                    "peak")],
@@ -73,6 +105,10 @@ def exercises() -> list[Exercise]:
                  "higher warm-hit rate", "ms", "rel", 0.005),
             Part("g-expected-poor", "expected TTFT (no queueing) of turn t, router with the "
                  "lower warm-hit rate", "ms", "rel", 0.005),
+            Part("h-p90-good", "p90 TTFT (no queueing) of turn t, router with the higher "
+                 "warm-hit rate", "ms", "rel", 0.005),
+            Part("i-p90-poor", "p90 TTFT (no queueing) of turn t, router with the lower "
+                 "warm-hit rate", "ms", "rel", 0.005),
         ),
         make_params=_params, solve=_solve, mistakes=_mistakes,
     )]

@@ -32,7 +32,10 @@ def _params(seed: int) -> dict:
                 kv_bytes_per_token=calc.kv_bytes_per_token(m), context_tokens=c["context"],
                 hardware=c["hw"], prefill_tp=prefill_tp(m, c["hw"]),
                 nvlink_spec_bytes_per_s=c["hw"].interconnect_bytes_per_s,
-                rdma_gbit_per_s=c["rdma"])
+                rdma_gbit_per_s=c["rdma"],
+                # the companion's reading of 17 §3's "a few tens of ms" between tokens, against
+                # which the hop is judged (no part asks for it)
+                itl_target_s=ch17.ITL_TARGET_S)
 
 
 def prefill_tp(model, hw) -> int:
@@ -89,6 +92,7 @@ def _mistakes(g: dict) -> dict:
     both_ways = ("the spec-sheet NVLink figure adds both directions; a transfer from one GPU to "
                  "another runs one way, at half of it")
     return {
+        "f-kv": [(s["f-kv"] * 1e9, "give GB, not bytes: divide L k by 10^9")],
         "g-nvlink": [(s["g-nvlink"] / NVLINK_DIRECTIONS, both_ways)],
         "b-prefill-groups": [(math.floor(s["a-prompt-demand"] / g["prefill_tok_per_s_per_group"]),
                               floor)],
@@ -112,7 +116,9 @@ def exercises() -> list[Exercise]:
             Part("d-decode-groups", "decode GPU groups", "groups", "exact", points=2),
             Part("e-ratio", "prefill groups per decode group", "x", "rel", 0.005),
             Part("f-kv", "KV bytes one long request ships to the decode pool", "GB", "rel", 0.005),
-            Part("g-nvlink", "that transfer over NVLink, one direction", "ms", "rel", 0.005),
+            # a factor of 2 here is the two-way spec figure (its own hint), not K and V
+            Part("g-nvlink", "that transfer over NVLink, one direction", "ms", "rel", 0.005,
+                 no_slips=(2.0,)),
             Part("h-rdma", "that transfer over RDMA", "ms", "rel", 0.005),
             Part("i-per-layer", "one layer's share of the RDMA transfer (shipped layer by layer)",
                  "ms", "rel", 0.005),
