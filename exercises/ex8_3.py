@@ -60,7 +60,8 @@ print(f"model {given['model'].name}: KV {given['kv_bytes_per_token'] / units.KiB
 print(f"long request: {given['prompt_tokens']} prompt tokens, the first "
       f"{given['shared_prefix_tokens']} shared, {given['output_tokens']} output tokens, "
       f"{given['block_tokens']}-token blocks; batches {given['batches']}")
-print(f"KV pool {given['kv_pool_bytes'] / units.GiB:g} GiB")
+print(f"KV pool {given['kv_pool_bytes'] / units.GiB:g} GiB (the chapter's instance on the RTX PRO "
+      f"6000, 8.1.2; every variant's model runs there)")
 print(f"(c): {given['joined_blocks']} private full block(s) join the common prefix; larger "
       f"batch {given['general_batch']}")
 
@@ -131,8 +132,9 @@ with grading.checks():
     grading.check("8-3", "c-saved-general", saved_general, seed=SEED)
 
 # %% [markdown]
-# **In words (not graded).** Why is the saving $j(b - 1)$ blocks whatever the lengths or the
-# model, and where does 8.3.1's two-sequence example fit in that count?
+# **In words (not graded).** Explain your count: how many fewer physical blocks does a batch
+# of $b$ requests need when $j$ private blocks join the prefix, does it depend on the lengths or
+# the model, and where does 8.3.1's two-sequence example fit in it?
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "c_explain", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # YOUR ANSWER HERE

@@ -29,6 +29,7 @@ from companion import calc, ledger, plots, specs, units, widgets
 from companion.chapters import ch08, ch17
 from companion.display import md
 from companion.sim import scenarios, scheduler
+from companion.sim.records_ch08 import CHAPTER_REPLAY_PROMPTS
 
 model, hw = specs.QWEN3_8B, specs.RTX_PRO_6000
 d_w = model.streamed_weight_bytes
@@ -460,13 +461,15 @@ plots.token_budget_figure(targets, by_history).show()
 # <!-- fold: the budget trade when requests arrive one after another, simulated -->
 
 # %% [markdown]
-# The replay's data is not printed, so the sweep below is **generated
-# by the companion's simulator** with its own assumptions (six 4096-token prompts with 64
-# outputs each, 8.2.2's round model, chunk = budget); it shows the same trade, not the
-# chapter's numbers. Whether its queueing column shows that trade depends on the load. Call
-# **prefill load** the time one prompt's prefill takes alone, in rounds of the budget, over the
-# gap between arrivals: above 1, prompts arrive faster than prefill can clear them. The sweep
-# runs at the chapter's gap and at a longer one.
+# The chapter does not print the replay's prompts, so the sweep below runs the **built
+# replay** the [ledger](../ledger.ipynb) checks 8.2.4 against (the same one Exercise 8-2's
+# seed 0 uses): five prompts of about 1,635 tokens and one of 4,258, 64 outputs each, chunk =
+# budget, on 8.2.2's round model, its prompts chosen so that its 8192 row reproduces the
+# chapter's. It is simulated, not the chapter's measurement. Call **prefill load** the time one
+# prompt's prefill takes alone, in rounds of the budget, over the gap between arrivals: above
+# 1, prompts arrive faster than prefill clears them. The table gives its mean over the five
+# prompts a later arrival can queue behind, and the same load for the explorer's default of
+# 4096-token prompts.
 
 # %%
 def prefill_load(prompt_tokens, budget, gap_s):
@@ -475,49 +478,59 @@ def prefill_load(prompt_tokens, budget, gap_s):
                for c, h in calc.prefill_chunks(prompt_tokens, budget)) / gap_s
 
 
-sweep_prompt = 4096
-gaps = (ch08.REPLAY_INTERARRIVAL_S, 300 * units.ms)
-sweeps = {g: scenarios.token_budget_sweep(widgets.SWEEP_BUDGETS, interarrival_s=g,
-                                          prompt_tokens=sweep_prompt) for g in gaps}
-print(f"{'':7}" + "".join(f"{f'arrivals every {g / units.ms:.0f} ms':>33}" for g in gaps))
-print(f"{'budget':>7}" + f"{'load':>7} {'longest interval':>16} {'queueing':>8}" * len(gaps))
-for i, budget in enumerate(widgets.SWEEP_BUDGETS):
-    print(f"{budget:>7,}" + "".join(
-        f"{prefill_load(sweep_prompt, budget, g):>7.2f} {sweeps[g][i]['max_itl_s'] / units.ms:>13.1f}"
-        f" ms {sweeps[g][i]['queue_later_mean_s'] / units.ms:>5.0f} ms" for g in gaps))
-carried = sweeps[gaps[1]]
-plots.budget_sweep_figure([r["token_budget"] for r in carried], [r["max_itl_s"] for r in carried],
-                          [r["queue_later_mean_s"] for r in carried],
+gap = ch08.REPLAY_INTERARRIVAL_S
+built = CHAPTER_REPLAY_PROMPTS
+replay_rows = scenarios.token_budget_sweep(widgets.SWEEP_BUDGETS, interarrival_s=gap,
+                                     prompt_tokens=list(built))
+mean_load = {b: sum(prefill_load(n, b, gap) for n in built[:-1]) / (len(built) - 1)
+             for b in widgets.SWEEP_BUDGETS}
+load_4096 = {b: prefill_load(4096, b, gap) for b in widgets.SWEEP_BUDGETS}
+print(f"built replay, arrivals every {gap / units.ms:.0f} ms; prompts {built}")
+print(f"{'budget':>7} {'mean load':>10} {'longest interval':>17} {'queueing':>10} "
+      f"{'load, 4096-token prompts':>25}")
+for b, row in zip(widgets.SWEEP_BUDGETS, replay_rows):
+    print(f"{b:>7,} {mean_load[b]:>10.3f} {row['max_itl_s'] / units.ms:>14.1f} ms "
+          f"{row['queue_later_mean_s'] / units.ms:>7.2f} ms {load_4096[b]:>25.2f}")
+plots.budget_sweep_figure([r["token_budget"] for r in replay_rows], [r["max_itl_s"] for r in replay_rows],
+                          [r["queue_later_mean_s"] for r in replay_rows],
                           interval_target_s=ch08.EXERCISE_8_2_ITL_TARGET_S,
-                          title=f"Token budget sweep, requests {gaps[1] / units.ms:.0f} ms "
-                                f"apart (simulated)").show()
+                          title=f"Token budget sweep, the built replay, requests "
+                                f"{gap / units.ms:.0f} ms apart (simulated)").show()
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the numbers in the text below
-loads = {g: [prefill_load(sweep_prompt, b, g) for b in widgets.SWEEP_BUDGETS] for g in gaps}
-fast, slow = gaps
-first_ok = next(i for i, u in enumerate(loads[slow]) if u < 1)
-slow_rows = sweeps[slow]
-md(f"""At the chapter's gap of {fast / units.ms:.0f} ms the load is {min(loads[fast]):.1f} to
-{max(loads[fast]):.1f}: above 1 at every budget. Each arrival then finds more backlog than the
-last, so that queueing column ({sweeps[fast][-1]['queue_later_mean_s'] / units.ms:.0f} to
-{sweeps[fast][0]['queue_later_mean_s'] / units.ms:.0f} ms) measures how fast a backlog grows
-over six arrivals (a longer run would grow it without bound), not a price the budget trades.
-{slow / units.ms:.0f} ms apart (the chart), the load falls below 1 from
-{widgets.SWEEP_BUDGETS[first_ok]:,} tokens on ({loads[slow][first_ok]:.2f}): later arrivals
-wait only for the round in progress, about
-{slow_rows[first_ok]['queue_later_mean_s'] / units.ms:.0f} ms whatever the budget, while at
-{widgets.SWEEP_BUDGETS[0]} tokens ({loads[slow][0]:.2f}) a backlog builds again
-({slow_rows[0]['queue_later_mean_s'] / units.ms:.0f} ms). That is the trade: a larger budget
-pays the fixed round cost less often and so raises what prefill can carry, and once the load
-is below 1 every further token only lengthens the longest interval
-({slow_rows[first_ok]['max_itl_s'] / units.ms:.0f} to
-{slow_rows[-1]['max_itl_s'] / units.ms:.0f} ms). The two rules bound one feasible range: the
-load sets its bottom, the smallest budget whose load stays below 1, and 8.2.3's interval target
-its top, the largest chunk whose rounds keep the intervals within target. Any budget in between
-works; 8.2.3's choice, the top end, reads the weights least often. When the bottom lies above
-the top the range is empty: no budget keeps up within the target, and only more capacity or a
-looser target does.""")
+printed = {e.id: e.printed for e in ledger.entries() if e.section == "8.2.4"}
+first_ok = next(i for i, b in enumerate(widgets.SWEEP_BUDGETS) if mean_load[b] < 1)
+b_ok = widgets.SWEEP_BUDGETS[first_ok]
+md(f"""**The chapter's endpoints.** 8.2.4 prints later arrivals queueing
+{printed["8.2.4/replay-512-queue-built"]} ms at 512 tokens and under
+{printed["8.2.4/replay-8192-queue-built"]} ms at 8192, and a longest interval of
+{printed["8.2.4/replay-512-longest-interval-floor"]} ms at 512 and
+{printed["8.2.4/replay-8192-longest-interval-built"]} ms at 8192. The built replay gives
+{replay_rows[0]['queue_later_mean_s'] / units.ms:.1f} ms and
+{replay_rows[-1]['queue_later_mean_s'] / units.ms:.2f} ms, and
+{replay_rows[0]['max_itl_s'] / units.ms:.1f} ms and {replay_rows[-1]['max_itl_s'] / units.ms:.1f} ms: the
+8192 pair holds, while the 512 pair does not come out of the round model at all (the ledger's
+notes on `8.2.4/replay-512-*` say why: a round carrying a 512-token chunk beside a decode step
+already lasts longer than the printed interval).
+
+**The trade.** At {widgets.SWEEP_BUDGETS[0]} tokens the mean load is
+{mean_load[widgets.SWEEP_BUDGETS[0]]:.2f}: each prompt pays the fixed round cost in so many
+rounds that its prefill outlasts the gap, and later arrivals wait behind a backlog. From
+{b_ok:,} tokens on the load is just under 1 ({mean_load[b_ok]:.3f}: the prompts are sized to
+fill the {gap / units.ms:.0f} ms gap with one prefill round), so each later arrival waits only
+for the round in progress, and every further token only lengthens the longest interval
+({replay_rows[first_ok]['max_itl_s'] / units.ms:.0f} to {replay_rows[-1]['max_itl_s'] / units.ms:.0f} ms).
+The explorer's default prompts are longer: 4096 tokens take more than one gap to prefill at
+every budget (load {min(load_4096.values()):.2f} to {max(load_4096.values()):.2f} at
+{gap / units.ms:.0f} ms), so there its queueing column measures a growing backlog, not a price
+the budget trades; space the arrivals further apart to see the trade again.
+
+The two rules bound one feasible range: the load sets its bottom, the smallest budget whose
+load stays below 1, and 8.2.3's interval target its top, the largest chunk whose rounds keep
+the intervals within target. Any budget in between works; 8.2.3's choice, the top end, reads
+the weights least often. When the bottom lies above the top the range is empty: no budget
+keeps up within the target, and only more capacity or a looser target does.""")
 
 # %% [markdown]
 # ### Explorers: the token budget
@@ -551,8 +564,8 @@ print(f"largest within target {sweep_now['largest_budget_within_target']:,}, lea
 # %% [markdown]
 # ## Where this model breaks: the batch-1 round fit
 #
-# No round beats reading its bytes, each request's KV included, yet the batch-1 fit, stretched
-# to big batches and long contexts, predicts rounds that do (the batch explorer's *8.2.2's round
+# No round beats reading its bytes, KV included, yet the batch-1 fit, stretched to big
+# batches and long contexts, predicts rounds that do (the batch explorer's *8.2.2's round
 # fit* menu draws both).
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
@@ -564,11 +577,15 @@ f_rows = []
 for f_b, f_L in ((f_ctl["batch"].default, short_p), (f_ctl["batch"].max,
                                                     f_ctl["context_tokens"].max)):
     f_r = calc.floored_round_time(model, hw, f_b, f_L)
+    f_kv = f_b * f_L * k
     f_rows.append((f"b = {f_b}, {f_L:,} tokens" + (" (the chapter)" if f_L == short_p else ""),
+                   f"{f_kv / units.GiB:,.1f} GiB"
+                   + (f" (over the {hw.mem_bytes / units.GB:.0f} GB card)"
+                      if f_kv > hw.mem_bytes else ""),
                    f"{f_r['fit_s'] / units.ms:,.1f} ms", f"{f_r['floored_s'] / units.ms:,.1f} ms",
                    f"{f_r['floored_s'] / f_r['fit_s']:.1f}"))
-md(tables.markdown_table(("round of", "chapter's model (fit)", "fuller model (floored)",
-                          "fuller / chapter"), f_rows))
+md(tables.markdown_table(("round of", "KV", "chapter's model (fit)",
+                          "fuller model (floored)", "fuller / chapter"), f_rows))
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # #### In detail
@@ -617,7 +634,10 @@ for L in (short_p, long_p, 32768, ctx_max):
     for b in (64, batch_max):
         fit_rows[L, b] = r = calc.floored_round_time(model, hw, b, L)
         print(f"{L:>8,} {undercut[L]:>22,.0f} {b:>4} {r['fit_s'] / units.ms:>6.1f} ms "
-              f"{r['roofline_s'] / units.ms:>7.1f} ms {r['floored_s'] / units.ms:>6.1f} ms")
+              f"{r['roofline_s'] / units.ms:>7.1f} ms {r['floored_s'] / units.ms:>6.1f} ms"
+              + ("  *" if b * L * k + d_w > hw.mem_bytes else ""))
+print(f"* weights and KV exceed the card's {hw.mem_bytes / units.GB:.0f} GB: a priced formula, "
+      "not a state the card can run")
 print("\nExperiment 8-1 at 2K, where the fit was made:")
 for b, measured in zip(ch08.EXP81_BATCHES, ch08.EXP81_ROUND_S):
     print(f"  b = {b:2d}: measured {measured / units.ms:.2f} ms, fit "
@@ -645,6 +665,7 @@ for label, n in budget_rows.items():
 at_max = fit_rows[short_p, batch_max]
 far = fit_rows[ctx_max, batch_max]
 chapter_b, worst_b = (budget_rows[k] for k in list(budget_settings)[:2])
+corner_kv = corner['decode_requests'] * corner['context_tokens'] * k
 rel = [abs(calc.mixed_round_time_s(b, short_p, 0) / t - 1)
        for b, t in zip(ch08.EXP81_BATCHES, ch08.EXP81_ROUND_S)]
 md(f"""> **Where this model breaks: the round fit and the weight-only intensity.** Where the fit
@@ -656,9 +677,13 @@ md(f"""> **Where this model breaks: the round fit and the weight-only intensity.
 > {undercut[long_p]:.0f}, at 32K from {undercut[32768]:.0f}. At the batch explorer's extremes
 > ({batch_max} requests) it claims {at_max['fit_s'] / units.ms:.1f} ms where the 2K round needs
 > at least {at_max['floored_s'] / units.ms:.1f} ms, and {far['fit_s'] / units.ms:.0f} ms where
-> {ctx_max:,}-token contexts need {far['floored_s']:.1f} s. The token-budget
+> {ctx_max:,}-token contexts need {far['floored_s']:.1f} s (a batch whose KV,
+> {batch_max * ctx_max * k / units.TiB:.1f} TiB, no card holds: the bound of the formula,
+> not of a server). The token-budget
 > explorer's corner, {b_controls['decode_requests'].max} decodes on
-> {b_controls['context_tokens'].max:,}-token contexts, gets a budget of
+> {b_controls['context_tokens'].max:,}-token contexts ({corner_kv / units.GiB:,.0f} GiB of KV,
+> more than the card's {hw.mem_bytes / units.GB:.0f} GB, so it too is a priced formula, not a
+> reachable state), gets a budget of
 > {worst_b['fit_token_budget']} tokens from the fit at a {target_ms:g} ms target, but their KV
 > alone takes longer than that to read, so the floored budget is
 > {worst_b['floored_token_budget']}. The weight-only intensity misleads the same way: at
@@ -860,7 +885,8 @@ overloaded; when arrivals are sparse, every token of budget costs interval and b
 # > fit (fixed part, per token, per pair) from batch-1 rounds of Qwen3-8B on this card, used
 # > as is in the schedules and the token budget, and floored by the roofline only where the
 # > menus say so; prompts and answers have the lengths the examples give, with no distribution
-# > around them; the six-request sweep is the companion's simulation, not the chapter's replay;
+# > around them; the six-request sweep is the companion's built replay (simulated), not the
+# > chapter's measured one;
 # > an MoE's router is uniform; 8.2.1's arithmetic intensity counts the weight bytes only
 # > (2b/s), and the column that adds each request's KV bytes shows how far long contexts
 # > pull a batch back below the ridge.
