@@ -88,7 +88,8 @@ with grading.checks():
 # **Then explain**, in three or four sentences in the cell under the check: why does a small
 # bubble need many more microbatches than stages, and what kind of load does that make PP
 # suited to? The formula counts a batch pushed through the pipe once, as in a prefill: why does
-# steady-state decode keep the pipe full with only about $S$ microbatches in rotation?
+# steady-state decode keep the pipe full with only about as many microbatches in rotation as
+# there are stages, $M \approx S$?
 
 # %% nbgrader={"grade": false, "grade_id": "f_answer", "locked": false, "schema_version": 3, "solution": true, "task": false} tags=["raises-exception"]
 m_needed = None

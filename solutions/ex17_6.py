@@ -124,7 +124,8 @@ with grading.checks():
 # **Then explain**, in three or four sentences in the cell under the check: why does a small
 # bubble need many more microbatches than stages, and what kind of load does that make PP
 # suited to? The formula counts a batch pushed through the pipe once, as in a prefill: why does
-# steady-state decode keep the pipe full with only about $S$ microbatches in rotation?
+# steady-state decode keep the pipe full with only about as many microbatches in rotation as
+# there are stages, $M \approx S$?
 
 # %% nbgrader={"grade": false, "grade_id": "f_answer", "locked": false, "schema_version": 3, "solution": true, "task": false}
 m_needed = None
@@ -176,7 +177,7 @@ with grading.checks():
 # *Look for:* (1) the bubble falls only as $M$ outgrows $S$: (f) is many times $S$; (2) those
 # microbatches come from concurrent requests, so PP buys throughput, not single-stream latency;
 # (3) in steady-state decode a microbatch leaving the last stage re-enters the first for its
-# next token, so about $S$ microbatches in rotation keep every stage busy and the pipe never
+# next token, so $M \approx S$ microbatches in rotation keep every stage busy and the pipe never
 # drains; (4) bonus: unequal stage times still leave some idle.
 # ### END SOLUTION
 

@@ -299,7 +299,8 @@ def test_the_docs_state_each_chapters_points_as_the_exercises_sum_them():
         for chapter, points in totals.items():
             last = max(int(eid.split("-")[1]) for eid in grading.exercises()
                        if eid.startswith(f"{chapter}-"))
-            stated = re.findall(rf"{chapter}-1 to {chapter}-{last}\b[^()]{{0,40}}\((\d+) points", text)
+            stated = re.findall(rf"{chapter}-1 to {chapter}-{last}\b[^)]{{0,40}}?\b(\d+) points",
+                                text)
             assert stated, f"{doc}: no '({chapter}-1 to {chapter}-{last} ... (N points)' found"
             assert all(int(n) == points for n in stated), \
                 f"{doc} states {stated} points for Chapter {chapter}; the parts sum to {points}"
