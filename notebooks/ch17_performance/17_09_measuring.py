@@ -522,14 +522,14 @@ measured: it is a wrong rate or a different deployment.""", title="Worked answer
 # computes the worked answer below (unfold it there)
 healthy_mbu = sum(ch17.HEALTHY_DECODE_MBU) / 2     # the middle of the chapter's healthy band
 bs_val, ctx_val = 57, 8000
-busy = ui.at(batch=bs_val, context_tokens=ctx_val).numbers
+busy = ui.at(batch=57, context_tokens=8000).numbers
 # MBU is proportional to the rate: scale the readout's ceiling (and its weights-only MBU)
 healthy = healthy_mbu * busy["ceiling_tok_s"]
 weights_ceiling = ch17.DECODE_TOK_PER_S / (busy["decode_mbu_weights_only_pct"] / 100)
 healthy_w = healthy_mbu * weights_ceiling
-check = ui.at(batch=bs_val, context_tokens=ctx_val, decode_tok_s=round(healthy)).numbers
+check = ui.at(batch=57, context_tokens=8000, decode_tok_s=round(healthy)).numbers
 # 17 §2's memory check (weights + KV + reserve): the batch fits, barely
-busy_mem = widgets.RooflinePanel().at(batch=bs_val, context_tokens=ctx_val).numbers
+busy_mem = widgets.RooflinePanel().at(batch=57, context_tokens=8000).numbers
 answer(f"""MBU is proportional to the measured rate, so the readout's ceiling is all you need:
 at {bs_val} sequences of {ctx_val:,} tokens each token costs $D_w/{bs_val} + L\\,k$ bytes,
 the memory roof allows {busy['ceiling_tok_s']:,.0f} tok/s for the batch, and
@@ -572,7 +572,7 @@ says that time is lost, not where: only a trace and a kernel profile tell the ca
 launches = [half / 2 for half in range(0, 121)]     # 0 to 60 µs, the slider's range
 late_batch, late_ctx = 57, 8000
 at_b1 = {us: timeline_panel.at(launch_us=us).numbers for us in launches}
-at_late = {us: timeline_panel.at(batch=late_batch, context_tokens=late_ctx, launch_us=us).numbers
+at_late = {us: timeline_panel.at(batch=57, context_tokens=8000, launch_us=us).numbers
            for us in launches}
 onset1 = next(us for us in launches if at_b1[us]["idle_pct"] > 1)
 onset_late = next(us for us in launches if at_late[us]["idle_pct"] > 1)
