@@ -186,9 +186,9 @@ print(f"{sum(e.agrees for e in entries)} agree with the chapter at its printed r
 # %% [markdown]
 # ## For instructors
 #
-# [docs/instructors.md](../docs/instructors.md) is the quick start for running the exercises
-# as a graded course: the worked solutions and their index
-# ([`solutions/index.ipynb`](../solutions/index.ipynb): parts, points, tolerances), the
+# `docs/instructors.md` in the repository is the quick start for running the exercises as a
+# graded course (`make lab-instructor` opens it beside the solutions): the worked solutions
+# and their index (`solutions/index.ipynb`: parts, points, tolerances), the
 # nbgrader cycle on a JupyterHub, and how each student gets numbers of their own
 # (`grading.student_seed()` derives a seed from the hub user name; seed 0 is the chapter's
 # data).
