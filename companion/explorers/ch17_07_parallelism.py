@@ -76,7 +76,10 @@ def tp_step_traces(rows, *, selected: str | None = None) -> tuple[list, dict]:
                                             "type": "category"},
               # room above the tallest bar for its total (text does not widen the autorange)
               "yaxis": {"title": {"text": "decode step (ms)"}, "range": [0, 1.12 * max(totals)]},
-              "legend": {"orientation": "h", "y": -0.3}}
+              # the legend in its own rows at the figure's foot, below the x title, with room
+              # for a two-line tick label (a layout marked "<br>(does not fit)")
+              "legend": theme.foot_legend(),
+              "margin": {"t": 60, "r": 20, "b": _legend_foot_px(3, per_row=2) + 16}}
     return traces, layout
 
 
@@ -85,7 +88,7 @@ def tp_step_figure(rows, *, selected=None,
                    title: str = "A tensor-parallel decode step: reads shrink as 1/g, "
                                 "collectives do not (17 §7)"):
     traces, layout = tp_step_traces(rows, selected=selected)
-    return _fig(traces, dict(layout, height=440), title)
+    return _fig(traces, dict(layout, height=480), title)
 
 
 # the fuller models' toggles: the chapter's setting first
@@ -443,7 +446,10 @@ def placement_traces(rows, usable_bytes: float, *, chosen: str | None = None) ->
     layout = {"xaxis": {"title": {"text": "layout (TP inside a node, PP across nodes)"},
                         "type": "category"},
               "yaxis": {"title": {"text": "weights per GPU (GB)"}, "type": "log"},
-              "legend": {"orientation": "h", "y": -0.3}}
+              # the legend in its own rows at the figure's foot, below the x title, with room
+              # for a two-line tick label (a layout marked "<br>(does not fit)")
+              "legend": theme.foot_legend(),
+              "margin": {"t": 60, "r": 20, "b": _legend_foot_px(3, per_row=2) + 16}}
     return traces, layout
 
 

@@ -346,7 +346,9 @@ class SpeedOfLightPanel(Panel):
         _TIMELINE_MODELS.control(specs.LLAMA_8B.name),
         choice_control("hardware", "GPU", specs.H100_SXM.name, {n: n for n in _MEASURE_CARDS}),
         Control("batch", "batch (sequences)", "int", 1, 1, 1024, 1),
-        Control("context_tokens", "live KV per sequence (tokens)", "int", 0, 0, 32_000, 100),
+        # 17 §2's short chat: at 0 the attention kernel would read nothing
+        Control("context_tokens", "live KV per sequence (tokens)", "int", ch17.CHAT_LIVE_TOKENS,
+                0, 32_000, 100),
         Control("roof_pct", "share of its roof each big kernel reaches (%)", "float",
                 100 * ch17.SOL_DECODE_MEMORY_FRACTION, 10.0, 100.0, 5.0),
     )

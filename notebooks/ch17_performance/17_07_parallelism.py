@@ -127,7 +127,7 @@ print(f"  collectives over PCIe       {pcie['comm_s'] / units.ms:.2f} ms "
 
 # %%
 rows = widgets.tp_layout_rows(m70, hw)
-rows = [dict(r, label=f"{r['label']} (does not fit)") if m70.weight_bytes / r["tp"] > hw.mem_bytes
+rows = [dict(r, label=f"{r['label']}<br>(does not fit)") if m70.weight_bytes / r["tp"] > hw.mem_bytes
         else r for r in rows]
 plots.tp_step_figure(rows, selected="TP 4 · NVLink").show()
 

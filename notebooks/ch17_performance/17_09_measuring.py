@@ -378,7 +378,7 @@ for graphs in (False, True):
 # cache to read.
 
 # %%
-sol_panel = widgets.SpeedOfLightPanel(context_tokens=600)
+sol_panel = widgets.SpeedOfLightPanel()
 sol_default = sol_panel.params
 sol = sol_panel.at(**sol_default).numbers
 print(f"the explorer opens at: {sol_default['model']} on the {sol_default['hardware']}, batch "
@@ -499,8 +499,8 @@ sol_panel.show()
 # 4. Your prefill MFU reads 30%. Name three causes the ratio alone cannot tell apart, and for
 #    two of them compute how much they cost.
 # 5. In the timeline explorer (eager, 8B), from which launch cost on do gaps take more than 1%
-#    of the round at batch 1? And at batch 57 with 8,000 cached tokens per sequence?
-#    <!-- states: timeline_panel(launch_us=...); timeline_panel(batch=57, context_tokens=8000, launch_us=...) -->
+#    of the round at batch 1? And at batch 48 with 8,000 cached tokens per sequence?
+#    <!-- states: timeline_panel(launch_us=...); timeline_panel(batch=48, context_tokens=8000, launch_us=...) -->
 
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
@@ -570,9 +570,9 @@ says that time is lost, not where: only a trace and a kernel profile tell the ca
 # %% jupyter={"source_hidden": true} tags=["remove-input"]
 # computes the worked answer below (unfold it there)
 launches = [half / 2 for half in range(0, 121)]     # 0 to 60 µs, the slider's range
-late_batch, late_ctx = 57, 8000
+late_batch, late_ctx = 48, 8000
 at_b1 = {us: timeline_panel.at(launch_us=us).numbers for us in launches}
-at_late = {us: timeline_panel.at(batch=57, context_tokens=8000, launch_us=us).numbers
+at_late = {us: timeline_panel.at(batch=48, context_tokens=8000, launch_us=us).numbers
            for us in launches}
 onset1 = next(us for us in launches if at_b1[us]["idle_pct"] > 1)
 onset_late = next(us for us in launches if at_late[us]["idle_pct"] > 1)
