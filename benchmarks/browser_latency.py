@@ -454,7 +454,8 @@ def __probe_expected(variable, name, values):
     out = []
     for value in values:
         view = type(panel).compute(panel, **{**panel.params, name: value})
-        out.append([view.text, display.round_floats(view.traces)])
+        # the readout as the page shows it: the view's text and the figure's notes
+        out.append([panel.readout_html(view), display.round_floats(view.traces)])
     return json.dumps(out)
 '''
 SIGNATURE_KEYS = ("type", "x", "y", "text", "base", "width", "name")  # page_probe.js signature()

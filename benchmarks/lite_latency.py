@@ -202,7 +202,7 @@ def expected_states(panel, name: str, values: list) -> dict:
     out = {}
     for value in values:
         view = type(panel).compute(panel, **{**panel.params, name: value})
-        out[value] = {"text": H.html_text(view.text), "data": [
+        out[value] = {"text": H.html_text(panel.readout_html(view)), "data": [
             {k: H._decode(t[k]) for k in B.SIGNATURE_KEYS[1:] if k in t}
             | {"type": t.get("type", "scatter")} for t in display.round_floats(view.traces)]}
     return out
