@@ -375,7 +375,7 @@ class Scheme:
             v.positive("base_round_s", self.base_round_s)
 
     def with_(self, **changes) -> "Scheme":
-        """A copy with some fields changed (validated again), e.g. for a slider."""
+        """A copy with the given fields replaced (validated again), e.g. for a slider."""
         return replace(self, **changes)
 
 
